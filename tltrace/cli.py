@@ -1,0 +1,225 @@
+"""The `tltrace` command line: parse, call the core, print, exit.
+
+Only the cli*.py modules print or exit; the core returns data and emits events.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+import typer
+from click.core import ParameterSource
+
+from . import __version__
+from .config import DEFAULT, DEFAULT_KEEP, DEFAULT_TRACE_DIR, Settings, compile_regex, env_mode, env_trace_dir, parse_mode
+from .errors import EXIT_USAGE, TltraceError
+
+app = typer.Typer(
+    name="tltrace",
+    help="See, and change, what the TileLang compiler did to your kernel.\n\n"
+    "Runs a kernel script with pass-by-pass IR tracing, writes run records and an HTML "
+    "report, and compiles your edits of the generated source back in.",
+    no_args_is_help=True,
+    add_completion=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    """Print one error line on stderr and return the Exit to raise."""
+    typer.echo(f"tltrace: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"tltrace {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """See, and change, what the TileLang compiler did to your kernel."""
+
+
+RUN_EPILOG = """\
+Examples:
+
+  tltrace run my_kernel.py                      stream pass-by-pass diffs
+  tltrace run my_kernel.py --mode both          diffs + HTML report + working files
+  tltrace run --quiet --trace-dir ci_traces gemm.py --m 1024
+  tltrace run -m mypkg.kernels -- --mode fast   everything after -- goes to the script
+
+Options may stand before SCRIPT or right after it; the script's own arguments
+follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
+--trace-dir. Exit status: the script's own; 1 when it raises; 2 for bad usage.
+"""
+
+
+@app.command(
+    "run",
+    epilog=RUN_EPILOG,
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True,
+                      "allow_extra_args": True},
+)
+def run_cmd(
+    ctx: typer.Context,
+    script: Optional[str] = typer.Argument(None, metavar="SCRIPT", help="The kernel script to run.",
+                                           show_default=False),
+    args: Optional[list[str]] = typer.Argument(None, metavar="[ARGS]...", help="Arguments for the script.",
+                                               show_default=False),
+    module: Optional[str] = typer.Option(None, "-m", "--module", metavar="MODULE",
+                                         help="Run a module as `python -m MODULE` would."),
+    mode: Optional[str] = typer.Option(None, "--mode", metavar="terminal|html|both",
+                                       help="What to produce [default: TL_LOWER_TRACE, else terminal]."),
+    trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", metavar="DIR",
+                                             help=f"Where traces go [default: TL_LOWER_TRACE_DIR, else {DEFAULT_TRACE_DIR}]."),
+    keep: int = typer.Option(DEFAULT_KEEP, "--keep", metavar="N", min=0,
+                             help="Keep the newest N runs per script (0 keeps all)."),
+    only: Optional[str] = typer.Option(None, "--only", metavar="REGEX", help="Show only passes matching REGEX."),
+    skip: Optional[str] = typer.Option(None, "--skip", metavar="REGEX", help="Hide passes matching REGEX."),
+    context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the summary per kernel."),
+    use_cache: bool = typer.Option(False, "--use-cache",
+                                   help="Keep TileLang's kernel cache on (cache hits are not traced)."),
+    codegen_output: Optional[Path] = typer.Option(None, "--codegen-output", metavar="PATH",
+                                                  help="Device working file (host: PATH with _host)."),
+    no_codegen_output: bool = typer.Option(False, "--no-codegen-output", help="Write no working files."),
+) -> None:
+    """Run SCRIPT (or -m MODULE) as __main__ with every TileLang compilation traced."""
+    rest = list(args or [])
+    if script is not None and rest:
+        extra, rest = _split_leading_options(ctx, rest)
+        if extra:
+            _reparse(ctx, extra)
+    p = ctx.params
+    if p["module"] is not None:
+        rest = ([script] if script is not None else []) + rest
+        target_name, is_module = p["module"], True
+    elif script is None:
+        raise fail("missing SCRIPT (or -m MODULE); try 'tltrace run --help'")
+    else:
+        target_name, is_module = script, False
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+
+    from .runner import Target, check_target, run_target
+
+    target = Target(target_name, tuple(rest), is_module)
+    try:
+        settings = _settings(p, target)
+        check_target(target)
+    except TltraceError as exc:
+        raise fail(str(exc), exc.exit_code) from None
+
+    from .render.html import HtmlReportListener
+    from .render.terminal import TerminalView
+
+    term = TerminalView(settings)
+    listeners = [term]
+    html = HtmlReportListener(settings) if settings.html else None
+    if html is not None:
+        listeners.append(html)
+
+    def emit(event) -> None:
+        for listener in listeners:
+            listener(event)
+
+    code = run_target(target, settings, emit, finalize=html.close if html is not None else None)
+    raise typer.Exit(code)
+
+
+def _settings(p: dict, target) -> Settings:
+    mode = parse_mode(p["mode"], source="--mode") if p["mode"] is not None else None
+    if p["mode"] is not None and mode is None:
+        raise TltraceError("--mode off makes no sense for 'tltrace run'; use terminal, html or both")
+    if mode is None:
+        mode = env_mode() or "terminal"
+    trace_dir = Path(p["trace_dir"]) if p["trace_dir"] is not None else Path(env_trace_dir())
+    if p["no_codegen_output"] and p["codegen_output"] is not None:
+        raise TltraceError("--codegen-output and --no-codegen-output exclude each other")
+    cg: object = DEFAULT
+    if p["no_codegen_output"]:
+        cg = None
+    elif p["codegen_output"] is not None:
+        cg = Path(p["codegen_output"]).absolute()
+    return Settings(
+        mode=mode,
+        trace_dir=trace_dir.absolute(),
+        script_name=target.trace_name,
+        codegen_output=cg,
+        keep=p["keep"],
+        context=p["context"],
+        only=compile_regex(p["only"], "--only"),
+        skip=compile_regex(p["skip"], "--skip"),
+        quiet=p["quiet"],
+        use_cache=p["use_cache"],
+        command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
+    )
+
+
+def _option_table(command: click.Command) -> dict[str, bool]:
+    """Map each option spelling of `command` to whether it takes a value."""
+    table: dict[str, bool] = {}
+    for param in command.params:
+        if isinstance(param, click.Option):
+            takes = not (param.is_flag or param.count)
+            for opt in (*param.opts, *param.secondary_opts):
+                table[opt] = takes
+    return table
+
+
+def _split_leading_options(ctx: click.Context, tokens: list[str]) -> tuple[list[str], list[str]]:
+    """Split the tokens after SCRIPT into tltrace options right after it and the script's args."""
+    table = _option_table(ctx.command)
+    taken: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok == "--":
+            return taken, tokens[i:]
+        name = tok.split("=", 1)[0] if tok.startswith("--") else tok
+        if name not in table or name in ("-h", "--help"):
+            break
+        if table[name] and "=" not in tok:
+            if i + 1 >= len(tokens):
+                raise fail(f"option {name} needs a value")
+            taken += [tok, tokens[i + 1]]
+            i += 2
+        else:
+            taken.append(tok)
+            i += 1
+    return taken, tokens[i:]
+
+
+def _reparse(ctx: click.Context, tokens: list[str]) -> None:
+    """Parse options found after SCRIPT and let them override what came before."""
+    try:
+        sub = ctx.command.make_context(ctx.info_name, [*tokens], parent=ctx.parent, resilient_parsing=False)
+    except click.UsageError as exc:
+        raise fail(exc.format_message()) from None
+    for name, value in sub.params.items():
+        if sub.get_parameter_source(name) == ParameterSource.COMMANDLINE and name not in ("script", "args"):
+            ctx.params[name] = value
+
+
+def main() -> None:
+    """Entry point for the `tltrace` console script."""
+    try:
+        app(prog_name="tltrace")
+    except TltraceError as exc:
+        typer.echo(f"tltrace: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

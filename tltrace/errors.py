@@ -1,0 +1,43 @@
+"""Domain errors. The core raises these; only cli.py turns them into messages and exit codes.
+
+Exit codes (documented in README and man page):
+  0  success (or the script's own exit code under `tltrace run`)
+  1  the traced script raised, or diff-runs found a difference
+  2  usage error: bad option, bad value, nothing to act on
+  3  a file or record problem: missing/damaged run records, unreadable trace dir
+  4  merge conflicts left in a working file (resolve-conflict)
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_SCRIPT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_RECORDS = 3
+EXIT_CONFLICT = 4
+
+
+class TltraceError(Exception):
+    """An error a person can act on: one line, and an exit code."""
+
+    exit_code = EXIT_USAGE
+
+
+class UsageError(TltraceError):
+    exit_code = EXIT_USAGE
+
+
+class TargetNotFound(TltraceError):
+    """The script or module to run does not exist."""
+
+    exit_code = EXIT_USAGE
+
+
+class RecordsError(TltraceError):
+    """Run records are missing or damaged."""
+
+    exit_code = EXIT_RECORDS
+
+
+class MergeConflict(TltraceError):
+    exit_code = EXIT_CONFLICT

@@ -1,0 +1,1 @@
+"""Rendering: the Rich terminal stream and the self-contained HTML report."""

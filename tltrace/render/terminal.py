@@ -1,0 +1,166 @@
+"""The terminal stream: one line per pass, a coloured diff under each changed one, a summary per kernel.
+
+Each pass's block is rendered whole and printed under one lock, labelled with its
+kernel, so two compiling threads never interleave inside a block.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from rich.console import Console, Group
+from rich.text import Text
+
+from ..config import Settings
+from ..difftext import unified
+from ..session.events import Event, Notice, PassRecorded, RunFinished, RunStarted
+from ..session.records import CHANGED, CODEGEN, FAILED, NOOP, PassRecord, RunManifest
+
+_print_lock = threading.Lock()
+
+STATUS_STYLE = {
+    CHANGED: ("CHANGED", "bold yellow"),
+    NOOP: ("no-op", "dim"),
+    FAILED: ("FAILED", "bold red"),
+    CODEGEN: ("CODEGEN", "bold magenta"),
+}
+
+TAG_STYLE = {
+    "PATCHED": "bold green",
+    "REGENERATED": "bold cyan",
+    "SYNCED": "bold blue",
+    "CONFLICT": "bold red",
+    "INIT-BACKUP": "bold yellow",
+    "NOTE": "bold yellow",
+    "cached": "bold cyan",
+    "info": "cyan",
+    "warning": "bold yellow",
+}
+
+
+def make_console(stderr: bool = False) -> Console:
+    """Return a console on the current stdout/stderr (colour off when not a tty or NO_COLOR is set)."""
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def diff_text(before: str, after: str, context: int) -> Text:
+    """Return a coloured unified diff of two IR texts."""
+    out = Text()
+    for line in unified(before, after, context=context):
+        if line.startswith(("+++", "---")):
+            style = "bold"
+        elif line.startswith("@@"):
+            style = "cyan"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        else:
+            style = "dim"
+        out.append("    " + line + "\n", style=style)
+    out.rstrip()
+    return out
+
+
+def pass_line(kernel: str | None, record: PassRecord) -> Text:
+    """Return the one-line summary of a record."""
+    label, style = STATUS_STYLE.get(record.status, (record.status, ""))
+    t = Text()
+    t.append(f"[{kernel or '?'}] ", style="bold blue")
+    t.append("  " * record.depth)
+    t.append(f"{record.phase}/{record.index:02d} ", style="dim")
+    t.append(record.name, style="bold" if record.status != NOOP else "")
+    t.append("  ")
+    t.append(label, style=style)
+    if record.status in (CHANGED, CODEGEN) and (record.added or record.removed):
+        t.append(" ")
+        t.append(f"+{record.added}", style="green")
+        t.append("/")
+        t.append(f"-{record.removed}", style="red")
+    if record.reconcile:
+        t.append(f"  {record.reconcile}", style=TAG_STYLE.get(record.reconcile, "bold"))
+    return t
+
+
+def summary_line(manifest: RunManifest, run_dir: Path) -> Text:
+    c = manifest.counts
+    total = len(manifest.records)
+    changed = c.get(CHANGED, 0)
+    failed = c.get(FAILED, 0)
+    t = Text()
+    t.append(f"[{manifest.kernel or '?'}] ", style="bold blue")
+    t.append("done: " if manifest.status == "complete" else "compile failed: ",
+             style="bold green" if manifest.status == "complete" else "bold red")
+    t.append(f"{total} passes, {changed} changed, {failed} failed, {c.get(CODEGEN, 0)} codegen")
+    t.append(f"  records: {run_dir}", style="dim")
+    return t
+
+
+class TerminalView:
+    """Listener that prints the stream for `tltrace run` (and the terminal mode of enable())."""
+
+    def __init__(self, settings: Settings, console: Console | None = None,
+                 err_console: Console | None = None) -> None:
+        self.settings = settings
+        self._console = console
+        self._err = err_console
+        self.finished: list[tuple[RunManifest, Path]] = []
+
+    @property
+    def console(self) -> Console:
+        return self._console or make_console()
+
+    @property
+    def err(self) -> Console:
+        return self._err or make_console(stderr=True)
+
+    def _show(self, record: PassRecord) -> bool:
+        s = self.settings
+        if s.only is not None and not s.only.search(record.name):
+            return False
+        if s.skip is not None and s.skip.search(record.name):
+            return False
+        return True
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, PassRecorded):
+            if self.settings.quiet or not self.settings.terminal or not self._show(event.record):
+                return
+            parts: list[Text] = [pass_line(event.manifest.kernel, event.record)]
+            rec = event.record
+            if rec.status == FAILED:
+                parts.append(Text(f"    error: {rec.error or 'see the run summary'}\n", style="red"))
+            elif rec.status in (CHANGED, CODEGEN) and event.before != event.after:
+                parts.append(diff_text(event.before, event.after, self.settings.context))
+            with _print_lock:
+                self.console.print(Group(*parts), soft_wrap=True)
+        elif isinstance(event, Notice):
+            self._notice(event)
+        elif isinstance(event, RunFinished):
+            self.finished.append((event.manifest, event.run_dir))
+            if self.settings.terminal or self.settings.quiet:
+                with _print_lock:
+                    self.console.print(summary_line(event.manifest, event.run_dir), soft_wrap=True)
+        elif isinstance(event, RunStarted):
+            pass
+
+    def _notice(self, n: Notice) -> None:
+        style = TAG_STYLE.get(n.kind, "bold")
+        t = Text()
+        if n.kind == "warning":
+            t.append("tltrace: warning: ", style=style)
+            t.append(n.message.splitlines()[0] if n.message else "")
+            with _print_lock:
+                self.err.print(t)
+            return
+        if n.kernel:
+            t.append(f"[{n.kernel}] ", style="bold blue")
+        label = "cached: not traced" if n.kind == "cached" else n.kind
+        t.append(label, style=style)
+        if n.message:
+            t.append("  " + n.message)
+        if n.path is not None and str(n.path) not in (n.message or ""):
+            t.append(f"  {n.path}", style="dim")
+        with _print_lock:
+            self.console.print(t)

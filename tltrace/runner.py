@@ -1,0 +1,157 @@
+"""Run a script or module as `__main__` under runpy, with tracing installed around it."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import runpy
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import Settings
+from .errors import TargetNotFound
+from .session.events import Event, Notice
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to run: a script path or a module name, and its arguments."""
+
+    name: str
+    args: tuple[str, ...] = ()
+    module: bool = False
+
+    @property
+    def trace_name(self) -> str:
+        """The name runs are filed under: the script's stem, or the module's last part."""
+        if self.module:
+            last = self.name.rsplit(".", 1)[-1]
+            return self.name.rsplit(".", 2)[-2] if last == "__main__" and "." in self.name else last
+        from .config import script_name_from_argv
+
+        return script_name_from_argv(self.name)
+
+
+def check_target(target: Target) -> None:
+    """Raise TargetNotFound when the script or module cannot be run."""
+    if target.module:
+        try:
+            spec = importlib.util.find_spec(target.name)
+        except (ImportError, ValueError) as exc:
+            raise TargetNotFound(f"no module named {target.name!r} ({exc})") from None
+        if spec is None:
+            raise TargetNotFound(f"no module named {target.name!r}; check the name and sys.path")
+        return
+    path = Path(target.name)
+    if not path.exists():
+        raise TargetNotFound(f"script {target.name} does not exist")
+    if path.is_dir() and not (path / "__main__.py").exists():
+        raise TargetNotFound(f"{target.name} is a directory without __main__.py")
+
+
+def check_trace_dir(settings: Settings) -> str | None:
+    """Return why the trace directory cannot be written, or None when it can."""
+    d = settings.script_dir
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        probe = d / f".tltrace-probe-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        return f"cannot write to trace dir {settings.trace_dir} ({exc.strerror or exc}); running untraced"
+    return None
+
+
+def prepare_tilelang(settings: Settings, emit: Callable[[Event], None]) -> bool:
+    """Silence TileLang's own tracer, set the kernel cache, import TileLang; return True when usable."""
+    from .session.controller import silence_builtin_tracer
+
+    if silence_builtin_tracer():
+        emit(Notice("info", "TL_LOWER_TRACE is set: TileLang's built-in tracer stays off while tltrace traces"))
+    if not settings.use_cache:
+        os.environ["TILELANG_DISABLE_CACHE"] = "1"
+    try:
+        import tilelang  # noqa: F401  # type: ignore[import-not-found]
+    except Exception as exc:
+        emit(Notice("warning", f"cannot import tilelang ({type(exc).__name__}: {exc}); running untraced"))
+        return False
+    silence_builtin_tracer()
+    return True
+
+
+def run_target(target: Target, settings: Settings, emit: Callable[[Event], None],
+               *, trace: bool = True, finalize: Callable[[], None] | None = None) -> int:
+    """Run the target as __main__ with tracing installed; return its exit code.
+
+    SystemExit is honoured; an exception from the script prints its traceback as
+    Python would and returns 1. Tracing is removed before returning.
+    """
+    from .session import controller
+
+    installed = False
+    if trace:
+        reason = check_trace_dir(settings)
+        if reason:
+            emit(Notice("warning", reason))
+        elif prepare_tilelang(settings, emit):
+            try:
+                controller.install(settings, emit)
+                installed = True
+            except Exception as exc:
+                emit(Notice("warning", f"cannot install the tracer ({type(exc).__name__}: {exc}); running untraced"))
+
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    code = 0
+    try:
+        if target.module:
+            sys.argv = [target.name, *target.args]
+            sys.path.insert(0, os.getcwd())
+            runpy.run_module(target.name, run_name="__main__", alter_sys=True)
+        else:
+            script = os.path.abspath(target.name)
+            sys.argv = [target.name, *target.args]
+            sys.path.insert(0, script if os.path.isdir(script) else os.path.dirname(script))
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        code = _exit_code(exc)
+    except KeyboardInterrupt:
+        sys.stderr.write("KeyboardInterrupt\n")
+        code = 130
+    except BaseException as exc:  # the script's own error: show it as Python would
+        _print_user_traceback(exc)
+        code = 1
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        if installed:
+            controller.uninstall()
+        if finalize is not None:
+            try:
+                finalize()
+            except Exception as exc:
+                emit(Notice("warning", f"finishing the trace failed ({type(exc).__name__}: {exc})"))
+    return code
+
+
+def _exit_code(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    sys.stderr.write(f"{code}\n")
+    return 1
+
+
+_HIDDEN = (os.path.dirname(runpy.__file__) + os.sep + "runpy.py", os.path.abspath(__file__))
+
+
+def _print_user_traceback(exc: BaseException) -> None:
+    """Print the traceback without tltrace's and runpy's own frames."""
+    tb = exc.__traceback__
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in _HIDDEN:
+        tb = tb.tb_next
+    sys.stderr.write("".join(traceback.format_exception(type(exc), exc, tb)))
+    sys.stderr.flush()

@@ -1,0 +1,1 @@
+"""Capture: the TileLang tool, records, phases, and the on-disk store."""

@@ -1,0 +1,78 @@
+"""Codegen events: which role a target.build.* call plays, and what its module holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEVICE = "device"
+HOST = "host"
+
+_HOST_FFIS = {"target.build.tilelang_c_host"}
+_SOURCE_COMPILING_SUFFIX = "_without_compile"
+
+
+def classify_role(event: Any) -> str | None:
+    """Return "device", "host" or None for a CodegenEvent.
+
+    TileLang versions that label events carry a `role`; 0.1.15 does not, so the
+    FFI name decides: *_host and target.build.llvm (unless the target itself is
+    llvm) are host; every target.build.tilelang_* or webgpu call is device.
+    """
+    role = getattr(event, "role", None)
+    if role is not None:
+        role = str(role).lower()
+        return role if role in (DEVICE, HOST) else None
+    name = str(getattr(event, "name", "") or "")
+    if name in _HOST_FFIS or name.endswith("_host"):
+        return HOST
+    if name == "target.build.llvm":
+        kind = _target_kind(getattr(event, "target", None))
+        return DEVICE if kind == "llvm" else HOST
+    if name.startswith("target.build.tilelang_") or name == "target.build.webgpu":
+        return DEVICE
+    return None
+
+
+def _target_kind(target: Any) -> str | None:
+    try:
+        return str(target.kind.name)
+    except Exception:
+        return None
+
+
+def record_name(role: str | None) -> str:
+    return f"codegen_{role}" if role else "codegen"
+
+
+def compiles_source(ffi_name: str) -> bool:
+    """Return True when the module this FFI returns is source compiled later (edits take effect)."""
+    return ffi_name.endswith(_SOURCE_COMPILING_SUFFIX) or ffi_name in (
+        "target.build.tilelang_c",
+        "target.build.tilelang_c_host",
+    )
+
+
+def module_source(module: Any) -> str:
+    """Return the source text a codegen module carries ('' when it has none)."""
+    for attr in ("inspect_source", "get_source"):
+        fn = getattr(module, attr, None)
+        if fn is None:
+            continue
+        try:
+            text = fn()
+        except Exception:
+            continue
+        if text:
+            return str(text)
+    return ""
+
+
+def source_module(original: Any, source: str) -> Any:
+    """Return a real TVM source module carrying `source`, in the original's format."""
+    import tvm.runtime._ffi_api as ffi_api  # type: ignore[import-not-found]
+
+    try:
+        fmt = str(original.format)
+    except Exception:
+        fmt = "c"
+    return ffi_api.CSourceModuleCreate(source, fmt, [], None)

@@ -1,0 +1,80 @@
+"""Install and remove tltrace's tool in TileLang's instrumentation registry."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+
+from ..config import Settings
+from .events import Event, Notice
+
+TOOL_NAME = "tltrace"
+BUILTIN_TOOL_NAME = "lower_trace"
+
+_lock = threading.Lock()
+_installed: tuple[Settings, Callable[[Event], None]] | None = None
+
+
+def silence_builtin_tracer(emit: Callable[[Event], None] | None = None) -> bool:
+    """Keep TileLang's own tracer off while tltrace traces; return True if it was asked for.
+
+    Call before `import tilelang` (it reads TL_LOWER_TRACE at import) and again after.
+    """
+    asked = bool(os.environ.pop("TL_LOWER_TRACE", None))
+    try:
+        import sys
+
+        if "tilelang" in sys.modules:
+            from tilelang.instrumentation import unregister_pass_instrumentation_tool  # type: ignore
+
+            unregister_pass_instrumentation_tool(BUILTIN_TOOL_NAME)
+    except Exception:
+        pass
+    return asked
+
+
+def install(settings: Settings, emit: Callable[[Event], None]) -> None:
+    """Register (or replace) the factory: every later TileLang compilation is traced with `settings`."""
+    global _installed
+    from tilelang.instrumentation import register_pass_instrumentation_tool  # type: ignore
+
+    from .tool import make_tool_class
+
+    tool_cls = make_tool_class()
+    with _lock:
+        _installed = (settings, emit)
+
+        def factory() -> object:
+            # Snapshot: a compilation keeps the settings it started with.
+            with _lock:
+                current = _installed
+            if current is None:  # disabled between registration and this compile
+                from tilelang.instrumentation import PassInstrumentationTool  # type: ignore
+
+                return PassInstrumentationTool()
+            return tool_cls(*current)
+
+        register_pass_instrumentation_tool(TOOL_NAME, factory)
+
+
+def uninstall() -> None:
+    """Unregister the factory; a compilation already running finishes in its own session."""
+    global _installed
+    with _lock:
+        _installed = None
+    try:
+        from tilelang.instrumentation import unregister_pass_instrumentation_tool  # type: ignore
+
+        unregister_pass_instrumentation_tool(TOOL_NAME)
+    except Exception:
+        pass
+
+
+def installed() -> Settings | None:
+    with _lock:
+        return _installed[0] if _installed else None
+
+
+def notice(emit: Callable[[Event], None], kind: str, message: str) -> None:
+    emit(Notice(kind, message))

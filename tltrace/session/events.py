@@ -1,0 +1,56 @@
+"""Progress leaves the capture engine as events; listeners (terminal, HTML) turn them into output."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from .records import PassRecord, RunManifest
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    """A compilation opened its run directory. `manifest` holds what is known so far."""
+
+    manifest: RunManifest
+    run_dir: Path
+    script_dir: Path
+
+
+@dataclass(frozen=True)
+class PassRecorded:
+    """One pass or codegen call finished (or failed) and is on disk."""
+
+    manifest: RunManifest  # header only; records are not repeated here
+    record: PassRecord
+    before: str
+    after: str
+    run_dir: Path
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something a person should see once: a reconcile tag, a cache hit, a tltrace warning.
+
+    kind: "warning", "cached", "info", or a reconcile tag ("PATCHED", "CONFLICT", ...).
+    """
+
+    kind: str
+    message: str
+    kernel: str | None = None
+    path: Path | None = None
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    manifest: RunManifest
+    run_dir: Path
+    script_dir: Path
+
+
+Event = RunStarted | PassRecorded | Notice | RunFinished
+
+
+class Listener(Protocol):
+    def __call__(self, event: Event) -> None: ...

@@ -1,0 +1,111 @@
+"""The data tltrace records: one PassRecord per pass, one RunManifest per compilation.
+
+Everything else (show, diff-runs, the HTML report) reads these, never file names.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+# Record statuses.
+CHANGED = "changed"
+NOOP = "noop"
+FAILED = "failed"
+CODEGEN = "codegen"
+STATUSES = (CHANGED, NOOP, FAILED, CODEGEN)
+
+# Run statuses.
+RUNNING = "running"
+COMPLETE = "complete"
+ERROR = "error"  # the compilation raised
+
+
+@dataclass(frozen=True)
+class PassRecord:
+    """One pass (or codegen call) as it ran: where it sits, what it did, where its texts are."""
+
+    index: int
+    name: str
+    phase: str
+    depth: int = 0
+    parent: int | None = None
+    status: str = NOOP
+    added: int = 0
+    removed: int = 0
+    duration_s: float = 0.0
+    before_hash: str | None = None
+    after_hash: str | None = None
+    before_file: str | None = None  # relative to the run directory
+    after_file: str | None = None
+    role: str | None = None  # codegen records: "device", "host" or None
+    ffi: str | None = None  # codegen records: the target.build.* function
+    error: str | None = None  # failed records: "ExcType: message"
+    reconcile: str | None = None  # codegen records: PATCHED, REGENERATED, ...
+    working_file: str | None = None  # codegen records: the working file, absolute
+
+    @property
+    def changed(self) -> bool:
+        return self.status in (CHANGED, CODEGEN) and self.before_hash != self.after_hash
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PassRecord:
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**known)
+
+
+@dataclass(frozen=True)
+class RunManifest:
+    """One compilation's run: who compiled what, where, and every record in order."""
+
+    run_id: str
+    script: str
+    kernel: str | None = None
+    target: str | None = None
+    target_host: str | None = None
+    backend: str | None = None
+    tilelang_version: str | None = None
+    tltrace_version: str | None = None
+    command: list[str] = field(default_factory=list)
+    cwd: str | None = None
+    started: float = 0.0  # time.time()
+    finished: float | None = None
+    status: str = RUNNING
+    error: str | None = None
+    mode: str = "terminal"
+    records: tuple[PassRecord, ...] = ()
+    schema_version: int = SCHEMA_VERSION
+
+    def with_records(self, records: list[PassRecord] | tuple[PassRecord, ...]) -> RunManifest:
+        return replace(self, records=tuple(records))
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {s: 0 for s in STATUSES}
+        for r in self.records:
+            out[r.status] = out.get(r.status, 0) + 1
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["records"] = [r.to_json() for r in self.records]
+        return data
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=1, sort_keys=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunManifest:
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"manifest schema version {version!r} is not {SCHEMA_VERSION}")
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "records"}
+        known["command"] = list(known.get("command") or [])
+        records = tuple(PassRecord.from_json(r) for r in data.get("records") or ())
+        return cls(**known, records=records)

@@ -1,0 +1,459 @@
+"""The capture engine: one TraceSession per TileLang compilation.
+
+TileLang creates one tool per compile session through the factory registered
+with `tilelang.instrumentation.register_pass_instrumentation_tool`; the tool
+owns that compilation's records, index counter and run directory, so kernels
+compiled concurrently in threads never share state. Every failure inside
+tltrace becomes one warning; the user's compile goes on unharmed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..config import Settings
+from ..difftext import count_changes
+from . import codegen as cg
+from .events import Event, Notice, PassRecorded, RunFinished, RunStarted
+from .names import pass_display_name
+from .records import CHANGED, CODEGEN, COMPLETE, ERROR, FAILED, NOOP, PassRecord, RunManifest
+from .store import RunStore, prune_runs, text_hash
+
+Emit = Callable[[Event], None]
+
+UNSCOPED = "unscoped"
+CODEGEN_PHASE = "codegen"
+
+
+def _error_text(error: BaseException | None) -> str:
+    if error is None:
+        return "pass raised (no exception was passed to the instrument)"
+    msg = str(error).strip()
+    # TVM errors carry a long C++ backtrace; the first line is what a person reads.
+    return f"{type(error).__name__}: {msg}" if msg else type(error).__name__
+
+
+def _parse_context(text: str | None) -> dict[str, str]:
+    """Parse TileLang's PassContext description: 'stage=jit-lower, kernel=add, backend=cython'."""
+    out: dict[str, str] = {}
+    for part in (text or "").split(","):
+        key, sep, value = part.strip().partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _anonymous_pass_name(name: str) -> str:
+    """Name an anonymous `pass_fn` after the Python function that ran it."""
+    try:
+        frame = sys._getframe(3)
+    except ValueError:
+        return name
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if (
+            f"{os.sep}tvm{os.sep}" not in filename
+            and f"{os.sep}tltrace{os.sep}" not in filename
+            and f"{os.sep}instrumentation{os.sep}" not in filename
+            and "tvm_ffi" not in filename
+        ):
+            return f"{name}@{frame.f_code.co_name}"
+        frame = frame.f_back
+    return name
+
+
+class TraceSession:
+    """Records of one compilation; also a `PassEventObserver` for TileLang's stacked instrument."""
+
+    def __init__(self, settings: Settings, emit: Emit, *, session_name: str | None = None) -> None:
+        self.settings = settings
+        self._emit_fn = emit
+        self._lock = threading.RLock()
+        self._counter = itertools.count()
+        self.records: list[PassRecord] = []
+        self.store: RunStore | None = None
+        self.broken = False  # set after a failure inside tltrace: stop tracing, keep compiling
+        self.failed_pending: list[int] = []  # records whose error arrives in finish()
+        self._last_mod: Any = None
+        self._last_text: str | None = None
+        self.edited = False
+        self.manifest = RunManifest(
+            run_id="",
+            script=settings.script_name,
+            kernel=session_name,
+            tltrace_version=__version__,
+            tilelang_version=_tilelang_version(),
+            command=list(settings.command),
+            cwd=os.getcwd(),
+            started=time.time(),
+            mode=settings.mode,
+        )
+
+    # -- plumbing ------------------------------------------------------------
+    def emit(self, event: Event) -> None:
+        try:
+            self._emit_fn(event)
+        except Exception as exc:  # a listener must never break a compile
+            _fallback_warning(f"tltrace: could not show an event ({type(exc).__name__}: {exc})")
+
+    def warn(self, message: str) -> None:
+        self.emit(Notice("warning", message, kernel=self.manifest.kernel))
+
+    def _guard(self, what: str, exc: BaseException) -> None:
+        """Turn a failure inside tltrace into one warning and stop tracing this compile."""
+        if not self.broken:
+            self.broken = True
+            where = f" ({self.store.run_dir})" if self.store is not None else ""
+            self.warn(f"tracing stopped for this kernel: {what} failed: {type(exc).__name__}: {exc}{where}")
+
+    def next_index(self) -> int:
+        return next(self._counter)
+
+    def note_context(self, text: str | None) -> None:
+        ctx = _parse_context(text)
+        updates = {}
+        if ctx.get("kernel") and not self.manifest.kernel:
+            updates["kernel"] = ctx["kernel"]
+        if ctx.get("backend") and not self.manifest.backend:
+            updates["backend"] = ctx["backend"]
+        if updates:
+            self.manifest = replace(self.manifest, **updates)
+
+    def _ensure_store(self) -> RunStore:
+        if self.store is None:
+            store = RunStore(self.settings.script_dir)
+            store.open()
+            self.store = store
+            self.manifest = replace(self.manifest, run_id=store.run_id)
+            store.write_manifest(self.manifest)
+            self.emit(RunStarted(self.manifest, store.run_dir, store.script_dir))
+        return self.store
+
+    def text_of(self, mod: Any) -> str:
+        """Return the IR text of `mod`, reusing the last text when TVM returned the same object."""
+        last = self._last_mod
+        if last is not None and (last is mod or _same_as(last, mod)):
+            return self._last_text or ""
+        text = str(mod)
+        self._last_mod, self._last_text = mod, text
+        return text
+
+    # -- records -------------------------------------------------------------
+    def add_record(self, record: PassRecord, before: str, after: str, ext_after: str = "tir") -> PassRecord:
+        """Store both texts, log the record, and tell the listeners."""
+        store = self._ensure_store()
+        bh = text_hash(before)
+        ah = bh if after == before else text_hash(after)
+        bfile = store.record_path(record.phase, record.index, record.name, "before")
+        afile = None
+        store.link_text(bfile, before, bh)
+        if record.status != FAILED:
+            afile = store.record_path(record.phase, record.index, record.name, "after", ext_after)
+            store.link_text(afile, after, ah)
+        record = replace(record, before_hash=bh, after_hash=ah if afile else None, before_file=bfile, after_file=afile)
+        with self._lock:
+            self.records.append(record)
+        store.append_record(record)
+        self.emit(PassRecorded(self.manifest, record, before, after, store.run_dir))
+        return record
+
+    def pass_record(self, name: str, index: int, depth: int, parent: int | None, phase: str | None,
+                    before: str, after: str | None, duration: float, error: BaseException | None = None,
+                    pending_error: bool = False) -> None:
+        if self.broken:
+            return
+        try:
+            if name == "pass_fn" or not name:
+                name = name or "anonymous"
+            display = pass_display_name(name)
+            if after is None:
+                status, added, removed = FAILED, 0, 0
+            else:
+                added, removed = count_changes(before, after)
+                status = CHANGED if after != before else NOOP
+            rec = PassRecord(
+                index=index, name=display, phase=phase or UNSCOPED, depth=depth, parent=parent,
+                status=status, added=added, removed=removed, duration_s=round(duration, 6),
+                error=_error_text(error) if status == FAILED and not pending_error else None,
+            )
+            rec = self.add_record(rec, before, after if after is not None else before)
+            if pending_error:
+                self.failed_pending.append(rec.index)
+        except Exception as exc:
+            self._guard(f"recording pass {name}", exc)
+
+    def mark_edited(self) -> None:
+        """An edited source was compiled: keep this kernel out of TileLang's kernel cache."""
+        self.edited = True
+
+    # -- finish --------------------------------------------------------------
+    def finish(self, error: BaseException | None) -> None:
+        if self.edited or self.settings.use_cache:
+            # The cache would save this kernel right after the session ends, under the
+            # unedited key; turning it off here keeps traced and edited builds out of it.
+            _keep_out_of_cache(self)
+        if self.store is None:
+            return  # no pass ran: nothing to keep (e.g. an empty compile)
+        try:
+            records = sorted(self.records, key=lambda r: r.index)
+            if self.failed_pending:
+                msg = _error_text(error) if error is not None else "pass did not complete"
+                pending = set(self.failed_pending)
+                records = [replace(r, error=msg) if r.index in pending else r for r in records]
+            self.manifest = replace(
+                self.manifest.with_records(records),
+                finished=time.time(),
+                status=ERROR if error is not None else COMPLETE,
+                error=_error_text(error) if error is not None else None,
+            )
+            self.store.write_manifest(self.manifest)
+            self.store.close()
+            self.emit(RunFinished(self.manifest, self.store.run_dir, self.store.script_dir))
+            prune_runs(self.store.script_dir, self.settings.keep, protect=self.store.run_id)
+        except Exception as exc:
+            self._guard("finishing the run", exc)
+        finally:
+            if self.store is not None:
+                self.store.close()
+
+
+class _Observer:
+    """Feeds TileLang's StackedPassInstrument callbacks into a TraceSession."""
+
+    def __init__(self, session: TraceSession) -> None:
+        self.session = session
+
+    def enter_pass_context(self) -> None:
+        pass
+
+    def exit_pass_context(self) -> None:
+        pass
+
+    def pass_started(self, mod: Any, event: Any) -> Any:
+        s = self.session
+        if s.broken:
+            return None
+        try:
+            name = str(event.name)
+            if name == "pass_fn":
+                name = _anonymous_pass_name(name)
+            return (name, s.text_of(mod), time.perf_counter())
+        except Exception as exc:
+            s._guard(f"capturing the IR before {event.name}", exc)
+            return None
+
+    def pass_finished(self, mod: Any, event: Any, state: Any) -> None:
+        s = self.session
+        if state is None or s.broken:
+            return
+        name, before, t0 = state
+        duration = time.perf_counter() - t0
+        try:
+            after = s.text_of(mod)
+        except Exception as exc:
+            s._guard(f"capturing the IR after {name}", exc)
+            return
+        if not _wanted(s.settings, name):
+            return
+        s.pass_record(name, event.sequence, event.depth, event.parent_sequence, event.phase,
+                      before, after, duration)
+
+    def passes_incomplete(self, passes: Any, error: BaseException | None) -> None:
+        s = self.session
+        if error is None:
+            error = sys.exc_info()[1]
+        for frame in passes:
+            event, state = frame.event, frame.state
+            if event is None or state is None:
+                continue
+            name, before, t0 = state
+            s.pass_record(name, event.sequence, event.depth, event.parent_sequence, event.phase,
+                          before, None, time.perf_counter() - t0, error, pending_error=error is None)
+
+    def callback_mismatch(self, actual: str, expected: str | None) -> None:
+        self.session.warn(f"unmatched pass callback: got {actual!r}, expected {expected!r}")
+
+
+def _wanted(settings: Settings, name: str) -> bool:
+    """Records are always kept on disk; --only/--skip filter what the terminal shows, not this."""
+    return True
+
+
+def _same_as(a: Any, b: Any) -> bool:
+    try:
+        return bool(a.same_as(b))
+    except Exception:
+        return False
+
+
+def _tilelang_version() -> str | None:
+    mod = sys.modules.get("tilelang")
+    return getattr(mod, "__version__", None) if mod is not None else None
+
+
+_cache_notice_lock = threading.Lock()
+_cache_notice_given = False
+
+
+def _keep_out_of_cache(session: TraceSession) -> None:
+    global _cache_notice_given
+    try:
+        import tilelang  # type: ignore[import-not-found]
+
+        if not tilelang.env.is_cache_enabled():
+            return
+        tilelang.env.disable_cache()
+    except Exception:
+        return
+    with _cache_notice_lock:
+        first, _cache_notice_given = not _cache_notice_given, True
+    if first:
+        session.emit(Notice("info", "kernel cache turned off for the rest of this process, so that a traced "
+                            "or edited kernel is never saved into it", kernel=session.manifest.kernel))
+
+
+def _fallback_warning(message: str) -> None:
+    try:
+        sys.stderr.write(message.splitlines()[0][:500] + "\n")
+    except Exception:
+        pass
+
+
+def make_tool_class() -> type:
+    """Build the PassInstrumentationTool subclass (imports TileLang lazily)."""
+    from tilelang.instrumentation import (  # type: ignore[import-not-found]
+        PassInstrumentationTool,
+        StackedPassInstrument,
+        current_compile_pass_instrumentation,
+        current_pass_instrument_context,
+        current_pass_phase,
+        pass_phase,
+    )
+
+    class TltraceTool(PassInstrumentationTool):
+        """One per TileLang compile session: owns a TraceSession."""
+
+        pass_instrument_priority = 1000  # after other tools: see their effects
+
+        def __init__(self, settings: Settings, emit: Emit) -> None:
+            name = None
+            try:
+                cur = current_compile_pass_instrumentation()
+                name = getattr(cur, "name", None)
+            except Exception:
+                pass
+            self.session = TraceSession(settings, emit, session_name=None)
+            self._session_name = name
+
+        def create_pass_instrument(self) -> object | None:
+            s = self.session
+            if s.broken:
+                return None
+            try:
+                s.note_context(current_pass_instrument_context())
+                if not s.manifest.kernel:
+                    cur = current_compile_pass_instrumentation()
+                    n = getattr(cur, "name", None)
+                    if n and n not in ("lower", "lower-with-context", "lower-to-host-device-ir"):
+                        s.manifest = replace(s.manifest, kernel=n)
+
+                def phase() -> str:
+                    return current_pass_phase() or UNSCOPED
+
+                return StackedPassInstrument(_Observer(s), sequence_allocator=s.next_index, phase_provider=phase)
+            except Exception as exc:
+                s._guard("creating the pass instrument", exc)
+                return None
+
+        def pipeline_scope(self, base_phase: str):
+            return nullcontext()
+
+        def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
+            s = self.session
+            if s.broken:
+                return next_call()
+            try:
+                role = cg.classify_role(event)
+                before = s.text_of(event.mod)
+                if not s.manifest.target:
+                    s.manifest = replace(s.manifest, target=_target_str(event.target))
+            except Exception as exc:
+                s._guard("capturing codegen input", exc)
+                return next_call()
+            t0 = time.perf_counter()
+            try:
+                with pass_phase(CODEGEN_PHASE):
+                    result = next_call()
+            except BaseException as exc:
+                s.pass_record(cg.record_name(role), s.next_index(), 0, None, CODEGEN_PHASE, before, None,
+                              time.perf_counter() - t0, exc)
+                raise
+            duration = time.perf_counter() - t0
+            return _record_codegen(s, event, role, before, result, duration)
+
+        def finish(self, error: BaseException | None) -> None:
+            self.session.finish(error)
+
+    return TltraceTool
+
+
+def _target_str(target: Any) -> str | None:
+    try:
+        return str(target.kind.name) if target is not None else None
+    except Exception:
+        return str(target) if target is not None else None
+
+
+def _record_codegen(s: TraceSession, event: Any, role: str | None, before: str, result: Any,
+                    duration: float) -> Any:
+    """Record one codegen call; reconcile the working file; return the module to use."""
+    if s.broken:
+        return result
+    try:
+        ffi = str(event.name)
+        generated = cg.module_source(result)
+        compiled = generated
+        outcome = None
+        out_result = result
+        if s.settings.working_files_enabled() and generated:
+            from ..reconcile.workflow import reconcile_codegen
+
+            outcome = reconcile_codegen(
+                s.settings, kernel=s.manifest.kernel or "kernel", role=role, generated=generated,
+                compiles_source=cg.compiles_source(ffi), backend=s.manifest.backend,
+            )
+            for w in outcome.warnings:
+                s.warn(w)
+            if outcome.compile_text != generated and cg.compiles_source(ffi):
+                out_result = cg.source_module(result, outcome.compile_text)
+                compiled = outcome.compile_text
+            elif outcome.compile_text != generated:
+                compiled = outcome.compile_text  # kept for the diff view; the binary is unedited
+            if outcome.tag:
+                s.emit(Notice(outcome.tag, outcome.message or "", kernel=s.manifest.kernel, path=outcome.path))
+        index = s.next_index()
+        added, removed = count_changes(before, compiled)
+        rec = PassRecord(
+            index=index, name=cg.record_name(role), phase=CODEGEN_PHASE, status=CODEGEN,
+            added=added, removed=removed, duration_s=round(duration, 6), role=role, ffi=ffi,
+            reconcile=outcome.tag if outcome else None,
+            working_file=str(outcome.path) if outcome and outcome.path else None,
+        )
+        s.add_record(rec, before, compiled, ext_after="cpp")
+        if compiled != generated:
+            s.mark_edited()
+        return out_result
+    except Exception as exc:
+        s._guard("recording codegen", exc)
+        return result
