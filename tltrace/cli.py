@@ -212,6 +212,16 @@ def _reparse(ctx: click.Context, tokens: list[str]) -> None:
             ctx.params[name] = value
 
 
+def _register_commands() -> None:
+    from . import cli_edit, cli_records
+
+    cli_records.register(app)
+    cli_edit.register(app)
+
+
+_register_commands()
+
+
 def main() -> None:
     """Entry point for the `tltrace` console script."""
     try:
