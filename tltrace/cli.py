@@ -10,9 +10,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-import click
 import typer
-from click.core import ParameterSource
 
 from . import __version__
 from .config import DEFAULT, DEFAULT_KEEP, DEFAULT_TRACE_DIR, Settings, compile_regex, env_mode, env_trace_dir, parse_mode
@@ -167,18 +165,18 @@ def _settings(p: dict, target) -> Settings:
     )
 
 
-def _option_table(command: click.Command) -> dict[str, bool]:
+def _option_table(command) -> dict[str, bool]:
     """Map each option spelling of `command` to whether it takes a value."""
     table: dict[str, bool] = {}
     for param in command.params:
-        if isinstance(param, click.Option):
+        if getattr(param, "param_type_name", None) == "option":
             takes = not (param.is_flag or param.count)
             for opt in (*param.opts, *param.secondary_opts):
                 table[opt] = takes
     return table
 
 
-def _split_leading_options(ctx: click.Context, tokens: list[str]) -> tuple[list[str], list[str]]:
+def _split_leading_options(ctx, tokens: list[str]) -> tuple[list[str], list[str]]:
     """Split the tokens after SCRIPT into tltrace options right after it and the script's args."""
     table = _option_table(ctx.command)
     taken: list[str] = []
@@ -201,14 +199,16 @@ def _split_leading_options(ctx: click.Context, tokens: list[str]) -> tuple[list[
     return taken, tokens[i:]
 
 
-def _reparse(ctx: click.Context, tokens: list[str]) -> None:
+def _reparse(ctx, tokens: list[str]) -> None:
     """Parse options found after SCRIPT and let them override what came before."""
     try:
         sub = ctx.command.make_context(ctx.info_name, [*tokens], parent=ctx.parent, resilient_parsing=False)
-    except click.UsageError as exc:
-        raise fail(exc.format_message()) from None
+    except Exception as exc:  # click's UsageError (typer vendors its own click)
+        msg = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        raise fail(msg) from None
     for name, value in sub.params.items():
-        if sub.get_parameter_source(name) == ParameterSource.COMMANDLINE and name not in ("script", "args"):
+        source = sub.get_parameter_source(name)
+        if getattr(source, "name", "") == "COMMANDLINE" and name not in ("script", "args"):
             ctx.params[name] = value
 
 
