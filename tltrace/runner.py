@@ -145,13 +145,14 @@ def _exit_code(exc: SystemExit) -> int:
     return 1
 
 
-_HIDDEN = (os.path.dirname(runpy.__file__) + os.sep + "runpy.py", os.path.abspath(__file__))
+_HIDDEN = (os.path.abspath(runpy.__file__), os.path.abspath(__file__), "<frozen runpy>")
 
 
 def _print_user_traceback(exc: BaseException) -> None:
     """Print the traceback without tltrace's and runpy's own frames."""
     tb = exc.__traceback__
-    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in _HIDDEN:
+    while tb is not None and (tb.tb_frame.f_code.co_filename in _HIDDEN
+                              or os.path.abspath(tb.tb_frame.f_code.co_filename) in _HIDDEN):
         tb = tb.tb_next
     sys.stderr.write("".join(traceback.format_exception(type(exc), exc, tb)))
     sys.stderr.flush()

@@ -130,7 +130,8 @@ class TerminalView:
             parts: list[Text] = [pass_line(event.manifest.kernel, event.record)]
             rec = event.record
             if rec.status == FAILED:
-                parts.append(Text(f"    error: {rec.error or 'see the run summary'}\n", style="red"))
+                err = (rec.error or "see the run summary").rstrip().replace("\n", "\n           ")
+                parts.append(Text(f"    error: {err}", style="red"))
             elif rec.status in (CHANGED, CODEGEN) and event.before != event.after:
                 parts.append(diff_text(event.before, event.after, self.settings.context))
             with _print_lock:

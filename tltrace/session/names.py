@@ -22,9 +22,9 @@ def safe_component(name: object, fallback: str = "unnamed") -> str:
 
 
 def pass_display_name(name: str) -> str:
-    """Return a readable pass name: TVM's qualified names lose their namespace."""
+    """Return a readable pass name: TileLang's own passes lose their `tl.` namespace; TVM's keep theirs."""
     name = str(name)
-    for prefix in ("tir.transform.", "tl.transform.", "transform.", "tir.", "tl."):
+    for prefix in ("tl.transform.", "tl."):
         if name.startswith(prefix) and len(name) > len(prefix):
             return name[len(prefix):]
     return name

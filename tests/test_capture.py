@@ -1,0 +1,214 @@
+"""Capture engine on real CPU compiles: every pass once, in order, with phase, nesting, texts on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tltrace.config import Settings
+from tltrace.runner import Target, run_target
+from tltrace.session.events import PassRecorded
+from tltrace.session.records import RunManifest
+from tltrace.session.store import RunStore
+
+from .conftest import EXAMPLES
+
+
+def _manifests(script_dir: Path) -> list[RunManifest]:
+    runs = sorted((script_dir / ".run_records").glob("run_*"))
+    return [RunManifest.from_json(json.loads((r / "manifest.json").read_text())) for r in runs]
+
+
+class _Reference:
+    """An independent observer: TileLang's own stacked instrument, registered as a second tool."""
+
+    def __init__(self) -> None:
+        self.names: list[tuple[str, int]] = []
+
+    def install(self) -> None:
+        from tilelang.instrumentation import (
+            PassEventObserver,
+            PassInstrumentationTool,
+            StackedPassInstrument,
+            register_pass_instrumentation_tool,
+        )
+
+        ref = self
+
+        class Obs(PassEventObserver):
+            def pass_started(self, mod, event):
+                ref.names.append((event.name, event.depth))
+
+        class Tool(PassInstrumentationTool):
+            def create_pass_instrument(self):
+                return StackedPassInstrument(Obs())
+
+        register_pass_instrumentation_tool("test-reference", Tool)
+
+    def remove(self) -> None:
+        from tilelang.instrumentation import unregister_pass_instrumentation_tool
+
+        unregister_pass_instrumentation_tool("test-reference")
+
+
+@pytest.fixture(scope="module")
+def gemm_trace(tmp_path_factory):
+    """One traced compile of examples/gemm.py, with an independent observer beside it."""
+    tmp = tmp_path_factory.mktemp("gemm")
+    settings = Settings(mode="terminal", trace_dir=tmp, script_name="gemm", quiet=True,
+                        command=("tltrace", "run", "gemm.py"))
+    events: list = []
+    import tilelang  # noqa: F401
+
+    ref = _Reference()
+    ref.install()
+    try:
+        code = run_target(Target(str(EXAMPLES / "gemm.py")), settings, events.append)
+    finally:
+        ref.remove()
+    assert code == 0
+    (manifest,) = _manifests(tmp / "gemm")
+    run_dir = tmp / "gemm" / ".run_records" / manifest.run_id
+    return manifest, run_dir, events, ref.names
+
+
+def test_manifest_header(gemm_trace):
+    manifest, run_dir, _, _ = gemm_trace
+    assert manifest.status == "complete"
+    assert manifest.kernel == "gemm"
+    assert manifest.target == "c"
+    assert manifest.backend == "cython"
+    assert manifest.tilelang_version == "0.1.15"
+    assert manifest.command == ["tltrace", "run", "gemm.py"]
+    assert manifest.run_id.startswith("run_") and manifest.run_id.split("_")[4] == str(os.getpid())
+
+
+def test_every_pass_once_in_order(gemm_trace):
+    manifest, _, _, reference = gemm_trace
+    passes = [r for r in manifest.records if r.phase != "codegen"]
+    assert [r.index for r in manifest.records] == list(range(len(manifest.records)))
+    # Same passes, same order, same nesting as an independent observer saw them.
+    assert len(passes) == len(reference)
+    for rec, (name, depth) in zip(passes, reference):
+        assert rec.depth == depth
+        assert name.endswith(rec.name.split("@")[0]) or rec.name.startswith("pass_fn")
+
+
+def test_phases_and_codegen(gemm_trace):
+    manifest, run_dir, _, _ = gemm_trace
+    phases = {r.phase for r in manifest.records}
+    assert phases == {"unscoped", "pipeline_c", "codegen"}
+    by_name = {r.name: r for r in manifest.records}
+    assert by_name["LowerTileOp"].phase == "pipeline_c"
+    assert by_name["LowerTileOp"].status == "changed"
+    cg = manifest.records[-1]
+    assert (cg.name, cg.phase, cg.role, cg.status) == ("codegen_device", "codegen", "device", "codegen")
+    assert cg.ffi == "target.build.tilelang_c"
+    assert cg.after_file == f"codegen/{cg.index:02d}_codegen_device_after.cpp"
+    src = (run_dir / cg.after_file).read_text()
+    assert "gemm_kernel" in src and "#include" in src
+
+
+def test_nesting_has_parents(gemm_trace):
+    manifest, _, _, _ = gemm_trace
+    by_index = {r.index: r for r in manifest.records}
+    nested = [r for r in manifest.records if r.depth > 0]
+    assert nested, "HoistIfThenElse and SplitHostDevice run nested passes"
+    for r in nested:
+        parent = by_index[r.parent]
+        assert parent.depth == r.depth - 1 and parent.index < r.index
+
+
+def test_texts_chain_and_are_stored_once(gemm_trace):
+    manifest, run_dir, _, _ = gemm_trace
+    top = [r for r in manifest.records if r.phase == "pipeline_c" and r.depth == 0]
+    for prev, cur in zip(top, top[1:]):
+        assert cur.before_hash == prev.after_hash, (prev.name, cur.name)
+    noop = next(r for r in manifest.records if r.status == "noop")
+    a, b = run_dir / noop.before_file, run_dir / noop.after_file
+    assert a.read_text() == b.read_text()
+    assert a.stat().st_ino == b.stat().st_ino  # one blob, two names
+    files = [p for p in run_dir.rglob("*.tir")]
+    inodes = {p.stat().st_ino: p.stat().st_size for p in files}
+    n_codegen = len([r for r in manifest.records if r.phase == "codegen"])
+    assert len(files) == 2 * (len(manifest.records) - n_codegen) + n_codegen
+    assert sum(inodes.values()) < 0.5 * sum(p.stat().st_size for p in files)
+    assert not os.access(a, os.W_OK) or os.geteuid() == 0  # stored texts are read-only
+
+
+def test_events_carry_texts(gemm_trace):
+    manifest, _, events, _ = gemm_trace
+    recorded = [e for e in events if isinstance(e, PassRecorded)]
+    assert len(recorded) == len(manifest.records)
+    changed = next(e for e in recorded if e.record.status == "changed")
+    assert changed.before != changed.after
+    assert changed.record.added + changed.record.removed > 0
+
+
+def test_two_threads_two_clean_runs(tmp_path):
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import tilelang
+        from elementwise_add import make_add
+        from softmax import make_softmax
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    from tltrace.session import controller
+
+    settings = Settings(mode="terminal", trace_dir=tmp_path, script_name="threads", quiet=True)
+    controller.install(settings, lambda e: None)
+    errors: list[BaseException] = []
+
+    def compile_one(func):
+        try:
+            tilelang.compile(func, target="c", execution_backend="cython")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=compile_one, args=(f,))
+                   for f in (make_add(512, 64), make_softmax(32, 16, 4))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        controller.uninstall()
+    assert not errors
+    manifests = _manifests(tmp_path / "threads")
+    assert sorted(m.kernel for m in manifests) == ["add", "softmax"]
+    for m in manifests:
+        assert [r.index for r in m.records] == list(range(len(m.records)))
+        run_dir = tmp_path / "threads" / ".run_records" / m.run_id
+        src = (run_dir / m.records[-1].after_file).read_text()
+        other = "softmax" if m.kernel == "add" else "add_kernel"
+        assert f"{m.kernel}_kernel" in src and other not in src
+
+
+def test_record_paths_cannot_escape(tmp_path):
+    store = RunStore(tmp_path / "s")
+    store.open()
+    for phase, name in [("../../..", "../../etc/passwd"), ("/abs", "a/b\\c"), ("pipeline_c", "<img onerror=x>"),
+                        ("", ""), ("..", "..")]:
+        rel = store.record_path(phase, 3, name, "before")
+        store.link_text(rel, "text")
+        dest = (store.run_dir / rel).resolve()
+        assert dest.is_relative_to(store.run_dir.resolve()), rel
+        assert len(Path(rel).parts) == 2
+
+
+def test_keep_newest_runs(run_cli, examples_dir, tmp_path):
+    for _ in range(3):
+        r = run_cli("run", "--quiet", "--keep", "2", "--trace-dir", tmp_path / "tr",
+                    examples_dir / "elementwise_add.py", "--n", "256")
+        assert r.exit_code == 0, r.stderr
+    runs = sorted((tmp_path / "tr" / "elementwise_add" / ".run_records").glob("run_*"))
+    assert len(runs) == 2
+    # Stored texts of the pruned run are gone unless another run still links them.
+    objects = list((tmp_path / "tr" / "elementwise_add" / ".run_records" / ".objects").rglob("*"))
+    assert all(p.is_dir() or p.stat().st_nlink > 1 for p in objects)
