@@ -38,10 +38,13 @@ class Target:
 def check_target(target: Target) -> None:
     """Raise TargetNotFound when the script or module cannot be run."""
     if target.module:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would see it
         try:
             spec = importlib.util.find_spec(target.name)
         except (ImportError, ValueError) as exc:
             raise TargetNotFound(f"no module named {target.name!r} ({exc})") from None
+        finally:
+            sys.path.remove(os.getcwd())
         if spec is None:
             raise TargetNotFound(f"no module named {target.name!r}; check the name and sys.path")
         return

@@ -153,7 +153,7 @@ class TerminalView:
             t.append("tltrace: warning: ", style=style)
             t.append(n.message.splitlines()[0] if n.message else "")
             with _print_lock:
-                self.err.print(t)
+                self.err.print(t, soft_wrap=True)
             return
         if n.kernel:
             t.append(f"[{n.kernel}] ", style="bold blue")
@@ -164,4 +164,4 @@ class TerminalView:
         if n.path is not None and str(n.path) not in (n.message or ""):
             t.append(f"  {n.path}", style="dim")
         with _print_lock:
-            self.console.print(t)
+            self.console.print(t, soft_wrap=True)

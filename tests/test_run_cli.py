@@ -1,0 +1,184 @@
+"""`tltrace run`: arguments, exit codes, errors, the terminal stream, settings from the environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+BAD_KERNEL = textwrap.dedent(
+    """
+    import tilelang, tilelang.language as T
+    N = 256
+
+    @T.prim_func
+    def badk(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(N // 128, threads=128) as bx:
+            f = T.alloc_fragment((128,), "float32")  # the CPU backend cannot lay out fragments
+            T.copy(A[bx * 128], f)
+            T.copy(f, B[bx * 128])
+
+    tilelang.compile(badk, target="c", execution_backend="cython")
+    """
+)
+
+
+def _script(tmp_path: Path, name: str, body: str) -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(body))
+    return p
+
+
+def _one_error_line(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("tltrace: error: "), stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def test_argv_and_options_after_script(run_cli, tmp_path):
+    s = _script(tmp_path, "argv.py", "import sys, json; print('ARGV=' + json.dumps(sys.argv)); "
+                                     "print('PATH0=' + sys.path[0])")
+    r = run_cli("run", s, "--quiet", "a", "--mode", "x", "--", "y")
+    assert r.exit_code == 0, r.stderr
+    argv = json.loads(r.stdout.split("ARGV=")[1].splitlines()[0])
+    assert argv == [str(s), "a", "--mode", "x", "--", "y"]
+    assert f"PATH0={tmp_path}" in r.stdout
+    r = run_cli("run", "--quiet", s, "--", "--mode", "both")
+    argv = json.loads(r.stdout.split("ARGV=")[1].splitlines()[0])
+    assert argv == [str(s), "--mode", "both"]
+
+
+def test_module_mode(run_cli, tmp_path):
+    pkg = tmp_path / "mypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "tool.py").write_text("import sys\nprint('MOD', __name__, sys.argv[1:])\nsys.exit(5)\n")
+    r = run_cli("run", "-m", "mypkg.tool", "p", "q")
+    assert "MOD __main__ ['p', 'q']" in r.stdout
+    assert r.exit_code == 5
+
+
+def test_script_exit_code_and_exception(run_cli, tmp_path):
+    r = run_cli("run", _script(tmp_path, "three.py", "import sys; sys.exit(3)"))
+    assert r.exit_code == 3
+    r = run_cli("run", _script(tmp_path, "boom.py", "def f():\n    raise ValueError('boom')\nf()\n"))
+    assert r.exit_code == 1
+    assert r.stderr.startswith("Traceback (most recent call last):")
+    assert 'boom.py", line 3, in <module>' in r.stderr
+    assert r.stderr.rstrip().endswith("ValueError: boom")
+    assert "tltrace" not in r.stderr and "runpy" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args, env, needle",
+    [
+        (["run", "missing_script.py"], {}, "does not exist"),
+        (["run", "-m", "no_such_module_xyz"], {}, "no module named"),
+        (["run", "--mode", "nonsense", "x.py"], {}, "--mode='nonsense' is not a trace mode"),
+        (["run", "x.py"], {"TL_LOWER_TRACE": "bogus"}, "TL_LOWER_TRACE='bogus' is not a trace mode"),
+        (["run"], {}, "missing SCRIPT"),
+        (["run", "x.py", "--only", "("], {}, "not a valid regular expression"),
+    ],
+)
+def test_bad_input_is_one_line(run_cli, tmp_path, args, env, needle):
+    (tmp_path / "x.py").write_text("print('ran')\n")
+    r = run_cli(*args, env=env)
+    assert r.exit_code == 2
+    assert needle in _one_error_line(r.stderr)
+    assert "ran" not in r.stdout
+
+
+def test_unwritable_trace_dir_runs_untraced(run_cli, tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the trace dir should be")
+    s = _script(tmp_path, "ok.py", "print('script ran')")
+    r = run_cli("run", "--trace-dir", blocker, s)
+    assert r.exit_code == 0
+    assert "script ran" in r.stdout
+    warn = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(warn) == 1 and warn[0].startswith("tltrace: warning: cannot write to trace dir")
+    assert blocker.read_text() == "a file where the trace dir should be"
+
+
+def test_failed_pass_is_recorded(run_cli, tmp_path):
+    s = _script(tmp_path, "bad.py", BAD_KERNEL)
+    r = run_cli("run", s, "--trace-dir", tmp_path / "tr")
+    assert r.exit_code == 1
+    assert "InternalError" in r.stderr and "Traceback" in r.stderr  # the compile error, unchanged
+    assert "LayoutInference  FAILED" in r.stdout
+    assert "compile failed:" in r.stdout
+    (run,) = (tmp_path / "tr" / "bad" / ".run_records").glob("run_*")
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["status"] == "error" and "layout" in m["error"].lower()
+    (failed,) = [x for x in m["records"] if x["status"] == "failed"]
+    assert failed["name"] == "LayoutInference" and failed["phase"] == "pipeline_c"
+    assert "can not be inferred" in failed["error"]
+    assert failed["after_file"] is None
+    assert "alloc_fragment" in (run / failed["before_file"]).read_text() or \
+        "fragment" in (run / failed["before_file"]).read_text()
+    assert not any(x["index"] > failed["index"] for x in m["records"])
+
+
+def test_stream_filters_and_quiet(run_cli, examples_dir, tmp_path):
+    script = examples_dir / "elementwise_add.py"
+    r = run_cli("run", script, "--only", "LowerTileOp|codegen", "--context", "0", "--trace-dir", tmp_path / "t")
+    assert r.exit_code == 0, r.stderr
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("[add] ")]
+    assert any("LowerTileOp  CHANGED" in ln for ln in lines)
+    assert any("codegen_device  CODEGEN" in ln for ln in lines)
+    assert not any("Simplify" in ln for ln in lines)
+    assert any(ln.startswith("    @@") for ln in r.stdout.splitlines())
+    assert "\x1b[" not in r.stdout  # not a tty: no colour
+    assert "done: 62 passes" in r.stdout
+    r = run_cli("run", script, "--quiet", "--trace-dir", tmp_path / "t")
+    pass_lines = [ln for ln in r.stdout.splitlines() if ln.startswith("[add] ") and "done:" not in ln]
+    assert pass_lines == []
+    r = run_cli("run", script, "--skip", ".", "--trace-dir", tmp_path / "t")
+    assert not [ln for ln in r.stdout.splitlines() if "CHANGED" in ln]
+
+
+def test_env_settings_and_builtin_tracer_off(run_cli, examples_dir, tmp_path):
+    env = {"TL_LOWER_TRACE": "terminal", "TL_LOWER_TRACE_DIR": str(tmp_path / "envdir")}
+    r = run_cli("run", examples_dir / "elementwise_add.py", "--quiet", env=env)
+    assert r.exit_code == 0, r.stderr
+    assert "built-in tracer stays off" in r.stdout
+    assert "[lower_trace]" not in r.stdout
+    runs = list((tmp_path / "envdir" / "elementwise_add" / ".run_records").glob("run_*"))
+    assert len(runs) == 1
+    # TileLang's own tracer would have written run dirs of its own beside ours.
+    assert not (tmp_path / "tmp").exists()
+
+
+def test_use_cache_never_writes_a_traced_kernel(run_cli, examples_dir, tmp_path):
+    cache = tmp_path / "cache"
+    env = {"TILELANG_CACHE_DIR": str(cache), "TILELANG_DISABLE_CACHE": "0"}
+    import tilelang
+
+    tilelang.env.enable_cache()
+    try:
+        r = run_cli("run", "--use-cache", "--quiet", "--trace-dir", tmp_path / "t",
+                    examples_dir / "elementwise_add.py", "--n", "512", env=env)
+        assert r.exit_code == 0, r.stderr
+        assert "done:" in r.stdout
+        assert "kernel cache turned off for the rest of this process" in r.stdout
+    finally:
+        tilelang.env.disable_cache()
+    saved = [p for p in cache.rglob("*") if p.is_file()]
+    assert saved == []
+
+
+def test_installed_entry_point_subprocess(tmp_path):
+    s = _script(tmp_path, "bad.py", BAD_KERNEL)
+    env = {**os.environ, "TILELANG_DISABLE_CACHE": "1"}
+    p = subprocess.run([sys.executable, "-m", "tltrace", "run", "--quiet", "--trace-dir", str(tmp_path / "t"),
+                        str(s)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert p.returncode == 1
+    assert "compile failed: 15 passes" in p.stdout
+    assert p.stderr.splitlines()[0] == "Traceback (most recent call last):"
