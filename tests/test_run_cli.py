@@ -182,3 +182,17 @@ def test_installed_entry_point_subprocess(tmp_path):
     assert p.returncode == 1
     assert "compile failed: 15 passes" in p.stdout
     assert p.stderr.splitlines()[0] == "Traceback (most recent call last):"
+
+
+def test_use_cache_reports_hits(run_cli, examples_dir, tmp_path):
+    """A kernel an untraced run put in the cache is reported, not silently untraced."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "TILELANG_CACHE_DIR": str(cache), "TILELANG_DISABLE_CACHE": "0"}
+    script = examples_dir / "elementwise_add.py"
+    subprocess.run([sys.executable, str(script), "--n", "384"], env=env, check=True, capture_output=True,
+                   timeout=120)
+    p = subprocess.run([sys.executable, "-m", "tltrace", "run", "--use-cache", "--trace-dir", str(tmp_path / "t"),
+                        str(script), "--n", "384"], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "[add] cached: not traced" in p.stdout
+    assert "done:" not in p.stdout

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .config import Settings
 from .errors import TargetNotFound
-from .session.events import Event, Notice
+from .session.events import Event, Notice, RunStarted
 
 
 @dataclass(frozen=True)
@@ -95,12 +95,25 @@ def run_target(target: Target, settings: Settings, emit: Callable[[Event], None]
     from .session import controller
 
     installed = False
+    watch = None
     if trace:
         reason = check_trace_dir(settings)
         if reason:
             emit(Notice("warning", reason))
         elif prepare_tilelang(settings, emit):
             try:
+                if settings.use_cache:
+                    from .session.cachewatch import CacheWatch
+
+                    watch = CacheWatch(emit)
+                    inner = emit
+
+                    def emit(event, _inner=inner, _watch=watch):  # noqa: ANN001
+                        if isinstance(event, RunStarted):
+                            _watch.check()  # hits before this compile, in order
+                        _watch(event)
+                        _inner(event)
+
                 controller.install(settings, emit)
                 installed = True
             except Exception as exc:
@@ -130,6 +143,8 @@ def run_target(target: Target, settings: Settings, emit: Callable[[Event], None]
         sys.argv, sys.path[:] = saved_argv, saved_path
         if installed:
             controller.uninstall()
+        if watch is not None:
+            watch.check()
         if finalize is not None:
             try:
                 finalize()
