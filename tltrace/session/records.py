@@ -52,12 +52,17 @@ class PassRecord:
         return self.status in (CHANGED, CODEGEN) and self.before_hash != self.after_hash
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """Return the record as JSON data; fields at their defaults are left out (from_json restores them)."""
+        return {k: v for k, v in asdict(self).items() if k in _ALWAYS or v != _RECORD_DEFAULTS.get(k)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PassRecord:
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         return cls(**known)
+
+
+_ALWAYS = {"index", "name", "phase", "status"}
+_RECORD_DEFAULTS = {f.name: f.default for f in PassRecord.__dataclass_fields__.values()}
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ class RunManifest:
         return data
 
     def dumps(self) -> str:
-        return json.dumps(self.to_json(), indent=1, sort_keys=False)
+        return json.dumps(self.to_json(), separators=(",", ":"))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunManifest:

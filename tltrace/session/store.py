@@ -35,7 +35,7 @@ RECORDS_LOG = "records.jsonl"
 
 def text_hash(text: str) -> str:
     """Return the content hash used to name stored texts."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
 
 
 def new_run_id(now: _dt.datetime | None = None) -> str:
@@ -87,7 +87,8 @@ class RunStore:
 
     # -- texts -------------------------------------------------------------
     def _object_path(self, digest: str) -> Path:
-        return self.objects / digest[:2] / digest[2:]
+        # Flat: a fan-out of subdirectories would cost a directory block per prefix.
+        return self.objects / digest
 
     def put_text(self, text: str, digest: str | None = None) -> str:
         """Store `text` once under .objects and return its hash."""
@@ -118,6 +119,10 @@ class RunStore:
         except FileExistsError:
             dest.unlink()
             os.link(obj, dest)
+        except FileNotFoundError:
+            # Another process's `clean` removed the object between put and link: write a plain copy.
+            self._known.discard(digest)
+            dest.write_text(text, encoding="utf-8")
         except OSError:
             shutil.copyfile(obj, dest)
             self.bytes_written += obj.stat().st_size
@@ -139,10 +144,16 @@ class RunStore:
         self.bytes_written += len(line)
 
     def write_manifest(self, manifest: RunManifest) -> None:
-        """Atomically (re)write manifest.json."""
+        """Atomically (re)write manifest.json; once complete, records.jsonl is redundant and goes."""
         text = manifest.dumps()
         atomic_write_text(self.run_dir / MANIFEST, text)
         self.bytes_written += len(text)
+        if manifest.status != "running":
+            self.close()
+            try:
+                (self.run_dir / RECORDS_LOG).unlink()
+            except OSError:
+                pass
 
     def close(self) -> None:
         if self._log is not None:
@@ -178,14 +189,11 @@ def collect_garbage(records_root: Path) -> int:
     objects = Path(records_root) / OBJECTS
     if not objects.is_dir():
         return 0
-    for sub in objects.iterdir():
-        if not sub.is_dir():
-            continue
-        for obj in sub.iterdir():
-            try:
-                if obj.name.endswith(".tmp") or obj.stat().st_nlink <= 1:
-                    obj.unlink()
-                    removed += 1
-            except OSError:
-                pass
+    for obj in objects.iterdir():
+        try:
+            if obj.is_file() and (obj.name.endswith(".tmp") or obj.stat().st_nlink <= 1):
+                obj.unlink()
+                removed += 1
+        except OSError:
+            pass
     return removed

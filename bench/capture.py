@@ -1,0 +1,166 @@
+"""Compile-time overhead and bytes on disk: untraced vs tltrace vs TileLang's built-in tracer.
+
+All configurations run in one process, interleaved rep by rep on the same kernels,
+so the ratios compare like with like on a noisy machine. Run:
+
+    python bench/capture.py [--reps 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ["TILELANG_DISABLE_CACHE"] = "1"
+os.environ.pop("TL_LOWER_TRACE", None)
+os.environ.setdefault("TLTRACE_EXAMPLES_CPU", "1")
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "examples"))
+
+
+def kernels():
+    from elementwise_add import make_add
+    from gemm import make_gemm
+    from softmax import make_softmax
+
+    return {
+        "elementwise": lambda: make_add(1024, 128),
+        "gemm": lambda: make_gemm(128, 128, 64, 32, 32, 16, "float32", "float32"),
+        "softmax": lambda: make_softmax(256, 128, 8),
+    }
+
+
+def disk_bytes(root: Path) -> int:
+    """Bytes of distinct files under root (hard links counted once)."""
+    seen: dict[int, int] = {}
+    for p in root.rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            st = p.stat()
+            seen[st.st_ino] = st.st_size
+    return sum(seen.values())
+
+
+CONFIGS = [
+    "untraced",
+    "tltrace --quiet (records only)",
+    "tltrace terminal",
+    "built-in terminal",
+    "tltrace html",
+    "built-in html",
+]
+
+
+def measure(reps: int = 5) -> str:
+    import tilelang
+
+    ks = kernels()
+    with tempfile.TemporaryDirectory() as td:
+        tmp = Path(td)
+        cfgs = CONFIGS
+        times: dict[tuple[str, str], list[float]] = {}
+        # Warm-up: first compiles pay one-off costs (imports, caches in TVM).
+        for make in ks.values():
+            tilelang.compile(make(), target="c", execution_backend="cython")
+        for _ in range(reps):
+            for kname, make in ks.items():
+                for cfg in cfgs:
+                    func = make()
+                    enter, leave = _configure(cfg, tmp / "timed" / str(CONFIGS.index(cfg)))
+                    enter()
+                    try:
+                        with contextlib.redirect_stdout(io.StringIO()):
+                            t0 = time.perf_counter()
+                            tilelang.compile(func, target="c", execution_backend="cython")
+                            dt = time.perf_counter() - t0
+                    finally:
+                        leave()
+                    times.setdefault((kname, cfg), []).append(dt)
+        # Bytes on disk of one run per kernel, fresh directories.
+        sizes: dict[tuple[str, str], int] = {}
+        for kname, make in ks.items():
+            for cfg in cfgs[1:]:
+                sub = tmp / "sized" / kname / str(CONFIGS.index(cfg))
+                enter, leave = _configure(cfg, sub)
+                enter()
+                try:
+                    with contextlib.redirect_stdout(io.StringIO()):
+                        tilelang.compile(make(), target="c", execution_backend="cython")
+                finally:
+                    leave()
+                sizes[(kname, cfg)] = disk_bytes(sub)
+    return _table(ks, cfgs, times, sizes, reps)
+
+
+def _configure(cfg: str, sub: Path):
+    """Return (enter, leave) that turn configuration `cfg` on and off, writing into `sub`."""
+    import tilelang.tools.lower_trace as lt
+
+    from tltrace.config import Settings
+    from tltrace.render.terminal import TerminalView
+    from tltrace.session import controller
+
+    if cfg == "untraced":
+        return (lambda: None), (lambda: None)
+    if cfg.startswith("built-in"):
+        mode = "terminal" if "terminal" in cfg else "html"
+        return (lambda: lt.enable(mode=mode, trace_dir=str(sub), codegen_output=None)), lt.disable
+    mode = "html" if "html" in cfg else "terminal"
+    quiet = "quiet" in cfg or mode == "html"
+    s = Settings(mode=mode, trace_dir=sub, script_name="bench", quiet=quiet, keep=0, codegen_output=None)
+    listeners: list = [TerminalView(s)]
+    if s.html:
+        from tltrace.render.html import HtmlReportListener
+
+        listeners.append(HtmlReportListener(s))
+
+    def emit(e):
+        for li in listeners:
+            li(e)
+
+    def leave():
+        controller.uninstall()
+        for li in listeners:
+            if hasattr(li, "close"):
+                li.close()
+
+    return (lambda: controller.install(s, emit)), leave
+
+
+def _table(ks, cfgs, times, sizes, reps) -> str:
+    lines = [
+        "## Compile time and bytes on disk (CPU, `target=\"c\"`, cython)",
+        "",
+        f"Median of {reps} interleaved compiles per kernel and configuration, in one process; "
+        "time is `tilelang.compile` only (stdout discarded). Ratios are against the untraced compile "
+        "of the same kernel in the same run. Bytes: one compile into a fresh directory, hard links "
+        "counted once.",
+        "",
+        "| kernel | configuration | median compile (s) | vs untraced | bytes on disk | vs built-in (same mode) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for kname in ks:
+        base = statistics.median(times[(kname, "untraced")])
+        for cfg in cfgs:
+            med = statistics.median(times[(kname, cfg)])
+            size = sizes.get((kname, cfg))
+            ref = None
+            if cfg.startswith("tltrace") and size is not None:
+                ref_name = "built-in html" if "html" in cfg else "built-in terminal"
+                ref = sizes.get((kname, ref_name))
+            size_s = f"{size:,}" if size is not None else "-"
+            ratio_s = f"{size / ref:.2f}x" if ref else "-"
+            lines.append(f"| {kname} | {cfg} | {med:.3f} | {med / base:.3f}x | {size_s} | {ratio_s} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=5)
+    print(measure(ap.parse_args().reps))
