@@ -2,8 +2,200 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import typer
+
+from .errors import EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, TltraceError
+
+WATCH_EPILOG = """\
+Examples:
+
+\b
+  tltrace watch my_kernel.py                    rerun on every save of the script or a working file
+  tltrace watch gemm.py --m 1024                arguments after SCRIPT go to the script
+  tltrace watch --codegen-output k.cpp gemm.py  working files at k.cpp / k_host.cpp
+
+Runs SCRIPT once under 'tltrace run --mode both --quiet', then again in a fresh process
+each time SCRIPT or one of its working files (codegen_device.cpp, codegen_host.cpp,
+codegen_<kernel>_device.cpp, ...) gets new content. A failing run does not end the
+watch. Ctrl+C ends it (exit 0).
+"""
+
+RESOLVE_EPILOG = """\
+Examples:
+
+\b
+  tltrace resolve-conflict my_kernel.py         merge saved edits into the new codegen
+  tltrace resolve-conflict --dry-run            show the merge; change nothing
+  tltrace resolve-conflict gemm.py --role host --theirs
+  tltrace resolve-conflict ./tmp/lower_trace_dir/gemm --kernel matmul --ours
+
+After a CONFLICT the edits are in W.bak, the baseline they were made on in
+W.original.bak. This merges them (three-way) onto the new codegen W.latest; the
+working file W then holds the result and its baseline advances, so the next run
+PATCHes it in. Overlapping hunks get <<<<<<< ======= >>>>>>> markers and exit 4.
+"""
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    from .cli import fail
+
+    return fail(message, code)
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the app."""
+    app.command(
+        "watch",
+        epilog=WATCH_EPILOG,
+        context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True,
+                          "allow_extra_args": True},
+    )(watch_cmd)
+    app.command("resolve-conflict", epilog=RESOLVE_EPILOG)(resolve_cmd)
+
+
+def watch_cmd(
+    ctx: typer.Context,
+    script: Optional[str] = typer.Argument(None, metavar="SCRIPT", help="The kernel script to watch.",
+                                           show_default=False),
+    args: Optional[list[str]] = typer.Argument(None, metavar="[ARGS]...", help="Arguments for the script.",
+                                               show_default=False),
+    mode: str = typer.Option("both", "--mode", metavar="html|both|terminal",
+                             help="Trace mode of each run (working files need html or both)."),
+    trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", metavar="DIR",
+                                             help="Where traces go [default: TL_LOWER_TRACE_DIR, else "
+                                                  "./tmp/lower_trace_dir]."),
+    codegen_output: Optional[Path] = typer.Option(None, "--codegen-output", metavar="PATH",
+                                                  help="Device working file (host: PATH with _host)."),
+    debounce: int = typer.Option(300, "--debounce", metavar="MS", min=0,
+                                 help="Wait until files are still for MS milliseconds."),
+    max_runs: Optional[int] = typer.Option(None, "--max-runs", hidden=True, min=1),
+) -> None:
+    """Rerun SCRIPT under tltrace each time it or one of its working files is saved."""
+    from .cli import _reparse, _split_leading_options
+    from .config import parse_mode
+    from .watch import OutputLine, RunDone, RunStarting, Watching, WatchSpec, watch_runs
+
+    rest = list(args or [])
+    if script is not None and rest:
+        extra, rest = _split_leading_options(ctx, rest)
+        if extra:
+            _reparse(ctx, extra)
+    p = ctx.params
+    if script is None:
+        raise _fail("missing SCRIPT; try 'tltrace watch --help'")
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    try:
+        m = parse_mode(p["mode"], source="--mode")
+    except TltraceError as exc:
+        raise _fail(str(exc), exc.exit_code) from None
+    if m is None:
+        raise _fail("--mode off makes no sense for 'tltrace watch'; use both, html or terminal")
+    path = Path(script)
+    if not path.is_file():
+        raise _fail(f"no such script: {script}")
+    if m == "terminal" and p["codegen_output"] is None:
+        typer.echo("tltrace: warning: --mode terminal writes no working files; only saves of the "
+                   "script trigger a rerun (use --mode both, or --codegen-output PATH)", err=True)
+    spec = WatchSpec(path, tuple(rest), m, p["trace_dir"], p["codegen_output"])
+    try:
+        for ev in watch_runs(spec, debounce_ms=p["debounce"], max_runs=p["max_runs"]):
+            if isinstance(ev, RunStarting):
+                why = ", ".join(c.name for c in ev.changed) or "first run"
+                typer.secho(f"── tltrace watch: run {ev.number} ({why}) ──", bold=True)
+            elif isinstance(ev, OutputLine):
+                typer.echo(ev.text)
+            elif isinstance(ev, RunDone):
+                status = "ok" if ev.exit_code == 0 else f"exit {ev.exit_code}"
+                tags = "; ".join(t.split("  ")[0] for t in ev.tags)
+                typer.secho(f"── run {ev.number}: {status}" + (f" [{tags}]" if tags else "") + " ──",
+                            bold=True, fg="green" if ev.exit_code == 0 else "red")
+            elif isinstance(ev, Watching):
+                typer.echo(f"watching {spec.script} and its working files in "
+                           f"{spec.layout().directory} (Ctrl+C to stop)")
+    except KeyboardInterrupt:
+        typer.echo("tltrace watch: stopped")
+    raise typer.Exit(EXIT_OK)
+
+
+def _script_dirs(trace_dir: Path) -> list[Path]:
+    if not trace_dir.is_dir():
+        return []
+    return sorted(d for d in trace_dir.iterdir() if d.is_dir() and not d.name.startswith(".")
+                  and ((d / ".run_records").exists() or any(d.glob("codegen*.cpp*"))))
+
+
+def _layout(script_or_dir: Optional[str], trace_dir: Optional[Path], codegen_output: Optional[Path]):
+    from .config import env_trace_dir, script_name_from_argv
+    from .reconcile.files import Layout
+    from .session.names import safe_component
+
+    if codegen_output is not None:
+        return Layout.custom_path(codegen_output.absolute())
+    td = (trace_dir or Path(env_trace_dir())).absolute()
+    if script_or_dir is not None:
+        p = Path(script_or_dir)
+        if p.is_dir() and not (p / "__main__.py").exists():
+            return Layout.default(p.absolute())
+        if p.is_file() or p.suffix == ".py" or p.is_dir():
+            return Layout.default(td / safe_component(script_name_from_argv(str(p))))
+        raise _fail(f"no such script or trace dir: {script_or_dir}")
+    dirs = _script_dirs(td)
+    if not dirs:
+        raise _fail(f"no traced scripts under {td}; run 'tltrace run --mode both SCRIPT' first")
+    if len(dirs) > 1:
+        raise _fail(f"several traced scripts under {td}: {', '.join(d.name for d in dirs)}; name one")
+    return Layout.default(dirs[0])
+
+
+def resolve_cmd(
+    script_or_dir: Optional[str] = typer.Argument(None, metavar="[SCRIPT_OR_DIR]", show_default=False,
+                                                  help="The script, or its trace dir [default: the only "
+                                                       "script under the trace dir]."),
+    role: Optional[str] = typer.Option(None, "--role", metavar="device|host", help="Resolve this role only."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", metavar="NAME", help="Resolve this kernel only."),
+    ours: bool = typer.Option(False, "--ours", help="Keep your saved edits wholesale."),
+    theirs: bool = typer.Option(False, "--theirs", help="Take the new codegen wholesale (edits stay in backups)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the result; change no file."),
+    trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", metavar="DIR",
+                                             help="Where traces go [default: TL_LOWER_TRACE_DIR, else "
+                                                  "./tmp/lower_trace_dir]."),
+    codegen_output: Optional[Path] = typer.Option(None, "--codegen-output", metavar="PATH",
+                                                  help="The --codegen-output PATH the runs used."),
+) -> None:
+    """Rebase the edits a CONFLICT saved onto the new codegen (three-way merge)."""
+    from .reconcile.resolve import find_pending, resolve
+
+    if role is not None and role not in ("device", "host"):
+        raise typer.BadParameter("use device or host", param_hint="--role")
+    if ours and theirs:
+        raise _fail("--ours and --theirs exclude each other")
+    strategy = "ours" if ours else "theirs" if theirs else "merge"
+    layout = _layout(script_or_dir, trace_dir, codegen_output)
+    todo = find_pending(layout, role=role, kernel=kernel)
+    if not todo:
+        what = " ".join(x for x in (f"kernel {kernel}" if kernel else "", f"role {role}" if role else "") if x)
+        raise _fail(f"no unresolved CONFLICT{' for ' + what if what else ''} in {layout.directory} "
+                    "(a CONFLICT leaves W.bak and W.original.bak)")
+    worst = EXIT_OK
+    for wf in todo:
+        try:
+            r = resolve(wf, strategy=strategy, dry_run=dry_run)
+        except TltraceError as exc:
+            raise _fail(str(exc), exc.exit_code) from None
+        name = wf.path.name
+        if dry_run:
+            typer.echo(f"── {name} ({strategy}, dry run) ──", err=True)
+            typer.echo(r.text, nl=False)
+        if r.conflicts:
+            worst = EXIT_CONFLICT
+            typer.echo(f"{name}: {r.conflicts} conflicting hunk(s) marked with <<<<<<< ======= >>>>>>>"
+                       + ("" if dry_run else "; edit the file, then rerun the script"), err=True)
+        elif not dry_run:
+            typer.echo(f"{name}: resolved ({strategy}); the next run PATCHes it in")
+        if r.saved_copy is not None:
+            typer.echo(f"{name}: edits made since the CONFLICT were saved to {r.saved_copy.name}", err=True)
+    raise typer.Exit(worst)
