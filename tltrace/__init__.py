@@ -1,9 +1,28 @@
 """tltrace: see, and change, what the TileLang compiler did to your kernel.
 
 `import tltrace` is cheap and hooks nothing; tracing starts with `tltrace.enable()`
-or `tltrace run`.
+or `tltrace run`. The API (`lower_trace`, `enable`, `disable`,
+`create_pass_instrument`) is loaded on first attribute access.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 __version__ = "0.1.0"
+
+_API = ("lower_trace", "enable", "disable", "enabled", "create_pass_instrument")
+
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'tltrace' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_API})

@@ -1,0 +1,392 @@
+"""The Python API: `lower_trace`, `enable`, `disable`, `create_pass_instrument`.
+
+Import is cheap: TVM and TileLang are imported on first use. `lower_trace` and
+`create_pass_instrument` need only TVM (TileLang's bundled copy when TileLang is
+installed, else PyPI's apache-tvm); `enable` traces TileLang compilations and
+needs TileLang.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from .config import DEFAULT, DEFAULT_KEEP, MODES, Settings, env_mode, env_trace_dir, parse_mode, script_name_from_argv
+from .errors import TltraceError, UsageError
+
+__all__ = ["create_pass_instrument", "disable", "enable", "lower_trace"]
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET: Any = _Unset()
+_lock = threading.Lock()
+_closers: list[Any] = []  # HTML listeners to finalize at exit
+
+
+def _tvm() -> Any:
+    """Return the TVM module: TileLang's bundled copy when TileLang is installed, else plain `tvm`."""
+    if "tilelang" in sys.modules or importlib.util.find_spec("tilelang") is not None:
+        try:
+            from tilelang import tvm  # type: ignore[import-not-found]
+
+            return tvm
+        except Exception:  # a broken TileLang install: try a plain TVM below
+            pass
+    try:
+        import tvm  # type: ignore[import-not-found]
+    except ImportError:
+        raise TltraceError("neither tilelang nor apache-tvm is installed; pip install tilelang "
+                           "(or apache-tvm for plain TVM pipelines)") from None
+    return tvm
+
+
+def _resolve_mode(mode: Any, *, fallback: str = "terminal") -> str | None:
+    if mode is _UNSET:
+        return env_mode() or fallback
+    if mode is None:
+        return None
+    parsed = parse_mode(str(mode), source="mode")
+    return parsed
+
+
+def _settings(mode: str, trace_dir: Any, codegen_output: Any, **extra: Any) -> Settings:
+    td = env_trace_dir() if trace_dir is _UNSET or trace_dir is None else str(trace_dir)
+    cg: object = DEFAULT
+    if codegen_output is None:
+        cg = None
+    elif codegen_output is not DEFAULT and codegen_output is not _UNSET:
+        cg = Path(codegen_output).absolute()
+    return Settings(
+        mode=mode,
+        trace_dir=Path(td).absolute(),
+        script_name=script_name_from_argv(),
+        codegen_output=cg,
+        keep=extra.pop("keep", DEFAULT_KEEP),
+        context=extra.pop("context", 3),
+        quiet=extra.pop("quiet", False),
+        use_cache=extra.pop("use_cache", False),
+        command=tuple(["python", *sys.argv]) if sys.argv and sys.argv[0] else ("python",),
+    )
+
+
+def _listener(settings: Settings) -> Any:
+    """Return the event listener for `settings`: the terminal view, plus the HTML report in html/both."""
+    from .render.terminal import TerminalView
+
+    listeners: list[Any] = [TerminalView(settings)]
+    if settings.html:
+        from .render.html import HtmlReportListener
+
+        html = HtmlReportListener(settings)
+        listeners.append(html)
+        with _lock:
+            _closers.append(html)
+
+    def emit(event: Any) -> None:
+        for listener in listeners:
+            listener(event)
+
+    return emit
+
+
+@atexit.register
+def _close_reports() -> None:
+    with _lock:
+        closers, _closers[:] = list(_closers), []
+    for c in closers:
+        try:
+            c.close()
+        except Exception:
+            pass
+
+
+# -- enable / disable ----------------------------------------------------------
+def enable(mode: Any = _UNSET, trace_dir: Any = _UNSET, codegen_output: Any = DEFAULT, *,
+           context: int = 3, keep: int = DEFAULT_KEEP, quiet: bool = False, use_cache: bool = False) -> None:
+    """Trace every later TileLang compilation in this process; return None.
+
+    mode: "terminal", "html" or "both"; omitted: TL_LOWER_TRACE, else "terminal";
+    None: the same as disable(). trace_dir: omitted or None: TL_LOWER_TRACE_DIR, else
+    ./tmp/lower_trace_dir. codegen_output: omitted: <script_dir>/codegen_device.cpp
+    (and _host) in html/both mode; a path: that file (host: path with _host); None:
+    no working files. Idempotent; a compilation keeps the settings it started with.
+    Unless use_cache=True, TileLang's kernel cache is turned off, so that every
+    compilation runs its passes (a cache hit traces nothing).
+    """
+    resolved = _resolve_mode(mode)
+    if resolved is None:
+        disable()
+        return
+    settings = _settings(resolved, trace_dir, codegen_output, context=context, keep=keep, quiet=quiet,
+                         use_cache=use_cache)
+    try:
+        import tilelang  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        raise TltraceError("enable() traces TileLang compilations and tilelang is not installed; "
+                           "for a plain TVM pipeline use tltrace.create_pass_instrument()") from None
+    from .session import controller
+
+    controller.silence_builtin_tracer()  # two tracers would trace every pass twice
+    if not use_cache:
+        try:
+            tilelang.env.disable_cache()
+        except Exception:
+            os.environ["TILELANG_DISABLE_CACHE"] = "1"
+    controller.install(settings, _listener(settings))
+
+
+def disable() -> None:
+    """Stop tracing later compilations; return None. A compilation in progress finishes in its own session."""
+    from .session import controller
+
+    controller.uninstall()
+
+
+def enabled() -> Settings | None:
+    """Return the settings later compilations will be traced with, or None when tracing is off."""
+    from .session import controller
+
+    return controller.installed()
+
+
+# -- a standalone TVM PassInstrument -------------------------------------------
+def create_pass_instrument(mode: Any = _UNSET, trace_dir: Any = _UNSET, *, name: str | None = None) -> Any:
+    """Return a TVM PassInstrument that records every pass of a PassContext it is given.
+
+    Each `with PassContext(instruments=[...])` block becomes one run under
+    <trace_dir>/<script>/.run_records, as `tltrace run` writes them. Settings come
+    from the arguments, else from enable(), else from TL_LOWER_TRACE / TL_LOWER_TRACE_DIR.
+    Works with TileLang's TVM and with plain apache-tvm.
+    """
+    current = enabled()
+    if mode is _UNSET and current is not None:
+        resolved: str | None = current.mode
+    else:
+        resolved = _resolve_mode(mode)
+    if resolved is None:
+        resolved = "terminal"
+    if trace_dir is _UNSET and current is not None:
+        trace_dir = current.trace_dir
+    settings = _settings(resolved, trace_dir, None)
+    cls = _instrument_class(_tvm())
+    return cls(settings, _listener(settings), name)
+
+
+_instrument_classes: dict[int, type] = {}
+
+
+def _instrument_class(tvm: Any) -> type:
+    """Build (once per TVM module) the PassInstrument class that feeds a TraceSession."""
+    cls = _instrument_classes.get(id(tvm))
+    if cls is not None:
+        return cls
+    from .session.tool import UNSCOPED, TraceSession
+
+    def phase_now() -> str:
+        mod = sys.modules.get("tilelang.instrumentation.events")
+        try:
+            return (mod.current_pass_phase() if mod is not None else None) or UNSCOPED
+        except Exception:
+            return UNSCOPED
+
+    @tvm.instrument.pass_instrument
+    class TltracePassInstrument:
+        """Pairs TVM's before/after callbacks into tltrace records; one run per PassContext."""
+
+        def __init__(self, settings: Settings, emit: Any, name: str | None = None) -> None:
+            self.settings = settings
+            self.emit = emit
+            self.kernel = name or "pass_context"
+            self.session: TraceSession | None = None
+            self.stack: list[tuple[str, str, float, int, int, int | None]] = []
+            self.last_run_dir: Path | None = None
+
+        def enter_pass_ctx(self) -> None:
+            self.session = TraceSession(self.settings, self.emit, session_name=self.kernel)
+            self.stack = []
+
+        def exit_pass_ctx(self) -> None:
+            s = self.session
+            if s is None:
+                return
+            error = sys.exc_info()[1] if self.stack else None
+            while self.stack:
+                pname, before, t0, idx, depth, parent = self.stack.pop()
+                s.pass_record(pname, idx, depth, parent, phase_now(), before, None, time.perf_counter() - t0,
+                              error, pending_error=error is None)
+            if s.failed_pending and error is None:
+                error = RuntimeError("a pass did not complete")
+            s.finish(error)
+            if s.store is not None:
+                self.last_run_dir = s.store.run_dir
+            self.session = None
+
+        def run_before_pass(self, mod: Any, info: Any) -> None:
+            s = self.session
+            if s is None or s.broken:
+                return
+            try:
+                parent = self.stack[-1][3] if self.stack else None
+                self.stack.append((str(info.name), s.text_of(mod), time.perf_counter(), s.next_index(),
+                                   len(self.stack), parent))
+            except Exception as exc:
+                s._guard(f"capturing the IR before {info.name}", exc)
+
+        def run_after_pass(self, mod: Any, info: Any) -> None:
+            s = self.session
+            if s is None or s.broken or not self.stack:
+                return
+            pname, before, t0, idx, depth, parent = self.stack.pop()
+            try:
+                after = s.text_of(mod)
+            except Exception as exc:
+                s._guard(f"capturing the IR after {pname}", exc)
+                return
+            s.pass_record(pname, idx, depth, parent, phase_now(), before, after, time.perf_counter() - t0)
+
+    _instrument_classes[id(tvm)] = TltracePassInstrument
+    return TltracePassInstrument
+
+
+# -- lower_trace -----------------------------------------------------------------
+def _named_passes(passes: Any) -> list[tuple[str, Any]]:
+    from .session.names import pass_display_name
+
+    if (isinstance(passes, tuple) and len(passes) == 2 and isinstance(passes[0], str)) or not isinstance(
+        passes, (list, tuple)
+    ):
+        passes = [passes]
+    out: list[tuple[str, Any]] = []
+    for p in passes:
+        if isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str):
+            out.append((p[0], p[1]))
+        else:
+            try:
+                name = pass_display_name(str(p.info.name))
+            except Exception:
+                name = getattr(p, "__name__", None) or type(p).__name__
+            out.append((name, p))
+    return out
+
+
+def _script(mod: Any) -> str:
+    try:
+        return str(mod.script())
+    except Exception:
+        return str(mod)
+
+
+def lower_trace(func_or_mod: Any, passes: Any, mode: str = "terminal", context: int = 3,
+                html_path: str | os.PathLike = "lower_trace_report.html") -> list[dict[str, Any]]:
+    """Return one dict per pass step (name, before_script, after_script, diff_lines, insertions, deletions, changed).
+
+    Runs `passes` (a pass, a list of passes, or a list of (name, pass)) on a
+    PrimFunc or IRModule in order; installs no hook. mode "terminal" prints a
+    coloured diff per step, "html" writes a report to html_path, "both" does both.
+    A step that raises is returned with an "error" key, printed, and re-raised.
+    """
+    from .difftext import unified
+
+    m = str(mode).strip().lower()
+    if m not in MODES:
+        raise UsageError(f"mode must be one of terminal, html, both; got {mode!r}")
+    if context < 0:
+        raise UsageError("context must be 0 or more")
+    tvm = _tvm()
+    mod = func_or_mod if isinstance(func_or_mod, tvm.IRModule) else tvm.IRModule({"main": func_or_mod})
+    steps = _named_passes(passes)
+    results: list[dict[str, Any]] = []
+    console = None
+    if m in ("terminal", "both"):
+        from .render.terminal import make_console
+
+        console = make_console()
+    failure: BaseException | None = None
+    try:
+        for i, (name, p) in enumerate(steps, 1):
+            before = _script(mod)
+            try:
+                mod = p(mod)
+            except Exception as exc:
+                failure = exc
+                results.append({"name": name, "before_script": before, "after_script": "", "diff_lines": [],
+                                "insertions": 0, "deletions": 0, "changed": False,
+                                "error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"})
+                if console is not None:
+                    _print_step(console, i, results[-1], context)
+                raise
+            after = _script(mod)
+            lines = unified(before, after, context=context, a=f"step {i} before", b=f"step {i} after")
+            ins = sum(1 for d in lines if d.startswith("+") and not d.startswith("+++"))
+            dels = sum(1 for d in lines if d.startswith("-") and not d.startswith("---"))
+            results.append({"name": name, "before_script": before, "after_script": after, "diff_lines": lines,
+                            "insertions": ins, "deletions": dels, "changed": before != after})
+            if console is not None:
+                _print_step(console, i, results[-1], context)
+    finally:
+        if m in ("html", "both"):
+            try:
+                path = _write_html(results, Path(html_path), context)
+                if console is not None:
+                    console.print(f"HTML report written to: {path}", highlight=False)
+            except Exception as exc:
+                if failure is None:
+                    raise
+                sys.stderr.write(f"tltrace: warning: could not write the HTML report: {exc}\n")
+    return results
+
+
+def _print_step(console: Any, i: int, step: dict[str, Any], context: int) -> None:
+    from rich.text import Text
+
+    from .render.terminal import diff_text, pass_line
+    from .session.records import CHANGED, FAILED, NOOP, PassRecord
+
+    status = FAILED if "error" in step else CHANGED if step["changed"] else NOOP
+    rec = PassRecord(index=i, name=step["name"], phase="lower_trace", status=status,
+                     added=step["insertions"], removed=step["deletions"])
+    console.print(pass_line("lower_trace", rec), soft_wrap=True)
+    if status == FAILED:
+        console.print(Text(f"    error: {step['error']}", style="red"), soft_wrap=True)
+    elif status == CHANGED:
+        console.print(diff_text(step["before_script"], step["after_script"], context), soft_wrap=True)
+
+
+def _write_html(results: list[dict[str, Any]], out: Path, context: int) -> Path:
+    """Record the steps as a run in a scratch directory and render it with the HTML report writer."""
+    from .session.tool import TraceSession
+
+    try:
+        from .render.html import write_report  # type: ignore[attr-defined]
+    except ImportError:
+        raise TltraceError("this tltrace has no HTML report writer yet; use mode='terminal'") from None
+    scratch = Path(tempfile.mkdtemp(prefix="tltrace-lower-trace-"))
+    try:
+        settings = Settings(mode="html", trace_dir=scratch, script_name="lower_trace", codegen_output=None,
+                            keep=0, context=context)
+        session = TraceSession(settings, lambda event: None, session_name="lower_trace")
+        for step in results:
+            after = None if "error" in step else step["after_script"]
+            error = RuntimeError(step["error"]) if "error" in step else None
+            session.pass_record(step["name"], session.next_index(), 0, None, "lower_trace", step["before_script"],
+                                after, 0.0, error)
+        session.finish(None)
+        if session.store is None:
+            raise TltraceError("lower_trace recorded no steps; nothing to report")
+        out = Path(out).absolute()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return Path(write_report(session.store.run_dir, out=out))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,169 @@
+"""Compare two runs pass by pass. Pure: manifests in, a RunDiff out; no I/O.
+
+Passes are aligned by (phase, name, occurrence), never by index: a pass that ran
+in only one run shifts every index after it, but not the keys. Each aligned pair
+is compared by the hashes of its input and output texts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .session.records import PassRecord, RunManifest
+
+SAME = "same"
+OUTPUT_DIFFERS = "output differs"
+INPUT_DIFFERS = "input differs"
+ONLY_A = "only in A"
+ONLY_B = "only in B"
+STATUSES = (SAME, OUTPUT_DIFFERS, INPUT_DIFFERS, ONLY_A, ONLY_B)
+
+Key = tuple[str, str, int]  # (phase, name, occurrence starting at 1)
+
+
+@dataclass(frozen=True)
+class PassPair:
+    """One row of the comparison: a pass in A, in B, or in both."""
+
+    key: Key
+    a: PassRecord | None
+    b: PassRecord | None
+    status: str
+
+    @property
+    def label(self) -> str:
+        phase, name, occ = self.key
+        return f"{phase}/{name}" + (f"#{occ}" if occ > 1 else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "phase": self.key[0], "name": self.key[1], "occurrence": self.key[2], "status": self.status,
+            "a_index": self.a.index if self.a else None, "b_index": self.b.index if self.b else None,
+            "a_status": self.a.status if self.a else None, "b_status": self.b.status if self.b else None,
+        }
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    """The comparison of run A with run B."""
+
+    a: RunManifest
+    b: RunManifest
+    pairs: tuple[PassPair, ...]
+    first_output_divergence: PassPair | None  # input matched in both runs, output differs
+    first_input_divergence: PassPair | None  # the first pass whose input differs
+    first_output_change: PassPair | None = None  # the first aligned pass whose output differs, input or not
+    codegen: dict[str, str] = field(default_factory=dict)  # role -> SAME / "differs" / ONLY_A / ONLY_B
+
+    @property
+    def same(self) -> bool:
+        return all(p.status == SAME for p in self.pairs)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        c = Counter(p.status for p in self.pairs)
+        return {s: c.get(s, 0) for s in STATUSES}
+
+    @property
+    def first_difference(self) -> PassPair | None:
+        """The first row (in pipeline order) that is not SAME."""
+        return next((p for p in self.pairs if p.status != SAME), None)
+
+    def to_json(self) -> dict[str, Any]:
+        def ref(p: PassPair | None) -> dict[str, Any] | None:
+            return p.to_json() if p is not None else None
+
+        return {
+            "a": _run_header(self.a), "b": _run_header(self.b),
+            "same": self.same, "counts": self.counts,
+            "first_output_divergence": ref(self.first_output_divergence),
+            "first_input_divergence": ref(self.first_input_divergence),
+            "first_output_change": ref(self.first_output_change),
+            "first_difference": ref(self.first_difference),
+            "codegen": dict(self.codegen),
+            "passes": [p.to_json() for p in self.pairs],
+        }
+
+
+def _run_header(m: RunManifest) -> dict[str, Any]:
+    return {"run_id": m.run_id, "script": m.script, "kernel": m.kernel, "target": m.target,
+            "backend": m.backend, "status": m.status, "passes": len(m.records)}
+
+
+def keyed(records: tuple[PassRecord, ...] | list[PassRecord]) -> list[tuple[Key, PassRecord]]:
+    """Return the records in index order, each with its (phase, name, occurrence) key."""
+    seen: Counter[tuple[str, str]] = Counter()
+    out = []
+    for r in sorted(records, key=lambda r: r.index):
+        seen[(r.phase, r.name)] += 1
+        out.append(((r.phase, r.name, seen[(r.phase, r.name)]), r))
+    return out
+
+
+def align(a: list[PassRecord] | tuple[PassRecord, ...],
+          b: list[PassRecord] | tuple[PassRecord, ...]) -> list[tuple[Key, PassRecord | None, PassRecord | None]]:
+    """Pair the records of two runs by key, in A's order, with B-only passes placed after their predecessor in B."""
+    ka, kb = keyed(a), keyed(b)
+    in_b = dict(kb)
+    in_a = {k for k, _ in ka}
+    rows: list[tuple[Key, PassRecord | None, PassRecord | None]] = [(k, r, in_b.get(k)) for k, r in ka]
+    # B-only passes: each goes right after the row of the nearest earlier B pass that A also ran.
+    inserts: dict[Key | None, list[tuple[Key, PassRecord]]] = {}
+    anchor: Key | None = None
+    for k, r in kb:
+        if k in in_a:
+            anchor = k
+        else:
+            inserts.setdefault(anchor, []).append((k, r))
+    if not inserts:
+        return rows
+    out: list[tuple[Key, PassRecord | None, PassRecord | None]] = [(k, None, r) for k, r in inserts.get(None, [])]
+    for row in rows:
+        out.append(row)
+        for k, r in inserts.get(row[0], []):
+            out.append((k, None, r))
+    return out
+
+
+def classify(a: PassRecord | None, b: PassRecord | None) -> str:
+    """Return how one aligned pair compares."""
+    if b is None:
+        return ONLY_A
+    if a is None:
+        return ONLY_B
+    if a.before_hash != b.before_hash:
+        return INPUT_DIFFERS
+    if a.after_hash != b.after_hash or a.status != b.status:
+        return OUTPUT_DIFFERS
+    return SAME
+
+
+def diff_runs(a: RunManifest, b: RunManifest) -> RunDiff:
+    """Return the pass-by-pass comparison of run A with run B."""
+    pairs = tuple(PassPair(k, ra, rb, classify(ra, rb)) for k, ra, rb in align(a.records, b.records))
+    first_out = next((p for p in pairs if p.status == OUTPUT_DIFFERS), None)
+    first_in = next((p for p in pairs if p.status == INPUT_DIFFERS), None)
+    first_change = next((p for p in pairs if p.a is not None and p.b is not None
+                         and (p.a.after_hash != p.b.after_hash or p.a.status != p.b.status)), None)
+    return RunDiff(a, b, pairs, first_out, first_in, first_change, _codegen_by_role(pairs))
+
+
+def _codegen_by_role(pairs: tuple[PassPair, ...]) -> dict[str, str]:
+    """Compare the generated sources per role ('device', 'host', or 'codegen' when unlabelled)."""
+    out: dict[str, str] = {}
+    for p in pairs:
+        rec = p.a or p.b
+        if rec is None or rec.status != "codegen" and rec.phase != "codegen":
+            continue
+        role = rec.role or (rec.name.removeprefix("codegen_") if rec.name.startswith("codegen_") else "codegen")
+        if p.key[2] > 1:
+            role = f"{role}#{p.key[2]}"
+        if p.status in (ONLY_A, ONLY_B):
+            out[role] = p.status
+        elif p.a is not None and p.b is not None and p.a.after_hash == p.b.after_hash:
+            out[role] = SAME
+        else:
+            out[role] = "differs"
+    return out
