@@ -1,0 +1,833 @@
+/* tltrace HTML report.
+ *
+ * The page carries data, not markup: <script type="application/json" class="tl-d">
+ * chunks appended while the compile runs ({"t":"meta"}, {"t":"text"}, {"t":"rec"}).
+ * A chunk cut short by a kill does not parse and is skipped. Everything shown is
+ * built with textContent / createTextNode, never innerHTML, so IR text can only
+ * ever be text. Diffs (Myers, by line, then by word) are computed when a pass is
+ * opened, so the file holds each distinct IR text once.
+ */
+(function () {
+  "use strict";
+
+  var CONTEXT = 3;          // equal lines kept around a change
+  var MIN_FOLD = 4;         // fold only runs that hide at least this many lines
+  var EXPAND_STEP = 20;     // lines revealed by one expand button
+  var MAX_D = 2000;         // edit distance past which a block is shown as replaced whole
+  var DOTS = { changed: "\u25CF", noop: "\u25CB", failed: "\u2715", codegen: "\u25C6" };
+
+  var S = {
+    meta: {}, texts: new Map(), recs: [], posByIndex: new Map(), phases: [], bad: 0,
+    phase: null, filter: null, hideNoop: false, visible: [], sel: -1,
+    expandAll: false, anchors: {}, aligning: null, diff: null, search: null, items: []
+  };
+
+  // ---- storage (file:// pages may refuse it) ----------------------------------------------------
+  function getPref(key) { try { return window.localStorage.getItem(key); } catch (e) { return null; } }
+  function setPref(key, value) { try { window.localStorage.setItem(key, value); } catch (e) { /* private mode */ } }
+
+  function applyTheme(theme) {
+    document.documentElement.setAttribute("data-theme", theme);
+  }
+  (function initialTheme() {
+    var saved = getPref("tltrace-theme");
+    var dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+    applyTheme(saved === "dark" || saved === "light" ? saved : (dark ? "dark" : "light"));
+  })();
+
+  // ---- DOM helpers -------------------------------------------------------------------------------
+  function $(id) { return document.getElementById(id); }
+  function el(tag, cls, text) {
+    var n = document.createElement(tag);
+    if (cls) n.className = cls;
+    if (text !== undefined && text !== null) n.textContent = String(text);
+    return n;
+  }
+  function button(label, title, onclick) {
+    var b = el("button", null, label);
+    b.type = "button";
+    if (title) b.title = title;
+    b.addEventListener("click", onclick);
+    return b;
+  }
+  function clear(n) { while (n.firstChild) n.removeChild(n.firstChild); }
+  function fmtDuration(s) {
+    if (s === undefined || s === null) return "";
+    if (s >= 1) return s.toFixed(2) + " s";
+    if (s >= 0.001) return (s * 1000).toFixed(1) + " ms";
+    return Math.round(s * 1e6) + " \u00B5s";
+  }
+  function splitLines(text) {
+    if (text === undefined || text === null) return null;
+    var lines = text.split("\n");
+    if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
+    return lines;
+  }
+
+  // ---- data --------------------------------------------------------------------------------------
+  function load() {
+    var nodes = document.querySelectorAll("script.tl-d");
+    var recs = [];
+    var byIndex = new Map();
+    for (var i = 0; i < nodes.length; i++) {
+      var d;
+      try { d = JSON.parse(nodes[i].textContent); } catch (e) { S.bad++; continue; }
+      if (!d || typeof d !== "object") { S.bad++; continue; }
+      if (d.t === "meta") {
+        for (var key in d) if (Object.prototype.hasOwnProperty.call(d, key) && key !== "t") S.meta[key] = d[key];
+      } else if (d.t === "text") {
+        if (typeof d.h === "string" && typeof d.s === "string") S.texts.set(d.h, d.s);
+      } else if (d.t === "rec") {
+        if (typeof d.index !== "number") { S.bad++; continue; }
+        d.name = String(d.name); d.phase = String(d.phase || "unscoped"); d.status = String(d.status || "noop");
+        if (byIndex.has(d.index)) recs[byIndex.get(d.index)] = d;  // a later chunk completes a record
+        else { byIndex.set(d.index, recs.length); recs.push(d); }
+      }
+    }
+    recs.sort(function (a, b) { return a.index - b.index; });
+    S.recs = recs;
+    var seen = new Set();
+    recs.forEach(function (r, pos) {
+      S.posByIndex.set(r.index, pos);
+      if (!seen.has(r.phase)) { seen.add(r.phase); S.phases.push(r.phase); }
+    });
+  }
+  function textOf(hash) { return hash ? S.texts.get(hash) : undefined; }
+
+  // ---- diff --------------------------------------------------------------------------------------
+  // Myers' O(ND) diff over integer arrays; returns ops ["=", i, j] / ["-", i] / ["+", j].
+  function myers(a, b) {
+    var n = a.length, m = b.length, s = 0, ops = [], i;
+    while (s < n && s < m && a[s] === b[s]) s++;
+    var ea = n, eb = m;
+    while (ea > s && eb > s && a[ea - 1] === b[eb - 1]) { ea--; eb--; }
+    for (i = 0; i < s; i++) ops.push(["=", i, i]);
+    var mid = middle(a, s, ea, b, s, eb);
+    for (i = 0; i < mid.length; i++) ops.push(mid[i]);
+    for (i = 0; i < n - ea; i++) ops.push(["=", ea + i, eb + i]);
+    return ops;
+  }
+  function replaced(a0, a1, b0, b1) {
+    var ops = [], i;
+    for (i = a0; i < a1; i++) ops.push(["-", i]);
+    for (i = b0; i < b1; i++) ops.push(["+", i]);
+    return ops;
+  }
+  function middle(a, a0, a1, b, b0, b1) {
+    var N = a1 - a0, M = b1 - b0;
+    if (N === 0 || M === 0) return replaced(a0, a1, b0, b1);
+    var limit = Math.min(N + M, MAX_D);
+    var off = limit + 1;
+    var v = new Int32Array(2 * limit + 3);
+    var trace = [];
+    var found = -1, d, k, x, y;
+    for (d = 0; d <= limit && found < 0; d++) {
+      trace.push(v.slice(off - d - 1, off + d + 2));  // v before step d, for k in [-d-1, d+1]
+      for (k = -d; k <= d; k += 2) {
+        if (k === -d || (k !== d && v[off + k - 1] < v[off + k + 1])) x = v[off + k + 1];
+        else x = v[off + k - 1] + 1;
+        y = x - k;
+        while (x < N && y < M && a[a0 + x] === b[b0 + y]) { x++; y++; }
+        v[off + k] = x;
+        if (x >= N && y >= M) { found = d; break; }
+      }
+    }
+    if (found < 0) return replaced(a0, a1, b0, b1);
+    var rev = [];
+    x = N; y = M;
+    for (d = found; d >= 0; d--) {
+      var t = trace[d], base = d + 1;  // t[k + base] = v[k] before step d
+      k = x - y;
+      var pk = (k === -d || (k !== d && t[k - 1 + base] < t[k + 1 + base])) ? k + 1 : k - 1;
+      var px = d === 0 ? 0 : t[pk + base], py = px - pk;
+      if (d === 0) { px = 0; py = 0; }
+      while (x > px && y > py) { rev.push(["=", a0 + x - 1, b0 + y - 1]); x--; y--; }
+      if (d > 0) {
+        if (x === px) rev.push(["+", b0 + py]); else rev.push(["-", a0 + px]);
+      }
+      x = px; y = py;
+    }
+    return rev.reverse();
+  }
+  function intern(lines, table) {
+    var out = new Array(lines.length);
+    for (var i = 0; i < lines.length; i++) {
+      var id = table.get(lines[i]);
+      if (id === undefined) { id = table.size; table.set(lines[i], id); }
+      out[i] = id;
+    }
+    return out;
+  }
+  // Rows of a side-by-side diff: {l, r, eq, anchor}; l/r null where a side has no line.
+  function rowsFromOps(ops, rows) {
+    var dels = [], adds = [];
+    function flush() {
+      var n = Math.max(dels.length, adds.length);
+      for (var i = 0; i < n; i++) {
+        rows.push({ l: i < dels.length ? dels[i] : null, r: i < adds.length ? adds[i] : null, eq: false });
+      }
+      dels = []; adds = [];
+    }
+    for (var i = 0; i < ops.length; i++) {
+      var op = ops[i];
+      if (op[0] === "=") { flush(); rows.push({ l: op[1], r: op[2], eq: true }); }
+      else if (op[0] === "-") dels.push(op[1]);
+      else adds.push(op[1]);
+    }
+    flush();
+  }
+  function lineDiff(A, B, anchors) {
+    var table = new Map();
+    var a = intern(A, table), b = intern(B, table);
+    var rows = [];
+    var pi = 0, pj = 0;
+    function segment(i1, j1) {
+      var ops = myers(a.slice(pi, i1), b.slice(pj, j1));
+      rowsFromOps(ops.map(function (op) {
+        return op[0] === "=" ? ["=", op[1] + pi, op[2] + pj] : op[0] === "-" ? ["-", op[1] + pi] : ["+", op[1] + pj];
+      }), rows);
+    }
+    (anchors || []).forEach(function (an) {
+      if (an[0] < pi || an[1] < pj || an[0] >= A.length || an[1] >= B.length) return;
+      segment(an[0], an[1]);
+      rows.push({ l: an[0], r: an[1], eq: A[an[0]] === B[an[1]], anchor: true });
+      pi = an[0] + 1; pj = an[1] + 1;
+    });
+    segment(A.length, B.length);
+    return rows;
+  }
+  var WORD = /\w+|\s+|[^\w\s]/g;
+  // Returns [leftMask, rightMask, leftTokens, rightTokens]: masks flag the changed tokens.
+  function wordDiff(l, r) {
+    var lt = l.match(WORD) || [], rt = r.match(WORD) || [];
+    var lm = new Uint8Array(lt.length), rm = new Uint8Array(rt.length);
+    if (lt.length + rt.length > 2000) { lm.fill(1); rm.fill(1); return [lm, rm, lt, rt]; }
+    var table = new Map();
+    var ops = myers(intern(lt, table), intern(rt, table));
+    for (var i = 0; i < ops.length; i++) {
+      if (ops[i][0] === "-") lm[ops[i][1]] = 1;
+      else if (ops[i][0] === "+") rm[ops[i][1]] = 1;
+    }
+    return [lm, rm, lt, rt];
+  }
+  function fillWords(td, tokens, mask) {
+    var buf = "";
+    for (var i = 0; i < tokens.length; i++) {
+      if (mask[i]) {
+        if (buf) { td.appendChild(document.createTextNode(buf)); buf = ""; }
+        var j = i, s = "";
+        while (j < tokens.length && mask[j]) { s += tokens[j]; j++; }
+        td.appendChild(el("span", "w", s));
+        i = j - 1;
+      } else buf += tokens[i];
+    }
+    if (buf) td.appendChild(document.createTextNode(buf));
+  }
+
+  // ---- diff view state ---------------------------------------------------------------------------
+  function defaultShown(rows) {
+    var shown = new Uint8Array(rows.length), i, j;
+    if (S.expandAll) { shown.fill(1); return shown; }
+    for (i = 0; i < rows.length; i++) {
+      if (!rows[i].eq || rows[i].anchor) {
+        for (j = Math.max(0, i - CONTEXT); j <= Math.min(rows.length - 1, i + CONTEXT); j++) shown[j] = 1;
+      }
+    }
+    // Do not fold tiny gaps: a fold row costs as much space as the lines it hides.
+    i = 0;
+    while (i < rows.length) {
+      if (shown[i]) { i++; continue; }
+      j = i;
+      while (j < rows.length && !shown[j]) j++;
+      if (j - i < MIN_FOLD) for (var q = i; q < j; q++) shown[q] = 1;
+      i = j;
+    }
+    return shown;
+  }
+
+  function renderDiffTable(state) {
+    var table = el("table", "tl-diff");
+    var cg = el("colgroup");
+    ["ln", "code", "ln", "code"].forEach(function (c) { cg.appendChild(el("col", c)); });
+    table.appendChild(cg);
+    var tbody = el("tbody");
+    var rows = state.rows, shown = state.shown, A = state.A, B = state.B;
+    var i = 0;
+    while (i < rows.length) {
+      if (!shown[i]) {
+        var j = i;
+        while (j < rows.length && !shown[j]) j++;
+        tbody.appendChild(foldRow(state, i, j));
+        i = j;
+        continue;
+      }
+      tbody.appendChild(diffRow(state, rows[i], A, B));
+      i++;
+    }
+    table.appendChild(tbody);
+    table.addEventListener("click", onDiffClick);
+    return table;
+  }
+  function diffRow(state, row, A, B) {
+    var tr = el("tr");
+    var ll = row.l === null ? null : A[row.l], rl = row.r === null ? null : B[row.r];
+    var lc = row.eq ? "" : (row.l === null ? "empty" : "del");
+    var rc = row.eq ? "" : (row.r === null ? "empty" : "add");
+    if (row.l !== null) tr.setAttribute("data-l", row.l);
+    if (row.r !== null) tr.setAttribute("data-r", row.r);
+    if (row.anchor) tr.className = "anchor";
+    var tdl = el("td", "ln l " + lc, row.l === null ? "" : row.l + 1);
+    var tdlc = el("td", "code l " + lc);
+    var tdr = el("td", "ln r " + rc, row.r === null ? "" : row.r + 1);
+    var tdrc = el("td", "code r " + rc);
+    if (!row.eq && ll !== null && rl !== null) {
+      var w = wordDiff(ll, rl);
+      fillWords(tdlc, w[2], w[0]);
+      fillWords(tdrc, w[3], w[1]);
+    } else {
+      if (ll !== null) tdlc.textContent = ll;
+      if (rl !== null) tdrc.textContent = rl;
+    }
+    tr.appendChild(tdl); tr.appendChild(tdlc); tr.appendChild(tdr); tr.appendChild(tdrc);
+    return tr;
+  }
+  function foldRow(state, i, j) {
+    var tr = el("tr", "fold");
+    var td = el("td");
+    td.colSpan = 4;
+    var n = j - i;
+    function reveal(lo, hi) {
+      for (var q = lo; q < hi; q++) state.shown[q] = 1;
+      redrawDiff();
+    }
+    if (i > 0 && n > EXPAND_STEP) {
+      td.appendChild(button("\u2193 Expand " + EXPAND_STEP, "Show " + EXPAND_STEP + " more lines below the code above",
+        function () { reveal(i, i + EXPAND_STEP); }));
+    }
+    if (j < state.rows.length && n > EXPAND_STEP) {
+      td.appendChild(button("\u2191 Expand " + EXPAND_STEP, "Show " + EXPAND_STEP + " more lines above the code below",
+        function () { reveal(j - EXPAND_STEP, j); }));
+    }
+    var all = button("\u2195 Expand all " + n, "Show the " + n + " hidden unchanged lines", function () { reveal(i, j); });
+    all.className = "tl-expand-all";
+    td.appendChild(all);
+    td.appendChild(document.createTextNode(" " + n + " unchanged line" + (n === 1 ? "" : "s") + " hidden"));
+    tr.appendChild(td);
+    return tr;
+  }
+
+  function redrawDiff(scrollRow) {
+    var st = S.diff;
+    if (!st) return;
+    var view = $("tl-view");
+    var top = view.scrollTop;
+    var table = renderDiffTable(st);
+    st.host.replaceChild(table, st.table);
+    st.table = table;
+    view.scrollTop = top;
+    if (S.aligning && S.aligning.left !== null) markPick();
+    if (scrollRow) scrollRow();
+  }
+
+  // ---- F7 alignment ------------------------------------------------------------------------------
+  function startAlign() {
+    if (!S.diff) return;
+    if (S.aligning) { stopAlign(); return; }
+    S.aligning = { left: null };
+    document.body.classList.add("tl-aligning");
+    alignBanner("Alignment: click a line on the LEFT (before) side. Esc cancels.");
+  }
+  function stopAlign() {
+    S.aligning = null;
+    document.body.classList.remove("tl-aligning");
+    alignBanner(null);
+    document.querySelectorAll("tr.pick").forEach(function (t) { t.classList.remove("pick"); });
+  }
+  function alignBanner(text) {
+    var b = $("tl-align-banner");
+    if (!b) return;
+    b.hidden = !text;
+    b.textContent = text || "";
+  }
+  function markPick() {
+    var tr = S.diff.table.querySelector('tr[data-l="' + S.aligning.left + '"]');
+    if (tr) tr.classList.add("pick");
+  }
+  function onDiffClick(ev) {
+    if (!S.aligning || !S.diff) return;
+    var td = ev.target.closest("td");
+    var tr = ev.target.closest("tr");
+    if (!td || !tr || tr.classList.contains("fold")) return;
+    var left = td.classList.contains("l"), right = td.classList.contains("r");
+    if (S.aligning.left === null) {
+      if (!left || !tr.hasAttribute("data-l")) return;
+      S.aligning.left = parseInt(tr.getAttribute("data-l"), 10);
+      markPick();
+      alignBanner("Alignment: line " + (S.aligning.left + 1) + " picked; now click a line on the RIGHT (after) side.");
+    } else {
+      if (!right || !tr.hasAttribute("data-r")) return;
+      var li = S.aligning.left, ri = parseInt(tr.getAttribute("data-r"), 10);
+      var key = S.diff.rec.index;
+      var list = (S.anchors[key] || []).filter(function (an) {
+        return (an[0] < li && an[1] < ri) || (an[0] > li && an[1] > ri);  // drop anchors that would cross
+      });
+      list.push([li, ri]);
+      list.sort(function (x, y) { return x[0] - y[0]; });
+      S.anchors[key] = list;
+      stopAlign();
+      showPass(S.sel, { keepScroll: true });
+    }
+  }
+
+  // ---- views -------------------------------------------------------------------------------------
+  function numbered(lines) {
+    var table = el("table", "tl-diff tl-plain");
+    var cg = el("colgroup");
+    cg.appendChild(el("col", "ln")); cg.appendChild(el("col", "code"));
+    table.appendChild(cg);
+    var tbody = el("tbody");
+    for (var i = 0; i < lines.length; i++) {
+      var tr = el("tr");
+      tr.appendChild(el("td", "ln", i + 1));
+      tr.appendChild(el("td", "code", lines[i]));
+      tbody.appendChild(tr);
+    }
+    table.appendChild(tbody);
+    return table;
+  }
+  function pane(title, text) {
+    var p = el("div", "tl-pane");
+    p.appendChild(el("h3", null, title));
+    var lines = splitLines(text);
+    if (lines === null) p.appendChild(el("p", "tl-empty", "(text not in this report)"));
+    else p.appendChild(numbered(lines));
+    return p;
+  }
+  function copyText(text, btn) {
+    var label = btn.textContent;
+    function done(ok) {
+      btn.textContent = ok ? "Copied \u2713" : "Copy failed";
+      setTimeout(function () { btn.textContent = label; }, 1200);
+    }
+    function fallback() {
+      var ta = el("textarea");
+      ta.value = text;
+      ta.style.position = "fixed"; ta.style.opacity = "0";
+      document.body.appendChild(ta);
+      ta.select();
+      var ok = false;
+      try { ok = document.execCommand("copy"); } catch (e) { ok = false; }
+      document.body.removeChild(ta);
+      done(ok);
+    }
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(text).then(function () { done(true); }, fallback);
+    } else fallback();
+  }
+  function statusLabel(r) {
+    return { changed: "changed", noop: "no-op", failed: "failed", codegen: "codegen" }[r.status] || r.status;
+  }
+
+  function showPass(pos, opts) {
+    opts = opts || {};
+    var view = $("tl-view");
+    var top = view.scrollTop;
+    clear(view);
+    S.diff = null;
+    if (S.aligning) stopAlign();
+    var r = S.recs[pos];
+    if (!r) { view.appendChild(el("p", "tl-empty", "No pass selected.")); return; }
+    var before = textOf(r.before_hash), after = textOf(r.after_hash);
+    var head = el("div", "tl-pass-head");
+    var h2 = el("h2", null);
+    var dot = el("span", "tl-dot " + r.status, DOTS[r.status] || "?");
+    h2.appendChild(dot); h2.appendChild(document.createTextNode(" " + r.name));
+    head.appendChild(h2);
+    var info = ["#" + r.index, r.phase, statusLabel(r)];
+    if (r.status === "changed" || r.status === "codegen") info.push("+" + (r.added || 0) + " \u2212" + (r.removed || 0));
+    if (r.duration_s !== undefined) info.push(fmtDuration(r.duration_s));
+    if (r.role) info.push(r.role);
+    if (r.ffi) info.push(r.ffi);
+    if (r.reconcile) info.push(r.reconcile);
+    head.appendChild(el("span", "info", info.join(" \u00B7 ")));
+    if (r.parent !== undefined && r.parent !== null && S.posByIndex.has(r.parent)) {
+      var ppos = S.posByIndex.get(r.parent);
+      var plink = button("in " + S.recs[ppos].name, "Go to the enclosing pass", function () { select(ppos); });
+      plink.className = "tl-parent";
+      head.appendChild(plink);
+    }
+    var actions = el("span", "actions");
+    var cb = button("Copy before", "Copy the IR before this pass", function () { copyText(before, cb); });
+    cb.className = "tl-copy-before"; cb.disabled = before === undefined;
+    actions.appendChild(cb);
+    var ca = button("Copy after", "Copy the IR after this pass", function () { copyText(after, ca); });
+    ca.className = "tl-copy-after"; ca.disabled = after === undefined;
+    actions.appendChild(ca);
+    if (S.anchors[r.index] && S.anchors[r.index].length) {
+      var clr = button("Clear alignment", "Remove the manual alignment points (F7)", function () {
+        delete S.anchors[r.index]; showPass(S.sel, { keepScroll: true });
+      });
+      clr.className = "tl-clear-align";
+      actions.appendChild(clr);
+    }
+    head.appendChild(actions);
+    view.appendChild(head);
+    var banner = el("div", "tl-align-banner");
+    banner.id = "tl-align-banner"; banner.hidden = true;
+    view.appendChild(banner);
+    if (r.working_file) view.appendChild(el("div", "tl-notice", "Working file: " + r.working_file));
+
+    if (r.status === "failed") {
+      var box = el("div", "tl-error");
+      box.appendChild(el("div", "lbl", "Exception"));
+      box.appendChild(el("pre", null, r.error || "The pass did not complete (no exception was reported)."));
+      view.appendChild(box);
+      var panes = el("div", "tl-panes");
+      panes.appendChild(pane("IR before the failure", before));
+      view.appendChild(panes);
+    } else if (r.status === "codegen") {
+      var cp = el("div", "tl-panes");
+      cp.appendChild(pane("TIR (before codegen)", before));
+      cp.appendChild(pane("Generated " + (r.role ? r.role + " " : "") + "source (after)", after));
+      view.appendChild(cp);
+    } else {
+      var A = splitLines(before), B = splitLines(after);
+      if (A === null || B === null) {
+        view.appendChild(el("p", "tl-empty", "The IR text of this pass is not in this report."));
+      } else {
+        if (r.status === "noop") view.appendChild(el("div", "tl-notice", "No change: the IR is the same before and after this pass."));
+        var rows = lineDiff(A, B, S.anchors[r.index]);
+        var host = el("div", "tl-diffhost");
+        var st = { rec: r, A: A, B: B, rows: rows, shown: defaultShown(rows), host: host, table: null };
+        st.table = el("table");
+        host.appendChild(st.table);
+        S.diff = st;
+        view.appendChild(host);
+        redrawDiff();
+      }
+    }
+    view.scrollTop = opts.keepScroll ? top : 0;
+  }
+
+  // ---- sidebar, filters --------------------------------------------------------------------------
+  function buildSidebar() {
+    var list = $("tl-passes");
+    clear(list);
+    var frag = document.createDocumentFragment();
+    S.items = S.recs.map(function (r, pos) {
+      var li = el("li", "tl-pass");
+      li.setAttribute("data-pos", pos);
+      li.setAttribute("data-status", r.status);
+      li.title = r.name + " (" + r.phase + ")";
+      li.appendChild(el("span", "tl-dot " + r.status, DOTS[r.status] || "?"));
+      li.appendChild(el("span", "ix", r.index));
+      var nm = el("span", "nm", (r.depth ? "\u21B3 " : "") + r.name);
+      if (r.depth) nm.style.paddingLeft = (r.depth * 14) + "px";
+      li.appendChild(nm);
+      var st = el("span", "st");
+      if (r.status === "changed" || r.status === "codegen") {
+        st.appendChild(el("span", "add", "+" + (r.added || 0)));
+        st.appendChild(document.createTextNode(" "));
+        st.appendChild(el("span", "del", "\u2212" + (r.removed || 0)));
+      }
+      li.appendChild(st);
+      li.appendChild(el("span", "dur", fmtDuration(r.duration_s)));
+      frag.appendChild(li);
+      return li;
+    });
+    list.appendChild(frag);
+    list.addEventListener("click", function (ev) {
+      var li = ev.target.closest("li.tl-pass");
+      if (li) select(parseInt(li.getAttribute("data-pos"), 10));
+    });
+  }
+  function applyFilters() {
+    S.visible = [];
+    for (var pos = 0; pos < S.recs.length; pos++) {
+      var r = S.recs[pos];
+      var ok = (S.phase === null || r.phase === S.phase) &&
+        (S.filter === null || r.status === S.filter) &&
+        !(S.hideNoop && r.status === "noop");
+      S.items[pos].classList.toggle("hidden", !ok);
+      if (ok) S.visible.push(pos);
+    }
+    document.querySelectorAll(".tl-badge[data-filter]").forEach(function (b) {
+      b.classList.toggle("active", b.getAttribute("data-filter") === S.filter);
+    });
+    document.querySelectorAll(".tl-tab").forEach(function (t) {
+      var ph = t.getAttribute("data-phase");
+      t.classList.toggle("active", (ph === "" ? null : ph) === S.phase);
+    });
+    if (S.visible.indexOf(S.sel) < 0) {
+      if (S.visible.length) select(S.visible[0]);
+      else { S.sel = -1; markSelected(); showPass(-1); }
+    }
+  }
+  function buildSummary() {
+    var bar = $("tl-summary");
+    clear(bar);
+    var counts = { changed: 0, noop: 0, failed: 0, codegen: 0 };
+    S.recs.forEach(function (r) { counts[r.status] = (counts[r.status] || 0) + 1; });
+    bar.appendChild(el("span", "tl-total", S.recs.length + " passes"));
+    [["changed", "changed"], ["noop", "no-op"], ["failed", "failed"], ["codegen", "codegen"]].forEach(function (p) {
+      var label = DOTS[p[0]] + " " + counts[p[0]] + " " + p[1];
+      if (p[0] === "noop") { bar.appendChild(el("span", "tl-badge noop", label)); return; }
+      var b = button(label, "Show only " + p[1] + " passes (click again for all)", function () {
+        S.filter = S.filter === p[0] ? null : p[0];
+        applyFilters();
+      });
+      b.className = "tl-badge " + p[0];
+      b.setAttribute("data-filter", p[0]);
+      bar.appendChild(b);
+    });
+    if (S.bad) bar.appendChild(el("span", "tl-warn", S.bad + " damaged data chunk" + (S.bad === 1 ? "" : "s") +
+      " skipped (the run was cut short)"));
+  }
+  function buildTabs() {
+    var tabs = $("tl-tabs");
+    clear(tabs);
+    function tab(label, phase, n) {
+      var t = button(label, null, function () { S.phase = phase; applyFilters(); });
+      t.className = "tl-tab";
+      t.setAttribute("data-phase", phase === null ? "" : phase);
+      t.appendChild(el("span", "n", n));
+      tabs.appendChild(t);
+    }
+    tab("All", null, S.recs.length);
+    S.phases.forEach(function (ph) {
+      var n = 0;
+      S.recs.forEach(function (r) { if (r.phase === ph) n++; });
+      tab(ph, ph, n);
+    });
+  }
+  function buildHeader() {
+    var m = S.meta;
+    $("tl-kernel").textContent = m.kernel || m.script || "";
+    document.title = "tltrace: " + (m.kernel || m.script || "report");
+    var rs = $("tl-runstatus");
+    var status = m.status || "running";
+    rs.className = "tl-runstatus " + status;
+    rs.textContent = status === "complete" ? "complete" : status === "error" ? "compile failed" :
+      "incomplete: the run did not finish (" + S.recs.length + " passes recorded)";
+    var meta = $("tl-meta");
+    clear(meta);
+    function item(label, value, code) {
+      if (value === undefined || value === null || value === "") return;
+      var s = el("span");
+      s.appendChild(document.createTextNode(label + " "));
+      s.appendChild(el(code ? "code" : "b", null, value));
+      meta.appendChild(s);
+    }
+    item("target", m.target_host ? m.target + " (host " + m.target_host + ")" : m.target);
+    item("backend", m.backend);
+    item("TileLang", m.tilelang_version);
+    if (m.started) item("started", new Date(m.started * 1000).toLocaleString());
+    if (m.command && m.command.length) item("command", m.command.join(" "), true);
+    if (m.error) item("error", m.error);
+  }
+  function markSelected() {
+    document.querySelectorAll("li.tl-pass.selected").forEach(function (n) { n.classList.remove("selected"); });
+    var li = S.items[S.sel];
+    if (li) {
+      li.classList.add("selected");
+      if (li.scrollIntoViewIfNeeded) li.scrollIntoViewIfNeeded(false);
+      else li.scrollIntoView({ block: "nearest" });
+    }
+  }
+  function fragmentOf(pos) {
+    var r = S.recs[pos];
+    for (var i = 0; i < pos; i++) if (S.recs[i].name === r.name) return r.name + "@" + r.index;
+    return r.name;
+  }
+  function posOfFragment(frag) {
+    if (!frag) return -1;
+    var i;
+    for (i = 0; i < S.recs.length; i++) if (S.recs[i].name === frag) return i;
+    var at = frag.lastIndexOf("@");
+    if (at > 0) {
+      var ix = parseInt(frag.slice(at + 1), 10);
+      if (S.posByIndex.has(ix) && S.recs[S.posByIndex.get(ix)].name === frag.slice(0, at)) return S.posByIndex.get(ix);
+    }
+    return -1;
+  }
+  function select(pos, opts) {
+    if (pos < 0 || pos >= S.recs.length) return;
+    if (S.visible.indexOf(pos) < 0) {  // a jump (search, link) to a filtered-out pass clears the filters
+      S.phase = null; S.filter = null; S.hideNoop = false; $("tl-hide-noop").checked = false;
+      S.sel = pos;
+      applyFilters();
+    }
+    S.sel = pos;
+    markSelected();
+    showPass(pos, opts);
+    var frag = "#" + encodeURIComponent(fragmentOf(pos));
+    if (location.hash !== frag) {
+      try { history.replaceState(null, "", frag); } catch (e) { /* some file:// setups refuse */ }
+    }
+  }
+  function move(delta) {
+    if (!S.visible.length) return;
+    var i = S.visible.indexOf(S.sel);
+    var next = i < 0 ? 0 : Math.max(0, Math.min(S.visible.length - 1, i + delta));
+    if (S.visible[next] !== S.sel) select(S.visible[next]);
+  }
+  function fromHash() {
+    var frag = "";
+    try { frag = decodeURIComponent(location.hash.slice(1)); } catch (e) { frag = location.hash.slice(1); }
+    return posOfFragment(frag);
+  }
+
+  // ---- search ------------------------------------------------------------------------------------
+  function runSearch(q) {
+    var box = $("tl-search-results");
+    S.items.forEach(function (li) { li.classList.remove("hit"); });
+    clear(box);
+    if (!q) { box.hidden = true; S.search = null; return; }
+    var cache = new Map();
+    function has(h) {
+      if (!h) return false;
+      if (!cache.has(h)) { var t = S.texts.get(h); cache.set(h, t !== undefined && t.indexOf(q) >= 0); }
+      return cache.get(h);
+    }
+    var hits = [], introduced = 0;
+    S.recs.forEach(function (r, pos) {
+      var b = has(r.before_hash), a = r.status === "failed" ? b : has(r.after_hash);
+      if (!a && !b) return;
+      var kind = a && !b ? "intro" : b && !a ? "gone" : "has";
+      if (kind === "intro") introduced++;
+      hits.push({ pos: pos, kind: kind });
+      S.items[pos].classList.add("hit");
+    });
+    S.search = { q: q };
+    var head = el("div", "tl-sr-head", hits.length ? (hits.length + " passes contain \u201C" + q + "\u201D; " +
+      introduced + " introduce it") : "No pass contains \u201C" + q + "\u201D");
+    box.appendChild(head);
+    var order = hits.filter(function (h) { return h.kind !== "has"; }).concat(hits.filter(function (h) { return h.kind === "has"; }));
+    order.slice(0, 400).forEach(function (h) {
+      var r = S.recs[h.pos];
+      var row = el("div", "tl-sr");
+      row.setAttribute("data-pos", h.pos);
+      row.appendChild(el("span", "tl-sr-tag " + h.kind, h.kind === "intro" ? "introduces" : h.kind === "gone" ? "removes" : "contains"));
+      row.appendChild(el("span", "ix", "#" + r.index));
+      row.appendChild(el("span", "nm", r.name));
+      row.addEventListener("click", function () { box.hidden = true; jumpToHit(h.pos, q); });
+      box.appendChild(row);
+    });
+    box.hidden = false;
+  }
+  function jumpToHit(pos, q) {
+    select(pos);
+    var st = S.diff;
+    if (!st) return;
+    var target = -1;
+    for (var i = 0; i < st.rows.length && target < 0; i++) {
+      var row = st.rows[i];
+      if ((row.r !== null && st.B[row.r].indexOf(q) >= 0) || (row.l !== null && st.A[row.l].indexOf(q) >= 0)) target = i;
+    }
+    if (target < 0) return;
+    // Prefer the first changed row that mentions q (where it was introduced).
+    for (var k = target; k < st.rows.length; k++) {
+      var rr = st.rows[k];
+      if (!rr.eq && rr.r !== null && st.B[rr.r].indexOf(q) >= 0) { target = k; break; }
+    }
+    st.shown[target] = 1;
+    var row2 = st.rows[target];
+    redrawDiff(function () {
+      var sel = row2.r !== null ? 'tr[data-r="' + row2.r + '"]' : 'tr[data-l="' + row2.l + '"]';
+      var tr = st.table.querySelector(sel);
+      if (tr) { tr.classList.add("hitrow"); tr.scrollIntoView({ block: "center" }); }
+    });
+  }
+
+  // ---- chrome: theme, sidebar, keys ---------------------------------------------------------------
+  function wireChrome() {
+    $("tl-theme").addEventListener("click", function () {
+      var next = document.documentElement.getAttribute("data-theme") === "dark" ? "light" : "dark";
+      applyTheme(next);
+      setPref("tltrace-theme", next);
+    });
+    $("tl-help-btn").addEventListener("click", function () { $("tl-help").hidden = !$("tl-help").hidden; });
+    $("tl-hide-noop").addEventListener("change", function (ev) { S.hideNoop = ev.target.checked; applyFilters(); });
+    var sidebar = $("tl-sidebar"), resizer = $("tl-resizer"), reopen = $("tl-expand-sidebar");
+    function setCollapsed(c) {
+      sidebar.classList.toggle("collapsed", c);
+      resizer.hidden = c; reopen.hidden = !c;
+      setPref("tltrace-sidebar-collapsed", c ? "1" : "0");
+    }
+    $("tl-collapse").addEventListener("click", function () { setCollapsed(true); });
+    reopen.addEventListener("click", function () { setCollapsed(false); });
+    if (getPref("tltrace-sidebar-collapsed") === "1") setCollapsed(true);
+    var width = parseInt(getPref("tltrace-sidebar-width") || "", 10);
+    if (width > 100) sidebar.style.width = width + "px";
+    resizer.addEventListener("mousedown", function (ev) {
+      ev.preventDefault();
+      resizer.classList.add("dragging");
+      var left = sidebar.getBoundingClientRect().left;
+      function mv(e) { sidebar.style.width = Math.max(140, e.clientX - left) + "px"; }
+      function up() {
+        resizer.classList.remove("dragging");
+        document.removeEventListener("mousemove", mv);
+        document.removeEventListener("mouseup", up);
+        setPref("tltrace-sidebar-width", String(parseInt(sidebar.style.width, 10)));
+      }
+      document.addEventListener("mousemove", mv);
+      document.addEventListener("mouseup", up);
+    });
+    var search = $("tl-search"), timer = null;
+    search.addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter") { clearTimeout(timer); runSearch(search.value); }
+      else if (ev.key === "Escape") { $("tl-search-results").hidden = true; search.blur(); }
+    });
+    search.addEventListener("input", function () {
+      clearTimeout(timer);
+      if (search.value.length >= 2 || !search.value) timer = setTimeout(function () { runSearch(search.value); }, 250);
+    });
+    search.addEventListener("focus", function () { if (S.search && search.value) $("tl-search-results").hidden = false; });
+    document.addEventListener("click", function (ev) {
+      if (!ev.target.closest(".tl-searchbox")) $("tl-search-results").hidden = true;
+    });
+    document.addEventListener("keydown", function (ev) {
+      var t = ev.target;
+      if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA")) return;
+      if (ev.key === "F7") { ev.preventDefault(); startAlign(); return; }
+      if (ev.key === "Escape") { if (S.aligning) stopAlign(); $("tl-help").hidden = true; return; }
+      if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      if (ev.key === "j") { ev.preventDefault(); move(1); }
+      else if (ev.key === "k") { ev.preventDefault(); move(-1); }
+      else if (ev.key === "E" && ev.shiftKey) {
+        ev.preventDefault();
+        S.expandAll = !S.expandAll;
+        if (S.diff) { S.diff.shown = defaultShown(S.diff.rows); redrawDiff(); }
+      } else if (ev.key === "/") { ev.preventDefault(); search.focus(); search.select(); }
+      else if (ev.key === "?") { $("tl-help").hidden = !$("tl-help").hidden; }
+    });
+    window.addEventListener("hashchange", function () {
+      var pos = fromHash();
+      if (pos >= 0 && pos !== S.sel) select(pos);
+    });
+  }
+
+  function start() {
+    load();
+    buildHeader();
+    buildSummary();
+    buildTabs();
+    buildSidebar();
+    wireChrome();
+    var pos = fromHash();
+    if (pos < 0) {
+      var pick = function (st) { for (var i = 0; i < S.recs.length; i++) if (S.recs[i].status === st) return i; return -1; };
+      pos = pick("failed");
+      if (pos < 0) pos = pick("changed");
+      if (pos < 0) pos = S.recs.length ? 0 : -1;
+    }
+    S.sel = pos;
+    applyFilters();
+    if (pos >= 0) select(pos);
+    else { clear($("tl-view")); $("tl-view").appendChild(el("p", "tl-empty", "No passes were recorded in this run.")); }
+    document.documentElement.setAttribute("data-ready", "1");
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
