@@ -20,16 +20,24 @@ from pathlib import Path
 
 os.environ["TILELANG_DISABLE_CACHE"] = "1"
 os.environ.pop("TL_LOWER_TRACE", None)
-os.environ.setdefault("TLTRACE_EXAMPLES_CPU", "1")
+if "--gpu" not in sys.argv:
+    os.environ.setdefault("TLTRACE_EXAMPLES_CPU", "1")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "examples"))
 
 
 def kernels():
+    from _common import has_cuda
     from elementwise_add import make_add
     from gemm import make_gemm
     from softmax import make_softmax
 
+    if has_cuda():
+        return {
+            "elementwise": lambda: make_add(1 << 20, 256),
+            "gemm": lambda: make_gemm(1024, 1024, 1024, 128, 128, 32, "float16", "float32"),
+            "softmax": lambda: make_softmax(4096, 1024, 8),
+        }
     return {
         "elementwise": lambda: make_add(1024, 128),
         "gemm": lambda: make_gemm(128, 128, 64, 32, 32, 16, "float32", "float32"),
@@ -37,14 +45,21 @@ def kernels():
     }
 
 
-def disk_bytes(root: Path) -> int:
-    """Bytes of distinct files under root (hard links counted once)."""
-    seen: dict[int, int] = {}
-    for p in root.rglob("*"):
-        if p.is_file() and not p.is_symlink():
-            st = p.stat()
-            seen[st.st_ino] = st.st_size
-    return sum(seen.values())
+def disk_bytes(root: Path) -> tuple[int, int]:
+    """Return (apparent bytes of distinct files, bytes allocated on disk as `du` counts them).
+
+    Hard links are counted once, as `du` does; allocation includes directories.
+    """
+    size: dict[int, int] = {}
+    alloc: dict[int, int] = {}
+    for p in [root, *root.rglob("*")]:
+        if p.is_symlink():
+            continue
+        st = p.stat()
+        alloc[st.st_ino] = st.st_blocks * 512
+        if p.is_file():
+            size[st.st_ino] = st.st_size
+    return sum(size.values()), sum(alloc.values())
 
 
 CONFIGS = [
@@ -60,14 +75,17 @@ CONFIGS = [
 def measure(reps: int = 5) -> str:
     import tilelang
 
+    from _common import compile_kwargs
+
     ks = kernels()
+    kw = compile_kwargs()
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
         cfgs = CONFIGS
         times: dict[tuple[str, str], list[float]] = {}
         # Warm-up: first compiles pay one-off costs (imports, caches in TVM).
         for make in ks.values():
-            tilelang.compile(make(), target="c", execution_backend="cython")
+            tilelang.compile(make(), **kw)
         for _ in range(reps):
             for kname, make in ks.items():
                 for cfg in cfgs:
@@ -77,7 +95,7 @@ def measure(reps: int = 5) -> str:
                     try:
                         with contextlib.redirect_stdout(io.StringIO()):
                             t0 = time.perf_counter()
-                            tilelang.compile(func, target="c", execution_backend="cython")
+                            tilelang.compile(func, **kw)
                             dt = time.perf_counter() - t0
                     finally:
                         leave()
@@ -91,11 +109,11 @@ def measure(reps: int = 5) -> str:
                 enter()
                 try:
                     with contextlib.redirect_stdout(io.StringIO()):
-                        tilelang.compile(make(), target="c", execution_backend="cython")
+                        tilelang.compile(make(), **kw)
                 finally:
                     leave()
                 sizes[(kname, cfg)] = disk_bytes(sub)
-    return _table(ks, cfgs, times, sizes, reps)
+    return _table(ks, cfgs, times, sizes, reps, kw)
 
 
 def _configure(cfg: str, sub: Path):
@@ -133,17 +151,17 @@ def _configure(cfg: str, sub: Path):
     return (lambda: controller.install(s, emit)), leave
 
 
-def _table(ks, cfgs, times, sizes, reps) -> str:
+def _table(ks, cfgs, times, sizes, reps, kw) -> str:
     lines = [
-        "## Compile time and bytes on disk (CPU, `target=\"c\"`, cython)",
+        f"## Compile time and bytes on disk (target `{kw['target']}`, backend `{kw['execution_backend']}`)",
         "",
         f"Median of {reps} interleaved compiles per kernel and configuration, in one process; "
         "time is `tilelang.compile` only (stdout discarded). Ratios are against the untraced compile "
         "of the same kernel in the same run. Bytes: one compile into a fresh directory, hard links "
         "counted once.",
         "",
-        "| kernel | configuration | median compile (s) | vs untraced | bytes on disk | vs built-in (same mode) |",
-        "|---|---|---|---|---|---|",
+        "| kernel | configuration | median compile (s) | vs untraced | file bytes | vs built-in | du bytes | vs built-in |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for kname in ks:
         base = statistics.median(times[(kname, "untraced")])
@@ -154,13 +172,16 @@ def _table(ks, cfgs, times, sizes, reps) -> str:
             if cfg.startswith("tltrace") and size is not None:
                 ref_name = "built-in html" if "html" in cfg else "built-in terminal"
                 ref = sizes.get((kname, ref_name))
-            size_s = f"{size:,}" if size is not None else "-"
-            ratio_s = f"{size / ref:.2f}x" if ref else "-"
-            lines.append(f"| {kname} | {cfg} | {med:.3f} | {med / base:.3f}x | {size_s} | {ratio_s} |")
+            cells = []
+            for i in (0, 1):
+                cells.append(f"{size[i]:,}" if size is not None else "-")
+                cells.append(f"{size[i] / ref[i]:.2f}x" if ref else "-")
+            lines.append(f"| {kname} | {cfg} | {med:.3f} | {med / base:.3f}x | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--gpu", action="store_true", help="compile for CUDA (examples' GPU shapes)")
     print(measure(ap.parse_args().reps))

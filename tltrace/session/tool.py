@@ -87,6 +87,7 @@ class TraceSession:
         self.failed_pending: list[int] = []  # records whose error arrives in finish()
         self._last_mod: Any = None
         self._last_text: str | None = None
+        self._last_parts: tuple | None = None
         self.edited = False
         self.manifest = RunManifest(
             run_id="",
@@ -141,12 +142,21 @@ class TraceSession:
         return self.store
 
     def text_of(self, mod: Any) -> str:
-        """Return the IR text of `mod`, reusing the last text when TVM returned the same object."""
+        """Return the IR text of `mod`, reusing the last text when nothing in it is a new object.
+
+        Printing is the main cost of tracing. TVM passes that change nothing usually
+        return a new IRModule holding the very same function objects; identity of the
+        module, or of every function and the attributes, means identical text.
+        """
         last = self._last_mod
         if last is not None and (last is mod or _same_as(last, mod)):
             return self._last_text or ""
+        parts = _module_parts(mod)
+        if parts is not None and self._last_parts is not None and _same_parts(parts, self._last_parts):
+            self._last_mod = mod
+            return self._last_text or ""
         text = str(mod)
-        self._last_mod, self._last_text = mod, text
+        self._last_mod, self._last_text, self._last_parts = mod, text, parts
         return text
 
     # -- records -------------------------------------------------------------
@@ -288,6 +298,29 @@ class _Observer:
 def _wanted(settings: Settings, name: str) -> bool:
     """Records are always kept on disk; --only/--skip filter what the terminal shows, not this."""
     return True
+
+
+def _module_parts(mod: Any) -> tuple | None:
+    """Return (attrs, ((global_var, func), ...)) of an IRModule, or None for anything else."""
+    try:
+        funcs = mod.functions
+        return (mod.attrs, tuple((gv, funcs[gv]) for gv in funcs))
+    except Exception:
+        return None
+
+
+def _same_parts(a: tuple, b: tuple) -> bool:
+    if len(a[1]) != len(b[1]) or not _same_obj(a[0], b[0]):
+        return False
+    return all(_same_obj(g1, g2) and _same_obj(f1, f2) for (g1, f1), (g2, f2) in zip(a[1], b[1]))
+
+
+def _same_obj(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if a is None or b is None:
+        return False
+    return _same_as(a, b)
 
 
 def _same_as(a: Any, b: Any) -> bool:
