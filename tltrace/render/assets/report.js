@@ -518,6 +518,8 @@
       var li = el("li", "tl-pass");
       li.setAttribute("data-pos", pos);
       li.setAttribute("data-status", r.status);
+      li.setAttribute("data-phase", r.phase);
+      li.setAttribute("data-index", r.index);
       li.title = r.name + " (" + r.phase + ")";
       li.appendChild(el("span", "tl-dot " + r.status, DOTS[r.status] || "?"));
       li.appendChild(el("span", "ix", r.index));

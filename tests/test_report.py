@@ -1,0 +1,242 @@
+"""The HTML report's file: append-only, each text once, safe data, a stable link, rebuilt from run records."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from tltrace.render.html import (
+    REPORT_NAME,
+    HtmlReportListener,
+    chunk,
+    link_latest,
+    report_head,
+    synthetic_events,
+    write_report,
+    write_synthetic_report,
+)
+from tltrace.session.events import PassRecorded, RunFinished, RunStarted
+
+CHUNK_RE = re.compile(rb'<script type="application/json" class="tl-d">(.*?)</script>\n', re.S)
+
+
+def chunks(path: Path) -> list[dict]:
+    data = path.read_bytes()
+    assert data.startswith(report_head())
+    return [json.loads(m.group(1)) for m in CHUNK_RE.finditer(data, len(report_head()))]
+
+
+def test_chunk_escapes_markup_so_data_cannot_close_the_script():
+    text = '</script><script>alert(1)</script><!-- & <img onerror="x">\u2028'
+    raw = chunk({"t": "text", "h": "x", "s": text})
+    body = raw[len(b'<script type="application/json" class="tl-d">'):-len(b"</script>\n")]
+    assert b"<" not in body and b">" not in body and b"&" not in body
+    assert json.loads(body)["s"] == text
+
+
+def test_chunk_keeps_lone_surrogates_as_json_escapes():
+    text = "bad byte: " + b"\xff".decode("utf-8", "surrogateescape")
+    body = chunk({"s": text})[len(b'<script type="application/json" class="tl-d">'):-len(b"</script>\n")]
+    assert json.loads(body.decode("utf-8"))["s"] == text
+
+
+def test_report_is_append_only_and_stores_each_text_once(tmp_path: Path):
+    listener = HtmlReportListener()
+    events = list(synthetic_events(80, tmp_path))
+    run_dir = events[0].run_dir
+    report = run_dir / REPORT_NAME
+    sizes = []
+    for event in events:
+        listener(event)
+        if report.exists():
+            sizes.append(report.stat().st_size)
+    listener.close()
+    assert sizes == sorted(sizes)  # never rewritten, only grown
+    assert listener.bytes_written == report.stat().st_size  # bytes written == final file
+    data = chunks(report)
+    texts = [c["h"] for c in data if c["t"] == "text"]
+    assert len(texts) == len(set(texts))
+    recs = [c for c in data if c["t"] == "rec"]
+    assert [r["index"] for r in recs] == list(range(80))
+    needed = {r.get(k) for r in recs for k in ("before_hash", "after_hash")} - {None}
+    assert needed <= set(texts)
+    assert data[-1]["t"] == "meta" and data[-1]["status"] == "complete"
+    assert "before_file" not in recs[0]
+
+
+def test_latest_link_is_relative_and_points_at_newest_run(tmp_path: Path):
+    first = write_synthetic_report(5, tmp_path, seed=1)
+    link = tmp_path / REPORT_NAME
+    assert link.is_symlink() and not os.path.isabs(os.readlink(link))
+    assert link.resolve() == first.resolve()
+    second = write_synthetic_report(5, tmp_path, seed=2)
+    assert link.resolve() == second.resolve()
+    assert first.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".lnk")]
+
+
+def test_link_latest_replaces_a_plain_file(tmp_path: Path):
+    (tmp_path / REPORT_NAME).write_text("old")
+    target = tmp_path / ".run_records" / "r" / REPORT_NAME
+    target.parent.mkdir(parents=True)
+    target.write_text("new")
+    link_latest(tmp_path, target)
+    assert (tmp_path / REPORT_NAME).read_text() == "new"
+
+
+def test_failed_run_writes_error_in_record_and_final_meta(tmp_path: Path):
+    report = write_synthetic_report(30, tmp_path, failed_at=12)
+    data = chunks(report)
+    failed = [c for c in data if c["t"] == "rec" and c["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["error"].startswith("TVMError")
+    assert data[-1]["status"] == "error"
+
+
+def test_late_error_for_a_pending_failed_pass_is_appended(tmp_path: Path):
+    listener = HtmlReportListener()
+    events = list(synthetic_events(10, tmp_path, failed_at=4))
+    for event in events[:-1]:
+        if isinstance(event, PassRecorded) and event.record.status == "failed":
+            from dataclasses import replace
+
+            event = replace(event, record=replace(event.record, error=None))
+        listener(event)
+    listener(events[-1])
+    data = chunks(events[0].run_dir / REPORT_NAME)
+    failed = [c for c in data if c["t"] == "rec" and c["index"] == 4]
+    assert len(failed) == 2 and "error" not in failed[0] and failed[1]["error"].startswith("TVMError")
+
+
+def test_listener_serves_many_runs_from_many_threads(tmp_path: Path):
+    listener = HtmlReportListener()
+    streams = [list(synthetic_events(40, tmp_path / f"k{i}", seed=i, kernel=f"k{i}")) for i in range(6)]
+
+    def feed(events):
+        for e in events:
+            listener(e)
+
+    threads = [threading.Thread(target=feed, args=(s,)) for s in streams]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    listener.close()
+    for i, s in enumerate(streams):
+        data = chunks(s[0].run_dir / REPORT_NAME)
+        assert [c["index"] for c in data if c["t"] == "rec"] == list(range(40))
+        assert {c.get("kernel") for c in data if c["t"] == "meta"} == {f"k{i}"}
+
+
+def test_listener_never_raises_on_io_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    listener = HtmlReportListener()
+    events = list(synthetic_events(5, blocker))  # run dir would be under a plain file
+    for e in events:
+        listener(e)
+    listener.close()
+    err = capsys.readouterr().err
+    assert err.count("could not write the HTML report") == 1
+
+
+def test_close_leaves_an_unfinished_report_readable(tmp_path: Path):
+    listener = HtmlReportListener()
+    events = list(synthetic_events(20, tmp_path))
+    for e in events[:10]:
+        listener(e)
+    listener.close()
+    data = chunks(events[0].run_dir / REPORT_NAME)
+    assert len([c for c in data if c["t"] == "rec"]) == 9
+    assert data[0]["t"] == "meta" and "status" in data[0]
+
+
+def test_late_listener_opens_on_first_pass(tmp_path: Path):
+    listener = HtmlReportListener()
+    events = [e for e in synthetic_events(6, tmp_path) if not isinstance(e, RunStarted)]
+    for e in events:
+        listener(e)
+    assert (events[0].run_dir / REPORT_NAME).exists()
+    assert (tmp_path / REPORT_NAME).is_symlink()
+
+
+def _store_run(tmp_path: Path, n: int, *, finish: bool = True, **kw) -> Path:
+    """Write a synthetic run to disk the way the capture engine does (RunStore)."""
+    from dataclasses import replace
+
+    from tltrace.session.store import RunStore
+
+    store = None
+    records = []
+    manifest = None
+    for event in synthetic_events(n, tmp_path, **kw):
+        if isinstance(event, RunStarted):
+            store = RunStore(tmp_path, event.run_dir.name)
+            store.open()
+            manifest = event.manifest
+            store.write_manifest(manifest)
+        elif isinstance(event, PassRecorded):
+            r = event.record
+            bfile = store.record_path(r.phase, r.index, r.name, "before")
+            store.link_text(bfile, event.before)
+            afile = None
+            if r.status != "failed":
+                afile = store.record_path(r.phase, r.index, r.name, "after")
+                store.link_text(afile, event.after)
+            r = replace(r, before_file=bfile, after_file=afile)
+            records.append(r)
+            store.append_record(r)
+        elif isinstance(event, RunFinished) and finish:
+            store.write_manifest(replace(event.manifest.with_records(records)))
+    store.close()
+    return store.run_dir
+
+
+def test_write_report_rebuilds_the_same_data(tmp_path: Path):
+    run_dir = _store_run(tmp_path / "s", 40, hostile=True)
+    live = write_synthetic_report(40, tmp_path / "live", hostile=True)
+    out = write_report(run_dir, tmp_path / "rebuilt.html")
+    rebuilt = chunks(out)
+    want = [c for c in chunks(live) if c["t"] == "rec"]
+    got = [c for c in rebuilt if c["t"] == "rec"]
+    assert [(c["index"], c["name"], c["status"], c.get("after_hash")) for c in got] == \
+        [(c["index"], c["name"], c["status"], c.get("after_hash")) for c in want]
+    assert {c["h"]: c["s"] for c in rebuilt if c["t"] == "text"} == \
+        {c["h"]: c["s"] for c in chunks(live) if c["t"] == "text"}
+
+
+def test_write_report_reads_records_log_of_an_unfinished_run(tmp_path: Path):
+    run_dir = _store_run(tmp_path, 25, finish=False)
+    with open(run_dir / "records.jsonl", "a") as fh:
+        fh.write('{"index": 99, "na')  # cut short by a kill
+    out = write_report(run_dir)
+    assert out == run_dir / REPORT_NAME
+    data = chunks(out)
+    assert len([c for c in data if c["t"] == "rec"]) == 25
+    assert data[0]["status"] == "running"
+
+
+def test_write_report_names_the_problem(tmp_path: Path):
+    from tltrace.errors import RecordsError
+
+    with pytest.raises(RecordsError, match="no manifest.json"):
+        write_report(tmp_path)
+
+
+def test_real_run_writes_a_report(run_cli, examples_dir: Path, tmp_path: Path):
+    trace = tmp_path / "trace"
+    result = run_cli("run", examples_dir / "elementwise_add.py", "--mode", "html", "--trace-dir", trace)
+    assert result.exit_code == 0, result.output
+    link = trace / "elementwise_add" / REPORT_NAME
+    assert link.is_symlink()
+    data = chunks(link.resolve())
+    recs = [c for c in data if c["t"] == "rec"]
+    assert len(recs) > 20 and any(r["status"] == "codegen" for r in recs)
+    assert data[-1]["t"] == "meta" and data[-1]["status"] == "complete" and data[-1]["kernel"] == "add"
+    # Rebuilt from the stored records, the report carries the same passes.
+    rebuilt = chunks(write_report(link.resolve().parent, tmp_path / "again.html"))
+    assert [c["index"] for c in rebuilt if c["t"] == "rec"] == sorted(r["index"] for r in recs)
