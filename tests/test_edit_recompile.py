@@ -1,0 +1,118 @@
+"""Edit and recompile with real CPU compiles (target="c", cython): edits change the numbers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ADD = "))) + *(float4"  # the vector add in the generated C
+SUB = "))) - *(float4"
+MUL = "))) * *(float4"
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, text
+    path.write_text(text.replace(old, new))
+
+
+def _tags(stdout: str) -> list[str]:
+    out = []
+    for line in stdout.splitlines():
+        for tag in ("PATCHED", "REGENERATED", "SYNCED", "CONFLICT", "INIT-BACKUP", "NOTE"):
+            if line.startswith("[") and f"] {tag}" in line:
+                out.append(f"{line.split(']')[0][1:]}:{tag}")
+    return out
+
+
+def test_two_kernels_edit_conflict_resolve(run_cli, examples_dir, tmp_path):
+    script = examples_dir / "two_kernels.py"
+    d = tmp_path / "tmp" / "lower_trace_dir" / "two_kernels"
+    run = lambda *a: run_cli("run", "--quiet", "--mode", "both", script, *a)  # noqa: E731
+
+    r = run()
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert _tags(r.stdout) == []
+    vadd, vmul = d / "codegen_device.cpp", d / "codegen_vmul_device.cpp"
+    assert vadd.is_file() and vmul.is_file() and (d / "codegen_device.cpp.original").is_file()
+
+    _edit(vadd, ADD, SUB)  # edit the first kernel: + becomes -
+    r = run()
+    assert _tags(r.stdout) == ["vadd:PATCHED"]
+    assert "vadd: computes a-b" in r.stdout and "vmul: computes a*b" in r.stdout
+    assert r.exit_code == 1
+
+    r = run("--n", "2048")  # change the kernel too: the loop bound changes, the edited line does not
+    assert _tags(r.stdout) == ["vadd:CONFLICT"]
+    assert "vadd: computes a+b" in r.stdout  # regenerated from the new codegen
+    assert SUB in (d / "codegen_device.cpp.bak").read_text()
+
+    r = run_cli("resolve-conflict", script)
+    assert r.exit_code == 0, r.stderr
+    assert "codegen_device.cpp: resolved (merge)" in r.stdout
+    merged = vadd.read_text()
+    assert SUB in merged and "bx < 16" in merged
+
+    _edit(vmul, MUL, ADD)  # and the second kernel: * becomes +
+    r = run("--n", "2048")
+    assert sorted(_tags(r.stdout)) == ["vadd:PATCHED", "vmul:PATCHED"]
+    assert "vadd: computes a-b" in r.stdout and "vmul: computes a+b" in r.stdout
+
+    # an untraced run afterwards, with TileLang's kernel cache on, never sees the edits
+    env = {k: v for k, v in os.environ.items() if k != "TILELANG_DISABLE_CACHE"}
+    env["TILELANG_CACHE_DIR"] = str(tmp_path / "cache")
+    traced = subprocess.run([sys.executable, "-m", "tltrace", "run", "--quiet", "--mode", "both", str(script),
+                             "--n", "2048"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert "vadd: computes a-b" in traced.stdout, traced.stdout + traced.stderr
+    plain = subprocess.run([sys.executable, str(script), "--n", "2048"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert "vadd: computes a+b" in plain.stdout and "vmul: computes a*b" in plain.stdout
+
+
+def test_codegen_output_paths_and_none(run_cli, examples_dir, tmp_path):
+    script = examples_dir / "two_kernels.py"
+    out = tmp_path / "work" / "k.cpp"
+    r = run_cli("run", "--quiet", "--codegen-output", out, script)  # terminal mode: the path turns them on
+    assert r.exit_code == 0, r.stderr
+    assert out.is_file() and (tmp_path / "work" / "k_vmul.cpp").is_file()
+    assert not (tmp_path / "work" / "k_host.cpp").exists()  # cython: no host codegen
+    _edit(out, ADD, SUB)
+    r = run_cli("run", "--quiet", "--codegen-output", out, script)
+    assert _tags(r.stdout) == ["vadd:PATCHED"] and "vadd: computes a-b" in r.stdout
+
+    r = run_cli("run", "--quiet", "--mode", "both", "--no-codegen-output", script, "--m", "512")
+    assert r.exit_code == 0
+    assert not list((tmp_path / "tmp" / "lower_trace_dir" / "two_kernels").glob("codegen*"))
+
+
+def test_resolve_conflict_errors_and_markers(run_cli, tmp_path):
+    from tltrace.config import Settings
+    from tltrace.reconcile.workflow import reconcile_codegen
+
+    td = tmp_path / "tmp" / "lower_trace_dir"
+    r = run_cli("resolve-conflict")
+    assert r.exit_code == 2 and "no traced scripts" in r.stderr
+    base = "".join(f"line {i}\n" for i in range(6))
+
+    def compile_(text):
+        s = Settings(mode="both", trace_dir=td, script_name="k")
+        return reconcile_codegen(s, kernel="k", role="device", generated=text, compiles_source=True,
+                                 backend="cython")
+
+    wf = compile_(base).path
+    wf.write_text(base.replace("line 2", "mine"))
+    assert compile_(base.replace("line 2", "theirs")).tag == "CONFLICT"
+    r = run_cli("resolve-conflict", "--dry-run")
+    assert r.exit_code == 4 and "<<<<<<< your edits" in r.stdout
+    assert wf.read_text() == base.replace("line 2", "theirs")  # dry run: nothing written
+    r = run_cli("resolve-conflict", td / "k", "--role", "host")
+    assert r.exit_code == 2 and "no unresolved CONFLICT" in r.stderr
+    r = run_cli("resolve-conflict", "k.py")
+    assert r.exit_code == 4 and "1 conflicting hunk" in r.stderr
+    assert "=======\n" in wf.read_text()
+    assert compile_(base.replace("line 2", "theirs")).tag == "PATCHED"  # the baseline advanced
+    r = run_cli("resolve-conflict", "k.py", "--ours", "--theirs")
+    assert r.exit_code == 2
