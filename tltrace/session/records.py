@@ -6,7 +6,7 @@ Everything else (show, diff-runs, the HTML report) reads these, never file names
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -53,7 +53,12 @@ class PassRecord:
 
     def to_json(self) -> dict[str, Any]:
         """Return the record as JSON data; fields at their defaults are left out (from_json restores them)."""
-        return {k: v for k, v in asdict(self).items() if k in _ALWAYS or v != _RECORD_DEFAULTS.get(k)}
+        out = {}
+        for k, default in _RECORD_DEFAULTS.items():
+            v = getattr(self, k)
+            if v != default or k in _ALWAYS:
+                out[k] = v
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PassRecord:
@@ -98,7 +103,8 @@ class RunManifest:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "records"}
+        data["command"] = list(self.command)
         data["records"] = [r.to_json() for r in self.records]
         return data
 
