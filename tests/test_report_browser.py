@@ -1,0 +1,342 @@
+"""The HTML report in headless Chromium: every feature clicked through; any page error fails the test."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tltrace.render.html import REPORT_NAME, report_head, synthetic_events, write_synthetic_report
+from tltrace.session.events import PassRecorded
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("no /usr/bin/chromium")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def open_report(browser):
+    """Open a report in a fresh context; fails the test on any page error or console error."""
+    contexts = []
+    errors: list[str] = []
+
+    def _open(path: Path, fragment: str = "", *, init_script: str | None = None):
+        ctx = browser.new_context()
+        contexts.append(ctx)
+        if init_script:
+            ctx.add_init_script(init_script)
+        page = ctx.new_page()
+        page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+        page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+        page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
+        page.goto(Path(path).resolve().as_uri() + fragment)
+        page.wait_for_selector("html[data-ready='1']")
+        return page
+
+    yield _open
+    for ctx in contexts:
+        ctx.close()
+    assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    """A 60-pass synthetic run (with codegen) and its events."""
+    root = tmp_path_factory.mktemp("trace")
+    events = list(synthetic_events(60, root, seed=3))
+    report = write_synthetic_report(60, root, seed=3)
+    passes = [e for e in events if isinstance(e, PassRecorded)]
+    return report, passes
+
+
+def selected(page) -> dict:
+    return page.eval_on_selector("li.tl-pass.selected", "li => ({index: +li.dataset.index, "
+                                 "status: li.dataset.status, name: li.querySelector('.nm').textContent})")
+
+
+def visible_statuses(page) -> list[str]:
+    return page.eval_on_selector_all("li.tl-pass:not(.hidden)", "ls => ls.map(l => l.dataset.status)")
+
+
+def first_with(passes, status):
+    return next(p for p in passes if p.record.status == status)
+
+
+def test_lists_every_pass_with_header_and_first_diff(open_report, trace):
+    report, passes = trace
+    page = open_report(report)
+    assert page.locator("li.tl-pass").count() == len(passes)
+    assert page.locator("#tl-kernel").text_content() == "synthetic_kernel"
+    meta = page.locator("#tl-meta").text_content()
+    for word in ("target c", "backend cython", "TileLang 0.1.15", "tltrace run synthetic.py"):
+        assert word in meta
+    assert page.locator("#tl-runstatus").text_content() == "complete"
+    # The first changed pass opens with a diff: a del and an add cell with word highlights.
+    assert selected(page)["status"] == "changed"
+    assert page.locator("td.code.del .w").count() >= 1 and page.locator("td.code.add .w").count() >= 1
+    assert page.locator("li.tl-pass[data-status='changed'] .add").first.text_content().startswith("+")
+    dots = set(page.eval_on_selector_all("li.tl-pass .tl-dot", "ds => ds.map(d => d.textContent)"))
+    assert dots == {"\u25CF", "\u25CB", "\u25C6"}
+    assert page.locator("li.tl-pass .dur").first.text_content().endswith("s")
+
+
+def test_filter_badges(open_report, trace):
+    report, passes = trace
+    page = open_report(report)
+    page.click(".tl-badge[data-filter='changed']")
+    assert set(visible_statuses(page)) == {"changed"}
+    assert len(visible_statuses(page)) == sum(p.record.status == "changed" for p in passes)
+    page.click(".tl-badge[data-filter='codegen']")
+    assert visible_statuses(page) == ["codegen", "codegen"]
+    assert selected(page)["status"] == "codegen"
+    page.click(".tl-badge[data-filter='codegen']")
+    assert len(visible_statuses(page)) == len(passes)
+    page.click(".tl-badge[data-filter='failed']")
+    assert visible_statuses(page) == []
+    assert "No pass selected" in page.locator("#tl-view").text_content()
+
+
+def test_phase_tabs_and_hide_noop(open_report, trace):
+    report, passes = trace
+    page = open_report(report)
+    page.click(".tl-tab[data-phase='phase2']")
+    phases = page.eval_on_selector_all("li.tl-pass:not(.hidden)", "ls => ls.map(l => l.dataset.phase)")
+    assert set(phases) == {"phase2"} and len(phases) == sum(p.record.phase == "phase2" for p in passes)
+    assert page.locator(".tl-tab.active").get_attribute("data-phase") == "phase2"
+    page.check("#tl-hide-noop")
+    assert "noop" not in visible_statuses(page) and visible_statuses(page)
+    page.click(".tl-tab[data-phase='']")
+    page.uncheck("#tl-hide-noop")
+    assert len(visible_statuses(page)) == len(passes)
+
+
+def test_j_k_move_between_visible_passes_and_keep_the_fragment(open_report, trace):
+    report, passes = trace
+    start = 10
+    page = open_report(report, f"#{passes[start].record.name}@{start}")
+    assert selected(page)["index"] == start
+    page.keyboard.press("j")
+    assert selected(page)["index"] == start + 1
+    name = selected(page)["name"].lstrip("\u21B3 ")
+    assert page.evaluate("decodeURIComponent(location.hash.slice(1))") in (name, f"{name}@{start + 1}")
+    page.keyboard.press("k")
+    page.keyboard.press("k")
+    assert selected(page)["index"] == start - 1
+    page.check("#tl-hide-noop")
+    before = selected(page)["index"]
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("j")
+    assert selected(page)["status"] != "noop" and selected(page)["index"] > before
+
+
+def test_fragment_selects_a_pass(open_report, trace):
+    report, passes = trace
+    target = passes[17].record
+    page = open_report(report, f"#{target.name}@{target.index}")
+    assert selected(page)["index"] == target.index
+    unique = next(p.record for p in passes if sum(q.record.name == p.record.name for q in passes) == 1)
+    page = open_report(report, f"#{unique.name}")
+    assert selected(page)["index"] == unique.index
+    page.evaluate(f"location.hash = '#{passes[5].record.name}@5'")
+    page.wait_for_function("document.querySelector('li.tl-pass.selected').dataset.index === '5'")
+
+
+def test_shift_e_and_expand_buttons(open_report, trace):
+    report, passes = trace
+    page = open_report(report)
+    folds = page.locator("tr.fold").count()
+    rows = page.locator("table.tl-diff tbody tr:not(.fold)").count()
+    assert folds >= 1
+    page.keyboard.press("Shift+E")
+    assert page.locator("tr.fold").count() == 0
+    assert page.locator("table.tl-diff tbody tr").count() > rows
+    page.keyboard.press("Shift+E")
+    assert page.locator("tr.fold").count() == folds
+    # Expand 20 reveals twenty lines; Expand all removes the fold.
+    btn = page.locator("tr.fold button", has_text="Expand 20").first
+    btn.click()
+    assert page.locator("table.tl-diff tbody tr:not(.fold)").count() == rows + 20
+    page.locator("tr.fold button.tl-expand-all").first.click()
+    assert page.locator("tr.fold").count() == folds - 1
+
+
+def test_f7_manual_alignment(open_report, trace):
+    report, passes = trace
+    page = open_report(report)
+    page.keyboard.press("Shift+E")  # every line on screen
+    page.keyboard.press("F7")
+    assert page.locator("#tl-align-banner").is_visible()
+    page.locator("tr[data-l='10'] td.code.l").click()
+    assert page.locator("tr.pick[data-l='10']").count() == 1
+    page.locator("tr[data-r='20'] td.code.r").click()
+    anchor = page.locator("tr.anchor")
+    assert anchor.count() == 1
+    assert anchor.get_attribute("data-l") == "10" and anchor.get_attribute("data-r") == "20"
+    # Forcing line 11 against line 21 makes lines 1-10 left and 11-20 right unmatched.
+    assert page.locator("td.code.del").count() >= 10 and page.locator("td.code.add").count() >= 10
+    page.click("button.tl-clear-align")
+    assert page.locator("tr.anchor").count() == 0
+    page.keyboard.press("F7")
+    page.keyboard.press("Escape")
+    assert not page.locator("#tl-align-banner").is_visible()
+
+
+def test_theme_persists_across_reload(open_report, trace):
+    report, passes = trace
+    page = open_report(report)
+    first = page.get_attribute("html", "data-theme")
+    page.click("#tl-theme")
+    flipped = page.get_attribute("html", "data-theme")
+    assert flipped != first and flipped in ("dark", "light")
+    page.reload()
+    page.wait_for_selector("html[data-ready='1']")
+    assert page.get_attribute("html", "data-theme") == flipped
+    bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert bg == ("rgb(13, 17, 23)" if flipped == "dark" else "rgb(255, 255, 255)")
+
+
+def test_copy_buttons_copy_before_and_after(open_report, trace):
+    report, passes = trace
+    stub = ("window.__copied = [];"
+            "Object.defineProperty(navigator, 'clipboard', {value: {writeText: t => "
+            "{ window.__copied.push(t); return Promise.resolve(); }}});")
+    page = open_report(report, init_script=stub)
+    ev = next(p for p in passes if p.record.index == selected(page)["index"])
+    page.click("button.tl-copy-before")
+    page.click("button.tl-copy-after")
+    assert page.evaluate("window.__copied") == [ev.before, ev.after]
+    page.wait_for_function("document.querySelector('button.tl-copy-after').textContent.startsWith('Copied')")
+
+
+def test_search_finds_passes_that_introduce_a_string_and_jumps(open_report, trace):
+    report, passes = trace
+    page = open_report(report)
+    intro = next(p for p in passes if p.record.status == "changed" and "inserted by pass" in p.after
+                 and "inserted by pass" not in p.before)
+    needle = f"inserted by pass {intro.after.split('inserted by pass ')[1].split()[0]}"
+    page.fill("#tl-search", needle)
+    page.press("#tl-search", "Enter")
+    results = page.locator(".tl-sr")
+    assert results.count() >= 1
+    first = results.first
+    assert first.locator(".tl-sr-tag").text_content() == "introduces"
+    assert first.get_attribute("data-pos") is not None
+    assert page.locator("li.tl-pass.hit").count() == results.count()
+    first.click()
+    assert selected(page)["index"] == intro.record.index
+    hit = page.locator("tr.hitrow")
+    assert hit.count() == 1 and needle in hit.text_content()
+    page.fill("#tl-search", "no such text anywhere")
+    page.press("#tl-search", "Enter")
+    assert "No pass contains" in page.locator(".tl-sr-head").text_content()
+
+
+def test_failed_pass_shows_error_box_and_ir_before(open_report, tmp_path: Path):
+    report = write_synthetic_report(25, tmp_path, failed_at=14)
+    page = open_report(report)
+    assert selected(page)["status"] == "failed"  # a failed run opens on its failure
+    box = page.locator(".tl-error")
+    assert "TVMError: Check failed" in box.text_content()
+    assert "IR before the failure" in page.locator(".tl-pane h3").text_content()
+    assert page.locator(".tl-pane td.code").count() > 100
+    assert page.locator("#tl-runstatus").text_content() == "compile failed"
+    page.click(".tl-badge[data-filter='failed']")
+    assert visible_statuses(page) == ["failed"]
+
+
+def test_codegen_record_shows_tir_and_source(open_report, trace):
+    report, passes = trace
+    page = open_report(report)
+    page.click(".tl-tab[data-phase='codegen']")
+    heads = page.eval_on_selector_all(".tl-pane h3", "hs => hs.map(h => h.textContent)")
+    assert heads == ["TIR (before codegen)", "Generated device source (after)"]
+    assert "device_main" in page.locator(".tl-pane").nth(1).text_content()
+    page.keyboard.press("j")
+    assert "Generated host source (after)" in page.locator(".tl-pane h3").nth(1).text_content()
+    assert "host" in page.locator(".tl-pass-head .info").text_content()
+
+
+def test_nested_pass_links_to_its_parent(open_report, trace):
+    report, passes = trace
+    child = next(p.record for p in passes if p.record.depth == 1)
+    page = open_report(report, f"#{child.name}@{child.index}")
+    assert page.locator("li.tl-pass.selected .nm").text_content().startswith("\u21B3")
+    page.click("button.tl-parent")
+    assert selected(page)["index"] == child.parent
+
+
+def test_sidebar_collapse_and_resize(open_report, trace):
+    report, passes = trace
+    page = open_report(report)
+    width = page.evaluate("document.getElementById('tl-sidebar').getBoundingClientRect().width")
+    box = page.locator("#tl-resizer").bounding_box()
+    page.mouse.move(box["x"] + 2, box["y"] + 50)
+    page.mouse.down()
+    page.mouse.move(box["x"] + 150, box["y"] + 50)
+    page.mouse.up()
+    wider = page.evaluate("document.getElementById('tl-sidebar').getBoundingClientRect().width")
+    assert wider > width + 100
+    page.click("#tl-collapse")
+    assert not page.locator("#tl-sidebar").is_visible()
+    page.click("#tl-expand-sidebar")
+    assert page.locator("#tl-sidebar").is_visible()
+
+
+def test_hostile_names_show_as_text_and_never_run(open_report, tmp_path: Path):
+    report = write_synthetic_report(30, tmp_path, hostile=True, failed_at=22)
+    events = list(synthetic_events(30, tmp_path, hostile=True, failed_at=22))
+    kernel = events[0].manifest.kernel
+    page = open_report(report)
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("img").count() == 0 and page.locator("script:not(.tl-d)").count() == 1
+    assert page.locator("#tl-kernel").text_content() == kernel
+    hostile = next(e.record for e in events if isinstance(e, PassRecorded) and "</script>" in e.record.name)
+    page = open_report(report, f"#{hostile.name.replace('%', '%25').replace('#', '%23')}")
+    assert page.locator(".tl-pass-head h2").text_content().endswith(hostile.name)
+    page.keyboard.press("Shift+E")
+    assert page.locator("td.code", has_text="window.__pwned=1").count() >= 1
+    page.click(".tl-badge[data-filter='failed']")
+    assert "</script><script>" in page.locator(".tl-error pre").text_content()
+    page.fill("#tl-search", "<img src=x")
+    page.press("#tl-search", "Enter")
+    assert page.locator(".tl-sr").count() >= 1
+    assert page.evaluate("window.__pwned") is None
+
+
+@pytest.mark.parametrize("cut", [0.2, 0.5, 0.77, 0.999])
+def test_truncated_report_opens_with_the_passes_before_the_cut(open_report, trace, tmp_path: Path, cut):
+    report, passes = trace
+    data = report.read_bytes()
+    head = len(report_head())
+    short = tmp_path / REPORT_NAME
+    short.write_bytes(data[: head + int((len(data) - head) * cut)])
+    page = open_report(short)
+    count = page.locator("li.tl-pass").count()
+    assert 0 < count <= len(passes)
+    assert "incomplete" in page.locator("#tl-runstatus").text_content()
+    page.keyboard.press("j")
+
+
+def test_real_compile_report(open_report, run_cli, examples_dir: Path, tmp_path: Path):
+    trace = tmp_path / "trace"
+    result = run_cli("run", examples_dir / "elementwise_add.py", "--mode", "html", "--trace-dir", trace)
+    assert result.exit_code == 0, result.output
+    page = open_report(trace / "elementwise_add" / REPORT_NAME, "#LowerTileOp")
+    assert selected(page)["name"] == "LowerTileOp"
+    assert page.locator("td.code.add").count() >= 1
+    assert page.locator("#tl-kernel").text_content() == "add"
+    assert page.locator(".tl-tab[data-phase='codegen']").count() == 1
