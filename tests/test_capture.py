@@ -212,3 +212,62 @@ def test_keep_newest_runs(run_cli, examples_dir, tmp_path):
     # Stored texts of the pruned run are gone unless another run still links them.
     objects = list((tmp_path / "tr" / "elementwise_add" / ".run_records" / ".objects").rglob("*"))
     assert all(p.is_dir() or p.stat().st_nlink > 1 for p in objects)
+
+
+def _compile_add(n: int = 256):
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import tilelang
+        from elementwise_add import make_add
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    return tilelang.compile(make_add(n, 64), target="c", execution_backend="cython")
+
+
+def _traced(tmp_path, listener):
+    from tltrace.session import controller
+
+    settings = Settings(mode="terminal", trace_dir=tmp_path, script_name="fail", quiet=True)
+    controller.install(settings, listener)
+    try:
+        return _compile_add()
+    finally:
+        controller.uninstall()
+
+
+def test_failing_listener_is_one_warning(tmp_path, capsys):
+    def listener(event):
+        if isinstance(event, PassRecorded):
+            raise RuntimeError("terminal went away")
+
+    kernel = _traced(tmp_path, listener)
+    assert kernel is not None
+    err = capsys.readouterr().err
+    warnings = [ln for ln in err.splitlines() if ln.startswith("tltrace: could not show an event")]
+    assert len(warnings) == 1  # one line, never a traceback
+    assert "Traceback" not in err
+    (m,) = _manifests(tmp_path / "fail")
+    assert m.status == "complete" and len(m.records) == 62
+
+
+def test_store_failure_is_one_warning_and_compile_goes_on(tmp_path):
+    from tltrace.session.events import Notice, RunStarted
+
+    notices = []
+
+    def listener(event):
+        if isinstance(event, RunStarted):
+            # Sabotage: a file where the stored texts should go (as a full disk would).
+            (event.script_dir / ".run_records" / ".objects").write_text("not a directory")
+        if isinstance(event, Notice):
+            notices.append(event)
+
+    kernel = _traced(tmp_path, listener)
+    import torch
+
+    a, b, c = torch.ones(256), torch.ones(256), torch.zeros(256)
+    kernel(a, b, c)
+    assert torch.equal(c, a + b)
+    warnings = [n for n in notices if n.kind == "warning"]
+    assert len(warnings) == 1
+    assert warnings[0].message.startswith("tracing stopped for this kernel:")

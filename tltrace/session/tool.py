@@ -89,6 +89,7 @@ class TraceSession:
         self._last_text: str | None = None
         self._last_parts: tuple | None = None
         self.edited = False
+        self._listener_failed = False
         self.manifest = RunManifest(
             run_id="",
             script=settings.script_name,
@@ -106,7 +107,10 @@ class TraceSession:
         try:
             self._emit_fn(event)
         except Exception as exc:  # a listener must never break a compile
-            _fallback_warning(f"tltrace: could not show an event ({type(exc).__name__}: {exc})")
+            if not self._listener_failed:
+                self._listener_failed = True
+                _fallback_warning(f"tltrace: could not show an event ({type(exc).__name__}: {exc}); "
+                                  "records are still written")
 
     def warn(self, message: str) -> None:
         self.emit(Notice("warning", message, kernel=self.manifest.kernel))
