@@ -5,7 +5,6 @@ Only the cli*.py modules print or exit; the core returns data and emits events.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Optional

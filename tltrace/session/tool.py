@@ -14,11 +14,9 @@ import os
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from .. import __version__
