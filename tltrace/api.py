@@ -322,8 +322,7 @@ def lower_trace(func_or_mod: Any, passes: Any, mode: str = "terminal", context: 
             except Exception as exc:
                 failure = exc
                 results.append({"name": name, "before_script": before, "after_script": "", "diff_lines": [],
-                                "insertions": 0, "deletions": 0, "changed": False,
-                                "error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"})
+                                "insertions": 0, "deletions": 0, "changed": False, "error": _short_error(exc)})
                 if console is not None:
                     _print_step(console, i, results[-1], context)
                 raise
@@ -346,6 +345,17 @@ def lower_trace(func_or_mod: Any, passes: Any, mode: str = "terminal", context: 
                     raise
                 sys.stderr.write(f"tltrace: warning: could not write the HTML report: {exc}\n")
     return results
+
+
+def _short_error(exc: BaseException) -> str:
+    """Return 'ExcType: message' on one line; TVM puts its C++ backtrace first and the message last."""
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    if lines and lines[0].startswith("Traceback"):
+        lines = lines[-1:]
+    msg = lines[0] if lines else ""
+    name = type(exc).__name__
+    return msg if msg.startswith(name) or ": " in msg[:60] and msg.split(":")[0].endswith(("Error", "Exception")) \
+        else f"{name}: {msg}" if msg else name
 
 
 def _print_step(console: Any, i: int, step: dict[str, Any], context: int) -> None:

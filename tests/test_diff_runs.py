@@ -1,0 +1,169 @@
+"""diff-runs: alignment by (phase, name, occurrence), first divergence, the CLI and its exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tltrace.rundiff import INPUT_DIFFERS, ONLY_A, ONLY_B, OUTPUT_DIFFERS, SAME, align, diff_runs
+from tltrace.session.records import PassRecord, RunManifest
+
+from ._records import run_dirs, trace
+
+
+def rec(index: int, name: str, before: str, after: str, phase: str = "p") -> PassRecord:
+    status = "changed" if before != after else "noop"
+    return PassRecord(index=index, name=name, phase=phase, status=status, before_hash=before, after_hash=after)
+
+
+def manifest(*records: PassRecord) -> RunManifest:
+    return RunManifest(run_id="run_x", script="s", records=tuple(records))
+
+
+# -- the pure core ---------------------------------------------------------------
+def test_identical_runs_are_same() -> None:
+    a = manifest(rec(0, "A", "h0", "h1"), rec(1, "B", "h1", "h1"))
+    d = diff_runs(a, a)
+    assert d.same and d.first_difference is None and d.counts[SAME] == 2
+
+
+def test_alignment_is_by_name_and_occurrence_not_index() -> None:
+    a = manifest(rec(0, "S", "h0", "h0"), rec(1, "X", "h0", "h1"), rec(2, "S", "h1", "h2"))
+    # B ran an extra pass first: every index shifts, the keys do not.
+    b = manifest(rec(0, "Extra", "h0", "h0"), rec(1, "S", "h0", "h0"), rec(2, "X", "h0", "h1"),
+                 rec(3, "S", "h1", "h2"))
+    d = diff_runs(a, b)
+    assert [(p.label, p.status) for p in d.pairs] == [
+        ("p/Extra", ONLY_B), ("p/S", SAME), ("p/X", SAME), ("p/S#2", SAME)]
+    assert d.first_output_divergence is None and not d.same
+
+
+def test_first_output_and_input_divergence() -> None:
+    a = manifest(rec(0, "A", "h0", "h1"), rec(1, "B", "h1", "h2"), rec(2, "C", "h2", "h3"), rec(3, "D", "h3", "h3"))
+    b = manifest(rec(0, "A", "h0", "h1"), rec(1, "B", "h1", "XX"), rec(2, "C", "XX", "h3"), rec(3, "E", "h3", "h3"))
+    d = diff_runs(a, b)
+    statuses = {p.label: p.status for p in d.pairs}
+    assert statuses == {"p/A": SAME, "p/B": OUTPUT_DIFFERS, "p/C": INPUT_DIFFERS, "p/D": ONLY_A, "p/E": ONLY_B}
+    assert d.first_output_divergence.label == "p/B"
+    assert d.first_input_divergence.label == "p/C"
+    assert d.first_output_change.label == "p/B"
+    data = d.to_json()
+    assert data["first_output_divergence"]["name"] == "B" and data["counts"][ONLY_A] == 1
+
+
+def test_only_in_b_placed_after_its_predecessor() -> None:
+    a = [rec(0, "A", "1", "1"), rec(1, "C", "1", "1")]
+    b = [rec(0, "A", "1", "1"), rec(1, "B", "1", "1"), rec(2, "C", "1", "1"), rec(3, "Z", "1", "1")]
+    assert [k[1] for k, _, _ in align(a, b)] == ["A", "B", "C", "Z"]
+
+
+def test_codegen_compared_per_role() -> None:
+    dev = PassRecord(index=5, name="codegen_device", phase="codegen", status="codegen", role="device",
+                     before_hash="t", after_hash="src1")
+    host = PassRecord(index=6, name="codegen_host", phase="codegen", status="codegen", role="host",
+                      before_hash="t", after_hash="h")
+    d = diff_runs(manifest(dev, host), manifest(dev.__class__(**{**dev.__dict__, "after_hash": "src2"}), host))
+    assert d.codegen == {"device": "differs", "host": SAME}
+
+
+# -- real runs --------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory) -> Path:
+    """elementwise_add: block 128, block 64, block 128 again; softmax once."""
+    td = tmp_path_factory.mktemp("diffruns") / "traces"
+    return trace(td, ("elementwise_add.py",), ("elementwise_add.py", "--block", "64"), ("elementwise_add.py",),
+                 ("softmax.py",))
+
+
+@pytest.fixture
+def cli(run_cli, traced: Path):
+    def invoke(*args: str):
+        return run_cli("diff-runs", "--trace-dir", str(traced), *args)
+
+    return invoke
+
+
+def test_block_size_change_names_and_shows_the_first_differing_pass(cli) -> None:
+    res = cli("elementwise_add:-3", "elementwise_add:-2")
+    assert res.exit_code == 1, res.output
+    out = res.stdout
+    first = re.search(r"first pass whose output differs: (\S+)", out)
+    assert first and first.group(1) == "unscoped/pass_fn@PreLowerSemanticCheck"
+    assert "the runs started from different IR" in out
+    assert "-                for i in T.parallel(128):" in out and "+                for i in T.parallel(64):" in out
+    assert "codegen: device differs" in out
+
+
+def test_block_size_change_json(cli) -> None:
+    res = cli("elementwise_add:-3", "elementwise_add:-2", "--json")
+    assert res.exit_code == 1
+    data = json.loads(res.stdout)
+    assert data["same"] is False and data["first_input_divergence"]["a_index"] == 0
+    assert data["first_output_divergence"] is None  # every pass saw a different input
+    assert data["codegen"] == {"device": "differs"}
+    assert any(line.startswith("+") and "64" in line for line in data["focus"]["diff"])
+    assert {p["status"] for p in data["passes"]} == {INPUT_DIFFERS}
+
+
+def test_identical_runs_exit_0(cli) -> None:
+    res = cli("elementwise_add:-3", "elementwise_add:-1")
+    assert res.exit_code == 0, res.output
+    assert "same: 62 passes" in res.stdout
+
+
+def test_bare_run_specs_with_script(cli) -> None:
+    res = cli("-3", "-1", "--script", "elementwise_add", "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["same"] is True
+
+
+def test_two_scripts_align_by_name(cli) -> None:
+    res = cli("elementwise_add", "softmax", "--json", "--pass", "LayoutInference")
+    assert res.exit_code == 1
+    data = json.loads(res.stdout)
+    assert data["a"]["script"] == "elementwise_add" and data["b"]["script"] == "softmax"
+    by_label = {(p["phase"], p["name"], p["occurrence"]): p for p in data["passes"]}
+    li = by_label[("pipeline_c", "LayoutInference", 1)]
+    assert li["a_index"] is not None and li["b_index"] is not None
+    assert data["focus"]["name"] == "LayoutInference" and data["focus"]["diff"]
+
+
+def test_pass_option_shows_cross_run_diff(cli) -> None:
+    res = cli("elementwise_add:-3", "elementwise_add:-2", "--pass", "codegen_device")
+    assert res.exit_code == 1
+    assert "codegen/codegen_device: output of A vs output of B" in res.stdout
+    assert "--- A codegen/codegen_device output" in res.stdout
+
+
+def test_html_report(cli, tmp_path: Path) -> None:
+    out = tmp_path / "d.html"
+    res = cli("elementwise_add:-3", "elementwise_add:-2", "--html", str(out))
+    assert res.exit_code == 1 and f"report: {out}" in res.stdout
+    page = out.read_text()
+    data_block = page.split('id="tltrace-data">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in data_block  # IR text cannot close the tag
+    data = json.loads(data_block)
+    assert data["diffs"][0]["open"] is True and len(data["diffs"]) == 62
+
+
+@pytest.mark.parametrize("args, message", [
+    (("nope", "-1"), "neither a run"),
+    (("-1", "-9", "--script", "elementwise_add"), "does not exist"),
+    (("-1", "-2"), "several scripts"),
+    (("--bogus", "-1"), "no such option"),
+])
+def test_trouble_exits_2_with_one_line(cli, args, message) -> None:
+    res = cli(*args)
+    assert res.exit_code == 2
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith("tltrace: error: ") and message in res.stderr
+
+
+def test_damaged_run_exits_2(cli, traced: Path, tmp_path: Path, run_cli) -> None:
+    from ._records import copy_tree
+
+    td = copy_tree(traced, tmp_path / "t")
+    (run_dirs(td / "elementwise_add")[0] / "manifest.json").write_text('{"schema_version": 1, "run_')
+    res = run_cli("diff-runs", "--trace-dir", str(td), "elementwise_add:-3", "elementwise_add:-1")
+    assert res.exit_code == 2 and "truncated" in res.stderr and "Traceback" not in res.output

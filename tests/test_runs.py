@@ -1,0 +1,157 @@
+"""runs.py: locate scripts and runs, resolve RUN specs, load manifests (also damaged ones)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tltrace import runs as R
+from tltrace.errors import RecordsError, UsageError
+from tltrace.session.records import PassRecord, RunManifest
+
+from ._records import copy_tree, run_dirs, trace
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory) -> Path:
+    """Two runs of elementwise_add (block 128, then 64) and one of softmax."""
+    td = tmp_path_factory.mktemp("runs") / "traces"
+    return trace(td, ("elementwise_add.py",), ("elementwise_add.py", "--block", "64"), ("softmax.py",))
+
+
+@pytest.fixture
+def damaged(traced: Path, tmp_path: Path) -> Path:
+    return copy_tree(traced, tmp_path / "traces")
+
+
+def test_locate_every_form(traced: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    sd = traced / "elementwise_add"
+    run = run_dirs(sd)[0]
+    assert R.locate(None, traced).script_dirs == (sd, traced / "softmax")
+    assert R.locate(str(traced), "/nonexistent").root == traced
+    assert R.locate(str(sd), "/nonexistent").script_dirs == (sd,)
+    assert R.locate(str(sd / ".run_records"), "/nonexistent").script_dirs == (sd,)
+    assert R.locate(str(run), "/nonexistent").run_dir == run
+    monkeypatch.chdir(tmp_path)
+    assert R.locate("examples/elementwise_add.py", traced).script_dirs == (sd,)
+    assert R.locate("elementwise_add", traced).script_dirs == (sd,)
+    with pytest.raises(RecordsError, match="neither a run"):
+        R.locate("gemm", traced)
+    with pytest.raises(RecordsError, match="no run records under"):
+        R.locate(None, tmp_path / "empty")
+
+
+def test_resolve_run_specs(traced: Path) -> None:
+    sd = traced / "elementwise_add"
+    first, second = run_dirs(sd)
+    assert R.resolve_run(sd, None) == second
+    assert R.resolve_run(sd, "latest") == second
+    assert R.resolve_run(sd, "-1") == second
+    assert R.resolve_run(sd, "-2") == first
+    assert R.resolve_run(sd, first.name) == first
+    assert R.resolve_run(sd, first.name[:-3]) == first
+    assert R.resolve_run(sd, first.name[len("run_"):][:22]) == first  # prefix without run_
+    with pytest.raises(UsageError, match="has 2 run"):
+        R.resolve_run(sd, "-3")
+    with pytest.raises(UsageError, match="ambiguous"):
+        R.resolve_run(sd, "run_")
+    with pytest.raises(UsageError, match="no run 'nope'"):
+        R.resolve_run(sd, "nope")
+
+
+def test_load_manifest_of_a_real_run(traced: Path) -> None:
+    m = R.load_manifest(run_dirs(traced / "elementwise_add")[0])
+    assert m.status == "complete" and m.kernel == "add" and m.backend == "cython"
+    assert [r.index for r in m.records] == list(range(len(m.records)))
+    assert m.records[-1].name == "codegen_device"
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("missing", "has no manifest.json"),
+    ("truncated", "is truncated or not JSON"),
+    ("empty", "is empty"),
+    ("schema", "has schema version 99"),
+    ("list", "is not a run manifest"),
+])
+def test_damaged_manifest_is_one_actionable_line(damaged: Path, damage: str, message: str) -> None:
+    run = run_dirs(damaged / "elementwise_add")[0]
+    mpath = run / "manifest.json"
+    text = mpath.read_text()
+    if damage == "missing":
+        mpath.unlink()
+    elif damage == "truncated":
+        mpath.write_text(text[: len(text) // 2])
+    elif damage == "empty":
+        mpath.write_text("")
+    elif damage == "schema":
+        mpath.write_text(json.dumps({**json.loads(text), "schema_version": 99}))
+    else:
+        mpath.write_text("[1, 2]")
+    with pytest.raises(RecordsError) as err:
+        R.load_manifest(run)
+    msg = str(err.value)
+    assert message in msg and "\n" not in msg
+    assert str(run) in msg  # names the path and how to get rid of it
+    loaded = R.load_run(run)
+    assert loaded.manifest is None and loaded.status == "damaged" and loaded.problem == msg
+
+
+def test_running_manifest_merges_records_jsonl(tmp_path: Path) -> None:
+    run = tmp_path / "s" / ".run_records" / f"run_20260101_000000_000000_{os.getpid()}_abcdef01"
+    run.mkdir(parents=True)
+    head = RunManifest(run_id=run.name, script="s", kernel="k")
+    (run / "manifest.json").write_text(head.dumps())
+    recs = [PassRecord(index=i, name=f"P{i}", phase="pipeline_c") for i in range(3)]
+    lines = [json.dumps(r.to_json()) for r in recs]
+    (run / "records.jsonl").write_text("\n".join(lines) + '\n{"index": 3, "na')  # torn last line
+    m = R.load_manifest(run)
+    assert m.status == "running" and [r.name for r in m.records] == ["P0", "P1", "P2"]
+    assert R.is_active(R.load_run(run))
+    # Same run written by a process that is gone: interrupted, still readable.
+    dead = run.with_name("run_20260101_000000_000000_999999999_abcdef02")
+    shutil.copytree(run, dead)
+    (dead / "manifest.json").unlink()  # only records.jsonl survived
+    m2 = R.load_manifest(dead)
+    assert m2.status == R.INTERRUPTED and len(m2.records) == 3 and m2.script == "s"
+
+
+def test_read_text_falls_back_to_stored_objects(damaged: Path) -> None:
+    run = R.load_run(run_dirs(damaged / "elementwise_add")[0])
+    rec = R.find_record(run.require(), "LayoutInference")
+    after = R.read_text(run, rec, "after")
+    (run.path / rec.after_file).unlink()
+    assert R.read_text(run, rec, "after") == after
+    (run.script_dir / ".run_records" / ".objects" / rec.after_hash).unlink()
+    with pytest.raises(RecordsError, match="is missing"):
+        R.read_text(run, rec, "after")
+
+
+def test_find_record_forms(traced: Path) -> None:
+    m = R.load_manifest(run_dirs(traced / "elementwise_add")[0])
+    simplify = [r for r in m.records if r.name == "Simplify"]
+    assert R.find_record(m, "14").index == 14
+    assert R.find_record(m, "Simplify") == simplify[0]
+    assert R.find_record(m, "Simplify#2") == simplify[1]
+    assert R.find_record(m, "pipeline_c/Simplify") == simplify[0]
+    assert R.find_record(m, "layoutinference").name == "LayoutInference"
+    with pytest.raises(UsageError, match="ran 5 time"):
+        R.find_record(m, "Simplify#9")
+    with pytest.raises(UsageError, match="no pass 'Nope'"):
+        R.find_record(m, "Nope")
+    with pytest.raises(UsageError, match="no pass with index 999"):
+        R.find_record(m, "999")
+
+
+def test_parse_run_ref(traced: Path) -> None:
+    sd = traced / "elementwise_add"
+    first, second = run_dirs(sd)
+    assert R.parse_run_ref(str(first), traced).path == first
+    assert R.parse_run_ref("elementwise_add:-2", traced).path == first
+    assert R.parse_run_ref("elementwise_add", traced).path == second
+    assert R.parse_run_ref("-2", traced, "elementwise_add").path == first
+    with pytest.raises(UsageError, match="several scripts"):
+        R.parse_run_ref("-1", traced)
