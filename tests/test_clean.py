@@ -1,0 +1,104 @@
+"""tltrace clean: retention by count and age; working files and live runs are never touched."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from tltrace.errors import UsageError
+from tltrace.retention import clean, parse_duration
+
+from ._records import copy_tree, run_dirs, trace
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory) -> Path:
+    td = tmp_path_factory.mktemp("clean") / "traces"
+    return trace(td, ("elementwise_add.py", "--block", "64"), ("elementwise_add.py", "--block", "32"),
+                 ("elementwise_add.py",), ("softmax.py",))
+
+
+@pytest.fixture
+def td(traced: Path, tmp_path: Path) -> Path:
+    td = copy_tree(traced, tmp_path / "traces")
+    sd = td / "elementwise_add"
+    for name in ("codegen_device.cpp", "codegen_device.cpp.original", "codegen_device.cpp.latest",
+                 "codegen_device.cpp.bak", "codegen_device.cpp.original.bak"):
+        (sd / name).write_text(f"// {name}\n")
+    return td
+
+
+def objects(sd: Path) -> list[Path]:
+    return list((sd / ".run_records" / ".objects").iterdir())
+
+
+@pytest.mark.parametrize("text, seconds", [("30s", 30), ("10m", 600), ("2h", 7200), ("7d", 604800),
+                                           ("1w", 604800), ("1d12h", 129600), ("3", 259200)])
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("bad", ["", "abc", "10x", "5m junk", "m"])
+def test_parse_duration_rejects(bad: str) -> None:
+    with pytest.raises(UsageError, match="not a duration"):
+        parse_duration(bad)
+
+
+def test_keep_newest(run_cli, td: Path) -> None:
+    sd = td / "elementwise_add"
+    runs = run_dirs(sd)
+    res = run_cli("clean", "--trace-dir", str(td), "elementwise_add", "--keep", "1")
+    assert res.exit_code == 0, res.output
+    assert run_dirs(sd) == runs[-1:]
+    assert "removed 2 run(s), kept 1" in res.stdout
+    for name in ("codegen_device.cpp", "codegen_device.cpp.bak", "codegen_device.cpp.original.bak"):
+        assert (sd / name).read_text() == f"// {name}\n"
+    # No stored text is left that no run links to, and the kept run still reads whole.
+    assert all(o.stat().st_nlink > 1 for o in objects(sd))
+    assert len(run_dirs(td / "softmax")) == 1  # another script's runs are not touched
+    res = run_cli("show", "--trace-dir", str(td), "elementwise_add", "--pass", "LowerTileOp")
+    assert res.exit_code == 0 and "CHANGED" in res.stdout
+
+
+def test_every_script_and_dry_run(run_cli, td: Path) -> None:
+    before = {p: run_dirs(p) for p in (td / "elementwise_add", td / "softmax")}
+    res = run_cli("clean", "--trace-dir", str(td), "--all", "--dry-run")
+    assert res.exit_code == 0 and "would remove 4 run(s)" in res.stdout
+    assert {p: run_dirs(p) for p in before} == before
+    res = run_cli("clean", "--trace-dir", str(td), "--all", "--json")
+    data = json.loads(res.stdout)
+    assert len(data["removed"]) == 4 and data["bytes_freed"] > 0
+    assert objects(td / "elementwise_add") == [] and (td / "elementwise_add" / "codegen_device.cpp").exists()
+
+
+def test_older_than(td: Path) -> None:
+    sd = td / "elementwise_add"
+    runs = run_dirs(sd)
+    assert clean([sd], older_than=3600).removed == []
+    later = time.time() + 2 * 86400
+    res = clean([sd], older_than=86400, now=later)
+    assert res.removed == runs and run_dirs(sd) == []
+
+
+def test_active_run_is_kept(td: Path) -> None:
+    sd = td / "softmax"
+    live = sd / ".run_records" / f"run_20200101_000000_000000_{os.getpid()}_0badc0de"
+    live.mkdir()
+    (live / "manifest.json").write_text(json.dumps({"run_id": live.name, "script": "softmax",
+                                                    "status": "running", "schema_version": 1}))
+    res = clean([sd], remove_all=True)
+    assert res.skipped_active == [live] and live.is_dir() and len(res.removed) == 1
+
+
+def test_usage_errors(run_cli, td: Path) -> None:
+    for args, needle in ((("clean",), "--keep N"), (("clean", "--keep", "0"), "--all"),
+                         (("clean", "--older-than", "soon"), "not a duration")):
+        res = run_cli(*args[:1], "--trace-dir", str(td), *args[1:])
+        assert res.exit_code == 2 and res.stderr.startswith("tltrace: error: ") and needle in res.stderr
+    run = run_dirs(td / "softmax")[0]
+    res = run_cli("clean", str(run), "--all")
+    assert res.exit_code == 2 and "rm -r" in res.stderr and run.is_dir()

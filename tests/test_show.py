@@ -1,0 +1,142 @@
+"""tltrace show: the runs table, one run's passes, one pass's diff, --html, --json; damaged trees."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ._records import copy_tree, run_dirs, trace
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory) -> Path:
+    """Three runs of elementwise_add (the last with block 64) and one of softmax."""
+    td = tmp_path_factory.mktemp("show") / "traces"
+    return trace(td, ("elementwise_add.py",), ("elementwise_add.py",), ("elementwise_add.py", "--block", "64"),
+                 ("softmax.py",))
+
+
+@pytest.fixture
+def show(run_cli, traced: Path):
+    def invoke(*args: str, trace_dir: Path | None = None):
+        return run_cli("show", "--trace-dir", str(trace_dir or traced), *args)
+
+    return invoke
+
+
+def clean_failure(res, code: int, *needles: str) -> None:
+    """One line on stderr, no traceback anywhere."""
+    assert res.exit_code == code, res.output
+    assert res.stderr.startswith("tltrace: error: ") and res.stderr.count("\n") == 1, res.stderr
+    assert "Traceback" not in res.stdout + res.stderr
+    for n in needles:
+        assert n in res.stderr
+
+
+def test_list_all_scripts(show) -> None:
+    res = show()
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0].split()[:4] == ["#", "script", "run", "time"]
+    assert [ln.split()[:2] for ln in lines[1:]] == [["-3", "elementwise_add"], ["-2", "elementwise_add"],
+                                                   ["-1", "elementwise_add"], ["-1", "softmax"]]
+    assert all("complete" in ln and " c " in ln and "cython" in ln for ln in lines[1:])
+
+
+def test_list_json(show, traced: Path) -> None:
+    res = show("elementwise_add", "--json")
+    rows = json.loads(res.stdout)["runs"]
+    assert [r["position"] for r in rows] == [-3, -2, -1]
+    r = rows[0]
+    assert r["kernel"] == "add" and r["passes"] == 62 and r["changed"] == 16 and r["failed"] == 0 and r["size"] > 0
+    assert Path(r["path"]).parent == traced / "elementwise_add" / ".run_records"
+
+
+def test_one_run_by_relative_spec(show) -> None:
+    res = show("elementwise_add", "-2")
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert "elementwise_add  run_" in out and "add  c/cython" in out
+    assert "LayoutInference" in out and "CODEGEN" in out and "62 passes, 16 changed, 0 failed, 1 codegen" in out
+
+
+def test_bare_run_spec_needs_one_script(show, traced: Path) -> None:
+    clean_failure(show("-1"), 2, "several scripts")
+    res = show("-1", trace_dir=traced / "softmax")
+    assert res.exit_code == 0 and "softmax" in res.stdout
+
+
+def test_run_dir_directly(show, traced: Path) -> None:
+    run = run_dirs(traced / "softmax")[0]
+    res = show(str(run), "--json")
+    data = json.loads(res.stdout)
+    assert data["run_id"] == run.name and data["kernel"] == "softmax" and data["missing_files"] == 0
+    assert len(data["records"]) == 62
+    clean_failure(show(str(run), "latest"), 2, "already a run directory")
+
+
+def test_pass_diff(show) -> None:
+    res = show("elementwise_add", "-1", "--pass", "LowerTileOp")
+    assert res.exit_code == 0, res.output
+    assert "pipeline_c/16 LowerTileOp  CHANGED" in res.stdout and "    --- before" in res.stdout
+    res = show("elementwise_add", "--pass", "5", "--json")
+    data = json.loads(res.stdout)
+    assert data["record"]["index"] == 5 and data["diff"] == []  # a no-op pass
+    clean_failure(show("elementwise_add", "--pass", "NoSuchPass"), 2, "no pass 'NoSuchPass'")
+
+
+def test_html_rewrites_report(show, traced: Path) -> None:
+    pytest.importorskip("tltrace.render.html").write_report  # noqa: B018
+    res = show("softmax", "latest", "--html")
+    assert res.exit_code == 0, res.output
+    path = Path(res.stdout.strip())
+    assert path.is_file() and path.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_unknown_script_and_empty_dir(show, tmp_path: Path) -> None:
+    clean_failure(show("gemm"), 3, "neither a run")
+    clean_failure(show(trace_dir=tmp_path / "nothing"), 3, "no run records under", "tltrace run")
+
+
+# -- damaged trees ---------------------------------------------------------------------
+@pytest.fixture
+def damaged(traced: Path, tmp_path: Path) -> Path:
+    td = copy_tree(traced, tmp_path / "traces")
+    first, second, third = run_dirs(td / "elementwise_add")
+    (first / "manifest.json").unlink()
+    text = (second / "manifest.json").read_text()
+    (second / "manifest.json").write_text(text[:100])
+    for f in (third / "pipeline_c").glob("*.tir"):
+        f.unlink()
+    return td
+
+
+def test_list_damaged_tree_marks_rows_and_warns(show, damaged: Path) -> None:
+    res = show("elementwise_add", trace_dir=damaged)
+    assert res.exit_code == 0, res.output
+    rows = res.stdout.splitlines()[1:]
+    assert [("damaged" in r) for r in rows] == [True, True, False]
+    warnings = res.stderr.splitlines()
+    assert len(warnings) == 2 and all(w.startswith("tltrace: warning: ") for w in warnings)
+    assert "has no manifest.json" in warnings[0] and "truncated" in warnings[1]
+    assert "Traceback" not in res.output
+
+
+def test_open_damaged_runs_is_one_line(show, damaged: Path) -> None:
+    clean_failure(show("elementwise_add", "-3", trace_dir=damaged), 3, "has no manifest.json", "rm -r")
+    clean_failure(show("elementwise_add", "-2", "--pass", "3", trace_dir=damaged), 3, "truncated")
+
+
+def test_deleted_tir_files(show, damaged: Path) -> None:
+    res = show("elementwise_add", "-1", trace_dir=damaged)
+    assert res.exit_code == 0 and "record file(s) are missing" in res.stderr
+    # The stored object still has the text.
+    res = show("elementwise_add", "-1", "--pass", "LowerTileOp", trace_dir=damaged)
+    assert res.exit_code == 0 and "+" in res.stdout
+    run = run_dirs(damaged / "elementwise_add")[-1]
+    manifest = json.loads((run / "manifest.json").read_text())
+    lto = next(r for r in manifest["records"] if r["name"] == "LowerTileOp")
+    (damaged / "elementwise_add" / ".run_records" / ".objects" / lto["after_hash"]).unlink()
+    clean_failure(show("elementwise_add", "-1", "--pass", "LowerTileOp", trace_dir=damaged), 3, "is missing")
