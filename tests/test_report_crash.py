@@ -1,0 +1,151 @@
+"""kill -9 at any moment: the report on disk still opens and lists every pass recorded before the kill."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tltrace.render.html import REPORT_NAME
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+REPO = Path(__file__).resolve().parent.parent
+
+# Feeds a long synthetic trace with large texts (so kills land inside writes too) and
+# acknowledges each pass on stdout once the listener has returned.
+DRIVER = """
+import sys
+from pathlib import Path
+from tltrace.render.html import HtmlReportListener, synthetic_events
+listener = HtmlReportListener()
+for event in synthetic_events(5000, Path(sys.argv[1]), lines=int(sys.argv[2]), seed=int(sys.argv[3])):
+    listener(event)
+    record = getattr(event, "record", None)
+    if record is not None:
+        sys.stdout.write(f"{record.index}\\n")
+        sys.stdout.flush()
+"""
+
+
+@pytest.fixture(scope="module")
+def page_of():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("no /usr/bin/chromium")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        ctx = browser.new_context()
+
+        def listed(report: Path) -> list[int]:
+            """Return the record indexes the report lists; fail on any page error."""
+            page = ctx.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            try:
+                page.goto(report.resolve().as_uri())
+                page.wait_for_selector("html[data-ready='1']", timeout=10_000)
+                shown = page.eval_on_selector_all("li.tl-pass", "ls => ls.map(l => +l.dataset.index)")
+            finally:
+                page.close()
+            assert not errors, (report, errors)
+            return shown
+
+        yield listed
+        ctx.close()
+        browser.close()
+
+
+def _reader(stream, out: list[str]) -> threading.Thread:
+    def run():
+        for line in stream:
+            out.append(line)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_kill_loop_on_a_synthetic_trace(tmp_path: Path, page_of):
+    rng = random.Random(1234)
+    # Kill times from "before the report exists" to "hundreds of passes in", shuffled.
+    delays = [0.0, 0.02, 0.1] + [rng.uniform(0.15, 0.9) for _ in range(19)]
+    rng.shuffle(delays)
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    opened = 0
+    for k, delay in enumerate(delays):
+        root = tmp_path / f"k{k}"
+        lines = rng.choice([40, 300, 1500])
+        proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(root), str(lines), str(k)],
+                                stdout=subprocess.PIPE, text=True, env=env)
+        acked: list[str] = []
+        reader = _reader(proc.stdout, acked)
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        reader.join(5)
+        done = [int(x) for x in acked if x.strip().isdigit()]
+        link = root / REPORT_NAME
+        if not done and not link.exists():
+            continue  # killed before the first pass: nothing to show, nothing lost
+        assert link.exists(), f"kill {k} after {delay:.2f}s: {len(done)} passes acknowledged, no report"
+        shown = page_of(link)
+        assert set(done) <= set(shown), f"kill {k}: passes {sorted(set(done) - set(shown))[:5]} missing"
+        opened += 1
+    assert opened >= 15
+
+
+def test_kill_loop_on_real_compiles(tmp_path: Path, page_of, examples_dir: Path):
+    script = tmp_path / "compile_loop.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(examples_dir)!r})\n"
+        "import elementwise_add as m\n"
+        "for i in range(200):\n"
+        "    m.main(['--n', str(1024 + 128 * i)])\n"
+    )
+    rng = random.Random(7)
+    env = dict(os.environ, TILELANG_DISABLE_CACHE="1", TLTRACE_EXAMPLES_CPU="1")
+    for k in range(3):
+        trace = tmp_path / f"trace{k}"
+        proc = subprocess.Popen([sys.executable, "-m", "tltrace", "run", str(script), "--mode", "html",
+                                 "--trace-dir", str(trace), "--keep", "0"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
+        records = trace / "compile_loop" / ".run_records"
+        deadline = time.time() + 60
+        while time.time() < deadline and not list(records.glob("run_*/report.html")):
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 1.2))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        runs = sorted(p for p in records.iterdir() if p.name.startswith("run_"))
+        assert runs
+        for run in runs:
+            log = run / "records.jsonl"
+            if log.exists():
+                import json
+
+                lines = log.read_text().splitlines()
+                # The capture engine logs a record, then emits it: all but the last logged are in the report.
+                expected = []
+                for line in lines[:-1]:
+                    expected.append(json.loads(line)["index"])
+            else:
+                import json
+
+                expected = [r["index"] for r in json.loads((run / "manifest.json").read_text())["records"]]
+            if not expected and not (run / REPORT_NAME).exists():
+                continue
+            shown = page_of(run / REPORT_NAME)
+            assert set(expected) <= set(shown), (run, sorted(set(expected) - set(shown))[:5])
