@@ -339,7 +339,7 @@ def lower_trace(func_or_mod: Any, passes: Any, mode: str = "terminal", context: 
             try:
                 path = _write_html(results, Path(html_path), context)
                 if console is not None:
-                    console.print(f"HTML report written to: {path}", highlight=False)
+                    console.print(f"HTML report written to: {path}", highlight=False, soft_wrap=True, markup=False)
             except Exception as exc:
                 if failure is None:
                     raise

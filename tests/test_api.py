@@ -1,0 +1,180 @@
+"""The Python API against the spec's examples: lower_trace, enable/disable, create_pass_instrument."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tltrace
+
+from ._records import EXAMPLES
+
+CPU = {"target": "c", "execution_backend": "cython"}
+
+
+@pytest.fixture(scope="module")
+def tl():
+    import tilelang
+    import tilelang.transform as transform
+    from tilelang import tvm
+
+    return tilelang, tvm, transform
+
+
+@pytest.fixture(scope="module")
+def make_add():
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        from elementwise_add import make_add
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    return make_add
+
+
+@pytest.fixture(autouse=True)
+def _always_disable():
+    yield
+    tltrace.disable()
+
+
+def runs_under(trace_dir: Path) -> list[Path]:
+    return sorted(trace_dir.glob("*/.run_records/run_*"))
+
+
+def test_import_is_cheap_and_hooks_nothing() -> None:
+    code = ("import sys, tltrace; print(sorted(m for m in ('tilelang', 'tvm', 'rich', 'typer') if m in sys.modules)); "
+            "print(tltrace.__version__, callable(tltrace.enable), 'lower_trace' in dir(tltrace))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["[]", "0.1.0 True True"]
+    with pytest.raises(AttributeError):
+        tltrace.no_such_thing  # noqa: B018
+
+
+def test_lower_trace_single_pass(tl, make_add, capsys) -> None:
+    _, _, transform = tl
+    results = tltrace.lower_trace(make_add(256, 64), transform.Simplify())
+    assert len(results) == 1
+    r = results[0]
+    assert set(r) == {"name", "before_script", "after_script", "diff_lines", "insertions", "deletions", "changed"}
+    assert r["name"] == "Simplify" and r["before_script"].startswith("# from tvm.script")
+    assert r["changed"] == bool(r["diff_lines"])
+    assert "lower_trace/01 Simplify" in capsys.readouterr().out
+
+
+def test_lower_trace_named_chain_both(tl, make_add, tmp_path: Path, capsys) -> None:
+    _, tvm, transform = tl
+    pytest.importorskip("tltrace.render.html").write_report  # noqa: B018
+    func = make_add(256, 64)
+    html = tmp_path / "my_diff.html"
+    results = tltrace.lower_trace(
+        func,
+        [
+            ("Bind", tvm.tirx.transform.BindTarget(tvm.target.Target("c"))),
+            ("Annotate", tvm.tirx.transform.AnnotateDeviceRegions()),
+            ("Split", tvm.tirx.transform.SplitHostDevice()),
+            ("ThreadSync", transform.ThreadSync("shared")),
+        ],
+        mode="both",
+        html_path=str(html),
+    )
+    assert [r["name"] for r in results] == ["Bind", "Annotate", "Split", "ThreadSync"]
+    bind = results[0]
+    assert bind["changed"] and bind["insertions"] == 1 and bind["deletions"] == 1
+    assert bind["diff_lines"][:2] == ["--- step 1 before", "+++ step 1 after"]
+    assert results[1]["before_script"] == bind["after_script"]  # steps chain
+    assert html.is_file() and "Bind" in html.read_text()
+    assert f"HTML report written to: {html}" in capsys.readouterr().out
+
+
+def test_lower_trace_list_of_passes_on_a_module(tl, make_add) -> None:
+    _, tvm, transform = tl
+    mod = tvm.IRModule({"main": make_add(256, 64)})
+    results = tltrace.lower_trace(mod, [transform.Simplify(), tvm.tirx.transform.BindTarget(tvm.target.Target("c"))],
+                                  mode="terminal", context=0)
+    assert [r["name"] for r in results] == ["Simplify", "tirx.BindTarget"]
+    assert all(not ln.startswith(" ") for ln in results[1]["diff_lines"])  # context 0
+
+
+def test_lower_trace_failing_pass_reraises(tl, make_add, capsys) -> None:
+    _, tvm, _ = tl
+    with pytest.raises(Exception, match="target"):
+        tltrace.lower_trace(make_add(256, 64), tvm.tirx.transform.AnnotateDeviceRegions())
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "error:" in out
+
+
+def test_lower_trace_bad_mode(make_add) -> None:
+    with pytest.raises(tltrace.api.UsageError, match="mode must be"):
+        tltrace.lower_trace(make_add(256, 64), [], mode="pdf")
+
+
+def test_enable_disable_around_two_compiles(tl, make_add, tmp_path: Path) -> None:
+    tilelang, _, _ = tl
+    td = tmp_path / "traces"
+    tltrace.enable(mode="terminal", trace_dir=td)
+    tltrace.enable(mode="terminal", trace_dir=td)  # idempotent: still one tool, one run per compile
+    k1 = tilelang.compile(make_add(256, 128), **CPU)
+    k2 = tilelang.compile(make_add(256, 64), **CPU)
+    assert k1 is not None and k2 is not None
+    runs = runs_under(td)
+    assert len(runs) == 2
+    kernels = [json.loads((r / "manifest.json").read_text()) for r in runs]
+    assert [m["status"] for m in kernels] == ["complete", "complete"] and kernels[0]["kernel"] == "add"
+    # The two compilations have their own records, each starting at index 0.
+    assert all(m["records"][0]["index"] == 0 for m in kernels)
+    tltrace.disable()
+    tltrace.disable()  # idempotent
+    tilelang.compile(make_add(256, 32), **CPU)
+    assert len(runs_under(td)) == 2
+    assert tltrace.enabled() is None
+
+
+def test_enable_none_disables_and_later_settings_win(tl, make_add, tmp_path: Path) -> None:
+    tilelang, _, _ = tl
+    tltrace.enable(mode="terminal", trace_dir=tmp_path / "a")
+    tltrace.enable(mode="terminal", trace_dir=tmp_path / "b")
+    tilelang.compile(make_add(256, 128), **CPU)
+    assert runs_under(tmp_path / "a") == [] and len(runs_under(tmp_path / "b")) == 1
+    tltrace.enable(mode=None)
+    assert tltrace.enabled() is None
+
+
+def test_codegen_output_none_suppresses_working_files(tl, make_add, tmp_path: Path) -> None:
+    tilelang, _, _ = tl
+    tltrace.enable(mode="both", trace_dir=tmp_path / "off", codegen_output=None)
+    tilelang.compile(make_add(256, 128), **CPU)
+    tltrace.enable(mode="both", trace_dir=tmp_path / "on")
+    tilelang.compile(make_add(256, 128), **CPU)
+    (off,) = runs_under(tmp_path / "off")
+    (on,) = runs_under(tmp_path / "on")
+    assert not list(off.parent.parent.glob("codegen*.cpp"))
+    assert (on.parent.parent / "codegen_device.cpp").is_file()
+    # Codegen is recorded either way.
+    assert json.loads((off / "manifest.json").read_text())["records"][-1]["name"] == "codegen_device"
+
+
+def test_env_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pytest.importorskip("tilelang")
+    monkeypatch.setenv("TL_LOWER_TRACE", "1")
+    monkeypatch.setenv("TL_LOWER_TRACE_DIR", str(tmp_path / "envdir"))
+    tltrace.enable()
+    s = tltrace.enabled()
+    assert s is not None and s.mode == "html" and s.trace_dir == tmp_path / "envdir"
+    assert s.working_files_enabled()
+
+
+def test_create_pass_instrument_standalone(tl, make_add, tmp_path: Path) -> None:
+    _, tvm, transform = tl
+    mod = tvm.IRModule({"main": make_add(256, 64)})
+    inst = tltrace.create_pass_instrument(mode="terminal", trace_dir=tmp_path, name="mine")
+    with tvm.transform.PassContext(instruments=[inst]):
+        tvm.transform.Sequential([transform.Simplify(), tvm.tirx.transform.BindTarget(tvm.target.Target("c"))])(mod)
+    m = json.loads((inst.last_run_dir / "manifest.json").read_text())
+    assert m["kernel"] == "mine" and m["status"] == "complete"
+    by_name = {r["name"]: r for r in m["records"]}
+    assert by_name["tirx.BindTarget"]["status"] == "changed" and by_name["tirx.BindTarget"].get("depth") == 1
+    assert by_name["tirx.BindTarget"]["parent"] == by_name["sequential"]["index"]
