@@ -19,7 +19,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .config import DEFAULT, DEFAULT_KEEP, MODES, Settings, env_mode, env_trace_dir, parse_mode, script_name_from_argv
+from .config import (
+    DEFAULT,
+    DEFAULT_KEEP,
+    MODES,
+    Settings,
+    env_mode,
+    env_trace_dir,
+    parse_mode,
+    script_name_from_argv,
+)
 from .errors import TltraceError, UsageError
 
 __all__ = ["create_pass_instrument", "disable", "enable", "lower_trace"]

@@ -120,11 +120,12 @@ def _when(ts: float | None) -> str:
 
 
 def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
+    size = float(n)
+    for unit in ("B", "KB", "MB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
 
 
 # -- show ------------------------------------------------------------------------
@@ -209,7 +210,7 @@ def _show_list(runs: list, as_json: bool, *, several: bool) -> None:
                       ("time", "left"), ("kernel", "left"), ("target", "left"), ("backend", "left"),
                       ("status", "left"), ("passes", "right"), ("changed", "right"), ("failed", "right"),
                       ("size", "right")):
-        table.add_column(col, justify=just, no_wrap=True)
+        table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for row in rows:
         status = row["status"]
         style = {"complete": "green", "error": "red", "damaged": "bold red", "interrupted": "yellow",
@@ -264,7 +265,7 @@ def _show_run(run, as_json: bool) -> None:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col, just in (("#", "right"), ("phase", "left"), ("pass", "left"), ("status", "left"),
                       ("+", "right"), ("-", "right"), ("ms", "right"), ("", "left")):
-        table.add_column(col, justify=just, no_wrap=True)
+        table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for rec in m.records:
         label, style = STATUS_STYLE.get(rec.status, (rec.status, ""))
         extra = rec.reconcile or (rec.error.splitlines()[0][:80] if rec.error else "")
@@ -421,7 +422,7 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
     styles = {SAME: "dim", OUTPUT_DIFFERS: "bold yellow", INPUT_DIFFERS: "red"}
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col, just in (("A", "right"), ("B", "right"), ("phase", "left"), ("pass", "left"), ("status", "left")):
-        table.add_column(col, justify=just, no_wrap=True)
+        table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     hidden = 0
 
     def flush_hidden() -> None:
