@@ -86,7 +86,7 @@ def test_kill_loop_on_a_synthetic_trace(tmp_path: Path, page_of):
     opened = 0
     for k, delay in enumerate(delays):
         root = tmp_path / f"k{k}"
-        lines = rng.choice([40, 300, 1500])
+        lines = rng.choice([40, 300, 800])
         proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(root), str(lines), str(k)],
                                 stdout=subprocess.PIPE, text=True, env=env)
         acked: list[str] = []

@@ -433,7 +433,7 @@ def synthetic_events(
     index = 0
     records: list[PassRecord] = []
     error = None
-    parent = None
+    parent: int | None = None
     children_left = 0
     for i in range(n_passes):
         phase = phases[min(2, i * 3 // max(1, n_passes))]
