@@ -72,10 +72,10 @@ def test_codegen_compared_per_role() -> None:
 # -- real runs --------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory) -> Path:
-    """elementwise_add: block 128, block 64, block 128 again; softmax once."""
+    """elementwise_add: block 128, block 64, block 128 again; softmax once; two_kernels twice."""
     td = tmp_path_factory.mktemp("diffruns") / "traces"
     return trace(td, ("elementwise_add.py",), ("elementwise_add.py", "--block", "64"), ("elementwise_add.py",),
-                 ("softmax.py",))
+                 ("softmax.py",), ("two_kernels.py",), ("two_kernels.py",))
 
 
 @pytest.fixture
@@ -167,3 +167,14 @@ def test_damaged_run_exits_2(cli, traced: Path, tmp_path: Path, run_cli) -> None
     (run_dirs(td / "elementwise_add")[0] / "manifest.json").write_text('{"schema_version": 1, "run_')
     res = run_cli("diff-runs", "--trace-dir", str(td), "elementwise_add:-3", "elementwise_add:-1")
     assert res.exit_code == 2 and "truncated" in res.stderr and "Traceback" not in res.output
+
+
+def test_kernel_option_picks_one_kernels_runs(cli) -> None:
+    res = cli("two_kernels:-2", "two_kernels:-1")  # the last two compilations: vadd, then vmul
+    assert res.exit_code == 1 and "compiled different kernels (vadd, vmul)" in res.stdout
+    assert "+                    C[bx * 128 + i] = A[bx * 128 + i] * B[bx * 128 + i]" in res.stdout
+    res = cli("two_kernels:-2", "two_kernels:-1", "--kernel", "vmul", "--json")
+    data = json.loads(res.stdout)
+    assert res.exit_code == 0 and data["a"]["kernel"] == data["b"]["kernel"] == "vmul"
+    res = cli("two_kernels:-1", "two_kernels:-1", "--kernel", "nope")
+    assert res.exit_code == 2 and "no run of kernel 'nope'" in res.stderr

@@ -30,7 +30,7 @@ Examples:
   tltrace show gemm.py -1 --json                the manifest as JSON
 
 RUN is a run id, a unique prefix of one, 'latest', or -N (-1 the newest, -2 the one
-before). A damaged run shows as 'damaged' in the list and gives a one-line error
+before); each compiled kernel is a run, and --kernel NAME counts only NAME's runs. A damaged run shows as 'damaged' in the list and gives a one-line error
 when opened. Exit status: 0; 2 for bad usage; 3 for missing or damaged records.
 """
 
@@ -43,6 +43,7 @@ Examples:
   tltrace diff-runs elementwise_add softmax     newest runs of two scripts
   tltrace diff-runs RUN_DIR_A RUN_DIR_B --pass LowerTileOp
   tltrace diff-runs -2 -1 --html diff.html --json
+  tltrace diff-runs two_kernels:-2 two_kernels:-1 --kernel vmul
 
 Passes are aligned by phase, name and occurrence (the 2nd Simplify with the 2nd
 Simplify), not by index, and compared by the hashes of their input and output.
@@ -50,7 +51,8 @@ The report names the first pass whose output differs, the first whose input
 matched but output differs (the pass that introduced the difference), and the first
 whose input differs, and shows the first difference as a diff of the two outputs.
 A and B: a run directory, a script (its newest run), SCRIPT:RUN, or a RUN of the
-script given by --script (or of the only script in the trace dir).
+script given by --script (or of the only script in the trace dir). Each compiled
+kernel is a run of its own: with --kernel, RUN counts only that kernel's runs.
 Exit status, as diff's: 0 the runs are the same, 1 they differ, 2 trouble.
 """
 
@@ -132,6 +134,9 @@ def _size(n: int) -> str:
 TRACE_DIR_OPT = typer.Option(None, "--trace-dir", metavar="DIR",
                              help="Trace directory [default: TL_LOWER_TRACE_DIR, else ./tmp/lower_trace_dir].")
 
+KERNEL_OPT = typer.Option(None, "--kernel", metavar="NAME",
+                          help="Only runs that compiled kernel NAME (a script may compile several).")
+
 
 def show_cmd(
     args: Optional[list[str]] = typer.Argument(None, metavar="[SCRIPT_OR_DIR] [RUN]",
@@ -143,6 +148,7 @@ def show_cmd(
     html: bool = typer.Option(False, "--html", help="(Re)write the run's HTML report and print its path."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
+    kernel: Optional[str] = KERNEL_OPT,
 ) -> None:
     """List runs, or show one run's passes, or one pass's diff."""
     from . import runs as R
@@ -162,11 +168,11 @@ def show_cmd(
         if run_spec is None:
             loc = R.locate(target, td)
             if loc.run_dir is None:
-                _show_list(R.list_runs(loc), as_json, several=len(loc.script_dirs) > 1)
+                _show_list(R.list_runs(loc, kernel=kernel), as_json, several=len(loc.script_dirs) > 1)
                 return
             run = R.open_run(str(loc.run_dir), None, td)
         else:
-            run = R.open_run(target, run_spec, td)
+            run = R.open_run(target, run_spec, td, kernel)
         if html:
             _show_html(run, as_json)
         elif pass_ is not None:
@@ -342,6 +348,7 @@ def diff_runs_cmd(
                                         help="Write an HTML report of the differing passes to PATH."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
+    kernel: Optional[str] = KERNEL_OPT,
 ) -> None:
     """Compare two runs pass by pass and name the first pass that diverges."""
     from . import runs as R
@@ -350,8 +357,8 @@ def diff_runs_cmd(
     _check_args([a, b])
     td = _trace_dir(trace_dir)
     try:
-        ra = R.parse_run_ref(a, td, script)
-        rb = R.parse_run_ref(b, td, script)
+        ra = R.parse_run_ref(a, td, script, kernel)
+        rb = R.parse_run_ref(b, td, script, kernel)
         d = diff_runs(ra.require(), rb.require())
         focus = _focus_pair(d, pass_)
         focus_diff = _pair_diff(ra, rb, focus, context) if focus is not None else None
@@ -419,6 +426,9 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
         t.append(f"  {m.kernel or '?'}, {m.target or '?'}/{m.backend or '?'}, {len(m.records)} passes, {run.status}",
                  style="dim")
         con.print(t, soft_wrap=True)
+    if d.a.kernel != d.b.kernel and d.a.script == d.b.script:
+        con.print(Text(f"note: A and B compiled different kernels ({d.a.kernel}, {d.b.kernel}); "
+                       "--kernel NAME compares the runs of one kernel", style="yellow"), soft_wrap=True)
     styles = {SAME: "dim", OUTPUT_DIFFERS: "bold yellow", INPUT_DIFFERS: "red"}
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col, just in (("A", "right"), ("B", "right"), ("phase", "left"), ("pass", "left"), ("status", "left")):

@@ -155,8 +155,16 @@ def run_dirs(script_dir: Path) -> list[Path]:
 
 
 # -- resolving RUN -----------------------------------------------------------
-def resolve_run(script_dir: Path, spec: str | None) -> Path:
-    """Return the run directory that `spec` names among script_dir's runs.
+def kernel_of(run_dir: Path) -> str | None:
+    """Return the kernel a run compiled (None when its manifest cannot be read)."""
+    try:
+        return load_manifest(run_dir).kernel
+    except RecordsError:
+        return None
+
+
+def resolve_run(script_dir: Path, spec: str | None, kernel: str | None = None) -> Path:
+    """Return the run directory that `spec` names among script_dir's runs (of `kernel`, when given).
 
     spec: None or 'latest' (the newest), '-1' (same), '-2' (the one before), ...,
     a run id, or a unique prefix of one (with or without 'run_').
@@ -164,6 +172,11 @@ def resolve_run(script_dir: Path, spec: str | None) -> Path:
     runs = run_dirs(script_dir)
     if not runs:
         raise RecordsError(f"no run records under {script_dir}; run 'tltrace run SCRIPT' first")
+    if kernel is not None:
+        runs = [p for p in runs if kernel_of(p) == kernel]
+        if not runs:
+            raise UsageError(f"no run of kernel {kernel!r} under {script_dir}; 'tltrace show {script_dir}' "
+                             "lists the kernels")
     spec = (spec or "latest").strip()
     if spec == "latest":
         return runs[-1]
@@ -172,7 +185,8 @@ def resolve_run(script_dir: Path, spec: str | None) -> Path:
         if n == 0:
             raise UsageError("run '-0' does not exist; '-1' is the newest run, '-2' the one before")
         if n > len(runs):
-            raise UsageError(f"run {spec} does not exist: {script_dir.name} has {len(runs)} run(s)")
+            what = f"run(s) of kernel {kernel!r}" if kernel else "run(s)"
+            raise UsageError(f"run {spec} does not exist: {script_dir.name} has {len(runs)} {what}")
         return runs[-n]
     for p in runs:
         if p.name == spec:
@@ -320,17 +334,19 @@ def load_run(run_dir: Path, *, size: bool = False) -> Run:
     return Run(Path(run_dir), manifest, problem, dir_size(run_dir) if size else 0)
 
 
-def list_runs(location: Location, *, size: bool = True) -> list[Run]:
-    """Return every run of the located scripts (or the one run), oldest first per script."""
+def list_runs(location: Location, *, size: bool = True, kernel: str | None = None) -> list[Run]:
+    """Return every run of the located scripts (or the one run), oldest first per script; only `kernel`'s if given."""
     if location.run_dir is not None:
         return [load_run(location.run_dir, size=size)]
     out: list[Run] = []
     for sd in location.script_dirs:
         out.extend(load_run(p, size=size) for p in run_dirs(sd))
+    if kernel is not None:
+        out = [r for r in out if r.manifest is not None and r.manifest.kernel == kernel]
     return out
 
 
-def open_run(arg: str | None, run: str | None, trace_dir: str | os.PathLike) -> Run:
+def open_run(arg: str | None, run: str | None, trace_dir: str | os.PathLike, kernel: str | None = None) -> Run:
     """Resolve SCRIPT_OR_DIR + RUN to one loaded run; raise RecordsError/UsageError when it cannot be read."""
     loc = locate(arg, trace_dir)
     if loc.run_dir is not None:
@@ -342,13 +358,14 @@ def open_run(arg: str | None, run: str | None, trace_dir: str | os.PathLike) -> 
             names = ", ".join(p.name for p in loc.script_dirs[:5])
             raise UsageError(f"{loc.root} holds runs of several scripts ({names}); name one, "
                              f"e.g. 'tltrace show {loc.script_dirs[0].name} {run or 'latest'}'")
-        path = resolve_run(loc.script_dirs[0], run)
+        path = resolve_run(loc.script_dirs[0], run, kernel)
     r = load_run(path)
     r.require()
     return r
 
 
-def parse_run_ref(ref: str, trace_dir: str | os.PathLike, default: str | None = None) -> Run:
+def parse_run_ref(ref: str, trace_dir: str | os.PathLike, default: str | None = None,
+                  kernel: str | None = None) -> Run:
     """Resolve one operand of diff-runs: a run dir, a script (its newest run), 'SCRIPT:RUN', or a RUN.
 
     A bare RUN ('-2', 'latest', an id prefix) is looked up under `default` (a
@@ -356,13 +373,14 @@ def parse_run_ref(ref: str, trace_dir: str | os.PathLike, default: str | None = 
     """
     path = Path(ref)
     if path.exists():
-        return open_run(ref, None, trace_dir)
+        loc = locate(ref, trace_dir)
+        return open_run(ref, None if loc.run_dir is not None else "latest", trace_dir, kernel)
     if looks_like_run_spec(ref):
-        return open_run(default, ref, trace_dir)
+        return open_run(default, ref, trace_dir, kernel)
     script, sep, spec = ref.rpartition(":")
     if sep and script and spec:
-        return open_run(script, spec, trace_dir)
-    return open_run(ref, None, trace_dir)
+        return open_run(script, spec, trace_dir, kernel)
+    return open_run(ref, "latest", trace_dir, kernel)
 
 
 # -- texts -------------------------------------------------------------------
