@@ -240,3 +240,13 @@ def test_real_run_writes_a_report(run_cli, examples_dir: Path, tmp_path: Path):
     # Rebuilt from the stored records, the report carries the same passes.
     rebuilt = chunks(write_report(link.resolve().parent, tmp_path / "again.html"))
     assert [c["index"] for c in rebuilt if c["t"] == "rec"] == sorted(r["index"] for r in recs)
+
+
+def test_a_link_that_cannot_be_made_costs_one_warning_not_the_report(tmp_path: Path, monkeypatch, capsys):
+    def no_symlinks(*a, **k):
+        raise OSError("symlinks not supported")
+
+    monkeypatch.setattr(os, "symlink", no_symlinks)
+    report = write_synthetic_report(8, tmp_path)
+    assert len([c for c in chunks(report) if c["t"] == "rec"]) == 8
+    assert capsys.readouterr().err.count("could not link") == 1

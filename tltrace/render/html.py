@@ -189,6 +189,13 @@ def link_latest(script_dir: Path, report: Path) -> Path:
     return link
 
 
+def _stderr(line: str) -> None:
+    try:
+        sys.stderr.write(line.splitlines()[0][:500] + "\n")
+    except Exception:
+        pass
+
+
 class HtmlReportListener:
     """Listener that appends every run's events to `<run_dir>/report.html` as they happen.
 
@@ -203,6 +210,7 @@ class HtmlReportListener:
         self._lock = threading.Lock()
         self._open: dict[Path, _Report] = {}
         self._broken: set[Path] = set()
+        self._link_warned = False
         self.bytes_written = 0
 
     def __call__(self, event: Event) -> None:
@@ -237,7 +245,12 @@ class HtmlReportListener:
         rep = _Report(path, fh, meta=meta)
         self._open[run_dir] = rep
         if self.link and script_dir is not None:
-            link_latest(Path(script_dir), path)
+            try:
+                link_latest(Path(script_dir), path)
+            except OSError as exc:  # no symlinks here: the report itself is still fine
+                if not self._link_warned:
+                    self._link_warned = True
+                    _stderr(f"tltrace: could not link {Path(script_dir) / REPORT_NAME} to the newest report: {exc}")
         return rep
 
     def _pass(self, event: PassRecorded) -> None:
@@ -282,11 +295,8 @@ class HtmlReportListener:
                 rep.fh.close()
             except Exception:
                 pass
-        try:
-            where = f" in {key}" if run_dir is not None else ""
-            sys.stderr.write(f"tltrace: could not write the HTML report{where}: {type(exc).__name__}: {exc}\n")
-        except Exception:
-            pass
+        where = f" in {key}" if run_dir is not None else ""
+        _stderr(f"tltrace: could not write the HTML report{where}: {type(exc).__name__}: {exc}")
 
     def close(self) -> None:
         """Close every report still open (runs that never finished keep what they have)."""
