@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 # acknowledges each pass on stdout once the listener has returned.
 DRIVER = """
 import sys
+import time
 from pathlib import Path
 from tltrace.render.html import HtmlReportListener, synthetic_events
 listener = HtmlReportListener()
@@ -35,6 +36,7 @@ for event in synthetic_events(5000, Path(sys.argv[1]), lines=int(sys.argv[2]), s
     if record is not None:
         sys.stdout.write(f"{record.index}\\n")
         sys.stdout.flush()
+        time.sleep(0.003)  # a compile's pace, roughly: keeps the reports a browser-friendly size
 """
 
 
