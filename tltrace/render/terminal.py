@@ -83,7 +83,7 @@ def pass_line(kernel: str | None, record: PassRecord) -> Text:
     return t
 
 
-def summary_line(manifest: RunManifest, run_dir: Path) -> Text:
+def summary_line(manifest: RunManifest, run_dir: Path, report: Path | None = None) -> Text:
     c = manifest.counts
     total = len(manifest.records)
     changed = c.get(CHANGED, 0)
@@ -94,6 +94,8 @@ def summary_line(manifest: RunManifest, run_dir: Path) -> Text:
              style="bold green" if manifest.status == "complete" else "bold red")
     t.append(f"{total} passes, {changed} changed, {failed} failed, {c.get(CODEGEN, 0)} codegen")
     t.append(f"  records: {run_dir}", style="dim")
+    if report is not None:
+        t.append(f"  report: {report}", style="dim")
     return t
 
 
@@ -142,7 +144,8 @@ class TerminalView:
             self.finished.append((event.manifest, event.run_dir))
             if self.settings.terminal or self.settings.quiet:
                 with _print_lock:
-                    self.console.print(summary_line(event.manifest, event.run_dir), soft_wrap=True)
+                    report = event.run_dir / "report.html" if self.settings.html else None
+                    self.console.print(summary_line(event.manifest, event.run_dir, report), soft_wrap=True)
         elif isinstance(event, RunStarted):
             pass
 
