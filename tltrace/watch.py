@@ -138,9 +138,19 @@ def watch_runs(spec: WatchSpec, *, debounce_ms: int = 300, max_runs: int | None 
     """Run once, then rerun on every content change until `max_runs` runs, `stop_event`, or Ctrl+C."""
     import watchfiles
 
+    snap: dict[Path, str] = {}
+
+    def run(number: int, changed: tuple[Path, ...]) -> Iterator[WatchEvent]:
+        # The snapshot is taken before RunDone leaves: a save made while the caller
+        # handles RunDone is a change, and the run's own rewrites are not.
+        nonlocal snap
+        for ev in run_once(spec, number, changed):
+            if isinstance(ev, RunDone):
+                snap = snapshot(spec)
+            yield ev
+
     number = 1
-    yield from run_once(spec, number, ())
-    snap = snapshot(spec)
+    yield from run(number, ())
     if max_runs is not None and number >= max_runs:
         return
     layout = spec.layout()
@@ -161,8 +171,7 @@ def watch_runs(spec: WatchSpec, *, debounce_ms: int = 300, max_runs: int | None 
         if stop_event is not None and stop_event.is_set():
             return
         number += 1
-        yield from run_once(spec, number, _changed(snap, now))
-        snap = snapshot(spec)
+        yield from run(number, _changed(snap, now))
         if max_runs is not None and number >= max_runs:
             return
         yield Watching(dirs)

@@ -1,0 +1,103 @@
+"""`tltrace watch`: a save triggers one rerun; a broken edit shows the compiler's error and the watch goes on."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from tltrace.watch import OutputLine, RunDone, RunStarting, Watching, WatchSpec, watch_runs
+
+
+def _until_done(events, number):
+    """Consume events up to RunDone(number); return (starting, lines, done)."""
+    start, lines = None, []
+    for ev in events:
+        if isinstance(ev, RunStarting):
+            assert ev.number == number, f"unexpected run {ev.number} ({ev.changed})"
+            start = ev
+        elif isinstance(ev, OutputLine):
+            lines.append(ev.text)
+        elif isinstance(ev, RunDone):
+            assert ev.number == number
+            return start, "\n".join(lines), ev
+        elif isinstance(ev, Watching):
+            continue
+    raise AssertionError(f"watch ended before run {number}")
+
+
+def test_watch_reruns_on_save(examples_dir, tmp_path):
+    script = examples_dir / "elementwise_add.py"
+    spec = WatchSpec(script, (), trace_dir=tmp_path / "traces")
+    events = watch_runs(spec, debounce_ms=150, max_runs=3)
+    working = tmp_path / "traces" / "elementwise_add" / "codegen_device.cpp"
+
+    _, out, done = _until_done(events, 1)
+    assert done.exit_code == 0, out
+    good = working.read_text()
+
+    working.write_text(good + "this is not C;\n")  # a broken edit
+    start, out, done = _until_done(events, 2)
+    assert start.changed == (working,)
+    assert done.exit_code != 0
+    assert any("PATCHED" in t for t in done.tags)
+    assert "error" in out.lower()  # the C compiler's message reaches the user
+
+    working.write_text(good.replace("))) + *(float4", "))) - *(float4"))
+    start, out, done = _until_done(events, 3)
+    assert start.changed == (working,)  # exactly one rerun per save: run 3 is this save's
+    assert "WRONG RESULT" in out  # the edit changed the numbers
+    assert list(events) == []  # --max-runs ends the watch
+
+
+def _script(tmp_path: Path) -> Path:
+    p = tmp_path / "hello.py"
+    p.write_text(textwrap.dedent("""
+        import sys
+        print("hello", sys.argv[1:], flush=True)
+    """))
+    return p
+
+
+def test_watch_cli_subprocess_max_runs(tmp_path):
+    p = _script(tmp_path)
+    r = subprocess.run(["tltrace", "watch", "--max-runs", "1", str(p), "x"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "run 1 (first run)" in r.stdout and "hello ['x']" in r.stdout and "run 1: ok" in r.stdout
+
+
+def test_watch_ctrl_c_exits_zero(tmp_path):
+    p = _script(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "tltrace", "watch", str(p)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("watching "):
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+
+
+def test_watch_cli_errors(run_cli, tmp_path):
+    r = run_cli("watch", tmp_path / "missing.py")
+    assert r.exit_code == 2 and r.stderr.startswith("tltrace: error: no such script")
+    r = run_cli("watch", "--mode", "off", _script(tmp_path))
+    assert r.exit_code == 2
+
+
+def test_watch_command_line(tmp_path):
+    spec = WatchSpec(Path("k.py"), ("--n", "4"), trace_dir=tmp_path, codegen_output=tmp_path / "k.cpp")
+    cmd = spec.command()
+    assert cmd[1:5] == ["-m", "tltrace", "run", "--mode"] and cmd[5] == "both"
+    assert cmd[-3:] == ["k.py", "--n", "4"] and str(tmp_path / "k.cpp") in cmd
+    assert os.path.isabs(cmd[cmd.index("--trace-dir") + 1])
