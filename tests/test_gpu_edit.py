@@ -1,0 +1,67 @@
+"""Edit and recompile on a CUDA GPU (run on the device machine: pytest -m gpu tests/test_gpu_edit.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture
+def cuda_env(monkeypatch):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    monkeypatch.delenv("TLTRACE_EXAMPLES_CPU", raising=False)
+
+    def use(backend: str):
+        monkeypatch.setenv("TLTRACE_EXAMPLES_BACKEND", backend)
+
+    return use
+
+
+def _tags(stdout: str) -> list[str]:
+    return re.findall(r"^\[\w+\] (PATCHED|REGENERATED|SYNCED|CONFLICT|INIT-BACKUP|NOTE)\b", stdout, re.M)
+
+
+def _flip_add(path: Path) -> None:
+    text = path.read_text()
+    new, n = re.subn(r"\] \+ ([A-Za-z_(])", r"] - \1", text, count=1)
+    assert n == 1, text
+    path.write_text(new)
+
+
+def test_nvrtc_edit_changes_numbers(cuda_env, run_cli, examples_dir, tmp_path):
+    cuda_env("nvrtc")
+    script = examples_dir / "elementwise_add.py"
+    d = tmp_path / "tmp" / "lower_trace_dir" / "elementwise_add"
+    r = run_cli("run", "--quiet", "--mode", "both", script)
+    assert r.exit_code == 0, r.stdout + r.stderr
+    working = d / "codegen_device.cpp"
+    assert working.is_file() and not (d / "codegen_host.cpp").exists()  # nvrtc: no host codegen here
+    _flip_add(working)
+    r = run_cli("run", "--quiet", "--mode", "both", script)
+    assert _tags(r.stdout) == ["PATCHED"]
+    assert "WRONG RESULT" in r.stdout and r.exit_code == 1
+
+
+def test_tvm_ffi_files_stable_and_note(cuda_env, run_cli, examples_dir, tmp_path):
+    cuda_env("tvm_ffi")
+    script = examples_dir / "elementwise_add.py"
+    d = tmp_path / "tmp" / "lower_trace_dir" / "elementwise_add"
+    for _ in range(2):  # device and host files do not fight: no REGENERATED on the second run
+        r = run_cli("run", "--quiet", "--mode", "both", script)
+        assert r.exit_code == 0, r.stdout + r.stderr
+        assert _tags(r.stdout) == []
+    device, host = d / "codegen_device.cpp", d / "codegen_host.cpp"
+    assert device.is_file() and host.is_file() and device.read_text() != host.read_text()
+    _flip_add(device)
+    r = run_cli("run", "--quiet", "--mode", "both", script)
+    assert _tags(r.stdout) == ["NOTE"] and "tvm_ffi" in r.stdout
+    assert r.exit_code == 0  # the binary was built from TIR: the numbers are unchanged
+    assert "] - " in device.read_text()  # the edit stays on disk
+    assert os.path.getsize(d / "codegen_host.cpp.original") > 0
