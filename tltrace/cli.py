@@ -51,6 +51,7 @@ def _main(
 RUN_EPILOG = """\
 Examples:
 
+\b
   tltrace run my_kernel.py                      stream pass-by-pass diffs
   tltrace run my_kernel.py --mode both          diffs + HTML report + working files
   tltrace run --quiet --trace-dir ci_traces gemm.py --m 1024
