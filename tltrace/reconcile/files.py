@@ -20,12 +20,12 @@ import fcntl
 import json
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._atomic import atomic_write
 from .decide import Action, Decision, decide
 
 DEFAULT_STEM = "codegen"
@@ -172,18 +172,7 @@ def locked(lock_path: Path) -> Iterator[None]:
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` (UTF-8, exact bytes) to `path` through a temp file and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8"))
-            fh.flush()
-            if FSYNC:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, text.encode("utf-8"), fsync=FSYNC)
 
 
 class Unreadable(Exception):

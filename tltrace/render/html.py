@@ -35,6 +35,7 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
+from .._atomic import atomic_write
 from ..config import Settings
 from ..errors import RecordsError
 from ..session.events import Event, Notice, PassRecorded, RunFinished, RunStarted
@@ -157,18 +158,7 @@ class _Report:
 def _create_report(path: Path, first: bytes) -> IO[bytes]:
     """Write head + `first` through a temporary file and a rename; return the file opened to append."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:6]}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(report_head())
-            fh.write(first)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
+    atomic_write(path, (report_head(), first))
     return open(path, "ab")
 
 
@@ -372,19 +362,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
                 parts.append(text_chunk(digest, text))
         parts.append(record_chunk(replace(rec, **updates) if updates else rec))
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.{uuid.uuid4().hex[:6]}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(report_head())
-            for part in parts:
-                fh.write(part)
-        os.replace(tmp, out)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
+    atomic_write(out, [report_head(), *parts])
     return out
 
 

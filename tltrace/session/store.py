@@ -24,8 +24,9 @@ import shutil
 import uuid
 from pathlib import Path
 
+from .._atomic import atomic_write
 from .names import safe_component
-from .records import RunManifest, PassRecord
+from .records import PassRecord, RunManifest
 
 RUN_RECORDS = ".run_records"
 OBJECTS = ".objects"
@@ -46,17 +47,7 @@ def new_run_id(now: _dt.datetime | None = None) -> str:
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file and a rename."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:6]}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
+    atomic_write(path, text.encode("utf-8", "surrogatepass"))
 
 
 class RunStore:
@@ -99,11 +90,7 @@ class RunStore:
         if not obj.exists():
             self._dir(obj.parent)
             data = text.encode("utf-8", "surrogatepass")
-            tmp = obj.with_name(f".{obj.name}.{os.getpid()}.{uuid.uuid4().hex[:6]}.tmp")
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-            os.chmod(tmp, 0o444)
-            os.replace(tmp, obj)
+            atomic_write(obj, data, mode=0o444)
             self.bytes_written += len(data)
         self._known.add(digest)
         return digest
