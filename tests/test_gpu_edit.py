@@ -30,7 +30,8 @@ def _tags(stdout: str) -> list[str]:
 
 def _flip_add(path: Path) -> None:
     text = path.read_text()
-    new, n = re.subn(r"\] \+ ([A-Za-z_(])", r"] - \1", text, count=1)
+    # The value sum: `A[i] + B[i]`, or per component for vectors: `A[i].x + B[i].x`.
+    new, n = re.subn(r"(\]|\]\.[xyzw]|\)\.[xyzw]) \+ ([A-Za-z_(])", r"\1 - \2", text, count=1)
     assert n == 1, text
     path.write_text(new)
 
@@ -63,5 +64,5 @@ def test_tvm_ffi_files_stable_and_note(cuda_env, run_cli, examples_dir, tmp_path
     r = run_cli("run", "--quiet", "--mode", "both", script)
     assert _tags(r.stdout) == ["NOTE"] and "tvm_ffi" in r.stdout
     assert r.exit_code == 0  # the binary was built from TIR: the numbers are unchanged
-    assert "] - " in device.read_text()  # the edit stays on disk
+    assert " - " in device.read_text()  # the edit stays on disk
     assert os.path.getsize(d / "codegen_host.cpp.original") > 0
