@@ -271,3 +271,25 @@ def test_store_failure_is_one_warning_and_compile_goes_on(tmp_path):
     warnings = [n for n in notices if n.kind == "warning"]
     assert len(warnings) == 1
     assert warnings[0].message.startswith("tracing stopped for this kernel:")
+
+
+def test_terminal_prints_nested_passes_under_their_parent(gemm_trace):
+    """Nested passes finish before their parent; the stream still shows the parent first, in start order."""
+    import io
+
+    from rich.console import Console
+
+    from tltrace.render.terminal import TerminalView
+    from tltrace.session.events import RunFinished
+
+    manifest, run_dir, events, _ = gemm_trace
+    assert any(r.depth > 0 for r in manifest.records)
+    buf = io.StringIO()
+    view = TerminalView(Settings(mode="terminal", trace_dir=run_dir, quiet=False),
+                        console=Console(file=buf, width=200, color_system=None))
+    for e in events:
+        view(e)
+    shown = [line.split()[1] for line in buf.getvalue().splitlines()
+             if line.startswith("[gemm] ") and "/" in line.split()[1]]
+    assert [int(s.split("/")[1]) for s in shown] == list(range(len(manifest.records)))
+    assert isinstance(events[-1], RunFinished)

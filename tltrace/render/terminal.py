@@ -108,6 +108,9 @@ class TerminalView:
         self._console = console
         self._err = err_console
         self.finished: list[tuple[RunManifest, Path]] = []
+        # Nested passes finish before their parent; their blocks wait here (per run) and
+        # are printed right after the top-level pass that ran them, in start order.
+        self._nested: dict[Path, list[tuple[int, list[Text]]]] = {}
 
     @property
     def console(self) -> Console:
@@ -127,27 +130,41 @@ class TerminalView:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, PassRecorded):
-            if self.settings.quiet or not self.settings.terminal or not self._show(event.record):
+            if self.settings.quiet or not self.settings.terminal:
                 return
-            parts: list[Text] = [pass_line(event.manifest.kernel, event.record)]
             rec = event.record
-            if rec.status == FAILED:
-                err = (rec.error or "see the run summary").rstrip().replace("\n", "\n           ")
-                parts.append(Text(f"    error: {err}", style="red"))
-            elif rec.status in (CHANGED, CODEGEN) and event.before != event.after:
-                parts.append(diff_text(event.before, event.after, self.settings.context))
-            with _print_lock:
-                self.console.print(Group(*parts), soft_wrap=True)
+            blocks: list[tuple[int, list[Text]]] = []
+            if self._show(rec):
+                parts: list[Text] = [pass_line(event.manifest.kernel, rec)]
+                if rec.status == FAILED:
+                    err = (rec.error or "see the run summary").rstrip().replace("\n", "\n           ")
+                    parts.append(Text(f"    error: {err}", style="red"))
+                elif rec.status in (CHANGED, CODEGEN) and event.before != event.after:
+                    parts.append(diff_text(event.before, event.after, self.settings.context))
+                blocks.append((rec.index, parts))
+            if rec.depth > 0:
+                self._nested.setdefault(event.run_dir, []).extend(blocks)
+                return
+            blocks += sorted(self._nested.pop(event.run_dir, []), key=lambda b: b[0])
+            self._print_blocks(blocks)
         elif isinstance(event, Notice):
             self._notice(event)
         elif isinstance(event, RunFinished):
             self.finished.append((event.manifest, event.run_dir))
+            self._print_blocks(sorted(self._nested.pop(event.run_dir, []), key=lambda b: b[0]))
             if self.settings.terminal or self.settings.quiet:
                 with _print_lock:
                     report = event.run_dir / "report.html" if self.settings.html else None
                     self.console.print(summary_line(event.manifest, event.run_dir, report), soft_wrap=True)
         elif isinstance(event, RunStarted):
             pass
+
+    def _print_blocks(self, blocks: list[tuple[int, list[Text]]]) -> None:
+        if not blocks:
+            return
+        with _print_lock:
+            for _, parts in blocks:
+                self.console.print(Group(*parts), soft_wrap=True)
 
     def _notice(self, n: Notice) -> None:
         style = TAG_STYLE.get(n.kind, "bold")
