@@ -140,3 +140,21 @@ def test_deleted_tir_files(show, damaged: Path) -> None:
     lto = next(r for r in manifest["records"] if r["name"] == "LowerTileOp")
     (damaged / "elementwise_add" / ".run_records" / ".objects" / lto["after_hash"]).unlink()
     clean_failure(show("elementwise_add", "-1", "--pass", "LowerTileOp", trace_dir=damaged), 3, "is missing")
+
+
+def test_failed_pass_shows_error_and_ir_before(show, traced: Path, tmp_path: Path) -> None:
+    td = copy_tree(traced, tmp_path / "failed")
+    run = run_dirs(td / "softmax")[-1]
+    manifest = json.loads((run / "manifest.json").read_text())
+    rec = next(r for r in manifest["records"] if r["name"] == "LowerTileOp")
+    rec.update(status="failed", error="RuntimeError: boom")
+    for k in ("after_hash", "after_file", "added", "removed"):
+        rec.pop(k, None)
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    res = show("softmax", "--pass", "LowerTileOp", trace_dir=td)
+    assert res.exit_code == 0, res.output
+    before = (run / rec["before_file"]).read_text()
+    assert "FAILED" in res.stdout and "error: RuntimeError: boom" in res.stdout
+    assert before.splitlines()[-1] in res.stdout and "@I.ir_module" in res.stdout
+    data = json.loads(show("softmax", "--pass", "LowerTileOp", "--json", trace_dir=td).stdout)
+    assert data["before"] == before

@@ -298,7 +298,10 @@ def _show_pass(run, spec: str, context: int, as_json: bool) -> None:
     lines = unified(before, after, context=context, a=f"{rec.name} before", b=f"{rec.name} after") \
         if after is not None else []
     if as_json:
-        _print_json({"run_id": run.run_id, "path": str(run.path), "record": rec.to_json(), "diff": lines})
+        out = {"run_id": run.run_id, "path": str(run.path), "record": rec.to_json(), "diff": lines}
+        if after is None:
+            out["before"] = before
+        _print_json(out)
         return
     from rich.text import Text
 
@@ -309,7 +312,8 @@ def _show_pass(run, spec: str, context: int, as_json: bool) -> None:
     if rec.error:
         con.print(Text(f"    error: {rec.error}", style="red"), soft_wrap=True)
     if after is None:
-        con.print(Text("    (the pass failed: no output was recorded)", style="dim"))
+        con.print(Text("    (the pass failed: no output was recorded; the IR it was given:)", style="dim"))
+        con.print(Text(before), soft_wrap=True, markup=False, highlight=False)
     elif before == after:
         con.print(Text("    (no change)", style="dim"))
     else:
