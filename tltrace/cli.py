@@ -10,13 +10,40 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from typer.core import TyperGroup
 
 from . import __version__
 from .config import DEFAULT, DEFAULT_KEEP, DEFAULT_TRACE_DIR, Settings, compile_regex, env_mode, env_trace_dir, parse_mode
 from .errors import EXIT_USAGE, TltraceError
 
+class _OneLineErrors(TyperGroup):
+    """Usage errors (bad option, bad value, unknown command) as one line: `tltrace: error: ...`."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        from typer._click import exceptions as cx
+
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except cx.NoArgsIsHelpError as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except cx.ClickException as exc:
+            msg = exc.format_message().strip().rstrip(".")
+            ctx = getattr(exc, "ctx", None)
+            hint = f"; try '{ctx.command_path} --help'" if ctx is not None else ""
+            typer.echo(f"tltrace: error: {msg}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            typer.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
 app = typer.Typer(
     name="tltrace",
+    cls=_OneLineErrors,
     help="See, and change, what the TileLang compiler did to your kernel.\n\n"
     "Runs a kernel script with pass-by-pass IR tracing, writes run records and an HTML "
     "report, and compiles your edits of the generated source back in.",
@@ -105,6 +132,8 @@ def run_cmd(
         target_name, is_module = p["module"], True
     elif script is None:
         raise fail("missing SCRIPT (or -m MODULE); try 'tltrace run --help'")
+    elif script.startswith("-") and script != "-" and not Path(script).exists():
+        raise fail(f"no such option: {script.split('=', 1)[0]}; try 'tltrace run --help'")
     else:
         target_name, is_module = script, False
     if rest[:1] == ["--"]:
