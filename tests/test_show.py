@@ -158,3 +158,16 @@ def test_failed_pass_shows_error_and_ir_before(show, traced: Path, tmp_path: Pat
     assert before.splitlines()[-1] in res.stdout and "@I.ir_module" in res.stdout
     data = json.loads(show("softmax", "--pass", "LowerTileOp", "--json", trace_dir=td).stdout)
     assert data["before"] == before
+
+
+def test_long_kernel_name_does_not_squeeze_the_table(show, traced: Path, tmp_path: Path) -> None:
+    td = copy_tree(traced, tmp_path / "long")
+    run = run_dirs(td / "softmax")[-1]
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["kernel"] = "k" * 300
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    for args in ((), ("softmax",)):
+        res = show(*args, trace_dir=td)
+        assert res.exit_code == 0, res.output
+        row = next(line for line in res.stdout.splitlines() if run.name in line)
+        assert "complete" in row and "62" in row and "…" in row

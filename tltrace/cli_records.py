@@ -107,7 +107,7 @@ def _console():
 
     c = Console(highlight=False, soft_wrap=False)
     if not c.is_terminal:
-        c = Console(highlight=False, soft_wrap=False, width=max(c.width, 160))
+        c = Console(highlight=False, soft_wrap=False, width=max(c.width, 240))
     return c
 
 
@@ -216,7 +216,9 @@ def _show_list(runs: list, as_json: bool, *, several: bool) -> None:
                       ("time", "left"), ("kernel", "left"), ("target", "left"), ("backend", "left"),
                       ("status", "left"), ("passes", "right"), ("changed", "right"), ("failed", "right"),
                       ("size", "right")):
-        table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+        # A long kernel or script name is cut (…) rather than squeezing the run id and counts away.
+        wide = {"max_width": 40, "overflow": "ellipsis"} if col in ("script", "kernel") else {}
+        table.add_column(col, justify=just, no_wrap=True, **wide)  # type: ignore[arg-type]
     for row in rows:
         status = row["status"]
         style = {"complete": "green", "error": "red", "damaged": "bold red", "interrupted": "yellow",
