@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -296,6 +297,12 @@ def test_sidebar_collapse_and_resize(open_report, trace):
     assert page.locator("#tl-sidebar").is_visible()
 
 
+def shown(text: str) -> str:
+    """How the report shows text: invisible bidi/line-separator controls as visible U+XXXX boxes."""
+    return re.sub("[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]",
+                  lambda m: f"U+{ord(m.group()):04X}", text)
+
+
 def test_hostile_names_show_as_text_and_never_run(open_report, tmp_path: Path):
     report = write_synthetic_report(30, tmp_path, hostile=True, failed_at=22)
     events = list(synthetic_events(30, tmp_path, hostile=True, failed_at=22))
@@ -303,10 +310,10 @@ def test_hostile_names_show_as_text_and_never_run(open_report, tmp_path: Path):
     page = open_report(report)
     assert page.evaluate("window.__pwned") is None
     assert page.locator("img").count() == 0 and page.locator("script:not(.tl-d)").count() == 1
-    assert page.locator("#tl-kernel").text_content() == kernel
+    assert page.locator("#tl-kernel").text_content() == shown(kernel)
     hostile = next(e.record for e in events if isinstance(e, PassRecorded) and "</script>" in e.record.name)
     page = open_report(report, f"#{hostile.name.replace('%', '%25').replace('#', '%23')}")
-    assert page.locator(".tl-pass-head h2").text_content().endswith(hostile.name)
+    assert page.locator(".tl-pass-head h2").text_content().endswith(shown(hostile.name))
     page.keyboard.press("Shift+E")
     assert page.locator("td.code", has_text="window.__pwned=1").count() >= 1
     page.click(".tl-badge[data-filter='failed']")
@@ -340,3 +347,97 @@ def test_real_compile_report(open_report, run_cli, examples_dir: Path, tmp_path:
     assert page.locator("td.code.add").count() >= 1
     assert page.locator("#tl-kernel").text_content() == "add"
     assert page.locator(".tl-tab[data-phase='codegen']").count() == 1
+
+
+def _report_from(tmp_path: Path, passes: list[tuple[str, str, str, str]], *, error: str | None = None) -> Path:
+    """Write a report of hand-made passes (name, status, before, after); `error` fails the run after them."""
+    import time
+    from dataclasses import replace
+
+    from tltrace.render.html import HtmlReportListener
+    from tltrace.session.events import RunFinished, RunStarted
+    from tltrace.session.records import PassRecord, RunManifest
+    from tltrace.session.store import text_hash
+
+    run_dir = tmp_path / ".run_records" / "run_hand"
+    manifest = RunManifest(run_id="run_hand", script="hand", kernel="k", target="c", backend="cython",
+                           tilelang_version="0.1.15", command=["tltrace", "run", "hand.py"],
+                           started=time.time(), mode="html")
+    listener = HtmlReportListener()
+    listener(RunStarted(manifest, run_dir, tmp_path))
+    records = []
+    for i, (name, status, before, after) in enumerate(passes):
+        rec = PassRecord(index=i, name=name, phase="codegen" if status == "codegen" else "pipeline_c",
+                         status=status, added=1, removed=1, duration_s=0.001, before_hash=text_hash(before),
+                         after_hash=text_hash(after), role="device" if status == "codegen" else None)
+        records.append(rec)
+        listener(PassRecorded(manifest, rec, before, after, run_dir))
+    final = replace(manifest.with_records(records), finished=time.time(),
+                    status="error" if error else "complete", error=error)
+    listener(RunFinished(final, run_dir, tmp_path))
+    listener.close()
+    return run_dir / REPORT_NAME
+
+
+def test_error_after_the_last_pass_shows_in_a_banner_and_opens_the_source(open_report, tmp_path: Path):
+    # An edited codegen file that does not compile: no pass failed, the run did.
+    err = "RuntimeError: Compilation Failed! ['/usr/bin/g++', 'x.cpp']\n\nint f() { return 0 BROKEN; }"
+    report = _report_from(tmp_path, [("Simplify", "changed", "a\nb\n", "a\nc\n"),
+                                     ("codegen_device", "codegen", "tir\n", "int f() { return 0 BROKEN; }\n")],
+                          error=err)
+    page = open_report(report)
+    assert selected(page)["name"] == "codegen_device"  # the source the compiler rejected
+    banner = page.locator("#tl-runerror")
+    assert banner.is_visible()
+    assert "Compilation Failed!" in banner.locator(".msg").text_content()
+    assert "error" not in page.locator("#tl-meta").text_content()  # not squeezed into the header
+    assert not page.locator(".tl-runerror-full").is_visible()
+    page.click(".tl-runerror-more")
+    assert "return 0 BROKEN" in page.locator(".tl-runerror-full").text_content()
+
+
+def test_failed_pass_banner_links_to_the_pass(open_report, tmp_path: Path):
+    report = write_synthetic_report(25, tmp_path, failed_at=14)
+    page = open_report(report, "#Pass0Simplify")
+    assert "Failed in" in page.locator("#tl-runerror").text_content()
+    page.click(".tl-runerror-go")
+    assert selected(page)["status"] == "failed"
+    assert page.locator(".tl-copy-after").is_disabled()
+
+
+def test_a_complete_run_has_no_error_banner(open_report, trace):
+    page = open_report(trace[0])
+    assert not page.locator("#tl-runerror").is_visible()
+
+
+def test_bidi_controls_are_shown_not_applied(open_report, tmp_path: Path):
+    report = write_synthetic_report(30, tmp_path, hostile=True, failed_at=22)
+    page = open_report(report, "#Pass0Simplify")
+    page.keyboard.press("Shift+E")
+    # No text the page shows carries a live override: every one is a visible box instead.
+    live = page.evaluate("""() => {
+        const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+        let n = 0; while (w.nextNode()) if (w.currentNode.parentNode.nodeName !== "SCRIPT" &&
+            /[\\u202a-\\u202e\\u2066-\\u2069\\u2028]/.test(w.currentNode.data)) n++;
+        return n; }""")
+    assert live == 0
+    assert page.locator("td.code .tl-ctl", has_text="U+202E").count() >= 1
+    assert page.locator("#tl-kernel .tl-ctl").count() == 2
+    page.click("text=Copy before")  # the copy keeps the real text
+    page.click(".tl-badge[data-filter='failed']")
+    assert page.locator(".tl-error pre .tl-ctl").count() >= 1
+
+
+def test_word_highlights_only_on_lines_that_resemble_each_other(open_report, tmp_path: Path):
+    before = "x = 1\nT.copy(T.region(A[0], 1, 32), T.region(B[0], 2, 32))\nkeep\nbuf = T.alloc(128)\n"
+    after = "x = 1\nfor i_j_fused in range(128):\nkeep\nbuf = T.alloc(256)\n"
+    report = _report_from(tmp_path, [("LowerTileOp", "changed", before, after)])
+    page = open_report(report)
+    del_rows = page.locator("td.code.del")
+    assert del_rows.count() == 2
+    assert del_rows.nth(0).locator(".w").count() == 0  # unrelated lines: no confetti
+    assert del_rows.nth(1).locator(".w").text_content() == "128"
+    assert page.locator("td.code.add").nth(1).locator(".w").text_content() == "256"
+    page.fill("#tl-search", "range(128)")
+    page.press("#tl-search", "Enter")
+    assert page.locator(".tl-sr-head").text_content() == "1 pass contains \u201Crange(128)\u201D; 1 introduces it"

@@ -37,10 +37,37 @@
 
   // ---- DOM helpers -------------------------------------------------------------------------------
   function $(id) { return document.getElementById(id); }
+  // Invisible characters that reorder or break a line (bidi overrides, isolates, marks, U+2028/9)
+  // would make code display as something it is not ("Trojan Source"): show them as visible boxes.
+  var CTL = /[\u061C\u200E\u200F\u2028\u2029\u202A-\u202E\u2066-\u2069]/;
+  var CTL_ALL = /[\u061C\u200E\u200F\u2028\u2029\u202A-\u202E\u2066-\u2069]/g;
+  function ctlName(c) { return "U+" + c.charCodeAt(0).toString(16).toUpperCase(); }
+  function setText(n, text) {
+    text = String(text);
+    if (!CTL.test(text)) { n.textContent = text; return n; }
+    n.textContent = "";
+    appendText(n, text);
+    return n;
+  }
+  function appendText(n, text) {
+    if (!CTL.test(text)) { n.appendChild(document.createTextNode(text)); return; }
+    var last = 0;
+    text.replace(CTL_ALL, function (c, at) {
+      if (at > last) n.appendChild(document.createTextNode(text.slice(last, at)));
+      var box = document.createElement("span");
+      box.className = "tl-ctl";
+      box.title = "invisible control character " + ctlName(c) + " (shown, not applied)";
+      box.textContent = ctlName(c);
+      n.appendChild(box);
+      last = at + 1;
+      return c;
+    });
+    if (last < text.length) n.appendChild(document.createTextNode(text.slice(last)));
+  }
   function el(tag, cls, text) {
     var n = document.createElement(tag);
     if (cls) n.className = cls;
-    if (text !== undefined && text !== null) n.textContent = String(text);
+    if (text !== undefined && text !== null) setText(n, text);
     return n;
   }
   function button(label, title, onclick) {
@@ -210,18 +237,33 @@
     }
     return [lm, rm, lt, rt];
   }
+  // Word highlights help only when the two lines are versions of one another; on two unrelated
+  // lines paired by position they mark nearly everything and hide what changed.
+  var ALIKE = 0.4;
+  function alike(w) {
+    var same = 0, total = 0;
+    for (var side = 0; side < 2; side++) {
+      var mask = w[side], tokens = w[side + 2];
+      for (var i = 0; i < tokens.length; i++) {
+        if (/^\s+$/.test(tokens[i])) continue;
+        total += tokens[i].length;
+        if (!mask[i]) same += tokens[i].length;
+      }
+    }
+    return total === 0 || same / total >= ALIKE;
+  }
   function fillWords(td, tokens, mask) {
     var buf = "";
     for (var i = 0; i < tokens.length; i++) {
       if (mask[i]) {
-        if (buf) { td.appendChild(document.createTextNode(buf)); buf = ""; }
+        if (buf) { appendText(td, buf); buf = ""; }
         var j = i, s = "";
         while (j < tokens.length && mask[j]) { s += tokens[j]; j++; }
         td.appendChild(el("span", "w", s));
         i = j - 1;
       } else buf += tokens[i];
     }
-    if (buf) td.appendChild(document.createTextNode(buf));
+    if (buf) appendText(td, buf);
   }
 
   // ---- diff view state ---------------------------------------------------------------------------
@@ -280,13 +322,13 @@
     var tdlc = el("td", "code l " + lc);
     var tdr = el("td", "ln r " + rc, row.r === null ? "" : row.r + 1);
     var tdrc = el("td", "code r " + rc);
-    if (!row.eq && ll !== null && rl !== null) {
-      var w = wordDiff(ll, rl);
+    var w = !row.eq && ll !== null && rl !== null ? wordDiff(ll, rl) : null;
+    if (w && alike(w)) {
       fillWords(tdlc, w[2], w[0]);
       fillWords(tdrc, w[3], w[1]);
     } else {
-      if (ll !== null) tdlc.textContent = ll;
-      if (rl !== null) tdrc.textContent = rl;
+      if (ll !== null) setText(tdlc, ll);
+      if (rl !== null) setText(tdrc, rl);
     }
     tr.appendChild(tdl); tr.appendChild(tdlc); tr.appendChild(tdr); tr.appendChild(tdrc);
     return tr;
@@ -441,7 +483,7 @@
     var head = el("div", "tl-pass-head");
     var h2 = el("h2", null);
     var dot = el("span", "tl-dot " + r.status, DOTS[r.status] || "?");
-    h2.appendChild(dot); h2.appendChild(document.createTextNode(" " + r.name));
+    h2.appendChild(dot); appendText(h2, " " + r.name);
     head.appendChild(h2);
     var info = ["#" + r.index, r.phase, statusLabel(r)];
     if (r.status === "changed" || r.status === "codegen") info.push("+" + (r.added || 0) + " \u2212" + (r.removed || 0));
@@ -604,7 +646,7 @@
   }
   function buildHeader() {
     var m = S.meta;
-    $("tl-kernel").textContent = m.kernel || m.script || "";
+    setText($("tl-kernel"), m.kernel || m.script || "");
     document.title = "tltrace: " + (m.kernel || m.script || "report");
     var rs = $("tl-runstatus");
     var status = m.status || "running";
@@ -616,6 +658,7 @@
     function item(label, value, code) {
       if (value === undefined || value === null || value === "") return;
       var s = el("span");
+      s.title = label + " " + value;  // the whole value, when the header cuts it off
       s.appendChild(document.createTextNode(label + " "));
       s.appendChild(el(code ? "code" : "b", null, value));
       meta.appendChild(s);
@@ -625,7 +668,44 @@
     item("TileLang", m.tilelang_version);
     if (m.started) item("started", new Date(m.started * 1000).toLocaleString());
     if (m.command && m.command.length) item("command", m.command.join(" "), true);
-    if (m.error) item("error", m.error);
+  }
+  function firstFailed() {
+    for (var i = 0; i < S.recs.length; i++) if (S.recs[i].status === "failed") return i;
+    return -1;
+  }
+  // A failed run names its error under the header: the failed pass (with a link to it), or, when
+  // the compile failed after the last recorded pass (an edited source that does not compile), the
+  // error itself, which no pass view shows.
+  function buildRunError() {
+    var box = $("tl-runerror");
+    clear(box);
+    var m = S.meta;
+    if (m.status !== "error" || !m.error) { box.hidden = true; return; }
+    box.hidden = false;
+    var text = String(m.error);
+    var fpos = firstFailed();
+    var head = el("div", "tl-runerror-head");
+    head.appendChild(el("span", "tl-dot failed", DOTS.failed));
+    head.appendChild(el("b", null, fpos >= 0 ? "Failed in " + S.recs[fpos].name + ":" :
+      "Compile failed after the last recorded pass:"));
+    var firstLine = text.split("\n")[0];
+    head.appendChild(el("span", "msg", firstLine));
+    var full = el("pre", "tl-runerror-full", text);
+    full.hidden = true;
+    if (fpos >= 0) {
+      var go = button("Show pass", "Open the pass that failed", function () { select(fpos); });
+      go.className = "tl-runerror-go";
+      head.appendChild(go);
+    } else if (text !== firstLine) {
+      var more = button("Full error", "Show the whole error message", function () {
+        full.hidden = !full.hidden;
+        more.textContent = full.hidden ? "Full error" : "Hide error";
+      });
+      more.className = "tl-runerror-more";
+      head.appendChild(more);
+    }
+    box.appendChild(head);
+    box.appendChild(full);
   }
   function markSelected() {
     document.querySelectorAll("li.tl-pass.selected").forEach(function (n) { n.classList.remove("selected"); });
@@ -701,8 +781,8 @@
       S.items[pos].classList.add("hit");
     });
     S.search = { q: q };
-    var head = el("div", "tl-sr-head", hits.length ? (hits.length + " passes contain \u201C" + q + "\u201D; " +
-      introduced + " introduce it") : "No pass contains \u201C" + q + "\u201D");
+    var head = el("div", "tl-sr-head", hits.length ? (hits.length + (hits.length === 1 ? " pass contains \u201C" : " passes contain \u201C") + q + "\u201D; " +
+      introduced + (introduced === 1 ? " introduces it" : " introduce it")) : "No pass contains \u201C" + q + "\u201D");
     box.appendChild(head);
     var order = hits.filter(function (h) { return h.kind !== "has"; }).concat(hits.filter(function (h) { return h.kind === "has"; }));
     order.slice(0, 400).forEach(function (h) {
@@ -812,6 +892,7 @@
   function start() {
     load();
     buildHeader();
+    buildRunError();
     buildSummary();
     buildTabs();
     buildSidebar();
@@ -820,6 +901,10 @@
     if (pos < 0) {
       var pick = function (st) { for (var i = 0; i < S.recs.length; i++) if (S.recs[i].status === st) return i; return -1; };
       pos = pick("failed");
+      // Failed after the last pass (e.g. an edited source that does not compile): open the source.
+      if (pos < 0 && S.meta.status === "error") {
+        for (var c = S.recs.length - 1; c >= 0 && pos < 0; c--) if (S.recs[c].status === "codegen") pos = c;
+      }
       if (pos < 0) pos = pick("changed");
       if (pos < 0) pos = S.recs.length ? 0 : -1;
     }
