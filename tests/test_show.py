@@ -171,3 +171,21 @@ def test_long_kernel_name_does_not_squeeze_the_table(show, traced: Path, tmp_pat
         assert res.exit_code == 0, res.output
         row = next(line for line in res.stdout.splitlines() if run.name in line)
         assert "complete" in row and "62" in row and "…" in row
+
+
+@pytest.mark.parametrize("edit", [
+    lambda m: m.update(started="yesterday"),
+    lambda m: m.update(kernel=7),
+    lambda m: m.update(records=5),
+    lambda m: m["records"][3].update(index="x"),
+    lambda m: m["records"].__setitem__(4, "not a record"),
+])
+def test_mistyped_manifest_is_damaged_not_a_traceback(show, traced: Path, tmp_path: Path, edit) -> None:
+    td = copy_tree(traced, tmp_path / "typed")
+    run = run_dirs(td / "softmax")[-1]
+    manifest = json.loads((run / "manifest.json").read_text())
+    edit(manifest)
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    res = show("softmax", trace_dir=td)
+    assert res.exit_code == 0 and "damaged" in res.stdout and "Traceback" not in res.output
+    clean_failure(show("softmax", "-1", trace_dir=td), 3, "is damaged")

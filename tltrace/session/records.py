@@ -62,11 +62,32 @@ class PassRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PassRecord:
+        if not isinstance(data, dict):
+            raise TypeError(f"a record is a {type(data).__name__}, not an object")
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        _check_types(known, _RECORD_TYPES, "record")
         return cls(**known)
 
 
 _ALWAYS = {"index", "name", "phase", "status"}
+_STR, _INT, _NUM = (str,), (int,), (int, float)
+_RECORD_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {  # field: (types, None allowed)
+    "index": (_INT, False), "name": (_STR, False), "phase": (_STR, False), "depth": (_INT, False),
+    "parent": (_INT, True), "status": (_STR, False), "added": (_INT, False), "removed": (_INT, False),
+    "duration_s": (_NUM, False), **{k: (_STR, True) for k in (
+        "before_hash", "after_hash", "before_file", "after_file", "role", "ffi", "error", "reconcile",
+        "working_file")},
+}
+
+
+def _check_types(values: dict[str, Any], types: dict[str, tuple[tuple[type, ...], bool]], what: str) -> None:
+    """Raise TypeError when a field read from JSON has the wrong type (a hand-edited or foreign file)."""
+    for k, v in values.items():
+        spec = types.get(k)
+        if spec is None or (v is None and spec[1]):
+            continue
+        if isinstance(v, bool) or not isinstance(v, spec[0]):
+            raise TypeError(f"{what} field {k!r} is {v!r}, not a {spec[0][-1].__name__}")
 _RECORD_DEFAULTS = {f.name: f.default for f in PassRecord.__dataclass_fields__.values()}
 
 
@@ -117,6 +138,17 @@ class RunManifest:
         if version != SCHEMA_VERSION:
             raise ValueError(f"manifest schema version {version!r} is not {SCHEMA_VERSION}")
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "records"}
-        known["command"] = list(known.get("command") or [])
+        _check_types(known, _MANIFEST_TYPES, "manifest")
+        known["command"] = [str(c) for c in known.get("command") or []]
+        if not isinstance(data.get("records") or (), (list, tuple)):
+            raise TypeError(f"manifest field 'records' is a {type(data['records']).__name__}, not a list")
         records = tuple(PassRecord.from_json(r) for r in data.get("records") or ())
         return cls(**known, records=records)
+
+
+_MANIFEST_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
+    "run_id": (_STR, False), "script": (_STR, False), "command": ((list,), True), "started": (_NUM, False),
+    "finished": (_NUM, True), "status": (_STR, False), "mode": (_STR, False), "schema_version": (_INT, False),
+    **{k: (_STR, True) for k in ("kernel", "target", "target_host", "backend", "tilelang_version",
+                                  "tltrace_version", "cwd", "error")},
+}
