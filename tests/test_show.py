@@ -189,3 +189,13 @@ def test_mistyped_manifest_is_damaged_not_a_traceback(show, traced: Path, tmp_pa
     res = show("softmax", trace_dir=td)
     assert res.exit_code == 0 and "damaged" in res.stdout and "Traceback" not in res.output
     clean_failure(show("softmax", "-1", trace_dir=td), 3, "is damaged")
+
+
+def test_run_records_that_is_a_file(show, run_cli, tmp_path: Path) -> None:
+    td = tmp_path / "filerr"
+    (td / "foo").mkdir(parents=True)
+    (td / "foo" / ".run_records").write_text("")
+    for args in ((), ("foo",), (str(td / "foo"),), (str(td / "foo" / ".run_records"),)):
+        clean_failure(show(*args, trace_dir=td), 3, ".run_records is not a directory")
+    res = run_cli("diff-runs", "--trace-dir", str(td), "-2", "-1")
+    assert res.exit_code == 2 and ".run_records is not a directory" in res.stderr

@@ -94,6 +94,8 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
         return _trace_root(trace_dir, explicit=False)
     text = str(arg)
     path = Path(text)
+    if path.name == RUN_RECORDS and path.exists() and not path.is_dir():
+        raise RecordsError(_not_a_dir(path))
     if path.is_dir():
         if is_run_dir(path):
             return Location((path.parent.parent,), run_dir=path)
@@ -109,6 +111,7 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
         by_name = trace_dir / safe_component(path.name)
         if path.name and is_script_dir(by_name):
             return Location((by_name,))
+        _raise_if_records_not_dirs(path)
         raise RecordsError(f"no run records under {path}; run 'tltrace run SCRIPT --trace-dir {path}' first")
     name = path.stem if path.suffix == ".py" else path.name
     if path.name == "__main__.py":
@@ -116,6 +119,8 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
     candidate = trace_dir / safe_component(name)
     if name and is_script_dir(candidate):
         return Location((candidate,))
+    if name and (candidate / RUN_RECORDS).exists():
+        raise RecordsError(_not_a_dir(candidate / RUN_RECORDS))
     if path.exists():
         raise RecordsError(f"no run records for {text} under {candidate}; run 'tltrace run {text}' first "
                            f"(or pass --trace-dir)")
@@ -130,8 +135,26 @@ def _trace_root(trace_dir: Path, *, explicit: bool) -> Location:
         return Location((trace_dir,))
     found = _script_dirs_under(trace_dir)
     if not found:
+        _raise_if_records_not_dirs(trace_dir)
         raise RecordsError(f"no run records under {trace_dir}; run 'tltrace run SCRIPT' first (or pass --trace-dir)")
     return Location(tuple(found), root=trace_dir)
+
+
+def _not_a_dir(records: Path) -> str:
+    return (f"{records} is not a directory, so it holds no runs; remove it ('rm {records}') "
+            "and the next 'tltrace run' recreates it")
+
+
+def _raise_if_records_not_dirs(path: Path) -> None:
+    """Raise RecordsError when path, or a directory in it, has a .run_records that is not a directory."""
+    try:
+        candidates = [path, *sorted(p for p in path.iterdir() if p.is_dir())]
+    except OSError:
+        return
+    for p in candidates:
+        rr = p / RUN_RECORDS
+        if rr.exists() and not rr.is_dir():
+            raise RecordsError(_not_a_dir(rr))
 
 
 def _script_dirs_under(path: Path) -> list[Path]:
