@@ -122,6 +122,7 @@ def test_failed_pass_is_recorded(run_cli, tmp_path):
     (run,) = (tmp_path / "tr" / "bad" / ".run_records").glob("run_*")
     m = json.loads((run / "manifest.json").read_text())
     assert m["status"] == "error" and "layout" in m["error"].lower()
+    assert m["target"] == "c"  # known from the pipeline even though codegen never ran
     (failed,) = [x for x in m["records"] if x["status"] == "failed"]
     assert failed["name"] == "LayoutInference" and failed["phase"] == "pipeline_c"
     assert "can not be inferred" in failed["error"]

@@ -412,6 +412,10 @@ def make_tool_class() -> type:
                 return None
 
         def pipeline_scope(self, base_phase: str):
+            # The target is known here already; a compile that fails before codegen still records it.
+            s = self.session
+            if not s.manifest.target and isinstance(base_phase, str) and base_phase.startswith("pipeline_"):
+                s.manifest = replace(s.manifest, target=base_phase[len("pipeline_"):] or None)
             return nullcontext()
 
         def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
