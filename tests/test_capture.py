@@ -293,3 +293,16 @@ def test_terminal_prints_nested_passes_under_their_parent(gemm_trace):
              if line.startswith("[gemm] ") and "/" in line.split()[1]]
     assert [int(s.split("/")[1]) for s in shown] == list(range(len(manifest.records)))
     assert isinstance(events[-1], RunFinished)
+
+
+def test_summary_says_interrupted_on_ctrl_c(gemm_trace):
+    from dataclasses import replace
+
+    from tltrace.render.terminal import summary_line
+
+    manifest, run_dir, _, _ = gemm_trace
+    assert "done: " in summary_line(manifest, run_dir).plain
+    stopped = replace(manifest, status="error", error="KeyboardInterrupt")
+    assert "interrupted: " in summary_line(stopped, run_dir).plain
+    failed = replace(manifest, status="error", error="InternalError: layout")
+    assert "compile failed: " in summary_line(failed, run_dir).plain

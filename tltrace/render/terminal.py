@@ -90,8 +90,10 @@ def summary_line(manifest: RunManifest, run_dir: Path, report: Path | None = Non
     failed = c.get(FAILED, 0)
     t = Text()
     t.append(f"[{manifest.kernel or '?'}] ", style="bold blue")
-    t.append("done: " if manifest.status == "complete" else "compile failed: ",
-             style="bold green" if manifest.status == "complete" else "bold red")
+    ok = manifest.status == "complete"
+    interrupted = not ok and (manifest.error or "").startswith("KeyboardInterrupt")
+    t.append("done: " if ok else "interrupted: " if interrupted else "compile failed: ",
+             style="bold green" if ok else "bold red")
     t.append(f"{total} passes, {changed} changed, {failed} failed, {c.get(CODEGEN, 0)} codegen")
     t.append(f"  records: {run_dir}", style="dim")
     if report is not None:
