@@ -233,6 +233,8 @@ def test_real_run_writes_a_report(run_cli, examples_dir: Path, tmp_path: Path):
     assert result.exit_code == 0, result.output
     link = trace / "elementwise_add" / REPORT_NAME
     assert link.is_symlink()
+    # html mode streams no diffs, but says where the report went (one summary line per kernel).
+    assert f"report: {link.resolve()}" in result.stdout and "CHANGED" not in result.stdout
     data = chunks(link.resolve())
     recs = [c for c in data if c["t"] == "rec"]
     assert len(recs) > 20 and any(r["status"] == "codegen" for r in recs)

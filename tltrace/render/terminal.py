@@ -154,7 +154,7 @@ class TerminalView:
         elif isinstance(event, RunFinished):
             self.finished.append((event.manifest, event.run_dir))
             self._print_blocks(sorted(self._nested.pop(event.run_dir, []), key=lambda b: b[0]))
-            if self.settings.terminal or self.settings.quiet:
+            if self.settings.terminal or self.settings.quiet or self.settings.html:  # html: where the report is
                 with _print_lock:
                     report = event.run_dir / "report.html" if self.settings.html else None
                     self.console.print(summary_line(event.manifest, event.run_dir, report), soft_wrap=True)
