@@ -202,3 +202,10 @@ def test_use_cache_reports_hits(run_cli, examples_dir, tmp_path):
     assert p.returncode == 0, p.stderr
     assert "[add] cached: not traced" in p.stdout
     assert "done:" not in p.stdout
+
+
+def test_script_without_kernels_leaves_no_trace_dirs(run_cli, tmp_path):
+    s = _script(tmp_path, "plain.py", "print('no kernels')")
+    r = run_cli("run", "--trace-dir", tmp_path / "tr" / "deep", s)
+    assert r.exit_code == 0 and "no kernels" in r.stdout
+    assert not (tmp_path / "tr").exists()

@@ -58,6 +58,7 @@ def check_target(target: Target) -> None:
 def check_trace_dir(settings: Settings) -> str | None:
     """Return why the trace directory cannot be written, or None when it can."""
     d = settings.script_dir
+    created = [p for p in (d, *d.parents) if not p.exists()]  # the probe leaves no empty dirs behind
     try:
         d.mkdir(parents=True, exist_ok=True)
         probe = d / f".tltrace-probe-{os.getpid()}"
@@ -65,6 +66,12 @@ def check_trace_dir(settings: Settings) -> str | None:
         probe.unlink()
     except OSError as exc:
         return f"cannot write to trace dir {settings.trace_dir} ({exc.strerror or exc}); running untraced"
+    finally:
+        for p in created:  # innermost first; the first compile recreates them
+            try:
+                p.rmdir()
+            except OSError:
+                break
     return None
 
 
