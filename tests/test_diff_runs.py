@@ -152,6 +152,7 @@ def test_html_report(cli, tmp_path: Path) -> None:
     (("nope", "-1"), "neither a run"),
     (("-1", "-9", "--script", "elementwise_add"), "does not exist"),
     (("-1", "-2"), "several scripts"),
+    (("-1", "-2"), "--script elementwise_add"),  # a diff-runs hint, not a show one
     (("--bogus", "-1"), "no such option"),
 ])
 def test_trouble_exits_2_with_one_line(cli, args, message) -> None:

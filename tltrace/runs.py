@@ -399,6 +399,12 @@ def parse_run_ref(ref: str, trace_dir: str | os.PathLike, default: str | None = 
         loc = locate(ref, trace_dir)
         return open_run(ref, None if loc.run_dir is not None else "latest", trace_dir, kernel)
     if looks_like_run_spec(ref):
+        loc = locate(default, trace_dir)
+        if loc.run_dir is None and len(loc.script_dirs) > 1:
+            names = ", ".join(p.name for p in loc.script_dirs[:5])
+            first = loc.script_dirs[0].name
+            raise UsageError(f"{loc.root} holds runs of several scripts ({names}); say which, e.g. "
+                             f"'--script {first}' or '{first}:{ref}'")
         return open_run(default, ref, trace_dir, kernel)
     script, sep, spec = ref.rpartition(":")
     if sep and script and spec:
