@@ -209,3 +209,16 @@ def test_script_without_kernels_leaves_no_trace_dirs(run_cli, tmp_path):
     r = run_cli("run", "--trace-dir", tmp_path / "tr" / "deep", s)
     assert r.exit_code == 0 and "no kernels" in r.stdout
     assert not (tmp_path / "tr").exists()
+
+
+def test_module_that_is_a_package_without_main(run_cli, tmp_path):
+    pkg = tmp_path / "kpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("print('init ran')\n")
+    r = run_cli("run", "-m", "kpkg")
+    assert r.exit_code == 2
+    assert "'kpkg' is a package and cannot be directly executed" in _one_error_line(r.stderr)
+    assert "init ran" not in r.stdout  # looked up on disk, not imported
+    (pkg / "__main__.py").write_text("print('main ran')\n")
+    r = run_cli("run", "-m", "kpkg")
+    assert r.exit_code == 0 and "main ran" in r.stdout

@@ -47,12 +47,27 @@ def check_target(target: Target) -> None:
             sys.path.remove(os.getcwd())
         if spec is None:
             raise TargetNotFound(f"no module named {target.name!r}; check the name and sys.path")
+        if spec.submodule_search_locations is not None and not _has_main(spec.submodule_search_locations):
+            # Looked up on disk: importing PKG.__main__ here would run PKG's __init__ before tracing starts.
+            raise TargetNotFound(f"no module named '{target.name}.__main__'; '{target.name}' is a package "
+                                 "and cannot be directly executed")
         return
     path = Path(target.name)
     if not path.exists():
         raise TargetNotFound(f"script {target.name} does not exist")
     if path.is_dir() and not (path / "__main__.py").exists():
         raise TargetNotFound(f"{target.name} is a directory without __main__.py")
+
+
+def _has_main(locations) -> bool:
+    """Return True when a package directory holds a __main__ module (any importable suffix)."""
+    from importlib.machinery import all_suffixes
+
+    for loc in locations:
+        base = Path(loc) / "__main__"
+        if base.is_dir() or any(base.with_name("__main__" + suf).exists() for suf in all_suffixes()):
+            return True
+    return False
 
 
 def check_trace_dir(settings: Settings) -> str | None:
