@@ -199,3 +199,12 @@ def test_run_records_that_is_a_file(show, run_cli, tmp_path: Path) -> None:
         clean_failure(show(*args, trace_dir=td), 3, ".run_records is not a directory")
     res = run_cli("diff-runs", "--trace-dir", str(td), "-2", "-1")
     assert res.exit_code == 2 and ".run_records is not a directory" in res.stderr
+
+
+def test_no_runs_left_is_one_line_not_a_bare_header(show, run_cli, traced: Path, tmp_path: Path) -> None:
+    td = copy_tree(traced, tmp_path / "cleaned")
+    assert run_cli("clean", "--trace-dir", str(td), "--all").exit_code == 0
+    clean_failure(show(trace_dir=td), 3, "no runs left")
+    clean_failure(show("softmax", trace_dir=td), 3, "no runs left")
+    assert json.loads(show("--json", trace_dir=td).stdout) == {"runs": []}
+    clean_failure(show("--kernel", "nope"), 2, "no run of kernel 'nope'")

@@ -168,7 +168,14 @@ def show_cmd(
         if run_spec is None:
             loc = R.locate(target, td)
             if loc.run_dir is None:
-                _show_list(R.list_runs(loc, kernel=kernel), as_json, several=len(loc.script_dirs) > 1)
+                found = R.list_runs(loc, kernel=kernel)
+                if not found and not as_json:  # e.g. after 'tltrace clean --all': say so, not a bare header
+                    where = loc.root or loc.script_dirs[0]
+                    if kernel is not None:
+                        raise R.UsageError(f"no run of kernel {kernel!r} under {where}; "
+                                           f"'tltrace show {where}' lists every run")
+                    raise R.RecordsError(f"no runs left under {where}; run 'tltrace run SCRIPT' first")
+                _show_list(found, as_json, several=len(loc.script_dirs) > 1)
                 return
             run = R.open_run(str(loc.run_dir), None, td)
         else:
