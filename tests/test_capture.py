@@ -306,3 +306,24 @@ def test_summary_says_interrupted_on_ctrl_c(gemm_trace):
     assert "interrupted: " in summary_line(stopped, run_dir).plain
     failed = replace(manifest, status="error", error="InternalError: layout")
     assert "compile failed: " in summary_line(failed, run_dir).plain
+
+
+def test_closed_stdout_pipe_does_not_break_the_stream(gemm_trace, monkeypatch):
+    """`tltrace run x.py | head`: once the reader is gone, output is dropped; no SystemExit in a pass callback."""
+    from tltrace.render import terminal
+
+    class Closed:
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    redirected = []
+    monkeypatch.setattr(terminal.os, "dup2", lambda a, b: redirected.append(b))
+    manifest, run_dir, events, _ = gemm_trace
+    console = terminal._StreamConsole(file=Closed(), width=120)
+    view = terminal.TerminalView(Settings(mode="terminal", trace_dir=run_dir, quiet=False), console=console)
+    for e in events:
+        view(e)  # raises nothing
+    assert console.quiet and redirected

@@ -6,6 +6,8 @@ kernel, so two compiling threads never interleave inside a block.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from pathlib import Path
 
@@ -39,9 +41,23 @@ TAG_STYLE = {
 }
 
 
+class _StreamConsole(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader went away (`tltrace run x.py | head`): drop further output, never break the compile.
+
+        Rich's default raises SystemExit inside the pass callback, which fails the compile.
+        """
+        self.quiet = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, (sys.stderr if self.stderr else sys.stdout).fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
 def make_console(stderr: bool = False) -> Console:
     """Return a console on the current stdout/stderr (colour off when not a tty or NO_COLOR is set)."""
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    return _StreamConsole(stderr=stderr, highlight=False, soft_wrap=False)
 
 
 def diff_text(before: str, after: str, context: int) -> Text:
