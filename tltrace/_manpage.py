@@ -24,7 +24,7 @@ ENVIRONMENT = (
 FILES = (
     ("<trace_dir>/<script>/.run_records/run_<time>_<pid>_<id>/manifest.json",
      "One compilation's run: its settings and every pass record (schema-versioned JSON)."),
-    ("<trace_dir>/<script>/.run_records/run_*/<phase>/NN_<Pass>_before.tir, _after.tir",
+    ("<run_dir>/<phase>/NN_<Pass>_before.tir, _after.tir",
      "The IR before and after each pass; codegen outputs end in .cpp."),
     ("<trace_dir>/<script>/.run_records/.objects/",
      "Each distinct text stored once; the per-pass files are hard links to it."),
