@@ -25,7 +25,7 @@ FILES = (
     ("<trace_dir>/<script>/.run_records/run_<time>_<pid>_<id>/manifest.json",
      "One compilation's run: its settings and every pass record (schema-versioned JSON)."),
     ("<run_dir>/<phase>/NN_<Pass>_before.tir, _after.tir",
-     "The IR before and after each pass; codegen outputs end in .cpp."),
+     "In each run directory (<run_dir>, above): the IR before and after each pass; codegen outputs end in .cpp."),
     ("<trace_dir>/<script>/.run_records/.objects/",
      "Each distinct text stored once; the per-pass files are hard links to it."),
     ("<trace_dir>/<script>/codegen_device.cpp, codegen_host.cpp",
