@@ -121,11 +121,7 @@ def run_cmd(
     no_codegen_output: bool = typer.Option(False, "--no-codegen-output", help="Write no working files."),
 ) -> None:
     """Run SCRIPT (or -m MODULE) as __main__ with every TileLang compilation traced."""
-    rest = list(args or [])
-    if script is not None and rest:
-        extra, rest = _split_leading_options(ctx, rest)
-        if extra:
-            _reparse(ctx, extra)
+    rest = script_args(ctx, script, args)
     p = ctx.params
     if p["module"] is not None:
         rest = ([script] if script is not None else []) + rest
@@ -136,8 +132,6 @@ def run_cmd(
         raise fail(f"no such option: {script.split('=', 1)[0]}; try 'tltrace run --help'")
     else:
         target_name, is_module = script, False
-    if rest[:1] == ["--"]:
-        rest = rest[1:]
 
     from .runner import Target, check_target, run_target
 
@@ -192,6 +186,20 @@ def _settings(p: dict, target) -> Settings:
         use_cache=p["use_cache"],
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
     )
+
+
+def script_args(ctx, script: str | None, args: list[str] | None) -> list[str]:
+    """Return the script's own arguments; tltrace options right after SCRIPT are parsed into ctx.params.
+
+    The first token tltrace does not know starts the script's arguments; a `--` right
+    after SCRIPT (and its options) is dropped, any later one goes to the script.
+    """
+    rest = list(args or [])
+    if script is not None and rest:
+        extra, rest = _split_leading_options(ctx, rest)
+        if extra:
+            _reparse(ctx, extra)
+    return rest[1:] if rest[:1] == ["--"] else rest
 
 
 def _option_table(command) -> dict[str, bool]:

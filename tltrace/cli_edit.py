@@ -74,20 +74,14 @@ def watch_cmd(
     max_runs: Optional[int] = typer.Option(None, "--max-runs", hidden=True, min=1),
 ) -> None:
     """Rerun SCRIPT under tltrace each time it or one of its working files is saved."""
-    from .cli import _reparse, _split_leading_options
+    from .cli import script_args
     from .config import parse_mode
     from .watch import OutputLine, RunDone, RunStarting, Watching, WatchSpec, watch_runs
 
-    rest = list(args or [])
-    if script is not None and rest:
-        extra, rest = _split_leading_options(ctx, rest)
-        if extra:
-            _reparse(ctx, extra)
+    rest = script_args(ctx, script, args)
     p = ctx.params
     if script is None:
         raise _fail("missing SCRIPT; try 'tltrace watch --help'")
-    if rest[:1] == ["--"]:
-        rest = rest[1:]
     try:
         m = parse_mode(p["mode"], source="--mode")
     except TltraceError as exc:
