@@ -146,7 +146,7 @@ def run_cmd(
     from .render.terminal import TerminalView
 
     term = TerminalView(settings)
-    listeners = [term]
+    listeners: list = [term]
     html = HtmlReportListener(settings) if settings.html else None
     if html is not None:
         listeners.append(html)

@@ -32,7 +32,7 @@ class MergeResult:
 
 def _matches(a: list[str], b: list[str]) -> list[tuple[int, int, int]]:
     """Return (i, j, n) blocks with a[i:i+n] == b[j:j+n], ascending, without the final sentinel."""
-    return [tuple(m) for m in SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks() if m[2]]
+    return [(m[0], m[1], m[2]) for m in SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks() if m[2]]
 
 
 def _stable_regions(base: list[str], ours: list[str], theirs: list[str]) -> list[tuple[int, int, int, int]]:

@@ -23,6 +23,7 @@ import os
 import shutil
 import uuid
 from pathlib import Path
+from typing import IO
 
 from .._atomic import atomic_write
 from .names import safe_component
@@ -61,7 +62,7 @@ class RunStore:
         self.run_dir = self.records_root / self.run_id
         self._made_dirs: set[Path] = set()
         self._known: set[str] = set()  # hashes known to exist in .objects
-        self._log = None
+        self._log: IO[str] | None = None
         self.bytes_written = 0
 
     # -- directories -------------------------------------------------------

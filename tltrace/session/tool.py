@@ -54,6 +54,7 @@ def _parse_context(text: str | None) -> dict[str, str]:
 
 def _anonymous_pass_name(name: str) -> str:
     """Name an anonymous `pass_fn` after the Python function that ran it."""
+    frame: Any
     try:
         frame = sys._getframe(3)
     except ValueError:
@@ -125,7 +126,7 @@ class TraceSession:
 
     def note_context(self, text: str | None) -> None:
         ctx = _parse_context(text)
-        updates = {}
+        updates: dict[str, Any] = {}
         if ctx.get("kernel") and not self.manifest.kernel:
             updates["kernel"] = ctx["kernel"]
         if ctx.get("backend") and not self.manifest.backend:
