@@ -44,3 +44,32 @@ def run_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             sys.argv[:] = saved_argv
 
     return invoke
+
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's; `playwright install` cannot download browsers here
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium through Playwright, one per test session.
+
+    Skipped when Chromium or Playwright is missing, except under CI, where .ci/run
+    installs both and a missing one must fail rather than hide the browser tests.
+    """
+    missing = None
+    try:
+        from playwright import sync_api
+    except ImportError:
+        missing = "playwright is not installed"
+    if missing is None and not os.path.exists(CHROMIUM):
+        missing = f"no {CHROMIUM} (apt-get install chromium)"
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

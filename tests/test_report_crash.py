@@ -17,9 +17,6 @@ from tltrace.render.html import REPORT_NAME
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 REPO = Path(__file__).resolve().parent.parent
 
 # Feeds a long synthetic trace with large texts (so kills land inside writes too) and
@@ -41,32 +38,27 @@ for event in synthetic_events(5000, Path(sys.argv[1]), lines=int(sys.argv[2]), s
 
 
 @pytest.fixture(scope="module")
-def page_of():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("no /usr/bin/chromium")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        ctx = browser.new_context()
+def page_of(browser):
+    """Return listed(report): the record indexes a report shows; fails on any page error."""
+    ctx = browser.new_context()
 
-        def listed(report: Path) -> list[int]:
-            """Return the record indexes the report lists; fail on any page error."""
-            page = ctx.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            try:
-                page.goto(report.resolve().as_uri())
-                page.wait_for_selector("html[data-ready='1']", timeout=10_000)
-                shown = page.eval_on_selector_all("li.tl-pass", "ls => ls.map(l => +l.dataset.index)")
-            finally:
-                page.close()
-            assert not errors, (report, errors)
-            return shown
+    def listed(report: Path) -> list[int]:
+        """Return the record indexes the report lists; fail on any page error."""
+        page = ctx.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        try:
+            page.goto(report.resolve().as_uri())
+            page.wait_for_selector("html[data-ready='1']", timeout=10_000)
+            shown = page.eval_on_selector_all("li.tl-pass", "ls => ls.map(l => +l.dataset.index)")
+        finally:
+            page.close()
+        assert not errors, (report, errors)
+        return shown
 
-        yield listed
-        ctx.close()
-        browser.close()
+    yield listed
+    ctx.close()
 
 
 def _reader(stream, out: list[str]) -> threading.Thread:
