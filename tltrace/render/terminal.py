@@ -11,7 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.text import Text
 
 from ..config import Settings
@@ -55,6 +55,31 @@ class _StreamConsole(Console):
             pass
 
 
+def write_texts(console: Console, texts: list[Text]) -> None:
+    """Write styled lines straight to the console's file, one write for the lot.
+
+    The stream's lines are never wrapped or measured, so Rich's layout pass (most of the
+    terminal's cost per pass) is skipped; styles still render as Rich renders them, and
+    not at all when the console has no colour (not a tty, NO_COLOR).
+    """
+    color_system = None if console.no_color else getattr(console, "_color_system", None)
+    out: list[str] = []
+    for text in texts:
+        for seg in text.render(console):
+            if color_system is not None and seg.style is not None:
+                out.append(seg.style.render(seg.text, color_system=color_system))
+            else:
+                out.append(seg.text)
+        out.append("\n")
+    if console.quiet:
+        return
+    try:
+        console.file.write("".join(out))
+        console.file.flush()
+    except BrokenPipeError:
+        console.on_broken_pipe()
+
+
 def make_console(stderr: bool = False) -> Console:
     """Return a console on the current stdout/stderr (colour off when not a tty or NO_COLOR is set)."""
     return _StreamConsole(stderr=stderr, highlight=False, soft_wrap=False)
@@ -74,7 +99,8 @@ def diff_text(before: str, after: str, context: int) -> Text:
             style = "red"
         else:
             style = "dim"
-        out.append("    " + line + "\n", style=style)
+        out.append("    " + line, style=style)
+        out.append("\n")
     out.rstrip()
     return out
 
@@ -132,11 +158,15 @@ class TerminalView:
 
     @property
     def console(self) -> Console:
-        return self._console or make_console()
+        if self._console is None:  # made on first use: it binds to the stdout of that moment
+            self._console = make_console()
+        return self._console
 
     @property
     def err(self) -> Console:
-        return self._err or make_console(stderr=True)
+        if self._err is None:
+            self._err = make_console(stderr=True)
+        return self._err
 
     def _show(self, record: PassRecord) -> bool:
         s = self.settings
@@ -181,8 +211,7 @@ class TerminalView:
         if not blocks:
             return
         with _print_lock:
-            for _, parts in blocks:
-                self.console.print(Group(*parts), soft_wrap=True)
+            write_texts(self.console, [part for _, parts in blocks for part in parts])
 
     def _notice(self, n: Notice) -> None:
         style = TAG_STYLE.get(n.kind, "bold")
