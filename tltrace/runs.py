@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .errors import RecordsError, UsageError
 from .session.names import safe_component
-from .session.records import RUNNING, SCHEMA_VERSION, PassRecord, RunManifest
+from .session.records import READABLE_SCHEMA_VERSIONS, RUNNING, SCHEMA_VERSION, PassRecord, RunManifest
 from .session.store import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS
 
 INTERRUPTED = "interrupted"  # shown for a run whose process is gone but never finished
@@ -255,9 +255,9 @@ def load_manifest(run_dir: Path) -> RunManifest:
     if not isinstance(data, dict):
         raise RecordsError(f"manifest {mpath} is not a run manifest; {hint}")
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise RecordsError(f"manifest {mpath} has schema version {version!r}; this tltrace reads version "
-                           f"{SCHEMA_VERSION} (use the tltrace that wrote it, or {hint})")
+    if isinstance(version, bool) or version not in READABLE_SCHEMA_VERSIONS:
+        raise RecordsError(f"manifest {mpath} has schema version {version!r}; this tltrace reads versions "
+                           f"{READABLE_SCHEMA_VERSIONS} (writes {SCHEMA_VERSION}) (use the tltrace that wrote it, or {hint})")
     try:
         manifest = RunManifest.from_json(data)
     except (TypeError, ValueError, KeyError) as exc:

@@ -9,7 +9,9 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Versions this tltrace reads. Version 1 lacks the invocation fields; they read as None.
+READABLE_SCHEMA_VERSIONS = (1, 2)
 
 # Record statuses.
 CHANGED = "changed"
@@ -110,6 +112,16 @@ class RunManifest:
     status: str = RUNNING
     error: str | None = None
     mode: str = "terminal"
+    # Schema 2: which invocation (one `tltrace run`, one watch rerun, one enable()..disable() span)
+    # this compile belongs to, and what tells it apart from its siblings.
+    invocation: str | None = None  # shared by every compile of one invocation, by no other
+    signature: str | None = None  # short human label: kernel, launch shape, input-IR hash
+    input_hash: str | None = None  # hash of the compile's first input IR text
+    launch: dict[str, Any] | None = None  # grid, threads, shared bytes, buffers (as read from the IR)
+    params: dict[str, Any] | None = None  # e.g. the autotuner's config, when TileLang exposes it
+    writer: dict[str, Any] | None = None  # who writes this run: pid, process start token, host
+    thread: str | None = None  # name of the compiling thread
+    thread_id: int | None = None  # threading.get_ident() of the compiling thread
     records: tuple[PassRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
@@ -135,8 +147,8 @@ class RunManifest:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunManifest:
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise ValueError(f"manifest schema version {version!r} is not {SCHEMA_VERSION}")
+        if isinstance(version, bool) or version not in READABLE_SCHEMA_VERSIONS:
+            raise ValueError(f"manifest schema version {version!r} is not one of {READABLE_SCHEMA_VERSIONS}")
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "records"}
         _check_types(known, _MANIFEST_TYPES, "manifest")
         known["command"] = [str(c) for c in known.get("command") or []]
@@ -150,5 +162,8 @@ _MANIFEST_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
     "run_id": (_STR, False), "script": (_STR, False), "command": ((list,), True), "started": (_NUM, False),
     "finished": (_NUM, True), "status": (_STR, False), "mode": (_STR, False), "schema_version": (_INT, False),
     **{k: (_STR, True) for k in ("kernel", "target", "target_host", "backend", "tilelang_version",
-                                  "tltrace_version", "cwd", "error")},
+                                  "tltrace_version", "cwd", "error", "invocation", "signature",
+                                  "input_hash", "thread")},
+    **{k: ((dict,), True) for k in ("launch", "params", "writer")},
+    "thread_id": (_INT, True),
 }
