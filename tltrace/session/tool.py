@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import sys
 import threading
 import time
@@ -23,11 +24,12 @@ from .. import __version__
 from ..config import Settings
 from ..difftext import count_changes
 from . import codegen as cg
+from .controller import interrupted
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted
 from .names import pass_display_name
 from .records import CHANGED, CODEGEN, COMPLETE, ERROR, FAILED, NOOP, PassRecord, RunManifest
 from .signature import input_hash, launch_info, signature
-from .store import RunStore, prune_runs, text_hash
+from .store import RunStore, text_hash
 from .writer import writer_token
 
 Emit = Callable[[Event], None]
@@ -36,12 +38,31 @@ UNSCOPED = "unscoped"
 CODEGEN_PHASE = "codegen"
 
 
-def _error_text(error: BaseException | None) -> str:
+def error_text(error: BaseException | str | None) -> str:
+    """Return "ExcType: message" for a failure (a text already in that form is kept as it is).
+
+    TVM errors may hold a C++ backtrace before the message; the message is what a
+    person reads, and its type is named once (never "RuntimeError: RuntimeError: ...").
+    """
+    if interrupted() or isinstance(error, KeyboardInterrupt):
+        # Ctrl+C inside a pass callback reaches TileLang as TVM's RuntimeError: say what happened.
+        return "KeyboardInterrupt"
     if error is None:
         return "pass raised (no exception was passed to the instrument)"
+    if isinstance(error, str):
+        return error.strip() or "error"
+    name = type(error).__name__
     msg = str(error).strip()
-    # TVM errors carry a long C++ backtrace; the first line is what a person reads.
-    return f"{type(error).__name__}: {msg}" if msg else type(error).__name__
+    lines = [ln for ln in msg.splitlines() if ln.strip()]
+    if lines and lines[0].startswith("Traceback"):
+        tail = [i for i, ln in enumerate(lines) if _ERROR_HEAD.match(ln)]
+        msg = "\n".join(lines[tail[-1]:]) if tail else lines[-1]
+    if not msg:
+        return name
+    return msg if msg.startswith(f"{name}:") else f"{name}: {msg}"
+
+
+_ERROR_HEAD = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Warning): ")
 
 
 def _parse_context(text: str | None) -> dict[str, str]:
@@ -216,7 +237,7 @@ class TraceSession:
         return record
 
     def pass_record(self, name: str, index: int, depth: int, parent: int | None, phase: str | None,
-                    before: str, after: str | None, duration: float, error: BaseException | None = None,
+                    before: str, after: str | None, duration: float, error: BaseException | str | None = None,
                     pending_error: bool = False) -> None:
         if self.broken:
             return
@@ -232,7 +253,7 @@ class TraceSession:
             rec = PassRecord(
                 index=index, name=display, phase=phase or UNSCOPED, depth=depth, parent=parent,
                 status=status, added=added, removed=removed, duration_s=round(duration, 6),
-                error=_error_text(error) if status == FAILED and not pending_error else None,
+                error=error_text(error) if status == FAILED and not pending_error else None,
             )
             rec = self.add_record(rec, before, after if after is not None else before)
             if pending_error:
@@ -255,19 +276,18 @@ class TraceSession:
         try:
             records = sorted(self.records, key=lambda r: r.index)
             if self.failed_pending:
-                msg = _error_text(error) if error is not None else "pass did not complete"
+                msg = error_text(error) if error is not None else "pass did not complete"
                 pending = set(self.failed_pending)
                 records = [replace(r, error=msg) if r.index in pending else r for r in records]
             self.manifest = replace(
                 self.manifest.with_records(records),
                 finished=time.time(),
                 status=ERROR if error is not None else COMPLETE,
-                error=_error_text(error) if error is not None else None,
+                error=error_text(error) if error is not None else None,
             )
             self.store.write_manifest(self.manifest)
             self.store.close()
             self.emit(RunFinished(self.manifest, self.store.run_dir, self.store.script_dir))
-            prune_runs(self.store.script_dir, self.settings.keep, protect=self.store.run_id)
         except Exception as exc:
             self._guard("finishing the run", exc)
         finally:
@@ -321,6 +341,8 @@ class _Observer:
 
     def passes_incomplete(self, passes: Any, error: BaseException | None) -> None:
         s = self.session
+        if interrupted():
+            return  # Ctrl+C: the passes did not fail, the run is recorded as interrupted
         if error is None:
             error = sys.exc_info()[1]
         for frame in passes:
@@ -476,8 +498,9 @@ def make_tool_class() -> type:
                 with pass_phase(CODEGEN_PHASE):
                     result = next_call()
             except BaseException as exc:
-                s.pass_record(cg.record_name(role), s.next_index(), 0, None, CODEGEN_PHASE, before, None,
-                              time.perf_counter() - t0, exc)
+                if not interrupted() and not isinstance(exc, KeyboardInterrupt):
+                        s.pass_record(cg.record_name(role), s.next_index(), 0, None, CODEGEN_PHASE, before, None,
+                                  time.perf_counter() - t0, exc)
                 raise
             duration = time.perf_counter() - t0
             return _record_codegen(s, event, role, before, result, duration)
