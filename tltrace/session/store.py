@@ -82,13 +82,23 @@ class RunStore:
         self._made_dirs: set[Path] = set()
         self._known: set[str] = set()  # hashes known to exist in .objects
         self._log: IO[str] | None = None
+        self._plain = False  # True: no shared .objects, every text a plain file in the run dir
         self.bytes_written = 0
 
     # -- directories -------------------------------------------------------
     def open(self) -> None:
-        """Create the run directory (and its parents)."""
+        """Create the run directory (and its parents); never through a symbolic link.
+
+        A linked `.run_records` is refused (OSError): nothing is written outside the
+        trace dir. A linked `.objects` is not used: texts are then stored as plain
+        files in the run directory.
+        """
+        if _is_link(self.records_root):
+            raise OSError(f"{self.records_root} is a symbolic link; tltrace writes nothing through it")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._made_dirs.add(self.run_dir)
+        if _is_link(self.objects):
+            self._plain = True
 
     def _dir(self, path: Path) -> Path:
         if path not in self._made_dirs:
@@ -117,6 +127,13 @@ class RunStore:
 
     def link_text(self, rel: str, text: str, digest: str | None = None) -> str:
         """Store `text` and make `rel` (inside the run dir) a hard link to it; return the hash."""
+        if self._plain:
+            dest = self.run_dir / rel
+            self._dir(dest.parent)
+            data = text.encode("utf-8", "surrogatepass")
+            atomic_write(dest, data)
+            self.bytes_written += len(data)
+            return digest or text_hash(text)
         digest = self.put_text(text, digest)
         dest = self.run_dir / rel
         self._dir(dest.parent)
@@ -168,6 +185,10 @@ class RunStore:
                 self._log.close()
             finally:
                 self._log = None
+
+
+def _is_link(path: Path) -> bool:
+    return os.path.islink(path)
 
 
 def tree_bytes(path: Path, *, unique: bool = False) -> int:

@@ -111,6 +111,7 @@ class TraceSession:
         self._last_text: str | None = None
         self._last_parts: tuple | None = None
         self.edited = False
+        self.pipelines = 0  # backend pipelines entered in this compile session
         self._listener_failed = False
         self.manifest = RunManifest(
             run_id="",
@@ -477,6 +478,10 @@ def make_tool_class() -> type:
             s = self.session
             if not s.manifest.target and isinstance(base_phase, str) and base_phase.startswith("pipeline_"):
                 s.manifest = replace(s.manifest, target=base_phase[len("pipeline_"):] or None)
+            # A second pipeline in one compile session is filed as run2_<phase>, as the spec labels it.
+            s.pipelines += 1
+            if s.pipelines > 1 and isinstance(base_phase, str):
+                return pass_phase(f"run{s.pipelines}_{base_phase}")
             return nullcontext()
 
         def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
@@ -525,7 +530,7 @@ def _record_codegen(s: TraceSession, event: Any, role: str | None, before: str, 
         return result
     try:
         ffi = str(event.name)
-        generated = cg.module_source(result)
+        generated = cg.module_source(result, on_error=s.warn)
         compiled = generated
         outcome = None
         out_result = result
