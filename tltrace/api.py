@@ -412,7 +412,9 @@ def lower_trace(func_or_mod: Any, passes: Any, mode: str = "terminal", context: 
             except Exception as exc:
                 if failure is None:
                     raise
-                sys.stderr.write(f"tltrace: warning: could not write the HTML report: {exc}\n")
+                from .session.events import fallback_warning
+
+                fallback_warning(f"tltrace: could not write the HTML report: {exc}")
     return results
 
 

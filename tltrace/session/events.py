@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,3 +79,20 @@ class ScriptOutput:
 
 
 Event = RunStarted | PassRecorded | Notice | RunFinished | Pruned | InvocationFinished | ScriptOutput
+
+
+class TltraceWarning(RuntimeWarning):
+    """What tltrace must say when no listener can say it (the listener itself failed)."""
+
+
+def fallback_warning(message: str) -> None:
+    """Say `message` (its first line) through Python's warnings, for when no listener can.
+
+    The one fallback of the core: it never writes to a stream itself, and a program
+    can filter TltraceWarning like any other warning.
+    """
+    try:
+        warnings.warn(message.splitlines()[0][:500] if message else "tltrace warning", TltraceWarning,
+                      stacklevel=3)
+    except Exception:
+        pass

@@ -25,7 +25,7 @@ from ..config import Settings
 from ..difftext import count_changes
 from . import codegen as cg
 from .controller import interrupted
-from .events import Event, Notice, PassRecorded, RunFinished, RunStarted
+from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
 from .names import pass_display_name
 from .records import CHANGED, CODEGEN, COMPLETE, ERROR, FAILED, NOOP, PassRecord, RunManifest
 from .signature import input_hash, launch_info, signature
@@ -136,7 +136,7 @@ class TraceSession:
         except Exception as exc:  # a listener must never break a compile
             if not self._listener_failed:
                 self._listener_failed = True
-                _fallback_warning(f"tltrace: could not show an event ({type(exc).__name__}: {exc}); "
+                fallback_warning(f"tltrace: could not show an event ({type(exc).__name__}: {exc}); "
                                   "records are still written")
 
     def warn(self, message: str) -> None:
@@ -243,8 +243,7 @@ class TraceSession:
         if self.broken:
             return
         try:
-            if name == "pass_fn" or not name:
-                name = name or "anonymous"
+            name = name or "anonymous"
             display = pass_display_name(name)
             if after is None:
                 status, added, removed = FAILED, 0, 0
@@ -335,8 +334,6 @@ class _Observer:
         except Exception as exc:
             s._guard(f"capturing the IR after {name}", exc)
             return
-        if not _wanted(s.settings, name):
-            return
         s.pass_record(name, event.sequence, event.depth, event.parent_sequence, event.phase,
                       before, after, duration)
 
@@ -356,11 +353,6 @@ class _Observer:
 
     def callback_mismatch(self, actual: str, expected: str | None) -> None:
         self.session.warn(f"unmatched pass callback: got {actual!r}, expected {expected!r}")
-
-
-def _wanted(settings: Settings, name: str) -> bool:
-    """Records are always kept on disk; --only/--skip filter what the terminal shows, not this."""
-    return True
 
 
 def _module_parts(mod: Any) -> tuple | None:
@@ -418,12 +410,6 @@ def _keep_out_of_cache(session: TraceSession) -> None:
         session.emit(Notice("info", "kernel cache turned off for the rest of this process, so that a traced "
                             "or edited kernel is never saved into it", kernel=session.manifest.kernel))
 
-
-def _fallback_warning(message: str) -> None:
-    try:
-        sys.stderr.write(message.splitlines()[0][:500] + "\n")
-    except Exception:
-        pass
 
 
 def make_tool_class() -> type:
