@@ -39,7 +39,6 @@ def largest_real_pair() -> tuple[str, str, str] | None:
 def section() -> str:
     try:
         import diff as engine_bench  # bench/diff.py, with the engine (tltrace/diff/)
-
         from tltrace.diff import diff
     except ImportError as exc:
         return f"{HEADING}\n\nSkipped: the diff engine is not here ({exc}).\n"
