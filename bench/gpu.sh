@@ -48,7 +48,8 @@ need_upstream() {
 about() {
   { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -2
     "$py" -c 'import sys, torch, tilelang; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available(), "tilelang", tilelang.__version__)' 2>&1 | tail -1
-    echo "nproc $(nproc)"; } | tee "$out/about-$1.txt"
+    echo "nproc $(nproc)"
+    (cd "$upstream" 2>/dev/null && sha256sum examples/*/*.py 2>/dev/null); } | tee "$out/about-$1.txt"
 }
 
 run_check() {

@@ -123,8 +123,15 @@ def main(argv: list[str] | None = None) -> int:
         f"Written by `python bench/run.py` on {_dt.date.today()} ({platform.machine()}, "
         f"{platform.python_version()}). Every table compares tltrace with TileLang "
         "0.1.15's built-in tracer (`TL_LOWER_TRACE`) on the same kernels in one run; "
-        "read the ratios, not the absolute times (the machines are noisy). GPU sections "
-        "come from `bench/gpu.sh` on the H200 (see its header for the parts).\n\n"
+        "read the ratios, not the absolute times (the machines are noisy).\n\n"
+        "How to run: `python bench/run.py` (all CPU sections, about 20 minutes on 2 shared cores), or "
+        "`--only autotune` (or `capture`, `report`, `align`) to refresh some and keep the rest. GPU sections "
+        "come from the H200: `. .device/env.sh && bash bench/gpu.sh PART` for PART in `check`, `autotune`, "
+        "`builtin` (one device call each, under 10 minutes, `.device` and `.upstream` carried), then "
+        "`python bench/gpu.py summarize FOLDER > bench/results/gpu_autotune.md` here. `.upstream/` (ignored "
+        "by git) holds copies of tile-ai/tilelang's `examples/gemm/example_gemm_autotune.py` (commit "
+        "0985636), `examples/flash_attention/example_mha_fwd_bshd.py` (0973611) and "
+        "`examples/deepseek_mla/example_mla_decode.py` (0985636), unmodified.\n\n"
     )
     a.out.parent.mkdir(parents=True, exist_ok=True)
     top = summary(sections)
