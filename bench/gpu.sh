@@ -17,6 +17,10 @@
 #   builtin    the same grid: untraced, TileLang's built-in tracer (terminal, html), timed
 #   all        check, autotune, builtin in a row (only where one call may run longer)
 #
+# `autotune` and `builtin` take MODES and a TAG (which names the files), to redo what a
+# part's budget skipped, e.g. `bash bench/gpu.sh autotune untraced,html c`; modes:
+# untraced, quiet, html, builtin-terminal, builtin-html.
+#
 # Then, on the CPU machine, with the files of each part in one folder:
 #   python bench/gpu.py summarize FOLDER > bench/results/gpu_autotune.md && python bench/run.py --only results
 #
@@ -69,7 +73,7 @@ run_autotune() {
   [ -n "${AUTOTUNE_ARGS:-}" ] && args=(--args "$AUTOTUNE_ARGS")
   "$py" bench/gpu.py autotune --out "$out" --tag "$tag" --modes "$modes" --budget "$budget" \
     --keep-trace "$work/$tag" "${args[@]}" 2>&1 | tee "$out/autotune-$tag.log" || rc=1
-  if [ "$tag" = a ]; then
+  if [[ ",$modes," == *,quiet,* || ",$modes," == *,html,* ]]; then
     TLTRACE_GPU_AUTOTUNE_TRACE="$work/$tag" "$py" -m pytest -m gpu -q -rA -p no:cacheprovider \
       tests/test_gpu_upstream.py -k autotune 2>&1 | tee "$out/grid-checks.log" || rc=1
   fi
@@ -79,8 +83,8 @@ run_autotune() {
 
 case "$part" in
   check) run_check ;;
-  autotune) run_autotune a untraced,quiet,html ;;
-  builtin) run_autotune b untraced,builtin-terminal,builtin-html ;;
+  autotune) run_autotune "${3:-a}" "${2:-untraced,quiet,html}" ;;
+  builtin) run_autotune "${3:-b}" "${2:-untraced,builtin-terminal,builtin-html}" ;;
   all) rc=0; run_check || rc=1; run_autotune a untraced,quiet,html || rc=1
        run_autotune b untraced,builtin-terminal,builtin-html || rc=1; exit $rc ;;
   -h|--help|help) usage ;;
