@@ -76,8 +76,14 @@ def _settings(mode: str, trace_dir: Any, codegen_output: Any, **extra: Any) -> S
     if codegen_output is None:
         cg = None
     elif codegen_output is not DEFAULT and codegen_output is not _UNSET:
-        cg = Path(codegen_output).absolute()
+        from .reconcile.files import check_codegen_output
+
+        cg = check_codegen_output(codegen_output)
+    from .session.scripts import identity_of
+
+    argv0 = sys.argv[0] if sys.argv else ""
     return Settings(
+        script_key=identity_of(argv0) if argv0 and os.path.isfile(argv0) else None,
         mode=mode,
         trace_dir=Path(td).absolute(),
         script_name=script_name_from_argv(),
@@ -160,7 +166,13 @@ def disable() -> None:
     """Stop tracing later compilations; return None. A compilation in progress finishes in its own session."""
     from .session import controller
 
+    current = controller._installed
     controller.uninstall()
+    if current is not None:  # an edit this span did not compile is said, never skipped
+        from .reconcile.workflow import report_unapplied
+        from .session.cachewatch import cached_kernels
+
+        report_unapplied(*current, cached=cached_kernels())
 
 
 def enabled() -> Settings | None:

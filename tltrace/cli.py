@@ -156,6 +156,10 @@ def run_cmd(
             listener(event)
 
     code = run_target(target, settings, emit, finalize=html.close if html is not None else None)
+    from .reconcile.workflow import report_unapplied
+    from .session.cachewatch import cached_kernels
+
+    report_unapplied(settings, emit, cached=cached_kernels())  # an edit not compiled is never silent
     raise typer.Exit(code)
 
 
@@ -172,8 +176,13 @@ def _settings(p: dict, target) -> Settings:
     if p["no_codegen_output"]:
         cg = None
     elif p["codegen_output"] is not None:
-        cg = Path(p["codegen_output"]).absolute()
+        from .reconcile.files import check_codegen_output
+
+        cg = check_codegen_output(p["codegen_output"])
+    from .session.scripts import identity_of
+
     return Settings(
+        script_key=identity_of(target.name, module=target.module),
         mode=mode,
         trace_dir=trace_dir.absolute(),
         script_name=target.trace_name,

@@ -80,6 +80,7 @@ class Settings:
     quiet: bool = False
     use_cache: bool = False
     command: tuple[str, ...] = field(default_factory=tuple)
+    script_key: str | None = None  # who the script is (session/scripts.py): its real path or module
 
     @property
     def terminal(self) -> bool:
@@ -91,9 +92,19 @@ class Settings:
 
     @property
     def script_dir(self) -> Path:
-        from .session.names import safe_component
+        """The script's directory under the trace dir (looked up; nothing is written)."""
+        from .session import scripts
 
-        return Path(self.trace_dir) / safe_component(self.script_name)
+        return scripts.lookup(self.trace_dir, self.script_name, self._script_identity())
+
+    def claim_script_dir(self) -> Path:
+        """The script's directory, recorded in the trace dir's script registry on first use."""
+        from .session import scripts
+
+        return scripts.claim(self.trace_dir, self.script_name, self._script_identity())
+
+    def _script_identity(self) -> str:
+        return self.script_key or f"name:{self.script_name}"
 
     def working_files_enabled(self) -> bool:
         """Working files are written in html/both mode, or whenever a path was given."""
