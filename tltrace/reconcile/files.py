@@ -292,7 +292,7 @@ def archive(slot: Path, number: int) -> Path | None:
 
 def clean_temps(wf: WorkingFile) -> None:
     """Remove temp files that a killed write of `wf` or its companions left (call under wf's lock)."""
-    remove_stale_temps(wf.path.parent, [wf.path.name])
+    remove_stale_temps(wf.path.parent, [wf.path.name, wf.journal.name])
 
 
 def _unlink(path: Path) -> None:
@@ -459,6 +459,7 @@ def kernel_suffix(layout: Layout, kernel: str, variant: str | None = None, label
     key = identity(kernel, variant)
     reg = layout.registry_path
     with locked(reg.with_name(reg.name + ".lock")):
+        remove_stale_temps(reg.parent, [reg.name])
         kernels = _load_registry(reg)
         if key in kernels:
             return kernels[key]
@@ -476,7 +477,6 @@ def kernel_suffix(layout: Layout, kernel: str, variant: str | None = None, label
                 while suffix in taken:
                     suffix, n = f"{base}_{n}", n + 1
             kernels[key] = suffix
-        remove_stale_temps(reg.parent, [reg.name])
         if not reg.is_symlink():
             write_atomic(reg, json.dumps({"version": 2, "kernels": kernels}, indent=2) + "\n")
         return kernels[key]

@@ -21,7 +21,7 @@ import os
 import threading
 from pathlib import Path
 
-from .._atomic import atomic_write, locked
+from .._atomic import atomic_write, locked, remove_stale_temps
 from .names import is_safe_component, safe_component
 
 REGISTRY = ".tltrace-scripts.json"
@@ -95,6 +95,7 @@ def claim(trace_dir: str | os.PathLike, name: str, identity: str) -> Path:
     try:
         td.mkdir(parents=True, exist_ok=True)
         with locked(td / f".{REGISTRY}.lock"):
+            remove_stale_temps(td, [REGISTRY])
             registry = _load(td)
             dirname = _assign(registry, identity, name)
             if registry.get(identity) != dirname:
