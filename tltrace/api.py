@@ -74,7 +74,11 @@ def _resolve_mode(mode: Any, *, fallback: str = "terminal") -> str | None:
 
 def _settings(mode: str, trace_dir: Any, codegen_output: Any, **extra: Any) -> Settings:
     """Return validated Settings for the API: the same builder, and the same checks, as `tltrace run`."""
+    from .session.scripts import identity_of
+
+    argv0 = sys.argv[0] if sys.argv else ""
     return build_settings(
+        script_key=identity_of(argv0) if argv0 and os.path.isfile(argv0) else None,
         mode=mode,
         trace_dir=None if trace_dir is _UNSET else trace_dir,
         script_name=script_name_from_argv(),

@@ -84,6 +84,7 @@ class Settings:
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
     invocation: str = field(default_factory=new_invocation_id)
+    script_key: str | None = None  # who the script is (session/scripts.py): its real path or module
 
     @property
     def terminal(self) -> bool:
@@ -95,9 +96,19 @@ class Settings:
 
     @property
     def script_dir(self) -> Path:
-        from .session.names import safe_component
+        """The script's directory under the trace dir (looked up; nothing is written)."""
+        from .session import scripts
 
-        return Path(self.trace_dir) / safe_component(self.script_name)
+        return scripts.lookup(self.trace_dir, self.script_name, self._script_identity())
+
+    def claim_script_dir(self) -> Path:
+        """The script's directory, recorded in the trace dir's script registry on first use."""
+        from .session import scripts
+
+        return scripts.claim(self.trace_dir, self.script_name, self._script_identity())
+
+    def _script_identity(self) -> str:
+        return self.script_key or f"name:{self.script_name}"
 
     def working_files_enabled(self) -> bool:
         """Working files are written in html/both mode, or whenever a path was given."""
@@ -140,6 +151,7 @@ def build_settings(
     use_cache: bool = False,
     command: tuple[str, ...] = (),
     names: dict[str, str] | None = None,
+    script_key: str | None = None,
 ) -> Settings:
     """Return validated Settings; the one builder behind `tltrace run` and `tltrace.enable()`.
 
@@ -162,8 +174,11 @@ def build_settings(
     elif codegen_output is not DEFAULT:
         if not isinstance(codegen_output, (str, os.PathLike)) or not str(codegen_output):
             raise UsageError(f"{spell['codegen_output']} must be a path, not {codegen_output!r}")
-        cg = Path(codegen_output).absolute()
+        from .reconcile.files import check_codegen_output
+
+        cg = check_codegen_output(codegen_output)
     return Settings(
+        script_key=script_key,
         mode=m,
         trace_dir=td.absolute(),
         script_name=script_name,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .errors import RecordsError, UsageError
 from .session.names import safe_component
+from .session.scripts import script_dir_for
 from .session.records import READABLE_SCHEMA_VERSIONS, RUNNING, SCHEMA_VERSION, PassRecord, RunManifest
 from .session.store import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS, time_of_id, tree_bytes
 from .session.writer import writer_alive
@@ -117,7 +118,7 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
     name = path.stem if path.suffix == ".py" else path.name
     if path.name == "__main__.py":
         name = path.resolve().parent.name
-    candidate = trace_dir / safe_component(name)
+    candidate = script_dir_for(trace_dir, text)  # x/kernel.py and y/kernel.py have their own dirs
     if name and is_script_dir(candidate):
         return Location((candidate,))
     if name and (candidate / RUN_RECORDS).exists():

@@ -45,9 +45,17 @@ class Invocation:
                 return
             self.finished = True
             runs = tuple(self.runs)
+        self._report_unapplied()
         self._emit(InvocationFinished(self.settings.invocation, runs, interrupted))
         if prune and self.settings.keep > 0:
             self._prune()
+
+    def _report_unapplied(self) -> None:
+        """Say every edit this invocation did not compile (kernel not compiled, cache hit, tracing failed)."""
+        from ..reconcile.workflow import report_unapplied
+        from .cachewatch import cached_kernels
+
+        report_unapplied(self.settings, self._emit, cached=cached_kernels())
 
     def _prune(self) -> None:
         from ..retention import prune

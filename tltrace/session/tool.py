@@ -192,7 +192,7 @@ class TraceSession:
 
     def _ensure_store(self) -> RunStore:
         if self.store is None:
-            store = RunStore(self.settings.script_dir)
+            store = RunStore(self.settings.claim_script_dir())
             store.open()
             self.store = store
             self.manifest = replace(self.manifest, run_id=store.run_id)
@@ -471,26 +471,28 @@ def make_tool_class() -> type:
             return nullcontext()
 
         def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
+            # Recording may have stopped (a full disk): the working files are still reconciled,
+            # so an edit is compiled, or said not to be, whatever happened to the records.
             s = self.session
-            if s.broken:
-                return next_call()
+            role = before = None
             try:
                 role = cg.classify_role(event)
-                before = s.text_of(event.mod)
-                if s.manifest.input_hash is None:
-                    s.note_input(event.mod, before)
-                if not s.manifest.target:
-                    s.manifest = replace(s.manifest, target=_target_str(event.target))
+                if not s.broken:
+                    before = s.text_of(event.mod)
+                    if s.manifest.input_hash is None:
+                        s.note_input(event.mod, before)
+                    if not s.manifest.target:
+                        s.manifest = replace(s.manifest, target=_target_str(event.target))
             except Exception as exc:
                 s._guard("capturing codegen input", exc)
-                return next_call()
+                before = None
             t0 = time.perf_counter()
             try:
                 with pass_phase(CODEGEN_PHASE):
                     result = next_call()
             except BaseException as exc:
-                if not interrupted() and not isinstance(exc, KeyboardInterrupt):
-                        s.pass_record(cg.record_name(role), s.next_index(), 0, None, CODEGEN_PHASE, before, None,
+                if before is not None and not interrupted() and not isinstance(exc, KeyboardInterrupt):
+                    s.pass_record(cg.record_name(role), s.next_index(), 0, None, CODEGEN_PHASE, before, None,
                                   time.perf_counter() - t0, exc)
                 raise
             duration = time.perf_counter() - t0
@@ -509,33 +511,34 @@ def _target_str(target: Any) -> str | None:
         return str(target) if target is not None else None
 
 
-def _record_codegen(s: TraceSession, event: Any, role: str | None, before: str, result: Any,
+def _record_codegen(s: TraceSession, event: Any, role: str | None, before: str | None, result: Any,
                     duration: float) -> Any:
-    """Record one codegen call; reconcile the working file; return the module to use."""
-    if s.broken:
-        return result
-    try:
-        ffi = str(event.name)
-        generated = cg.module_source(result, on_error=s.warn)
-        compiled = generated
-        outcome = None
-        out_result = result
-        if s.settings.working_files_enabled() and generated:
-            from ..reconcile.workflow import reconcile_codegen
+    """Reconcile the working file, then record the codegen call (unless recording stopped); return the module.
 
-            outcome = reconcile_codegen(
-                s.settings, kernel=s.manifest.kernel or "kernel", role=role, generated=generated,
-                compiles_source=cg.compiles_source(ffi), backend=s.manifest.backend,
-            )
-            for w in outcome.warnings:
-                s.warn(w)
+    The two are guarded apart: a failure while recording never undoes the reconcile,
+    and a failure while reconciling is said in one warning that names the file.
+    """
+    ffi = str(getattr(event, "name", ""))
+    try:
+        generated = cg.module_source(result, on_error=s.warn)
+    except Exception:
+        generated = ""
+    compiled, outcome, out_result = generated, None, result
+    if s.settings.working_files_enabled() and generated:
+        try:
+            outcome = _reconcile(s, event, role, generated, ffi)
             if outcome.compile_text != generated and cg.compiles_source(ffi):
                 out_result = cg.source_module(result, outcome.compile_text)
-                compiled = outcome.compile_text
-            elif outcome.compile_text != generated:
-                compiled = outcome.compile_text  # kept for the diff view; the binary is unedited
-            if outcome.tag:
-                s.emit(Notice(outcome.tag, outcome.message or "", kernel=s.manifest.kernel, path=outcome.path))
+            if outcome.compile_text != generated:
+                compiled = outcome.compile_text  # on a binary backend: kept for the diff view only
+                s.mark_edited()
+        except Exception as exc:
+            out_result, compiled = result, generated
+            s.warn(f"working files skipped for {_kernel_name(s, event)} ({type(exc).__name__}: {exc}); "
+                   "an edit there is not applied in this run")
+    if s.broken or before is None:
+        return out_result
+    try:
         index = s.next_index()
         added, removed = count_changes(before, compiled)
         rec = PassRecord(
@@ -545,9 +548,43 @@ def _record_codegen(s: TraceSession, event: Any, role: str | None, before: str, 
             working_file=str(outcome.path) if outcome and outcome.path else None,
         )
         s.add_record(rec, before, compiled, ext_after="cpp")
-        if compiled != generated:
-            s.mark_edited()
-        return out_result
     except Exception as exc:
         s._guard("recording codegen", exc)
-        return result
+    return out_result
+
+
+def _kernel_name(s: TraceSession, event: Any) -> str:
+    """The kernel's name: the compile's (from its PassContext), else the lowered function's symbol."""
+    if s.manifest.kernel:
+        return s.manifest.kernel
+    try:
+        for gv, func in event.mod.functions.items():
+            attrs = getattr(func, "attrs", None)
+            name = str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else gv.name_hint
+            return name[: -len("_kernel")] if name.endswith("_kernel") else name
+    except Exception:
+        pass
+    return "kernel"
+
+
+def _reconcile(s: TraceSession, event: Any, role: str | None, generated: str, ffi: str) -> Any:
+    from ..reconcile.variant import variant_of
+    from ..reconcile.workflow import reconcile_codegen
+
+    # Device and host codegen of one compile share one variant: the first call's.
+    variant = getattr(s, "_wf_variant", None)
+    if variant is None:
+        variant = variant_of(event.mod)
+        s._wf_variant = variant  # type: ignore[attr-defined]
+    kernel = _kernel_name(s, event)
+    outcome = reconcile_codegen(
+        s.settings, kernel=kernel, role=role, generated=generated,
+        compiles_source=cg.compiles_source(ffi), backend=s.manifest.backend, variant=variant,
+    )
+    for w in outcome.warnings:
+        s.warn(w)
+    if outcome.tag:
+        s.emit(Notice(outcome.tag, outcome.message or "", kernel=kernel, path=outcome.path))
+    for kind, message, path in outcome.notices:
+        s.emit(Notice(kind, message, kernel=kernel, path=path))
+    return outcome
