@@ -54,7 +54,7 @@ def test_keep_newest(run_cli, td: Path) -> None:
     res = run_cli("clean", "--trace-dir", str(td), "elementwise_add", "--keep", "1")
     assert res.exit_code == 0, res.output
     assert run_dirs(sd) == runs[-1:]
-    assert "removed 2 run(s), kept 1" in res.stdout
+    assert "removed 2 run(s) of 2 invocation(s), kept 1" in res.stdout
     for name in ("codegen_device.cpp", "codegen_device.cpp.bak", "codegen_device.cpp.original.bak"):
         assert (sd / name).read_text() == f"// {name}\n"
     # No stored text is left that no run links to, and the kept run still reads whole.
