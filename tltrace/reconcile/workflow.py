@@ -132,7 +132,7 @@ def script_dir_of(arg: str | None, trace_dir: Path) -> Path:
 # -- per invocation (one Settings object): what was reconciled, and what was said --------------------
 @dataclass
 class _Invocation:
-    reconciled: set[Path] = field(default_factory=set)
+    reconciled: dict[Path, str | None] = field(default_factory=dict)  # W -> its text after the reconcile
     told: set[Path] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -178,7 +178,7 @@ def reconcile_codegen(settings: Any, *, kernel: str, role: str | None, generated
                                                    f"{getattr(exc, 'strerror', None) or exc}{edit}",))
     inv = _invocation(settings)
     with inv.lock:
-        inv.reconciled.add(wf.path)
+        inv.reconciled[wf.path] = applied.decision.working if applied.decision is not None else None
     d = applied.decision
     path = wf.path
     notices = _siblings_not_applied(settings, layout, wf)
@@ -196,12 +196,26 @@ def reconcile_codegen(settings: Any, *, kernel: str, role: str | None, generated
     return CodegenOutcome(compile_text, tag, message, path, applied.warnings, notices)
 
 
+def _edited_since(inv: _Invocation, wf: files.WorkingFile) -> bool:
+    """Return True when `wf` was reconciled in this invocation and has been edited since."""
+    with inv.lock:
+        if wf.path not in inv.reconciled:
+            return False
+        then = inv.reconciled[wf.path]
+    try:
+        now = files.read_text(wf.path)
+    except files.Unreadable:
+        return False
+    return now is not None and now != then and wf.edited()
+
+
 def _siblings_not_applied(settings: Any, layout: files.Layout, wf: files.WorkingFile
                           ) -> tuple[tuple[str, str, Path], ...]:
-    """Say at once when another variant of this kernel holds an edit this run has not compiled.
+    """Say at once when another variant of this kernel was edited during this run and is now passed over.
 
-    A notebook that recompiles a kernel at a new size gets a new working file; the
-    edit made in the old one is then not applied, and the user hears it now, once.
+    A notebook that compiles a kernel, has its working file edited, then recompiles the
+    kernel at a new size gets a new working file; the edit is then not applied, and the
+    user hears it now, once. (A variant merely not compiled yet is said at the run's end.)
     """
     if wf.kernel is None:
         return ()
@@ -211,13 +225,13 @@ def _siblings_not_applied(settings: Any, layout: files.Layout, wf: files.Working
         if other.path == wf.path or other.kernel != wf.kernel or other.role != wf.role:
             continue
         with inv.lock:
-            if other.path in inv.reconciled or other.path in inv.told:
+            if other.path in inv.told:
                 continue
-        if other.edited():
+        if _edited_since(inv, other):
             with inv.lock:
                 inv.told.add(other.path)
             out.append(("NOT-APPLIED", f"edit in {other.path} not applied: it belongs to another variant of "
-                        f"{wf.kernel}; this compile uses {wf.path.name}", other.path))
+                        f"{wf.kernel}; this compile uses {wf.path}", other.path))
     return tuple(out)
 
 
@@ -236,14 +250,19 @@ def unapplied_edits(settings: Any, *, cached: set[str] | frozenset[str] = frozen
     out = []
     for wf in known:
         with inv.lock:
-            if wf.path in inv.reconciled or wf.path in inv.told:
+            if wf.path in inv.told:
                 continue
+            seen = wf.path in inv.reconciled
+        if seen and not _edited_since(inv, wf):
+            continue
         if not wf.edited():
             continue
         k = wf.kernel or "its kernel"
         if not on:
             why = ("working files are off in this run (--mode terminal or --no-codegen-output); "
                    "use --mode both to compile it")
+        elif seen:
+            why = f"it was edited after {k} compiled in this run; it applies when {k} compiles again"
         elif wf.kernel in cached:
             why = f"{k} came from TileLang's kernel cache (drop --use-cache to compile the edit)"
         else:
