@@ -150,3 +150,38 @@ def test_unapplied_edit_is_reported_when_working_files_are_off(tmp_path):
     again = Settings(mode="both", trace_dir=tmp_path, script_name="s")
     assert _compile(again, "k", "gen\n").tag == "PATCHED"
     assert unapplied_edits(again) == []  # compiled in this run: nothing to say
+
+
+def test_resolve_conflict_takes_the_forms_show_takes(run_cli, tmp_path):
+    td = tmp_path / "tmp" / "lower_trace_dir"
+    s = Settings(mode="both", trace_dir=td, script_name="s")
+    base = "".join(f"{i}\n" for i in range(8))
+    _compile(s, "k", base).path.write_text(base.replace("6", "mine"))
+    assert _compile(Settings(mode="both", trace_dir=td, script_name="s"), "k", base.replace("1", "new")).tag \
+        == "CONFLICT"
+    r = run_cli("resolve-conflict", "s", "--dry-run")  # a bare script name, as `tltrace show s`
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == base.replace("1", "new").replace("6", "mine")
+    r = run_cli("resolve-conflict", "nosuch")
+    assert r.exit_code == 2 and r.stderr.startswith("tltrace: error: no such script or trace dir: nosuch")
+    r = run_cli("resolve-conflict", td / "s")
+    assert r.exit_code == 0 and "resolved (merge)" in r.stdout
+
+
+def test_same_name_scripts_in_two_dirs_with_real_compiles(run_cli, examples_dir, tmp_path):
+    import shutil
+
+    for sub in ("x", "y"):
+        (tmp_path / sub).mkdir()
+        shutil.copy(examples_dir / "elementwise_add.py", tmp_path / sub / "kernel.py")
+        shutil.copy(examples_dir / "_common.py", tmp_path / sub / "_common.py")
+    td = tmp_path / "tmp" / "lower_trace_dir"
+    for sub, n in (("x", "256"), ("y", "512")):
+        r = run_cli("run", "--quiet", "--mode", "both", tmp_path / sub / "kernel.py", "--n", n)
+        assert r.exit_code == 0, r.stderr
+    assert (td / "kernel" / "codegen_device.cpp").is_file() and (td / "kernel_2" / "codegen_device.cpp").is_file()
+    for sub, d in (("x", "kernel"), ("y", "kernel_2")):
+        r = run_cli("show", tmp_path / sub / "kernel.py", "--json")
+        assert r.exit_code == 0, r.stderr
+        [run] = json.loads(r.stdout)["runs"]
+        assert Path(run["path"]).parents[1].name == d
