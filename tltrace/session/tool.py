@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import sys
 import threading
 import time
@@ -23,10 +24,13 @@ from .. import __version__
 from ..config import Settings
 from ..difftext import count_changes
 from . import codegen as cg
+from .controller import interrupted
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted
 from .names import pass_display_name
 from .records import CHANGED, CODEGEN, COMPLETE, ERROR, FAILED, NOOP, PassRecord, RunManifest
-from .store import RunStore, prune_runs, text_hash
+from .signature import input_hash, launch_info, signature
+from .store import RunStore, text_hash
+from .writer import writer_token
 
 Emit = Callable[[Event], None]
 
@@ -34,12 +38,31 @@ UNSCOPED = "unscoped"
 CODEGEN_PHASE = "codegen"
 
 
-def _error_text(error: BaseException | None) -> str:
+def error_text(error: BaseException | str | None) -> str:
+    """Return "ExcType: message" for a failure (a text already in that form is kept as it is).
+
+    TVM errors may hold a C++ backtrace before the message; the message is what a
+    person reads, and its type is named once (never "RuntimeError: RuntimeError: ...").
+    """
+    if interrupted() or isinstance(error, KeyboardInterrupt):
+        # Ctrl+C inside a pass callback reaches TileLang as TVM's RuntimeError: say what happened.
+        return "KeyboardInterrupt"
     if error is None:
         return "pass raised (no exception was passed to the instrument)"
+    if isinstance(error, str):
+        return error.strip() or "error"
+    name = type(error).__name__
     msg = str(error).strip()
-    # TVM errors carry a long C++ backtrace; the first line is what a person reads.
-    return f"{type(error).__name__}: {msg}" if msg else type(error).__name__
+    lines = [ln for ln in msg.splitlines() if ln.strip()]
+    if lines and lines[0].startswith("Traceback"):
+        tail = [i for i, ln in enumerate(lines) if _ERROR_HEAD.match(ln)]
+        msg = "\n".join(lines[tail[-1]:]) if tail else lines[-1]
+    if not msg:
+        return name
+    return msg if msg.startswith(f"{name}:") else f"{name}: {msg}"
+
+
+_ERROR_HEAD = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Warning): ")
 
 
 def _parse_context(text: str | None) -> dict[str, str]:
@@ -99,6 +122,10 @@ class TraceSession:
             cwd=os.getcwd(),
             started=time.time(),
             mode=settings.mode,
+            invocation=settings.invocation,
+            writer=writer_token(),
+            thread=threading.current_thread().name,
+            thread_id=threading.get_ident(),
         )
 
     # -- plumbing ------------------------------------------------------------
@@ -133,6 +160,34 @@ class TraceSession:
             updates["backend"] = ctx["backend"]
         if updates:
             self.manifest = replace(self.manifest, **updates)
+            if "kernel" in updates:
+                self._refresh_signature()
+
+    def note_input(self, mod: Any, text: str) -> None:
+        """Fill launch, input_hash and signature from the compile's first input IR (once).
+
+        Called at the first pass (or codegen call), in the compiling thread, before the
+        run directory is made, so that the very first manifest on disk names the compile.
+        """
+        if self.manifest.input_hash is not None:
+            return
+        try:
+            launch = launch_info(mod, self.manifest.kernel)
+        except Exception:
+            launch = {}
+        digest = input_hash(text)
+        kernel = self.manifest.kernel
+        self.manifest = replace(
+            self.manifest, input_hash=digest, launch=launch or None,
+            signature=signature(kernel, launch, digest),
+            thread=threading.current_thread().name, thread_id=threading.get_ident(),
+        )
+
+    def _refresh_signature(self) -> None:
+        """The kernel name arrived after the first pass: relabel."""
+        m = self.manifest
+        if m.input_hash is not None:
+            self.manifest = replace(m, signature=signature(m.kernel, m.launch, m.input_hash))
 
     def _ensure_store(self) -> RunStore:
         if self.store is None:
@@ -182,7 +237,7 @@ class TraceSession:
         return record
 
     def pass_record(self, name: str, index: int, depth: int, parent: int | None, phase: str | None,
-                    before: str, after: str | None, duration: float, error: BaseException | None = None,
+                    before: str, after: str | None, duration: float, error: BaseException | str | None = None,
                     pending_error: bool = False) -> None:
         if self.broken:
             return
@@ -198,7 +253,7 @@ class TraceSession:
             rec = PassRecord(
                 index=index, name=display, phase=phase or UNSCOPED, depth=depth, parent=parent,
                 status=status, added=added, removed=removed, duration_s=round(duration, 6),
-                error=_error_text(error) if status == FAILED and not pending_error else None,
+                error=error_text(error) if status == FAILED and not pending_error else None,
             )
             rec = self.add_record(rec, before, after if after is not None else before)
             if pending_error:
@@ -221,19 +276,18 @@ class TraceSession:
         try:
             records = sorted(self.records, key=lambda r: r.index)
             if self.failed_pending:
-                msg = _error_text(error) if error is not None else "pass did not complete"
+                msg = error_text(error) if error is not None else "pass did not complete"
                 pending = set(self.failed_pending)
                 records = [replace(r, error=msg) if r.index in pending else r for r in records]
             self.manifest = replace(
                 self.manifest.with_records(records),
                 finished=time.time(),
                 status=ERROR if error is not None else COMPLETE,
-                error=_error_text(error) if error is not None else None,
+                error=error_text(error) if error is not None else None,
             )
             self.store.write_manifest(self.manifest)
             self.store.close()
             self.emit(RunFinished(self.manifest, self.store.run_dir, self.store.script_dir))
-            prune_runs(self.store.script_dir, self.settings.keep, protect=self.store.run_id)
         except Exception as exc:
             self._guard("finishing the run", exc)
         finally:
@@ -261,7 +315,10 @@ class _Observer:
             name = str(event.name)
             if name == "pass_fn":
                 name = _anonymous_pass_name(name)
-            return (name, s.text_of(mod), time.perf_counter())
+            text = s.text_of(mod)
+            if s.manifest.input_hash is None:
+                s.note_input(mod, text)
+            return (name, text, time.perf_counter())
         except Exception as exc:
             s._guard(f"capturing the IR before {event.name}", exc)
             return None
@@ -284,6 +341,8 @@ class _Observer:
 
     def passes_incomplete(self, passes: Any, error: BaseException | None) -> None:
         s = self.session
+        if interrupted():
+            return  # Ctrl+C: the passes did not fail, the run is recorded as interrupted
         if error is None:
             error = sys.exc_info()[1]
         for frame in passes:
@@ -403,6 +462,7 @@ def make_tool_class() -> type:
                     n = getattr(cur, "name", None)
                     if n and n not in ("lower", "lower-with-context", "lower-to-host-device-ir"):
                         s.manifest = replace(s.manifest, kernel=n)
+                        s._refresh_signature()
 
                 def phase() -> str:
                     return current_pass_phase() or UNSCOPED
@@ -428,6 +488,8 @@ def make_tool_class() -> type:
                 role = cg.classify_role(event)
                 if not s.broken:
                     before = s.text_of(event.mod)
+                    if s.manifest.input_hash is None:
+                        s.note_input(event.mod, before)
                     if not s.manifest.target:
                         s.manifest = replace(s.manifest, target=_target_str(event.target))
             except Exception as exc:
@@ -438,7 +500,7 @@ def make_tool_class() -> type:
                 with pass_phase(CODEGEN_PHASE):
                     result = next_call()
             except BaseException as exc:
-                if before is not None:
+                if before is not None and not interrupted() and not isinstance(exc, KeyboardInterrupt):
                     s.pass_record(cg.record_name(role), s.next_index(), 0, None, CODEGEN_PHASE, before, None,
                                   time.perf_counter() - t0, exc)
                 raise
