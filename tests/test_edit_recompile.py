@@ -70,11 +70,17 @@ def test_two_kernels_edit_conflict_resolve(run_cli, examples_dir, tmp_path):
     # an untraced run afterwards, with TileLang's kernel cache on, never sees the edits
     env = {k: v for k, v in os.environ.items() if k != "TILELANG_DISABLE_CACHE"}
     env["TILELANG_CACHE_DIR"] = str(tmp_path / "cache")
-    traced = subprocess.run([sys.executable, "-m", "tltrace", "run", "--quiet", "--mode", "both", str(script),
-                             "--block", "64"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    traced = subprocess.run(
+        [sys.executable, "-m", "tltrace", "run", "--quiet", "--mode", "both", str(script), "--block", "64"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert "vadd: computes a-b" in traced.stdout, traced.stdout + traced.stderr
-    plain = subprocess.run([sys.executable, str(script), "--block", "64"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True)
+    plain = subprocess.run(
+        [sys.executable, str(script), "--block", "64"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert plain.returncode == 0, plain.stdout + plain.stderr
     assert "vadd: computes a+b" in plain.stdout and "vmul: computes a*b" in plain.stdout
 
@@ -106,8 +112,9 @@ def test_resolve_conflict_errors_and_markers(run_cli, tmp_path):
 
     def compile_(text):
         s = Settings(mode="both", trace_dir=td, script_name="k")
-        return reconcile_codegen(s, kernel="k", role="device", generated=text, compiles_source=True,
-                                 backend="cython")
+        return reconcile_codegen(
+            s, kernel="k", role="device", generated=text, compiles_source=True, backend="cython"
+        )
 
     wf = compile_(base).path
     wf.write_text(base.replace("line 2", "mine"))

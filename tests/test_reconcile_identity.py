@@ -12,7 +12,7 @@ from pathlib import Path
 ADD = "))) + *(float4"
 SUB = "))) - *(float4"
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import sys
     from concurrent.futures import ThreadPoolExecutor
 
@@ -42,7 +42,7 @@ SCRIPT = textwrap.dedent('''
         results = [build(n) for n in sizes]
     for n, what in sorted(results):
         print(f"size {n}: {what}", flush=True)
-''')
+""")
 
 
 def _env():
@@ -50,9 +50,26 @@ def _env():
 
 
 def _run(tmp_path: Path, script: Path, *args: str) -> subprocess.CompletedProcess:
-    p = subprocess.run([sys.executable, "-m", "tltrace", "run", "--quiet", "--mode", "both", "--trace-dir",
-                        str(tmp_path / "t"), str(script), *args], cwd=tmp_path, env=_env(), capture_output=True,
-                       text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tltrace",
+            "run",
+            "--quiet",
+            "--mode",
+            "both",
+            "--trace-dir",
+            str(tmp_path / "t"),
+            str(script),
+            *args,
+        ],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     return p
 
@@ -84,8 +101,10 @@ def test_variants_keep_their_files_in_any_order_and_in_threads(tmp_path):
         assert _tags(p.stdout) == ["PATCHED codegen_add_512_device.cpp"], (args, p.stdout)
         assert "size 512: a-b" in p.stdout and "size 256: a+b" in p.stdout
     assert "size 1024: a+b" in p.stdout
-    assert json.loads((d / ".codegen_kernels.json").read_text())["kernels"]["add|" + _key(registry, "_add_512")] \
+    assert (
+        json.loads((d / ".codegen_kernels.json").read_text())["kernels"]["add|" + _key(registry, "_add_512")]
         == "_add_512"
+    )
     assert SUB not in first.read_text()  # the 256 file never saw the 512 edit
 
     p = _run(tmp_path, script, "256")  # the edited variant is not compiled: said, not skipped
@@ -97,7 +116,7 @@ def _key(registry: dict, suffix: str) -> str:
     return next(k for k, v in registry.items() if v == suffix).split("|", 1)[1]
 
 
-NOTEBOOK = textwrap.dedent('''
+NOTEBOOK = textwrap.dedent("""
     import sys
     from pathlib import Path
 
@@ -117,7 +136,7 @@ NOTEBOOK = textwrap.dedent('''
     print("-- and at 256 again", flush=True)
     tilelang.compile(make(256), target="c", execution_backend="cython")
     tltrace.disable()
-''')
+""")
 
 
 def test_notebook_recompile_at_a_new_size_says_the_edit_is_not_applied(tmp_path):
@@ -125,8 +144,14 @@ def test_notebook_recompile_at_a_new_size_says_the_edit_is_not_applied(tmp_path)
     lib.write_text(SCRIPT.split("def build")[0])
     nb = tmp_path / "nb.py"
     nb.write_text(NOTEBOOK)
-    p = subprocess.run([sys.executable, str(nb), str(lib), str(tmp_path / "t")], cwd=tmp_path, env=_env(),
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, str(nb), str(lib), str(tmp_path / "t")],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     at512 = p.stdout.split("-- recompiled at 512")[1].split("-- and at 256 again")[0]
     assert "NOT-APPLIED  edit in" in at512 and "codegen_device.cpp not applied" in at512
@@ -147,9 +172,27 @@ def test_edit_is_compiled_when_recording_fails(tmp_path, examples_dir):
         f.unlink()
     objects.rmdir()
     objects.write_text("not a directory")  # every record write now fails
-    p = subprocess.run([sys.executable, "-m", "tltrace", "run", "--quiet", "--mode", "both", "--trace-dir",
-                        str(tmp_path / "t"), str(script), "--n", "512"], cwd=tmp_path, env=_env(),
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tltrace",
+            "run",
+            "--quiet",
+            "--mode",
+            "both",
+            "--trace-dir",
+            str(tmp_path / "t"),
+            str(script),
+            "--n",
+            "512",
+        ],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "tracing stopped" in p.stderr
     assert "[add] PATCHED" in p.stdout, p.stdout + p.stderr
     assert "WRONG RESULT" in p.stdout + p.stderr or p.returncode != 0  # the edit (a-b) really ran

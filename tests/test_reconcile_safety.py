@@ -17,12 +17,17 @@ from tltrace.session.names import is_safe_component, safe_component
 
 
 def _compile(settings: Settings, kernel: str, text: str, role: str = "device"):
-    return reconcile_codegen(settings, kernel=kernel, role=role, generated=text, compiles_source=True,
-                             backend="cython")
+    return reconcile_codegen(
+        settings, kernel=kernel, role=role, generated=text, compiles_source=True, backend="cython"
+    )
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and not p.is_symlink()
+    }
 
 
 def test_poisoned_kernel_registry_writes_nothing_outside(tmp_path):
@@ -33,8 +38,20 @@ def test_poisoned_kernel_registry_writes_nothing_outside(tmp_path):
     s = Settings(mode="both", trace_dir=trace, script_name="s")
     _compile(s, "first", "a\n")
     reg = trace / "s" / files.REGISTRY_NAME
-    reg.write_text(json.dumps({"version": 1, "kernels": {
-        "first": "", "evil": "_x/../../../outside/pwned", "dots": "..", "abs": "/etc/passwd", "num": 3}}))
+    reg.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "kernels": {
+                    "first": "",
+                    "evil": "_x/../../../outside/pwned",
+                    "dots": "..",
+                    "abs": "/etc/passwd",
+                    "num": 3,
+                },
+            }
+        )
+    )
     before = _snapshot(outside)
     for kernel in ("evil", "dots", "abs", "num"):
         out = _compile(s, kernel, f"{kernel}\n")
@@ -50,8 +67,14 @@ def test_poisoned_kernel_registry_writes_nothing_outside(tmp_path):
 def test_poisoned_script_registry_stays_in_the_trace_dir(tmp_path):
     trace = tmp_path / "trace"
     trace.mkdir()
-    (trace / scripts.REGISTRY).write_text(json.dumps({"version": 1, "scripts": {
-        "path:/a/k.py": "../outside", "path:/b/k.py": "/etc", "path:/c/k.py": ".hidden"}}))
+    (trace / scripts.REGISTRY).write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "scripts": {"path:/a/k.py": "../outside", "path:/b/k.py": "/etc", "path:/c/k.py": ".hidden"},
+            }
+        )
+    )
     for key in ("path:/a/k.py", "path:/b/k.py", "path:/c/k.py"):
         d = scripts.claim(trace, "k", key)
         assert d.parent == trace and is_safe_component(d.name)
@@ -157,8 +180,10 @@ def test_resolve_conflict_takes_the_forms_show_takes(run_cli, tmp_path):
     s = Settings(mode="both", trace_dir=td, script_name="s")
     base = "".join(f"{i}\n" for i in range(8))
     _compile(s, "k", base).path.write_text(base.replace("6", "mine"))
-    assert _compile(Settings(mode="both", trace_dir=td, script_name="s"), "k", base.replace("1", "new")).tag \
+    assert (
+        _compile(Settings(mode="both", trace_dir=td, script_name="s"), "k", base.replace("1", "new")).tag
         == "CONFLICT"
+    )
     r = run_cli("resolve-conflict", "s", "--dry-run")  # a bare script name, as `tltrace show s`
     assert r.exit_code == 0, r.stderr
     assert r.stdout == base.replace("1", "new").replace("6", "mine")
@@ -179,7 +204,9 @@ def test_same_name_scripts_in_two_dirs_with_real_compiles(run_cli, examples_dir,
     for sub, n in (("x", "256"), ("y", "512")):
         r = run_cli("run", "--quiet", "--mode", "both", tmp_path / sub / "kernel.py", "--n", n)
         assert r.exit_code == 0, r.stderr
-    assert (td / "kernel" / "codegen_device.cpp").is_file() and (td / "kernel_2" / "codegen_device.cpp").is_file()
+    assert (td / "kernel" / "codegen_device.cpp").is_file() and (
+        td / "kernel_2" / "codegen_device.cpp"
+    ).is_file()
     for sub, d in (("x", "kernel"), ("y", "kernel_2")):
         r = run_cli("show", tmp_path / sub / "kernel.py", "--json")
         assert r.exit_code == 0, r.stderr

@@ -56,25 +56,37 @@ def test_watch_reruns_on_save(examples_dir, tmp_path):
 
 def _script(tmp_path: Path) -> Path:
     p = tmp_path / "hello.py"
-    p.write_text(textwrap.dedent("""
+    p.write_text(
+        textwrap.dedent("""
         import sys
         print("hello", sys.argv[1:], flush=True)
-    """))
+    """)
+    )
     return p
 
 
 def test_watch_cli_subprocess_max_runs(tmp_path):
     p = _script(tmp_path)
-    r = subprocess.run(["tltrace", "watch", "--max-runs", "1", str(p), "x"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        ["tltrace", "watch", "--max-runs", "1", str(p), "x"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert "run 1 (first run)" in r.stdout and "hello ['x']" in r.stdout and "run 1: ok" in r.stdout
 
 
 def test_watch_ctrl_c_exits_zero(tmp_path):
     p = _script(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-m", "tltrace", "watch", str(p)], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tltrace", "watch", str(p)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -123,4 +135,4 @@ def test_watch_refuses_a_codegen_output_it_did_not_write(run_cli, tmp_path):
     p = _script(tmp_path)
     r = run_cli("watch", "--codegen-output", p, p)
     assert r.exit_code == 2 and "did not write" in r.stderr
-    assert "print(\"hello\"" in p.read_text()
+    assert 'print("hello"' in p.read_text()

@@ -79,8 +79,11 @@ def layout_for(settings: Any, *, claim: bool = False) -> files.Layout:
 
 def _is_script_dir(d: Path) -> bool:
     try:
-        return d.is_dir() and ((d / ".run_records").is_dir() or (d / files.REGISTRY_NAME).is_file()
-                               or any(d.glob(f"{files.DEFAULT_STEM}*{files.EXT}*")))
+        return d.is_dir() and (
+            (d / ".run_records").is_dir()
+            or (d / files.REGISTRY_NAME).is_file()
+            or any(d.glob(f"{files.DEFAULT_STEM}*{files.EXT}*"))
+        )
     except OSError:
         return False
 
@@ -108,7 +111,9 @@ def script_dir_of(arg: str | None, trace_dir: Path) -> Path:
         if not dirs:
             raise UsageError(f"no traced scripts under {td}; run 'tltrace run --mode both SCRIPT' first")
         if len(dirs) > 1:
-            raise UsageError(f"several traced scripts under {td}: {', '.join(d.name for d in dirs)}; name one")
+            raise UsageError(
+                f"several traced scripts under {td}: {', '.join(d.name for d in dirs)}; name one"
+            )
         return dirs[0]
     p = Path(arg)
     if p.is_dir() and not (p / "__main__.py").exists():
@@ -126,7 +131,9 @@ def script_dir_of(arg: str | None, trace_dir: Path) -> Path:
     candidate = scripts.script_dir_for(td, arg)
     if _is_script_dir(candidate) or p.suffix == ".py" or p.exists():
         return candidate
-    raise UsageError(f"no such script or trace dir: {arg} (looked in {td}); 'tltrace show' lists what is there")
+    raise UsageError(
+        f"no such script or trace dir: {arg} (looked in {td}); 'tltrace show' lists what is there"
+    )
 
 
 # -- per invocation (one Settings object): what was reconciled, and what was said --------------------
@@ -162,9 +169,16 @@ def _pick(layout: files.Layout, kernel: str, role: str | None, variant: Variant 
     return files.working_file(layout, kernel, role, variant.key, variant.label)
 
 
-def reconcile_codegen(settings: Any, *, kernel: str, role: str | None, generated: str,
-                      compiles_source: bool, backend: str | None,
-                      variant: Variant | None = None) -> CodegenOutcome:
+def reconcile_codegen(
+    settings: Any,
+    *,
+    kernel: str,
+    role: str | None,
+    generated: str,
+    compiles_source: bool,
+    backend: str | None,
+    variant: Variant | None = None,
+) -> CodegenOutcome:
     """Return the outcome for one codegen call: the text to compile, a tag and its message."""
     wf: files.WorkingFile | None = None
     try:
@@ -174,8 +188,10 @@ def reconcile_codegen(settings: Any, *, kernel: str, role: str | None, generated
     except (OSError, ValueError) as exc:
         where = f" ({wf.path})" if wf is not None else ""
         edit = f"; edit in {wf.path} not applied" if wf is not None and wf.edited() else ""
-        return CodegenOutcome(generated, warnings=(f"working files skipped{where}: "
-                                                   f"{getattr(exc, 'strerror', None) or exc}{edit}",))
+        return CodegenOutcome(
+            generated,
+            warnings=(f"working files skipped{where}: {getattr(exc, 'strerror', None) or exc}{edit}",),
+        )
     inv = _invocation(settings)
     with inv.lock:
         inv.reconciled[wf.path] = applied.decision.working if applied.decision is not None else None
@@ -190,9 +206,11 @@ def reconcile_codegen(settings: Any, *, kernel: str, role: str | None, generated
     compile_text = applied.compile_text
     if d.action is Action.PATCHED and not compiles_source:
         tag = "NOTE"
-        message = (f"edits in {path} are kept for the diff view but not compiled: the "
-                   f"{backend or 'current'} backend builds a binary during codegen; use "
-                   "execution_backend=\"nvrtc\" (CUDA) or \"cython\" (C, HIP) to compile edits")
+        message = (
+            f"edits in {path} are kept for the diff view but not compiled: the "
+            f"{backend or 'current'} backend builds a binary during codegen; use "
+            'execution_backend="nvrtc" (CUDA) or "cython" (C, HIP) to compile edits'
+        )
     return CodegenOutcome(compile_text, tag, message, path, applied.warnings, notices)
 
 
@@ -209,8 +227,9 @@ def _edited_since(inv: _Invocation, wf: files.WorkingFile) -> bool:
     return now is not None and now != then and wf.edited()
 
 
-def _siblings_not_applied(settings: Any, layout: files.Layout, wf: files.WorkingFile
-                          ) -> tuple[tuple[str, str, Path], ...]:
+def _siblings_not_applied(
+    settings: Any, layout: files.Layout, wf: files.WorkingFile
+) -> tuple[tuple[str, str, Path], ...]:
     """Say at once when another variant of this kernel was edited during this run and is now passed over.
 
     A notebook that compiles a kernel, has its working file edited, then recompiles the
@@ -230,8 +249,14 @@ def _siblings_not_applied(settings: Any, layout: files.Layout, wf: files.Working
         if _edited_since(inv, other):
             with inv.lock:
                 inv.told.add(other.path)
-            out.append(("NOT-APPLIED", f"edit in {other.path} not applied: it belongs to another variant of "
-                        f"{wf.kernel}; this compile uses {wf.path}", other.path))
+            out.append(
+                (
+                    "NOT-APPLIED",
+                    f"edit in {other.path} not applied: it belongs to another variant of "
+                    f"{wf.kernel}; this compile uses {wf.path}",
+                    other.path,
+                )
+            )
     return tuple(out)
 
 
@@ -259,8 +284,10 @@ def unapplied_edits(settings: Any, *, cached: set[str] | frozenset[str] = frozen
             continue
         k = wf.kernel or "its kernel"
         if not on:
-            why = ("working files are off in this run (--mode terminal or --no-codegen-output); "
-                   "use --mode both to compile it")
+            why = (
+                "working files are off in this run (--mode terminal or --no-codegen-output); "
+                "use --mode both to compile it"
+            )
         elif seen:
             why = f"it was edited after {k} compiled in this run; it applies when {k} compiles again"
         elif wf.kernel in cached:
@@ -295,10 +322,17 @@ def _message(a: files.Applied, action: Action | None) -> str | None:
     if action is Action.CONFLICT:
         bak = a.backup.name if a.backup else a.file.bak.name
         obak = a.baseline_backup.name if a.baseline_backup else a.file.original_bak.name
-        again = "the run before was killed while it saved this CONFLICT; " if a.recovered is Action.CONFLICT \
-            and a.decision is not None and a.decision.action is not Action.CONFLICT else ""
-        return (f"{again}codegen changed and {p} was edited: edits saved to {bak}, "
-                f"old baseline to {obak}; {p.name} regenerated. Rebase your edits with 'tltrace resolve-conflict'")
+        again = (
+            "the run before was killed while it saved this CONFLICT; "
+            if a.recovered is Action.CONFLICT
+            and a.decision is not None
+            and a.decision.action is not Action.CONFLICT
+            else ""
+        )
+        return (
+            f"{again}codegen changed and {p} was edited: edits saved to {bak}, "
+            f"old baseline to {obak}; {p.name} regenerated. Rebase your edits with 'tltrace resolve-conflict'"
+        )
     if action is Action.INIT_BACKUP:
         return f"{p} had no baseline: saved it to {p.name}.bak, then initialised from codegen"
     return None

@@ -101,7 +101,9 @@ def claim(trace_dir: str | os.PathLike, name: str, identity: str) -> Path:
             if registry.get(identity) != dirname:
                 registry[identity] = dirname
                 if not reg.is_symlink():
-                    data = json.dumps({"version": 1, "scripts": registry}, indent=1, ensure_ascii=False) + "\n"
+                    data = (
+                        json.dumps({"version": 1, "scripts": registry}, indent=1, ensure_ascii=False) + "\n"
+                    )
                     atomic_write(reg, data.encode("utf-8"))
     except OSError:
         return lookup(td, name, identity)
