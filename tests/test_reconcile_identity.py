@@ -196,3 +196,38 @@ def test_edit_is_compiled_when_recording_fails(tmp_path, examples_dir):
     assert "tracing stopped" in p.stderr
     assert "[add] PATCHED" in p.stdout, p.stdout + p.stderr
     assert "WRONG RESULT" in p.stdout + p.stderr or p.returncode != 0  # the edit (a-b) really ran
+
+
+def test_use_cache_hit_says_the_edit_is_not_applied(tmp_path, examples_dir):
+    script = examples_dir / "elementwise_add.py"
+    _run(tmp_path, script, "--n", "384")
+    w = tmp_path / "t" / "elementwise_add" / "codegen_device.cpp"
+    w.write_text(w.read_text().replace(ADD, SUB))
+    env = {**os.environ, "TILELANG_CACHE_DIR": str(tmp_path / "cache"), "TILELANG_DISABLE_CACHE": "0"}
+    subprocess.run(
+        [sys.executable, str(script), "--n", "384"], env=env, check=True, capture_output=True, timeout=300
+    )  # an untraced run puts the unedited kernel in the cache
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tltrace",
+            "run",
+            "--use-cache",
+            "--mode",
+            "both",
+            "--trace-dir",
+            str(tmp_path / "t"),
+            str(script),
+            "--n",
+            "384",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "[add] cached: not traced" in p.stdout
+    assert f"[add] NOT-APPLIED  edit in {w} not applied: add came from TileLang's kernel cache" in p.stdout
