@@ -19,8 +19,9 @@ Examples:
 
 Runs SCRIPT once under 'tltrace run --mode both --quiet', then again in a fresh process
 each time SCRIPT or one of its working files (codegen_device.cpp, codegen_host.cpp,
-codegen_<kernel>_device.cpp, ...) gets new content. A failing run does not end the
-watch. Ctrl+C ends it (exit 0).
+codegen_<kernel>_device.cpp, ...) gets new content. Each run ends with one line: its
+exit status and what it decided per working file, e.g. (add: PATCHED). A failing run
+does not end the watch. Ctrl+C ends it (exit 0).
 """
 
 RESOLVE_EPILOG = """\
@@ -31,11 +32,14 @@ Examples:
   tltrace resolve-conflict --dry-run            show the merge; change nothing
   tltrace resolve-conflict gemm.py --role host --theirs
   tltrace resolve-conflict ./tmp/lower_trace_dir/gemm --kernel matmul --ours
+  tltrace resolve-conflict gemm                 a script name, as 'tltrace show gemm'
 
 After a CONFLICT the edits are in W.bak, the baseline they were made on in
 W.original.bak. This merges them (three-way) onto the new codegen W.latest; the
 working file W then holds the result and its baseline advances, so the next run
 PATCHes it in. Overlapping hunks get <<<<<<< ======= >>>>>>> markers and exit 4.
+SCRIPT_OR_DIR takes what 'tltrace show' takes: a script path or name, a script,
+run or trace directory.
 """
 
 
