@@ -471,6 +471,9 @@ def _load_registry(path: Path) -> dict[str, str]:
     return out
 
 
+_suffixes: dict[tuple[str, str], str] = {}  # (registry, key) -> suffix, as this process read or wrote it
+
+
 def _kernel_of_key(key: str) -> str:
     return key.split(SEP, 1)[0].split("#", 1)[0]
 
@@ -489,10 +492,14 @@ def kernel_suffix(layout: Layout, kernel: str, variant: str | None = None, label
     """
     key = identity(kernel, variant)
     reg = layout.registry_path
+    known = _suffixes.get((str(reg), key))
+    if known is not None and reg.is_file():
+        return known  # an entry never changes once written: skip the lock for the next compiles
     with locked(reg.with_name(reg.name + ".lock")):
         remove_stale_temps(reg.parent, [reg.name])
         kernels = _load_registry(reg)
         if key in kernels:
+            _suffixes[(str(reg), key)] = kernels[key]
             return kernels[key]
         if variant and kernel in kernels:  # an entry from before variants: adopt it
             kernels[key] = kernels.pop(kernel)
@@ -510,6 +517,7 @@ def kernel_suffix(layout: Layout, kernel: str, variant: str | None = None, label
             kernels[key] = suffix
         if not reg.is_symlink():
             write_atomic(reg, json.dumps({"version": 2, "kernels": kernels}, indent=2) + "\n")
+        _suffixes[(str(reg), key)] = kernels[key]
         return kernels[key]
 
 

@@ -137,9 +137,26 @@ def script_dir_of(arg: str | None, trace_dir: Path) -> Path:
 
 
 # -- per invocation (one Settings object): what was reconciled, and what was said --------------------
+@dataclass(frozen=True)
+class _Seen:
+    """A working file as this invocation's reconcile left it."""
+
+    file: files.WorkingFile
+    text: str | None
+    stat: tuple[int, int] | None  # (mtime_ns, size): a cheap "not touched since"
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
 @dataclass
 class _Invocation:
-    reconciled: dict[Path, str | None] = field(default_factory=dict)  # W -> its text after the reconcile
+    reconciled: dict[Path, _Seen] = field(default_factory=dict)
     told: set[Path] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -193,8 +210,9 @@ def reconcile_codegen(
             warnings=(f"working files skipped{where}: {getattr(exc, 'strerror', None) or exc}{edit}",),
         )
     inv = _invocation(settings)
+    seen = _Seen(wf, applied.decision.working if applied.decision is not None else None, _stat(wf.path))
     with inv.lock:
-        inv.reconciled[wf.path] = applied.decision.working if applied.decision is not None else None
+        inv.reconciled[wf.path] = seen
     d = applied.decision
     path = wf.path
     notices = _siblings_not_applied(settings, layout, wf)
@@ -214,17 +232,20 @@ def reconcile_codegen(
     return CodegenOutcome(compile_text, tag, message, path, applied.warnings, notices)
 
 
-def _edited_since(inv: _Invocation, wf: files.WorkingFile) -> bool:
-    """Return True when `wf` was reconciled in this invocation and has been edited since."""
+def _edited_since(inv: _Invocation, wf: files.WorkingFile, *, fast: bool = False) -> bool:
+    """Return True when `wf` was reconciled in this invocation and has been edited since.
+
+    `fast` trusts an unchanged (mtime, size) for "not edited": cheap enough for every compile.
+    """
     with inv.lock:
-        if wf.path not in inv.reconciled:
-            return False
-        then = inv.reconciled[wf.path]
+        seen = inv.reconciled.get(wf.path)
+    if seen is None or (fast and seen.stat is not None and _stat(wf.path) == seen.stat):
+        return False
     try:
         now = files.read_text(wf.path)
     except files.Unreadable:
         return False
-    return now is not None and now != then and wf.edited()
+    return now is not None and now != seen.text and wf.edited()
 
 
 def _siblings_not_applied(
@@ -239,14 +260,15 @@ def _siblings_not_applied(
     if wf.kernel is None:
         return ()
     inv = _invocation(settings)
+    with inv.lock:  # only a file reconciled earlier in this run can have been edited during it
+        others = [
+            x.file
+            for p, x in inv.reconciled.items()
+            if p != wf.path and p not in inv.told and x.file.kernel == wf.kernel and x.file.role == wf.role
+        ]
     out = []
-    for other in files.known_working_files(layout):
-        if other.path == wf.path or other.kernel != wf.kernel or other.role != wf.role:
-            continue
-        with inv.lock:
-            if other.path in inv.told:
-                continue
-        if _edited_since(inv, other):
+    for other in others:
+        if _edited_since(inv, other, fast=True):
             with inv.lock:
                 inv.told.add(other.path)
             out.append(
