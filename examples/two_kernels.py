@@ -16,7 +16,16 @@ sys.path.insert(0, __import__("os").path.dirname(__file__))
 from _common import compile_kwargs, device  # noqa: E402
 
 
-def make(op: str, n: int, block: int, dtype: str = "float32"):
+def make(op: str, n: int, block: int, dtype: str = "float32", serial: bool = False):
+    if op == "add" and serial:  # the same kernel at the same launch shape, with other code
+
+        @T.prim_func
+        def vadd(A: T.Tensor((n,), dtype), B: T.Tensor((n,), dtype), C: T.Tensor((n,), dtype)):
+            with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+                for i in T.serial(block):
+                    C[bx * block + i] = A[bx * block + i] + B[bx * block + i]
+
+        return vadd
     if op == "add":
 
         @T.prim_func
@@ -49,10 +58,12 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=1024, help="size of vadd (changing it changes vadd's codegen)")
     ap.add_argument("--m", type=int, default=1024, help="size of vmul")
     ap.add_argument("--block", type=int, default=128)
+    ap.add_argument("--serial", action="store_true",
+                    help="vadd with a serial loop: other code at the same launch shape (its edit CONFLICTs)")
     a = ap.parse_args(argv)
     ok = True
     for op, size, want in (("add", a.n, "a+b"), ("mul", a.m, "a*b")):
-        kernel = tilelang.compile(make(op, size, a.block), **compile_kwargs())
+        kernel = tilelang.compile(make(op, size, a.block, serial=a.serial), **compile_kwargs())
         x = torch.randn(size, device=device())
         y = torch.rand(size, device=device()) + 0.5
         z = torch.empty(size, device=device())

@@ -10,6 +10,7 @@ from pathlib import Path
 ADD = "))) + *(float4"  # the vector add in the generated C
 SUB = "))) - *(float4"
 MUL = "))) * *(float4"
+SERIAL_ADD, SERIAL_SUB = ")] + B[", ")] - B["  # the add of vadd --serial
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -52,29 +53,37 @@ def test_two_kernels_edit_conflict_resolve(run_cli, examples_dir, tmp_path):
     r = run()  # and back: the 1024 variant's edit again, no CONFLICT either way
     assert _tags(r.stdout) == ["vadd:PATCHED"] and "vadd: computes a-b" in r.stdout
 
-    r = run("--block", "64")  # change the kernel at the same shape: its codegen changes under the edit
-    assert _tags(r.stdout) == ["vadd:CONFLICT", "vmul:REGENERATED"]  # vmul: no edit, same loop change
+    r = run("--serial")  # vadd's code changes at the same launch shape: under the edit
+    assert _tags(r.stdout) == ["vadd:CONFLICT"]
     assert "vadd: computes a+b" in r.stdout  # regenerated from the new codegen
     assert SUB in (d / "codegen_device.cpp.bak").read_text()
 
     r = run_cli("resolve-conflict", script)  # the edit and the new codegen changed the same line
     assert r.exit_code == 4, r.stderr
     assert "<<<<<<< your edits" in vadd.read_text() and SUB in vadd.read_text()
-    vadd.write_text((d / "codegen_device.cpp.latest").read_text().replace(ADD, SUB))  # fixed by hand
+    latest = (d / "codegen_device.cpp.latest").read_text()
+    assert SERIAL_ADD in latest
+    vadd.write_text(latest.replace(SERIAL_ADD, SERIAL_SUB))  # fixed by hand
 
     _edit(vmul, MUL, ADD)  # and the second kernel: * becomes +
-    r = run("--block", "64")
+    r = run("--serial")
     assert _tags(r.stdout) == ["vadd:PATCHED", "vmul:PATCHED"]
     assert "vadd: computes a-b" in r.stdout and "vmul: computes a+b" in r.stdout
 
     # an untraced run afterwards, with TileLang's kernel cache on, never sees the edits
     env = {k: v for k, v in os.environ.items() if k != "TILELANG_DISABLE_CACHE"}
     env["TILELANG_CACHE_DIR"] = str(tmp_path / "cache")
-    traced = subprocess.run([sys.executable, "-m", "tltrace", "run", "--quiet", "--mode", "both", str(script),
-                             "--block", "64"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    traced = subprocess.run(
+        [sys.executable, "-m", "tltrace", "run", "--quiet", "--mode", "both", str(script), "--serial"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert "vadd: computes a-b" in traced.stdout, traced.stdout + traced.stderr
-    plain = subprocess.run([sys.executable, str(script), "--block", "64"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True)
+    plain = subprocess.run(
+        [sys.executable, str(script), "--serial"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert plain.returncode == 0, plain.stdout + plain.stderr
     assert "vadd: computes a+b" in plain.stdout and "vmul: computes a*b" in plain.stdout
 
@@ -106,8 +115,9 @@ def test_resolve_conflict_errors_and_markers(run_cli, tmp_path):
 
     def compile_(text):
         s = Settings(mode="both", trace_dir=td, script_name="k")
-        return reconcile_codegen(s, kernel="k", role="device", generated=text, compiles_source=True,
-                                 backend="cython")
+        return reconcile_codegen(
+            s, kernel="k", role="device", generated=text, compiles_source=True, backend="cython"
+        )
 
     wf = compile_(base).path
     wf.write_text(base.replace("line 2", "mine"))

@@ -47,7 +47,10 @@ def test_disjoint_hunks_apply_cleanly():
     theirs = BASE.replace("line 7\n", "line 7 new\n") + "line 10\n"
     r = merge3(BASE, ours, theirs)
     assert r.clean
-    assert r.text == BASE.replace("line 2\n", "line 2 edited\n").replace("line 7\n", "line 7 new\n") + "line 10\n"
+    assert (
+        r.text
+        == BASE.replace("line 2\n", "line 2 edited\n").replace("line 7\n", "line 7 new\n") + "line 10\n"
+    )
 
 
 def test_overlap_gets_markers():

@@ -37,8 +37,14 @@ def _settings(root: Path) -> Settings:
 
 
 def _compile(root: Path, generated: str):
-    return reconcile_codegen(_settings(root), kernel="k", role="device", generated=generated,
-                             compiles_source=True, backend="cython")
+    return reconcile_codegen(
+        _settings(root),
+        kernel="k",
+        role="device",
+        generated=generated,
+        compiles_source=True,
+        backend="cython",
+    )
 
 
 def _run_child(k: int, action) -> bool:
@@ -100,7 +106,7 @@ def _crash_everywhere(tmp_path: Path, setup, action, check) -> int:
         root = tmp_path / f"k{k}"
         root.mkdir()
         setup(root)
-        assert _run_child(k, lambda: action(root)), f"step {k} of {n} was not reached"
+        assert _run_child(k, lambda root=root: action(root)), f"step {k} of {n} was not reached"
         check(root, k, last=(k == n))
     root = tmp_path / "beyond"
     root.mkdir()

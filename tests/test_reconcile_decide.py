@@ -57,5 +57,6 @@ def test_no_edit_is_dropped_without_a_backup(baseline, working, generated):
     else:
         assert d.compile_text == generated
     if working is not None and baseline is not None:
-        assert d.baseline == (baseline if d.action is Action.PATCHED or d.action is Action.UNCHANGED
-                              else generated)
+        assert d.baseline == (
+            baseline if d.action is Action.PATCHED or d.action is Action.UNCHANGED else generated
+        )

@@ -113,8 +113,9 @@ class WorkingFiles(RuleBasedStateMachine):
         before, base_before = self._current(t), self.base[t]
         gen = self.generated[t]
         want = expected_tag(self.base[t], self.work[t], gen)
-        out = reconcile_codegen(self.settings(), kernel=kernel, role=role, generated=gen,
-                                compiles_source=True, backend="cython")
+        out = reconcile_codegen(
+            self.settings(), kernel=kernel, role=role, generated=gen, compiles_source=True, backend="cython"
+        )
         assert out.tag == want, (self.base[t], self.work[t], gen)
         self.paths[t] = out.path
         self._check_kept(t, before, base_before)
@@ -146,10 +147,19 @@ class WorkingFiles(RuleBasedStateMachine):
         r = resolve(wf, strategy=strategy)
         self._check_kept(t, before, base_before)
         assert not wf.original_bak.exists() and not wf.bak.exists()  # archived as .N
-        want = {"ours": self.bak[t], "theirs": self.latest[t],
-                "merge": merge3(self.obak[t], self.bak[t], self.latest[t], ours_label=f"your edits ({wf.bak.name})",
-                                theirs_label=f"new codegen ({wf.latest.name})").text
-                if self.obak[t] is not None else None}[strategy]
+        want = {
+            "ours": self.bak[t],
+            "theirs": self.latest[t],
+            "merge": merge3(
+                self.obak[t],
+                self.bak[t],
+                self.latest[t],
+                ours_label=f"your edits ({wf.bak.name})",
+                theirs_label=f"new codegen ({wf.latest.name})",
+            ).text
+            if self.obak[t] is not None
+            else None,
+        }[strategy]
         if want is not None:
             assert r.text == want
         self.work[t], self.base[t] = r.text, self.latest[t]
@@ -179,8 +189,9 @@ class WorkingFiles(RuleBasedStateMachine):
             assert p.name in (f"codegen_{role}.cpp", f"codegen_{kernel}_{role}.cpp")
 
 
-WorkingFiles.TestCase.settings = settings(max_examples=100, stateful_step_count=30, deadline=None,
-                                          suppress_health_check=[HealthCheck.too_slow])
+WorkingFiles.TestCase.settings = settings(
+    max_examples=100, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @pytest.fixture(autouse=True)
@@ -197,8 +208,14 @@ def wf(tmp_path):
     def new():  # one Settings per run, as `tltrace run` makes
         return Settings(mode="both", trace_dir=tmp_path, script_name="s")
 
-    return new(), lambda gen, **kw: reconcile_codegen(new(), kernel="k", role="device", generated=gen,
-                                                      compiles_source=kw.get("src", True), backend="tvm_ffi")
+    return new(), lambda gen, **kw: reconcile_codegen(
+        new(),
+        kernel="k",
+        role="device",
+        generated=gen,
+        compiles_source=kw.get("src", True),
+        backend="tvm_ffi",
+    )
 
 
 def test_non_utf8_working_file_is_left_alone(wf):
@@ -256,20 +273,31 @@ def test_every_conflict_backup_is_kept(wf):
 def test_same_kernel_same_shape_new_code_in_one_run_goes_through_the_table(tmp_path):
     """A notebook recompiling a kernel at one shape: the edit meets the decision table, not a new file."""
     s = Settings(mode="both", trace_dir=tmp_path, script_name="s")
-    a = reconcile_codegen(s, kernel="add", role="device", generated="n=1\n", compiles_source=True, backend=None)
+    a = reconcile_codegen(
+        s, kernel="add", role="device", generated="n=1\n", compiles_source=True, backend=None
+    )
     a.path.write_text("my edit\n")
-    b = reconcile_codegen(s, kernel="add", role="device", generated="n=2\n", compiles_source=True, backend=None)
+    b = reconcile_codegen(
+        s, kernel="add", role="device", generated="n=2\n", compiles_source=True, backend=None
+    )
     assert b.path == a.path and b.tag == "CONFLICT"
     assert files.WorkingFile(a.path).bak.read_text() == "my edit\n"
 
 
 def test_custom_path_names(tmp_path):
-    s = Settings(mode="terminal", trace_dir=tmp_path, script_name="s", codegen_output=tmp_path / "foo.kernel.cpp")
+    s = Settings(
+        mode="terminal", trace_dir=tmp_path, script_name="s", codegen_output=tmp_path / "foo.kernel.cpp"
+    )
     d = reconcile_codegen(s, kernel="k", role="device", generated="d\n", compiles_source=True, backend=None)
     h = reconcile_codegen(s, kernel="k", role="host", generated="h\n", compiles_source=True, backend=None)
-    o = reconcile_codegen(s, kernel="other", role="device", generated="o\n", compiles_source=True, backend=None)
-    assert (d.path.name, h.path.name, o.path.name) == ("foo.kernel.cpp", "foo.kernel_host.cpp",
-                                                       "foo.kernel_other.cpp")
+    o = reconcile_codegen(
+        s, kernel="other", role="device", generated="o\n", compiles_source=True, backend=None
+    )
+    assert (d.path.name, h.path.name, o.path.name) == (
+        "foo.kernel.cpp",
+        "foo.kernel_host.cpp",
+        "foo.kernel_other.cpp",
+    )
     assert files.insert_before_ext(Path("foo"), "_host") == Path("foo_host")
     assert files.insert_before_ext(Path("foo.cpp"), "_host") == Path("foo_host.cpp")
 
@@ -282,8 +310,16 @@ def test_threads_sharing_a_working_file(tmp_path):
     def go(i):
         try:
             st_ = Settings(mode="both", trace_dir=tmp_path, script_name="s")
-            outs.append(reconcile_codegen(st_, kernel="k", role="device", generated=f"g{i % 2}\n",
-                                          compiles_source=True, backend=None))
+            outs.append(
+                reconcile_codegen(
+                    st_,
+                    kernel="k",
+                    role="device",
+                    generated=f"g{i % 2}\n",
+                    compiles_source=True,
+                    backend=None,
+                )
+            )
         except Exception as exc:  # pragma: no cover - the assertion below reports it
             errors.append(exc)
 

@@ -43,37 +43,50 @@ def test_watch_reruns_on_save(examples_dir, tmp_path):
     start, out, done = _until_done(events, 2)
     assert start.changed == (working,)
     assert done.exit_code != 0
-    assert any("PATCHED" in t for t in done.tags)
+    assert done.tags == ("add: PATCHED",)  # read from the run's records, not scraped from its output
     assert "error" in out.lower()  # the C compiler's message reaches the user
 
     working.write_text(good.replace("))) + *(float4", "))) - *(float4"))
     start, out, done = _until_done(events, 3)
     assert start.changed == (working,)  # exactly one rerun per save: run 3 is this save's
     assert "WRONG RESULT" in out  # the edit changed the numbers
+    assert done.tags == ("add: PATCHED",)
     assert list(events) == []  # --max-runs ends the watch
 
 
 def _script(tmp_path: Path) -> Path:
     p = tmp_path / "hello.py"
-    p.write_text(textwrap.dedent("""
+    p.write_text(
+        textwrap.dedent("""
         import sys
         print("hello", sys.argv[1:], flush=True)
-    """))
+    """)
+    )
     return p
 
 
 def test_watch_cli_subprocess_max_runs(tmp_path):
     p = _script(tmp_path)
-    r = subprocess.run(["tltrace", "watch", "--max-runs", "1", str(p), "x"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        ["tltrace", "watch", "--max-runs", "1", str(p), "x"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert "run 1 (first run)" in r.stdout and "hello ['x']" in r.stdout and "run 1: ok" in r.stdout
 
 
 def test_watch_ctrl_c_exits_zero(tmp_path):
     p = _script(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-m", "tltrace", "watch", str(p)], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tltrace", "watch", str(p)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -101,3 +114,25 @@ def test_watch_command_line(tmp_path):
     assert cmd[1:5] == ["-m", "tltrace", "run", "--mode"] and cmd[5] == "both"
     assert cmd[-3:] == ["k.py", "--n", "4"] and str(tmp_path / "k.cpp") in cmd
     assert os.path.isabs(cmd[cmd.index("--trace-dir") + 1])
+
+
+def test_watch_line_shows_tags_without_markup(monkeypatch, run_cli, tmp_path):
+    import tltrace.watch as W
+
+    p = _script(tmp_path)
+
+    def fake_runs(spec, **kw):
+        yield RunStarting(1, ())
+        yield RunDone(1, 0, ("add: PATCHED", "[x] odd: CONFLICT"))
+
+    monkeypatch.setattr(W, "watch_runs", fake_runs)
+    r = run_cli("watch", p)
+    assert "── run 1: ok (add: PATCHED, [x] odd: CONFLICT) ──" in r.stdout
+    assert "[[" not in r.stdout
+
+
+def test_watch_refuses_a_codegen_output_it_did_not_write(run_cli, tmp_path):
+    p = _script(tmp_path)
+    r = run_cli("watch", "--codegen-output", p, p)
+    assert r.exit_code == 2 and "did not write" in r.stderr
+    assert 'print("hello"' in p.read_text()

@@ -54,7 +54,9 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, chunks: bytes | Iterable[bytes], *, fsync: bool = False, mode: int | None = None) -> None:
+def atomic_write(
+    path: Path, chunks: bytes | Iterable[bytes], *, fsync: bool = False, mode: int | None = None
+) -> None:
     """Replace `path` with `chunks` so that readers see the old file or the new one, never a part.
 
     With `fsync` the data reaches the disk before the rename and the directory entry

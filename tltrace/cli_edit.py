@@ -19,8 +19,9 @@ Examples:
 
 Runs SCRIPT once under 'tltrace run --mode both --quiet', then again in a fresh process
 each time SCRIPT or one of its working files (codegen_device.cpp, codegen_host.cpp,
-codegen_<kernel>_device.cpp, ...) gets new content. A failing run does not end the
-watch. Ctrl+C ends it (exit 0).
+codegen_<kernel>_device.cpp, ...) gets new content. Each run ends with one line: its
+exit status and what it decided per working file, e.g. (add: PATCHED). A failing run
+does not end the watch. Ctrl+C ends it (exit 0).
 """
 
 RESOLVE_EPILOG = """\
@@ -31,11 +32,14 @@ Examples:
   tltrace resolve-conflict --dry-run            show the merge; change nothing
   tltrace resolve-conflict gemm.py --role host --theirs
   tltrace resolve-conflict ./tmp/lower_trace_dir/gemm --kernel matmul --ours
+  tltrace resolve-conflict gemm                 a script name, as 'tltrace show gemm'
 
 After a CONFLICT the edits are in W.bak, the baseline they were made on in
 W.original.bak. This merges them (three-way) onto the new codegen W.latest; the
 working file W then holds the result and its baseline advances, so the next run
 PATCHes it in. Overlapping hunks get <<<<<<< ======= >>>>>>> markers and exit 4.
+SCRIPT_OR_DIR takes what 'tltrace show' takes: a script path or name, a script,
+run or trace directory.
 """
 
 
@@ -50,27 +54,41 @@ def register(app: typer.Typer) -> None:
     app.command(
         "watch",
         epilog=WATCH_EPILOG,
-        context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True,
-                          "allow_extra_args": True},
+        context_settings={
+            "allow_interspersed_args": False,
+            "ignore_unknown_options": True,
+            "allow_extra_args": True,
+        },
     )(watch_cmd)
     app.command("resolve-conflict", epilog=RESOLVE_EPILOG)(resolve_cmd)
 
 
 def watch_cmd(
     ctx: typer.Context,
-    script: Optional[str] = typer.Argument(None, metavar="SCRIPT", help="The kernel script to watch.",
-                                           show_default=False),
-    args: Optional[list[str]] = typer.Argument(None, metavar="[ARGS]...", help="Arguments for the script.",
-                                               show_default=False),
-    mode: str = typer.Option("both", "--mode", metavar="html|both|terminal",
-                             help="Trace mode of each run (working files need html or both)."),
-    trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", metavar="DIR",
-                                             help="Where traces go [default: TL_LOWER_TRACE_DIR, else "
-                                                  "./tmp/lower_trace_dir]."),
-    codegen_output: Optional[Path] = typer.Option(None, "--codegen-output", metavar="PATH",
-                                                  help="Device working file (host: PATH with _host)."),
-    debounce: int = typer.Option(300, "--debounce", metavar="MS", min=0,
-                                 help="Wait until files are still for MS milliseconds."),
+    script: Optional[str] = typer.Argument(
+        None, metavar="SCRIPT", help="The kernel script to watch.", show_default=False
+    ),
+    args: Optional[list[str]] = typer.Argument(
+        None, metavar="[ARGS]...", help="Arguments for the script.", show_default=False
+    ),
+    mode: str = typer.Option(
+        "both",
+        "--mode",
+        metavar="html|both|terminal",
+        help="Trace mode of each run (working files need html or both).",
+    ),
+    trace_dir: Optional[Path] = typer.Option(
+        None,
+        "--trace-dir",
+        metavar="DIR",
+        help="Where traces go [default: TL_LOWER_TRACE_DIR, else ./tmp/lower_trace_dir].",
+    ),
+    codegen_output: Optional[Path] = typer.Option(
+        None, "--codegen-output", metavar="PATH", help="Device working file (host: PATH with _host)."
+    ),
+    debounce: int = typer.Option(
+        300, "--debounce", metavar="MS", min=0, help="Wait until files are still for MS milliseconds."
+    ),
     max_runs: Optional[int] = typer.Option(None, "--max-runs", hidden=True, min=1),
 ) -> None:
     """Rerun SCRIPT under tltrace each time it or one of its working files is saved."""
@@ -99,8 +117,11 @@ def watch_cmd(
         except TltraceError as exc:
             raise _fail(str(exc), exc.exit_code) from None
     if m == "terminal" and p["codegen_output"] is None:
-        typer.echo("tltrace: warning: --mode terminal writes no working files; only saves of the "
-                   "script trigger a rerun (use --mode both, or --codegen-output PATH)", err=True)
+        typer.echo(
+            "tltrace: warning: --mode terminal writes no working files; only saves of the "
+            "script trigger a rerun (use --mode both, or --codegen-output PATH)",
+            err=True,
+        )
     spec = WatchSpec(path, tuple(rest), m, p["trace_dir"], p["codegen_output"])
     try:
         for ev in watch_runs(spec, debounce_ms=p["debounce"], max_runs=p["max_runs"]):
@@ -112,11 +133,16 @@ def watch_cmd(
             elif isinstance(ev, RunDone):
                 status = "ok" if ev.exit_code == 0 else f"exit {ev.exit_code}"
                 tags = ", ".join(ev.tags)
-                typer.secho(f"── run {ev.number}: {status}" + (f" ({tags})" if tags else "") + " ──",
-                            bold=True, fg="green" if ev.exit_code == 0 else "red")
+                typer.secho(
+                    f"── run {ev.number}: {status}" + (f" ({tags})" if tags else "") + " ──",
+                    bold=True,
+                    fg="green" if ev.exit_code == 0 else "red",
+                )
             elif isinstance(ev, Watching):
-                typer.echo(f"watching {spec.script} and its working files in "
-                           f"{spec.layout().directory} (Ctrl+C to stop)")
+                typer.echo(
+                    f"watching {spec.script} and its working files in "
+                    f"{spec.layout().directory} (Ctrl+C to stop)"
+                )
     except KeyboardInterrupt:
         typer.echo("tltrace watch: stopped")
     raise typer.Exit(EXIT_OK)
@@ -137,19 +163,28 @@ def _layout(script_or_dir: Optional[str], trace_dir: Optional[Path], codegen_out
 
 
 def resolve_cmd(
-    script_or_dir: Optional[str] = typer.Argument(None, metavar="[SCRIPT_OR_DIR]", show_default=False,
-                                                  help="The script, or its trace dir [default: the only "
-                                                       "script under the trace dir]."),
+    script_or_dir: Optional[str] = typer.Argument(
+        None,
+        metavar="[SCRIPT_OR_DIR]",
+        show_default=False,
+        help="The script, or its trace dir [default: the only script under the trace dir].",
+    ),
     role: Optional[str] = typer.Option(None, "--role", metavar="device|host", help="Resolve this role only."),
     kernel: Optional[str] = typer.Option(None, "--kernel", metavar="NAME", help="Resolve this kernel only."),
     ours: bool = typer.Option(False, "--ours", help="Keep your saved edits wholesale."),
-    theirs: bool = typer.Option(False, "--theirs", help="Take the new codegen wholesale (edits stay in backups)."),
+    theirs: bool = typer.Option(
+        False, "--theirs", help="Take the new codegen wholesale (edits stay in backups)."
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the result; change no file."),
-    trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", metavar="DIR",
-                                             help="Where traces go [default: TL_LOWER_TRACE_DIR, else "
-                                                  "./tmp/lower_trace_dir]."),
-    codegen_output: Optional[Path] = typer.Option(None, "--codegen-output", metavar="PATH",
-                                                  help="The --codegen-output PATH the runs used."),
+    trace_dir: Optional[Path] = typer.Option(
+        None,
+        "--trace-dir",
+        metavar="DIR",
+        help="Where traces go [default: TL_LOWER_TRACE_DIR, else ./tmp/lower_trace_dir].",
+    ),
+    codegen_output: Optional[Path] = typer.Option(
+        None, "--codegen-output", metavar="PATH", help="The --codegen-output PATH the runs used."
+    ),
 ) -> None:
     """Rebase the edits a CONFLICT saved onto the new codegen (three-way merge)."""
     from .reconcile.resolve import find_pending, resolve
@@ -162,9 +197,13 @@ def resolve_cmd(
     layout = _layout(script_or_dir, trace_dir, codegen_output)
     todo = find_pending(layout, role=role, kernel=kernel)
     if not todo:
-        what = " ".join(x for x in (f"kernel {kernel}" if kernel else "", f"role {role}" if role else "") if x)
-        raise _fail(f"no unresolved CONFLICT{' for ' + what if what else ''} in {layout.directory} "
-                    "(a CONFLICT leaves W.bak and W.original.bak)")
+        what = " ".join(
+            x for x in (f"kernel {kernel}" if kernel else "", f"role {role}" if role else "") if x
+        )
+        raise _fail(
+            f"no unresolved CONFLICT{' for ' + what if what else ''} in {layout.directory} "
+            "(a CONFLICT leaves W.bak and W.original.bak)"
+        )
     worst = EXIT_OK
     for wf in todo:
         try:
@@ -177,8 +216,11 @@ def resolve_cmd(
             typer.echo(r.text, nl=False)
         if r.conflicts:
             worst = EXIT_CONFLICT
-            typer.echo(f"{name}: {r.conflicts} conflicting hunk(s) marked with <<<<<<< ======= >>>>>>>"
-                       + ("" if dry_run else "; edit the file, then rerun the script"), err=True)
+            typer.echo(
+                f"{name}: {r.conflicts} conflicting hunk(s) marked with <<<<<<< ======= >>>>>>>"
+                + ("" if dry_run else "; edit the file, then rerun the script"),
+                err=True,
+            )
         elif not dry_run:
             typer.echo(f"{name}: resolved ({strategy}); the next run PATCHes it in")
         if r.saved_copy is not None:

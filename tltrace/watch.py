@@ -44,15 +44,26 @@ class WatchSpec:
         """The script's directory under the trace dir, as the runs find it (session/scripts.py)."""
         from .session import scripts
 
-        return scripts.lookup(self.resolved_trace_dir(), script_name_from_argv(str(self.script)),
-                              scripts.identity_of(str(self.script)))
+        return scripts.lookup(
+            self.resolved_trace_dir(),
+            script_name_from_argv(str(self.script)),
+            scripts.identity_of(str(self.script)),
+        )
 
     def layout(self) -> files.Layout:
         return layout_at(self.script_dir(), self.codegen_output)
 
     def command(self) -> list[str]:
-        cmd = [self.python, "-m", "tltrace", "run", "--mode", self.mode,
-               "--trace-dir", str(self.resolved_trace_dir())]
+        cmd = [
+            self.python,
+            "-m",
+            "tltrace",
+            "run",
+            "--mode",
+            self.mode,
+            "--trace-dir",
+            str(self.resolved_trace_dir()),
+        ]
         if self.codegen_output is not None:
             cmd += ["--codegen-output", str(self.codegen_output.absolute())]
         return [*cmd, *self.run_options, str(self.script), *self.args]
@@ -114,8 +125,15 @@ def run_once(spec: WatchSpec, number: int, changed: tuple[Path, ...]) -> Iterato
     """Run the script once under `tltrace run` in a fresh process, yielding its output line by line."""
     yield RunStarting(number, changed)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(spec.command(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", bufsize=1, env=env)
+    proc = subprocess.Popen(
+        spec.command(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        bufsize=1,
+        env=env,
+    )
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -156,8 +174,9 @@ def run_tags(spec: WatchSpec, pid: int) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def watch_runs(spec: WatchSpec, *, debounce_ms: int = 300, max_runs: int | None = None,
-               stop_event: Any = None) -> Iterator[WatchEvent]:
+def watch_runs(
+    spec: WatchSpec, *, debounce_ms: int = 300, max_runs: int | None = None, stop_event: Any = None
+) -> Iterator[WatchEvent]:
     """Run once, then rerun on every content change until `max_runs` runs, `stop_event`, or Ctrl+C."""
     import watchfiles
 
@@ -180,8 +199,15 @@ def watch_runs(spec: WatchSpec, *, debounce_ms: int = 300, max_runs: int | None 
     layout.directory.mkdir(parents=True, exist_ok=True)
     dirs = tuple(dict.fromkeys([spec.script.absolute().parent, layout.directory.absolute()]))
     yield Watching(dirs)
-    for _batch in watchfiles.watch(*dirs, debounce=debounce_ms, step=50, stop_event=stop_event,
-                                   rust_timeout=500, yield_on_timeout=True, recursive=False):
+    for _batch in watchfiles.watch(
+        *dirs,
+        debounce=debounce_ms,
+        step=50,
+        stop_event=stop_event,
+        rust_timeout=500,
+        yield_on_timeout=True,
+        recursive=False,
+    ):
         now = snapshot(spec)
         if not _changed(snap, now):
             continue  # nothing new: our own rewrites, or a timeout tick

@@ -77,4 +77,6 @@ def decide(baseline: str | None, working: str | None, generated: str) -> Decisio
         return Decision(Action.PATCHED, working, baseline, working)
     if working == generated:
         return Decision(Action.SYNCED, generated, generated, working)
-    return Decision(Action.CONFLICT, generated, generated, generated, backup_working=True, backup_baseline=True)
+    return Decision(
+        Action.CONFLICT, generated, generated, generated, backup_working=True, backup_baseline=True
+    )

@@ -49,9 +49,21 @@ SEP = "|"  # kernel name | variant key, in registry keys
 FSYNC = True  # tests over thousands of steps turn this off; durability is not what they check
 
 __all__ = [
-    "Action", "Applied", "Layout", "Unreadable", "WorkingFile", "archive", "check_codegen_output",
-    "insert_before_ext", "known_working_files", "locked", "push_backup", "read_text", "reconcile",
-    "working_file", "write_atomic",
+    "Action",
+    "Applied",
+    "Layout",
+    "Unreadable",
+    "WorkingFile",
+    "archive",
+    "check_codegen_output",
+    "insert_before_ext",
+    "known_working_files",
+    "locked",
+    "push_backup",
+    "read_text",
+    "reconcile",
+    "working_file",
+    "write_atomic",
 ]
 
 
@@ -209,7 +221,9 @@ class Layout:
         if not dot or not base:
             base, ext = self.device_path.name, ""
         if self.custom:
-            return name.startswith(base) and (name.endswith("." + ext) if ext else "." not in name[len(base):])
+            return name.startswith(base) and (
+                name.endswith("." + ext) if ext else "." not in name[len(base) :]
+            )
         return name.startswith(DEFAULT_STEM) and name.endswith(EXT)
 
 
@@ -222,16 +236,21 @@ def check_codegen_output(path: str | os.PathLike) -> Path:
     p = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
     shown = os.fspath(path)
     if str(shown).endswith(os.sep) or p.is_dir():
-        raise UsageError(f"--codegen-output {shown} is a directory; name a file in it, e.g. "
-                         f"{p / (DEFAULT_STEM + EXT)}")
+        raise UsageError(
+            f"--codegen-output {shown} is a directory; name a file in it, e.g. {p / (DEFAULT_STEM + EXT)}"
+        )
     if p.is_symlink():
-        raise UsageError(f"--codegen-output {shown} is a symbolic link; tltrace does not write through links, "
-                         "name the file itself")
+        raise UsageError(
+            f"--codegen-output {shown} is a symbolic link; tltrace does not write through links, "
+            "name the file itself"
+        )
     if p.exists():
         wf = WorkingFile(p)
         if not (wf.original.is_file() or wf.latest.is_file()):
-            raise UsageError(f"--codegen-output {shown} is an existing file that tltrace did not write "
-                             f"(no {p.name}.original beside it); choose a new path, or move the file away")
+            raise UsageError(
+                f"--codegen-output {shown} is an existing file that tltrace did not write "
+                f"(no {p.name}.original beside it); choose a new path, or move the file away"
+            )
     for parent in p.parents:
         if parent.exists():
             if not parent.is_dir():
@@ -352,9 +371,11 @@ def reconcile(wf: WorkingFile, generated: str) -> Applied:
         links = _links(wf)
         if links:
             edit = " (an edit there is not applied)" if wf.path in links else ""
-            warnings.append(f"{links[0]} is a symbolic link; tltrace neither reads nor writes through links, so "
-                            f"it compiled the generated source and left the link as it is{edit}. Use "
-                            "--codegen-output PATH to keep working files elsewhere")
+            warnings.append(
+                f"{links[0]} is a symbolic link; tltrace neither reads nor writes through links, so "
+                f"it compiled the generated source and left the link as it is{edit}. Use "
+                "--codegen-output PATH to keep working files elsewhere"
+            )
             return Applied(wf, None, generated, tuple(warnings), failed=True)
         clean_temps(wf)
         interrupted = _read_journal(wf) if wf.journal.exists() else None
@@ -380,12 +401,18 @@ def reconcile(wf: WorkingFile, generated: str) -> Applied:
         if baseline is None and interrupted in (Action.INIT, Action.INIT_BACKUP) and working == generated:
             working = None  # our own half-finished initialisation, not a file of unknown origin
         elif baseline is None and working is not None and managed_before:
-            warnings.append(f"{wf.original.name} is missing; {wf.path.name} is backed up before it is replaced")
+            warnings.append(
+                f"{wf.original.name} is missing; {wf.path.name} is backed up before it is replaced"
+            )
         d = decide(baseline, working, generated)
         backup = baseline_backup = None
         try:
-            writes = (d.backup_working and working is not None) + (d.backup_baseline and baseline is not None) \
-                + (d.baseline != baseline) + (d.working != working)
+            writes = (
+                (d.backup_working and working is not None)
+                + (d.backup_baseline and baseline is not None)
+                + (d.baseline != baseline)
+                + (d.working != working)
+            )
             if writes > 1:
                 write_atomic(wf.journal, json.dumps({"action": d.action.value}) + "\n")
             number = _next_number(wf.bak, wf.original_bak)
@@ -408,10 +435,14 @@ def reconcile(wf: WorkingFile, generated: str) -> Applied:
             if interrupted is not None or writes > 1:
                 _unlink(wf.journal)
         except OSError as exc:
-            edit = f"; the edit in {wf.path} is not applied" if working is not None and working != baseline \
-                and baseline is not None else ""
-            warnings.append(f"could not update {wf.path} ({exc.strerror or exc}); compiling the generated "
-                            f"source{edit}")
+            edit = (
+                f"; the edit in {wf.path} is not applied"
+                if working is not None and working != baseline and baseline is not None
+                else ""
+            )
+            warnings.append(
+                f"could not update {wf.path} ({exc.strerror or exc}); compiling the generated source{edit}"
+            )
             return Applied(wf, d, generated, tuple(warnings), backup, baseline_backup, failed=True)
         return Applied(wf, d, d.compile_text, tuple(warnings), backup, baseline_backup, recovered=interrupted)
 
@@ -440,6 +471,9 @@ def _load_registry(path: Path) -> dict[str, str]:
     return out
 
 
+_suffixes: dict[tuple[str, str], str] = {}  # (registry, key) -> suffix, as this process read or wrote it
+
+
 def _kernel_of_key(key: str) -> str:
     return key.split(SEP, 1)[0].split("#", 1)[0]
 
@@ -458,10 +492,14 @@ def kernel_suffix(layout: Layout, kernel: str, variant: str | None = None, label
     """
     key = identity(kernel, variant)
     reg = layout.registry_path
+    known = _suffixes.get((str(reg), key))
+    if known is not None and reg.is_file():
+        return known  # an entry never changes once written: skip the lock for the next compiles
     with locked(reg.with_name(reg.name + ".lock")):
         remove_stale_temps(reg.parent, [reg.name])
         kernels = _load_registry(reg)
         if key in kernels:
+            _suffixes[(str(reg), key)] = kernels[key]
             return kernels[key]
         if variant and kernel in kernels:  # an entry from before variants: adopt it
             kernels[key] = kernels.pop(kernel)
@@ -479,11 +517,13 @@ def kernel_suffix(layout: Layout, kernel: str, variant: str | None = None, label
             kernels[key] = suffix
         if not reg.is_symlink():
             write_atomic(reg, json.dumps({"version": 2, "kernels": kernels}, indent=2) + "\n")
+        _suffixes[(str(reg), key)] = kernels[key]
         return kernels[key]
 
 
-def working_file(layout: Layout, kernel: str, role: str | None, variant: str | None = None,
-                 label: str | None = None) -> WorkingFile:
+def working_file(
+    layout: Layout, kernel: str, role: str | None, variant: str | None = None, label: str | None = None
+) -> WorkingFile:
     """Return the working file of a kernel variant's `role`, registering the variant on first sight."""
     suffix = kernel_suffix(layout, kernel, variant, label)
     return WorkingFile(layout.path_for(suffix, role), kernel, role, label)

@@ -32,7 +32,9 @@ class MergeResult:
 
 def _matches(a: list[str], b: list[str]) -> list[tuple[int, int, int]]:
     """Return (i, j, n) blocks with a[i:i+n] == b[j:j+n], ascending, without the final sentinel."""
-    return [(m[0], m[1], m[2]) for m in SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks() if m[2]]
+    return [
+        (m[0], m[1], m[2]) for m in SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks() if m[2]
+    ]
 
 
 def _stable_regions(base: list[str], ours: list[str], theirs: list[str]) -> list[tuple[int, int, int, int]]:
@@ -61,8 +63,15 @@ def _ensure_newline(lines: list[str]) -> list[str]:
     return lines
 
 
-def merge3(base: str, ours: str, theirs: str, *, ours_label: str = "ours", theirs_label: str = "theirs",
-           base_label: str | None = None) -> MergeResult:
+def merge3(
+    base: str,
+    ours: str,
+    theirs: str,
+    *,
+    ours_label: str = "ours",
+    theirs_label: str = "theirs",
+    base_label: str | None = None,
+) -> MergeResult:
     """Return the three-way merge of `ours` and `theirs`, both derived from `base`.
 
     With `base_label`, conflicts also show the base text (diff3 style).
@@ -90,6 +99,6 @@ def merge3(base: str, ours: str, theirs: str, *, ours_label: str = "ours", their
                 out.append(SEP_MARK)
                 out += _ensure_newline(ct)
                 out.append(f"{THEIRS_MARK}{theirs_label}\n")
-        out += b[bs:bs + n]
+        out += b[bs : bs + n]
         bi, oi, ti = bs + n, os_ + n, ts + n
     return MergeResult("".join(out), conflicts)

@@ -39,8 +39,9 @@ def pending(wf: files.WorkingFile) -> bool:
     return all(p.is_file() and not p.is_symlink() for p in (wf.bak, wf.original_bak))
 
 
-def find_pending(layout: files.Layout, *, role: str | None = None, kernel: str | None = None
-                 ) -> list[files.WorkingFile]:
+def find_pending(
+    layout: files.Layout, *, role: str | None = None, kernel: str | None = None
+) -> list[files.WorkingFile]:
     """Return the working files under `layout` with an unresolved CONFLICT, filtered by role/kernel."""
     out = []
     for wf in files.known_working_files(layout):
@@ -70,7 +71,9 @@ def resolve(wf: files.WorkingFile, *, strategy: str = "merge", dry_run: bool = F
     with files.locked(wf.lock_path):
         links = [p for p in wf.companions() if p.is_symlink()]
         if links:
-            raise RecordsError(f"{links[0]} is a symbolic link; tltrace neither reads nor writes through links")
+            raise RecordsError(
+                f"{links[0]} is a symbolic link; tltrace neither reads nor writes through links"
+            )
         if not dry_run:
             files.clean_temps(wf)
         base = _read(wf.original_bak)
@@ -83,8 +86,13 @@ def resolve(wf: files.WorkingFile, *, strategy: str = "merge", dry_run: bool = F
         elif strategy == "theirs":
             text, conflicts = theirs, 0
         else:
-            m = merge3(base, ours, theirs, ours_label=f"your edits ({wf.bak.name})",
-                       theirs_label=f"new codegen ({wf.latest.name})")
+            m = merge3(
+                base,
+                ours,
+                theirs,
+                ours_label=f"your edits ({wf.bak.name})",
+                theirs_label=f"new codegen ({wf.latest.name})",
+            )
             text, conflicts = m.text, m.conflicts
         if dry_run:
             return Resolution(wf, text, conflicts, strategy, written=False)
@@ -107,5 +115,7 @@ def resolve(wf: files.WorkingFile, *, strategy: str = "merge", dry_run: bool = F
             files.write_atomic(wf.path, text)
         if baseline != theirs:
             files.write_atomic(wf.original, theirs)
-        archived = tuple(p for p in (files.archive(wf.bak, number), files.archive(wf.original_bak, number)) if p)
+        archived = tuple(
+            p for p in (files.archive(wf.bak, number), files.archive(wf.original_bak, number)) if p
+        )
         return Resolution(wf, text, conflicts, strategy, written=True, saved_copy=saved, archived=archived)

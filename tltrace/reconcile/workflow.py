@@ -79,8 +79,11 @@ def layout_for(settings: Any, *, claim: bool = False) -> files.Layout:
 
 def _is_script_dir(d: Path) -> bool:
     try:
-        return d.is_dir() and ((d / ".run_records").is_dir() or (d / files.REGISTRY_NAME).is_file()
-                               or any(d.glob(f"{files.DEFAULT_STEM}*{files.EXT}*")))
+        return d.is_dir() and (
+            (d / ".run_records").is_dir()
+            or (d / files.REGISTRY_NAME).is_file()
+            or any(d.glob(f"{files.DEFAULT_STEM}*{files.EXT}*"))
+        )
     except OSError:
         return False
 
@@ -108,7 +111,9 @@ def script_dir_of(arg: str | None, trace_dir: Path) -> Path:
         if not dirs:
             raise UsageError(f"no traced scripts under {td}; run 'tltrace run --mode both SCRIPT' first")
         if len(dirs) > 1:
-            raise UsageError(f"several traced scripts under {td}: {', '.join(d.name for d in dirs)}; name one")
+            raise UsageError(
+                f"several traced scripts under {td}: {', '.join(d.name for d in dirs)}; name one"
+            )
         return dirs[0]
     p = Path(arg)
     if p.is_dir() and not (p / "__main__.py").exists():
@@ -126,13 +131,32 @@ def script_dir_of(arg: str | None, trace_dir: Path) -> Path:
     candidate = scripts.script_dir_for(td, arg)
     if _is_script_dir(candidate) or p.suffix == ".py" or p.exists():
         return candidate
-    raise UsageError(f"no such script or trace dir: {arg} (looked in {td}); 'tltrace show' lists what is there")
+    raise UsageError(
+        f"no such script or trace dir: {arg} (looked in {td}); 'tltrace show' lists what is there"
+    )
 
 
 # -- per invocation (one Settings object): what was reconciled, and what was said --------------------
+@dataclass(frozen=True)
+class _Seen:
+    """A working file as this invocation's reconcile left it."""
+
+    file: files.WorkingFile
+    text: str | None
+    stat: tuple[int, int] | None  # (mtime_ns, size): a cheap "not touched since"
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
 @dataclass
 class _Invocation:
-    reconciled: set[Path] = field(default_factory=set)
+    reconciled: dict[Path, _Seen] = field(default_factory=dict)
     told: set[Path] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -162,9 +186,16 @@ def _pick(layout: files.Layout, kernel: str, role: str | None, variant: Variant 
     return files.working_file(layout, kernel, role, variant.key, variant.label)
 
 
-def reconcile_codegen(settings: Any, *, kernel: str, role: str | None, generated: str,
-                      compiles_source: bool, backend: str | None,
-                      variant: Variant | None = None) -> CodegenOutcome:
+def reconcile_codegen(
+    settings: Any,
+    *,
+    kernel: str,
+    role: str | None,
+    generated: str,
+    compiles_source: bool,
+    backend: str | None,
+    variant: Variant | None = None,
+) -> CodegenOutcome:
     """Return the outcome for one codegen call: the text to compile, a tag and its message."""
     wf: files.WorkingFile | None = None
     try:
@@ -174,11 +205,14 @@ def reconcile_codegen(settings: Any, *, kernel: str, role: str | None, generated
     except (OSError, ValueError) as exc:
         where = f" ({wf.path})" if wf is not None else ""
         edit = f"; edit in {wf.path} not applied" if wf is not None and wf.edited() else ""
-        return CodegenOutcome(generated, warnings=(f"working files skipped{where}: "
-                                                   f"{getattr(exc, 'strerror', None) or exc}{edit}",))
+        return CodegenOutcome(
+            generated,
+            warnings=(f"working files skipped{where}: {getattr(exc, 'strerror', None) or exc}{edit}",),
+        )
     inv = _invocation(settings)
+    seen = _Seen(wf, applied.decision.working if applied.decision is not None else None, _stat(wf.path))
     with inv.lock:
-        inv.reconciled.add(wf.path)
+        inv.reconciled[wf.path] = seen
     d = applied.decision
     path = wf.path
     notices = _siblings_not_applied(settings, layout, wf)
@@ -190,34 +224,61 @@ def reconcile_codegen(settings: Any, *, kernel: str, role: str | None, generated
     compile_text = applied.compile_text
     if d.action is Action.PATCHED and not compiles_source:
         tag = "NOTE"
-        message = (f"edits in {path} are kept for the diff view but not compiled: the "
-                   f"{backend or 'current'} backend builds a binary during codegen; use "
-                   "execution_backend=\"nvrtc\" (CUDA) or \"cython\" (C, HIP) to compile edits")
+        message = (
+            f"edits in {path} are kept for the diff view but not compiled: the "
+            f"{backend or 'current'} backend builds a binary during codegen; use "
+            'execution_backend="nvrtc" (CUDA) or "cython" (C, HIP) to compile edits'
+        )
     return CodegenOutcome(compile_text, tag, message, path, applied.warnings, notices)
 
 
-def _siblings_not_applied(settings: Any, layout: files.Layout, wf: files.WorkingFile
-                          ) -> tuple[tuple[str, str, Path], ...]:
-    """Say at once when another variant of this kernel holds an edit this run has not compiled.
+def _edited_since(inv: _Invocation, wf: files.WorkingFile, *, fast: bool = False) -> bool:
+    """Return True when `wf` was reconciled in this invocation and has been edited since.
 
-    A notebook that recompiles a kernel at a new size gets a new working file; the
-    edit made in the old one is then not applied, and the user hears it now, once.
+    `fast` trusts an unchanged (mtime, size) for "not edited": cheap enough for every compile.
+    """
+    with inv.lock:
+        seen = inv.reconciled.get(wf.path)
+    if seen is None or (fast and seen.stat is not None and _stat(wf.path) == seen.stat):
+        return False
+    try:
+        now = files.read_text(wf.path)
+    except files.Unreadable:
+        return False
+    return now is not None and now != seen.text and wf.edited()
+
+
+def _siblings_not_applied(
+    settings: Any, layout: files.Layout, wf: files.WorkingFile
+) -> tuple[tuple[str, str, Path], ...]:
+    """Say at once when another variant of this kernel was edited during this run and is now passed over.
+
+    A notebook that compiles a kernel, has its working file edited, then recompiles the
+    kernel at a new size gets a new working file; the edit is then not applied, and the
+    user hears it now, once. (A variant merely not compiled yet is said at the run's end.)
     """
     if wf.kernel is None:
         return ()
     inv = _invocation(settings)
+    with inv.lock:  # only a file reconciled earlier in this run can have been edited during it
+        others = [
+            x.file
+            for p, x in inv.reconciled.items()
+            if p != wf.path and p not in inv.told and x.file.kernel == wf.kernel and x.file.role == wf.role
+        ]
     out = []
-    for other in files.known_working_files(layout):
-        if other.path == wf.path or other.kernel != wf.kernel or other.role != wf.role:
-            continue
-        with inv.lock:
-            if other.path in inv.reconciled or other.path in inv.told:
-                continue
-        if other.edited():
+    for other in others:
+        if _edited_since(inv, other, fast=True):
             with inv.lock:
                 inv.told.add(other.path)
-            out.append(("NOT-APPLIED", f"edit in {other.path} not applied: it belongs to another variant of "
-                        f"{wf.kernel}; this compile uses {wf.path.name}", other.path))
+            out.append(
+                (
+                    "NOT-APPLIED",
+                    f"edit in {other.path} not applied: it belongs to another variant of "
+                    f"{wf.kernel}; this compile uses {wf.path}",
+                    other.path,
+                )
+            )
     return tuple(out)
 
 
@@ -236,14 +297,21 @@ def unapplied_edits(settings: Any, *, cached: set[str] | frozenset[str] = frozen
     out = []
     for wf in known:
         with inv.lock:
-            if wf.path in inv.reconciled or wf.path in inv.told:
+            if wf.path in inv.told:
                 continue
+            seen = wf.path in inv.reconciled
+        if seen and not _edited_since(inv, wf):
+            continue
         if not wf.edited():
             continue
         k = wf.kernel or "its kernel"
         if not on:
-            why = ("working files are off in this run (--mode terminal or --no-codegen-output); "
-                   "use --mode both to compile it")
+            why = (
+                "working files are off in this run (--mode terminal or --no-codegen-output); "
+                "use --mode both to compile it"
+            )
+        elif seen:
+            why = f"it was edited after {k} compiled in this run; it applies when {k} compiles again"
         elif wf.kernel in cached:
             why = f"{k} came from TileLang's kernel cache (drop --use-cache to compile the edit)"
         else:
@@ -276,10 +344,17 @@ def _message(a: files.Applied, action: Action | None) -> str | None:
     if action is Action.CONFLICT:
         bak = a.backup.name if a.backup else a.file.bak.name
         obak = a.baseline_backup.name if a.baseline_backup else a.file.original_bak.name
-        again = "the run before was killed while it saved this CONFLICT; " if a.recovered is Action.CONFLICT \
-            and a.decision is not None and a.decision.action is not Action.CONFLICT else ""
-        return (f"{again}codegen changed and {p} was edited: edits saved to {bak}, "
-                f"old baseline to {obak}; {p.name} regenerated. Rebase your edits with 'tltrace resolve-conflict'")
+        again = (
+            "the run before was killed while it saved this CONFLICT; "
+            if a.recovered is Action.CONFLICT
+            and a.decision is not None
+            and a.decision.action is not Action.CONFLICT
+            else ""
+        )
+        return (
+            f"{again}codegen changed and {p} was edited: edits saved to {bak}, "
+            f"old baseline to {obak}; {p.name} regenerated. Rebase your edits with 'tltrace resolve-conflict'"
+        )
     if action is Action.INIT_BACKUP:
         return f"{p} had no baseline: saved it to {p.name}.bak, then initialised from codegen"
     return None

@@ -72,6 +72,7 @@ class CacheWatch:
         with _hits_lock:
             _hits.update(hits)
         for name in hits:
-            self.emit(Notice("cached", f"kernel {name} came from TileLang's kernel cache; no pass ran",
-                             kernel=name))
+            self.emit(
+                Notice("cached", f"kernel {name} came from TileLang's kernel cache; no pass ran", kernel=name)
+            )
         return len(hits)

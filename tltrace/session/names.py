@@ -41,5 +41,5 @@ def pass_display_name(name: str) -> str:
     name = str(name)
     for prefix in ("tl.transform.", "tl."):
         if name.startswith(prefix) and len(name) > len(prefix):
-            return name[len(prefix):]
+            return name[len(prefix) :]
     return name

@@ -101,7 +101,9 @@ def claim(trace_dir: str | os.PathLike, name: str, identity: str) -> Path:
             if registry.get(identity) != dirname:
                 registry[identity] = dirname
                 if not reg.is_symlink():
-                    data = json.dumps({"version": 1, "scripts": registry}, indent=1, ensure_ascii=False) + "\n"
+                    data = (
+                        json.dumps({"version": 1, "scripts": registry}, indent=1, ensure_ascii=False) + "\n"
+                    )
                     atomic_write(reg, data.encode("utf-8"))
     except OSError:
         return lookup(td, name, identity)
@@ -113,15 +115,18 @@ def claim(trace_dir: str | os.PathLike, name: str, identity: str) -> Path:
 def script_dir_for(trace_dir: str | os.PathLike, script: str | os.PathLike) -> Path:
     """Return the script directory a SCRIPT argument of show/clean/diff-runs/resolve-conflict names.
 
-    A path to a script (or a name ending in .py) is looked up by its real path, so
-    `x/kernel.py` and `y/kernel.py` find their own directories; a bare name is the
-    directory of that name.
+    A path to a script is looked up by its real path, so `x/kernel.py` and `y/kernel.py`
+    find their own directories; a `.py` path that does not exist here falls back to the
+    plain name, and so does a bare name.
     """
     from ..config import script_name_from_argv
 
     text = str(script)
     p = Path(text)
     name = script_name_from_argv(text)
-    if p.suffix == ".py" or p.is_file() or (p.is_dir() and (p / "__main__.py").exists()):
+    if p.is_file() or (p.is_dir() and (p / "__main__.py").exists()):
         return lookup(trace_dir, name, identity_of(text))
+    if p.suffix == ".py":  # no such file (here): its own registered dir, else the plain name
+        ident = identity_of(text)
+        return Path(trace_dir) / _load(Path(trace_dir)).get(ident, safe_component(name))
     return Path(trace_dir) / safe_component(p.name or text)

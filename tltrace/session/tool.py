@@ -568,15 +568,19 @@ def _kernel_name(s: TraceSession, event: Any) -> str:
 
 
 def _reconcile(s: TraceSession, event: Any, role: str | None, generated: str, ffi: str) -> Any:
-    from ..reconcile.variant import variant_of
+    from ..reconcile.variant import variant_from_launch
     from ..reconcile.workflow import reconcile_codegen
 
-    # Device and host codegen of one compile share one variant: the first call's.
-    variant = getattr(s, "_wf_variant", None)
-    if variant is None:
-        variant = variant_of(event.mod)
-        s._wf_variant = variant  # type: ignore[attr-defined]
     kernel = _kernel_name(s, event)
+    # The launch read from the compile's input IR at its first pass (device and host share it);
+    # a compile whose first pass was not seen falls back to the codegen input.
+    launch = s.manifest.launch
+    if launch is None:
+        launch = getattr(s, "_wf_launch", None)
+        if launch is None:
+            launch = launch_info(event.mod, kernel)
+            s._wf_launch = launch  # type: ignore[attr-defined]
+    variant = variant_from_launch(kernel, launch)
     outcome = reconcile_codegen(
         s.settings, kernel=kernel, role=role, generated=generated,
         compiles_source=cg.compiles_source(ffi), backend=s.manifest.backend, variant=variant,
