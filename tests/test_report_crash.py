@@ -25,7 +25,8 @@ DRIVER = """
 import sys
 import time
 from pathlib import Path
-from tltrace.render.html import HtmlReportListener, synthetic_events
+sys.path.insert(0, sys.argv[4])
+from tests.synthetic import HtmlReportListener, synthetic_events
 listener = HtmlReportListener()
 for event in synthetic_events(5000, Path(sys.argv[1]), lines=int(sys.argv[2]), seed=int(sys.argv[3])):
     listener(event)
@@ -81,7 +82,7 @@ def test_kill_loop_on_a_synthetic_trace(tmp_path: Path, page_of):
     for k, delay in enumerate(delays):
         root = tmp_path / f"k{k}"
         lines = rng.choice([40, 300, 800])
-        proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(root), str(lines), str(k)],
+        proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(root), str(lines), str(k), str(REPO)],
                                 stdout=subprocess.PIPE, text=True, env=env)
         acked: list[str] = []
         reader = _reader(proc.stdout, acked)
@@ -90,7 +91,7 @@ def test_kill_loop_on_a_synthetic_trace(tmp_path: Path, page_of):
         proc.wait()
         reader.join(5)
         done = [int(x) for x in acked if x.strip().isdigit()]
-        link = root / REPORT_NAME
+        link = next(iter(sorted((root / ".run_records").glob(f"run_*/{REPORT_NAME}"))), root / REPORT_NAME)
         if not done and not link.exists():
             continue  # killed before the first pass: nothing to show, nothing lost
         assert link.exists(), f"kill {k} after {delay:.2f}s: {len(done)} passes acknowledged, no report"
