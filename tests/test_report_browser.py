@@ -15,7 +15,6 @@ from .synthetic import synthetic_events, write_synthetic_report
 pytestmark = pytest.mark.browser
 
 
-
 @pytest.fixture
 def open_report(browser):
     """Open a report in a fresh context; fails the test on any page error or console error."""

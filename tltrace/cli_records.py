@@ -526,7 +526,7 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("status", "A", "B", "first difference"):
         table.add_column(col, no_wrap=True)
-    order = {COMPILE_DIFFERENT: 0, COMPILE_ONLY_A: 1, COMPILE_ONLY_B: 1, COMPILE_SAME: 2}
+    order = {COMPILE_DIFFERENT: 0, COMPILE_ONLY_A: 1, COMPILE_ONLY_B: 2, COMPILE_SAME: 3}
     for c in sorted(inv.compiles, key=lambda c: order[c.status]):
         first = c.diff.first_difference if c.diff is not None else None
         where = ""
@@ -577,8 +577,8 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
     from rich.table import Table
     from rich.text import Text
 
-    from .runs import label
     from .rundiff import INPUT_DIFFERS, OUTPUT_DIFFERS, SAME
+    from .runs import label
 
     con = _console()
     for side, run in (("A", ra), ("B", rb)):
