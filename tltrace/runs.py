@@ -35,7 +35,6 @@ from .session.store import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS
 INTERRUPTED = "interrupted"  # shown for a run whose process is gone but never finished
 DAMAGED = "damaged"
 
-_RUN_ID = re.compile(r"^run_(\d{8})_(\d{6})_(\d+)_(\d+)_([0-9a-f]+)$")
 _HASH = re.compile(r"^[0-9a-f]{8,128}$")  # a stored text's name in .objects (session/store.text_hash)
 _LATEST_TIME = 1e11  # year ~5138: any later 'started' is garbage, not a time
 _RELATIVE = re.compile(r"^(?:latest|-\d+)$")
@@ -263,21 +262,16 @@ def _merge_log(run_dir: Path, manifest: RunManifest) -> RunManifest:
         known = {r.index: r for r in manifest.records}
         known.update({r.index: r for r in logged})
         manifest = manifest.with_records([known[k] for k in sorted(known)])
-    if not _process_alive(run_dir.name):
+    if not _writer_alive(manifest, run_dir.name):
         manifest = replace(manifest, status=INTERRUPTED)
     return manifest
 
 
 def run_id_time(run_id: str) -> float | None:
-    """Return the start time (epoch seconds) encoded in a run id, or None when it holds none."""
-    m = _RUN_ID.match(run_id)
-    if not m:
-        return None
-    try:
-        return _dt.datetime.strptime(m.group(1) + m.group(2) + m.group(3)[:6].ljust(6, "0"),
-                                     "%Y%m%d%H%M%S%f").timestamp()
-    except (ValueError, OverflowError):
-        return None
+    """Return the start time (epoch seconds) encoded in a run or invocation id, or None when it holds none."""
+    from .session.writer import time_of_id
+
+    return safe_time(time_of_id(run_id))
 
 
 def safe_time(value: object) -> float | None:
@@ -307,23 +301,16 @@ def _from_log_only(run_dir: Path) -> RunManifest:
     return _merge_log(run_dir, manifest)
 
 
-def _process_alive(run_id: str) -> bool:
-    m = _RUN_ID.match(run_id)
-    if not m:
-        return False
-    pid = int(m.group(4))
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
+def _writer_alive(manifest: RunManifest, run_id: str) -> bool:
+    """True while the process that writes the run may still write it (pid and process start, not pid alone)."""
+    from .session.writer import writer_alive
+
+    return writer_alive(manifest.writer, run_id)
 
 
 def is_active(run: Run) -> bool:
     """Return True while the process that writes this run may still be writing it."""
-    return run.status == RUNNING and _process_alive(run.run_id)
+    return run.status == RUNNING and run.manifest is not None and _writer_alive(run.manifest, run.run_id)
 
 
 def dir_size(path: Path) -> int:
