@@ -25,39 +25,54 @@ SHOW_EPILOG = """\
 Examples:
 
 \b
-  tltrace show                                  runs of every script in the trace dir
-  tltrace show gemm.py                          runs of one script (newest last)
-  tltrace show gemm.py latest                   the passes of its newest run
-  tltrace show gemm.py -2 --pass LayoutInference   that pass's diff, one run back
-  tltrace show ./tmp/lower_trace_dir/gemm/.run_records/run_2026...   a run directory
-  tltrace show gemm.py --html                   (re)write the newest run's HTML report
-  tltrace show gemm.py -1 --json                the manifest as JSON
+  tltrace show                                  invocations of every script in the trace dir
+  tltrace show gemm.py                          invocations of one script, each with its compiles
+  tltrace show gemm.py -1                       the newest invocation: its compiles, or the passes of its only one
+  tltrace show gemm.py -1 'gemm 1024'           the compile whose signature starts 'gemm 1024'
+  tltrace show gemm.py -2 --kernel matmul --pass LayoutInference   a pass's diff, one invocation back
+  tltrace show ./tmp/lower_trace_dir/gemm/.run_records/run_2026...   a run directory (one compile)
+  tltrace show gemm.py --html                   (re)write the compile's report, or the invocation's index
+  tltrace show gemm.py -1 --json                the same as JSON
 
-RUN is a run id, a unique prefix of one, 'latest', or -N (-1 the newest, -2 the one
-before); each compiled kernel is a run, and --kernel NAME counts only NAME's runs. A damaged run shows as 'damaged' in the list and gives a one-line error
-when opened. Exit status: 0; 2 for bad usage; 3 for missing or damaged records.
+An invocation is one 'tltrace run' (or watch rerun, or enable()..disable() span);
+each kernel it compiled is a compile (a run directory) with a signature: kernel,
+launch shape, input-IR hash. RUN: 'latest' or -N (-1 the newest invocation, -2
+the one before), a run id or a unique prefix of one (that compile), an invocation
+id, or a signature prefix (in the newest invocation that has one). SIGNATURE, or
+--kernel NAME, narrows an invocation to one compile; with --kernel, -N counts only
+invocations that compiled NAME. Runs of schema-1 manifests are invocations of their
+own. A damaged run shows as 'damaged' in the list and gives a one-line error when
+opened. Exit status: 0; 2 for bad usage (-3 of 2 invocations, a signature prefix
+matching several compiles, --pass on an invocation of several); 3 for missing or
+damaged records (a manifest of an unknown schema).
 """
 
 DIFF_EPILOG = """\
 Examples:
 
 \b
-  tltrace diff-runs -2 -1                       the newest run against the one before
-  tltrace diff-runs gemm.py:-2 gemm.py:latest   two runs of one script
-  tltrace diff-runs elementwise_add softmax     newest runs of two scripts
+  tltrace diff-runs -2 -1                       the newest invocation against the one before
+  tltrace diff-runs gemm.py:-2 gemm.py:latest   two invocations of one script
+  tltrace diff-runs elementwise_add softmax     newest invocations of two scripts
   tltrace diff-runs RUN_DIR_A RUN_DIR_B --pass LowerTileOp
-  tltrace diff-runs -2 -1 --html diff.html --json
-  tltrace diff-runs two_kernels:-2 two_kernels:-1 --kernel vmul
+  tltrace diff-runs -2 -1 --kernel vmul --html diff.html --json
+  tltrace diff-runs 'gemm:gemm 1024' 'gemm:gemm 2048'   two compiles by signature prefix
 
-Passes are aligned by phase, name and occurrence (the 2nd Simplify with the 2nd
-Simplify), not by index, and compared by the hashes of their input and output.
-The report names the first pass whose output differs, the first whose input
-matched but output differs (the pass that introduced the difference), and the first
-whose input differs, and shows the first difference as a diff of the two outputs.
-A and B: a run directory, a script (its newest run), SCRIPT:RUN, or a RUN of the
-script given by --script (or of the only script in the trace dir). Each compiled
-kernel is a run of its own: with --kernel, RUN counts only that kernel's runs.
-Exit status, as diff's: 0 the runs are the same, 1 they differ, 2 trouble.
+Two invocations are compared compile by compile: compiles with identical input IR
+pair first, then by kernel name and launch shape (then a kernel's only compile on
+each side); each pair is 'same' or 'different' (with its first divergent pass),
+unpaired compiles are 'only-a' / 'only-b'. --json: {"compiles": [{"status": same|
+different|only_a|only_b, "a_run_id", "b_run_id", "a_signature", "b_signature",
+...}]}. When A and B are one compile each (a script that compiles one kernel,
+--kernel, a run dir), passes are compared as follows: aligned by phase, name and
+occurrence (the 2nd Simplify with the 2nd Simplify), not by index, and compared
+by the hashes of their input and output. The report names the first pass whose
+output differs, the first whose input matched but output differs (the pass that
+introduced the difference), and the first whose input differs, and shows the first
+difference as a diff of the two outputs; --pass and --html need one compile each.
+A and B: a run directory, a script (its newest invocation), SCRIPT:RUN, or a RUN
+of the script given by --script (or of the only script in the trace dir).
+Exit status, as diff's: 0 all the same, 1 any differ, 2 trouble.
 """
 
 CLEAN_EPILOG = """\
@@ -253,7 +268,7 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
             _add_compile_row(table, _run_row(runs[0]), str(inv.position), several)
             continue
         failed = sum(1 for r in runs if r.status not in ("complete", "running"))
-        head = f"invocation {inv.id[:20]}: {len(runs)} compiles" + (f" of {len(inv.runs)}" if len(runs) != len(inv.runs)
+        head = f"invocation {inv.id}: {len(runs)} compiles" + (f" of {len(inv.runs)}" if len(runs) != len(inv.runs)
                                                                      else "")
         head += f", {failed} not complete" if failed else ""
         cells = [_t(inv.position), *([_t(inv.script_dir.name)] if several else []), _t(head, "bold"),
