@@ -474,7 +474,7 @@ def diff_runs_cmd(
             if pass_ is not None or html is not None:
                 what = "--pass" if pass_ is not None else "--html"
                 (sa if sa.single is None else sb).one(what)
-            inv = diff_invocations([r.manifest for r in sa.runs], [r.manifest for r in sb.runs])
+            inv = diff_invocations([r.require() for r in sa.runs], [r.require() for r in sb.runs])
         else:
             inv = None
             ra, rb = sa.single, sb.single

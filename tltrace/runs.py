@@ -26,6 +26,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 from .errors import RecordsError, UsageError
 from .session.names import safe_component
@@ -450,7 +451,10 @@ class Selection:
                          "name it with --kernel NAME, a signature prefix or a run id")
 
 
-def _prefix_hits(items: list[tuple[str, object]], spec: str) -> list[object]:
+_T = TypeVar("_T")
+
+
+def _prefix_hits(items: list[tuple[str, _T]], spec: str) -> list[_T]:
     exact = [o for k, o in items if k == spec]
     return exact or [o for k, o in items if k.startswith(spec)]
 
@@ -511,16 +515,16 @@ def select(script_dir: Path, spec: str | None = None, kernel: str | None = None,
     all_runs = [(r.run_id, (i, r)) for i in invs for r in i.runs]
     hits = _prefix_hits(all_runs, spec) or _prefix_hits(all_runs, f"run_{spec}")
     if len(hits) == 1:
-        inv, run = hits[0]  # type: ignore[misc]
-        return Selection(inv, _narrow(inv, (run,), kernel, compile_, spec), spec)
+        inv, one = hits[0]
+        return Selection(inv, _narrow(inv, (one,), kernel, compile_, spec), spec)
     if len(hits) > 1:
-        first, second = hits[0][1].run_id, hits[1][1].run_id  # type: ignore[index]
+        first, second = hits[0][1].run_id, hits[1][1].run_id
         raise UsageError(f"run {spec!r} is ambiguous ({len(hits)} runs match: {first}, {second}, ...); "
                          "give more of the id")
     inv_hits = _prefix_hits([(i.id, i) for i in invs if not i.legacy], spec)
     if len(inv_hits) == 1:
-        inv = inv_hits[0]  # type: ignore[assignment]
-        return Selection(inv, _narrow(inv, inv.runs, kernel, compile_, spec), spec)  # type: ignore[arg-type]
+        inv = inv_hits[0]
+        return Selection(inv, _narrow(inv, inv.runs, kernel, compile_, spec), spec)
     if len(inv_hits) > 1:
         raise UsageError(f"invocation {spec!r} is ambiguous ({len(inv_hits)} match); give more of the id")
     if compile_ is None and not spec.startswith("run_"):
