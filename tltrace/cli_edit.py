@@ -7,7 +7,9 @@ from typing import Optional
 
 import typer
 
-from .errors import EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, TltraceError
+from .cli_shared import fail as _fail  # one `fail`, one --trace-dir for every command
+from .cli_shared import trace_dir_option
+from .errors import EXIT_CONFLICT, EXIT_OK, TltraceError
 
 WATCH_EPILOG = """\
 Examples:
@@ -39,10 +41,6 @@ PATCHes it in. Overlapping hunks get <<<<<<< ======= >>>>>>> markers and exit 4.
 """
 
 
-def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    from .cli import fail
-
-    return fail(message, code)
 
 
 def register(app: typer.Typer) -> None:
@@ -64,9 +62,7 @@ def watch_cmd(
                                                show_default=False),
     mode: str = typer.Option("both", "--mode", metavar="html|both|terminal",
                              help="Trace mode of each run (working files need html or both)."),
-    trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", metavar="DIR",
-                                             help="Where traces go [default: TL_LOWER_TRACE_DIR, else "
-                                                  "./tmp/lower_trace_dir]."),
+    trace_dir: Optional[Path] = trace_dir_option(),
     codegen_output: Optional[Path] = typer.Option(None, "--codegen-output", metavar="PATH",
                                                   help="Device working file (host: PATH with _host)."),
     debounce: int = typer.Option(300, "--debounce", metavar="MS", min=0,
@@ -154,9 +150,7 @@ def resolve_cmd(
     ours: bool = typer.Option(False, "--ours", help="Keep your saved edits wholesale."),
     theirs: bool = typer.Option(False, "--theirs", help="Take the new codegen wholesale (edits stay in backups)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the result; change no file."),
-    trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", metavar="DIR",
-                                             help="Where traces go [default: TL_LOWER_TRACE_DIR, else "
-                                                  "./tmp/lower_trace_dir]."),
+    trace_dir: Optional[Path] = trace_dir_option(),
     codegen_output: Optional[Path] = typer.Option(None, "--codegen-output", metavar="PATH",
                                                   help="The --codegen-output PATH the runs used."),
 ) -> None:
