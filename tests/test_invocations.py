@@ -234,6 +234,14 @@ def test_impossible_start_times_show_as_unknown(cli, odd: Path, started) -> None
     else:
         assert res.exit_code == 0 and "  ?  " in res.stdout
 
+        def strict(token):
+            raise AssertionError(f"not JSON: {token}")
+
+        for args in ((str(run), "--json"), ("auto", "--json")):  # strict JSON: no NaN / Infinity tokens
+            json.loads(cli("show", *args, trace_dir=odd).stdout, parse_constant=strict)
+        assert cli("show", str(run), "--html", trace_dir=odd).exit_code == 0
+        assert b"NaN" not in (run / "report.html").read_bytes()
+
 
 def test_record_paths_never_leave_the_run_dir(cli, odd: Path, tmp_path: Path) -> None:
     secret = tmp_path / "p" / "passwd"

@@ -7,7 +7,6 @@ stderr: `tltrace: error: ...`.
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -116,7 +115,9 @@ def _console():
 
 
 def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    from .render.safejson import dumps
+
+    sys.stdout.write(dumps(data, indent=2, default=str) + "\n")
 
 
 def _when(ts: object) -> str:
