@@ -319,6 +319,14 @@ def append_index(state: _Index, script_dir: Path, manifest: RunManifest, run_id:
         return len(row)
 
 
+SWITCHER_SIZE = 41  # compiles a report's switcher lists: all of a small invocation, else the nearest
+
+
+def _window(rows: list[dict[str, Any]], at: int, size: int) -> list[dict[str, Any]]:
+    lo = max(0, min(at - size // 2, len(rows) - size))
+    return rows[lo:lo + size]
+
+
 def sibling_chunk(rows: list[dict[str, Any]]) -> bytes:
     """Return the chunk that gives a compile report its switcher: [run_id, label, status] per sibling."""
     sibs = [[r["run_id"], r.get("signature") or r.get("kernel") or r["run_id"], r.get("status") or "?"]
@@ -476,12 +484,14 @@ class HtmlReportListener:
         path = script_dir / REPORT_NAME
         with _file_lock(script_dir):
             rows = index_rows(path) if state is not None and index_invocation(path) == state.invocation else []
-        known = {r["run_id"] for r in rows}
-        mine = [d for d in run_dirs if d.name in known]
+        position = {r["run_id"]: i for i, r in enumerate(rows)}
+        mine = [d for d in run_dirs if d.name in position]
         if len(rows) < 2 or not mine:
             return
-        data = sibling_chunk(rows)
+        whole = sibling_chunk(rows) if len(rows) <= SWITCHER_SIZE else None
         for d in mine:
+            # A large invocation: the switcher lists the compiles around this one; the index lists all.
+            data = whole or sibling_chunk(_window(rows, position[d.name], SWITCHER_SIZE))
             with open(d / REPORT_NAME, "ab") as fh:
                 fh.write(data)
             self.bytes_written += len(data)
@@ -521,7 +531,9 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     if manifest.invocation:
         sibs = [r for r in R.invocations(run_dir.parent.parent) if r.id == manifest.invocation]
         if sibs and len(sibs[0].runs) > 1:
-            parts.append(sibling_chunk([_row_of_run(r) for r in sibs[0].runs]))
+            rows = [_row_of_run(r) for r in sibs[0].runs]
+            at = next((i for i, r in enumerate(rows) if r["run_id"] == run_dir.name), 0)
+            parts.append(sibling_chunk(_window(rows, at, SWITCHER_SIZE)))
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(out, [report_head(), *parts])
     return out
