@@ -230,6 +230,8 @@ def _chunk_json(line: bytes) -> dict[str, Any] | None:
 def index_invocation(path: Path) -> str | None:
     """Return the invocation an index file lists (None: not an index of this tltrace, or unreadable)."""
     head = index_head()
+    if os.path.islink(path):
+        return None  # never read, let alone append, through a link
     try:
         with open(path, "rb") as fh:
             if fh.read(len(head)) != head:
@@ -263,7 +265,7 @@ def _file_lock(script_dir: Path) -> Iterator[None]:
     if fcntl is None:  # pragma: no cover
         yield
         return
-    fd = os.open(Path(script_dir) / INDEX_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(Path(script_dir) / INDEX_LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
