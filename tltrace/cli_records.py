@@ -18,7 +18,7 @@ from .cli_shared import fail as _fail
 from .cli_shared import trace_dir_of as _trace_dir
 from .cli_shared import trace_dir_option
 from .cli_shared import warn as _warn
-from .errors import EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_USAGE, TltraceError
+from .errors import EXIT_OK, EXIT_RECORDS, EXIT_SCRIPT_FAILED, EXIT_USAGE, TltraceError
 
 SHOW_EPILOG = """\
 Examples:
@@ -78,14 +78,17 @@ CLEAN_EPILOG = """\
 Examples:
 
 \b
-  tltrace clean --keep 5                        keep the newest 5 runs of every script
-  tltrace clean gemm.py --older-than 7d         remove gemm's runs older than a week
+  tltrace clean --keep 5                        keep the newest 5 invocations of every script
+  tltrace clean gemm.py --older-than 7d         remove gemm's invocations older than a week
   tltrace clean --older-than 12h --dry-run      say what would go; remove nothing
   tltrace clean ./ci_traces --all               remove every run under ./ci_traces
 
-Only run directories under .run_records go, then the stored texts no remaining
-run uses. Working files (codegen_*.cpp), their .original/.latest files and
-backups are never touched, nor a run whose process is still writing it.
+An invocation is one `tltrace run` (or one enable()..disable() span) with all
+its compiles. Only run directories under .run_records go, then the stored texts
+no remaining run uses; nothing is removed through a symbolic link. Working files
+(codegen_*.cpp), their .original/.latest files and backups are never touched, nor
+an invocation that is still running, in this process or another. What could not
+be removed is named on stderr, and the exit status is then 3.
 DURATION: 30s, 10m, 12h, 7d, 2w, 1d12h (a bare number means days).
 """
 
@@ -701,14 +704,18 @@ def clean_cmd(
                                            help="A script or its trace directory [default: every script].",
                                            show_default=False),
     trace_dir: Optional[Path] = TRACE_DIR_OPT,
-    keep: Optional[int] = typer.Option(None, "--keep", metavar="N", help="Keep the newest N runs per script."),
+    keep: Optional[int] = typer.Option(None, "--keep", metavar="N",
+                                       help="Keep the newest N invocations (each with all its compiles) per script."),
     older_than: Optional[str] = typer.Option(None, "--older-than", metavar="DURATION",
-                                             help="Remove runs older than DURATION (30m, 12h, 7d, 2w)."),
+                                             help="Remove invocations started over DURATION ago (30m, 12h, 7d, 2w)."),
     remove_all: bool = typer.Option(False, "--all", help="Remove every run."),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Say what would be removed; remove nothing."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Remove old runs (never working files), then stored texts no run uses any more."""
+    """Remove old invocations (never working files, never a running one), then stored texts no run uses.
+
+    Exit status 3 when something could not be removed (it is named on stderr).
+    """
     from . import runs as R
     from .retention import clean, parse_duration
 
@@ -724,14 +731,21 @@ def clean_cmd(
         raise _fail(str(exc), exc.exit_code) from None
     if as_json:
         _print_json(result.to_json())
+        if result.failed:
+            raise typer.Exit(EXIT_RECORDS)
         return
     verb = "would remove" if dry_run else "removed"
     for p in result.removed:
         typer.echo(f"{verb} {p}")
     for p in result.skipped_active:
-        _warn(f"kept {p}: its process is still writing it")
-    summary = f"{verb} {len(result.removed)} run(s), kept {result.kept}"
+        _warn(f"kept {p}: its invocation is still running")
+    for line in result.failed:
+        _warn(f"could not remove {line}")
+    summary = (f"{verb} {len(result.removed)} run(s) of {result.invocations_removed} invocation(s), "
+               f"kept {result.kept}")
     if not dry_run:
         summary += f"; freed {_size(result.bytes_freed)}"
     typer.echo(summary)
+    if result.failed:
+        raise typer.Exit(EXIT_RECORDS)
 

@@ -31,7 +31,9 @@ from typing import TypeVar
 from .errors import RecordsError, UsageError
 from .session.names import safe_component
 from .session.records import READABLE_SCHEMA_VERSIONS, RUNNING, SCHEMA_VERSION, PassRecord, RunManifest
-from .session.store import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS
+from .session.scripts import script_dir_for
+from .session.store import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS, time_of_id, tree_bytes
+from .session.writer import writer_alive
 
 INTERRUPTED = "interrupted"  # shown for a run whose process is gone but never finished
 DAMAGED = "damaged"
@@ -128,7 +130,7 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
     name = path.stem if path.suffix == ".py" else path.name
     if path.name == "__main__.py":
         name = path.resolve().parent.name
-    candidate = trace_dir / safe_component(name)
+    candidate = script_dir_for(trace_dir, text)  # x/kernel.py and y/kernel.py have their own dirs
     if name and is_script_dir(candidate):
         return Location((candidate,))
     if name and (candidate / RUN_RECORDS).exists():
@@ -270,8 +272,6 @@ def _merge_log(run_dir: Path, manifest: RunManifest) -> RunManifest:
 
 def run_id_time(run_id: str) -> float | None:
     """Return the start time (epoch seconds) encoded in a run or invocation id, or None when it holds none."""
-    from .session.writer import time_of_id
-
     return safe_time(time_of_id(run_id))
 
 
@@ -304,8 +304,6 @@ def _from_log_only(run_dir: Path) -> RunManifest:
 
 def _writer_alive(manifest: RunManifest, run_id: str) -> bool:
     """True while the process that writes the run may still write it (pid and process start, not pid alone)."""
-    from .session.writer import writer_alive
-
     return writer_alive(manifest.writer, run_id)
 
 
@@ -316,23 +314,7 @@ def is_active(run: Run) -> bool:
 
 def dir_size(path: Path) -> int:
     """Return the apparent size in bytes of the files under `path`."""
-    total = 0
-    stack = [Path(path)]
-    while stack:
-        d = stack.pop()
-        try:
-            with os.scandir(d) as it:
-                for e in it:
-                    try:
-                        if e.is_dir(follow_symlinks=False):
-                            stack.append(Path(e.path))
-                        elif e.is_file(follow_symlinks=False):
-                            total += e.stat(follow_symlinks=False).st_size
-                    except OSError:
-                        pass
-        except OSError:
-            pass
-    return total
+    return tree_bytes(path)
 
 
 def load_run(run_dir: Path, *, size: bool = False) -> Run:

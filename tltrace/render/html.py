@@ -46,7 +46,7 @@ from typing import IO, Any
 from .._atomic import atomic_write
 from ..config import Settings
 from ..errors import RecordsError
-from ..session.events import Event, Notice, PassRecorded, RunFinished, RunStarted
+from ..session.events import Event, InvocationFinished, Notice, PassRecorded, RunFinished, RunStarted
 from ..session.records import FAILED, PassRecord, RunManifest
 from ..session.store import RUN_RECORDS, text_hash
 from .safejson import script_json
@@ -366,6 +366,9 @@ class HtmlReportListener:
         self.bytes_written = 0
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, InvocationFinished):
+            self._flush_siblings()  # takes the lock itself
+            return
         try:
             with self._lock:
                 if isinstance(event, PassRecorded):
@@ -469,13 +472,18 @@ class HtmlReportListener:
         """
         with self._lock:
             reports, self._open = list(self._open.values()), {}
-            written, self._written = self._written, {}
-            indexes = dict(self._indexes)
         for rep in reports:
             try:
                 rep.fh.close()
             except Exception:
                 pass
+        self._flush_siblings()
+
+    def _flush_siblings(self) -> None:
+        """Append the switcher's list to every compile report written since the last flush."""
+        with self._lock:
+            written, self._written = self._written, {}
+            indexes = dict(self._indexes)
         for script_dir, run_dirs in written.items():
             try:
                 self._siblings(script_dir, run_dirs, indexes.get(script_dir))
