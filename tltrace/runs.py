@@ -133,6 +133,9 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
     candidate = script_dir_for(trace_dir, text)  # x/kernel.py and y/kernel.py have their own dirs
     if name and is_script_dir(candidate):
         return Location((candidate,))
+    by_name = trace_dir / safe_component(name)
+    if name and not path.exists() and is_script_dir(by_name):
+        return Location((by_name,))  # a script no longer (or not here) on disk: its name's directory
     if name and (candidate / RUN_RECORDS).exists():
         raise RecordsError(_not_a_dir(candidate / RUN_RECORDS))
     if path.exists():
