@@ -222,7 +222,7 @@ def test_lower_trace_rejects_what_is_not_a_pass(tl, make_add) -> None:
 def test_failed_step_names_its_error_type_once(tl, make_add, tmp_path: Path, capsys) -> None:
     _, tvm, _ = tl
     out = tmp_path / "r.html"
-    with pytest.raises(Exception):
+    with pytest.raises(Exception, match="target"):
         tltrace.lower_trace(make_add(256, 64), tvm.tirx.transform.AnnotateDeviceRegions(), mode="both",
                             html_path=out)
     printed = capsys.readouterr().out

@@ -236,15 +236,20 @@ def _traced(tmp_path, listener):
 
 
 def test_failing_listener_is_one_warning(tmp_path, capsys):
+    """No listener can say it, so the core says it once through Python's warnings (it never prints)."""
+    from tltrace.session.events import TltraceWarning
+
     def listener(event):
         if isinstance(event, PassRecorded):
             raise RuntimeError("terminal went away")
 
-    kernel = _traced(tmp_path, listener)
+    with pytest.warns(TltraceWarning) as caught:
+        kernel = _traced(tmp_path, listener)
     assert kernel is not None
+    said = [str(w.message) for w in caught if issubclass(w.category, TltraceWarning)]
+    assert len(said) == 1 and said[0].startswith("tltrace: could not show an event")
+    assert "terminal went away" in said[0]
     err = capsys.readouterr().err
-    warnings = [ln for ln in err.splitlines() if ln.startswith("tltrace: could not show an event")]
-    assert len(warnings) == 1  # one line, never a traceback
     assert "Traceback" not in err
     (m,) = _manifests(tmp_path / "fail")
     assert m.status == "complete" and len(m.records) == 62
@@ -292,7 +297,11 @@ def test_terminal_prints_nested_passes_under_their_parent(gemm_trace):
     shown = [line.split()[1] for line in buf.getvalue().splitlines()
              if line.startswith("[gemm] ") and "/" in line.split()[1]]
     assert [int(s.split("/")[1]) for s in shown] == list(range(len(manifest.records)))
-    assert isinstance(events[-1], RunFinished)
+    # The compile finishes, then its invocation.
+    from tltrace.session.events import InvocationFinished
+
+    assert isinstance(events[-2], RunFinished) and isinstance(events[-1], InvocationFinished)
+    assert events[-1].runs == (events[-2].manifest,)
 
 
 def test_summary_says_interrupted_on_ctrl_c(gemm_trace):

@@ -54,7 +54,7 @@ def test_keep_newest(run_cli, td: Path) -> None:
     res = run_cli("clean", "--trace-dir", str(td), "elementwise_add", "--keep", "1")
     assert res.exit_code == 0, res.output
     assert run_dirs(sd) == runs[-1:]
-    assert "removed 2 run(s), kept 1" in res.stdout
+    assert "removed 2 run(s) of 2 invocation(s), kept 1" in res.stdout
     for name in ("codegen_device.cpp", "codegen_device.cpp.bak", "codegen_device.cpp.original.bak"):
         assert (sd / name).read_text() == f"// {name}\n"
     # No stored text is left that no run links to, and the kept run still reads whole.
@@ -85,13 +85,20 @@ def test_older_than(td: Path) -> None:
 
 
 def test_active_run_is_kept(td: Path) -> None:
+    from tltrace.session.store import new_run_id
+
     sd = td / "softmax"
-    live = sd / ".run_records" / f"run_20200101_000000_000000_{os.getpid()}_0badc0de"
-    live.mkdir()
-    (live / "manifest.json").write_text(json.dumps({"run_id": live.name, "script": "softmax",
-                                                    "status": "running", "schema_version": 1}))
+    live = sd / ".run_records" / new_run_id()  # this process, now: still being written
+    # Our pid in a run id dated before this process loaded tltrace: another process that
+    # had the same pid (pid 1 in containers), long dead; it must not stay "running".
+    reused = sd / ".run_records" / f"run_20200101_000000_000000_{os.getpid()}_0badc0de"
+    for run in (live, reused):
+        run.mkdir()
+        (run / "manifest.json").write_text(json.dumps({"run_id": run.name, "script": "softmax",
+                                                       "status": "running", "schema_version": 1}))
     res = clean([sd], remove_all=True)
-    assert res.skipped_active == [live] and live.is_dir() and len(res.removed) == 1
+    assert res.skipped_active == [live] and live.is_dir()
+    assert reused in res.removed and len(res.removed) == 2 and not reused.exists()
 
 
 def test_usage_errors(run_cli, td: Path) -> None:

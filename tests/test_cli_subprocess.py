@@ -59,5 +59,5 @@ def test_damaged_run_one_line_no_traceback(work: Path, tmp_path: Path) -> None:
 def test_clean_last(work: Path) -> None:
     res = tltrace("clean", "--trace-dir", "traces", "--keep", "1", cwd=work)
     assert res.returncode == 0, res.stderr
-    assert "removed 1 run(s), kept 1" in res.stdout
+    assert "removed 1 run(s) of 1 invocation(s), kept 1" in res.stdout
     assert len(list((work / "traces" / "elementwise_add" / ".run_records").glob("run_*"))) == 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -102,7 +101,9 @@ def test_damaged_manifest_is_one_actionable_line(damaged: Path, damage: str, mes
 
 
 def test_running_manifest_merges_records_jsonl(tmp_path: Path) -> None:
-    run = tmp_path / "s" / ".run_records" / f"run_20260101_000000_000000_{os.getpid()}_abcdef01"
+    from tltrace.session.store import new_run_id
+
+    run = tmp_path / "s" / ".run_records" / new_run_id()  # this process, now: still being written
     run.mkdir(parents=True)
     head = RunManifest(run_id=run.name, script="s", kernel="k")
     (run / "manifest.json").write_text(head.dumps())

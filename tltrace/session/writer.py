@@ -12,8 +12,12 @@ import os
 import re
 import socket
 import threading
+import time
 from typing import Any
 
+# Set when tltrace is imported, before this process can have made any run: a run id
+# dated earlier that names our pid was made by another process with the same pid.
+_LOADED_AT = time.time()
 _RUN_ID = re.compile(r"^run_(\d{8})_(\d{6})_(\d{6})_(\d+)_")
 _lock = threading.Lock()
 _token: dict[str, Any] | None = None
@@ -72,7 +76,9 @@ def writer_alive(writer: dict[str, Any] | None, run_id: str | None = None) -> bo
     With a `writer` record: a writer on another host is taken as alive (it cannot be
     asked; never delete what may still be written); on this host, its pid must exist
     and, when both start times are known, have started when the writer did. Without
-    one (schema-1 manifests), the pid in the run id decides.
+    one (schema-1 manifests), the pid in the run id decides; when it is this process's
+    pid, the run counts as ours only if its id is dated after tltrace was loaded here
+    (pid 1 in a container is every run's pid).
     """
     if isinstance(writer, dict) and isinstance(writer.get("pid"), int):
         host = writer.get("host")
@@ -87,7 +93,14 @@ def writer_alive(writer: dict[str, Any] | None, run_id: str | None = None) -> bo
         now = process_start(pid)
         return now is None or str(recorded) == now
     from_id = pid_of_run_id(run_id or "")
-    return from_id is not None and pid_alive(from_id)
+    if from_id is None:
+        return False
+    if from_id == os.getpid():
+        from .store import time_of_id
+
+        made = time_of_id(run_id or "")
+        return made is None or made >= _LOADED_AT - 2.0
+    return pid_alive(from_id)
 
 
 def pid_of_run_id(run_id: str) -> int | None:
