@@ -12,7 +12,7 @@ from tltrace import runs as R
 from tltrace.errors import RecordsError, UsageError
 from tltrace.session.records import PassRecord, RunManifest
 
-from ._records import copy_tree, run_dirs, trace
+from ._records import EXAMPLES, copy_tree, run_dirs, trace
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +35,9 @@ def test_locate_every_form(traced: Path, monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert R.locate(str(sd), "/nonexistent").script_dirs == (sd,)
     assert R.locate(str(sd / ".run_records"), "/nonexistent").script_dirs == (sd,)
     assert R.locate(str(run), "/nonexistent").run_dir == run
+    assert R.locate(str(EXAMPLES / "elementwise_add.py"), traced).script_dirs == (sd,)
     monkeypatch.chdir(tmp_path)
-    assert R.locate("examples/elementwise_add.py", traced).script_dirs == (sd,)
+    assert R.locate("examples/elementwise_add.py", traced).script_dirs == (sd,)  # not here: by its name
     assert R.locate("elementwise_add", traced).script_dirs == (sd,)
     with pytest.raises(RecordsError, match="neither a run"):
         R.locate("gemm", traced)
@@ -54,11 +55,11 @@ def test_resolve_run_specs(traced: Path) -> None:
     assert R.resolve_run(sd, first.name) == first
     assert R.resolve_run(sd, first.name[:-3]) == first
     assert R.resolve_run(sd, first.name[len("run_"):][:22]) == first  # prefix without run_
-    with pytest.raises(UsageError, match="has 2 run"):
+    with pytest.raises(UsageError, match="invocation -3 does not exist: elementwise_add has 2 invocation"):
         R.resolve_run(sd, "-3")
     with pytest.raises(UsageError, match="ambiguous"):
         R.resolve_run(sd, "run_")
-    with pytest.raises(UsageError, match="no run 'nope'"):
+    with pytest.raises(UsageError, match="no run, invocation or signature 'nope'"):
         R.resolve_run(sd, "nope")
 
 

@@ -13,8 +13,9 @@ import typer
 from typer.core import TyperGroup
 
 from . import __version__
-from .config import DEFAULT, DEFAULT_KEEP, DEFAULT_TRACE_DIR, Settings, build_settings, parse_mode
-from .errors import EXIT_USAGE, TltraceError
+from .cli_shared import fail, trace_dir_option  # one `fail`, one --trace-dir for every command
+from .config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
+from .errors import TltraceError
 
 
 class _OneLineErrors(TyperGroup):
@@ -56,10 +57,6 @@ app = typer.Typer(
 )
 
 
-def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    """Print one error line on stderr and return the Exit to raise."""
-    typer.echo(f"tltrace: error: {message}", err=True)
-    return typer.Exit(code)
 
 
 def _version(value: bool) -> None:
@@ -107,8 +104,7 @@ def run_cmd(
                                          help="Run a module as `python -m MODULE` would."),
     mode: Optional[str] = typer.Option(None, "--mode", metavar="terminal|html|both",
                                        help="What to produce [default: TL_LOWER_TRACE, else terminal]."),
-    trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", metavar="DIR",
-                                             help=f"Where traces go [default: TL_LOWER_TRACE_DIR, else {DEFAULT_TRACE_DIR}]."),
+    trace_dir: Optional[Path] = trace_dir_option(),
     keep: int = typer.Option(DEFAULT_KEEP, "--keep", metavar="N", min=0,
                              help="Keep the newest N invocations per script, this one included (0 keeps all)."),
     only: Optional[str] = typer.Option(None, "--only", metavar="REGEX", help="Show only passes matching REGEX."),

@@ -7,7 +7,9 @@ from typing import Optional
 
 import typer
 
-from .errors import EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, TltraceError
+from .cli_shared import fail as _fail  # one `fail`, one --trace-dir for every command
+from .cli_shared import trace_dir_option
+from .errors import EXIT_CONFLICT, EXIT_OK, TltraceError
 
 WATCH_EPILOG = """\
 Examples:
@@ -43,10 +45,6 @@ run or trace directory.
 """
 
 
-def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    from .cli import fail
-
-    return fail(message, code)
 
 
 def register(app: typer.Typer) -> None:
@@ -65,30 +63,17 @@ def register(app: typer.Typer) -> None:
 
 def watch_cmd(
     ctx: typer.Context,
-    script: Optional[str] = typer.Argument(
-        None, metavar="SCRIPT", help="The kernel script to watch.", show_default=False
-    ),
-    args: Optional[list[str]] = typer.Argument(
-        None, metavar="[ARGS]...", help="Arguments for the script.", show_default=False
-    ),
-    mode: str = typer.Option(
-        "both",
-        "--mode",
-        metavar="html|both|terminal",
-        help="Trace mode of each run (working files need html or both).",
-    ),
-    trace_dir: Optional[Path] = typer.Option(
-        None,
-        "--trace-dir",
-        metavar="DIR",
-        help="Where traces go [default: TL_LOWER_TRACE_DIR, else ./tmp/lower_trace_dir].",
-    ),
-    codegen_output: Optional[Path] = typer.Option(
-        None, "--codegen-output", metavar="PATH", help="Device working file (host: PATH with _host)."
-    ),
-    debounce: int = typer.Option(
-        300, "--debounce", metavar="MS", min=0, help="Wait until files are still for MS milliseconds."
-    ),
+    script: Optional[str] = typer.Argument(None, metavar="SCRIPT", help="The kernel script to watch.",
+                                           show_default=False),
+    args: Optional[list[str]] = typer.Argument(None, metavar="[ARGS]...", help="Arguments for the script.",
+                                               show_default=False),
+    mode: str = typer.Option("both", "--mode", metavar="html|both|terminal",
+                             help="Trace mode of each run (working files need html or both)."),
+    trace_dir: Optional[Path] = trace_dir_option(),
+    codegen_output: Optional[Path] = typer.Option(None, "--codegen-output", metavar="PATH",
+                                                  help="Device working file (host: PATH with _host)."),
+    debounce: int = typer.Option(300, "--debounce", metavar="MS", min=0,
+                                 help="Wait until files are still for MS milliseconds."),
     max_runs: Optional[int] = typer.Option(None, "--max-runs", hidden=True, min=1),
 ) -> None:
     """Rerun SCRIPT under tltrace each time it or one of its working files is saved."""
@@ -176,15 +161,9 @@ def resolve_cmd(
         False, "--theirs", help="Take the new codegen wholesale (edits stay in backups)."
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the result; change no file."),
-    trace_dir: Optional[Path] = typer.Option(
-        None,
-        "--trace-dir",
-        metavar="DIR",
-        help="Where traces go [default: TL_LOWER_TRACE_DIR, else ./tmp/lower_trace_dir].",
-    ),
-    codegen_output: Optional[Path] = typer.Option(
-        None, "--codegen-output", metavar="PATH", help="The --codegen-output PATH the runs used."
-    ),
+    trace_dir: Optional[Path] = trace_dir_option(),
+    codegen_output: Optional[Path] = typer.Option(None, "--codegen-output", metavar="PATH",
+                                                  help="The --codegen-output PATH the runs used."),
 ) -> None:
     """Rebase the edits a CONFLICT saved onto the new codegen (three-way merge)."""
     from .reconcile.resolve import find_pending, resolve
