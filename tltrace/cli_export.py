@@ -1,0 +1,173 @@
+"""`tltrace export` and `tltrace run --chrome-trace`: compiles as a Chrome trace (Trace Event Format).
+
+Parses, makes one call into the core (runs.py to find the compiles,
+chrome_trace.py to build the trace), writes the file, prints its path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from .errors import TltraceError, UsageError
+
+EXPORT_EPILOG = """\
+Examples:
+
+\b
+  tltrace export gemm.py --chrome-trace gemm.json          the newest invocation of gemm.py
+  tltrace export gemm.py -3 --chrome-trace t.json          the invocation that compiled run -3
+  tltrace export autotune.py --all --chrome-trace all.json every run of the script kept on disk
+  tltrace export ./ci_traces/test_add --chrome-trace -     to stdout
+  tltrace run --chrome-trace gemm.json gemm.py             trace and export in one go
+
+The file opens in https://ui.perfetto.dev and chrome://tracing: one process per
+invocation, one track per compiling thread, each compile a slice holding its
+passes (nested passes inside their parent) and, after codegen, the backend build.
+Each pass's args carry its index, phase, status and +/- line counts.
+RUN is a run id, a unique prefix of one, 'latest' or -N, as for 'tltrace show';
+the whole invocation that RUN belongs to is exported.
+Exit status: 0; 2 for bad usage; 3 for missing or damaged records.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    """Add `export` to the app."""
+    app.command("export", epilog=EXPORT_EPILOG, context_settings={"ignore_unknown_options": True})(export_cmd)
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    typer.echo(f"tltrace: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def export_cmd(
+    args: Optional[list[str]] = typer.Argument(None, metavar="[SCRIPT_OR_DIR] [RUN]",
+                                               help="A script, script/trace/run directory; then a RUN.",
+                                               show_default=False),
+    chrome_trace: Optional[Path] = typer.Option(None, "--chrome-trace", metavar="PATH",
+                                                help="Write a Chrome trace (Trace Event Format) to PATH ('-': stdout)."),
+    trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", metavar="DIR",
+                                             help="Trace directory [default: TL_LOWER_TRACE_DIR, else ./tmp/lower_trace_dir]."),
+    every_run: bool = typer.Option(False, "--all", help="Every run of the script, not one invocation."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", metavar="NAME",
+                                         help="Only compiles of kernel NAME."),
+) -> None:
+    """Export an invocation's compiles as a Chrome trace for Perfetto or chrome://tracing."""
+    from .config import env_trace_dir
+
+    items = list(args or [])
+    for a in items:
+        if a.startswith("--") or (a.startswith("-") and len(a) > 1 and not a[1:].isdigit()):
+            raise _fail(f"no such option: {a}; try 'tltrace export --help'", 2)
+    if chrome_trace is None:
+        raise _fail("say what to export: --chrome-trace PATH; try 'tltrace export --help'", 2)
+    if len(items) > 2:
+        raise _fail(f"too many arguments: {' '.join(items[2:])}; give at most SCRIPT_OR_DIR and RUN", 2)
+    td = Path(trace_dir) if trace_dir is not None else Path(env_trace_dir())
+    try:
+        manifests = select_manifests(items[0] if items else None, items[1] if len(items) > 1 else None, td,
+                                     every_run=every_run, kernel=kernel)
+        from .chrome_trace import chrome_trace as build
+
+        path = write_json(build(manifests), chrome_trace)
+    except TltraceError as exc:
+        raise _fail(str(exc), exc.exit_code) from None
+    if path is not None:
+        typer.echo(f"chrome trace: {path} ({len(manifests)} compile(s)); open it in https://ui.perfetto.dev",
+                   err=True)
+
+
+def select_manifests(target: str | None, run: str | None, trace_dir: Path, *, every_run: bool = False,
+                     kernel: str | None = None) -> list:
+    """Return the manifests to export: RUN's invocation (default: the newest run's), or every run."""
+    from . import runs as R
+    from .profile import same_invocation
+
+    if target is not None and run is None and R.looks_like_run_spec(target) and not Path(target).exists():
+        target, run = None, target
+    loc = R.locate(target, trace_dir)
+    if every_run:
+        if run is not None:
+            raise UsageError("--all exports every run; drop the RUN argument")
+        found = [r for r in R.list_runs(loc, size=False, kernel=kernel) if r.manifest is not None]
+        if not found:
+            raise R.RecordsError(f"no readable runs under {loc.root or loc.script_dirs[0]}")
+        return [r.manifest for r in found]
+    anchor = R.open_run(target, run if loc.run_dir is None else None, trace_dir, kernel)
+    siblings = [r.manifest for r in R.list_runs(R.Location((anchor.script_dir,)), size=False, kernel=kernel)
+                if r.manifest is not None]
+    return same_invocation(siblings, anchor.require())
+
+
+def write_json(data: Any, out: Path) -> Path | None:
+    """Write `data` as JSON to `out` atomically ('-': stdout, returns None); return the path."""
+    import sys
+
+    from ._atomic import atomic_write
+
+    text = json.dumps(data, separators=(",", ":"))
+    if str(out) == "-":
+        sys.stdout.write(text + "\n")
+        return None
+    out = Path(out)
+    if out.is_dir():
+        raise UsageError(f"{out} is a directory; give a file name, e.g. {out / 'trace.json'}")
+    try:
+        atomic_write(out, text.encode("utf-8"))
+    except OSError as exc:
+        raise TltraceError(f"cannot write {out} ({exc.strerror or exc})") from None
+    return out
+
+
+class RunCollector:
+    """Listener for `tltrace run --chrome-trace`: keeps the final manifest of every compile of this run."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self.started: dict[Path, Any] = {}
+        self.finished: dict[Path, Any] = {}
+
+    def __call__(self, event: Any) -> None:
+        from .session.events import RunFinished, RunStarted
+
+        if isinstance(event, RunStarted):
+            with self._lock:
+                self.started.setdefault(Path(event.run_dir), event.manifest)
+        elif isinstance(event, RunFinished):
+            with self._lock:
+                self.finished[Path(event.run_dir)] = event.manifest
+
+    def manifests(self) -> list:
+        """Return every compile's manifest: the final one, else (a compile cut short) what is on disk."""
+        from . import runs as R
+
+        out = []
+        with self._lock:
+            started = dict(self.started)
+            finished = dict(self.finished)
+        for run_dir, first in started.items():
+            m = finished.get(run_dir)
+            if m is None:
+                try:
+                    m = R.load_manifest(run_dir)
+                except TltraceError:
+                    m = first
+            out.append(m)
+        return out
+
+    def write(self, out: Path) -> str:
+        """Write the Chrome trace of the collected compiles; return one line saying where (or why not)."""
+        from .chrome_trace import chrome_trace as build
+
+        manifests = self.manifests()
+        try:
+            path = write_json(build(manifests), out)
+        except TltraceError as exc:
+            return f"tltrace: warning: {exc}"
+        return f"chrome trace: {path if path is not None else 'stdout'} ({len(manifests)} compile(s))"
