@@ -248,7 +248,10 @@ def _instrument_class(tvm: Any) -> type:
                 return
             try:
                 parent = self.stack[-1][3] if self.stack else None
-                self.stack.append((str(info.name), s.text_of(mod), time.perf_counter(), s.next_index(),
+                text = s.text_of(mod)
+                if s.manifest.input_hash is None:
+                    s.note_input(mod, text)
+                self.stack.append((str(info.name), text, time.perf_counter(), s.next_index(),
                                    len(self.stack), parent))
             except Exception as exc:
                 s._guard(f"capturing the IR before {info.name}", exc)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
+from .session.writer import new_invocation_id
 
 MODES = ("terminal", "html", "both")
 DEFAULT_TRACE_DIR = "./tmp/lower_trace_dir"
@@ -80,6 +81,9 @@ class Settings:
     quiet: bool = False
     use_cache: bool = False
     command: tuple[str, ...] = field(default_factory=tuple)
+    # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
+    # span): every compile traced with these settings carries it in its manifest.
+    invocation: str = field(default_factory=new_invocation_id)
 
     @property
     def terminal(self) -> bool:

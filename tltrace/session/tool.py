@@ -26,7 +26,9 @@ from . import codegen as cg
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted
 from .names import pass_display_name
 from .records import CHANGED, CODEGEN, COMPLETE, ERROR, FAILED, NOOP, PassRecord, RunManifest
+from .signature import input_hash, launch_info, signature
 from .store import RunStore, prune_runs, text_hash
+from .writer import writer_token
 
 Emit = Callable[[Event], None]
 
@@ -100,6 +102,10 @@ class TraceSession:
             cwd=os.getcwd(),
             started=time.time(),
             mode=settings.mode,
+            invocation=settings.invocation,
+            writer=writer_token(),
+            thread=threading.current_thread().name,
+            thread_id=threading.get_ident(),
         )
 
     # -- plumbing ------------------------------------------------------------
@@ -134,6 +140,34 @@ class TraceSession:
             updates["backend"] = ctx["backend"]
         if updates:
             self.manifest = replace(self.manifest, **updates)
+            if "kernel" in updates:
+                self._refresh_signature()
+
+    def note_input(self, mod: Any, text: str) -> None:
+        """Fill launch, input_hash and signature from the compile's first input IR (once).
+
+        Called at the first pass (or codegen call), in the compiling thread, before the
+        run directory is made, so that the very first manifest on disk names the compile.
+        """
+        if self.manifest.input_hash is not None:
+            return
+        try:
+            launch = launch_info(mod, self.manifest.kernel)
+        except Exception:
+            launch = {}
+        digest = input_hash(text)
+        kernel = self.manifest.kernel
+        self.manifest = replace(
+            self.manifest, input_hash=digest, launch=launch or None,
+            signature=signature(kernel, launch, digest),
+            thread=threading.current_thread().name, thread_id=threading.get_ident(),
+        )
+
+    def _refresh_signature(self) -> None:
+        """The kernel name arrived after the first pass: relabel."""
+        m = self.manifest
+        if m.input_hash is not None:
+            self.manifest = replace(m, signature=signature(m.kernel, m.launch, m.input_hash))
 
     def _ensure_store(self) -> RunStore:
         if self.store is None:
@@ -263,7 +297,10 @@ class _Observer:
             name = str(event.name)
             if name == "pass_fn":
                 name = _anonymous_pass_name(name)
-            return (name, s.text_of(mod), time.perf_counter())
+            text = s.text_of(mod)
+            if s.manifest.input_hash is None:
+                s.note_input(mod, text)
+            return (name, text, time.perf_counter())
         except Exception as exc:
             s._guard(f"capturing the IR before {event.name}", exc)
             return None
@@ -405,6 +442,7 @@ def make_tool_class() -> type:
                     n = getattr(cur, "name", None)
                     if n and n not in ("lower", "lower-with-context", "lower-to-host-device-ir"):
                         s.manifest = replace(s.manifest, kernel=n)
+                        s._refresh_signature()
 
                 def phase() -> str:
                     return current_pass_phase() or UNSCOPED
@@ -428,6 +466,8 @@ def make_tool_class() -> type:
             try:
                 role = cg.classify_role(event)
                 before = s.text_of(event.mod)
+                if s.manifest.input_hash is None:
+                    s.note_input(event.mod, before)
                 if not s.manifest.target:
                     s.manifest = replace(s.manifest, target=_target_str(event.target))
             except Exception as exc:
