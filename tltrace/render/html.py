@@ -107,6 +107,7 @@ def report_head() -> bytes:
         page = _asset("report.html")
         # The assets are ours; still, keep them from closing their own elements early.
         css, js = _asset("report.css"), _asset("report.js")
+        css, js = css + _asset("profile.css"), _asset("profile.js") + js  # the profile view (profile.js)
         for text in (css, js):
             if re.search(r"</(script|style)|<!--", text, re.I):
                 raise RuntimeError("report assets must not contain </script, </style or <!--")
