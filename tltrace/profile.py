@@ -132,6 +132,7 @@ class Row:
     count: int = 0
     total_s: float = 0.0
     self_s: float = 0.0  # total minus the time of the passes nested in it
+    top_level_s: float = 0.0  # the part of total spent where it ran at depth 0 (these add up to the compile)
     max_s: float = 0.0
     phases: list[str] = field(default_factory=list)
     nested: bool = False  # ran inside another pass (its time is inside its parent's too)
@@ -180,7 +181,8 @@ class Profile:
             d: dict[str, Any] = {
                 "name": r.name, "kind": r.kind, "count": r.count, "compiles": len(r.per_compile),
                 "total_s": round(r.total_s, 6), "self_s": round(r.self_s, 6), "mean_s": round(r.mean_s, 6),
-                "max_s": round(r.max_s, 6), "share": round(self.share(r), 6), "phases": list(r.phases),
+                "max_s": round(r.max_s, 6), "top_level_s": round(r.top_level_s, 6),
+                "share": round(self.share(r), 6), "phases": list(r.phases),
                 "nested": r.nested,
             }
             if spread:
@@ -233,6 +235,8 @@ def profile(manifests: Iterable[RunManifest]) -> Profile:
             row.total_s += dur
             row.self_s += max(0.0, dur - child_time.get(s.index, 0.0)) if s.index is not None else dur
             row.max_s = max(row.max_s, dur)
+            if s.depth == 0:
+                row.top_level_s += dur
             if s.phase and s.phase not in row.phases:
                 row.phases.append(s.phase)
             row.nested = row.nested or s.depth > 0
@@ -245,6 +249,7 @@ def profile(manifests: Iterable[RunManifest]) -> Profile:
             row.count += 1
             row.total_s += rest
             row.self_s += rest
+            row.top_level_s += rest
             row.max_s = max(row.max_s, rest)
             row.per_compile[rid] = rest
     ordered = sorted(rows.values(), key=lambda r: (-r.total_s, r.name))
