@@ -103,7 +103,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 
 def trace_name(nodeid: str) -> str:
     """Return the script-directory name for a test node id: safe characters only, unique, at most 80."""
-    name = _UNSAFE.sub("_", nodeid.replace("::", "__")).strip("_").lstrip(".") or "test"
+    name = _UNSAFE.sub("_", nodeid.replace("::", "__")).lstrip("._").rstrip("_") or "test"
     if len(name) > 80:
         digest = hashlib.sha1(nodeid.encode("utf-8", "surrogatepass")).hexdigest()[:10]
         name = f"{name[:69].rstrip('._')}-{digest}"
