@@ -34,7 +34,8 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 
 
 def _events(n: int, root: Path) -> list:
-    from tltrace.render.html import synthetic_events
+    sys.path.insert(0, str(REPO))  # the synthetic traces live with the tests
+    from tests.synthetic import synthetic_events
 
     return list(synthetic_events(n, root, lines=120, seed=11))
 

@@ -85,11 +85,11 @@ def test_profile_json_totals_add_up_to_the_recorded_durations(threaded):
 def test_profile_of_one_compile_and_top(threaded):
     td, _, manifests = threaded
     newest = max(manifests, key=lambda m: m.run_id)
-    res = _cli("show", "--trace-dir", str(td), "pool", "-1", "--profile", "--json", "--top", "3")
+    res = _cli("show", "--trace-dir", str(td), "pool", newest.run_id, "--profile", "--json", "--top", "3")
     data = json.loads(res.stdout)
-    assert data["runs"] == [newest.run_id] and len(data["rows"]) == 3
+    assert data["runs"] == [newest.run_id] and len(data["rows"]) == 3  # a run id: that compile alone
     assert data["rows_total"] > 3
-    res = _cli("show", "--trace-dir", str(td), "pool", "--profile", "--top", "4")
+    res = _cli("show", "--trace-dir", str(td), "pool", "-1", "--profile", "--top", "4")  # -1: the invocation
     assert res.exit_code == 0
     assert "3 compiles in 1 invocation" in res.stdout
     assert BACKEND_NAME in res.stdout and "more row(s)" in res.stdout
@@ -232,7 +232,8 @@ def _validate_trace_event_format(trace: dict) -> None:
 def test_export_writes_the_invocation_of_a_run(threaded, tmp_path: Path):
     td, trace, manifests = threaded
     out = tmp_path / "export.json"
-    res = _cli("export", "--trace-dir", str(td), "pool", "-2", "--chrome-trace", str(out))
+    one = manifests[1].run_id  # a run id: the whole invocation it belongs to is exported
+    res = _cli("export", "--trace-dir", str(td), "pool", one, "--chrome-trace", str(out))
     assert res.exit_code == 0, res.output
     assert "3 compile(s)" in res.stderr
     data = json.loads(out.read_text())
@@ -245,7 +246,7 @@ def test_export_writes_the_invocation_of_a_run(threaded, tmp_path: Path):
 
 @pytest.mark.parametrize("args, code, msg", [
     (["pool"], 2, "--chrome-trace PATH"),
-    (["pool", "-9", "--chrome-trace", "x.json"], 2, "run -9 does not exist"),
+    (["pool", "-9", "--chrome-trace", "x.json"], 2, "invocation -9 does not exist"),
     (["nosuch", "--chrome-trace", "x.json"], 3, "neither a run"),
     (["pool", "--bogus", "--chrome-trace", "x.json"], 2, "no such option: --bogus"),
 ])
@@ -266,6 +267,7 @@ def test_show_format_rejects_unknown(threaded):
 
 # -- edge cases, hand-made ----------------------------------------------------------------------------
 def _m(run_id: str, records: list[PassRecord], *, started=100.0, finished=101.0, status="complete", **kw):
+    kw.setdefault("invocation", "inv_test")
     return RunManifest(run_id=run_id, script="s", kernel="k", started=started, finished=finished, status=status,
                        records=tuple(records), **kw)
 
@@ -291,7 +293,7 @@ def test_records_without_start_times_are_laid_out_back_to_back():
     recs = [PassRecord(0, "A", "p", duration_s=0.002), PassRecord(1, "B", "p", depth=1, parent=0, duration_s=0.001),
             PassRecord(2, "C", "p", duration_s=0.003),
             PassRecord(3, "codegen_device", "codegen", status="codegen", duration_s=0.001)]
-    t = timeline(_m("run_b", recs, schema_version=1))
+    t = timeline(_m("run_b", recs, schema_version=1, invocation=None))
     assert not t.exact
     assert [(x.start_s, x.end_s) for x in t.slices] == [(0, 0.002), (0, 0.001), (0.002, 0.005), (0.005, 0.006)]
     assert not [x for x in t.slices if x.kind == BACKEND]  # no start times: the rest is untimed

@@ -1,9 +1,8 @@
-"""The HTML report's file: append-only, each text once, safe data, a stable link, rebuilt from run records."""
+"""The HTML report's file: append-only, each text once, safe data, the invocation index, rebuilt from run records."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 from pathlib import Path
@@ -14,13 +13,13 @@ from tltrace.render.html import (
     REPORT_NAME,
     HtmlReportListener,
     chunk,
-    link_latest,
+    index_head,
     report_head,
-    synthetic_events,
     write_report,
-    write_synthetic_report,
 )
 from tltrace.session.events import PassRecorded, RunFinished, RunStarted
+
+from .synthetic import synthetic_events, write_synthetic_report
 
 CHUNK_RE = re.compile(rb'<script type="application/json" class="tl-d">(.*?)</script>\n', re.S)
 
@@ -29,6 +28,21 @@ def chunks(path: Path) -> list[dict]:
     data = path.read_bytes()
     assert data.startswith(report_head())
     return [json.loads(m.group(1)) for m in CHUNK_RE.finditer(data, len(report_head()))]
+
+
+def index_chunks(path: Path) -> list[dict]:
+    data = path.read_bytes()
+    assert data.startswith(index_head()), "not an index"
+    return [json.loads(m.group(1)) for m in CHUNK_RE.finditer(data, len(index_head()))]
+
+
+def index_rows(path: Path) -> dict[str, dict]:
+    """run_id -> its last row, as the page reads them."""
+    rows: dict[str, dict] = {}
+    for c in index_chunks(path):
+        if c["t"] == "c":
+            rows[c["run_id"]] = c
+    return rows
 
 
 def test_chunk_escapes_markup_so_data_cannot_close_the_script():
@@ -57,7 +71,8 @@ def test_report_is_append_only_and_stores_each_text_once(tmp_path: Path):
             sizes.append(report.stat().st_size)
     listener.close()
     assert sizes == sorted(sizes)  # never rewritten, only grown
-    assert listener.bytes_written == report.stat().st_size  # bytes written == final file
+    # bytes written == the final files: the compile's report and the script's index
+    assert listener.bytes_written == report.stat().st_size + (tmp_path / REPORT_NAME).stat().st_size
     data = chunks(report)
     texts = [c["h"] for c in data if c["t"] == "text"]
     assert len(texts) == len(set(texts))
@@ -69,24 +84,84 @@ def test_report_is_append_only_and_stores_each_text_once(tmp_path: Path):
     assert "before_file" not in recs[0]
 
 
-def test_latest_link_is_relative_and_points_at_newest_run(tmp_path: Path):
-    first = write_synthetic_report(5, tmp_path, seed=1)
-    link = tmp_path / REPORT_NAME
-    assert link.is_symlink() and not os.path.isabs(os.readlink(link))
-    assert link.resolve() == first.resolve()
-    second = write_synthetic_report(5, tmp_path, seed=2)
-    assert link.resolve() == second.resolve()
-    assert first.exists()
-    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".lnk")]
+def test_index_lists_every_compile_of_the_invocation_and_links_its_report(tmp_path: Path):
+    listener = HtmlReportListener()
+    runs = []
+    for i in range(4):
+        events = list(synthetic_events(6, tmp_path, seed=i, invocation="inv-1", signature=f"k_{i}x128_ab{i}",
+                                       failed_at=3 if i == 2 else None))
+        for e in events:
+            listener(e)
+        runs.append(events[0].run_dir)
+    index = tmp_path / REPORT_NAME
+    assert index.is_file() and not index.is_symlink()
+    rows = index_rows(index)
+    assert list(rows) == [r.name for r in runs]
+    assert [rows[r.name]["signature"] for r in runs] == [f"k_{i}x128_ab{i}" for i in range(4)]
+    assert rows[runs[2].name]["status"] == "error" and rows[runs[2].name]["failed_at"].startswith("Pass3")
+    assert all(rows[r.name]["status"] == "complete" for r in (runs[0], runs[1], runs[3]))
+    meta = index_chunks(index)[0]
+    assert meta["t"] == "imeta" and meta["invocation"] == "inv-1" and meta["base"] == ".run_records/"
+    for r in runs:  # the page links base + run_id + /report.html: each exists
+        assert (tmp_path / meta["base"] / r.name / REPORT_NAME).is_file()
+    # Each compile report links back; the switcher's list arrives when the invocation ends.
+    first = chunks(runs[0] / REPORT_NAME)
+    assert first[0]["index"] == "../../report.html" and first[0]["signature"] == "k_0x128_ab0"
+    assert not [c for c in first if c["t"] == "sibs"]
+    listener.close()
+    sibs = [c for c in chunks(runs[0] / REPORT_NAME) if c["t"] == "sibs"]
+    assert len(sibs) == 1 and [s[0] for s in sibs[0]["runs"]] == [r.name for r in runs]
 
 
-def test_link_latest_replaces_a_plain_file(tmp_path: Path):
-    (tmp_path / REPORT_NAME).write_text("old")
-    target = tmp_path / ".run_records" / "r" / REPORT_NAME
-    target.parent.mkdir(parents=True)
-    target.write_text("new")
-    link_latest(tmp_path, target)
-    assert (tmp_path / REPORT_NAME).read_text() == "new"
+def test_a_new_invocation_replaces_the_index_atomically(tmp_path: Path):
+    old = write_synthetic_report(5, tmp_path, seed=1, invocation="inv-old")
+    index = tmp_path / REPORT_NAME
+    assert list(index_rows(index)) == [old.parent.name]
+    new = write_synthetic_report(5, tmp_path, seed=2, invocation="inv-new")
+    assert list(index_rows(index)) == [new.parent.name]
+    assert index_chunks(index)[0]["invocation"] == "inv-new"
+    assert old.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_index_replaces_an_old_symlink(tmp_path: Path):
+    target = tmp_path / "elsewhere.html"
+    target.write_text("not ours")
+    (tmp_path / REPORT_NAME).symlink_to(target.name)
+    report = write_synthetic_report(3, tmp_path)
+    index = tmp_path / REPORT_NAME
+    assert not index.is_symlink() and list(index_rows(index)) == [report.parent.name]
+    assert target.read_text() == "not ours"
+
+
+def test_threads_and_processes_of_one_invocation_share_one_index(tmp_path: Path):
+    import subprocess
+    import sys
+
+    listeners = [HtmlReportListener(), HtmlReportListener()]  # two processes' worth of listeners
+    streams = [list(synthetic_events(8, tmp_path, seed=i, invocation="inv-x", signature=f"s{i}")) for i in range(8)]
+
+    def feed(k: int) -> None:
+        for stream in streams[k::2]:
+            for e in stream:
+                listeners[k](e)
+
+    threads = [threading.Thread(target=feed, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[2]);"
+        "from pathlib import Path; from tests.synthetic import write_synthetic_report;"
+        "[write_synthetic_report(4, Path(sys.argv[1]), seed=100 + i, invocation='inv-x', signature=f'p{i}') "
+        "for i in range(3)]"
+    )
+    repo = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-c", code, str(tmp_path), str(repo)], check=True)
+    rows = index_rows(tmp_path / REPORT_NAME)
+    assert len(rows) == 11 and all(r["status"] == "complete" for r in rows.values())
+    assert sorted(r["signature"] for r in rows.values()) == sorted([f"s{i}" for i in range(8)] + ["p0", "p1", "p2"])
 
 
 def test_failed_run_writes_error_in_record_and_final_meta(tmp_path: Path):
@@ -161,7 +236,7 @@ def test_late_listener_opens_on_first_pass(tmp_path: Path):
     for e in events:
         listener(e)
     assert (events[0].run_dir / REPORT_NAME).exists()
-    assert (tmp_path / REPORT_NAME).is_symlink()
+    assert list(index_rows(tmp_path / REPORT_NAME)) == [events[0].run_dir.name]
 
 
 def _store_run(tmp_path: Path, n: int, *, finish: bool = True, **kw) -> Path:
@@ -231,24 +306,24 @@ def test_real_run_writes_a_report(run_cli, examples_dir: Path, tmp_path: Path):
     trace = tmp_path / "trace"
     result = run_cli("run", examples_dir / "elementwise_add.py", "--mode", "html", "--trace-dir", trace)
     assert result.exit_code == 0, result.output
-    link = trace / "elementwise_add" / REPORT_NAME
-    assert link.is_symlink()
+    index = trace / "elementwise_add" / REPORT_NAME
+    rows = index_rows(index)
+    assert len(rows) == 1
+    report = trace / "elementwise_add" / ".run_records" / next(iter(rows)) / REPORT_NAME
     # html mode streams no diffs, but says where the report went (one summary line per kernel).
-    assert f"report: {link.resolve()}" in result.stdout and "CHANGED" not in result.stdout
-    data = chunks(link.resolve())
+    assert f"report: {report}" in result.stdout and "CHANGED" not in result.stdout
+    data = chunks(report)
     recs = [c for c in data if c["t"] == "rec"]
     assert len(recs) > 20 and any(r["status"] == "codegen" for r in recs)
     assert data[-1]["t"] == "meta" and data[-1]["status"] == "complete" and data[-1]["kernel"] == "add"
     # Rebuilt from the stored records, the report carries the same passes.
-    rebuilt = chunks(write_report(link.resolve().parent, tmp_path / "again.html"))
+    rebuilt = chunks(write_report(report.parent, tmp_path / "again.html"))
     assert [c["index"] for c in rebuilt if c["t"] == "rec"] == sorted(r["index"] for r in recs)
 
 
-def test_a_link_that_cannot_be_made_costs_one_warning_not_the_report(tmp_path: Path, monkeypatch, capsys):
-    def no_symlinks(*a, **k):
-        raise OSError("symlinks not supported")
-
-    monkeypatch.setattr(os, "symlink", no_symlinks)
-    report = write_synthetic_report(8, tmp_path)
+def test_an_index_that_cannot_be_written_costs_one_warning_not_the_report(tmp_path: Path, capsys):
+    (tmp_path / REPORT_NAME).mkdir()  # the index's place is taken by a directory
+    report = write_synthetic_report(8, tmp_path)  # the index fails at the compile's start and at its end
     assert len([c for c in chunks(report) if c["t"] == "rec"]) == 8
-    assert capsys.readouterr().err.count("could not link") == 1
+    assert capsys.readouterr().err.count("could not write the index") == 1
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

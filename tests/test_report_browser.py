@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.render.html import REPORT_NAME, report_head, synthetic_events, write_synthetic_report
+from tltrace.render.html import REPORT_NAME, report_head
 from tltrace.session.events import PassRecorded
 
-pytestmark = pytest.mark.browser
+from .synthetic import synthetic_events, write_synthetic_report
 
+pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
@@ -327,7 +328,8 @@ def test_real_compile_report(open_report, run_cli, examples_dir: Path, tmp_path:
     trace = tmp_path / "trace"
     result = run_cli("run", examples_dir / "elementwise_add.py", "--mode", "html", "--trace-dir", trace)
     assert result.exit_code == 0, result.output
-    page = open_report(trace / "elementwise_add" / REPORT_NAME, "#LowerTileOp")
+    report = next((trace / "elementwise_add" / ".run_records").glob(f"run_*/{REPORT_NAME}"))
+    page = open_report(report, "#LowerTileOp")
     assert selected(page)["name"] == "LowerTileOp"
     assert page.locator("td.code.add").count() >= 1
     assert page.locator("#tl-kernel").text_content() == "add"

@@ -25,7 +25,8 @@ DRIVER = """
 import sys
 import time
 from pathlib import Path
-from tltrace.render.html import HtmlReportListener, synthetic_events
+sys.path.insert(0, sys.argv[4])
+from tests.synthetic import HtmlReportListener, synthetic_events
 listener = HtmlReportListener()
 for event in synthetic_events(5000, Path(sys.argv[1]), lines=int(sys.argv[2]), seed=int(sys.argv[3])):
     listener(event)
@@ -81,7 +82,7 @@ def test_kill_loop_on_a_synthetic_trace(tmp_path: Path, page_of):
     for k, delay in enumerate(delays):
         root = tmp_path / f"k{k}"
         lines = rng.choice([40, 300, 800])
-        proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(root), str(lines), str(k)],
+        proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(root), str(lines), str(k), str(REPO)],
                                 stdout=subprocess.PIPE, text=True, env=env)
         acked: list[str] = []
         reader = _reader(proc.stdout, acked)
@@ -90,7 +91,7 @@ def test_kill_loop_on_a_synthetic_trace(tmp_path: Path, page_of):
         proc.wait()
         reader.join(5)
         done = [int(x) for x in acked if x.strip().isdigit()]
-        link = root / REPORT_NAME
+        link = next(iter(sorted((root / ".run_records").glob(f"run_*/{REPORT_NAME}"))), root / REPORT_NAME)
         if not done and not link.exists():
             continue  # killed before the first pass: nothing to show, nothing lost
         assert link.exists(), f"kill {k} after {delay:.2f}s: {len(done)} passes acknowledged, no report"
@@ -143,3 +144,72 @@ def test_kill_loop_on_real_compiles(tmp_path: Path, page_of, examples_dir: Path)
                 continue
             shown = page_of(run / REPORT_NAME)
             assert set(expected) <= set(shown), (run, sorted(set(expected) - set(shown))[:5])
+
+
+# Many small compiles of one invocation, in two threads; acknowledges each finished compile.
+INDEX_DRIVER = """
+import sys
+import threading
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from tests.synthetic import HtmlReportListener, synthetic_events
+listener = HtmlReportListener()
+lock = threading.Lock()
+
+def work(t):
+    for i in range(400):
+        seed = int(sys.argv[2]) * 10000 + t * 1000 + i
+        events = list(synthetic_events(8, Path(sys.argv[1]), seed=seed, invocation="inv-kill",
+                                       signature=f"sig_{t}_{i}", lines=30, failed_at=3 if i % 7 == 0 else None))
+        for e in events:
+            listener(e)
+        with lock:
+            sys.stdout.write(events[0].run_dir.name + "\\n")
+            sys.stdout.flush()
+
+threads = [threading.Thread(target=work, args=(t,)) for t in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+
+
+def test_kill_mid_invocation_leaves_an_index_listing_every_finished_compile(tmp_path: Path, browser):
+    rng = random.Random(99)
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    ctx = browser.new_context()
+    opened = 0
+    try:
+        for k in range(8):
+            root = tmp_path / f"k{k}"
+            proc = subprocess.Popen([sys.executable, "-c", INDEX_DRIVER, str(root), str(k), str(REPO)],
+                                    stdout=subprocess.PIPE, text=True, env=env)
+            acked: list[str] = []
+            reader = _reader(proc.stdout, acked)
+            time.sleep(rng.uniform(0.6, 2.0))
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            reader.join(5)
+            done = {x.strip() for x in acked if x.strip().startswith("run_")}
+            index = root / REPORT_NAME
+            if not done and not index.exists():
+                continue
+            page = ctx.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+            page.on("console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None)
+            try:
+                page.goto(index.resolve().as_uri())
+                page.wait_for_selector("html[data-ready='1']", timeout=10_000)
+                shown = dict(page.eval_on_selector_all(
+                    "#ix-body tr", "trs => trs.map(tr => [tr.dataset.run, tr.dataset.status])"))
+            finally:
+                page.close()
+            assert not errors, errors
+            assert done <= set(shown), f"kill {k}: {sorted(done - set(shown))[:3]} finished but not listed"
+            assert all(shown[r] in ("complete", "failed") for r in done)
+            opened += 1
+    finally:
+        ctx.close()
+    assert opened >= 6

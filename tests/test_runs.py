@@ -55,11 +55,11 @@ def test_resolve_run_specs(traced: Path) -> None:
     assert R.resolve_run(sd, first.name) == first
     assert R.resolve_run(sd, first.name[:-3]) == first
     assert R.resolve_run(sd, first.name[len("run_"):][:22]) == first  # prefix without run_
-    with pytest.raises(UsageError, match="has 2 run"):
+    with pytest.raises(UsageError, match="invocation -3 does not exist: elementwise_add has 2 invocation"):
         R.resolve_run(sd, "-3")
     with pytest.raises(UsageError, match="ambiguous"):
         R.resolve_run(sd, "run_")
-    with pytest.raises(UsageError, match="no run 'nope'"):
+    with pytest.raises(UsageError, match="no run, invocation or signature 'nope'"):
         R.resolve_run(sd, "nope")
 
 

@@ -206,5 +206,5 @@ def test_no_runs_left_is_one_line_not_a_bare_header(show, run_cli, traced: Path,
     assert run_cli("clean", "--trace-dir", str(td), "--all").exit_code == 0
     clean_failure(show(trace_dir=td), 3, "no runs left")
     clean_failure(show("softmax", trace_dir=td), 3, "no runs left")
-    assert json.loads(show("--json", trace_dir=td).stdout) == {"runs": []}
+    assert json.loads(show("--json", trace_dir=td).stdout) == {"invocations": [], "runs": []}
     clean_failure(show("--kernel", "nope"), 2, "no run of kernel 'nope'")

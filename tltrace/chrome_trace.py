@@ -40,7 +40,7 @@ def chrome_trace(manifests: Iterable[RunManifest]) -> dict[str, Any]:
     lanes: dict[int, list[tuple[int, float]]] = {}  # pid -> [(tid, busy until)] for compiles without a thread
     for c in compiles:
         m = c.manifest
-        inv = invocation_of(m) or m.run_id
+        inv = invocation_of(m)
         pid = pids.get(inv)
         if pid is None:
             pid = pids[inv] = len(pids) + 1

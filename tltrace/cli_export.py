@@ -19,7 +19,7 @@ Examples:
 
 \b
   tltrace export gemm.py --chrome-trace gemm.json          the newest invocation of gemm.py
-  tltrace export gemm.py -3 --chrome-trace t.json          the invocation that compiled run -3
+  tltrace export gemm.py -2 --chrome-trace t.json          the invocation before the newest
   tltrace export autotune.py --all --chrome-trace all.json every run of the script kept on disk
   tltrace export ./ci_traces/test_add --chrome-trace -     to stdout
   tltrace run --chrome-trace gemm.json gemm.py             trace and export in one go
@@ -28,8 +28,9 @@ The file opens in https://ui.perfetto.dev and chrome://tracing: one process per
 invocation, one track per compiling thread, each compile a slice holding its
 passes (nested passes inside their parent) and, after codegen, the backend build.
 Each pass's args carry its index, phase, status and +/- line counts.
-RUN is a run id, a unique prefix of one, 'latest' or -N, as for 'tltrace show';
-the whole invocation that RUN belongs to is exported.
+RUN is read as 'tltrace show' reads it: -1 (the newest invocation), -2, ..., an
+invocation id, or a run id (the whole invocation that compile belongs to is
+exported); --kernel NAME keeps only NAME's compiles.
 Exit status: 0; 2 for bad usage; 3 for missing or damaged records.
 """
 
@@ -83,9 +84,8 @@ def export_cmd(
 
 def select_manifests(target: str | None, run: str | None, trace_dir: Path, *, every_run: bool = False,
                      kernel: str | None = None) -> list:
-    """Return the manifests to export: RUN's invocation (default: the newest run's), or every run."""
+    """Return the manifests to export: the invocation RUN names or belongs to (default: the newest), or every run."""
     from . import runs as R
-    from .profile import same_invocation
 
     if target is not None and run is None and R.looks_like_run_spec(target) and not Path(target).exists():
         target, run = None, target
@@ -97,10 +97,9 @@ def select_manifests(target: str | None, run: str | None, trace_dir: Path, *, ev
         if not found:
             raise R.RecordsError(f"no readable runs under {loc.root or loc.script_dirs[0]}")
         return [r.manifest for r in found]
-    anchor = R.open_run(target, run if loc.run_dir is None else None, trace_dir, kernel)
-    siblings = [r.manifest for r in R.list_runs(R.Location((anchor.script_dir,)), size=False, kernel=kernel)
-                if r.manifest is not None]
-    return same_invocation(siblings, anchor.require())
+    sel = R.open_selection(target, run, trace_dir, kernel)
+    chosen = sel.runs if kernel is not None else sel.invocation.runs
+    return [r.manifest for r in chosen if r.manifest is not None]
 
 
 def write_json(data: Any, out: Path) -> Path | None:

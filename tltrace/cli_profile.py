@@ -1,7 +1,8 @@
 """`tltrace show --profile` and `tltrace show --format markdown`: where the compile time went.
 
-Selection: with RUN, that one compile (--profile) or its invocation (markdown);
-without, the newest invocation of each located script. The numbers come from
+Selection: RUN as `tltrace show` reads it (-1/-2 an invocation, a run id one
+compile; markdown always shows the whole invocation); without RUN, the newest
+invocation of each located script. The numbers come from
 profile.py; this module only selects, formats and prints.
 """
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RecordsError
-from .profile import BACKEND, UNTIMED, Profile, fmt_seconds, invocation_of, profile, same_invocation
+from .profile import BACKEND, UNTIMED, Profile, fmt_seconds, invocation_of, profile
 
 DEFAULT_TOP = 20
 MARKDOWN_TOP = 10
@@ -21,27 +22,29 @@ MARKDOWN_TOP = 10
 
 def select(target: str | None, run: str | None, trace_dir: Path, kernel: str | None, *,
            whole_invocation: bool) -> list:
-    """Return the manifests to profile: RUN (or its invocation), else each script's newest invocation."""
+    """Return the manifests to profile: what RUN selects (an invocation, or one compile by run id) or,
+    with whole_invocation, all of its invocation; without RUN, each script's newest invocation."""
     from . import runs as R
 
     loc = R.locate(target, trace_dir)
     if run is not None or loc.run_dir is not None:
-        anchor = R.open_run(target, run if loc.run_dir is None else None, trace_dir, kernel)
-        if not whole_invocation:
-            return [anchor.require()]
-        siblings = [r.manifest for r in R.list_runs(R.Location((anchor.script_dir,)), size=False, kernel=kernel)
-                    if r.manifest is not None]
-        return same_invocation(siblings, anchor.require())
+        sel = R.open_selection(target, run, trace_dir, kernel)
+        chosen = sel.invocation.runs if whole_invocation and kernel is None else sel.runs
+        return [r.require() for r in chosen if r.manifest is not None]
     out: list = []
     for sd in loc.script_dirs:
-        found = [r.manifest for r in R.list_runs(R.Location((sd,)), size=False, kernel=kernel)
-                 if r.manifest is not None]
-        if found:
-            out.extend(same_invocation(found, max(found, key=lambda m: (m.started, m.run_id))))
+        invs = R.invocations(sd)
+        if not invs:
+            continue
+        runs = [r for r in invs[-1].runs if r.manifest is not None]
+        if kernel is not None:
+            runs = [r for r in runs if r.manifest is not None and r.manifest.kernel == kernel]
+        out.extend(r.manifest for r in runs)
     if not out:
         where = loc.root or loc.script_dirs[0]
         what = f" of kernel {kernel!r}" if kernel else ""
-        raise RecordsError(f"no readable runs{what} under {where}; run 'tltrace run SCRIPT' first")
+        raise RecordsError(f"no readable runs{what} in the newest invocation under {where}; "
+                           "run 'tltrace run SCRIPT' first")
     return out
 
 

@@ -7,14 +7,18 @@ stderr: `tltrace: error: ...`.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
+from .cli_shared import fail as _fail
+from .cli_shared import trace_dir_of as _trace_dir
+from .cli_shared import trace_dir_option
+from .cli_shared import warn as _warn
 from .errors import EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_USAGE, TltraceError
 
 SHOW_EPILOG = """\
@@ -84,21 +88,6 @@ def register(app: typer.Typer) -> None:
     app.command("clean", epilog=CLEAN_EPILOG)(clean_cmd)
 
 
-def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    typer.echo(f"tltrace: error: {message}", err=True)
-    return typer.Exit(code)
-
-
-def _warn(message: str) -> None:
-    typer.echo(f"tltrace: warning: {message}", err=True)
-
-
-def _trace_dir(value: Optional[Path]) -> Path:
-    from .config import env_trace_dir
-
-    return Path(value) if value is not None else Path(env_trace_dir())
-
-
 def _check_args(args: list[str]) -> None:
     for a in args:
         if a.startswith("--") or (a.startswith("-") and not a[1:].isdigit() and len(a) > 1):
@@ -118,10 +107,22 @@ def _print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
-def _when(ts: float | None) -> str:
-    if not ts:
-        return "?"
-    return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+def _when(ts: object) -> str:
+    from .runs import format_time
+
+    return format_time(ts)
+
+
+def _command_line(command: list[str] | None) -> str:
+    """Return a recorded command line as one shell-quoted string (copy-pastable)."""
+    return shlex.join([str(c) for c in command or []])
+
+
+def _t(value: object, style: str = "") -> Any:
+    """Return data as a Rich Text: never parsed as markup (names may hold '[/x]')."""
+    from rich.text import Text
+
+    return Text("" if value is None else str(value), style=style)
 
 
 def _size(n: int) -> str:
@@ -134,21 +135,25 @@ def _size(n: int) -> str:
 
 
 # -- show ------------------------------------------------------------------------
-TRACE_DIR_OPT = typer.Option(None, "--trace-dir", metavar="DIR",
-                             help="Trace directory [default: TL_LOWER_TRACE_DIR, else ./tmp/lower_trace_dir].")
+TRACE_DIR_OPT = trace_dir_option()
 
 KERNEL_OPT = typer.Option(None, "--kernel", metavar="NAME",
-                          help="Only runs that compiled kernel NAME (a script may compile several).")
+                          help="Only compiles of kernel NAME (a script may compile several).")
+
+_STATUS_STYLE = {"complete": "green", "error": "red", "damaged": "bold red", "interrupted": "yellow",
+                 "running": "cyan"}
 
 
 def show_cmd(
-    args: Optional[list[str]] = typer.Argument(None, metavar="[SCRIPT_OR_DIR] [RUN]",
-                                               help="A script, script/trace/run directory; then a RUN.",
+    args: Optional[list[str]] = typer.Argument(None, metavar="[SCRIPT_OR_DIR] [RUN] [SIGNATURE]",
+                                               help="A script, script/trace/run directory; then a RUN; then a "
+                                                    "signature prefix narrowing to one compile.",
                                                show_default=False),
     trace_dir: Optional[Path] = TRACE_DIR_OPT,
     pass_: Optional[str] = typer.Option(None, "--pass", metavar="NAME|INDEX",
                                         help="Print this pass's diff (NAME, phase/NAME, NAME#k for the k-th, or an index)."),
-    html: bool = typer.Option(False, "--html", help="(Re)write the run's HTML report and print its path."),
+    html: bool = typer.Option(False, "--html", help="(Re)write the compile's HTML report, or the invocation's "
+                                                    "index when it has several compiles, and print its path."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
     kernel: Optional[str] = KERNEL_OPT,
@@ -157,16 +162,17 @@ def show_cmd(
     fmt: Optional[str] = typer.Option(None, "--format", metavar="table|json|markdown",
                                       help="Output format; markdown: compiles (failures first) and top passes."),
 ) -> None:
-    """List runs, or show one run's passes, or one pass's diff."""
+    """List invocations and their compiles, or one compile's passes, or one pass's diff."""
     from . import runs as R
 
     items = list(args or [])
     _check_args(items)
-    if len(items) > 2:
-        raise _fail(f"too many arguments: {' '.join(items[2:])}; give at most SCRIPT_OR_DIR and RUN")
+    if len(items) > 3:
+        raise _fail(f"too many arguments: {' '.join(items[3:])}; give at most SCRIPT_OR_DIR, RUN and SIGNATURE")
     td = _trace_dir(trace_dir)
     target: str | None = items[0] if items else None
     run_spec: str | None = items[1] if len(items) > 1 else None
+    compile_: str | None = items[2] if len(items) > 2 else None
     if target is not None and run_spec is None and R.looks_like_run_spec(target) and not Path(target).exists():
         target, run_spec = None, target  # 'tltrace show -2': a RUN of the only script
     if fmt not in (None, "table", "json", "markdown"):
@@ -185,102 +191,167 @@ def show_cmd(
             cli_profile.print_profile(chosen, top, as_json)
         return
     try:
-        if run_spec is None and (pass_ is not None or html):
-            run_spec = "latest"
-        if run_spec is None:
+        if run_spec is None and pass_ is None and not html:
             loc = R.locate(target, td)
             if loc.run_dir is None:
-                found = R.list_runs(loc, kernel=kernel)
-                if not found and not as_json:  # e.g. after 'tltrace clean --all': say so, not a bare header
-                    where = loc.root or loc.script_dirs[0]
-                    if kernel is not None:
-                        raise R.UsageError(f"no run of kernel {kernel!r} under {where}; "
-                                           f"'tltrace show {where}' lists every run")
-                    raise R.RecordsError(f"no runs left under {where}; run 'tltrace run SCRIPT' first")
-                _show_list(found, as_json, several=len(loc.script_dirs) > 1)
+                _show_list(loc, kernel, as_json)
                 return
-            run = R.open_run(str(loc.run_dir), None, td)
-        else:
-            run = R.open_run(target, run_spec, td, kernel)
+        sel = R.open_selection(target, run_spec, td, kernel, compile_)
         if html:
-            _show_html(run, as_json)
+            _show_html(sel, as_json)
         elif pass_ is not None:
-            _show_pass(run, pass_, context, as_json)
+            _show_pass(sel.one("--pass"), pass_, context, as_json)
+        elif sel.single is not None:
+            _show_run(sel.single, as_json)
         else:
-            _show_run(run, as_json)
+            _show_invocation(sel, as_json)
     except TltraceError as exc:
         raise _fail(str(exc), exc.exit_code) from None
 
 
-def _run_row(run, position: int) -> dict[str, Any]:
+def _run_row(run, position: int | None = None) -> dict[str, Any]:
+    from .runs import label, safe_time
+
     m = run.manifest
     c = m.counts if m else {}
-    return {
-        "position": position, "script": run.script_dir.name, "run_id": run.run_id, "path": str(run.path),
-        "started": m.started if m else None, "kernel": m.kernel if m else None,
+    first_failed = next((r for r in m.records if r.status == "failed"), None) if m else None
+    row = {
+        "script": run.script_dir.name, "run_id": run.run_id, "path": str(run.path),
+        "invocation": m.invocation if m else None, "signature": m.signature if m else None,
+        "label": label(m, run.run_id),
+        "started": safe_time(m.started) if m else None, "kernel": m.kernel if m else None,
         "target": m.target if m else None, "backend": m.backend if m else None,
         "status": run.status, "passes": len(m.records) if m else None,
         "changed": c.get("changed") if m else None, "failed": c.get("failed") if m else None,
+        "failed_at": first_failed.name if first_failed else None,
         "codegen": c.get("codegen") if m else None, "size": run.size, "problem": run.problem,
     }
+    if position is not None:
+        row = {"position": position, **row}
+    return row
 
 
-def _show_list(runs: list, as_json: bool, *, several: bool) -> None:
-    by_script: dict[str, int] = {}
-    for r in runs:
-        by_script[r.script_dir.name] = by_script.get(r.script_dir.name, 0) + 1
-    rows = []
-    seen: dict[str, int] = {}
-    for r in runs:
-        name = r.script_dir.name
-        seen[name] = seen.get(name, 0) + 1
-        rows.append(_run_row(r, seen[name] - by_script[name] - 1))  # -1 newest, -2 ...
+def _invocation_json(inv, runs=None) -> dict[str, Any]:
+    return {"position": inv.position, "script": inv.script_dir.name, "invocation": inv.id, "legacy": inv.legacy,
+            "started": inv.started, "status": inv.status, "counts": inv.counts,
+            "compiles": [_run_row(r) for r in (runs if runs is not None else inv.runs)]}
+
+
+def _show_list(loc, kernel: str | None, as_json: bool) -> None:
+    """The listing: every invocation of the located scripts, each with its compiles."""
+    from . import runs as R
+
+    invs = []
+    for sd in loc.script_dirs:
+        for inv in R.group_invocations([R.load_run(p, size=True) for p in R.run_dirs(sd)]):
+            runs = [r for r in inv.runs if kernel is None or (r.manifest is not None and r.manifest.kernel == kernel)]
+            if runs:
+                invs.append((inv, runs))
+    if kernel is not None:  # positions count only the invocations that compiled `kernel`
+        by_script: dict[str, list] = {}
+        for inv, runs in invs:
+            by_script.setdefault(inv.script_dir.name, []).append((inv, runs))
+        invs = []
+        for group in by_script.values():
+            n = len(group)
+            invs.extend((R.Invocation(inv.id, inv.runs, i - n), runs) for i, (inv, runs) in enumerate(group))
+    if not invs and not as_json:  # e.g. after 'tltrace clean --all': say so, not a bare header
+        where = loc.root or loc.script_dirs[0]
+        if kernel is not None:
+            raise R.UsageError(f"no run of kernel {kernel!r} under {where}; 'tltrace show {where}' lists every run")
+        raise R.RecordsError(f"no runs left under {where}; run 'tltrace run SCRIPT' first")
     if as_json:
-        _print_json({"runs": rows})
+        flat = []
+        for inv, runs in invs:
+            for r in runs:
+                row = _run_row(r, inv.position)
+                flat.append(row)
+        _print_json({"invocations": [_invocation_json(inv, runs) for inv, runs in invs], "runs": flat})
         return
+    several = len(loc.script_dirs) > 1
+    table = _compiles_table(several)
+    for inv, runs in invs:
+        if len(runs) == 1 and len(inv.runs) == 1:
+            _add_compile_row(table, _run_row(runs[0]), str(inv.position), several)
+            continue
+        failed = sum(1 for r in runs if r.status not in ("complete", "running"))
+        head = f"invocation {inv.id[:20]}: {len(runs)} compiles" + (f" of {len(inv.runs)}" if len(runs) != len(inv.runs)
+                                                                     else "")
+        head += f", {failed} not complete" if failed else ""
+        cells = [_t(inv.position), *([_t(inv.script_dir.name)] if several else []), _t(head, "bold"),
+                 _t(_when(inv.started))]
+        table.add_row(*cells, *[_t("")] * (len(table.columns) - len(cells)))
+        for r in runs:
+            _add_compile_row(table, _run_row(r), "", several, indent=True)
+    _console().print(table)
+    for _inv, runs in invs:
+        for r in runs:
+            if r.problem:
+                _warn(r.problem)
+
+
+def _compiles_table(several: bool):
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col, just in (("#", "right"), *((("script", "left"),) if several else ()), ("run", "left"),
-                      ("time", "left"), ("kernel", "left"), ("target", "left"), ("backend", "left"),
+                      ("time", "left"), ("signature", "left"), ("target", "left"), ("backend", "left"),
                       ("status", "left"), ("passes", "right"), ("changed", "right"), ("failed", "right"),
                       ("size", "right")):
-        # A long kernel or script name is cut (…) rather than squeezing the run id and counts away.
-        wide = {"max_width": 40, "overflow": "ellipsis"} if col in ("script", "kernel") else {}
+        # A long signature or script name is cut (…) rather than squeezing the run id and counts away.
+        wide = {"max_width": 48, "overflow": "ellipsis"} if col in ("script", "signature") else {}
         table.add_column(col, justify=just, no_wrap=True, **wide)  # type: ignore[arg-type]
-    for row in rows:
-        status = row["status"]
-        style = {"complete": "green", "error": "red", "damaged": "bold red", "interrupted": "yellow",
-                 "running": "cyan"}.get(status, "")
-        cells = [str(row["position"]), *([row["script"]] if several else []), row["run_id"],
-                 _when(row["started"]), row["kernel"] or "?", row["target"] or "?", row["backend"] or "?",
-                 f"[{style}]{status}[/]" if style else status,
-                 *(str(row[k]) if row[k] is not None else "-" for k in ("passes", "changed", "failed")),
-                 _size(row["size"])]
-        table.add_row(*cells)
-    _console().print(table)
+    return table
+
+
+def _add_compile_row(table, row: dict[str, Any], position: str, several: bool, *, indent: bool = False) -> None:
+    status = row["status"]
+    failed = str(row["failed"]) if row["failed"] is not None else "-"
+    if row.get("failed_at"):
+        failed += f" ({row['failed_at']})"
+    cells = [_t(position), *([_t(row["script"])] if several else []),
+             _t(("  " if indent else "") + row["run_id"]), _t(_when(row["started"])),
+             _t(row["label"] if row["label"] != row["run_id"] else "?"), _t(row["target"] or "?"),
+             _t(row["backend"] or "?"), _t(status, _STATUS_STYLE.get(status, "")),
+             *(_t(row[k]) if row[k] is not None else _t("-") for k in ("passes", "changed")), _t(failed),
+             _t(_size(row["size"]) if row["size"] else "-")]
+    table.add_row(*cells)
+
+
+def _show_invocation(sel, as_json: bool) -> None:
+    """One invocation with several compiles: list them (failed first), with how to open one."""
+    inv = sel.invocation
+    runs = sorted(sel.runs, key=lambda r: (r.status in ("complete", "running"), r.run_id))
+    if as_json:
+        _print_json({"invocation": _invocation_json(inv, runs)})
+        return
+    from rich.text import Text
+
+    con = _console()
+    head = Text()
+    head.append(f"{inv.script_dir.name}  ", style="bold")
+    head.append(f"invocation {sel.spec}  {inv.id}")
+    head.append(f"\n{len(sel.runs)} compiles  {_when(inv.started)}  {inv.status}", style="dim")
+    con.print(head, soft_wrap=True)
+    table = _compiles_table(False)
     for r in runs:
-        if r.problem:
-            _warn(r.problem)
-
-
-def _missing_files(run) -> int:
-    n = 0
-    for rec in run.manifest.records:
-        for rel in (rec.before_file, rec.after_file):
-            if rel and not (run.path / rel).exists():
-                n += 1
-    return n
+        _add_compile_row(table, _run_row(r), "", False)
+    con.print(table)
+    con.print(_t(f"open one: tltrace show {inv.script_dir.name} {sel.spec} SIGNATURE (a prefix), or --kernel NAME",
+                 "dim"), soft_wrap=True)
 
 
 def _show_run(run, as_json: bool) -> None:
+    from . import runs as R
+
     m = run.manifest
-    missing = _missing_files(run)
+    missing = R.missing_files(run)
     if as_json:
         data = m.to_json()
         data["path"] = str(run.path)
         data["status"] = run.status
         data["missing_files"] = missing
+        data["command_line"] = _command_line(m.command)
         _print_json(data)
         return
     from rich.table import Table
@@ -292,28 +363,32 @@ def _show_run(run, as_json: bool) -> None:
     head = Text()
     head.append(f"{m.script}  ", style="bold")
     head.append(run.run_id)
-    head.append(f"\n{m.kernel or '?'}  {m.target or '?'}/{m.backend or '?'}  {_when(m.started)}  {run.status}",
+    head.append(f"\n{R.label(m, '?')}  {m.target or '?'}/{m.backend or '?'}  {_when(m.started)}  {run.status}",
                 style="dim")
+    if m.signature and m.kernel and not m.signature.startswith(m.kernel):
+        head.append(f"  (kernel {m.kernel})", style="dim")
+    if m.invocation:
+        head.append(f"\ninvocation {m.invocation}", style="dim")
     if m.error:
-        head.append(f"\nerror: {m.error.splitlines()[0]}", style="red")
+        head.append(f"\nerror: {m.error.splitlines()[0] if m.error.strip() else m.error}", style="red")
     if m.command:
-        head.append("\n$ " + " ".join(m.command), style="dim")
-    con.print(head)
+        head.append("\n$ " + _command_line(m.command), style="dim")
+    con.print(head, soft_wrap=True)
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col, just in (("#", "right"), ("phase", "left"), ("pass", "left"), ("status", "left"),
                       ("+", "right"), ("-", "right"), ("ms", "right"), ("", "left")):
         table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for rec in m.records:
         label, style = STATUS_STYLE.get(rec.status, (rec.status, ""))
-        extra = rec.reconcile or (rec.error.splitlines()[0][:80] if rec.error else "")
-        table.add_row(str(rec.index), rec.phase, "  " * rec.depth + rec.name, Text(label, style=style),
-                      str(rec.added) if rec.added else "", str(rec.removed) if rec.removed else "",
-                      f"{rec.duration_s * 1000:.2f}",
+        extra = rec.reconcile or (rec.error.splitlines()[0][:80] if rec.error and rec.error.strip() else "")
+        table.add_row(_t(rec.index), _t(rec.phase), _t("  " * rec.depth + rec.name), Text(label, style=style),
+                      _t(rec.added if rec.added else ""), _t(rec.removed if rec.removed else ""),
+                      _t(f"{rec.duration_s * 1000:.2f}"),
                       Text(extra, style=TAG_STYLE.get(rec.reconcile or "", "red" if rec.error else "")))
     con.print(table)
     c = m.counts
-    con.print(f"{len(m.records)} passes, {c.get('changed', 0)} changed, {c.get('failed', 0)} failed, "
-              f"{c.get('codegen', 0)} codegen", style="dim")
+    con.print(_t(f"{len(m.records)} passes, {c.get('changed', 0)} changed, {c.get('failed', 0)} failed, "
+                 f"{c.get('codegen', 0)} codegen", "dim"))
     if missing:
         _warn(f"{missing} record file(s) are missing under {run.path}; diffs fall back to the stored copies "
               "in .objects where they still exist")
@@ -323,13 +398,14 @@ def _show_pass(run, spec: str, context: int, as_json: bool) -> None:
     from . import runs as R
     from .difftext import unified
 
-    rec = R.find_record(run.manifest, spec)
+    rec = R.find_record(run.require(), spec)
     before = R.read_text(run, rec, "before")
     after = R.read_text(run, rec, "after") if rec.after_file or rec.after_hash else None
     lines = unified(before, after, context=context, a=f"{rec.name} before", b=f"{rec.name} after") \
         if after is not None else []
     if as_json:
-        out = {"run_id": run.run_id, "path": str(run.path), "record": rec.to_json(), "diff": lines}
+        out = {"run_id": run.run_id, "signature": run.manifest.signature, "path": str(run.path),
+               "record": rec.to_json(), "diff": lines}
         if after is None:
             out["before"] = before
         _print_json(out)
@@ -339,7 +415,7 @@ def _show_pass(run, spec: str, context: int, as_json: bool) -> None:
     from .render.terminal import diff_text, pass_line
 
     con = _console()
-    con.print(pass_line(run.manifest.kernel, rec), soft_wrap=True)
+    con.print(pass_line(R.label(run.manifest, "?"), rec), soft_wrap=True)
     if rec.error:
         con.print(Text(f"    error: {rec.error}", style="red"), soft_wrap=True)
     if after is None:
@@ -351,20 +427,25 @@ def _show_pass(run, spec: str, context: int, as_json: bool) -> None:
         con.print(diff_text(before, after, context), soft_wrap=True)
 
 
-def _show_html(run, as_json: bool) -> None:
+def _show_html(sel, as_json: bool) -> None:
+    from .render.html import write_index, write_report
+
     try:
-        from .render.html import write_report  # type: ignore[attr-defined]
-    except ImportError:
-        raise TltraceError("this tltrace cannot write HTML reports yet (render.html.write_report is missing)") \
-            from None
-    try:
-        path = write_report(run.path, out=None)
+        if sel.single is not None:
+            run = sel.single
+            run.require()
+            path = write_report(run.path, out=None)
+        else:
+            path = write_index(sel.invocation.script_dir, [r.path for r in sel.invocation.runs])
     except TltraceError:
         raise
     except OSError as exc:
-        raise TltraceError(f"cannot write the report for {run.path} ({exc.strerror or exc})") from None
+        raise TltraceError(f"cannot write the report ({exc.strerror or exc})") from None
     if as_json:
-        _print_json({"run_id": run.run_id, "report": str(path)})
+        out: dict[str, Any] = {"report": str(path), "invocation": sel.invocation.id}
+        if sel.single is not None:
+            out["run_id"] = sel.single.run_id
+        _print_json(out)
     else:
         typer.echo(str(path))
 
@@ -385,27 +466,43 @@ def diff_runs_cmd(
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
     kernel: Optional[str] = KERNEL_OPT,
 ) -> None:
-    """Compare two runs pass by pass and name the first pass that diverges."""
+    """Compare two invocations compile by compile (or two compiles pass by pass)."""
     from . import runs as R
-    from .rundiff import diff_runs
+    from .rundiff import diff_invocations, diff_runs
 
     _check_args([a, b])
     td = _trace_dir(trace_dir)
     try:
-        ra = R.parse_run_ref(a, td, script, kernel)
-        rb = R.parse_run_ref(b, td, script, kernel)
-        d = diff_runs(ra.require(), rb.require())
-        focus = _focus_pair(d, pass_)
-        focus_diff = _pair_diff(ra, rb, focus, context) if focus is not None else None
-        report = None
-        if html is not None:
-            report = _write_diff_html(d, ra, rb, html, context)
+        sa = R.parse_ref(a, td, script, kernel)
+        sb = R.parse_ref(b, td, script, kernel)
+        for r in (*sa.runs, *sb.runs):
+            r.require()
+        if sa.single is None or sb.single is None:
+            if pass_ is not None or html is not None:
+                what = "--pass" if pass_ is not None else "--html"
+                (sa if sa.single is None else sb).one(what)
+            inv = diff_invocations([r.manifest for r in sa.runs], [r.manifest for r in sb.runs])
+        else:
+            inv = None
+            ra, rb = sa.single, sb.single
+            d = diff_runs(ra.require(), rb.require())
+            focus = _focus_pair(d, pass_)
+            focus_diff = _pair_diff(ra, rb, focus, context) if focus is not None else None
+            report = None
+            if html is not None:
+                report = _write_diff_html(d, ra, rb, html, context)
     except TltraceError as exc:
         raise _fail(str(exc), EXIT_USAGE) from None  # diff's convention: 2 is trouble
+    if inv is not None:
+        _print_invocation_diff(inv, sa, sb, as_json)
+        raise typer.Exit(EXIT_OK if inv.same else EXIT_SCRIPT_FAILED)
     code = EXIT_OK if d.same else EXIT_SCRIPT_FAILED
     if as_json:
+        from .rundiff import CompilePair
+
         data = d.to_json()
         data["a"]["path"], data["b"]["path"] = str(ra.path), str(rb.path)
+        data["compiles"] = [CompilePair(d.a, d.b, "run", d).to_json()]
         if focus is not None:
             data["focus"] = {**focus.to_json(), "diff": focus_diff}
         if report is not None:
@@ -416,6 +513,58 @@ def diff_runs_cmd(
         if report is not None:
             typer.echo(f"report: {report}")
     raise typer.Exit(code)
+
+
+def _selection_json(sel) -> dict[str, Any]:
+    inv = sel.invocation
+    return {"script": inv.script_dir.name, "invocation": inv.id, "spec": sel.spec, "compiles": len(sel.runs),
+            "started": inv.started}
+
+
+def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
+    """Print the compile-by-compile comparison of two invocations."""
+    from . import runs as R
+    from .rundiff import COMPILE_DIFFERENT, COMPILE_ONLY_A, COMPILE_ONLY_B, COMPILE_SAME
+
+    paths = {r.run_id: str(r.path) for r in (*sa.runs, *sb.runs)}
+    if as_json:
+        data = {"a": _selection_json(sa), "b": _selection_json(sb), **inv.to_json()}
+        for c in data["compiles"]:
+            c["a_path"] = paths.get(c["a_run_id"]) if c["a_run_id"] else None
+            c["b_path"] = paths.get(c["b_run_id"]) if c["b_run_id"] else None
+        _print_json(data)
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    con = _console()
+    for side, sel in (("A", sa), ("B", sb)):
+        t = Text()
+        t.append(f"{side}: ", style="bold")
+        t.append(f"{sel.invocation.script_dir.name}  invocation {sel.spec}  {sel.invocation.id}")
+        t.append(f"  {len(sel.runs)} compile(s), {_when(sel.invocation.started)}", style="dim")
+        con.print(t, soft_wrap=True)
+    styles = {COMPILE_SAME: "dim", COMPILE_DIFFERENT: "bold yellow", COMPILE_ONLY_A: "red", COMPILE_ONLY_B: "red"}
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("status", "A", "B", "first difference"):
+        table.add_column(col, no_wrap=True)
+    order = {COMPILE_DIFFERENT: 0, COMPILE_ONLY_A: 1, COMPILE_ONLY_B: 2, COMPILE_SAME: 3}
+    for c in sorted(inv.compiles, key=lambda c: order[c.status]):
+        first = c.diff.first_difference if c.diff is not None else None
+        where = ""
+        if first is not None:
+            where = f"{first.label} ({first.status})"
+        table.add_row(Text(c.status.replace("_", "-"), style=styles[c.status]),
+                      _t(R.label(c.a, c.a.run_id) if c.a else "-"), _t(R.label(c.b, c.b.run_id) if c.b else "-"),
+                      _t(where))
+    con.print(table)
+    counts = ", ".join(f"{n} {s.replace('_', '-')}" for s, n in inv.counts.items() if n)
+    if inv.same:
+        con.print(Text(f"same: {len(inv.compiles)} compile(s), every pass identical", style="bold green"))
+    else:
+        con.print(Text(f"different: {counts}", style="bold red"))
+        con.print(_t("one pair pass by pass: tltrace diff-runs A B --kernel NAME, or SCRIPT:RUN_ID for each side",
+                     "dim"), soft_wrap=True)
 
 
 def _focus_pair(d, spec: str | None):
@@ -451,6 +600,7 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
     from rich.text import Text
 
     from .rundiff import INPUT_DIFFERS, OUTPUT_DIFFERS, SAME
+    from .runs import label
 
     con = _console()
     for side, run in (("A", ra), ("B", rb)):
@@ -458,7 +608,7 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
         t = Text()
         t.append(f"{side}: ", style="bold")
         t.append(f"{m.script}  {run.run_id}")
-        t.append(f"  {m.kernel or '?'}, {m.target or '?'}/{m.backend or '?'}, {len(m.records)} passes, {run.status}",
+        t.append(f"  {label(m, '?')}, {m.target or '?'}/{m.backend or '?'}, {len(m.records)} passes, {run.status}",
                  style="dim")
         con.print(t, soft_wrap=True)
     if d.a.kernel != d.b.kernel and d.a.script == d.b.script:
@@ -473,7 +623,7 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
     def flush_hidden() -> None:
         nonlocal hidden
         if hidden:
-            table.add_row("", "", "", Text(f"... {hidden} pass(es) the same", style="dim"), "")
+            table.add_row(_t(""), _t(""), _t(""), Text(f"... {hidden} pass(es) the same", style="dim"), _t(""))
             hidden = 0
 
     for p in d.pairs:
@@ -483,8 +633,8 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
         flush_hidden()
         rec = p.a or p.b
         name = p.key[1] + (f"#{p.key[2]}" if p.key[2] > 1 else "")
-        table.add_row(str(p.a.index) if p.a else "-", str(p.b.index) if p.b else "-", p.key[0],
-                      "  " * rec.depth + name, Text(p.status, style=styles.get(p.status, "italic dim")))
+        table.add_row(_t(p.a.index if p.a else "-"), _t(p.b.index if p.b else "-"), _t(p.key[0]),
+                      _t("  " * rec.depth + name), Text(p.status, style=styles.get(p.status, "italic dim")))
     flush_hidden()
     if not d.same or show_all:
         con.print(table)

@@ -25,7 +25,7 @@ What is timed, and how:
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,23 +256,9 @@ def profile(manifests: Iterable[RunManifest]) -> Profile:
     return Profile(compiles, ordered, wall, recorded)
 
 
-def invocation_of(manifest: RunManifest) -> str | None:
-    """Return the invocation a compile belongs to: its manifest's, else (schema 1) its writer's pid."""
-    if manifest.invocation:
-        return manifest.invocation
-    parts = manifest.run_id.split("_")
-    return f"pid-{parts[4]}" if len(parts) >= 6 and parts[4].isdigit() else None
-
-
-def same_invocation(manifests: Sequence[RunManifest], anchor: RunManifest) -> list[RunManifest]:
-    """Return the manifests of `anchor`'s invocation, in start order (just `anchor` when it has none)."""
-    key = invocation_of(anchor)
-    if key is None:
-        return [anchor]
-    found = [m for m in manifests if invocation_of(m) == key]
-    if not any(m.run_id == anchor.run_id for m in found):
-        found.append(anchor)
-    return sorted(found, key=lambda m: (m.started, m.run_id))
+def invocation_of(manifest: RunManifest) -> str:
+    """Return the invocation a compile belongs to: its manifest's, else (schema 1) its own run id."""
+    return manifest.invocation or manifest.run_id
 
 
 def fmt_seconds(s: float) -> str:

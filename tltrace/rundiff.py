@@ -88,7 +88,8 @@ class RunDiff:
 
 
 def _run_header(m: RunManifest) -> dict[str, Any]:
-    return {"run_id": m.run_id, "script": m.script, "kernel": m.kernel, "target": m.target,
+    return {"run_id": m.run_id, "script": m.script, "kernel": m.kernel, "signature": m.signature,
+            "invocation": m.invocation, "target": m.target,
             "backend": m.backend, "status": m.status, "passes": len(m.records)}
 
 
@@ -167,3 +168,141 @@ def _codegen_by_role(pairs: tuple[PassPair, ...]) -> dict[str, str]:
         else:
             out[role] = "differs"
     return out
+
+
+# -- invocations ---------------------------------------------------------------------------------
+COMPILE_SAME = "same"
+COMPILE_DIFFERENT = "different"
+COMPILE_ONLY_A = "only_a"
+COMPILE_ONLY_B = "only_b"
+COMPILE_STATUSES = (COMPILE_SAME, COMPILE_DIFFERENT, COMPILE_ONLY_A, COMPILE_ONLY_B)
+
+
+def launch_key(m: RunManifest) -> str | None:
+    """Return a canonical text of a compile's launch shape (None when the manifest has none)."""
+    if not m.launch:
+        return None
+    import json
+
+    try:
+        return json.dumps(m.launch, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return None
+
+
+def pair_compiles(a: list[RunManifest], b: list[RunManifest]) -> list[tuple[int | None, int | None, str]]:
+    """Pair the compiles of two invocations; return (index in a, index in b, how) per pair, in A's order.
+
+    Identical input IR (input_hash) pairs first, one to one in compile order; then
+    the same kernel name with the same launch shape; then, for a kernel left with
+    one compile on each side, the kernel name alone (a changed launch shape of the
+    only compile of a kernel, or manifests that record no launch shape). The rest
+    are unpaired. `how` is 'input', 'shape', 'kernel' or '' (unpaired).
+    """
+    left_a = list(range(len(a)))
+    left_b = list(range(len(b)))
+    pairs: dict[int, tuple[int, str]] = {}  # a index -> (b index, how)
+
+    def match(key_of, how: str) -> None:
+        by_key: dict[Any, list[int]] = {}
+        for j in left_b:
+            k = key_of(b[j])
+            if k is not None:
+                by_key.setdefault(k, []).append(j)
+        for i in list(left_a):
+            k = key_of(a[i])
+            if k is not None and by_key.get(k):
+                j = by_key[k].pop(0)
+                pairs[i] = (j, how)
+                left_a.remove(i)
+                left_b.remove(j)
+
+    match(lambda m: m.input_hash, "input")
+    match(lambda m: (m.kernel, launch_key(m)) if m.kernel is not None else None, "shape")
+    ka = Counter(a[i].kernel for i in left_a)
+    kb = Counter(b[j].kernel for j in left_b)
+    match(lambda m: m.kernel if m.kernel is not None and ka[m.kernel] == 1 and kb[m.kernel] == 1 else None,
+          "kernel")
+    out: list[tuple[int | None, int | None, str]] = []
+    for i in range(len(a)):
+        if i in pairs:
+            out.append((i, pairs[i][0], pairs[i][1]))
+        else:
+            out.append((i, None, ""))
+    # B-only compiles go after the A compile paired with their nearest earlier B neighbour.
+    b_to_row = {j: n for n, (_, j, _) in enumerate(out) if j is not None}
+    for j in sorted(left_b):
+        anchor = max((b_to_row[k] for k in b_to_row if k < j), default=-1)
+        out.insert(anchor + 1, (None, j, ""))
+        b_to_row = {jj: n for n, (_, jj, _) in enumerate(out) if jj is not None}
+    return out
+
+
+@dataclass(frozen=True)
+class CompilePair:
+    """One row of an invocation comparison: a compile in A, in B, or in both (with its RunDiff)."""
+
+    a: RunManifest | None
+    b: RunManifest | None
+    how: str  # input / shape / kernel / '' (unpaired)
+    diff: RunDiff | None
+
+    @property
+    def status(self) -> str:
+        if self.b is None:
+            return COMPILE_ONLY_A
+        if self.a is None:
+            return COMPILE_ONLY_B
+        return COMPILE_SAME if self.diff is not None and self.diff.same else COMPILE_DIFFERENT
+
+    def to_json(self) -> dict[str, Any]:
+        d = self.diff
+        first = d.first_difference if d is not None else None
+        out: dict[str, Any] = {
+            "status": self.status, "paired_by": self.how or None,
+            "a_run_id": self.a.run_id if self.a else None, "b_run_id": self.b.run_id if self.b else None,
+            "a_signature": _sig(self.a), "b_signature": _sig(self.b),
+            "kernel": (self.a or self.b).kernel if (self.a or self.b) else None,
+        }
+        if d is not None:
+            out["counts"] = d.counts
+            out["first_difference"] = first.to_json() if first else None
+            out["first_output_divergence"] = d.first_output_divergence.to_json() if d.first_output_divergence else None
+            out["first_input_divergence"] = d.first_input_divergence.to_json() if d.first_input_divergence else None
+            out["codegen"] = dict(d.codegen)
+        return out
+
+
+def _sig(m: RunManifest | None) -> str | None:
+    if m is None:
+        return None
+    return m.signature or m.kernel
+
+
+@dataclass(frozen=True)
+class InvocationDiff:
+    """The comparison of invocation A with invocation B: one CompilePair per compile."""
+
+    compiles: tuple[CompilePair, ...]
+
+    @property
+    def same(self) -> bool:
+        return all(c.status == COMPILE_SAME for c in self.compiles)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        c = Counter(p.status for p in self.compiles)
+        return {s: c.get(s, 0) for s in COMPILE_STATUSES}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"same": self.same, "counts": self.counts, "compiles": [c.to_json() for c in self.compiles]}
+
+
+def diff_invocations(a: list[RunManifest], b: list[RunManifest]) -> InvocationDiff:
+    """Return the compile-by-compile comparison of two invocations (each compile's manifests, start order)."""
+    rows = []
+    for i, j, how in pair_compiles(a, b):
+        ma = a[i] if i is not None else None
+        mb = b[j] if j is not None else None
+        rows.append(CompilePair(ma, mb, how, diff_runs(ma, mb) if ma is not None and mb is not None else None))
+    return InvocationDiff(tuple(rows))

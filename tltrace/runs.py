@@ -1,8 +1,16 @@
-"""Past runs on disk: find script directories and runs, resolve RUN specs, load manifests.
+"""Past runs on disk: the one reader of run records.
 
-Layout (see session/store.py)::
+Finds script directories and runs, groups runs (compiles) into invocations,
+resolves RUN specs, loads manifests and reads the texts they name. Layout (see
+session/store.py)::
 
     <trace_dir>/<script>/.run_records/run_<ts>_<pid>_<uid>/manifest.json
+
+An *invocation* is one `tltrace run`, one watch rerun, one enable()..disable()
+span: every compile of it carries the same manifest `invocation`. A run without
+one (schema 1) is an invocation of its own. Paths read from a manifest are
+resolved inside the run directory only, and stored texts by a validated hash
+inside `.run_records/.objects`: records on disk never make tltrace read elsewhere.
 
 Everything here reads; nothing writes. Damaged trees raise RecordsError with one
 line that names the path and says what to do; a listing of many runs reports a
@@ -11,7 +19,9 @@ damaged run as a row rather than failing as a whole.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, replace
@@ -26,6 +36,8 @@ INTERRUPTED = "interrupted"  # shown for a run whose process is gone but never f
 DAMAGED = "damaged"
 
 _RUN_ID = re.compile(r"^run_(\d{8})_(\d{6})_(\d+)_(\d+)_([0-9a-f]+)$")
+_HASH = re.compile(r"^[0-9a-f]{8,128}$")  # a stored text's name in .objects (session/store.text_hash)
+_LATEST_TIME = 1e11  # year ~5138: any later 'started' is garbage, not a time
 _RELATIVE = re.compile(r"^(?:latest|-\d+)$")
 
 
@@ -186,44 +198,6 @@ def kernel_of(run_dir: Path) -> str | None:
         return None
 
 
-def resolve_run(script_dir: Path, spec: str | None, kernel: str | None = None) -> Path:
-    """Return the run directory that `spec` names among script_dir's runs (of `kernel`, when given).
-
-    spec: None or 'latest' (the newest), '-1' (same), '-2' (the one before), ...,
-    a run id, or a unique prefix of one (with or without 'run_').
-    """
-    runs = run_dirs(script_dir)
-    if not runs:
-        raise RecordsError(f"no run records under {script_dir}; run 'tltrace run SCRIPT' first")
-    if kernel is not None:
-        runs = [p for p in runs if kernel_of(p) == kernel]
-        if not runs:
-            raise UsageError(f"no run of kernel {kernel!r} under {script_dir}; 'tltrace show {script_dir}' "
-                             "lists the kernels")
-    spec = (spec or "latest").strip()
-    if spec == "latest":
-        return runs[-1]
-    if re.fullmatch(r"-\d+", spec):
-        n = int(spec[1:])
-        if n == 0:
-            raise UsageError("run '-0' does not exist; '-1' is the newest run, '-2' the one before")
-        if n > len(runs):
-            what = f"run(s) of kernel {kernel!r}" if kernel else "run(s)"
-            raise UsageError(f"run {spec} does not exist: {script_dir.name} has {len(runs)} {what}")
-        return runs[-n]
-    for p in runs:
-        if p.name == spec:
-            return p
-    prefixes = (spec, f"run_{spec}")
-    hits = [p for p in runs if p.name.startswith(prefixes)]
-    if len(hits) == 1:
-        return hits[0]
-    if hits:
-        raise UsageError(f"run {spec!r} is ambiguous ({len(hits)} runs match: {hits[0].name}, {hits[1].name}, ...); "
-                         "give more of the id")
-    raise UsageError(f"no run {spec!r} under {script_dir}; 'tltrace show {script_dir}' lists its runs")
-
-
 # -- loading -----------------------------------------------------------------
 def load_manifest(run_dir: Path) -> RunManifest:
     """Return the run's manifest, with records.jsonl merged in while it is running.
@@ -294,16 +268,41 @@ def _merge_log(run_dir: Path, manifest: RunManifest) -> RunManifest:
     return manifest
 
 
-def _from_log_only(run_dir: Path) -> RunManifest:
-    m = _RUN_ID.match(run_dir.name)
-    started = 0.0
-    if m:
-        import datetime as _dt
+def run_id_time(run_id: str) -> float | None:
+    """Return the start time (epoch seconds) encoded in a run id, or None when it holds none."""
+    m = _RUN_ID.match(run_id)
+    if not m:
+        return None
+    try:
+        return _dt.datetime.strptime(m.group(1) + m.group(2) + m.group(3)[:6].ljust(6, "0"),
+                                     "%Y%m%d%H%M%S%f").timestamp()
+    except (ValueError, OverflowError):
+        return None
 
-        try:
-            started = _dt.datetime.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S").timestamp()
-        except ValueError:
-            pass
+
+def safe_time(value: object) -> float | None:
+    """Return `value` as epoch seconds when it is a plausible time (finite, 0 < t < year 5000), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    t = float(value)
+    if not math.isfinite(t) or t <= 0 or t >= _LATEST_TIME:
+        return None
+    return t
+
+
+def format_time(value: object) -> str:
+    """Return a local 'YYYY-MM-DD HH:MM:SS' for a manifest time, '?' for a missing or impossible one."""
+    t = safe_time(value)
+    if t is None:
+        return "?"
+    try:
+        return _dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S")
+    except (ValueError, OverflowError, OSError):
+        return "?"
+
+
+def _from_log_only(run_dir: Path) -> RunManifest:
+    started = run_id_time(run_dir.name) or 0.0
     manifest = RunManifest(run_id=run_dir.name, script=run_dir.parent.parent.name, started=started)
     return _merge_log(run_dir, manifest)
 
@@ -369,27 +368,223 @@ def list_runs(location: Location, *, size: bool = True, kernel: str | None = Non
     return out
 
 
-def open_run(arg: str | None, run: str | None, trace_dir: str | os.PathLike, kernel: str | None = None) -> Run:
-    """Resolve SCRIPT_OR_DIR + RUN to one loaded run; raise RecordsError/UsageError when it cannot be read."""
+# -- invocations --------------------------------------------------------------
+def label(m: RunManifest | None, run_id: str = "?") -> str:
+    """Return how a compile is named to a person: its signature, else its kernel, else its run id."""
+    if m is None:
+        return run_id
+    return m.signature or m.kernel or run_id
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One invocation of a script: its compiles (runs) in the order they started."""
+
+    id: str
+    runs: tuple[Run, ...]
+    position: int = 0  # -1 the newest invocation of its script, -2 the one before, ...
+
+    @property
+    def script_dir(self) -> Path:
+        return self.runs[0].script_dir
+
+    @property
+    def legacy(self) -> bool:
+        """True for a run that names no invocation (schema 1): it is an invocation of its own."""
+        m = self.runs[0].manifest
+        return len(self.runs) == 1 and (m is None or not m.invocation)
+
+    @property
+    def started(self) -> float | None:
+        times = [t for t in (safe_time(r.manifest.started) if r.manifest else run_id_time(r.run_id)
+                             for r in self.runs) if t is not None]
+        return min(times) if times else None
+
+    @property
+    def status(self) -> str:
+        """running while any compile runs; error/damaged/interrupted when any is; else complete."""
+        statuses = {r.status for r in self.runs}
+        for s in (RUNNING, DAMAGED, INTERRUPTED, "error"):
+            if s in statuses:
+                return s
+        return next(iter(statuses)) if len(statuses) == 1 else "complete"
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.runs:
+            out[r.status] = out.get(r.status, 0) + 1
+        return out
+
+
+def invocation_key(run: Run) -> str:
+    m = run.manifest
+    return m.invocation if m is not None and m.invocation else run.run_id
+
+
+def group_invocations(runs: list[Run]) -> list[Invocation]:
+    """Group one script's runs into invocations, oldest first, each with its compiles in start order.
+
+    Positions count from the newest (-1). Run ids sort by start time, so the order
+    never depends on a manifest's (possibly damaged) `started`.
+    """
+    groups: dict[str, list[Run]] = {}
+    for r in sorted(runs, key=lambda r: r.run_id):
+        groups.setdefault(invocation_key(r), []).append(r)
+    ordered = list(groups.items())  # first compile's run id order
+    n = len(ordered)
+    return [Invocation(k, tuple(v), i - n) for i, (k, v) in enumerate(ordered)]
+
+
+def invocations(script_dir: Path, *, size: bool = False) -> list[Invocation]:
+    """Return the invocations of one script, oldest first."""
+    return group_invocations([load_run(p, size=size) for p in run_dirs(script_dir)])
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a SCRIPT_OR_DIR [RUN] [COMPILE] (with --kernel) names: compiles of one invocation."""
+
+    invocation: Invocation
+    runs: tuple[Run, ...]  # the selected compiles (all of the invocation unless narrowed)
+    spec: str = "latest"  # how the invocation was named, for messages
+
+    @property
+    def single(self) -> Run | None:
+        return self.runs[0] if len(self.runs) == 1 else None
+
+    def one(self, what: str = "this") -> Run:
+        """Return the one selected compile; UsageError naming the candidates when there are several."""
+        if len(self.runs) == 1:
+            return self.runs[0]
+        names = ", ".join(label(r.manifest, r.run_id) for r in self.runs[:4])
+        more = ", ..." if len(self.runs) > 4 else ""
+        raise UsageError(f"invocation {self.spec} has {len(self.runs)} compiles ({names}{more}); {what} needs one: "
+                         "name it with --kernel NAME, a signature prefix or a run id")
+
+
+def _prefix_hits(items: list[tuple[str, object]], spec: str) -> list[object]:
+    exact = [o for k, o in items if k == spec]
+    return exact or [o for k, o in items if k.startswith(spec)]
+
+
+def _narrow(inv: Invocation, runs: tuple[Run, ...], kernel: str | None, compile_: str | None,
+            spec: str) -> tuple[Run, ...]:
+    if kernel is not None:
+        runs = tuple(r for r in runs if r.manifest is not None and r.manifest.kernel == kernel)
+        if not runs:
+            raise UsageError(f"no compile of kernel {kernel!r} in invocation {spec} of {inv.script_dir.name}; "
+                             f"'tltrace show {inv.script_dir.name} {spec}' lists its compiles")
+    if compile_ is not None:
+        hits = [r for r in runs if label(r.manifest, r.run_id).startswith(compile_)]
+        exact = [r for r in hits if label(r.manifest, r.run_id) == compile_]
+        hits = exact if len(exact) == 1 else hits
+        if not hits:
+            raise UsageError(f"no compile with signature {compile_!r} in invocation {spec} of "
+                             f"{inv.script_dir.name}; 'tltrace show {inv.script_dir.name} {spec}' lists them")
+        if len(hits) > 1:
+            names = ", ".join(label(r.manifest, r.run_id) for r in hits[:3]) + (", ..." if len(hits) > 3 else "")
+            raise UsageError(f"signature prefix {compile_!r} matches {len(hits)} compiles ({names}); "
+                             "give more of it, or a run id")
+        runs = tuple(hits)
+    return runs
+
+
+def select(script_dir: Path, spec: str | None = None, kernel: str | None = None,
+           compile_: str | None = None) -> Selection:
+    """Resolve RUN (and COMPILE, --kernel) among one script's runs.
+
+    spec: None/'latest'/'-1' (the newest invocation), '-2' (the one before), ...;
+    a run id or a unique prefix of one (that compile alone); an invocation id or a
+    unique prefix; else a signature prefix within the newest invocation. With
+    `kernel`, -N counts only invocations that compiled `kernel`, and the compiles
+    are narrowed to it; `compile_` is a signature prefix (or kernel name) to narrow to.
+    """
+    script_dir = Path(script_dir)
+    invs = invocations(script_dir)
+    if not invs:
+        raise RecordsError(f"no run records under {script_dir}; run 'tltrace run SCRIPT' first")
+    if kernel is not None:
+        invs = [i for i in invs if any(r.manifest is not None and r.manifest.kernel == kernel for r in i.runs)]
+        if not invs:
+            raise UsageError(f"no run of kernel {kernel!r} under {script_dir}; 'tltrace show {script_dir}' "
+                             "lists the kernels")
+    spec = (spec or "latest").strip()
+    if spec in ("latest", "-1"):
+        return Selection(invs[-1], _narrow(invs[-1], invs[-1].runs, kernel, compile_, "-1"), "-1")
+    if re.fullmatch(r"-\d+", spec):
+        n = int(spec[1:])
+        if n == 0:
+            raise UsageError("invocation '-0' does not exist; '-1' is the newest, '-2' the one before")
+        if n > len(invs):
+            what = f"invocation(s) that compiled {kernel!r}" if kernel else "invocation(s)"
+            raise UsageError(f"invocation {spec} does not exist: {script_dir.name} has {len(invs)} {what}")
+        inv = invs[-n]
+        return Selection(inv, _narrow(inv, inv.runs, kernel, compile_, spec), spec)
+    all_runs = [(r.run_id, (i, r)) for i in invs for r in i.runs]
+    hits = _prefix_hits(all_runs, spec) or _prefix_hits(all_runs, f"run_{spec}")
+    if len(hits) == 1:
+        inv, run = hits[0]  # type: ignore[misc]
+        return Selection(inv, _narrow(inv, (run,), kernel, compile_, spec), spec)
+    if len(hits) > 1:
+        first, second = hits[0][1].run_id, hits[1][1].run_id  # type: ignore[index]
+        raise UsageError(f"run {spec!r} is ambiguous ({len(hits)} runs match: {first}, {second}, ...); "
+                         "give more of the id")
+    inv_hits = _prefix_hits([(i.id, i) for i in invs if not i.legacy], spec)
+    if len(inv_hits) == 1:
+        inv = inv_hits[0]  # type: ignore[assignment]
+        return Selection(inv, _narrow(inv, inv.runs, kernel, compile_, spec), spec)  # type: ignore[arg-type]
+    if len(inv_hits) > 1:
+        raise UsageError(f"invocation {spec!r} is ambiguous ({len(inv_hits)} match); give more of the id")
+    if compile_ is None and not spec.startswith("run_"):
+        # A signature prefix (or kernel name) in the newest invocation that has one.
+        for inv in reversed(invs):
+            if any(label(r.manifest, r.run_id).startswith(spec) for r in inv.runs):
+                pos = f"-{len(invs) - invs.index(inv)}"
+                return Selection(inv, _narrow(inv, inv.runs, kernel, spec, pos), pos)
+    raise UsageError(f"no run, invocation or signature {spec!r} under {script_dir}; 'tltrace show {script_dir}' "
+                     "lists them")
+
+
+def resolve_run(script_dir: Path, spec: str | None, kernel: str | None = None) -> Path:
+    """Return the run directory of the one compile `spec` names (UsageError when it names several)."""
+    return select(script_dir, spec, kernel).one().path
+
+
+def open_selection(arg: str | None, run: str | None, trace_dir: str | os.PathLike, kernel: str | None = None,
+                   compile_: str | None = None) -> Selection:
+    """Resolve SCRIPT_OR_DIR + RUN (+ COMPILE, --kernel) to a Selection of loaded compiles."""
     loc = locate(arg, trace_dir)
     if loc.run_dir is not None:
         if run is not None:
             raise UsageError(f"{arg} is already a run directory; drop the RUN argument {run!r}")
-        path = loc.run_dir
+        r = load_run(loc.run_dir)
+        r.require()
+        siblings = [x for x in invocations(loc.script_dirs[0]) if any(y.path == r.path for y in x.runs)]
+        inv = siblings[0] if siblings else Invocation(invocation_key(r), (r,), -1)
+        sel = Selection(inv, _narrow(inv, (r,), kernel, compile_, r.run_id), r.run_id)
     else:
         if len(loc.script_dirs) > 1:
             names = ", ".join(p.name for p in loc.script_dirs[:5])
             raise UsageError(f"{loc.root} holds runs of several scripts ({names}); name one, "
                              f"e.g. 'tltrace show {loc.script_dirs[0].name} {run or 'latest'}'")
-        path = resolve_run(loc.script_dirs[0], run, kernel)
-    r = load_run(path)
+        sel = select(loc.script_dirs[0], run, kernel, compile_)
+    for r in sel.runs:
+        if len(sel.runs) == 1:
+            r.require()
+    return sel
+
+
+def open_run(arg: str | None, run: str | None, trace_dir: str | os.PathLike, kernel: str | None = None) -> Run:
+    """Resolve SCRIPT_OR_DIR + RUN to one loaded compile; raise RecordsError/UsageError when it cannot be."""
+    r = open_selection(arg, run, trace_dir, kernel).one()
     r.require()
     return r
 
 
-def parse_run_ref(ref: str, trace_dir: str | os.PathLike, default: str | None = None,
-                  kernel: str | None = None) -> Run:
-    """Resolve one operand of diff-runs: a run dir, a script (its newest run), 'SCRIPT:RUN', or a RUN.
+def parse_ref(ref: str, trace_dir: str | os.PathLike, default: str | None = None,
+              kernel: str | None = None) -> Selection:
+    """Resolve one operand of diff-runs: a run dir, a script (its newest invocation), 'SCRIPT:RUN', or a RUN.
 
     A bare RUN ('-2', 'latest', an id prefix) is looked up under `default` (a
     SCRIPT_OR_DIR), or under the trace dir when it holds one script only.
@@ -397,7 +592,7 @@ def parse_run_ref(ref: str, trace_dir: str | os.PathLike, default: str | None = 
     path = Path(ref)
     if path.exists():
         loc = locate(ref, trace_dir)
-        return open_run(ref, None if loc.run_dir is not None else "latest", trace_dir, kernel)
+        return open_selection(ref, None if loc.run_dir is not None else "latest", trace_dir, kernel)
     if looks_like_run_spec(ref):
         loc = locate(default, trace_dir)
         if loc.run_dir is None and len(loc.script_dirs) > 1:
@@ -405,16 +600,71 @@ def parse_run_ref(ref: str, trace_dir: str | os.PathLike, default: str | None = 
             first = loc.script_dirs[0].name
             raise UsageError(f"{loc.root} holds runs of several scripts ({names}); say which, e.g. "
                              f"'--script {first}' or '{first}:{ref}'")
-        return open_run(default, ref, trace_dir, kernel)
+        return open_selection(default, ref, trace_dir, kernel)
     script, sep, spec = ref.rpartition(":")
     if sep and script and spec:
-        return open_run(script, spec, trace_dir, kernel)
-    return open_run(ref, "latest", trace_dir, kernel)
+        return open_selection(script, spec, trace_dir, kernel)
+    return open_selection(ref, "latest", trace_dir, kernel)
+
+
+def parse_run_ref(ref: str, trace_dir: str | os.PathLike, default: str | None = None,
+                  kernel: str | None = None) -> Run:
+    """Like parse_ref, for exactly one compile."""
+    r = parse_ref(ref, trace_dir, default, kernel).one()
+    r.require()
+    return r
 
 
 # -- texts -------------------------------------------------------------------
+def record_path(run_dir: Path, rel: str | None) -> Path | None:
+    """Return the file a record's relative path names inside run_dir, or None when it would leave it.
+
+    Refused: absolute paths, '..' parts, and paths whose real location (symlinks
+    followed) is not under the run directory's real location.
+    """
+    if not rel or not isinstance(rel, str) or "\x00" in rel:
+        return None
+    parts = rel.replace("\\", "/").split("/")
+    if rel.startswith("/") or any(p in ("..",) for p in parts) or os.path.isabs(rel) or (len(rel) > 1 and rel[1] == ":"):
+        return None
+    base = os.path.realpath(run_dir)
+    full = os.path.realpath(os.path.join(base, *[p for p in parts if p not in ("", ".")]))
+    if os.path.commonpath([base, full]) != base or full == base:
+        return None
+    return Path(full)
+
+
+def object_path(script_dir: Path, digest: str | None) -> Path | None:
+    """Return the stored text named by `digest` in the script's .objects, or None (bad hash, outside the tree)."""
+    if not digest or not isinstance(digest, str) or not _HASH.match(digest):
+        return None
+    root = os.path.realpath(Path(script_dir) / RUN_RECORDS)
+    full = os.path.realpath(os.path.join(Path(script_dir) / RUN_RECORDS, OBJECTS, digest))
+    if os.path.commonpath([root, full]) != root:
+        return None  # .objects (or the object) is a link out of the trace dir
+    return Path(full)
+
+
+def text_of(run_dir: Path, record: PassRecord, side: str, *, errors: str = "strict") -> str | None:
+    """Return one side ('before'/'after') of a record's text, or None when no copy is readable.
+
+    The per-pass file (inside the run dir) first, then the stored object by hash.
+    """
+    run_dir = Path(run_dir)
+    rel = record.before_file if side == "before" else record.after_file
+    digest = record.before_hash if side == "before" else record.after_hash
+    for p in (record_path(run_dir, rel), object_path(run_dir.parent.parent, digest)):
+        if p is None:
+            continue
+        try:
+            return p.read_text(encoding="utf-8", errors=errors)
+        except (OSError, UnicodeDecodeError):
+            continue
+    return None
+
+
 def read_text(run: Run, record: PassRecord, side: str) -> str:
-    """Return one side ('before' or 'after') of a record's text.
+    """Return one side ('before' or 'after') of a record's text; RecordsError when no copy is left.
 
     The per-pass file is a hard link into `.objects`; when the file was deleted
     the stored object (by hash) still serves.
@@ -423,18 +673,26 @@ def read_text(run: Run, record: PassRecord, side: str) -> str:
     digest = record.before_hash if side == "before" else record.after_hash
     if rel is None and digest is None:
         raise RecordsError(f"{record.name} (#{record.index}) has no {side} text (the pass failed)")
-    candidates: list[Path] = []
-    if rel is not None:
-        candidates.append(run.path / rel)
-    if digest is not None:
-        candidates.append(run.script_dir / RUN_RECORDS / OBJECTS / digest)
-    for p in candidates:
-        try:
-            return p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-    where = run.path / rel if rel else candidates[0]
+    text = text_of(run.path, record, side)
+    if text is not None:
+        return text
+    if rel is not None and record_path(run.path, rel) is None:
+        raise RecordsError(f"{record.name} (#{record.index}) names {side} file {rel!r} outside its run directory "
+                           f"{run.path} (records tampered with); not read")
+    where = run.path / rel if rel else run.script_dir / RUN_RECORDS / OBJECTS / str(digest)
     raise RecordsError(f"{where} is missing (run records damaged); rerun the script to record it again")
+
+
+def missing_files(run: Run) -> int:
+    """Return how many per-pass files a run's manifest names that are not (safely) on disk."""
+    n = 0
+    for rec in run.require().records:
+        for rel in (rec.before_file, rec.after_file):
+            if rel:
+                p = record_path(run.path, rel)
+                if p is None or not p.exists():
+                    n += 1
+    return n
 
 
 def find_record(manifest: RunManifest, spec: str) -> PassRecord:

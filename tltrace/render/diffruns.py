@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .safejson import script_json  # one encoder for every report
+
 PLACEHOLDER = "/*__TLTRACE_DATA__*/null"
-
-
-def script_json(data: Any) -> str:
-    """Return `data` as JSON safe inside <script>: '<', '>', '&' escaped so IR text cannot close the tag."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") \
-        .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def render(data: dict[str, Any]) -> str:

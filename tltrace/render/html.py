@@ -17,15 +17,23 @@ the bytes of its final file once. Each distinct IR text goes in once; the
 browser computes diffs when a pass is opened. A kill -9 leaves at worst a
 truncated last chunk, which the page skips (its JSON does not parse); the HTML
 parser closes the open elements at end of file.
+
+The script's `report.html` is the newest invocation's index: a table of every
+compile of that invocation, each row linking to the compile's own report. It is
+built the same way (a head written through a rename when the invocation starts,
+then one appended chunk per compile event), under a file lock, so the threads of
+one process and several processes of one invocation can append to it.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
 import re
+import shlex
 import sys
 import threading
 import uuid
@@ -40,32 +48,31 @@ from ..config import Settings
 from ..errors import RecordsError
 from ..session.events import Event, Notice, PassRecorded, RunFinished, RunStarted
 from ..session.records import FAILED, PassRecord, RunManifest
-from ..session.store import MANIFEST, RECORDS_LOG, text_hash
+from ..session.store import RUN_RECORDS, text_hash
+from .safejson import script_json
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: threads of one process are still serialised
+    fcntl = None  # type: ignore[assignment]
 
 REPORT_NAME = "report.html"
 _META_FIELDS = (
     "run_id", "script", "kernel", "target", "target_host", "backend", "tilelang_version",
     "tltrace_version", "command", "cwd", "started", "finished", "status", "error", "mode",
+    "invocation", "signature", "launch", "params", "thread",
 )
+INDEX_LOCK = ".report.lock"
 _CHUNK_OPEN = b'<script type="application/json" class="tl-d">'
 _CHUNK_CLOSE = b"</script>\n"
-_HEAD_CACHE: bytes | None = None
+_HEAD_CACHE: dict[str, bytes] = {}
 
 
 # -- data encoding ---------------------------------------------------------------------------------
-def _json_for_script(value: Any) -> str:
-    """Return JSON that can sit inside <script>: `<`, `>`, `&` (and U+2028/9) escaped as \\uXXXX."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return (
-        text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-        .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-    )
-
-
 def chunk(value: dict[str, Any]) -> bytes:
     """Return one data chunk: a JSON script element holding `value`."""
     # A lone surrogate (bad bytes decoded with surrogateescape) becomes the JSON escape \\udcXX.
-    body = _json_for_script(value).encode("utf-8", "backslashreplace")
+    body = script_json(value).encode("utf-8", "backslashreplace")
     return _CHUNK_OPEN + body + _CHUNK_CLOSE
 
 
@@ -76,6 +83,11 @@ def meta_of(manifest: RunManifest) -> dict[str, Any]:
         value = getattr(manifest, name, None)
         if value is not None and value != []:
             out[name] = list(value) if name == "command" else value
+    if manifest.command:
+        out["command_line"] = shlex.join(str(c) for c in manifest.command)
+    if manifest.invocation:
+        # The compile's way back: the script's index (two levels up) and, once known, its siblings.
+        out["index"] = "../../" + REPORT_NAME
     return out
 
 
@@ -100,25 +112,35 @@ def _sha256_b64(text: str) -> str:
     return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
 
+def _page_head(template: str, css_names: tuple[str, ...], js_names: tuple[str, ...]) -> bytes:
+    page = _asset(template)
+    # The assets are ours; still, keep them from closing their own elements early.
+    css, js = "\n".join(_asset(n) for n in css_names), "\n".join(_asset(n) for n in js_names)
+    for text in (css, js):
+        if re.search(r"</(script|style)|<!--", text, re.I):
+            raise RuntimeError("report assets must not contain </script, </style or <!--")
+    # The page runs only its own script: CSP names it by hash, so even markup smuggled into
+    # the data (it cannot be: see safejson.script_json) could not run an inline handler.
+    csp = f"'sha256-{_sha256_b64(js)}'"
+    page = page.replace("script-src 'unsafe-inline'", f"script-src {csp}", 1)
+    page = page.replace("style-src 'unsafe-inline'", f"style-src 'sha256-{_sha256_b64(css)}'", 1)
+    page = page.replace("/*TLTRACE_CSS*/", css, 1).replace("/*TLTRACE_JS*/", js, 1)
+    return page.encode("utf-8")
+
+
 def report_head() -> bytes:
-    """Return the report's fixed head: skeleton, CSS and JS, ending where the data chunks start."""
-    global _HEAD_CACHE
-    if _HEAD_CACHE is None:
-        page = _asset("report.html")
-        # The assets are ours; still, keep them from closing their own elements early.
-        css, js = _asset("report.css"), _asset("report.js")
-        css, js = css + _asset("profile.css"), _asset("profile.js") + js  # the profile view (profile.js)
-        for text in (css, js):
-            if re.search(r"</(script|style)|<!--", text, re.I):
-                raise RuntimeError("report assets must not contain </script, </style or <!--")
-        # The page runs only its own script: CSP names it by hash, so even markup smuggled into
-        # the data (it cannot be: see _json_for_script) could not run an inline handler.
-        csp = f"'sha256-{_sha256_b64(js)}'"
-        page = page.replace("script-src 'unsafe-inline'", f"script-src {csp}", 1)
-        page = page.replace("style-src 'unsafe-inline'", f"style-src 'sha256-{_sha256_b64(css)}'", 1)
-        page = page.replace("/*TLTRACE_CSS*/", css, 1).replace("/*TLTRACE_JS*/", js, 1)
-        _HEAD_CACHE = page.encode("utf-8")
-    return _HEAD_CACHE
+    """Return a compile report's fixed head: skeleton, CSS and JS, ending where the data chunks start."""
+    if "report" not in _HEAD_CACHE:
+        _HEAD_CACHE["report"] = _page_head("report.html", ("report.css", "profile.css"), ("profile.js", "report.js"))
+    return _HEAD_CACHE["report"]
+
+
+def index_head() -> bytes:
+    """Return the invocation index's fixed head (it shares report.css's palette)."""
+    if "index" not in _HEAD_CACHE:
+        _HEAD_CACHE["index"] = _page_head("index.html", ("report.css", "index.css", "profile.css"),
+                                           ("profile.js", "index.js"))
+    return _HEAD_CACHE["index"]
 
 
 # -- one open report -------------------------------------------------------------------------------
@@ -163,21 +185,146 @@ def _create_report(path: Path, first: bytes) -> IO[bytes]:
     return open(path, "ab")
 
 
-def link_latest(script_dir: Path, report: Path) -> Path:
-    """Point `<script_dir>/report.html` at `report` (relative link), replacing it atomically."""
-    link = Path(script_dir) / REPORT_NAME
-    target = os.path.relpath(report, link.parent)
-    tmp = link.with_name(f".{REPORT_NAME}.{os.getpid()}.{uuid.uuid4().hex[:6]}.lnk")
-    os.symlink(target, tmp)
+# -- the invocation index ---------------------------------------------------------------------------
+def index_row(manifest: RunManifest, run_id: str | None = None) -> dict[str, Any]:
+    """Return one compile's row of the index (a later row of the same run_id replaces an earlier one)."""
+    m = manifest
+    counts = m.counts
+    first_failed = next((r for r in m.records if r.status == FAILED), None)
+    row: dict[str, Any] = {
+        "t": "c", "run_id": run_id or m.run_id, "signature": m.signature, "kernel": m.kernel,
+        "status": m.status, "passes": len(m.records), "changed": counts.get("changed", 0),
+        "failed": counts.get(FAILED, 0), "failed_at": first_failed.name if first_failed else None,
+        "started": m.started if _finite(m.started) else None,
+    }
+    if m.finished is not None and _finite(m.finished) and _finite(m.started) and m.finished >= m.started:
+        row["seconds"] = round(m.finished - m.started, 4)
+    if m.error:
+        row["error"] = m.error.strip().splitlines()[0][:300] if m.error.strip() else m.error
+    return {k: v for k, v in row.items() if v is not None}
+
+
+def _finite(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == x and abs(x) < 1e11
+
+
+def index_meta(manifest: RunManifest, invocation: str, base: str = RUN_RECORDS + "/") -> dict[str, Any]:
+    out: dict[str, Any] = {"t": "imeta", "script": manifest.script, "invocation": invocation, "base": base}
+    if _finite(manifest.started):
+        out["started"] = manifest.started
+    if manifest.command:
+        out["command_line"] = shlex.join(str(c) for c in manifest.command)
+    return out
+
+
+def _chunk_json(line: bytes) -> dict[str, Any] | None:
+    line = line.rstrip(b"\n")
+    if not (line.startswith(_CHUNK_OPEN) and line.endswith(_CHUNK_CLOSE.rstrip(b"\n"))):
+        return None
     try:
-        os.replace(tmp, link)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
-    return link
+        data = json.loads(line[len(_CHUNK_OPEN):-len(_CHUNK_CLOSE.rstrip(b"\n"))].decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def index_invocation(path: Path) -> str | None:
+    """Return the invocation an index file lists (None: not an index of this tltrace, or unreadable)."""
+    head = index_head()
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(head)) != head:
+                return None
+            data = _chunk_json(fh.readline(1 << 20))
+    except OSError:
+        return None
+    if data is None or data.get("t") != "imeta" or not isinstance(data.get("invocation"), str):
+        return None
+    return data["invocation"]
+
+
+def index_rows(path: Path) -> list[dict[str, Any]]:
+    """Return an index file's compile rows, the last chunk of each run_id winning, in first-seen order."""
+    rows: dict[str, dict[str, Any]] = {}
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(len(index_head()))
+            for line in fh:
+                data = _chunk_json(line)
+                if data is not None and data.get("t") == "c" and isinstance(data.get("run_id"), str):
+                    rows[data["run_id"]] = data
+    except OSError:
+        return []
+    return list(rows.values())
+
+
+@contextlib.contextmanager
+def _file_lock(script_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `<script_dir>/.report.lock` (several processes of one invocation)."""
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    fd = os.open(Path(script_dir) / INDEX_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+@dataclass
+class _Index:
+    invocation: str
+    ino: tuple[int, int] | None = None  # (st_dev, st_ino) of the file this invocation writes
+    lost: bool = False  # a newer invocation replaced the file: stop writing
+
+
+def _ident(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def append_index(state: _Index, script_dir: Path, manifest: RunManifest, run_id: str) -> int:
+    """Append one compile row to the script's index, creating the index when the invocation is new.
+
+    Under the file lock: when the file on disk is not this invocation's index, the
+    first call (re)creates it through a rename; a later call finds it taken by a newer
+    invocation and writes nothing. Returns the bytes written.
+    """
+    script_dir = Path(script_dir)
+    path = script_dir / REPORT_NAME
+    row = chunk(index_row(manifest, run_id))
+    with _file_lock(script_dir):
+        if state.lost:
+            return 0
+        ident = _ident(path)
+        if state.ino is None or ident != state.ino:
+            if index_invocation(path) == state.invocation:  # another process of this invocation made it
+                state.ino = _ident(path)
+            elif state.ino is None:
+                first = chunk(index_meta(manifest, state.invocation))
+                atomic_write(path, (index_head(), first))
+                state.ino = _ident(path)
+                written = len(index_head()) + len(first)
+                with open(path, "ab") as fh:
+                    fh.write(row)
+                return written + len(row)
+            else:
+                state.lost = True
+                return 0
+        with open(path, "ab") as fh:
+            fh.write(row)
+        return len(row)
+
+
+def sibling_chunk(rows: list[dict[str, Any]]) -> bytes:
+    """Return the chunk that gives a compile report its switcher: [run_id, label, status] per sibling."""
+    sibs = [[r["run_id"], r.get("signature") or r.get("kernel") or r["run_id"], r.get("status") or "?"]
+            for r in rows if isinstance(r.get("run_id"), str)]
+    return chunk({"t": "sibs", "runs": sibs})
 
 
 def _stderr(line: str) -> None:
@@ -191,8 +338,10 @@ class HtmlReportListener:
     """Listener that appends every run's events to `<run_dir>/report.html` as they happen.
 
     One instance serves every run of a process (several kernels, several threads):
-    open reports are keyed by run directory and guarded by one lock. I/O problems
-    become one warning line on stderr per run, never an exception.
+    open reports are keyed by run directory and guarded by one lock. With `link`
+    (the default) it also keeps `<script_dir>/report.html`, the invocation's index,
+    one row per compile as it starts and as it ends. I/O problems become one warning
+    line on stderr per run, never an exception.
     """
 
     def __init__(self, settings: Settings | None = None, *, link: bool = True) -> None:
@@ -202,6 +351,9 @@ class HtmlReportListener:
         self._open: dict[Path, _Report] = {}
         self._broken: set[Path] = set()
         self._link_warned = False
+        self._fallback_invocation = f"proc-{os.getpid()}-{uuid.uuid4().hex[:12]}"  # manifests without one
+        self._indexes: dict[Path, _Index] = {}  # script dir -> the index this listener appends to
+        self._written: dict[Path, list[Path]] = {}  # script dir -> compile reports written, in start order
         self.bytes_written = 0
 
     def __call__(self, event: Event) -> None:
@@ -236,13 +388,21 @@ class HtmlReportListener:
         rep = _Report(path, fh, meta=meta)
         self._open[run_dir] = rep
         if self.link and script_dir is not None:
-            try:
-                link_latest(Path(script_dir), path)
-            except OSError as exc:  # no symlinks here: the report itself is still fine
-                if not self._link_warned:
-                    self._link_warned = True
-                    _stderr(f"tltrace: could not link {Path(script_dir) / REPORT_NAME} to the newest report: {exc}")
+            self._written.setdefault(Path(script_dir), []).append(run_dir)
+            self._index(Path(script_dir), manifest, run_dir)
         return rep
+
+    def _index(self, script_dir: Path, manifest: RunManifest, run_dir: Path) -> None:
+        invocation = manifest.invocation or self._fallback_invocation
+        state = self._indexes.get(script_dir)
+        if state is None or state.invocation != invocation:
+            state = self._indexes[script_dir] = _Index(invocation)
+        try:
+            self.bytes_written += append_index(state, script_dir, manifest, run_dir.name)
+        except OSError as exc:  # the compile reports are still fine
+            if not self._link_warned:
+                self._link_warned = True
+                _stderr(f"tltrace: could not write the index {script_dir / REPORT_NAME}: {exc}")
 
     def _pass(self, event: PassRecorded) -> None:
         run_dir = Path(event.run_dir)
@@ -273,6 +433,8 @@ class HtmlReportListener:
             self.bytes_written += len(data)
         finally:
             rep.fh.close()
+        if self.link and event.script_dir is not None:
+            self._index(Path(event.script_dir), event.manifest, run_dir)
 
     def _warn(self, run_dir: Path | None, exc: BaseException) -> None:
         key = Path(run_dir) if run_dir is not None else Path("?")
@@ -290,207 +452,115 @@ class HtmlReportListener:
         _stderr(f"tltrace: could not write the HTML report{where}: {type(exc).__name__}: {exc}")
 
     def close(self) -> None:
-        """Close every report still open (runs that never finished keep what they have)."""
+        """Close every report still open (runs that never finished keep what they have).
+
+        Then give each compile report of an invocation with several compiles its
+        sibling list (the switcher), read from the index so that compiles of other
+        processes of the invocation are in it too.
+        """
         with self._lock:
             reports, self._open = list(self._open.values()), {}
+            written, self._written = self._written, {}
+            indexes = dict(self._indexes)
         for rep in reports:
             try:
                 rep.fh.close()
             except Exception:
                 pass
+        for script_dir, run_dirs in written.items():
+            try:
+                self._siblings(script_dir, run_dirs, indexes.get(script_dir))
+            except Exception as exc:
+                _stderr(f"tltrace: could not list the sibling compiles in {script_dir}: {type(exc).__name__}: {exc}")
+
+    def _siblings(self, script_dir: Path, run_dirs: list[Path], state: _Index | None) -> None:
+        path = script_dir / REPORT_NAME
+        with _file_lock(script_dir):
+            rows = index_rows(path) if state is not None and index_invocation(path) == state.invocation else []
+        known = {r["run_id"] for r in rows}
+        mine = [d for d in run_dirs if d.name in known]
+        if len(rows) < 2 or not mine:
+            return
+        data = sibling_chunk(rows)
+        for d in mine:
+            with open(d / REPORT_NAME, "ab") as fh:
+                fh.write(data)
+            self.bytes_written += len(data)
 
 
-# -- rebuilding a report from a run directory ------------------------------------------------------
-def _read_records_log(path: Path) -> list[PassRecord]:
-    out: list[PassRecord] = []
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        try:
-            out.append(PassRecord.from_json(json.loads(line)))
-        except (ValueError, TypeError):
-            continue  # a line cut short by a kill
-    return out
-
-
-def load_run(run_dir: Path) -> RunManifest:
-    """Return the run's manifest with its records (from records.jsonl while the run is unfinished)."""
-    run_dir = Path(run_dir)
-    try:
-        manifest = RunManifest.from_json(json.loads((run_dir / MANIFEST).read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        raise RecordsError(f"no {MANIFEST} in {run_dir}; is it a run directory under .run_records?") from None
-    except (OSError, ValueError, TypeError) as exc:
-        raise RecordsError(f"damaged {run_dir / MANIFEST}: {exc}") from None
-    if not manifest.records and (run_dir / RECORDS_LOG).exists():
-        records = _read_records_log(run_dir / RECORDS_LOG)
-        manifest = manifest.with_records(sorted(records, key=lambda r: r.index))
-    return manifest
-
-
-def _read_text(run_dir: Path, rel: str | None) -> str | None:
-    if not rel:
-        return None
-    try:
-        return (run_dir / rel).read_text(encoding="utf-8", errors="surrogateescape")
-    except OSError:
-        return None
-
-
+# -- rebuilding reports from the run records ----------------------------------------------------------
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
     """Return the path of a report rebuilt from a run directory (default `<run_dir>/report.html`).
 
-    The file is written through a temporary file and a rename. Texts that are no
-    longer on disk show in the report as missing.
+    Reads through runs.py (the one reader: paths stay inside the run directory, a
+    deleted per-pass file falls back to the stored object by hash). The file is
+    written through a temporary file and a rename. Texts no longer on disk show in
+    the report as missing. Sibling compiles of its invocation get the switcher.
     """
+    from .. import runs as R
+
     run_dir = Path(run_dir)
-    manifest = load_run(run_dir)
+    manifest = R.load_manifest(run_dir)
     out = Path(out) if out is not None else run_dir / REPORT_NAME
     parts = [chunk(meta_of(manifest))]
     seen: set[str] = set()
     for rec in manifest.records:
         updates: dict[str, Any] = {}
-        for side, rel in (("before_hash", rec.before_file), ("after_hash", rec.after_file)):
-            text = _read_text(run_dir, rel)
+        for side in ("before", "after"):
+            if side == "after" and rec.after_file is None and rec.after_hash is None:
+                continue
+            text = R.text_of(run_dir, rec, side, errors="surrogateescape")
             if text is None:
                 continue
-            digest = getattr(rec, side) or text_hash(text)
-            updates[side] = digest
+            key = f"{side}_hash"
+            digest = getattr(rec, key) or text_hash(text)
+            updates[key] = digest
             if digest not in seen:
                 seen.add(digest)
                 parts.append(text_chunk(digest, text))
         parts.append(record_chunk(replace(rec, **updates) if updates else rec))
+    if manifest.invocation:
+        sibs = [r for r in R.invocations(run_dir.parent.parent) if r.id == manifest.invocation]
+        if sibs and len(sibs[0].runs) > 1:
+            parts.append(sibling_chunk([_row_of_run(r) for r in sibs[0].runs]))
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(out, [report_head(), *parts])
     return out
 
 
-# -- synthetic traces (tests, benchmarks) ----------------------------------------------------------
-_IR_TEMPLATE = """# from tvm.script import tir as T
-
-@T.prim_func
-def {kernel}(A: T.Buffer((1024, 1024), "float32"), B: T.Buffer((1024, 1024), "float32"), C: T.Buffer((1024, 1024), "float32")):
-    T.func_attr({{"global_symbol": "{kernel}", "target": T.target("c")}})
-    with T.block("root"):
-        T.reads()
-        T.writes()
-"""
+def _row_of_run(run: Any) -> dict[str, Any]:
+    if run.manifest is None:
+        return {"t": "c", "run_id": run.run_id, "status": "damaged"}
+    return index_row(run.manifest, run.run_id)
 
 
-def synthetic_events(
-    n: int,
-    script_dir: Path,
-    *,
-    kernel: str = "synthetic_kernel",
-    lines: int = 120,
-    failed_at: int | None = None,
-    hostile: bool = False,
-    codegen: bool = True,
-    seed: int = 0,
-) -> Iterator[Event]:
-    """Yield the events of an n-pass run (RunStarted, PassRecorded..., RunFinished) without TileLang.
+def write_index(script_dir: Path, run_dirs: list[Path], out: Path | None = None) -> Path:
+    """Rebuild the index of one invocation (its compiles' run dirs) from the run records; return its path.
 
-    Passes come in three phases, every fifth nests two children under it, about
-    a third change a line or two, `failed_at` makes that pass fail (and ends the
-    run with an error), and the last two records are device and host codegen.
-    `hostile` puts `</script>`, `<img onerror=...>`, quotes and odd Unicode in
-    names and texts. Nothing is written to disk.
+    Default `out`: `<script_dir>/report.html` when the invocation is the script's
+    newest, else `index.html` in the directory of its first compile (so the newest
+    index is never replaced by an older one).
     """
-    import random
-    import time
+    from .. import runs as R
 
-    rng = random.Random(seed)
     script_dir = Path(script_dir)
-    run_id = f"run_synthetic_{seed}_{uuid.uuid4().hex[:8]}"
-    run_dir = script_dir / ".run_records" / run_id
-    evil = "</script><script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">'\"&amp;\u202e\u2028\U0001f600"
-    if hostile:
-        kernel = f"k{evil}"
-    body = [f"        buf_{i} = T.alloc_buffer((128,), \"float32\")  # line {i}" for i in range(lines)]
-    if hostile:
-        body[3] = f"        T.evaluate(T.call_extern(\"{evil}\"))"
-    head = _IR_TEMPLATE.format(kernel=kernel)
-    manifest = RunManifest(run_id=run_id, script="synthetic", kernel=kernel, target="c", backend="cython",
-                           tilelang_version="0.1.15", command=["tltrace", "run", "synthetic.py"],
-                           started=time.time(), mode="html")
-    yield RunStarted(manifest, run_dir, script_dir)
-    text = head + "\n".join(body) + "\n"
-    phases = ["phase1", "phase2", "pipeline_c"]
-    n_passes = max(0, n - 2) if codegen else n
-    index = 0
-    records: list[PassRecord] = []
-    error = None
-    parent: int | None = None
-    children_left = 0
-    for i in range(n_passes):
-        phase = phases[min(2, i * 3 // max(1, n_passes))]
-        name = f"Pass{i % 97}{'Lower' if i % 3 else 'Simplify'}"
-        if hostile and i % 7 == 1:
-            name = f"P{i}{evil}"
-        depth = 1 if children_left else 0
-        this_parent = parent if children_left else None
-        if children_left:
-            children_left -= 1
-        elif i % 5 == 0:
-            parent, children_left = index, 2
-        before = text
-        status = "noop"
-        if i == failed_at:
-            rec = PassRecord(index=index, name=name, phase=phase, depth=depth, parent=this_parent,
-                             status=FAILED, duration_s=rng.random() / 100,
-                             error=f"TVMError: {evil if hostile else 'Check failed: (x) is false'} in {name}",
-                             before_hash=text_hash(before))
-            records.append(rec)
-            yield PassRecorded(manifest, rec, before, before, run_dir)
-            error = rec.error
-            break
-        if rng.random() < 0.35:
-            lst = text.split("\n")
-            k = rng.randrange(len(head.split("\n")), len(lst) - 1)
-            choice = rng.random()
-            if choice < 0.5:
-                lst[k] = lst[k].replace("alloc_buffer", f"alloc_buffer_v{i}", 1) + f" /* {name} */"
-            elif choice < 0.8:
-                lst.insert(k, f"        T.evaluate({i})  # inserted by pass {i}")
-            else:
-                del lst[k]
-            text = "\n".join(lst)
-            status = "changed"
-        bh = text_hash(before)
-        ah = bh if text == before else text_hash(text)
-        added = 0 if status == "noop" else 1
-        rec = PassRecord(index=index, name=name, phase=phase, depth=depth, parent=this_parent, status=status,
-                         added=added, removed=added, duration_s=round(rng.random() / 100, 6),
-                         before_hash=bh, after_hash=ah)
-        records.append(rec)
-        yield PassRecorded(manifest, rec, before, text, run_dir)
-        index += 1
-    if codegen and error is None:
-        for role in ("device", "host"):
-            src = f"// {role} source for {kernel}\n#include <math.h>\nvoid {role}_main(float* A) {{\n" + "".join(
-                f"  A[{j}] = A[{j}] + 1.0f;\n" for j in range(lines // 2)) + "}\n"
-            rec = PassRecord(index=index, name=f"Codegen[{role}]", phase="codegen", status="codegen",
-                             added=lines // 2 + 4, removed=len(text.splitlines()), role=role,
-                             ffi=f"target.build.tilelang_c{'_host' if role == 'host' else ''}",
-                             before_hash=text_hash(text), after_hash=text_hash(src),
-                             duration_s=round(rng.random() / 50, 6))
-            records.append(rec)
-            yield PassRecorded(manifest, rec, text, src, run_dir)
-            index += 1
-    final = replace(manifest.with_records(records), finished=time.time(),
-                    status="error" if error else "complete", error=error)
-    yield RunFinished(final, run_dir, script_dir)
-
-
-def write_synthetic_report(n: int, script_dir: Path, **kwargs: Any) -> Path:
-    """Feed a synthetic n-pass run to a fresh listener; return the report's path."""
-    listener = HtmlReportListener()
-    run_dir = None
-    for event in synthetic_events(n, script_dir, **kwargs):
-        run_dir = getattr(event, "run_dir", run_dir)
-        listener(event)
-    listener.close()
-    assert run_dir is not None
-    return Path(run_dir) / REPORT_NAME
+    runs = [R.load_run(Path(d)) for d in run_dirs]
+    if not runs:
+        raise RecordsError(f"no compiles to index under {script_dir}")
+    invs = R.invocations(script_dir)
+    newest = bool(invs) and {r.run_id for r in invs[-1].runs} == {r.run_id for r in runs}
+    if out is None:
+        out = script_dir / REPORT_NAME if newest else runs[0].path / "index.html"
+    out = Path(out)
+    base = os.path.relpath(script_dir / RUN_RECORDS, out.parent).replace(os.sep, "/") + "/"
+    first = next((r.manifest for r in runs if r.manifest is not None), None)
+    invocation = R.invocation_key(runs[0])
+    meta = index_meta(first, invocation, base) if first is not None else \
+        {"t": "imeta", "script": script_dir.name, "invocation": invocation, "base": base}
+    parts = [chunk(meta), *(chunk(_row_of_run(r)) for r in runs)]
+    if out == script_dir / REPORT_NAME:
+        with _file_lock(script_dir):
+            atomic_write(out, [index_head(), *parts])
+    else:
+        atomic_write(out, [index_head(), *parts])
+    return out

@@ -104,6 +104,8 @@
         for (var key in d) if (Object.prototype.hasOwnProperty.call(d, key) && key !== "t") S.meta[key] = d[key];
       } else if (d.t === "text") {
         if (typeof d.h === "string" && typeof d.s === "string") S.texts.set(d.h, d.s);
+      } else if (d.t === "sibs") {
+        if (Array.isArray(d.runs)) S.sibs = d.runs;  // the invocation's compiles (for the switcher)
       } else if (d.t === "rec") {
         if (typeof d.index !== "number") { S.bad++; continue; }
         d.name = String(d.name); d.phase = String(d.phase || "unscoped"); d.status = String(d.status || "noop");
@@ -667,7 +669,34 @@
     item("backend", m.backend);
     item("TileLang", m.tilelang_version);
     if (m.started) item("started", new Date(m.started * 1000).toLocaleString());
-    if (m.command && m.command.length) item("command", m.command.join(" "), true);
+    item("signature", m.signature, true);
+    if (m.command_line) item("command", m.command_line, true);
+    else if (m.command && m.command.length) item("command", m.command.join(" "), true);
+    buildNav();
+  }
+  // ---- invocation: back to the index, switch to a sibling compile (data from {"t":"sibs"}) -------
+  function buildNav() {
+    var m = S.meta, runId = String(m.run_id || "");
+    if (typeof m.index !== "string" || !/^(\.\.\/)+report\.html$/.test(m.index)) return;
+    var nav = el("span", "tl-nav");
+    var back = el("a", null, "\u2191 all compiles");
+    back.href = m.index + (/^[A-Za-z0-9_.\-]+$/.test(runId) ? "#run=" + runId : "");
+    back.title = "The invocation's index: every compile, failed first";
+    nav.appendChild(back);
+    var sibs = (S.sibs || []).filter(function (x) { return Array.isArray(x) && /^[A-Za-z0-9_.\-]+$/.test(String(x[0])); });
+    if (sibs.length > 1) {
+      var sel = el("select");
+      sel.title = "Switch to another compile of this invocation";
+      sibs.forEach(function (x) {
+        var o = el("option", null, String(x[1]) + (x[2] && x[2] !== "complete" ? " (" + x[2] + ")" : ""));
+        o.value = String(x[0]);
+        if (o.value === runId) o.selected = true;
+        sel.appendChild(o);
+      });
+      sel.addEventListener("change", function () { location.href = "../" + sel.value + "/report.html"; });
+      nav.appendChild(sel);
+    }
+    document.querySelector(".tl-title").appendChild(nav);
   }
   function firstFailed() {
     for (var i = 0; i < S.recs.length; i++) if (S.recs[i].status === "failed") return i;

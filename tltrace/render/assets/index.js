@@ -1,0 +1,202 @@
+/* tltrace invocation index.
+ *
+ * Data, not markup: <script type="application/json" class="tl-d"> chunks appended as the
+ * compiles of one invocation start and finish ({"t":"imeta"} once, then {"t":"c"} per compile
+ * event; a later chunk of the same run_id replaces the earlier). A chunk cut short by a kill
+ * does not parse and is skipped. Everything is built with textContent, never innerHTML.
+ */
+(function () {
+  "use strict";
+
+  var COLS = [
+    { key: "label", title: "signature", cls: "sig" },
+    { key: "status", title: "status" },
+    { key: "failed_at", title: "failed at" },
+    { key: "passes", title: "passes", num: true },
+    { key: "changed", title: "changed", num: true },
+    { key: "failed", title: "failed", num: true },
+    { key: "seconds", title: "compile s", num: true },
+    { key: "order", title: "#", num: true },
+    { key: "run_id", title: "run" }
+  ];
+  var BAD = { failed: 1, error: 1, damaged: 1, interrupted: 1 };
+  var S = { meta: {}, rows: [], byId: new Map(), sort: null, dir: 1, filter: "", status: "", bad: 0 };
+
+  function $(id) { return document.getElementById(id); }
+  function el(tag, cls, text) {
+    var n = document.createElement(tag);
+    if (cls) n.className = cls;
+    if (text !== undefined && text !== null) n.textContent = String(text);
+    return n;
+  }
+  function getPref(k) { try { return window.localStorage.getItem(k); } catch (e) { return null; } }
+  function setPref(k, v) { try { window.localStorage.setItem(k, v); } catch (e) { /* private mode */ } }
+  function applyTheme(t) { document.documentElement.setAttribute("data-theme", t); }
+  applyTheme(getPref("tltrace-theme") ||
+    (window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"));
+
+  function str(v) { return v === undefined || v === null ? "" : String(v); }
+  function safeId(v) { return /^[A-Za-z0-9_.\-]+$/.test(v) && v !== "." && v !== ".."; }
+
+  function load() {
+    var nodes = document.querySelectorAll("script.tl-d");
+    for (var i = 0; i < nodes.length; i++) {
+      var d;
+      try { d = JSON.parse(nodes[i].textContent); } catch (e) { S.bad++; continue; }
+      if (!d || typeof d !== "object") { S.bad++; continue; }
+      if (d.t === "imeta") {
+        for (var k in d) if (Object.prototype.hasOwnProperty.call(d, k) && k !== "t") S.meta[k] = d[k];
+      } else if (d.t === "c" && typeof d.run_id === "string" && safeId(d.run_id)) {
+        if (S.byId.has(d.run_id)) {
+          var old = S.rows[S.byId.get(d.run_id)];
+          d.order = old.order;
+          S.rows[S.byId.get(d.run_id)] = d;
+        } else {
+          d.order = S.rows.length + 1;
+          S.byId.set(d.run_id, S.rows.length);
+          S.rows.push(d);
+        }
+      }
+    }
+    S.rows.forEach(function (r) {
+      r.status = str(r.status || "running");
+      if (r.status === "error") r.status = "failed";
+      r.label = str(r.signature || r.kernel || r.run_id);
+      r.failed_at = str(r.failed_at);
+      r.seconds = typeof r.seconds === "number" && isFinite(r.seconds) ? Math.round(r.seconds * 1000) / 1000 : null;
+      r.search = (r.label + " " + r.status + " " + r.failed_at + " " + str(r.kernel) + " " + r.run_id).toLowerCase();
+    });
+  }
+
+  function compare(a, b) {
+    if (S.sort) {
+      var x = a[S.sort], y = b[S.sort];
+      var nx = x === null || x === undefined || x === "", ny = y === null || y === undefined || y === "";
+      if (nx !== ny) return nx ? 1 : -1;
+      if (!nx && x !== y) return (typeof x === "number" && typeof y === "number" ? x - y : (String(x) < String(y) ? -1 : 1)) * S.dir;
+      return a.order - b.order;
+    }
+    // Default: failed compiles first, then unfinished, then in the order they started.
+    var ra = BAD[a.status] ? 0 : a.status === "complete" ? 2 : 1;
+    var rb = BAD[b.status] ? 0 : b.status === "complete" ? 2 : 1;
+    return ra !== rb ? ra - rb : a.order - b.order;
+  }
+
+  function hrefOf(r) { return str(S.meta.base || ".run_records/") + r.run_id + "/report.html"; }
+
+  function buildHead() {
+    var head = $("ix-head");
+    COLS.forEach(function (c) {
+      var th = el("th", c.num ? "num" : null, c.title);
+      th.setAttribute("data-key", c.key);
+      th.title = "Sort by " + c.title + " (click again to reverse)";
+      th.addEventListener("click", function () {
+        if (S.sort === c.key) S.dir = -S.dir; else { S.sort = c.key; S.dir = 1; }
+        render();
+      });
+      head.appendChild(th);
+    });
+  }
+
+  function render() {
+    var body = $("ix-body");
+    var f = S.filter.toLowerCase();
+    var rows = S.rows.filter(function (r) {
+      if (f && r.search.indexOf(f) < 0) return false;
+      if (S.status === "failed") return !!BAD[r.status];
+      if (S.status === "complete") return r.status === "complete";
+      if (S.status === "running") return r.status !== "complete" && !BAD[r.status];
+      return true;
+    });
+    rows.sort(compare);
+    document.querySelectorAll("#ix-head th").forEach(function (th) {
+      var k = th.getAttribute("data-key");
+      if (k === S.sort) th.setAttribute("aria-sort", S.dir > 0 ? "ascending" : "descending");
+      else th.removeAttribute("aria-sort");
+    });
+    var frag = document.createDocumentFragment();
+    var from = (location.hash.match(/^#run=([A-Za-z0-9_.\-]+)$/) || [])[1];
+    rows.forEach(function (r) {
+      var tr = document.createElement("tr");
+      tr.setAttribute("data-run", r.run_id);
+      tr.setAttribute("data-status", r.status);
+      if (r.run_id === from) tr.className = "ix-from";
+      COLS.forEach(function (c) {
+        var td = el("td", (c.cls || "") + (c.num ? " num" : ""));
+        var v = r[c.key];
+        if (c.key === "label") {
+          var a = el("a", null, r.label);
+          a.href = hrefOf(r);
+          a.title = r.label;
+          td.appendChild(a);
+        } else if (c.key === "status") {
+          td.appendChild(el("span", "ix-st " + r.status, r.status));
+        } else if (c.key === "failed_at") {
+          if (r.failed_at) td.appendChild(el("span", "ix-failat", r.failed_at));
+          if (r.error) td.title = str(r.error);
+        } else {
+          td.textContent = v === null || v === undefined ? "" : String(v);
+        }
+        tr.appendChild(td);
+      });
+      frag.appendChild(tr);
+    });
+    while (body.firstChild) body.removeChild(body.firstChild);
+    body.appendChild(frag);
+    $("ix-empty").hidden = S.rows.length > 0;
+    document.documentElement.setAttribute("data-shown", String(rows.length));
+  }
+
+  function buildHeader() {
+    var m = S.meta;
+    $("ix-script").textContent = str(m.script);
+    document.title = "tltrace: " + str(m.script || "index") + " (" + S.rows.length + " compiles)";
+    var nbad = 0, nrun = 0;
+    S.rows.forEach(function (r) { if (BAD[r.status]) nbad++; else if (r.status !== "complete") nrun++; });
+    var st = $("ix-status");
+    st.className = "tl-runstatus " + (nbad ? "error" : nrun ? "running" : "complete");
+    st.textContent = S.rows.length + " compile" + (S.rows.length === 1 ? "" : "s") +
+      (nbad ? ", " + nbad + " failed" : "") + (nrun ? ", " + nrun + " unfinished" : "");
+    var meta = $("ix-meta");
+    function item(label, value, code) {
+      if (value === undefined || value === null || value === "") return;
+      var s = el("span");
+      s.title = label + " " + value;
+      s.appendChild(document.createTextNode(label + " "));
+      s.appendChild(el(code ? "code" : "b", null, value));
+      meta.appendChild(s);
+    }
+    item("invocation", m.invocation, true);
+    if (typeof m.started === "number" && isFinite(m.started)) item("started", new Date(m.started * 1000).toLocaleString());
+    item("command", m.command_line, true);
+    var from = (location.hash.match(/^#run=([A-Za-z0-9_.\-]+)$/) || [])[1];
+    if (from && !S.byId.has(from)) {
+      var note = $("ix-note");
+      note.hidden = false;
+      note.textContent = "The compile you came from (" + from + ") belongs to an older invocation; this index shows the newest. " +
+        "'tltrace show SCRIPT " + from + " --html' rebuilds a report, 'tltrace show SCRIPT -N --html' an older index.";
+    }
+  }
+
+  function start() {
+    load();
+    buildHead();
+    buildHeader();
+    var filter = $("ix-filter"), sel = $("ix-status-filter"), timer = null;
+    filter.addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(function () { S.filter = filter.value; render(); }, 120);
+    });
+    sel.addEventListener("change", function () { S.status = sel.value; render(); });
+    $("tl-theme").addEventListener("click", function () {
+      var t = document.documentElement.getAttribute("data-theme") === "dark" ? "light" : "dark";
+      applyTheme(t); setPref("tltrace-theme", t);
+    });
+    render();
+    document.documentElement.setAttribute("data-ready-ms", String(Math.round(performance.now())));
+    document.documentElement.setAttribute("data-ready", "1");
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
