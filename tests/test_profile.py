@@ -32,8 +32,8 @@ def threaded(tmp_path_factory):
     script.write_text(THREADED_SCRIPT)
     td = tmp / "td"
     out = tmp / "trace.json"
-    res = CliRunner().invoke(app, ["run", "-q", "--trace-dir", str(td), "--chrome-trace", str(out), str(script)],
-                             catch_exceptions=False)
+    res = CliRunner().invoke(app, ["run", "-q", "--mode", "html", "--trace-dir", str(td), "--chrome-trace", str(out),
+                                   str(script)], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     manifests = [r.manifest for r in R.list_runs(R.locate("pool", td), size=False)]
     assert len(manifests) == 3 and all(m is not None for m in manifests)
@@ -322,3 +322,85 @@ def test_markdown_puts_failures_first_and_escapes_names():
     rows = [line for line in md.splitlines() if line.startswith("| ✅") or line.startswith("| ❌")]
     assert rows[0].startswith("| ❌") and "`run_bad`" in rows[0] and "`run_ok`" in rows[1]
     assert "<b>" not in md and "A\\|&lt;b&gt;x&lt;/b&gt; (#0)" in rows[0]
+
+
+# -- the profile view in Chromium ---------------------------------------------------------------------
+@pytest.fixture
+def open_page(browser):
+    """Open a page in a fresh context; any page or console error fails the test."""
+    contexts, errors = [], []
+
+    def _open(path: Path):
+        ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+        contexts.append(ctx)
+        page = ctx.new_page()
+        page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+        page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+        page.goto(Path(path).resolve().as_uri())
+        page.wait_for_selector("html[data-ready='1']")
+        return page
+
+    yield _open
+    for c in contexts:
+        c.close()
+    assert not errors, errors
+
+
+@pytest.mark.browser
+def test_profile_view_of_a_real_compile_report(threaded, open_page):
+    td, _, manifests = threaded
+    m = manifests[0]
+    page = open_page(td / "pool" / ".run_records" / m.run_id / "report.html")
+    assert page.locator("#tl-profile").is_hidden()
+    page.click("#tl-profile-btn")
+    bars = page.locator(".tl-prof-bar")
+    assert bars.count() == len(m.records)  # a bar for every pass, in pipeline order
+    assert page.eval_on_selector_all(".tl-prof-bar", "bs => bs.map(b => +b.dataset.index)") == \
+        [r.index for r in m.records]
+    assert page.locator("polyline.tl-prof-lines").count() == 1  # IR size after each pass
+    nested = [r for r in m.records if r.depth > 0]
+    assert nested and page.locator(".tl-prof-bar.nested").count() == len(nested)
+    assert page.locator(".tl-prof-bracket").count() == len({r.parent for r in nested})
+    summary = page.locator(".tl-prof-summary").text_content()
+    assert "backend build" in summary and "compile" in summary
+    # Clicking a bar opens that pass (a nested one here).
+    target = nested[0]
+    page.locator(f".tl-prof-bar[data-index='{target.index}']").click()
+    assert page.locator("li.tl-pass.selected").get_attribute("data-index") == str(target.index)
+    assert target.name in page.locator(".tl-pass-head h2").text_content()
+    page.click(".tl-prof-scale")  # log <-> linear redraws every bar
+    assert page.locator(".tl-prof-bar").count() == len(m.records)
+
+
+@pytest.mark.browser
+def test_profile_view_of_the_invocation_index(threaded, open_page):
+    td, _, manifests = threaded
+    page = open_page(td / "pool" / "report.html")
+    page.click("#tl-profile-btn")
+    names = page.eval_on_selector_all(".tl-prof-aggrow", "gs => gs.map(g => g.dataset.name)")
+    res = _cli("show", "--trace-dir", str(td), "pool", "--profile", "--json", "--top", "30")
+    expected = [r["name"] for r in json.loads(res.stdout)["rows"]]
+    assert len(names) == min(30, json.loads(res.stdout)["rows_total"])
+    # The same ranking as show --profile (ties and µs rounding aside: compare the sets of the top 10).
+    assert set(names[:10]) == set(expected[:10])
+    rows = page.evaluate("window.tltraceProfile.aggregateRows(" + json.dumps(
+        [{"run": "a", "wall": 1, "times": {"X": 0.1, "Y": 0.3}}, {"run": "b", "wall": 1, "times": {"X": 0.3}}]) + ")")
+    assert rows[0]["name"] == "X" and rows[0]["total"] == pytest.approx(0.4) and rows[0]["compiles"] == 2
+    assert rows[0]["min"] == pytest.approx(0.1) and rows[0]["max"] == pytest.approx(0.3)
+
+
+@pytest.mark.browser
+def test_profile_view_of_a_500_pass_report(open_page, tmp_path: Path, capsys):
+    """Prints the report's size and open time with the profile view in (targets: docs/benchmarks.md)."""
+    from .synthetic import write_synthetic_report
+
+    report = write_synthetic_report(500, tmp_path / "synthetic")
+    page = open_page(report)
+    ready = int(page.evaluate("document.documentElement.dataset.readyMs"))
+    t0 = page.evaluate("performance.now()")
+    page.click("#tl-profile-btn")
+    drawn = page.evaluate("performance.now()") - t0
+    assert page.locator(".tl-prof-bar").count() == 500
+    with capsys.disabled():
+        print(f"\n500-pass report: {report.stat().st_size / 1e6:.2f} MB, ready {ready} ms after navigation, "
+              f"profile view drawn in {drawn:.0f} ms")

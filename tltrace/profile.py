@@ -256,6 +256,14 @@ def profile(manifests: Iterable[RunManifest]) -> Profile:
     return Profile(compiles, ordered, wall, recorded)
 
 
+def pass_times_us(manifest: RunManifest) -> dict[str, int]:
+    """Return one compile's time per row name (passes, codegen, backend build, untimed) in whole µs.
+
+    What the invocation index stores per compile, for its aggregated profile view.
+    """
+    return {r.name: int(round(r.total_s * 1e6)) for r in profile([manifest]).rows}
+
+
 def invocation_of(manifest: RunManifest) -> str:
     """Return the invocation a compile belongs to: its manifest's, else (schema 1) its own run id."""
     return manifest.invocation or manifest.run_id

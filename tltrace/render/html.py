@@ -201,6 +201,10 @@ def index_row(manifest: RunManifest, run_id: str | None = None) -> dict[str, Any
         row["seconds"] = round(m.finished - m.started, 4)
     if m.error:
         row["error"] = m.error.strip().splitlines()[0][:300] if m.error.strip() else m.error
+    if m.records and m.finished is not None:  # time per pass name, for the profile view (profile.js)
+        from ..profile import pass_times_us
+
+        row["pu"] = pass_times_us(m)
     return {k: v for k, v in row.items() if v is not None}
 
 

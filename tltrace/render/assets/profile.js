@@ -310,6 +310,44 @@
     return root;
   }
 
-  window.tltraceProfile = { attach: attach, drawAggregate: drawAggregate, aggregateRows: aggregateRows,
+  // The invocation index: a "Profile" button and a panel above the compiles' table.
+  // ctx.rows: the index's compile rows; each finished one carries pu: {name: microseconds}.
+  function attachIndex(ctx) {
+    var tools = document.querySelector(".tl-tools"), main = document.querySelector(".ix-main");
+    if (!tools || !main || document.getElementById("tl-profile")) return;
+    var panel = el("section", "tl-profile");
+    panel.id = "tl-profile";
+    panel.hidden = true;
+    main.parentNode.insertBefore(panel, main);
+    var btn = el("button", null, "Profile");
+    btn.type = "button";
+    btn.id = "tl-profile-btn";
+    btn.title = "Time per pass name over this invocation's compiles: summed, and its spread per compile";
+    tools.insertBefore(btn, tools.firstChild);
+    var drawn = false;
+    btn.addEventListener("click", function () {
+      panel.hidden = !panel.hidden;
+      btn.classList.toggle("active", !panel.hidden);
+      if (panel.hidden || drawn) return;
+      drawn = true;
+      var compiles = [];
+      (ctx.rows || []).forEach(function (r) {
+        if (!r || !r.pu || typeof r.pu !== "object") return;
+        var times = {};
+        Object.keys(r.pu).forEach(function (k) { var v = +r.pu[k]; if (v >= 0) times[k] = v / 1e6; });
+        compiles.push({ run: r.run_id, wall: +r.seconds || 0, times: times });
+      });
+      var head = el("div", "tl-prof-head");
+      head.appendChild(el("b", null, compiles.length + " finished compile(s)"));
+      head.appendChild(el("span", "tl-prof-legend", "bar: time summed over the compiles (share of their compile time) \u00B7 box: " +
+        "per compile, min \u2013 quartiles \u2013 max; nested passes count in their parent too"));
+      panel.appendChild(head);
+      var chart = el("div", "tl-prof-chart");
+      panel.appendChild(chart);
+      drawAggregate(chart, compiles, { top: 30 });
+    });
+  }
+
+  window.tltraceProfile = { attach: attach, attachIndex: attachIndex, drawAggregate: drawAggregate, aggregateRows: aggregateRows,
                             compileParts: compileParts };
 })();
