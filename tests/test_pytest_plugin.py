@@ -129,10 +129,14 @@ def test_bare_flag_before_a_path_and_a_bad_mode(suite):
 
 
 def test_trace_names_are_safe_and_distinct():
-    assert trace_name("tests/test_a.py::test_x[1-2]") == "tests_test_a.py__test_x_1-2"
-    assert trace_name("../../etc::x") == "etc__x"
-    long_a, long_b = "t.py::test_" + "a" * 200 + "[1]", "t.py::test_" + "a" * 200 + "[2]"
-    assert len(trace_name(long_a)) <= 80 and trace_name(long_a) != trace_name(long_b)
+    ids = ["tests/test_a.py::test_x[1-2]", "../../etc::x", "t.py::Test::test_y[a/b]", ".hidden.py::t",
+           "t.py::test_" + "a" * 200 + "[1]", "t.py::test_" + "a" * 200 + "[2]"]
+    names = [trace_name(i) for i in ids]
+    for n in names:
+        assert n and "/" not in n and "\\" not in n and not n.startswith(".") and len(n) <= 80
+    assert len(set(names)) == len(names)
+    assert names == [trace_name(i) for i in ids]  # stable across runs
+    assert "test_x" in names[0] and names[0].startswith("tests")
 
 
 # -- without the flag -----------------------------------------------------------------------------------

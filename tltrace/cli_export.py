@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 import typer
 
+from .cli_shared import fail, trace_dir_of, trace_dir_option
 from .errors import TltraceError, UsageError
 
 EXPORT_EPILOG = """\
@@ -40,35 +41,27 @@ def register(app: typer.Typer) -> None:
     app.command("export", epilog=EXPORT_EPILOG, context_settings={"ignore_unknown_options": True})(export_cmd)
 
 
-def _fail(message: str, code: int) -> typer.Exit:
-    typer.echo(f"tltrace: error: {message}", err=True)
-    return typer.Exit(code)
-
-
 def export_cmd(
     args: Optional[list[str]] = typer.Argument(None, metavar="[SCRIPT_OR_DIR] [RUN]",
                                                help="A script, script/trace/run directory; then a RUN.",
                                                show_default=False),
     chrome_trace: Optional[Path] = typer.Option(None, "--chrome-trace", metavar="PATH",
                                                 help="Write a Chrome trace (Trace Event Format) to PATH ('-': stdout)."),
-    trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", metavar="DIR",
-                                             help="Trace directory [default: TL_LOWER_TRACE_DIR, else ./tmp/lower_trace_dir]."),
+    trace_dir: Optional[Path] = trace_dir_option(),
     every_run: bool = typer.Option(False, "--all", help="Every run of the script, not one invocation."),
     kernel: Optional[str] = typer.Option(None, "--kernel", metavar="NAME",
                                          help="Only compiles of kernel NAME."),
 ) -> None:
     """Export an invocation's compiles as a Chrome trace for Perfetto or chrome://tracing."""
-    from .config import env_trace_dir
-
     items = list(args or [])
     for a in items:
         if a.startswith("--") or (a.startswith("-") and len(a) > 1 and not a[1:].isdigit()):
-            raise _fail(f"no such option: {a}; try 'tltrace export --help'", 2)
+            raise fail(f"no such option: {a}; try 'tltrace export --help'", 2)
     if chrome_trace is None:
-        raise _fail("say what to export: --chrome-trace PATH; try 'tltrace export --help'", 2)
+        raise fail("say what to export: --chrome-trace PATH; try 'tltrace export --help'", 2)
     if len(items) > 2:
-        raise _fail(f"too many arguments: {' '.join(items[2:])}; give at most SCRIPT_OR_DIR and RUN", 2)
-    td = Path(trace_dir) if trace_dir is not None else Path(env_trace_dir())
+        raise fail(f"too many arguments: {' '.join(items[2:])}; give at most SCRIPT_OR_DIR and RUN", 2)
+    td = trace_dir_of(trace_dir)
     try:
         manifests = select_manifests(items[0] if items else None, items[1] if len(items) > 1 else None, td,
                                      every_run=every_run, kernel=kernel)
@@ -76,7 +69,7 @@ def export_cmd(
 
         path = write_json(build(manifests), chrome_trace)
     except TltraceError as exc:
-        raise _fail(str(exc), exc.exit_code) from None
+        raise fail(str(exc), exc.exit_code) from None
     if path is not None:
         typer.echo(f"chrome trace: {path} ({len(manifests)} compile(s)); open it in https://ui.perfetto.dev",
                    err=True)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import threading
 from pathlib import Path
@@ -98,15 +97,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: Any, config: Any)
 
 
 _STASH: Any = pytest.StashKey["_Tracer"]()
-_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 
 
 def trace_name(nodeid: str) -> str:
-    """Return the script-directory name for a test node id: safe characters only, unique, at most 80."""
-    name = _UNSAFE.sub("_", nodeid.replace("::", "__")).lstrip("._").rstrip("_") or "test"
-    if len(name) > 80:
+    """Return the script-directory name for a test node id: one safe path component, unique, at most 80."""
+    from .session.names import safe_component
+
+    name = safe_component(nodeid.replace("::", "__"), fallback="test")
+    if len(name) > 70:  # cut ids (long parametrisations) would collide: keep a hash of the whole id
         digest = hashlib.sha1(nodeid.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-        name = f"{name[:69].rstrip('._')}-{digest}"
+        name = f"{safe_component(name[:60], fallback='test')}-{digest}"
     return name
 
 
