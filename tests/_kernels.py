@@ -18,15 +18,26 @@ def make_add(n, block=64):
 
 
 def build(n, block=64):
-    return tilelang.compile(make_add(n, block), target="c", execution_backend="cython")
+    return compile_(make_add(n, block))
+
+
+def compile_(func):
+    return tilelang.compile(func, target="c", execution_backend="cython")
+
+
+def build_in_threads(sizes, threads=2):
+    """Compile the variants in a thread pool. The prim_funcs are made here first: CPython 3.11's
+    ast.parse (which T.prim_func runs) is not safe in concurrent threads."""
+    import concurrent.futures as cf
+
+    funcs = [make_add(n) for n in sizes]
+    with cf.ThreadPoolExecutor(threads, thread_name_prefix="compiler") as pool:
+        return list(pool.map(compile_, funcs))
 '''
 
 # A script compiling three variants in a pool of two named threads: one invocation, two tracks.
 THREADED_SCRIPT = KERNELS + '''
 
 if __name__ == "__main__":
-    import concurrent.futures as cf
-
-    with cf.ThreadPoolExecutor(2, thread_name_prefix="compiler") as pool:
-        list(pool.map(build, [64, 128, 192]))
+    build_in_threads([64, 128, 192])
 '''

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import tltrace.session.names  # noqa: F401  # imported before pytester snapshots sys.modules (trace_name uses it)
 from tltrace.pytest_plugin import trace_name
 
 from ._kernels import KERNELS
@@ -22,7 +23,6 @@ REPO = Path(__file__).resolve().parent.parent
 # Load the plugin from this checkout whether or not the pytest11 entry point is installed
 # (blocking the entry point's name keeps it from being registered twice).
 PLUGIN = ["-p", "no:tltrace", "-p", "tltrace.pytest_plugin"]
-INPROC = [*PLUGIN, "-W", "ignore::pytest.PytestAssertRewriteWarning"]  # this module imported the plugin already
 
 TESTS = KERNELS + '''
 
@@ -36,10 +36,7 @@ def test_fail():
 
 
 def test_threads():
-    import concurrent.futures as cf
-
-    with cf.ThreadPoolExecutor(2, thread_name_prefix="compiler") as pool:
-        list(pool.map(build, [64, 192]))
+    build_in_threads([64, 192])
 
 
 def test_no_compile():
@@ -55,30 +52,25 @@ def _manifests(sd: Path) -> list[dict]:
     return [json.loads((r / "manifest.json").read_text()) for r in sorted((sd / ".run_records").glob("run_*"))]
 
 
-@pytest.fixture(scope="module")
-def warm(tmp_path_factory):
-    """Compile once in this process before the in-process runs.
-
-    pytester drops the modules a run imported; loading TileLang's, TVM's or torch's native
-    libraries a second time in the next run would crash the process, so they load here.
-    """
-    pytest.importorskip("tilelang")
-    import runpy
-
-    path = tmp_path_factory.mktemp("warm") / "warm_kernels.py"
-    path.write_text(KERNELS)  # TileLang reads the kernel's source: it must be a file
-    runpy.run_path(str(path))["build"](64)
-
-
 @pytest.fixture
-def suite(pytester, warm):
+def suite(pytester, monkeypatch):
+    """A test file of real CPU kernels, run by pytester in a subprocess.
+
+    In-process runs would not do: pytester drops the modules a run imported, and
+    TileLang's, TVM's and torch's native libraries cannot be loaded twice.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("tilelang") is None:  # not imported here: see above
+        pytest.skip("tilelang is not installed")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     pytester.makepyfile(test_kernels=TESTS)
     return pytester
 
 
 def test_traces_each_test_as_one_invocation_and_names_the_failure(suite):
     td = suite.path / "traces"
-    res = suite.runpytest(*INPROC, "--tltrace", "--tltrace-dir", str(td))
+    res = suite.runpytest_subprocess(*PLUGIN, "--tltrace", "--tltrace-dir", str(td))
     res.assert_outcomes(passed=3, failed=1)
     dirs = _script_dirs(td)
     names = {n: trace_name(f"test_kernels.py::{n}") for n in ("test_pass", "test_fail", "test_threads")}
@@ -108,7 +100,7 @@ def test_traces_each_test_as_one_invocation_and_names_the_failure(suite):
 
 def test_only_failed_keeps_only_the_failing_tests_traces(suite):
     td = suite.path / "traces"
-    res = suite.runpytest(*INPROC, "--tltrace=terminal", "--tltrace-only-failed", f"--tltrace-dir={td}",
+    res = suite.runpytest_subprocess(*PLUGIN, "--tltrace=terminal", "--tltrace-only-failed", f"--tltrace-dir={td}",
                           "-k", "pass or fail")
     res.assert_outcomes(passed=1, failed=1)
     assert set(_script_dirs(td)) == {trace_name("test_kernels.py::test_fail")}
@@ -121,9 +113,9 @@ def test_only_failed_keeps_only_the_failing_tests_traces(suite):
 
 def test_bare_flag_before_a_path_and_a_bad_mode(suite):
     td = suite.path / "traces"
-    res = suite.runpytest(*INPROC, f"--tltrace-dir={td}", "--tltrace", "test_kernels.py", "-k", "no_compile")
+    res = suite.runpytest_subprocess(*PLUGIN, f"--tltrace-dir={td}", "--tltrace", "test_kernels.py", "-k", "no_compile")
     res.assert_outcomes(passed=1)
-    res = suite.runpytest(*INPROC, "--tltrace=loud")
+    res = suite.runpytest_subprocess(*PLUGIN, "--tltrace=loud")
     assert res.ret == pytest.ExitCode.USAGE_ERROR
     assert "--tltrace='loud' is not a trace mode" in res.stderr.str()
 

@@ -162,7 +162,9 @@ def run_cmd(
 
     code = run_target(target, settings, emit, finalize=html.close if html is not None else None)
     if collector is not None:
-        typer.echo(collector.write(p["chrome_trace"]), err=True)
+        from .cli_export import write_run_trace
+
+        typer.echo(write_run_trace(collector, p["chrome_trace"]), err=True)
     raise typer.Exit(code)
 
 
@@ -172,7 +174,7 @@ def _chrome_collector(path: Optional[Path], listeners: list):
         return None
     if str(path) == "-":
         raise fail("--chrome-trace - is for 'tltrace export'; under 'run' the script owns stdout, give a file")
-    from .cli_export import RunCollector
+    from .collector import RunCollector
 
     collector = RunCollector()
     listeners.append(collector)

@@ -115,51 +115,13 @@ def write_json(data: Any, out: Path) -> Path | None:
     return out
 
 
-class RunCollector:
-    """Listener for `tltrace run --chrome-trace`: keeps the final manifest of every compile of this run."""
+def write_run_trace(collector, out: Path) -> str:
+    """Write the Chrome trace of the compiles a RunCollector saw; return one line saying where (or why not)."""
+    from .chrome_trace import chrome_trace as build
 
-    def __init__(self) -> None:
-        import threading
-
-        self._lock = threading.Lock()
-        self.started: dict[Path, Any] = {}
-        self.finished: dict[Path, Any] = {}
-
-    def __call__(self, event: Any) -> None:
-        from .session.events import RunFinished, RunStarted
-
-        if isinstance(event, RunStarted):
-            with self._lock:
-                self.started.setdefault(Path(event.run_dir), event.manifest)
-        elif isinstance(event, RunFinished):
-            with self._lock:
-                self.finished[Path(event.run_dir)] = event.manifest
-
-    def manifests(self) -> list:
-        """Return every compile's manifest: the final one, else (a compile cut short) what is on disk."""
-        from . import runs as R
-
-        out = []
-        with self._lock:
-            started = dict(self.started)
-            finished = dict(self.finished)
-        for run_dir, first in started.items():
-            m = finished.get(run_dir)
-            if m is None:
-                try:
-                    m = R.load_manifest(run_dir)
-                except TltraceError:
-                    m = first
-            out.append(m)
-        return out
-
-    def write(self, out: Path) -> str:
-        """Write the Chrome trace of the collected compiles; return one line saying where (or why not)."""
-        from .chrome_trace import chrome_trace as build
-
-        manifests = self.manifests()
-        try:
-            path = write_json(build(manifests), out)
-        except TltraceError as exc:
-            return f"tltrace: warning: {exc}"
-        return f"chrome trace: {path if path is not None else 'stdout'} ({len(manifests)} compile(s))"
+    manifests = collector.manifests()
+    try:
+        path = write_json(build(manifests), out)
+    except TltraceError as exc:
+        return f"tltrace: warning: {exc}"
+    return f"chrome trace: {path if path is not None else 'stdout'} ({len(manifests)} compile(s))"

@@ -159,7 +159,7 @@ class _Tracer:
     def begin(self, item: Any) -> None:
         import sys
 
-        from .cli_export import RunCollector
+        from .collector import RunCollector
         from .config import Settings
         from .render.terminal import TerminalView
         from .session import controller
