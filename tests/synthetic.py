@@ -57,17 +57,27 @@ def synthetic_events(
     script_dir = Path(script_dir)
     run_id = f"run_{time.strftime('%Y%m%d_%H%M%S')}_{seed:06d}_1_{uuid.uuid4().hex[:8]}"
     run_dir = script_dir / ".run_records" / run_id
-    evil = "</script><script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">'\"&amp;\u202e\u2028\U0001f600"
+    evil = '</script><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">\'"&amp;\u202e\u2028\U0001f600'
     if hostile:
         kernel = f"k{evil}"
-    body = [f"        buf_{i} = T.alloc_buffer((128,), \"float32\")  # line {i}" for i in range(lines)]
+    body = [f'        buf_{i} = T.alloc_buffer((128,), "float32")  # line {i}' for i in range(lines)]
     if hostile:
-        body[3] = f"        T.evaluate(T.call_extern(\"{evil}\"))"
+        body[3] = f'        T.evaluate(T.call_extern("{evil}"))'
     head = _IR_TEMPLATE.format(kernel=kernel)
-    manifest = RunManifest(run_id=run_id, script=script, kernel=kernel, target="c", backend="cython",
-                           tilelang_version="0.1.15", command=["tltrace", "run", "synthetic.py"],
-                           started=time.time(), mode="html", invocation=invocation, signature=signature,
-                           input_hash=text_hash(head) if signature else None)
+    manifest = RunManifest(
+        run_id=run_id,
+        script=script,
+        kernel=kernel,
+        target="c",
+        backend="cython",
+        tilelang_version="0.1.15",
+        command=["tltrace", "run", "synthetic.py"],
+        started=time.time(),
+        mode="html",
+        invocation=invocation,
+        signature=signature,
+        input_hash=text_hash(head) if signature else None,
+    )
     yield RunStarted(manifest, run_dir, script_dir)
     text = head + "\n".join(body) + "\n"
     phases = ["phase1", "phase2", "pipeline_c"]
@@ -91,10 +101,17 @@ def synthetic_events(
         before = text
         status = "noop"
         if i == failed_at:
-            rec = PassRecord(index=index, name=name, phase=phase, depth=depth, parent=this_parent,
-                             status=FAILED, duration_s=rng.random() / 100,
-                             error=f"TVMError: {evil if hostile else 'Check failed: (x) is false'} in {name}",
-                             before_hash=text_hash(before))
+            rec = PassRecord(
+                index=index,
+                name=name,
+                phase=phase,
+                depth=depth,
+                parent=this_parent,
+                status=FAILED,
+                duration_s=rng.random() / 100,
+                error=f"TVMError: {evil if hostile else 'Check failed: (x) is false'} in {name}",
+                before_hash=text_hash(before),
+            )
             records.append(rec)
             yield PassRecorded(manifest, rec, before, before, run_dir)
             error = rec.error
@@ -114,26 +131,51 @@ def synthetic_events(
         bh = text_hash(before)
         ah = bh if text == before else text_hash(text)
         added = 0 if status == "noop" else 1
-        rec = PassRecord(index=index, name=name, phase=phase, depth=depth, parent=this_parent, status=status,
-                         added=added, removed=added, duration_s=round(rng.random() / 100, 6),
-                         before_hash=bh, after_hash=ah)
+        rec = PassRecord(
+            index=index,
+            name=name,
+            phase=phase,
+            depth=depth,
+            parent=this_parent,
+            status=status,
+            added=added,
+            removed=added,
+            duration_s=round(rng.random() / 100, 6),
+            before_hash=bh,
+            after_hash=ah,
+        )
         records.append(rec)
         yield PassRecorded(manifest, rec, before, text, run_dir)
         index += 1
     if codegen and error is None:
         for role in ("device", "host"):
-            src = f"// {role} source for {kernel}\n#include <math.h>\nvoid {role}_main(float* A) {{\n" + "".join(
-                f"  A[{j}] = A[{j}] + 1.0f;\n" for j in range(lines // 2)) + "}\n"
-            rec = PassRecord(index=index, name=f"Codegen[{role}]", phase="codegen", status="codegen",
-                             added=lines // 2 + 4, removed=len(text.splitlines()), role=role,
-                             ffi=f"target.build.tilelang_c{'_host' if role == 'host' else ''}",
-                             before_hash=text_hash(text), after_hash=text_hash(src),
-                             duration_s=round(rng.random() / 50, 6))
+            src = (
+                f"// {role} source for {kernel}\n#include <math.h>\nvoid {role}_main(float* A) {{\n"
+                + "".join(f"  A[{j}] = A[{j}] + 1.0f;\n" for j in range(lines // 2))
+                + "}\n"
+            )
+            rec = PassRecord(
+                index=index,
+                name=f"Codegen[{role}]",
+                phase="codegen",
+                status="codegen",
+                added=lines // 2 + 4,
+                removed=len(text.splitlines()),
+                role=role,
+                ffi=f"target.build.tilelang_c{'_host' if role == 'host' else ''}",
+                before_hash=text_hash(text),
+                after_hash=text_hash(src),
+                duration_s=round(rng.random() / 50, 6),
+            )
             records.append(rec)
             yield PassRecorded(manifest, rec, text, src, run_dir)
             index += 1
-    final = replace(manifest.with_records(records), finished=time.time(),
-                    status="error" if error else "complete", error=error)
+    final = replace(
+        manifest.with_records(records),
+        finished=time.time(),
+        status="error" if error else "complete",
+        error=error,
+    )
     yield RunFinished(final, run_dir, script_dir)
 
 

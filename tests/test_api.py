@@ -126,11 +126,19 @@ def test_enable_disable_around_two_compiles(tl, make_add, tmp_path: Path) -> Non
     assert [m["status"] for m in kernels] == ["complete", "complete"] and kernels[0]["kernel"] == "add"
     # The two compilations have their own records, each starting at index 0.
     assert all(m["records"][0]["index"] == 0 for m in kernels)
+    # One enable()..disable() span is one invocation, whatever enable() is called again with.
+    assert kernels[0]["invocation"] == kernels[1]["invocation"] == tltrace.enabled().invocation
+    assert kernels[0]["signature"] != kernels[1]["signature"]
     tltrace.disable()
     tltrace.disable()  # idempotent
     tilelang.compile(make_add(256, 32), **CPU)
     assert len(runs_under(td)) == 2
     assert tltrace.enabled() is None
+    tltrace.enable(mode="terminal", trace_dir=td)
+    tilelang.compile(make_add(256, 32), **CPU)
+    tltrace.disable()
+    third = json.loads((runs_under(td)[-1] / "manifest.json").read_text())
+    assert third["invocation"] != kernels[0]["invocation"]  # a new span, a new invocation
 
 
 def test_enable_none_disables_and_later_settings_win(tl, make_add, tmp_path: Path) -> None:
@@ -178,3 +186,88 @@ def test_create_pass_instrument_standalone(tl, make_add, tmp_path: Path) -> None
     by_name = {r["name"]: r for r in m["records"]}
     assert by_name["tirx.BindTarget"]["status"] == "changed" and by_name["tirx.BindTarget"].get("depth") == 1
     assert by_name["tirx.BindTarget"]["parent"] == by_name["sequential"]["index"]
+
+
+@pytest.mark.parametrize("kwargs", [{"context": -3}, {"keep": -5}, {"keep": "5"}, {"context": True},
+                                    {"trace_dir": 7}, {"mode": 3}])
+def test_enable_validates_as_the_cli_does(kwargs, tmp_path: Path, run_cli) -> None:
+    pytest.importorskip("tilelang")
+    kwargs.setdefault("trace_dir", tmp_path)
+    with pytest.raises((tltrace.api.UsageError, TypeError)):
+        tltrace.enable(**kwargs)
+    assert tltrace.enabled() is None
+    for flag in ("--keep", "--context"):
+        if flag[2:] in kwargs and isinstance(kwargs[flag[2:]], int) and not isinstance(kwargs[flag[2:]], bool):
+            r = run_cli("run", flag, str(kwargs[flag[2:]]), "x.py")
+            assert r.exit_code == 2 and r.stderr.startswith("tltrace: error: ")
+
+
+def test_lower_trace_rejects_what_is_not_ir(tl) -> None:
+    _, _, transform = tl
+    with pytest.raises(TypeError, match="PrimFunc or an IRModule, not NoneType"):
+        tltrace.lower_trace(None, transform.Simplify())
+    with pytest.raises(TypeError, match="PrimFunc or an IRModule, not str"):
+        tltrace.lower_trace("T.prim_func", transform.Simplify())
+
+
+def test_lower_trace_rejects_what_is_not_a_pass(tl, make_add) -> None:
+    with pytest.raises(TypeError, match="not NoneType"):
+        tltrace.lower_trace(make_add(256, 64), [None])
+    with pytest.raises(TypeError, match="step 'x'"):
+        tltrace.lower_trace(make_add(256, 64), [("x", 3)])
+    with pytest.raises(TypeError, match="context must be an int"):
+        tltrace.lower_trace(make_add(256, 64), [], context="3")
+
+
+def test_failed_step_names_its_error_type_once(tl, make_add, tmp_path: Path, capsys) -> None:
+    _, tvm, _ = tl
+    out = tmp_path / "r.html"
+    with pytest.raises(Exception):
+        tltrace.lower_trace(make_add(256, 64), tvm.tirx.transform.AnnotateDeviceRegions(), mode="both",
+                            html_path=out)
+    printed = capsys.readouterr().out
+    assert "error:" in printed
+    html = out.read_text()
+    assert "Error: " in html
+    assert not any(f"{e}: {e}:" in html or f"{e}: {e}:" in printed
+                   for e in ("RuntimeError", "InternalError", "TVMError", "ValueError"))
+
+
+def test_error_text_names_the_type_once() -> None:
+    from tltrace.session.tool import error_text
+
+    assert error_text(RuntimeError("RuntimeError: boom")) == "RuntimeError: boom"
+    assert error_text(RuntimeError("boom")) == "RuntimeError: boom"
+    assert error_text("ValueError: x") == "ValueError: x"
+    assert error_text(ValueError()) == "ValueError"
+    tb = "Traceback (most recent call last):\n  File x, line 1\nInternalError: Check failed: y"
+    assert error_text(RuntimeError(tb)) == "RuntimeError: InternalError: Check failed: y"
+
+
+def test_second_pipeline_in_one_session_is_run2(tl, make_add, tmp_path: Path) -> None:
+    """Two lowerings inside one compile session: the second's passes are filed under run2_pipeline_c."""
+    tilelang, tvm, _ = tl
+    from tilelang.instrumentation import compile_pass_instrumentation, instrument_current_pass_context
+
+    tltrace.enable(mode="terminal", trace_dir=tmp_path, quiet=True)
+    with tvm.target.Target("c"), compile_pass_instrumentation(name="two"), instrument_current_pass_context():
+        tilelang.lower(make_add(256, 128), target="c")
+        tilelang.lower(make_add(512, 128), target="c")
+    tltrace.disable()
+    (run,) = runs_under(tmp_path)
+    phases = [r["phase"] for r in json.loads((run / "manifest.json").read_text())["records"]]
+    assert "pipeline_c" in phases and "run2_pipeline_c" in phases
+    first_run2 = phases.index("run2_pipeline_c")
+    assert "run2_pipeline_c" not in phases[:first_run2] and "pipeline_c" not in phases[first_run2:]
+
+
+def test_unreadable_codegen_source_is_said() -> None:
+    from tltrace.session.codegen import module_source
+
+    class Broken:
+        def inspect_source(self):
+            raise RuntimeError("no source here")
+
+    heard: list[str] = []
+    assert module_source(Broken(), on_error=heard.append) == ""
+    assert len(heard) == 1 and "could not read the generated source" in heard[0] and "no source here" in heard[0]

@@ -170,12 +170,24 @@ def test_damaged_run_exits_2(cli, traced: Path, tmp_path: Path, run_cli) -> None
     assert res.exit_code == 2 and "truncated" in res.stderr and "Traceback" not in res.output
 
 
+def test_two_invocations_of_two_kernels_pair_their_compiles(cli) -> None:
+    res = cli("two_kernels:-2", "two_kernels:-1", "--json")  # each invocation compiled vadd and vmul
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert [c["status"] for c in data["compiles"]] == ["same", "same"]
+    assert [c["kernel"] for c in data["compiles"]] == ["vadd", "vmul"]
+    assert all(c["a_signature"] == c["b_signature"] and c["paired_by"] == "input" for c in data["compiles"])
+    assert data["a"]["invocation"] != data["b"]["invocation"]
+    res = cli("two_kernels:-2", "two_kernels:-1")
+    assert res.exit_code == 0 and "same: 2 compile(s)" in res.stdout
+
+
 def test_kernel_option_picks_one_kernels_runs(cli) -> None:
-    res = cli("two_kernels:-2", "two_kernels:-1")  # the last two compilations: vadd, then vmul
-    assert res.exit_code == 1 and "compiled different kernels (vadd, vmul)" in res.stdout
-    assert "+                    C[bx * 128 + i] = A[bx * 128 + i] * B[bx * 128 + i]" in res.stdout
+    res = cli("two_kernels:-1", "two_kernels:-1", "--kernel", "vadd")  # one compile each: pass by pass
+    assert res.exit_code == 0 and "same:" in res.stdout and "passes, inputs and outputs identical" in res.stdout
     res = cli("two_kernels:-2", "two_kernels:-1", "--kernel", "vmul", "--json")
     data = json.loads(res.stdout)
     assert res.exit_code == 0 and data["a"]["kernel"] == data["b"]["kernel"] == "vmul"
+    assert data["compiles"][0]["status"] == "same" and data["a"]["signature"].startswith("vmul")
     res = cli("two_kernels:-1", "two_kernels:-1", "--kernel", "nope")
     assert res.exit_code == 2 and "no run of kernel 'nope'" in res.stderr

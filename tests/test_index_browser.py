@@ -16,11 +16,12 @@ from .synthetic import synthetic_events
 
 pytestmark = pytest.mark.browser
 
-EVIL = "</script><script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">"
+EVIL = '</script><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
-def write_invocation(script_dir: Path, n: int, *, passes: int = 6, failing=(), invocation: str = "inv-1",
-                     hostile: bool = False) -> list[Path]:
+def write_invocation(
+    script_dir: Path, n: int, *, passes: int = 6, failing=(), invocation: str = "inv-1", hostile: bool = False
+) -> list[Path]:
     """Feed n synthetic compiles of one invocation to one listener; return their run dirs in start order."""
     listener = HtmlReportListener()
     runs = []
@@ -28,8 +29,18 @@ def write_invocation(script_dir: Path, n: int, *, passes: int = 6, failing=(), i
         sig = f"gemm_bm{64 * (1 + i % 4)}_bn{32 * (1 + i % 3)}_k{i:03d}"
         if hostile and i == 1:
             sig = f"gemm{EVIL}"
-        events = list(synthetic_events(passes, script_dir, seed=i, invocation=invocation, signature=sig,
-                                       kernel="gemm", lines=10, failed_at=2 if i in failing else None))
+        events = list(
+            synthetic_events(
+                passes,
+                script_dir,
+                seed=i,
+                invocation=invocation,
+                signature=sig,
+                kernel="gemm",
+                lines=10,
+                failed_at=2 if i in failing else None,
+            )
+        )
         for e in events:
             listener(e)
         runs.append(events[0].run_dir)
@@ -47,9 +58,13 @@ def open_page(browser):
         contexts.append(ctx)
         page = ctx.new_page()
         page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-        page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+        page.on(
+            "console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None
+        )
         page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
-        page.on("request", lambda r: errors.append(f"request: {r.url}") if not r.url.startswith("file:") else None)
+        page.on(
+            "request", lambda r: errors.append(f"request: {r.url}") if not r.url.startswith("file:") else None
+        )
         page.goto(Path(path).resolve().as_uri() + fragment)
         page.wait_for_selector("html[data-ready='1']")
         return page
@@ -62,8 +77,10 @@ def open_page(browser):
 
 def rows(page) -> list[dict]:
     return page.eval_on_selector_all(
-        "#ix-body tr", "trs => trs.map(tr => ({run: tr.dataset.run, status: tr.dataset.status, "
-        "sig: tr.querySelector('td.sig a').textContent, href: tr.querySelector('td.sig a').href}))")
+        "#ix-body tr",
+        "trs => trs.map(tr => ({run: tr.dataset.run, status: tr.dataset.status, "
+        "sig: tr.querySelector('td.sig a').textContent, href: tr.querySelector('td.sig a').href}))",
+    )
 
 
 def test_index_lists_failed_first_sorts_filters_and_links(open_page, tmp_path: Path):
@@ -73,7 +90,9 @@ def test_index_lists_failed_first_sorts_filters_and_links(open_page, tmp_path: P
     assert len(shown) == 12
     assert [r["run"] for r in shown[:2]] == [runs[4].name, runs[9].name]  # failed compiles first
     assert {r["status"] for r in shown[:2]} == {"failed"} and {r["status"] for r in shown[2:]} == {"complete"}
-    assert page.locator(f"#ix-body tr[data-run='{runs[4].name}'] .ix-failat").text_content().startswith("Pass2")
+    assert (
+        page.locator(f"#ix-body tr[data-run='{runs[4].name}'] .ix-failat").text_content().startswith("Pass2")
+    )
     for r in shown:  # each row links to that compile's own report, which exists
         assert r["href"].endswith(f"/.run_records/{r['run']}/report.html")
         assert (tmp_path / ".run_records" / r["run"] / REPORT_NAME).is_file()
@@ -121,5 +140,7 @@ def test_index_of_300_compiles_opens(open_page, tmp_path: Path, capsys):
     ready_ms = int(page.evaluate("document.documentElement.dataset.readyMs"))
     assert len(rows(page)) == 300 and [r["status"] for r in rows(page)[:3]] == ["failed"] * 3
     with capsys.disabled():
-        print(f"\n300-compile index: {index.stat().st_size / 1024:.0f} KB, ready {ready_ms} ms after navigation, "
-              f"open in a fresh context (goto + ready) {wall * 1000:.0f} ms")
+        print(
+            f"\n300-compile index: {index.stat().st_size / 1024:.0f} KB, ready {ready_ms} ms after navigation, "
+            f"open in a fresh context (goto + ready) {wall * 1000:.0f} ms"
+        )

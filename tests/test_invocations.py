@@ -47,13 +47,29 @@ def traced(tmp_path_factory) -> Path:
     g16 = {"grid": [16, 1, 1], "threads": [64, 1, 1]}
     _clone(r128, rec, 1, invocation="inv-A", signature="add_g8_t128_aaaa", launch=g8)
     _clone(r64, rec, 2, invocation="inv-A", signature="add_g16_t64_bbbb", launch=g16)
-    _clone(r128, rec, 3, invocation="inv-A", signature="sub_g8_t128_cccc", launch=g8, kernel="sub",
-           input_hash="sub-in")
+    _clone(
+        r128,
+        rec,
+        3,
+        invocation="inv-A",
+        signature="sub_g8_t128_cccc",
+        launch=g8,
+        kernel="sub",
+        input_hash="sub-in",
+    )
     _clone(r128, rec, 4, invocation="inv-B", signature="add_g8_t128_aaaa", launch=g8)
     # The changed variant: same kernel and launch shape, other input IR (the 128 compile's passes).
     _clone(r128, rec, 5, invocation="inv-B", signature="add_g16_t64_dddd", launch=g16, input_hash="changed")
-    _clone(r128, rec, 6, invocation="inv-B", signature="mul_g8_t128_eeee", launch=g8, kernel="mul",
-           input_hash="mul-in")
+    _clone(
+        r128,
+        rec,
+        6,
+        invocation="inv-B",
+        signature="mul_g8_t128_eeee",
+        launch=g8,
+        kernel="mul",
+        input_hash="mul-in",
+    )
     shutil.rmtree(sd)
     return td
 
@@ -80,12 +96,20 @@ def test_show_lists_invocations_with_their_compiles(cli) -> None:
     assert res.exit_code == 0, res.output
     out = res.stdout
     assert "invocation inv-A: 3 compiles" in out and "invocation inv-B: 3 compiles" in out
-    assert out.index("inv-A") < out.index("add_g8_t128_aaaa") < out.index("inv-B") < out.index("mul_g8_t128_eeee")
+    assert (
+        out.index("inv-A")
+        < out.index("add_g8_t128_aaaa")
+        < out.index("inv-B")
+        < out.index("mul_g8_t128_eeee")
+    )
     data = json.loads(cli("show", "auto", "--json").stdout)
     invs = data["invocations"]
     assert [(i["position"], i["invocation"]) for i in invs] == [(-2, "inv-A"), (-1, "inv-B")]
-    assert [c["signature"] for c in invs[0]["compiles"]] == ["add_g8_t128_aaaa", "add_g16_t64_bbbb",
-                                                             "sub_g8_t128_cccc"]
+    assert [c["signature"] for c in invs[0]["compiles"]] == [
+        "add_g8_t128_aaaa",
+        "add_g16_t64_bbbb",
+        "sub_g8_t128_cccc",
+    ]
     c = invs[1]["compiles"][0]
     assert c["status"] == "complete" and c["passes"] > 20 and c["failed"] == 0 and c["invocation"] == "inv-B"
 
@@ -107,17 +131,25 @@ def test_signature_prefix_and_kernel_narrow_to_one_compile(cli) -> None:
     res = cli("show", "auto", "-1", "--kernel", "mul")
     assert res.exit_code == 0, res.output
     assert "mul_g8_t128_eeee" in res.stdout  # the signature names the compile in the header
-    res = cli("show", "auto", "mul_g8", "--pass", "LowerTileOp", "--json")  # a prefix alone: newest invocation
+    res = cli(
+        "show", "auto", "mul_g8", "--pass", "LowerTileOp", "--json"
+    )  # a prefix alone: newest invocation
     assert res.exit_code == 0 and json.loads(res.stdout)["signature"] == "mul_g8_t128_eeee"
 
 
-@pytest.mark.parametrize("args, needle", [
-    (("auto", "-3"), "invocation -3 does not exist: auto has 2 invocation(s)"),
-    (("auto", "-1", "add_g"), "signature prefix 'add_g' matches 2 compiles (add_g8_t128_aaaa, add_g16_t64_dddd)"),
-    (("auto", "-1", "--pass", "LowerTileOp"), "invocation -1 has 3 compiles"),
-    (("auto", "-1", "nope"), "no compile with signature 'nope'"),
-    (("auto", "-1", "--kernel", "nope"), "no run of kernel 'nope'"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (("auto", "-3"), "invocation -3 does not exist: auto has 2 invocation(s)"),
+        (
+            ("auto", "-1", "add_g"),
+            "signature prefix 'add_g' matches 2 compiles (add_g8_t128_aaaa, add_g16_t64_dddd)",
+        ),
+        (("auto", "-1", "--pass", "LowerTileOp"), "invocation -1 has 3 compiles"),
+        (("auto", "-1", "nope"), "no compile with signature 'nope'"),
+        (("auto", "-1", "--kernel", "nope"), "no run of kernel 'nope'"),
+    ],
+)
 def test_bad_addresses_are_one_line_exit_2(cli, args, needle) -> None:
     one_line_error(cli("show", *args), 2, needle)
 
@@ -140,7 +172,10 @@ def test_diff_runs_pairs_the_compiles_of_two_invocations(cli) -> None:
     assert data["a"]["invocation"] == "inv-A" and data["b"]["invocation"] == "inv-B"
     text = cli("diff-runs", "auto:-2", "auto:-1")
     assert text.exit_code == 1
-    assert "add_g16_t64_dddd" in text.stdout and "different: 1 same, 1 different, 1 only-a, 1 only-b" in text.stdout
+    assert (
+        "add_g16_t64_dddd" in text.stdout
+        and "different: 1 same, 1 different, 1 only-a, 1 only-b" in text.stdout
+    )
 
 
 def test_diff_runs_of_an_invocation_with_itself_is_same(cli) -> None:
@@ -234,6 +269,14 @@ def test_impossible_start_times_show_as_unknown(cli, odd: Path, started) -> None
     else:
         assert res.exit_code == 0 and "  ?  " in res.stdout
 
+        def strict(token):
+            raise AssertionError(f"not JSON: {token}")
+
+        for args in ((str(run), "--json"), ("auto", "--json")):  # strict JSON: no NaN / Infinity tokens
+            json.loads(cli("show", *args, trace_dir=odd).stdout, parse_constant=strict)
+        assert cli("show", str(run), "--html", trace_dir=odd).exit_code == 0
+        assert b"NaN" not in (run / "report.html").read_bytes()
+
 
 def test_record_paths_never_leave_the_run_dir(cli, odd: Path, tmp_path: Path) -> None:
     secret = tmp_path / "p" / "passwd"
@@ -262,8 +305,10 @@ def test_command_line_is_shell_quoted(cli, odd: Path) -> None:
     _edit(run, command=["tltrace", "run", "my script.py", "--name", "a'b"])
     res = cli("show", str(run), trace_dir=odd)
     assert """$ tltrace run 'my script.py' --name 'a'"'"'b'""" in res.stdout
-    assert json.loads(cli("show", str(run), "--json", trace_dir=odd).stdout)["command_line"] == \
-        """tltrace run 'my script.py' --name 'a'"'"'b'"""
+    assert (
+        json.loads(cli("show", str(run), "--json", trace_dir=odd).stdout)["command_line"]
+        == """tltrace run 'my script.py' --name 'a'"'"'b'"""
+    )
 
 
 def test_run_dir_with_pass_needs_no_run_argument(cli, traced: Path) -> None:
@@ -290,8 +335,14 @@ def test_html_of_an_invocation_rebuilds_its_index(cli, odd: Path) -> None:
     assert res.exit_code == 0, res.output
     out = Path(json.loads(res.stdout)["report"])
     assert out == odd / "auto" / "report.html"
-    assert [r["signature"] for r in index_rows(out)] == ["add_g8_t128_aaaa", "add_g16_t64_dddd", "mul_g8_t128_eeee"]
-    res = cli("show", "auto", "-2", "--html", "--json", trace_dir=odd)  # an older one: beside its first compile
+    assert [r["signature"] for r in index_rows(out)] == [
+        "add_g8_t128_aaaa",
+        "add_g16_t64_dddd",
+        "mul_g8_t128_eeee",
+    ]
+    res = cli(
+        "show", "auto", "-2", "--html", "--json", trace_dir=odd
+    )  # an older one: beside its first compile
     older = Path(json.loads(res.stdout)["report"])
     assert older.parent == run_dirs(odd / "auto")[0] and len(index_rows(older)) == 3
     assert len(index_rows(out)) == 3 and index_rows(out)[0]["signature"] == "add_g8_t128_aaaa"

@@ -327,3 +327,21 @@ def test_an_index_that_cannot_be_written_costs_one_warning_not_the_report(tmp_pa
     assert len([c for c in chunks(report) if c["t"] == "rec"]) == 8
     assert capsys.readouterr().err.count("could not write the index") == 1
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_switcher_of_a_large_invocation_lists_the_nearest_compiles(tmp_path: Path):
+    from tltrace.render.html import SWITCHER_SIZE
+
+    listener = HtmlReportListener()
+    runs = []
+    for i in range(SWITCHER_SIZE + 9):
+        events = list(synthetic_events(3, tmp_path, seed=i, invocation="big", signature=f"s{i:02d}", lines=5))
+        for e in events:
+            listener(e)
+        runs.append(events[0].run_dir.name)
+    listener.close()
+    assert len(index_rows(tmp_path / REPORT_NAME)) == len(runs)  # the index lists every compile
+    for k in (0, 25, len(runs) - 1):
+        sibs = [c for c in chunks(tmp_path / ".run_records" / runs[k] / REPORT_NAME) if c["t"] == "sibs"][0]["runs"]
+        ids = [s[0] for s in sibs]
+        assert len(ids) == SWITCHER_SIZE and runs[k] in ids and ids == sorted(ids, key=runs.index)

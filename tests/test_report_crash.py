@@ -28,6 +28,8 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[4])
 from tests.synthetic import HtmlReportListener, synthetic_events
 listener = HtmlReportListener()
+sys.stdout.write("ready\\n")  # imports done: the kill delay counts from here (a loaded machine starts slowly)
+sys.stdout.flush()
 for event in synthetic_events(5000, Path(sys.argv[1]), lines=int(sys.argv[2]), seed=int(sys.argv[3])):
     listener(event)
     record = getattr(event, "record", None)
@@ -86,6 +88,9 @@ def test_kill_loop_on_a_synthetic_trace(tmp_path: Path, page_of):
                                 stdout=subprocess.PIPE, text=True, env=env)
         acked: list[str] = []
         reader = _reader(proc.stdout, acked)
+        deadline = time.time() + 30
+        while not acked and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.005)
         time.sleep(delay)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -155,6 +160,8 @@ sys.path.insert(0, sys.argv[3])
 from tests.synthetic import HtmlReportListener, synthetic_events
 listener = HtmlReportListener()
 lock = threading.Lock()
+sys.stdout.write("ready\\n")
+sys.stdout.flush()
 
 def work(t):
     for i in range(400):
@@ -187,7 +194,10 @@ def test_kill_mid_invocation_leaves_an_index_listing_every_finished_compile(tmp_
                                     stdout=subprocess.PIPE, text=True, env=env)
             acked: list[str] = []
             reader = _reader(proc.stdout, acked)
-            time.sleep(rng.uniform(0.6, 2.0))
+            deadline = time.time() + 30
+            while not acked and time.time() < deadline and proc.poll() is None:
+                time.sleep(0.005)
+            time.sleep(rng.uniform(0.3, 1.5))
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             reader.join(5)

@@ -13,7 +13,7 @@ from tltrace import runs as R
 from tltrace.errors import RecordsError, UsageError
 from tltrace.session.records import PassRecord, RunManifest
 
-from ._records import copy_tree, run_dirs, trace
+from ._records import EXAMPLES, copy_tree, run_dirs, trace
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +36,9 @@ def test_locate_every_form(traced: Path, monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert R.locate(str(sd), "/nonexistent").script_dirs == (sd,)
     assert R.locate(str(sd / ".run_records"), "/nonexistent").script_dirs == (sd,)
     assert R.locate(str(run), "/nonexistent").run_dir == run
+    assert R.locate(str(EXAMPLES / "elementwise_add.py"), traced).script_dirs == (sd,)
     monkeypatch.chdir(tmp_path)
-    assert R.locate("examples/elementwise_add.py", traced).script_dirs == (sd,)
+    assert R.locate("examples/elementwise_add.py", traced).script_dirs == (sd,)  # not here: by its name
     assert R.locate("elementwise_add", traced).script_dirs == (sd,)
     with pytest.raises(RecordsError, match="neither a run"):
         R.locate("gemm", traced)

@@ -60,3 +60,88 @@ def test_no_color_console_writes_no_escapes():
     out = _render(force_terminal=True, color_system="truecolor", no_color=True)
     assert "\x1b[" not in out
     assert "CHANGED +1/-1" in out
+
+
+# -- invocation summary, pruning, other programs' progress bars -------------------------------
+def _manifest(kernel: str, sig: str, status: str = "complete", error: str | None = None,
+              records: tuple = ()) -> RunManifest:
+    return RunManifest(run_id=f"run_{sig}", script="s", kernel=kernel, signature=sig, invocation="inv_1",
+                       started=10.0, finished=10.5, status=status, error=error, records=records)
+
+
+def test_quiet_invocation_table_lists_failures_first():
+    from tltrace.session.events import InvocationFinished, RunFinished
+
+    ok = _manifest("gemm", "gemm 64x64 f16 grid 2 thr 128 #aaaaaa",
+                   records=(PassRecord(index=0, name="Simplify", phase="p", status="changed"),))
+    bad = _manifest("gemm", "gemm 128x128 f16 grid 4 thr 128 #bbbbbb", status="error",
+                    error="InternalError: layout", records=(
+                        PassRecord(index=0, name="Simplify", phase="p", status="noop"),
+                        PassRecord(index=1, name="LayoutInference", phase="p", status="failed")))
+    buf = io.StringIO()
+    view = TerminalView(Settings(quiet=True), console=Console(file=buf, width=40, color_system=None))
+    for m in (ok, bad):
+        view(RunFinished(m, Path("/tr/s/.run_records") / m.run_id, Path("/tr/s")))
+    assert buf.getvalue() == ""  # nothing per compile
+    view(InvocationFinished("inv_1", (ok, bad)))
+    lines = buf.getvalue().splitlines()
+    assert lines[0].startswith("2 compiles, 1 failed  invocation inv_1")
+    assert lines[1].split() == ["status", "compile", "passes", "changed", "failed", "time", "failed", "pass", "/",
+                                "error"]
+    # Never cut to the console's width; failures first, with the pass that failed.
+    assert lines[3].startswith("FAILED  gemm 128x128 f16 grid 4 thr 128 #bbbbbb")
+    assert lines[3].endswith("LayoutInference: InternalError: layout")
+    assert lines[4].startswith("ok      gemm 64x64 f16 grid 2 thr 128 #aaaaaa")
+    assert lines[4].split()[-4:] == ["1", "1", "0", "0.50s"]
+
+
+def test_one_compile_quiet_is_one_line_with_its_signature():
+    from tltrace.session.events import InvocationFinished, RunFinished
+
+    m = _manifest("add", "add 256 f32 grid 2 thr 128 #cccccc")
+    buf = io.StringIO()
+    view = TerminalView(Settings(quiet=True), console=Console(file=buf, color_system=None))
+    view(RunFinished(m, Path("/r/run_1"), Path("/r")))
+    view(InvocationFinished("inv_1", (m,)))
+    (line,) = buf.getvalue().splitlines()
+    assert line.startswith("[add] done: 0 passes") and "compile: add 256 f32 grid 2 thr 128 #cccccc" in line
+
+
+def test_pruned_is_one_line():
+    from tltrace.session.events import Pruned
+
+    buf = io.StringIO()
+    view = TerminalView(Settings(), console=Console(file=buf, color_system=None))
+    view(Pruned(Path("/tr/gemm"), runs=24, invocations=1, bytes_freed=3 * 1024 * 1024, kept_invocations=20, keep=20))
+    assert buf.getvalue() == ("tltrace: pruned 24 runs (1 older invocation) under /tr/gemm, freed 3.0 MB; "
+                              "--keep 20 keeps the newest 20 invocations\n")
+
+
+def test_progress_bar_line_is_never_split(tmp_path):
+    """tqdm redraws its bar with '\\r' and no newline; tltrace's lines start on a line of their own."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "bar.py"
+    script.write_text(
+        "import sys, threading\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent.parent / 'examples')!r})\n"
+        "import tilelang\nfrom tqdm import tqdm\nfrom elementwise_add import make_add\n"
+        "bar = tqdm(total=2, desc='Compiling configurations')\n"
+        "for n in (256, 512):\n"
+        "    tilelang.compile(make_add(n, 128), target='c', execution_backend='cython')\n"
+        "    bar.update(1)\n"
+        "bar.close()\n")
+    env = {**__import__("os").environ, "TILELANG_DISABLE_CACHE": "1", "NO_COLOR": "1"}
+    p = subprocess.run([sys.executable, "-m", "tltrace", "run", "--only", "LowerTileOp", "--trace-dir", "tr",
+                        str(script)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=180)
+    assert p.returncode == 0, p.stdout[-2000:]
+    out = p.stdout.decode()
+    ours = [seg for line in out.split("\n") for seg in line.split("\r") if "[add]" in seg]
+    assert len(ours) >= 4  # two pass lines and two summaries
+    for line in out.split("\n"):
+        if "[add]" in line:
+            assert line.startswith("[add]"), repr(line)  # never after a bar on the same line
+            assert "%|" not in line and "\r" not in line
+    assert "Compiling configurations" in out

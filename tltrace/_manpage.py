@@ -31,7 +31,7 @@ FILES = (
     ("<trace_dir>/<script>/codegen_device.cpp, codegen_host.cpp",
      "Working files: edit them and rerun to compile the edit. Each has .original (baseline), "
      ".latest (last codegen) and, after a CONFLICT, .bak and .original.bak."),
-    ("<trace_dir>/<script>/report.html", "Link to the newest run's HTML report (html and both modes)."),
+    ("<trace_dir>/<script>/report.html", "Index of the newest invocation: one row per compile, linking its report (html, both)."),
 )
 
 

@@ -21,15 +21,18 @@ MARKDOWN_TOP = 10
 
 
 def select(target: str | None, run: str | None, trace_dir: Path, kernel: str | None, *,
-           whole_invocation: bool) -> list:
+           whole_invocation: bool, compile_: str | None = None) -> list:
     """Return the manifests to profile: what RUN selects (an invocation, or one compile by run id) or,
     with whole_invocation, all of its invocation; without RUN, each script's newest invocation."""
     from . import runs as R
 
     loc = R.locate(target, trace_dir)
-    if run is not None or loc.run_dir is not None:
-        sel = R.open_selection(target, run, trace_dir, kernel)
-        chosen = sel.invocation.runs if whole_invocation and kernel is None else sel.runs
+    if run is not None or loc.run_dir is not None or compile_ is not None:
+        if compile_ is not None and run is None and loc.run_dir is None:
+            run = "latest"
+        sel = R.open_selection(target, run, trace_dir, kernel, compile_)
+        narrowed = kernel is not None or compile_ is not None
+        chosen = sel.invocation.runs if whole_invocation and not narrowed else sel.runs
         return [r.require() for r in chosen if r.manifest is not None]
     out: list = []
     for sd in loc.script_dirs:

@@ -7,7 +7,6 @@ stderr: `tltrace: error: ...`.
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -19,62 +18,80 @@ from .cli_shared import fail as _fail
 from .cli_shared import trace_dir_of as _trace_dir
 from .cli_shared import trace_dir_option
 from .cli_shared import warn as _warn
-from .errors import EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_USAGE, TltraceError
+from .errors import EXIT_OK, EXIT_RECORDS, EXIT_SCRIPT_FAILED, EXIT_USAGE, TltraceError
 
 SHOW_EPILOG = """\
 Examples:
 
 \b
-  tltrace show                                  runs of every script in the trace dir
-  tltrace show gemm.py                          runs of one script (newest last)
-  tltrace show gemm.py latest                   the passes of its newest run
-  tltrace show gemm.py -2 --pass LayoutInference   that pass's diff, one run back
-  tltrace show ./tmp/lower_trace_dir/gemm/.run_records/run_2026...   a run directory
-  tltrace show gemm.py --html                   (re)write the newest run's HTML report
-  tltrace show gemm.py -1 --json                the manifest as JSON
-  tltrace show gemm.py --profile                slowest passes of the newest invocation
-  tltrace show gemm.py -1 --profile --top 5 --json   one compile's 5 slowest, as JSON
+  tltrace show                                  invocations of every script in the trace dir
+  tltrace show gemm.py                          invocations of one script, each with its compiles
+  tltrace show gemm.py -1                       the newest invocation: its compiles, or the passes of its only one
+  tltrace show gemm.py -1 'gemm 1024'           the compile whose signature starts 'gemm 1024'
+  tltrace show gemm.py -2 --kernel matmul --pass LayoutInference   a pass's diff, one invocation back
+  tltrace show ./tmp/lower_trace_dir/gemm/.run_records/run_2026...   a run directory (one compile)
+  tltrace show gemm.py --html                   (re)write the compile's report, or the invocation's index
+  tltrace show gemm.py -1 --json                the same as JSON
+  tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
+  tltrace show gemm.py -1 'gemm 1024' --profile --top 5 --json   one compile's 5 slowest, as JSON
   tltrace show --format markdown >> "$GITHUB_STEP_SUMMARY"   compiles + top passes for CI
 
-RUN is a run id, a unique prefix of one, 'latest', or -N (-1 the newest, -2 the one
-before); each compiled kernel is a run, and --kernel NAME counts only NAME's runs. A damaged run shows as 'damaged' in the list and gives a one-line error
-when opened. Exit status: 0; 2 for bad usage; 3 for missing or damaged records.
+An invocation is one 'tltrace run' (or watch rerun, or enable()..disable() span);
+each kernel it compiled is a compile (a run directory) with a signature: kernel,
+launch shape, input-IR hash. RUN: 'latest' or -N (-1 the newest invocation, -2
+the one before), a run id or a unique prefix of one (that compile), an invocation
+id, or a signature prefix (in the newest invocation that has one). SIGNATURE, or
+--kernel NAME, narrows an invocation to one compile; with --kernel, -N counts only
+invocations that compiled NAME. Runs of schema-1 manifests are invocations of their
+own. A damaged run shows as 'damaged' in the list and gives a one-line error when
+opened. Exit status: 0; 2 for bad usage (-3 of 2 invocations, a signature prefix
+matching several compiles, --pass on an invocation of several); 3 for missing or
+damaged records (a manifest of an unknown schema).
 """
 
 DIFF_EPILOG = """\
 Examples:
 
 \b
-  tltrace diff-runs -2 -1                       the newest run against the one before
-  tltrace diff-runs gemm.py:-2 gemm.py:latest   two runs of one script
-  tltrace diff-runs elementwise_add softmax     newest runs of two scripts
+  tltrace diff-runs -2 -1                       the newest invocation against the one before
+  tltrace diff-runs gemm.py:-2 gemm.py:latest   two invocations of one script
+  tltrace diff-runs elementwise_add softmax     newest invocations of two scripts
   tltrace diff-runs RUN_DIR_A RUN_DIR_B --pass LowerTileOp
-  tltrace diff-runs -2 -1 --html diff.html --json
-  tltrace diff-runs two_kernels:-2 two_kernels:-1 --kernel vmul
+  tltrace diff-runs -2 -1 --kernel vmul --html diff.html --json
+  tltrace diff-runs 'gemm:gemm 1024' 'gemm:gemm 2048'   two compiles by signature prefix
 
-Passes are aligned by phase, name and occurrence (the 2nd Simplify with the 2nd
-Simplify), not by index, and compared by the hashes of their input and output.
-The report names the first pass whose output differs, the first whose input
-matched but output differs (the pass that introduced the difference), and the first
-whose input differs, and shows the first difference as a diff of the two outputs.
-A and B: a run directory, a script (its newest run), SCRIPT:RUN, or a RUN of the
-script given by --script (or of the only script in the trace dir). Each compiled
-kernel is a run of its own: with --kernel, RUN counts only that kernel's runs.
-Exit status, as diff's: 0 the runs are the same, 1 they differ, 2 trouble.
+Two invocations are compared compile by compile: compiles with identical input IR
+pair first, then by kernel name and launch shape (then a kernel's only compile on
+each side); each pair is 'same' or 'different' (with its first divergent pass),
+unpaired compiles are 'only-a' / 'only-b'. --json: {"compiles": [{"status": same|
+different|only_a|only_b, "a_run_id", "b_run_id", "a_signature", "b_signature",
+...}]}. When A and B are one compile each (a script that compiles one kernel,
+--kernel, a run dir), passes are compared as follows: aligned by phase, name and
+occurrence (the 2nd Simplify with the 2nd Simplify), not by index, and compared
+by the hashes of their input and output. The report names the first pass whose
+output differs, the first whose input matched but output differs (the pass that
+introduced the difference), and the first whose input differs, and shows the first
+difference as a diff of the two outputs; --pass and --html need one compile each.
+A and B: a run directory, a script (its newest invocation), SCRIPT:RUN, or a RUN
+of the script given by --script (or of the only script in the trace dir).
+Exit status, as diff's: 0 all the same, 1 any differ, 2 trouble.
 """
 
 CLEAN_EPILOG = """\
 Examples:
 
 \b
-  tltrace clean --keep 5                        keep the newest 5 runs of every script
-  tltrace clean gemm.py --older-than 7d         remove gemm's runs older than a week
+  tltrace clean --keep 5                        keep the newest 5 invocations of every script
+  tltrace clean gemm.py --older-than 7d         remove gemm's invocations older than a week
   tltrace clean --older-than 12h --dry-run      say what would go; remove nothing
   tltrace clean ./ci_traces --all               remove every run under ./ci_traces
 
-Only run directories under .run_records go, then the stored texts no remaining
-run uses. Working files (codegen_*.cpp), their .original/.latest files and
-backups are never touched, nor a run whose process is still writing it.
+An invocation is one `tltrace run` (or one enable()..disable() span) with all
+its compiles. Only run directories under .run_records go, then the stored texts
+no remaining run uses; nothing is removed through a symbolic link. Working files
+(codegen_*.cpp), their .original/.latest files and backups are never touched, nor
+an invocation that is still running, in this process or another. What could not
+be removed is named on stderr, and the exit status is then 3.
 DURATION: 30s, 10m, 12h, 7d, 2w, 1d12h (a bare number means days).
 """
 
@@ -104,7 +121,9 @@ def _console():
 
 
 def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    from .render.safejson import dumps
+
+    sys.stdout.write(dumps(data, indent=2, default=str) + "\n")
 
 
 def _when(ts: object) -> str:
@@ -182,7 +201,7 @@ def show_cmd(
         from . import cli_profile
 
         try:
-            chosen = cli_profile.select(target, run_spec, td, kernel, whole_invocation=not profile)
+            chosen = cli_profile.select(target, run_spec, td, kernel, whole_invocation=not profile, compile_=compile_)
         except TltraceError as exc:
             raise _fail(str(exc), exc.exit_code) from None
         if fmt == "markdown":
@@ -275,7 +294,7 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
             _add_compile_row(table, _run_row(runs[0]), str(inv.position), several)
             continue
         failed = sum(1 for r in runs if r.status not in ("complete", "running"))
-        head = f"invocation {inv.id[:20]}: {len(runs)} compiles" + (f" of {len(inv.runs)}" if len(runs) != len(inv.runs)
+        head = f"invocation {inv.id}: {len(runs)} compiles" + (f" of {len(inv.runs)}" if len(runs) != len(inv.runs)
                                                                      else "")
         head += f", {failed} not complete" if failed else ""
         cells = [_t(inv.position), *([_t(inv.script_dir.name)] if several else []), _t(head, "bold"),
@@ -481,7 +500,7 @@ def diff_runs_cmd(
             if pass_ is not None or html is not None:
                 what = "--pass" if pass_ is not None else "--html"
                 (sa if sa.single is None else sb).one(what)
-            inv = diff_invocations([r.manifest for r in sa.runs], [r.manifest for r in sb.runs])
+            inv = diff_invocations([r.require() for r in sa.runs], [r.require() for r in sb.runs])
         else:
             inv = None
             ra, rb = sa.single, sb.single
@@ -707,14 +726,18 @@ def clean_cmd(
                                            help="A script or its trace directory [default: every script].",
                                            show_default=False),
     trace_dir: Optional[Path] = TRACE_DIR_OPT,
-    keep: Optional[int] = typer.Option(None, "--keep", metavar="N", help="Keep the newest N runs per script."),
+    keep: Optional[int] = typer.Option(None, "--keep", metavar="N",
+                                       help="Keep the newest N invocations (each with all its compiles) per script."),
     older_than: Optional[str] = typer.Option(None, "--older-than", metavar="DURATION",
-                                             help="Remove runs older than DURATION (30m, 12h, 7d, 2w)."),
+                                             help="Remove invocations started over DURATION ago (30m, 12h, 7d, 2w)."),
     remove_all: bool = typer.Option(False, "--all", help="Remove every run."),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Say what would be removed; remove nothing."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Remove old runs (never working files), then stored texts no run uses any more."""
+    """Remove old invocations (never working files, never a running one), then stored texts no run uses.
+
+    Exit status 3 when something could not be removed (it is named on stderr).
+    """
     from . import runs as R
     from .retention import clean, parse_duration
 
@@ -730,14 +753,21 @@ def clean_cmd(
         raise _fail(str(exc), exc.exit_code) from None
     if as_json:
         _print_json(result.to_json())
+        if result.failed:
+            raise typer.Exit(EXIT_RECORDS)
         return
     verb = "would remove" if dry_run else "removed"
     for p in result.removed:
         typer.echo(f"{verb} {p}")
     for p in result.skipped_active:
-        _warn(f"kept {p}: its process is still writing it")
-    summary = f"{verb} {len(result.removed)} run(s), kept {result.kept}"
+        _warn(f"kept {p}: its invocation is still running")
+    for line in result.failed:
+        _warn(f"could not remove {line}")
+    summary = (f"{verb} {len(result.removed)} run(s) of {result.invocations_removed} invocation(s), "
+               f"kept {result.kept}")
     if not dry_run:
         summary += f"; freed {_size(result.bytes_freed)}"
     typer.echo(summary)
+    if result.failed:
+        raise typer.Exit(EXIT_RECORDS)
 

@@ -114,10 +114,17 @@ class _Test:
     """One test's trace: its settings, listeners and the compiles it made."""
 
     def __init__(self, script_dir: Path, existed: bool, collector: Any, html: Any) -> None:
-        self.script_dir = script_dir
+        self.predicted = script_dir  # where the test's compiles are expected to go
         self.existed = existed
         self.collector = collector
         self.html = html
+
+    @property
+    def script_dir(self) -> Path:
+        """Where the test's compiles went (the first run's script dir), else where they would go."""
+        for run_dir in list(self.collector.started):
+            return Path(run_dir).parent.parent
+        return self.predicted
 
 
 class _Tracer:
@@ -160,13 +167,13 @@ class _Tracer:
         import sys
 
         from .collector import RunCollector
-        from .config import Settings
+        from .config import build_settings
         from .render.terminal import TerminalView
         from .session import controller
 
-        name = trace_name(item.nodeid)
-        settings = Settings(mode=self.mode, trace_dir=self.trace_dir, script_name=name,
-                            command=("pytest", item.nodeid), quiet=False)
+        # A fresh Settings per test: its own invocation id, and a script identity of its own.
+        settings = build_settings(mode=self.mode, trace_dir=self.trace_dir, script_name=trace_name(item.nodeid),
+                                  command=("pytest", item.nodeid), script_key=f"pytest:{item.nodeid}")
         script_dir = settings.script_dir
         collector = RunCollector()
         listeners: list[Any] = [collector]
@@ -214,7 +221,7 @@ class _Tracer:
         sd = test.script_dir
         if not _inside(sd, self.trace_dir) or sd.is_symlink():
             return
-        if not test.existed:
+        if not test.existed and sd == test.predicted:
             shutil.rmtree(sd, ignore_errors=True)
         else:
             records = sd / ".run_records"

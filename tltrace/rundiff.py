@@ -258,11 +258,12 @@ class CompilePair:
     def to_json(self) -> dict[str, Any]:
         d = self.diff
         first = d.first_difference if d is not None else None
+        either = self.a or self.b
         out: dict[str, Any] = {
             "status": self.status, "paired_by": self.how or None,
             "a_run_id": self.a.run_id if self.a else None, "b_run_id": self.b.run_id if self.b else None,
             "a_signature": _sig(self.a), "b_signature": _sig(self.b),
-            "kernel": (self.a or self.b).kernel if (self.a or self.b) else None,
+            "kernel": either.kernel if either is not None else None,
         }
         if d is not None:
             out["counts"] = d.counts

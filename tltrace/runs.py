@@ -26,16 +26,18 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 from .errors import RecordsError, UsageError
 from .session.names import safe_component
 from .session.records import READABLE_SCHEMA_VERSIONS, RUNNING, SCHEMA_VERSION, PassRecord, RunManifest
-from .session.store import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS
+from .session.scripts import script_dir_for
+from .session.store import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS, time_of_id, tree_bytes
+from .session.writer import writer_alive
 
 INTERRUPTED = "interrupted"  # shown for a run whose process is gone but never finished
 DAMAGED = "damaged"
 
-_RUN_ID = re.compile(r"^run_(\d{8})_(\d{6})_(\d+)_(\d+)_([0-9a-f]+)$")
 _HASH = re.compile(r"^[0-9a-f]{8,128}$")  # a stored text's name in .objects (session/store.text_hash)
 _LATEST_TIME = 1e11  # year ~5138: any later 'started' is garbage, not a time
 _RELATIVE = re.compile(r"^(?:latest|-\d+)$")
@@ -128,9 +130,12 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
     name = path.stem if path.suffix == ".py" else path.name
     if path.name == "__main__.py":
         name = path.resolve().parent.name
-    candidate = trace_dir / safe_component(name)
+    candidate = script_dir_for(trace_dir, text)  # x/kernel.py and y/kernel.py have their own dirs
     if name and is_script_dir(candidate):
         return Location((candidate,))
+    by_name = trace_dir / safe_component(name)
+    if name and not path.exists() and is_script_dir(by_name):
+        return Location((by_name,))  # a script no longer (or not here) on disk: its name's directory
     if name and (candidate / RUN_RECORDS).exists():
         raise RecordsError(_not_a_dir(candidate / RUN_RECORDS))
     if path.exists():
@@ -263,21 +268,14 @@ def _merge_log(run_dir: Path, manifest: RunManifest) -> RunManifest:
         known = {r.index: r for r in manifest.records}
         known.update({r.index: r for r in logged})
         manifest = manifest.with_records([known[k] for k in sorted(known)])
-    if not _process_alive(run_dir.name):
+    if not _writer_alive(manifest, run_dir.name):
         manifest = replace(manifest, status=INTERRUPTED)
     return manifest
 
 
 def run_id_time(run_id: str) -> float | None:
-    """Return the start time (epoch seconds) encoded in a run id, or None when it holds none."""
-    m = _RUN_ID.match(run_id)
-    if not m:
-        return None
-    try:
-        return _dt.datetime.strptime(m.group(1) + m.group(2) + m.group(3)[:6].ljust(6, "0"),
-                                     "%Y%m%d%H%M%S%f").timestamp()
-    except (ValueError, OverflowError):
-        return None
+    """Return the start time (epoch seconds) encoded in a run or invocation id, or None when it holds none."""
+    return safe_time(time_of_id(run_id))
 
 
 def safe_time(value: object) -> float | None:
@@ -307,44 +305,19 @@ def _from_log_only(run_dir: Path) -> RunManifest:
     return _merge_log(run_dir, manifest)
 
 
-def _process_alive(run_id: str) -> bool:
-    m = _RUN_ID.match(run_id)
-    if not m:
-        return False
-    pid = int(m.group(4))
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
+def _writer_alive(manifest: RunManifest, run_id: str) -> bool:
+    """True while the process that writes the run may still write it (pid and process start, not pid alone)."""
+    return writer_alive(manifest.writer, run_id)
 
 
 def is_active(run: Run) -> bool:
     """Return True while the process that writes this run may still be writing it."""
-    return run.status == RUNNING and _process_alive(run.run_id)
+    return run.status == RUNNING and run.manifest is not None and _writer_alive(run.manifest, run.run_id)
 
 
 def dir_size(path: Path) -> int:
     """Return the apparent size in bytes of the files under `path`."""
-    total = 0
-    stack = [Path(path)]
-    while stack:
-        d = stack.pop()
-        try:
-            with os.scandir(d) as it:
-                for e in it:
-                    try:
-                        if e.is_dir(follow_symlinks=False):
-                            stack.append(Path(e.path))
-                        elif e.is_file(follow_symlinks=False):
-                            total += e.stat(follow_symlinks=False).st_size
-                    except OSError:
-                        pass
-        except OSError:
-            pass
-    return total
+    return tree_bytes(path)
 
 
 def load_run(run_dir: Path, *, size: bool = False) -> Run:
@@ -463,7 +436,10 @@ class Selection:
                          "name it with --kernel NAME, a signature prefix or a run id")
 
 
-def _prefix_hits(items: list[tuple[str, object]], spec: str) -> list[object]:
+_T = TypeVar("_T")
+
+
+def _prefix_hits(items: list[tuple[str, _T]], spec: str) -> list[_T]:
     exact = [o for k, o in items if k == spec]
     return exact or [o for k, o in items if k.startswith(spec)]
 
@@ -524,16 +500,16 @@ def select(script_dir: Path, spec: str | None = None, kernel: str | None = None,
     all_runs = [(r.run_id, (i, r)) for i in invs for r in i.runs]
     hits = _prefix_hits(all_runs, spec) or _prefix_hits(all_runs, f"run_{spec}")
     if len(hits) == 1:
-        inv, run = hits[0]  # type: ignore[misc]
-        return Selection(inv, _narrow(inv, (run,), kernel, compile_, spec), spec)
+        inv, one = hits[0]
+        return Selection(inv, _narrow(inv, (one,), kernel, compile_, spec), spec)
     if len(hits) > 1:
-        first, second = hits[0][1].run_id, hits[1][1].run_id  # type: ignore[index]
+        first, second = hits[0][1].run_id, hits[1][1].run_id
         raise UsageError(f"run {spec!r} is ambiguous ({len(hits)} runs match: {first}, {second}, ...); "
                          "give more of the id")
     inv_hits = _prefix_hits([(i.id, i) for i in invs if not i.legacy], spec)
     if len(inv_hits) == 1:
-        inv = inv_hits[0]  # type: ignore[assignment]
-        return Selection(inv, _narrow(inv, inv.runs, kernel, compile_, spec), spec)  # type: ignore[arg-type]
+        inv = inv_hits[0]
+        return Selection(inv, _narrow(inv, inv.runs, kernel, compile_, spec), spec)
     if len(inv_hits) > 1:
         raise UsageError(f"invocation {spec!r} is ambiguous ({len(inv_hits)} match); give more of the id")
     if compile_ is None and not spec.startswith("run_"):

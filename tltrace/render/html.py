@@ -46,7 +46,7 @@ from typing import IO, Any
 from .._atomic import atomic_write
 from ..config import Settings
 from ..errors import RecordsError
-from ..session.events import Event, Notice, PassRecorded, RunFinished, RunStarted
+from ..session.events import Event, InvocationFinished, Notice, PassRecorded, RunFinished, RunStarted
 from ..session.records import FAILED, PassRecord, RunManifest
 from ..session.store import RUN_RECORDS, text_hash
 from .safejson import script_json
@@ -235,6 +235,8 @@ def _chunk_json(line: bytes) -> dict[str, Any] | None:
 def index_invocation(path: Path) -> str | None:
     """Return the invocation an index file lists (None: not an index of this tltrace, or unreadable)."""
     head = index_head()
+    if os.path.islink(path):
+        return None  # never read, let alone append, through a link
     try:
         with open(path, "rb") as fh:
             if fh.read(len(head)) != head:
@@ -268,7 +270,7 @@ def _file_lock(script_dir: Path) -> Iterator[None]:
     if fcntl is None:  # pragma: no cover
         yield
         return
-    fd = os.open(Path(script_dir) / INDEX_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(Path(script_dir) / INDEX_LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -324,6 +326,14 @@ def append_index(state: _Index, script_dir: Path, manifest: RunManifest, run_id:
         return len(row)
 
 
+SWITCHER_SIZE = 41  # compiles a report's switcher lists: all of a small invocation, else the nearest
+
+
+def _window(rows: list[dict[str, Any]], at: int, size: int) -> list[dict[str, Any]]:
+    lo = max(0, min(at - size // 2, len(rows) - size))
+    return rows[lo:lo + size]
+
+
 def sibling_chunk(rows: list[dict[str, Any]]) -> bytes:
     """Return the chunk that gives a compile report its switcher: [run_id, label, status] per sibling."""
     sibs = [[r["run_id"], r.get("signature") or r.get("kernel") or r["run_id"], r.get("status") or "?"]
@@ -361,6 +371,9 @@ class HtmlReportListener:
         self.bytes_written = 0
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, InvocationFinished):
+            self._flush_siblings()  # takes the lock itself
+            return
         try:
             with self._lock:
                 if isinstance(event, PassRecorded):
@@ -464,13 +477,18 @@ class HtmlReportListener:
         """
         with self._lock:
             reports, self._open = list(self._open.values()), {}
-            written, self._written = self._written, {}
-            indexes = dict(self._indexes)
         for rep in reports:
             try:
                 rep.fh.close()
             except Exception:
                 pass
+        self._flush_siblings()
+
+    def _flush_siblings(self) -> None:
+        """Append the switcher's list to every compile report written since the last flush."""
+        with self._lock:
+            written, self._written = self._written, {}
+            indexes = dict(self._indexes)
         for script_dir, run_dirs in written.items():
             try:
                 self._siblings(script_dir, run_dirs, indexes.get(script_dir))
@@ -481,12 +499,14 @@ class HtmlReportListener:
         path = script_dir / REPORT_NAME
         with _file_lock(script_dir):
             rows = index_rows(path) if state is not None and index_invocation(path) == state.invocation else []
-        known = {r["run_id"] for r in rows}
-        mine = [d for d in run_dirs if d.name in known]
+        position = {r["run_id"]: i for i, r in enumerate(rows)}
+        mine = [d for d in run_dirs if d.name in position]
         if len(rows) < 2 or not mine:
             return
-        data = sibling_chunk(rows)
+        whole = sibling_chunk(rows) if len(rows) <= SWITCHER_SIZE else None
         for d in mine:
+            # A large invocation: the switcher lists the compiles around this one; the index lists all.
+            data = whole or sibling_chunk(_window(rows, position[d.name], SWITCHER_SIZE))
             with open(d / REPORT_NAME, "ab") as fh:
                 fh.write(data)
             self.bytes_written += len(data)
@@ -526,7 +546,9 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     if manifest.invocation:
         sibs = [r for r in R.invocations(run_dir.parent.parent) if r.id == manifest.invocation]
         if sibs and len(sibs[0].runs) > 1:
-            parts.append(sibling_chunk([_row_of_run(r) for r in sibs[0].runs]))
+            rows = [_row_of_run(r) for r in sibs[0].runs]
+            at = next((i for i, r in enumerate(rows) if r["run_id"] == run_dir.name), 0)
+            parts.append(sibling_chunk(_window(rows, at, SWITCHER_SIZE)))
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(out, [report_head(), *parts])
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 DEVICE = "device"
@@ -45,22 +46,41 @@ def record_name(role: str | None) -> str:
 
 
 def compiles_source(ffi_name: str) -> bool:
-    """Return True when the module this FFI returns is source compiled later (edits take effect)."""
+    """Return True when the module this FFI returns is source compiled later (edits take effect).
+
+    Checked against TileLang 0.1.15's backends: every `*_without_compile` FFI and
+    `target.build.tilelang_c` (host: `tilelang_c_host`) return C-family source that
+    the adapter compiles afterwards. Not included, on purpose:
+    - `target.build.tilelang_ascend` (like `tilelang_cuda`, `tilelang_hip`) compiles
+      inside the FFI through `tilelang_callback_ascend_compile` and returns a binary;
+      its `_without_compile` twin is covered by the suffix.
+    - `target.build.webgpu` returns TVM's WebGPU module (WGSL run as is); 0.1.15
+      registers no Python constructor for that module type, and a C source module in
+      its place would not run, so an edit cannot be compiled back.
+    - `target.build.tilelang_cpp` is not registered in 0.1.15 at all.
+    """
     return ffi_name.endswith(_SOURCE_COMPILING_SUFFIX) or ffi_name in (
         "target.build.tilelang_c",
         "target.build.tilelang_c_host",
     )
 
 
-def module_source(module: Any) -> str:
-    """Return the source text a codegen module carries ('' when it has none)."""
+def module_source(module: Any, on_error: Callable[[str], None] | None = None) -> str:
+    """Return the source text a codegen module carries ('' when it has none).
+
+    When reading it raises, `on_error` hears one line: an empty source then means
+    "could not be read", not "there is none".
+    """
     for attr in ("inspect_source", "get_source"):
         fn = getattr(module, attr, None)
         if fn is None:
             continue
         try:
             text = fn()
-        except Exception:
+        except Exception as exc:
+            if on_error is not None:
+                on_error(f"could not read the generated source ({attr}: {type(exc).__name__}: {exc}); "
+                         "no working file for this codegen call")
             continue
         if text:
             return str(text)

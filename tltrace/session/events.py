@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from .records import PassRecord, RunManifest
 
@@ -49,8 +49,50 @@ class RunFinished:
     script_dir: Path
 
 
-Event = RunStarted | PassRecorded | Notice | RunFinished
+@dataclass(frozen=True)
+class Pruned:
+    """Retention removed old invocations of a script (or tried to: `failed` says what stayed)."""
+
+    script_dir: Path
+    runs: int
+    invocations: int
+    bytes_freed: int
+    kept_invocations: int
+    keep: int
+    failed: tuple[str, ...] = ()
 
 
-class Listener(Protocol):
-    def __call__(self, event: Event) -> None: ...
+@dataclass(frozen=True)
+class InvocationFinished:
+    """The invocation (one `tltrace run`, one enable()..disable() span) is over; `runs` are its compiles."""
+
+    invocation: str
+    runs: tuple[RunManifest, ...]
+    interrupted: bool = False
+
+
+@dataclass(frozen=True)
+class ScriptOutput:
+    """What Python itself would print as the script ends: its traceback, a SystemExit message."""
+
+    text: str
+
+
+Event = RunStarted | PassRecorded | Notice | RunFinished | Pruned | InvocationFinished | ScriptOutput
+
+
+class TltraceWarning(RuntimeWarning):
+    """What tltrace must say when no listener can say it (the listener itself failed)."""
+
+
+def fallback_warning(message: str) -> None:
+    """Say `message` (its first line) through Python's warnings, for when no listener can.
+
+    The one fallback of the core: it never writes to a stream itself, and a program
+    can filter TltraceWarning like any other warning.
+    """
+    try:
+        warnings.warn(message.splitlines()[0][:500] if message else "tltrace warning", TltraceWarning,
+                      stacklevel=3)
+    except Exception:
+        pass

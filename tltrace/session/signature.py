@@ -27,7 +27,7 @@ def input_hash(text: str) -> str:
 
 
 def launch_info(mod: Any, kernel: str | None = None) -> dict[str, Any]:
-    """Return {"grid": [..], "threads": [..], "shared_bytes": int, "buffers": [{name, shape, dtype}]}.
+    """Return {"function", "grid": [..], "threads": [..], "shared_bytes": int, "buffers": [{name, shape, dtype}]}.
 
     `mod` is an IRModule (or a PrimFunc); with several functions, the one named
     `kernel` wins, else the first that launches a grid. Keys that cannot be read are
@@ -43,6 +43,7 @@ def launch_info(mod: Any, kernel: str | None = None) -> dict[str, Any]:
             info = _func_info(func)
         except Exception:
             continue
+        info["function"] = name
         if kernel is not None and name == kernel:
             return info
         if not best or ("grid" in info and "grid" not in best):
@@ -84,7 +85,7 @@ def _shape(shape: Any) -> list[int | str]:
 
 def _func_info(func: Any) -> dict[str, Any]:
     info: dict[str, Any] = {}
-    buffers = []
+    buffers: list[dict[str, Any]] = []
     bmap = func.buffer_map
     for param in func.params:
         buf = bmap.get(param) if hasattr(bmap, "get") else (bmap[param] if param in bmap else None)
@@ -198,8 +199,8 @@ def signature(kernel: str | None, launch: dict[str, Any] | None, input_hash: str
     Two compiles whose input IR differs get different labels (the hash says so even
     when the shapes agree); the shapes are there for people.
     """
-    parts = [kernel or "kernel"]
     launch = launch or {}
+    parts = [kernel or str(launch.get("function") or "kernel")]
     bufs = [b for b in launch.get("buffers") or () if isinstance(b, dict)]
     shapes = [_dims(b.get("shape") or ()) for b in bufs if b.get("shape")]
     if shapes:
@@ -240,4 +241,5 @@ def variant_key(kernel: str | None, launch: dict[str, Any] | None) -> str:
     )
     grid = _dims(launch.get("grid") or ())
     threads = _dims(launch.get("threads") or ())
-    return f"{kernel or 'kernel'}|{bufs}|grid={grid}|threads={threads}"
+    name = kernel or str(launch.get("function") or "kernel")
+    return f"{name}|{bufs}|grid={grid}|threads={threads}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import sys
 import threading
 import time
@@ -23,11 +24,12 @@ from .. import __version__
 from ..config import Settings
 from ..difftext import count_changes
 from . import codegen as cg
-from .events import Event, Notice, PassRecorded, RunFinished, RunStarted
+from .controller import interrupted
+from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
 from .names import pass_display_name
 from .records import CHANGED, CODEGEN, COMPLETE, ERROR, FAILED, NOOP, PassRecord, RunManifest
 from .signature import input_hash, launch_info, signature
-from .store import RunStore, prune_runs, text_hash
+from .store import RunStore, text_hash
 from .writer import writer_token
 
 Emit = Callable[[Event], None]
@@ -36,12 +38,31 @@ UNSCOPED = "unscoped"
 CODEGEN_PHASE = "codegen"
 
 
-def _error_text(error: BaseException | None) -> str:
+def error_text(error: BaseException | str | None) -> str:
+    """Return "ExcType: message" for a failure (a text already in that form is kept as it is).
+
+    TVM errors may hold a C++ backtrace before the message; the message is what a
+    person reads, and its type is named once (never "RuntimeError: RuntimeError: ...").
+    """
+    if interrupted() or isinstance(error, KeyboardInterrupt):
+        # Ctrl+C inside a pass callback reaches TileLang as TVM's RuntimeError: say what happened.
+        return "KeyboardInterrupt"
     if error is None:
         return "pass raised (no exception was passed to the instrument)"
+    if isinstance(error, str):
+        return error.strip() or "error"
+    name = type(error).__name__
     msg = str(error).strip()
-    # TVM errors carry a long C++ backtrace; the first line is what a person reads.
-    return f"{type(error).__name__}: {msg}" if msg else type(error).__name__
+    lines = [ln for ln in msg.splitlines() if ln.strip()]
+    if lines and lines[0].startswith("Traceback"):
+        tail = [i for i, ln in enumerate(lines) if _ERROR_HEAD.match(ln)]
+        msg = "\n".join(lines[tail[-1]:]) if tail else lines[-1]
+    if not msg:
+        return name
+    return msg if msg.startswith(f"{name}:") else f"{name}: {msg}"
+
+
+_ERROR_HEAD = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Warning): ")
 
 
 def _parse_context(text: str | None) -> dict[str, str]:
@@ -91,6 +112,7 @@ class TraceSession:
         self._last_text: str | None = None
         self._last_parts: tuple | None = None
         self.edited = False
+        self.pipelines = 0  # backend pipelines entered in this compile session
         self._listener_failed = False
         self.manifest = RunManifest(
             run_id="",
@@ -115,7 +137,7 @@ class TraceSession:
         except Exception as exc:  # a listener must never break a compile
             if not self._listener_failed:
                 self._listener_failed = True
-                _fallback_warning(f"tltrace: could not show an event ({type(exc).__name__}: {exc}); "
+                fallback_warning(f"tltrace: could not show an event ({type(exc).__name__}: {exc}); "
                                   "records are still written")
 
     def warn(self, message: str) -> None:
@@ -171,7 +193,7 @@ class TraceSession:
 
     def _ensure_store(self) -> RunStore:
         if self.store is None:
-            store = RunStore(self.settings.script_dir)
+            store = RunStore(self.settings.claim_script_dir())
             store.open()
             self.store = store
             self.manifest = replace(self.manifest, run_id=store.run_id)
@@ -217,13 +239,12 @@ class TraceSession:
         return record
 
     def pass_record(self, name: str, index: int, depth: int, parent: int | None, phase: str | None,
-                    before: str, after: str | None, duration: float, error: BaseException | None = None,
+                    before: str, after: str | None, duration: float, error: BaseException | str | None = None,
                     pending_error: bool = False, start: float | None = None) -> None:
         if self.broken:
             return
         try:
-            if name == "pass_fn" or not name:
-                name = name or "anonymous"
+            name = name or "anonymous"
             display = pass_display_name(name)
             if after is None:
                 status, added, removed = FAILED, 0, 0
@@ -233,7 +254,7 @@ class TraceSession:
             rec = PassRecord(
                 index=index, name=display, phase=phase or UNSCOPED, depth=depth, parent=parent,
                 status=status, added=added, removed=removed, duration_s=round(duration, 6),
-                error=_error_text(error) if status == FAILED and not pending_error else None,
+                error=error_text(error) if status == FAILED and not pending_error else None,
                 start_s=round(start - self.t0, 6) if start is not None else None,
             )
             rec = self.add_record(rec, before, after if after is not None else before)
@@ -257,19 +278,18 @@ class TraceSession:
         try:
             records = sorted(self.records, key=lambda r: r.index)
             if self.failed_pending:
-                msg = _error_text(error) if error is not None else "pass did not complete"
+                msg = error_text(error) if error is not None else "pass did not complete"
                 pending = set(self.failed_pending)
                 records = [replace(r, error=msg) if r.index in pending else r for r in records]
             self.manifest = replace(
                 self.manifest.with_records(records),
                 finished=time.time(),
                 status=ERROR if error is not None else COMPLETE,
-                error=_error_text(error) if error is not None else None,
+                error=error_text(error) if error is not None else None,
             )
             self.store.write_manifest(self.manifest)
             self.store.close()
             self.emit(RunFinished(self.manifest, self.store.run_dir, self.store.script_dir))
-            prune_runs(self.store.script_dir, self.settings.keep, protect=self.store.run_id)
         except Exception as exc:
             self._guard("finishing the run", exc)
         finally:
@@ -316,13 +336,13 @@ class _Observer:
         except Exception as exc:
             s._guard(f"capturing the IR after {name}", exc)
             return
-        if not _wanted(s.settings, name):
-            return
         s.pass_record(name, event.sequence, event.depth, event.parent_sequence, event.phase,
                       before, after, duration, start=t0)
 
     def passes_incomplete(self, passes: Any, error: BaseException | None) -> None:
         s = self.session
+        if interrupted():
+            return  # Ctrl+C: the passes did not fail, the run is recorded as interrupted
         if error is None:
             error = sys.exc_info()[1]
         for frame in passes:
@@ -335,11 +355,6 @@ class _Observer:
 
     def callback_mismatch(self, actual: str, expected: str | None) -> None:
         self.session.warn(f"unmatched pass callback: got {actual!r}, expected {expected!r}")
-
-
-def _wanted(settings: Settings, name: str) -> bool:
-    """Records are always kept on disk; --only/--skip filter what the terminal shows, not this."""
-    return True
 
 
 def _module_parts(mod: Any) -> tuple | None:
@@ -398,12 +413,6 @@ def _keep_out_of_cache(session: TraceSession) -> None:
                             "or edited kernel is never saved into it", kernel=session.manifest.kernel))
 
 
-def _fallback_warning(message: str) -> None:
-    try:
-        sys.stderr.write(message.splitlines()[0][:500] + "\n")
-    except Exception:
-        pass
-
 
 def make_tool_class() -> type:
     """Build the PassInstrumentationTool subclass (imports TileLang lazily)."""
@@ -457,29 +466,36 @@ def make_tool_class() -> type:
             s = self.session
             if not s.manifest.target and isinstance(base_phase, str) and base_phase.startswith("pipeline_"):
                 s.manifest = replace(s.manifest, target=base_phase[len("pipeline_"):] or None)
+            # A second pipeline in one compile session is filed as run2_<phase>, as the spec labels it.
+            s.pipelines += 1
+            if s.pipelines > 1 and isinstance(base_phase, str):
+                return pass_phase(f"run{s.pipelines}_{base_phase}")
             return nullcontext()
 
         def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
+            # Recording may have stopped (a full disk): the working files are still reconciled,
+            # so an edit is compiled, or said not to be, whatever happened to the records.
             s = self.session
-            if s.broken:
-                return next_call()
+            role = before = None
             try:
                 role = cg.classify_role(event)
-                before = s.text_of(event.mod)
-                if s.manifest.input_hash is None:
-                    s.note_input(event.mod, before)
-                if not s.manifest.target:
-                    s.manifest = replace(s.manifest, target=_target_str(event.target))
+                if not s.broken:
+                    before = s.text_of(event.mod)
+                    if s.manifest.input_hash is None:
+                        s.note_input(event.mod, before)
+                    if not s.manifest.target:
+                        s.manifest = replace(s.manifest, target=_target_str(event.target))
             except Exception as exc:
                 s._guard("capturing codegen input", exc)
-                return next_call()
+                before = None
             t0 = time.perf_counter()
             try:
                 with pass_phase(CODEGEN_PHASE):
                     result = next_call()
             except BaseException as exc:
-                s.pass_record(cg.record_name(role), s.next_index(), 0, None, CODEGEN_PHASE, before, None,
-                              time.perf_counter() - t0, exc, start=t0)
+                if before is not None and not interrupted() and not isinstance(exc, KeyboardInterrupt):
+                    s.pass_record(cg.record_name(role), s.next_index(), 0, None, CODEGEN_PHASE, before, None,
+                                  time.perf_counter() - t0, exc, start=t0)
                 raise
             duration = time.perf_counter() - t0
             return _record_codegen(s, event, role, before, result, duration, t0)
@@ -497,33 +513,34 @@ def _target_str(target: Any) -> str | None:
         return str(target) if target is not None else None
 
 
-def _record_codegen(s: TraceSession, event: Any, role: str | None, before: str, result: Any,
+def _record_codegen(s: TraceSession, event: Any, role: str | None, before: str | None, result: Any,
                     duration: float, start: float | None = None) -> Any:
-    """Record one codegen call; reconcile the working file; return the module to use."""
-    if s.broken:
-        return result
-    try:
-        ffi = str(event.name)
-        generated = cg.module_source(result)
-        compiled = generated
-        outcome = None
-        out_result = result
-        if s.settings.working_files_enabled() and generated:
-            from ..reconcile.workflow import reconcile_codegen
+    """Reconcile the working file, then record the codegen call (unless recording stopped); return the module.
 
-            outcome = reconcile_codegen(
-                s.settings, kernel=s.manifest.kernel or "kernel", role=role, generated=generated,
-                compiles_source=cg.compiles_source(ffi), backend=s.manifest.backend,
-            )
-            for w in outcome.warnings:
-                s.warn(w)
+    The two are guarded apart: a failure while recording never undoes the reconcile,
+    and a failure while reconciling is said in one warning that names the file.
+    """
+    ffi = str(getattr(event, "name", ""))
+    try:
+        generated = cg.module_source(result, on_error=s.warn)
+    except Exception:
+        generated = ""
+    compiled, outcome, out_result = generated, None, result
+    if s.settings.working_files_enabled() and generated:
+        try:
+            outcome = _reconcile(s, event, role, generated, ffi)
             if outcome.compile_text != generated and cg.compiles_source(ffi):
                 out_result = cg.source_module(result, outcome.compile_text)
-                compiled = outcome.compile_text
-            elif outcome.compile_text != generated:
-                compiled = outcome.compile_text  # kept for the diff view; the binary is unedited
-            if outcome.tag:
-                s.emit(Notice(outcome.tag, outcome.message or "", kernel=s.manifest.kernel, path=outcome.path))
+            if outcome.compile_text != generated:
+                compiled = outcome.compile_text  # on a binary backend: kept for the diff view only
+                s.mark_edited()
+        except Exception as exc:
+            out_result, compiled = result, generated
+            s.warn(f"working files skipped for {_kernel_name(s, event)} ({type(exc).__name__}: {exc}); "
+                   "an edit there is not applied in this run")
+    if s.broken or before is None:
+        return out_result
+    try:
         index = s.next_index()
         added, removed = count_changes(before, compiled)
         rec = PassRecord(
@@ -534,9 +551,43 @@ def _record_codegen(s: TraceSession, event: Any, role: str | None, before: str, 
             start_s=round(start - s.t0, 6) if start is not None else None,
         )
         s.add_record(rec, before, compiled, ext_after="cpp")
-        if compiled != generated:
-            s.mark_edited()
-        return out_result
     except Exception as exc:
         s._guard("recording codegen", exc)
-        return result
+    return out_result
+
+
+def _kernel_name(s: TraceSession, event: Any) -> str:
+    """The kernel's name: the compile's (from its PassContext), else the lowered function's symbol."""
+    if s.manifest.kernel:
+        return s.manifest.kernel
+    try:
+        for gv, func in event.mod.functions.items():
+            attrs = getattr(func, "attrs", None)
+            name = str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else gv.name_hint
+            return name[: -len("_kernel")] if name.endswith("_kernel") else name
+    except Exception:
+        pass
+    return "kernel"
+
+
+def _reconcile(s: TraceSession, event: Any, role: str | None, generated: str, ffi: str) -> Any:
+    from ..reconcile.variant import variant_of
+    from ..reconcile.workflow import reconcile_codegen
+
+    # Device and host codegen of one compile share one variant: the first call's.
+    variant = getattr(s, "_wf_variant", None)
+    if variant is None:
+        variant = variant_of(event.mod)
+        s._wf_variant = variant  # type: ignore[attr-defined]
+    kernel = _kernel_name(s, event)
+    outcome = reconcile_codegen(
+        s.settings, kernel=kernel, role=role, generated=generated,
+        compiles_source=cg.compiles_source(ffi), backend=s.manifest.backend, variant=variant,
+    )
+    for w in outcome.warnings:
+        s.warn(w)
+    if outcome.tag:
+        s.emit(Notice(outcome.tag, outcome.message or "", kernel=kernel, path=outcome.path))
+    for kind, message, path in outcome.notices:
+        s.emit(Notice(kind, message, kernel=kernel, path=path))
+    return outcome

@@ -8,7 +8,6 @@ run whose pid was reused by another process reads as dead.
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import re
 import socket
@@ -87,31 +86,11 @@ def writer_alive(writer: dict[str, Any] | None, run_id: str | None = None) -> bo
             return True
         now = process_start(pid)
         return now is None or str(recorded) == now
-    pid = pid_of_run_id(run_id or "")
-    return pid is not None and pid_alive(pid)
+    from_id = pid_of_run_id(run_id or "")
+    return from_id is not None and pid_alive(from_id)
 
 
 def pid_of_run_id(run_id: str) -> int | None:
     """Return the pid a run id names (run_<date>_<time>_<us>_<pid>_<uid>), or None."""
     m = _RUN_ID.match(run_id)
     return int(m.group(4)) if m else None
-
-
-def time_of_id(identifier: str) -> float | None:
-    """Return the local time encoded in a run or invocation id (`<prefix>_YYYYMMDD_HHMMSS_ffffff_...`)."""
-    m = re.match(r"^[a-z]+_(\d{8})_(\d{6})(?:_(\d{6}))?", identifier)
-    if not m:
-        return None
-    try:
-        t = _dt.datetime.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S")
-    except ValueError:
-        return None
-    return t.timestamp() + (int(m.group(3)) / 1e6 if m.group(3) else 0.0)
-
-
-def new_invocation_id(now: _dt.datetime | None = None) -> str:
-    """Return a fresh invocation id: inv_<YYYYMMDD_HHMMSS_ffffff>_<pid>_<uid> (sorts by time)."""
-    import uuid
-
-    now = now or _dt.datetime.now()
-    return f"inv_{now:%Y%m%d_%H%M%S_%f}_{os.getpid()}_{uuid.uuid4().hex[:8]}"

@@ -134,6 +134,8 @@
         } else if (c.key === "failed_at") {
           if (r.failed_at) td.appendChild(el("span", "ix-failat", r.failed_at));
           if (r.error) td.title = str(r.error);
+        } else if (c.key === "seconds" && typeof v === "number") {
+          td.textContent = v.toFixed(2);
         } else {
           td.textContent = v === null || v === undefined ? "" : String(v);
         }

@@ -1,0 +1,255 @@
+"""Retention by invocation: one pruner for `run --keep` and `clean`, live invocations and links left alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tltrace.retention import clean
+from tltrace.session.records import RunManifest
+from tltrace.session.writer import process_start, writer_token
+
+from ._records import copy_tree, run_dirs
+from .conftest import EXAMPLES
+
+# Three kernels per invocation, lowered only (no C compiler run): fast, and real.
+MULTI = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {examples!r})
+    import tilelang
+    from tilelang import tvm
+    from elementwise_add import make_add
+
+    with tvm.target.Target("c"):
+        for n in (256, 512, 768):
+            tilelang.lower(make_add(n, 128), target="c")
+    """
+)
+
+
+def _manifests(sd: Path) -> list[RunManifest]:
+    return [RunManifest.from_json(json.loads((r / "manifest.json").read_text())) for r in run_dirs(sd)]
+
+
+def _invocations(sd: Path) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for m in _manifests(sd):
+        out[m.invocation] = out.get(m.invocation, 0) + 1
+    return out
+
+
+@pytest.fixture(scope="module")
+def multi(tmp_path_factory) -> tuple[Path, Path]:
+    """Three invocations of a three-compile script, run with `tltrace run -q --keep 2`."""
+    from typer.testing import CliRunner
+
+    from tltrace.cli import app
+
+    tmp = tmp_path_factory.mktemp("ret")
+    script = tmp / "multi.py"
+    script.write_text(MULTI.format(examples=str(EXAMPLES)))
+    td = tmp / "traces"
+    outs = []
+    for _ in range(3):
+        res = CliRunner().invoke(app, ["run", "-q", "--keep", "2", "--trace-dir", str(td), str(script)],
+                                 catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        outs.append(res.stdout)
+    (td / "outs.json").write_text(json.dumps(outs))
+    return td, script
+
+
+def test_run_keep_counts_invocations(multi) -> None:
+    td, _ = multi
+    outs = json.loads((td / "outs.json").read_text())
+    sd = td / "multi"
+    # The newest two invocations, each with all three of its compiles.
+    assert sorted(_invocations(sd).values()) == [3, 3]
+    assert "pruned" not in outs[0] and "pruned" not in outs[1]
+    pruned = [ln for ln in outs[2].splitlines() if "pruned" in ln]
+    assert len(pruned) == 1 and "pruned 3 runs (1 older invocation)" in pruned[0]
+    assert "--keep 2" in pruned[0]
+    # A stored text no kept run links to is gone; every kept run still reads whole.
+    assert all(o.stat().st_nlink > 1 for o in (sd / ".run_records" / ".objects").iterdir())
+
+
+def test_quiet_table_names_compiles_by_signature(multi) -> None:
+    td, _ = multi
+    out = json.loads((td / "outs.json").read_text())[0]
+    lines = out.splitlines()
+    (head,) = [i for i, ln in enumerate(lines) if ln.startswith("3 compiles, 0 failed")]
+    assert lines[head + 1].split()[:3] == ["status", "compile", "passes"]
+    rows = lines[head + 3: head + 6]
+    sigs = {m.signature for m in _manifests(td / "multi")}
+    for row, n in zip(rows, (256, 512, 768)):
+        assert row.startswith("ok ") and f"add {n},{n},{n} f32 grid {n // 128} thr 128 #" in row
+        assert any(sig in row for sig in sigs)
+    assert not any(ln.startswith("[add] ") for ln in lines)  # no line per compile
+
+
+def test_own_invocation_is_never_pruned_mid_run(run_cli, multi, tmp_path) -> None:
+    td, script = multi
+    td = copy_tree(td, tmp_path / "traces")
+    res = run_cli("run", "-q", "--keep", "1", "--trace-dir", td, script)
+    assert res.exit_code == 0, res.stderr
+    inv = _invocations(td / "multi")
+    assert list(inv.values()) == [3]  # this invocation's three compiles, the others pruned at its end
+    assert "pruned 6 runs (2 older invocations)" in res.stdout
+
+
+def test_clean_keep_one_keeps_the_newest_invocation(run_cli, multi, tmp_path) -> None:
+    td, _ = multi
+    td = copy_tree(td, tmp_path / "traces")
+    newest = _manifests(td / "multi")[-1].invocation
+    res = run_cli("clean", "--trace-dir", td, "multi", "--keep", "1")
+    assert res.exit_code == 0, res.stderr
+    assert "removed 3 run(s) of 1 invocation(s), kept 3" in res.stdout
+    assert _invocations(td / "multi") == {newest: 3}
+
+
+def _fake_run(sd: Path, name: str, **fields) -> Path:
+    run = sd / ".run_records" / name
+    run.mkdir(parents=True)
+    data = {"run_id": name, "script": sd.name, "status": "complete", "schema_version": 2, "started": 1.0,
+            **fields}
+    (run / "manifest.json").write_text(json.dumps(data))
+    return run
+
+
+def test_a_live_writer_keeps_its_invocation(tmp_path) -> None:
+    sd = tmp_path / "tr" / "s"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        me = writer_token()
+        other = {"pid": sleeper.pid, "start": process_start(sleeper.pid), "host": me["host"]}
+        live = _fake_run(sd, "run_20240101_000000_000000_1_aaaaaaaa", invocation="inv_20240101_000000_000000_1_a",
+                         writer=other)
+        # The same pid, another start time: a dead writer whose pid was reused.
+        reused = _fake_run(sd, "run_20240101_000001_000000_1_bbbbbbbb", invocation="inv_20240101_000001_000000_1_b",
+                           writer={**other, "start": "1"}, status="running")
+        # Schema 1 (no writer): the pid in the run id decides; a complete run of a dead pid goes.
+        old = _fake_run(sd, "run_20240101_000002_000000_4194999_cccccccc", schema_version=1)
+        res = clean([sd], remove_all=True)
+        assert res.skipped_active == [live] and live.is_dir()
+        assert sorted(res.removed) == sorted([reused, old]) and not reused.exists() and not old.exists()
+        assert res.invocations_removed == 2 and res.failed == []
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert clean([sd], remove_all=True).removed == [live]
+
+
+def test_an_open_enable_span_is_never_pruned(tmp_path) -> None:
+    import tilelang  # noqa: F401
+    from tilelang import tvm
+
+    import tltrace
+    from tltrace.api import enabled
+
+    sys.path.insert(0, str(EXAMPLES))
+    from elementwise_add import make_add
+
+    td = tmp_path / "tr"
+    tltrace.enable("terminal", td, quiet=True, keep=1)
+    try:
+        sd = enabled().script_dir
+        with tvm.target.Target("c"):
+            tilelang.lower(make_add(256, 128), target="c")
+        res = clean([sd], remove_all=True)
+        assert len(res.skipped_active) == 1 and res.removed == []
+    finally:
+        tltrace.disable()
+        sys.path.remove(str(EXAMPLES))
+    assert len(clean([sd], remove_all=True).removed) == 1
+
+
+def _outside_files(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in ("0123456789abcdef0123", "precious.txt", ".0123456789abcdef0123.x.tmp"):
+        (outside / name).write_text("keep me")  # singly linked: what garbage collection would take
+    return outside
+
+
+def test_linked_objects_dir_is_never_collected(run_cli, multi, tmp_path) -> None:
+    td, script = multi
+    td = copy_tree(td, tmp_path / "traces")
+    outside = _outside_files(tmp_path)
+    objects = td / "multi" / ".run_records" / ".objects"
+    shutil.rmtree(objects)
+    objects.symlink_to(outside, target_is_directory=True)
+    before = sorted(p.name for p in outside.iterdir())
+    res = run_cli("clean", "--trace-dir", td, "multi", "--all")
+    assert res.exit_code == 3
+    assert "not a directory of tltrace's own" in res.stderr and str(objects) in res.stderr
+    assert sorted(p.name for p in outside.iterdir()) == before
+    assert all(p.read_text() == "keep me" for p in outside.iterdir())
+    # run --keep goes through the same pruner.
+    res = run_cli("run", "-q", "--keep", "1", "--trace-dir", td, script)
+    assert res.exit_code == 0
+    assert sorted(p.name for p in outside.iterdir()) == before
+
+
+def test_linked_records_dir_and_run_links_are_left_alone(tmp_path) -> None:
+    outside = _outside_files(tmp_path)
+    run_like = outside / "run_20240101_000000_000000_1_aaaaaaaa"
+    run_like.mkdir()
+    (run_like / "manifest.json").write_text("{}")
+    sd = tmp_path / "tr" / "s"
+    sd.mkdir(parents=True)
+    (sd / ".run_records").symlink_to(outside, target_is_directory=True)
+    res = clean([sd], remove_all=True)
+    assert res.removed == [] and "not a directory of tltrace's own" in res.failed[0]
+    assert run_like.is_dir() and (outside / "precious.txt").exists()
+    # A run_* entry that is a link inside a real .run_records is not a run: never followed.
+    (sd / ".run_records").unlink()
+    (sd / ".run_records").mkdir()
+    (sd / ".run_records" / run_like.name).symlink_to(run_like, target_is_directory=True)
+    res = clean([sd], remove_all=True)
+    assert res.removed == [] and (run_like / "manifest.json").exists()
+
+
+def _freeze(paths: list[Path]) -> bool:
+    """Make `paths` impossible to change, as a read-only file system would; True when it worked."""
+    if os.geteuid() == 0:
+        ok = all(subprocess.run(["chattr", "+i", str(p)], capture_output=True).returncode == 0 for p in paths)
+        return ok
+    for p in paths:
+        p.chmod(0o555)
+    return True
+
+
+def _thaw(paths: list[Path]) -> None:
+    for p in paths:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(p)], capture_output=True)
+        else:
+            p.chmod(0o755)
+
+
+def test_failed_removal_is_reported_not_claimed(run_cli, multi, tmp_path) -> None:
+    td, _ = multi
+    td = copy_tree(td, tmp_path / "traces")
+    records = td / "multi" / ".run_records"
+    frozen = [records, records / ".objects", *run_dirs(td / "multi")]
+    if not _freeze(frozen):
+        pytest.skip("cannot make files immutable here (chattr)")
+    try:
+        res = run_cli("clean", "--trace-dir", td, "multi", "--all")
+        data = run_cli("clean", "--trace-dir", td, "multi", "--all", "--json")
+    finally:
+        _thaw(frozen)
+    assert res.exit_code == 3
+    assert "removed 0 run(s) of 0 invocation(s), kept 6; freed 0 B" in res.stdout
+    assert res.stderr.count("tltrace: warning: could not remove") == 6
+    assert len(run_dirs(td / "multi")) == 6
+    parsed = json.loads(data.stdout)
+    assert data.exit_code == 3 and parsed["removed"] == [] and len(parsed["failed"]) == 6
