@@ -216,7 +216,7 @@ class _Tracer:
 
     def _remove(self, test: _Test) -> None:
         """Remove a passing test's traces: its script dir if the test made it, else only its runs."""
-        from .session.store import collect_garbage
+        from .retention import _remove_run, collect_garbage
 
         sd = test.script_dir
         if not _inside(sd, self.trace_dir) or sd.is_symlink():
@@ -227,8 +227,8 @@ class _Tracer:
             records = sd / ".run_records"
             for run_dir in list(test.collector.started):
                 p = Path(run_dir)
-                if p.parent == records and not p.is_symlink() and _inside(p, records):
-                    shutil.rmtree(p, ignore_errors=True)
+                if p.parent == records and _inside(p, records):
+                    _remove_run(p)  # never follows a link
             try:
                 collect_garbage(records)
             except OSError:
