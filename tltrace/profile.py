@@ -24,6 +24,7 @@ What is timed, and how:
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -111,16 +112,21 @@ def timeline(manifest: RunManifest) -> CompileTimes:
                          status=r.status, added=r.added, removed=r.removed, exact=exact))
     last_end = max((s.end_s for s in out if s.depth == 0), default=0.0)
     wall = last_end
-    if manifest.finished is not None and manifest.started:
-        wall = max(last_end, float(manifest.finished) - float(manifest.started))
+    if _finite(manifest.finished) and _finite(manifest.started) and manifest.started:
+        wall = max(last_end, float(manifest.finished) - float(manifest.started))  # type: ignore[arg-type]
     codegen_ends = [s.end_s for s in out if s.kind == CODEGEN_KIND and s.status != FAILED]
-    if exact and codegen_ends and manifest.finished is not None:
+    if exact and codegen_ends and _finite(manifest.finished):
         start = max(codegen_ends)
         # Only after the last top-level slice: a codegen call followed by more passes is not the build.
         if start >= last_end - _EPS and wall - start > _EPS:
             out.append(Slice(name=BACKEND_NAME, start_s=start, duration_s=wall - start, kind=BACKEND,
                              phase="backend", status="complete" if manifest.status != "error" else "error"))
     return CompileTimes(manifest, tuple(out), wall, exact)
+
+
+def _finite(x: object) -> bool:
+    """True for a real, plausible time (a damaged manifest may hold NaN or 1e300)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and abs(x) < 1e11
 
 
 @dataclass
@@ -223,7 +229,8 @@ def profile(manifests: Iterable[RunManifest]) -> Profile:
         accounted = 0.0
         for s in c.slices:
             # Totals use the recorded duration (not the clamped slice), so that they add up to the records.
-            dur = float(by_index[s.index].duration_s) if s.index is not None else s.duration_s
+            raw = by_index[s.index].duration_s if s.index is not None else None
+            dur = float(raw) if raw is not None and _finite(raw) and raw >= 0 else s.duration_s
             if s.index is not None:
                 recorded += dur
             if s.depth == 0:

@@ -43,7 +43,7 @@
     return n;
   }
   function fmt(s) {
-    if (s === undefined || s === null || isNaN(s)) return "?";
+    if (typeof s !== "number" || !isFinite(s)) return "?";
     if (s >= 1) return s.toFixed(2) + " s";
     if (s >= 0.001) return (s * 1000).toFixed(1) + " ms";
     return Math.round(s * 1e6) + " \u00B5s";
