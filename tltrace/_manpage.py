@@ -148,6 +148,13 @@ def generate() -> str:
         esc("import tltrace; tltrace.enable(mode=\"both\") traces every later TileLang compilation; "
             "tltrace.disable() stops; tltrace.lower_trace(func, passes) diffs a chain of passes; "
             "tltrace.create_pass_instrument() records a standalone TVM PassContext."),
+        ".SH PYTEST PLUGIN",
+        ".PP",
+        esc("pytest --tltrace[=terminal|html|both] [--tltrace-dir DIR] [--tltrace-only-failed] traces every "
+            "TileLang compile of each test as one invocation, filed under <trace_dir>/<test node id>/ "
+            "(a bare --tltrace means html). A failing test's report gets a tltrace section naming its index "
+            "report and records; --tltrace-only-failed removes the traces of tests that passed. Without "
+            "--tltrace the plugin (entry point pytest11 'tltrace') changes nothing; -p no:tltrace unloads it."),
         ".SH SEE ALSO",
         ".PP",
         esc("python(1), diff(1)"),

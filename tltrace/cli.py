@@ -81,6 +81,7 @@ Examples:
   tltrace run my_kernel.py --mode both          diffs + HTML report + working files
   tltrace run --quiet --trace-dir ci_traces gemm.py --m 1024
   tltrace run -m mypkg.kernels -- --mode fast   everything after -- goes to the script
+  tltrace run --chrome-trace trace.json gemm.py   also write a Chrome trace (Perfetto)
 
 Options may stand before SCRIPT or right after it; the script's own arguments
 follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
@@ -117,6 +118,8 @@ def run_cmd(
     codegen_output: Optional[Path] = typer.Option(None, "--codegen-output", metavar="PATH",
                                                   help="Device working file (host: PATH with _host)."),
     no_codegen_output: bool = typer.Option(False, "--no-codegen-output", help="Write no working files."),
+    chrome_trace: Optional[Path] = typer.Option(None, "--chrome-trace", metavar="PATH",
+                                                help="Also write the compiles as a Chrome trace (Perfetto) to PATH."),
 ) -> None:
     """Run SCRIPT (or -m MODULE) as __main__ with every TileLang compilation traced."""
     rest = script_args(ctx, script, args)
@@ -144,9 +147,34 @@ def run_cmd(
     from .render.terminal import guard_lines
 
     emit = Listeners(settings)
+    collector = _chrome_collector(p["chrome_trace"])
+    sink = emit if collector is None else _tee(emit, collector)
     with guard_lines():
-        code = run_target(target, settings, emit, finalize=emit.close)
+        code = run_target(target, settings, sink, finalize=emit.close)
+    if collector is not None:
+        from .cli_export import write_run_trace
+
+        typer.echo(write_run_trace(collector, p["chrome_trace"]), err=True)
     raise typer.Exit(code)
+
+
+def _chrome_collector(path: Optional[Path]):
+    """Return a listener collecting the compiles for --chrome-trace PATH (None without the flag)."""
+    if path is None:
+        return None
+    if str(path) == "-":
+        raise fail("--chrome-trace - is for 'tltrace export'; under 'run' the script owns stdout, give a file")
+    from .collector import RunCollector
+
+    return RunCollector()
+
+
+def _tee(first, second):
+    def emit(event) -> None:
+        first(event)
+        second(event)
+
+    return emit
 
 
 def _settings(p: dict, target) -> Settings:
@@ -231,10 +259,11 @@ def _reparse(ctx, tokens: list[str]) -> None:
 
 
 def _register_commands() -> None:
-    from . import cli_edit, cli_records
+    from . import cli_edit, cli_export, cli_records
 
     cli_records.register(app)
     cli_edit.register(app)
+    cli_export.register(app)
 
 
 _register_commands()

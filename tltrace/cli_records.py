@@ -32,6 +32,9 @@ Examples:
   tltrace show ./tmp/lower_trace_dir/gemm/.run_records/run_2026...   a run directory (one compile)
   tltrace show gemm.py --html                   (re)write the compile's report, or the invocation's index
   tltrace show gemm.py -1 --json                the same as JSON
+  tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
+  tltrace show gemm.py -1 'gemm 1024' --profile --top 5 --json   one compile's 5 slowest, as JSON
+  tltrace show --format markdown >> "$GITHUB_STEP_SUMMARY"   compiles + top passes for CI
 
 An invocation is one 'tltrace run' (or watch rerun, or enable()..disable() span);
 each kernel it compiled is a compile (a run directory) with a signature: kernel,
@@ -173,6 +176,10 @@ def show_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
     kernel: Optional[str] = KERNEL_OPT,
+    profile: bool = typer.Option(False, "--profile", help="Where the compile time went: slowest passes by name."),
+    top: Optional[int] = typer.Option(None, "--top", metavar="N", min=1, help="Rows of --profile / markdown."),
+    fmt: Optional[str] = typer.Option(None, "--format", metavar="table|json|markdown",
+                                      help="Output format; markdown: compiles (failures first) and top passes."),
 ) -> None:
     """List invocations and their compiles, or one compile's passes, or one pass's diff."""
     from . import runs as R
@@ -187,6 +194,21 @@ def show_cmd(
     compile_: str | None = items[2] if len(items) > 2 else None
     if target is not None and run_spec is None and R.looks_like_run_spec(target) and not Path(target).exists():
         target, run_spec = None, target  # 'tltrace show -2': a RUN of the only script
+    if fmt not in (None, "table", "json", "markdown"):
+        raise _fail(f"--format {fmt!r} is not one of table, json, markdown")
+    as_json = as_json or fmt == "json"
+    if profile or fmt == "markdown":  # profile and CI summary: cli_profile.py
+        from . import cli_profile
+
+        try:
+            chosen = cli_profile.select(target, run_spec, td, kernel, whole_invocation=not profile, compile_=compile_)
+        except TltraceError as exc:
+            raise _fail(str(exc), exc.exit_code) from None
+        if fmt == "markdown":
+            sys.stdout.write(cli_profile.markdown(chosen, top))
+        else:
+            cli_profile.print_profile(chosen, top, as_json)
+        return
     try:
         if run_spec is None and pass_ is None and not html:
             loc = R.locate(target, td)

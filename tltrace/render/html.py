@@ -112,10 +112,10 @@ def _sha256_b64(text: str) -> str:
     return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
 
-def _page_head(template: str, css_names: tuple[str, ...], js_name: str) -> bytes:
+def _page_head(template: str, css_names: tuple[str, ...], js_names: tuple[str, ...]) -> bytes:
     page = _asset(template)
     # The assets are ours; still, keep them from closing their own elements early.
-    css, js = "\n".join(_asset(n) for n in css_names), _asset(js_name)
+    css, js = "\n".join(_asset(n) for n in css_names), "\n".join(_asset(n) for n in js_names)
     for text in (css, js):
         if re.search(r"</(script|style)|<!--", text, re.I):
             raise RuntimeError("report assets must not contain </script, </style or <!--")
@@ -131,14 +131,15 @@ def _page_head(template: str, css_names: tuple[str, ...], js_name: str) -> bytes
 def report_head() -> bytes:
     """Return a compile report's fixed head: skeleton, CSS and JS, ending where the data chunks start."""
     if "report" not in _HEAD_CACHE:
-        _HEAD_CACHE["report"] = _page_head("report.html", ("report.css",), "report.js")
+        _HEAD_CACHE["report"] = _page_head("report.html", ("report.css", "profile.css"), ("profile.js", "report.js"))
     return _HEAD_CACHE["report"]
 
 
 def index_head() -> bytes:
     """Return the invocation index's fixed head (it shares report.css's palette)."""
     if "index" not in _HEAD_CACHE:
-        _HEAD_CACHE["index"] = _page_head("index.html", ("report.css", "index.css"), "index.js")
+        _HEAD_CACHE["index"] = _page_head("index.html", ("report.css", "index.css", "profile.css"),
+                                           ("profile.js", "index.js"))
     return _HEAD_CACHE["index"]
 
 
@@ -200,6 +201,10 @@ def index_row(manifest: RunManifest, run_id: str | None = None) -> dict[str, Any
         row["seconds"] = round(m.finished - m.started, 4)
     if m.error:
         row["error"] = m.error.strip().splitlines()[0][:300] if m.error.strip() else m.error
+    if m.records and m.finished is not None:  # time per pass name, for the profile view (profile.js)
+        from ..profile import pass_times_us
+
+        row["pu"] = pass_times_us(m)
     return {k: v for k, v in row.items() if v is not None}
 
 

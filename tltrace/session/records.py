@@ -48,6 +48,7 @@ class PassRecord:
     error: str | None = None  # failed records: "ExcType: message"
     reconcile: str | None = None  # codegen records: PATCHED, REGENERATED, ...
     working_file: str | None = None  # codegen records: the working file, absolute
+    start_s: float | None = None  # when the pass started, seconds after the compile session began
 
     @property
     def changed(self) -> bool:
@@ -79,6 +80,7 @@ _RECORD_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {  # field: (types, No
     "duration_s": (_NUM, False), **{k: (_STR, True) for k in (
         "before_hash", "after_hash", "before_file", "after_file", "role", "ffi", "error", "reconcile",
         "working_file")},
+    "start_s": (_NUM, True),
 }
 
 

@@ -102,6 +102,7 @@ class TraceSession:
         self.settings = settings
         self._emit_fn = emit
         self._lock = threading.RLock()
+        self.t0 = time.perf_counter()  # record start_s is measured from here
         self._counter = itertools.count()
         self.records: list[PassRecord] = []
         self.store: RunStore | None = None
@@ -239,7 +240,7 @@ class TraceSession:
 
     def pass_record(self, name: str, index: int, depth: int, parent: int | None, phase: str | None,
                     before: str, after: str | None, duration: float, error: BaseException | str | None = None,
-                    pending_error: bool = False) -> None:
+                    pending_error: bool = False, start: float | None = None) -> None:
         if self.broken:
             return
         try:
@@ -254,6 +255,7 @@ class TraceSession:
                 index=index, name=display, phase=phase or UNSCOPED, depth=depth, parent=parent,
                 status=status, added=added, removed=removed, duration_s=round(duration, 6),
                 error=error_text(error) if status == FAILED and not pending_error else None,
+                start_s=round(start - self.t0, 6) if start is not None else None,
             )
             rec = self.add_record(rec, before, after if after is not None else before)
             if pending_error:
@@ -335,7 +337,7 @@ class _Observer:
             s._guard(f"capturing the IR after {name}", exc)
             return
         s.pass_record(name, event.sequence, event.depth, event.parent_sequence, event.phase,
-                      before, after, duration)
+                      before, after, duration, start=t0)
 
     def passes_incomplete(self, passes: Any, error: BaseException | None) -> None:
         s = self.session
@@ -349,7 +351,7 @@ class _Observer:
                 continue
             name, before, t0 = state
             s.pass_record(name, event.sequence, event.depth, event.parent_sequence, event.phase,
-                          before, None, time.perf_counter() - t0, error, pending_error=error is None)
+                          before, None, time.perf_counter() - t0, error, pending_error=error is None, start=t0)
 
     def callback_mismatch(self, actual: str, expected: str | None) -> None:
         self.session.warn(f"unmatched pass callback: got {actual!r}, expected {expected!r}")
@@ -493,10 +495,10 @@ def make_tool_class() -> type:
             except BaseException as exc:
                 if before is not None and not interrupted() and not isinstance(exc, KeyboardInterrupt):
                     s.pass_record(cg.record_name(role), s.next_index(), 0, None, CODEGEN_PHASE, before, None,
-                                  time.perf_counter() - t0, exc)
+                                  time.perf_counter() - t0, exc, start=t0)
                 raise
             duration = time.perf_counter() - t0
-            return _record_codegen(s, event, role, before, result, duration)
+            return _record_codegen(s, event, role, before, result, duration, t0)
 
         def finish(self, error: BaseException | None) -> None:
             self.session.finish(error)
@@ -512,7 +514,7 @@ def _target_str(target: Any) -> str | None:
 
 
 def _record_codegen(s: TraceSession, event: Any, role: str | None, before: str | None, result: Any,
-                    duration: float) -> Any:
+                    duration: float, start: float | None = None) -> Any:
     """Reconcile the working file, then record the codegen call (unless recording stopped); return the module.
 
     The two are guarded apart: a failure while recording never undoes the reconcile,
@@ -546,6 +548,7 @@ def _record_codegen(s: TraceSession, event: Any, role: str | None, before: str |
             added=added, removed=removed, duration_s=round(duration, 6), role=role, ffi=ffi,
             reconcile=outcome.tag if outcome else None,
             working_file=str(outcome.path) if outcome and outcome.path else None,
+            start_s=round(start - s.t0, 6) if start is not None else None,
         )
         s.add_record(rec, before, compiled, ext_after="cpp")
     except Exception as exc:

@@ -195,6 +195,7 @@
       applyTheme(t); setPref("tltrace-theme", t);
     });
     render();
+    if (window.tltraceProfile) window.tltraceProfile.attachIndex({ rows: S.rows });
     document.documentElement.setAttribute("data-ready-ms", String(Math.round(performance.now())));
     document.documentElement.setAttribute("data-ready", "1");
   }

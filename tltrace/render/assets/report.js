@@ -941,6 +941,7 @@
     applyFilters();
     if (pos >= 0) select(pos);
     else { clear($("tl-view")); $("tl-view").appendChild(el("p", "tl-empty", "No passes were recorded in this run.")); }
+    if (window.tltraceProfile) window.tltraceProfile.attach({ recs: S.recs, texts: S.texts, meta: S.meta, select: select });
     // When the first pass was on screen (ms since navigation): bench/report.py reads it.
     document.documentElement.setAttribute("data-ready-ms", String(Math.round(performance.now())));
     document.documentElement.setAttribute("data-ready", "1");

@@ -1,0 +1,188 @@
+"""The pytest plugin on real CPU kernels (pytester), and proof that without --tltrace it changes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import tltrace.session.names  # noqa: F401  # imported before pytester snapshots sys.modules (trace_name uses it)
+from tltrace.pytest_plugin import trace_name
+
+from ._kernels import KERNELS
+
+pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parent.parent
+# Load the plugin from this checkout whether or not the pytest11 entry point is installed
+# (blocking the entry point's name keeps it from being registered twice).
+PLUGIN = ["-p", "no:tltrace", "-p", "tltrace.pytest_plugin"]
+
+TESTS = KERNELS + '''
+
+def test_pass():
+    build(256)
+
+
+def test_fail():
+    build(128)
+    assert False, "deliberate failure"
+
+
+def test_threads():
+    build_in_threads([64, 192])
+
+
+def test_no_compile():
+    pass
+'''
+
+
+def _script_dirs(td: Path) -> dict[str, Path]:
+    return {p.name: p for p in td.iterdir() if (p / ".run_records").is_dir()} if td.is_dir() else {}
+
+
+def _manifests(sd: Path) -> list[dict]:
+    return [json.loads((r / "manifest.json").read_text()) for r in sorted((sd / ".run_records").glob("run_*"))]
+
+
+@pytest.fixture
+def suite(pytester, monkeypatch):
+    """A test file of real CPU kernels, run by pytester in a subprocess.
+
+    In-process runs would not do: pytester drops the modules a run imported, and
+    TileLang's, TVM's and torch's native libraries cannot be loaded twice.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("tilelang") is None:  # not imported here: see above
+        pytest.skip("tilelang is not installed")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    pytester.makepyfile(test_kernels=TESTS)
+    return pytester
+
+
+def test_traces_each_test_as_one_invocation_and_names_the_failure(suite):
+    td = suite.path / "traces"
+    res = suite.runpytest_subprocess(*PLUGIN, "--tltrace", "--tltrace-dir", str(td))
+    res.assert_outcomes(passed=3, failed=1)
+    dirs = _script_dirs(td)
+    names = {n: trace_name(f"test_kernels.py::{n}") for n in ("test_pass", "test_fail", "test_threads")}
+    assert set(dirs) == set(names.values())  # a test that compiles nothing leaves nothing
+    invocations = set()
+    for test, name in names.items():
+        ms = _manifests(dirs[name])
+        assert len(ms) == (2 if test == "test_threads" else 1)
+        assert len({m["invocation"] for m in ms}) == 1  # one invocation per test ...
+        invocations.add(ms[0]["invocation"])
+        assert all(m["status"] == "complete" and m["records"] for m in ms)
+        assert (dirs[name] / "report.html").exists()  # html is the bare flag's mode
+    assert len(invocations) == 3  # ... and no other test's
+    threads = {(m["thread_id"], m["thread"]) for m in _manifests(dirs[names["test_threads"]])}
+    assert len(threads) == 2 and all(t[1].startswith("compiler") for t in threads)
+    # The failing test's report section names its report and records; the passing ones get none.
+    out = res.stdout.str()
+    fail_dir = dirs[names["test_fail"]]
+    section = out.split("tltrace ---", 1)[1]
+    assert f"index report: {fail_dir / 'report.html'}" in section
+    assert f"records: {fail_dir / '.run_records'}" in section
+    assert _manifests(fail_dir)[0]["run_id"] in section
+    assert out.count("index report:") == 1
+    assert f"tltrace: FAILED test_kernels.py::test_fail: {fail_dir / 'report.html'}" in out
+    assert "tltrace: 4 compile(s) of 3 test(s) traced" in out
+
+
+def test_only_failed_keeps_only_the_failing_tests_traces(suite):
+    td = suite.path / "traces"
+    res = suite.runpytest_subprocess(*PLUGIN, "--tltrace=terminal", "--tltrace-only-failed", f"--tltrace-dir={td}",
+                          "-k", "pass or fail")
+    res.assert_outcomes(passed=1, failed=1)
+    assert set(_script_dirs(td)) == {trace_name("test_kernels.py::test_fail")}
+    out = res.stdout.str()
+    assert "traces of 1 passing test(s) removed" in out
+    assert "no HTML report in terminal mode" in out
+    # Terminal mode streams the passes into the test's captured output.
+    assert "done: " in out and "passes" in out
+
+
+def test_bare_flag_before_a_path_and_a_bad_mode(suite):
+    td = suite.path / "traces"
+    res = suite.runpytest_subprocess(*PLUGIN, f"--tltrace-dir={td}", "--tltrace", "test_kernels.py", "-k", "no_compile")
+    res.assert_outcomes(passed=1)
+    res = suite.runpytest_subprocess(*PLUGIN, "--tltrace=loud")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--tltrace='loud' is not a trace mode" in res.stderr.str()
+
+
+def test_trace_names_are_safe_and_distinct():
+    ids = ["tests/test_a.py::test_x[1-2]", "../../etc::x", "t.py::Test::test_y[a/b]", ".hidden.py::t",
+           "t.py::test_" + "a" * 200 + "[1]", "t.py::test_" + "a" * 200 + "[2]"]
+    names = [trace_name(i) for i in ids]
+    for n in names:
+        assert n and "/" not in n and "\\" not in n and not n.startswith(".") and len(n) <= 80
+    assert len(set(names)) == len(names)
+    assert names == [trace_name(i) for i in ids]  # stable across runs
+    assert "test_x" in names[0] and names[0].startswith("tests")
+
+
+# -- without the flag -----------------------------------------------------------------------------------
+_PROBE = r'''
+import json, os, sys
+import pytest
+os.environ.pop("TILELANG_DISABLE_CACHE", None)
+code = pytest.main(sys.argv[1:] + ["-q", "-p", "no:cacheprovider"])
+heavy = sorted({m.split(".")[0] for m in sys.modules} & {"tilelang", "tvm", "torch", "rich", "typer", "tltrace"})
+print("PROBE" + json.dumps({"code": int(code), "heavy": heavy, "tltrace_mods": sorted(m for m in sys.modules if m.startswith("tltrace")),
+      "env": os.environ.get("TILELANG_DISABLE_CACHE")}))
+'''
+
+
+def _probe(tmp: Path, *args: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    res = subprocess.run([sys.executable, "-c", _PROBE, *args], cwd=tmp, env=env, capture_output=True, text=True,
+                         timeout=120)
+    line = [x for x in res.stdout.splitlines() if x.startswith("PROBE")][-1]
+    return json.loads(line[5:])
+
+
+def test_without_the_flag_the_plugin_imports_nothing_heavy_and_changes_nothing(tmp_path: Path):
+    (tmp_path / "test_plain.py").write_text("def test_one():\n    assert 1\n")
+    off = _probe(tmp_path, *PLUGIN, "test_plain.py")
+    assert off["code"] == 0
+    assert off["heavy"] == ["tltrace"]  # the plugin module and tltrace/__init__, nothing else
+    assert off["tltrace_mods"] == ["tltrace", "tltrace.pytest_plugin"]
+    assert off["env"] is None  # the kernel cache setting is left alone
+    none = _probe(tmp_path, "-p", "no:tltrace", "test_plain.py")
+    assert none["code"] == 0 and none["heavy"] == []
+
+
+def test_collect_only_time_with_and_without_the_plugin(tmp_path: Path):
+    """Prints the numbers; asserts nothing about them (a shared machine's timings are noise)."""
+    (tmp_path / "test_plain.py").write_text("".join(f"def test_{i}():\n    pass\n" for i in range(50)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+
+    def once(*extra: str) -> float:
+        t0 = time.perf_counter()
+        res = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", *extra,
+                              "test_plain.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "50 tests collected" in res.stdout
+        return time.perf_counter() - t0
+
+    without = [once("-p", "no:tltrace") for _ in range(3)]
+    with_plugin = [once(*PLUGIN) for _ in range(3)]
+    print(f"\npytest --co, 50 tests: without the plugin {statistics.median(without) * 1000:.0f} ms, "
+          f"with it (no --tltrace) {statistics.median(with_plugin) * 1000:.0f} ms (median of 3)")
+
+
+def test_pyproject_registers_the_pytest11_entry_point():
+    import tomllib
+
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert data["project"]["entry-points"]["pytest11"] == {"tltrace": "tltrace.pytest_plugin"}

@@ -1,0 +1,113 @@
+"""Compiles as a Chrome trace (Trace Event Format): opens in Perfetto and chrome://tracing.
+
+Pure data: `chrome_trace(manifests)` returns the JSON object; the CLI writes it.
+
+- one process per invocation (pid 1, 2, ... in start order), named after its script;
+- one track (tid) per compiling thread of that invocation, named after the thread;
+  compiles recorded without thread information (schema 1) get a track of their own
+  whenever they overlap another;
+- each compile is a complete ("X") event, its passes are complete events inside it,
+  nested passes inside their parent, and the backend build after codegen closes it;
+- args carry the pass index, phase, status and +/- line counts; the compile's carry
+  its run id, status, kernel, signature and pass counts.
+
+Timestamps are microseconds from the first compile's start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from . import __version__
+from .profile import BACKEND, CompileTimes, invocation_of, timeline
+from .session.records import RunManifest
+
+COMPILE_CAT = "compile"
+
+
+def _us(seconds: float) -> float:
+    return round(seconds * 1e6, 3)
+
+
+def chrome_trace(manifests: Iterable[RunManifest]) -> dict[str, Any]:
+    """Return a Trace Event Format object (`{"traceEvents": [...], ...}`) for these compiles."""
+    compiles = sorted((timeline(m) for m in manifests), key=lambda c: (c.manifest.started, c.manifest.run_id))
+    origin = min((c.manifest.started for c in compiles), default=0.0)
+    events: list[dict[str, Any]] = []
+    pids: dict[str, int] = {}
+    tracks: dict[tuple[int, Any], int] = {}  # (pid, thread key) -> tid
+    lanes: dict[int, list[tuple[int, float]]] = {}  # pid -> [(tid, busy until)] for compiles without a thread
+    for c in compiles:
+        m = c.manifest
+        inv = invocation_of(m)
+        pid = pids.get(inv)
+        if pid is None:
+            pid = pids[inv] = len(pids) + 1
+            label = f"{m.script} (invocation {inv})"
+            events.append(_meta("process_name", pid, 0, {"name": label}))
+            events.append(_meta("process_sort_index", pid, 0, {"sort_index": pid}))
+        start = max(0.0, m.started - origin)
+        tid = _track(m, pid, start, c.wall_s, tracks, lanes, events)
+        events.append(_compile_event(c, pid, tid, start))
+        for s in c.slices:
+            ev: dict[str, Any] = {
+                "name": s.name, "cat": s.phase or s.kind, "ph": "X", "pid": pid, "tid": tid,
+                "ts": _us(start + s.start_s), "dur": _us(s.duration_s),
+            }
+            if s.kind == BACKEND:
+                ev["args"] = {"what": "after codegen until the compile ended: the backend's adapter build "
+                                      "(cython/nvrtc compile the generated source here)"}
+            else:
+                ev["args"] = {"index": s.index, "phase": s.phase, "status": s.status, "added": s.added,
+                              "removed": s.removed, "depth": s.depth, "parent": s.parent}
+                if not s.exact:
+                    ev["args"]["start"] = "laid out back to back (the record has no start time)"
+            events.append(ev)
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {"producer": f"tltrace {__version__}", "compiles": len(compiles),
+                      "invocations": len(pids)},
+    }
+
+
+def _meta(name: str, pid: int, tid: int, args: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": args}
+
+
+def _track(m: RunManifest, pid: int, start: float, wall: float, tracks: dict[tuple[int, Any], int],
+           lanes: dict[int, list[tuple[int, float]]], events: list[dict[str, Any]]) -> int:
+    """Return the tid of the compile's thread track, creating (and naming) it on first use."""
+    if m.thread_id is not None or m.thread:
+        key: Any = ("thread", m.thread_id, m.thread)
+        tid = tracks.get((pid, key))
+        if tid is None:
+            tid = tracks[(pid, key)] = sum(1 for p, _ in tracks if p == pid) + 1
+            events.append(_meta("thread_name", pid, tid, {"name": m.thread or f"thread {m.thread_id}"}))
+            events.append(_meta("thread_sort_index", pid, tid, {"sort_index": tid}))
+        return tid
+    # No thread recorded: reuse the first track that is free by now, so that slices never overlap on one track.
+    pool = lanes.setdefault(pid, [])
+    for i, (tid, busy) in enumerate(pool):
+        if busy <= start:
+            pool[i] = (tid, start + wall)
+            return tid
+    tid = sum(1 for p, _ in tracks if p == pid) + 1
+    tracks[(pid, ("lane", tid))] = tid
+    pool.append((tid, start + wall))
+    events.append(_meta("thread_name", pid, tid, {"name": f"compiles {len(pool)} (thread not recorded)"}))
+    return tid
+
+
+def _compile_event(c: CompileTimes, pid: int, tid: int, start: float) -> dict[str, Any]:
+    m = c.manifest
+    counts = m.counts
+    args: dict[str, Any] = {"run_id": m.run_id, "status": m.status, "kernel": m.kernel, "passes": len(m.records),
+                            "changed": counts.get("changed", 0), "failed": counts.get("failed", 0)}
+    for key in ("signature", "target", "backend", "error"):
+        value = getattr(m, key, None)
+        if value:
+            args[key] = value
+    return {"name": m.signature or m.kernel or m.run_id, "cat": COMPILE_CAT, "ph": "X", "pid": pid, "tid": tid,
+            "ts": _us(start), "dur": _us(c.wall_s), "args": args}

@@ -1,0 +1,127 @@
+"""`tltrace export` and `tltrace run --chrome-trace`: compiles as a Chrome trace (Trace Event Format).
+
+Parses, makes one call into the core (runs.py to find the compiles,
+chrome_trace.py to build the trace), writes the file, prints its path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from .cli_shared import fail, trace_dir_of, trace_dir_option
+from .errors import TltraceError, UsageError
+
+EXPORT_EPILOG = """\
+Examples:
+
+\b
+  tltrace export gemm.py --chrome-trace gemm.json          the newest invocation of gemm.py
+  tltrace export gemm.py -2 --chrome-trace t.json          the invocation before the newest
+  tltrace export autotune.py --all --chrome-trace all.json every run of the script kept on disk
+  tltrace export ./ci_traces/test_add --chrome-trace -     to stdout
+  tltrace run --chrome-trace gemm.json gemm.py             trace and export in one go
+
+The file opens in https://ui.perfetto.dev and chrome://tracing: one process per
+invocation, one track per compiling thread, each compile a slice holding its
+passes (nested passes inside their parent) and, after codegen, the backend build.
+Each pass's args carry its index, phase, status and +/- line counts.
+RUN is read as 'tltrace show' reads it: -1 (the newest invocation), -2, ..., an
+invocation id, or a run id (the whole invocation that compile belongs to is
+exported); --kernel NAME keeps only NAME's compiles.
+Exit status: 0; 2 for bad usage; 3 for missing or damaged records.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    """Add `export` to the app."""
+    app.command("export", epilog=EXPORT_EPILOG, context_settings={"ignore_unknown_options": True})(export_cmd)
+
+
+def export_cmd(
+    args: Optional[list[str]] = typer.Argument(None, metavar="[SCRIPT_OR_DIR] [RUN]",
+                                               help="A script, script/trace/run directory; then a RUN.",
+                                               show_default=False),
+    chrome_trace: Optional[Path] = typer.Option(None, "--chrome-trace", metavar="PATH",
+                                                help="Write a Chrome trace (Trace Event Format) to PATH ('-': stdout)."),
+    trace_dir: Optional[Path] = trace_dir_option(),
+    every_run: bool = typer.Option(False, "--all", help="Every run of the script, not one invocation."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", metavar="NAME",
+                                         help="Only compiles of kernel NAME."),
+) -> None:
+    """Export an invocation's compiles as a Chrome trace for Perfetto or chrome://tracing."""
+    items = list(args or [])
+    for a in items:
+        if a.startswith("--") or (a.startswith("-") and len(a) > 1 and not a[1:].isdigit()):
+            raise fail(f"no such option: {a}; try 'tltrace export --help'", 2)
+    if chrome_trace is None:
+        raise fail("say what to export: --chrome-trace PATH; try 'tltrace export --help'", 2)
+    if len(items) > 2:
+        raise fail(f"too many arguments: {' '.join(items[2:])}; give at most SCRIPT_OR_DIR and RUN", 2)
+    td = trace_dir_of(trace_dir)
+    try:
+        manifests = select_manifests(items[0] if items else None, items[1] if len(items) > 1 else None, td,
+                                     every_run=every_run, kernel=kernel)
+        from .chrome_trace import chrome_trace as build
+
+        path = write_json(build(manifests), chrome_trace)
+    except TltraceError as exc:
+        raise fail(str(exc), exc.exit_code) from None
+    if path is not None:
+        typer.echo(f"chrome trace: {path} ({len(manifests)} compile(s)); open it in https://ui.perfetto.dev",
+                   err=True)
+
+
+def select_manifests(target: str | None, run: str | None, trace_dir: Path, *, every_run: bool = False,
+                     kernel: str | None = None) -> list:
+    """Return the manifests to export: the invocation RUN names or belongs to (default: the newest), or every run."""
+    from . import runs as R
+
+    if target is not None and run is None and R.looks_like_run_spec(target) and not Path(target).exists():
+        target, run = None, target
+    loc = R.locate(target, trace_dir)
+    if every_run:
+        if run is not None:
+            raise UsageError("--all exports every run; drop the RUN argument")
+        found = [r for r in R.list_runs(loc, size=False, kernel=kernel) if r.manifest is not None]
+        if not found:
+            raise R.RecordsError(f"no readable runs under {loc.root or loc.script_dirs[0]}")
+        return [r.manifest for r in found]
+    sel = R.open_selection(target, run, trace_dir, kernel)
+    chosen = sel.runs if kernel is not None else sel.invocation.runs
+    return [r.manifest for r in chosen if r.manifest is not None]
+
+
+def write_json(data: Any, out: Path) -> Path | None:
+    """Write `data` as JSON to `out` atomically ('-': stdout, returns None); return the path."""
+    import sys
+
+    from ._atomic import atomic_write
+
+    text = json.dumps(data, separators=(",", ":"))
+    if str(out) == "-":
+        sys.stdout.write(text + "\n")
+        return None
+    out = Path(out)
+    if out.is_dir():
+        raise UsageError(f"{out} is a directory; give a file name, e.g. {out / 'trace.json'}")
+    try:
+        atomic_write(out, text.encode("utf-8"))
+    except OSError as exc:
+        raise TltraceError(f"cannot write {out} ({exc.strerror or exc})") from None
+    return out
+
+
+def write_run_trace(collector, out: Path) -> str:
+    """Write the Chrome trace of the compiles a RunCollector saw; return one line saying where (or why not)."""
+    from .chrome_trace import chrome_trace as build
+
+    manifests = collector.manifests()
+    try:
+        path = write_json(build(manifests), out)
+    except TltraceError as exc:
+        return f"tltrace: warning: {exc}"
+    return f"chrome trace: {path if path is not None else 'stdout'} ({len(manifests)} compile(s))"

@@ -1,0 +1,155 @@
+"""`tltrace show --profile` and `tltrace show --format markdown`: where the compile time went.
+
+Selection: RUN as `tltrace show` reads it (-1/-2 an invocation, a run id one
+compile; markdown always shows the whole invocation); without RUN, the newest
+invocation of each located script. The numbers come from
+profile.py; this module only selects, formats and prints.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .errors import RecordsError
+from .profile import BACKEND, UNTIMED, Profile, fmt_seconds, invocation_of, profile
+
+DEFAULT_TOP = 20
+MARKDOWN_TOP = 10
+
+
+def select(target: str | None, run: str | None, trace_dir: Path, kernel: str | None, *,
+           whole_invocation: bool, compile_: str | None = None) -> list:
+    """Return the manifests to profile: what RUN selects (an invocation, or one compile by run id) or,
+    with whole_invocation, all of its invocation; without RUN, each script's newest invocation."""
+    from . import runs as R
+
+    loc = R.locate(target, trace_dir)
+    if run is not None or loc.run_dir is not None or compile_ is not None:
+        if compile_ is not None and run is None and loc.run_dir is None:
+            run = "latest"
+        sel = R.open_selection(target, run, trace_dir, kernel, compile_)
+        narrowed = kernel is not None or compile_ is not None
+        chosen = sel.invocation.runs if whole_invocation and not narrowed else sel.runs
+        return [r.require() for r in chosen if r.manifest is not None]
+    out: list = []
+    for sd in loc.script_dirs:
+        invs = R.invocations(sd)
+        if not invs:
+            continue
+        runs = [r for r in invs[-1].runs if r.manifest is not None]
+        if kernel is not None:
+            runs = [r for r in runs if r.manifest is not None and r.manifest.kernel == kernel]
+        out.extend(r.manifest for r in runs)
+    if not out:
+        where = loc.root or loc.script_dirs[0]
+        what = f" of kernel {kernel!r}" if kernel else ""
+        raise RecordsError(f"no readable runs{what} in the newest invocation under {where}; "
+                           "run 'tltrace run SCRIPT' first")
+    return out
+
+
+def _scope(manifests: list) -> str:
+    scripts = sorted({m.script for m in manifests})
+    invs = {invocation_of(m) or m.run_id for m in manifests}
+    if len(manifests) == 1:
+        m = manifests[0]
+        return f"{m.script}  {m.run_id}  ({m.signature or m.kernel or '?'})"
+    return (f"{', '.join(scripts[:3])}{' ...' if len(scripts) > 3 else ''}: {len(manifests)} compiles in "
+            f"{len(invs)} invocation{'s' if len(invs) != 1 else ''}")
+
+
+def print_profile(manifests: list, top: int | None, as_json: bool) -> None:
+    """Print the profile table (or JSON) of these compiles."""
+    prof = profile(manifests)
+    n = DEFAULT_TOP if top is None else top
+    if as_json:
+        sys.stdout.write(json.dumps(prof.to_json(n, spread=len(manifests) > 1), indent=2) + "\n")
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    from .cli_records import _console
+
+    con = _console()
+    head = Text(_scope(manifests), style="bold")
+    head.append(f"\ncompile time {fmt_seconds(prof.wall_s)}, passes and codegen {fmt_seconds(prof.recorded_s)} "
+                "(nested passes counted in their parent too)", style="dim")
+    if not prof.exact:
+        head.append("\nsome records have no start time (older tltrace): the backend build is not split out",
+                    style="yellow")
+    con.print(head, soft_wrap=True)
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col, just in (("pass", "left"), ("count", "right"), ("total", "right"), ("mean", "right"),
+                      ("max", "right"), ("share", "right"), ("", "left")):
+        table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+    for row in prof.top(n):
+        style = "cyan" if row.kind == BACKEND else "dim" if row.kind == UNTIMED else ""
+        note = "nested" if row.nested else "after codegen" if row.kind == BACKEND else \
+            "between passes" if row.kind == UNTIMED else ""
+        table.add_row(Text(row.name, style=style), str(row.count), fmt_seconds(row.total_s),
+                      fmt_seconds(row.mean_s), fmt_seconds(row.max_s), f"{prof.share(row) * 100:.1f}%",
+                      Text(note, style="dim"))
+    con.print(table)
+    if len(prof.rows) > n:
+        con.print(Text(f"{len(prof.rows) - n} more row(s); --top N shows more", style="dim"))
+
+
+# -- markdown (CI step summary) ---------------------------------------------------------------------
+def _md(text: Any) -> str:
+    """Return text safe inside a markdown table cell (no pipes, no newlines, no HTML)."""
+    s = str(text if text is not None else "")
+    s = s.splitlines()[0] if s else ""
+    for a, b in (("\\", "\\\\"), ("|", "\\|"), ("<", "&lt;"), (">", "&gt;"), ("`", "'"), ("*", "\\*"),
+                 ("_", "\\_"), ("[", "\\["), ("]", "\\]")):
+        s = s.replace(a, b)
+    return s[:120]
+
+
+def _failed_at(m) -> str:
+    for r in m.records:
+        if r.status == "failed":
+            return f"{r.name} (#{r.index})"
+    return "after the last pass" if m.status == "error" else ""
+
+
+def markdown(manifests: list, top: int | None) -> str:
+    """Return a markdown summary: the compiles (failures first) and the slowest passes."""
+    prof = profile(manifests)
+    by_run = {c.manifest.run_id: c for c in prof.compiles}
+    several_scripts = len({m.script for m in manifests}) > 1
+    failed = [m for m in manifests if m.status != "complete"]
+    lines = [f"## tltrace: {_md(_scope(manifests))}", ""]
+    lines.append(f"{len(manifests)} compile(s), {len(failed)} not complete; compile time "
+                 f"{fmt_seconds(prof.wall_s)}.")
+    lines.append("")
+    head = ["status", *(["script"] if several_scripts else []), "compile", "passes", "changed", "failed",
+            "compile time", "failed at", "run"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "|".join("---" for _ in head) + "|")
+    order = sorted(manifests, key=lambda m: (m.status == "complete", m.started, m.run_id))
+    for m in order:
+        c = m.counts
+        mark = "✅" if m.status == "complete" else "❌"
+        cells = [f"{mark} {_md(m.status)}", *([_md(m.script)] if several_scripts else []),
+                 _md(m.signature or m.kernel or "?"), str(len(m.records)), str(c.get("changed", 0)),
+                 str(c.get("failed", 0)), fmt_seconds(by_run[m.run_id].wall_s), _md(_failed_at(m)),
+                 f"`{m.run_id}`"]
+        lines.append("| " + " | ".join(cells) + " |")
+    n = MARKDOWN_TOP if top is None else top
+    lines += ["", f"### Slowest passes (top {min(n, len(prof.rows))} of {len(prof.rows)})", ""]
+    lines.append("| pass | count | total | mean | max | share |")
+    lines.append("|---|---:|---:|---:|---:|---:|")
+    for row in prof.top(n):
+        name = _md(row.name) + (" (nested)" if row.nested else "")
+        lines.append(f"| {name} | {row.count} | {fmt_seconds(row.total_s)} | {fmt_seconds(row.mean_s)} | "
+                     f"{fmt_seconds(row.max_s)} | {prof.share(row) * 100:.1f}% |")
+    return "\n".join(lines) + "\n"
+
+
+def profile_json(manifests: list, top: int | None) -> dict[str, Any]:
+    """Return the JSON `show --profile --json` prints (exposed for tests and the index report)."""
+    prof: Profile = profile(manifests)
+    return prof.to_json(DEFAULT_TOP if top is None else top, spread=len(manifests) > 1)

@@ -1,0 +1,46 @@
+"""A listener that keeps the final manifest of every compile it sees (run --chrome-trace, the pytest plugin)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from .errors import TltraceError
+
+
+class RunCollector:
+    """Listener for `tltrace run --chrome-trace`: keeps the final manifest of every compile of this run."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.started: dict[Path, Any] = {}
+        self.finished: dict[Path, Any] = {}
+
+    def __call__(self, event: Any) -> None:
+        from .session.events import RunFinished, RunStarted
+
+        if isinstance(event, RunStarted):
+            with self._lock:
+                self.started.setdefault(Path(event.run_dir), event.manifest)
+        elif isinstance(event, RunFinished):
+            with self._lock:
+                self.finished[Path(event.run_dir)] = event.manifest
+
+    def manifests(self) -> list:
+        """Return every compile's manifest: the final one, else (a compile cut short) what is on disk."""
+        from . import runs as R
+
+        out = []
+        with self._lock:
+            started = dict(self.started)
+            finished = dict(self.finished)
+        for run_dir, first in started.items():
+            m = finished.get(run_dir)
+            if m is None:
+                try:
+                    m = R.load_manifest(run_dir)
+                except TltraceError:
+                    m = first
+            out.append(m)
+        return out

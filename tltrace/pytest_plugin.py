@@ -1,0 +1,282 @@
+"""pytest plugin: `pytest --tltrace[=terminal|html|both]` traces each test's TileLang compiles.
+
+Registered through the `pytest11` entry point (name `tltrace`). Each test is one
+invocation, filed under a script directory named after its node id (sanitised):
+`<trace-dir>/<node id>/`. A failing test's report gets a `tltrace` section that
+names its report and records; `--tltrace-only-failed` removes the traces of
+tests that passed.
+
+Without `--tltrace` this module only declares its options: it imports nothing
+beyond the standard library and pytest, touches no environment variable and
+registers nothing with TileLang (tests/test_pytest_plugin.py checks both).
+A bare `--tltrace` means html: the index report is what a failing test names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MODES = ("terminal", "html", "both")
+DEFAULT_MODE = "html"
+
+
+def pytest_addoption(parser: Any) -> None:
+    group = parser.getgroup("tltrace", "TileLang compile traces (tltrace)")
+    group.addoption("--tltrace", action="store", nargs="?", const=DEFAULT_MODE, default=None,
+                    metavar="terminal|html|both", dest="tltrace",
+                    help="Trace every TileLang compile of each test, one invocation per test "
+                         f"(bare --tltrace: {DEFAULT_MODE}).")
+    group.addoption("--tltrace-dir", action="store", default=None, metavar="DIR", dest="tltrace_dir",
+                    help="Where traces go [default: TL_LOWER_TRACE_DIR, else ./tmp/lower_trace_dir].")
+    group.addoption("--tltrace-only-failed", action="store_true", default=False, dest="tltrace_only_failed",
+                    help="Keep the traces of failing tests only.")
+
+
+def pytest_load_initial_conftests(early_config: Any, parser: Any, args: list[str]) -> None:
+    """Let `pytest --tltrace tests/` mean the html default, not a mode named 'tests/'."""
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--tltrace" and i + 1 < len(args) and args[i + 1] not in MODES:
+            args[i] = f"--tltrace={DEFAULT_MODE}"
+
+
+def pytest_configure(config: Any) -> None:
+    mode = config.getoption("tltrace", None)
+    if mode is None:
+        return
+    if mode not in MODES:
+        raise pytest.UsageError(f"--tltrace={mode!r} is not a trace mode; use terminal, html or both")
+    tracer = _Tracer(config, mode)
+    tracer.setup()
+    config.stash[_STASH] = tracer
+
+
+def pytest_unconfigure(config: Any) -> None:
+    tracer = config.stash.get(_STASH, None)
+    if tracer is not None:
+        tracer.teardown()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: Any, nextitem: Any) -> Any:
+    tracer = item.config.stash.get(_STASH, None)
+    if tracer is None:
+        return (yield)
+    tracer.begin(item)
+    try:
+        return (yield)
+    finally:
+        tracer.end(item)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: Any, call: Any) -> Any:
+    report = yield
+    tracer = item.config.stash.get(_STASH, None)
+    if tracer is not None and report.failed:
+        tracer.failed.add(item.nodeid)
+        text = tracer.section(item)
+        if text:
+            report.sections.append(("tltrace", text))
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: Any, config: Any) -> None:
+    tracer = config.stash.get(_STASH, None)
+    if tracer is not None:
+        for line in tracer.summary():
+            terminalreporter.write_line(line)
+
+
+_STASH: Any = pytest.StashKey["_Tracer"]()
+
+
+def trace_name(nodeid: str) -> str:
+    """Return the script-directory name for a test node id: one safe path component, unique, at most 80."""
+    from .session.names import safe_component
+
+    name = safe_component(nodeid.replace("::", "__"), fallback="test")
+    if len(name) > 70:  # cut ids (long parametrisations) would collide: keep a hash of the whole id
+        digest = hashlib.sha1(nodeid.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        name = f"{safe_component(name[:60], fallback='test')}-{digest}"
+    return name
+
+
+class _Test:
+    """One test's trace: its settings, listeners and the compiles it made."""
+
+    def __init__(self, script_dir: Path, existed: bool, collector: Any, html: Any) -> None:
+        self.predicted = script_dir  # where the test's compiles are expected to go
+        self.existed = existed
+        self.collector = collector
+        self.html = html
+
+    @property
+    def script_dir(self) -> Path:
+        """Where the test's compiles went (the first run's script dir), else where they would go."""
+        for run_dir in list(self.collector.started):
+            return Path(run_dir).parent.parent
+        return self.predicted
+
+
+class _Tracer:
+    """Turns tracing on around each test, with that test's node id as the script name."""
+
+    def __init__(self, config: Any, mode: str) -> None:
+        from .config import env_trace_dir
+
+        self.config = config
+        self.mode = mode
+        self.only_failed = bool(config.getoption("tltrace_only_failed"))
+        opt = config.getoption("tltrace_dir")
+        self.trace_dir = Path(opt if opt else env_trace_dir()).absolute()
+        self.failed: set[str] = set()
+        self.tests: dict[str, _Test] = {}
+        self.kept: list[tuple[str, Path, int]] = []
+        self.removed = 0
+        self._lock = threading.Lock()
+
+    def setup(self) -> None:
+        from .session import controller
+
+        controller.silence_builtin_tracer()  # two tracers would trace every pass twice
+        os.environ["TILELANG_DISABLE_CACHE"] = "1"  # a cache hit would trace nothing
+        try:
+            import tilelang  # type: ignore[import-not-found]
+
+            tilelang.env.disable_cache()
+        except Exception:
+            pass
+        controller.silence_builtin_tracer()
+
+    def teardown(self) -> None:
+        from .session import controller
+
+        controller.uninstall()
+
+    # -- one test ----------------------------------------------------------------------------------
+    def begin(self, item: Any) -> None:
+        import sys
+
+        from .collector import RunCollector
+        from .config import build_settings
+        from .render.terminal import TerminalView
+        from .session import controller
+
+        # A fresh Settings per test: its own invocation id, and a script identity of its own.
+        settings = build_settings(mode=self.mode, trace_dir=self.trace_dir, script_name=trace_name(item.nodeid),
+                                  command=("pytest", item.nodeid), script_key=f"pytest:{item.nodeid}")
+        script_dir = settings.script_dir
+        collector = RunCollector()
+        listeners: list[Any] = [collector]
+        if settings.terminal:
+            listeners.append(TerminalView(settings))
+        html = None
+        if settings.html:
+            from .render.html import HtmlReportListener
+
+            html = HtmlReportListener(settings)
+            listeners.append(html)
+
+        def emit(event: Any) -> None:
+            for listener in listeners:
+                try:
+                    listener(event)
+                except Exception as exc:  # a listener never breaks the user's test
+                    sys.stderr.write(f"tltrace: warning: {type(exc).__name__}: {exc}\n")
+
+        self.tests[item.nodeid] = _Test(script_dir, script_dir.exists(), collector, html)
+        controller.install(settings, emit)
+
+    def end(self, item: Any) -> None:
+        from .session import controller
+
+        controller.uninstall()
+        test = self.tests.pop(item.nodeid, None)
+        if test is None:
+            return
+        if test.html is not None:
+            test.html.close()
+        runs = test.collector.manifests()
+        if not runs:
+            return
+        if self.only_failed and item.nodeid not in self.failed:
+            self._remove(test)
+            return
+        with self._lock:
+            self.kept.append((item.nodeid, test.script_dir, len(runs)))
+
+    def _remove(self, test: _Test) -> None:
+        """Remove a passing test's traces: its script dir if the test made it, else only its runs."""
+        from .retention import _remove_run, collect_garbage
+
+        sd = test.script_dir
+        if not _inside(sd, self.trace_dir) or sd.is_symlink():
+            return
+        if not test.existed and sd == test.predicted:
+            shutil.rmtree(sd, ignore_errors=True)
+        else:
+            records = sd / ".run_records"
+            for run_dir in list(test.collector.started):
+                p = Path(run_dir)
+                if p.parent == records and _inside(p, records):
+                    _remove_run(p)  # never follows a link
+            try:
+                collect_garbage(records)
+            except OSError:
+                pass
+        self.removed += 1
+
+    # -- what the user reads -------------------------------------------------------------------------
+    def section(self, item: Any) -> str:
+        """Return the `tltrace` section of a failing test's report: its report and records."""
+        test = self.tests.get(item.nodeid)
+        if test is None:
+            return ""
+        runs = test.collector.manifests()
+        td = self.trace_dir
+        lines = [f"{len(runs)} TileLang compile(s) traced for this test"]
+        if not runs:
+            lines[0] = "no TileLang compile ran in this test (nothing traced)"
+            return "\n".join(lines)
+        index = test.script_dir / "report.html"
+        if self.mode in ("html", "both"):
+            lines.append(f"index report: {index}")
+        else:
+            lines.append("no HTML report in terminal mode (--tltrace=html or both writes one)")
+        lines.append(f"records: {test.script_dir / '.run_records'}")
+        for m in runs:
+            counts = m.counts
+            label = m.signature or m.kernel or "?"
+            failed = f", failed at {next(r.name for r in m.records if r.status == 'failed')}" \
+                if counts.get("failed") else ""
+            lines.append(f"  {label}: {m.status}, {len(m.records)} passes{failed}  {m.run_id}")
+        lines.append(f"show: tltrace show --trace-dir {td} {test.script_dir.name}")
+        return "\n".join(lines)
+
+    def summary(self) -> list[str]:
+        n = sum(k[2] for k in self.kept)
+        out = [f"tltrace: {n} compile(s) of {len(self.kept)} test(s) traced under {self.trace_dir}"]
+        if self.removed:
+            out.append(f"tltrace: traces of {self.removed} passing test(s) removed (--tltrace-only-failed)")
+        failed = [k for k in self.kept if k[0] in self.failed]
+        for nodeid, sd, _ in failed:
+            where = sd / "report.html" if self.mode in ("html", "both") else sd
+            out.append(f"tltrace: FAILED {nodeid}: {where}")
+        return out
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        Path(os.path.abspath(path)).relative_to(os.path.abspath(root))
+        return True
+    except ValueError:
+        return False
