@@ -75,6 +75,7 @@ class Settings:
     codegen_output: object = DEFAULT  # DEFAULT, None (no working files) or a path
     keep: int = DEFAULT_KEEP
     context: int = 3
+    ignore_whitespace: bool = False  # terminal diffs: hide re-indent-only changes
     only: re.Pattern[str] | None = None
     skip: re.Pattern[str] | None = None
     quiet: bool = False

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from .align import ADD, CHANGE, DELETE, KINDS, REINDENT, SAME, Row, align, split_lines
-from .unified import FILE, HUNK, NOTE, NO_NEWLINE, unified_rows
+from .unified import FILE, HUNK, NO_NEWLINE, NOTE, unified_rows
 from .words import tokens, word_diff
 
 _BLANKS = re.compile(r"[ \t\r\f\v]+")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-MAX_D = 2000  # edit distance past which a middle section is treated as replaced whole
+MAX_D = 1000  # edit distance past which a middle section is treated as replaced whole
 
 # An op is (0, i, j) for "equal", (1, i, -1) for "a[i] removed", (2, -1, j) for "b[j] added".
 EQ, DEL, ADD = 0, 1, 2

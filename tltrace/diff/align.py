@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._myers import EQ, DEL, intern, myers
+from ._myers import EQ, intern, myers
 from .words import ALIKE, bag, similarity
 
 SAME, REINDENT, CHANGE, ADD, DELETE = "same", "reindent", "change", "add", "del"
@@ -65,21 +65,27 @@ def align(a: Sequence[str], b: Sequence[str], *, pair: bool = True) -> list[Row]
     ka = intern([strip_indent(x) for x in a], table)
     kb = intern([strip_indent(x) for x in b], table)
     rows: list[Row] = []
-    dels: list[int] = []
-    adds: list[int] = []
-    for kind, i, j in myers(ka, kb):
-        if kind == EQ:
-            if dels or adds:
-                _gap(a, b, dels, adds, rows, pair)
-                dels, adds = [], []
-            rows.append(Row(SAME if a[i] == b[j] else REINDENT, i, j))
-        elif kind == DEL:
-            dels.append(i)
-        else:
-            adds.append(j)
-    if dels or adds:
-        _gap(a, b, dels, adds, rows, pair)
+    pi = pj = 0
+    for i, j in matches(ka, kb):
+        if i > pi or j > pj:
+            _gap(a, b, list(range(pi, i)), list(range(pj, j)), rows, pair)
+        rows.append(Row(SAME if a[i] == b[j] else REINDENT, i, j))
+        pi, pj = i + 1, j + 1
+    if pi < len(a) or pj < len(b):
+        _gap(a, b, list(range(pi, len(a))), list(range(pj, len(b))), rows, pair)
     return rows
+
+
+def matches(ka: Sequence[int], kb: Sequence[int]) -> list[tuple[int, int]]:
+    """Return the matched (i, j) of a longest common subsequence of `ka` and `kb`, in order.
+
+    Lines found on one side only can match nothing: they are set aside before Myers runs,
+    which keeps a pass that rewrites most lines (or codegen's TIR against C) cheap.
+    """
+    in_a, in_b = set(ka), set(kb)
+    ia = [i for i, k in enumerate(ka) if k in in_b]
+    jb = [j for j, k in enumerate(kb) if k in in_a]
+    return [(ia[i], jb[j]) for kind, i, j in myers([ka[i] for i in ia], [kb[j] for j in jb]) if kind == EQ]
 
 
 def _gap(a: Sequence[str], b: Sequence[str], dels: list[int], adds: list[int], rows: list[Row],

@@ -9,7 +9,7 @@
 (function (root) {
   "use strict";
 
-  var MAX_D = 2000;           // edit distance past which a middle section is treated as replaced whole
+  var MAX_D = 1000;           // edit distance past which a middle section is treated as replaced whole
   var MAX_WORD_TOKENS = 2000; // past this many tokens in a pair, the whole line is marked changed
   var ALIKE = 500;            // similarity (per mille, Dice of the words) at which two lines pair
   var PAIR_LIMIT = 40000;     // removed x added lines in one gap past which pairing looks only WINDOW ahead
@@ -132,18 +132,26 @@
   function align(A, B, noPair) {
     var table = new Map();
     var ka = intern(A.map(stripIndent), table), kb = intern(B.map(stripIndent), table);
-    var rows = [], dels = [], adds = [];
-    var ops = myers(ka, kb);
-    for (var x = 0; x < ops.length; x++) {
-      var op = ops[x];
-      if (op[0] === EQ) {
-        if (dels.length || adds.length) { gap(A, B, dels, adds, rows, !noPair); dels = []; adds = []; }
-        rows.push(row(A[op[1]] === B[op[2]] ? "same" : "reindent", op[1], op[2]));
-      } else if (op[0] === DEL) dels.push(op[1]);
-      else adds.push(op[2]);
+    var rows = [], pi = 0, pj = 0, x, i, j;
+    var ms = matches(ka, kb);
+    for (x = 0; x < ms.length; x++) {
+      i = ms[x][0]; j = ms[x][1];
+      if (i > pi || j > pj) gap(A, B, range(pi, i), range(pj, j), rows, !noPair);
+      rows.push(row(A[i] === B[j] ? "same" : "reindent", i, j));
+      pi = i + 1; pj = j + 1;
     }
-    if (dels.length || adds.length) gap(A, B, dels, adds, rows, !noPair);
+    if (pi < A.length || pj < B.length) gap(A, B, range(pi, A.length), range(pj, B.length), rows, !noPair);
     return rows;
+  }
+  function range(lo, hi) { var out = []; for (var i = lo; i < hi; i++) out.push(i); return out; }
+  // Matched [i, j] of a longest common subsequence; lines found on one side only are set aside first.
+  function matches(ka, kb) {
+    var inA = new Set(ka), inB = new Set(kb), ia = [], jb = [], i, out = [];
+    for (i = 0; i < ka.length; i++) if (inB.has(ka[i])) ia.push(i);
+    for (i = 0; i < kb.length; i++) if (inA.has(kb[i])) jb.push(i);
+    var ops = myers(ia.map(function (x) { return ka[x]; }), jb.map(function (x) { return kb[x]; }));
+    for (i = 0; i < ops.length; i++) if (ops[i][0] === EQ) out.push([ia[ops[i][1]], jb[ops[i][2]]]);
+    return out;
   }
   function gap(A, B, dels, adds, rows, pair) {
     var pairs = pair && dels.length && adds.length ? pairsOf(A, B, dels, adds) : [];
