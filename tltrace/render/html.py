@@ -2,7 +2,7 @@
 
 Layout of `report.html`::
 
-    <!DOCTYPE html> ... <style>report.css</style><script>report.js</script> ...
+    <!DOCTYPE html> ... <style>palette.css report.css</style><script>diff.js report.js</script> ...
     <div id="tl-data" hidden>
     <script type="application/json" class="tl-d">{"t":"meta",...}</script>
     <script type="application/json" class="tl-d">{"t":"text","h":HASH,"s":TEXT}</script>
@@ -106,7 +106,8 @@ def report_head() -> bytes:
     if _HEAD_CACHE is None:
         page = _asset("report.html")
         # The assets are ours; still, keep them from closing their own elements early.
-        css, js = _asset("report.css"), _asset("report.js")
+        css = _asset("palette.css") + _asset("report.css")
+        js = _asset("diff.js") + _asset("report.js")  # the diff engine, then the page that uses it
         for text in (css, js):
             if re.search(r"</(script|style)|<!--", text, re.I):
                 raise RuntimeError("report assets must not contain </script, </style or <!--")
