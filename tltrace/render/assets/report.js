@@ -149,10 +149,14 @@
   }
   // A row that is not shown as changed: same, and re-indented ones when whitespace is ignored.
   function quiet(row) { return row.kind === "same" || (row.kind === "reindent" && S.ignoreWs); }
+  // A changed run of blanks (new indentation) is not highlighted: the gutter and ~ rows say it.
+  var BLANKS = /^[ \t]+$/;
   function fillWords(td, tokens, mask) {
     var buf = "";
     for (var i = 0; i < tokens.length; i++) {
-      if (mask[i]) {
+      if (mask[i] && BLANKS.test(tokens[i]) && !(i + 1 < tokens.length && mask[i + 1] && i > 0 && mask[i - 1])) {
+        buf += tokens[i];
+      } else if (mask[i]) {
         if (buf) { appendCode(td, buf); buf = ""; }
         var j = i, s = "";
         while (j < tokens.length && mask[j]) { s += tokens[j]; j++; }
