@@ -624,7 +624,7 @@
   function runState() {
     var m = S.meta, st = m.status || "running";
     if (st === "error" && /^KeyboardInterrupt/.test(String(m.error || ""))) return "interrupted";
-    if (st === "complete" || st === "error") return st;
+    if (st === "complete" || st === "error" || st === "interrupted") return st;  // "interrupted": the records say so
     return fileAge() < STALE_MS ? "running" : "incomplete";
   }
   var STATE_KEY = "tltrace-reload:" + location.pathname;
