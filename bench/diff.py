@@ -2,8 +2,8 @@
 
 The pair is built from real IR (the corpus under tests/data/diff_corpus/): every changed pass of
 the three examples, concatenated with renamed buffers until each side has about 5,000 lines, so
-the edits are the passes' own (re-indents, wrapped blocks, rewritten lines). Prints milliseconds
-(median of 9; the first run warms the JIT).
+the edits are the passes' own (re-indents, wrapped blocks, rewritten lines). Prints milliseconds,
+median and best of 15 (the first run warms the JIT; best is what an idle machine gives).
 
     python bench/diff.py
 """
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from tltrace.diff import diff  # noqa: E402
 
-REPS = 9
+REPS = 15
 
 
 def big_pair(target: int = 5000) -> tuple[str, str]:
@@ -45,13 +45,13 @@ def big_pair(target: int = 5000) -> tuple[str, str]:
     return "".join(a), "".join(b)
 
 
-def python_ms(before: str, after: str) -> float:
+def python_ms(before: str, after: str) -> tuple[float, float]:
     times = []
     for _ in range(REPS):
         t = time.perf_counter()
         _ = diff(before, after).rows
         times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
+    return statistics.median(times), min(times)
 
 
 JS_TIMER = """
@@ -64,26 +64,27 @@ function tlTime(before, after, reps) {
     times.push(performance.now() - t);
   }
   times = times.slice(1).sort(function (x, y) { return x - y; });
-  return times[Math.floor(times.length / 2)];
+  return [times[Math.floor(times.length / 2)], times[0]];
 }
 """
 
 
-def node_ms(before: str, after: str) -> float | None:
+def node_ms(before: str, after: str) -> tuple[float, float] | None:
     node = shutil.which("node")
     if node is None:
         return None
     js = resources.files("tltrace.render").joinpath("assets/diff.js")
     script = ("var TLDiff = require(process.argv[1]);" + JS_TIMER +
               "var d = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-              f"process.stdout.write(String(tlTime(d[0], d[1], {REPS})));")
+              f"process.stdout.write(JSON.stringify(tlTime(d[0], d[1], {REPS})));")
     with resources.as_file(js) as path:
         out = subprocess.run([node, "-e", script, str(path)], input=json.dumps([before, after]),
                              capture_output=True, text=True, check=True)
-    return float(out.stdout)
+    med, best = json.loads(out.stdout)
+    return med, best
 
 
-def chromium_ms(before: str, after: str) -> float | None:
+def chromium_ms(before: str, after: str) -> tuple[float, float] | None:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -97,23 +98,33 @@ def chromium_ms(before: str, after: str) -> float | None:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox"])
             page = browser.new_page()
             page.goto(page_path.as_uri())
-            ms = page.evaluate("([a, b, n]) => tlTime(a, b, n)", [before, after, REPS])
+            med, best = page.evaluate("([a, b, n]) => tlTime(a, b, n)", [before, after, REPS])
             browser.close()
-    return float(ms)
+    return med, best
+
+
+def cases() -> list[tuple[str, str, str]]:
+    before, after = big_pair()
+    wrapped = "def wrapper():\n" + "".join("    " + line + "\n" for line in before.splitlines())
+    rewritten = "".join(f"v{i} = T.float32({i}) * w_{i % 7}\n" for i in range(len(before.splitlines())))
+    return [
+        ("real passes", before, after),
+        ("all re-indented", before, wrapped),
+        ("all rewritten", before, rewritten),
+    ]
 
 
 def main() -> None:
-    before, after = big_pair()
-    d = diff(before, after)
-    kinds: dict[str, int] = {}
-    for r in d.rows:
-        kinds[r.kind] = kinds.get(r.kind, 0) + 1
-    print(f"pair: {len(d.a)} / {len(d.b)} lines; rows: {kinds}")
-    print(f"python  {python_ms(before, after):7.1f} ms")
-    n = node_ms(before, after)
-    print(f"node    {n:7.1f} ms" if n is not None else "node    (not installed)")
-    c = chromium_ms(before, after)
-    print(f"chromium{c:7.1f} ms" if c is not None else "chromium (playwright missing)")
+    print(f"median / best of {REPS}, ms")
+    for label, before, after in cases():
+        d = diff(before, after)
+        kinds: dict[str, int] = {}
+        for r in d.rows:
+            kinds[r.kind] = kinds.get(r.kind, 0) + 1
+        print(f"{label}: {len(d.a)} / {len(d.b)} lines; rows: {kinds}")
+        for name, got in (("python", python_ms(before, after)), ("node", node_ms(before, after)),
+                          ("chromium", chromium_ms(before, after))):
+            print(f"  {name:9s}" + (f"{got[0]:7.1f} {got[1]:7.1f}" if got is not None else "  (not available)"))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ Examples:
   tltrace show gemm.py                          runs of one script (newest last)
   tltrace show gemm.py latest                   the passes of its newest run
   tltrace show gemm.py -2 --pass LayoutInference   that pass's diff, one run back
+  tltrace show gemm.py --pass LowerTileOp -w    ... without lines that were only re-indented
+  tltrace show gemm.py --pass 16 --json         ... as JSON, with "rows": the line alignment
   tltrace show ./tmp/lower_trace_dir/gemm/.run_records/run_2026...   a run directory
   tltrace show gemm.py --html                   (re)write the newest run's HTML report
   tltrace show gemm.py -1 --json                the manifest as JSON

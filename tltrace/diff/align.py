@@ -111,13 +111,18 @@ def _gap(a: Sequence[str], b: Sequence[str], dels: list[int], adds: list[int], r
 def _pairs(a: Sequence[str], b: Sequence[str], dels: list[int], adds: list[int]) -> list[tuple[int, int]]:
     """Return positions (into dels, adds) of the alike pairs, in order."""
     n, m = len(dels), len(adds)
-    bags_a = [bag(a[i]) for i in dels]
-    bags_b = [bag(b[j]) for j in adds]
+    bags_a: list[tuple[dict[str, int], int] | None] = [None] * n
+    bags_b: list[tuple[dict[str, int], int] | None] = [None] * m
 
     def score(p: int, q: int) -> int:
-        wa, na = bags_a[p]
-        wb, nb = bags_b[q]
-        return similarity(wa, na, wb, nb)
+        # bags made on first use: a huge gap looks at few of its added lines
+        x = bags_a[p]
+        if x is None:
+            x = bags_a[p] = bag(a[dels[p]])
+        y = bags_b[q]
+        if y is None:
+            y = bags_b[q] = bag(b[adds[q]])
+        return similarity(x[0], x[1], y[0], y[1])
 
     if n * m > PAIR_LIMIT:
         out: list[tuple[int, int]] = []

@@ -84,24 +84,35 @@
   var TOKEN = /[A-Za-z_][A-Za-z0-9_]*|[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?[A-Za-z0-9_]*|[ \t]+|==|!=|<=|>=|\/\/|\*\*|<<|>>|->|&&|\|\||::|[\s\S]/gu;
   var WORD = /^[A-Za-z0-9_]/;
   function tokens(line) { return line.match(TOKEN) || []; }
-  function bag(line) {
-    var ts = tokens(line), out = new Map(), n = 0;
-    for (var i = 0; i < ts.length; i++) {
+  // A line's words (identifiers, numbers) as sorted word ids with counts: similarity is then a
+  // merge of two short arrays. `ids` maps words to ids for one gap.
+  function bag(line, ids) {
+    var ts = tokens(line), list = [], i;
+    for (i = 0; i < ts.length; i++) {
       if (!WORD.test(ts[i])) continue;
-      out.set(ts[i], (out.get(ts[i]) || 0) + 1);
-      n++;
+      var id = ids.get(ts[i]);
+      if (id === undefined) { id = ids.size; ids.set(ts[i], id); }
+      list.push(id);
     }
-    return [out, n];
+    list.sort(function (x, y) { return x - y; });
+    var w = [], c = [];
+    for (i = 0; i < list.length; i++) {
+      if (w.length && w[w.length - 1] === list[i]) c[c.length - 1]++;
+      else { w.push(list[i]); c.push(1); }
+    }
+    return { w: w, c: c, n: list.length };
   }
+  // 0..1000: twice the words two lines share over the words they have (multisets; Dice).
   function similarity(ba, bb) {
-    var na = ba[1], nb = bb[1];
+    var na = ba.n, nb = bb.n;
     if (na + nb === 0) return 0;
     if (Math.floor(2000 * Math.min(na, nb) / (na + nb)) < ALIKE) return 0;
-    var common = 0, wb = bb[0];
-    ba[0].forEach(function (c, w) {
-      var o = wb.get(w);
-      if (o) common += c < o ? c : o;
-    });
+    var wa = ba.w, wb = bb.w, ca = ba.c, cb = bb.c, i = 0, j = 0, common = 0;
+    while (i < wa.length && j < wb.length) {
+      if (wa[i] === wb[j]) { common += ca[i] < cb[j] ? ca[i] : cb[j]; i++; j++; }
+      else if (wa[i] < wb[j]) i++;
+      else j++;
+    }
     return Math.floor(2000 * common / (na + nb));
   }
   // Returns [leftTokens, leftMask, rightTokens, rightMask]; a mask flags the changed tokens.
@@ -126,7 +137,11 @@
     if (lines[lines.length - 1] === "") lines.pop();
     return lines;
   }
-  function stripIndent(line) { return line.replace(/^[ \t]+/, ""); }
+  function stripIndent(line) {
+    var i = 0, c;
+    while (i < line.length && ((c = line.charCodeAt(i)) === 32 || c === 9)) i++;
+    return i ? line.slice(i) : line;
+  }
   function row(kind, a, b) { return { kind: kind, a: a, b: b }; }
 
   function align(A, B, noPair) {
@@ -168,14 +183,16 @@
   }
   function pairsOf(A, B, dels, adds) {
     var n = dels.length, m = adds.length, p, q, s, out = [];
-    var ba = dels.map(function (i) { return bag(A[i]); });
-    var bb = adds.map(function (j) { return bag(B[j]); });
+    var ids = new Map(), ba = new Array(n), bb = new Array(m);
+    function sim(p, q) {  // bags made on first use: a huge gap looks at few of its added lines
+      return similarity(ba[p] || (ba[p] = bag(A[dels[p]], ids)), bb[q] || (bb[q] = bag(B[adds[q]], ids)));
+    }
     if (n * m > PAIR_LIMIT) {
       var q0 = 0;
       for (p = 0; p < n; p++) {
         var hi = Math.min(m, q0 + WINDOW);
         for (q = q0; q < hi; q++) {
-          if (similarity(ba[p], bb[q]) >= ALIKE) { out.push([p, q]); q0 = q + 1; break; }
+          if (sim(p, q) >= ALIKE) { out.push([p, q]); q0 = q + 1; break; }
         }
       }
       return out;
@@ -188,7 +205,7 @@
       for (q = 1; q <= m; q++) {
         var best = dp[prev + q];
         if (dp[rw + q - 1] > best) best = dp[rw + q - 1];
-        s = similarity(ba[p - 1], bb[q - 1]);
+        s = sim(p - 1, q - 1);
         sc[(p - 1) * m + q - 1] = s;
         if (s >= ALIKE && dp[prev + q - 1] + s > best) best = dp[prev + q - 1] + s;
         dp[rw + q] = best;
