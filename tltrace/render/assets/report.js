@@ -539,7 +539,10 @@
       if (r.depth) nm.style.paddingLeft = (r.depth * 14) + "px";
       li.appendChild(nm);
       var st = el("span", "st");
-      if (r.status === "changed") {
+      if (r.status === "changed" && !r.added && !r.removed) {
+        st.appendChild(el("span", "ws", "ws"));  // no line differs: a newline or whitespace change
+        st.title = "only whitespace or the newline at the end changed";
+      } else if (r.status === "changed") {
         st.appendChild(el("span", "add", "+" + (r.added || 0)));
         st.appendChild(document.createTextNode(" "));
         st.appendChild(el("span", "del", "\u2212" + (r.removed || 0)));
