@@ -5,7 +5,7 @@ the three examples, concatenated with renamed buffers until each side has about 
 the edits are the passes' own (re-indents, wrapped blocks, rewritten lines). Prints milliseconds,
 median and best of 15 (the first run warms the JIT; best is what an idle machine gives).
 
-    python bench/diff.py
+    python bench/diff.py               (python bench/diff.py --markdown: the docs/benchmarks.md section)
 """
 
 from __future__ import annotations
@@ -114,6 +114,30 @@ def cases() -> list[tuple[str, str, str]]:
     ]
 
 
+def measure() -> str:
+    """Return the markdown section for docs/benchmarks.md (bench/run.py calls this)."""
+    lines = [
+        "## Diff alignment (5,000-line IR pairs, `bench/diff.py`)", "",
+        "Time to align one pair with the diff engine: `tltrace/diff/` in Python (terminal, `show`, "
+        "`lower_trace`) and its twin `assets/diff.js` in node and in headless Chromium (the report aligns "
+        f"a pass when it is opened). Median and best of {REPS} runs, ms. *real passes*: every changed pass "
+        "of the examples' CPU compiles, concatenated; *all re-indented*: the whole text wrapped in one "
+        "block; *all rewritten*: no line in common (the worst case).", "",
+        "| pair | rows | Python | node | Chromium |", "|---|---|---:|---:|---:|",
+    ]
+    for label, before, after in cases():
+        d = diff(before, after)
+        kinds: dict[str, int] = {}
+        for r in d.rows:
+            kinds[r.kind] = kinds.get(r.kind, 0) + 1
+        cells = []
+        for got in (python_ms(before, after), node_ms(before, after), chromium_ms(before, after)):
+            cells.append(f"{got[0]:.1f} / {got[1]:.1f}" if got is not None else "-")
+        rows = ", ".join(f"{n} {k}" for k, n in kinds.items())
+        lines.append(f"| {label} ({len(d.a):,} / {len(d.b):,} lines) | {rows} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     print(f"median / best of {REPS}, ms")
     for label, before, after in cases():
@@ -128,4 +152,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--markdown"]:
+        print(measure())
+    else:
+        main()

@@ -27,9 +27,10 @@ def main() -> int:
     a = ap.parse_args()
 
     import capture
+    import diff
     import report
 
-    sections = [capture.measure(a.reps), report.measure()]
+    sections = [capture.measure(a.reps), report.measure(), diff.measure()]
     if a.gpu_section.exists():
         sections.append(a.gpu_section.read_text())
     head = (
