@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from .align import ADD, CHANGE, DELETE, KINDS, REINDENT, SAME, Row, align, split_lines
+from .align import ADD, CHANGE, DELETE, KINDS, REINDENT, SAME, Row, align, line_matches, split_lines
 from .unified import FILE, HUNK, NO_NEWLINE, NOTE, unified_rows
 from .words import tokens, word_diff
 
@@ -67,11 +68,21 @@ def _ends_newline(text: str) -> bool:
     return not text or text.endswith("\n")
 
 
+@lru_cache(maxsize=4)
+def _split_and_match(before: str, after: str) -> tuple[list[str], list[str], list[tuple[int, int]]]:
+    # A pass's texts are aligned twice in a row (the capture counts +/-, the terminal draws the
+    # diff): the line matching, the costly part, is done once.
+    a, b = split_lines(before), split_lines(after)
+    return a, b, line_matches(a, b)
+
+
 def diff(before: str, after: str) -> Diff:
     """Return the alignment of `before` and `after` (see tltrace.diff.align for the rules)."""
-    a, b = split_lines(before), split_lines(after)
-    return Diff(before, after, a, b, align(a, b) if before != after else
-                [Row(SAME, i, i) for i in range(len(a))])
+    if before == after:
+        a = split_lines(before)
+        return Diff(before, after, a, list(a), [Row(SAME, i, i) for i in range(len(a))])
+    a, b, matched = _split_and_match(before, after)
+    return Diff(before, after, list(a), list(b), align(a, b, matched=matched))
 
 
 def explain(before: str, after: str, a: list[str], b: list[str], rows: list[Row]) -> str | None:
@@ -95,7 +106,8 @@ def count_changes(before: str, after: str) -> tuple[int, int]:
     """Return (added, removed): lines of each text not matched identically by the alignment."""
     if before == after:
         return 0, 0
-    rows = align(split_lines(before), split_lines(after), pair=False)
+    a, b, matched = _split_and_match(before, after)
+    rows = align(a, b, pair=False, matched=matched)
     added = sum(1 for r in rows if r.b is not None and r.kind != SAME)
     removed = sum(1 for r in rows if r.a is not None and r.kind != SAME)
     return added, removed

@@ -56,17 +56,16 @@ def strip_indent(line: str) -> str:
     return line.lstrip(" \t")
 
 
-def align(a: Sequence[str], b: Sequence[str], *, pair: bool = True) -> list[Row]:
+def align(a: Sequence[str], b: Sequence[str], *, pair: bool = True,
+          matched: Sequence[tuple[int, int]] | None = None) -> list[Row]:
     """Return the rows aligning lines `a` with lines `b` (rules in the module docstring).
 
     With pair=False, removed and added lines are left unpaired (del / add): enough to count.
+    `matched`: the result of line_matches(a, b), when the caller has it already.
     """
-    table: dict[str, int] = {}
-    ka = intern([strip_indent(x) for x in a], table)
-    kb = intern([strip_indent(x) for x in b], table)
     rows: list[Row] = []
     pi = pj = 0
-    for i, j in matches(ka, kb):
+    for i, j in (line_matches(a, b) if matched is None else matched):
         if i > pi or j > pj:
             _gap(a, b, list(range(pi, i)), list(range(pj, j)), rows, pair)
         rows.append(Row(SAME if a[i] == b[j] else REINDENT, i, j))
@@ -74,6 +73,12 @@ def align(a: Sequence[str], b: Sequence[str], *, pair: bool = True) -> list[Row]
     if pi < len(a) or pj < len(b):
         _gap(a, b, list(range(pi, len(a))), list(range(pj, len(b))), rows, pair)
     return rows
+
+
+def line_matches(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int]]:
+    """Return the (i, j) of lines matched apart from indentation (rule 1), in order."""
+    table: dict[str, int] = {}
+    return matches(intern([strip_indent(x) for x in a], table), intern([strip_indent(x) for x in b], table))
 
 
 def matches(ka: Sequence[int], kb: Sequence[int]) -> list[tuple[int, int]]:
