@@ -74,12 +74,20 @@ def node_ms(before: str, after: str) -> tuple[float, float] | None:
     if node is None:
         return None
     js = resources.files("tltrace.render").joinpath("assets/diff.js")
-    script = ("var TLDiff = require(process.argv[1]);" + JS_TIMER +
-              "var d = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-              f"process.stdout.write(JSON.stringify(tlTime(d[0], d[1], {REPS})));")
+    script = (
+        "var TLDiff = require(process.argv[1]);"
+        + JS_TIMER
+        + "var d = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        f"process.stdout.write(JSON.stringify(tlTime(d[0], d[1], {REPS})));"
+    )
     with resources.as_file(js) as path:
-        out = subprocess.run([node, "-e", script, str(path)], input=json.dumps([before, after]),
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [node, "-e", script, str(path)],
+            input=json.dumps([before, after]),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     med, best = json.loads(out.stdout)
     return med, best
 
@@ -92,10 +100,13 @@ def chromium_ms(before: str, after: str) -> tuple[float, float] | None:
     engine = resources.files("tltrace.render").joinpath("assets/diff.js").read_text(encoding="utf-8")
     with tempfile.TemporaryDirectory() as tmp:
         page_path = Path(tmp) / "t.html"
-        page_path.write_text("<!DOCTYPE html><meta charset=utf-8><script>" + engine + JS_TIMER + "</script>",
-                             encoding="utf-8")
+        page_path.write_text(
+            "<!DOCTYPE html><meta charset=utf-8><script>" + engine + JS_TIMER + "</script>", encoding="utf-8"
+        )
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox"])
+            browser = p.chromium.launch(
+                executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox"]
+            )
             page = browser.new_page()
             page.goto(page_path.as_uri())
             med, best = page.evaluate("([a, b, n]) => tlTime(a, b, n)", [before, after, REPS])
@@ -117,13 +128,16 @@ def cases() -> list[tuple[str, str, str]]:
 def measure() -> str:
     """Return the markdown section for docs/benchmarks.md (bench/run.py calls this)."""
     lines = [
-        "## Diff alignment (5,000-line IR pairs, `bench/diff.py`)", "",
+        "## Diff alignment (5,000-line IR pairs, `bench/diff.py`)",
+        "",
         "Time to align one pair with the diff engine: `tltrace/diff/` in Python (terminal, `show`, "
         "`lower_trace`) and its twin `assets/diff.js` in node and in headless Chromium (the report aligns "
         f"a pass when it is opened). Median and best of {REPS} runs, ms. *real passes*: every changed pass "
         "of the examples' CPU compiles, concatenated; *all re-indented*: the whole text wrapped in one "
-        "block; *all rewritten*: no line in common (the worst case).", "",
-        "| pair | rows | Python | node | Chromium |", "|---|---|---:|---:|---:|",
+        "block; *all rewritten*: no line in common (the worst case).",
+        "",
+        "| pair | rows | Python | node | Chromium |",
+        "|---|---|---:|---:|---:|",
     ]
     for label, before, after in cases():
         d = diff(before, after)
@@ -146,9 +160,14 @@ def main() -> None:
         for r in d.rows:
             kinds[r.kind] = kinds.get(r.kind, 0) + 1
         print(f"{label}: {len(d.a)} / {len(d.b)} lines; rows: {kinds}")
-        for name, got in (("python", python_ms(before, after)), ("node", node_ms(before, after)),
-                          ("chromium", chromium_ms(before, after))):
-            print(f"  {name:9s}" + (f"{got[0]:7.1f} {got[1]:7.1f}" if got is not None else "  (not available)"))
+        for name, got in (
+            ("python", python_ms(before, after)),
+            ("node", node_ms(before, after)),
+            ("chromium", chromium_ms(before, after)),
+        ):
+            print(
+                f"  {name:9s}" + (f"{got[0]:7.1f} {got[1]:7.1f}" if got is not None else "  (not available)")
+            )
 
 
 if __name__ == "__main__":

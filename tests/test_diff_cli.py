@@ -9,24 +9,29 @@ from pathlib import Path
 from .test_diff_engine import check_laws
 
 
-def test_run_and_show_mark_reindents_and_ignore_whitespace_hides_them(run_cli, examples_dir: Path, tmp_path: Path):
+def test_run_and_show_mark_reindents_and_ignore_whitespace_hides_them(
+    run_cli, examples_dir: Path, tmp_path: Path
+):
     td = tmp_path / "t"
     res = run_cli("run", "--trace-dir", td, "--only", "LayoutInference", examples_dir / "gemm.py")
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert any(line.startswith("    ~") for line in lines)
-    assert '    +            T.reads()' in lines
-    res = run_cli("run", "--trace-dir", td, "--only", "LayoutInference", "--ignore-whitespace",
-                  examples_dir / "gemm.py")
+    assert "    +            T.reads()" in lines
+    res = run_cli(
+        "run", "--trace-dir", td, "--only", "LayoutInference", "--ignore-whitespace", examples_dir / "gemm.py"
+    )
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
-    assert not any(line.startswith("    ~") for line in lines) and '    +            T.reads()' in lines
+    assert not any(line.startswith("    ~") for line in lines) and "    +            T.reads()" in lines
 
     shown = run_cli("show", "--trace-dir", td, "gemm", "--pass", "LayoutInference").stdout
     quiet = run_cli("show", "--trace-dir", td, "gemm", "--pass", "LayoutInference", "-w").stdout
     assert "    ~" in shown and "    ~" not in quiet and "T.reads()" in quiet
 
-    rows = json.loads(run_cli("show", "--trace-dir", td, "gemm", "--pass", "LayoutInference", "--json").stdout)["rows"]
+    rows = json.loads(
+        run_cli("show", "--trace-dir", td, "gemm", "--pass", "LayoutInference", "--json").stdout
+    )["rows"]
     assert [r["kind"] for r in rows].count("reindent") >= 10
 
 
@@ -42,6 +47,7 @@ def test_show_json_rows_match_the_texts(run_cli, examples_dir: Path, tmp_path: P
             continue
         before, after = R.read_text(run, rec, "before"), R.read_text(run, rec, "after")
         rows = check_laws(before, after)
-        out = json.loads(run_cli("show", "--trace-dir", td, "elementwise_add", "--pass", str(rec.index),
-                                 "--json").stdout)
+        out = json.loads(
+            run_cli("show", "--trace-dir", td, "elementwise_add", "--pass", str(rec.index), "--json").stdout
+        )
         assert out["rows"] == [r.to_json() for r in rows]

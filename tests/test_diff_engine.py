@@ -86,9 +86,23 @@ def test_laws_on_real_ir(label, before, after):
     assert any(r.kind != SAME for r in rows) or diff(before, after).note
 
 
-lines_st = st.lists(st.sampled_from(["x = 1", "  x = 1", "y = f(x)", "    y = f(x)", "for i in range(4):",
-                                     "  for i in range(4):", "z = f(x, 2)", "", "T.copy(A, B)", "\tq"]),
-                    max_size=12)
+lines_st = st.lists(
+    st.sampled_from(
+        [
+            "x = 1",
+            "  x = 1",
+            "y = f(x)",
+            "    y = f(x)",
+            "for i in range(4):",
+            "  for i in range(4):",
+            "z = f(x, 2)",
+            "",
+            "T.copy(A, B)",
+            "\tq",
+        ]
+    ),
+    max_size=12,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -109,8 +123,10 @@ def test_wrapping_in_a_block_reads_as_added_lines_and_reindents():
     view = diff(before, after).unified(context=0)
     assert [k for k, _ in view] == ["file", "file", "hunk", ADD, REINDENT, REINDENT]
     assert view[-1][1] == "~        b = g(a)"
-    assert diff(before, after).unified(context=0, ignore_whitespace=True)[2:] == \
-        [("hunk", "@@ -1,0 +2 @@"), (ADD, "+    with T.block():")]
+    assert diff(before, after).unified(context=0, ignore_whitespace=True)[2:] == [
+        ("hunk", "@@ -1,0 +2 @@"),
+        (ADD, "+    with T.block():"),
+    ]
 
 
 def test_unrelated_lines_are_not_paired_and_get_no_word_highlights():
@@ -136,7 +152,22 @@ def test_gemm_layout_inference_is_three_added_lines_and_reindents():
 
 def test_tokens_respect_tir():
     assert tokens("A_shared[i_1, 0x1F] = 1.5e-3f // 2") == [
-        "A_shared", "[", "i_1", ",", " ", "0x1F", "]", " ", "=", " ", "1.5e-3f", " ", "//", " ", "2"]
+        "A_shared",
+        "[",
+        "i_1",
+        ",",
+        " ",
+        "0x1F",
+        "]",
+        " ",
+        "=",
+        " ",
+        "1.5e-3f",
+        " ",
+        "//",
+        " ",
+        "2",
+    ]
     assert "".join(tokens("T.float32(3.25) <= b->c")) == "T.float32(3.25) <= b->c"
     assert "3.25" in tokens("T.float32(3.25)") and "<=" in tokens("a <= b")
     lt, lm, rt, rm = word_diff("C_local[i, j] = A[i]", "C_local[i, j] = B[i]")
@@ -188,8 +219,15 @@ def run_js(pairs: list[tuple[str, str]]) -> list[dict]:
             pytest.fail("node is not installed")
         pytest.skip("node is not installed")
     with resources.as_file(DIFF_JS) as path:
-        proc = subprocess.run([node, "-e", NODE_RUNNER, str(path)], input=json.dumps(pairs), capture_output=True,
-                              text=True, encoding="utf-8", check=True, timeout=120)
+        proc = subprocess.run(
+            [node, "-e", NODE_RUNNER, str(path)],
+            input=json.dumps(pairs),
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            check=True,
+            timeout=120,
+        )
     return json.loads(proc.stdout)
 
 
@@ -233,8 +271,17 @@ def random_pairs(n: int, seed: int) -> list[tuple[str, str]]:
 
 def test_js_engine_gives_the_python_rows_on_the_corpus_and_on_edits():
     pairs = [(b, a) for _, b, a in corpus_pairs()] + random_pairs(150, seed=7)
-    pairs += [("", "x\n"), ("x\n", ""), ("x\n", "x"), ("a \u2028 b\n", "a \u2028 c\n"), ("\U0001F600 x = 1\n", "\U0001F600 x = 2\n"),
-              ("\n".join(f"l{i} = {i}" for i in range(3000)), "\n".join(f"l{i} = {i * 7 % 5}" for i in range(3000)))]
+    pairs += [
+        ("", "x\n"),
+        ("x\n", ""),
+        ("x\n", "x"),
+        ("a \u2028 b\n", "a \u2028 c\n"),
+        ("\U0001f600 x = 1\n", "\U0001f600 x = 2\n"),
+        (
+            "\n".join(f"l{i} = {i}" for i in range(3000)),
+            "\n".join(f"l{i} = {i * 7 % 5}" for i in range(3000)),
+        ),
+    ]
     js = run_js(pairs)
     assert len(js) == len(pairs)
     for (before, after), got in zip(pairs, js):

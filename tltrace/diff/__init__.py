@@ -57,11 +57,27 @@ class Diff:
     def rows_json(self) -> list[dict[str, object]]:
         return [r.to_json() for r in self.rows]
 
-    def unified(self, *, context: int = 3, a_name: str = "before", b_name: str = "after",
-                tilde: bool = True, ignore_whitespace: bool = False) -> list[tuple[str, str]]:
-        return unified_rows(self.a, self.b, self.rows, context=context, a_name=a_name, b_name=b_name,
-                            tilde=tilde, ignore_whitespace=ignore_whitespace,
-                            a_newline=_ends_newline(self.before), b_newline=_ends_newline(self.after))
+    def unified(
+        self,
+        *,
+        context: int = 3,
+        a_name: str = "before",
+        b_name: str = "after",
+        tilde: bool = True,
+        ignore_whitespace: bool = False,
+    ) -> list[tuple[str, str]]:
+        return unified_rows(
+            self.a,
+            self.b,
+            self.rows,
+            context=context,
+            a_name=a_name,
+            b_name=b_name,
+            tilde=tilde,
+            ignore_whitespace=ignore_whitespace,
+            a_newline=_ends_newline(self.before),
+            b_newline=_ends_newline(self.after),
+        )
 
 
 def _ends_newline(text: str) -> bool:
@@ -121,7 +137,25 @@ def unified(before: str, after: str, *, context: int = 3, a: str = "before", b: 
 
 
 __all__ = [
-    "ADD", "CHANGE", "DELETE", "FILE", "HUNK", "KINDS", "NOTE", "NO_NEWLINE", "REINDENT", "SAME",
-    "Diff", "Row", "align", "count_changes", "diff", "explain", "split_lines", "tokens", "unified",
-    "unified_rows", "word_diff",
+    "ADD",
+    "CHANGE",
+    "DELETE",
+    "FILE",
+    "HUNK",
+    "KINDS",
+    "NOTE",
+    "NO_NEWLINE",
+    "REINDENT",
+    "SAME",
+    "Diff",
+    "Row",
+    "align",
+    "count_changes",
+    "diff",
+    "explain",
+    "split_lines",
+    "tokens",
+    "unified",
+    "unified_rows",
+    "word_diff",
 ]

@@ -47,7 +47,7 @@ def _middle(a: Sequence[int], a0: int, a1: int, b: Sequence[int], b0: int, b1: i
     found = -1
     d = 0
     while d <= limit and found < 0:
-        trace.append(v[off - d - 1: off + d + 2])  # v before step d, for k in [-d-1, d+1]
+        trace.append(v[off - d - 1 : off + d + 2])  # v before step d, for k in [-d-1, d+1]
         for k in range(-d, d + 1, 2):
             if k == -d or (k != d and v[off + k - 1] < v[off + k + 1]):
                 x = v[off + k + 1]

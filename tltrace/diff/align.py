@@ -38,8 +38,11 @@ class Row:
 
     def to_json(self) -> dict[str, object]:
         """Return the row as `show --json` prints it: 1-based line numbers."""
-        return {"kind": self.kind, "a": None if self.a is None else self.a + 1,
-                "b": None if self.b is None else self.b + 1}
+        return {
+            "kind": self.kind,
+            "a": None if self.a is None else self.a + 1,
+            "b": None if self.b is None else self.b + 1,
+        }
 
 
 def split_lines(text: str) -> list[str]:
@@ -56,8 +59,9 @@ def strip_indent(line: str) -> str:
     return line.lstrip(" \t")
 
 
-def align(a: Sequence[str], b: Sequence[str], *, pair: bool = True,
-          matched: Sequence[tuple[int, int]] | None = None) -> list[Row]:
+def align(
+    a: Sequence[str], b: Sequence[str], *, pair: bool = True, matched: Sequence[tuple[int, int]] | None = None
+) -> list[Row]:
     """Return the rows aligning lines `a` with lines `b` (rules in the module docstring).
 
     With pair=False, removed and added lines are left unpaired (del / add): enough to count.
@@ -65,7 +69,7 @@ def align(a: Sequence[str], b: Sequence[str], *, pair: bool = True,
     """
     rows: list[Row] = []
     pi = pj = 0
-    for i, j in (line_matches(a, b) if matched is None else matched):
+    for i, j in line_matches(a, b) if matched is None else matched:
         if i > pi or j > pj:
             _gap(a, b, list(range(pi, i)), list(range(pj, j)), rows, pair)
         rows.append(Row(SAME if a[i] == b[j] else REINDENT, i, j))
@@ -93,8 +97,9 @@ def matches(ka: Sequence[int], kb: Sequence[int]) -> list[tuple[int, int]]:
     return [(ia[i], jb[j]) for kind, i, j in myers([ka[i] for i in ia], [kb[j] for j in jb]) if kind == EQ]
 
 
-def _gap(a: Sequence[str], b: Sequence[str], dels: list[int], adds: list[int], rows: list[Row],
-         pair: bool) -> None:
+def _gap(
+    a: Sequence[str], b: Sequence[str], dels: list[int], adds: list[int], rows: list[Row], pair: bool
+) -> None:
     """Append the rows of one gap between matched lines: alike lines paired, the rest del / add."""
     pairs = _pairs(a, b, dels, adds) if pair and dels and adds else []
     di = aj = 0

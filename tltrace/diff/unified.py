@@ -25,9 +25,17 @@ def _range(start: int, length: int) -> str:
 
 
 def unified_rows(
-    a: Sequence[str], b: Sequence[str], rows: Sequence[Row], *, context: int = 3,
-    a_name: str = "before", b_name: str = "after", tilde: bool = True, ignore_whitespace: bool = False,
-    a_newline: bool = True, b_newline: bool = True,
+    a: Sequence[str],
+    b: Sequence[str],
+    rows: Sequence[Row],
+    *,
+    context: int = 3,
+    a_name: str = "before",
+    b_name: str = "after",
+    tilde: bool = True,
+    ignore_whitespace: bool = False,
+    a_newline: bool = True,
+    b_newline: bool = True,
 ) -> list[tuple[str, str]]:
     """Return the unified diff of an alignment as (kind, line) pairs, file header first.
 
@@ -103,4 +111,15 @@ def unified_rows(
     return out
 
 
-__all__ = ["FILE", "HUNK", "NOTE", "NO_NEWLINE", "unified_rows", "ADD", "CHANGE", "DELETE", "REINDENT", "SAME"]
+__all__ = [
+    "FILE",
+    "HUNK",
+    "NOTE",
+    "NO_NEWLINE",
+    "unified_rows",
+    "ADD",
+    "CHANGE",
+    "DELETE",
+    "REINDENT",
+    "SAME",
+]

@@ -25,11 +25,18 @@ def main(run_dir: str) -> None:
         for key in ("before_hash", "after_hash"):
             h = r[key]
             if h not in texts:
-                texts[h] = (run / r[key.replace("hash", "file")]).read_text(encoding="utf-8") \
-                    if r.get(key.replace("hash", "file")) else next(objects.glob(h + "*")).read_text(encoding="utf-8")
+                texts[h] = (
+                    (run / r[key.replace("hash", "file")]).read_text(encoding="utf-8")
+                    if r.get(key.replace("hash", "file"))
+                    else next(objects.glob(h + "*")).read_text(encoding="utf-8")
+                )
         pairs.append([r["index"], r["name"], r["before_hash"], r["after_hash"]])
-    out = {"source": f"{m['script']}, target {m.get('target')}", "tilelang_version": m.get("tilelang_version"),
-           "texts": texts, "pairs": pairs}
+    out = {
+        "source": f"{m['script']}, target {m.get('target')}",
+        "tilelang_version": m.get("tilelang_version"),
+        "texts": texts,
+        "pairs": pairs,
+    }
     json.dump(out, sys.stdout, indent=0, ensure_ascii=False, sort_keys=True)
     sys.stdout.write("\n")
 
