@@ -59,7 +59,8 @@ def test_lower_trace_single_pass(tl, make_add, capsys) -> None:
     results = tltrace.lower_trace(make_add(256, 64), transform.Simplify())
     assert len(results) == 1
     r = results[0]
-    assert set(r) == {"name", "before_script", "after_script", "diff_lines", "insertions", "deletions", "changed"}
+    assert set(r) == {"name", "before_script", "after_script", "diff_lines", "insertions", "deletions", "changed",
+                      "rows", "note"}
     assert r["name"] == "Simplify" and r["before_script"].startswith("# from tvm.script")
     assert r["changed"] == bool(r["diff_lines"])
     assert "lower_trace/01 Simplify" in capsys.readouterr().out

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -317,6 +319,8 @@ def test_truncated_report_opens_with_the_passes_before_the_cut(open_report, trac
     head = len(report_head())
     short = tmp_path / REPORT_NAME
     short.write_bytes(data[: head + int((len(data) - head) * cut)])
+    old = time.time() - 3600  # a killed run: the file stopped changing long ago
+    os.utime(short, (old, old))
     page = open_report(short)
     count = page.locator("li.tl-pass").count()
     assert 0 < count <= len(passes)
@@ -428,3 +432,287 @@ def test_word_highlights_only_on_lines_that_resemble_each_other(open_report, tmp
     page.fill("#tl-search", "range(128)")
     page.press("#tl-search", "Enter")
     assert page.locator(".tl-sr-head").text_content() == "1 pass contains \u201Crange(128)\u201D; 1 introduces it"
+
+
+# -- issue 10: alignment, gutters, toggles, running runs, keys, links, narrow windows ---------------
+WRAP_BEFORE = "def f():\n    a = 1\n    b = g(a)\n    c = h(b)\n" + "".join(f"    x{i} = {i}\n" for i in range(30))
+WRAP_AFTER = ("def f():\n    with T.block():\n        a = 1\n        b = g(a)\n        c = h(b, 2)\n"
+              + "".join(f"    x{i} = {i}\n" for i in range(30)))
+
+
+def test_reindented_rows_have_a_tilde_gutter_and_ignore_whitespace_hides_them(open_report, tmp_path: Path):
+    report = _report_from(tmp_path, [("Wrap", "changed", WRAP_BEFORE, WRAP_AFTER)])
+    page = open_report(report)
+    kinds = page.eval_on_selector_all("table.tl-diff tr[data-kind]", "ts => ts.map(t => t.dataset.kind)")
+    assert kinds[:5] == ["same", "add", "reindent", "reindent", "change"]
+    re_row = page.locator("tr[data-kind='reindent']").first
+    assert re_row.locator("td.g.l").text_content() == "~" and re_row.locator("td.g.r").text_content() == "~"
+    assert "re" in re_row.locator("td.code.r").get_attribute("class").split()
+    assert page.locator("tr[data-kind='add'] td.g.r").first.text_content() == "+"
+    assert page.locator("tr[data-kind='change'] td.g.l").first.text_content() == "\u2212"
+    # word highlights only inside the true pair: c = h(b) -> c = h(b, 2)
+    assert page.locator("td.code .w").all_text_contents() == [", 2"]
+    page.check(".tl-ignore-ws input")
+    assert page.locator("td.code.re").count() == 0 and page.locator("td.code.add").count() == 2
+    page.keyboard.press("j")  # keys still work after the checkbox
+    page.reload()
+    page.wait_for_selector("html[data-ready='1']")
+    assert page.locator(".tl-ignore-ws input").is_checked()  # the choice is kept
+
+
+def test_show_all_context_button(open_report, tmp_path: Path):
+    report = _report_from(tmp_path, [("Wrap", "changed", WRAP_BEFORE, WRAP_AFTER)])
+    page = open_report(report)
+    assert page.locator("tr.fold").count() == 1
+    page.click(".tl-context-all")
+    assert page.locator("tr.fold").count() == 0
+    assert page.locator(".tl-context-all").text_content() == "Fold context"
+    page.click(".tl-context-all")
+    assert page.locator("tr.fold").count() == 1
+
+
+def test_newline_and_whitespace_only_changes_are_explained(open_report, tmp_path: Path):
+    report = _report_from(tmp_path, [("Eol", "changed", "x = 1\n", "x = 1"),
+                                     ("Ws", "changed", "x = 1 \n", "x = 1\n")])
+    page = open_report(report, "#Eol")
+    assert "no newline at end" in page.locator(".tl-diffnote").text_content()
+    page.keyboard.press("j")
+    assert page.locator(".tl-diffnote").text_content().startswith("Whitespace only")
+
+
+def test_codegen_header_has_no_repeated_words_and_no_counts(open_report, trace):
+    report, passes = trace
+    cg = first_with(passes, "codegen").record
+    page = open_report(report, f"#{cg.index}")
+    info = page.locator(".tl-pass-head .info").text_content()
+    assert "codegen \u00B7 codegen" not in info and "+" not in info and "\u2212" not in info
+    assert page.locator(f"li.tl-pass[data-index='{cg.index}'] .st").text_content() == ""
+
+
+def test_keys_work_after_clicking_a_checkbox_or_a_button_not_in_the_search_field(open_report, trace):
+    report, passes = trace
+    page = open_report(report, "#10")
+    page.click("#tl-hide-noop")
+    page.click("#tl-hide-noop")
+    start = selected(page)["index"]
+    page.keyboard.press("j")
+    assert selected(page)["index"] == start + 1
+    page.click("#tl-theme")
+    page.keyboard.press("k")
+    assert selected(page)["index"] == start
+    page.click(".tl-copy-before")
+    page.keyboard.press("Shift+E")
+    assert page.locator("tr.fold").count() == 0
+    page.click("#tl-search")
+    page.keyboard.press("j")
+    assert selected(page)["index"] == start and page.input_value("#tl-search") == "j"
+
+
+@pytest.fixture(scope="module")
+def real_report(tmp_path_factory):
+    from ._records import trace as trace_runs
+
+    td = trace_runs(tmp_path_factory.mktemp("real") / "traces", ("gemm.py", "--mode", "html"))
+    return td / "gemm" / REPORT_NAME
+
+
+@pytest.mark.parametrize("fragment, expect", [
+    ("#lowertileop", "LowerTileOp"), ("#LAYOUTINFERENCE", "LayoutInference"), ("#BindTarget", "tirx.BindTarget"),
+    ("#bindtarget", "tirx.BindTarget"),
+])
+def test_deep_links_by_name_any_case_and_name_suffix(open_report, real_report, fragment, expect):
+    page = open_report(real_report, fragment)
+    assert selected(page)["name"] == expect
+
+
+def test_deep_link_by_index_and_unknown_name(open_report, real_report):
+    page = open_report(real_report, "#16")
+    assert selected(page)["index"] == 16
+    page = open_report(real_report, "#NoSuchPass")
+    assert "No pass named \u201CNoSuchPass\u201D" in page.locator("#tl-view").text_content()
+    assert page.locator("li.tl-pass.selected").count() == 0
+    assert page.url.endswith("#NoSuchPass")  # the address is not rewritten
+    page.keyboard.press("j")
+    assert selected(page)["index"] == 0
+
+
+def test_gemm_layout_inference_aligns_reindents_without_unrelated_highlights(open_report, real_report):
+    page = open_report(real_report, "#LayoutInference")
+    kinds = page.eval_on_selector_all("table.tl-diff tr[data-kind]", "ts => ts.map(t => t.dataset.kind)")
+    assert kinds.count("reindent") >= 10 and kinds.count("add") == 3
+    pairs = page.eval_on_selector_all(
+        "tr[data-kind='change']", "ts => ts.map(t => [t.querySelector('td.code.l').textContent.trim(),"
+        " t.querySelector('td.code.r').textContent.trim()])")
+    for left, right in pairs:  # a true pair starts with the same call: never T.copy drawn as T.fill
+        assert left.lstrip("# ").split("(")[0] == right.split("(")[0]
+
+
+def test_js_engine_in_chromium_gives_the_python_rows(open_report, real_report):
+    from .test_diff_engine import corpus_pairs, python_side
+
+    page = open_report(real_report)
+    pairs = [(b, a) for _, b, a in corpus_pairs()]
+    got = page.evaluate("""(pairs) => pairs.map(([b, a]) => {
+        const A = TLDiff.splitLines(b), B = TLDiff.splitLines(a);
+        return TLDiff.align(A, B).map(r => [r.kind, r.a, r.b]);
+    })""", pairs)
+    assert got == [python_side(b, a)["rows"] for b, a in pairs]
+
+
+def test_f7_alignment_survives_reload(open_report, tmp_path: Path):
+    report = _report_from(tmp_path, [("Wrap", "changed", WRAP_BEFORE, WRAP_AFTER)])
+    page = open_report(report)
+    page.keyboard.press("F7")
+    page.click("tr[data-l='0'] td.code.l")
+    page.click("tr[data-r='5'] td.code.r")
+    assert page.locator("tr.anchor").count() == 1
+    page.reload()
+    page.wait_for_selector("html[data-ready='1']")
+    assert page.locator("tr.anchor").count() == 1
+    page.click(".tl-clear-align")
+    page.reload()
+    page.wait_for_selector("html[data-ready='1']")
+    assert page.locator("tr.anchor").count() == 0
+
+
+def test_narrow_window_collapses_the_sidebar_and_caps_a_saved_width(browser, open_report, trace):
+    report, _ = trace
+    page = open_report(report, init_script="localStorage.setItem('tltrace-sidebar-width', '3000')")
+    assert page.evaluate("document.getElementById('tl-sidebar').getBoundingClientRect().width") <= 1280 / 2
+    page.set_viewport_size({"width": 800, "height": 700})
+    assert page.locator("#tl-sidebar").is_hidden() and page.locator("#tl-expand-sidebar").is_visible()
+    page.keyboard.press("j")  # still usable
+    page.set_viewport_size({"width": 1280, "height": 700})
+    assert page.locator("#tl-sidebar").is_visible()
+
+
+def test_long_lines_break_between_tokens_and_wrap_can_be_turned_off(open_report, tmp_path: Path):
+    long_b = "    C_local[i, j] = " + " + ".join(f"A_shared[i, k_{n}] * B_shared[k_{n}, j]" for n in range(12)) + "\n"
+    long_a = long_b.replace("k_3", "k_33")
+    report = _report_from(tmp_path, [("Long", "changed", "x = 0\n" + long_a, "x = 0\n" + long_b)])
+    page = open_report(report)
+    before_breaks = page.evaluate("""() => Array.from(document.querySelectorAll('td.code wbr')).map(w => {
+        let p = w.previousSibling; while (p && p.nodeType !== 3) p = p.lastChild || p.previousSibling;
+        const n = w.nextSibling; let q = n; while (q && q.nodeType !== 3) q = q.firstChild || q.nextSibling;
+        return [p ? p.textContent.slice(-1) : '', q ? q.textContent.slice(0, 1) : ''];
+    })""")
+    assert before_breaks
+    for prev, nxt in before_breaks:  # never between two identifier characters
+        assert not (re.match(r"\w", prev) and re.match(r"\w", nxt)), (prev, nxt)
+    code = page.locator("tr[data-kind='change'] td.code.r")
+    assert code.text_content() == long_b.rstrip("\n")  # the text itself is untouched (copy works)
+    tall = code.bounding_box()["height"]
+    page.click(".tl-wrap")
+    assert page.locator("body.tl-nowrap").count() == 1
+    assert code.bounding_box()["height"] < tall
+
+
+def test_running_report_says_running_and_refreshes_until_complete(open_report, tmp_path: Path):
+    from tltrace.render.html import HtmlReportListener
+    from tltrace.session.events import RunFinished
+
+    events = list(synthetic_events(30, tmp_path, seed=5))
+    listener = HtmlReportListener()
+    fed = 0
+    passes = 0
+    while passes < 12:
+        ev = events[fed]
+        listener(ev)
+        passes += isinstance(ev, PassRecorded)
+        fed += 1
+    report = Path(events[0].run_dir) / REPORT_NAME
+    page = open_report(report, "#5")
+    status = page.locator("#tl-runstatus")
+    assert status.text_content() == "running \u2014 12 passes so far"
+    assert "running" in status.get_attribute("class").split()
+    assert page.evaluate("getComputedStyle(document.getElementById('tl-runstatus')).color") != \
+        page.evaluate("getComputedStyle(document.querySelector('.tl-dot.failed') || document.body).color")
+    page.keyboard.press("j")
+    sel = selected(page)["index"]
+    page.keyboard.press("Shift+E")  # all context: the view is long enough to scroll
+    page.evaluate("document.getElementById('tl-view').scrollTop = 300")
+    top = page.evaluate("document.getElementById('tl-view').scrollTop")
+    assert top > 0
+    for ev in events[fed:]:
+        listener(ev)
+    listener.close()
+    assert isinstance(events[-1], RunFinished)
+    from playwright.sync_api import expect
+
+    expect(page.locator("#tl-runstatus")).to_have_text("complete", timeout=20000)
+    page.wait_for_selector("html[data-ready='1']")
+    assert page.locator("li.tl-pass").count() == sum(isinstance(e, PassRecorded) for e in events)
+    assert selected(page)["index"] == sel  # the reader's place is kept across the refresh
+    assert page.evaluate("document.getElementById('tl-view').scrollTop") == top
+    assert page.locator("tr.fold").count() == 0
+
+
+def test_killed_run_still_says_incomplete(open_report, trace, tmp_path: Path):
+    report, _ = trace
+    data = report.read_bytes()
+    cut = tmp_path / REPORT_NAME
+    cut.write_bytes(data[: len(report_head()) + (len(data) - len(report_head())) // 2])
+    old = time.time() - 3600
+    os.utime(cut, (old, old))
+    page = open_report(cut)
+    assert page.locator("#tl-runstatus").text_content().startswith("incomplete")
+
+
+# -- diff-runs --html ---------------------------------------------------------------------------------
+def test_diff_runs_page_under_csp_renders_text_only(browser, tmp_path: Path):
+    from tltrace.render import diffruns
+
+    hostile = "</script><img src=x onerror=alert(1)> \u202e"
+    data = {
+        "a": {"script": "s", "run_id": "run_a", "kernel": hostile, "target": "c", "backend": "cython", "passes": 2,
+              "status": "complete"},
+        "b": {"script": "s", "run_id": "run_b", "kernel": "k", "target": "c", "backend": "cython", "passes": 2,
+              "status": "complete"},
+        "same": False, "counts": {"output differs": 1},
+        "first_output_change": {"phase": "p", "name": hostile, "occurrence": 1, "a_index": 0, "b_index": 0},
+        "first_output_divergence": None, "first_input_divergence": None, "codegen": {},
+        "passes": [{"phase": "p", "name": hostile, "occurrence": 1, "a_index": 0, "b_index": 0,
+                    "status": "output differs"}],
+        "diffs": [{"label": hostile, "status": "output differs", "a_index": 0, "b_index": 0, "note": "", "open": True,
+                   "diff": [["file", "--- A"], ["file", "+++ B"], ["hunk", "@@ -1,2 +1,2 @@"],
+                            ["del", "-" + hostile], ["add", "+x"], ["reindent", "~    y"]]}],
+    }
+    out = diffruns.write(data, tmp_path / "d.html")
+    html = out.read_text(encoding="utf-8")
+    assert "script-src 'sha256-" in html and "style-src 'sha256-" in html and "unsafe-inline" not in html
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("dialog", lambda d: (errors.append("dialog " + d.message), d.dismiss()))
+    page.goto(out.as_uri())
+    page.wait_for_selector("html[data-ready='1']")
+    assert page.locator("img").count() == 0
+    assert page.locator("pre.diff span.k-del").text_content() == "-" + hostile
+    assert page.locator("pre.diff span.k-reindent").text_content() == "~    y"
+    assert page.evaluate("getComputedStyle(document.querySelector('.k-add')).backgroundColor") != \
+        page.evaluate("getComputedStyle(document.body).backgroundColor")
+    ctx.close()
+    assert not errors, errors
+
+
+def test_diff_runs_html_of_real_runs_in_chromium(browser, run_cli, tmp_path: Path):
+    from ._records import trace as trace_runs
+
+    td = trace_runs(tmp_path / "t", ("elementwise_add.py",), ("elementwise_add.py", "--block", "64"))
+    out = tmp_path / "d.html"
+    res = run_cli("diff-runs", "--trace-dir", str(td), "elementwise_add:-2", "elementwise_add:-1", "--html", str(out))
+    assert res.exit_code == 1, res.output
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(out.as_uri())
+    page.wait_for_selector("html[data-ready='1']")
+    assert page.locator("details[open] pre.diff span.k-add").count() >= 1
+    assert page.locator("details[open] pre.diff span.k-hunk").count() >= 1
+    assert "input differs" in page.locator("#passes").text_content()
+    ctx.close()
+    assert not errors, errors

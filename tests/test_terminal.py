@@ -145,3 +145,48 @@ def test_progress_bar_line_is_never_split(tmp_path):
             assert line.startswith("[add]"), repr(line)  # never after a bar on the same line
             assert "%|" not in line and "\r" not in line
     assert "Compiling configurations" in out
+def _stream(before: str, after: str, **settings) -> list[str]:
+    buf = io.StringIO()
+    view = TerminalView(Settings(context=0, **settings), console=Console(file=buf, color_system=None))
+    m = RunManifest(run_id="run_x", script="s", kernel="k")
+    from tltrace.diff import count_changes
+
+    added, removed = count_changes(before, after)
+    view(PassRecorded(m, PassRecord(index=0, name="Wrap", phase="p", status="changed", added=added,
+                                    removed=removed), before, after, Path("/r")))
+    return buf.getvalue().splitlines()
+
+
+WRAP_BEFORE = "def f():\n    a = 1\n    b = g(a)\n"
+WRAP_AFTER = "def f():\n    with T.block():\n        a = 1\n        b = g(a)\n"
+
+
+def test_reindented_lines_get_a_tilde_gutter_and_a_dim_style():
+    assert _stream(WRAP_BEFORE, WRAP_AFTER) == [
+        "[k] p/00 Wrap  CHANGED +3/-2",
+        "    --- before",
+        "    +++ after",
+        "    @@ -2,2 +2,3 @@",
+        "    +    with T.block():",
+        "    ~        a = 1",
+        "    ~        b = g(a)",
+    ]
+    from tltrace.render.terminal import LINE_STYLE, diff_text
+
+    text = diff_text(WRAP_BEFORE, WRAP_AFTER, 0)
+    styles = {text.plain[s.start:s.end].strip()[:1]: str(s.style) for s in text.spans}
+    assert styles["~"] == LINE_STYLE["reindent"] == "dim" and styles["+"] == "green"
+
+
+def test_ignore_whitespace_hides_reindents_and_says_so_when_nothing_is_left():
+    out = _stream(WRAP_BEFORE, WRAP_AFTER, ignore_whitespace=True)
+    assert not any(line.startswith("    ~") for line in out) and "    +    with T.block():" in out
+    out = _stream("def f():\n  a = 1\n", "def f():\n    a = 1\n", ignore_whitespace=True)
+    assert out == ["[k] p/00 Wrap  CHANGED +1/-1 (whitespace only (re-indented))",
+                   "    (whitespace only (re-indented); hidden by --ignore-whitespace)"]
+
+
+def test_a_newline_only_change_is_explained_not_an_empty_changed():
+    out = _stream("x = 1\n", "x = 1")
+    assert out[0] == "[k] p/00 Wrap  CHANGED (no newline at end)"
+    assert out[-3:] == ["    -x = 1", "    +x = 1", "    \\ No newline at end of file"]

@@ -357,14 +357,15 @@ def _script(mod: Any) -> str:
 
 def lower_trace(func_or_mod: Any, passes: Any, mode: str = "terminal", context: int = 3,
                 html_path: str | os.PathLike = "lower_trace_report.html") -> list[dict[str, Any]]:
-    """Return one dict per pass step (name, before_script, after_script, diff_lines, insertions, deletions, changed).
+    """Return one dict per pass step (name, before_script, after_script, diff_lines, insertions, deletions,
+    changed, rows, note).
 
     Runs `passes` (a pass, a list of passes, or a list of (name, pass)) on a
     PrimFunc or IRModule in order; installs no hook. mode "terminal" prints a
     coloured diff per step, "html" writes a report to html_path, "both" does both.
     A step that raises is returned with an "error" key, printed, and re-raised.
     """
-    from .difftext import unified
+    from .diff import diff
 
     if not isinstance(mode, str):
         raise TypeError(f"mode must be a string (terminal, html or both), not {type(mode).__name__}")
@@ -400,11 +401,12 @@ def lower_trace(func_or_mod: Any, passes: Any, mode: str = "terminal", context: 
                     _print_step(console, i, results[-1], context)
                 raise
             after = _script(mod)
-            lines = unified(before, after, context=context, a=f"step {i} before", b=f"step {i} after")
-            ins = sum(1 for d in lines if d.startswith("+") and not d.startswith("+++"))
-            dels = sum(1 for d in lines if d.startswith("-") and not d.startswith("---"))
+            d = diff(before, after)  # the one engine: rows, notes and the unified lines
+            lines = [x for _, x in d.unified(context=context, a_name=f"step {i} before", b_name=f"step {i} after",
+                                             tilde=False)] if d.changed else []
             results.append({"name": name, "before_script": before, "after_script": after, "diff_lines": lines,
-                            "insertions": ins, "deletions": dels, "changed": before != after})
+                            "insertions": d.added, "deletions": d.removed, "changed": d.changed,
+                            "rows": d.rows_json(), "note": d.note})
             if console is not None:
                 _print_step(console, i, results[-1], context)
     finally:
@@ -438,7 +440,7 @@ def _print_step(console: Any, i: int, step: dict[str, Any], context: int) -> Non
     status = FAILED if "error" in step else CHANGED if step["changed"] else NOOP
     rec = PassRecord(index=i, name=step["name"], phase="lower_trace", status=status,
                      added=step["insertions"], removed=step["deletions"])
-    console.print(pass_line("lower_trace", rec), soft_wrap=True)
+    console.print(pass_line("lower_trace", rec, step.get("note")), soft_wrap=True)
     if status == FAILED:
         console.print(Text(f"    error: {step['error']}", style="red"), soft_wrap=True)
     elif status == CHANGED:

@@ -111,6 +111,8 @@ def run_cmd(
     only: Optional[str] = typer.Option(None, "--only", metavar="REGEX", help="Show only passes matching REGEX."),
     skip: Optional[str] = typer.Option(None, "--skip", metavar="REGEX", help="Hide passes matching REGEX."),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
+    ignore_whitespace: bool = typer.Option(False, "--ignore-whitespace", "-w",
+                                           help="Hide changes that only re-indent lines in the diffs."),
     quiet: bool = typer.Option(False, "--quiet", "-q",
                                help="No pass stream: one summary (a table when several kernels compiled)."),
     use_cache: bool = typer.Option(False, "--use-cache",
@@ -190,6 +192,7 @@ def _settings(p: dict, target) -> Settings:
         codegen_output=None if p["no_codegen_output"] else p["codegen_output"] if p["codegen_output"] is not None
         else DEFAULT,
         keep=p["keep"], context=p["context"], only=p["only"], skip=p["skip"], quiet=p["quiet"],
+        ignore_whitespace=p["ignore_whitespace"],
         use_cache=p["use_cache"],
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
         names={"mode": "--mode", "keep": "--keep", "context": "--context", "only": "--only", "skip": "--skip",

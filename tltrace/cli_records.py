@@ -29,9 +29,11 @@ Examples:
   tltrace show gemm.py -1                       the newest invocation: its compiles, or the passes of its only one
   tltrace show gemm.py -1 'gemm 1024'           the compile whose signature starts 'gemm 1024'
   tltrace show gemm.py -2 --kernel matmul --pass LayoutInference   a pass's diff, one invocation back
+  tltrace show gemm.py --pass LowerTileOp -w    a pass's diff without lines that were only re-indented
+  tltrace show gemm.py --pass 16 --json         a pass as JSON, with "rows": the line alignment
   tltrace show ./tmp/lower_trace_dir/gemm/.run_records/run_2026...   a run directory (one compile)
   tltrace show gemm.py --html                   (re)write the compile's report, or the invocation's index
-  tltrace show gemm.py -1 --json                the same as JSON
+  tltrace show gemm.py -1 --json                the newest invocation as JSON
   tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
   tltrace show gemm.py -1 'gemm 1024' --profile --top 5 --json   one compile's 5 slowest, as JSON
   tltrace show --format markdown >> "$GITHUB_STEP_SUMMARY"   compiles + top passes for CI
@@ -175,6 +177,8 @@ def show_cmd(
                                                     "index when it has several compiles, and print its path."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
+    ignore_whitespace: bool = typer.Option(False, "--ignore-whitespace", "-w",
+                                           help="Hide changes that only re-indent lines (with --pass)."),
     kernel: Optional[str] = KERNEL_OPT,
     profile: bool = typer.Option(False, "--profile", help="Where the compile time went: slowest passes by name."),
     top: Optional[int] = typer.Option(None, "--top", metavar="N", min=1, help="Rows of --profile / markdown."),
@@ -219,7 +223,7 @@ def show_cmd(
         if html:
             _show_html(sel, as_json)
         elif pass_ is not None:
-            _show_pass(sel.one("--pass"), pass_, context, as_json)
+            _show_pass(sel.one("--pass"), pass_, context, as_json, ignore_whitespace)
         elif sel.single is not None:
             _show_run(sel.single, as_json)
         else:
@@ -413,37 +417,37 @@ def _show_run(run, as_json: bool) -> None:
               "in .objects where they still exist")
 
 
-def _show_pass(run, spec: str, context: int, as_json: bool) -> None:
+def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: bool = False) -> None:
     from . import runs as R
-    from .difftext import unified
+    from .diff import diff
 
     rec = R.find_record(run.require(), spec)
     before = R.read_text(run, rec, "before")
     after = R.read_text(run, rec, "after") if rec.after_file or rec.after_hash else None
-    lines = unified(before, after, context=context, a=f"{rec.name} before", b=f"{rec.name} after") \
-        if after is not None else []
+    d = diff(before, after) if after is not None else None
     if as_json:
-        out = {"run_id": run.run_id, "signature": run.manifest.signature, "path": str(run.path),
-               "record": rec.to_json(), "diff": lines}
+        out = {"run_id": run.run_id, "signature": run.manifest.signature, "path": str(run.path), "record": rec.to_json(),
+               "diff": [line for _, line in d.unified(context=context, a_name=f"{rec.name} before",
+                                                      b_name=f"{rec.name} after", tilde=False)]
+               if d is not None and d.changed else [],
+               "rows": d.rows_json() if d is not None else None, "note": d.note if d is not None else None}
         if after is None:
             out["before"] = before
         _print_json(out)
         return
     from rich.text import Text
 
-    from .render.terminal import diff_text, pass_line
+    from .render.terminal import diff_view, pass_line
 
     con = _console()
-    con.print(pass_line(R.label(run.manifest, "?"), rec), soft_wrap=True)
+    con.print(pass_line(R.label(run.manifest, "?"), rec, d.note if d is not None else None), soft_wrap=True)
     if rec.error:
         con.print(Text(f"    error: {rec.error}", style="red"), soft_wrap=True)
-    if after is None:
+    if d is None:
         con.print(Text("    (the pass failed: no output was recorded; the IR it was given:)", style="dim"))
         con.print(Text(before), soft_wrap=True, markup=False, highlight=False)
-    elif before == after:
-        con.print(Text("    (no change)", style="dim"))
     else:
-        con.print(diff_text(before, after, context), soft_wrap=True)
+        con.print(diff_view(d, context, ignore_whitespace=ignore_whitespace), soft_wrap=True)
 
 
 def _show_html(sel, as_json: bool) -> None:
@@ -601,13 +605,16 @@ def _focus_pair(d, spec: str | None):
     return pair
 
 
-def _pair_diff(ra, rb, pair, context: int) -> list[str]:
+def _pair_diff(ra, rb, pair, context: int, *, tilde: bool = False) -> list:
+    """Return the unified diff of a pair's outputs: patch lines, or (kind, line) pairs with tilde=True."""
     from . import runs as R
-    from .difftext import unified
+    from .diff import diff
 
     ta = R.read_text(ra, pair.a, "after") if pair.a.after_hash else R.read_text(ra, pair.a, "before")
     tb = R.read_text(rb, pair.b, "after") if pair.b.after_hash else R.read_text(rb, pair.b, "before")
-    return unified(ta, tb, context=context, a=f"A {pair.label} output", b=f"B {pair.label} output")
+    lines = diff(ta, tb).unified(context=context, a_name=f"A {pair.label} output", b_name=f"B {pair.label} output",
+                                 tilde=tilde)
+    return [list(x) for x in lines] if tilde else [line for _, line in lines]
 
 
 def _describe(p) -> str:
@@ -680,21 +687,11 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
     if focus is not None and focus_diff is not None:
         con.print(Text(f"\n{focus.label}: output of A vs output of B", style="bold"))
         if focus_diff:
-            _print_unified(con, focus_diff)
+            from .render.terminal import lines_text
+
+            con.print(lines_text(_pair_diff(ra, rb, focus, context, tilde=True)), soft_wrap=True)
         else:
             con.print(Text("    (outputs are identical)", style="dim"))
-
-
-def _print_unified(con, lines: list[str]) -> None:
-    from rich.text import Text
-
-    out = Text()
-    for line in lines:
-        style = "bold" if line.startswith(("+++", "---")) else "cyan" if line.startswith("@@") else \
-            "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
-        out.append("    " + line + "\n", style=style)
-    out.rstrip()
-    con.print(out, soft_wrap=True)
 
 
 def _write_diff_html(d, ra, rb, out: Path, context: int) -> Path:
@@ -712,7 +709,7 @@ def _write_diff_html(d, ra, rb, out: Path, context: int) -> Path:
         else:
             note = ""
         diffs.append({"label": p.label, "status": p.status, "a_index": p.a.index, "b_index": p.b.index,
-                      "note": note, "open": p is first, "diff": _pair_diff(ra, rb, p, context)})
+                      "note": note, "open": p is first, "diff": _pair_diff(ra, rb, p, context, tilde=True)})
     data["diffs"] = diffs
     try:
         return diffruns.write(data, out)

@@ -76,6 +76,7 @@ class Settings:
     codegen_output: object = DEFAULT  # DEFAULT, None (no working files) or a path
     keep: int = DEFAULT_KEEP
     context: int = 3
+    ignore_whitespace: bool = False  # terminal diffs: hide re-indent-only changes
     only: re.Pattern[str] | None = None
     skip: re.Pattern[str] | None = None
     quiet: bool = False
@@ -148,6 +149,7 @@ def build_settings(
     only: str | None = None,
     skip: str | None = None,
     quiet: bool = False,
+    ignore_whitespace: bool = False,
     use_cache: bool = False,
     command: tuple[str, ...] = (),
     names: dict[str, str] | None = None,
@@ -188,6 +190,7 @@ def build_settings(
         only=compile_regex(only, spell["only"]),
         skip=compile_regex(skip, spell["skip"]),
         quiet=bool(quiet),
+        ignore_whitespace=bool(ignore_whitespace),
         use_cache=bool(use_cache),
         command=tuple(command),
     )

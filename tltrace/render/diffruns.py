@@ -1,20 +1,30 @@
-"""The diff-runs HTML report: the template in assets/diffruns.html plus the comparison as JSON data."""
+"""The diff-runs HTML report: assets/diffruns.{html,css,js} plus the comparison as JSON data.
+
+Built like the pass report (one page builder, `html._page_head`): the CSS (palette.css, shared
+with it, then diffruns.css) and the script are inlined and allowed by their hashes in the page's
+Content-Security-Policy, the data sits in a <script type="application/json"> block, and the
+script renders it with textContent.
+"""
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .html import _page_head
 from .safejson import script_json  # one encoder for every report
 
 PLACEHOLDER = "/*__TLTRACE_DATA__*/null"
 
 
+def page() -> str:
+    """Return the page with its CSS and script inlined and the CSP naming their hashes (data not filled)."""
+    return _page_head("diffruns.html", ("palette.css", "diffruns.css"), ("diffruns.js",)).decode("utf-8")
+
+
 def render(data: dict[str, Any]) -> str:
     """Return the report page for `data` (the template with the data block filled in)."""
-    template = resources.files("tltrace.render").joinpath("assets/diffruns.html").read_text(encoding="utf-8")
-    return template.replace(PLACEHOLDER, script_json(data), 1)
+    return page().replace(PLACEHOLDER, script_json(data), 1)
 
 
 def write(data: dict[str, Any], out: Path) -> Path:
@@ -25,3 +35,6 @@ def write(data: dict[str, Any], out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, render(data))
     return out
+
+
+__all__ = ["PLACEHOLDER", "page", "render", "script_json", "write"]

@@ -2,7 +2,7 @@
 
 Layout of `report.html`::
 
-    <!DOCTYPE html> ... <style>report.css</style><script>report.js</script> ...
+    <!DOCTYPE html> ... <style>palette.css report.css</style><script>diff.js report.js</script> ...
     <div id="tl-data" hidden>
     <script type="application/json" class="tl-d">{"t":"meta",...}</script>
     <script type="application/json" class="tl-d">{"t":"text","h":HASH,"s":TEXT}</script>
@@ -131,14 +131,16 @@ def _page_head(template: str, css_names: tuple[str, ...], js_names: tuple[str, .
 def report_head() -> bytes:
     """Return a compile report's fixed head: skeleton, CSS and JS, ending where the data chunks start."""
     if "report" not in _HEAD_CACHE:
-        _HEAD_CACHE["report"] = _page_head("report.html", ("report.css", "profile.css"), ("profile.js", "report.js"))
+        _HEAD_CACHE["report"] = _page_head(
+            "report.html", ("palette.css", "report.css", "profile.css"), ("diff.js", "profile.js", "report.js")
+        )
     return _HEAD_CACHE["report"]
 
 
 def index_head() -> bytes:
     """Return the invocation index's fixed head (it shares report.css's palette)."""
     if "index" not in _HEAD_CACHE:
-        _HEAD_CACHE["index"] = _page_head("index.html", ("report.css", "index.css", "profile.css"),
+        _HEAD_CACHE["index"] = _page_head("index.html", ("palette.css", "report.css", "index.css", "profile.css"),
                                            ("profile.js", "index.js"))
     return _HEAD_CACHE["index"]
 

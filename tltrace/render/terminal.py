@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..config import Settings
-from ..difftext import unified
+from ..diff import Diff, diff
 from ..session.events import (
     Event,
     InvocationFinished,
@@ -100,28 +100,53 @@ def make_console(stderr: bool = False) -> Console:
     return _StreamConsole(stderr=stderr, highlight=False, soft_wrap=False)
 
 
-def diff_text(before: str, after: str, context: int) -> Text:
-    """Return a coloured unified diff of two IR texts."""
+# How each kind of unified-diff line looks: the one colouring of diffs in the terminal
+# (the stream, `show --pass`, `diff-runs`). The gutter ("-", "+", "~") says it without colour.
+LINE_STYLE = {
+    "file": "bold",
+    "hunk": "cyan",
+    "same": "dim",
+    "del": "red",
+    "add": "green",
+    "reindent": "dim",  # re-indented only: "~" and the new text, muted
+    "note": "dim italic",
+}
+
+
+def lines_text(lines: list[tuple[str, str]], indent: str = "    ") -> Text:
+    """Return (kind, line) pairs of a unified diff as styled text, one line each."""
     out = Text()
-    for line in unified(before, after, context=context):
-        if line.startswith(("+++", "---")):
-            style = "bold"
-        elif line.startswith("@@"):
-            style = "cyan"
-        elif line.startswith("+"):
-            style = "green"
-        elif line.startswith("-"):
-            style = "red"
-        else:
-            style = "dim"
-        out.append("    " + line, style=style)
+    for kind, line in lines:
+        out.append(indent + line, style=LINE_STYLE.get(kind, ""))
         out.append("\n")
     out.rstrip()
     return out
 
 
-def pass_line(kernel: str | None, record: PassRecord) -> Text:
-    """Return the one-line summary of a record."""
+def diff_view(d: Diff, context: int, *, ignore_whitespace: bool = False, a: str = "before",
+              b: str = "after") -> Text:
+    """Return the terminal view of a diff: unified, re-indented lines as dim "~" lines.
+
+    When no line is left to show (a newline or whitespace-only change, or re-indents hidden
+    by ignore_whitespace), the view is one line saying what changed, never nothing.
+    """
+    lines = d.unified(context=context, a_name=a, b_name=b, ignore_whitespace=ignore_whitespace)
+    if lines:
+        return lines_text(lines)
+    if not d.changed:
+        return Text("    (no change)", style="dim")
+    note = d.note or "whitespace only"
+    hidden = "; hidden by --ignore-whitespace" if ignore_whitespace and "whitespace" in note else ""
+    return Text(f"    ({note}{hidden})", style="dim")
+
+
+def diff_text(before: str, after: str, context: int, *, ignore_whitespace: bool = False) -> Text:
+    """Return the coloured unified diff of two IR texts (see diff_view)."""
+    return diff_view(diff(before, after), context, ignore_whitespace=ignore_whitespace)
+
+
+def pass_line(kernel: str | None, record: PassRecord, note: str | None = None) -> Text:
+    """Return the one-line summary of a record; `note` explains a change with no line counts."""
     label, style = STATUS_STYLE.get(record.status, (record.status, ""))
     t = Text()
     t.append(f"[{kernel or '?'}] ", style="bold blue")
@@ -130,11 +155,13 @@ def pass_line(kernel: str | None, record: PassRecord) -> Text:
     t.append(record.name, style="bold" if record.status != NOOP else "")
     t.append("  ")
     t.append(label, style=style)
-    if record.status in (CHANGED, CODEGEN) and (record.added or record.removed):
+    if record.status == CHANGED and (record.added or record.removed):
         t.append(" ")
         t.append(f"+{record.added}", style="green")
         t.append("/")
         t.append(f"-{record.removed}", style="red")
+    if note and record.status == CHANGED:
+        t.append(f" ({note})", style="dim")
     if record.reconcile:
         t.append(f"  {record.reconcile}", style=TAG_STYLE.get(record.reconcile, "bold"))
     return t
@@ -351,11 +378,15 @@ class TerminalView:
             rec = event.record
             blocks: list[tuple[int, list[Text]]] = []
             if self._show(rec):
-                parts: list[Text] = [pass_line(event.manifest.kernel, rec)]
+                d = diff(event.before, event.after) if rec.status == CHANGED else None
+                parts: list[Text] = [pass_line(event.manifest.kernel, rec, d.note if d is not None else None)]
                 if rec.status == FAILED:
                     err = (rec.error or "see the run summary").rstrip().replace("\n", "\n           ")
                     parts.append(Text(f"    error: {err}", style="red"))
-                elif rec.status in (CHANGED, CODEGEN) and event.before != event.after:
+                elif d is not None and d.changed:
+                    parts.append(diff_view(d, self.settings.context,
+                                           ignore_whitespace=self.settings.ignore_whitespace))
+                elif rec.status == CODEGEN and event.before != event.after:
                     parts.append(diff_text(event.before, event.after, self.settings.context))
                 blocks.append((rec.index, parts))
             if rec.depth > 0:

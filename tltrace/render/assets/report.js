@@ -4,8 +4,8 @@
  * chunks appended while the compile runs ({"t":"meta"}, {"t":"text"}, {"t":"rec"}).
  * A chunk cut short by a kill does not parse and is skipped. Everything shown is
  * built with textContent / createTextNode, never innerHTML, so IR text can only
- * ever be text. Diffs (Myers, by line, then by word) are computed when a pass is
- * opened, so the file holds each distinct IR text once.
+ * ever be text. Diffs are computed when a pass is opened (TLDiff, diff.js: the twin of
+ * tltrace/diff/), so the file holds each distinct IR text once.
  */
 (function () {
   "use strict";
@@ -13,13 +13,16 @@
   var CONTEXT = 3;          // equal lines kept around a change
   var MIN_FOLD = 4;         // fold only runs that hide at least this many lines
   var EXPAND_STEP = 20;     // lines revealed by one expand button
-  var MAX_D = 2000;         // edit distance past which a block is shown as replaced whole
+  var REFRESH_MS = 3000;    // a running report reloads itself this often
+  var STALE_MS = 120000;    // a "running" file untouched this long belongs to a run that was killed
+  var NARROW_PX = 1000;     // below this width the sidebar collapses by itself
   var DOTS = { changed: "\u25CF", noop: "\u25CB", failed: "\u2715", codegen: "\u25C6" };
 
   var S = {
     meta: {}, texts: new Map(), recs: [], posByIndex: new Map(), phases: [], bad: 0,
     phase: null, filter: null, hideNoop: false, visible: [], sel: -1,
-    expandAll: false, anchors: {}, aligning: null, diff: null, search: null, items: []
+    expandAll: false, anchors: {}, aligning: null, diff: null, search: null, items: [],
+    ignoreWs: false, wrap: true, missing: null, autoCollapsed: false
   };
 
   // ---- storage (file:// pages may refuse it) ----------------------------------------------------
@@ -123,149 +126,64 @@
   }
   function textOf(hash) { return hash ? S.texts.get(hash) : undefined; }
 
-  // ---- diff --------------------------------------------------------------------------------------
-  // Myers' O(ND) diff over integer arrays; returns ops ["=", i, j] / ["-", i] / ["+", j].
-  function myers(a, b) {
-    var n = a.length, m = b.length, s = 0, ops = [], i;
-    while (s < n && s < m && a[s] === b[s]) s++;
-    var ea = n, eb = m;
-    while (ea > s && eb > s && a[ea - 1] === b[eb - 1]) { ea--; eb--; }
-    for (i = 0; i < s; i++) ops.push(["=", i, i]);
-    var mid = middle(a, s, ea, b, s, eb);
-    for (i = 0; i < mid.length; i++) ops.push(mid[i]);
-    for (i = 0; i < n - ea; i++) ops.push(["=", ea + i, eb + i]);
-    return ops;
-  }
-  function replaced(a0, a1, b0, b1) {
-    var ops = [], i;
-    for (i = a0; i < a1; i++) ops.push(["-", i]);
-    for (i = b0; i < b1; i++) ops.push(["+", i]);
-    return ops;
-  }
-  function middle(a, a0, a1, b, b0, b1) {
-    var N = a1 - a0, M = b1 - b0;
-    if (N === 0 || M === 0) return replaced(a0, a1, b0, b1);
-    var limit = Math.min(N + M, MAX_D);
-    var off = limit + 1;
-    var v = new Int32Array(2 * limit + 3);
-    var trace = [];
-    var found = -1, d, k, x, y;
-    for (d = 0; d <= limit && found < 0; d++) {
-      trace.push(v.slice(off - d - 1, off + d + 2));  // v before step d, for k in [-d-1, d+1]
-      for (k = -d; k <= d; k += 2) {
-        if (k === -d || (k !== d && v[off + k - 1] < v[off + k + 1])) x = v[off + k + 1];
-        else x = v[off + k - 1] + 1;
-        y = x - k;
-        while (x < N && y < M && a[a0 + x] === b[b0 + y]) { x++; y++; }
-        v[off + k] = x;
-        if (x >= N && y >= M) { found = d; break; }
-      }
-    }
-    if (found < 0) return replaced(a0, a1, b0, b1);
-    var rev = [];
-    x = N; y = M;
-    for (d = found; d >= 0; d--) {
-      var t = trace[d], base = d + 1;  // t[k + base] = v[k] before step d
-      k = x - y;
-      var pk = (k === -d || (k !== d && t[k - 1 + base] < t[k + 1 + base])) ? k + 1 : k - 1;
-      var px = d === 0 ? 0 : t[pk + base], py = px - pk;
-      if (d === 0) { px = 0; py = 0; }
-      while (x > px && y > py) { rev.push(["=", a0 + x - 1, b0 + y - 1]); x--; y--; }
-      if (d > 0) {
-        if (x === px) rev.push(["+", b0 + py]); else rev.push(["-", a0 + px]);
-      }
-      x = px; y = py;
-    }
-    return rev.reverse();
-  }
-  function intern(lines, table) {
-    var out = new Array(lines.length);
-    for (var i = 0; i < lines.length; i++) {
-      var id = table.get(lines[i]);
-      if (id === undefined) { id = table.size; table.set(lines[i], id); }
-      out[i] = id;
-    }
-    return out;
-  }
-  // Rows of a side-by-side diff: {l, r, eq, anchor}; l/r null where a side has no line.
-  function rowsFromOps(ops, rows) {
-    var dels = [], adds = [];
-    function flush() {
-      var n = Math.max(dels.length, adds.length);
-      for (var i = 0; i < n; i++) {
-        rows.push({ l: i < dels.length ? dels[i] : null, r: i < adds.length ? adds[i] : null, eq: false });
-      }
-      dels = []; adds = [];
-    }
-    for (var i = 0; i < ops.length; i++) {
-      var op = ops[i];
-      if (op[0] === "=") { flush(); rows.push({ l: op[1], r: op[2], eq: true }); }
-      else if (op[0] === "-") dels.push(op[1]);
-      else adds.push(op[1]);
-    }
-    flush();
-  }
+  // ---- diff ------------------------------------------------------------------------------------
+  // Rows {kind, a, b, anchor}: kind same | reindent | change | add | del (TLDiff.align), a/b line
+  // numbers or null. F7 anchors cut the texts into segments aligned one by one.
   function lineDiff(A, B, anchors) {
-    var table = new Map();
-    var a = intern(A, table), b = intern(B, table);
-    var rows = [];
-    var pi = 0, pj = 0;
+    var rows = [], pi = 0, pj = 0;
     function segment(i1, j1) {
-      var ops = myers(a.slice(pi, i1), b.slice(pj, j1));
-      rowsFromOps(ops.map(function (op) {
-        return op[0] === "=" ? ["=", op[1] + pi, op[2] + pj] : op[0] === "-" ? ["-", op[1] + pi] : ["+", op[1] + pj];
-      }), rows);
+      var part = TLDiff.align(A.slice(pi, i1), B.slice(pj, j1));
+      for (var i = 0; i < part.length; i++) {
+        var r = part[i];
+        rows.push({ kind: r.kind, a: r.a === null ? null : r.a + pi, b: r.b === null ? null : r.b + pj });
+      }
     }
     (anchors || []).forEach(function (an) {
       if (an[0] < pi || an[1] < pj || an[0] >= A.length || an[1] >= B.length) return;
       segment(an[0], an[1]);
-      rows.push({ l: an[0], r: an[1], eq: A[an[0]] === B[an[1]], anchor: true });
+      var l = A[an[0]], r = B[an[1]];
+      var kind = l === r ? "same" : l.replace(/^[ \t]+/, "") === r.replace(/^[ \t]+/, "") ? "reindent" : "change";
+      rows.push({ kind: kind, a: an[0], b: an[1], anchor: true });
       pi = an[0] + 1; pj = an[1] + 1;
     });
     segment(A.length, B.length);
     return rows;
   }
-  var WORD = /\w+|\s+|[^\w\s]/g;
-  // Returns [leftMask, rightMask, leftTokens, rightTokens]: masks flag the changed tokens.
-  function wordDiff(l, r) {
-    var lt = l.match(WORD) || [], rt = r.match(WORD) || [];
-    var lm = new Uint8Array(lt.length), rm = new Uint8Array(rt.length);
-    if (lt.length + rt.length > 2000) { lm.fill(1); rm.fill(1); return [lm, rm, lt, rt]; }
-    var table = new Map();
-    var ops = myers(intern(lt, table), intern(rt, table));
-    for (var i = 0; i < ops.length; i++) {
-      if (ops[i][0] === "-") lm[ops[i][1]] = 1;
-      else if (ops[i][0] === "+") rm[ops[i][1]] = 1;
-    }
-    return [lm, rm, lt, rt];
-  }
-  // Word highlights help only when the two lines are versions of one another; on two unrelated
-  // lines paired by position they mark nearly everything and hide what changed.
-  var ALIKE = 0.4;
-  function alike(w) {
-    var same = 0, total = 0;
-    for (var side = 0; side < 2; side++) {
-      var mask = w[side], tokens = w[side + 2];
-      for (var i = 0; i < tokens.length; i++) {
-        if (/^\s+$/.test(tokens[i])) continue;
-        total += tokens[i].length;
-        if (!mask[i]) same += tokens[i].length;
-      }
-    }
-    return total === 0 || same / total >= ALIKE;
-  }
+  // A row that is not shown as changed: same, and re-indented ones when whitespace is ignored.
+  function quiet(row) { return row.kind === "same" || (row.kind === "reindent" && S.ignoreWs); }
+  // A changed run of blanks (new indentation) is not highlighted: the gutter and ~ rows say it.
+  var BLANKS = /^[ \t]+$/;
   function fillWords(td, tokens, mask) {
     var buf = "";
     for (var i = 0; i < tokens.length; i++) {
-      if (mask[i]) {
-        if (buf) { appendText(td, buf); buf = ""; }
+      if (mask[i] && BLANKS.test(tokens[i]) && !(i + 1 < tokens.length && mask[i + 1] && i > 0 && mask[i - 1])) {
+        buf += tokens[i];
+      } else if (mask[i]) {
+        if (buf) { appendCode(td, buf); buf = ""; }
         var j = i, s = "";
         while (j < tokens.length && mask[j]) { s += tokens[j]; j++; }
-        td.appendChild(el("span", "w", s));
+        var w = el("span", "w");
+        appendCode(w, s);
+        td.appendChild(w);
         i = j - 1;
       } else buf += tokens[i];
     }
-    if (buf) appendText(td, buf);
+    if (buf) appendCode(td, buf);
+  }
+  // Code text with a break opportunity (<wbr>) after each bracket, comma or operator, so a long
+  // line wraps between tokens, never inside an identifier or a number. Copying is unaffected.
+  var BREAK_AFTER = /[^A-Za-z0-9_ \t.]+/g;
+  function appendCode(n, text) {
+    if (text.length < 40) { appendText(n, text); return; }
+    var last = 0, m;
+    BREAK_AFTER.lastIndex = 0;
+    while ((m = BREAK_AFTER.exec(text)) !== null) {
+      var end = m.index + m[0].length;
+      appendText(n, text.slice(last, end));
+      n.appendChild(document.createElement("wbr"));
+      last = end;
+    }
+    if (last < text.length) appendText(n, text.slice(last));
   }
 
   // ---- diff view state ---------------------------------------------------------------------------
@@ -273,7 +191,7 @@
     var shown = new Uint8Array(rows.length), i, j;
     if (S.expandAll) { shown.fill(1); return shown; }
     for (i = 0; i < rows.length; i++) {
-      if (!rows[i].eq || rows[i].anchor) {
+      if (!quiet(rows[i]) || rows[i].anchor) {
         for (j = Math.max(0, i - CONTEXT); j <= Math.min(rows.length - 1, i + CONTEXT); j++) shown[j] = 1;
       }
     }
@@ -292,7 +210,7 @@
   function renderDiffTable(state) {
     var table = el("table", "tl-diff");
     var cg = el("colgroup");
-    ["ln", "code", "ln", "code"].forEach(function (c) { cg.appendChild(el("col", c)); });
+    ["ln", "g", "code", "ln", "g", "code"].forEach(function (c) { cg.appendChild(el("col", c)); });
     table.appendChild(cg);
     var tbody = el("tbody");
     var rows = state.rows, shown = state.shown, A = state.A, B = state.B;
@@ -314,31 +232,37 @@
   }
   function diffRow(state, row, A, B) {
     var tr = el("tr");
-    var ll = row.l === null ? null : A[row.l], rl = row.r === null ? null : B[row.r];
-    var lc = row.eq ? "" : (row.l === null ? "empty" : "del");
-    var rc = row.eq ? "" : (row.r === null ? "empty" : "add");
-    if (row.l !== null) tr.setAttribute("data-l", row.l);
-    if (row.r !== null) tr.setAttribute("data-r", row.r);
+    var ll = row.a === null ? null : A[row.a], rl = row.b === null ? null : B[row.b];
+    var k = quiet(row) ? "same" : row.kind;
+    // Each side's class and gutter: the diff reads without colour too.
+    var lc = k === "same" ? "" : row.a === null ? "empty" : k === "reindent" ? "re" : "del";
+    var rc = k === "same" ? "" : row.b === null ? "empty" : k === "reindent" ? "re" : "add";
+    var lg = lc === "del" ? "\u2212" : lc === "re" ? "~" : "", rg = rc === "add" ? "+" : rc === "re" ? "~" : "";
+    if (row.a !== null) tr.setAttribute("data-l", row.a);
+    if (row.b !== null) tr.setAttribute("data-r", row.b);
+    tr.setAttribute("data-kind", row.kind);
     if (row.anchor) tr.className = "anchor";
-    var tdl = el("td", "ln l " + lc, row.l === null ? "" : row.l + 1);
-    var tdlc = el("td", "code l " + lc);
-    var tdr = el("td", "ln r " + rc, row.r === null ? "" : row.r + 1);
-    var tdrc = el("td", "code r " + rc);
-    var w = !row.eq && ll !== null && rl !== null ? wordDiff(ll, rl) : null;
-    if (w && alike(w)) {
-      fillWords(tdlc, w[2], w[0]);
-      fillWords(tdrc, w[3], w[1]);
+    var tdlc = el("td", "code l " + lc), tdrc = el("td", "code r " + rc);
+    if (k === "change") {
+      var w = TLDiff.wordDiff(ll, rl);  // only a true pair gets word highlights
+      fillWords(tdlc, w[0], w[1]);
+      fillWords(tdrc, w[2], w[3]);
     } else {
-      if (ll !== null) setText(tdlc, ll);
-      if (rl !== null) setText(tdrc, rl);
+      if (ll !== null) appendCode(tdlc, ll);
+      if (rl !== null) appendCode(tdrc, rl);
     }
-    tr.appendChild(tdl); tr.appendChild(tdlc); tr.appendChild(tdr); tr.appendChild(tdrc);
+    tr.appendChild(el("td", "ln l " + lc, row.a === null ? "" : row.a + 1));
+    tr.appendChild(el("td", "g l " + lc, lg));
+    tr.appendChild(tdlc);
+    tr.appendChild(el("td", "ln r " + rc, row.b === null ? "" : row.b + 1));
+    tr.appendChild(el("td", "g r " + rc, rg));
+    tr.appendChild(tdrc);
     return tr;
   }
   function foldRow(state, i, j) {
     var tr = el("tr", "fold");
     var td = el("td");
-    td.colSpan = 4;
+    td.colSpan = 6;
     var n = j - i;
     function reveal(lo, hi) {
       for (var q = lo; q < hi; q++) state.shown[q] = 1;
@@ -418,6 +342,7 @@
       list.push([li, ri]);
       list.sort(function (x, y) { return x[0] - y[0]; });
       S.anchors[key] = list;
+      saveAnchors();
       stopAlign();
       showPass(S.sel, { keepScroll: true });
     }
@@ -468,6 +393,18 @@
       navigator.clipboard.writeText(text).then(function () { done(true); }, fallback);
     } else fallback();
   }
+  var NOTES = {
+    "no newline at end": "Only the newline at the end changed: the text after this pass has no newline at end.",
+    "newline added at end": "Only the newline at the end changed: the pass added one.",
+    "whitespace only": "Whitespace only: the lines differ in spaces, tabs or blank lines, not in tokens.",
+    "whitespace only (re-indented)": "Whitespace only: the pass re-indented lines (~) and changed nothing else."
+  };
+  function toggleExpandAll() {
+    S.expandAll = !S.expandAll;
+    var b = document.querySelector(".tl-context-all");
+    if (b) b.textContent = S.expandAll ? "Fold context" : "Show all context";
+    if (S.diff) { S.diff.shown = defaultShown(S.diff.rows); redrawDiff(); }
+  }
   function statusLabel(r) {
     return { changed: "changed", noop: "no-op", failed: "failed", codegen: "codegen" }[r.status] || r.status;
   }
@@ -487,12 +424,13 @@
     var dot = el("span", "tl-dot " + r.status, DOTS[r.status] || "?");
     h2.appendChild(dot); appendText(h2, " " + r.name);
     head.appendChild(h2);
-    var info = ["#" + r.index, r.phase, statusLabel(r)];
-    if (r.status === "changed" || r.status === "codegen") info.push("+" + (r.added || 0) + " \u2212" + (r.removed || 0));
-    if (r.duration_s !== undefined) info.push(fmtDuration(r.duration_s));
-    if (r.role) info.push(r.role);
-    if (r.ffi) info.push(r.ffi);
-    if (r.reconcile) info.push(r.reconcile);
+    var info = [];
+    function say(x) { if (x && info.indexOf(x) < 0) info.push(x); }  // never "codegen \u00B7 codegen"
+    say("#" + r.index); say(r.phase); say(statusLabel(r));
+    // +/- only for IR against IR: for codegen it would count TIR lines against C lines.
+    if (r.status === "changed") say("+" + (r.added || 0) + " \u2212" + (r.removed || 0));
+    if (r.duration_s !== undefined) say(fmtDuration(r.duration_s));
+    say(r.role); say(r.ffi); say(r.reconcile);
     head.appendChild(el("span", "info", info.join(" \u00B7 ")));
     if (r.parent !== undefined && r.parent !== null && S.posByIndex.has(r.parent)) {
       var ppos = S.posByIndex.get(r.parent);
@@ -507,9 +445,35 @@
     var ca = button("Copy after", "Copy the IR after this pass", function () { copyText(after, ca); });
     ca.className = "tl-copy-after"; ca.disabled = after === undefined;
     actions.appendChild(ca);
+    if (r.status === "changed" || r.status === "noop") {
+      var ctx = button(S.expandAll ? "Fold context" : "Show all context",
+        "Show every unchanged line of this pass, or fold them again (Shift+E)", toggleExpandAll);
+      ctx.className = "tl-context-all";
+      actions.appendChild(ctx);
+      var ws = el("label", "tl-ignore-ws");
+      ws.title = "Show re-indented lines (~) as unchanged";
+      var wsBox = el("input");
+      wsBox.type = "checkbox"; wsBox.checked = S.ignoreWs;
+      wsBox.addEventListener("change", function () {
+        S.ignoreWs = wsBox.checked;
+        setPref("tltrace-ignore-ws", S.ignoreWs ? "1" : "0");
+        showPass(S.sel, { keepScroll: true });
+      });
+      ws.appendChild(wsBox);
+      ws.appendChild(document.createTextNode(" ignore whitespace"));
+      actions.appendChild(ws);
+    }
+    var wrap = button(S.wrap ? "Wrap: on" : "Wrap: off", "Wrap long lines (between tokens) or scroll them", function () {
+      S.wrap = !S.wrap;
+      setPref("tltrace-wrap", S.wrap ? "1" : "0");
+      document.body.classList.toggle("tl-nowrap", !S.wrap);
+      wrap.textContent = S.wrap ? "Wrap: on" : "Wrap: off";
+    });
+    wrap.className = "tl-wrap";
+    actions.appendChild(wrap);
     if (S.anchors[r.index] && S.anchors[r.index].length) {
       var clr = button("Clear alignment", "Remove the manual alignment points (F7)", function () {
-        delete S.anchors[r.index]; showPass(S.sel, { keepScroll: true });
+        delete S.anchors[r.index]; saveAnchors(); showPass(S.sel, { keepScroll: true });
       });
       clr.className = "tl-clear-align";
       actions.appendChild(clr);
@@ -532,6 +496,7 @@
     } else if (r.status === "codegen") {
       var cp = el("div", "tl-panes");
       cp.appendChild(pane("TIR (before codegen)", before));
+      if (r.role) cp.setAttribute("data-role", r.role);
       cp.appendChild(pane("Generated " + (r.role ? r.role + " " : "") + "source (after)", after));
       view.appendChild(cp);
     } else {
@@ -541,6 +506,11 @@
       } else {
         if (r.status === "noop") view.appendChild(el("div", "tl-notice", "No change: the IR is the same before and after this pass."));
         var rows = lineDiff(A, B, S.anchors[r.index]);
+        var note = TLDiff.explain(before, after, A, B, rows);
+        if (note) {
+          var nb = el("div", "tl-notice tl-diffnote", NOTES[note] || note);
+          view.appendChild(nb);
+        }
         var host = el("div", "tl-diffhost");
         var st = { rec: r, A: A, B: B, rows: rows, shown: defaultShown(rows), host: host, table: null };
         st.table = el("table");
@@ -571,7 +541,10 @@
       if (r.depth) nm.style.paddingLeft = (r.depth * 14) + "px";
       li.appendChild(nm);
       var st = el("span", "st");
-      if (r.status === "changed" || r.status === "codegen") {
+      if (r.status === "changed" && !r.added && !r.removed) {
+        st.appendChild(el("span", "ws", "ws"));  // no line differs: a newline or whitespace change
+        st.title = "only whitespace or the newline at the end changed";
+      } else if (r.status === "changed") {
         st.appendChild(el("span", "add", "+" + (r.added || 0)));
         st.appendChild(document.createTextNode(" "));
         st.appendChild(el("span", "del", "\u2212" + (r.removed || 0)));
@@ -604,7 +577,7 @@
       var ph = t.getAttribute("data-phase");
       t.classList.toggle("active", (ph === "" ? null : ph) === S.phase);
     });
-    if (S.visible.indexOf(S.sel) < 0) {
+    if (S.visible.indexOf(S.sel) < 0 && S.missing === null) {
       if (S.visible.length) select(S.visible[0]);
       else { S.sel = -1; markSelected(); showPass(-1); }
     }
@@ -646,15 +619,69 @@
       tab(ph, ph, n);
     });
   }
+  // ---- run state, and reloading while the run goes on ------------------------------------------------
+  // The writer appends to this file as passes finish and ends with the final status. A file still
+  // saying "running" that has not changed for STALE_MS belongs to a run that was killed.
+  function fileAge() {
+    var t = Date.parse(document.lastModified);
+    return isNaN(t) ? 0 : Math.max(0, Date.now() - t);
+  }
+  function runState() {
+    var m = S.meta, st = m.status || "running";
+    if (st === "error" && /^KeyboardInterrupt/.test(String(m.error || ""))) return "interrupted";
+    if (st === "complete" || st === "error" || st === "interrupted") return st;  // "interrupted": the records say so
+    return fileAge() < STALE_MS ? "running" : "incomplete";
+  }
+  var STATE_KEY = "tltrace-reload:" + location.pathname;
+  function scheduleRefresh() {
+    if (runState() !== "running") return;
+    setTimeout(function tick() {
+      var busy = S.aligning || isTextField(document.activeElement) ||
+        (window.getSelection && String(window.getSelection()) !== "");
+      if (busy) { setTimeout(tick, REFRESH_MS); return; }
+      try {
+        window.sessionStorage.setItem(STATE_KEY, JSON.stringify({
+          view: $("tl-view").scrollTop, list: $("tl-passes").scrollTop, expandAll: S.expandAll,
+          phase: S.phase, filter: S.filter, hideNoop: S.hideNoop, sel: S.sel >= 0 ? fragmentOf(S.sel) : null
+        }));
+      } catch (e) { /* no session storage: reload anyway */ }
+      location.reload();
+    }, REFRESH_MS);
+  }
+  function takeSavedState() {
+    try {
+      var raw = window.sessionStorage.getItem(STATE_KEY);
+      window.sessionStorage.removeItem(STATE_KEY);
+      return raw ? JSON.parse(raw) : null;
+    } catch (e) { return null; }
+  }
+  // F7 alignments are kept per report (and pass) across reloads.
+  function anchorsKey() { return "tltrace-anchors:" + (S.meta.run_id || location.pathname); }
+  function loadAnchors() {
+    try {
+      var a = JSON.parse(getPref(anchorsKey()) || "{}");
+      if (a && typeof a === "object") S.anchors = a;
+    } catch (e) { S.anchors = {}; }
+  }
+  function saveAnchors() {
+    var keep = {};
+    for (var k in S.anchors) if (Object.prototype.hasOwnProperty.call(S.anchors, k) && S.anchors[k].length) keep[k] = S.anchors[k];
+    setPref(anchorsKey(), JSON.stringify(keep));
+  }
+
   function buildHeader() {
     var m = S.meta;
     setText($("tl-kernel"), m.kernel || m.script || "");
     document.title = "tltrace: " + (m.kernel || m.script || "report");
     var rs = $("tl-runstatus");
-    var status = m.status || "running";
+    var status = runState();
+    var n = S.recs.length;
     rs.className = "tl-runstatus " + status;
     rs.textContent = status === "complete" ? "complete" : status === "error" ? "compile failed" :
-      "incomplete: the run did not finish (" + S.recs.length + " passes recorded)";
+      status === "interrupted" ? "interrupted (" + n + " pass" + (n === 1 ? "" : "es") + " recorded)" :
+      status === "running" ? "running \u2014 " + n + " pass" + (n === 1 ? "" : "es") + " so far" :
+      "incomplete: the run did not finish (" + n + " passes recorded; no change to this file for " +
+        Math.round(fileAge() / 60000) + " min)";
     var meta = $("tl-meta");
     clear(meta);
     function item(label, value, code) {
@@ -750,19 +777,43 @@
     for (var i = 0; i < pos; i++) if (S.recs[i].name === r.name) return r.name + "@" + r.index;
     return r.name;
   }
+  // A link names a pass by name (any case), by name@index, by index (#16) or by the end of its
+  // name (#BindTarget for tirx.BindTarget); -1 when nothing matches.
   function posOfFragment(frag) {
     if (!frag) return -1;
-    var i;
+    var f = frag.toLowerCase(), i;
     for (i = 0; i < S.recs.length; i++) if (S.recs[i].name === frag) return i;
+    for (i = 0; i < S.recs.length; i++) if (S.recs[i].name.toLowerCase() === f) return i;
     var at = frag.lastIndexOf("@");
-    if (at > 0) {
+    if (at > 0 && /^\d+$/.test(frag.slice(at + 1))) {
       var ix = parseInt(frag.slice(at + 1), 10);
-      if (S.posByIndex.has(ix) && S.recs[S.posByIndex.get(ix)].name === frag.slice(0, at)) return S.posByIndex.get(ix);
+      if (S.posByIndex.has(ix) && S.recs[S.posByIndex.get(ix)].name.toLowerCase() === f.slice(0, at)) return S.posByIndex.get(ix);
+    }
+    if (/^\d+$/.test(frag)) {
+      var n = parseInt(frag, 10);
+      return S.posByIndex.has(n) ? S.posByIndex.get(n) : -1;
+    }
+    for (i = 0; i < S.recs.length; i++) {
+      var nm = S.recs[i].name.toLowerCase();
+      var dot = Math.max(nm.lastIndexOf("."), nm.lastIndexOf("/"));
+      if (dot >= 0 && nm.slice(dot + 1) === f) return i;
     }
     return -1;
   }
+  function showMissing(frag) {
+    S.missing = frag;
+    S.sel = -1;
+    markSelected();
+    S.diff = null;
+    var view = $("tl-view");
+    clear(view);
+    var p = el("p", "tl-empty tl-missing", "No pass named \u201C" + frag + "\u201D in this run. ");
+    p.appendChild(document.createTextNode("Pick one on the left, press j, or link by name, by the end of a name (#BindTarget) or by index (#16)."));
+    view.appendChild(p);
+  }
   function select(pos, opts) {
     if (pos < 0 || pos >= S.recs.length) return;
+    S.missing = null;
     if (S.visible.indexOf(pos) < 0) {  // a jump (search, link) to a filtered-out pass clears the filters
       S.phase = null; S.filter = null; S.hideNoop = false; $("tl-hide-noop").checked = false;
       S.sel = pos;
@@ -782,11 +833,10 @@
     var next = i < 0 ? 0 : Math.max(0, Math.min(S.visible.length - 1, i + delta));
     if (S.visible[next] !== S.sel) select(S.visible[next]);
   }
-  function fromHash() {
-    var frag = "";
-    try { frag = decodeURIComponent(location.hash.slice(1)); } catch (e) { frag = location.hash.slice(1); }
-    return posOfFragment(frag);
+  function hashText() {
+    try { return decodeURIComponent(location.hash.slice(1)); } catch (e) { return location.hash.slice(1); }
   }
+  function fromHash() { return posOfFragment(hashText()); }
 
   // ---- search ------------------------------------------------------------------------------------
   function runSearch(q) {
@@ -833,24 +883,32 @@
     var target = -1;
     for (var i = 0; i < st.rows.length && target < 0; i++) {
       var row = st.rows[i];
-      if ((row.r !== null && st.B[row.r].indexOf(q) >= 0) || (row.l !== null && st.A[row.l].indexOf(q) >= 0)) target = i;
+      if ((row.b !== null && st.B[row.b].indexOf(q) >= 0) || (row.a !== null && st.A[row.a].indexOf(q) >= 0)) target = i;
     }
     if (target < 0) return;
     // Prefer the first changed row that mentions q (where it was introduced).
     for (var k = target; k < st.rows.length; k++) {
       var rr = st.rows[k];
-      if (!rr.eq && rr.r !== null && st.B[rr.r].indexOf(q) >= 0) { target = k; break; }
+      if (rr.kind !== "same" && rr.b !== null && st.B[rr.b].indexOf(q) >= 0) { target = k; break; }
     }
     st.shown[target] = 1;
     var row2 = st.rows[target];
     redrawDiff(function () {
-      var sel = row2.r !== null ? 'tr[data-r="' + row2.r + '"]' : 'tr[data-l="' + row2.l + '"]';
+      var sel = row2.b !== null ? 'tr[data-r="' + row2.b + '"]' : 'tr[data-l="' + row2.a + '"]';
       var tr = st.table.querySelector(sel);
       if (tr) { tr.classList.add("hitrow"); tr.scrollIntoView({ block: "center" }); }
     });
   }
 
   // ---- chrome: theme, sidebar, keys ---------------------------------------------------------------
+  // Keys go to the report unless a field takes typing (a checked checkbox or a clicked button does not).
+  var NOT_TYPED = /^(checkbox|radio|button|submit|reset|range|color|file|image)$/i;
+  function isTextField(t) {
+    if (!t || !t.tagName) return false;
+    if (t.isContentEditable) return true;
+    if (t.tagName === "TEXTAREA" || t.tagName === "SELECT") return true;
+    return t.tagName === "INPUT" && !NOT_TYPED.test(t.type || "text");
+  }
   function wireChrome() {
     $("tl-theme").addEventListener("click", function () {
       var next = document.documentElement.getAttribute("data-theme") === "dark" ? "light" : "dark";
@@ -865,11 +923,30 @@
       resizer.hidden = c; reopen.hidden = !c;
       setPref("tltrace-sidebar-collapsed", c ? "1" : "0");
     }
-    $("tl-collapse").addEventListener("click", function () { setCollapsed(true); });
-    reopen.addEventListener("click", function () { setCollapsed(false); });
+    $("tl-collapse").addEventListener("click", function () { S.autoCollapsed = false; setCollapsed(true); });
+    reopen.addEventListener("click", function () { S.autoCollapsed = false; setCollapsed(false); });
     if (getPref("tltrace-sidebar-collapsed") === "1") setCollapsed(true);
-    var width = parseInt(getPref("tltrace-sidebar-width") || "", 10);
-    if (width > 100) sidebar.style.width = width + "px";
+    // A saved width never takes more than half the window.
+    function fitWidth() {
+      var saved = parseInt(getPref("tltrace-sidebar-width") || "", 10);
+      var cap = Math.max(140, Math.floor(window.innerWidth / 2));
+      if (saved > 100) sidebar.style.width = Math.min(saved, cap) + "px";
+      else if (sidebar.getBoundingClientRect().width > cap) sidebar.style.width = cap + "px";
+    }
+    // Narrow windows: the sidebar folds away by itself (not saved) and comes back when there is room.
+    function fitWindow() {
+      fitWidth();
+      var narrow = window.innerWidth < NARROW_PX;
+      if (narrow && !sidebar.classList.contains("collapsed")) {
+        S.autoCollapsed = true;
+        sidebar.classList.add("collapsed"); resizer.hidden = true; reopen.hidden = false;
+      } else if (!narrow && S.autoCollapsed) {
+        S.autoCollapsed = false;
+        sidebar.classList.remove("collapsed"); resizer.hidden = false; reopen.hidden = true;
+      }
+    }
+    fitWindow();
+    window.addEventListener("resize", fitWindow);
     resizer.addEventListener("mousedown", function (ev) {
       ev.preventDefault();
       resizer.classList.add("dragging");
@@ -898,35 +975,48 @@
       if (!ev.target.closest(".tl-searchbox")) $("tl-search-results").hidden = true;
     });
     document.addEventListener("keydown", function (ev) {
-      var t = ev.target;
-      if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA")) return;
+      if (isTextField(ev.target)) return;
       if (ev.key === "F7") { ev.preventDefault(); startAlign(); return; }
       if (ev.key === "Escape") { if (S.aligning) stopAlign(); $("tl-help").hidden = true; return; }
       if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
       if (ev.key === "j") { ev.preventDefault(); move(1); }
       else if (ev.key === "k") { ev.preventDefault(); move(-1); }
-      else if (ev.key === "E" && ev.shiftKey) {
-        ev.preventDefault();
-        S.expandAll = !S.expandAll;
-        if (S.diff) { S.diff.shown = defaultShown(S.diff.rows); redrawDiff(); }
-      } else if (ev.key === "/") { ev.preventDefault(); search.focus(); search.select(); }
+      else if (ev.key === "E" && ev.shiftKey) { ev.preventDefault(); toggleExpandAll(); } else if (ev.key === "/") { ev.preventDefault(); search.focus(); search.select(); }
       else if (ev.key === "?") { $("tl-help").hidden = !$("tl-help").hidden; }
     });
     window.addEventListener("hashchange", function () {
       var pos = fromHash();
       if (pos >= 0 && pos !== S.sel) select(pos);
+      else if (pos < 0 && hashText()) showMissing(hashText());
     });
   }
 
   function start() {
     load();
+    loadAnchors();
+    S.ignoreWs = getPref("tltrace-ignore-ws") === "1";
+    S.wrap = getPref("tltrace-wrap") !== "0";
+    document.body.classList.toggle("tl-nowrap", !S.wrap);
+    var saved = takeSavedState();
+    if (saved) {
+      S.expandAll = !!saved.expandAll; S.phase = saved.phase === undefined ? null : saved.phase;
+      S.filter = saved.filter === undefined ? null : saved.filter; S.hideNoop = !!saved.hideNoop;
+    }
     buildHeader();
     buildRunError();
     buildSummary();
     buildTabs();
     buildSidebar();
     wireChrome();
+    if (S.hideNoop) $("tl-hide-noop").checked = true;
     var pos = fromHash();
+    if (pos < 0 && saved && saved.sel) pos = posOfFragment(saved.sel);
+    if (pos < 0 && hashText()) {
+      showMissing(hashText());
+      applyFilters();
+      finishStart(saved);
+      return;
+    }
     if (pos < 0) {
       var pick = function (st) { for (var i = 0; i < S.recs.length; i++) if (S.recs[i].status === st) return i; return -1; };
       pos = pick("failed");
@@ -941,7 +1031,15 @@
     applyFilters();
     if (pos >= 0) select(pos);
     else { clear($("tl-view")); $("tl-view").appendChild(el("p", "tl-empty", "No passes were recorded in this run.")); }
+    finishStart(saved);
+  }
+  function finishStart(saved) {
     if (window.tltraceProfile) window.tltraceProfile.attach({ recs: S.recs, texts: S.texts, meta: S.meta, select: select });
+    if (saved) {  // back from a reload of a running report: where the reader was
+      $("tl-view").scrollTop = saved.view || 0;
+      $("tl-passes").scrollTop = saved.list || 0;
+    }
+    scheduleRefresh();
     // When the first pass was on screen (ms since navigation): bench/report.py reads it.
     document.documentElement.setAttribute("data-ready-ms", String(Math.round(performance.now())));
     document.documentElement.setAttribute("data-ready", "1");

@@ -1,0 +1,91 @@
+/* tltrace diff-runs page: built from the JSON data block with textContent only (never innerHTML),
+ * under the same CSP as the pass report (this script is allowed by its hash, nothing else runs). */
+(function () {
+  "use strict";
+  var dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+  var saved = null;
+  try { saved = window.localStorage.getItem("tltrace-theme"); } catch (e) { saved = null; }
+  document.documentElement.setAttribute("data-theme", saved === "dark" || saved === "light" ? saved : dark ? "dark" : "light");
+
+  var data = JSON.parse(document.getElementById("tltrace-data").textContent);
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function or(v, d) { return v === undefined || v === null ? d : v; }
+  function label(p) { return p.phase + "/" + p.name + (p.occurrence > 1 ? "#" + p.occurrence : ""); }
+  function anchor(p) { return "pass-" + or(p.a_index, "x") + "-" + or(p.b_index, "x"); }
+  function statusClass(s) {
+    return s === "same" ? "s-same" : s === "output differs" ? "s-output" : s === "input differs" ? "s-input" : "s-only";
+  }
+
+  var runs = document.getElementById("runs");
+  ["a", "b"].forEach(function (side) {
+    var r = data[side];
+    var tr = el("tr");
+    tr.appendChild(el("td", {}, side.toUpperCase()));
+    tr.appendChild(el("td", {}, r.script + "  " + r.run_id));
+    tr.appendChild(el("td", { "class": "dim" },
+      [r.kernel || "?", (r.target || "?") + "/" + (r.backend || "?"), r.passes + " passes", r.status].join(", ")));
+    runs.appendChild(tr);
+  });
+
+  var verdict = document.getElementById("verdict");
+  verdict.textContent = data.same ? "The runs are the same, pass by pass."
+    : Object.keys(data.counts).filter(function (s) { return data.counts[s]; })
+      .map(function (s) { return data.counts[s] + " " + s; }).join(", ");
+  verdict.classList.add(data.same ? "same" : "diff");
+
+  var firsts = document.getElementById("firsts");
+  function say(what, p) {
+    if (!p) return;
+    var li = el("li");
+    li.appendChild(el("span", {}, what + ": "));
+    li.appendChild(el("a", { href: "#" + anchor(p) }, label(p)));
+    li.appendChild(el("span", { "class": "dim" }, "  (A #" + or(p.a_index, "-") + ", B #" + or(p.b_index, "-") + ")"));
+    firsts.appendChild(li);
+  }
+  say("first pass whose output differs", data.first_output_change);
+  say("first pass whose input matched but output differs", data.first_output_divergence);
+  say("first pass whose input differs", data.first_input_divergence);
+  Object.keys(data.codegen || {}).forEach(function (role) {
+    firsts.appendChild(el("li", {}, "codegen " + role + ": " + data.codegen[role]));
+  });
+
+  var tbody = document.querySelector("#passes tbody");
+  data.passes.forEach(function (p) {
+    var tr = el("tr");
+    tr.appendChild(el("td", { "class": "dim" }, or(p.a_index, "-")));
+    tr.appendChild(el("td", { "class": "dim" }, or(p.b_index, "-")));
+    var td = el("td");
+    if (p.status !== "same") td.appendChild(el("a", { href: "#" + anchor(p) }, label(p)));
+    else td.textContent = label(p);
+    tr.appendChild(td);
+    tr.appendChild(el("td", { "class": statusClass(p.status) }, p.status));
+    tbody.appendChild(tr);
+  });
+
+  var diffs = document.getElementById("diffs");
+  if (!data.diffs.length) diffs.appendChild(el("p", { "class": "dim" }, "No pass differs."));
+  data.diffs.forEach(function (d) {
+    var det = el("details", { id: anchor(d) });
+    if (d.open) det.open = true;
+    var sum = el("summary");
+    sum.appendChild(el("strong", {}, d.label));
+    sum.appendChild(el("span", { "class": statusClass(d.status) }, "  " + d.status));
+    if (d.note) sum.appendChild(el("span", { "class": "dim" }, "  " + d.note));
+    det.appendChild(sum);
+    var pre = el("pre", { "class": "diff" });
+    // Each line comes as [kind, text] from the diff engine; a bare string is an old-style line.
+    d.diff.forEach(function (line) {
+      var kind = Array.isArray(line) ? String(line[0]) : "same", text = Array.isArray(line) ? line[1] : line;
+      pre.appendChild(el("span", { "class": "k-" + kind.replace(/[^a-z]/g, "") }, text));
+    });
+    if (!d.diff.length) pre.appendChild(el("span", { "class": "dim" }, "(outputs are identical)"));
+    det.appendChild(pre);
+    diffs.appendChild(det);
+  });
+  document.documentElement.setAttribute("data-ready", "1");
+})();
