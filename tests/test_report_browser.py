@@ -513,7 +513,8 @@ def real_report(tmp_path_factory):
     from ._records import trace as trace_runs
 
     td = trace_runs(tmp_path_factory.mktemp("real") / "traces", ("gemm.py", "--mode", "html"))
-    return td / "gemm" / REPORT_NAME
+    # <script>/report.html is the invocation's index; the compile's own report is in its run dir.
+    return next((td / "gemm" / ".run_records").glob(f"run_*/{REPORT_NAME}"))
 
 
 @pytest.mark.parametrize("fragment, expect", [
