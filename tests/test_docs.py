@@ -109,7 +109,8 @@ def _doc_examples() -> list[Example]:
                 fence = None if fence is not None else stripped[3:].strip()
                 continue
             if fence is not None:
-                if fence in ("", "bash", "sh", "console", "shell") and _commands_in(stripped):
+                output = stripped.startswith("tltrace:")  # an error line tltrace printed
+                if fence in ("", "bash", "sh", "console", "shell") and not output and _commands_in(stripped):
                     found.append(Example(where, stripped, True))
                 continue
             for span in re.findall(r"`([^`]+)`", line.replace("\\|", "|")):
