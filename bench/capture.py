@@ -74,7 +74,6 @@ CONFIGS = [
 
 def measure(reps: int = 5) -> str:
     import tilelang
-
     from _common import compile_kwargs
 
     ks = kernels()

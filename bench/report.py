@@ -175,12 +175,19 @@ def measure(passes: int = 500, examples: bool = True, browser: bool = True) -> s
             lines.append(f"| ratio tltrace / built-in | {secs / rsecs:.2g} | {written / rwritten:.2g} | "
                          f"{size / rsize:.2f} |")
         lines += ["", f"tltrace wrote {written / size:.2f}x its final file (target: at most 1.5x)."]
+        budget = [("report writing: bytes written per final byte", "<= 1.5x", f"{written / size:.2f}x",
+                   "ok" if written / size <= 1.5 else "OVER")]
         if examples:
             lines += ["", "| example (real compile) | tltrace report | built-in report | ratio |", "|---|---:|---:|---:|"]
+            worst = 0.0
             for name, ours, theirs in example_sizes(work / "examples"):
                 ratio = f"{ours / theirs:.2f}" if theirs else "n/a"
                 theirs_s = f"{theirs / 1e3:.0f} KB" if theirs else "n/a"
                 lines.append(f"| {name} | {ours / 1e3:.0f} KB | {theirs_s} | {ratio} |")
+                worst = max(worst, ours / theirs if theirs else 0.0)
+            if worst:
+                budget.append(("example reports: tltrace's size vs the built-in's, largest ratio", "<= 0.25x",
+                               f"{worst:.2f}x", "ok" if worst <= 0.25 else "OVER"))
         if browser:
             times = browser_times(report)
             if times is None:
@@ -190,6 +197,14 @@ def measure(passes: int = 500, examples: bool = True, browser: bool = True) -> s
                 lines += ["", f"Headless Chromium, {passes}-pass report ({size / 1e6:.2f} MB): first diff on screen "
                           f"{first:.0f} ms after navigation (median of 3; target < 1000 ms); one j/k step "
                           f"{med:.1f} ms median, {worst:.1f} ms worst of 120 (target < 50 ms)."]
+                budget += [
+                    (f"{passes}-pass report: first diff on screen in headless Chromium", "< 1000 ms",
+                     f"{first:.0f} ms", "ok" if first < 1000 else "OVER"),
+                    (f"{passes}-pass report: one j/k step, worst of 120", "< 50 ms", f"{worst:.1f} ms",
+                     "ok" if worst < 50 else "OVER"),
+                ]
+        lines += ["", "| target | limit | measured | verdict |", "|---|---:|---:|---|"]
+        lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in budget]
     return "\n".join(lines) + "\n"
 
 

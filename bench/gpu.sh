@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# GPU checks and benchmarks, one entry point for the CUDA machine. From the checkout's root,
+# with .device (TileLang for the device, see ../shared/device/prepare) and .upstream (copies
+# of TileLang's upstream examples, ignored by git) carried:
+#
+#   . .device/env.sh && bash bench/gpu.sh PART
+#
+# Each PART ends within about 9 minutes (one device call of at most 10), writes at most
+# 8 files under $OUT (default tmp/gpu-out) and exits non-zero when a check failed:
+#
+#   check      pytest -m gpu: CUDA codegen (tvm_ffi and nvrtc), nvrtc edit-and-recompile,
+#              upstream FlashAttention fwd and MLA decode traced (CUDA codegen records)
+#   autotune   upstream gemm autotuner, full grid (288 configs): untraced, `tltrace run --quiet`,
+#              `tltrace run --quiet --mode html`, timed; then the grid checks on those traces
+#              (every compile kept with the default --keep, one invocation id, distinct
+#              signatures, the index names every compile)
+#   builtin    the same grid: untraced, TileLang's built-in tracer (terminal, html), timed
+#   all        check, autotune, builtin in a row (only where one call may run longer)
+#
+# `autotune` and `builtin` take MODES and a TAG (which names the files), to redo what a
+# part's budget skipped, e.g. `bash bench/gpu.sh autotune untraced,html c`; modes:
+# untraced, quiet, html, builtin-terminal, builtin-html.
+#
+# Then, on the CPU machine, with the files of each part in one folder:
+#   python bench/gpu.py summarize FOLDER > bench/results/gpu_autotune.md && python bench/run.py --only results
+#
+# BUDGET (seconds, default 480) bounds the timed runs of a part; a run that would not
+# fit is skipped and said in the results. AUTOTUNE_ARGS replaces the example's arguments
+# (default: --use_autotune, its default 4096^3 sizes).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+part=${1:-}
+out=${OUT:-$PWD/tmp/gpu-out}
+budget=${BUDGET:-480}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 TILELANG_DISABLE_CACHE=1 TILELANG_AUTO_TUNING_DISABLE_CACHE=1
+unset TL_LOWER_TRACE TL_LOWER_TRACE_DIR TLTRACE_EXAMPLES_CPU
+py=${PYTHON:-python3}
+upstream=${TLTRACE_UPSTREAM:-$PWD/.upstream}
+work=${TMPDIR:-/tmp}/tltrace-gpu-bench
+
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
+
+need_upstream() {
+  local f
+  for f in examples/gemm/example_gemm_autotune.py examples/flash_attention/example_mha_fwd_bshd.py \
+           examples/deepseek_mla/example_mla_decode.py; do
+    [ -f "$upstream/$f" ] || { echo "gpu.sh: error: $upstream/$f missing (copy .upstream/ into the checkout and carry it)" >&2; return 2; }
+  done
+}
+
+about() {
+  { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -2
+    "$py" -c 'import sys, torch, tilelang; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available(), "tilelang", tilelang.__version__)' 2>&1 | tail -1
+    echo "nproc $(nproc)"
+    (cd "$upstream" 2>/dev/null && sha256sum examples/*/*.py 2>/dev/null); } | tee "$out/about-$1.txt"
+}
+
+run_check() {
+  about check
+  need_upstream || return 2
+  "$py" -m pytest -m gpu -q -rA -p no:cacheprovider --junitxml="$out/check-junit.xml" \
+    tests/test_gpu_capture.py tests/test_gpu_edit.py tests/test_gpu_upstream.py -k "not autotune" 2>&1 \
+    | tee "$out/check.log"
+}
+
+run_autotune() {
+  local tag=$1 modes=$2 rc=0
+  about "$tag"
+  need_upstream || return 2
+  rm -rf "$work/$tag"
+  local args=()
+  [ -n "${AUTOTUNE_ARGS:-}" ] && args=(--args "$AUTOTUNE_ARGS")
+  "$py" bench/gpu.py autotune --out "$out" --tag "$tag" --modes "$modes" --budget "$budget" \
+    --keep-trace "$work/$tag" "${args[@]}" 2>&1 | tee "$out/autotune-$tag.log" || rc=1
+  if [[ ",$modes," == *,quiet,* || ",$modes," == *,html,* ]]; then
+    TLTRACE_GPU_AUTOTUNE_TRACE="$work/$tag" "$py" -m pytest -m gpu -q -rA -p no:cacheprovider \
+      tests/test_gpu_upstream.py -k autotune 2>&1 | tee "$out/grid-checks.log" || rc=1
+  fi
+  rm -rf "$work/$tag"
+  return $rc
+}
+
+case "$part" in
+  check) run_check ;;
+  autotune) run_autotune "${3:-a}" "${2:-untraced,quiet,html}" ;;
+  builtin) run_autotune "${3:-b}" "${2:-untraced,builtin-terminal,builtin-html}" ;;
+  all) rc=0; run_check || rc=1; run_autotune a untraced,quiet,html || rc=1
+       run_autotune b untraced,builtin-terminal,builtin-html || rc=1; exit $rc ;;
+  -h|--help|help) usage ;;
+  *) usage >&2; echo "gpu.sh: error: say which part: check, autotune, builtin or all" >&2; exit 2 ;;
+esac
