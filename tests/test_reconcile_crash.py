@@ -100,7 +100,7 @@ def _crash_everywhere(tmp_path: Path, setup, action, check) -> int:
         root = tmp_path / f"k{k}"
         root.mkdir()
         setup(root)
-        assert _run_child(k, lambda: action(root)), f"step {k} of {n} was not reached"
+        assert _run_child(k, lambda root=root: action(root)), f"step {k} of {n} was not reached"
         check(root, k, last=(k == n))
     root = tmp_path / "beyond"
     root.mkdir()

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from .errors import RecordsError, UsageError
 from .session.names import safe_component
-from .session.scripts import script_dir_for
 from .session.records import READABLE_SCHEMA_VERSIONS, RUNNING, SCHEMA_VERSION, PassRecord, RunManifest
+from .session.scripts import script_dir_for
 from .session.store import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS, time_of_id, tree_bytes
 from .session.writer import writer_alive
 

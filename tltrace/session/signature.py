@@ -85,7 +85,7 @@ def _shape(shape: Any) -> list[int | str]:
 
 def _func_info(func: Any) -> dict[str, Any]:
     info: dict[str, Any] = {}
-    buffers = []
+    buffers: list[dict[str, Any]] = []
     bmap = func.buffer_map
     for param in func.params:
         buf = bmap.get(param) if hasattr(bmap, "get") else (bmap[param] if param in bmap else None)

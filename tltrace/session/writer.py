@@ -86,8 +86,8 @@ def writer_alive(writer: dict[str, Any] | None, run_id: str | None = None) -> bo
             return True
         now = process_start(pid)
         return now is None or str(recorded) == now
-    pid = pid_of_run_id(run_id or "")
-    return pid is not None and pid_alive(pid)
+    from_id = pid_of_run_id(run_id or "")
+    return from_id is not None and pid_alive(from_id)
 
 
 def pid_of_run_id(run_id: str) -> int | None:
