@@ -31,3 +31,51 @@ def copy_tree(src: Path, dest: Path) -> Path:
 
 def run_dirs(script_dir: Path) -> list[Path]:
     return sorted((script_dir / ".run_records").glob("run_*"))
+
+
+def read_manifest(run_dir: Path) -> dict:
+    """A run's manifest.json as JSON: the pipeline facts (pass counts, versions) tests compare against."""
+    import json
+
+    return json.loads((run_dir / "manifest.json").read_text())
+
+
+def newest_manifest(script_dir: Path) -> dict:
+    """The newest run's manifest under script_dir."""
+    return read_manifest(run_dirs(script_dir)[-1])
+
+
+def summary(manifest: dict) -> str:
+    """The counts line the terminal and `show` print for a run: 'N passes, C changed, F failed, G codegen'."""
+    statuses = [r["status"] for r in manifest["records"]]
+    return (f"{len(statuses)} passes, {statuses.count('changed')} changed, {statuses.count('failed')} failed, "
+            f"{statuses.count('codegen')} codegen")
+
+
+def tltrace_executable() -> str | None:
+    """The installed `tltrace` console script: beside this Python first (a venv's), else on PATH.
+
+    Tests that need it skip when it is missing, except under CI (env CI set), where they fail:
+    .ci/run installs it, so a missing one means the install is broken.
+    """
+    import os
+    import shutil
+    import sys
+
+    beside = Path(sys.executable).parent / "tltrace"
+    return str(beside) if os.access(beside, os.X_OK) else shutil.which("tltrace")
+
+
+def require_tltrace_executable() -> str:
+    """tltrace_executable(), or skip (fail under CI) when it is not installed."""
+    import os
+
+    import pytest
+
+    exe = tltrace_executable()
+    if exe is None:
+        msg = "the tltrace entry point is not installed (pip install -e .)"
+        if os.environ.get("CI"):
+            pytest.fail(msg + "; under CI it must be")
+        pytest.skip(msg)
+    return exe

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import sys
@@ -83,7 +84,7 @@ def test_manifest_header(gemm_trace):
     assert manifest.kernel == "gemm"
     assert manifest.target == "c"
     assert manifest.backend == "cython"
-    assert manifest.tilelang_version == "0.1.15"
+    assert manifest.tilelang_version == importlib.metadata.version("tilelang")
     assert manifest.command == ["tltrace", "run", "gemm.py"]
     assert manifest.run_id.startswith("run_") and manifest.run_id.split("_")[4] == str(os.getpid())
 
@@ -252,7 +253,9 @@ def test_failing_listener_is_one_warning(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "Traceback" not in err
     (m,) = _manifests(tmp_path / "fail")
-    assert m.status == "complete" and len(m.records) == 62
+    _traced(tmp_path / "quiet", lambda event: None)  # the same compile with a listener that works
+    (reference,) = _manifests(tmp_path / "quiet" / "fail")
+    assert m.status == "complete" and len(m.records) == len(reference.records) > 0
 
 
 def test_store_failure_is_one_warning_and_compile_goes_on(tmp_path):

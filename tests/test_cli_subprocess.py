@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from ._records import EXAMPLES
+from ._records import EXAMPLES, newest_manifest, require_tltrace_executable, summary, tltrace_executable
 
-TLTRACE = shutil.which("tltrace")
-pytestmark = pytest.mark.skipif(TLTRACE is None, reason="the tltrace entry point is not installed")
+TLTRACE = tltrace_executable()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _entry_point_installed() -> None:
+    """Skip without the entry point; under CI (which installs it) fail instead."""
+    require_tltrace_executable()
 
 
 def tltrace(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    assert TLTRACE is not None
     env = {**os.environ, "TILELANG_DISABLE_CACHE": "1", "NO_COLOR": "1"}
     env.pop("TL_LOWER_TRACE", None)
     return subprocess.run([TLTRACE, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
@@ -29,8 +34,12 @@ def work(tmp_path_factory) -> Path:
     for _ in range(2):
         res = tltrace("run", "-q", "--trace-dir", "traces", EXAMPLES / "elementwise_add.py", cwd=work)
         assert res.returncode == 0, res.stderr
-        assert "[add] done: 62 passes" in res.stdout
+        assert f"[add] done: {summary(newest_manifest(work / 'traces' / 'elementwise_add'))}" in res.stdout
     return work
+
+
+def _passes(work: Path) -> int:
+    return len(newest_manifest(work / "traces" / "elementwise_add")["records"])
 
 
 def test_show(work: Path) -> None:
@@ -44,7 +53,7 @@ def test_show(work: Path) -> None:
 def test_diff_runs_identical_exit_0(work: Path) -> None:
     res = tltrace("diff-runs", "--trace-dir", "traces", "elementwise_add:-2", "elementwise_add:-1", cwd=work)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "same: 62 passes" in res.stdout
+    assert f"same: {_passes(work)} passes" in res.stdout
 
 
 def test_damaged_run_one_line_no_traceback(work: Path, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from tltrace.render.html import (
     report_head,
     write_report,
 )
-from tltrace.session.events import PassRecorded, RunFinished, RunStarted
+from tltrace.session.events import PassRecorded, RunStarted
 
 from .synthetic import synthetic_events, write_synthetic_report
 
@@ -239,45 +239,47 @@ def test_late_listener_opens_on_first_pass(tmp_path: Path):
     assert list(index_rows(tmp_path / REPORT_NAME)) == [events[0].run_dir.name]
 
 
-def _store_run(tmp_path: Path, n: int, *, finish: bool = True, **kw) -> Path:
-    """Write a synthetic run to disk the way the capture engine does (RunStore)."""
+def _store_run(tmp_path: Path, n: int, *, finish: bool = True, listener=None, **kw) -> Path:
+    """Write a synthetic run to disk through the capture engine's own writer (TraceSession).
+
+    The synthetic events' records and texts go into `TraceSession.add_record` and
+    `finish`, the very calls the TileLang observer makes, so the run on disk is what
+    a real capture writes; `listener` gets the events the session emits.
+    """
     from dataclasses import replace
 
-    from tltrace.session.store import RunStore
+    from tltrace.config import Settings
+    from tltrace.session.records import CODEGEN
+    from tltrace.session.tool import TraceSession
 
-    store = None
-    records = []
-    manifest = None
-    for event in synthetic_events(n, tmp_path, **kw):
-        if isinstance(event, RunStarted):
-            store = RunStore(tmp_path, event.run_dir.name)
-            store.open()
-            manifest = event.manifest
-            store.write_manifest(manifest)
-        elif isinstance(event, PassRecorded):
-            r = event.record
-            bfile = store.record_path(r.phase, r.index, r.name, "before")
-            store.link_text(bfile, event.before)
-            afile = None
-            if r.status != "failed":
-                afile = store.record_path(r.phase, r.index, r.name, "after")
-                store.link_text(afile, event.after)
-            r = replace(r, before_file=bfile, after_file=afile)
-            records.append(r)
-            store.append_record(r)
-        elif isinstance(event, RunFinished) and finish:
-            store.write_manifest(replace(event.manifest.with_records(records)))
-    store.close()
-    return store.run_dir
+    settings = Settings(mode="html", trace_dir=tmp_path, script_name="synthetic", quiet=True)
+    events = synthetic_events(n, tmp_path / "unused", **kw)
+    started = next(events)
+    assert isinstance(started, RunStarted)
+    session = TraceSession(settings, listener or (lambda event: None), session_name=started.manifest.kernel)
+    for event in events:
+        if isinstance(event, PassRecorded):
+            r = replace(event.record, before_file=None, after_file=None, before_hash=None, after_hash=None)
+            session.add_record(r, event.before, event.after, "cpp" if r.status == CODEGEN else "tir")
+    assert session.store is not None
+    if finish:
+        session.finish(None)
+    else:
+        session.store.close()
+    return session.store.run_dir
 
 
 def test_write_report_rebuilds_the_same_data(tmp_path: Path):
-    run_dir = _store_run(tmp_path / "s", 40, hostile=True)
-    live = write_synthetic_report(40, tmp_path / "live", hostile=True)
+    """The report rebuilt from a run's records carries what the live report showed during capture."""
+    listener = HtmlReportListener(link=False)
+    run_dir = _store_run(tmp_path / "s", 40, hostile=True, listener=listener)
+    listener.close()
+    live = run_dir / REPORT_NAME
     out = write_report(run_dir, tmp_path / "rebuilt.html")
     rebuilt = chunks(out)
     want = [c for c in chunks(live) if c["t"] == "rec"]
     got = [c for c in rebuilt if c["t"] == "rec"]
+    assert len(got) == 40
     assert [(c["index"], c["name"], c["status"], c.get("after_hash")) for c in got] == \
         [(c["index"], c["name"], c["status"], c.get("after_hash")) for c in want]
     assert {c["h"]: c["s"] for c in rebuilt if c["t"] == "text"} == \

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ._records import copy_tree, run_dirs, trace
+from ._records import copy_tree, read_manifest, run_dirs, summary, trace
 
 
 @pytest.fixture(scope="module")
@@ -50,17 +50,21 @@ def test_list_json(show, traced: Path) -> None:
     rows = json.loads(res.stdout)["runs"]
     assert [r["position"] for r in rows] == [-3, -2, -1]
     r = rows[0]
-    assert r["kernel"] == "add" and r["passes"] == 62 and r["changed"] == 16 and r["failed"] == 0 and r["size"] > 0
+    m = read_manifest(run_dirs(traced / "elementwise_add")[0])
+    statuses = [x["status"] for x in m["records"]]
+    assert r["kernel"] == "add" and r["passes"] == len(statuses) and r["changed"] == statuses.count("changed")
+    assert r["failed"] == 0 and r["size"] > 0
     assert Path(r["path"]).parent == traced / "elementwise_add" / ".run_records"
 
 
-def test_one_run_by_relative_spec(show) -> None:
+def test_one_run_by_relative_spec(show, traced: Path) -> None:
     res = show("elementwise_add", "-2")
     assert res.exit_code == 0, res.output
     out = res.stdout
     m = json.loads(show("elementwise_add", "-2", "--json").stdout)
     assert "elementwise_add  run_" in out and f"{m['signature'] or m['kernel']}  c/cython" in out
-    assert "LayoutInference" in out and "CODEGEN" in out and "62 passes, 16 changed, 0 failed, 1 codegen" in out
+    assert "LayoutInference" in out and "CODEGEN" in out
+    assert summary(read_manifest(run_dirs(traced / "elementwise_add")[-2])) in out
 
 
 def test_bare_run_spec_needs_one_script(show, traced: Path) -> None:
@@ -74,7 +78,7 @@ def test_run_dir_directly(show, traced: Path) -> None:
     res = show(str(run), "--json")
     data = json.loads(res.stdout)
     assert data["run_id"] == run.name and data["kernel"] == "softmax" and data["missing_files"] == 0
-    assert len(data["records"]) == 62
+    assert len(data["records"]) == len(read_manifest(run)["records"]) > 0
     clean_failure(show(str(run), "latest"), 2, "already a run directory")
 
 
@@ -89,6 +93,7 @@ def test_pass_diff(show) -> None:
 
 
 def test_html_rewrites_report(show, traced: Path) -> None:
+    from tltrace.render.html import write_report  # noqa: F401  # a broken html.py fails here, never skips
     res = show("softmax", "latest", "--html")
     assert res.exit_code == 0, res.output
     path = Path(res.stdout.strip())
@@ -170,7 +175,7 @@ def test_long_kernel_name_does_not_squeeze_the_table(show, traced: Path, tmp_pat
         res = show(*args, trace_dir=td)
         assert res.exit_code == 0, res.output
         row = next(line for line in res.stdout.splitlines() if run.name in line)
-        assert "complete" in row and "62" in row and "…" in row
+        assert "complete" in row and f" {len(manifest['records'])} " in row and "…" in row
 
 
 @pytest.mark.parametrize("edit", [

@@ -21,7 +21,9 @@ from .errors import TltraceError
 class _OneLineErrors(TyperGroup):
     """Usage errors (bad option, bad value, unknown command) as one line: `tltrace: error: ...`."""
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             windows_expand_args=True, **extra):
+        extra["windows_expand_args"] = windows_expand_args
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         from typer._click import exceptions as cx

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Settings
-from .errors import TargetNotFound
+from .errors import TargetNotFound, UsageError
 from .session.events import Event, Notice, RunStarted, ScriptOutput
 
 
@@ -106,8 +106,28 @@ def prepare_tilelang(settings: Settings, emit: Callable[[Event], None]) -> bool:
     except Exception as exc:
         emit(Notice("warning", f"cannot import tilelang ({type(exc).__name__}: {exc}); running untraced"))
         return False
+    check_seam()
     silence_builtin_tracer()
     return True
+
+
+MIN_TILELANG = "0.1.14"  # the first release with the seam; pyproject's tilelang extra says the same
+
+
+def check_seam() -> None:
+    """Raise UsageError when the installed TileLang lacks the public pass-instrumentation seam."""
+    try:
+        from tilelang.instrumentation import register_pass_instrumentation_tool  # type: ignore  # noqa: F401
+    except ImportError:
+        try:
+            from importlib.metadata import version
+
+            have = version("tilelang")
+        except Exception:
+            have = "?"
+        raise UsageError(f"TileLang {have} has no tilelang.instrumentation.register_pass_instrumentation_tool; "
+                         f"tltrace needs TileLang >= {MIN_TILELANG} (pip install 'tilelang>={MIN_TILELANG},<0.2')"
+                         ) from None
 
 
 def run_target(target: Target, settings: Settings, emit: Callable[[Event], None],
