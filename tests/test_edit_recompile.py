@@ -44,29 +44,36 @@ def test_two_kernels_edit_conflict_resolve(run_cli, examples_dir, tmp_path):
     assert "vadd: computes a-b" in r.stdout and "vmul: computes a*b" in r.stdout
     assert r.exit_code == 1
 
-    r = run("--n", "2048")  # change the kernel too: the loop bound changes, the edited line does not
-    assert _tags(r.stdout) == ["vadd:CONFLICT"]
+    r = run("--n", "2048")  # another size is another variant: its own file, and the edit is not lost
+    assert _tags(r.stdout) == [] and "vadd: computes a+b" in r.stdout
+    assert (d / "codegen_vadd_2048_device.cpp").is_file()
+    assert f"NOT-APPLIED  edit in {vadd} not applied" in r.stdout
+    assert SUB in vadd.read_text()
+    r = run()  # and back: the 1024 variant's edit again, no CONFLICT either way
+    assert _tags(r.stdout) == ["vadd:PATCHED"] and "vadd: computes a-b" in r.stdout
+
+    r = run("--block", "64")  # change the kernel at the same shape: its codegen changes under the edit
+    assert _tags(r.stdout) == ["vadd:CONFLICT", "vmul:REGENERATED"]  # vmul: no edit, same loop change
     assert "vadd: computes a+b" in r.stdout  # regenerated from the new codegen
     assert SUB in (d / "codegen_device.cpp.bak").read_text()
 
-    r = run_cli("resolve-conflict", script)
-    assert r.exit_code == 0, r.stderr
-    assert "codegen_device.cpp: resolved (merge)" in r.stdout
-    merged = vadd.read_text()
-    assert SUB in merged and "bx < 16" in merged
+    r = run_cli("resolve-conflict", script)  # the edit and the new codegen changed the same line
+    assert r.exit_code == 4, r.stderr
+    assert "<<<<<<< your edits" in vadd.read_text() and SUB in vadd.read_text()
+    vadd.write_text((d / "codegen_device.cpp.latest").read_text().replace(ADD, SUB))  # fixed by hand
 
     _edit(vmul, MUL, ADD)  # and the second kernel: * becomes +
-    r = run("--n", "2048")
-    assert sorted(_tags(r.stdout)) == ["vadd:PATCHED", "vmul:PATCHED"]
+    r = run("--block", "64")
+    assert _tags(r.stdout) == ["vadd:PATCHED", "vmul:PATCHED"]
     assert "vadd: computes a-b" in r.stdout and "vmul: computes a+b" in r.stdout
 
     # an untraced run afterwards, with TileLang's kernel cache on, never sees the edits
     env = {k: v for k, v in os.environ.items() if k != "TILELANG_DISABLE_CACHE"}
     env["TILELANG_CACHE_DIR"] = str(tmp_path / "cache")
     traced = subprocess.run([sys.executable, "-m", "tltrace", "run", "--quiet", "--mode", "both", str(script),
-                             "--n", "2048"], cwd=tmp_path, env=env, capture_output=True, text=True)
+                             "--block", "64"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert "vadd: computes a-b" in traced.stdout, traced.stdout + traced.stderr
-    plain = subprocess.run([sys.executable, str(script), "--n", "2048"], cwd=tmp_path, env=env,
+    plain = subprocess.run([sys.executable, str(script), "--block", "64"], cwd=tmp_path, env=env,
                            capture_output=True, text=True)
     assert plain.returncode == 0, plain.stdout + plain.stderr
     assert "vadd: computes a+b" in plain.stdout and "vmul: computes a*b" in plain.stdout

@@ -253,13 +253,14 @@ def test_every_conflict_backup_is_kept(wf):
     assert [p.read_text() for p in w.baseline_backups()] == ["g2\n", "g1\n", "g0\n"]
 
 
-def test_same_kernel_name_two_sources_in_one_run(tmp_path):
+def test_same_kernel_same_shape_new_code_in_one_run_goes_through_the_table(tmp_path):
+    """A notebook recompiling a kernel at one shape: the edit meets the decision table, not a new file."""
     s = Settings(mode="both", trace_dir=tmp_path, script_name="s")
     a = reconcile_codegen(s, kernel="add", role="device", generated="n=1\n", compiles_source=True, backend=None)
+    a.path.write_text("my edit\n")
     b = reconcile_codegen(s, kernel="add", role="device", generated="n=2\n", compiles_source=True, backend=None)
-    again = reconcile_codegen(s, kernel="add", role="device", generated="n=1\n", compiles_source=True,
-                              backend=None)
-    assert a.path.name == "codegen_device.cpp" and b.path != a.path and again.path == a.path
+    assert b.path == a.path and b.tag == "CONFLICT"
+    assert files.WorkingFile(a.path).bak.read_text() == "my edit\n"
 
 
 def test_custom_path_names(tmp_path):

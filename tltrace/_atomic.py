@@ -1,12 +1,34 @@
-"""Atomic file replacement: write a temporary sibling, then rename it over the target."""
+"""Atomic file replacement and file locks: the two primitives every tltrace write goes through.
+
+`atomic_write` writes a temporary sibling (`.NAME.<random>.tmp`), then renames it over
+the target, so a reader sees the old file or the new one, never a part. With
+`fsync=True` the data and then the directory entry reach the disk, so the new file
+also survives a power loss, not only a killed process.
+
+`STEP_HOOK`, when set, is called after each file-system step that changes a
+directory entry (a temp file created, a rename, an unlink); crash tests set it to
+kill the process after step k, for every k.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import re
 import tempfile
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+
+STEP_HOOK: Callable[[str, Path], None] | None = None
+
+
+def step(what: str, path: Path) -> None:
+    """Tell the crash-test hook that one file-system step is done (no-op in normal use)."""
+    hook = STEP_HOOK
+    if hook is not None:
+        hook(what, Path(path))
 
 
 def _process_umask() -> int:
@@ -18,12 +40,27 @@ def _process_umask() -> int:
 _UMASK = _process_umask()
 
 
+def fsync_dir(directory: Path) -> None:
+    """Flush a directory's entries (a rename in it) to disk; best effort where a dir cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def atomic_write(path: Path, chunks: bytes | Iterable[bytes], *, fsync: bool = False, mode: int | None = None) -> None:
     """Replace `path` with `chunks` so that readers see the old file or the new one, never a part.
 
-    With `fsync` the data reaches the disk before the rename (survives power loss, not
-    only a killed process). `mode` sets the permissions of the new file; by default an
-    existing file keeps its own, and a new one gets what `open()` would give it.
+    With `fsync` the data reaches the disk before the rename and the directory entry
+    after it (survives power loss, not only a killed process). `mode` sets the
+    permissions of the new file; by default an existing file keeps its own, and a new
+    one gets what `open()` would give it.
     """
     path = Path(path)
     if mode is None:
@@ -33,6 +70,7 @@ def atomic_write(path: Path, chunks: bytes | Iterable[bytes], *, fsync: bool = F
             mode = 0o666 & ~_UMASK
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        step("create", Path(tmp))
         with os.fdopen(fd, "wb") as fh:
             for chunk in [chunks] if isinstance(chunks, bytes) else chunks:
                 fh.write(chunk)
@@ -45,3 +83,59 @@ def atomic_write(path: Path, chunks: bytes | Iterable[bytes], *, fsync: bool = F
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    if fsync:
+        fsync_dir(path.parent)
+    step("rename", path)
+
+
+def _tmp_pattern(name: str) -> re.Pattern[str]:
+    # mkstemp's names: "." + NAME + "." + 8 random characters + ".tmp"
+    return re.compile(re.escape(f".{name}.") + r"(?:[^/]*\.)?[A-Za-z0-9_]{8}\.tmp$")
+
+
+def remove_stale_temps(directory: Path, names: Iterable[str]) -> list[Path]:
+    """Remove the temp files a killed `atomic_write` of one of `names` left in `directory`; return them.
+
+    Call only while holding the lock that guards writes of those names: a temp file
+    of a write in progress is then impossible. Symlinks and directories are left alone.
+    """
+    pats = [_tmp_pattern(n) for n in names]
+    removed = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return []
+    for e in entries:
+        if not e.name.endswith(".tmp") or not any(p.match(e.name) for p in pats):
+            continue
+        try:
+            if not e.is_file(follow_symlinks=False):
+                continue
+            os.unlink(e.path)
+        except OSError:
+            continue
+        step("unlink", Path(e.path))
+        removed.append(Path(e.path))
+    return removed
+
+
+_thread_locks: dict[str, threading.Lock] = {}
+_thread_locks_guard = threading.Lock()
+
+
+@contextlib.contextmanager
+def locked(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_path`: a threading lock in-process, fcntl.flock across processes."""
+    key = str(Path(lock_path).absolute())
+    with _thread_locks_guard:
+        tlock = _thread_locks.setdefault(key, threading.Lock())
+    with tlock:
+        Path(lock_path).parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,8 @@ from .config import (
     DEFAULT_KEEP,
     MODES,
     Settings,
+    build_settings,
     env_mode,
-    env_trace_dir,
     parse_mode,
     script_name_from_argv,
 )
@@ -66,52 +67,51 @@ def _resolve_mode(mode: Any, *, fallback: str = "terminal") -> str | None:
         return env_mode() or fallback
     if mode is None:
         return None
-    parsed = parse_mode(str(mode), source="mode")
-    return parsed
+    if not isinstance(mode, str):
+        raise TypeError(f"mode must be a string (terminal, html or both) or None, not {type(mode).__name__}")
+    return parse_mode(mode, source="mode")
 
 
 def _settings(mode: str, trace_dir: Any, codegen_output: Any, **extra: Any) -> Settings:
-    td = env_trace_dir() if trace_dir is _UNSET or trace_dir is None else str(trace_dir)
-    cg: object = DEFAULT
-    if codegen_output is None:
-        cg = None
-    elif codegen_output is not DEFAULT and codegen_output is not _UNSET:
-        cg = Path(codegen_output).absolute()
-    return Settings(
+    """Return validated Settings for the API: the same builder, and the same checks, as `tltrace run`."""
+    from .session.scripts import identity_of
+
+    argv0 = sys.argv[0] if sys.argv else ""
+    return build_settings(
+        script_key=identity_of(argv0) if argv0 and os.path.isfile(argv0) else None,
         mode=mode,
-        trace_dir=Path(td).absolute(),
+        trace_dir=None if trace_dir is _UNSET else trace_dir,
         script_name=script_name_from_argv(),
-        codegen_output=cg,
-        keep=extra.pop("keep", DEFAULT_KEEP),
-        context=extra.pop("context", 3),
-        quiet=extra.pop("quiet", False),
-        use_cache=extra.pop("use_cache", False),
+        codegen_output=DEFAULT if codegen_output is _UNSET else codegen_output,
         command=tuple(["python", *sys.argv]) if sys.argv and sys.argv[0] else ("python",),
+        **extra,
     )
 
 
-def _listener(settings: Settings) -> Any:
-    """Return the event listener for `settings`: the terminal view, plus the HTML report in html/both."""
-    from .render.terminal import TerminalView
+# The open enable()..disable() span: its settings, listeners and invocation.
+_span: tuple[Settings, Any, Any] | None = None
 
-    listeners: list[Any] = [TerminalView(settings)]
-    if settings.html:
-        from .render.html import HtmlReportListener
 
-        html = HtmlReportListener(settings)
-        listeners.append(html)
-        with _lock:
-            _closers.append(html)
-
-    def emit(event: Any) -> None:
-        for listener in listeners:
-            listener(event)
-
-    return emit
+def _close_span() -> None:
+    """End the open invocation: tell the listeners, prune older invocations, finish the reports."""
+    global _span
+    with _lock:
+        span, _span = _span, None
+    if span is None:
+        return
+    _settings_, listeners, invocation = span
+    try:
+        invocation.finish()
+    finally:
+        listeners.close()
 
 
 @atexit.register
 def _close_reports() -> None:
+    from .session import controller
+
+    controller.uninstall()
+    _close_span()
     with _lock:
         closers, _closers[:] = list(_closers), []
     for c in closers:
@@ -130,9 +130,12 @@ def enable(mode: Any = _UNSET, trace_dir: Any = _UNSET, codegen_output: Any = DE
     None: the same as disable(). trace_dir: omitted or None: TL_LOWER_TRACE_DIR, else
     ./tmp/lower_trace_dir. codegen_output: omitted: <script_dir>/codegen_device.cpp
     (and _host) in html/both mode; a path: that file (host: path with _host); None:
-    no working files. Idempotent; a compilation keeps the settings it started with.
-    Unless use_cache=True, TileLang's kernel cache is turned off, so that every
-    compilation runs its passes (a cache hit traces nothing).
+    no working files. context, keep: counts of 0 or more, checked as `tltrace run`
+    checks --context and --keep (UsageError otherwise). Idempotent; a compilation
+    keeps the settings it started with. The compilations from here to disable() are
+    one invocation; at disable() (or at exit) the newest `keep` invocations of the
+    script are kept (0 keeps all). Unless use_cache=True, TileLang's kernel cache is
+    turned off, so that every compilation runs its passes (a cache hit traces nothing).
     """
     resolved = _resolve_mode(mode)
     if resolved is None:
@@ -145,22 +148,45 @@ def enable(mode: Any = _UNSET, trace_dir: Any = _UNSET, codegen_output: Any = DE
     except ImportError:
         raise TltraceError("enable() traces TileLang compilations and tilelang is not installed; "
                            "for a plain TVM pipeline use tltrace.create_pass_instrument()") from None
+    from .render.listeners import Listeners
     from .session import controller
+    from .session.invocation import Invocation
 
+    global _span
+    with _lock:
+        span = _span
+    if span is not None and span[0].script_dir == settings.script_dir:
+        # enable() again inside a span: new settings, the same invocation.
+        settings = replace(settings, invocation=span[0].invocation)
+        listeners = Listeners(settings)
+        invocation = span[2]
+        invocation.rebind(settings, listeners)
+        span[1].close()
+    else:
+        _close_span()
+        listeners = Listeners(settings)
+        invocation = Invocation(settings, listeners)
+    with _lock:
+        _span = (settings, listeners, invocation)
     controller.silence_builtin_tracer()  # two tracers would trace every pass twice
     if not use_cache:
         try:
             tilelang.env.disable_cache()
         except Exception:
             os.environ["TILELANG_DISABLE_CACHE"] = "1"
-    controller.install(settings, _listener(settings))
+    controller.install(settings, invocation)
 
 
 def disable() -> None:
-    """Stop tracing later compilations; return None. A compilation in progress finishes in its own session."""
+    """Stop tracing later compilations and end the invocation; return None.
+
+    A compilation in progress finishes in its own session. Older invocations are
+    pruned here (enable's `keep`).
+    """
     from .session import controller
 
     controller.uninstall()
+    _close_span()
 
 
 def enabled() -> Settings | None:
@@ -190,7 +216,12 @@ def create_pass_instrument(mode: Any = _UNSET, trace_dir: Any = _UNSET, *, name:
         trace_dir = current.trace_dir
     settings = _settings(resolved, trace_dir, None)
     cls = _instrument_class(_tvm())
-    return cls(settings, _listener(settings), name)
+    from .render.listeners import Listeners
+
+    listeners = Listeners(settings)
+    with _lock:
+        _closers.append(listeners)
+    return cls(settings, listeners, name)
 
 
 _instrument_classes: dict[int, type] = {}
@@ -248,7 +279,10 @@ def _instrument_class(tvm: Any) -> type:
                 return
             try:
                 parent = self.stack[-1][3] if self.stack else None
-                self.stack.append((str(info.name), s.text_of(mod), time.perf_counter(), s.next_index(),
+                text = s.text_of(mod)
+                if s.manifest.input_hash is None:
+                    s.note_input(mod, text)
+                self.stack.append((str(info.name), text, time.perf_counter(), s.next_index(),
                                    len(self.stack), parent))
             except Exception as exc:
                 s._guard(f"capturing the IR before {info.name}", exc)
@@ -270,6 +304,25 @@ def _instrument_class(tvm: Any) -> type:
 
 
 # -- lower_trace -----------------------------------------------------------------
+def _as_module(tvm: Any, func_or_mod: Any) -> Any:
+    """Return an IRModule for a PrimFunc or IRModule; raise TypeError for anything else.
+
+    Handing TVM something else (None, a string) can crash the interpreter inside C++.
+    """
+    if isinstance(func_or_mod, tvm.IRModule):
+        return func_or_mod
+    prim_func = None
+    for ns in ("tirx", "tir"):
+        prim_func = getattr(getattr(tvm, ns, None), "PrimFunc", None)
+        if prim_func is not None:
+            break
+    base_func = getattr(getattr(tvm, "ir", None), "BaseFunc", None)
+    kinds = tuple(k for k in (prim_func, base_func) if isinstance(k, type))
+    if kinds and isinstance(func_or_mod, kinds):
+        return tvm.IRModule({"main": func_or_mod})
+    raise TypeError(f"lower_trace() needs a PrimFunc or an IRModule, not {type(func_or_mod).__name__}")
+
+
 def _named_passes(passes: Any) -> list[tuple[str, Any]]:
     from .session.names import pass_display_name
 
@@ -280,7 +333,12 @@ def _named_passes(passes: Any) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     for p in passes:
         if isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str):
+            if not callable(p[1]):
+                raise TypeError(f"lower_trace() step {p[0]!r} is a {type(p[1]).__name__}, not a pass")
             out.append((p[0], p[1]))
+        elif not callable(p):
+            raise TypeError(f"lower_trace() needs passes (a pass, a list of passes, or of (name, pass)), "
+                            f"not {type(p).__name__}")
         else:
             try:
                 name = pass_display_name(str(p.info.name))
@@ -308,13 +366,19 @@ def lower_trace(func_or_mod: Any, passes: Any, mode: str = "terminal", context: 
     """
     from .difftext import unified
 
-    m = str(mode).strip().lower()
+    if not isinstance(mode, str):
+        raise TypeError(f"mode must be a string (terminal, html or both), not {type(mode).__name__}")
+    m = mode.strip().lower()
     if m not in MODES:
         raise UsageError(f"mode must be one of terminal, html, both; got {mode!r}")
+    if isinstance(context, bool) or not isinstance(context, int):
+        raise TypeError(f"context must be an int, not {type(context).__name__}")
     if context < 0:
         raise UsageError("context must be 0 or more")
+    if not isinstance(html_path, (str, os.PathLike)):
+        raise TypeError(f"html_path must be a path, not {type(html_path).__name__}")
     tvm = _tvm()
-    mod = func_or_mod if isinstance(func_or_mod, tvm.IRModule) else tvm.IRModule({"main": func_or_mod})
+    mod = _as_module(tvm, func_or_mod)
     steps = _named_passes(passes)
     results: list[dict[str, Any]] = []
     console = None
@@ -357,14 +421,10 @@ def lower_trace(func_or_mod: Any, passes: Any, mode: str = "terminal", context: 
 
 
 def _short_error(exc: BaseException) -> str:
-    """Return 'ExcType: message' on one line; TVM puts its C++ backtrace first and the message last."""
-    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
-    if lines and lines[0].startswith("Traceback"):
-        lines = lines[-1:]
-    msg = lines[0] if lines else ""
-    name = type(exc).__name__
-    return msg if msg.startswith(name) or ": " in msg[:60] and msg.split(":")[0].endswith(("Error", "Exception")) \
-        else f"{name}: {msg}" if msg else name
+    """Return 'ExcType: message' on one line (the formatter the capture records use)."""
+    from .session.tool import error_text
+
+    return error_text(exc).splitlines()[0]
 
 
 def _print_step(console: Any, i: int, step: dict[str, Any], context: int) -> None:
@@ -398,7 +458,7 @@ def _write_html(results: list[dict[str, Any]], out: Path, context: int) -> Path:
         session = TraceSession(settings, lambda event: None, session_name="lower_trace")
         for step in results:
             after = None if "error" in step else step["after_script"]
-            error = RuntimeError(step["error"]) if "error" in step else None
+            error = step["error"] if "error" in step else None  # already "ExcType: message"
             session.pass_record(step["name"], session.next_index(), 0, None, "lower_trace", step["before_script"],
                                 after, 0.0, error)
         session.finish(None)

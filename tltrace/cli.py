@@ -13,8 +13,9 @@ import typer
 from typer.core import TyperGroup
 
 from . import __version__
-from .config import DEFAULT, DEFAULT_KEEP, DEFAULT_TRACE_DIR, Settings, compile_regex, env_mode, env_trace_dir, parse_mode
+from .config import DEFAULT, DEFAULT_KEEP, DEFAULT_TRACE_DIR, Settings, build_settings, parse_mode
 from .errors import EXIT_USAGE, TltraceError
+
 
 class _OneLineErrors(TyperGroup):
     """Usage errors (bad option, bad value, unknown command) as one line: `tltrace: error: ...`."""
@@ -109,11 +110,12 @@ def run_cmd(
     trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", metavar="DIR",
                                              help=f"Where traces go [default: TL_LOWER_TRACE_DIR, else {DEFAULT_TRACE_DIR}]."),
     keep: int = typer.Option(DEFAULT_KEEP, "--keep", metavar="N", min=0,
-                             help="Keep the newest N runs per script (0 keeps all)."),
+                             help="Keep the newest N invocations per script, this one included (0 keeps all)."),
     only: Optional[str] = typer.Option(None, "--only", metavar="REGEX", help="Show only passes matching REGEX."),
     skip: Optional[str] = typer.Option(None, "--skip", metavar="REGEX", help="Hide passes matching REGEX."),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the summary per kernel."),
+    quiet: bool = typer.Option(False, "--quiet", "-q",
+                               help="No pass stream: one summary (a table when several kernels compiled)."),
     use_cache: bool = typer.Option(False, "--use-cache",
                                    help="Keep TileLang's kernel cache on (cache hits are not traced)."),
     codegen_output: Optional[Path] = typer.Option(None, "--codegen-output", metavar="PATH",
@@ -142,49 +144,32 @@ def run_cmd(
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
 
-    from .render.html import HtmlReportListener
-    from .render.terminal import TerminalView
+    from .render.listeners import Listeners
+    from .render.terminal import guard_lines
 
-    term = TerminalView(settings)
-    listeners: list = [term]
-    html = HtmlReportListener(settings) if settings.html else None
-    if html is not None:
-        listeners.append(html)
-
-    def emit(event) -> None:
-        for listener in listeners:
-            listener(event)
-
-    code = run_target(target, settings, emit, finalize=html.close if html is not None else None)
+    emit = Listeners(settings)
+    with guard_lines():
+        code = run_target(target, settings, emit, finalize=emit.close)
     raise typer.Exit(code)
 
 
 def _settings(p: dict, target) -> Settings:
-    mode = parse_mode(p["mode"], source="--mode") if p["mode"] is not None else None
-    if p["mode"] is not None and mode is None:
+    if p["mode"] is not None and parse_mode(p["mode"], source="--mode") is None:
         raise TltraceError("--mode off makes no sense for 'tltrace run'; use terminal, html or both")
-    if mode is None:
-        mode = env_mode() or "terminal"
-    trace_dir = Path(p["trace_dir"]) if p["trace_dir"] is not None else Path(env_trace_dir())
     if p["no_codegen_output"] and p["codegen_output"] is not None:
         raise TltraceError("--codegen-output and --no-codegen-output exclude each other")
-    cg: object = DEFAULT
-    if p["no_codegen_output"]:
-        cg = None
-    elif p["codegen_output"] is not None:
-        cg = Path(p["codegen_output"]).absolute()
-    return Settings(
-        mode=mode,
-        trace_dir=trace_dir.absolute(),
-        script_name=target.trace_name,
-        codegen_output=cg,
-        keep=p["keep"],
-        context=p["context"],
-        only=compile_regex(p["only"], "--only"),
-        skip=compile_regex(p["skip"], "--skip"),
-        quiet=p["quiet"],
+    from .session.scripts import identity_of
+
+    return build_settings(
+        script_key=identity_of(target.name, module=target.module),
+        mode=p["mode"], trace_dir=p["trace_dir"], script_name=target.trace_name,
+        codegen_output=None if p["no_codegen_output"] else p["codegen_output"] if p["codegen_output"] is not None
+        else DEFAULT,
+        keep=p["keep"], context=p["context"], only=p["only"], skip=p["skip"], quiet=p["quiet"],
         use_cache=p["use_cache"],
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
+        names={"mode": "--mode", "keep": "--keep", "context": "--context", "only": "--only", "skip": "--skip",
+               "codegen_output": "--codegen-output"},
     )
 
 

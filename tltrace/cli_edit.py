@@ -91,6 +91,13 @@ def watch_cmd(
     path = Path(script)
     if not path.is_file():
         raise _fail(f"no such script: {script}")
+    if p["codegen_output"] is not None:
+        from .reconcile.files import check_codegen_output
+
+        try:
+            check_codegen_output(p["codegen_output"])
+        except TltraceError as exc:
+            raise _fail(str(exc), exc.exit_code) from None
     if m == "terminal" and p["codegen_output"] is None:
         typer.echo("tltrace: warning: --mode terminal writes no working files; only saves of the "
                    "script trigger a rerun (use --mode both, or --codegen-output PATH)", err=True)
@@ -104,8 +111,8 @@ def watch_cmd(
                 typer.echo(ev.text)
             elif isinstance(ev, RunDone):
                 status = "ok" if ev.exit_code == 0 else f"exit {ev.exit_code}"
-                tags = "; ".join(t.split("  ")[0] for t in ev.tags)
-                typer.secho(f"── run {ev.number}: {status}" + (f" [{tags}]" if tags else "") + " ──",
+                tags = ", ".join(ev.tags)
+                typer.secho(f"── run {ev.number}: {status}" + (f" ({tags})" if tags else "") + " ──",
                             bold=True, fg="green" if ev.exit_code == 0 else "red")
             elif isinstance(ev, Watching):
                 typer.echo(f"watching {spec.script} and its working files in "
@@ -115,34 +122,18 @@ def watch_cmd(
     raise typer.Exit(EXIT_OK)
 
 
-def _script_dirs(trace_dir: Path) -> list[Path]:
-    if not trace_dir.is_dir():
-        return []
-    return sorted(d for d in trace_dir.iterdir() if d.is_dir() and not d.name.startswith(".")
-                  and ((d / ".run_records").exists() or any(d.glob("codegen*.cpp*"))))
-
-
 def _layout(script_or_dir: Optional[str], trace_dir: Optional[Path], codegen_output: Optional[Path]):
-    from .config import env_trace_dir, script_name_from_argv
-    from .reconcile.files import Layout
-    from .session.names import safe_component
+    """Return the working-file layout SCRIPT_OR_DIR names, accepting what `tltrace show` accepts."""
+    from .config import env_trace_dir
+    from .reconcile.workflow import layout_at, script_dir_of
 
     if codegen_output is not None:
-        return Layout.custom_path(codegen_output.absolute())
+        return layout_at(Path(), codegen_output.absolute())
     td = (trace_dir or Path(env_trace_dir())).absolute()
-    if script_or_dir is not None:
-        p = Path(script_or_dir)
-        if p.is_dir() and not (p / "__main__.py").exists():
-            return Layout.default(p.absolute())
-        if p.is_file() or p.suffix == ".py" or p.is_dir():
-            return Layout.default(td / safe_component(script_name_from_argv(str(p))))
-        raise _fail(f"no such script or trace dir: {script_or_dir}")
-    dirs = _script_dirs(td)
-    if not dirs:
-        raise _fail(f"no traced scripts under {td}; run 'tltrace run --mode both SCRIPT' first")
-    if len(dirs) > 1:
-        raise _fail(f"several traced scripts under {td}: {', '.join(d.name for d in dirs)}; name one")
-    return Layout.default(dirs[0])
+    try:
+        return layout_at(script_dir_of(script_or_dir, td))
+    except TltraceError as exc:
+        raise _fail(str(exc), exc.exit_code) from None
 
 
 def resolve_cmd(

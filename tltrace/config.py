@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
+from .session.store import new_invocation_id
 
 MODES = ("terminal", "html", "both")
 DEFAULT_TRACE_DIR = "./tmp/lower_trace_dir"
@@ -80,6 +81,10 @@ class Settings:
     quiet: bool = False
     use_cache: bool = False
     command: tuple[str, ...] = field(default_factory=tuple)
+    # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
+    # span): every compile traced with these settings carries it in its manifest.
+    invocation: str = field(default_factory=new_invocation_id)
+    script_key: str | None = None  # who the script is (session/scripts.py): its real path or module
 
     @property
     def terminal(self) -> bool:
@@ -91,9 +96,19 @@ class Settings:
 
     @property
     def script_dir(self) -> Path:
-        from .session.names import safe_component
+        """The script's directory under the trace dir (looked up; nothing is written)."""
+        from .session import scripts
 
-        return Path(self.trace_dir) / safe_component(self.script_name)
+        return scripts.lookup(self.trace_dir, self.script_name, self._script_identity())
+
+    def claim_script_dir(self) -> Path:
+        """The script's directory, recorded in the trace dir's script registry on first use."""
+        from .session import scripts
+
+        return scripts.claim(self.trace_dir, self.script_name, self._script_identity())
+
+    def _script_identity(self) -> str:
+        return self.script_key or f"name:{self.script_name}"
 
     def working_files_enabled(self) -> bool:
         """Working files are written in html/both mode, or whenever a path was given."""
@@ -111,3 +126,68 @@ def compile_regex(value: str | None, flag: str) -> re.Pattern[str] | None:
         return re.compile(value)
     except re.error as exc:
         raise UsageError(f"{flag} {value!r} is not a valid regular expression: {exc}") from None
+
+
+def _count(value: object, name: str) -> int:
+    """Return `value` as a count (an int of 0 or more); raise UsageError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{name} must be a whole number of 0 or more, not {value!r}")
+    if value < 0:
+        raise UsageError(f"{name} must be 0 or more, not {value}")
+    return value
+
+
+def build_settings(
+    *,
+    mode: str | None,
+    trace_dir: str | os.PathLike | None,
+    script_name: str,
+    codegen_output: object = DEFAULT,
+    keep: object = DEFAULT_KEEP,
+    context: object = 3,
+    only: str | None = None,
+    skip: str | None = None,
+    quiet: bool = False,
+    use_cache: bool = False,
+    command: tuple[str, ...] = (),
+    names: dict[str, str] | None = None,
+    script_key: str | None = None,
+) -> Settings:
+    """Return validated Settings; the one builder behind `tltrace run` and `tltrace.enable()`.
+
+    mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
+    for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
+    working files) or a path. `names` maps a parameter to how the caller spells it in
+    messages (`{"keep": "--keep"}`). Raises UsageError on a bad value, the same for both.
+    """
+    spell = {"mode": "mode", "keep": "keep", "context": "context", "only": "only", "skip": "skip",
+             "codegen_output": "codegen_output", **(names or {})}
+    m = parse_mode(mode, source=spell["mode"]) if mode is not None else env_mode() or "terminal"
+    if m is None:
+        raise UsageError(f"{spell['mode']}={mode!r} turns tracing off; use terminal, html or both")
+    if trace_dir is not None and (not isinstance(trace_dir, (str, os.PathLike)) or not str(trace_dir)):
+        raise UsageError(f"trace_dir must be a path, not {trace_dir!r}")
+    td = Path(trace_dir) if trace_dir is not None else Path(env_trace_dir())
+    cg: object = DEFAULT
+    if codegen_output is None:
+        cg = None
+    elif codegen_output is not DEFAULT:
+        if not isinstance(codegen_output, (str, os.PathLike)) or not str(codegen_output):
+            raise UsageError(f"{spell['codegen_output']} must be a path, not {codegen_output!r}")
+        from .reconcile.files import check_codegen_output
+
+        cg = check_codegen_output(codegen_output)
+    return Settings(
+        script_key=script_key,
+        mode=m,
+        trace_dir=td.absolute(),
+        script_name=script_name,
+        codegen_output=cg,
+        keep=_count(keep, spell["keep"]),
+        context=_count(context, spell["context"]),
+        only=compile_regex(only, spell["only"]),
+        skip=compile_regex(skip, spell["skip"]),
+        quiet=bool(quiet),
+        use_cache=bool(use_cache),
+        command=tuple(command),
+    )

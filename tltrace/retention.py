@@ -1,25 +1,42 @@
-"""Retention: remove old run directories, then the stored texts no run links to any more.
+"""Retention: the one pruner, shared by `tltrace run --keep`, `enable(keep=)` and `tltrace clean`.
 
-Only `run_*` directories under `.run_records` are ever removed (and unreferenced
-files in `.run_records/.objects`). Working files (codegen_*.cpp), their baselines,
-`.latest` files and backups are never touched. A run whose process is still
-writing it is never removed.
+The unit is the invocation (one `tltrace run`, one watch rerun, one enable()..disable()
+span): `keep` N keeps the newest N invocations of a script with all their compiles.
+Runs written before invocations were recorded (schema 1) count as one invocation each.
+
+What is never removed:
+- a compile of an invocation that is still running, in this process or another: a run
+  still being written, a run whose writer process (pid, start time, host) still lives,
+  or an invocation this process has open;
+- anything but `run_*` directories under `.run_records` and the unreferenced stored
+  texts in `.run_records/.objects` (working files, baselines and backups stay);
+- anything reached through a symbolic link: a linked `.run_records` or `.objects` is
+  not tltrace's own, so nothing is removed or garbage-collected through it.
+
+What was removed is what is reported: a deletion that fails (read-only file system,
+permissions) leaves the run listed under `failed`, not `removed`.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
-from .runs import is_active, load_run, run_dirs
-from .session.store import RUN_RECORDS, collect_garbage
+from .runs import Run, is_active, load_run
+from .session.store import OBJECTS, RUN_RECORDS, time_of_id, tree_bytes
+from .session.writer import writer_alive, writer_token
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
+_OBJECT_NAME = re.compile(r"^[0-9a-f]{20}$")  # session.store.text_hash digests
+_OBJECT_TMP = re.compile(r"^\.[0-9a-f]{20}\..+\.tmp$")  # _atomic.atomic_write temporaries
+_TMP_GRACE_S = 3600.0  # a temporary this young may be a write in progress
 
 
 def parse_duration(text: str) -> float:
@@ -40,93 +57,235 @@ def parse_duration(text: str) -> float:
 
 @dataclass
 class CleanResult:
-    """What clean removed (or would remove, in a dry run)."""
+    """What the pruner removed (or would remove, in a dry run), and what it could not."""
 
     removed: list[Path] = field(default_factory=list)
-    kept: int = 0
+    kept: int = 0  # runs left in place
     skipped_active: list[Path] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # one line each: what could not be removed, and why
     objects_removed: int = 0
     bytes_freed: int = 0
     dry_run: bool = False
+    invocations_removed: int = 0
+    invocations_kept: int = 0
 
     def to_json(self) -> dict:
         return {
             "removed": [str(p) for p in self.removed], "kept": self.kept,
-            "skipped_active": [str(p) for p in self.skipped_active],
+            "skipped_active": [str(p) for p in self.skipped_active], "failed": list(self.failed),
             "objects_removed": self.objects_removed, "bytes_freed": self.bytes_freed, "dry_run": self.dry_run,
+            "invocations_removed": self.invocations_removed, "invocations_kept": self.invocations_kept,
         }
 
 
-def _run_time(path: Path) -> float:
-    """Return when the run started: from its id, else the directory's mtime."""
-    m = re.match(r"run_(\d{8})_(\d{6})_", path.name)
-    if m:
-        import datetime as _dt
-
-        try:
-            return _dt.datetime.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S").timestamp()
-        except ValueError:
-            pass
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return time.time()
-
-
-def _tree_bytes_unique(path: Path) -> int:
-    """Bytes that removing `path` frees right away (files with no other hard link)."""
-    total = 0
-    for p in path.rglob("*"):
-        try:
-            st = p.lstat()
-        except OSError:
-            continue
-        if p.is_file() and st.st_nlink <= 1:
-            total += st.st_size
-    return total
+@dataclass
+class _Invocation:
+    key: str
+    started: float
+    runs: list[Run] = field(default_factory=list)
+    live: bool = False
 
 
 def clean(script_dirs: list[Path] | tuple[Path, ...], *, keep: int | None = None,
           older_than: float | None = None, remove_all: bool = False, dry_run: bool = False,
-          now: float | None = None) -> CleanResult:
-    """Remove runs of each script dir: beyond the newest `keep`, older than `older_than` seconds, or all.
+          now: float | None = None, live: set[str] | frozenset[str] | None = None) -> CleanResult:
+    """Remove invocations of each script dir: beyond the newest `keep`, started over `older_than` s ago, or all.
 
-    With both limits a run goes when either says so. Returns what was removed.
+    With both limits an invocation goes when either says so. `live` names invocations
+    to keep whatever the limits say (the caller's own). Returns what was removed.
     """
     if keep is None and older_than is None and not remove_all:
         raise UsageError("say what to remove: --keep N, --older-than DURATION, or --all")
     if keep is not None and keep < 1:
         raise UsageError("--keep 0 would remove every run; say --all for that (--keep N keeps the newest N)")
     now = time.time() if now is None else now
+    live = set(live or ()) | _open_invocations()
     result = CleanResult(dry_run=dry_run)
     for sd in script_dirs:
-        runs = run_dirs(sd)
-        doomed: list[Path] = []
-        for i, path in enumerate(runs):
-            newer = len(runs) - 1 - i  # how many runs are newer than this one
-            go = remove_all
-            if keep is not None and newer >= keep:
-                go = True
-            if older_than is not None and now - _run_time(path) > older_than:
-                go = True
-            if go:
-                doomed.append(path)
-        gone = 0
-        for path in doomed:
-            if is_active(load_run(path)):
-                result.skipped_active.append(path)
-                continue
-            result.removed.append(path)
-            gone += 1
-            if dry_run:
-                continue
-            result.bytes_freed += _tree_bytes_unique(path)
-            shutil.rmtree(path, ignore_errors=True)
-        result.kept += len(runs) - gone
-        if gone and not dry_run:
-            objects = Path(sd) / RUN_RECORDS / ".objects"
-            before = _tree_bytes_unique(objects) if objects.is_dir() else 0
-            result.objects_removed += collect_garbage(Path(sd) / RUN_RECORDS)
-            after = _tree_bytes_unique(objects) if objects.is_dir() else 0
-            result.bytes_freed += max(0, before - after)
+        _clean_script(Path(sd), result, keep=keep, older_than=older_than, remove_all=remove_all,
+                      dry_run=dry_run, now=now, live=live)
     return result
+
+
+def prune(script_dir: Path, keep: int, *, live: set[str] | frozenset[str] | None = None) -> CleanResult | None:
+    """Keep the newest `keep` invocations of one script (0 keeps all); return what went, or None."""
+    if keep <= 0:
+        return None
+    return clean([script_dir], keep=keep, live=live)
+
+
+def _open_invocations() -> set[str]:
+    try:
+        from .session.controller import open_invocations
+
+        return set(open_invocations())
+    except Exception:
+        return set()
+
+
+def _own_dir(path: Path) -> bool:
+    """True when `path` is a real directory (not a symbolic link to one)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _clean_script(sd: Path, result: CleanResult, *, keep: int | None, older_than: float | None,
+                  remove_all: bool, dry_run: bool, now: float, live: set[str]) -> None:
+    root = sd / RUN_RECORDS
+    if not os.path.lexists(root):
+        return
+    if not _own_dir(sd) or not _own_dir(root):
+        link = sd if not _own_dir(sd) else root
+        result.failed.append(f"{link}: not a directory of tltrace's own (a symbolic link?); nothing removed there")
+        return
+    invocations = _invocations(root, live)
+    doomed: list[_Invocation] = []
+    for i, inv in enumerate(invocations):
+        newer = len(invocations) - 1 - i  # how many invocations are newer than this one
+        go = remove_all or (keep is not None and newer >= keep)
+        if older_than is not None and now - inv.started > older_than:
+            go = True
+        if go:
+            doomed.append(inv)
+    total_runs = sum(len(inv.runs) for inv in invocations)
+    gone = inv_removed = 0
+    for inv in doomed:
+        if inv.live:
+            result.skipped_active.extend(r.path for r in inv.runs)
+            continue
+        inv_gone = 0
+        for run in inv.runs:
+            if dry_run:
+                result.removed.append(run.path)
+                inv_gone += 1
+                continue
+            freed, error = _remove_run(run.path)
+            if error is None:
+                result.removed.append(run.path)
+                result.bytes_freed += freed
+                inv_gone += 1
+            else:
+                result.failed.append(f"{run.path}: {error}")
+        gone += inv_gone
+        if inv_gone == len(inv.runs):
+            inv_removed += 1
+    result.kept += total_runs - gone
+    result.invocations_removed += inv_removed
+    result.invocations_kept += len(invocations) - inv_removed
+    if gone and not dry_run:
+        n, freed, errors = collect_garbage(root)
+        result.objects_removed += n
+        result.bytes_freed += freed
+        result.failed.extend(errors)
+
+
+def _invocations(root: Path, live: set[str]) -> list[_Invocation]:
+    """Return the script's invocations, oldest first, each with its runs and whether it may still run."""
+    me = writer_token()
+    by_key: dict[str, _Invocation] = {}
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return []
+    for e in entries:
+        if not e.name.startswith("run_") or not e.is_dir(follow_symlinks=False):
+            continue  # a link named run_* is not a run of ours: never followed, never removed
+        run = load_run(Path(e.path))
+        m = run.manifest
+        key = (m.invocation if m is not None else None) or run.run_id
+        started = time_of_id(key)
+        if started is None:
+            started = m.started if m is not None else (time_of_id(run.run_id) or _mtime(e.path))
+        inv = by_key.setdefault(key, _Invocation(key, started))
+        inv.started = min(inv.started, started)
+        inv.runs.append(run)
+        if key in live or _run_live(run, me):
+            inv.live = True
+    return sorted(by_key.values(), key=lambda i: (i.started, i.key))
+
+
+def _run_live(run: Run, me: dict) -> bool:
+    """True when the run may still be written, or its invocation may still be running elsewhere."""
+    if run.manifest is None:  # no manifest yet: a run just being created counts while its pid lives
+        return writer_alive(None, run.run_id)
+    if is_active(run):
+        return True
+    writer = run.manifest.writer
+    if isinstance(writer, dict) and {k: writer.get(k) for k in me} != me:
+        return writer_alive(writer, run.run_id)  # another process: its invocation may go on
+    return False
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return time.time()
+
+
+def _remove_run(path: Path) -> tuple[int, str | None]:
+    """Remove one run directory without following links; return (bytes freed, error or None)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return 0, None  # already gone (another clean)
+    except OSError as exc:
+        return 0, exc.strerror or str(exc)
+    if not stat.S_ISDIR(st.st_mode):
+        return 0, "not a directory; left alone"
+    freed = tree_bytes(path, unique=True)
+    errors: list[str] = []
+
+    def onerror(func, p, exc_info) -> None:  # noqa: ANN001
+        exc = exc_info[1]
+        errors.append(f"{getattr(exc, 'strerror', None) or exc}")
+
+    shutil.rmtree(path, onerror=onerror)  # rmtree never follows symbolic links inside the tree
+    if os.path.lexists(path):
+        return 0, errors[0] if errors else "could not be removed"
+    return freed, None
+
+
+def collect_garbage(records_root: Path) -> tuple[int, int, list[str]]:
+    """Remove stored texts that no run links to any more; return (count, bytes, failures).
+
+    Only files named as the store names them, in a real `.objects` directory, are
+    candidates; a linked `.objects` is not tltrace's own and is left alone.
+    """
+    objects = Path(records_root) / OBJECTS
+    if not os.path.lexists(objects):
+        return 0, 0, []
+    if not _own_dir(objects):
+        return 0, 0, [f"{objects}: not a directory of tltrace's own (a symbolic link?); not garbage-collected"]
+    removed = freed = 0
+    errors: list[str] = []
+    now = time.time()
+    try:
+        entries = list(os.scandir(objects))
+    except OSError as exc:
+        return 0, 0, [f"{objects}: {exc.strerror or exc}"]
+    for e in entries:
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        if _OBJECT_NAME.match(e.name):
+            if st.st_nlink > 1:
+                continue
+        elif not (_OBJECT_TMP.match(e.name) and now - st.st_mtime > _TMP_GRACE_S):
+            continue
+        try:
+            os.unlink(e.path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            if not errors:
+                errors.append(f"{objects}: cannot remove stored texts ({exc.strerror or exc})")
+            continue
+        removed += 1
+        freed += st.st_size
+    return removed, freed, errors

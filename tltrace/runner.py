@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import runpy
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,7 +16,7 @@ from pathlib import Path
 
 from .config import Settings
 from .errors import TargetNotFound
-from .session.events import Event, Notice, RunStarted
+from .session.events import Event, Notice, RunStarted, ScriptOutput
 
 
 @dataclass(frozen=True)
@@ -111,11 +114,17 @@ def run_target(target: Target, settings: Settings, emit: Callable[[Event], None]
                *, trace: bool = True, finalize: Callable[[], None] | None = None) -> int:
     """Run the target as __main__ with tracing installed; return its exit code.
 
-    SystemExit is honoured; an exception from the script prints its traceback as
-    Python would and returns 1. Tracing is removed before returning.
+    The run is one invocation: its compiles share `settings.invocation`, and at its end
+    `InvocationFinished` is emitted and older invocations are pruned (`settings.keep`).
+    SystemExit is honoured; an exception from the script returns 1, Ctrl+C returns 130,
+    and what Python would print for them (traceback, exit message) leaves as a
+    `ScriptOutput` event. Tracing is removed before returning. This function prints nothing.
     """
     from .session import controller
+    from .session.invocation import Invocation
 
+    invocation = Invocation(settings, emit)
+    emit = invocation
     installed = False
     watch = None
     if trace:
@@ -143,30 +152,40 @@ def run_target(target: Target, settings: Settings, emit: Callable[[Event], None]
 
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     code = 0
+    output: str | None = None
+    controller.clear_interrupted()
     try:
-        if target.module:
-            sys.argv = [target.name, *target.args]
-            sys.path.insert(0, os.getcwd())
-            runpy.run_module(target.name, run_name="__main__", alter_sys=True)
-        else:
-            script = os.path.abspath(target.name)
-            sys.argv = [target.name, *target.args]
-            sys.path.insert(0, script if os.path.isdir(script) else os.path.dirname(script))
-            runpy.run_path(script, run_name="__main__")
-    except SystemExit as exc:
-        code = _exit_code(exc)
-    except KeyboardInterrupt:
-        sys.stderr.write("KeyboardInterrupt\n")
-        code = 130
-    except BaseException as exc:  # the script's own error: show it as Python would
-        _print_user_traceback(exc)
-        code = 1
+        with _marking_sigint(controller.mark_interrupted):
+            try:
+                if target.module:
+                    sys.argv = [target.name, *target.args]
+                    sys.path.insert(0, os.getcwd())
+                    runpy.run_module(target.name, run_name="__main__", alter_sys=True)
+                else:
+                    script = os.path.abspath(target.name)
+                    sys.argv = [target.name, *target.args]
+                    sys.path.insert(0, script if os.path.isdir(script) else os.path.dirname(script))
+                    runpy.run_path(script, run_name="__main__")
+            except SystemExit as exc:
+                code, output = _exit_code(exc)
+            except KeyboardInterrupt:
+                code, output = 130, "KeyboardInterrupt\n"
+            except BaseException as exc:  # the script's own error, or Ctrl+C turned into one by TVM
+                if controller.interrupted():
+                    code, output = 130, "KeyboardInterrupt\n"
+                else:
+                    code, output = 1, _user_traceback(exc)
+    except KeyboardInterrupt:  # a second Ctrl+C, between the script's end and here
+        code, output = 130, "KeyboardInterrupt\n"
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
         if installed:
             controller.uninstall()
         if watch is not None:
             watch.check()
+        if output:
+            emit(ScriptOutput(output))
+        invocation.finish(interrupted=code == 130, prune=installed)
         if finalize is not None:
             try:
                 finalize()
@@ -175,24 +194,49 @@ def run_target(target: Target, settings: Settings, emit: Callable[[Event], None]
     return code
 
 
-def _exit_code(exc: SystemExit) -> int:
+@contextlib.contextmanager
+def _marking_sigint(mark: Callable[[], None]):
+    """While the script runs, have Ctrl+C also set a flag (only where Python's default handler is in place)."""
+    try:
+        in_main = threading.current_thread() is threading.main_thread()
+        previous = signal.getsignal(signal.SIGINT) if in_main else None
+    except Exception:
+        previous = None
+    if previous is not signal.default_int_handler:
+        yield
+        return
+
+    def handler(signum, frame):  # noqa: ANN001
+        mark()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        try:
+            signal.signal(signal.SIGINT, previous)
+        except Exception:
+            pass
+
+
+def _exit_code(exc: SystemExit) -> tuple[int, str | None]:
+    """Return the exit status of a SystemExit and the message Python would print for it."""
     code = exc.code
     if code is None:
-        return 0
+        return 0, None
     if isinstance(code, int):
-        return code
-    sys.stderr.write(f"{code}\n")
-    return 1
+        return code, None
+    return 1, f"{code}\n"
 
 
 _HIDDEN = (os.path.abspath(runpy.__file__), os.path.abspath(__file__), "<frozen runpy>")
 
 
-def _print_user_traceback(exc: BaseException) -> None:
-    """Print the traceback without tltrace's and runpy's own frames."""
+def _user_traceback(exc: BaseException) -> str:
+    """Return the traceback as Python would print it, without tltrace's and runpy's own frames."""
     tb = exc.__traceback__
     while tb is not None and (tb.tb_frame.f_code.co_filename in _HIDDEN
                               or os.path.abspath(tb.tb_frame.f_code.co_filename) in _HIDDEN):
         tb = tb.tb_next
-    sys.stderr.write("".join(traceback.format_exception(type(exc), exc, tb)))
-    sys.stderr.flush()
+    return "".join(traceback.format_exception(type(exc), exc, tb))

@@ -19,8 +19,10 @@ from pathlib import Path
 
 from .errors import RecordsError, UsageError
 from .session.names import safe_component
+from .session.scripts import script_dir_for
 from .session.records import READABLE_SCHEMA_VERSIONS, RUNNING, SCHEMA_VERSION, PassRecord, RunManifest
-from .session.store import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS
+from .session.store import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS, time_of_id, tree_bytes
+from .session.writer import writer_alive
 
 INTERRUPTED = "interrupted"  # shown for a run whose process is gone but never finished
 DAMAGED = "damaged"
@@ -116,7 +118,7 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
     name = path.stem if path.suffix == ".py" else path.name
     if path.name == "__main__.py":
         name = path.resolve().parent.name
-    candidate = trace_dir / safe_component(name)
+    candidate = script_dir_for(trace_dir, text)  # x/kernel.py and y/kernel.py have their own dirs
     if name and is_script_dir(candidate):
         return Location((candidate,))
     if name and (candidate / RUN_RECORDS).exists():
@@ -289,63 +291,30 @@ def _merge_log(run_dir: Path, manifest: RunManifest) -> RunManifest:
         known = {r.index: r for r in manifest.records}
         known.update({r.index: r for r in logged})
         manifest = manifest.with_records([known[k] for k in sorted(known)])
-    if not _process_alive(run_dir.name):
+    if not _process_alive(run_dir.name, manifest.writer):
         manifest = replace(manifest, status=INTERRUPTED)
     return manifest
 
 
 def _from_log_only(run_dir: Path) -> RunManifest:
-    m = _RUN_ID.match(run_dir.name)
-    started = 0.0
-    if m:
-        import datetime as _dt
-
-        try:
-            started = _dt.datetime.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S").timestamp()
-        except ValueError:
-            pass
+    started = time_of_id(run_dir.name) or 0.0
     manifest = RunManifest(run_id=run_dir.name, script=run_dir.parent.parent.name, started=started)
     return _merge_log(run_dir, manifest)
 
 
-def _process_alive(run_id: str) -> bool:
-    m = _RUN_ID.match(run_id)
-    if not m:
-        return False
-    pid = int(m.group(4))
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
+def _process_alive(run_id: str, writer: dict | None = None) -> bool:
+    # The writer record (pid, start time, host) when the manifest has one, else the run id's pid.
+    return writer_alive(writer, run_id)
 
 
 def is_active(run: Run) -> bool:
     """Return True while the process that writes this run may still be writing it."""
-    return run.status == RUNNING and _process_alive(run.run_id)
+    return run.status == RUNNING and _process_alive(run.run_id, run.manifest.writer if run.manifest else None)
 
 
 def dir_size(path: Path) -> int:
     """Return the apparent size in bytes of the files under `path`."""
-    total = 0
-    stack = [Path(path)]
-    while stack:
-        d = stack.pop()
-        try:
-            with os.scandir(d) as it:
-                for e in it:
-                    try:
-                        if e.is_dir(follow_symlinks=False):
-                            stack.append(Path(e.path))
-                        elif e.is_file(follow_symlinks=False):
-                            total += e.stat(follow_symlinks=False).st_size
-                    except OSError:
-                        pass
-        except OSError:
-            pass
-    return total
+    return tree_bytes(path)
 
 
 def load_run(run_dir: Path, *, size: bool = False) -> Run:

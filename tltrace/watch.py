@@ -1,7 +1,9 @@
 """`tltrace watch` core: rerun a script in a fresh process whenever it or one of its working files is saved.
 
 `watch_runs(spec)` yields events (a run starting, each output line, a run done, watching);
-the CLI prints them. A change means new *content*: the working files a rerun itself
+the CLI prints them. What each run decided for its working files (PATCHED, CONFLICT, ...)
+is read from the run records it wrote (the codegen records' `reconcile` field), not
+from its output. A change means new *content*: the working files a rerun itself
 rewrites (REGENERATED, CONFLICT) are snapshotted after it and never trigger another run,
 and a burst of saves is one change once the files stay still for `debounce_ms`.
 """
@@ -10,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import subprocess
 import sys
 import time
@@ -19,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import Settings, env_trace_dir, script_name_from_argv
+from .config import env_trace_dir, script_name_from_argv
 from .reconcile import files
-
-TAG_RE = re.compile(r"\b(PATCHED|REGENERATED|SYNCED|CONFLICT|INIT-BACKUP|NOTE)\b")
+from .reconcile.workflow import layout_at
 
 
 @dataclass(frozen=True)
@@ -40,12 +40,15 @@ class WatchSpec:
     def resolved_trace_dir(self) -> Path:
         return (self.trace_dir or Path(env_trace_dir())).absolute()
 
+    def script_dir(self) -> Path:
+        """The script's directory under the trace dir, as the runs find it (session/scripts.py)."""
+        from .session import scripts
+
+        return scripts.lookup(self.resolved_trace_dir(), script_name_from_argv(str(self.script)),
+                              scripts.identity_of(str(self.script)))
+
     def layout(self) -> files.Layout:
-        if self.codegen_output is not None:
-            return files.Layout.custom_path(self.codegen_output.absolute())
-        s = Settings(mode=self.mode, trace_dir=self.resolved_trace_dir(),
-                     script_name=script_name_from_argv(str(self.script)))
-        return files.Layout.default(s.script_dir)
+        return layout_at(self.script_dir(), self.codegen_output)
 
     def command(self) -> list[str]:
         cmd = [self.python, "-m", "tltrace", "run", "--mode", self.mode,
@@ -71,7 +74,7 @@ class OutputLine:
 class RunDone:
     number: int
     exit_code: int
-    tags: tuple[str, ...]  # the reconcile lines the run printed (PATCHED ..., CONFLICT ...)
+    tags: tuple[str, ...]  # what the run decided per working file, from its records: "add: PATCHED"
 
 
 @dataclass(frozen=True)
@@ -113,14 +116,10 @@ def run_once(spec: WatchSpec, number: int, changed: tuple[Path, ...]) -> Iterato
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(spec.command(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             errors="replace", bufsize=1, env=env)
-    tags = []
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
-            line = line.rstrip("\n")
-            if TAG_RE.search(line) and not line.startswith(" "):
-                tags.append(line)
-            yield OutputLine(number, line)
+            yield OutputLine(number, line.rstrip("\n"))
         code = proc.wait()
     finally:
         if proc.poll() is None:
@@ -130,7 +129,31 @@ def run_once(spec: WatchSpec, number: int, changed: tuple[Path, ...]) -> Iterato
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    yield RunDone(number, code, tuple(tags))
+    yield RunDone(number, code, run_tags(spec, proc.pid))
+
+
+def run_tags(spec: WatchSpec, pid: int) -> tuple[str, ...]:
+    """Return "kernel: TAG" for each working file a run of process `pid` reconciled, from its manifests."""
+    from .runs import load_manifest, run_dirs
+
+    out = []
+    try:
+        dirs = run_dirs(spec.script_dir())
+    except Exception:
+        return ()
+    for d in dirs:
+        parts = d.name.split("_")
+        if len(parts) < 6 or parts[4] != str(pid):
+            continue
+        try:
+            m = load_manifest(d)
+        except Exception:
+            continue
+        for r in m.records:
+            if r.reconcile:
+                role = f" {r.role}" if r.role == "host" else ""
+                out.append(f"{m.kernel or '?'}{role}: {r.reconcile}")
+    return tuple(dict.fromkeys(out))
 
 
 def watch_runs(spec: WatchSpec, *, debounce_ms: int = 300, max_runs: int | None = None,

@@ -1,4 +1,4 @@
-"""The only module that touches working files: paths, locks, atomic writes, backups, the kernel registry.
+"""The only module that touches working files: paths, locks, ordered writes, backups, the kernel registry.
 
 Each working file `W` (e.g. `codegen_device.cpp`) has companions beside it:
 
@@ -8,35 +8,51 @@ Each working file `W` (e.g. `codegen_device.cpp`) has companions beside it:
   W.original.bak    newest backup of the baseline (CONFLICT)
   W.bak.N, W.original.bak.N   older backups; N grows with age of creation (1 = oldest)
   .W.lock           lock file: one reconcile transaction at a time, across threads and processes
+  .W.journal        present only while a transaction of several writes runs (see below)
 
-Nothing here ever deletes or overwrites a user's text: a backup slot that is taken
-is renamed to the next free number first, and every write is temp-file + rename.
+Nothing here ever deletes or overwrites a user's text: a backup slot that is taken is
+renamed to the next free number first, and every write is temp file + rename.
+
+Crash safety. A transaction is ordered so that a kill after any single step leaves
+files the decision table reads as SYNCED, REGENERATED, CONFLICT or the same state
+again, never as PATCHED with stale text: backups come first, then the working file,
+then the baseline (a baseline that advanced before its working file would make the
+old text look like an edit). When the working file does not exist the baseline comes
+first (a missing working file is re-created from it). The journal names the action
+in progress, so the run after a crash reports what the killed run never got to say;
+temp files a killed write left behind are removed under the lock.
+
+Working files are never symbolic links: a link (e.g. into a source tree) is reported
+and left alone, and nothing is read or written through it. Every file name derived
+from the registry is a sanitised single component inside the layout's directory.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import re
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._atomic import atomic_write
+from .._atomic import atomic_write, locked, remove_stale_temps, step
+from ..errors import UsageError
+from ..session.names import is_safe_component, safe_component
 from .decide import Action, Decision, decide
 
 DEFAULT_STEM = "codegen"
 EXT = ".cpp"
 REGISTRY_NAME = ".codegen_kernels.json"
 ROLES = ("device", "host")
+SEP = "|"  # kernel name | variant key, in registry keys
 
 FSYNC = True  # tests over thousands of steps turn this off; durability is not what they check
 
-_thread_locks: dict[str, threading.Lock] = {}
-_thread_locks_guard = threading.Lock()
+__all__ = [
+    "Action", "Applied", "Layout", "Unreadable", "WorkingFile", "archive", "check_codegen_output",
+    "insert_before_ext", "known_working_files", "locked", "push_backup", "read_text", "reconcile",
+    "working_file", "write_atomic",
+]
 
 
 # -- paths -------------------------------------------------------------------------------------------
@@ -55,6 +71,7 @@ class WorkingFile:
     path: Path
     kernel: str | None = None
     role: str | None = None
+    label: str | None = None  # the variant, as a person reads it (e.g. "512"), when the kernel has several
 
     def sibling(self, suffix: str) -> Path:
         return self.path.with_name(self.path.name + suffix)
@@ -79,6 +96,14 @@ class WorkingFile:
     def lock_path(self) -> Path:
         return self.path.with_name(f".{self.path.name}.lock")
 
+    @property
+    def journal(self) -> Path:
+        return self.path.with_name(f".{self.path.name}.journal")
+
+    def companions(self) -> tuple[Path, ...]:
+        """W and every file a transaction may write (not the numbered backups)."""
+        return (self.path, self.original, self.latest, self.bak, self.original_bak)
+
     def backups(self) -> list[Path]:
         """Return every backup of the working copy on disk, newest (.bak) first, then N descending."""
         return _family(self.bak)
@@ -86,17 +111,52 @@ class WorkingFile:
     def baseline_backups(self) -> list[Path]:
         return _family(self.original_bak)
 
+    def edited(self) -> bool:
+        """Return True when W holds text that differs from its baseline (an edit waiting to be compiled)."""
+        if self.path.is_symlink() or self.original.is_symlink():
+            return False
+        try:
+            w, b = read_text(self.path), read_text(self.original)
+        except Unreadable:
+            return False
+        return w is not None and b is not None and w != b
+
+
+def _numbered(slot: Path) -> list[tuple[int, Path]]:
+    pat = re.compile(re.escape(slot.name) + r"\.(\d+)$")
+    out = []
+    try:
+        names = os.listdir(slot.parent)
+    except OSError:
+        return []
+    for name in names:
+        m = pat.match(name)
+        if m:
+            out.append((int(m.group(1)), slot.with_name(name)))
+    return sorted(out)
+
 
 def _family(slot: Path) -> list[Path]:
-    numbered = []
-    pat = re.compile(re.escape(slot.name) + r"\.(\d+)$")
-    if slot.parent.is_dir():
-        for p in slot.parent.iterdir():
-            m = pat.match(p.name)
-            if m:
-                numbered.append((int(m.group(1)), p))
     out = [slot] if slot.exists() else []
-    return out + [p for _, p in sorted(numbered, reverse=True)]
+    return out + [p for _, p in reversed(_numbered(slot))]
+
+
+def _next_number(*slots: Path) -> int:
+    """Return one more than the highest N of any `slot.N`: backups made together share a number."""
+    return 1 + max((n for slot in slots for n, _ in _numbered(slot)), default=0)
+
+
+def free_slot(slot: Path, number: int) -> Path:
+    """Return `slot.N` for the first N >= number that is not taken (the one home of slot numbering)."""
+    target = slot.with_name(f"{slot.name}.{number}")
+    while target.exists() or target.is_symlink():
+        number += 1
+        target = slot.with_name(f"{slot.name}.{number}")
+    return target
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    return path.parent == directory and path.name not in ("", ".", "..") and "/" not in path.name
 
 
 @dataclass(frozen=True)
@@ -129,14 +189,17 @@ class Layout:
 
     def path_for(self, stem_suffix: str, role: str | None) -> Path:
         """Return the working file for a kernel's registry suffix ('' = the first kernel) and role."""
+        if stem_suffix and not (stem_suffix.startswith("_") and is_safe_component(stem_suffix[1:])):
+            raise ValueError(f"unsafe working-file suffix {stem_suffix!r}")
         if self.custom:
             base = insert_before_ext(self.device_path, stem_suffix) if stem_suffix else self.device_path
-            return insert_before_ext(base, "_host") if role == "host" else base
-        d = self.directory
-        stem = DEFAULT_STEM + stem_suffix
-        if role in ROLES:
-            return d / f"{stem}_{role}{EXT}"
-        return d / f"{stem}{EXT}"
+            path = insert_before_ext(base, "_host") if role == "host" else base
+        else:
+            stem = DEFAULT_STEM + stem_suffix
+            path = self.directory / (f"{stem}_{role}{EXT}" if role in ROLES else f"{stem}{EXT}")
+        if not _inside(path, self.directory):
+            raise ValueError(f"working file {path} would leave {self.directory}")
+        return path
 
     def is_working_name(self, name: str) -> bool:
         """Return True when a file name in `directory` looks like one of this layout's working files."""
@@ -150,37 +213,48 @@ class Layout:
         return name.startswith(DEFAULT_STEM) and name.endswith(EXT)
 
 
-# -- locks and atomic writes ---------------------------------------------------------------------------
-@contextlib.contextmanager
-def locked(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `lock_path`: a threading lock in-process, fcntl.flock across processes."""
-    key = str(lock_path.absolute())
-    with _thread_locks_guard:
-        tlock = _thread_locks.setdefault(key, threading.Lock())
-    with tlock:
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+def check_codegen_output(path: str | os.PathLike) -> Path:
+    """Return `--codegen-output PATH` as an absolute path, or raise UsageError when writing there is unsafe.
+
+    Refused: a directory, a symbolic link, an existing file that is not a tltrace working
+    file (no `.original` or `.latest` beside it), e.g. the script being run.
+    """
+    p = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
+    shown = os.fspath(path)
+    if str(shown).endswith(os.sep) or p.is_dir():
+        raise UsageError(f"--codegen-output {shown} is a directory; name a file in it, e.g. "
+                         f"{p / (DEFAULT_STEM + EXT)}")
+    if p.is_symlink():
+        raise UsageError(f"--codegen-output {shown} is a symbolic link; tltrace does not write through links, "
+                         "name the file itself")
+    if p.exists():
+        wf = WorkingFile(p)
+        if not (wf.original.is_file() or wf.latest.is_file()):
+            raise UsageError(f"--codegen-output {shown} is an existing file that tltrace did not write "
+                             f"(no {p.name}.original beside it); choose a new path, or move the file away")
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"--codegen-output {shown}: {parent} is not a directory")
+            break
+    return p
 
 
+# -- atomic writes and reads ---------------------------------------------------------------------------
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` (UTF-8, exact bytes) to `path` through a temp file and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, text.encode("utf-8"), fsync=FSYNC)
+    atomic_write(path, text.encode("utf-8", "surrogatepass"), fsync=FSYNC)
 
 
 class Unreadable(Exception):
-    """A file exists but holds no usable text (a directory, bad permissions, not UTF-8)."""
+    """A file exists but holds no usable text (a directory, a link, bad permissions, not UTF-8)."""
 
 
 def read_text(path: Path) -> str | None:
     """Return the text of `path` (exact, no newline translation), None when it does not exist."""
+    if path.is_symlink():
+        raise Unreadable(f"{path} is a symbolic link")
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -195,23 +269,15 @@ def read_text(path: Path) -> str | None:
         raise Unreadable(f"{path} is not UTF-8 text (byte {exc.start})") from None
 
 
-def _next_number(*slots: Path) -> int:
-    n = 0
-    for slot in slots:
-        for p in _family(slot):
-            if p != slot:
-                n = max(n, int(p.name.rsplit(".", 1)[1]))
-    return n + 1
+def _move(src: Path, dest: Path) -> None:
+    os.replace(src, dest)
+    step("rename", dest)
 
 
 def push_backup(slot: Path, text: str, number: int) -> None:
     """Make `text` the newest backup in `slot`, first moving a taken slot to `slot.N` (never overwritten)."""
     if slot.exists() or slot.is_symlink():
-        target = slot.with_name(f"{slot.name}.{number}")
-        while target.exists():
-            number += 1
-            target = slot.with_name(f"{slot.name}.{number}")
-        os.replace(slot, target)
+        _move(slot, free_slot(slot, number))
     write_atomic(slot, text)
 
 
@@ -219,12 +285,22 @@ def archive(slot: Path, number: int) -> Path | None:
     """Move `slot` to its next free numbered name; return where it went."""
     if not slot.exists():
         return None
-    target = slot.with_name(f"{slot.name}.{number}")
-    while target.exists():
-        number += 1
-        target = slot.with_name(f"{slot.name}.{number}")
-    os.replace(slot, target)
+    target = free_slot(slot, number)
+    _move(slot, target)
     return target
+
+
+def clean_temps(wf: WorkingFile) -> None:
+    """Remove temp files that a killed write of `wf` or its companions left (call under wf's lock)."""
+    remove_stale_temps(wf.path.parent, [wf.path.name, wf.journal.name])
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    step("unlink", path)
 
 
 # -- the reconcile transaction ----------------------------------------------------------------------------
@@ -238,15 +314,50 @@ class Applied:
     warnings: tuple[str, ...] = ()
     backup: Path | None = None  # where the working copy was saved (CONFLICT, INIT-BACKUP)
     baseline_backup: Path | None = None
+    recovered: Action | None = None  # the action a killed run was in the middle of, finished now
+    failed: bool = False  # the decision could not be carried out; `compile_text` is the generated source
+
+    @property
+    def tag_action(self) -> Action | None:
+        """The action to report: the interrupted one when this run only finished its writes."""
+        d = self.decision
+        if d is None:
+            return None
+        if self.recovered is not None and d.action in (Action.UNCHANGED, Action.SYNCED, Action.INIT):
+            return self.recovered
+        return d.action
+
+
+def _read_journal(wf: WorkingFile) -> Action | None:
+    try:
+        if wf.journal.is_symlink():
+            return None
+        data = json.loads(wf.journal.read_text("utf-8"))
+        return Action(data.get("action"))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
+
+
+def _links(wf: WorkingFile) -> list[Path]:
+    return [p for p in wf.companions() if p.is_symlink()]
 
 
 def reconcile(wf: WorkingFile, generated: str) -> Applied:
-    """Run the three-way decision for `wf` against `generated` as one locked transaction.
+    """Run the three-way decision for `wf` against `generated` as one locked, ordered transaction.
 
     Never raises for a bad working file: it warns, compiles `generated`, and leaves the bytes alone.
     """
     warnings: list[str] = []
     with locked(wf.lock_path):
+        links = _links(wf)
+        if links:
+            edit = " (an edit there is not applied)" if wf.path in links else ""
+            warnings.append(f"{links[0]} is a symbolic link; tltrace neither reads nor writes through links, so "
+                            f"it compiled the generated source and left the link as it is{edit}. Use "
+                            "--codegen-output PATH to keep working files elsewhere")
+            return Applied(wf, None, generated, tuple(warnings), failed=True)
+        clean_temps(wf)
+        interrupted = _read_journal(wf) if wf.journal.exists() else None
         managed_before = wf.latest.exists()
         try:
             write_atomic(wf.latest, generated)
@@ -256,21 +367,27 @@ def reconcile(wf: WorkingFile, generated: str) -> Applied:
             working = read_text(wf.path)
         except Unreadable as exc:
             warnings.append(f"{exc}; compiling the generated source and leaving that file as it is")
-            return Applied(wf, None, generated, tuple(warnings))
+            return Applied(wf, None, generated, tuple(warnings), failed=True)
         try:
             baseline = read_text(wf.original)
         except Unreadable as exc:
             moved = archive(wf.original, _next_number(wf.original)) if wf.original.is_file() else None
             if moved is None:
                 warnings.append(f"{exc}; compiling the generated source")
-                return Applied(wf, None, generated, tuple(warnings))
+                return Applied(wf, None, generated, tuple(warnings), failed=True)
             warnings.append(f"{exc}; moved it to {moved.name} and starting a new baseline")
             baseline = None
-        if baseline is None and working is not None and managed_before:
+        if baseline is None and interrupted in (Action.INIT, Action.INIT_BACKUP) and working == generated:
+            working = None  # our own half-finished initialisation, not a file of unknown origin
+        elif baseline is None and working is not None and managed_before:
             warnings.append(f"{wf.original.name} is missing; {wf.path.name} is backed up before it is replaced")
         d = decide(baseline, working, generated)
         backup = baseline_backup = None
         try:
+            writes = (d.backup_working and working is not None) + (d.backup_baseline and baseline is not None) \
+                + (d.baseline != baseline) + (d.working != working)
+            if writes > 1:
+                write_atomic(wf.journal, json.dumps({"action": d.action.value}) + "\n")
             number = _next_number(wf.bak, wf.original_bak)
             if d.backup_working and working is not None:
                 push_backup(wf.bak, working, number)
@@ -278,55 +395,98 @@ def reconcile(wf: WorkingFile, generated: str) -> Applied:
             if d.backup_baseline and baseline is not None:
                 push_backup(wf.original_bak, baseline, number)
                 baseline_backup = wf.original_bak
-            if d.baseline != baseline:
-                write_atomic(wf.original, d.baseline)
-            if d.working != working:
+            # An existing working file is written before its baseline; see the module docstring.
+            if working is not None:
+                if d.working != working:
+                    write_atomic(wf.path, d.working)
+                if d.baseline != baseline:
+                    write_atomic(wf.original, d.baseline)
+            else:
+                if d.baseline != baseline:
+                    write_atomic(wf.original, d.baseline)
                 write_atomic(wf.path, d.working)
+            if interrupted is not None or writes > 1:
+                _unlink(wf.journal)
         except OSError as exc:
-            warnings.append(f"could not update {wf.path} ({exc.strerror or exc}); compiling the generated source")
-            return Applied(wf, d, generated, tuple(warnings), backup, baseline_backup)
-        return Applied(wf, d, d.compile_text, tuple(warnings), backup, baseline_backup)
+            edit = f"; the edit in {wf.path} is not applied" if working is not None and working != baseline \
+                and baseline is not None else ""
+            warnings.append(f"could not update {wf.path} ({exc.strerror or exc}); compiling the generated "
+                            f"source{edit}")
+            return Applied(wf, d, generated, tuple(warnings), backup, baseline_backup, failed=True)
+        return Applied(wf, d, d.compile_text, tuple(warnings), backup, baseline_backup, recovered=interrupted)
 
 
 # -- which file belongs to which kernel ---------------------------------------------------------------
 def _load_registry(path: Path) -> dict[str, str]:
+    """Return registry key -> file suffix; every suffix is sanitised, and no two keys share one."""
     try:
+        if path.is_symlink():
+            return {}
         data = json.loads(path.read_text("utf-8"))
         kernels = data.get("kernels", {})
-        return {str(k): str(v) for k, v in kernels.items()}
+        items = list(kernels.items())
     except (OSError, ValueError, AttributeError):
         return {}
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for key, value in items:
+        if not isinstance(value, str):
+            continue
+        suffix = "" if value == "" else "_" + safe_component(value.lstrip("_"), fallback="kernel")
+        if suffix in used:
+            continue  # two keys on one file would fight over it: the first keeps it
+        used.add(suffix)
+        out[str(key)] = suffix
+    return out
 
 
-def _safe(name: str) -> str:
-    text = re.sub(r"[^A-Za-z0-9_+-]+", "_", name).strip("_")
-    return text[:60] or "kernel"
+def _kernel_of_key(key: str) -> str:
+    return key.split(SEP, 1)[0].split("#", 1)[0]
 
 
-def kernel_suffix(layout: Layout, kernel: str) -> str:
-    """Return the stable file-name suffix of `kernel` ('' for the first kernel ever seen), recording it."""
+def identity(kernel: str, variant: str | None) -> str:
+    """Return the registry key of one kernel variant."""
+    return f"{kernel}{SEP}{variant}" if variant else kernel
+
+
+def kernel_suffix(layout: Layout, kernel: str, variant: str | None = None, label: str | None = None) -> str:
+    """Return the stable file-name suffix of a kernel variant ('' for the first ever seen), recording it.
+
+    The first kernel keeps the spec's names; a further kernel gets `_<kernel>`; a further
+    variant of a known kernel `_<kernel>_<label>`. A registry written by an older tltrace
+    (keyed by kernel name alone) hands its entry to the first variant that asks.
+    """
+    key = identity(kernel, variant)
     reg = layout.registry_path
     with locked(reg.with_name(reg.name + ".lock")):
+        remove_stale_temps(reg.parent, [reg.name])
         kernels = _load_registry(reg)
-        if kernel in kernels:
-            return kernels[kernel]
-        taken = set(kernels.values())
-        if not kernels:
-            suffix = ""
+        if key in kernels:
+            return kernels[key]
+        if variant and kernel in kernels:  # an entry from before variants: adopt it
+            kernels[key] = kernels.pop(kernel)
         else:
-            base = "_" + _safe(kernel)
-            suffix, n = base, 2
-            while suffix in taken:
-                suffix, n = f"{base}_{n}", n + 1
-        kernels[kernel] = suffix
-        write_atomic(reg, json.dumps({"version": 1, "kernels": kernels}, indent=2) + "\n")
-        return suffix
+            taken = set(kernels.values())
+            if not kernels:
+                suffix = ""
+            else:
+                base = "_" + safe_component(kernel, fallback="kernel")
+                if any(_kernel_of_key(k) == kernel for k in kernels) and label:
+                    base += "_" + safe_component(label, fallback="variant")
+                suffix, n = base, 2
+                while suffix in taken:
+                    suffix, n = f"{base}_{n}", n + 1
+            kernels[key] = suffix
+        if not reg.is_symlink():
+            write_atomic(reg, json.dumps({"version": 2, "kernels": kernels}, indent=2) + "\n")
+        return kernels[key]
 
 
-def working_file(layout: Layout, kernel: str, role: str | None) -> WorkingFile:
-    """Return the working file of `kernel`'s `role`, registering the kernel on first sight."""
-    suffix = kernel_suffix(layout, kernel)
-    return WorkingFile(layout.path_for(suffix, role), kernel, role)
+def working_file(layout: Layout, kernel: str, role: str | None, variant: str | None = None,
+                 label: str | None = None) -> WorkingFile:
+    """Return the working file of a kernel variant's `role`, registering the variant on first sight."""
+    suffix = kernel_suffix(layout, kernel, variant, label)
+    return WorkingFile(layout.path_for(suffix, role), kernel, role, label)
 
 
 def known_working_files(layout: Layout) -> list[WorkingFile]:
@@ -335,16 +495,9 @@ def known_working_files(layout: Layout) -> list[WorkingFile]:
     if not kernels:
         kernels = {"": ""}
     out = []
-    for kernel, suffix in kernels.items():
+    for key, suffix in kernels.items():
         for role in (*ROLES, None):
-            wf = WorkingFile(layout.path_for(suffix, role), kernel or None, role)
-            if wf.path.exists() or wf.original.exists() or wf.bak.exists():
+            wf = WorkingFile(layout.path_for(suffix, role), _kernel_of_key(key) or None, role)
+            if any(p.exists() or p.is_symlink() for p in (wf.path, wf.original, wf.bak)):
                 out.append(wf)
     return out
-
-
-__all__ = [
-    "Action", "Applied", "Layout", "Unreadable", "WorkingFile", "archive", "insert_before_ext",
-    "known_working_files", "locked", "push_backup", "read_text", "reconcile", "working_file",
-    "write_atomic",
-]

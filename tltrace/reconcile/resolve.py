@@ -3,6 +3,10 @@
 old baseline = W.original.bak, saved edits = W.bak, new codegen = W.latest (else W.original).
 Afterwards W holds the merge, W.original the new codegen (so the next run PATCHes W in), and
 the consumed .bak / .original.bak move to numbered slots: nothing is deleted. Returns data; no printing.
+
+Crash safety, as in files.py: W is written before its baseline, the backups are archived
+last (a kill before that leaves the CONFLICT pending, and resolving again is harmless),
+and temp files a killed write left behind are removed under the lock.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ class Resolution:
 
 def pending(wf: files.WorkingFile) -> bool:
     """Return True when `wf` has an unresolved CONFLICT (both .bak and .original.bak)."""
-    return wf.bak.is_file() and wf.original_bak.is_file()
+    return all(p.is_file() and not p.is_symlink() for p in (wf.bak, wf.original_bak))
 
 
 def find_pending(layout: files.Layout, *, role: str | None = None, kernel: str | None = None
@@ -64,6 +68,11 @@ def resolve(wf: files.WorkingFile, *, strategy: str = "merge", dry_run: bool = F
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
     with files.locked(wf.lock_path):
+        links = [p for p in wf.companions() if p.is_symlink()]
+        if links:
+            raise RecordsError(f"{links[0]} is a symbolic link; tltrace neither reads nor writes through links")
+        if not dry_run:
+            files.clean_temps(wf)
         base = _read(wf.original_bak)
         ours = _read(wf.bak)
         theirs = files.read_text(wf.latest) if wf.latest.is_file() else None
@@ -91,13 +100,12 @@ def resolve(wf: files.WorkingFile, *, strategy: str = "merge", dry_run: bool = F
         saved = None
         if current is not None and current not in (baseline, theirs, text):
             # edits made after the CONFLICT: keep them as the newest numbered backup
-            saved = wf.bak.with_name(f"{wf.bak.name}.{number}")
-            while saved.exists():
-                number += 1
-                saved = wf.bak.with_name(f"{wf.bak.name}.{number}")
+            saved = files.free_slot(wf.bak, number)
             files.write_atomic(saved, current)
-            number += 1
-        files.write_atomic(wf.original, theirs)
-        files.write_atomic(wf.path, text)
+            number = int(saved.name.rsplit(".", 1)[1]) + 1
+        if current != text:
+            files.write_atomic(wf.path, text)
+        if baseline != theirs:
+            files.write_atomic(wf.original, theirs)
         archived = tuple(p for p in (files.archive(wf.bak, number), files.archive(wf.original_bak, number)) if p)
         return Resolution(wf, text, conflicts, strategy, written=True, saved_copy=saved, archived=archived)

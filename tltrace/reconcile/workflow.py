@@ -3,23 +3,30 @@
 session/tool.py calls `reconcile_codegen` for each device/host codegen call when
 working files are on; the file work happens in `files.py`, the decision in `decide.py`.
 
-Several kernels in one script: the registry in `files.py` gives the first kernel ever
-seen the spec's names and every further kernel its own (`codegen_<kernel>_device.cpp`).
-A kernel name compiled twice in one run with different source (e.g. one factory at
-two sizes) is a different kernel: its second variant is registered as `<name>#2`.
+Which file: a working file belongs to one kernel *variant*: the kernel's name plus a
+key read from the lowered module's launch shape (`variant.py`), never the order in
+which kernels compile. The registry in `files.py` gives the first variant ever seen the
+spec's names, a further kernel `codegen_<kernel>_device.cpp`, a further variant of a
+kernel `codegen_<kernel>_<shape>_device.cpp`. Two compiles of one kernel at one launch shape
+share a file: a change of their code goes through the decision table, in one run (a
+notebook recompiling) as across runs.
+
+Nothing is skipped without a word: an edit tltrace cannot apply (its kernel is not
+compiled in this run, came from the kernel cache, or working files are off) is listed
+by `unapplied_edits`, which `tltrace run` and `tltrace.disable()` report at the end.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import files
 from .decide import Action
+from .variant import Variant
 
 
 @dataclass(frozen=True)
@@ -31,80 +38,248 @@ class CodegenOutcome:
     message: str | None = None
     path: Path | None = None
     warnings: tuple[str, ...] = ()
+    notices: tuple[tuple[str, str, Path], ...] = ()  # (kind, message, path): e.g. NOT-APPLIED for a sibling
 
 
-def layout_for(settings: Any) -> files.Layout:
-    """Return where `settings` puts working files (the caller checks they are enabled)."""
+@dataclass(frozen=True)
+class Unapplied:
+    """An edit waiting in a working file that this run did not compile."""
+
+    path: Path
+    kernel: str | None
+    reason: str
+
+    @property
+    def message(self) -> str:
+        return f"edit in {self.path} not applied: {self.reason}"
+
+
+# -- where the working files are ------------------------------------------------------------------------
+def layout_at(script_dir: Path, codegen_output: Any = None) -> files.Layout:
+    """Return the working-file layout of a script dir, or of an explicit --codegen-output path.
+
+    The one resolver behind `tltrace run`, `watch` and `resolve-conflict`.
+    """
+    from ..config import DEFAULT
+
+    if codegen_output is None or codegen_output is DEFAULT:
+        return files.Layout.default(Path(script_dir))
+    return files.Layout.custom_path(Path(codegen_output).absolute())
+
+
+def layout_for(settings: Any, *, claim: bool = False) -> files.Layout:
+    """Return where `settings` puts working files; `claim` records the script dir (before writing)."""
     from ..config import DEFAULT
 
     out = settings.codegen_output
-    if out is DEFAULT or out is None:
-        return files.Layout.default(settings.script_dir)
-    return files.Layout.custom_path(Path(out))
+    if out is not DEFAULT and out is not None:
+        return layout_at(Path(out), out)
+    return layout_at(settings.claim_script_dir() if claim else settings.script_dir)
 
 
-# Per run (one Settings object), the distinct sources seen for each (kernel, role), in order.
-_variants_lock = threading.Lock()
-_variants: dict[int, tuple[Any, dict[tuple[str, str | None], list[str]]]] = {}
-
-
-def kernel_key(settings: Any, kernel: str, role: str | None, generated: str) -> str:
-    """Return the registry key of this compile: `kernel`, or `kernel#N` for its Nth distinct source this run."""
-    digest = hashlib.sha1(generated.encode("utf-8", "surrogatepass")).hexdigest()
-    with _variants_lock:
-        entry = _variants.get(id(settings))
-        if entry is None or entry[0]() is not settings:
-            try:
-                ref = weakref.ref(settings)
-            except TypeError:
-                return kernel
-            for key in [k for k, (r, _) in _variants.items() if r() is None]:
-                del _variants[key]
-            entry = (ref, {})
-            _variants[id(settings)] = entry
-        seen = entry[1].setdefault((kernel, role), [])
-        if digest not in seen:
-            seen.append(digest)
-        n = seen.index(digest) + 1
-    return kernel if n == 1 else f"{kernel}#{n}"
-
-
-def reconcile_codegen(settings, *, kernel: str, role: str | None, generated: str,
-                      compiles_source: bool, backend: str | None) -> CodegenOutcome:
-    """Return the outcome for one codegen call: the text to compile, a tag and its message."""
+def _is_script_dir(d: Path) -> bool:
     try:
-        layout = layout_for(settings)
-        wf = files.working_file(layout, kernel_key(settings, kernel, role, generated), role)
+        return d.is_dir() and ((d / ".run_records").is_dir() or (d / files.REGISTRY_NAME).is_file()
+                               or any(d.glob(f"{files.DEFAULT_STEM}*{files.EXT}*")))
+    except OSError:
+        return False
+
+
+def _script_dirs(root: Path) -> list[Path]:
+    try:
+        children = sorted(root.iterdir()) if root.is_dir() else []
+    except OSError:
+        return []
+    return [d for d in children if not d.name.startswith(".") and not d.is_symlink() and _is_script_dir(d)]
+
+
+def script_dir_of(arg: str | None, trace_dir: Path) -> Path:
+    """Return the script dir that a SCRIPT_OR_DIR argument names, in the forms `tltrace show` accepts.
+
+    None: the only script under `trace_dir`; a run dir, `.run_records`, script dir or trace
+    dir; a script path (looked up in the script registry) or a script name.
+    """
+    from ..errors import UsageError
+    from ..session import scripts
+
+    td = Path(trace_dir)
+    if arg is None:
+        dirs = _script_dirs(td)
+        if not dirs:
+            raise UsageError(f"no traced scripts under {td}; run 'tltrace run --mode both SCRIPT' first")
+        if len(dirs) > 1:
+            raise UsageError(f"several traced scripts under {td}: {', '.join(d.name for d in dirs)}; name one")
+        return dirs[0]
+    p = Path(arg)
+    if p.is_dir() and not (p / "__main__.py").exists():
+        if p.name.startswith("run_") and p.parent.name == ".run_records":
+            return p.parent.parent.absolute()
+        if p.name == ".run_records":
+            return p.parent.absolute()
+        if _is_script_dir(p):
+            return p.absolute()
+        dirs = _script_dirs(p)
+        if len(dirs) == 1:
+            return dirs[0].absolute()
+        if dirs:
+            raise UsageError(f"several traced scripts under {p}: {', '.join(d.name for d in dirs)}; name one")
+    candidate = scripts.script_dir_for(td, arg)
+    if _is_script_dir(candidate) or p.suffix == ".py" or p.exists():
+        return candidate
+    raise UsageError(f"no such script or trace dir: {arg} (looked in {td}); 'tltrace show' lists what is there")
+
+
+# -- per invocation (one Settings object): what was reconciled, and what was said --------------------
+@dataclass
+class _Invocation:
+    reconciled: set[Path] = field(default_factory=set)
+    told: set[Path] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_inv_lock = threading.Lock()
+_invocations: dict[int, tuple[Any, _Invocation]] = {}
+
+
+def _invocation(settings: Any) -> _Invocation:
+    with _inv_lock:
+        entry = _invocations.get(id(settings))
+        if entry is not None and entry[0]() is settings:
+            return entry[1]
+        for key in [k for k, (r, _) in _invocations.items() if r() is None]:
+            del _invocations[key]
+        inv = _Invocation()
+        try:
+            _invocations[id(settings)] = (weakref.ref(settings), inv)
+        except TypeError:
+            pass
+        return inv
+
+
+def _pick(layout: files.Layout, kernel: str, role: str | None, variant: Variant | None) -> files.WorkingFile:
+    if variant is None:
+        return files.working_file(layout, kernel, role)
+    return files.working_file(layout, kernel, role, variant.key, variant.label)
+
+
+def reconcile_codegen(settings: Any, *, kernel: str, role: str | None, generated: str,
+                      compiles_source: bool, backend: str | None,
+                      variant: Variant | None = None) -> CodegenOutcome:
+    """Return the outcome for one codegen call: the text to compile, a tag and its message."""
+    wf: files.WorkingFile | None = None
+    try:
+        layout = layout_for(settings, claim=True)
+        wf = _pick(layout, kernel, role, variant)
         applied = files.reconcile(wf, generated)
-    except OSError as exc:
-        return CodegenOutcome(generated, warnings=(f"working files skipped: {exc.strerror or exc}",))
+    except (OSError, ValueError) as exc:
+        where = f" ({wf.path})" if wf is not None else ""
+        edit = f"; edit in {wf.path} not applied" if wf is not None and wf.edited() else ""
+        return CodegenOutcome(generated, warnings=(f"working files skipped{where}: "
+                                                   f"{getattr(exc, 'strerror', None) or exc}{edit}",))
+    inv = _invocation(settings)
+    with inv.lock:
+        inv.reconciled.add(wf.path)
     d = applied.decision
     path = wf.path
+    notices = _siblings_not_applied(settings, layout, wf)
     if d is None:
-        return CodegenOutcome(generated, path=path, warnings=applied.warnings)
-    tag, message = d.tag, _message(applied)
+        return CodegenOutcome(generated, path=path, warnings=applied.warnings, notices=notices)
+    action = applied.tag_action
+    tag = action.value if action not in (None, Action.UNCHANGED, Action.INIT) else None
+    message = _message(applied, action)
     compile_text = applied.compile_text
     if d.action is Action.PATCHED and not compiles_source:
         tag = "NOTE"
         message = (f"edits in {path} are kept for the diff view but not compiled: the "
                    f"{backend or 'current'} backend builds a binary during codegen; use "
                    "execution_backend=\"nvrtc\" (CUDA) or \"cython\" (C, HIP) to compile edits")
-    return CodegenOutcome(compile_text, tag, message, path, applied.warnings)
+    return CodegenOutcome(compile_text, tag, message, path, applied.warnings, notices)
 
 
-def _message(a: files.Applied) -> str | None:
-    d, p = a.decision, a.file.path
-    assert d is not None
-    if d.action is Action.PATCHED:
+def _siblings_not_applied(settings: Any, layout: files.Layout, wf: files.WorkingFile
+                          ) -> tuple[tuple[str, str, Path], ...]:
+    """Say at once when another variant of this kernel holds an edit this run has not compiled.
+
+    A notebook that recompiles a kernel at a new size gets a new working file; the
+    edit made in the old one is then not applied, and the user hears it now, once.
+    """
+    if wf.kernel is None:
+        return ()
+    inv = _invocation(settings)
+    out = []
+    for other in files.known_working_files(layout):
+        if other.path == wf.path or other.kernel != wf.kernel or other.role != wf.role:
+            continue
+        with inv.lock:
+            if other.path in inv.reconciled or other.path in inv.told:
+                continue
+        if other.edited():
+            with inv.lock:
+                inv.told.add(other.path)
+            out.append(("NOT-APPLIED", f"edit in {other.path} not applied: it belongs to another variant of "
+                        f"{wf.kernel}; this compile uses {wf.path.name}", other.path))
+    return tuple(out)
+
+
+def unapplied_edits(settings: Any, *, cached: set[str] | frozenset[str] = frozenset()) -> list[Unapplied]:
+    """Return the edits waiting in working files that this invocation did not compile (nothing is written).
+
+    `cached`: kernels that came from TileLang's kernel cache (they ran no codegen).
+    """
+    on = settings.working_files_enabled()
+    try:
+        layout = layout_for(settings) if on else layout_at(settings.script_dir)
+        known = files.known_working_files(layout)
+    except (OSError, ValueError):
+        return []
+    inv = _invocation(settings)
+    out = []
+    for wf in known:
+        with inv.lock:
+            if wf.path in inv.reconciled or wf.path in inv.told:
+                continue
+        if not wf.edited():
+            continue
+        k = wf.kernel or "its kernel"
+        if not on:
+            why = ("working files are off in this run (--mode terminal or --no-codegen-output); "
+                   "use --mode both to compile it")
+        elif wf.kernel in cached:
+            why = f"{k} came from TileLang's kernel cache (drop --use-cache to compile the edit)"
+        else:
+            why = f"{k} was not compiled by tltrace in this run"
+        out.append(Unapplied(wf.path, wf.kernel, why))
+    return out
+
+
+def report_unapplied(settings: Any, emit: Any, *, cached: set[str] | frozenset[str] = frozenset()) -> int:
+    """Emit one NOT-APPLIED notice per edit `unapplied_edits` finds; return how many. Never raises."""
+    from ..session.events import Notice
+
+    try:
+        found = unapplied_edits(settings, cached=cached)
+        for u in found:
+            emit(Notice("NOT-APPLIED", u.message, kernel=u.kernel, path=u.path))
+        return len(found)
+    except Exception:
+        return 0
+
+
+def _message(a: files.Applied, action: Action | None) -> str | None:
+    p = a.file.path
+    if action is Action.PATCHED:
         return f"from {p}"
-    if d.action is Action.REGENERATED:
+    if action is Action.REGENERATED:
         return f"codegen changed; {p} regenerated"
-    if d.action is Action.SYNCED:
+    if action is Action.SYNCED:
         return f"your edits match the new codegen; baseline advanced ({p})"
-    if d.action is Action.CONFLICT:
-        return (f"codegen changed and {p} was edited: edits saved to {a.backup.name if a.backup else '.bak'}, "
-                f"old baseline to {a.baseline_backup.name if a.baseline_backup else '.original.bak'}; "
-                f"{p.name} regenerated. Rebase your edits with 'tltrace resolve-conflict'")
-    if d.action is Action.INIT_BACKUP:
+    if action is Action.CONFLICT:
+        bak = a.backup.name if a.backup else a.file.bak.name
+        obak = a.baseline_backup.name if a.baseline_backup else a.file.original_bak.name
+        again = "the run before was killed while it saved this CONFLICT; " if a.recovered is Action.CONFLICT \
+            and a.decision is not None and a.decision.action is not Action.CONFLICT else ""
+        return (f"{again}codegen changed and {p} was edited: edits saved to {bak}, "
+                f"old baseline to {obak}; {p.name} regenerated. Rebase your edits with 'tltrace resolve-conflict'")
+    if action is Action.INIT_BACKUP:
         return f"{p} had no baseline: saved it to {p.name}.bak, then initialised from codegen"
     return None

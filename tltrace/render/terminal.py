@@ -1,23 +1,38 @@
 """The terminal stream: one line per pass, a coloured diff under each changed one, a summary per kernel.
 
 Each pass's block is rendered whole and printed under one lock, labelled with its
-kernel, so two compiling threads never interleave inside a block.
+kernel, so two compiling threads never interleave inside a block. With --quiet an
+invocation of several compiles ends with one summary table instead (failures first).
+Another program's progress bar (tqdm writes `\r` lines to stderr) is never split:
+see `guard_lines`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 from rich.console import Console
 from rich.text import Text
 
 from ..config import Settings
 from ..difftext import unified
-from ..session.events import Event, Notice, PassRecorded, RunFinished, RunStarted
-from ..session.records import CHANGED, CODEGEN, FAILED, NOOP, PassRecord, RunManifest
+from ..session.events import (
+    Event,
+    InvocationFinished,
+    Notice,
+    PassRecorded,
+    Pruned,
+    RunFinished,
+    RunStarted,
+    ScriptOutput,
+)
+from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, NOOP, PassRecord, RunManifest
 
 _print_lock = threading.Lock()
 
@@ -125,22 +140,175 @@ def pass_line(kernel: str | None, record: PassRecord) -> Text:
     return t
 
 
+def _interrupted(manifest: RunManifest) -> bool:
+    return manifest.status != COMPLETE and (manifest.error or "").startswith("KeyboardInterrupt")
+
+
 def summary_line(manifest: RunManifest, run_dir: Path, report: Path | None = None) -> Text:
+    """Return the one-line summary of a finished compile, named by its signature."""
     c = manifest.counts
     total = len(manifest.records)
     changed = c.get(CHANGED, 0)
     failed = c.get(FAILED, 0)
     t = Text()
     t.append(f"[{manifest.kernel or '?'}] ", style="bold blue")
-    ok = manifest.status == "complete"
-    interrupted = not ok and (manifest.error or "").startswith("KeyboardInterrupt")
+    ok = manifest.status == COMPLETE
+    interrupted = _interrupted(manifest)
     t.append("done: " if ok else "interrupted: " if interrupted else "compile failed: ",
              style="bold green" if ok else "bold red")
     t.append(f"{total} passes, {changed} changed, {failed} failed, {c.get(CODEGEN, 0)} codegen")
+    if manifest.signature:
+        t.append(f"  compile: {manifest.signature}", style="bold")
     t.append(f"  records: {run_dir}", style="dim")
     if report is not None:
         t.append(f"  report: {report}", style="dim")
     return t
+
+
+def _status_word(manifest: RunManifest) -> tuple[str, str]:
+    if manifest.status == COMPLETE:
+        return "ok", "green"
+    if _interrupted(manifest):
+        return "interrupted", "bold red"
+    return "FAILED", "bold red"
+
+
+_TABLE_HEAD = ("status", "compile", "passes", "changed", "failed", "time", "failed pass / error")
+_RIGHT = {2, 3, 4, 5}
+
+
+def summary_table(runs: list[RunManifest] | tuple[RunManifest, ...]) -> list[Text]:
+    """Return the lines of a table, one row per compile (signature, passes, changed, failed, time, status).
+
+    Failed and interrupted compiles come first, then the others in compile order.
+    Columns take the width of their widest cell: a signature is never cut.
+    """
+    order = sorted(range(len(runs)), key=lambda i: (runs[i].status == COMPLETE, runs[i].started, i))
+    rows: list[list[tuple[str, str]]] = []
+    for i in order:
+        m = runs[i]
+        c = m.counts
+        word, style = _status_word(m)
+        took = f"{m.finished - m.started:.2f}s" if isinstance(m.finished, (int, float)) else "-"
+        why = ""
+        if m.status != COMPLETE:
+            failed_at = next((r for r in m.records if r.status == FAILED), None)
+            why = f"{failed_at.name}: " if failed_at is not None else ""
+            why += (m.error or "").splitlines()[0][:120] if m.error else ""
+        nfail = c.get(FAILED, 0)
+        rows.append([(word, style), (m.signature or m.kernel or "?", ""), (str(len(m.records)), ""),
+                     (str(c.get(CHANGED, 0)), ""), (str(nfail), "red" if nfail else ""), (took, ""),
+                     (why, "red")])
+    widths = [max([len(_TABLE_HEAD[k])] + [len(r[k][0]) for r in rows]) for k in range(len(_TABLE_HEAD))]
+
+    def line(cells: list[tuple[str, str]]) -> Text:
+        t = Text()
+        for k, (text, style) in enumerate(cells):
+            if k:
+                t.append("  ")
+            last = k == len(cells) - 1
+            cell = text.rjust(widths[k]) if k in _RIGHT else text if last else text.ljust(widths[k])
+            t.append(cell, style=style)
+        t.rstrip()
+        return t
+
+    out = [line([(h, "bold") for h in _TABLE_HEAD])]
+    out.append(Text("  ".join("-" * w for w in widths), style="dim"))
+    out.extend(line(r) for r in rows)
+    return out
+
+
+def pruned_line(event: Pruned) -> Text:
+    """Return the one line that says what retention removed."""
+    t = Text("tltrace: ", style="dim")
+    runs = f"{event.runs} run{'s' if event.runs != 1 else ''}"
+    invs = f"{event.invocations} older invocation{'s' if event.invocations != 1 else ''}"
+    t.append(f"pruned {runs} ({invs}) under {event.script_dir}, freed {human_size(event.bytes_freed)}; "
+             f"--keep {event.keep} keeps the newest {event.keep} invocation{'s' if event.keep != 1 else ''}")
+    return t
+
+
+def human_size(n: int) -> str:
+    """Return a byte count as people read it: 812 B, 4.1 KB, 2.3 MB."""
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+# -- other programs' lines -------------------------------------------------------------
+class _LineTracker:
+    """A text stream that remembers whether its last write left a line open (a progress bar)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self.open_line = False  # the last write did not end with a newline
+        self.bar = False  # ... and its open line is a carriage-return line (tqdm redraws it)
+
+    def write(self, text: str) -> int:
+        n = self._stream.write(text)
+        if text:
+            tail = text.rsplit("\n", 1)[-1]
+            if text.endswith("\n"):
+                self.open_line = self.bar = False
+            else:
+                self.bar = "\r" in tail or (self.open_line and self.bar and "\n" not in text)
+                self.open_line = True
+        return n
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+_trackers: list[_LineTracker] = []
+
+
+def close_open_lines() -> None:
+    """Before tltrace writes: end another program's open line, so that no line is split.
+
+    A progress bar on a terminal is cleared (it redraws itself at its next update); an
+    open line in a file or pipe gets its newline; either way tltrace starts at a line start.
+    """
+    for tr in list(_trackers):
+        if not tr.open_line:
+            continue
+        try:
+            if tr.bar and tr.isatty():
+                tr.write("\r\x1b[2K")
+            else:
+                tr.write("\n")
+            tr.flush()
+        except Exception:
+            pass
+        tr.open_line = tr.bar = False
+
+
+@contextlib.contextmanager
+def guard_lines() -> Iterator[None]:
+    """While a script runs under `tltrace run`, watch sys.stdout/sys.stderr for open lines.
+
+    Streams created before (or bypassing sys.std*, as C code writing to fd 2) are not seen.
+    """
+    saved = sys.stdout, sys.stderr
+    out, err = _LineTracker(sys.stdout), _LineTracker(sys.stderr)
+    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    _trackers.extend((out, err))
+    try:
+        yield
+    finally:
+        for tr in (out, err):
+            if tr in _trackers:
+                _trackers.remove(tr)
+        if sys.stdout is out:
+            sys.stdout = saved[0]
+        if sys.stderr is err:
+            sys.stderr = saved[1]
 
 
 class TerminalView:
@@ -200,27 +368,71 @@ class TerminalView:
         elif isinstance(event, RunFinished):
             self.finished.append((event.manifest, event.run_dir))
             self._print_blocks(sorted(self._nested.pop(event.run_dir, []), key=lambda b: b[0]))
-            if self.settings.terminal or self.settings.quiet or self.settings.html:  # html: where the report is
-                with _print_lock:
-                    report = event.run_dir / "report.html" if self.settings.html else None
-                    self.console.print(summary_line(event.manifest, event.run_dir, report), soft_wrap=True)
+            if self.settings.quiet:
+                return  # one table at the end of the invocation (one line when it made one compile)
+            report = event.run_dir / "report.html" if self.settings.html else None
+            self._print_texts([summary_line(event.manifest, event.run_dir, report)])
+        elif isinstance(event, InvocationFinished):
+            if self.settings.quiet:
+                self._invocation_summary(event)
+        elif isinstance(event, Pruned):
+            self._print_texts([pruned_line(event)])
+            for line in event.failed[:3]:
+                self._warn(f"could not prune {line}")
+        elif isinstance(event, ScriptOutput):
+            with _print_lock:
+                close_open_lines()
+                try:
+                    self.err.file.write(event.text)
+                    self.err.file.flush()
+                except Exception:
+                    pass
         elif isinstance(event, RunStarted):
             pass
+
+    def _invocation_summary(self, event: InvocationFinished) -> None:
+        finished = {id(m): d for m, d in self.finished}
+        runs = [m for m, _ in self.finished if m.invocation == event.invocation] or list(event.runs)
+        if len(runs) == 1:
+            m = runs[0]
+            run_dir = finished.get(id(m)) or Path(m.run_id)
+            report = run_dir / "report.html" if self.settings.html else None
+            self._print_texts([summary_line(m, run_dir, report)])
+            return
+        if not runs:
+            return
+        stopped = sum(1 for m in runs if _interrupted(m))
+        failed = sum(1 for m in runs if m.status != COMPLETE) - stopped
+        head = Text(f"{len(runs)} compiles, {failed} failed" + (f", {stopped} interrupted" if stopped else ""),
+                    style="bold red" if failed or stopped else "bold")
+        head.append(f"  invocation {event.invocation}", style="dim")
+        records = finished.get(id(runs[0]))
+        if records is not None:
+            head.append(f"  records: {records.parent}", style="dim")
+        self._print_texts([head, *summary_table(runs)])
+
+    def _print_texts(self, texts: list[Text]) -> None:
+        with _print_lock:
+            close_open_lines()
+            write_texts(self.console, texts)
+
+    def _warn(self, message: str) -> None:
+        t = Text("tltrace: warning: ", style=TAG_STYLE["warning"])
+        t.append(message.splitlines()[0] if message else "")
+        with _print_lock:
+            close_open_lines()
+            self.err.print(t, soft_wrap=True)
 
     def _print_blocks(self, blocks: list[tuple[int, list[Text]]]) -> None:
         if not blocks:
             return
-        with _print_lock:
-            write_texts(self.console, [part for _, parts in blocks for part in parts])
+        self._print_texts([part for _, parts in blocks for part in parts])
 
     def _notice(self, n: Notice) -> None:
         style = TAG_STYLE.get(n.kind, "bold")
         t = Text()
         if n.kind == "warning":
-            t.append("tltrace: warning: ", style=style)
-            t.append(n.message.splitlines()[0] if n.message else "")
-            with _print_lock:
-                self.err.print(t, soft_wrap=True)
+            self._warn(n.message)
             return
         if n.kernel:
             t.append(f"[{n.kernel}] ", style="bold blue")
@@ -230,5 +442,4 @@ class TerminalView:
             t.append("  " + n.message)
         if n.path is not None and str(n.path) not in (n.message or ""):
             t.append(f"  {n.path}", style="dim")
-        with _print_lock:
-            self.console.print(t, soft_wrap=True)
+        self._print_texts([t])

@@ -3,7 +3,8 @@
 TileLang 0.1.15 offers no event for a cache hit, so this reads (never writes) the
 kernel caches' in-memory tables: an entry that appeared without a traced
 compilation of that kernel is a hit. Best effort: if TileLang's internals differ,
-it reports nothing.
+it reports nothing. The names of the hits are kept (`cached_kernels`), so that the end
+of the run can say that an edit of such a kernel's working file was not applied.
 """
 
 from __future__ import annotations
@@ -13,6 +14,15 @@ from collections import Counter
 from collections.abc import Callable
 
 from .events import Event, Notice, RunFinished
+
+_hits_lock = threading.Lock()
+_hits: set[str] = set()
+
+
+def cached_kernels() -> frozenset[str]:
+    """Return the names of the kernels this process got from TileLang's kernel cache (they ran no codegen)."""
+    with _hits_lock:
+        return frozenset(_hits)
 
 
 def _tables() -> list[dict]:
@@ -59,6 +69,8 @@ class CacheWatch:
                         self._traced[name] -= 1
                     else:
                         hits.append(name)
+        with _hits_lock:
+            _hits.update(hits)
         for name in hits:
             self.emit(Notice("cached", f"kernel {name} came from TileLang's kernel cache; no pass ran",
                              kernel=name))

@@ -7,16 +7,17 @@ import threading
 from collections.abc import Callable
 
 from ..config import Settings
-from .events import Event, Notice
+from .events import Event
 
 TOOL_NAME = "tltrace"
 BUILTIN_TOOL_NAME = "lower_trace"
 
 _lock = threading.Lock()
 _installed: tuple[Settings, Callable[[Event], None]] | None = None
+_open: set[str] = set()  # invocations of this process still open: retention never removes them
 
 
-def silence_builtin_tracer(emit: Callable[[Event], None] | None = None) -> bool:
+def silence_builtin_tracer() -> bool:
     """Keep TileLang's own tracer off while tltrace traces; return True if it was asked for.
 
     Call before `import tilelang` (it reads TL_LOWER_TRACE at import) and again after.
@@ -43,7 +44,10 @@ def install(settings: Settings, emit: Callable[[Event], None]) -> None:
 
     tool_cls = make_tool_class()
     with _lock:
+        if _installed is not None:
+            _open.discard(_installed[0].invocation)
         _installed = (settings, emit)
+        _open.add(settings.invocation)
 
         def factory() -> object:
             # Snapshot: a compilation keeps the settings it started with.
@@ -62,6 +66,8 @@ def uninstall() -> None:
     """Unregister the factory; a compilation already running finishes in its own session."""
     global _installed
     with _lock:
+        if _installed is not None:
+            _open.discard(_installed[0].invocation)
         _installed = None
     try:
         from tilelang.instrumentation import unregister_pass_instrumentation_tool  # type: ignore
@@ -76,5 +82,28 @@ def installed() -> Settings | None:
         return _installed[0] if _installed else None
 
 
-def notice(emit: Callable[[Event], None], kind: str, message: str) -> None:
-    emit(Notice(kind, message))
+def open_invocations() -> frozenset[str]:
+    """Return the ids of the invocations this process has open (installed and not yet uninstalled)."""
+    with _lock:
+        return frozenset(_open)
+
+
+# -- Ctrl+C --------------------------------------------------------------------
+# SIGINT raises KeyboardInterrupt in whatever Python code runs next; during a compile
+# that is tltrace's pass callback, called from TVM's C++, which turns it into a
+# RuntimeError. The flag below remembers that the user pressed Ctrl+C, so that the
+# run is recorded and reported as interrupted (exit 130), not as a failed pass.
+_interrupted = threading.Event()
+
+
+def mark_interrupted() -> None:
+    _interrupted.set()
+
+
+def clear_interrupted() -> None:
+    _interrupted.clear()
+
+
+def interrupted() -> bool:
+    """Return True once Ctrl+C was pressed during the current `tltrace run` invocation."""
+    return _interrupted.is_set()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from .records import PassRecord, RunManifest
 
@@ -49,8 +48,33 @@ class RunFinished:
     script_dir: Path
 
 
-Event = RunStarted | PassRecorded | Notice | RunFinished
+@dataclass(frozen=True)
+class Pruned:
+    """Retention removed old invocations of a script (or tried to: `failed` says what stayed)."""
+
+    script_dir: Path
+    runs: int
+    invocations: int
+    bytes_freed: int
+    kept_invocations: int
+    keep: int
+    failed: tuple[str, ...] = ()
 
 
-class Listener(Protocol):
-    def __call__(self, event: Event) -> None: ...
+@dataclass(frozen=True)
+class InvocationFinished:
+    """The invocation (one `tltrace run`, one enable()..disable() span) is over; `runs` are its compiles."""
+
+    invocation: str
+    runs: tuple[RunManifest, ...]
+    interrupted: bool = False
+
+
+@dataclass(frozen=True)
+class ScriptOutput:
+    """What Python itself would print as the script ends: its traceback, a SystemExit message."""
+
+    text: str
+
+
+Event = RunStarted | PassRecorded | Notice | RunFinished | Pruned | InvocationFinished | ScriptOutput

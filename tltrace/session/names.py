@@ -1,24 +1,39 @@
-"""Names from IR (pass, kernel, phase, script) made safe to use as one path component."""
+"""Names from IR, records and the command line made safe to use as one path component.
+
+One rule set for every name tltrace turns into a file or directory name (scripts,
+kernels, phases, passes), whether it comes from IR or is read back from disk:
+letters and digits of any script stay (`ü` is kept), so do `.`, `_`, `+` and `-`;
+anything else (separators, spaces, control and format characters, quotes) becomes `_`.
+The same rule also checks names read back from disk (`is_safe_component`).
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
-MAX_LEN = 80
+MAX_BYTES = 120  # well under the 255-byte limit of a file name, with room for suffixes
+
+_UNSAFE = re.compile(r"[^\w.+-]+")  # \w: letters and digits of every script, and '_'
 
 
 def safe_component(name: object, fallback: str = "unnamed") -> str:
     """Return `name` as a single path component that cannot escape its directory.
 
-    Separators, control characters and anything outside [A-Za-z0-9._+-] become
-    '_'; leading dots are dropped (no '..', no hidden files); length is capped.
+    NFC-normalised; every character that is not a letter, digit, '.', '_', '+' or '-'
+    becomes '_' (a run of them one '_'); leading dots are dropped (no '..', no
+    hidden files); the UTF-8 length is capped. Applying it twice changes nothing.
     """
-    text = _UNSAFE.sub("_", str(name)).strip("_")
-    text = text.lstrip(".")
-    if len(text) > MAX_LEN:
-        text = text[:MAX_LEN].rstrip("._")
+    text = unicodedata.normalize("NFC", str(name))
+    text = _UNSAFE.sub("_", text).strip("_").lstrip("._")
+    if len(text.encode("utf-8")) > MAX_BYTES:
+        text = text.encode("utf-8")[:MAX_BYTES].decode("utf-8", "ignore").rstrip("._")
     return text or fallback
+
+
+def is_safe_component(name: str) -> bool:
+    """Return True when `name`, e.g. read back from a registry on disk, is already a safe component."""
+    return bool(name) and safe_component(name, fallback="") == name
 
 
 def pass_display_name(name: str) -> str:

@@ -20,6 +20,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -44,6 +45,24 @@ def new_run_id(now: _dt.datetime | None = None) -> str:
     """Return a fresh run directory name: run_<YYYYMMDD_HHMMSS_ffffff>_<pid>_<uid>."""
     now = now or _dt.datetime.now()
     return f"run_{now:%Y%m%d_%H%M%S_%f}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+
+
+def time_of_id(identifier: str) -> float | None:
+    """Return the local time encoded in a run or invocation id (`<prefix>_YYYYMMDD_HHMMSS_ffffff_...`)."""
+    m = re.match(r"^[a-z]+_(\d{8})_(\d{6})(?:_(\d{6}))?", identifier)
+    if not m:
+        return None
+    try:
+        t = _dt.datetime.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S")
+    except ValueError:
+        return None
+    return t.timestamp() + (int(m.group(3)) / 1e6 if m.group(3) else 0.0)
+
+
+def new_invocation_id(now: _dt.datetime | None = None) -> str:
+    """Return a fresh invocation id: inv_<YYYYMMDD_HHMMSS_ffffff>_<pid>_<uid> (sorts by time)."""
+    now = now or _dt.datetime.now()
+    return f"inv_{now:%Y%m%d_%H%M%S_%f}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -151,37 +170,28 @@ class RunStore:
                 self._log = None
 
 
-def prune_runs(script_dir: Path, keep: int, *, protect: str | None = None) -> list[Path]:
-    """Delete all but the newest `keep` runs under script_dir; return what was removed.
+def tree_bytes(path: Path, *, unique: bool = False) -> int:
+    """Return the bytes of the regular files under `path`, never following a symbolic link.
 
-    Stored texts no longer linked from any run are removed too. `keep` 0 keeps all.
+    unique=True counts only files with no other hard link: what removing `path`
+    frees at once (a stored text linked from another run stays).
     """
-    if keep <= 0:
-        return []
-    root = Path(script_dir) / RUN_RECORDS
-    try:
-        runs = sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("run_"))
-    except OSError:
-        return []
-    doomed = [p for p in runs[: max(0, len(runs) - keep)] if p.name != protect]
-    for run in doomed:
-        shutil.rmtree(run, ignore_errors=True)
-    if doomed:
-        collect_garbage(root)
-    return doomed
-
-
-def collect_garbage(records_root: Path) -> int:
-    """Remove stored texts that no run links to any more; return how many."""
-    removed = 0
-    objects = Path(records_root) / OBJECTS
-    if not objects.is_dir():
-        return 0
-    for obj in objects.iterdir():
+    total = 0
+    stack = [os.fspath(path)]
+    while stack:
+        d = stack.pop()
         try:
-            if obj.is_file() and (obj.name.endswith(".tmp") or obj.stat().st_nlink <= 1):
-                obj.unlink()
-                removed += 1
+            with os.scandir(d) as it:
+                for e in it:
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(e.path)
+                        elif e.is_file(follow_symlinks=False):
+                            st = e.stat(follow_symlinks=False)
+                            if not unique or st.st_nlink <= 1:
+                                total += st.st_size
+                    except OSError:
+                        pass
         except OSError:
             pass
-    return removed
+    return total

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import sys
 import threading
 import time
@@ -23,10 +24,13 @@ from .. import __version__
 from ..config import Settings
 from ..difftext import count_changes
 from . import codegen as cg
+from .controller import interrupted
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted
 from .names import pass_display_name
 from .records import CHANGED, CODEGEN, COMPLETE, ERROR, FAILED, NOOP, PassRecord, RunManifest
-from .store import RunStore, prune_runs, text_hash
+from .signature import input_hash, launch_info, signature
+from .store import RunStore, text_hash
+from .writer import writer_token
 
 Emit = Callable[[Event], None]
 
@@ -34,12 +38,31 @@ UNSCOPED = "unscoped"
 CODEGEN_PHASE = "codegen"
 
 
-def _error_text(error: BaseException | None) -> str:
+def error_text(error: BaseException | str | None) -> str:
+    """Return "ExcType: message" for a failure (a text already in that form is kept as it is).
+
+    TVM errors may hold a C++ backtrace before the message; the message is what a
+    person reads, and its type is named once (never "RuntimeError: RuntimeError: ...").
+    """
+    if interrupted() or isinstance(error, KeyboardInterrupt):
+        # Ctrl+C inside a pass callback reaches TileLang as TVM's RuntimeError: say what happened.
+        return "KeyboardInterrupt"
     if error is None:
         return "pass raised (no exception was passed to the instrument)"
+    if isinstance(error, str):
+        return error.strip() or "error"
+    name = type(error).__name__
     msg = str(error).strip()
-    # TVM errors carry a long C++ backtrace; the first line is what a person reads.
-    return f"{type(error).__name__}: {msg}" if msg else type(error).__name__
+    lines = [ln for ln in msg.splitlines() if ln.strip()]
+    if lines and lines[0].startswith("Traceback"):
+        tail = [i for i, ln in enumerate(lines) if _ERROR_HEAD.match(ln)]
+        msg = "\n".join(lines[tail[-1]:]) if tail else lines[-1]
+    if not msg:
+        return name
+    return msg if msg.startswith(f"{name}:") else f"{name}: {msg}"
+
+
+_ERROR_HEAD = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Warning): ")
 
 
 def _parse_context(text: str | None) -> dict[str, str]:
@@ -99,6 +122,10 @@ class TraceSession:
             cwd=os.getcwd(),
             started=time.time(),
             mode=settings.mode,
+            invocation=settings.invocation,
+            writer=writer_token(),
+            thread=threading.current_thread().name,
+            thread_id=threading.get_ident(),
         )
 
     # -- plumbing ------------------------------------------------------------
@@ -133,10 +160,38 @@ class TraceSession:
             updates["backend"] = ctx["backend"]
         if updates:
             self.manifest = replace(self.manifest, **updates)
+            if "kernel" in updates:
+                self._refresh_signature()
+
+    def note_input(self, mod: Any, text: str) -> None:
+        """Fill launch, input_hash and signature from the compile's first input IR (once).
+
+        Called at the first pass (or codegen call), in the compiling thread, before the
+        run directory is made, so that the very first manifest on disk names the compile.
+        """
+        if self.manifest.input_hash is not None:
+            return
+        try:
+            launch = launch_info(mod, self.manifest.kernel)
+        except Exception:
+            launch = {}
+        digest = input_hash(text)
+        kernel = self.manifest.kernel
+        self.manifest = replace(
+            self.manifest, input_hash=digest, launch=launch or None,
+            signature=signature(kernel, launch, digest),
+            thread=threading.current_thread().name, thread_id=threading.get_ident(),
+        )
+
+    def _refresh_signature(self) -> None:
+        """The kernel name arrived after the first pass: relabel."""
+        m = self.manifest
+        if m.input_hash is not None:
+            self.manifest = replace(m, signature=signature(m.kernel, m.launch, m.input_hash))
 
     def _ensure_store(self) -> RunStore:
         if self.store is None:
-            store = RunStore(self.settings.script_dir)
+            store = RunStore(self.settings.claim_script_dir())
             store.open()
             self.store = store
             self.manifest = replace(self.manifest, run_id=store.run_id)
@@ -182,7 +237,7 @@ class TraceSession:
         return record
 
     def pass_record(self, name: str, index: int, depth: int, parent: int | None, phase: str | None,
-                    before: str, after: str | None, duration: float, error: BaseException | None = None,
+                    before: str, after: str | None, duration: float, error: BaseException | str | None = None,
                     pending_error: bool = False) -> None:
         if self.broken:
             return
@@ -198,7 +253,7 @@ class TraceSession:
             rec = PassRecord(
                 index=index, name=display, phase=phase or UNSCOPED, depth=depth, parent=parent,
                 status=status, added=added, removed=removed, duration_s=round(duration, 6),
-                error=_error_text(error) if status == FAILED and not pending_error else None,
+                error=error_text(error) if status == FAILED and not pending_error else None,
             )
             rec = self.add_record(rec, before, after if after is not None else before)
             if pending_error:
@@ -221,19 +276,18 @@ class TraceSession:
         try:
             records = sorted(self.records, key=lambda r: r.index)
             if self.failed_pending:
-                msg = _error_text(error) if error is not None else "pass did not complete"
+                msg = error_text(error) if error is not None else "pass did not complete"
                 pending = set(self.failed_pending)
                 records = [replace(r, error=msg) if r.index in pending else r for r in records]
             self.manifest = replace(
                 self.manifest.with_records(records),
                 finished=time.time(),
                 status=ERROR if error is not None else COMPLETE,
-                error=_error_text(error) if error is not None else None,
+                error=error_text(error) if error is not None else None,
             )
             self.store.write_manifest(self.manifest)
             self.store.close()
             self.emit(RunFinished(self.manifest, self.store.run_dir, self.store.script_dir))
-            prune_runs(self.store.script_dir, self.settings.keep, protect=self.store.run_id)
         except Exception as exc:
             self._guard("finishing the run", exc)
         finally:
@@ -261,7 +315,10 @@ class _Observer:
             name = str(event.name)
             if name == "pass_fn":
                 name = _anonymous_pass_name(name)
-            return (name, s.text_of(mod), time.perf_counter())
+            text = s.text_of(mod)
+            if s.manifest.input_hash is None:
+                s.note_input(mod, text)
+            return (name, text, time.perf_counter())
         except Exception as exc:
             s._guard(f"capturing the IR before {event.name}", exc)
             return None
@@ -284,6 +341,8 @@ class _Observer:
 
     def passes_incomplete(self, passes: Any, error: BaseException | None) -> None:
         s = self.session
+        if interrupted():
+            return  # Ctrl+C: the passes did not fail, the run is recorded as interrupted
         if error is None:
             error = sys.exc_info()[1]
         for frame in passes:
@@ -403,6 +462,7 @@ def make_tool_class() -> type:
                     n = getattr(cur, "name", None)
                     if n and n not in ("lower", "lower-with-context", "lower-to-host-device-ir"):
                         s.manifest = replace(s.manifest, kernel=n)
+                        s._refresh_signature()
 
                 def phase() -> str:
                     return current_pass_phase() or UNSCOPED
@@ -420,24 +480,29 @@ def make_tool_class() -> type:
             return nullcontext()
 
         def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
+            # Recording may have stopped (a full disk): the working files are still reconciled,
+            # so an edit is compiled, or said not to be, whatever happened to the records.
             s = self.session
-            if s.broken:
-                return next_call()
+            role = before = None
             try:
                 role = cg.classify_role(event)
-                before = s.text_of(event.mod)
-                if not s.manifest.target:
-                    s.manifest = replace(s.manifest, target=_target_str(event.target))
+                if not s.broken:
+                    before = s.text_of(event.mod)
+                    if s.manifest.input_hash is None:
+                        s.note_input(event.mod, before)
+                    if not s.manifest.target:
+                        s.manifest = replace(s.manifest, target=_target_str(event.target))
             except Exception as exc:
                 s._guard("capturing codegen input", exc)
-                return next_call()
+                before = None
             t0 = time.perf_counter()
             try:
                 with pass_phase(CODEGEN_PHASE):
                     result = next_call()
             except BaseException as exc:
-                s.pass_record(cg.record_name(role), s.next_index(), 0, None, CODEGEN_PHASE, before, None,
-                              time.perf_counter() - t0, exc)
+                if before is not None and not interrupted() and not isinstance(exc, KeyboardInterrupt):
+                    s.pass_record(cg.record_name(role), s.next_index(), 0, None, CODEGEN_PHASE, before, None,
+                                  time.perf_counter() - t0, exc)
                 raise
             duration = time.perf_counter() - t0
             return _record_codegen(s, event, role, before, result, duration)
@@ -455,33 +520,34 @@ def _target_str(target: Any) -> str | None:
         return str(target) if target is not None else None
 
 
-def _record_codegen(s: TraceSession, event: Any, role: str | None, before: str, result: Any,
+def _record_codegen(s: TraceSession, event: Any, role: str | None, before: str | None, result: Any,
                     duration: float) -> Any:
-    """Record one codegen call; reconcile the working file; return the module to use."""
-    if s.broken:
-        return result
-    try:
-        ffi = str(event.name)
-        generated = cg.module_source(result)
-        compiled = generated
-        outcome = None
-        out_result = result
-        if s.settings.working_files_enabled() and generated:
-            from ..reconcile.workflow import reconcile_codegen
+    """Reconcile the working file, then record the codegen call (unless recording stopped); return the module.
 
-            outcome = reconcile_codegen(
-                s.settings, kernel=s.manifest.kernel or "kernel", role=role, generated=generated,
-                compiles_source=cg.compiles_source(ffi), backend=s.manifest.backend,
-            )
-            for w in outcome.warnings:
-                s.warn(w)
+    The two are guarded apart: a failure while recording never undoes the reconcile,
+    and a failure while reconciling is said in one warning that names the file.
+    """
+    ffi = str(getattr(event, "name", ""))
+    try:
+        generated = cg.module_source(result)
+    except Exception:
+        generated = ""
+    compiled, outcome, out_result = generated, None, result
+    if s.settings.working_files_enabled() and generated:
+        try:
+            outcome = _reconcile(s, event, role, generated, ffi)
             if outcome.compile_text != generated and cg.compiles_source(ffi):
                 out_result = cg.source_module(result, outcome.compile_text)
-                compiled = outcome.compile_text
-            elif outcome.compile_text != generated:
-                compiled = outcome.compile_text  # kept for the diff view; the binary is unedited
-            if outcome.tag:
-                s.emit(Notice(outcome.tag, outcome.message or "", kernel=s.manifest.kernel, path=outcome.path))
+            if outcome.compile_text != generated:
+                compiled = outcome.compile_text  # on a binary backend: kept for the diff view only
+                s.mark_edited()
+        except Exception as exc:
+            out_result, compiled = result, generated
+            s.warn(f"working files skipped for {_kernel_name(s, event)} ({type(exc).__name__}: {exc}); "
+                   "an edit there is not applied in this run")
+    if s.broken or before is None:
+        return out_result
+    try:
         index = s.next_index()
         added, removed = count_changes(before, compiled)
         rec = PassRecord(
@@ -491,9 +557,43 @@ def _record_codegen(s: TraceSession, event: Any, role: str | None, before: str, 
             working_file=str(outcome.path) if outcome and outcome.path else None,
         )
         s.add_record(rec, before, compiled, ext_after="cpp")
-        if compiled != generated:
-            s.mark_edited()
-        return out_result
     except Exception as exc:
         s._guard("recording codegen", exc)
-        return result
+    return out_result
+
+
+def _kernel_name(s: TraceSession, event: Any) -> str:
+    """The kernel's name: the compile's (from its PassContext), else the lowered function's symbol."""
+    if s.manifest.kernel:
+        return s.manifest.kernel
+    try:
+        for gv, func in event.mod.functions.items():
+            attrs = getattr(func, "attrs", None)
+            name = str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else gv.name_hint
+            return name[: -len("_kernel")] if name.endswith("_kernel") else name
+    except Exception:
+        pass
+    return "kernel"
+
+
+def _reconcile(s: TraceSession, event: Any, role: str | None, generated: str, ffi: str) -> Any:
+    from ..reconcile.variant import variant_of
+    from ..reconcile.workflow import reconcile_codegen
+
+    # Device and host codegen of one compile share one variant: the first call's.
+    variant = getattr(s, "_wf_variant", None)
+    if variant is None:
+        variant = variant_of(event.mod)
+        s._wf_variant = variant  # type: ignore[attr-defined]
+    kernel = _kernel_name(s, event)
+    outcome = reconcile_codegen(
+        s.settings, kernel=kernel, role=role, generated=generated,
+        compiles_source=cg.compiles_source(ffi), backend=s.manifest.backend, variant=variant,
+    )
+    for w in outcome.warnings:
+        s.warn(w)
+    if outcome.tag:
+        s.emit(Notice(outcome.tag, outcome.message or "", kernel=kernel, path=outcome.path))
+    for kind, message, path in outcome.notices:
+        s.emit(Notice(kind, message, kernel=kernel, path=path))
+    return outcome

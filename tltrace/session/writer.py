@@ -1,0 +1,96 @@
+"""Who writes a run, and whether that writer still lives.
+
+A pid alone is not an identity: in a container the tracing process is often pid 1
+in every run, and pids are reused. A writer is (pid, process start time, host);
+the start time comes from /proc/<pid>/stat (clock ticks since boot), so a dead
+run whose pid was reused by another process reads as dead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import threading
+from typing import Any
+
+_RUN_ID = re.compile(r"^run_(\d{8})_(\d{6})_(\d{6})_(\d+)_")
+_lock = threading.Lock()
+_token: dict[str, Any] | None = None
+_token_pid: int | None = None
+
+
+def process_start(pid: int) -> str | None:
+    """Return the start time of process `pid` (field 22 of /proc/<pid>/stat), or None where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    # The command name (field 2) is in parentheses and may hold spaces or ')'.
+    tail = data[data.rfind(b")") + 2:].split()
+    try:
+        return tail[19].decode()  # field 22 counted from field 3
+    except IndexError:
+        return None
+
+
+def _host() -> str:
+    try:
+        return socket.gethostname()
+    except Exception:
+        return ""
+
+
+def writer_token() -> dict[str, Any]:
+    """Return this process's identity: {"pid", "start", "host"} (cached; renewed after fork)."""
+    global _token, _token_pid
+    pid = os.getpid()
+    with _lock:
+        if _token is None or _token_pid != pid:
+            _token = {"pid": pid, "start": process_start(pid), "host": _host()}
+            _token_pid = pid
+        return dict(_token)
+
+
+def pid_alive(pid: int) -> bool:
+    """Return True when a process with this pid exists (or may exist: no permission to ask)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def writer_alive(writer: dict[str, Any] | None, run_id: str | None = None) -> bool:
+    """Return True while the process that wrote a run may still be writing it.
+
+    With a `writer` record: a writer on another host is taken as alive (it cannot be
+    asked; never delete what may still be written); on this host, its pid must exist
+    and, when both start times are known, have started when the writer did. Without
+    one (schema-1 manifests), the pid in the run id decides.
+    """
+    if isinstance(writer, dict) and isinstance(writer.get("pid"), int):
+        host = writer.get("host")
+        if host and host != _host():
+            return True
+        pid = int(writer["pid"])
+        if not pid_alive(pid):
+            return False
+        recorded = writer.get("start")
+        if recorded is None:
+            return True
+        now = process_start(pid)
+        return now is None or str(recorded) == now
+    pid = pid_of_run_id(run_id or "")
+    return pid is not None and pid_alive(pid)
+
+
+def pid_of_run_id(run_id: str) -> int | None:
+    """Return the pid a run id names (run_<date>_<time>_<us>_<pid>_<uid>), or None."""
+    m = _RUN_ID.match(run_id)
+    return int(m.group(4)) if m else None
