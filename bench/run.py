@@ -1,6 +1,6 @@
 """Run the benchmarks and write docs/benchmarks.md.
 
-    python bench/run.py [--reps N] [--only capture,report,autotune,align] [--configs 24] [--autotune-reps 3]
+    python bench/run.py [--reps N] [--only capture,report,autotune,align,overheads] [--configs 24] [--autotune-reps 3]
 
 Each section measures tltrace against TileLang's built-in tracer on the same
 work, in one run, as ratios; absolute times depend on the machine. With --only,
@@ -28,6 +28,7 @@ PRODUCERS = {
     "report": "## HTML report",
     "autotune": "## Scale: autotune-shaped invocation (CPU",
     "align": "## Diff alignment",
+    "overheads": "## Overheads: the pytest plugin when off",
 }
 SUMMARY = "## Targets"
 BUDGET_HEAD = "| target | limit | measured | verdict |"
@@ -91,6 +92,10 @@ def measure(name: str, a: argparse.Namespace) -> str:
         import align
 
         return align.section()
+    if name == "overheads":
+        import overheads
+
+        return overheads.section()
     raise ValueError(name)
 
 
