@@ -318,14 +318,16 @@ def budgets(res: Result, *, time_is_target: bool) -> list[tuple[str, str, str, s
         if limit is None or not good or not base:
             continue
         r = statistics.median(i.seconds for i in good) / statistics.median(base)
-        verdict = "ok" if r <= limit else "OVER"
-        measured = f"{r:.3f}x"
         cpu_base = [i.cpu_seconds for i in (_ok(res, "untraced", part) or _ok(res, "untraced"))]
-        if not time_is_target and statistics.median(cpu_base):
-            c = statistics.median(i.cpu_seconds for i in good) / statistics.median(cpu_base)
-            measured += f" (CPU time {c:.3f}x)"
-        rows.append((f"{res.label}: {n}-compile invocation, {_label(mode, part, res)}, wall time vs untraced",
-                     f"<= {limit:.2f}x", measured, verdict if time_is_target else f"({verdict}; H200 target)"))
+        if time_is_target or not statistics.median(cpu_base):
+            rows.append((f"{res.label}: {n}-compile invocation, {_label(mode, part, res)}, wall time vs untraced",
+                         f"<= {limit:.2f}x", f"{r:.3f}x", "ok" if r <= limit else "OVER"))
+            continue
+        # On a shared CPU machine wall time measures the neighbours: hold CPU time to the H200's limit instead.
+        c = statistics.median(i.cpu_seconds for i in good) / statistics.median(cpu_base)
+        verdict = "ok" if c <= limit else "OVER"
+        rows.append((f"{res.label}: {n}-compile invocation, {_label(mode, part, res)}, CPU time vs untraced",
+                     f"<= {limit:.2f}x", f"{c:.3f}x (wall {r:.3f}x)", f"({verdict}; H200 wall-time target)"))
     for mode, ref in BYTES_REF.items():
         a, b = _ok(res, mode), _ok(res, ref)
         if a and b and b[-1].du_bytes:
@@ -420,11 +422,18 @@ def budget_table(rows: list[tuple[str, str, str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def section(configs: int = 24, reps: int = 3, log=None) -> tuple[str, list]:
-    """Measure the CPU workload; return (markdown section, budget rows)."""
-    res = measure(CPU_SCRIPT, ["--configs", str(configs)], reps=reps, label=f"CPU, {configs} configs", log=log)
+def render(res: Result) -> str:
+    """The CPU section: the table and its targets."""
     rows = budgets(res, time_is_target=False)
-    return table(res) + ("\n" + budget_table(rows) if rows else ""), rows
+    return table(res) + ("\n" + budget_table(rows) if rows else "")
+
+
+def section(configs: int = 24, reps: int = 3, log=None, save: Path | None = None) -> tuple[str, list]:
+    """Measure the CPU workload (saving the raw result to `save`); return (markdown section, budget rows)."""
+    res = measure(CPU_SCRIPT, ["--configs", str(configs)], reps=reps, label=f"CPU, {configs} configs", log=log)
+    if save:
+        save.write_text(json.dumps(res.to_json(), indent=1) + "\n")
+    return render(res), budgets(res, time_is_target=False)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import json
 import platform
 import re
 import sys
@@ -87,7 +88,8 @@ def measure(name: str, a: argparse.Namespace) -> str:
     if name == "autotune":
         import autotune
 
-        return autotune.section(a.configs, a.autotune_reps, log=lambda s: print(s, file=sys.stderr, flush=True))[0]
+        return autotune.section(a.configs, a.autotune_reps, log=lambda s: print(s, file=sys.stderr, flush=True),
+                                save=HERE / "results" / "cpu_autotune.json")[0]
     if name == "align":
         import align
 
@@ -123,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
         elif name in old:
             sections.append(old[name])
     sections += [p.read_text().rstrip("\n") + "\n" for p in sorted(a.results.glob("*.md"))]
+    if "autotune" not in wanted and (a.results / "cpu_autotune.json").exists():
+        import autotune  # re-render the CPU section from its saved measurements (the table's code may have changed)
+
+        res = autotune.Result.from_json(json.loads((a.results / "cpu_autotune.json").read_text()))
+        sections = [autotune.render(res) if producer_of(s) == "autotune" else s for s in sections]
     head = (
         "# Benchmarks\n\n"
         f"Written by `python bench/run.py` on {_dt.date.today()} ({platform.machine()}, "
