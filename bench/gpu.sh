@@ -80,7 +80,7 @@ run_autotune() {
   local args=()
   [ -n "${AUTOTUNE_ARGS:-}" ] && args=(--args "$AUTOTUNE_ARGS")
   "$py" bench/gpu.py autotune --out "$out" --tag "$tag" --modes "$modes" --budget "$budget" \
-    --keep-trace "$work/$tag" "${args[@]}" 2>&1 | tee "$out/autotune-$tag.log" || rc=1
+    --keep-trace "$work/$tag" ${args[@]+"${args[@]}"} 2>&1 | tee "$out/autotune-$tag.log" || rc=1
   if [[ ",$modes," == *,quiet,* || ",$modes," == *,html,* ]]; then
     TLTRACE_GPU_AUTOTUNE_TRACE="$work/$tag" "$py" -m pytest -m gpu -q -rA -p no:cacheprovider \
       tests/test_gpu_upstream.py -k autotune 2>&1 | tee "$out/grid-checks.log" || rc=1
