@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -98,6 +99,7 @@ class Invocation:
     mode: str
     seconds: float
     returncode: int
+    cpu_seconds: float = 0.0  # user + sys of the process and its children (steadier than wall on a shared machine)
     compiles: int = 0  # run dirs kept under <trace-dir>/*/.run_records
     invocations: int = 0  # distinct manifest "invocation" values (tltrace; 0 when the field is absent)
     signatures: int = 0  # distinct manifest "signature" values
@@ -127,6 +129,7 @@ def invoke(mode: str, script: Path, args: list[str], trace_dir: Path, cwd: Path,
     # Output goes to a file, not a pipe: the built-in's terminal mode prints every diff of every compile.
     log = cwd / f"{mode}.log"
     with open(log, "wb") as sink:
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         try:
             rc = subprocess.run(argv, env=env, cwd=cwd, stdout=sink, stderr=subprocess.STDOUT,
@@ -134,7 +137,9 @@ def invoke(mode: str, script: Path, args: list[str], trace_dir: Path, cwd: Path,
         except subprocess.TimeoutExpired:
             rc = 124
         seconds = time.perf_counter() - t0
-    inv = Invocation(mode=mode, seconds=seconds, returncode=rc)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    inv = Invocation(mode=mode, seconds=seconds, returncode=rc, cpu_seconds=cpu)
     if rc != 0:
         with open(log, "rb") as f:
             f.seek(max(0, log.stat().st_size - 3000))
@@ -313,9 +318,16 @@ def budgets(res: Result, *, time_is_target: bool) -> list[tuple[str, str, str, s
         if limit is None or not good or not base:
             continue
         r = statistics.median(i.seconds for i in good) / statistics.median(base)
-        verdict = "ok" if r <= limit else "OVER"
-        rows.append((f"{res.label}: {n}-compile invocation, {_label(mode, part, res)}, wall time vs untraced",
-                     f"<= {limit:.2f}x", f"{r:.3f}x", verdict if time_is_target else f"({verdict}; H200 target)"))
+        cpu_base = [i.cpu_seconds for i in (_ok(res, "untraced", part) or _ok(res, "untraced"))]
+        if time_is_target or not statistics.median(cpu_base):
+            rows.append((f"{res.label}: {n}-compile invocation, {_label(mode, part, res)}, wall time vs untraced",
+                         f"<= {limit:.2f}x", f"{r:.3f}x", "ok" if r <= limit else "OVER"))
+            continue
+        # On a shared CPU machine wall time measures the neighbours: hold CPU time to the H200's limit instead.
+        c = statistics.median(i.cpu_seconds for i in good) / statistics.median(cpu_base)
+        verdict = "ok" if c <= limit else "OVER"
+        rows.append((f"{res.label}: {n}-compile invocation, {_label(mode, part, res)}, CPU time vs untraced",
+                     f"<= {limit:.2f}x", f"{c:.3f}x (wall {r:.3f}x)", f"({verdict}; H200 wall-time target)"))
     for mode, ref in BYTES_REF.items():
         a, b = _ok(res, mode), _ok(res, ref)
         if a and b and b[-1].du_bytes:
@@ -350,23 +362,25 @@ def table(res: Result) -> str:
         "",
         f"`{res.script}{' ' + args if args else ''}`: one process per invocation (`import tilelang` "
         f"included), {res.reps} rep(s) per configuration, interleaved, each into a fresh trace dir. Time: "
-        "the whole invocation's wall time, median (and best) against untraced. Bytes: the trace dir after one "
+        "the whole invocation's wall time, median (and best) against untraced; CPU: user + sys seconds of "
+        "the process and its children (the compiler too), median, steadier than wall time where other "
+        "work shares the cores. Bytes: the trace dir after one "
         "invocation (`file` adds up sizes, `du` is blocks allocated; hard links once), against the built-in "
         "mode of the same kind. Kept: compile run dirs on disk; ids and signatures: distinct `invocation` and "
         "`signature` values in tltrace's manifests. Open: `<trace-dir>/<script>/report.html` in headless "
         "Chromium (tltrace: the invocation index, or the newest compile's report before there is one; "
         "built-in: its last compile's report), median of 3.",
         "",
-        "| configuration | median s | vs untraced | best-of vs untraced | kept | ids | signatures | file bytes "
-        "| du bytes | du vs built-in | report | open ms |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| configuration | median s | vs untraced | best-of vs untraced | CPU s | CPU vs untraced | kept | ids "
+        "| signatures | file bytes | du bytes | du vs built-in | report | open ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for mode, part in _rows(res):
         name = _label(mode, part, res)
         good = _ok(res, mode, part)
         if not good:
             rc = [i.returncode for i in res.invocations if i.mode == mode and i.part == part]
-            lines.append(f"| {name} | failed (rc {rc[-1]}) | | | | | | | | | | |")
+            lines.append(f"| {name} | failed (rc {rc[-1]}) |" + " |" * 13)
             continue
         secs = [i.seconds for i in good]
         base = _baseline(res, part)
@@ -374,7 +388,10 @@ def table(res: Result) -> str:
         ratio = f"{med / statistics.median(base):.3f}x" if base else "-"
         best = f"{min(secs) / min(base):.3f}x" if base else "-"
         last = good[-1]
-        cells = [name, f"{med:.1f}", ratio, best]
+        cpu = statistics.median(i.cpu_seconds for i in good)
+        cpu_base = [i.cpu_seconds for i in (_ok(res, "untraced", part) or _ok(res, "untraced"))]
+        cpu_ratio = f"{cpu / statistics.median(cpu_base):.3f}x" if cpu_base and statistics.median(cpu_base) else "-"
+        cells = [name, f"{med:.1f}", ratio, best, f"{cpu:.1f}", cpu_ratio]
         if mode == "untraced":
             cells += ["-"] * 8
         else:
@@ -405,11 +422,18 @@ def budget_table(rows: list[tuple[str, str, str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def section(configs: int = 24, reps: int = 3, log=None) -> tuple[str, list]:
-    """Measure the CPU workload; return (markdown section, budget rows)."""
-    res = measure(CPU_SCRIPT, ["--configs", str(configs)], reps=reps, label=f"CPU, {configs} configs", log=log)
+def render(res: Result) -> str:
+    """The CPU section: the table and its targets."""
     rows = budgets(res, time_is_target=False)
-    return table(res) + ("\n" + budget_table(rows) if rows else ""), rows
+    return table(res) + ("\n" + budget_table(rows) if rows else "")
+
+
+def section(configs: int = 24, reps: int = 3, log=None, save: Path | None = None) -> tuple[str, list]:
+    """Measure the CPU workload (saving the raw result to `save`); return (markdown section, budget rows)."""
+    res = measure(CPU_SCRIPT, ["--configs", str(configs)], reps=reps, label=f"CPU, {configs} configs", log=log)
+    if save:
+        save.write_text(json.dumps(res.to_json(), indent=1) + "\n")
+    return render(res), budgets(res, time_is_target=False)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,9 @@
 # untraced, quiet, html, builtin-terminal, builtin-html.
 #
 # Then, on the CPU machine, with the files of each part in one folder:
-#   python bench/gpu.py summarize FOLDER > bench/results/gpu_autotune.md && python bench/run.py --only results
+#   python bench/gpu.py summarize FOLDER > bench/results/gpu_autotune.md
+#   mkdir -p .upstream/pairs && cp FOLDER/largest-pair.json .upstream/pairs/
+#   python bench/run.py --only align      # (or --only results: only re-read bench/results)
 #
 # BUDGET (seconds, default 480) bounds the timed runs of a part; a run that would not
 # fit is skipped and said in the results. AUTOTUNE_ARGS replaces the example's arguments
@@ -57,11 +59,17 @@ about() {
 }
 
 run_check() {
+  local rc=0
   about check
   need_upstream || return 2
-  "$py" -m pytest -m gpu -q -rA -p no:cacheprovider --junitxml="$out/check-junit.xml" \
+  rm -rf "$work/check"
+  "$py" -m pytest -m gpu -q -rA -p no:cacheprovider --basetemp="$work/check" --junitxml="$out/check-junit.xml" \
     tests/test_gpu_capture.py tests/test_gpu_edit.py tests/test_gpu_upstream.py -k "not autotune" 2>&1 \
-    | tee "$out/check.log"
+    | tee "$out/check.log" || rc=1
+  # The largest IR pair of these traces (FlashAttention, MLA decode), for bench/align.py here.
+  "$py" bench/align.py --find-largest "$work/check" --out "$out/largest-pair.json" || true
+  rm -rf "$work/check"
+  return $rc
 }
 
 run_autotune() {
@@ -72,7 +80,7 @@ run_autotune() {
   local args=()
   [ -n "${AUTOTUNE_ARGS:-}" ] && args=(--args "$AUTOTUNE_ARGS")
   "$py" bench/gpu.py autotune --out "$out" --tag "$tag" --modes "$modes" --budget "$budget" \
-    --keep-trace "$work/$tag" "${args[@]}" 2>&1 | tee "$out/autotune-$tag.log" || rc=1
+    --keep-trace "$work/$tag" ${args[@]+"${args[@]}"} 2>&1 | tee "$out/autotune-$tag.log" || rc=1
   if [[ ",$modes," == *,quiet,* || ",$modes," == *,html,* ]]; then
     TLTRACE_GPU_AUTOTUNE_TRACE="$work/$tag" "$py" -m pytest -m gpu -q -rA -p no:cacheprovider \
       tests/test_gpu_upstream.py -k autotune 2>&1 | tee "$out/grid-checks.log" || rc=1

@@ -1,6 +1,6 @@
 """Run the benchmarks and write docs/benchmarks.md.
 
-    python bench/run.py [--reps N] [--only capture,report,autotune,align] [--configs 24] [--autotune-reps 3]
+    python bench/run.py [--reps N] [--only capture,report,autotune,align,overheads] [--configs 24] [--autotune-reps 3]
 
 Each section measures tltrace against TileLang's built-in tracer on the same
 work, in one run, as ratios; absolute times depend on the machine. With --only,
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import json
 import platform
 import re
 import sys
@@ -28,6 +29,7 @@ PRODUCERS = {
     "report": "## HTML report",
     "autotune": "## Scale: autotune-shaped invocation (CPU",
     "align": "## Diff alignment",
+    "overheads": "## Overheads: the pytest plugin when off",
 }
 SUMMARY = "## Targets"
 BUDGET_HEAD = "| target | limit | measured | verdict |"
@@ -86,11 +88,16 @@ def measure(name: str, a: argparse.Namespace) -> str:
     if name == "autotune":
         import autotune
 
-        return autotune.section(a.configs, a.autotune_reps, log=lambda s: print(s, file=sys.stderr, flush=True))[0]
+        return autotune.section(a.configs, a.autotune_reps, log=lambda s: print(s, file=sys.stderr, flush=True),
+                                save=HERE / "results" / "cpu_autotune.json")[0]
     if name == "align":
         import align
 
         return align.section()
+    if name == "overheads":
+        import overheads
+
+        return overheads.section()
     raise ValueError(name)
 
 
@@ -118,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
         elif name in old:
             sections.append(old[name])
     sections += [p.read_text().rstrip("\n") + "\n" for p in sorted(a.results.glob("*.md"))]
+    if "autotune" not in wanted and (a.results / "cpu_autotune.json").exists():
+        import autotune  # re-render the CPU section from its saved measurements (the table's code may have changed)
+
+        res = autotune.Result.from_json(json.loads((a.results / "cpu_autotune.json").read_text()))
+        sections = [autotune.render(res) if producer_of(s) == "autotune" else s for s in sections]
     head = (
         "# Benchmarks\n\n"
         f"Written by `python bench/run.py` on {_dt.date.today()} ({platform.machine()}, "
