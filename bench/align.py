@@ -49,6 +49,7 @@ def _median_best(t) -> tuple[float, float]:
 def section() -> str:
     try:
         import diff as engine_bench  # bench/diff.py, with the engine (tltrace/diff/)
+
         from tltrace.diff import diff
     except ImportError as exc:
         return f"{HEADING}\n\nSkipped: the diff engine is not here ({exc}).\n"
@@ -84,10 +85,18 @@ def section() -> str:
             print(f"bench/align.py: Chromium timing skipped: {exc}", file=sys.stderr)
         kinds_s = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
         ch_s = f"{ch:.1f} ({ch_best:.1f})" if ch is not None else "n/a"
-        lines.append(f"| {label} | {len(d.a):,} / {len(d.b):,} | {kinds_s} | {py:.1f} ({py_best:.1f}) | {ch_s} |")
+        lines.append(
+            f"| {label} | {len(d.a):,} / {len(d.b):,} | {kinds_s} | {py:.1f} ({py_best:.1f}) | {ch_s} |"
+        )
         if ch is not None and label.startswith("5,000"):
-            budget.append((f"diff alignment of a {len(d.a):,}-line IR pair in headless Chromium",
-                           f"< {TARGET_MS:.0f} ms", f"{ch:.1f} ms", "ok" if ch < TARGET_MS else "OVER"))
+            budget.append(
+                (
+                    f"diff alignment of a {len(d.a):,}-line IR pair in headless Chromium",
+                    f"< {TARGET_MS:.0f} ms",
+                    f"{ch:.1f} ms",
+                    "ok" if ch < TARGET_MS else "OVER",
+                )
+            )
     if budget:
         lines += ["", "| target | limit | measured | verdict |", "|---|---:|---:|---|"]
         lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in budget]
@@ -123,8 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--find-largest", type=Path, metavar="DIR",
-                    help="write the largest changed IR pair of the traces under DIR to --out, and time it in Python")
+    ap.add_argument(
+        "--find-largest",
+        type=Path,
+        metavar="DIR",
+        help="write the largest changed IR pair of the traces under DIR to --out, and time it in Python",
+    )
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
     if a.find_largest:
@@ -141,8 +154,14 @@ def main(argv: list[str] | None = None) -> int:
         text = json.dumps(pair)
         if a.out:
             a.out.write_text(text)
-        print(pair["label"], pair["before"].count("\n"), "/", pair["after"].count("\n"), "lines",
-              pair.get("python_ms", ""))
+        print(
+            pair["label"],
+            pair["before"].count("\n"),
+            "/",
+            pair["after"].count("\n"),
+            "lines",
+            pair.get("python_ms", ""),
+        )
         return 0
     print(section())
     return 0

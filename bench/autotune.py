@@ -41,8 +41,15 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 CPU_SCRIPT = HERE / "autotune_cpu.py"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 MODES = {
     "untraced": "untraced",
@@ -85,7 +92,18 @@ def command(mode: str, script: Path, args: list[str], trace_dir: Path) -> tuple[
         return [py, str(script), *args], env
     if mode in ("quiet", "html"):
         extra = ["--mode", "html"] if mode == "html" else []
-        return [py, "-m", "tltrace", "run", "--quiet", *extra, "--trace-dir", str(trace_dir), str(script), *args], env
+        return [
+            py,
+            "-m",
+            "tltrace",
+            "run",
+            "--quiet",
+            *extra,
+            "--trace-dir",
+            str(trace_dir),
+            str(script),
+            *args,
+        ], env
     if mode in ("builtin-terminal", "builtin-html"):
         env.update(TL_LOWER_TRACE=mode.split("-", 1)[1], TL_LOWER_TRACE_DIR=str(trace_dir))
         return [py, str(script), *args], env
@@ -99,7 +117,9 @@ class Invocation:
     mode: str
     seconds: float
     returncode: int
-    cpu_seconds: float = 0.0  # user + sys of the process and its children (steadier than wall on a shared machine)
+    cpu_seconds: float = (
+        0.0  # user + sys of the process and its children (steadier than wall on a shared machine)
+    )
     compiles: int = 0  # run dirs kept under <trace-dir>/*/.run_records
     invocations: int = 0  # distinct manifest "invocation" values (tltrace; 0 when the field is absent)
     signatures: int = 0  # distinct manifest "signature" values
@@ -122,8 +142,9 @@ def _manifests(trace_dir: Path) -> list[dict]:
     return out
 
 
-def invoke(mode: str, script: Path, args: list[str], trace_dir: Path, cwd: Path,
-           timeout: float | None = None) -> Invocation:
+def invoke(
+    mode: str, script: Path, args: list[str], trace_dir: Path, cwd: Path, timeout: float | None = None
+) -> Invocation:
     """Run the script once in `mode` into the fresh `trace_dir`; time it and look at what it left."""
     argv, env = command(mode, script, args, trace_dir)
     # Output goes to a file, not a pipe: the built-in's terminal mode prints every diff of every compile.
@@ -132,8 +153,9 @@ def invoke(mode: str, script: Path, args: list[str], trace_dir: Path, cwd: Path,
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         try:
-            rc = subprocess.run(argv, env=env, cwd=cwd, stdout=sink, stderr=subprocess.STDOUT,
-                                timeout=timeout).returncode
+            rc = subprocess.run(
+                argv, env=env, cwd=cwd, stdout=sink, stderr=subprocess.STDOUT, timeout=timeout
+            ).returncode
         except subprocess.TimeoutExpired:
             rc = 124
         seconds = time.perf_counter() - t0
@@ -191,10 +213,20 @@ class Result:
         self.reps = max(self.reps, other.reps)
 
 
-def measure(script: Path = CPU_SCRIPT, args: list[str] | None = None, *, reps: int = 3,
-            modes: list[str] | None = None, label: str = "CPU", browser: bool = True,
-            work: Path | None = None, budget_s: float | None = None, keep_dirs: bool = False,
-            part: str = "", log=None) -> Result:
+def measure(
+    script: Path = CPU_SCRIPT,
+    args: list[str] | None = None,
+    *,
+    reps: int = 3,
+    modes: list[str] | None = None,
+    label: str = "CPU",
+    browser: bool = True,
+    work: Path | None = None,
+    budget_s: float | None = None,
+    keep_dirs: bool = False,
+    part: str = "",
+    log=None,
+) -> Result:
     """Run the script `reps` times in each mode, interleaved (the order rotates each rep).
 
     Bytes and the report's open time come from each mode's last rep. With `budget_s`,
@@ -214,14 +246,16 @@ def measure(script: Path = CPU_SCRIPT, args: list[str] | None = None, *, reps: i
     last: dict[str, Invocation] = {}
     try:
         for rep in range(reps):
-            order = modes[rep % len(modes):] + modes[:rep % len(modes)]
+            order = modes[rep % len(modes) :] + modes[: rep % len(modes)]
             for mode in order:
                 if budget_s is not None:
                     left = budget_s - (time.perf_counter() - start)
                     guess = max((i.seconds for i in res.invocations), default=0.0) * 1.3
                     if left < guess or left < 1:
-                        res.notes.append(f"{MODES[mode]}: rep {rep + 1} skipped, {left:.0f} s left of the "
-                                         f"{budget_s:.0f} s budget")
+                        res.notes.append(
+                            f"{MODES[mode]}: rep {rep + 1} skipped, {left:.0f} s left of the "
+                            f"{budget_s:.0f} s budget"
+                        )
                         continue
                 d = work / mode
                 if d.exists():
@@ -234,8 +268,10 @@ def measure(script: Path = CPU_SCRIPT, args: list[str] | None = None, *, reps: i
                 res.invocations.append(inv)
                 last[mode] = inv
                 if log:
-                    log(f"{MODES[mode]}: {inv.seconds:.1f} s rc={inv.returncode} compiles={inv.compiles} "
-                        f"bytes={inv.file_bytes:,}")
+                    log(
+                        f"{MODES[mode]}: {inv.seconds:.1f} s rc={inv.returncode} compiles={inv.compiles} "
+                        f"bytes={inv.file_bytes:,}"
+                    )
         if browser:
             for mode, inv in last.items():
                 if inv.report:
@@ -273,19 +309,33 @@ def open_report(path: Path, reps: int = 3) -> dict:
                     page.wait_for_selector("html[data-ready='1']", state="attached", timeout=60_000)
                     times.append(float(page.get_attribute("html", "data-ready-ms") or "nan"))
                 else:
-                    times.append(float(page.evaluate(
-                        "() => { const n = performance.getEntriesByType('navigation')[0];"
-                        " return n ? n.loadEventEnd : performance.now(); }")))
+                    times.append(
+                        float(
+                            page.evaluate(
+                                "() => { const n = performance.getEntriesByType('navigation')[0];"
+                                " return n ? n.loadEventEnd : performance.now(); }"
+                            )
+                        )
+                    )
                 page.close()
         finally:
             browser.close()
-    return {"ms": statistics.median(times), "bytes": path.stat().st_size, "ready_flag": has_ready,
-            "errors": errors[:5], "path": str(path)}
+    return {
+        "ms": statistics.median(times),
+        "bytes": path.stat().st_size,
+        "ready_flag": has_ready,
+        "errors": errors[:5],
+        "path": str(path),
+    }
 
 
 def _ok(res: Result, mode: str, part: str | None = None) -> list[Invocation]:
     """Successful invocations of `mode` (of one part, when `part` is given)."""
-    return [i for i in res.invocations if i.mode == mode and i.returncode == 0 and (part is None or i.part == part)]
+    return [
+        i
+        for i in res.invocations
+        if i.mode == mode and i.returncode == 0 and (part is None or i.part == part)
+    ]
 
 
 def _baseline(res: Result, part: str) -> list[float]:
@@ -320,37 +370,78 @@ def budgets(res: Result, *, time_is_target: bool) -> list[tuple[str, str, str, s
         r = statistics.median(i.seconds for i in good) / statistics.median(base)
         cpu_base = [i.cpu_seconds for i in (_ok(res, "untraced", part) or _ok(res, "untraced"))]
         if time_is_target or not statistics.median(cpu_base):
-            rows.append((f"{res.label}: {n}-compile invocation, {_label(mode, part, res)}, wall time vs untraced",
-                         f"<= {limit:.2f}x", f"{r:.3f}x", "ok" if r <= limit else "OVER"))
+            rows.append(
+                (
+                    f"{res.label}: {n}-compile invocation, {_label(mode, part, res)}, wall time vs untraced",
+                    f"<= {limit:.2f}x",
+                    f"{r:.3f}x",
+                    "ok" if r <= limit else "OVER",
+                )
+            )
             continue
         # On a shared CPU machine wall time measures the neighbours: hold CPU time to the H200's limit instead.
         c = statistics.median(i.cpu_seconds for i in good) / statistics.median(cpu_base)
         verdict = "ok" if c <= limit else "OVER"
-        rows.append((f"{res.label}: {n}-compile invocation, {_label(mode, part, res)}, CPU time vs untraced",
-                     f"<= {limit:.2f}x", f"{c:.3f}x (wall {r:.3f}x)", f"({verdict}; H200 wall-time target)"))
+        rows.append(
+            (
+                f"{res.label}: {n}-compile invocation, {_label(mode, part, res)}, CPU time vs untraced",
+                f"<= {limit:.2f}x",
+                f"{c:.3f}x (wall {r:.3f}x)",
+                f"({verdict}; H200 wall-time target)",
+            )
+        )
     for mode, ref in BYTES_REF.items():
         a, b = _ok(res, mode), _ok(res, ref)
         if a and b and b[-1].du_bytes:
             r = a[-1].du_bytes / b[-1].du_bytes
-            rows.append((f"{res.label}: bytes on disk per invocation, {MODES[mode]} vs {MODES[ref]} (du)",
-                         f"<= {BYTES_TARGET:.2f}x", f"{r:.3f}x", "ok" if r <= BYTES_TARGET else "OVER"))
+            rows.append(
+                (
+                    f"{res.label}: bytes on disk per invocation, {MODES[mode]} vs {MODES[ref]} (du)",
+                    f"<= {BYTES_TARGET:.2f}x",
+                    f"{r:.3f}x",
+                    "ok" if r <= BYTES_TARGET else "OVER",
+                )
+            )
     o = res.open_ms.get("html")
     if o and "ms" in o:
         good_open = o["ms"] < INDEX_OPEN_TARGET_MS and not o["errors"]
-        rows.append((f"{res.label}: `<script>/report.html` opens in headless Chromium ({n} compiles)",
-                     f"< {INDEX_OPEN_TARGET_MS:.0f} ms", f"{o['ms']:.0f} ms",
-                     "ok" if good_open else ("PAGE ERRORS" if o["errors"] else "OVER")))
+        rows.append(
+            (
+                f"{res.label}: `<script>/report.html` opens in headless Chromium ({n} compiles)",
+                f"< {INDEX_OPEN_TARGET_MS:.0f} ms",
+                f"{o['ms']:.0f} ms",
+                "ok" if good_open else ("PAGE ERRORS" if o["errors"] else "OVER"),
+            )
+        )
     for mode in ("quiet", "html"):
         for inv in _ok(res, mode)[-1:]:
             if n and inv.compiles < n:
-                rows.append((f"{res.label}: {MODES[mode]} keeps every compile (default --keep)", f"{n}",
-                             f"{inv.compiles}", "LOST"))
+                rows.append(
+                    (
+                        f"{res.label}: {MODES[mode]} keeps every compile (default --keep)",
+                        f"{n}",
+                        f"{inv.compiles}",
+                        "LOST",
+                    )
+                )
             if inv.compiles and inv.invocations != 1:
-                rows.append((f"{res.label}: {MODES[mode]}: one invocation id for all compiles", "1",
-                             f"{inv.invocations}", "NO"))
+                rows.append(
+                    (
+                        f"{res.label}: {MODES[mode]}: one invocation id for all compiles",
+                        "1",
+                        f"{inv.invocations}",
+                        "NO",
+                    )
+                )
             if inv.compiles and inv.signatures != inv.compiles:
-                rows.append((f"{res.label}: {MODES[mode]}: a distinct signature per compile", f"{inv.compiles}",
-                             f"{inv.signatures}", "NO"))
+                rows.append(
+                    (
+                        f"{res.label}: {MODES[mode]}: a distinct signature per compile",
+                        f"{inv.compiles}",
+                        f"{inv.signatures}",
+                        "NO",
+                    )
+                )
     return rows
 
 
@@ -390,7 +481,9 @@ def table(res: Result) -> str:
         last = good[-1]
         cpu = statistics.median(i.cpu_seconds for i in good)
         cpu_base = [i.cpu_seconds for i in (_ok(res, "untraced", part) or _ok(res, "untraced"))]
-        cpu_ratio = f"{cpu / statistics.median(cpu_base):.3f}x" if cpu_base and statistics.median(cpu_base) else "-"
+        cpu_ratio = (
+            f"{cpu / statistics.median(cpu_base):.3f}x" if cpu_base and statistics.median(cpu_base) else "-"
+        )
         cells = [name, f"{med:.1f}", ratio, best, f"{cpu:.1f}", cpu_ratio]
         if mode == "untraced":
             cells += ["-"] * 8
@@ -400,15 +493,32 @@ def table(res: Result) -> str:
             vs = f"{last.du_bytes / refinv[-1].du_bytes:.2f}x" if refinv and refinv[-1].du_bytes else "-"
             ours = mode in ("quiet", "html")
             o = res.open_ms.get(mode, {})
-            opened = (f"{o['ms']:.0f}" + (" (errors)" if o.get("errors") else "")) if "ms" in o else o.get("skipped", "-")
-            cells += [str(last.compiles), str(last.invocations) if ours else "-",
-                      str(last.signatures) if ours else "-", f"{last.file_bytes:,}", f"{last.du_bytes:,}", vs,
-                      f"{last.report_bytes / 1e3:,.0f} KB" if last.report else "-", opened]
+            opened = (
+                (f"{o['ms']:.0f}" + (" (errors)" if o.get("errors") else ""))
+                if "ms" in o
+                else o.get("skipped", "-")
+            )
+            cells += [
+                str(last.compiles),
+                str(last.invocations) if ours else "-",
+                str(last.signatures) if ours else "-",
+                f"{last.file_bytes:,}",
+                f"{last.du_bytes:,}",
+                vs,
+                f"{last.report_bytes / 1e3:,.0f} KB" if last.report else "-",
+                opened,
+            ]
         lines.append("| " + " | ".join(cells) + " |")
     failed = [i for i in res.invocations if i.returncode != 0]
     for i in failed[:3]:
-        lines += ["", f"{MODES[i.mode]} exited {i.returncode}; its output ended:", "", "```",
-                  i.tail.strip()[-1500:], "```"]
+        lines += [
+            "",
+            f"{MODES[i.mode]} exited {i.returncode}; its output ended:",
+            "",
+            "```",
+            i.tail.strip()[-1500:],
+            "```",
+        ]
     if res.notes:
         lines += [""] + [f"- {n}" for n in res.notes]
     return "\n".join(lines) + "\n"
@@ -430,7 +540,9 @@ def render(res: Result) -> str:
 
 def section(configs: int = 24, reps: int = 3, log=None, save: Path | None = None) -> tuple[str, list]:
     """Measure the CPU workload (saving the raw result to `save`); return (markdown section, budget rows)."""
-    res = measure(CPU_SCRIPT, ["--configs", str(configs)], reps=reps, label=f"CPU, {configs} configs", log=log)
+    res = measure(
+        CPU_SCRIPT, ["--configs", str(configs)], reps=reps, label=f"CPU, {configs} configs", log=log
+    )
     if save:
         save.write_text(json.dumps(res.to_json(), indent=1) + "\n")
     return render(res), budgets(res, time_is_target=False)
@@ -448,9 +560,15 @@ def main(argv: list[str] | None = None) -> int:
     if a.open:
         print(json.dumps(open_report(a.open), indent=1))
         return 0
-    res = measure(CPU_SCRIPT, ["--configs", str(a.configs)], reps=a.reps, modes=a.modes.split(","),
-                  label=f"CPU, {a.configs} configs", browser=not a.no_browser,
-                  log=lambda s: print(s, file=sys.stderr, flush=True))
+    res = measure(
+        CPU_SCRIPT,
+        ["--configs", str(a.configs)],
+        reps=a.reps,
+        modes=a.modes.split(","),
+        label=f"CPU, {a.configs} configs",
+        browser=not a.no_browser,
+        log=lambda s: print(s, file=sys.stderr, flush=True),
+    )
     if a.json:
         a.json.write_text(json.dumps(res.to_json(), indent=1))
     print(table(res))

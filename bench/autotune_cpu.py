@@ -42,7 +42,9 @@ def configs(n: int) -> list[dict]:
     return [grid[int(i * step)] for i in range(n)]
 
 
-def make_kernel(M: int, N: int, K: int, block_M: int, block_N: int, block_K: int, threads: int, pipelined: bool):
+def make_kernel(
+    M: int, N: int, K: int, block_M: int, block_N: int, block_K: int, threads: int, pipelined: bool
+):
     import tilelang.language as T
 
     dtype = accum = "float32"

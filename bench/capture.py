@@ -137,8 +137,10 @@ def _rerun_table(ks, cfgs, reruns) -> str:
                 continue
             ref = reruns[(kname, "built-in html" if "html" in cfg else "built-in terminal")]
             got = reruns[(kname, cfg)]
-            lines.append(f"| {kname} | {cfg} | {got[0]:,} | {got[0] / ref[0]:.2f}x | {got[1]:,} | "
-                         f"{got[1] / ref[1]:.2f}x |")
+            lines.append(
+                f"| {kname} | {cfg} | {got[0]:,} | {got[0] / ref[0]:.2f}x | {got[1]:,} | "
+                f"{got[1] / ref[1]:.2f}x |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -206,7 +208,11 @@ def _table(ks, cfgs, times, sizes, reps, kw) -> str:
                 cells.append(f"{size[i]:,}" if size is not None else "-")
                 cells.append(f"{size[i] / ref[i]:.2f}x" if ref else "-")
             best = min(times[(kname, cfg)]) / base_min
-            lines.append(f"| {kname} | {cfg} | {med:.3f} | {med / base:.3f}x | {best:.3f}x | " + " | ".join(cells) + " |")
+            lines.append(
+                f"| {kname} | {cfg} | {med:.3f} | {med / base:.3f}x | {best:.3f}x | "
+                + " | ".join(cells)
+                + " |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -52,15 +52,27 @@ def run_autotune(a: argparse.Namespace) -> int:
             print(m, extra, " ".join(argv))
         return 0
     if not script.is_file():
-        print(f"bench/gpu.py: error: {script} is missing (copy .upstream/ into the checkout and carry it)",
-              file=sys.stderr)
+        print(
+            f"bench/gpu.py: error: {script} is missing (copy .upstream/ into the checkout and carry it)",
+            file=sys.stderr,
+        )
         return 2
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(a.keep_trace) if a.keep_trace else out / f"work-{a.tag}"
-    res = autotune.measure(script, args, reps=a.reps, modes=modes, label="H200, upstream gemm autotuner",
-                           browser=False, work=work, budget_s=a.budget, keep_dirs=True, part=a.tag,
-                           log=lambda s: print(s, flush=True))
+    res = autotune.measure(
+        script,
+        args,
+        reps=a.reps,
+        modes=modes,
+        label="H200, upstream gemm autotuner",
+        browser=False,
+        work=work,
+        budget_s=a.budget,
+        keep_dirs=True,
+        part=a.tag,
+        log=lambda s: print(s, flush=True),
+    )
     import socket
 
     res.machine = socket.gethostname()
@@ -92,8 +104,10 @@ def summarize(a: argparse.Namespace) -> int:
     for index in [*(Path(i) for i in a.index or []), *indexes]:
         if index.exists() and "ms" not in res.open_ms.get("html", {}):
             res.open_ms["html"] = autotune.open_report(index)
-    note = ("Run on the GPU machine by `bench/gpu.sh` in parts of at most 10 minutes (one device call each); "
-            "each part's times are against its own untraced run, bytes against the built-in's from any part.")
+    note = (
+        "Run on the GPU machine by `bench/gpu.sh` in parts of at most 10 minutes (one device call each); "
+        "each part's times are against its own untraced run, bytes against the built-in's from any part."
+    )
     print(autotune.table(res).replace("\n\n", f"\n\n{note}\n\n", 1))
     rows = autotune.budgets(res, time_is_target=True)
     if rows:
@@ -106,14 +120,18 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("autotune", help="time the upstream autotuner")
     p.add_argument("--out", default=os.environ.get("OUT") or "tmp/gpu-out")
-    p.add_argument("--modes", default="untraced,quiet,html", help="comma-separated: " + ", ".join(autotune.MODES))
+    p.add_argument(
+        "--modes", default="untraced,quiet,html", help="comma-separated: " + ", ".join(autotune.MODES)
+    )
     p.add_argument("--reps", type=int, default=1)
     p.add_argument("--budget", type=float, default=540.0, help="seconds; reps that would not fit are skipped")
     p.add_argument("--tag", default="a", help="names this part's files")
     p.add_argument("--args", help=f"the example's arguments [default: {' '.join(DEFAULT_ARGS)}]")
     p.add_argument("--keep-trace", help="keep the trace dirs here (for tests/test_gpu_upstream.py)")
     p.add_argument("--dry-run", action="store_true")
-    s = sub.add_parser("summarize", help="markdown section from the parts' JSON (run here, after the GPU runs)")
+    s = sub.add_parser(
+        "summarize", help="markdown section from the parts' JSON (run here, after the GPU runs)"
+    )
     s.add_argument("paths", nargs="+")
     s.add_argument("--index", action="append", help="an index report to time in Chromium")
     a = ap.parse_args(argv)

@@ -33,8 +33,13 @@ def _pytest_co(where: Path, plugin: bool) -> tuple[float, float]:
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", *extra, str(where)],
-                   cwd=where, env=env, capture_output=True, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", *extra, str(where)],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        check=True,
+    )
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
@@ -43,12 +48,15 @@ def _pytest_co(where: Path, plugin: bool) -> tuple[float, float]:
 def section() -> str:
     if importlib.util.find_spec("tltrace.pytest_plugin") is None:
         return f"{HEADING}\n\nSkipped: no tltrace.pytest_plugin here.\n"
-    probe = ("import sys, tltrace.pytest_plugin; "
-             f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))")
-    heavy = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    probe = f"import sys, tltrace.pytest_plugin; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+    heavy = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.split()
     with tempfile.TemporaryDirectory(prefix="tltrace-bench-plugin-") as tmp:
         where = Path(tmp)
-        (where / "test_many.py").write_text("".join(f"def test_{i}():\n    assert {i} == {i}\n\n" for i in range(50)))
+        (where / "test_many.py").write_text(
+            "".join(f"def test_{i}():\n    assert {i} == {i}\n\n" for i in range(50))
+        )
         (where / "conftest.py").write_text("")
         _pytest_co(where, True)  # warm the file cache
         on, off = [], []

@@ -29,8 +29,15 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 EXAMPLES = ("elementwise_add", "gemm", "softmax")
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def _events(n: int, root: Path) -> list:
@@ -68,18 +75,33 @@ def reference_write(events: list, out_dir: Path) -> tuple[float, int, Path] | No
         return None
     from tltrace.session.events import PassRecorded
 
-    status = {"changed": STATUS_COMPLETED, "noop": STATUS_COMPLETED, "failed": STATUS_FAILED,
-              "codegen": STATUS_CODEGEN}
+    status = {
+        "changed": STATUS_COMPLETED,
+        "noop": STATUS_COMPLETED,
+        "failed": STATUS_FAILED,
+        "codegen": STATUS_CODEGEN,
+    }
     records = []
     for e in events:
         if not isinstance(e, PassRecorded):
             continue
         r = e.record
-        records.append(LowerRecord(
-            phase=r.phase, name=r.name, index=r.index, before_text=e.before, after_text=e.after,
-            changed=e.before != e.after, add_lines=r.added, del_lines=r.removed, status=status[r.status],
-            error_msg=r.error or "", depth=r.depth, parent_index=r.parent,
-        ))
+        records.append(
+            LowerRecord(
+                phase=r.phase,
+                name=r.name,
+                index=r.index,
+                before_text=e.before,
+                after_text=e.after,
+                changed=e.before != e.after,
+                add_lines=r.added,
+                del_lines=r.removed,
+                status=status[r.status],
+                error_msg=r.error or "",
+                depth=r.depth,
+                parent_index=r.parent,
+            )
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "report.html"
     cache: dict = {}
@@ -101,15 +123,32 @@ def example_sizes(work: Path) -> list[tuple[str, int, int | None]]:
     for name in EXAMPLES:
         script = REPO / "examples" / f"{name}.py"
         ours_dir = work / "ours" / name
-        subprocess.run([sys.executable, "-m", "tltrace", "run", str(script), "--mode", "html",
-                        "--trace-dir", str(ours_dir)], env=env, capture_output=True, check=True)
-        ours = sum(os.path.getsize(p) for p in glob.glob(str(ours_dir / name / ".run_records/run_*/report.html")))
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tltrace",
+                "run",
+                str(script),
+                "--mode",
+                "html",
+                "--trace-dir",
+                str(ours_dir),
+            ],
+            env=env,
+            capture_output=True,
+            check=True,
+        )
+        ours = sum(
+            os.path.getsize(p) for p in glob.glob(str(ours_dir / name / ".run_records/run_*/report.html"))
+        )
         ref_dir = work / "ref" / name
         ref_env = dict(env, TL_LOWER_TRACE="html", TL_LOWER_TRACE_DIR=str(ref_dir))
         ref_size = None
         try:
-            subprocess.run([sys.executable, str(script)], env=ref_env, capture_output=True, check=True,
-                           cwd=work)
+            subprocess.run(
+                [sys.executable, str(script)], env=ref_env, capture_output=True, check=True, cwd=work
+            )
             # glob's ** skips dot directories: name .run_records outright.
             reports = glob.glob(str(ref_dir / name / ".run_records" / "run_*" / "report.html"))
             ref_size = sum(os.path.getsize(p) for p in reports) if reports else None
@@ -167,19 +206,35 @@ def measure(passes: int = 500, examples: bool = True, browser: bool = True) -> s
         size = report.stat().st_size
         ref = reference_write(events, work / "ref")
         lines += ["| report writing | wall time | bytes written | final file |", "|---|---:|---:|---:|"]
-        lines.append(f"| tltrace (append per pass) | {secs:.3f} s | {written / 1e6:.2f} MB | {size / 1e6:.2f} MB |")
+        lines.append(
+            f"| tltrace (append per pass) | {secs:.3f} s | {written / 1e6:.2f} MB | {size / 1e6:.2f} MB |"
+        )
         if ref is not None:
             rsecs, rwritten, rpath = ref
             rsize = rpath.stat().st_size
-            lines.append(f"| TileLang built-in (rewrite per pass) | {rsecs:.2f} s | {rwritten / 1e6:.1f} MB | "
-                         f"{rsize / 1e6:.2f} MB |")
-            lines.append(f"| ratio tltrace / built-in | {secs / rsecs:.2g} | {written / rwritten:.2g} | "
-                         f"{size / rsize:.2f} |")
+            lines.append(
+                f"| TileLang built-in (rewrite per pass) | {rsecs:.2f} s | {rwritten / 1e6:.1f} MB | "
+                f"{rsize / 1e6:.2f} MB |"
+            )
+            lines.append(
+                f"| ratio tltrace / built-in | {secs / rsecs:.2g} | {written / rwritten:.2g} | "
+                f"{size / rsize:.2f} |"
+            )
         lines += ["", f"tltrace wrote {written / size:.2f}x its final file (target: at most 1.5x)."]
-        budget = [("report writing: bytes written per final byte", "<= 1.5x", f"{written / size:.2f}x",
-                   "ok" if written / size <= 1.5 else "OVER")]
+        budget = [
+            (
+                "report writing: bytes written per final byte",
+                "<= 1.5x",
+                f"{written / size:.2f}x",
+                "ok" if written / size <= 1.5 else "OVER",
+            )
+        ]
         if examples:
-            lines += ["", "| example (real compile) | tltrace report | built-in report | ratio |", "|---|---:|---:|---:|"]
+            lines += [
+                "",
+                "| example (real compile) | tltrace report | built-in report | ratio |",
+                "|---|---:|---:|---:|",
+            ]
             worst = 0.0
             for name, ours, theirs in example_sizes(work / "examples"):
                 ratio = f"{ours / theirs:.2f}" if theirs else "n/a"
@@ -187,36 +242,73 @@ def measure(passes: int = 500, examples: bool = True, browser: bool = True) -> s
                 lines.append(f"| {name} | {ours / 1e3:.0f} KB | {theirs_s} | {ratio} |")
                 worst = max(worst, ours / theirs if theirs else 0.0)
             if worst:
-                budget.append(("example reports: tltrace's size vs the built-in's, largest ratio", "<= 0.25x",
-                               f"{worst:.2f}x", "ok" if worst <= 0.25 else "OVER"))
-            real = sorted(glob.glob(str(work / "examples" / "ours" / "gemm" / "gemm" / ".run_records" / "run_*"
-                                        / "report.html")))
+                budget.append(
+                    (
+                        "example reports: tltrace's size vs the built-in's, largest ratio",
+                        "<= 0.25x",
+                        f"{worst:.2f}x",
+                        "ok" if worst <= 0.25 else "OVER",
+                    )
+                )
+            real = sorted(
+                glob.glob(
+                    str(
+                        work
+                        / "examples"
+                        / "ours"
+                        / "gemm"
+                        / "gemm"
+                        / ".run_records"
+                        / "run_*"
+                        / "report.html"
+                    )
+                )
+            )
             if browser and real:
                 from autotune import open_report
 
                 o = open_report(Path(real[-1]))
                 if "ms" in o:
-                    lines += ["", f"Headless Chromium, the gemm example's compile report ({o['bytes'] / 1e3:.0f} KB, "
-                              f"every view it draws on open, the profile view included where there is one): "
-                              f"ready {o['ms']:.0f} ms after navigation (median of 3), "
-                              f"{len(o['errors'])} page errors."]
-                    budget.append(("gemm example's compile report: ready in headless Chromium, no page errors",
-                                   "< 1000 ms", f"{o['ms']:.0f} ms",
-                                   "ok" if o["ms"] < 1000 and not o["errors"] else "OVER"))
+                    lines += [
+                        "",
+                        f"Headless Chromium, the gemm example's compile report ({o['bytes'] / 1e3:.0f} KB, "
+                        f"every view it draws on open, the profile view included where there is one): "
+                        f"ready {o['ms']:.0f} ms after navigation (median of 3), "
+                        f"{len(o['errors'])} page errors.",
+                    ]
+                    budget.append(
+                        (
+                            "gemm example's compile report: ready in headless Chromium, no page errors",
+                            "< 1000 ms",
+                            f"{o['ms']:.0f} ms",
+                            "ok" if o["ms"] < 1000 and not o["errors"] else "OVER",
+                        )
+                    )
         if browser:
             times = browser_times(report)
             if times is None:
                 lines += ["", "Chromium timings skipped (no playwright or /usr/bin/chromium)."]
             else:
                 first, med, worst = times
-                lines += ["", f"Headless Chromium, {passes}-pass report ({size / 1e6:.2f} MB): first diff on screen "
-                          f"{first:.0f} ms after navigation (median of 3; target < 1000 ms); one j/k step "
-                          f"{med:.1f} ms median, {worst:.1f} ms worst of 120 (target < 50 ms)."]
+                lines += [
+                    "",
+                    f"Headless Chromium, {passes}-pass report ({size / 1e6:.2f} MB): first diff on screen "
+                    f"{first:.0f} ms after navigation (median of 3; target < 1000 ms); one j/k step "
+                    f"{med:.1f} ms median, {worst:.1f} ms worst of 120 (target < 50 ms).",
+                ]
                 budget += [
-                    (f"{passes}-pass report: first diff on screen in headless Chromium", "< 1000 ms",
-                     f"{first:.0f} ms", "ok" if first < 1000 else "OVER"),
-                    (f"{passes}-pass report: one j/k step, worst of 120", "< 50 ms", f"{worst:.1f} ms",
-                     "ok" if worst < 50 else "OVER"),
+                    (
+                        f"{passes}-pass report: first diff on screen in headless Chromium",
+                        "< 1000 ms",
+                        f"{first:.0f} ms",
+                        "ok" if first < 1000 else "OVER",
+                    ),
+                    (
+                        f"{passes}-pass report: one j/k step, worst of 120",
+                        "< 50 ms",
+                        f"{worst:.1f} ms",
+                        "ok" if worst < 50 else "OVER",
+                    ),
                 ]
         lines += ["", "| target | limit | measured | verdict |", "|---|---:|---:|---|"]
         lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in budget]

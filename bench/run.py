@@ -70,9 +70,17 @@ def summary(sections: list[str]) -> str:
     if not rows:
         return ""
     over = [r for r in rows if not re.search(r"\| \(?ok[;)]?[^|]*\|\s*$", r)]
-    lines = [SUMMARY, "", f"Every target below is measured in the section it comes from; {len(rows) - len(over)} of "
-             f"{len(rows)} met. Wall-time targets for 300-compile invocations are the H200's; CPU figures are "
-             "shown in brackets for information.", "", BUDGET_HEAD, "|---|---:|---:|---|", *rows]
+    lines = [
+        SUMMARY,
+        "",
+        f"Every target below is measured in the section it comes from; {len(rows) - len(over)} of "
+        f"{len(rows)} met. Wall-time targets for 300-compile invocations are the H200's; CPU figures are "
+        "shown in brackets for information.",
+        "",
+        BUDGET_HEAD,
+        "|---|---:|---:|---|",
+        *rows,
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -88,8 +96,12 @@ def measure(name: str, a: argparse.Namespace) -> str:
     if name == "autotune":
         import autotune
 
-        return autotune.section(a.configs, a.autotune_reps, log=lambda s: print(s, file=sys.stderr, flush=True),
-                                save=HERE / "results" / "cpu_autotune.json")[0]
+        return autotune.section(
+            a.configs,
+            a.autotune_reps,
+            log=lambda s: print(s, file=sys.stderr, flush=True),
+            save=HERE / "results" / "cpu_autotune.json",
+        )[0]
     if name == "align":
         import align
 
@@ -106,11 +118,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=7, help="compiles per kernel and configuration (capture)")
     ap.add_argument("--configs", type=int, default=24, help="configs of the CPU autotune workload")
     ap.add_argument("--autotune-reps", type=int, default=3, help="invocations per configuration (autotune)")
-    ap.add_argument("--only", help="comma-separated sections to measure: " + ", ".join(PRODUCERS)
-                    + "; the others are kept from --out (none: only re-read bench/results)")
+    ap.add_argument(
+        "--only",
+        help="comma-separated sections to measure: "
+        + ", ".join(PRODUCERS)
+        + "; the others are kept from --out (none: only re-read bench/results)",
+    )
     ap.add_argument("--out", type=Path, default=HERE.parent / "docs" / "benchmarks.md")
-    ap.add_argument("--results", type=Path, default=HERE / "results",
-                    help="sections measured on the GPU machine (*.md), pasted in as they are")
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=HERE / "results",
+        help="sections measured on the GPU machine (*.md), pasted in as they are",
+    )
     a = ap.parse_args(argv)
 
     wanted = list(PRODUCERS) if a.only is None else [s for s in a.only.split(",") if s and s != "results"]

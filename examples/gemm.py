@@ -21,7 +21,11 @@ def make_gemm(M: int, N: int, K: int, block_M: int, block_N: int, block_K: int, 
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_K, block_N), dtype, scope="shared.dyn" if gpu else "shared")
             # The CPU backend rejects fragments; a local buffer plays the accumulator there.
-            C_local = T.alloc_fragment((block_M, block_N), accum) if gpu else T.alloc_local((block_M, block_N), accum)
+            C_local = (
+                T.alloc_fragment((block_M, block_N), accum)
+                if gpu
+                else T.alloc_local((block_M, block_N), accum)
+            )
             T.clear(C_local)
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=2 if gpu else 0):
                 T.copy(A[by * block_M, k * block_K], A_shared)
@@ -51,7 +55,7 @@ def main(argv=None) -> int:
     kernel(A, B, C)
     ref = (A.float() @ B.float()).to(tdt)
     err = (C.float() - ref.float()).abs().max().item()
-    tol = 5e-2 * a.k ** 0.5 if gpu else 1e-3
+    tol = 5e-2 * a.k**0.5 if gpu else 1e-3
     print(f"gemm: {a.m}x{a.n}x{a.k} block {a.block}/{a.block_k} on {device()} max error {err:.3g}")
     if err > tol:
         print("gemm: WRONG RESULT")

@@ -58,8 +58,11 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=1024, help="size of vadd (changing it changes vadd's codegen)")
     ap.add_argument("--m", type=int, default=1024, help="size of vmul")
     ap.add_argument("--block", type=int, default=128)
-    ap.add_argument("--serial", action="store_true",
-                    help="vadd with a serial loop: other code at the same launch shape (its edit CONFLICTs)")
+    ap.add_argument(
+        "--serial",
+        action="store_true",
+        help="vadd with a serial loop: other code at the same launch shape (its edit CONFLICTs)",
+    )
     a = ap.parse_args(argv)
     ok = True
     for op, size, want in (("add", a.n, "a+b"), ("mul", a.m, "a*b")):

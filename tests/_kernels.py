@@ -36,8 +36,11 @@ def build_in_threads(sizes, threads=2):
 '''
 
 # A script compiling three variants in a pool of two named threads: one invocation, two tracks.
-THREADED_SCRIPT = KERNELS + '''
+THREADED_SCRIPT = (
+    KERNELS
+    + """
 
 if __name__ == "__main__":
     build_in_threads([64, 128, 192])
-'''
+"""
+)

@@ -13,12 +13,15 @@ EXAMPLES = REPO / "examples"
 
 def trace(trace_dir: Path, *runs: tuple[str, ...]) -> Path:
     """Run each (script, *args) of examples/ under `tltrace run -q`; return trace_dir."""
-    from tltrace.cli import app
+    from tltrace.cli.app import app
 
     runner = CliRunner()
     for script, *args in runs:
-        res = runner.invoke(app, ["run", "-q", "--trace-dir", str(trace_dir), str(EXAMPLES / script), *args],
-                            catch_exceptions=False)
+        res = runner.invoke(
+            app,
+            ["run", "-q", "--trace-dir", str(trace_dir), str(EXAMPLES / script), *args],
+            catch_exceptions=False,
+        )
         assert res.exit_code == 0, res.output
     return trace_dir
 
@@ -48,8 +51,10 @@ def newest_manifest(script_dir: Path) -> dict:
 def summary(manifest: dict) -> str:
     """The counts line the terminal and `show` print for a run: 'N passes, C changed, F failed, G codegen'."""
     statuses = [r["status"] for r in manifest["records"]]
-    return (f"{len(statuses)} passes, {statuses.count('changed')} changed, {statuses.count('failed')} failed, "
-            f"{statuses.count('codegen')} codegen")
+    return (
+        f"{len(statuses)} passes, {statuses.count('changed')} changed, {statuses.count('failed')} failed, "
+        f"{statuses.count('codegen')} codegen"
+    )
 
 
 def tltrace_executable() -> str | None:

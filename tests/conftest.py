@@ -31,7 +31,7 @@ def run_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Invoke the tltrace CLI in-process (typer CliRunner), cwd = tmp_path; returns the Result."""
     from typer.testing import CliRunner
 
-    from tltrace.cli import app
+    from tltrace.cli.app import app
 
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
@@ -47,8 +47,15 @@ def run_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's; `playwright install` cannot download browsers here
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @pytest.fixture(scope="session")

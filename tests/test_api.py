@@ -46,8 +46,10 @@ def runs_under(trace_dir: Path) -> list[Path]:
 
 
 def test_import_is_cheap_and_hooks_nothing() -> None:
-    code = ("import sys, tltrace; print(sorted(m for m in ('tilelang', 'tvm', 'rich', 'typer') if m in sys.modules)); "
-            "print(tltrace.__version__, callable(tltrace.enable), 'lower_trace' in dir(tltrace))")
+    code = (
+        "import sys, tltrace; print(sorted(m for m in ('tilelang', 'tvm', 'rich', 'typer') if m in sys.modules)); "
+        "print(tltrace.__version__, callable(tltrace.enable), 'lower_trace' in dir(tltrace))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["[]", "0.1.0 True True"]
     with pytest.raises(AttributeError):
@@ -59,8 +61,17 @@ def test_lower_trace_single_pass(tl, make_add, capsys) -> None:
     results = tltrace.lower_trace(make_add(256, 64), transform.Simplify())
     assert len(results) == 1
     r = results[0]
-    assert set(r) == {"name", "before_script", "after_script", "diff_lines", "insertions", "deletions", "changed",
-                      "rows", "note"}
+    assert set(r) == {
+        "name",
+        "before_script",
+        "after_script",
+        "diff_lines",
+        "insertions",
+        "deletions",
+        "changed",
+        "rows",
+        "note",
+    }
     assert r["name"] == "Simplify" and r["before_script"].startswith("# from tvm.script")
     assert r["changed"] == bool(r["diff_lines"])
     assert "lower_trace/01 Simplify" in capsys.readouterr().out
@@ -69,6 +80,7 @@ def test_lower_trace_single_pass(tl, make_add, capsys) -> None:
 def test_lower_trace_named_chain_both(tl, make_add, tmp_path: Path, capsys) -> None:
     _, tvm, transform = tl
     from tltrace.render.html import write_report  # noqa: F401  # a broken html.py fails here, never skips
+
     func = make_add(256, 64)
     html = tmp_path / "my_diff.html"
     results = tltrace.lower_trace(
@@ -94,8 +106,12 @@ def test_lower_trace_named_chain_both(tl, make_add, tmp_path: Path, capsys) -> N
 def test_lower_trace_list_of_passes_on_a_module(tl, make_add) -> None:
     _, tvm, transform = tl
     mod = tvm.IRModule({"main": make_add(256, 64)})
-    results = tltrace.lower_trace(mod, [transform.Simplify(), tvm.tirx.transform.BindTarget(tvm.target.Target("c"))],
-                                  mode="terminal", context=0)
+    results = tltrace.lower_trace(
+        mod,
+        [transform.Simplify(), tvm.tirx.transform.BindTarget(tvm.target.Target("c"))],
+        mode="terminal",
+        context=0,
+    )
     assert [r["name"] for r in results] == ["Simplify", "tirx.BindTarget"]
     assert all(not ln.startswith(" ") for ln in results[1]["diff_lines"])  # context 0
 
@@ -181,7 +197,9 @@ def test_create_pass_instrument_standalone(tl, make_add, tmp_path: Path) -> None
     mod = tvm.IRModule({"main": make_add(256, 64)})
     inst = tltrace.create_pass_instrument(mode="terminal", trace_dir=tmp_path, name="mine")
     with tvm.transform.PassContext(instruments=[inst]):
-        tvm.transform.Sequential([transform.Simplify(), tvm.tirx.transform.BindTarget(tvm.target.Target("c"))])(mod)
+        tvm.transform.Sequential(
+            [transform.Simplify(), tvm.tirx.transform.BindTarget(tvm.target.Target("c"))]
+        )(mod)
     m = json.loads((inst.last_run_dir / "manifest.json").read_text())
     assert m["kernel"] == "mine" and m["status"] == "complete"
     by_name = {r["name"]: r for r in m["records"]}
@@ -189,8 +207,9 @@ def test_create_pass_instrument_standalone(tl, make_add, tmp_path: Path) -> None
     assert by_name["tirx.BindTarget"]["parent"] == by_name["sequential"]["index"]
 
 
-@pytest.mark.parametrize("kwargs", [{"context": -3}, {"keep": -5}, {"keep": "5"}, {"context": True},
-                                    {"trace_dir": 7}, {"mode": 3}])
+@pytest.mark.parametrize(
+    "kwargs", [{"context": -3}, {"keep": -5}, {"keep": "5"}, {"context": True}, {"trace_dir": 7}, {"mode": 3}]
+)
 def test_enable_validates_as_the_cli_does(kwargs, tmp_path: Path, run_cli) -> None:
     pytest.importorskip("tilelang")
     kwargs.setdefault("trace_dir", tmp_path)
@@ -198,7 +217,11 @@ def test_enable_validates_as_the_cli_does(kwargs, tmp_path: Path, run_cli) -> No
         tltrace.enable(**kwargs)
     assert tltrace.enabled() is None
     for flag in ("--keep", "--context"):
-        if flag[2:] in kwargs and isinstance(kwargs[flag[2:]], int) and not isinstance(kwargs[flag[2:]], bool):
+        if (
+            flag[2:] in kwargs
+            and isinstance(kwargs[flag[2:]], int)
+            and not isinstance(kwargs[flag[2:]], bool)
+        ):
             r = run_cli("run", flag, str(kwargs[flag[2:]]), "x.py")
             assert r.exit_code == 2 and r.stderr.startswith("tltrace: error: ")
 
@@ -224,14 +247,17 @@ def test_failed_step_names_its_error_type_once(tl, make_add, tmp_path: Path, cap
     _, tvm, _ = tl
     out = tmp_path / "r.html"
     with pytest.raises(Exception, match="target"):
-        tltrace.lower_trace(make_add(256, 64), tvm.tirx.transform.AnnotateDeviceRegions(), mode="both",
-                            html_path=out)
+        tltrace.lower_trace(
+            make_add(256, 64), tvm.tirx.transform.AnnotateDeviceRegions(), mode="both", html_path=out
+        )
     printed = capsys.readouterr().out
     assert "error:" in printed
     html = out.read_text()
     assert "Error: " in html
-    assert not any(f"{e}: {e}:" in html or f"{e}: {e}:" in printed
-                   for e in ("RuntimeError", "InternalError", "TVMError", "ValueError"))
+    assert not any(
+        f"{e}: {e}:" in html or f"{e}: {e}:" in printed
+        for e in ("RuntimeError", "InternalError", "TVMError", "ValueError")
+    )
 
 
 def test_error_text_names_the_type_once() -> None:
@@ -271,4 +297,6 @@ def test_unreadable_codegen_source_is_said() -> None:
 
     heard: list[str] = []
     assert module_source(Broken(), on_error=heard.append) == ""
-    assert len(heard) == 1 and "could not read the generated source" in heard[0] and "no source here" in heard[0]
+    assert (
+        len(heard) == 1 and "could not read the generated source" in heard[0] and "no source here" in heard[0]
+    )

@@ -23,15 +23,30 @@ import run as bench_run  # noqa: E402
 
 def test_gpu_sh_parses_and_wants_a_part(tmp_path):
     assert subprocess.run(["bash", "-n", str(BENCH / "gpu.sh")]).returncode == 0
-    p = subprocess.run(["bash", str(BENCH / "gpu.sh")], capture_output=True, text=True, env={"OUT": str(tmp_path), "PATH": os.environ["PATH"]})
+    p = subprocess.run(
+        ["bash", str(BENCH / "gpu.sh")],
+        capture_output=True,
+        text=True,
+        env={"OUT": str(tmp_path), "PATH": os.environ["PATH"]},
+    )
     assert p.returncode == 2
     assert p.stderr.strip().splitlines()[-1].startswith("gpu.sh: error: say which part")
     assert "autotune" in p.stderr and "builtin" in p.stderr  # the usage names the parts
 
 
 def test_gpu_py_dry_run_names_the_upstream_autotuner():
-    p = subprocess.run([sys.executable, str(BENCH / "gpu.py"), "autotune", "--dry-run", "--modes",
-                        "untraced,quiet,html,builtin-terminal,builtin-html"], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "gpu.py"),
+            "autotune",
+            "--dry-run",
+            "--modes",
+            "untraced,quiet,html,builtin-terminal,builtin-html",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     lines = dict(line.split(" ", 1) for line in p.stdout.splitlines())
     assert set(lines) == set(autotune.MODES)
@@ -43,8 +58,9 @@ def test_gpu_py_dry_run_names_the_upstream_autotuner():
 
 
 def test_gpu_py_summarize_without_results_is_one_error_line(tmp_path):
-    p = subprocess.run([sys.executable, str(BENCH / "gpu.py"), "summarize", str(tmp_path)],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, str(BENCH / "gpu.py"), "summarize", str(tmp_path)], capture_output=True, text=True
+    )
     assert p.returncode == 2 and p.stderr.strip() == "bench/gpu.py: error: no autotune-*.json given"
 
 
@@ -53,13 +69,19 @@ def _inv(mode: str, seconds: float, compiles: int = 0, **kw) -> autotune.Invocat
 
 
 def test_budgets_flag_lost_compiles_and_time_over():
-    res = autotune.Result(label="t", script="s.py", args=[], reps=1, invocations=[
-        _inv("untraced", 100.0),
-        _inv("quiet", 104.0, 288, invocations=1, signatures=288, du_bytes=20),
-        _inv("html", 112.0, 280, invocations=1, signatures=280, du_bytes=30),
-        _inv("builtin-terminal", 120.0, 288, du_bytes=100),
-        _inv("builtin-html", 140.0, 288, du_bytes=100),
-    ])
+    res = autotune.Result(
+        label="t",
+        script="s.py",
+        args=[],
+        reps=1,
+        invocations=[
+            _inv("untraced", 100.0),
+            _inv("quiet", 104.0, 288, invocations=1, signatures=288, du_bytes=20),
+            _inv("html", 112.0, 280, invocations=1, signatures=280, du_bytes=30),
+            _inv("builtin-terminal", 120.0, 288, du_bytes=100),
+            _inv("builtin-html", 140.0, 288, du_bytes=100),
+        ],
+    )
     rows = {r[0].split(": ", 1)[1]: r for r in autotune.budgets(res, time_is_target=True)}
     assert rows["288-compile invocation, tltrace --quiet (records only), wall time vs untraced"][3] == "ok"
     assert rows["288-compile invocation, tltrace html, wall time vs untraced"][3] == "OVER"
@@ -70,10 +92,18 @@ def test_budgets_flag_lost_compiles_and_time_over():
 
 
 def test_parts_are_timed_against_their_own_untraced():
-    res = autotune.Result(label="t", script="s.py", args=[], reps=1, invocations=[
-        _inv("untraced", 100.0, part="a"), _inv("quiet", 105.0, 1, part="a"),
-        _inv("untraced", 200.0, part="b"), _inv("builtin-html", 220.0, 1, part="b"),
-    ])
+    res = autotune.Result(
+        label="t",
+        script="s.py",
+        args=[],
+        reps=1,
+        invocations=[
+            _inv("untraced", 100.0, part="a"),
+            _inv("quiet", 105.0, 1, part="a"),
+            _inv("untraced", 200.0, part="b"),
+            _inv("builtin-html", 220.0, 1, part="b"),
+        ],
+    )
     table = autotune.table(res)
     assert "| tltrace --quiet (records only) [part a] | 105.0 | 1.050x |" in table
     assert "| built-in html [part b] | 220.0 | 1.100x |" in table
@@ -81,18 +111,24 @@ def test_parts_are_timed_against_their_own_untraced():
 
 def test_run_py_keeps_sections_it_does_not_measure(tmp_path):
     out = tmp_path / "benchmarks.md"
-    out.write_text("# Benchmarks\n\nold head\n\n## HTML report (x)\n\nkept text\n\n| target | limit | measured | "
-                   "verdict |\n|---|---:|---:|---|\n| first diff | < 1000 ms | 150 ms | ok |\n\n"
-                   "## Scale: autotune-shaped invocation (CPU, 24 configs)\n\nalso kept\n\n"
-                   "| target | limit | measured | verdict |\n|---|---:|---:|---|\n| bytes | <= 0.25x | 0.30x | OVER |\n")
+    out.write_text(
+        "# Benchmarks\n\nold head\n\n## HTML report (x)\n\nkept text\n\n| target | limit | measured | "
+        "verdict |\n|---|---:|---:|---|\n| first diff | < 1000 ms | 150 ms | ok |\n\n"
+        "## Scale: autotune-shaped invocation (CPU, 24 configs)\n\nalso kept\n\n"
+        "| target | limit | measured | verdict |\n|---|---:|---:|---|\n| bytes | <= 0.25x | 0.30x | OVER |\n"
+    )
     results = tmp_path / "results"
     results.mkdir()
     (results / "gpu.md").write_text("## H200 section\n\ngpu text\n")
     assert bench_run.main(["--only", "results", "--out", str(out), "--results", str(results)]) == 0
     text = out.read_text()
     heads = [line for line in text.splitlines() if line.startswith("## ")]
-    assert heads == ["## Targets", "## HTML report (x)", "## Scale: autotune-shaped invocation (CPU, 24 configs)",
-                     "## H200 section"]
+    assert heads == [
+        "## Targets",
+        "## HTML report (x)",
+        "## Scale: autotune-shaped invocation (CPU, 24 configs)",
+        "## H200 section",
+    ]
     assert "kept text" in text and "also kept" in text and "old head" not in text
     assert "1 of 2 met" in text
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tltrace.config import Settings
-from tltrace.runner import Target, run_target
 from tltrace.session.events import PassRecorded
 from tltrace.session.records import RunManifest
+from tltrace.session.runner import Target, run_target
 from tltrace.session.store import RunStore
 
 from .conftest import EXAMPLES
@@ -61,8 +61,9 @@ class _Reference:
 def gemm_trace(tmp_path_factory):
     """One traced compile of examples/gemm.py, with an independent observer beside it."""
     tmp = tmp_path_factory.mktemp("gemm")
-    settings = Settings(mode="terminal", trace_dir=tmp, script_name="gemm", quiet=True,
-                        command=("tltrace", "run", "gemm.py"))
+    settings = Settings(
+        mode="terminal", trace_dir=tmp, script_name="gemm", quiet=True, command=("tltrace", "run", "gemm.py")
+    )
     events: list = []
     import tilelang  # noqa: F401
 
@@ -172,8 +173,10 @@ def test_two_threads_two_clean_runs(tmp_path):
             errors.append(exc)
 
     try:
-        threads = [threading.Thread(target=compile_one, args=(f,))
-                   for f in (make_add(512, 64), make_softmax(32, 16, 4))]
+        threads = [
+            threading.Thread(target=compile_one, args=(f,))
+            for f in (make_add(512, 64), make_softmax(32, 16, 4))
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -194,8 +197,13 @@ def test_two_threads_two_clean_runs(tmp_path):
 def test_record_paths_cannot_escape(tmp_path):
     store = RunStore(tmp_path / "s")
     store.open()
-    for phase, name in [("../../..", "../../etc/passwd"), ("/abs", "a/b\\c"), ("pipeline_c", "<img onerror=x>"),
-                        ("", ""), ("..", "..")]:
+    for phase, name in [
+        ("../../..", "../../etc/passwd"),
+        ("/abs", "a/b\\c"),
+        ("pipeline_c", "<img onerror=x>"),
+        ("", ""),
+        ("..", ".."),
+    ]:
         rel = store.record_path(phase, 3, name, "before")
         store.link_text(rel, "text")
         dest = (store.run_dir / rel).resolve()
@@ -205,8 +213,17 @@ def test_record_paths_cannot_escape(tmp_path):
 
 def test_keep_newest_runs(run_cli, examples_dir, tmp_path):
     for _ in range(3):
-        r = run_cli("run", "--quiet", "--keep", "2", "--trace-dir", tmp_path / "tr",
-                    examples_dir / "elementwise_add.py", "--n", "256")
+        r = run_cli(
+            "run",
+            "--quiet",
+            "--keep",
+            "2",
+            "--trace-dir",
+            tmp_path / "tr",
+            examples_dir / "elementwise_add.py",
+            "--n",
+            "256",
+        )
         assert r.exit_code == 0, r.stderr
     runs = sorted((tmp_path / "tr" / "elementwise_add" / ".run_records").glob("run_*"))
     assert len(runs) == 2
@@ -293,12 +310,17 @@ def test_terminal_prints_nested_passes_under_their_parent(gemm_trace):
     manifest, run_dir, events, _ = gemm_trace
     assert any(r.depth > 0 for r in manifest.records)
     buf = io.StringIO()
-    view = TerminalView(Settings(mode="terminal", trace_dir=run_dir, quiet=False),
-                        console=Console(file=buf, width=200, color_system=None))
+    view = TerminalView(
+        Settings(mode="terminal", trace_dir=run_dir, quiet=False),
+        console=Console(file=buf, width=200, color_system=None),
+    )
     for e in events:
         view(e)
-    shown = [line.split()[1] for line in buf.getvalue().splitlines()
-             if line.startswith("[gemm] ") and "/" in line.split()[1]]
+    shown = [
+        line.split()[1]
+        for line in buf.getvalue().splitlines()
+        if line.startswith("[gemm] ") and "/" in line.split()[1]
+    ]
     assert [int(s.split("/")[1]) for s in shown] == list(range(len(manifest.records)))
     # The compile finishes, then its invocation.
     from tltrace.session.events import InvocationFinished

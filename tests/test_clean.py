@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tltrace.errors import UsageError
-from tltrace.retention import clean, parse_duration
+from tltrace.history.retention import clean, parse_duration
 
 from ._records import copy_tree, run_dirs, trace
 
@@ -18,16 +18,26 @@ from ._records import copy_tree, run_dirs, trace
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory) -> Path:
     td = tmp_path_factory.mktemp("clean") / "traces"
-    return trace(td, ("elementwise_add.py", "--block", "64"), ("elementwise_add.py", "--block", "32"),
-                 ("elementwise_add.py",), ("softmax.py",))
+    return trace(
+        td,
+        ("elementwise_add.py", "--block", "64"),
+        ("elementwise_add.py", "--block", "32"),
+        ("elementwise_add.py",),
+        ("softmax.py",),
+    )
 
 
 @pytest.fixture
 def td(traced: Path, tmp_path: Path) -> Path:
     td = copy_tree(traced, tmp_path / "traces")
     sd = td / "elementwise_add"
-    for name in ("codegen_device.cpp", "codegen_device.cpp.original", "codegen_device.cpp.latest",
-                 "codegen_device.cpp.bak", "codegen_device.cpp.original.bak"):
+    for name in (
+        "codegen_device.cpp",
+        "codegen_device.cpp.original",
+        "codegen_device.cpp.latest",
+        "codegen_device.cpp.bak",
+        "codegen_device.cpp.original.bak",
+    ):
         (sd / name).write_text(f"// {name}\n")
     return td
 
@@ -36,8 +46,18 @@ def objects(sd: Path) -> list[Path]:
     return list((sd / ".run_records" / ".objects").iterdir())
 
 
-@pytest.mark.parametrize("text, seconds", [("30s", 30), ("10m", 600), ("2h", 7200), ("7d", 604800),
-                                           ("1w", 604800), ("1d12h", 129600), ("3", 259200)])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("30s", 30),
+        ("10m", 600),
+        ("2h", 7200),
+        ("7d", 604800),
+        ("1w", 604800),
+        ("1d12h", 129600),
+        ("3", 259200),
+    ],
+)
 def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
@@ -94,16 +114,20 @@ def test_active_run_is_kept(td: Path) -> None:
     reused = sd / ".run_records" / f"run_20200101_000000_000000_{os.getpid()}_0badc0de"
     for run in (live, reused):
         run.mkdir()
-        (run / "manifest.json").write_text(json.dumps({"run_id": run.name, "script": "softmax",
-                                                       "status": "running", "schema_version": 1}))
+        (run / "manifest.json").write_text(
+            json.dumps({"run_id": run.name, "script": "softmax", "status": "running", "schema_version": 1})
+        )
     res = clean([sd], remove_all=True)
     assert res.skipped_active == [live] and live.is_dir()
     assert reused in res.removed and len(res.removed) == 2 and not reused.exists()
 
 
 def test_usage_errors(run_cli, td: Path) -> None:
-    for args, needle in ((("clean",), "--keep N"), (("clean", "--keep", "0"), "--all"),
-                         (("clean", "--older-than", "soon"), "not a duration")):
+    for args, needle in (
+        (("clean",), "--keep N"),
+        (("clean", "--keep", "0"), "--all"),
+        (("clean", "--older-than", "soon"), "not a duration"),
+    ):
         res = run_cli(*args[:1], "--trace-dir", str(td), *args[1:])
         assert res.exit_code == 2 and res.stderr.startswith("tltrace: error: ") and needle in res.stderr
     run = run_dirs(td / "softmax")[0]

@@ -24,7 +24,9 @@ def tltrace(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     assert TLTRACE is not None
     env = {**os.environ, "TILELANG_DISABLE_CACHE": "1", "NO_COLOR": "1"}
     env.pop("TL_LOWER_TRACE", None)
-    return subprocess.run([TLTRACE, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [TLTRACE, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +48,9 @@ def test_show(work: Path) -> None:
     res = tltrace("show", "--trace-dir", "traces", "--json", cwd=work)
     assert res.returncode == 0, res.stderr
     assert [r["position"] for r in json.loads(res.stdout)["runs"]] == [-2, -1]
-    res = tltrace("show", "--trace-dir", "traces", "elementwise_add", "-1", "--pass", "LayoutInference", cwd=work)
+    res = tltrace(
+        "show", "--trace-dir", "traces", "elementwise_add", "-1", "--pass", "LayoutInference", cwd=work
+    )
     assert res.returncode == 0 and "LayoutInference  CHANGED" in res.stdout
 
 

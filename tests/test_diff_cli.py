@@ -36,7 +36,7 @@ def test_run_and_show_mark_reindents_and_ignore_whitespace_hides_them(
 
 
 def test_show_json_rows_match_the_texts(run_cli, examples_dir: Path, tmp_path: Path):
-    from tltrace import runs as R
+    from tltrace.history import runs as R
 
     td = tmp_path / "t"
     assert run_cli("run", "-q", "--trace-dir", td, examples_dir / "elementwise_add.py").exit_code == 0

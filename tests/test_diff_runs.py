@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.rundiff import INPUT_DIFFERS, ONLY_A, ONLY_B, OUTPUT_DIFFERS, SAME, align, diff_runs
+from tltrace.history.compare import INPUT_DIFFERS, ONLY_A, ONLY_B, OUTPUT_DIFFERS, SAME, align, diff_runs
 from tltrace.session.records import PassRecord, RunManifest
 
 from ._records import read_manifest, run_dirs, trace
@@ -16,7 +16,9 @@ from ._records import read_manifest, run_dirs, trace
 
 def rec(index: int, name: str, before: str, after: str, phase: str = "p") -> PassRecord:
     status = "changed" if before != after else "noop"
-    return PassRecord(index=index, name=name, phase=phase, status=status, before_hash=before, after_hash=after)
+    return PassRecord(
+        index=index, name=name, phase=phase, status=status, before_hash=before, after_hash=after
+    )
 
 
 def manifest(*records: PassRecord) -> RunManifest:
@@ -33,20 +35,35 @@ def test_identical_runs_are_same() -> None:
 def test_alignment_is_by_name_and_occurrence_not_index() -> None:
     a = manifest(rec(0, "S", "h0", "h0"), rec(1, "X", "h0", "h1"), rec(2, "S", "h1", "h2"))
     # B ran an extra pass first: every index shifts, the keys do not.
-    b = manifest(rec(0, "Extra", "h0", "h0"), rec(1, "S", "h0", "h0"), rec(2, "X", "h0", "h1"),
-                 rec(3, "S", "h1", "h2"))
+    b = manifest(
+        rec(0, "Extra", "h0", "h0"), rec(1, "S", "h0", "h0"), rec(2, "X", "h0", "h1"), rec(3, "S", "h1", "h2")
+    )
     d = diff_runs(a, b)
     assert [(p.label, p.status) for p in d.pairs] == [
-        ("p/Extra", ONLY_B), ("p/S", SAME), ("p/X", SAME), ("p/S#2", SAME)]
+        ("p/Extra", ONLY_B),
+        ("p/S", SAME),
+        ("p/X", SAME),
+        ("p/S#2", SAME),
+    ]
     assert d.first_output_divergence is None and not d.same
 
 
 def test_first_output_and_input_divergence() -> None:
-    a = manifest(rec(0, "A", "h0", "h1"), rec(1, "B", "h1", "h2"), rec(2, "C", "h2", "h3"), rec(3, "D", "h3", "h3"))
-    b = manifest(rec(0, "A", "h0", "h1"), rec(1, "B", "h1", "XX"), rec(2, "C", "XX", "h3"), rec(3, "E", "h3", "h3"))
+    a = manifest(
+        rec(0, "A", "h0", "h1"), rec(1, "B", "h1", "h2"), rec(2, "C", "h2", "h3"), rec(3, "D", "h3", "h3")
+    )
+    b = manifest(
+        rec(0, "A", "h0", "h1"), rec(1, "B", "h1", "XX"), rec(2, "C", "XX", "h3"), rec(3, "E", "h3", "h3")
+    )
     d = diff_runs(a, b)
     statuses = {p.label: p.status for p in d.pairs}
-    assert statuses == {"p/A": SAME, "p/B": OUTPUT_DIFFERS, "p/C": INPUT_DIFFERS, "p/D": ONLY_A, "p/E": ONLY_B}
+    assert statuses == {
+        "p/A": SAME,
+        "p/B": OUTPUT_DIFFERS,
+        "p/C": INPUT_DIFFERS,
+        "p/D": ONLY_A,
+        "p/E": ONLY_B,
+    }
     assert d.first_output_divergence.label == "p/B"
     assert d.first_input_divergence.label == "p/C"
     assert d.first_output_change.label == "p/B"
@@ -61,11 +78,27 @@ def test_only_in_b_placed_after_its_predecessor() -> None:
 
 
 def test_codegen_compared_per_role() -> None:
-    dev = PassRecord(index=5, name="codegen_device", phase="codegen", status="codegen", role="device",
-                     before_hash="t", after_hash="src1")
-    host = PassRecord(index=6, name="codegen_host", phase="codegen", status="codegen", role="host",
-                      before_hash="t", after_hash="h")
-    d = diff_runs(manifest(dev, host), manifest(dev.__class__(**{**dev.__dict__, "after_hash": "src2"}), host))
+    dev = PassRecord(
+        index=5,
+        name="codegen_device",
+        phase="codegen",
+        status="codegen",
+        role="device",
+        before_hash="t",
+        after_hash="src1",
+    )
+    host = PassRecord(
+        index=6,
+        name="codegen_host",
+        phase="codegen",
+        status="codegen",
+        role="host",
+        before_hash="t",
+        after_hash="h",
+    )
+    d = diff_runs(
+        manifest(dev, host), manifest(dev.__class__(**{**dev.__dict__, "after_hash": "src2"}), host)
+    )
     assert d.codegen == {"device": "differs", "host": SAME}
 
 
@@ -74,8 +107,15 @@ def test_codegen_compared_per_role() -> None:
 def traced(tmp_path_factory) -> Path:
     """elementwise_add: block 128, block 64, block 128 again; softmax once; two_kernels twice."""
     td = tmp_path_factory.mktemp("diffruns") / "traces"
-    return trace(td, ("elementwise_add.py",), ("elementwise_add.py", "--block", "64"), ("elementwise_add.py",),
-                 ("softmax.py",), ("two_kernels.py",), ("two_kernels.py",))
+    return trace(
+        td,
+        ("elementwise_add.py",),
+        ("elementwise_add.py", "--block", "64"),
+        ("elementwise_add.py",),
+        ("softmax.py",),
+        ("two_kernels.py",),
+        ("two_kernels.py",),
+    )
 
 
 @pytest.fixture
@@ -151,13 +191,16 @@ def test_html_report(cli, traced: Path, tmp_path: Path) -> None:
     assert data["diffs"][0]["open"] is True and len(data["diffs"]) == passes
 
 
-@pytest.mark.parametrize("args, message", [
-    (("nope", "-1"), "neither a run"),
-    (("-1", "-9", "--script", "elementwise_add"), "does not exist"),
-    (("-1", "-2"), "several scripts"),
-    (("-1", "-2"), "--script elementwise_add"),  # a diff-runs hint, not a show one
-    (("--bogus", "-1"), "no such option"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("nope", "-1"), "neither a run"),
+        (("-1", "-9", "--script", "elementwise_add"), "does not exist"),
+        (("-1", "-2"), "several scripts"),
+        (("-1", "-2"), "--script elementwise_add"),  # a diff-runs hint, not a show one
+        (("--bogus", "-1"), "no such option"),
+    ],
+)
 def test_trouble_exits_2_with_one_line(cli, args, message) -> None:
     res = cli(*args)
     assert res.exit_code == 2
@@ -187,7 +230,9 @@ def test_two_invocations_of_two_kernels_pair_their_compiles(cli) -> None:
 
 def test_kernel_option_picks_one_kernels_runs(cli) -> None:
     res = cli("two_kernels:-1", "two_kernels:-1", "--kernel", "vadd")  # one compile each: pass by pass
-    assert res.exit_code == 0 and "same:" in res.stdout and "passes, inputs and outputs identical" in res.stdout
+    assert (
+        res.exit_code == 0 and "same:" in res.stdout and "passes, inputs and outputs identical" in res.stdout
+    )
     res = cli("two_kernels:-2", "two_kernels:-1", "--kernel", "vmul", "--json")
     data = json.loads(res.stdout)
     assert res.exit_code == 0 and data["a"]["kernel"] == data["b"]["kernel"] == "vmul"

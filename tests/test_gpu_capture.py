@@ -34,9 +34,24 @@ def _need_gpu(monkeypatch):
 def _trace(tmp_path: Path, backend: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict, Path]:
     env = {k: v for k, v in os.environ.items() if k != "TLTRACE_EXAMPLES_CPU"}
     env.update(TILELANG_DISABLE_CACHE="1", TLTRACE_EXAMPLES_BACKEND=backend)
-    p = subprocess.run([sys.executable, "-m", "tltrace", "run", "--quiet", "--trace-dir", str(tmp_path / "t"),
-                        *extra, str(EXAMPLES / "gemm.py")],
-                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tltrace",
+            "run",
+            "--quiet",
+            "--trace-dir",
+            str(tmp_path / "t"),
+            *extra,
+            str(EXAMPLES / "gemm.py"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     print(p.stdout[-3000:], p.stderr[-3000:])
     runs = sorted((tmp_path / "t" / "gemm" / ".run_records").glob("run_*"))
     m = json.loads((runs[-1] / "manifest.json").read_text())
@@ -60,7 +75,12 @@ def test_gemm_tvm_ffi_device_and_host_apart(tmp_path):
     assert dev["after_file"].endswith("_codegen_device_after.cpp")
     assert host["after_file"].endswith("_codegen_host_after.cpp")
     assert any(r["phase"] == "pipeline_cuda" for r in m["records"])
-    print("passes:", len(m["records"]), "pipeline_cuda:", sum(r["phase"] == "pipeline_cuda" for r in m["records"]))
+    print(
+        "passes:",
+        len(m["records"]),
+        "pipeline_cuda:",
+        sum(r["phase"] == "pipeline_cuda" for r in m["records"]),
+    )
 
 
 def test_gemm_nvrtc_device_only(tmp_path):

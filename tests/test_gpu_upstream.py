@@ -53,21 +53,33 @@ def _need(script: Path) -> None:
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("TLTRACE_EXAMPLES_CPU", "TL_LOWER_TRACE",
-                                                             "TL_LOWER_TRACE_DIR")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TLTRACE_EXAMPLES_CPU", "TL_LOWER_TRACE", "TL_LOWER_TRACE_DIR")
+    }
     env.update(TILELANG_DISABLE_CACHE="1", TILELANG_AUTO_TUNING_DISABLE_CACHE="1")
     return env
 
 
 def _trace(script: Path, trace_dir: Path, *opts: str, args: tuple[str, ...] = (), timeout: int = 540):
-    p = subprocess.run([sys.executable, "-m", "tltrace", "run", *opts, "--trace-dir", str(trace_dir), str(script),
-                        *args], capture_output=True, text=True, env=_env(), cwd=trace_dir.parent, timeout=timeout)
+    p = subprocess.run(
+        [sys.executable, "-m", "tltrace", "run", *opts, "--trace-dir", str(trace_dir), str(script), *args],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=trace_dir.parent,
+        timeout=timeout,
+    )
     print(p.stdout[-4000:], p.stderr[-4000:])
     return p
 
 
 def _manifests(script_dir: Path) -> dict[str, dict]:
-    return {m.parent.name: json.loads(m.read_text()) for m in sorted(script_dir.glob(".run_records/run_*/manifest.json"))}
+    return {
+        m.parent.name: json.loads(m.read_text())
+        for m in sorted(script_dir.glob(".run_records/run_*/manifest.json"))
+    }
 
 
 def _grid_size() -> int:

@@ -57,8 +57,14 @@ def test_ctrl_c_mid_compile_is_interrupted(tmp_path: Path, at: str) -> None:
     script = tmp_path / "stop.py"
     script.write_text(SCRIPT.format(examples=str(EXAMPLES)))
     env = {**os.environ, "TILELANG_DISABLE_CACHE": "1", "NO_COLOR": "1"}
-    p = subprocess.run([sys.executable, "-m", "tltrace", "run", "-q", "--trace-dir", "tr", str(script), at],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    p = subprocess.run(
+        [sys.executable, "-m", "tltrace", "run", "-q", "--trace-dir", "tr", str(script), at],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert p.returncode == 130, p.stderr[-2000:]
     assert "not reached" not in p.stdout
     assert p.stderr.rstrip().splitlines()[-1] == "KeyboardInterrupt"

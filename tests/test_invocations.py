@@ -278,7 +278,9 @@ def test_impossible_start_times_show_as_unknown(cli, odd: Path, started) -> None
         from tltrace.render.html import report_head
 
         page = (run / "report.html").read_bytes()
-        assert page.startswith(report_head()) and b"NaN" not in page[len(report_head()):]  # the data, not the JS
+        assert (
+            page.startswith(report_head()) and b"NaN" not in page[len(report_head()) :]
+        )  # the data, not the JS
 
 
 def test_record_paths_never_leave_the_run_dir(cli, odd: Path, tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from tltrace import _manpage
-from tltrace.cli import app
+from tltrace.cli import _manpage
+from tltrace.cli.app import app
 
 MAN = Path(__file__).resolve().parent.parent / "man" / "tltrace.1"
 
@@ -21,7 +21,9 @@ def test_man_page_is_current() -> None:
         MAN.parent.mkdir(exist_ok=True)
         MAN.write_text(text)
     assert MAN.is_file(), "man/tltrace.1 is missing; run: TLTRACE_REGEN=1 pytest tests/test_manpage.py"
-    assert MAN.read_text() == text, "man/tltrace.1 is stale; run: TLTRACE_REGEN=1 pytest tests/test_manpage.py"
+    assert MAN.read_text() == text, (
+        "man/tltrace.1 is stale; run: TLTRACE_REGEN=1 pytest tests/test_manpage.py"
+    )
 
 
 def commands() -> dict:
@@ -38,8 +40,16 @@ def test_every_command_option_and_example_is_in_the_page() -> None:
             for opt in getattr(p, "opts", []):
                 if opt.startswith("-"):
                     assert _manpage.esc(opt) in text, (name, opt)
-    for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "EXIT STATUS", "ENVIRONMENT", "FILES",
-                    "SHELL COMPLETION"):
+    for section in (
+        "NAME",
+        "SYNOPSIS",
+        "DESCRIPTION",
+        "COMMANDS",
+        "EXIT STATUS",
+        "ENVIRONMENT",
+        "FILES",
+        "SHELL COMPLETION",
+    ):
         assert f".SH {section}" in text
     for code in ("0", "1", "2", "3", "4"):
         assert f".TP\n\\fB{code}\\fR" in text

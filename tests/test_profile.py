@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.chrome_trace import chrome_trace
-from tltrace.profile import BACKEND, BACKEND_NAME, UNTIMED, profile, timeline
+from tltrace.history.profile import BACKEND, BACKEND_NAME, UNTIMED, profile, timeline
+from tltrace.render.chrome_trace import chrome_trace
 from tltrace.session.records import PassRecord, RunManifest
 
 from ._kernels import THREADED_SCRIPT
@@ -24,16 +24,19 @@ def threaded(tmp_path_factory):
     """Trace THREADED_SCRIPT once with `tltrace run --chrome-trace`; return (trace_dir, trace json, manifests)."""
     from typer.testing import CliRunner
 
-    from tltrace import runs as R
-    from tltrace.cli import app
+    from tltrace.cli.app import app
+    from tltrace.history import runs as R
 
     tmp = tmp_path_factory.mktemp("threaded")
     script = tmp / "pool.py"
     script.write_text(THREADED_SCRIPT)
     td = tmp / "td"
     out = tmp / "trace.json"
-    res = CliRunner().invoke(app, ["run", "-q", "--mode", "html", "--trace-dir", str(td), "--chrome-trace", str(out),
-                                   str(script)], catch_exceptions=False)
+    res = CliRunner().invoke(
+        app,
+        ["run", "-q", "--mode", "html", "--trace-dir", str(td), "--chrome-trace", str(out), str(script)],
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0, res.output
     manifests = [r.manifest for r in R.list_runs(R.locate("pool", td), size=False)]
     assert len(manifests) == 3 and all(m is not None for m in manifests)
@@ -43,7 +46,7 @@ def threaded(tmp_path_factory):
 def _cli(*args: str):
     from typer.testing import CliRunner
 
-    from tltrace.cli import app
+    from tltrace.cli.app import app
 
     return CliRunner().invoke(app, list(args), catch_exceptions=False)
 
@@ -201,12 +204,24 @@ TRACE_EVENT_SCHEMA = {
                 "args": {"type": "object"},
             },
             "allOf": [
-                {"if": {"properties": {"ph": {"const": "X"}}},
-                 "then": {"required": ["ts", "dur", "cat"]}},
-                {"if": {"properties": {"ph": {"const": "M"}}},
-                 "then": {"required": ["args"],
-                          "properties": {"name": {"enum": ["process_name", "process_sort_index", "thread_name",
-                                                           "thread_sort_index", "process_labels"]}}}},
+                {"if": {"properties": {"ph": {"const": "X"}}}, "then": {"required": ["ts", "dur", "cat"]}},
+                {
+                    "if": {"properties": {"ph": {"const": "M"}}},
+                    "then": {
+                        "required": ["args"],
+                        "properties": {
+                            "name": {
+                                "enum": [
+                                    "process_name",
+                                    "process_sort_index",
+                                    "thread_name",
+                                    "thread_sort_index",
+                                    "process_labels",
+                                ]
+                            }
+                        },
+                    },
+                },
             ],
         }
     },
@@ -244,12 +259,15 @@ def test_export_writes_the_invocation_of_a_run(threaded, tmp_path: Path):
     assert json.loads(res.stdout)["otherData"]["compiles"] == 3
 
 
-@pytest.mark.parametrize("args, code, msg", [
-    (["pool"], 2, "--chrome-trace PATH"),
-    (["pool", "-9", "--chrome-trace", "x.json"], 2, "invocation -9 does not exist"),
-    (["nosuch", "--chrome-trace", "x.json"], 3, "neither a run"),
-    (["pool", "--bogus", "--chrome-trace", "x.json"], 2, "no such option: --bogus"),
-])
+@pytest.mark.parametrize(
+    "args, code, msg",
+    [
+        (["pool"], 2, "--chrome-trace PATH"),
+        (["pool", "-9", "--chrome-trace", "x.json"], 2, "invocation -9 does not exist"),
+        (["nosuch", "--chrome-trace", "x.json"], 3, "neither a run"),
+        (["pool", "--bogus", "--chrome-trace", "x.json"], 2, "no such option: --bogus"),
+    ],
+)
 def test_export_bad_input_is_one_line(threaded, tmp_path: Path, monkeypatch, args, code, msg):
     td, _, _ = threaded
     monkeypatch.chdir(tmp_path)
@@ -268,15 +286,25 @@ def test_show_format_rejects_unknown(threaded):
 # -- edge cases, hand-made ----------------------------------------------------------------------------
 def _m(run_id: str, records: list[PassRecord], *, started=100.0, finished=101.0, status="complete", **kw):
     kw.setdefault("invocation", "inv_test")
-    return RunManifest(run_id=run_id, script="s", kernel="k", started=started, finished=finished, status=status,
-                       records=tuple(records), **kw)
+    return RunManifest(
+        run_id=run_id,
+        script="s",
+        kernel="k",
+        started=started,
+        finished=finished,
+        status=status,
+        records=tuple(records),
+        **kw,
+    )
 
 
 def test_nested_slices_are_clamped_into_their_parent():
-    recs = [PassRecord(0, "Outer", "p", duration_s=0.010, start_s=0.001),
-            PassRecord(1, "Inner", "p", depth=1, parent=0, duration_s=0.004, start_s=0.0005),  # starts early
-            PassRecord(2, "Inner2", "p", depth=1, parent=0, duration_s=0.020, start_s=0.009),  # ends late
-            PassRecord(3, "codegen_device", "codegen", status="codegen", duration_s=0.002, start_s=0.012)]
+    recs = [
+        PassRecord(0, "Outer", "p", duration_s=0.010, start_s=0.001),
+        PassRecord(1, "Inner", "p", depth=1, parent=0, duration_s=0.004, start_s=0.0005),  # starts early
+        PassRecord(2, "Inner2", "p", depth=1, parent=0, duration_s=0.020, start_s=0.009),  # ends late
+        PassRecord(3, "codegen_device", "codegen", status="codegen", duration_s=0.002, start_s=0.012),
+    ]
     t = timeline(_m("run_a", recs))
     s = {x.index: x for x in t.slices}
     assert s[1].start_s == pytest.approx(0.001) and s[2].end_s == pytest.approx(0.011)
@@ -286,16 +314,26 @@ def test_nested_slices_are_clamped_into_their_parent():
     p = profile([t.manifest])
     rows = {r.name: r for r in p.rows}
     assert rows["Outer"].self_s == pytest.approx(0.010 - 0.004 - 0.002)  # minus its clamped children
-    assert rows[UNTIMED if UNTIMED in rows else "untimed"].total_s == pytest.approx(1.0 - 0.010 - 0.002 - (1.0 - 0.014))
+    assert rows[UNTIMED if UNTIMED in rows else "untimed"].total_s == pytest.approx(
+        1.0 - 0.010 - 0.002 - (1.0 - 0.014)
+    )
 
 
 def test_records_without_start_times_are_laid_out_back_to_back():
-    recs = [PassRecord(0, "A", "p", duration_s=0.002), PassRecord(1, "B", "p", depth=1, parent=0, duration_s=0.001),
-            PassRecord(2, "C", "p", duration_s=0.003),
-            PassRecord(3, "codegen_device", "codegen", status="codegen", duration_s=0.001)]
+    recs = [
+        PassRecord(0, "A", "p", duration_s=0.002),
+        PassRecord(1, "B", "p", depth=1, parent=0, duration_s=0.001),
+        PassRecord(2, "C", "p", duration_s=0.003),
+        PassRecord(3, "codegen_device", "codegen", status="codegen", duration_s=0.001),
+    ]
     t = timeline(_m("run_b", recs, schema_version=1, invocation=None))
     assert not t.exact
-    assert [(x.start_s, x.end_s) for x in t.slices] == [(0, 0.002), (0, 0.001), (0.002, 0.005), (0.005, 0.006)]
+    assert [(x.start_s, x.end_s) for x in t.slices] == [
+        (0, 0.002),
+        (0, 0.001),
+        (0.002, 0.005),
+        (0.005, 0.006),
+    ]
     assert not [x for x in t.slices if x.kind == BACKEND]  # no start times: the rest is untimed
     trace = chrome_trace([t.manifest])
     _validate_trace_event_format(trace)
@@ -303,9 +341,24 @@ def test_records_without_start_times_are_laid_out_back_to_back():
 
 
 def test_compiles_without_thread_never_overlap_on_one_track():
-    a = _m("run_20260101_000000_000000_7_aa", [PassRecord(0, "A", "p", duration_s=0.5)], started=10.0, finished=11.0)
-    b = _m("run_20260101_000000_500000_7_bb", [PassRecord(0, "A", "p", duration_s=0.5)], started=10.5, finished=11.5)
-    c = _m("run_20260101_000002_000000_7_cc", [PassRecord(0, "A", "p", duration_s=0.5)], started=12.0, finished=12.5)
+    a = _m(
+        "run_20260101_000000_000000_7_aa",
+        [PassRecord(0, "A", "p", duration_s=0.5)],
+        started=10.0,
+        finished=11.0,
+    )
+    b = _m(
+        "run_20260101_000000_500000_7_bb",
+        [PassRecord(0, "A", "p", duration_s=0.5)],
+        started=10.5,
+        finished=11.5,
+    )
+    c = _m(
+        "run_20260101_000002_000000_7_cc",
+        [PassRecord(0, "A", "p", duration_s=0.5)],
+        started=12.0,
+        finished=12.5,
+    )
     trace = chrome_trace([a, b, c])
     comp = {e["args"]["run_id"]: e["tid"] for e in trace["traceEvents"] if e.get("cat") == "compile"}
     assert comp[a.run_id] != comp[b.run_id] and comp[c.run_id] == comp[a.run_id]
@@ -313,11 +366,16 @@ def test_compiles_without_thread_never_overlap_on_one_track():
 
 
 def test_markdown_puts_failures_first_and_escapes_names():
-    from tltrace.cli_profile import markdown
+    from tltrace.cli.profile import markdown
 
     ok = _m("run_ok", [PassRecord(0, "A", "p", duration_s=0.1, start_s=0.0)], started=1.0, finished=2.0)
-    bad = _m("run_bad", [PassRecord(0, "A|<b>x</b>", "p", status="failed", duration_s=0.1, start_s=0.0,
-                                    error="boom")], started=3.0, finished=4.0, status="error")
+    bad = _m(
+        "run_bad",
+        [PassRecord(0, "A|<b>x</b>", "p", status="failed", duration_s=0.1, start_s=0.0, error="boom")],
+        started=3.0,
+        finished=4.0,
+        status="error",
+    )
     md = markdown([ok, bad], top=None)
     rows = [line for line in md.splitlines() if line.startswith("| ✅") or line.startswith("| ❌")]
     assert rows[0].startswith("| ❌") and "`run_bad`" in rows[0] and "`run_ok`" in rows[1]
@@ -335,7 +393,9 @@ def open_page(browser):
         contexts.append(ctx)
         page = ctx.new_page()
         page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-        page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+        page.on(
+            "console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None
+        )
         page.goto(Path(path).resolve().as_uri())
         page.wait_for_selector("html[data-ready='1']")
         return page
@@ -355,8 +415,9 @@ def test_profile_view_of_a_real_compile_report(threaded, open_page):
     page.click("#tl-profile-btn")
     bars = page.locator(".tl-prof-bar")
     assert bars.count() == len(m.records)  # a bar for every pass, in pipeline order
-    assert page.eval_on_selector_all(".tl-prof-bar", "bs => bs.map(b => +b.dataset.index)") == \
-        [r.index for r in m.records]
+    assert page.eval_on_selector_all(".tl-prof-bar", "bs => bs.map(b => +b.dataset.index)") == [
+        r.index for r in m.records
+    ]
     assert page.locator("polyline.tl-prof-lines").count() == 1  # IR size after each pass
     nested = [r for r in m.records if r.depth > 0]
     assert nested and page.locator(".tl-prof-bar.nested").count() == len(nested)
@@ -383,8 +444,16 @@ def test_profile_view_of_the_invocation_index(threaded, open_page):
     assert len(names) == min(30, json.loads(res.stdout)["rows_total"])
     # The same ranking as show --profile (ties and µs rounding aside: compare the sets of the top 10).
     assert set(names[:10]) == set(expected[:10])
-    rows = page.evaluate("window.tltraceProfile.aggregateRows(" + json.dumps(
-        [{"run": "a", "wall": 1, "times": {"X": 0.1, "Y": 0.3}}, {"run": "b", "wall": 1, "times": {"X": 0.3}}]) + ")")
+    rows = page.evaluate(
+        "window.tltraceProfile.aggregateRows("
+        + json.dumps(
+            [
+                {"run": "a", "wall": 1, "times": {"X": 0.1, "Y": 0.3}},
+                {"run": "b", "wall": 1, "times": {"X": 0.3}},
+            ]
+        )
+        + ")"
+    )
     assert rows[0]["name"] == "X" and rows[0]["total"] == pytest.approx(0.4) and rows[0]["compiles"] == 2
     assert rows[0]["min"] == pytest.approx(0.1) and rows[0]["max"] == pytest.approx(0.3)
 
@@ -402,5 +471,7 @@ def test_profile_view_of_a_500_pass_report(open_page, tmp_path: Path, capsys):
     drawn = page.evaluate("performance.now()") - t0
     assert page.locator(".tl-prof-bar").count() == 500
     with capsys.disabled():
-        print(f"\n500-pass report: {report.stat().st_size / 1e6:.2f} MB, ready {ready} ms after navigation, "
-              f"profile view drawn in {drawn:.0f} ms")
+        print(
+            f"\n500-pass report: {report.stat().st_size / 1e6:.2f} MB, ready {ready} ms after navigation, "
+            f"profile view drawn in {drawn:.0f} ms"
+        )

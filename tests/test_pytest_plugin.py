@@ -24,7 +24,9 @@ REPO = Path(__file__).resolve().parent.parent
 # (blocking the entry point's name keeps it from being registered twice).
 PLUGIN = ["-p", "no:tltrace", "-p", "tltrace.pytest_plugin"]
 
-TESTS = KERNELS + '''
+TESTS = (
+    KERNELS
+    + """
 
 def test_pass():
     build(256)
@@ -41,7 +43,8 @@ def test_threads():
 
 def test_no_compile():
     pass
-'''
+"""
+)
 
 
 def _script_dirs(td: Path) -> dict[str, Path]:
@@ -49,7 +52,9 @@ def _script_dirs(td: Path) -> dict[str, Path]:
 
 
 def _manifests(sd: Path) -> list[dict]:
-    return [json.loads((r / "manifest.json").read_text()) for r in sorted((sd / ".run_records").glob("run_*"))]
+    return [
+        json.loads((r / "manifest.json").read_text()) for r in sorted((sd / ".run_records").glob("run_*"))
+    ]
 
 
 @pytest.fixture
@@ -100,8 +105,9 @@ def test_traces_each_test_as_one_invocation_and_names_the_failure(suite):
 
 def test_only_failed_keeps_only_the_failing_tests_traces(suite):
     td = suite.path / "traces"
-    res = suite.runpytest_subprocess(*PLUGIN, "--tltrace=terminal", "--tltrace-only-failed", f"--tltrace-dir={td}",
-                          "-k", "pass or fail")
+    res = suite.runpytest_subprocess(
+        *PLUGIN, "--tltrace=terminal", "--tltrace-only-failed", f"--tltrace-dir={td}", "-k", "pass or fail"
+    )
     res.assert_outcomes(passed=1, failed=1)
     assert set(_script_dirs(td)) == {trace_name("test_kernels.py::test_fail")}
     out = res.stdout.str()
@@ -113,7 +119,9 @@ def test_only_failed_keeps_only_the_failing_tests_traces(suite):
 
 def test_bare_flag_before_a_path_and_a_bad_mode(suite):
     td = suite.path / "traces"
-    res = suite.runpytest_subprocess(*PLUGIN, f"--tltrace-dir={td}", "--tltrace", "test_kernels.py", "-k", "no_compile")
+    res = suite.runpytest_subprocess(
+        *PLUGIN, f"--tltrace-dir={td}", "--tltrace", "test_kernels.py", "-k", "no_compile"
+    )
     res.assert_outcomes(passed=1)
     res = suite.runpytest_subprocess(*PLUGIN, "--tltrace=loud")
     assert res.ret == pytest.ExitCode.USAGE_ERROR
@@ -121,8 +129,14 @@ def test_bare_flag_before_a_path_and_a_bad_mode(suite):
 
 
 def test_trace_names_are_safe_and_distinct():
-    ids = ["tests/test_a.py::test_x[1-2]", "../../etc::x", "t.py::Test::test_y[a/b]", ".hidden.py::t",
-           "t.py::test_" + "a" * 200 + "[1]", "t.py::test_" + "a" * 200 + "[2]"]
+    ids = [
+        "tests/test_a.py::test_x[1-2]",
+        "../../etc::x",
+        "t.py::Test::test_y[a/b]",
+        ".hidden.py::t",
+        "t.py::test_" + "a" * 200 + "[1]",
+        "t.py::test_" + "a" * 200 + "[2]",
+    ]
     names = [trace_name(i) for i in ids]
     for n in names:
         assert n and "/" not in n and "\\" not in n and not n.startswith(".") and len(n) <= 80
@@ -132,7 +146,7 @@ def test_trace_names_are_safe_and_distinct():
 
 
 # -- without the flag -----------------------------------------------------------------------------------
-_PROBE = r'''
+_PROBE = r"""
 import json, os, sys
 import pytest
 os.environ.pop("TILELANG_DISABLE_CACHE", None)
@@ -140,13 +154,14 @@ code = pytest.main(sys.argv[1:] + ["-q", "-p", "no:cacheprovider"])
 heavy = sorted({m.split(".")[0] for m in sys.modules} & {"tilelang", "tvm", "torch", "rich", "typer", "tltrace"})
 print("PROBE" + json.dumps({"code": int(code), "heavy": heavy, "tltrace_mods": sorted(m for m in sys.modules if m.startswith("tltrace")),
       "env": os.environ.get("TILELANG_DISABLE_CACHE")}))
-'''
+"""
 
 
 def _probe(tmp: Path, *args: str) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    res = subprocess.run([sys.executable, "-c", _PROBE, *args], cwd=tmp, env=env, capture_output=True, text=True,
-                         timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args], cwd=tmp, env=env, capture_output=True, text=True, timeout=120
+    )
     line = [x for x in res.stdout.splitlines() if x.startswith("PROBE")][-1]
     return json.loads(line[5:])
 
@@ -169,16 +184,24 @@ def test_collect_only_time_with_and_without_the_plugin(tmp_path: Path):
 
     def once(*extra: str) -> float:
         t0 = time.perf_counter()
-        res = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", *extra,
-                              "test_plain.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        res = subprocess.run(
+            [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", *extra, "test_plain.py"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert res.returncode == 0, res.stdout + res.stderr
         assert "50 tests collected" in res.stdout
         return time.perf_counter() - t0
 
     without = [once("-p", "no:tltrace") for _ in range(3)]
     with_plugin = [once(*PLUGIN) for _ in range(3)]
-    print(f"\npytest --co, 50 tests: without the plugin {statistics.median(without) * 1000:.0f} ms, "
-          f"with it (no --tltrace) {statistics.median(with_plugin) * 1000:.0f} ms (median of 3)")
+    print(
+        f"\npytest --co, 50 tests: without the plugin {statistics.median(without) * 1000:.0f} ms, "
+        f"with it (no --tltrace) {statistics.median(with_plugin) * 1000:.0f} ms (median of 3)"
+    )
 
 
 def test_pyproject_registers_the_pytest11_entry_point():

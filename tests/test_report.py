@@ -48,14 +48,14 @@ def index_rows(path: Path) -> dict[str, dict]:
 def test_chunk_escapes_markup_so_data_cannot_close_the_script():
     text = '</script><script>alert(1)</script><!-- & <img onerror="x">\u2028'
     raw = chunk({"t": "text", "h": "x", "s": text})
-    body = raw[len(b'<script type="application/json" class="tl-d">'):-len(b"</script>\n")]
+    body = raw[len(b'<script type="application/json" class="tl-d">') : -len(b"</script>\n")]
     assert b"<" not in body and b">" not in body and b"&" not in body
     assert json.loads(body)["s"] == text
 
 
 def test_chunk_keeps_lone_surrogates_as_json_escapes():
     text = "bad byte: " + b"\xff".decode("utf-8", "surrogateescape")
-    body = chunk({"s": text})[len(b'<script type="application/json" class="tl-d">'):-len(b"</script>\n")]
+    body = chunk({"s": text})[len(b'<script type="application/json" class="tl-d">') : -len(b"</script>\n")]
     assert json.loads(body.decode("utf-8"))["s"] == text
 
 
@@ -88,8 +88,16 @@ def test_index_lists_every_compile_of_the_invocation_and_links_its_report(tmp_pa
     listener = HtmlReportListener()
     runs = []
     for i in range(4):
-        events = list(synthetic_events(6, tmp_path, seed=i, invocation="inv-1", signature=f"k_{i}x128_ab{i}",
-                                       failed_at=3 if i == 2 else None))
+        events = list(
+            synthetic_events(
+                6,
+                tmp_path,
+                seed=i,
+                invocation="inv-1",
+                signature=f"k_{i}x128_ab{i}",
+                failed_at=3 if i == 2 else None,
+            )
+        )
         for e in events:
             listener(e)
         runs.append(events[0].run_dir)
@@ -139,7 +147,9 @@ def test_threads_and_processes_of_one_invocation_share_one_index(tmp_path: Path)
     import sys
 
     listeners = [HtmlReportListener(), HtmlReportListener()]  # two processes' worth of listeners
-    streams = [list(synthetic_events(8, tmp_path, seed=i, invocation="inv-x", signature=f"s{i}")) for i in range(8)]
+    streams = [
+        list(synthetic_events(8, tmp_path, seed=i, invocation="inv-x", signature=f"s{i}")) for i in range(8)
+    ]
 
     def feed(k: int) -> None:
         for stream in streams[k::2]:
@@ -161,7 +171,9 @@ def test_threads_and_processes_of_one_invocation_share_one_index(tmp_path: Path)
     subprocess.run([sys.executable, "-c", code, str(tmp_path), str(repo)], check=True)
     rows = index_rows(tmp_path / REPORT_NAME)
     assert len(rows) == 11 and all(r["status"] == "complete" for r in rows.values())
-    assert sorted(r["signature"] for r in rows.values()) == sorted([f"s{i}" for i in range(8)] + ["p0", "p1", "p2"])
+    assert sorted(r["signature"] for r in rows.values()) == sorted(
+        [f"s{i}" for i in range(8)] + ["p0", "p1", "p2"]
+    )
 
 
 def test_failed_run_writes_error_in_record_and_final_meta(tmp_path: Path):
@@ -280,10 +292,12 @@ def test_write_report_rebuilds_the_same_data(tmp_path: Path):
     want = [c for c in chunks(live) if c["t"] == "rec"]
     got = [c for c in rebuilt if c["t"] == "rec"]
     assert len(got) == 40
-    assert [(c["index"], c["name"], c["status"], c.get("after_hash")) for c in got] == \
-        [(c["index"], c["name"], c["status"], c.get("after_hash")) for c in want]
-    assert {c["h"]: c["s"] for c in rebuilt if c["t"] == "text"} == \
-        {c["h"]: c["s"] for c in chunks(live) if c["t"] == "text"}
+    assert [(c["index"], c["name"], c["status"], c.get("after_hash")) for c in got] == [
+        (c["index"], c["name"], c["status"], c.get("after_hash")) for c in want
+    ]
+    assert {c["h"]: c["s"] for c in rebuilt if c["t"] == "text"} == {
+        c["h"]: c["s"] for c in chunks(live) if c["t"] == "text"
+    }
 
 
 def test_write_report_reads_records_log_of_an_unfinished_run(tmp_path: Path):
@@ -344,6 +358,8 @@ def test_switcher_of_a_large_invocation_lists_the_nearest_compiles(tmp_path: Pat
     listener.close()
     assert len(index_rows(tmp_path / REPORT_NAME)) == len(runs)  # the index lists every compile
     for k in (0, 25, len(runs) - 1):
-        sibs = [c for c in chunks(tmp_path / ".run_records" / runs[k] / REPORT_NAME) if c["t"] == "sibs"][0]["runs"]
+        sibs = [c for c in chunks(tmp_path / ".run_records" / runs[k] / REPORT_NAME) if c["t"] == "sibs"][0][
+            "runs"
+        ]
         ids = [s[0] for s in sibs]
         assert len(ids) == SWITCHER_SIZE and runs[k] in ids and ids == sorted(ids, key=runs.index)

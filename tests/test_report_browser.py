@@ -30,7 +30,9 @@ def open_report(browser):
             ctx.add_init_script(init_script)
         page = ctx.new_page()
         page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-        page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+        page.on(
+            "console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None
+        )
         page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
         page.goto(Path(path).resolve().as_uri() + fragment)
         page.wait_for_selector("html[data-ready='1']")
@@ -53,8 +55,11 @@ def trace(tmp_path_factory):
 
 
 def selected(page) -> dict:
-    return page.eval_on_selector("li.tl-pass.selected", "li => ({index: +li.dataset.index, "
-                                 "status: li.dataset.status, name: li.querySelector('.nm').textContent})")
+    return page.eval_on_selector(
+        "li.tl-pass.selected",
+        "li => ({index: +li.dataset.index, "
+        "status: li.dataset.status, name: li.querySelector('.nm').textContent})",
+    )
 
 
 def visible_statuses(page) -> list[str]:
@@ -79,7 +84,7 @@ def test_lists_every_pass_with_header_and_first_diff(open_report, trace):
     assert page.locator("td.code.del .w").count() >= 1 and page.locator("td.code.add .w").count() >= 1
     assert page.locator("li.tl-pass[data-status='changed'] .add").first.text_content().startswith("+")
     dots = set(page.eval_on_selector_all("li.tl-pass .tl-dot", "ds => ds.map(d => d.textContent)"))
-    assert dots == {"\u25CF", "\u25CB", "\u25C6"}
+    assert dots == {"\u25cf", "\u25cb", "\u25c6"}
     assert page.locator("li.tl-pass .dur").first.text_content().endswith("s")
 
 
@@ -120,7 +125,7 @@ def test_j_k_move_between_visible_passes_and_keep_the_fragment(open_report, trac
     assert selected(page)["index"] == start
     page.keyboard.press("j")
     assert selected(page)["index"] == start + 1
-    name = selected(page)["name"].lstrip("\u21B3 ")
+    name = selected(page)["name"].lstrip("\u21b3 ")
     assert page.evaluate("decodeURIComponent(location.hash.slice(1))") in (name, f"{name}@{start + 1}")
     page.keyboard.press("k")
     page.keyboard.press("k")
@@ -200,9 +205,11 @@ def test_theme_persists_across_reload(open_report, trace):
 
 def test_copy_buttons_copy_before_and_after(open_report, trace):
     report, passes = trace
-    stub = ("window.__copied = [];"
-            "Object.defineProperty(navigator, 'clipboard', {value: {writeText: t => "
-            "{ window.__copied.push(t); return Promise.resolve(); }}});")
+    stub = (
+        "window.__copied = [];"
+        "Object.defineProperty(navigator, 'clipboard', {value: {writeText: t => "
+        "{ window.__copied.push(t); return Promise.resolve(); }}});"
+    )
     page = open_report(report, init_script=stub)
     ev = next(p for p in passes if p.record.index == selected(page)["index"])
     page.click("button.tl-copy-before")
@@ -214,8 +221,13 @@ def test_copy_buttons_copy_before_and_after(open_report, trace):
 def test_search_finds_passes_that_introduce_a_string_and_jumps(open_report, trace):
     report, passes = trace
     page = open_report(report)
-    intro = next(p for p in passes if p.record.status == "changed" and "inserted by pass" in p.after
-                 and "inserted by pass" not in p.before)
+    intro = next(
+        p
+        for p in passes
+        if p.record.status == "changed"
+        and "inserted by pass" in p.after
+        and "inserted by pass" not in p.before
+    )
     needle = f"inserted by pass {intro.after.split('inserted by pass ')[1].split()[0]}"
     page.fill("#tl-search", needle)
     page.press("#tl-search", "Enter")
@@ -263,7 +275,7 @@ def test_nested_pass_links_to_its_parent(open_report, trace):
     report, passes = trace
     child = next(p.record for p in passes if p.record.depth == 1)
     page = open_report(report, f"#{child.name}@{child.index}")
-    assert page.locator("li.tl-pass.selected .nm").text_content().startswith("\u21B3")
+    assert page.locator("li.tl-pass.selected .nm").text_content().startswith("\u21b3")
     page.click("button.tl-parent")
     assert selected(page)["index"] == child.parent
 
@@ -287,8 +299,11 @@ def test_sidebar_collapse_and_resize(open_report, trace):
 
 def shown(text: str) -> str:
     """How the report shows text: invisible bidi/line-separator controls as visible U+XXXX boxes."""
-    return re.sub("[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]",
-                  lambda m: f"U+{ord(m.group()):04X}", text)
+    return re.sub(
+        "[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]",
+        lambda m: f"U+{ord(m.group()):04X}",
+        text,
+    )
 
 
 def test_hostile_names_show_as_text_and_never_run(open_report, tmp_path: Path):
@@ -340,7 +355,9 @@ def test_real_compile_report(open_report, run_cli, examples_dir: Path, tmp_path:
     assert page.locator(".tl-tab[data-phase='codegen']").count() == 1
 
 
-def _report_from(tmp_path: Path, passes: list[tuple[str, str, str, str]], *, error: str | None = None) -> Path:
+def _report_from(
+    tmp_path: Path, passes: list[tuple[str, str, str, str]], *, error: str | None = None
+) -> Path:
     """Write a report of hand-made passes (name, status, before, after); `error` fails the run after them."""
     import time
     from dataclasses import replace
@@ -351,20 +368,41 @@ def _report_from(tmp_path: Path, passes: list[tuple[str, str, str, str]], *, err
     from tltrace.session.store import text_hash
 
     run_dir = tmp_path / ".run_records" / "run_hand"
-    manifest = RunManifest(run_id="run_hand", script="hand", kernel="k", target="c", backend="cython",
-                           tilelang_version="0.1.15", command=["tltrace", "run", "hand.py"],
-                           started=time.time(), mode="html")
+    manifest = RunManifest(
+        run_id="run_hand",
+        script="hand",
+        kernel="k",
+        target="c",
+        backend="cython",
+        tilelang_version="0.1.15",
+        command=["tltrace", "run", "hand.py"],
+        started=time.time(),
+        mode="html",
+    )
     listener = HtmlReportListener()
     listener(RunStarted(manifest, run_dir, tmp_path))
     records = []
     for i, (name, status, before, after) in enumerate(passes):
-        rec = PassRecord(index=i, name=name, phase="codegen" if status == "codegen" else "pipeline_c",
-                         status=status, added=1, removed=1, duration_s=0.001, before_hash=text_hash(before),
-                         after_hash=text_hash(after), role="device" if status == "codegen" else None)
+        rec = PassRecord(
+            index=i,
+            name=name,
+            phase="codegen" if status == "codegen" else "pipeline_c",
+            status=status,
+            added=1,
+            removed=1,
+            duration_s=0.001,
+            before_hash=text_hash(before),
+            after_hash=text_hash(after),
+            role="device" if status == "codegen" else None,
+        )
         records.append(rec)
         listener(PassRecorded(manifest, rec, before, after, run_dir))
-    final = replace(manifest.with_records(records), finished=time.time(),
-                    status="error" if error else "complete", error=error)
+    final = replace(
+        manifest.with_records(records),
+        finished=time.time(),
+        status="error" if error else "complete",
+        error=error,
+    )
     listener(RunFinished(final, run_dir, tmp_path))
     listener.close()
     return run_dir / REPORT_NAME
@@ -373,9 +411,14 @@ def _report_from(tmp_path: Path, passes: list[tuple[str, str, str, str]], *, err
 def test_error_after_the_last_pass_shows_in_a_banner_and_opens_the_source(open_report, tmp_path: Path):
     # An edited codegen file that does not compile: no pass failed, the run did.
     err = "RuntimeError: Compilation Failed! ['/usr/bin/g++', 'x.cpp']\n\nint f() { return 0 BROKEN; }"
-    report = _report_from(tmp_path, [("Simplify", "changed", "a\nb\n", "a\nc\n"),
-                                     ("codegen_device", "codegen", "tir\n", "int f() { return 0 BROKEN; }\n")],
-                          error=err)
+    report = _report_from(
+        tmp_path,
+        [
+            ("Simplify", "changed", "a\nb\n", "a\nc\n"),
+            ("codegen_device", "codegen", "tir\n", "int f() { return 0 BROKEN; }\n"),
+        ],
+        error=err,
+    )
     page = open_report(report)
     assert selected(page)["name"] == "codegen_device"  # the source the compiler rejected
     banner = page.locator("#tl-runerror")
@@ -431,13 +474,20 @@ def test_word_highlights_only_on_lines_that_resemble_each_other(open_report, tmp
     assert page.locator("td.code.add").nth(1).locator(".w").text_content() == "256"
     page.fill("#tl-search", "range(128)")
     page.press("#tl-search", "Enter")
-    assert page.locator(".tl-sr-head").text_content() == "1 pass contains \u201Crange(128)\u201D; 1 introduces it"
+    assert (
+        page.locator(".tl-sr-head").text_content()
+        == "1 pass contains \u201crange(128)\u201d; 1 introduces it"
+    )
 
 
 # -- issue 10: alignment, gutters, toggles, running runs, keys, links, narrow windows ---------------
-WRAP_BEFORE = "def f():\n    a = 1\n    b = g(a)\n    c = h(b)\n" + "".join(f"    x{i} = {i}\n" for i in range(30))
-WRAP_AFTER = ("def f():\n    with T.block():\n        a = 1\n        b = g(a)\n        c = h(b, 2)\n"
-              + "".join(f"    x{i} = {i}\n" for i in range(30)))
+WRAP_BEFORE = "def f():\n    a = 1\n    b = g(a)\n    c = h(b)\n" + "".join(
+    f"    x{i} = {i}\n" for i in range(30)
+)
+WRAP_AFTER = (
+    "def f():\n    with T.block():\n        a = 1\n        b = g(a)\n        c = h(b, 2)\n"
+    + "".join(f"    x{i} = {i}\n" for i in range(30))
+)
 
 
 def test_reindented_rows_have_a_tilde_gutter_and_ignore_whitespace_hides_them(open_report, tmp_path: Path):
@@ -472,8 +522,9 @@ def test_show_all_context_button(open_report, tmp_path: Path):
 
 
 def test_newline_and_whitespace_only_changes_are_explained(open_report, tmp_path: Path):
-    report = _report_from(tmp_path, [("Eol", "changed", "x = 1\n", "x = 1"),
-                                     ("Ws", "changed", "x = 1 \n", "x = 1\n")])
+    report = _report_from(
+        tmp_path, [("Eol", "changed", "x = 1\n", "x = 1"), ("Ws", "changed", "x = 1 \n", "x = 1\n")]
+    )
     page = open_report(report, "#Eol")
     assert "no newline at end" in page.locator(".tl-diffnote").text_content()
     page.keyboard.press("j")
@@ -485,7 +536,7 @@ def test_codegen_header_has_no_repeated_words_and_no_counts(open_report, trace):
     cg = first_with(passes, "codegen").record
     page = open_report(report, f"#{cg.index}")
     info = page.locator(".tl-pass-head .info").text_content()
-    assert "codegen \u00B7 codegen" not in info and "+" not in info and "\u2212" not in info
+    assert "codegen \u00b7 codegen" not in info and "+" not in info and "\u2212" not in info
     assert page.locator(f"li.tl-pass[data-index='{cg.index}'] .st").text_content() == ""
 
 
@@ -517,10 +568,15 @@ def real_report(tmp_path_factory):
     return next((td / "gemm" / ".run_records").glob(f"run_*/{REPORT_NAME}"))
 
 
-@pytest.mark.parametrize("fragment, expect", [
-    ("#lowertileop", "LowerTileOp"), ("#LAYOUTINFERENCE", "LayoutInference"), ("#BindTarget", "tirx.BindTarget"),
-    ("#bindtarget", "tirx.BindTarget"),
-])
+@pytest.mark.parametrize(
+    "fragment, expect",
+    [
+        ("#lowertileop", "LowerTileOp"),
+        ("#LAYOUTINFERENCE", "LayoutInference"),
+        ("#BindTarget", "tirx.BindTarget"),
+        ("#bindtarget", "tirx.BindTarget"),
+    ],
+)
 def test_deep_links_by_name_any_case_and_name_suffix(open_report, real_report, fragment, expect):
     page = open_report(real_report, fragment)
     assert selected(page)["name"] == expect
@@ -530,7 +586,7 @@ def test_deep_link_by_index_and_unknown_name(open_report, real_report):
     page = open_report(real_report, "#16")
     assert selected(page)["index"] == 16
     page = open_report(real_report, "#NoSuchPass")
-    assert "No pass named \u201CNoSuchPass\u201D" in page.locator("#tl-view").text_content()
+    assert "No pass named \u201cNoSuchPass\u201d" in page.locator("#tl-view").text_content()
     assert page.locator("li.tl-pass.selected").count() == 0
     assert page.url.endswith("#NoSuchPass")  # the address is not rewritten
     page.keyboard.press("j")
@@ -542,8 +598,10 @@ def test_gemm_layout_inference_aligns_reindents_without_unrelated_highlights(ope
     kinds = page.eval_on_selector_all("table.tl-diff tr[data-kind]", "ts => ts.map(t => t.dataset.kind)")
     assert kinds.count("reindent") >= 10 and kinds.count("add") == 3
     pairs = page.eval_on_selector_all(
-        "tr[data-kind='change']", "ts => ts.map(t => [t.querySelector('td.code.l').textContent.trim(),"
-        " t.querySelector('td.code.r').textContent.trim()])")
+        "tr[data-kind='change']",
+        "ts => ts.map(t => [t.querySelector('td.code.l').textContent.trim(),"
+        " t.querySelector('td.code.r').textContent.trim()])",
+    )
     for left, right in pairs:  # a true pair starts with the same call: never T.copy drawn as T.fill
         assert left.lstrip("# ").split("(")[0] == right.split("(")[0]
 
@@ -553,10 +611,13 @@ def test_js_engine_in_chromium_gives_the_python_rows(open_report, real_report):
 
     page = open_report(real_report)
     pairs = [(b, a) for _, b, a in corpus_pairs()]
-    got = page.evaluate("""(pairs) => pairs.map(([b, a]) => {
+    got = page.evaluate(
+        """(pairs) => pairs.map(([b, a]) => {
         const A = TLDiff.splitLines(b), B = TLDiff.splitLines(a);
         return TLDiff.align(A, B).map(r => [r.kind, r.a, r.b]);
-    })""", pairs)
+    })""",
+        pairs,
+    )
     assert got == [python_side(b, a)["rows"] for b, a in pairs]
 
 
@@ -588,7 +649,11 @@ def test_narrow_window_collapses_the_sidebar_and_caps_a_saved_width(browser, ope
 
 
 def test_long_lines_break_between_tokens_and_wrap_can_be_turned_off(open_report, tmp_path: Path):
-    long_b = "    C_local[i, j] = " + " + ".join(f"A_shared[i, k_{n}] * B_shared[k_{n}, j]" for n in range(12)) + "\n"
+    long_b = (
+        "    C_local[i, j] = "
+        + " + ".join(f"A_shared[i, k_{n}] * B_shared[k_{n}, j]" for n in range(12))
+        + "\n"
+    )
     long_a = long_b.replace("k_3", "k_33")
     report = _report_from(tmp_path, [("Long", "changed", "x = 0\n" + long_a, "x = 0\n" + long_b)])
     page = open_report(report)
@@ -626,8 +691,9 @@ def test_running_report_says_running_and_refreshes_until_complete(open_report, t
     status = page.locator("#tl-runstatus")
     assert status.text_content() == "running \u2014 12 passes so far"
     assert "running" in status.get_attribute("class").split()
-    assert page.evaluate("getComputedStyle(document.getElementById('tl-runstatus')).color") != \
-        page.evaluate("getComputedStyle(document.querySelector('.tl-dot.failed') || document.body).color")
+    assert page.evaluate("getComputedStyle(document.getElementById('tl-runstatus')).color") != page.evaluate(
+        "getComputedStyle(document.querySelector('.tl-dot.failed') || document.body).color"
+    )
     page.keyboard.press("j")
     sel = selected(page)["index"]
     page.keyboard.press("Shift+E")  # all context: the view is long enough to scroll
@@ -665,18 +731,58 @@ def test_diff_runs_page_under_csp_renders_text_only(browser, tmp_path: Path):
 
     hostile = "</script><img src=x onerror=alert(1)> \u202e"
     data = {
-        "a": {"script": "s", "run_id": "run_a", "kernel": hostile, "target": "c", "backend": "cython", "passes": 2,
-              "status": "complete"},
-        "b": {"script": "s", "run_id": "run_b", "kernel": "k", "target": "c", "backend": "cython", "passes": 2,
-              "status": "complete"},
-        "same": False, "counts": {"output differs": 1},
+        "a": {
+            "script": "s",
+            "run_id": "run_a",
+            "kernel": hostile,
+            "target": "c",
+            "backend": "cython",
+            "passes": 2,
+            "status": "complete",
+        },
+        "b": {
+            "script": "s",
+            "run_id": "run_b",
+            "kernel": "k",
+            "target": "c",
+            "backend": "cython",
+            "passes": 2,
+            "status": "complete",
+        },
+        "same": False,
+        "counts": {"output differs": 1},
         "first_output_change": {"phase": "p", "name": hostile, "occurrence": 1, "a_index": 0, "b_index": 0},
-        "first_output_divergence": None, "first_input_divergence": None, "codegen": {},
-        "passes": [{"phase": "p", "name": hostile, "occurrence": 1, "a_index": 0, "b_index": 0,
-                    "status": "output differs"}],
-        "diffs": [{"label": hostile, "status": "output differs", "a_index": 0, "b_index": 0, "note": "", "open": True,
-                   "diff": [["file", "--- A"], ["file", "+++ B"], ["hunk", "@@ -1,2 +1,2 @@"],
-                            ["del", "-" + hostile], ["add", "+x"], ["reindent", "~    y"]]}],
+        "first_output_divergence": None,
+        "first_input_divergence": None,
+        "codegen": {},
+        "passes": [
+            {
+                "phase": "p",
+                "name": hostile,
+                "occurrence": 1,
+                "a_index": 0,
+                "b_index": 0,
+                "status": "output differs",
+            }
+        ],
+        "diffs": [
+            {
+                "label": hostile,
+                "status": "output differs",
+                "a_index": 0,
+                "b_index": 0,
+                "note": "",
+                "open": True,
+                "diff": [
+                    ["file", "--- A"],
+                    ["file", "+++ B"],
+                    ["hunk", "@@ -1,2 +1,2 @@"],
+                    ["del", "-" + hostile],
+                    ["add", "+x"],
+                    ["reindent", "~    y"],
+                ],
+            }
+        ],
     }
     out = diffruns.write(data, tmp_path / "d.html")
     html = out.read_text(encoding="utf-8")
@@ -692,8 +798,9 @@ def test_diff_runs_page_under_csp_renders_text_only(browser, tmp_path: Path):
     assert page.locator("img").count() == 0
     assert page.locator("pre.diff span.k-del").text_content() == "-" + hostile
     assert page.locator("pre.diff span.k-reindent").text_content() == "~    y"
-    assert page.evaluate("getComputedStyle(document.querySelector('.k-add')).backgroundColor") != \
-        page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert page.evaluate(
+        "getComputedStyle(document.querySelector('.k-add')).backgroundColor"
+    ) != page.evaluate("getComputedStyle(document.body).backgroundColor")
     ctx.close()
     assert not errors, errors
 
@@ -703,7 +810,9 @@ def test_diff_runs_html_of_real_runs_in_chromium(browser, run_cli, tmp_path: Pat
 
     td = trace_runs(tmp_path / "t", ("elementwise_add.py",), ("elementwise_add.py", "--block", "64"))
     out = tmp_path / "d.html"
-    res = run_cli("diff-runs", "--trace-dir", str(td), "elementwise_add:-2", "elementwise_add:-1", "--html", str(out))
+    res = run_cli(
+        "diff-runs", "--trace-dir", str(td), "elementwise_add:-2", "elementwise_add:-1", "--html", str(out)
+    )
     assert res.exit_code == 1, res.output
     ctx = browser.new_context()
     page = ctx.new_page()

@@ -84,8 +84,12 @@ def test_kill_loop_on_a_synthetic_trace(tmp_path: Path, page_of):
     for k, delay in enumerate(delays):
         root = tmp_path / f"k{k}"
         lines = rng.choice([40, 300, 800])
-        proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(root), str(lines), str(k), str(REPO)],
-                                stdout=subprocess.PIPE, text=True, env=env)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", DRIVER, str(root), str(lines), str(k), str(REPO)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         acked: list[str] = []
         reader = _reader(proc.stdout, acked)
         deadline = time.time() + 30
@@ -119,9 +123,25 @@ def test_kill_loop_on_real_compiles(tmp_path: Path, page_of, examples_dir: Path)
     env = dict(os.environ, TILELANG_DISABLE_CACHE="1", TLTRACE_EXAMPLES_CPU="1")
     for k in range(3):
         trace = tmp_path / f"trace{k}"
-        proc = subprocess.Popen([sys.executable, "-m", "tltrace", "run", str(script), "--mode", "html",
-                                 "--trace-dir", str(trace), "--keep", "0"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tltrace",
+                "run",
+                str(script),
+                "--mode",
+                "html",
+                "--trace-dir",
+                str(trace),
+                "--keep",
+                "0",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=tmp_path,
+        )
         records = trace / "compile_loop" / ".run_records"
         deadline = time.time() + 60
         while time.time() < deadline and not list(records.glob("run_*/report.html")):
@@ -190,8 +210,12 @@ def test_kill_mid_invocation_leaves_an_index_listing_every_finished_compile(tmp_
     try:
         for k in range(8):
             root = tmp_path / f"k{k}"
-            proc = subprocess.Popen([sys.executable, "-c", INDEX_DRIVER, str(root), str(k), str(REPO)],
-                                    stdout=subprocess.PIPE, text=True, env=env)
+            proc = subprocess.Popen(
+                [sys.executable, "-c", INDEX_DRIVER, str(root), str(k), str(REPO)],
+                stdout=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
             acked: list[str] = []
             reader = _reader(proc.stdout, acked)
             deadline = time.time() + 30
@@ -212,8 +236,11 @@ def test_kill_mid_invocation_leaves_an_index_listing_every_finished_compile(tmp_
             try:
                 page.goto(index.resolve().as_uri())
                 page.wait_for_selector("html[data-ready='1']", timeout=10_000)
-                shown = dict(page.eval_on_selector_all(
-                    "#ix-body tr", "trs => trs.map(tr => [tr.dataset.run, tr.dataset.status])"))
+                shown = dict(
+                    page.eval_on_selector_all(
+                        "#ix-body tr", "trs => trs.map(tr => [tr.dataset.run, tr.dataset.status])"
+                    )
+                )
             finally:
                 page.close()
             assert not errors, errors

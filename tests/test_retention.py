@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.retention import clean
+from tltrace.history.retention import clean
 from tltrace.session.records import RunManifest
 from tltrace.session.writer import process_start, writer_token
 
@@ -51,7 +51,7 @@ def multi(tmp_path_factory) -> tuple[Path, Path]:
     """Three invocations of a three-compile script, run with `tltrace run -q --keep 2`."""
     from typer.testing import CliRunner
 
-    from tltrace.cli import app
+    from tltrace.cli.app import app
 
     tmp = tmp_path_factory.mktemp("ret")
     script = tmp / "multi.py"
@@ -59,8 +59,9 @@ def multi(tmp_path_factory) -> tuple[Path, Path]:
     td = tmp / "traces"
     outs = []
     for _ in range(3):
-        res = CliRunner().invoke(app, ["run", "-q", "--keep", "2", "--trace-dir", str(td), str(script)],
-                                 catch_exceptions=False)
+        res = CliRunner().invoke(
+            app, ["run", "-q", "--keep", "2", "--trace-dir", str(td), str(script)], catch_exceptions=False
+        )
         assert res.exit_code == 0, res.output
         outs.append(res.stdout)
     (td / "outs.json").write_text(json.dumps(outs))
@@ -87,7 +88,7 @@ def test_quiet_table_names_compiles_by_signature(multi) -> None:
     lines = out.splitlines()
     (head,) = [i for i, ln in enumerate(lines) if ln.startswith("3 compiles, 0 failed")]
     assert lines[head + 1].split()[:3] == ["status", "compile", "passes"]
-    rows = lines[head + 3: head + 6]
+    rows = lines[head + 3 : head + 6]
     sigs = {m.signature for m in _manifests(td / "multi")}
     for row, n in zip(rows, (256, 512, 768)):
         assert row.startswith("ok ") and f"add {n},{n},{n} f32 grid {n // 128} thr 128 #" in row
@@ -118,8 +119,14 @@ def test_clean_keep_one_keeps_the_newest_invocation(run_cli, multi, tmp_path) ->
 def _fake_run(sd: Path, name: str, **fields) -> Path:
     run = sd / ".run_records" / name
     run.mkdir(parents=True)
-    data = {"run_id": name, "script": sd.name, "status": "complete", "schema_version": 2, "started": 1.0,
-            **fields}
+    data = {
+        "run_id": name,
+        "script": sd.name,
+        "status": "complete",
+        "schema_version": 2,
+        "started": 1.0,
+        **fields,
+    }
     (run / "manifest.json").write_text(json.dumps(data))
     return run
 
@@ -130,11 +137,20 @@ def test_a_live_writer_keeps_its_invocation(tmp_path) -> None:
     try:
         me = writer_token()
         other = {"pid": sleeper.pid, "start": process_start(sleeper.pid), "host": me["host"]}
-        live = _fake_run(sd, "run_20240101_000000_000000_1_aaaaaaaa", invocation="inv_20240101_000000_000000_1_a",
-                         writer=other)
+        live = _fake_run(
+            sd,
+            "run_20240101_000000_000000_1_aaaaaaaa",
+            invocation="inv_20240101_000000_000000_1_a",
+            writer=other,
+        )
         # The same pid, another start time: a dead writer whose pid was reused.
-        reused = _fake_run(sd, "run_20240101_000001_000000_1_bbbbbbbb", invocation="inv_20240101_000001_000000_1_b",
-                           writer={**other, "start": "1"}, status="running")
+        reused = _fake_run(
+            sd,
+            "run_20240101_000001_000000_1_bbbbbbbb",
+            invocation="inv_20240101_000001_000000_1_b",
+            writer={**other, "start": "1"},
+            status="running",
+        )
         # Schema 1 (no writer): the pid in the run id decides; a complete run of a dead pid goes.
         old = _fake_run(sd, "run_20240101_000002_000000_4194999_cccccccc", schema_version=1)
         res = clean([sd], remove_all=True)

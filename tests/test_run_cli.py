@@ -45,8 +45,11 @@ def _one_error_line(stderr: str) -> str:
 
 
 def test_argv_and_options_after_script(run_cli, tmp_path):
-    s = _script(tmp_path, "argv.py", "import sys, json; print('ARGV=' + json.dumps(sys.argv)); "
-                                     "print('PATH0=' + sys.path[0])")
+    s = _script(
+        tmp_path,
+        "argv.py",
+        "import sys, json; print('ARGV=' + json.dumps(sys.argv)); print('PATH0=' + sys.path[0])",
+    )
     r = run_cli("run", s, "--quiet", "a", "--mode", "x", "--", "y")
     assert r.exit_code == 0, r.stderr
     argv = json.loads(r.stdout.split("ARGV=")[1].splitlines()[0])
@@ -129,14 +132,18 @@ def test_failed_pass_is_recorded(run_cli, tmp_path):
     assert failed["name"] == "LayoutInference" and failed["phase"] == "pipeline_c"
     assert "can not be inferred" in failed["error"]
     assert failed.get("after_file") is None
-    assert "alloc_fragment" in (run / failed["before_file"]).read_text() or \
-        "fragment" in (run / failed["before_file"]).read_text()
+    assert (
+        "alloc_fragment" in (run / failed["before_file"]).read_text()
+        or "fragment" in (run / failed["before_file"]).read_text()
+    )
     assert not any(x["index"] > failed["index"] for x in m["records"])
 
 
 def test_stream_filters_and_quiet(run_cli, examples_dir, tmp_path):
     script = examples_dir / "elementwise_add.py"
-    r = run_cli("run", script, "--only", "LowerTileOp|codegen", "--context", "0", "--trace-dir", tmp_path / "t")
+    r = run_cli(
+        "run", script, "--only", "LowerTileOp|codegen", "--context", "0", "--trace-dir", tmp_path / "t"
+    )
     assert r.exit_code == 0, r.stderr
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("[add] ")]
     assert any("LowerTileOp  CHANGED" in ln for ln in lines)
@@ -171,8 +178,17 @@ def test_use_cache_never_writes_a_traced_kernel(run_cli, examples_dir, tmp_path)
 
     tilelang.env.enable_cache()
     try:
-        r = run_cli("run", "--use-cache", "--quiet", "--trace-dir", tmp_path / "t",
-                    examples_dir / "elementwise_add.py", "--n", "512", env=env)
+        r = run_cli(
+            "run",
+            "--use-cache",
+            "--quiet",
+            "--trace-dir",
+            tmp_path / "t",
+            examples_dir / "elementwise_add.py",
+            "--n",
+            "512",
+            env=env,
+        )
         assert r.exit_code == 0, r.stderr
         assert "done:" in r.stdout
         assert "kernel cache turned off for the rest of this process" in r.stdout
@@ -187,8 +203,14 @@ def test_installed_entry_point_subprocess(tmp_path):
     exe = require_tltrace_executable()
     s = _script(tmp_path, "bad.py", BAD_KERNEL)
     env = {**os.environ, "TILELANG_DISABLE_CACHE": "1"}
-    p = subprocess.run([exe, "run", "--quiet", "--trace-dir", str(tmp_path / "t"),
-                        str(s)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    p = subprocess.run(
+        [exe, "run", "--quiet", "--trace-dir", str(tmp_path / "t"), str(s)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert p.returncode == 1
     passes = len(newest_manifest(tmp_path / "t" / "bad")["records"])
     assert f"compile failed: {passes} passes" in p.stdout
@@ -200,10 +222,27 @@ def test_use_cache_reports_hits(run_cli, examples_dir, tmp_path):
     cache = tmp_path / "cache"
     env = {**os.environ, "TILELANG_CACHE_DIR": str(cache), "TILELANG_DISABLE_CACHE": "0"}
     script = examples_dir / "elementwise_add.py"
-    subprocess.run([sys.executable, str(script), "--n", "384"], env=env, check=True, capture_output=True,
-                   timeout=120)
-    p = subprocess.run([sys.executable, "-m", "tltrace", "run", "--use-cache", "--trace-dir", str(tmp_path / "t"),
-                        str(script), "--n", "384"], env=env, capture_output=True, text=True, timeout=120)
+    subprocess.run(
+        [sys.executable, str(script), "--n", "384"], env=env, check=True, capture_output=True, timeout=120
+    )
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tltrace",
+            "run",
+            "--use-cache",
+            "--trace-dir",
+            str(tmp_path / "t"),
+            str(script),
+            "--n",
+            "384",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert "[add] cached: not traced" in p.stdout
     assert "done:" not in p.stdout

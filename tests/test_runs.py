@@ -1,4 +1,4 @@
-"""runs.py: locate scripts and runs, resolve RUN specs, load manifests (also damaged ones)."""
+"""history/runs.py: locate scripts and runs, resolve RUN specs, load manifests (also damaged ones)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tltrace import runs as R
 from tltrace.errors import RecordsError, UsageError
+from tltrace.history import runs as R
 from tltrace.session.records import PassRecord, RunManifest
 
 from ._records import EXAMPLES, copy_tree, run_dirs, trace
@@ -54,7 +54,7 @@ def test_resolve_run_specs(traced: Path) -> None:
     assert R.resolve_run(sd, "-2") == first
     assert R.resolve_run(sd, first.name) == first
     assert R.resolve_run(sd, first.name[:-3]) == first
-    assert R.resolve_run(sd, first.name[len("run_"):][:22]) == first  # prefix without run_
+    assert R.resolve_run(sd, first.name[len("run_") :][:22]) == first  # prefix without run_
     with pytest.raises(UsageError, match="invocation -3 does not exist: elementwise_add has 2 invocation"):
         R.resolve_run(sd, "-3")
     with pytest.raises(UsageError, match="ambiguous"):
@@ -70,13 +70,16 @@ def test_load_manifest_of_a_real_run(traced: Path) -> None:
     assert m.records[-1].name == "codegen_device"
 
 
-@pytest.mark.parametrize("damage, message", [
-    ("missing", "has no manifest.json"),
-    ("truncated", "is truncated or not JSON"),
-    ("empty", "is empty"),
-    ("schema", "has schema version 99"),
-    ("list", "is not a run manifest"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("missing", "has no manifest.json"),
+        ("truncated", "is truncated or not JSON"),
+        ("empty", "is empty"),
+        ("schema", "has schema version 99"),
+        ("list", "is not a run manifest"),
+    ],
+)
 def test_damaged_manifest_is_one_actionable_line(damaged: Path, damage: str, message: str) -> None:
     run = run_dirs(damaged / "elementwise_add")[0]
     mpath = run / "manifest.json"

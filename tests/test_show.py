@@ -14,8 +14,13 @@ from ._records import copy_tree, read_manifest, run_dirs, summary, trace
 def traced(tmp_path_factory) -> Path:
     """Three runs of elementwise_add (the last with block 64) and one of softmax."""
     td = tmp_path_factory.mktemp("show") / "traces"
-    return trace(td, ("elementwise_add.py",), ("elementwise_add.py",), ("elementwise_add.py", "--block", "64"),
-                 ("softmax.py",))
+    return trace(
+        td,
+        ("elementwise_add.py",),
+        ("elementwise_add.py",),
+        ("elementwise_add.py", "--block", "64"),
+        ("softmax.py",),
+    )
 
 
 @pytest.fixture
@@ -40,8 +45,12 @@ def test_list_all_scripts(show) -> None:
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert lines[0].split()[:4] == ["#", "script", "run", "time"]
-    assert [ln.split()[:2] for ln in lines[1:]] == [["-3", "elementwise_add"], ["-2", "elementwise_add"],
-                                                   ["-1", "elementwise_add"], ["-1", "softmax"]]
+    assert [ln.split()[:2] for ln in lines[1:]] == [
+        ["-3", "elementwise_add"],
+        ["-2", "elementwise_add"],
+        ["-1", "elementwise_add"],
+        ["-1", "softmax"],
+    ]
     assert all("complete" in ln and " c " in ln and "cython" in ln for ln in lines[1:])
 
 
@@ -94,6 +103,7 @@ def test_pass_diff(show) -> None:
 
 def test_html_rewrites_report(show, traced: Path) -> None:
     from tltrace.render.html import write_report  # noqa: F401  # a broken html.py fails here, never skips
+
     res = show("softmax", "latest", "--html")
     assert res.exit_code == 0, res.output
     path = Path(res.stdout.strip())
@@ -178,13 +188,16 @@ def test_long_kernel_name_does_not_squeeze_the_table(show, traced: Path, tmp_pat
         assert "complete" in row and f" {len(manifest['records'])} " in row and "…" in row
 
 
-@pytest.mark.parametrize("edit", [
-    lambda m: m.update(started="yesterday"),
-    lambda m: m.update(kernel=7),
-    lambda m: m.update(records=5),
-    lambda m: m["records"][3].update(index="x"),
-    lambda m: m["records"].__setitem__(4, "not a record"),
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda m: m.update(started="yesterday"),
+        lambda m: m.update(kernel=7),
+        lambda m: m.update(records=5),
+        lambda m: m["records"][3].update(index="x"),
+        lambda m: m["records"].__setitem__(4, "not a record"),
+    ],
+)
 def test_mistyped_manifest_is_damaged_not_a_traceback(show, traced: Path, tmp_path: Path, edit) -> None:
     td = copy_tree(traced, tmp_path / "typed")
     run = run_dirs(td / "softmax")[-1]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tltrace.config import Settings
-from tltrace.runner import Target, run_target
 from tltrace.session.records import RunManifest
+from tltrace.session.runner import Target, run_target
 from tltrace.session.signature import launch_info, signature, variant_key
 from tltrace.session.writer import process_start, writer_alive, writer_token
 
@@ -122,7 +122,7 @@ def test_writer_alive_needs_the_same_process():
     assert me["pid"] == os.getpid() and me["start"] == process_start(os.getpid())
     # The same pid with another start time is another process: the run's writer is gone.
     assert not writer_alive({**me, "start": str(int(me["start"]) + 1)})
-    assert not writer_alive({"pid": 2 ** 22 + 12345, "start": "1", "host": me["host"]})
+    assert not writer_alive({"pid": 2**22 + 12345, "start": "1", "host": me["host"]})
     # Without a writer record (schema 1), the pid in the run id decides...
     from tltrace.session.store import new_run_id
 

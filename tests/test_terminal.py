@@ -21,10 +21,16 @@ def _events() -> list[PassRecorded]:
     before = "a = 1\nb = 2\nc = 3\n"
     after = "a = 1\nb = 20\nc = 3\n"
     return [
-        PassRecorded(m, PassRecord(index=0, name="Simplify", phase="pipeline_c", status="changed",
-                                   added=1, removed=1), before, after, Path("/r")),
-        PassRecorded(m, PassRecord(index=1, name="Noop", phase="pipeline_c", status="noop"),
-                     after, after, Path("/r")),
+        PassRecorded(
+            m,
+            PassRecord(index=0, name="Simplify", phase="pipeline_c", status="changed", added=1, removed=1),
+            before,
+            after,
+            Path("/r"),
+        ),
+        PassRecorded(
+            m, PassRecord(index=1, name="Noop", phase="pipeline_c", status="noop"), after, after, Path("/r")
+        ),
     ]
 
 
@@ -63,21 +69,41 @@ def test_no_color_console_writes_no_escapes():
 
 
 # -- invocation summary, pruning, other programs' progress bars -------------------------------
-def _manifest(kernel: str, sig: str, status: str = "complete", error: str | None = None,
-              records: tuple = ()) -> RunManifest:
-    return RunManifest(run_id=f"run_{sig}", script="s", kernel=kernel, signature=sig, invocation="inv_1",
-                       started=10.0, finished=10.5, status=status, error=error, records=records)
+def _manifest(
+    kernel: str, sig: str, status: str = "complete", error: str | None = None, records: tuple = ()
+) -> RunManifest:
+    return RunManifest(
+        run_id=f"run_{sig}",
+        script="s",
+        kernel=kernel,
+        signature=sig,
+        invocation="inv_1",
+        started=10.0,
+        finished=10.5,
+        status=status,
+        error=error,
+        records=records,
+    )
 
 
 def test_quiet_invocation_table_lists_failures_first():
     from tltrace.session.events import InvocationFinished, RunFinished
 
-    ok = _manifest("gemm", "gemm 64x64 f16 grid 2 thr 128 #aaaaaa",
-                   records=(PassRecord(index=0, name="Simplify", phase="p", status="changed"),))
-    bad = _manifest("gemm", "gemm 128x128 f16 grid 4 thr 128 #bbbbbb", status="error",
-                    error="InternalError: layout", records=(
-                        PassRecord(index=0, name="Simplify", phase="p", status="noop"),
-                        PassRecord(index=1, name="LayoutInference", phase="p", status="failed")))
+    ok = _manifest(
+        "gemm",
+        "gemm 64x64 f16 grid 2 thr 128 #aaaaaa",
+        records=(PassRecord(index=0, name="Simplify", phase="p", status="changed"),),
+    )
+    bad = _manifest(
+        "gemm",
+        "gemm 128x128 f16 grid 4 thr 128 #bbbbbb",
+        status="error",
+        error="InternalError: layout",
+        records=(
+            PassRecord(index=0, name="Simplify", phase="p", status="noop"),
+            PassRecord(index=1, name="LayoutInference", phase="p", status="failed"),
+        ),
+    )
     buf = io.StringIO()
     view = TerminalView(Settings(quiet=True), console=Console(file=buf, width=40, color_system=None))
     for m in (ok, bad):
@@ -86,8 +112,18 @@ def test_quiet_invocation_table_lists_failures_first():
     view(InvocationFinished("inv_1", (ok, bad)))
     lines = buf.getvalue().splitlines()
     assert lines[0].startswith("2 compiles, 1 failed  invocation inv_1")
-    assert lines[1].split() == ["status", "compile", "passes", "changed", "failed", "time", "failed", "pass", "/",
-                                "error"]
+    assert lines[1].split() == [
+        "status",
+        "compile",
+        "passes",
+        "changed",
+        "failed",
+        "time",
+        "failed",
+        "pass",
+        "/",
+        "error",
+    ]
     # Never cut to the console's width; failures first, with the pass that failed.
     assert lines[3].startswith("FAILED  gemm 128x128 f16 grid 4 thr 128 #bbbbbb")
     assert lines[3].endswith("LayoutInference: InternalError: layout")
@@ -112,9 +148,20 @@ def test_pruned_is_one_line():
 
     buf = io.StringIO()
     view = TerminalView(Settings(), console=Console(file=buf, color_system=None))
-    view(Pruned(Path("/tr/gemm"), runs=24, invocations=1, bytes_freed=3 * 1024 * 1024, kept_invocations=20, keep=20))
-    assert buf.getvalue() == ("tltrace: pruned 24 runs (1 older invocation) under /tr/gemm, freed 3.0 MB; "
-                              "--keep 20 keeps the newest 20 invocations\n")
+    view(
+        Pruned(
+            Path("/tr/gemm"),
+            runs=24,
+            invocations=1,
+            bytes_freed=3 * 1024 * 1024,
+            kept_invocations=20,
+            keep=20,
+        )
+    )
+    assert buf.getvalue() == (
+        "tltrace: pruned 24 runs (1 older invocation) under /tr/gemm, freed 3.0 MB; "
+        "--keep 20 keeps the newest 20 invocations\n"
+    )
 
 
 def test_progress_bar_line_is_never_split(tmp_path):
@@ -131,11 +178,17 @@ def test_progress_bar_line_is_never_split(tmp_path):
         "for n in (256, 512):\n"
         "    tilelang.compile(make_add(n, 128), target='c', execution_backend='cython')\n"
         "    bar.update(1)\n"
-        "bar.close()\n")
+        "bar.close()\n"
+    )
     env = {**__import__("os").environ, "TILELANG_DISABLE_CACHE": "1", "NO_COLOR": "1"}
-    p = subprocess.run([sys.executable, "-m", "tltrace", "run", "--only", "LowerTileOp", "--trace-dir", "tr",
-                        str(script)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       timeout=180)
+    p = subprocess.run(
+        [sys.executable, "-m", "tltrace", "run", "--only", "LowerTileOp", "--trace-dir", "tr", str(script)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=180,
+    )
     assert p.returncode == 0, p.stdout[-2000:]
     out = p.stdout.decode()
     ours = [seg for line in out.split("\n") for seg in line.split("\r") if "[add]" in seg]
@@ -145,6 +198,8 @@ def test_progress_bar_line_is_never_split(tmp_path):
             assert line.startswith("[add]"), repr(line)  # never after a bar on the same line
             assert "%|" not in line and "\r" not in line
     assert "Compiling configurations" in out
+
+
 def _stream(before: str, after: str, **settings) -> list[str]:
     buf = io.StringIO()
     view = TerminalView(Settings(context=0, **settings), console=Console(file=buf, color_system=None))
@@ -152,8 +207,15 @@ def _stream(before: str, after: str, **settings) -> list[str]:
     from tltrace.diff import count_changes
 
     added, removed = count_changes(before, after)
-    view(PassRecorded(m, PassRecord(index=0, name="Wrap", phase="p", status="changed", added=added,
-                                    removed=removed), before, after, Path("/r")))
+    view(
+        PassRecorded(
+            m,
+            PassRecord(index=0, name="Wrap", phase="p", status="changed", added=added, removed=removed),
+            before,
+            after,
+            Path("/r"),
+        )
+    )
     return buf.getvalue().splitlines()
 
 
@@ -174,7 +236,7 @@ def test_reindented_lines_get_a_tilde_gutter_and_a_dim_style():
     from tltrace.render.terminal import LINE_STYLE, diff_text
 
     text = diff_text(WRAP_BEFORE, WRAP_AFTER, 0)
-    styles = {text.plain[s.start:s.end].strip()[:1]: str(s.style) for s in text.spans}
+    styles = {text.plain[s.start : s.end].strip()[:1]: str(s.style) for s in text.spans}
     assert styles["~"] == LINE_STYLE["reindent"] == "dim" and styles["+"] == "green"
 
 
@@ -182,8 +244,10 @@ def test_ignore_whitespace_hides_reindents_and_says_so_when_nothing_is_left():
     out = _stream(WRAP_BEFORE, WRAP_AFTER, ignore_whitespace=True)
     assert not any(line.startswith("    ~") for line in out) and "    +    with T.block():" in out
     out = _stream("def f():\n  a = 1\n", "def f():\n    a = 1\n", ignore_whitespace=True)
-    assert out == ["[k] p/00 Wrap  CHANGED +1/-1 (whitespace only (re-indented))",
-                   "    (whitespace only (re-indented); hidden by --ignore-whitespace)"]
+    assert out == [
+        "[k] p/00 Wrap  CHANGED +1/-1 (whitespace only (re-indented))",
+        "    (whitespace only (re-indented); hidden by --ignore-whitespace)",
+    ]
 
 
 def test_a_newline_only_change_is_explained_not_an_empty_changed():

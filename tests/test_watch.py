@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tltrace.watch import OutputLine, RunDone, RunStarting, Watching, WatchSpec, watch_runs
+from tltrace.reconcile.watch import OutputLine, RunDone, RunStarting, Watching, WatchSpec, watch_runs
 
 
 def _until_done(events, number):
@@ -117,7 +117,7 @@ def test_watch_command_line(tmp_path):
 
 
 def test_watch_line_shows_tags_without_markup(monkeypatch, run_cli, tmp_path):
-    import tltrace.watch as W
+    import tltrace.reconcile.watch as W
 
     p = _script(tmp_path)
 

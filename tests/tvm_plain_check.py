@@ -57,11 +57,22 @@ def main() -> int:
     mod = make_module(tvm)
 
     bind = tir.transform.BindTarget(tvm.target.Target("c"))
-    steps = tltrace.lower_trace(mod, [("BindTarget", bind), ("Simplify", simplify_pass(tvm)),
-                                      ("RemoveNoOp", tir.transform.RemoveNoOp())], mode="terminal")
-    check([s["name"] for s in steps] == ["BindTarget", "Simplify", "RemoveNoOp"], "lower_trace names the steps")
-    check(all(set(s) >= {"name", "before_script", "after_script", "diff_lines", "insertions", "deletions",
-                         "changed"} for s in steps), "lower_trace returns the documented keys")
+    steps = tltrace.lower_trace(
+        mod,
+        [("BindTarget", bind), ("Simplify", simplify_pass(tvm)), ("RemoveNoOp", tir.transform.RemoveNoOp())],
+        mode="terminal",
+    )
+    check(
+        [s["name"] for s in steps] == ["BindTarget", "Simplify", "RemoveNoOp"], "lower_trace names the steps"
+    )
+    check(
+        all(
+            set(s)
+            >= {"name", "before_script", "after_script", "diff_lines", "insertions", "deletions", "changed"}
+            for s in steps
+        ),
+        "lower_trace returns the documented keys",
+    )
     check(steps[0]["changed"] and steps[0]["insertions"] >= 1, "BindTarget adds the target: a changed step")
     check(not steps[2]["changed"] and steps[2]["diff_lines"] == [], "RemoveNoOp changes nothing here")
 
@@ -71,20 +82,28 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         inst = tltrace.create_pass_instrument(mode="terminal", trace_dir=tmp)
         with tvm.transform.PassContext(instruments=[inst]):
-            seq = tvm.transform.Sequential([tir.transform.BindTarget(tvm.target.Target("c")),
-                                            tir.transform.RemoveNoOp()])
+            seq = tvm.transform.Sequential(
+                [tir.transform.BindTarget(tvm.target.Target("c")), tir.transform.RemoveNoOp()]
+            )
             seq(mod)
         run_dir = inst.last_run_dir
-        check(run_dir is not None and (Path(run_dir) / "manifest.json").is_file(), "the instrument wrote a run")
+        check(
+            run_dir is not None and (Path(run_dir) / "manifest.json").is_file(), "the instrument wrote a run"
+        )
         manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
         names = [r["name"] for r in manifest["records"]]
         check(manifest["status"] == "complete", "the run is complete")
-        check(any("BindTarget" in n for n in names) and any("RemoveNoOp" in n for n in names),
-              f"both passes recorded ({names})")
-        out = subprocess.run([sys.executable, "-m", "tltrace", "show", str(run_dir), "--json"],
-                             capture_output=True, text=True)
-        check(out.returncode == 0 and json.loads(out.stdout)["run_id"] == Path(run_dir).name,
-              "tltrace show reads the run")
+        check(
+            any("BindTarget" in n for n in names) and any("RemoveNoOp" in n for n in names),
+            f"both passes recorded ({names})",
+        )
+        out = subprocess.run(
+            [sys.executable, "-m", "tltrace", "show", str(run_dir), "--json"], capture_output=True, text=True
+        )
+        check(
+            out.returncode == 0 and json.loads(out.stdout)["run_id"] == Path(run_dir).name,
+            "tltrace show reads the run",
+        )
     print("tvm_plain_check: all good")
     return 0
 

@@ -15,7 +15,6 @@ import shutil
 import sys
 import tempfile
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -57,8 +56,10 @@ def _tvm() -> Any:
     try:
         import tvm  # type: ignore[import-not-found]
     except ImportError:
-        raise TltraceError("neither tilelang nor apache-tvm is installed; pip install tilelang "
-                           "(or apache-tvm for plain TVM pipelines)") from None
+        raise TltraceError(
+            "neither tilelang nor apache-tvm is installed; pip install tilelang "
+            "(or apache-tvm for plain TVM pipelines)"
+        ) from None
     return tvm
 
 
@@ -122,8 +123,16 @@ def _close_reports() -> None:
 
 
 # -- enable / disable ----------------------------------------------------------
-def enable(mode: Any = _UNSET, trace_dir: Any = _UNSET, codegen_output: Any = DEFAULT, *,
-           context: int = 3, keep: int = DEFAULT_KEEP, quiet: bool = False, use_cache: bool = False) -> None:
+def enable(
+    mode: Any = _UNSET,
+    trace_dir: Any = _UNSET,
+    codegen_output: Any = DEFAULT,
+    *,
+    context: int = 3,
+    keep: int = DEFAULT_KEEP,
+    quiet: bool = False,
+    use_cache: bool = False,
+) -> None:
     """Trace every later TileLang compilation in this process; return None.
 
     mode: "terminal", "html" or "both"; omitted: TL_LOWER_TRACE, else "terminal";
@@ -141,13 +150,16 @@ def enable(mode: Any = _UNSET, trace_dir: Any = _UNSET, codegen_output: Any = DE
     if resolved is None:
         disable()
         return
-    settings = _settings(resolved, trace_dir, codegen_output, context=context, keep=keep, quiet=quiet,
-                         use_cache=use_cache)
+    settings = _settings(
+        resolved, trace_dir, codegen_output, context=context, keep=keep, quiet=quiet, use_cache=use_cache
+    )
     try:
         import tilelang  # type: ignore[import-not-found]  # noqa: F401
     except ImportError:
-        raise TltraceError("enable() traces TileLang compilations and tilelang is not installed; "
-                           "for a plain TVM pipeline use tltrace.create_pass_instrument()") from None
+        raise TltraceError(
+            "enable() traces TileLang compilations and tilelang is not installed; "
+            "for a plain TVM pipeline use tltrace.create_pass_instrument()"
+        ) from None
     from .render.listeners import Listeners
     from .session import controller
     from .session.invocation import Invocation
@@ -215,92 +227,15 @@ def create_pass_instrument(mode: Any = _UNSET, trace_dir: Any = _UNSET, *, name:
     if trace_dir is _UNSET and current is not None:
         trace_dir = current.trace_dir
     settings = _settings(resolved, trace_dir, None)
-    cls = _instrument_class(_tvm())
+    from .session.instrument import instrument_class
+
+    cls = instrument_class(_tvm())
     from .render.listeners import Listeners
 
     listeners = Listeners(settings)
     with _lock:
         _closers.append(listeners)
     return cls(settings, listeners, name)
-
-
-_instrument_classes: dict[int, type] = {}
-
-
-def _instrument_class(tvm: Any) -> type:
-    """Build (once per TVM module) the PassInstrument class that feeds a TraceSession."""
-    cls = _instrument_classes.get(id(tvm))
-    if cls is not None:
-        return cls
-    from .session.tool import UNSCOPED, TraceSession
-
-    def phase_now() -> str:
-        mod = sys.modules.get("tilelang.instrumentation.events")
-        try:
-            return (mod.current_pass_phase() if mod is not None else None) or UNSCOPED
-        except Exception:
-            return UNSCOPED
-
-    @tvm.instrument.pass_instrument
-    class TltracePassInstrument:
-        """Pairs TVM's before/after callbacks into tltrace records; one run per PassContext."""
-
-        def __init__(self, settings: Settings, emit: Any, name: str | None = None) -> None:
-            self.settings = settings
-            self.emit = emit
-            self.kernel = name or "pass_context"
-            self.session: TraceSession | None = None
-            self.stack: list[tuple[str, str, float, int, int, int | None]] = []
-            self.last_run_dir: Path | None = None
-
-        def enter_pass_ctx(self) -> None:
-            self.session = TraceSession(self.settings, self.emit, session_name=self.kernel)
-            self.stack = []
-
-        def exit_pass_ctx(self) -> None:
-            s = self.session
-            if s is None:
-                return
-            error = sys.exc_info()[1] if self.stack else None
-            while self.stack:
-                pname, before, t0, idx, depth, parent = self.stack.pop()
-                s.pass_record(pname, idx, depth, parent, phase_now(), before, None, time.perf_counter() - t0,
-                              error, pending_error=error is None)
-            if s.failed_pending and error is None:
-                error = RuntimeError("a pass did not complete")
-            s.finish(error)
-            if s.store is not None:
-                self.last_run_dir = s.store.run_dir
-            self.session = None
-
-        def run_before_pass(self, mod: Any, info: Any) -> None:
-            s = self.session
-            if s is None or s.broken:
-                return
-            try:
-                parent = self.stack[-1][3] if self.stack else None
-                text = s.text_of(mod)
-                if s.manifest.input_hash is None:
-                    s.note_input(mod, text)
-                self.stack.append((str(info.name), text, time.perf_counter(), s.next_index(),
-                                   len(self.stack), parent))
-            except Exception as exc:
-                s._guard(f"capturing the IR before {info.name}", exc)
-
-        def run_after_pass(self, mod: Any, info: Any) -> None:
-            s = self.session
-            if s is None or s.broken or not self.stack:
-                return
-            pname, before, t0, idx, depth, parent = self.stack.pop()
-            try:
-                after = s.text_of(mod)
-            except Exception as exc:
-                s._guard(f"capturing the IR after {pname}", exc)
-                return
-            s.pass_record(pname, idx, depth, parent, phase_now(), before, after, time.perf_counter() - t0)
-
-    _instrument_classes[id(tvm)] = TltracePassInstrument
-    return TltracePassInstrument
 
 
 # -- lower_trace -----------------------------------------------------------------
@@ -337,8 +272,10 @@ def _named_passes(passes: Any) -> list[tuple[str, Any]]:
                 raise TypeError(f"lower_trace() step {p[0]!r} is a {type(p[1]).__name__}, not a pass")
             out.append((p[0], p[1]))
         elif not callable(p):
-            raise TypeError(f"lower_trace() needs passes (a pass, a list of passes, or of (name, pass)), "
-                            f"not {type(p).__name__}")
+            raise TypeError(
+                f"lower_trace() needs passes (a pass, a list of passes, or of (name, pass)), "
+                f"not {type(p).__name__}"
+            )
         else:
             try:
                 name = pass_display_name(str(p.info.name))
@@ -355,8 +292,13 @@ def _script(mod: Any) -> str:
         return str(mod)
 
 
-def lower_trace(func_or_mod: Any, passes: Any, mode: str = "terminal", context: int = 3,
-                html_path: str | os.PathLike = "lower_trace_report.html") -> list[dict[str, Any]]:
+def lower_trace(
+    func_or_mod: Any,
+    passes: Any,
+    mode: str = "terminal",
+    context: int = 3,
+    html_path: str | os.PathLike = "lower_trace_report.html",
+) -> list[dict[str, Any]]:
     """Return one dict per pass step (name, before_script, after_script, diff_lines, insertions, deletions,
     changed, rows, note).
 
@@ -395,18 +337,46 @@ def lower_trace(func_or_mod: Any, passes: Any, mode: str = "terminal", context: 
                 mod = p(mod)
             except Exception as exc:
                 failure = exc
-                results.append({"name": name, "before_script": before, "after_script": "", "diff_lines": [],
-                                "insertions": 0, "deletions": 0, "changed": False, "error": _short_error(exc)})
+                results.append(
+                    {
+                        "name": name,
+                        "before_script": before,
+                        "after_script": "",
+                        "diff_lines": [],
+                        "insertions": 0,
+                        "deletions": 0,
+                        "changed": False,
+                        "error": _short_error(exc),
+                    }
+                )
                 if console is not None:
                     _print_step(console, i, results[-1], context)
                 raise
             after = _script(mod)
             d = diff(before, after)  # the one engine: rows, notes and the unified lines
-            lines = [x for _, x in d.unified(context=context, a_name=f"step {i} before", b_name=f"step {i} after",
-                                             tilde=False)] if d.changed else []
-            results.append({"name": name, "before_script": before, "after_script": after, "diff_lines": lines,
-                            "insertions": d.added, "deletions": d.removed, "changed": d.changed,
-                            "rows": d.rows_json(), "note": d.note})
+            lines = (
+                [
+                    x
+                    for _, x in d.unified(
+                        context=context, a_name=f"step {i} before", b_name=f"step {i} after", tilde=False
+                    )
+                ]
+                if d.changed
+                else []
+            )
+            results.append(
+                {
+                    "name": name,
+                    "before_script": before,
+                    "after_script": after,
+                    "diff_lines": lines,
+                    "insertions": d.added,
+                    "deletions": d.removed,
+                    "changed": d.changed,
+                    "rows": d.rows_json(),
+                    "note": d.note,
+                }
+            )
             if console is not None:
                 _print_step(console, i, results[-1], context)
     finally:
@@ -414,7 +384,9 @@ def lower_trace(func_or_mod: Any, passes: Any, mode: str = "terminal", context: 
             try:
                 path = _write_html(results, Path(html_path), context)
                 if console is not None:
-                    console.print(f"HTML report written to: {path}", highlight=False, soft_wrap=True, markup=False)
+                    console.print(
+                        f"HTML report written to: {path}", highlight=False, soft_wrap=True, markup=False
+                    )
             except Exception as exc:
                 if failure is None:
                     raise
@@ -438,8 +410,14 @@ def _print_step(console: Any, i: int, step: dict[str, Any], context: int) -> Non
     from .session.records import CHANGED, FAILED, NOOP, PassRecord
 
     status = FAILED if "error" in step else CHANGED if step["changed"] else NOOP
-    rec = PassRecord(index=i, name=step["name"], phase="lower_trace", status=status,
-                     added=step["insertions"], removed=step["deletions"])
+    rec = PassRecord(
+        index=i,
+        name=step["name"],
+        phase="lower_trace",
+        status=status,
+        added=step["insertions"],
+        removed=step["deletions"],
+    )
     console.print(pass_line("lower_trace", rec, step.get("note")), soft_wrap=True)
     if status == FAILED:
         console.print(Text(f"    error: {step['error']}", style="red"), soft_wrap=True)
@@ -457,14 +435,29 @@ def _write_html(results: list[dict[str, Any]], out: Path, context: int) -> Path:
         raise TltraceError("this tltrace has no HTML report writer yet; use mode='terminal'") from None
     scratch = Path(tempfile.mkdtemp(prefix="tltrace-lower-trace-"))
     try:
-        settings = Settings(mode="html", trace_dir=scratch, script_name="lower_trace", codegen_output=None,
-                            keep=0, context=context)
+        settings = Settings(
+            mode="html",
+            trace_dir=scratch,
+            script_name="lower_trace",
+            codegen_output=None,
+            keep=0,
+            context=context,
+        )
         session = TraceSession(settings, lambda event: None, session_name="lower_trace")
         for step in results:
             after = None if "error" in step else step["after_script"]
             error = step["error"] if "error" in step else None  # already "ExcType: message"
-            session.pass_record(step["name"], session.next_index(), 0, None, "lower_trace", step["before_script"],
-                                after, 0.0, error)
+            session.pass_record(
+                step["name"],
+                session.next_index(),
+                0,
+                None,
+                "lower_trace",
+                step["before_script"],
+                after,
+                0.0,
+                error,
+            )
         session.finish(None)
         if session.store is None:
             raise TltraceError("lower_trace recorded no steps; nothing to report")

@@ -162,8 +162,15 @@ def build_settings(
     working files) or a path. `names` maps a parameter to how the caller spells it in
     messages (`{"keep": "--keep"}`). Raises UsageError on a bad value, the same for both.
     """
-    spell = {"mode": "mode", "keep": "keep", "context": "context", "only": "only", "skip": "skip",
-             "codegen_output": "codegen_output", **(names or {})}
+    spell = {
+        "mode": "mode",
+        "keep": "keep",
+        "context": "context",
+        "only": "only",
+        "skip": "skip",
+        "codegen_output": "codegen_output",
+        **(names or {}),
+    }
     m = parse_mode(mode, source=spell["mode"]) if mode is not None else env_mode() or "terminal"
     if m is None:
         raise UsageError(f"{spell['mode']}={mode!r} turns tracing off; use terminal, html or both")

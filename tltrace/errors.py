@@ -1,4 +1,4 @@
-"""Domain errors. The core raises these; only cli.py turns them into messages and exit codes.
+"""Domain errors. The core raises these; only cli/ turns them into messages and exit codes.
 
 Exit codes (documented in README and man page):
   0  success (or the script's own exit code under `tltrace run`)

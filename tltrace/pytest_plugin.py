@@ -29,14 +29,32 @@ DEFAULT_MODE = "html"
 
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("tltrace", "TileLang compile traces (tltrace)")
-    group.addoption("--tltrace", action="store", nargs="?", const=DEFAULT_MODE, default=None,
-                    metavar="terminal|html|both", dest="tltrace",
-                    help="Trace every TileLang compile of each test, one invocation per test "
-                         f"(bare --tltrace: {DEFAULT_MODE}).")
-    group.addoption("--tltrace-dir", action="store", default=None, metavar="DIR", dest="tltrace_dir",
-                    help="Where traces go [default: TL_LOWER_TRACE_DIR, else ./tmp/lower_trace_dir].")
-    group.addoption("--tltrace-only-failed", action="store_true", default=False, dest="tltrace_only_failed",
-                    help="Keep the traces of failing tests only.")
+    group.addoption(
+        "--tltrace",
+        action="store",
+        nargs="?",
+        const=DEFAULT_MODE,
+        default=None,
+        metavar="terminal|html|both",
+        dest="tltrace",
+        help="Trace every TileLang compile of each test, one invocation per test "
+        f"(bare --tltrace: {DEFAULT_MODE}).",
+    )
+    group.addoption(
+        "--tltrace-dir",
+        action="store",
+        default=None,
+        metavar="DIR",
+        dest="tltrace_dir",
+        help="Where traces go [default: TL_LOWER_TRACE_DIR, else ./tmp/lower_trace_dir].",
+    )
+    group.addoption(
+        "--tltrace-only-failed",
+        action="store_true",
+        default=False,
+        dest="tltrace_only_failed",
+        help="Keep the traces of failing tests only.",
+    )
 
 
 def pytest_load_initial_conftests(early_config: Any, parser: Any, args: list[str]) -> None:
@@ -166,14 +184,19 @@ class _Tracer:
     def begin(self, item: Any) -> None:
         import sys
 
-        from .collector import RunCollector
         from .config import build_settings
         from .render.terminal import TerminalView
         from .session import controller
+        from .session.collector import RunCollector
 
         # A fresh Settings per test: its own invocation id, and a script identity of its own.
-        settings = build_settings(mode=self.mode, trace_dir=self.trace_dir, script_name=trace_name(item.nodeid),
-                                  command=("pytest", item.nodeid), script_key=f"pytest:{item.nodeid}")
+        settings = build_settings(
+            mode=self.mode,
+            trace_dir=self.trace_dir,
+            script_name=trace_name(item.nodeid),
+            command=("pytest", item.nodeid),
+            script_key=f"pytest:{item.nodeid}",
+        )
         script_dir = settings.script_dir
         collector = RunCollector()
         listeners: list[Any] = [collector]
@@ -216,7 +239,7 @@ class _Tracer:
 
     def _remove(self, test: _Test) -> None:
         """Remove a passing test's traces: its script dir if the test made it, else only its runs."""
-        from .retention import _remove_run, collect_garbage
+        from .history.retention import _remove_run, collect_garbage
 
         sd = test.script_dir
         if not _inside(sd, self.trace_dir) or sd.is_symlink():
@@ -256,8 +279,11 @@ class _Tracer:
         for m in runs:
             counts = m.counts
             label = m.signature or m.kernel or "?"
-            failed = f", failed at {next(r.name for r in m.records if r.status == 'failed')}" \
-                if counts.get("failed") else ""
+            failed = (
+                f", failed at {next(r.name for r in m.records if r.status == 'failed')}"
+                if counts.get("failed")
+                else ""
+            )
             lines.append(f"  {label}: {m.status}, {len(m.records)} passes{failed}  {m.run_id}")
         lines.append(f"show: tltrace show --trace-dir {td} {test.script_dir.name}")
         return "\n".join(lines)

@@ -58,9 +58,26 @@ except ImportError:  # pragma: no cover - not POSIX: threads of one process are 
 
 REPORT_NAME = "report.html"
 _META_FIELDS = (
-    "run_id", "script", "kernel", "target", "target_host", "backend", "tilelang_version",
-    "tltrace_version", "command", "cwd", "started", "finished", "status", "error", "mode",
-    "invocation", "signature", "launch", "params", "thread",
+    "run_id",
+    "script",
+    "kernel",
+    "target",
+    "target_host",
+    "backend",
+    "tilelang_version",
+    "tltrace_version",
+    "command",
+    "cwd",
+    "started",
+    "finished",
+    "status",
+    "error",
+    "mode",
+    "invocation",
+    "signature",
+    "launch",
+    "params",
+    "thread",
 )
 INDEX_LOCK = ".report.lock"
 _CHUNK_OPEN = b'<script type="application/json" class="tl-d">'
@@ -132,7 +149,9 @@ def report_head() -> bytes:
     """Return a compile report's fixed head: skeleton, CSS and JS, ending where the data chunks start."""
     if "report" not in _HEAD_CACHE:
         _HEAD_CACHE["report"] = _page_head(
-            "report.html", ("palette.css", "report.css", "profile.css"), ("diff.js", "profile.js", "report.js")
+            "report.html",
+            ("palette.css", "report.css", "profile.css"),
+            ("diff.js", "profile.js", "report.js"),
         )
     return _HEAD_CACHE["report"]
 
@@ -140,8 +159,11 @@ def report_head() -> bytes:
 def index_head() -> bytes:
     """Return the invocation index's fixed head (it shares report.css's palette)."""
     if "index" not in _HEAD_CACHE:
-        _HEAD_CACHE["index"] = _page_head("index.html", ("palette.css", "report.css", "index.css", "profile.css"),
-                                           ("profile.js", "index.js"))
+        _HEAD_CACHE["index"] = _page_head(
+            "index.html",
+            ("palette.css", "report.css", "index.css", "profile.css"),
+            ("profile.js", "index.js"),
+        )
     return _HEAD_CACHE["index"]
 
 
@@ -194,9 +216,15 @@ def index_row(manifest: RunManifest, run_id: str | None = None) -> dict[str, Any
     counts = m.counts
     first_failed = next((r for r in m.records if r.status == FAILED), None)
     row: dict[str, Any] = {
-        "t": "c", "run_id": run_id or m.run_id, "signature": m.signature, "kernel": m.kernel,
-        "status": m.status, "passes": len(m.records), "changed": counts.get("changed", 0),
-        "failed": counts.get(FAILED, 0), "failed_at": first_failed.name if first_failed else None,
+        "t": "c",
+        "run_id": run_id or m.run_id,
+        "signature": m.signature,
+        "kernel": m.kernel,
+        "status": m.status,
+        "passes": len(m.records),
+        "changed": counts.get("changed", 0),
+        "failed": counts.get(FAILED, 0),
+        "failed_at": first_failed.name if first_failed else None,
         "started": m.started if _finite(m.started) else None,
     }
     if m.finished is not None and _finite(m.finished) and _finite(m.started) and m.finished >= m.started:
@@ -204,7 +232,7 @@ def index_row(manifest: RunManifest, run_id: str | None = None) -> dict[str, Any
     if m.error:
         row["error"] = m.error.strip().splitlines()[0][:300] if m.error.strip() else m.error
     if m.records and m.finished is not None:  # time per pass name, for the profile view (profile.js)
-        from ..profile import pass_times_us
+        from ..history.profile import pass_times_us
 
         row["pu"] = pass_times_us(m)
     return {k: v for k, v in row.items() if v is not None}
@@ -228,7 +256,9 @@ def _chunk_json(line: bytes) -> dict[str, Any] | None:
     if not (line.startswith(_CHUNK_OPEN) and line.endswith(_CHUNK_CLOSE.rstrip(b"\n"))):
         return None
     try:
-        data = json.loads(line[len(_CHUNK_OPEN):-len(_CHUNK_CLOSE.rstrip(b"\n"))].decode("utf-8", "replace"))
+        data = json.loads(
+            line[len(_CHUNK_OPEN) : -len(_CHUNK_CLOSE.rstrip(b"\n"))].decode("utf-8", "replace")
+        )
     except ValueError:
         return None
     return data if isinstance(data, dict) else None
@@ -333,13 +363,16 @@ SWITCHER_SIZE = 41  # compiles a report's switcher lists: all of a small invocat
 
 def _window(rows: list[dict[str, Any]], at: int, size: int) -> list[dict[str, Any]]:
     lo = max(0, min(at - size // 2, len(rows) - size))
-    return rows[lo:lo + size]
+    return rows[lo : lo + size]
 
 
 def sibling_chunk(rows: list[dict[str, Any]]) -> bytes:
     """Return the chunk that gives a compile report its switcher: [run_id, label, status] per sibling."""
-    sibs = [[r["run_id"], r.get("signature") or r.get("kernel") or r["run_id"], r.get("status") or "?"]
-            for r in rows if isinstance(r.get("run_id"), str)]
+    sibs = [
+        [r["run_id"], r.get("signature") or r.get("kernel") or r["run_id"], r.get("status") or "?"]
+        for r in rows
+        if isinstance(r.get("run_id"), str)
+    ]
     return chunk({"t": "sibs", "runs": sibs})
 
 
@@ -430,7 +463,9 @@ class HtmlReportListener:
             rep = self._start(event.manifest, run_dir, run_dir.parent.parent)
             if rep is None:
                 return
-        data = rep.meta_if_changed(event.manifest) + rep.texts_and_record(event.record, event.before, event.after)
+        data = rep.meta_if_changed(event.manifest) + rep.texts_and_record(
+            event.record, event.before, event.after
+        )
         rep.append(data)
         self.bytes_written += len(data)
 
@@ -495,12 +530,16 @@ class HtmlReportListener:
             try:
                 self._siblings(script_dir, run_dirs, indexes.get(script_dir))
             except Exception as exc:
-                _stderr(f"tltrace: could not list the sibling compiles in {script_dir}: {type(exc).__name__}: {exc}")
+                _stderr(
+                    f"tltrace: could not list the sibling compiles in {script_dir}: {type(exc).__name__}: {exc}"
+                )
 
     def _siblings(self, script_dir: Path, run_dirs: list[Path], state: _Index | None) -> None:
         path = script_dir / REPORT_NAME
         with _file_lock(script_dir):
-            rows = index_rows(path) if state is not None and index_invocation(path) == state.invocation else []
+            rows = (
+                index_rows(path) if state is not None and index_invocation(path) == state.invocation else []
+            )
         position = {r["run_id"]: i for i, r in enumerate(rows)}
         mine = [d for d in run_dirs if d.name in position]
         if len(rows) < 2 or not mine:
@@ -518,12 +557,12 @@ class HtmlReportListener:
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
     """Return the path of a report rebuilt from a run directory (default `<run_dir>/report.html`).
 
-    Reads through runs.py (the one reader: paths stay inside the run directory, a
+    Reads through history/runs.py (the one reader: paths stay inside the run directory, a
     deleted per-pass file falls back to the stored object by hash). The file is
     written through a temporary file and a rename. Texts no longer on disk show in
     the report as missing. Sibling compiles of its invocation get the switcher.
     """
-    from .. import runs as R
+    from ..history import runs as R
 
     run_dir = Path(run_dir)
     manifest = R.load_manifest(run_dir)
@@ -569,7 +608,7 @@ def write_index(script_dir: Path, run_dirs: list[Path], out: Path | None = None)
     newest, else `index.html` in the directory of its first compile (so the newest
     index is never replaced by an older one).
     """
-    from .. import runs as R
+    from ..history import runs as R
 
     script_dir = Path(script_dir)
     runs = [R.load_run(Path(d)) for d in run_dirs]
@@ -583,8 +622,11 @@ def write_index(script_dir: Path, run_dirs: list[Path], out: Path | None = None)
     base = os.path.relpath(script_dir / RUN_RECORDS, out.parent).replace(os.sep, "/") + "/"
     first = next((r.manifest for r in runs if r.manifest is not None), None)
     invocation = R.invocation_key(runs[0])
-    meta = index_meta(first, invocation, base) if first is not None else \
-        {"t": "imeta", "script": script_dir.name, "invocation": invocation, "base": base}
+    meta = (
+        index_meta(first, invocation, base)
+        if first is not None
+        else {"t": "imeta", "script": script_dir.name, "invocation": invocation, "base": base}
+    )
     parts = [chunk(meta), *(chunk(_row_of_run(r)) for r in runs)]
     if out == script_dir / REPORT_NAME:
         with _file_lock(script_dir):

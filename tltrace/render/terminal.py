@@ -123,8 +123,9 @@ def lines_text(lines: list[tuple[str, str]], indent: str = "    ") -> Text:
     return out
 
 
-def diff_view(d: Diff, context: int, *, ignore_whitespace: bool = False, a: str = "before",
-              b: str = "after") -> Text:
+def diff_view(
+    d: Diff, context: int, *, ignore_whitespace: bool = False, a: str = "before", b: str = "after"
+) -> Text:
     """Return the terminal view of a diff: unified, re-indented lines as dim "~" lines.
 
     When no line is left to show (a newline or whitespace-only change, or re-indents hidden
@@ -181,8 +182,10 @@ def summary_line(manifest: RunManifest, run_dir: Path, report: Path | None = Non
     t.append(f"[{manifest.kernel or '?'}] ", style="bold blue")
     ok = manifest.status == COMPLETE
     interrupted = _interrupted(manifest)
-    t.append("done: " if ok else "interrupted: " if interrupted else "compile failed: ",
-             style="bold green" if ok else "bold red")
+    t.append(
+        "done: " if ok else "interrupted: " if interrupted else "compile failed: ",
+        style="bold green" if ok else "bold red",
+    )
     t.append(f"{total} passes, {changed} changed, {failed} failed, {c.get(CODEGEN, 0)} codegen")
     if manifest.signature:
         t.append(f"  compile: {manifest.signature}", style="bold")
@@ -223,9 +226,17 @@ def summary_table(runs: list[RunManifest] | tuple[RunManifest, ...]) -> list[Tex
             why = f"{failed_at.name}: " if failed_at is not None else ""
             why += (m.error or "").splitlines()[0][:120] if m.error else ""
         nfail = c.get(FAILED, 0)
-        rows.append([(word, style), (m.signature or m.kernel or "?", ""), (str(len(m.records)), ""),
-                     (str(c.get(CHANGED, 0)), ""), (str(nfail), "red" if nfail else ""), (took, ""),
-                     (why, "red")])
+        rows.append(
+            [
+                (word, style),
+                (m.signature or m.kernel or "?", ""),
+                (str(len(m.records)), ""),
+                (str(c.get(CHANGED, 0)), ""),
+                (str(nfail), "red" if nfail else ""),
+                (took, ""),
+                (why, "red"),
+            ]
+        )
     widths = [max([len(_TABLE_HEAD[k])] + [len(r[k][0]) for r in rows]) for k in range(len(_TABLE_HEAD))]
 
     def line(cells: list[tuple[str, str]]) -> Text:
@@ -250,8 +261,10 @@ def pruned_line(event: Pruned) -> Text:
     t = Text("tltrace: ", style="dim")
     runs = f"{event.runs} run{'s' if event.runs != 1 else ''}"
     invs = f"{event.invocations} older invocation{'s' if event.invocations != 1 else ''}"
-    t.append(f"pruned {runs} ({invs}) under {event.script_dir}, freed {human_size(event.bytes_freed)}; "
-             f"--keep {event.keep} keeps the newest {event.keep} invocation{'s' if event.keep != 1 else ''}")
+    t.append(
+        f"pruned {runs} ({invs}) under {event.script_dir}, freed {human_size(event.bytes_freed)}; "
+        f"--keep {event.keep} keeps the newest {event.keep} invocation{'s' if event.keep != 1 else ''}"
+    )
     return t
 
 
@@ -341,8 +354,9 @@ def guard_lines() -> Iterator[None]:
 class TerminalView:
     """Listener that prints the stream for `tltrace run` (and the terminal mode of enable())."""
 
-    def __init__(self, settings: Settings, console: Console | None = None,
-                 err_console: Console | None = None) -> None:
+    def __init__(
+        self, settings: Settings, console: Console | None = None, err_console: Console | None = None
+    ) -> None:
         self.settings = settings
         self._console = console
         self._err = err_console
@@ -384,8 +398,9 @@ class TerminalView:
                     err = (rec.error or "see the run summary").rstrip().replace("\n", "\n           ")
                     parts.append(Text(f"    error: {err}", style="red"))
                 elif d is not None and d.changed:
-                    parts.append(diff_view(d, self.settings.context,
-                                           ignore_whitespace=self.settings.ignore_whitespace))
+                    parts.append(
+                        diff_view(d, self.settings.context, ignore_whitespace=self.settings.ignore_whitespace)
+                    )
                 elif rec.status == CODEGEN and event.before != event.after:
                     parts.append(diff_text(event.before, event.after, self.settings.context))
                 blocks.append((rec.index, parts))
@@ -434,8 +449,10 @@ class TerminalView:
             return
         stopped = sum(1 for m in runs if _interrupted(m))
         failed = sum(1 for m in runs if m.status != COMPLETE) - stopped
-        head = Text(f"{len(runs)} compiles, {failed} failed" + (f", {stopped} interrupted" if stopped else ""),
-                    style="bold red" if failed or stopped else "bold")
+        head = Text(
+            f"{len(runs)} compiles, {failed} failed" + (f", {stopped} interrupted" if stopped else ""),
+            style="bold red" if failed or stopped else "bold",
+        )
         head.append(f"  invocation {event.invocation}", style="dim")
         records = finished.get(id(runs[0]))
         if records is not None:

@@ -79,8 +79,10 @@ def module_source(module: Any, on_error: Callable[[str], None] | None = None) ->
             text = fn()
         except Exception as exc:
             if on_error is not None:
-                on_error(f"could not read the generated source ({attr}: {type(exc).__name__}: {exc}); "
-                         "no working file for this codegen call")
+                on_error(
+                    f"could not read the generated source ({attr}: {type(exc).__name__}: {exc}); "
+                    "no working file for this codegen call"
+                )
             continue
         if text:
             return str(text)

@@ -92,7 +92,8 @@ def fallback_warning(message: str) -> None:
     can filter TltraceWarning like any other warning.
     """
     try:
-        warnings.warn(message.splitlines()[0][:500] if message else "tltrace warning", TltraceWarning,
-                      stacklevel=3)
+        warnings.warn(
+            message.splitlines()[0][:500] if message else "tltrace warning", TltraceWarning, stacklevel=3
+        )
     except Exception:
         pass

@@ -58,16 +58,26 @@ class Invocation:
         report_unapplied(self.settings, self._emit, cached=cached_kernels())
 
     def _prune(self) -> None:
-        from ..retention import prune
+        from ..history.retention import prune
 
         script_dir = self.settings.script_dir
         try:
             result = prune(script_dir, self.settings.keep)
         except Exception as exc:  # retention must never turn a good run into a failed one
-            self._emit(Notice("warning", f"pruning old runs under {script_dir} failed ({type(exc).__name__}: "
-                              f"{exc})"))
+            self._emit(
+                Notice("warning", f"pruning old runs under {script_dir} failed ({type(exc).__name__}: {exc})")
+            )
             return
         if result is None or not (result.removed or result.failed):
             return
-        self._emit(Pruned(script_dir, len(result.removed), result.invocations_removed, result.bytes_freed,
-                          result.invocations_kept, self.settings.keep, tuple(result.failed)))
+        self._emit(
+            Pruned(
+                script_dir,
+                len(result.removed),
+                result.invocations_removed,
+                result.bytes_freed,
+                result.invocations_kept,
+                self.settings.keep,
+                tuple(result.failed),
+            )
+        )

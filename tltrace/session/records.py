@@ -75,11 +75,29 @@ class PassRecord:
 _ALWAYS = {"index", "name", "phase", "status"}
 _STR, _INT, _NUM = (str,), (int,), (int, float)
 _RECORD_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {  # field: (types, None allowed)
-    "index": (_INT, False), "name": (_STR, False), "phase": (_STR, False), "depth": (_INT, False),
-    "parent": (_INT, True), "status": (_STR, False), "added": (_INT, False), "removed": (_INT, False),
-    "duration_s": (_NUM, False), **{k: (_STR, True) for k in (
-        "before_hash", "after_hash", "before_file", "after_file", "role", "ffi", "error", "reconcile",
-        "working_file")},
+    "index": (_INT, False),
+    "name": (_STR, False),
+    "phase": (_STR, False),
+    "depth": (_INT, False),
+    "parent": (_INT, True),
+    "status": (_STR, False),
+    "added": (_INT, False),
+    "removed": (_INT, False),
+    "duration_s": (_NUM, False),
+    **{
+        k: (_STR, True)
+        for k in (
+            "before_hash",
+            "after_hash",
+            "before_file",
+            "after_file",
+            "role",
+            "ffi",
+            "error",
+            "reconcile",
+            "working_file",
+        )
+    },
     "start_s": (_NUM, True),
 }
 
@@ -92,6 +110,8 @@ def _check_types(values: dict[str, Any], types: dict[str, tuple[tuple[type, ...]
             continue
         if isinstance(v, bool) or not isinstance(v, spec[0]):
             raise TypeError(f"{what} field {k!r} is {v!r}, not a {spec[0][-1].__name__}")
+
+
 _RECORD_DEFAULTS = {f.name: f.default for f in PassRecord.__dataclass_fields__.values()}
 
 
@@ -161,11 +181,31 @@ class RunManifest:
 
 
 _MANIFEST_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
-    "run_id": (_STR, False), "script": (_STR, False), "command": ((list,), True), "started": (_NUM, False),
-    "finished": (_NUM, True), "status": (_STR, False), "mode": (_STR, False), "schema_version": (_INT, False),
-    **{k: (_STR, True) for k in ("kernel", "target", "target_host", "backend", "tilelang_version",
-                                  "tltrace_version", "cwd", "error", "invocation", "signature",
-                                  "input_hash", "thread")},
+    "run_id": (_STR, False),
+    "script": (_STR, False),
+    "command": ((list,), True),
+    "started": (_NUM, False),
+    "finished": (_NUM, True),
+    "status": (_STR, False),
+    "mode": (_STR, False),
+    "schema_version": (_INT, False),
+    **{
+        k: (_STR, True)
+        for k in (
+            "kernel",
+            "target",
+            "target_host",
+            "backend",
+            "tilelang_version",
+            "tltrace_version",
+            "cwd",
+            "error",
+            "invocation",
+            "signature",
+            "input_hash",
+            "thread",
+        )
+    },
     **{k: ((dict,), True) for k in ("launch", "params", "writer")},
     "thread_id": (_INT, True),
 }

@@ -15,10 +15,23 @@ import re
 from typing import Any
 
 _MAX_STMTS = 400  # statements visited at most; launch attributes sit near the top
-_SHORT_DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
-                 "float8_e4m3": "f8e4m3", "float8_e5m2": "f8e5m2", "int8": "i8", "int16": "i16",
-                 "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32",
-                 "uint64": "u64", "bool": "bool"}
+_SHORT_DTYPES = {
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "float32": "f32",
+    "float64": "f64",
+    "float8_e4m3": "f8e4m3",
+    "float8_e5m2": "f8e5m2",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "bool": "bool",
+}
 
 
 def input_hash(text: str) -> str:
@@ -90,8 +103,13 @@ def _func_info(func: Any) -> dict[str, Any]:
     for param in func.params:
         buf = bmap.get(param) if hasattr(bmap, "get") else (bmap[param] if param in bmap else None)
         if buf is None:
-            buffers.append({"name": str(getattr(param, "name", param)), "shape": [],
-                            "dtype": str(getattr(param, "dtype", ""))})
+            buffers.append(
+                {
+                    "name": str(getattr(param, "name", param)),
+                    "shape": [],
+                    "dtype": str(getattr(param, "dtype", "")),
+                }
+            )
             continue
         buffers.append({"name": str(buf.name), "shape": _shape(buf.shape), "dtype": str(buf.dtype)})
     info["buffers"] = buffers
@@ -237,7 +255,8 @@ def variant_key(kernel: str | None, launch: dict[str, Any] | None) -> str:
     launch = launch or {}
     bufs = ",".join(
         f"{b.get('name')}:{_dims(b.get('shape') or ())}:{b.get('dtype')}"
-        for b in launch.get("buffers") or () if isinstance(b, dict)
+        for b in launch.get("buffers") or ()
+        if isinstance(b, dict)
     )
     grid = _dims(launch.get("grid") or ())
     threads = _dims(launch.get("threads") or ())

@@ -22,7 +22,7 @@ from typing import Any
 
 from .. import __version__
 from ..config import Settings
-from ..difftext import count_changes
+from ..diff import count_changes
 from . import codegen as cg
 from .controller import interrupted
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
@@ -56,7 +56,7 @@ def error_text(error: BaseException | str | None) -> str:
     lines = [ln for ln in msg.splitlines() if ln.strip()]
     if lines and lines[0].startswith("Traceback"):
         tail = [i for i, ln in enumerate(lines) if _ERROR_HEAD.match(ln)]
-        msg = "\n".join(lines[tail[-1]:]) if tail else lines[-1]
+        msg = "\n".join(lines[tail[-1] :]) if tail else lines[-1]
     if not msg:
         return name
     return msg if msg.startswith(f"{name}:") else f"{name}: {msg}"
@@ -137,8 +137,10 @@ class TraceSession:
         except Exception as exc:  # a listener must never break a compile
             if not self._listener_failed:
                 self._listener_failed = True
-                fallback_warning(f"tltrace: could not show an event ({type(exc).__name__}: {exc}); "
-                                  "records are still written")
+                fallback_warning(
+                    f"tltrace: could not show an event ({type(exc).__name__}: {exc}); "
+                    "records are still written"
+                )
 
     def warn(self, message: str) -> None:
         self.emit(Notice("warning", message, kernel=self.manifest.kernel))
@@ -180,9 +182,12 @@ class TraceSession:
         digest = input_hash(text)
         kernel = self.manifest.kernel
         self.manifest = replace(
-            self.manifest, input_hash=digest, launch=launch or None,
+            self.manifest,
+            input_hash=digest,
+            launch=launch or None,
             signature=signature(kernel, launch, digest),
-            thread=threading.current_thread().name, thread_id=threading.get_ident(),
+            thread=threading.current_thread().name,
+            thread_id=threading.get_ident(),
         )
 
     def _refresh_signature(self) -> None:
@@ -231,16 +236,29 @@ class TraceSession:
         if record.status != FAILED:
             afile = store.record_path(record.phase, record.index, record.name, "after", ext_after)
             store.link_text(afile, after, ah)
-        record = replace(record, before_hash=bh, after_hash=ah if afile else None, before_file=bfile, after_file=afile)
+        record = replace(
+            record, before_hash=bh, after_hash=ah if afile else None, before_file=bfile, after_file=afile
+        )
         with self._lock:
             self.records.append(record)
         store.append_record(record)
         self.emit(PassRecorded(self.manifest, record, before, after, store.run_dir))
         return record
 
-    def pass_record(self, name: str, index: int, depth: int, parent: int | None, phase: str | None,
-                    before: str, after: str | None, duration: float, error: BaseException | str | None = None,
-                    pending_error: bool = False, start: float | None = None) -> None:
+    def pass_record(
+        self,
+        name: str,
+        index: int,
+        depth: int,
+        parent: int | None,
+        phase: str | None,
+        before: str,
+        after: str | None,
+        duration: float,
+        error: BaseException | str | None = None,
+        pending_error: bool = False,
+        start: float | None = None,
+    ) -> None:
         if self.broken:
             return
         try:
@@ -252,8 +270,15 @@ class TraceSession:
                 added, removed = count_changes(before, after)
                 status = CHANGED if after != before else NOOP
             rec = PassRecord(
-                index=index, name=display, phase=phase or UNSCOPED, depth=depth, parent=parent,
-                status=status, added=added, removed=removed, duration_s=round(duration, 6),
+                index=index,
+                name=display,
+                phase=phase or UNSCOPED,
+                depth=depth,
+                parent=parent,
+                status=status,
+                added=added,
+                removed=removed,
+                duration_s=round(duration, 6),
                 error=error_text(error) if status == FAILED and not pending_error else None,
                 start_s=round(start - self.t0, 6) if start is not None else None,
             )
@@ -336,8 +361,17 @@ class _Observer:
         except Exception as exc:
             s._guard(f"capturing the IR after {name}", exc)
             return
-        s.pass_record(name, event.sequence, event.depth, event.parent_sequence, event.phase,
-                      before, after, duration, start=t0)
+        s.pass_record(
+            name,
+            event.sequence,
+            event.depth,
+            event.parent_sequence,
+            event.phase,
+            before,
+            after,
+            duration,
+            start=t0,
+        )
 
     def passes_incomplete(self, passes: Any, error: BaseException | None) -> None:
         s = self.session
@@ -350,8 +384,19 @@ class _Observer:
             if event is None or state is None:
                 continue
             name, before, t0 = state
-            s.pass_record(name, event.sequence, event.depth, event.parent_sequence, event.phase,
-                          before, None, time.perf_counter() - t0, error, pending_error=error is None, start=t0)
+            s.pass_record(
+                name,
+                event.sequence,
+                event.depth,
+                event.parent_sequence,
+                event.phase,
+                before,
+                None,
+                time.perf_counter() - t0,
+                error,
+                pending_error=error is None,
+                start=t0,
+            )
 
     def callback_mismatch(self, actual: str, expected: str | None) -> None:
         self.session.warn(f"unmatched pass callback: got {actual!r}, expected {expected!r}")
@@ -409,9 +454,14 @@ def _keep_out_of_cache(session: TraceSession) -> None:
     with _cache_notice_lock:
         first, _cache_notice_given = not _cache_notice_given, True
     if first:
-        session.emit(Notice("info", "kernel cache turned off for the rest of this process, so that a traced "
-                            "or edited kernel is never saved into it", kernel=session.manifest.kernel))
-
+        session.emit(
+            Notice(
+                "info",
+                "kernel cache turned off for the rest of this process, so that a traced "
+                "or edited kernel is never saved into it",
+                kernel=session.manifest.kernel,
+            )
+        )
 
 
 def make_tool_class() -> type:
@@ -456,7 +506,9 @@ def make_tool_class() -> type:
                 def phase() -> str:
                     return current_pass_phase() or UNSCOPED
 
-                return StackedPassInstrument(_Observer(s), sequence_allocator=s.next_index, phase_provider=phase)
+                return StackedPassInstrument(
+                    _Observer(s), sequence_allocator=s.next_index, phase_provider=phase
+                )
             except Exception as exc:
                 s._guard("creating the pass instrument", exc)
                 return None
@@ -465,7 +517,7 @@ def make_tool_class() -> type:
             # The target is known here already; a compile that fails before codegen still records it.
             s = self.session
             if not s.manifest.target and isinstance(base_phase, str) and base_phase.startswith("pipeline_"):
-                s.manifest = replace(s.manifest, target=base_phase[len("pipeline_"):] or None)
+                s.manifest = replace(s.manifest, target=base_phase[len("pipeline_") :] or None)
             # A second pipeline in one compile session is filed as run2_<phase>, as the spec labels it.
             s.pipelines += 1
             if s.pipelines > 1 and isinstance(base_phase, str):
@@ -494,8 +546,18 @@ def make_tool_class() -> type:
                     result = next_call()
             except BaseException as exc:
                 if before is not None and not interrupted() and not isinstance(exc, KeyboardInterrupt):
-                    s.pass_record(cg.record_name(role), s.next_index(), 0, None, CODEGEN_PHASE, before, None,
-                                  time.perf_counter() - t0, exc, start=t0)
+                    s.pass_record(
+                        cg.record_name(role),
+                        s.next_index(),
+                        0,
+                        None,
+                        CODEGEN_PHASE,
+                        before,
+                        None,
+                        time.perf_counter() - t0,
+                        exc,
+                        start=t0,
+                    )
                 raise
             duration = time.perf_counter() - t0
             return _record_codegen(s, event, role, before, result, duration, t0)
@@ -513,8 +575,15 @@ def _target_str(target: Any) -> str | None:
         return str(target) if target is not None else None
 
 
-def _record_codegen(s: TraceSession, event: Any, role: str | None, before: str | None, result: Any,
-                    duration: float, start: float | None = None) -> Any:
+def _record_codegen(
+    s: TraceSession,
+    event: Any,
+    role: str | None,
+    before: str | None,
+    result: Any,
+    duration: float,
+    start: float | None = None,
+) -> Any:
     """Reconcile the working file, then record the codegen call (unless recording stopped); return the module.
 
     The two are guarded apart: a failure while recording never undoes the reconcile,
@@ -536,16 +605,25 @@ def _record_codegen(s: TraceSession, event: Any, role: str | None, before: str |
                 s.mark_edited()
         except Exception as exc:
             out_result, compiled = result, generated
-            s.warn(f"working files skipped for {_kernel_name(s, event)} ({type(exc).__name__}: {exc}); "
-                   "an edit there is not applied in this run")
+            s.warn(
+                f"working files skipped for {_kernel_name(s, event)} ({type(exc).__name__}: {exc}); "
+                "an edit there is not applied in this run"
+            )
     if s.broken or before is None:
         return out_result
     try:
         index = s.next_index()
         added, removed = count_changes(before, compiled)
         rec = PassRecord(
-            index=index, name=cg.record_name(role), phase=CODEGEN_PHASE, status=CODEGEN,
-            added=added, removed=removed, duration_s=round(duration, 6), role=role, ffi=ffi,
+            index=index,
+            name=cg.record_name(role),
+            phase=CODEGEN_PHASE,
+            status=CODEGEN,
+            added=added,
+            removed=removed,
+            duration_s=round(duration, 6),
+            role=role,
+            ffi=ffi,
             reconcile=outcome.tag if outcome else None,
             working_file=str(outcome.path) if outcome and outcome.path else None,
             start_s=round(start - s.t0, 6) if start is not None else None,
@@ -563,7 +641,11 @@ def _kernel_name(s: TraceSession, event: Any) -> str:
     try:
         for gv, func in event.mod.functions.items():
             attrs = getattr(func, "attrs", None)
-            name = str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else gv.name_hint
+            name = (
+                str(attrs["global_symbol"])
+                if attrs is not None and "global_symbol" in attrs
+                else gv.name_hint
+            )
             return name[: -len("_kernel")] if name.endswith("_kernel") else name
     except Exception:
         pass
@@ -585,8 +667,13 @@ def _reconcile(s: TraceSession, event: Any, role: str | None, generated: str, ff
             s._wf_launch = launch  # type: ignore[attr-defined]
     variant = variant_from_launch(kernel, launch)
     outcome = reconcile_codegen(
-        s.settings, kernel=kernel, role=role, generated=generated,
-        compiles_source=cg.compiles_source(ffi), backend=s.manifest.backend, variant=variant,
+        s.settings,
+        kernel=kernel,
+        role=role,
+        generated=generated,
+        compiles_source=cg.compiles_source(ffi),
+        backend=s.manifest.backend,
+        variant=variant,
     )
     for w in outcome.warnings:
         s.warn(w)

@@ -32,7 +32,7 @@ def process_start(pid: int) -> str | None:
     except OSError:
         return None
     # The command name (field 2) is in parentheses and may hold spaces or ')'.
-    tail = data[data.rfind(b")") + 2:].split()
+    tail = data[data.rfind(b")") + 2 :].split()
     try:
         return tail[19].decode()  # field 22 counted from field 3
     except IndexError:

@@ -1,7 +1,7 @@
 """CLI commands that read the .run_records tree: show, diff-runs, clean.
 
-Each command parses, makes one call into the core (runs.py, rundiff.py,
-retention.py), prints a Rich table or JSON, and exits. Errors are one line on
+Each command parses, makes one call into the core (history: runs, compare,
+retention), prints a Rich table or JSON, and exits. Errors are one line on
 stderr: `tltrace: error: ...`.
 """
 
@@ -14,11 +14,11 @@ from typing import Any, Optional
 
 import typer
 
-from .cli_shared import fail as _fail
-from .cli_shared import trace_dir_of as _trace_dir
-from .cli_shared import trace_dir_option
-from .cli_shared import warn as _warn
-from .errors import EXIT_OK, EXIT_RECORDS, EXIT_SCRIPT_FAILED, EXIT_USAGE, TltraceError
+from ..errors import EXIT_OK, EXIT_RECORDS, EXIT_SCRIPT_FAILED, EXIT_USAGE, TltraceError
+from .shared import fail as _fail
+from .shared import trace_dir_of as _trace_dir
+from .shared import trace_dir_option
+from .shared import warn as _warn
 
 SHOW_EPILOG = """\
 Examples:
@@ -123,13 +123,13 @@ def _console():
 
 
 def _print_json(data: Any) -> None:
-    from .render.safejson import dumps
+    from ..render.safejson import dumps
 
     sys.stdout.write(dumps(data, indent=2, default=str) + "\n")
 
 
 def _when(ts: object) -> str:
-    from .runs import format_time
+    from ..history.runs import format_time
 
     return format_time(ts)
 
@@ -158,54 +158,89 @@ def _size(n: int) -> str:
 # -- show ------------------------------------------------------------------------
 TRACE_DIR_OPT = trace_dir_option()
 
-KERNEL_OPT = typer.Option(None, "--kernel", metavar="NAME",
-                          help="Only compiles of kernel NAME (a script may compile several).")
+KERNEL_OPT = typer.Option(
+    None, "--kernel", metavar="NAME", help="Only compiles of kernel NAME (a script may compile several)."
+)
 
-_STATUS_STYLE = {"complete": "green", "error": "red", "damaged": "bold red", "interrupted": "yellow",
-                 "running": "cyan"}
+_STATUS_STYLE = {
+    "complete": "green",
+    "error": "red",
+    "damaged": "bold red",
+    "interrupted": "yellow",
+    "running": "cyan",
+}
 
 
 def show_cmd(
-    args: Optional[list[str]] = typer.Argument(None, metavar="[SCRIPT_OR_DIR] [RUN] [SIGNATURE]",
-                                               help="A script, script/trace/run directory; then a RUN; then a "
-                                                    "signature prefix narrowing to one compile.",
-                                               show_default=False),
+    args: Optional[list[str]] = typer.Argument(
+        None,
+        metavar="[SCRIPT_OR_DIR] [RUN] [SIGNATURE]",
+        help="A script, script/trace/run directory; then a RUN; then a "
+        "signature prefix narrowing to one compile.",
+        show_default=False,
+    ),
     trace_dir: Optional[Path] = TRACE_DIR_OPT,
-    pass_: Optional[str] = typer.Option(None, "--pass", metavar="NAME|INDEX",
-                                        help="Print this pass's diff (NAME, phase/NAME, NAME#k for the k-th, or an index)."),
-    html: bool = typer.Option(False, "--html", help="(Re)write the compile's HTML report, or the invocation's "
-                                                    "index when it has several compiles, and print its path."),
+    pass_: Optional[str] = typer.Option(
+        None,
+        "--pass",
+        metavar="NAME|INDEX",
+        help="Print this pass's diff (NAME, phase/NAME, NAME#k for the k-th, or an index).",
+    ),
+    html: bool = typer.Option(
+        False,
+        "--html",
+        help="(Re)write the compile's HTML report, or the invocation's "
+        "index when it has several compiles, and print its path.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
-    ignore_whitespace: bool = typer.Option(False, "--ignore-whitespace", "-w",
-                                           help="Hide changes that only re-indent lines (with --pass)."),
+    ignore_whitespace: bool = typer.Option(
+        False, "--ignore-whitespace", "-w", help="Hide changes that only re-indent lines (with --pass)."
+    ),
     kernel: Optional[str] = KERNEL_OPT,
-    profile: bool = typer.Option(False, "--profile", help="Where the compile time went: slowest passes by name."),
-    top: Optional[int] = typer.Option(None, "--top", metavar="N", min=1, help="Rows of --profile / markdown."),
-    fmt: Optional[str] = typer.Option(None, "--format", metavar="table|json|markdown",
-                                      help="Output format; markdown: compiles (failures first) and top passes."),
+    profile: bool = typer.Option(
+        False, "--profile", help="Where the compile time went: slowest passes by name."
+    ),
+    top: Optional[int] = typer.Option(
+        None, "--top", metavar="N", min=1, help="Rows of --profile / markdown."
+    ),
+    fmt: Optional[str] = typer.Option(
+        None,
+        "--format",
+        metavar="table|json|markdown",
+        help="Output format; markdown: compiles (failures first) and top passes.",
+    ),
 ) -> None:
     """List invocations and their compiles, or one compile's passes, or one pass's diff."""
-    from . import runs as R
+    from ..history import runs as R
 
     items = list(args or [])
     _check_args(items)
     if len(items) > 3:
-        raise _fail(f"too many arguments: {' '.join(items[3:])}; give at most SCRIPT_OR_DIR, RUN and SIGNATURE")
+        raise _fail(
+            f"too many arguments: {' '.join(items[3:])}; give at most SCRIPT_OR_DIR, RUN and SIGNATURE"
+        )
     td = _trace_dir(trace_dir)
     target: str | None = items[0] if items else None
     run_spec: str | None = items[1] if len(items) > 1 else None
     compile_: str | None = items[2] if len(items) > 2 else None
-    if target is not None and run_spec is None and R.looks_like_run_spec(target) and not Path(target).exists():
+    if (
+        target is not None
+        and run_spec is None
+        and R.looks_like_run_spec(target)
+        and not Path(target).exists()
+    ):
         target, run_spec = None, target  # 'tltrace show -2': a RUN of the only script
     if fmt not in (None, "table", "json", "markdown"):
         raise _fail(f"--format {fmt!r} is not one of table, json, markdown")
     as_json = as_json or fmt == "json"
-    if profile or fmt == "markdown":  # profile and CI summary: cli_profile.py
-        from . import cli_profile
+    if profile or fmt == "markdown":  # profile and CI summary: cli/profile.py
+        from . import profile as cli_profile
 
         try:
-            chosen = cli_profile.select(target, run_spec, td, kernel, whole_invocation=not profile, compile_=compile_)
+            chosen = cli_profile.select(
+                target, run_spec, td, kernel, whole_invocation=not profile, compile_=compile_
+            )
         except TltraceError as exc:
             raise _fail(str(exc), exc.exit_code) from None
         if fmt == "markdown":
@@ -233,21 +268,30 @@ def show_cmd(
 
 
 def _run_row(run, position: int | None = None) -> dict[str, Any]:
-    from .runs import label, safe_time
+    from ..history.runs import label, safe_time
 
     m = run.manifest
     c = m.counts if m else {}
     first_failed = next((r for r in m.records if r.status == "failed"), None) if m else None
     row = {
-        "script": run.script_dir.name, "run_id": run.run_id, "path": str(run.path),
-        "invocation": m.invocation if m else None, "signature": m.signature if m else None,
+        "script": run.script_dir.name,
+        "run_id": run.run_id,
+        "path": str(run.path),
+        "invocation": m.invocation if m else None,
+        "signature": m.signature if m else None,
         "label": label(m, run.run_id),
-        "started": safe_time(m.started) if m else None, "kernel": m.kernel if m else None,
-        "target": m.target if m else None, "backend": m.backend if m else None,
-        "status": run.status, "passes": len(m.records) if m else None,
-        "changed": c.get("changed") if m else None, "failed": c.get("failed") if m else None,
+        "started": safe_time(m.started) if m else None,
+        "kernel": m.kernel if m else None,
+        "target": m.target if m else None,
+        "backend": m.backend if m else None,
+        "status": run.status,
+        "passes": len(m.records) if m else None,
+        "changed": c.get("changed") if m else None,
+        "failed": c.get("failed") if m else None,
         "failed_at": first_failed.name if first_failed else None,
-        "codegen": c.get("codegen") if m else None, "size": run.size, "problem": run.problem,
+        "codegen": c.get("codegen") if m else None,
+        "size": run.size,
+        "problem": run.problem,
     }
     if position is not None:
         row = {"position": position, **row}
@@ -255,19 +299,30 @@ def _run_row(run, position: int | None = None) -> dict[str, Any]:
 
 
 def _invocation_json(inv, runs=None) -> dict[str, Any]:
-    return {"position": inv.position, "script": inv.script_dir.name, "invocation": inv.id, "legacy": inv.legacy,
-            "started": inv.started, "status": inv.status, "counts": inv.counts,
-            "compiles": [_run_row(r) for r in (runs if runs is not None else inv.runs)]}
+    return {
+        "position": inv.position,
+        "script": inv.script_dir.name,
+        "invocation": inv.id,
+        "legacy": inv.legacy,
+        "started": inv.started,
+        "status": inv.status,
+        "counts": inv.counts,
+        "compiles": [_run_row(r) for r in (runs if runs is not None else inv.runs)],
+    }
 
 
 def _show_list(loc, kernel: str | None, as_json: bool) -> None:
     """The listing: every invocation of the located scripts, each with its compiles."""
-    from . import runs as R
+    from ..history import runs as R
 
     invs = []
     for sd in loc.script_dirs:
         for inv in R.group_invocations([R.load_run(p, size=True) for p in R.run_dirs(sd)]):
-            runs = [r for r in inv.runs if kernel is None or (r.manifest is not None and r.manifest.kernel == kernel)]
+            runs = [
+                r
+                for r in inv.runs
+                if kernel is None or (r.manifest is not None and r.manifest.kernel == kernel)
+            ]
             if runs:
                 invs.append((inv, runs))
     if kernel is not None:  # positions count only the invocations that compiled `kernel`
@@ -281,7 +336,9 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
     if not invs and not as_json:  # e.g. after 'tltrace clean --all': say so, not a bare header
         where = loc.root or loc.script_dirs[0]
         if kernel is not None:
-            raise R.UsageError(f"no run of kernel {kernel!r} under {where}; 'tltrace show {where}' lists every run")
+            raise R.UsageError(
+                f"no run of kernel {kernel!r} under {where}; 'tltrace show {where}' lists every run"
+            )
         raise R.RecordsError(f"no runs left under {where}; run 'tltrace run SCRIPT' first")
     if as_json:
         flat = []
@@ -298,11 +355,16 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
             _add_compile_row(table, _run_row(runs[0]), str(inv.position), several)
             continue
         failed = sum(1 for r in runs if r.status not in ("complete", "running"))
-        head = f"invocation {inv.id}: {len(runs)} compiles" + (f" of {len(inv.runs)}" if len(runs) != len(inv.runs)
-                                                                     else "")
+        head = f"invocation {inv.id}: {len(runs)} compiles" + (
+            f" of {len(inv.runs)}" if len(runs) != len(inv.runs) else ""
+        )
         head += f", {failed} not complete" if failed else ""
-        cells = [_t(inv.position), *([_t(inv.script_dir.name)] if several else []), _t(head, "bold"),
-                 _t(_when(inv.started))]
+        cells = [
+            _t(inv.position),
+            *([_t(inv.script_dir.name)] if several else []),
+            _t(head, "bold"),
+            _t(_when(inv.started)),
+        ]
         table.add_row(*cells, *[_t("")] * (len(table.columns) - len(cells)))
         for r in runs:
             _add_compile_row(table, _run_row(r), "", several, indent=True)
@@ -317,27 +379,46 @@ def _compiles_table(several: bool):
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for col, just in (("#", "right"), *((("script", "left"),) if several else ()), ("run", "left"),
-                      ("time", "left"), ("signature", "left"), ("target", "left"), ("backend", "left"),
-                      ("status", "left"), ("passes", "right"), ("changed", "right"), ("failed", "right"),
-                      ("size", "right")):
+    for col, just in (
+        ("#", "right"),
+        *((("script", "left"),) if several else ()),
+        ("run", "left"),
+        ("time", "left"),
+        ("signature", "left"),
+        ("target", "left"),
+        ("backend", "left"),
+        ("status", "left"),
+        ("passes", "right"),
+        ("changed", "right"),
+        ("failed", "right"),
+        ("size", "right"),
+    ):
         # A long signature or script name is cut (…) rather than squeezing the run id and counts away.
         wide = {"max_width": 48, "overflow": "ellipsis"} if col in ("script", "signature") else {}
         table.add_column(col, justify=just, no_wrap=True, **wide)  # type: ignore[arg-type]
     return table
 
 
-def _add_compile_row(table, row: dict[str, Any], position: str, several: bool, *, indent: bool = False) -> None:
+def _add_compile_row(
+    table, row: dict[str, Any], position: str, several: bool, *, indent: bool = False
+) -> None:
     status = row["status"]
     failed = str(row["failed"]) if row["failed"] is not None else "-"
     if row.get("failed_at"):
         failed += f" ({row['failed_at']})"
-    cells = [_t(position), *([_t(row["script"])] if several else []),
-             _t(("  " if indent else "") + row["run_id"]), _t(_when(row["started"])),
-             _t(row["label"] if row["label"] != row["run_id"] else "?"), _t(row["target"] or "?"),
-             _t(row["backend"] or "?"), _t(status, _STATUS_STYLE.get(status, "")),
-             *(_t(row[k]) if row[k] is not None else _t("-") for k in ("passes", "changed")), _t(failed),
-             _t(_size(row["size"]) if row["size"] else "-")]
+    cells = [
+        _t(position),
+        *([_t(row["script"])] if several else []),
+        _t(("  " if indent else "") + row["run_id"]),
+        _t(_when(row["started"])),
+        _t(row["label"] if row["label"] != row["run_id"] else "?"),
+        _t(row["target"] or "?"),
+        _t(row["backend"] or "?"),
+        _t(status, _STATUS_STYLE.get(status, "")),
+        *(_t(row[k]) if row[k] is not None else _t("-") for k in ("passes", "changed")),
+        _t(failed),
+        _t(_size(row["size"]) if row["size"] else "-"),
+    ]
     table.add_row(*cells)
 
 
@@ -360,12 +441,17 @@ def _show_invocation(sel, as_json: bool) -> None:
     for r in runs:
         _add_compile_row(table, _run_row(r), "", False)
     con.print(table)
-    con.print(_t(f"open one: tltrace show {inv.script_dir.name} {sel.spec} SIGNATURE (a prefix), or --kernel NAME",
-                 "dim"), soft_wrap=True)
+    con.print(
+        _t(
+            f"open one: tltrace show {inv.script_dir.name} {sel.spec} SIGNATURE (a prefix), or --kernel NAME",
+            "dim",
+        ),
+        soft_wrap=True,
+    )
 
 
 def _show_run(run, as_json: bool) -> None:
-    from . import runs as R
+    from ..history import runs as R
 
     m = run.manifest
     missing = R.missing_files(run)
@@ -380,14 +466,16 @@ def _show_run(run, as_json: bool) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .render.terminal import STATUS_STYLE, TAG_STYLE
+    from ..render.terminal import STATUS_STYLE, TAG_STYLE
 
     con = _console()
     head = Text()
     head.append(f"{m.script}  ", style="bold")
     head.append(run.run_id)
-    head.append(f"\n{R.label(m, '?')}  {m.target or '?'}/{m.backend or '?'}  {_when(m.started)}  {run.status}",
-                style="dim")
+    head.append(
+        f"\n{R.label(m, '?')}  {m.target or '?'}/{m.backend or '?'}  {_when(m.started)}  {run.status}",
+        style="dim",
+    )
     if m.signature and m.kernel and not m.signature.startswith(m.kernel):
         head.append(f"  (kernel {m.kernel})", style="dim")
     if m.invocation:
@@ -398,46 +486,78 @@ def _show_run(run, as_json: bool) -> None:
         head.append("\n$ " + _command_line(m.command), style="dim")
     con.print(head, soft_wrap=True)
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for col, just in (("#", "right"), ("phase", "left"), ("pass", "left"), ("status", "left"),
-                      ("+", "right"), ("-", "right"), ("ms", "right"), ("", "left")):
+    for col, just in (
+        ("#", "right"),
+        ("phase", "left"),
+        ("pass", "left"),
+        ("status", "left"),
+        ("+", "right"),
+        ("-", "right"),
+        ("ms", "right"),
+        ("", "left"),
+    ):
         table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for rec in m.records:
         label, style = STATUS_STYLE.get(rec.status, (rec.status, ""))
         extra = rec.reconcile or (rec.error.splitlines()[0][:80] if rec.error and rec.error.strip() else "")
-        table.add_row(_t(rec.index), _t(rec.phase), _t("  " * rec.depth + rec.name), Text(label, style=style),
-                      _t(rec.added if rec.added else ""), _t(rec.removed if rec.removed else ""),
-                      _t(f"{rec.duration_s * 1000:.2f}"),
-                      Text(extra, style=TAG_STYLE.get(rec.reconcile or "", "red" if rec.error else "")))
+        table.add_row(
+            _t(rec.index),
+            _t(rec.phase),
+            _t("  " * rec.depth + rec.name),
+            Text(label, style=style),
+            _t(rec.added if rec.added else ""),
+            _t(rec.removed if rec.removed else ""),
+            _t(f"{rec.duration_s * 1000:.2f}"),
+            Text(extra, style=TAG_STYLE.get(rec.reconcile or "", "red" if rec.error else "")),
+        )
     con.print(table)
     c = m.counts
-    con.print(_t(f"{len(m.records)} passes, {c.get('changed', 0)} changed, {c.get('failed', 0)} failed, "
-                 f"{c.get('codegen', 0)} codegen", "dim"))
+    con.print(
+        _t(
+            f"{len(m.records)} passes, {c.get('changed', 0)} changed, {c.get('failed', 0)} failed, "
+            f"{c.get('codegen', 0)} codegen",
+            "dim",
+        )
+    )
     if missing:
-        _warn(f"{missing} record file(s) are missing under {run.path}; diffs fall back to the stored copies "
-              "in .objects where they still exist")
+        _warn(
+            f"{missing} record file(s) are missing under {run.path}; diffs fall back to the stored copies "
+            "in .objects where they still exist"
+        )
 
 
 def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: bool = False) -> None:
-    from . import runs as R
-    from .diff import diff
+    from ..diff import diff
+    from ..history import runs as R
 
     rec = R.find_record(run.require(), spec)
     before = R.read_text(run, rec, "before")
     after = R.read_text(run, rec, "after") if rec.after_file or rec.after_hash else None
     d = diff(before, after) if after is not None else None
     if as_json:
-        out = {"run_id": run.run_id, "signature": run.manifest.signature, "path": str(run.path), "record": rec.to_json(),
-               "diff": [line for _, line in d.unified(context=context, a_name=f"{rec.name} before",
-                                                      b_name=f"{rec.name} after", tilde=False)]
-               if d is not None and d.changed else [],
-               "rows": d.rows_json() if d is not None else None, "note": d.note if d is not None else None}
+        out = {
+            "run_id": run.run_id,
+            "signature": run.manifest.signature,
+            "path": str(run.path),
+            "record": rec.to_json(),
+            "diff": [
+                line
+                for _, line in d.unified(
+                    context=context, a_name=f"{rec.name} before", b_name=f"{rec.name} after", tilde=False
+                )
+            ]
+            if d is not None and d.changed
+            else [],
+            "rows": d.rows_json() if d is not None else None,
+            "note": d.note if d is not None else None,
+        }
         if after is None:
             out["before"] = before
         _print_json(out)
         return
     from rich.text import Text
 
-    from .render.terminal import diff_view, pass_line
+    from ..render.terminal import diff_view, pass_line
 
     con = _console()
     con.print(pass_line(R.label(run.manifest, "?"), rec, d.note if d is not None else None), soft_wrap=True)
@@ -451,7 +571,7 @@ def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: b
 
 
 def _show_html(sel, as_json: bool) -> None:
-    from .render.html import write_index, write_report
+    from ..render.html import write_index, write_report
 
     try:
         if sel.single is not None:
@@ -478,20 +598,26 @@ def diff_runs_cmd(
     a: str = typer.Argument(..., metavar="A", help="First run: a run dir, a script, SCRIPT:RUN, or a RUN."),
     b: str = typer.Argument(..., metavar="B", help="Second run, the same forms."),
     trace_dir: Optional[Path] = TRACE_DIR_OPT,
-    script: Optional[str] = typer.Option(None, "--script", metavar="SCRIPT_OR_DIR",
-                                         help="Where a bare RUN (-2, latest, an id) is looked up."),
-    pass_: Optional[str] = typer.Option(None, "--pass", metavar="NAME|INDEX",
-                                        help="Print the cross-run diff of this pass's output (a pass of A)."),
+    script: Optional[str] = typer.Option(
+        None, "--script", metavar="SCRIPT_OR_DIR", help="Where a bare RUN (-2, latest, an id) is looked up."
+    ),
+    pass_: Optional[str] = typer.Option(
+        None,
+        "--pass",
+        metavar="NAME|INDEX",
+        help="Print the cross-run diff of this pass's output (a pass of A).",
+    ),
     show_all: bool = typer.Option(False, "--all", help="List every pass, not only the differing ones."),
-    html: Optional[Path] = typer.Option(None, "--html", metavar="PATH",
-                                        help="Write an HTML report of the differing passes to PATH."),
+    html: Optional[Path] = typer.Option(
+        None, "--html", metavar="PATH", help="Write an HTML report of the differing passes to PATH."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
     kernel: Optional[str] = KERNEL_OPT,
 ) -> None:
     """Compare two invocations compile by compile (or two compiles pass by pass)."""
-    from . import runs as R
-    from .rundiff import diff_invocations, diff_runs
+    from ..history import runs as R
+    from ..history.compare import diff_invocations, diff_runs
 
     _check_args([a, b])
     td = _trace_dir(trace_dir)
@@ -521,7 +647,7 @@ def diff_runs_cmd(
         raise typer.Exit(EXIT_OK if inv.same else EXIT_SCRIPT_FAILED)
     code = EXIT_OK if d.same else EXIT_SCRIPT_FAILED
     if as_json:
-        from .rundiff import CompilePair
+        from ..history.compare import CompilePair
 
         data = d.to_json()
         data["a"]["path"], data["b"]["path"] = str(ra.path), str(rb.path)
@@ -540,14 +666,19 @@ def diff_runs_cmd(
 
 def _selection_json(sel) -> dict[str, Any]:
     inv = sel.invocation
-    return {"script": inv.script_dir.name, "invocation": inv.id, "spec": sel.spec, "compiles": len(sel.runs),
-            "started": inv.started}
+    return {
+        "script": inv.script_dir.name,
+        "invocation": inv.id,
+        "spec": sel.spec,
+        "compiles": len(sel.runs),
+        "started": inv.started,
+    }
 
 
 def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
     """Print the compile-by-compile comparison of two invocations."""
-    from . import runs as R
-    from .rundiff import COMPILE_DIFFERENT, COMPILE_ONLY_A, COMPILE_ONLY_B, COMPILE_SAME
+    from ..history import runs as R
+    from ..history.compare import COMPILE_DIFFERENT, COMPILE_ONLY_A, COMPILE_ONLY_B, COMPILE_SAME
 
     paths = {r.run_id: str(r.path) for r in (*sa.runs, *sb.runs)}
     if as_json:
@@ -567,7 +698,12 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
         t.append(f"{sel.invocation.script_dir.name}  invocation {sel.spec}  {sel.invocation.id}")
         t.append(f"  {len(sel.runs)} compile(s), {_when(sel.invocation.started)}", style="dim")
         con.print(t, soft_wrap=True)
-    styles = {COMPILE_SAME: "dim", COMPILE_DIFFERENT: "bold yellow", COMPILE_ONLY_A: "red", COMPILE_ONLY_B: "red"}
+    styles = {
+        COMPILE_SAME: "dim",
+        COMPILE_DIFFERENT: "bold yellow",
+        COMPILE_ONLY_A: "red",
+        COMPILE_ONLY_B: "red",
+    }
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("status", "A", "B", "first difference"):
         table.add_column(col, no_wrap=True)
@@ -577,43 +713,54 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
         where = ""
         if first is not None:
             where = f"{first.label} ({first.status})"
-        table.add_row(Text(c.status.replace("_", "-"), style=styles[c.status]),
-                      _t(R.label(c.a, c.a.run_id) if c.a else "-"), _t(R.label(c.b, c.b.run_id) if c.b else "-"),
-                      _t(where))
+        table.add_row(
+            Text(c.status.replace("_", "-"), style=styles[c.status]),
+            _t(R.label(c.a, c.a.run_id) if c.a else "-"),
+            _t(R.label(c.b, c.b.run_id) if c.b else "-"),
+            _t(where),
+        )
     con.print(table)
     counts = ", ".join(f"{n} {s.replace('_', '-')}" for s, n in inv.counts.items() if n)
     if inv.same:
         con.print(Text(f"same: {len(inv.compiles)} compile(s), every pass identical", style="bold green"))
     else:
         con.print(Text(f"different: {counts}", style="bold red"))
-        con.print(_t("one pair pass by pass: tltrace diff-runs A B --kernel NAME, or SCRIPT:RUN_ID for each side",
-                     "dim"), soft_wrap=True)
+        con.print(
+            _t(
+                "one pair pass by pass: tltrace diff-runs A B --kernel NAME, or SCRIPT:RUN_ID for each side",
+                "dim",
+            ),
+            soft_wrap=True,
+        )
 
 
 def _focus_pair(d, spec: str | None):
     """Return the pair to show as a diff: the --pass one, else the first whose output differs."""
-    from . import runs as R
-    from .rundiff import ONLY_A, ONLY_B
+    from ..history import runs as R
+    from ..history.compare import ONLY_A, ONLY_B
 
     if spec is None:
         return d.first_output_change
     rec = R.find_record(d.a, spec)
     pair = next(p for p in d.pairs if p.a is not None and p.a.index == rec.index)
     if pair.status == ONLY_A:
-        raise TltraceError(f"pass {pair.label} ran only in A ({d.a.run_id}); there is nothing to compare it with")
+        raise TltraceError(
+            f"pass {pair.label} ran only in A ({d.a.run_id}); there is nothing to compare it with"
+        )
     assert pair.status != ONLY_B
     return pair
 
 
 def _pair_diff(ra, rb, pair, context: int, *, tilde: bool = False) -> list:
     """Return the unified diff of a pair's outputs: patch lines, or (kind, line) pairs with tilde=True."""
-    from . import runs as R
-    from .diff import diff
+    from ..diff import diff
+    from ..history import runs as R
 
     ta = R.read_text(ra, pair.a, "after") if pair.a.after_hash else R.read_text(ra, pair.a, "before")
     tb = R.read_text(rb, pair.b, "after") if pair.b.after_hash else R.read_text(rb, pair.b, "before")
-    lines = diff(ta, tb).unified(context=context, a_name=f"A {pair.label} output", b_name=f"B {pair.label} output",
-                                 tilde=tilde)
+    lines = diff(ta, tb).unified(
+        context=context, a_name=f"A {pair.label} output", b_name=f"B {pair.label} output", tilde=tilde
+    )
     return [list(x) for x in lines] if tilde else [line for _, line in lines]
 
 
@@ -625,8 +772,8 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
     from rich.table import Table
     from rich.text import Text
 
-    from .rundiff import INPUT_DIFFERS, OUTPUT_DIFFERS, SAME
-    from .runs import label
+    from ..history.compare import INPUT_DIFFERS, OUTPUT_DIFFERS, SAME
+    from ..history.runs import label
 
     con = _console()
     for side, run in (("A", ra), ("B", rb)):
@@ -634,22 +781,38 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
         t = Text()
         t.append(f"{side}: ", style="bold")
         t.append(f"{m.script}  {run.run_id}")
-        t.append(f"  {label(m, '?')}, {m.target or '?'}/{m.backend or '?'}, {len(m.records)} passes, {run.status}",
-                 style="dim")
+        t.append(
+            f"  {label(m, '?')}, {m.target or '?'}/{m.backend or '?'}, {len(m.records)} passes, {run.status}",
+            style="dim",
+        )
         con.print(t, soft_wrap=True)
     if d.a.kernel != d.b.kernel and d.a.script == d.b.script:
-        con.print(Text(f"note: A and B compiled different kernels ({d.a.kernel}, {d.b.kernel}); "
-                       "--kernel NAME compares the runs of one kernel", style="yellow"), soft_wrap=True)
+        con.print(
+            Text(
+                f"note: A and B compiled different kernels ({d.a.kernel}, {d.b.kernel}); "
+                "--kernel NAME compares the runs of one kernel",
+                style="yellow",
+            ),
+            soft_wrap=True,
+        )
     styles = {SAME: "dim", OUTPUT_DIFFERS: "bold yellow", INPUT_DIFFERS: "red"}
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for col, just in (("A", "right"), ("B", "right"), ("phase", "left"), ("pass", "left"), ("status", "left")):
+    for col, just in (
+        ("A", "right"),
+        ("B", "right"),
+        ("phase", "left"),
+        ("pass", "left"),
+        ("status", "left"),
+    ):
         table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     hidden = 0
 
     def flush_hidden() -> None:
         nonlocal hidden
         if hidden:
-            table.add_row(_t(""), _t(""), _t(""), Text(f"... {hidden} pass(es) the same", style="dim"), _t(""))
+            table.add_row(
+                _t(""), _t(""), _t(""), Text(f"... {hidden} pass(es) the same", style="dim"), _t("")
+            )
             hidden = 0
 
     for p in d.pairs:
@@ -659,8 +822,13 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
         flush_hidden()
         rec = p.a or p.b
         name = p.key[1] + (f"#{p.key[2]}" if p.key[2] > 1 else "")
-        table.add_row(_t(p.a.index if p.a else "-"), _t(p.b.index if p.b else "-"), _t(p.key[0]),
-                      _t("  " * rec.depth + name), Text(p.status, style=styles.get(p.status, "italic dim")))
+        table.add_row(
+            _t(p.a.index if p.a else "-"),
+            _t(p.b.index if p.b else "-"),
+            _t(p.key[0]),
+            _t("  " * rec.depth + name),
+            Text(p.status, style=styles.get(p.status, "italic dim")),
+        )
     flush_hidden()
     if not d.same or show_all:
         con.print(table)
@@ -678,16 +846,19 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
         t = Text(f"{what}: ", style="bold")
         t.append(_describe(p) if p is not None else "none", style="" if p is not None else "dim")
         con.print(t, soft_wrap=True)
-    if d.first_input_divergence is not None and d.first_input_divergence is d.first_difference \
-            and d.first_input_divergence.a is not None and d.first_input_divergence.a.index == min(
-                r.index for r in d.a.records):
+    if (
+        d.first_input_divergence is not None
+        and d.first_input_divergence is d.first_difference
+        and d.first_input_divergence.a is not None
+        and d.first_input_divergence.a.index == min(r.index for r in d.a.records)
+    ):
         con.print(Text("  the runs started from different IR (the kernel itself differs)", style="dim"))
     if d.codegen:
         con.print(Text("codegen: " + ", ".join(f"{role} {s}" for role, s in d.codegen.items())))
     if focus is not None and focus_diff is not None:
         con.print(Text(f"\n{focus.label}: output of A vs output of B", style="bold"))
         if focus_diff:
-            from .render.terminal import lines_text
+            from ..render.terminal import lines_text
 
             con.print(lines_text(_pair_diff(ra, rb, focus, context, tilde=True)), soft_wrap=True)
         else:
@@ -695,8 +866,8 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
 
 
 def _write_diff_html(d, ra, rb, out: Path, context: int) -> Path:
-    from .render import diffruns
-    from .rundiff import SAME
+    from ..history.compare import SAME
+    from ..render import diffruns
 
     data = d.to_json()
     diffs = []
@@ -708,8 +879,17 @@ def _write_diff_html(d, ra, rb, out: Path, context: int) -> Path:
             note = "outputs are identical (the inputs differ)"
         else:
             note = ""
-        diffs.append({"label": p.label, "status": p.status, "a_index": p.a.index, "b_index": p.b.index,
-                      "note": note, "open": p is first, "diff": _pair_diff(ra, rb, p, context, tilde=True)})
+        diffs.append(
+            {
+                "label": p.label,
+                "status": p.status,
+                "a_index": p.a.index,
+                "b_index": p.b.index,
+                "note": note,
+                "open": p is first,
+                "diff": _pair_diff(ra, rb, p, context, tilde=True),
+            }
+        )
     data["diffs"] = diffs
     try:
         return diffruns.write(data, out)
@@ -719,14 +899,25 @@ def _write_diff_html(d, ra, rb, out: Path, context: int) -> Path:
 
 # -- clean -------------------------------------------------------------------------
 def clean_cmd(
-    target: Optional[str] = typer.Argument(None, metavar="[SCRIPT_OR_DIR]",
-                                           help="A script or its trace directory [default: every script].",
-                                           show_default=False),
+    target: Optional[str] = typer.Argument(
+        None,
+        metavar="[SCRIPT_OR_DIR]",
+        help="A script or its trace directory [default: every script].",
+        show_default=False,
+    ),
     trace_dir: Optional[Path] = TRACE_DIR_OPT,
-    keep: Optional[int] = typer.Option(None, "--keep", metavar="N",
-                                       help="Keep the newest N invocations (each with all its compiles) per script."),
-    older_than: Optional[str] = typer.Option(None, "--older-than", metavar="DURATION",
-                                             help="Remove invocations started over DURATION ago (30m, 12h, 7d, 2w)."),
+    keep: Optional[int] = typer.Option(
+        None,
+        "--keep",
+        metavar="N",
+        help="Keep the newest N invocations (each with all its compiles) per script.",
+    ),
+    older_than: Optional[str] = typer.Option(
+        None,
+        "--older-than",
+        metavar="DURATION",
+        help="Remove invocations started over DURATION ago (30m, 12h, 7d, 2w).",
+    ),
     remove_all: bool = typer.Option(False, "--all", help="Remove every run."),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Say what would be removed; remove nothing."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -735,16 +926,17 @@ def clean_cmd(
 
     Exit status 3 when something could not be removed (it is named on stderr).
     """
-    from . import runs as R
-    from .retention import clean, parse_duration
+    from ..history import runs as R
+    from ..history.retention import clean, parse_duration
 
     td = _trace_dir(trace_dir)
     try:
         seconds = parse_duration(older_than) if older_than is not None else None
         loc = R.locate(target, td)
         if loc.run_dir is not None:
-            raise TltraceError(f"{target} is one run; clean works on scripts (to remove just this run: "
-                               f"rm -r {loc.run_dir})")
+            raise TltraceError(
+                f"{target} is one run; clean works on scripts (to remove just this run: rm -r {loc.run_dir})"
+            )
         result = clean(loc.script_dirs, keep=keep, older_than=seconds, remove_all=remove_all, dry_run=dry_run)
     except TltraceError as exc:
         raise _fail(str(exc), exc.exit_code) from None
@@ -760,11 +952,12 @@ def clean_cmd(
         _warn(f"kept {p}: its invocation is still running")
     for line in result.failed:
         _warn(f"could not remove {line}")
-    summary = (f"{verb} {len(result.removed)} run(s) of {result.invocations_removed} invocation(s), "
-               f"kept {result.kept}")
+    summary = (
+        f"{verb} {len(result.removed)} run(s) of {result.invocations_removed} invocation(s), "
+        f"kept {result.kept}"
+    )
     if not dry_run:
         summary += f"; freed {_size(result.bytes_freed)}"
     typer.echo(summary)
     if result.failed:
         raise typer.Exit(EXIT_RECORDS)
-

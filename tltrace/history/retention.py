@@ -27,10 +27,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import UsageError
+from ..errors import UsageError
+from ..session.store import OBJECTS, RUN_RECORDS, time_of_id, tree_bytes
+from ..session.writer import writer_alive, writer_token
 from .runs import Run, is_active, load_run
-from .session.store import OBJECTS, RUN_RECORDS, time_of_id, tree_bytes
-from .session.writer import writer_alive, writer_token
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
@@ -46,7 +46,7 @@ def parse_duration(text: str) -> float:
         return float(t) * 86400
     pos, total = 0, 0.0
     for m in _PART.finditer(t):
-        if t[pos:m.start()].strip():
+        if t[pos : m.start()].strip():
             break
         total += float(m.group(1)) * _UNITS[m.group(2)]
         pos = m.end()
@@ -71,10 +71,15 @@ class CleanResult:
 
     def to_json(self) -> dict:
         return {
-            "removed": [str(p) for p in self.removed], "kept": self.kept,
-            "skipped_active": [str(p) for p in self.skipped_active], "failed": list(self.failed),
-            "objects_removed": self.objects_removed, "bytes_freed": self.bytes_freed, "dry_run": self.dry_run,
-            "invocations_removed": self.invocations_removed, "invocations_kept": self.invocations_kept,
+            "removed": [str(p) for p in self.removed],
+            "kept": self.kept,
+            "skipped_active": [str(p) for p in self.skipped_active],
+            "failed": list(self.failed),
+            "objects_removed": self.objects_removed,
+            "bytes_freed": self.bytes_freed,
+            "dry_run": self.dry_run,
+            "invocations_removed": self.invocations_removed,
+            "invocations_kept": self.invocations_kept,
         }
 
 
@@ -86,9 +91,16 @@ class _Invocation:
     live: bool = False
 
 
-def clean(script_dirs: list[Path] | tuple[Path, ...], *, keep: int | None = None,
-          older_than: float | None = None, remove_all: bool = False, dry_run: bool = False,
-          now: float | None = None, live: set[str] | frozenset[str] | None = None) -> CleanResult:
+def clean(
+    script_dirs: list[Path] | tuple[Path, ...],
+    *,
+    keep: int | None = None,
+    older_than: float | None = None,
+    remove_all: bool = False,
+    dry_run: bool = False,
+    now: float | None = None,
+    live: set[str] | frozenset[str] | None = None,
+) -> CleanResult:
     """Remove invocations of each script dir: beyond the newest `keep`, started over `older_than` s ago, or all.
 
     With both limits an invocation goes when either says so. `live` names invocations
@@ -102,12 +114,22 @@ def clean(script_dirs: list[Path] | tuple[Path, ...], *, keep: int | None = None
     live = set(live or ()) | _open_invocations()
     result = CleanResult(dry_run=dry_run)
     for sd in script_dirs:
-        _clean_script(Path(sd), result, keep=keep, older_than=older_than, remove_all=remove_all,
-                      dry_run=dry_run, now=now, live=live)
+        _clean_script(
+            Path(sd),
+            result,
+            keep=keep,
+            older_than=older_than,
+            remove_all=remove_all,
+            dry_run=dry_run,
+            now=now,
+            live=live,
+        )
     return result
 
 
-def prune(script_dir: Path, keep: int, *, live: set[str] | frozenset[str] | None = None) -> CleanResult | None:
+def prune(
+    script_dir: Path, keep: int, *, live: set[str] | frozenset[str] | None = None
+) -> CleanResult | None:
     """Keep the newest `keep` invocations of one script (0 keeps all); return what went, or None."""
     if keep <= 0:
         return None
@@ -116,7 +138,7 @@ def prune(script_dir: Path, keep: int, *, live: set[str] | frozenset[str] | None
 
 def _open_invocations() -> set[str]:
     try:
-        from .session.controller import open_invocations
+        from ..session.controller import open_invocations
 
         return set(open_invocations())
     except Exception:
@@ -131,14 +153,25 @@ def _own_dir(path: Path) -> bool:
         return False
 
 
-def _clean_script(sd: Path, result: CleanResult, *, keep: int | None, older_than: float | None,
-                  remove_all: bool, dry_run: bool, now: float, live: set[str]) -> None:
+def _clean_script(
+    sd: Path,
+    result: CleanResult,
+    *,
+    keep: int | None,
+    older_than: float | None,
+    remove_all: bool,
+    dry_run: bool,
+    now: float,
+    live: set[str],
+) -> None:
     root = sd / RUN_RECORDS
     if not os.path.lexists(root):
         return
     if not _own_dir(sd) or not _own_dir(root):
         link = sd if not _own_dir(sd) else root
-        result.failed.append(f"{link}: not a directory of tltrace's own (a symbolic link?); nothing removed there")
+        result.failed.append(
+            f"{link}: not a directory of tltrace's own (a symbolic link?); nothing removed there"
+        )
         return
     invocations = _invocations(root, live)
     doomed: list[_Invocation] = []
@@ -258,7 +291,11 @@ def collect_garbage(records_root: Path) -> tuple[int, int, list[str]]:
     if not os.path.lexists(objects):
         return 0, 0, []
     if not _own_dir(objects):
-        return 0, 0, [f"{objects}: not a directory of tltrace's own (a symbolic link?); not garbage-collected"]
+        return (
+            0,
+            0,
+            [f"{objects}: not a directory of tltrace's own (a symbolic link?); not garbage-collected"],
+        )
     removed = freed = 0
     errors: list[str] = []
     now = time.time()

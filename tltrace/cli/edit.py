@@ -7,9 +7,9 @@ from typing import Optional
 
 import typer
 
-from .cli_shared import fail as _fail  # one `fail`, one --trace-dir for every command
-from .cli_shared import trace_dir_option
-from .errors import EXIT_CONFLICT, EXIT_OK, TltraceError
+from ..errors import EXIT_CONFLICT, EXIT_OK, TltraceError
+from .shared import fail as _fail  # one `fail`, one --trace-dir for every command
+from .shared import trace_dir_option
 
 WATCH_EPILOG = """\
 Examples:
@@ -45,8 +45,6 @@ run or trace directory.
 """
 
 
-
-
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the app."""
     app.command(
@@ -63,23 +61,31 @@ def register(app: typer.Typer) -> None:
 
 def watch_cmd(
     ctx: typer.Context,
-    script: Optional[str] = typer.Argument(None, metavar="SCRIPT", help="The kernel script to watch.",
-                                           show_default=False),
-    args: Optional[list[str]] = typer.Argument(None, metavar="[ARGS]...", help="Arguments for the script.",
-                                               show_default=False),
-    mode: str = typer.Option("both", "--mode", metavar="html|both|terminal",
-                             help="Trace mode of each run (working files need html or both)."),
+    script: Optional[str] = typer.Argument(
+        None, metavar="SCRIPT", help="The kernel script to watch.", show_default=False
+    ),
+    args: Optional[list[str]] = typer.Argument(
+        None, metavar="[ARGS]...", help="Arguments for the script.", show_default=False
+    ),
+    mode: str = typer.Option(
+        "both",
+        "--mode",
+        metavar="html|both|terminal",
+        help="Trace mode of each run (working files need html or both).",
+    ),
     trace_dir: Optional[Path] = trace_dir_option(),
-    codegen_output: Optional[Path] = typer.Option(None, "--codegen-output", metavar="PATH",
-                                                  help="Device working file (host: PATH with _host)."),
-    debounce: int = typer.Option(300, "--debounce", metavar="MS", min=0,
-                                 help="Wait until files are still for MS milliseconds."),
+    codegen_output: Optional[Path] = typer.Option(
+        None, "--codegen-output", metavar="PATH", help="Device working file (host: PATH with _host)."
+    ),
+    debounce: int = typer.Option(
+        300, "--debounce", metavar="MS", min=0, help="Wait until files are still for MS milliseconds."
+    ),
     max_runs: Optional[int] = typer.Option(None, "--max-runs", hidden=True, min=1),
 ) -> None:
     """Rerun SCRIPT under tltrace each time it or one of its working files is saved."""
-    from .cli import script_args
-    from .config import parse_mode
-    from .watch import OutputLine, RunDone, RunStarting, Watching, WatchSpec, watch_runs
+    from ..config import parse_mode
+    from ..reconcile.watch import OutputLine, RunDone, RunStarting, Watching, WatchSpec, watch_runs
+    from .app import script_args
 
     rest = script_args(ctx, script, args)
     p = ctx.params
@@ -95,7 +101,7 @@ def watch_cmd(
     if not path.is_file():
         raise _fail(f"no such script: {script}")
     if p["codegen_output"] is not None:
-        from .reconcile.files import check_codegen_output
+        from ..reconcile.files import check_codegen_output
 
         try:
             check_codegen_output(p["codegen_output"])
@@ -135,8 +141,8 @@ def watch_cmd(
 
 def _layout(script_or_dir: Optional[str], trace_dir: Optional[Path], codegen_output: Optional[Path]):
     """Return the working-file layout SCRIPT_OR_DIR names, accepting what `tltrace show` accepts."""
-    from .config import env_trace_dir
-    from .reconcile.workflow import layout_at, script_dir_of
+    from ..config import env_trace_dir
+    from ..reconcile.workflow import layout_at, script_dir_of
 
     if codegen_output is not None:
         return layout_at(Path(), codegen_output.absolute())
@@ -162,11 +168,12 @@ def resolve_cmd(
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the result; change no file."),
     trace_dir: Optional[Path] = trace_dir_option(),
-    codegen_output: Optional[Path] = typer.Option(None, "--codegen-output", metavar="PATH",
-                                                  help="The --codegen-output PATH the runs used."),
+    codegen_output: Optional[Path] = typer.Option(
+        None, "--codegen-output", metavar="PATH", help="The --codegen-output PATH the runs used."
+    ),
 ) -> None:
     """Rebase the edits a CONFLICT saved onto the new codegen (three-way merge)."""
-    from .reconcile.resolve import find_pending, resolve
+    from ..reconcile.resolve import find_pending, resolve
 
     if role is not None and role not in ("device", "host"):
         raise typer.BadParameter("use device or host", param_hint="--role")

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .session.records import PassRecord, RunManifest
+from ..session.records import PassRecord, RunManifest
 
 SAME = "same"
 OUTPUT_DIFFERS = "output differs"
@@ -39,9 +39,14 @@ class PassPair:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "phase": self.key[0], "name": self.key[1], "occurrence": self.key[2], "status": self.status,
-            "a_index": self.a.index if self.a else None, "b_index": self.b.index if self.b else None,
-            "a_status": self.a.status if self.a else None, "b_status": self.b.status if self.b else None,
+            "phase": self.key[0],
+            "name": self.key[1],
+            "occurrence": self.key[2],
+            "status": self.status,
+            "a_index": self.a.index if self.a else None,
+            "b_index": self.b.index if self.b else None,
+            "a_status": self.a.status if self.a else None,
+            "b_status": self.b.status if self.b else None,
         }
 
 
@@ -76,8 +81,10 @@ class RunDiff:
             return p.to_json() if p is not None else None
 
         return {
-            "a": _run_header(self.a), "b": _run_header(self.b),
-            "same": self.same, "counts": self.counts,
+            "a": _run_header(self.a),
+            "b": _run_header(self.b),
+            "same": self.same,
+            "counts": self.counts,
             "first_output_divergence": ref(self.first_output_divergence),
             "first_input_divergence": ref(self.first_input_divergence),
             "first_output_change": ref(self.first_output_change),
@@ -88,9 +95,17 @@ class RunDiff:
 
 
 def _run_header(m: RunManifest) -> dict[str, Any]:
-    return {"run_id": m.run_id, "script": m.script, "kernel": m.kernel, "signature": m.signature,
-            "invocation": m.invocation, "target": m.target,
-            "backend": m.backend, "status": m.status, "passes": len(m.records)}
+    return {
+        "run_id": m.run_id,
+        "script": m.script,
+        "kernel": m.kernel,
+        "signature": m.signature,
+        "invocation": m.invocation,
+        "target": m.target,
+        "backend": m.backend,
+        "status": m.status,
+        "passes": len(m.records),
+    }
 
 
 def keyed(records: tuple[PassRecord, ...] | list[PassRecord]) -> list[tuple[Key, PassRecord]]:
@@ -103,8 +118,9 @@ def keyed(records: tuple[PassRecord, ...] | list[PassRecord]) -> list[tuple[Key,
     return out
 
 
-def align(a: list[PassRecord] | tuple[PassRecord, ...],
-          b: list[PassRecord] | tuple[PassRecord, ...]) -> list[tuple[Key, PassRecord | None, PassRecord | None]]:
+def align(
+    a: list[PassRecord] | tuple[PassRecord, ...], b: list[PassRecord] | tuple[PassRecord, ...]
+) -> list[tuple[Key, PassRecord | None, PassRecord | None]]:
     """Pair the records of two runs by key, in A's order, with B-only passes placed after their predecessor in B."""
     ka, kb = keyed(a), keyed(b)
     in_b = dict(kb)
@@ -120,7 +136,9 @@ def align(a: list[PassRecord] | tuple[PassRecord, ...],
             inserts.setdefault(anchor, []).append((k, r))
     if not inserts:
         return rows
-    out: list[tuple[Key, PassRecord | None, PassRecord | None]] = [(k, None, r) for k, r in inserts.get(None, [])]
+    out: list[tuple[Key, PassRecord | None, PassRecord | None]] = [
+        (k, None, r) for k, r in inserts.get(None, [])
+    ]
     for row in rows:
         out.append(row)
         for k, r in inserts.get(row[0], []):
@@ -146,8 +164,16 @@ def diff_runs(a: RunManifest, b: RunManifest) -> RunDiff:
     pairs = tuple(PassPair(k, ra, rb, classify(ra, rb)) for k, ra, rb in align(a.records, b.records))
     first_out = next((p for p in pairs if p.status == OUTPUT_DIFFERS), None)
     first_in = next((p for p in pairs if p.status == INPUT_DIFFERS), None)
-    first_change = next((p for p in pairs if p.a is not None and p.b is not None
-                         and (p.a.after_hash != p.b.after_hash or p.a.status != p.b.status)), None)
+    first_change = next(
+        (
+            p
+            for p in pairs
+            if p.a is not None
+            and p.b is not None
+            and (p.a.after_hash != p.b.after_hash or p.a.status != p.b.status)
+        ),
+        None,
+    )
     return RunDiff(a, b, pairs, first_out, first_in, first_change, _codegen_by_role(pairs))
 
 
@@ -158,7 +184,9 @@ def _codegen_by_role(pairs: tuple[PassPair, ...]) -> dict[str, str]:
         rec = p.a or p.b
         if rec is None or rec.status != "codegen" and rec.phase != "codegen":
             continue
-        role = rec.role or (rec.name.removeprefix("codegen_") if rec.name.startswith("codegen_") else "codegen")
+        role = rec.role or (
+            rec.name.removeprefix("codegen_") if rec.name.startswith("codegen_") else "codegen"
+        )
         if p.key[2] > 1:
             role = f"{role}#{p.key[2]}"
         if p.status in (ONLY_A, ONLY_B):
@@ -221,8 +249,10 @@ def pair_compiles(a: list[RunManifest], b: list[RunManifest]) -> list[tuple[int 
     match(lambda m: (m.kernel, launch_key(m)) if m.kernel is not None else None, "shape")
     ka = Counter(a[i].kernel for i in left_a)
     kb = Counter(b[j].kernel for j in left_b)
-    match(lambda m: m.kernel if m.kernel is not None and ka[m.kernel] == 1 and kb[m.kernel] == 1 else None,
-          "kernel")
+    match(
+        lambda m: m.kernel if m.kernel is not None and ka[m.kernel] == 1 and kb[m.kernel] == 1 else None,
+        "kernel",
+    )
     out: list[tuple[int | None, int | None, str]] = []
     for i in range(len(a)):
         if i in pairs:
@@ -260,16 +290,23 @@ class CompilePair:
         first = d.first_difference if d is not None else None
         either = self.a or self.b
         out: dict[str, Any] = {
-            "status": self.status, "paired_by": self.how or None,
-            "a_run_id": self.a.run_id if self.a else None, "b_run_id": self.b.run_id if self.b else None,
-            "a_signature": _sig(self.a), "b_signature": _sig(self.b),
+            "status": self.status,
+            "paired_by": self.how or None,
+            "a_run_id": self.a.run_id if self.a else None,
+            "b_run_id": self.b.run_id if self.b else None,
+            "a_signature": _sig(self.a),
+            "b_signature": _sig(self.b),
             "kernel": either.kernel if either is not None else None,
         }
         if d is not None:
             out["counts"] = d.counts
             out["first_difference"] = first.to_json() if first else None
-            out["first_output_divergence"] = d.first_output_divergence.to_json() if d.first_output_divergence else None
-            out["first_input_divergence"] = d.first_input_divergence.to_json() if d.first_input_divergence else None
+            out["first_output_divergence"] = (
+                d.first_output_divergence.to_json() if d.first_output_divergence else None
+            )
+            out["first_input_divergence"] = (
+                d.first_input_divergence.to_json() if d.first_input_divergence else None
+            )
             out["codegen"] = dict(d.codegen)
         return out
 
@@ -305,5 +342,7 @@ def diff_invocations(a: list[RunManifest], b: list[RunManifest]) -> InvocationDi
     for i, j, how in pair_compiles(a, b):
         ma = a[i] if i is not None else None
         mb = b[j] if j is not None else None
-        rows.append(CompilePair(ma, mb, how, diff_runs(ma, mb) if ma is not None and mb is not None else None))
+        rows.append(
+            CompilePair(ma, mb, how, diff_runs(ma, mb) if ma is not None and mb is not None else None)
+        )
     return InvocationDiff(tuple(rows))

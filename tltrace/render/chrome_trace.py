@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from . import __version__
-from .profile import BACKEND, CompileTimes, invocation_of, timeline
-from .session.records import RunManifest
+from .. import __version__
+from ..history.profile import BACKEND, CompileTimes, invocation_of, timeline
+from ..session.records import RunManifest
 
 COMPILE_CAT = "compile"
 
@@ -52,23 +52,40 @@ def chrome_trace(manifests: Iterable[RunManifest]) -> dict[str, Any]:
         events.append(_compile_event(c, pid, tid, start))
         for s in c.slices:
             ev: dict[str, Any] = {
-                "name": s.name, "cat": s.phase or s.kind, "ph": "X", "pid": pid, "tid": tid,
-                "ts": _us(start + s.start_s), "dur": _us(s.duration_s),
+                "name": s.name,
+                "cat": s.phase or s.kind,
+                "ph": "X",
+                "pid": pid,
+                "tid": tid,
+                "ts": _us(start + s.start_s),
+                "dur": _us(s.duration_s),
             }
             if s.kind == BACKEND:
-                ev["args"] = {"what": "after codegen until the compile ended: the backend's adapter build "
-                                      "(cython/nvrtc compile the generated source here)"}
+                ev["args"] = {
+                    "what": "after codegen until the compile ended: the backend's adapter build "
+                    "(cython/nvrtc compile the generated source here)"
+                }
             else:
-                ev["args"] = {"index": s.index, "phase": s.phase, "status": s.status, "added": s.added,
-                              "removed": s.removed, "depth": s.depth, "parent": s.parent}
+                ev["args"] = {
+                    "index": s.index,
+                    "phase": s.phase,
+                    "status": s.status,
+                    "added": s.added,
+                    "removed": s.removed,
+                    "depth": s.depth,
+                    "parent": s.parent,
+                }
                 if not s.exact:
                     ev["args"]["start"] = "laid out back to back (the record has no start time)"
             events.append(ev)
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",
-        "otherData": {"producer": f"tltrace {__version__}", "compiles": len(compiles),
-                      "invocations": len(pids)},
+        "otherData": {
+            "producer": f"tltrace {__version__}",
+            "compiles": len(compiles),
+            "invocations": len(pids),
+        },
     }
 
 
@@ -76,8 +93,15 @@ def _meta(name: str, pid: int, tid: int, args: dict[str, Any]) -> dict[str, Any]
     return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": args}
 
 
-def _track(m: RunManifest, pid: int, start: float, wall: float, tracks: dict[tuple[int, Any], int],
-           lanes: dict[int, list[tuple[int, float]]], events: list[dict[str, Any]]) -> int:
+def _track(
+    m: RunManifest,
+    pid: int,
+    start: float,
+    wall: float,
+    tracks: dict[tuple[int, Any], int],
+    lanes: dict[int, list[tuple[int, float]]],
+    events: list[dict[str, Any]],
+) -> int:
     """Return the tid of the compile's thread track, creating (and naming) it on first use."""
     if m.thread_id is not None or m.thread:
         key: Any = ("thread", m.thread_id, m.thread)
@@ -103,11 +127,25 @@ def _track(m: RunManifest, pid: int, start: float, wall: float, tracks: dict[tup
 def _compile_event(c: CompileTimes, pid: int, tid: int, start: float) -> dict[str, Any]:
     m = c.manifest
     counts = m.counts
-    args: dict[str, Any] = {"run_id": m.run_id, "status": m.status, "kernel": m.kernel, "passes": len(m.records),
-                            "changed": counts.get("changed", 0), "failed": counts.get("failed", 0)}
+    args: dict[str, Any] = {
+        "run_id": m.run_id,
+        "status": m.status,
+        "kernel": m.kernel,
+        "passes": len(m.records),
+        "changed": counts.get("changed", 0),
+        "failed": counts.get("failed", 0),
+    }
     for key in ("signature", "target", "backend", "error"):
         value = getattr(m, key, None)
         if value:
             args[key] = value
-    return {"name": m.signature or m.kernel or m.run_id, "cat": COMPILE_CAT, "ph": "X", "pid": pid, "tid": tid,
-            "ts": _us(start), "dur": _us(c.wall_s), "args": args}
+    return {
+        "name": m.signature or m.kernel or m.run_id,
+        "cat": COMPILE_CAT,
+        "ph": "X",
+        "pid": pid,
+        "tid": tid,
+        "ts": _us(start),
+        "dur": _us(c.wall_s),
+        "args": args,
+    }

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import env_trace_dir, script_name_from_argv
-from .reconcile import files
-from .reconcile.workflow import layout_at
+from ..config import env_trace_dir, script_name_from_argv
+from . import files
+from .workflow import layout_at
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class WatchSpec:
 
     def script_dir(self) -> Path:
         """The script's directory under the trace dir, as the runs find it (session/scripts.py)."""
-        from .session import scripts
+        from ..session import scripts
 
         return scripts.lookup(
             self.resolved_trace_dir(),
@@ -152,7 +152,7 @@ def run_once(spec: WatchSpec, number: int, changed: tuple[Path, ...]) -> Iterato
 
 def run_tags(spec: WatchSpec, pid: int) -> tuple[str, ...]:
     """Return "kernel: TAG" for each working file a run of process `pid` reconciled, from its manifests."""
-    from .runs import load_manifest, run_dirs
+    from ..history.runs import load_manifest, run_dirs
 
     out = []
     try:

@@ -11,8 +11,8 @@ from typing import Any, Optional
 
 import typer
 
-from .config import DEFAULT_TRACE_DIR
-from .errors import EXIT_USAGE
+from ..config import DEFAULT_TRACE_DIR
+from ..errors import EXIT_USAGE
 
 TRACE_DIR_HELP = f"Trace directory [default: TL_LOWER_TRACE_DIR, else {DEFAULT_TRACE_DIR}]."
 
@@ -24,7 +24,7 @@ def trace_dir_option(help: str = TRACE_DIR_HELP) -> Any:
 
 def trace_dir_of(value: Optional[Path]) -> Path:
     """Return --trace-dir's value, else the environment's, else the default."""
-    from .config import env_trace_dir
+    from ..config import env_trace_dir
 
     return Path(value) if value is not None else Path(env_trace_dir())
 

@@ -1,7 +1,7 @@
 """`tltrace export` and `tltrace run --chrome-trace`: compiles as a Chrome trace (Trace Event Format).
 
-Parses, makes one call into the core (runs.py to find the compiles,
-chrome_trace.py to build the trace), writes the file, prints its path.
+Parses, makes one call into the core (history/runs.py to find the compiles,
+render/chrome_trace.py to build the trace), writes the file, prints its path.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any, Optional
 
 import typer
 
-from .cli_shared import fail, trace_dir_of, trace_dir_option
-from .errors import TltraceError, UsageError
+from ..errors import TltraceError, UsageError
+from .shared import fail, trace_dir_of, trace_dir_option
 
 EXPORT_EPILOG = """\
 Examples:
@@ -42,15 +42,23 @@ def register(app: typer.Typer) -> None:
 
 
 def export_cmd(
-    args: Optional[list[str]] = typer.Argument(None, metavar="[SCRIPT_OR_DIR] [RUN]",
-                                               help="A script, script/trace/run directory; then a RUN.",
-                                               show_default=False),
-    chrome_trace: Optional[Path] = typer.Option(None, "--chrome-trace", metavar="PATH",
-                                                help="Write a Chrome trace (Trace Event Format) to PATH ('-': stdout)."),
+    args: Optional[list[str]] = typer.Argument(
+        None,
+        metavar="[SCRIPT_OR_DIR] [RUN]",
+        help="A script, script/trace/run directory; then a RUN.",
+        show_default=False,
+    ),
+    chrome_trace: Optional[Path] = typer.Option(
+        None,
+        "--chrome-trace",
+        metavar="PATH",
+        help="Write a Chrome trace (Trace Event Format) to PATH ('-': stdout).",
+    ),
     trace_dir: Optional[Path] = trace_dir_option(),
     every_run: bool = typer.Option(False, "--all", help="Every run of the script, not one invocation."),
-    kernel: Optional[str] = typer.Option(None, "--kernel", metavar="NAME",
-                                         help="Only compiles of kernel NAME."),
+    kernel: Optional[str] = typer.Option(
+        None, "--kernel", metavar="NAME", help="Only compiles of kernel NAME."
+    ),
 ) -> None:
     """Export an invocation's compiles as a Chrome trace for Perfetto or chrome://tracing."""
     items = list(args or [])
@@ -63,22 +71,35 @@ def export_cmd(
         raise fail(f"too many arguments: {' '.join(items[2:])}; give at most SCRIPT_OR_DIR and RUN", 2)
     td = trace_dir_of(trace_dir)
     try:
-        manifests = select_manifests(items[0] if items else None, items[1] if len(items) > 1 else None, td,
-                                     every_run=every_run, kernel=kernel)
-        from .chrome_trace import chrome_trace as build
+        manifests = select_manifests(
+            items[0] if items else None,
+            items[1] if len(items) > 1 else None,
+            td,
+            every_run=every_run,
+            kernel=kernel,
+        )
+        from ..render.chrome_trace import chrome_trace as build
 
         path = write_json(build(manifests), chrome_trace)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
     if path is not None:
-        typer.echo(f"chrome trace: {path} ({len(manifests)} compile(s)); open it in https://ui.perfetto.dev",
-                   err=True)
+        typer.echo(
+            f"chrome trace: {path} ({len(manifests)} compile(s)); open it in https://ui.perfetto.dev",
+            err=True,
+        )
 
 
-def select_manifests(target: str | None, run: str | None, trace_dir: Path, *, every_run: bool = False,
-                     kernel: str | None = None) -> list:
+def select_manifests(
+    target: str | None,
+    run: str | None,
+    trace_dir: Path,
+    *,
+    every_run: bool = False,
+    kernel: str | None = None,
+) -> list:
     """Return the manifests to export: the invocation RUN names or belongs to (default: the newest), or every run."""
-    from . import runs as R
+    from ..history import runs as R
 
     if target is not None and run is None and R.looks_like_run_spec(target) and not Path(target).exists():
         target, run = None, target
@@ -99,7 +120,7 @@ def write_json(data: Any, out: Path) -> Path | None:
     """Write `data` as JSON to `out` atomically ('-': stdout, returns None); return the path."""
     import sys
 
-    from ._atomic import atomic_write
+    from .._atomic import atomic_write
 
     text = json.dumps(data, separators=(",", ":"))
     if str(out) == "-":
@@ -117,7 +138,7 @@ def write_json(data: Any, out: Path) -> Path | None:
 
 def write_run_trace(collector, out: Path) -> str:
     """Write the Chrome trace of the compiles a RunCollector saw; return one line saying where (or why not)."""
-    from .chrome_trace import chrome_trace as build
+    from ..render.chrome_trace import chrome_trace as build
 
     manifests = collector.manifests()
     try:

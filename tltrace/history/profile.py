@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .session.records import CODEGEN, FAILED, RunManifest
+from ..session.records import CODEGEN, FAILED, RunManifest
 
 PASS = "pass"
 CODEGEN_KIND = "codegen"
@@ -107,9 +107,22 @@ def timeline(manifest: RunManifest) -> CompileTimes:
         cursor[parent] = start + dur
         cursor[r.index] = start
         spans[r.index] = (start, start + dur)
-        out.append(Slice(name=r.name, start_s=start, duration_s=dur, kind=_kind(r.status), index=r.index,
-                         phase=r.phase, depth=r.depth if parent is not None else 0, parent=parent,
-                         status=r.status, added=r.added, removed=r.removed, exact=exact))
+        out.append(
+            Slice(
+                name=r.name,
+                start_s=start,
+                duration_s=dur,
+                kind=_kind(r.status),
+                index=r.index,
+                phase=r.phase,
+                depth=r.depth if parent is not None else 0,
+                parent=parent,
+                status=r.status,
+                added=r.added,
+                removed=r.removed,
+                exact=exact,
+            )
+        )
     last_end = max((s.end_s for s in out if s.depth == 0), default=0.0)
     wall = last_end
     if _finite(manifest.finished) and _finite(manifest.started) and manifest.started:
@@ -119,8 +132,16 @@ def timeline(manifest: RunManifest) -> CompileTimes:
         start = max(codegen_ends)
         # Only after the last top-level slice: a codegen call followed by more passes is not the build.
         if start >= last_end - _EPS and wall - start > _EPS:
-            out.append(Slice(name=BACKEND_NAME, start_s=start, duration_s=wall - start, kind=BACKEND,
-                             phase="backend", status="complete" if manifest.status != "error" else "error"))
+            out.append(
+                Slice(
+                    name=BACKEND_NAME,
+                    start_s=start,
+                    duration_s=wall - start,
+                    kind=BACKEND,
+                    phase="backend",
+                    status="complete" if manifest.status != "error" else "error",
+                )
+            )
     return CompileTimes(manifest, tuple(out), wall, exact)
 
 
@@ -185,10 +206,17 @@ class Profile:
         rows = []
         for r in self.top(top):
             d: dict[str, Any] = {
-                "name": r.name, "kind": r.kind, "count": r.count, "compiles": len(r.per_compile),
-                "total_s": round(r.total_s, 6), "self_s": round(r.self_s, 6), "mean_s": round(r.mean_s, 6),
-                "max_s": round(r.max_s, 6), "top_level_s": round(r.top_level_s, 6),
-                "share": round(self.share(r), 6), "phases": list(r.phases),
+                "name": r.name,
+                "kind": r.kind,
+                "count": r.count,
+                "compiles": len(r.per_compile),
+                "total_s": round(r.total_s, 6),
+                "self_s": round(r.self_s, 6),
+                "mean_s": round(r.mean_s, 6),
+                "max_s": round(r.max_s, 6),
+                "top_level_s": round(r.top_level_s, 6),
+                "share": round(self.share(r), 6),
+                "phases": list(r.phases),
                 "nested": r.nested,
             }
             if spread:

@@ -13,18 +13,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .errors import RecordsError
-from .profile import BACKEND, UNTIMED, Profile, fmt_seconds, invocation_of, profile
+from ..errors import RecordsError
+from ..history.profile import BACKEND, UNTIMED, Profile, fmt_seconds, invocation_of, profile
 
 DEFAULT_TOP = 20
 MARKDOWN_TOP = 10
 
 
-def select(target: str | None, run: str | None, trace_dir: Path, kernel: str | None, *,
-           whole_invocation: bool, compile_: str | None = None) -> list:
+def select(
+    target: str | None,
+    run: str | None,
+    trace_dir: Path,
+    kernel: str | None,
+    *,
+    whole_invocation: bool,
+    compile_: str | None = None,
+) -> list:
     """Return the manifests to profile: what RUN selects (an invocation, or one compile by run id) or,
     with whole_invocation, all of its invocation; without RUN, each script's newest invocation."""
-    from . import runs as R
+    from ..history import runs as R
 
     loc = R.locate(target, trace_dir)
     if run is not None or loc.run_dir is not None or compile_ is not None:
@@ -46,8 +53,9 @@ def select(target: str | None, run: str | None, trace_dir: Path, kernel: str | N
     if not out:
         where = loc.root or loc.script_dirs[0]
         what = f" of kernel {kernel!r}" if kernel else ""
-        raise RecordsError(f"no readable runs{what} in the newest invocation under {where}; "
-                           "run 'tltrace run SCRIPT' first")
+        raise RecordsError(
+            f"no readable runs{what} in the newest invocation under {where}; run 'tltrace run SCRIPT' first"
+        )
     return out
 
 
@@ -57,8 +65,10 @@ def _scope(manifests: list) -> str:
     if len(manifests) == 1:
         m = manifests[0]
         return f"{m.script}  {m.run_id}  ({m.signature or m.kernel or '?'})"
-    return (f"{', '.join(scripts[:3])}{' ...' if len(scripts) > 3 else ''}: {len(manifests)} compiles in "
-            f"{len(invs)} invocation{'s' if len(invs) != 1 else ''}")
+    return (
+        f"{', '.join(scripts[:3])}{' ...' if len(scripts) > 3 else ''}: {len(manifests)} compiles in "
+        f"{len(invs)} invocation{'s' if len(invs) != 1 else ''}"
+    )
 
 
 def print_profile(manifests: list, top: int | None, as_json: bool) -> None:
@@ -71,27 +81,52 @@ def print_profile(manifests: list, top: int | None, as_json: bool) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .cli_records import _console
+    from .records import _console
 
     con = _console()
     head = Text(_scope(manifests), style="bold")
-    head.append(f"\ncompile time {fmt_seconds(prof.wall_s)}, passes and codegen {fmt_seconds(prof.recorded_s)} "
-                "(nested passes counted in their parent too)", style="dim")
+    head.append(
+        f"\ncompile time {fmt_seconds(prof.wall_s)}, passes and codegen {fmt_seconds(prof.recorded_s)} "
+        "(nested passes counted in their parent too)",
+        style="dim",
+    )
     if not prof.exact:
-        head.append("\nsome records have no start time (older tltrace): the backend build is not split out",
-                    style="yellow")
+        head.append(
+            "\nsome records have no start time (older tltrace): the backend build is not split out",
+            style="yellow",
+        )
     con.print(head, soft_wrap=True)
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for col, just in (("pass", "left"), ("count", "right"), ("total", "right"), ("mean", "right"),
-                      ("max", "right"), ("share", "right"), ("", "left")):
+    for col, just in (
+        ("pass", "left"),
+        ("count", "right"),
+        ("total", "right"),
+        ("mean", "right"),
+        ("max", "right"),
+        ("share", "right"),
+        ("", "left"),
+    ):
         table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for row in prof.top(n):
         style = "cyan" if row.kind == BACKEND else "dim" if row.kind == UNTIMED else ""
-        note = "nested" if row.nested else "after codegen" if row.kind == BACKEND else \
-            "between passes" if row.kind == UNTIMED else ""
-        table.add_row(Text(row.name, style=style), str(row.count), fmt_seconds(row.total_s),
-                      fmt_seconds(row.mean_s), fmt_seconds(row.max_s), f"{prof.share(row) * 100:.1f}%",
-                      Text(note, style="dim"))
+        note = (
+            "nested"
+            if row.nested
+            else "after codegen"
+            if row.kind == BACKEND
+            else "between passes"
+            if row.kind == UNTIMED
+            else ""
+        )
+        table.add_row(
+            Text(row.name, style=style),
+            str(row.count),
+            fmt_seconds(row.total_s),
+            fmt_seconds(row.mean_s),
+            fmt_seconds(row.max_s),
+            f"{prof.share(row) * 100:.1f}%",
+            Text(note, style="dim"),
+        )
     con.print(table)
     if len(prof.rows) > n:
         con.print(Text(f"{len(prof.rows) - n} more row(s); --top N shows more", style="dim"))
@@ -102,8 +137,17 @@ def _md(text: Any) -> str:
     """Return text safe inside a markdown table cell (no pipes, no newlines, no HTML)."""
     s = str(text if text is not None else "")
     s = s.splitlines()[0] if s else ""
-    for a, b in (("\\", "\\\\"), ("|", "\\|"), ("<", "&lt;"), (">", "&gt;"), ("`", "'"), ("*", "\\*"),
-                 ("_", "\\_"), ("[", "\\["), ("]", "\\]")):
+    for a, b in (
+        ("\\", "\\\\"),
+        ("|", "\\|"),
+        ("<", "&lt;"),
+        (">", "&gt;"),
+        ("`", "'"),
+        ("*", "\\*"),
+        ("_", "\\_"),
+        ("[", "\\["),
+        ("]", "\\]"),
+    ):
         s = s.replace(a, b)
     return s[:120]
 
@@ -122,21 +166,38 @@ def markdown(manifests: list, top: int | None) -> str:
     several_scripts = len({m.script for m in manifests}) > 1
     failed = [m for m in manifests if m.status != "complete"]
     lines = [f"## tltrace: {_md(_scope(manifests))}", ""]
-    lines.append(f"{len(manifests)} compile(s), {len(failed)} not complete; compile time "
-                 f"{fmt_seconds(prof.wall_s)}.")
+    lines.append(
+        f"{len(manifests)} compile(s), {len(failed)} not complete; compile time {fmt_seconds(prof.wall_s)}."
+    )
     lines.append("")
-    head = ["status", *(["script"] if several_scripts else []), "compile", "passes", "changed", "failed",
-            "compile time", "failed at", "run"]
+    head = [
+        "status",
+        *(["script"] if several_scripts else []),
+        "compile",
+        "passes",
+        "changed",
+        "failed",
+        "compile time",
+        "failed at",
+        "run",
+    ]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join("---" for _ in head) + "|")
     order = sorted(manifests, key=lambda m: (m.status == "complete", m.started, m.run_id))
     for m in order:
         c = m.counts
         mark = "✅" if m.status == "complete" else "❌"
-        cells = [f"{mark} {_md(m.status)}", *([_md(m.script)] if several_scripts else []),
-                 _md(m.signature or m.kernel or "?"), str(len(m.records)), str(c.get("changed", 0)),
-                 str(c.get("failed", 0)), fmt_seconds(by_run[m.run_id].wall_s), _md(_failed_at(m)),
-                 f"`{m.run_id}`"]
+        cells = [
+            f"{mark} {_md(m.status)}",
+            *([_md(m.script)] if several_scripts else []),
+            _md(m.signature or m.kernel or "?"),
+            str(len(m.records)),
+            str(c.get("changed", 0)),
+            str(c.get("failed", 0)),
+            fmt_seconds(by_run[m.run_id].wall_s),
+            _md(_failed_at(m)),
+            f"`{m.run_id}`",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     n = MARKDOWN_TOP if top is None else top
     lines += ["", f"### Slowest passes (top {min(n, len(prof.rows))} of {len(prof.rows)})", ""]
@@ -144,8 +205,10 @@ def markdown(manifests: list, top: int | None) -> str:
     lines.append("|---|---:|---:|---:|---:|---:|")
     for row in prof.top(n):
         name = _md(row.name) + (" (nested)" if row.nested else "")
-        lines.append(f"| {name} | {row.count} | {fmt_seconds(row.total_s)} | {fmt_seconds(row.mean_s)} | "
-                     f"{fmt_seconds(row.max_s)} | {prof.share(row) * 100:.1f}% |")
+        lines.append(
+            f"| {name} | {row.count} | {fmt_seconds(row.total_s)} | {fmt_seconds(row.mean_s)} | "
+            f"{fmt_seconds(row.max_s)} | {prof.share(row) * 100:.1f}% |"
+        )
     return "\n".join(lines) + "\n"
 
 

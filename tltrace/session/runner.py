@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Settings
-from .errors import TargetNotFound, UsageError
-from .session.events import Event, Notice, RunStarted, ScriptOutput
+from ..config import Settings
+from ..errors import TargetNotFound, UsageError
+from .events import Event, Notice, RunStarted, ScriptOutput
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class Target:
         if self.module:
             last = self.name.rsplit(".", 1)[-1]
             return self.name.rsplit(".", 2)[-2] if last == "__main__" and "." in self.name else last
-        from .config import script_name_from_argv
+        from ..config import script_name_from_argv
 
         return script_name_from_argv(self.name)
 
@@ -52,8 +52,10 @@ def check_target(target: Target) -> None:
             raise TargetNotFound(f"no module named {target.name!r}; check the name and sys.path")
         if spec.submodule_search_locations is not None and not _has_main(spec.submodule_search_locations):
             # Looked up on disk: importing PKG.__main__ here would run PKG's __init__ before tracing starts.
-            raise TargetNotFound(f"no module named '{target.name}.__main__'; '{target.name}' is a package "
-                                 "and cannot be directly executed")
+            raise TargetNotFound(
+                f"no module named '{target.name}.__main__'; '{target.name}' is a package "
+                "and cannot be directly executed"
+            )
         return
     path = Path(target.name)
     if not path.exists():
@@ -95,10 +97,12 @@ def check_trace_dir(settings: Settings) -> str | None:
 
 def prepare_tilelang(settings: Settings, emit: Callable[[Event], None]) -> bool:
     """Silence TileLang's own tracer, set the kernel cache, import TileLang; return True when usable."""
-    from .session.controller import silence_builtin_tracer
+    from .controller import silence_builtin_tracer
 
     if silence_builtin_tracer():
-        emit(Notice("info", "TL_LOWER_TRACE is set: TileLang's built-in tracer stays off while tltrace traces"))
+        emit(
+            Notice("info", "TL_LOWER_TRACE is set: TileLang's built-in tracer stays off while tltrace traces")
+        )
     if not settings.use_cache:
         os.environ["TILELANG_DISABLE_CACHE"] = "1"
     try:
@@ -125,13 +129,20 @@ def check_seam() -> None:
             have = version("tilelang")
         except Exception:
             have = "?"
-        raise UsageError(f"TileLang {have} has no tilelang.instrumentation.register_pass_instrumentation_tool; "
-                         f"tltrace needs TileLang >= {MIN_TILELANG} (pip install 'tilelang>={MIN_TILELANG},<0.2')"
-                         ) from None
+        raise UsageError(
+            f"TileLang {have} has no tilelang.instrumentation.register_pass_instrumentation_tool; "
+            f"tltrace needs TileLang >= {MIN_TILELANG} (pip install 'tilelang>={MIN_TILELANG},<0.2')"
+        ) from None
 
 
-def run_target(target: Target, settings: Settings, emit: Callable[[Event], None],
-               *, trace: bool = True, finalize: Callable[[], None] | None = None) -> int:
+def run_target(
+    target: Target,
+    settings: Settings,
+    emit: Callable[[Event], None],
+    *,
+    trace: bool = True,
+    finalize: Callable[[], None] | None = None,
+) -> int:
     """Run the target as __main__ with tracing installed; return its exit code.
 
     The run is one invocation: its compiles share `settings.invocation`, and at its end
@@ -140,8 +151,8 @@ def run_target(target: Target, settings: Settings, emit: Callable[[Event], None]
     and what Python would print for them (traceback, exit message) leaves as a
     `ScriptOutput` event. Tracing is removed before returning. This function prints nothing.
     """
-    from .session import controller
-    from .session.invocation import Invocation
+    from . import controller
+    from .invocation import Invocation
 
     invocation = Invocation(settings, emit)
     emit = invocation
@@ -154,7 +165,7 @@ def run_target(target: Target, settings: Settings, emit: Callable[[Event], None]
         elif prepare_tilelang(settings, emit):
             try:
                 if settings.use_cache:
-                    from .session.cachewatch import CacheWatch
+                    from .cachewatch import CacheWatch
 
                     watch = CacheWatch(emit)
                     inner = emit
@@ -168,7 +179,12 @@ def run_target(target: Target, settings: Settings, emit: Callable[[Event], None]
                 controller.install(settings, emit)
                 installed = True
             except Exception as exc:
-                emit(Notice("warning", f"cannot install the tracer ({type(exc).__name__}: {exc}); running untraced"))
+                emit(
+                    Notice(
+                        "warning",
+                        f"cannot install the tracer ({type(exc).__name__}: {exc}); running untraced",
+                    )
+                )
 
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     code = 0
@@ -256,7 +272,9 @@ _HIDDEN = (os.path.abspath(runpy.__file__), os.path.abspath(__file__), "<frozen 
 def _user_traceback(exc: BaseException) -> str:
     """Return the traceback as Python would print it, without tltrace's and runpy's own frames."""
     tb = exc.__traceback__
-    while tb is not None and (tb.tb_frame.f_code.co_filename in _HIDDEN
-                              or os.path.abspath(tb.tb_frame.f_code.co_filename) in _HIDDEN):
+    while tb is not None and (
+        tb.tb_frame.f_code.co_filename in _HIDDEN
+        or os.path.abspath(tb.tb_frame.f_code.co_filename) in _HIDDEN
+    ):
         tb = tb.tb_next
     return "".join(traceback.format_exception(type(exc), exc, tb))

@@ -12,17 +12,24 @@ from typing import Optional
 import typer
 from typer.core import TyperGroup
 
-from . import __version__
-from .cli_shared import fail, trace_dir_option  # one `fail`, one --trace-dir for every command
-from .config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
-from .errors import TltraceError
+from .. import __version__
+from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
+from ..errors import TltraceError
+from .shared import fail, trace_dir_option  # one `fail`, one --trace-dir for every command
 
 
 class _OneLineErrors(TyperGroup):
     """Usage errors (bad option, bad value, unknown command) as one line: `tltrace: error: ...`."""
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
-             windows_expand_args=True, **extra):
+    def main(
+        self,
+        args=None,
+        prog_name=None,
+        complete_var=None,
+        standalone_mode=True,
+        windows_expand_args=True,
+        **extra,
+    ):
         extra["windows_expand_args"] = windows_expand_args
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
@@ -59,8 +66,6 @@ app = typer.Typer(
 )
 
 
-
-
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"tltrace {__version__}")
@@ -69,8 +74,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """See, and change, what the TileLang compiler did to your kernel."""
 
@@ -94,36 +100,61 @@ follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
 @app.command(
     "run",
     epilog=RUN_EPILOG,
-    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True,
-                      "allow_extra_args": True},
+    context_settings={
+        "allow_interspersed_args": False,
+        "ignore_unknown_options": True,
+        "allow_extra_args": True,
+    },
 )
 def run_cmd(
     ctx: typer.Context,
-    script: Optional[str] = typer.Argument(None, metavar="SCRIPT", help="The kernel script to run.",
-                                           show_default=False),
-    args: Optional[list[str]] = typer.Argument(None, metavar="[ARGS]...", help="Arguments for the script.",
-                                               show_default=False),
-    module: Optional[str] = typer.Option(None, "-m", "--module", metavar="MODULE",
-                                         help="Run a module as `python -m MODULE` would."),
-    mode: Optional[str] = typer.Option(None, "--mode", metavar="terminal|html|both",
-                                       help="What to produce [default: TL_LOWER_TRACE, else terminal]."),
+    script: Optional[str] = typer.Argument(
+        None, metavar="SCRIPT", help="The kernel script to run.", show_default=False
+    ),
+    args: Optional[list[str]] = typer.Argument(
+        None, metavar="[ARGS]...", help="Arguments for the script.", show_default=False
+    ),
+    module: Optional[str] = typer.Option(
+        None, "-m", "--module", metavar="MODULE", help="Run a module as `python -m MODULE` would."
+    ),
+    mode: Optional[str] = typer.Option(
+        None,
+        "--mode",
+        metavar="terminal|html|both",
+        help="What to produce [default: TL_LOWER_TRACE, else terminal].",
+    ),
     trace_dir: Optional[Path] = trace_dir_option(),
-    keep: int = typer.Option(DEFAULT_KEEP, "--keep", metavar="N", min=0,
-                             help="Keep the newest N invocations per script, this one included (0 keeps all)."),
-    only: Optional[str] = typer.Option(None, "--only", metavar="REGEX", help="Show only passes matching REGEX."),
+    keep: int = typer.Option(
+        DEFAULT_KEEP,
+        "--keep",
+        metavar="N",
+        min=0,
+        help="Keep the newest N invocations per script, this one included (0 keeps all).",
+    ),
+    only: Optional[str] = typer.Option(
+        None, "--only", metavar="REGEX", help="Show only passes matching REGEX."
+    ),
     skip: Optional[str] = typer.Option(None, "--skip", metavar="REGEX", help="Hide passes matching REGEX."),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
-    ignore_whitespace: bool = typer.Option(False, "--ignore-whitespace", "-w",
-                                           help="Hide changes that only re-indent lines in the diffs."),
-    quiet: bool = typer.Option(False, "--quiet", "-q",
-                               help="No pass stream: one summary (a table when several kernels compiled)."),
-    use_cache: bool = typer.Option(False, "--use-cache",
-                                   help="Keep TileLang's kernel cache on (cache hits are not traced)."),
-    codegen_output: Optional[Path] = typer.Option(None, "--codegen-output", metavar="PATH",
-                                                  help="Device working file (host: PATH with _host)."),
+    ignore_whitespace: bool = typer.Option(
+        False, "--ignore-whitespace", "-w", help="Hide changes that only re-indent lines in the diffs."
+    ),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No pass stream: one summary (a table when several kernels compiled)."
+    ),
+    use_cache: bool = typer.Option(
+        False, "--use-cache", help="Keep TileLang's kernel cache on (cache hits are not traced)."
+    ),
+    codegen_output: Optional[Path] = typer.Option(
+        None, "--codegen-output", metavar="PATH", help="Device working file (host: PATH with _host)."
+    ),
     no_codegen_output: bool = typer.Option(False, "--no-codegen-output", help="Write no working files."),
-    chrome_trace: Optional[Path] = typer.Option(None, "--chrome-trace", metavar="PATH",
-                                                help="Also write the compiles as a Chrome trace (Perfetto) to PATH."),
+    chrome_trace: Optional[Path] = typer.Option(
+        None,
+        "--chrome-trace",
+        metavar="PATH",
+        help="Also write the compiles as a Chrome trace (Perfetto) to PATH.",
+    ),
 ) -> None:
     """Run SCRIPT (or -m MODULE) as __main__ with every TileLang compilation traced."""
     rest = script_args(ctx, script, args)
@@ -138,7 +169,7 @@ def run_cmd(
     else:
         target_name, is_module = script, False
 
-    from .runner import Target, check_target, run_target
+    from ..session.runner import Target, check_target, run_target
 
     target = Target(target_name, tuple(rest), is_module)
     try:
@@ -147,8 +178,8 @@ def run_cmd(
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
 
-    from .render.listeners import Listeners
-    from .render.terminal import guard_lines
+    from ..render.listeners import Listeners
+    from ..render.terminal import guard_lines
 
     emit = Listeners(settings)
     collector = _chrome_collector(p["chrome_trace"])
@@ -156,7 +187,7 @@ def run_cmd(
     with guard_lines():
         code = run_target(target, settings, sink, finalize=emit.close)
     if collector is not None:
-        from .cli_export import write_run_trace
+        from .export import write_run_trace
 
         typer.echo(write_run_trace(collector, p["chrome_trace"]), err=True)
     raise typer.Exit(code)
@@ -167,8 +198,10 @@ def _chrome_collector(path: Optional[Path]):
     if path is None:
         return None
     if str(path) == "-":
-        raise fail("--chrome-trace - is for 'tltrace export'; under 'run' the script owns stdout, give a file")
-    from .collector import RunCollector
+        raise fail(
+            "--chrome-trace - is for 'tltrace export'; under 'run' the script owns stdout, give a file"
+        )
+    from ..session.collector import RunCollector
 
     return RunCollector()
 
@@ -186,19 +219,34 @@ def _settings(p: dict, target) -> Settings:
         raise TltraceError("--mode off makes no sense for 'tltrace run'; use terminal, html or both")
     if p["no_codegen_output"] and p["codegen_output"] is not None:
         raise TltraceError("--codegen-output and --no-codegen-output exclude each other")
-    from .session.scripts import identity_of
+    from ..session.scripts import identity_of
 
     return build_settings(
         script_key=identity_of(target.name, module=target.module),
-        mode=p["mode"], trace_dir=p["trace_dir"], script_name=target.trace_name,
-        codegen_output=None if p["no_codegen_output"] else p["codegen_output"] if p["codegen_output"] is not None
+        mode=p["mode"],
+        trace_dir=p["trace_dir"],
+        script_name=target.trace_name,
+        codegen_output=None
+        if p["no_codegen_output"]
+        else p["codegen_output"]
+        if p["codegen_output"] is not None
         else DEFAULT,
-        keep=p["keep"], context=p["context"], only=p["only"], skip=p["skip"], quiet=p["quiet"],
+        keep=p["keep"],
+        context=p["context"],
+        only=p["only"],
+        skip=p["skip"],
+        quiet=p["quiet"],
         ignore_whitespace=p["ignore_whitespace"],
         use_cache=p["use_cache"],
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
-        names={"mode": "--mode", "keep": "--keep", "context": "--context", "only": "--only", "skip": "--skip",
-               "codegen_output": "--codegen-output"},
+        names={
+            "mode": "--mode",
+            "keep": "--keep",
+            "context": "--context",
+            "only": "--only",
+            "skip": "--skip",
+            "codegen_output": "--codegen-output",
+        },
     )
 
 
@@ -264,7 +312,9 @@ def _reparse(ctx, tokens: list[str]) -> None:
 
 
 def _register_commands() -> None:
-    from . import cli_edit, cli_export, cli_records
+    from . import edit as cli_edit
+    from . import export as cli_export
+    from . import records as cli_records
 
     cli_records.register(app)
     cli_edit.register(app)

@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .errors import TltraceError
+from ..errors import TltraceError
 
 
 class RunCollector:
@@ -18,7 +18,7 @@ class RunCollector:
         self.finished: dict[Path, Any] = {}
 
     def __call__(self, event: Any) -> None:
-        from .session.events import RunFinished, RunStarted
+        from .events import RunFinished, RunStarted
 
         if isinstance(event, RunStarted):
             with self._lock:
@@ -29,7 +29,7 @@ class RunCollector:
 
     def manifests(self) -> list:
         """Return every compile's manifest: the final one, else (a compile cut short) what is on disk."""
-        from . import runs as R
+        from ..history import runs as R
 
         out = []
         with self._lock:

@@ -28,12 +28,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
-from .errors import RecordsError, UsageError
-from .session.names import safe_component
-from .session.records import READABLE_SCHEMA_VERSIONS, RUNNING, SCHEMA_VERSION, PassRecord, RunManifest
-from .session.scripts import script_dir_for
-from .session.store import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS, time_of_id, tree_bytes
-from .session.writer import writer_alive
+from ..errors import RecordsError, UsageError
+from ..session.names import safe_component
+from ..session.records import READABLE_SCHEMA_VERSIONS, RUNNING, SCHEMA_VERSION, PassRecord, RunManifest
+from ..session.scripts import script_dir_for
+from ..session.store import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS, time_of_id, tree_bytes
+from ..session.writer import writer_alive
 
 INTERRUPTED = "interrupted"  # shown for a run whose process is gone but never finished
 DAMAGED = "damaged"
@@ -139,27 +139,37 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
     if name and (candidate / RUN_RECORDS).exists():
         raise RecordsError(_not_a_dir(candidate / RUN_RECORDS))
     if path.exists():
-        raise RecordsError(f"no run records for {text} under {candidate}; run 'tltrace run {text}' first "
-                           f"(or pass --trace-dir)")
-    raise RecordsError(f"{text} is neither a run, a trace directory nor a traced script "
-                       f"(looked in {trace_dir}); see 'tltrace show' for what is there")
+        raise RecordsError(
+            f"no run records for {text} under {candidate}; run 'tltrace run {text}' first "
+            f"(or pass --trace-dir)"
+        )
+    raise RecordsError(
+        f"{text} is neither a run, a trace directory nor a traced script "
+        f"(looked in {trace_dir}); see 'tltrace show' for what is there"
+    )
 
 
 def _trace_root(trace_dir: Path, *, explicit: bool) -> Location:
     if not trace_dir.is_dir():
-        raise RecordsError(f"no run records under {trace_dir}; run 'tltrace run SCRIPT' first (or pass --trace-dir)")
+        raise RecordsError(
+            f"no run records under {trace_dir}; run 'tltrace run SCRIPT' first (or pass --trace-dir)"
+        )
     if is_script_dir(trace_dir):
         return Location((trace_dir,))
     found = _script_dirs_under(trace_dir)
     if not found:
         _raise_if_records_not_dirs(trace_dir)
-        raise RecordsError(f"no run records under {trace_dir}; run 'tltrace run SCRIPT' first (or pass --trace-dir)")
+        raise RecordsError(
+            f"no run records under {trace_dir}; run 'tltrace run SCRIPT' first (or pass --trace-dir)"
+        )
     return Location(tuple(found), root=trace_dir)
 
 
 def _not_a_dir(records: Path) -> str:
-    return (f"{records} is not a directory, so it holds no runs; remove it ('rm {records}') "
-            "and the next 'tltrace run' recreates it")
+    return (
+        f"{records} is not a directory, so it holds no runs; remove it ('rm {records}') "
+        "and the next 'tltrace run' recreates it"
+    )
 
 
 def _raise_if_records_not_dirs(path: Path) -> None:
@@ -221,7 +231,9 @@ def load_manifest(run_dir: Path) -> RunManifest:
     except FileNotFoundError:
         if log.is_file():
             return _from_log_only(run_dir)
-        raise RecordsError(f"run {run_dir.name} has no {MANIFEST} (damaged or never started); {hint}") from None
+        raise RecordsError(
+            f"run {run_dir.name} has no {MANIFEST} (damaged or never started); {hint}"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RecordsError(f"cannot read {mpath} ({getattr(exc, 'strerror', None) or exc}); {hint}") from None
     try:
@@ -235,8 +247,10 @@ def load_manifest(run_dir: Path) -> RunManifest:
         raise RecordsError(f"manifest {mpath} is not a run manifest; {hint}")
     version = data.get("schema_version")
     if isinstance(version, bool) or version not in READABLE_SCHEMA_VERSIONS:
-        raise RecordsError(f"manifest {mpath} has schema version {version!r}; this tltrace reads versions "
-                           f"{READABLE_SCHEMA_VERSIONS} (writes {SCHEMA_VERSION}) (use the tltrace that wrote it, or {hint})")
+        raise RecordsError(
+            f"manifest {mpath} has schema version {version!r}; this tltrace reads versions "
+            f"{READABLE_SCHEMA_VERSIONS} (writes {SCHEMA_VERSION}) (use the tltrace that wrote it, or {hint})"
+        )
     try:
         manifest = RunManifest.from_json(data)
     except (TypeError, ValueError, KeyError) as exc:
@@ -369,8 +383,13 @@ class Invocation:
 
     @property
     def started(self) -> float | None:
-        times = [t for t in (safe_time(r.manifest.started) if r.manifest else run_id_time(r.run_id)
-                             for r in self.runs) if t is not None]
+        times = [
+            t
+            for t in (
+                safe_time(r.manifest.started) if r.manifest else run_id_time(r.run_id) for r in self.runs
+            )
+            if t is not None
+        ]
         return min(times) if times else None
 
     @property
@@ -432,8 +451,10 @@ class Selection:
             return self.runs[0]
         names = ", ".join(label(r.manifest, r.run_id) for r in self.runs[:4])
         more = ", ..." if len(self.runs) > 4 else ""
-        raise UsageError(f"invocation {self.spec} has {len(self.runs)} compiles ({names}{more}); {what} needs one: "
-                         "name it with --kernel NAME, a signature prefix or a run id")
+        raise UsageError(
+            f"invocation {self.spec} has {len(self.runs)} compiles ({names}{more}); {what} needs one: "
+            "name it with --kernel NAME, a signature prefix or a run id"
+        )
 
 
 _T = TypeVar("_T")
@@ -444,30 +465,40 @@ def _prefix_hits(items: list[tuple[str, _T]], spec: str) -> list[_T]:
     return exact or [o for k, o in items if k.startswith(spec)]
 
 
-def _narrow(inv: Invocation, runs: tuple[Run, ...], kernel: str | None, compile_: str | None,
-            spec: str) -> tuple[Run, ...]:
+def _narrow(
+    inv: Invocation, runs: tuple[Run, ...], kernel: str | None, compile_: str | None, spec: str
+) -> tuple[Run, ...]:
     if kernel is not None:
         runs = tuple(r for r in runs if r.manifest is not None and r.manifest.kernel == kernel)
         if not runs:
-            raise UsageError(f"no compile of kernel {kernel!r} in invocation {spec} of {inv.script_dir.name}; "
-                             f"'tltrace show {inv.script_dir.name} {spec}' lists its compiles")
+            raise UsageError(
+                f"no compile of kernel {kernel!r} in invocation {spec} of {inv.script_dir.name}; "
+                f"'tltrace show {inv.script_dir.name} {spec}' lists its compiles"
+            )
     if compile_ is not None:
         hits = [r for r in runs if label(r.manifest, r.run_id).startswith(compile_)]
         exact = [r for r in hits if label(r.manifest, r.run_id) == compile_]
         hits = exact if len(exact) == 1 else hits
         if not hits:
-            raise UsageError(f"no compile with signature {compile_!r} in invocation {spec} of "
-                             f"{inv.script_dir.name}; 'tltrace show {inv.script_dir.name} {spec}' lists them")
+            raise UsageError(
+                f"no compile with signature {compile_!r} in invocation {spec} of "
+                f"{inv.script_dir.name}; 'tltrace show {inv.script_dir.name} {spec}' lists them"
+            )
         if len(hits) > 1:
-            names = ", ".join(label(r.manifest, r.run_id) for r in hits[:3]) + (", ..." if len(hits) > 3 else "")
-            raise UsageError(f"signature prefix {compile_!r} matches {len(hits)} compiles ({names}); "
-                             "give more of it, or a run id")
+            names = ", ".join(label(r.manifest, r.run_id) for r in hits[:3]) + (
+                ", ..." if len(hits) > 3 else ""
+            )
+            raise UsageError(
+                f"signature prefix {compile_!r} matches {len(hits)} compiles ({names}); "
+                "give more of it, or a run id"
+            )
         runs = tuple(hits)
     return runs
 
 
-def select(script_dir: Path, spec: str | None = None, kernel: str | None = None,
-           compile_: str | None = None) -> Selection:
+def select(
+    script_dir: Path, spec: str | None = None, kernel: str | None = None, compile_: str | None = None
+) -> Selection:
     """Resolve RUN (and COMPILE, --kernel) among one script's runs.
 
     spec: None/'latest'/'-1' (the newest invocation), '-2' (the one before), ...;
@@ -481,10 +512,14 @@ def select(script_dir: Path, spec: str | None = None, kernel: str | None = None,
     if not invs:
         raise RecordsError(f"no run records under {script_dir}; run 'tltrace run SCRIPT' first")
     if kernel is not None:
-        invs = [i for i in invs if any(r.manifest is not None and r.manifest.kernel == kernel for r in i.runs)]
+        invs = [
+            i for i in invs if any(r.manifest is not None and r.manifest.kernel == kernel for r in i.runs)
+        ]
         if not invs:
-            raise UsageError(f"no run of kernel {kernel!r} under {script_dir}; 'tltrace show {script_dir}' "
-                             "lists the kernels")
+            raise UsageError(
+                f"no run of kernel {kernel!r} under {script_dir}; 'tltrace show {script_dir}' "
+                "lists the kernels"
+            )
     spec = (spec or "latest").strip()
     if spec in ("latest", "-1"):
         return Selection(invs[-1], _narrow(invs[-1], invs[-1].runs, kernel, compile_, "-1"), "-1")
@@ -504,8 +539,9 @@ def select(script_dir: Path, spec: str | None = None, kernel: str | None = None,
         return Selection(inv, _narrow(inv, (one,), kernel, compile_, spec), spec)
     if len(hits) > 1:
         first, second = hits[0][1].run_id, hits[1][1].run_id
-        raise UsageError(f"run {spec!r} is ambiguous ({len(hits)} runs match: {first}, {second}, ...); "
-                         "give more of the id")
+        raise UsageError(
+            f"run {spec!r} is ambiguous ({len(hits)} runs match: {first}, {second}, ...); give more of the id"
+        )
     inv_hits = _prefix_hits([(i.id, i) for i in invs if not i.legacy], spec)
     if len(inv_hits) == 1:
         inv = inv_hits[0]
@@ -518,8 +554,9 @@ def select(script_dir: Path, spec: str | None = None, kernel: str | None = None,
             if any(label(r.manifest, r.run_id).startswith(spec) for r in inv.runs):
                 pos = f"-{len(invs) - invs.index(inv)}"
                 return Selection(inv, _narrow(inv, inv.runs, kernel, spec, pos), pos)
-    raise UsageError(f"no run, invocation or signature {spec!r} under {script_dir}; 'tltrace show {script_dir}' "
-                     "lists them")
+    raise UsageError(
+        f"no run, invocation or signature {spec!r} under {script_dir}; 'tltrace show {script_dir}' lists them"
+    )
 
 
 def resolve_run(script_dir: Path, spec: str | None, kernel: str | None = None) -> Path:
@@ -527,8 +564,13 @@ def resolve_run(script_dir: Path, spec: str | None, kernel: str | None = None) -
     return select(script_dir, spec, kernel).one().path
 
 
-def open_selection(arg: str | None, run: str | None, trace_dir: str | os.PathLike, kernel: str | None = None,
-                   compile_: str | None = None) -> Selection:
+def open_selection(
+    arg: str | None,
+    run: str | None,
+    trace_dir: str | os.PathLike,
+    kernel: str | None = None,
+    compile_: str | None = None,
+) -> Selection:
     """Resolve SCRIPT_OR_DIR + RUN (+ COMPILE, --kernel) to a Selection of loaded compiles."""
     loc = locate(arg, trace_dir)
     if loc.run_dir is not None:
@@ -542,8 +584,10 @@ def open_selection(arg: str | None, run: str | None, trace_dir: str | os.PathLik
     else:
         if len(loc.script_dirs) > 1:
             names = ", ".join(p.name for p in loc.script_dirs[:5])
-            raise UsageError(f"{loc.root} holds runs of several scripts ({names}); name one, "
-                             f"e.g. 'tltrace show {loc.script_dirs[0].name} {run or 'latest'}'")
+            raise UsageError(
+                f"{loc.root} holds runs of several scripts ({names}); name one, "
+                f"e.g. 'tltrace show {loc.script_dirs[0].name} {run or 'latest'}'"
+            )
         sel = select(loc.script_dirs[0], run, kernel, compile_)
     for r in sel.runs:
         if len(sel.runs) == 1:
@@ -551,15 +595,18 @@ def open_selection(arg: str | None, run: str | None, trace_dir: str | os.PathLik
     return sel
 
 
-def open_run(arg: str | None, run: str | None, trace_dir: str | os.PathLike, kernel: str | None = None) -> Run:
+def open_run(
+    arg: str | None, run: str | None, trace_dir: str | os.PathLike, kernel: str | None = None
+) -> Run:
     """Resolve SCRIPT_OR_DIR + RUN to one loaded compile; raise RecordsError/UsageError when it cannot be."""
     r = open_selection(arg, run, trace_dir, kernel).one()
     r.require()
     return r
 
 
-def parse_ref(ref: str, trace_dir: str | os.PathLike, default: str | None = None,
-              kernel: str | None = None) -> Selection:
+def parse_ref(
+    ref: str, trace_dir: str | os.PathLike, default: str | None = None, kernel: str | None = None
+) -> Selection:
     """Resolve one operand of diff-runs: a run dir, a script (its newest invocation), 'SCRIPT:RUN', or a RUN.
 
     A bare RUN ('-2', 'latest', an id prefix) is looked up under `default` (a
@@ -574,8 +621,10 @@ def parse_ref(ref: str, trace_dir: str | os.PathLike, default: str | None = None
         if loc.run_dir is None and len(loc.script_dirs) > 1:
             names = ", ".join(p.name for p in loc.script_dirs[:5])
             first = loc.script_dirs[0].name
-            raise UsageError(f"{loc.root} holds runs of several scripts ({names}); say which, e.g. "
-                             f"'--script {first}' or '{first}:{ref}'")
+            raise UsageError(
+                f"{loc.root} holds runs of several scripts ({names}); say which, e.g. "
+                f"'--script {first}' or '{first}:{ref}'"
+            )
         return open_selection(default, ref, trace_dir, kernel)
     script, sep, spec = ref.rpartition(":")
     if sep and script and spec:
@@ -583,8 +632,9 @@ def parse_ref(ref: str, trace_dir: str | os.PathLike, default: str | None = None
     return open_selection(ref, "latest", trace_dir, kernel)
 
 
-def parse_run_ref(ref: str, trace_dir: str | os.PathLike, default: str | None = None,
-                  kernel: str | None = None) -> Run:
+def parse_run_ref(
+    ref: str, trace_dir: str | os.PathLike, default: str | None = None, kernel: str | None = None
+) -> Run:
     """Like parse_ref, for exactly one compile."""
     r = parse_ref(ref, trace_dir, default, kernel).one()
     r.require()
@@ -601,7 +651,12 @@ def record_path(run_dir: Path, rel: str | None) -> Path | None:
     if not rel or not isinstance(rel, str) or "\x00" in rel:
         return None
     parts = rel.replace("\\", "/").split("/")
-    if rel.startswith("/") or any(p in ("..",) for p in parts) or os.path.isabs(rel) or (len(rel) > 1 and rel[1] == ":"):
+    if (
+        rel.startswith("/")
+        or any(p in ("..",) for p in parts)
+        or os.path.isabs(rel)
+        or (len(rel) > 1 and rel[1] == ":")
+    ):
         return None
     base = os.path.realpath(run_dir)
     full = os.path.realpath(os.path.join(base, *[p for p in parts if p not in ("", ".")]))
@@ -653,8 +708,10 @@ def read_text(run: Run, record: PassRecord, side: str) -> str:
     if text is not None:
         return text
     if rel is not None and record_path(run.path, rel) is None:
-        raise RecordsError(f"{record.name} (#{record.index}) names {side} file {rel!r} outside its run directory "
-                           f"{run.path} (records tampered with); not read")
+        raise RecordsError(
+            f"{record.name} (#{record.index}) names {side} file {rel!r} outside its run directory "
+            f"{run.path} (records tampered with); not read"
+        )
     where = run.path / rel if rel else run.script_dir / RUN_RECORDS / OBJECTS / str(digest)
     raise RecordsError(f"{where} is missing (run records damaged); rerun the script to record it again")
 
@@ -679,7 +736,9 @@ def find_record(manifest: RunManifest, spec: str) -> PassRecord:
         for r in manifest.records:
             if r.index == idx:
                 return r
-        raise UsageError(f"no pass with index {idx} in run {manifest.run_id} (0..{len(manifest.records) - 1})")
+        raise UsageError(
+            f"no pass with index {idx} in run {manifest.run_id} (0..{len(manifest.records) - 1})"
+        )
     name, occ = spec, 1
     m = re.fullmatch(r"(.+)#(\d+)", spec)
     if m:
@@ -693,8 +752,10 @@ def find_record(manifest: RunManifest, spec: str) -> PassRecord:
         hits = [r for r in manifest.records if low in r.name.lower() and (phase is None or r.phase == phase)]
         names = sorted({r.name for r in hits})
         if len(names) > 1:
-            raise UsageError(f"pass {spec!r} matches several passes ({', '.join(names[:5])}); give the full name "
-                             "or an index")
+            raise UsageError(
+                f"pass {spec!r} matches several passes ({', '.join(names[:5])}); give the full name "
+                "or an index"
+            )
     if not hits:
         raise UsageError(f"no pass {spec!r} in run {manifest.run_id}; 'tltrace show' lists its passes")
     if occ > len(hits) or occ < 1:

@@ -1,0 +1,1 @@
+"""history: see the README's Development section."""
