@@ -641,11 +641,14 @@ def test_narrow_window_collapses_the_sidebar_and_caps_a_saved_width(browser, ope
     report, _ = trace
     page = open_report(report, init_script="localStorage.setItem('tltrace-sidebar-width', '3000')")
     assert page.evaluate("document.getElementById('tl-sidebar').getBoundingClientRect().width") <= 1280 / 2
-    page.set_viewport_size({"width": 800, "height": 700})
-    assert page.locator("#tl-sidebar").is_hidden() and page.locator("#tl-expand-sidebar").is_visible()
+    from playwright.sync_api import expect
+
+    page.set_viewport_size({"width": 800, "height": 700})  # the page hears of it in a resize event, soon after
+    expect(page.locator("#tl-sidebar")).to_be_hidden()
+    expect(page.locator("#tl-expand-sidebar")).to_be_visible()
     page.keyboard.press("j")  # still usable
     page.set_viewport_size({"width": 1280, "height": 700})
-    assert page.locator("#tl-sidebar").is_visible()
+    expect(page.locator("#tl-sidebar")).to_be_visible()
 
 
 def test_long_lines_break_between_tokens_and_wrap_can_be_turned_off(open_report, tmp_path: Path):
