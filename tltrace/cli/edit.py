@@ -85,7 +85,7 @@ def watch_cmd(
     """Rerun SCRIPT under tltrace each time it or one of its working files is saved."""
     from ..config import parse_mode
     from ..reconcile.watch import OutputLine, RunDone, RunStarting, Watching, WatchSpec, watch_runs
-    from .app import script_args
+    from .shared import script_args
 
     rest = script_args(ctx, script, args)
     p = ctx.params

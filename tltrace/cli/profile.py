@@ -81,7 +81,7 @@ def print_profile(manifests: list, top: int | None, as_json: bool) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .records import _console
+    from .shared import console as _console
 
     con = _console()
     head = Text(_scope(manifests), style="bold")

@@ -15,6 +15,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import EXIT_OK, EXIT_RECORDS, EXIT_SCRIPT_FAILED, EXIT_USAGE, TltraceError
+from .shared import console as _console
 from .shared import fail as _fail
 from .shared import trace_dir_of as _trace_dir
 from .shared import trace_dir_option
@@ -111,15 +112,6 @@ def _check_args(args: list[str]) -> None:
     for a in args:
         if a.startswith("--") or (a.startswith("-") and not a[1:].isdigit() and len(a) > 1):
             raise _fail(f"no such option: {a}")
-
-
-def _console():
-    from rich.console import Console
-
-    c = Console(highlight=False, soft_wrap=False)
-    if not c.is_terminal:
-        c = Console(highlight=False, soft_wrap=False, width=max(c.width, 240))
-    return c
 
 
 def _print_json(data: Any) -> None:

@@ -1,4 +1,5 @@
-"""What the CLI modules share: the one-line error, the warning line, the --trace-dir option.
+"""What the CLI modules share: the one-line error, the warning line, the --trace-dir option,
+the console, and the parsing of tltrace options given right after SCRIPT.
 
 Only the CLI prints; these are its common pieces, so that every command says
 errors the same way and declares --trace-dir once.
@@ -43,3 +44,77 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
 
 def warn(message: str) -> None:
     typer.echo(f"tltrace: warning: {message}", err=True)
+
+
+def console():
+    """Return the Rich console the commands print with (wide when not a terminal: no cut lines)."""
+    from rich.console import Console
+
+    c = Console(highlight=False, soft_wrap=False)
+    if not c.is_terminal:
+        c = Console(highlight=False, soft_wrap=False, width=max(c.width, 240))
+    return c
+
+
+# -- options after SCRIPT: `tltrace run|watch SCRIPT --mode html ARGS` --------------------------
+
+
+def script_args(ctx, script: str | None, args: list[str] | None) -> list[str]:
+    """Return the script's own arguments; tltrace options right after SCRIPT are parsed into ctx.params.
+
+    The first token tltrace does not know starts the script's arguments; a `--` right
+    after SCRIPT (and its options) is dropped, any later one goes to the script.
+    """
+    rest = list(args or [])
+    if script is not None and rest:
+        extra, rest = _split_leading_options(ctx, rest)
+        if extra:
+            _reparse(ctx, extra)
+    return rest[1:] if rest[:1] == ["--"] else rest
+
+
+def _option_table(command) -> dict[str, bool]:
+    """Map each option spelling of `command` to whether it takes a value."""
+    table: dict[str, bool] = {}
+    for param in command.params:
+        if getattr(param, "param_type_name", None) == "option":
+            takes = not (param.is_flag or param.count)
+            for opt in (*param.opts, *param.secondary_opts):
+                table[opt] = takes
+    return table
+
+
+def _split_leading_options(ctx, tokens: list[str]) -> tuple[list[str], list[str]]:
+    """Split the tokens after SCRIPT into tltrace options right after it and the script's args."""
+    table = _option_table(ctx.command)
+    taken: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok == "--":
+            return taken, tokens[i:]
+        name = tok.split("=", 1)[0] if tok.startswith("--") else tok
+        if name not in table or name in ("-h", "--help"):
+            break
+        if table[name] and "=" not in tok:
+            if i + 1 >= len(tokens):
+                raise fail(f"option {name} needs a value")
+            taken += [tok, tokens[i + 1]]
+            i += 2
+        else:
+            taken.append(tok)
+            i += 1
+    return taken, tokens[i:]
+
+
+def _reparse(ctx, tokens: list[str]) -> None:
+    """Parse options found after SCRIPT and let them override what came before."""
+    try:
+        sub = ctx.command.make_context(ctx.info_name, [*tokens], parent=ctx.parent, resilient_parsing=False)
+    except Exception as exc:  # click's UsageError (typer vendors its own click)
+        msg = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        raise fail(msg) from None
+    for name, value in sub.params.items():
+        source = sub.get_parameter_source(name)
+        if getattr(source, "name", "") == "COMMANDLINE" and name not in ("script", "args"):
+            ctx.params[name] = value
