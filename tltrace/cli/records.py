@@ -147,12 +147,9 @@ def _t(value: object, style: str = "") -> Any:
 
 
 def _size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB"):
-        if size < 1024:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GB"
+    from ..render.terminal import human_size  # the one byte formatter; imported late, like the views
+
+    return human_size(n)
 
 
 # -- show ------------------------------------------------------------------------
