@@ -14,9 +14,9 @@ from typing import Any, Optional
 
 import typer
 
+from ..config import trace_dir_of as _trace_dir
 from ..errors import EXIT_OK, EXIT_RECORDS, EXIT_SCRIPT_FAILED, EXIT_USAGE, TltraceError
 from .shared import fail as _fail
-from .shared import trace_dir_of as _trace_dir
 from .shared import trace_dir_option
 from .shared import warn as _warn
 
