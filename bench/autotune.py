@@ -37,19 +37,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bench_common import CHROMIUM, CHROMIUM_ARGS, disk_bytes
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 CPU_SCRIPT = HERE / "autotune_cpu.py"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 MODES = {
     "untraced": "untraced",
@@ -64,22 +56,6 @@ BYTES_REF = {"quiet": "builtin-terminal", "html": "builtin-html"}
 TIME_TARGET = {"quiet": 1.05, "html": 1.10}
 BYTES_TARGET = 0.25
 INDEX_OPEN_TARGET_MS = 1000.0
-
-
-def disk_bytes(root: Path) -> tuple[int, int]:
-    """Return (apparent bytes of distinct files, bytes allocated as `du` counts them); hard links once."""
-    size: dict[int, int] = {}
-    alloc: dict[int, int] = {}
-    if not root.exists():
-        return 0, 0
-    for p in [root, *root.rglob("*")]:
-        if p.is_symlink():
-            continue
-        st = p.stat()
-        alloc[st.st_ino] = st.st_blocks * 512
-        if p.is_file():
-            size[st.st_ino] = st.st_size
-    return sum(size.values()), sum(alloc.values())
 
 
 def command(mode: str, script: Path, args: list[str], trace_dir: Path) -> tuple[list[str], dict[str, str]]:

@@ -25,6 +25,8 @@ if "--gpu" not in sys.argv:
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "examples"))
 
+from bench_common import disk_bytes  # noqa: E402
+
 
 def kernels():
     from _common import has_cuda
@@ -43,23 +45,6 @@ def kernels():
         "gemm": lambda: make_gemm(128, 128, 64, 32, 32, 16, "float32", "float32"),
         "softmax": lambda: make_softmax(256, 128, 8),
     }
-
-
-def disk_bytes(root: Path) -> tuple[int, int]:
-    """Return (apparent bytes of distinct files, bytes allocated on disk as `du` counts them).
-
-    Hard links are counted once, as `du` does; allocation includes directories.
-    """
-    size: dict[int, int] = {}
-    alloc: dict[int, int] = {}
-    for p in [root, *root.rglob("*")]:
-        if p.is_symlink():
-            continue
-        st = p.stat()
-        alloc[st.st_ino] = st.st_blocks * 512
-        if p.is_file():
-            size[st.st_ino] = st.st_size
-    return sum(size.values()), sum(alloc.values())
 
 
 CONFIGS = [

@@ -25,19 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_common import CHROMIUM, CHROMIUM_ARGS
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 EXAMPLES = ("elementwise_add", "gemm", "softmax")
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 def _events(n: int, root: Path) -> list:
@@ -167,7 +159,7 @@ def browser_times(report: Path, steps: int = 40) -> tuple[float, float, float] |
     if not os.path.exists(CHROMIUM):
         return None
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         firsts = []
         step_times: list[float] = []
         for _ in range(3):

@@ -26,6 +26,24 @@ def examples_dir(tmp_path: Path) -> Path:
     return dest
 
 
+def cuda_available() -> bool:
+    """Return True when torch sees a CUDA GPU (the `gpu`-marked tests skip otherwise)."""
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+@pytest.fixture
+def need_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Skip without a CUDA GPU; with one, the examples compile for it (TLTRACE_EXAMPLES_CPU unset)."""
+    if not cuda_available():
+        pytest.skip("no CUDA GPU")
+    monkeypatch.delenv("TLTRACE_EXAMPLES_CPU", raising=False)
+
+
 @pytest.fixture
 def run_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Invoke the tltrace CLI in-process (typer CliRunner), cwd = tmp_path; returns the Result."""

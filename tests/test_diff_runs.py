@@ -78,27 +78,19 @@ def test_only_in_b_placed_after_its_predecessor() -> None:
 
 
 def test_codegen_compared_per_role() -> None:
-    dev = PassRecord(
-        index=5,
-        name="codegen_device",
-        phase="codegen",
-        status="codegen",
-        role="device",
-        before_hash="t",
-        after_hash="src1",
-    )
-    host = PassRecord(
-        index=6,
-        name="codegen_host",
-        phase="codegen",
-        status="codegen",
-        role="host",
-        before_hash="t",
-        after_hash="h",
-    )
-    d = diff_runs(
-        manifest(dev, host), manifest(dev.__class__(**{**dev.__dict__, "after_hash": "src2"}), host)
-    )
+    def codegen(index: int, role: str, source: str) -> PassRecord:
+        return PassRecord(
+            index=index,
+            name=f"codegen_{role}",
+            phase="codegen",
+            status="codegen",
+            role=role,
+            before_hash="t",
+            after_hash=source,
+        )
+
+    host = codegen(6, "host", "h")
+    d = diff_runs(manifest(codegen(5, "device", "src1"), host), manifest(codegen(5, "device", "src2"), host))
     assert d.codegen == {"device": "differs", "host": SAME}
 
 

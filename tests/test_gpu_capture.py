@@ -12,23 +12,7 @@ import pytest
 
 from .conftest import EXAMPLES
 
-pytestmark = pytest.mark.gpu
-
-
-def _cuda() -> bool:
-    try:
-        import torch
-
-        return torch.cuda.is_available()
-    except Exception:
-        return False
-
-
-@pytest.fixture(autouse=True)
-def _need_gpu(monkeypatch):
-    if not _cuda():
-        pytest.skip("no CUDA GPU")
-    monkeypatch.delenv("TLTRACE_EXAMPLES_CPU", raising=False)
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("need_gpu")]
 
 
 def _trace(tmp_path: Path, backend: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict, Path]:

@@ -12,12 +12,7 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture
-def cuda_env(monkeypatch):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
-    monkeypatch.delenv("TLTRACE_EXAMPLES_CPU", raising=False)
-
+def cuda_env(need_gpu, monkeypatch):
     def use(backend: str):
         monkeypatch.setenv("TLTRACE_EXAMPLES_BACKEND", backend)
 

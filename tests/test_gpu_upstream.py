@@ -22,29 +22,15 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.gpu
+from .conftest import cuda_available
+
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("need_gpu")]
 
 REPO = Path(__file__).resolve().parent.parent
 UPSTREAM = Path(os.environ.get("TLTRACE_UPSTREAM") or REPO / ".upstream")
 AUTOTUNE = UPSTREAM / "examples/gemm/example_gemm_autotune.py"
 FLASH = UPSTREAM / "examples/flash_attention/example_mha_fwd_bshd.py"
 MLA = UPSTREAM / "examples/deepseek_mla/example_mla_decode.py"
-
-
-def _cuda() -> bool:
-    try:
-        import torch
-
-        return torch.cuda.is_available()
-    except Exception:
-        return False
-
-
-@pytest.fixture(autouse=True)
-def _need_gpu(monkeypatch):
-    if not _cuda():
-        pytest.skip("no CUDA GPU")
-    monkeypatch.delenv("TLTRACE_EXAMPLES_CPU", raising=False)
 
 
 def _need(script: Path) -> None:
@@ -105,7 +91,7 @@ def _check_cuda_codegen(m: dict, run_dir: Path) -> None:
 @pytest.fixture(scope="module")
 def autotune_traces(tmp_path_factory) -> Path:
     """Trace dirs of the upstream autotuner's full grid: `quiet/` (records only) and `html/`."""
-    if not _cuda():  # module-scoped: set up before the autouse skip would run
+    if not cuda_available():  # module-scoped: set up before the autouse skip would run
         pytest.skip("no CUDA GPU")
     _need(AUTOTUNE)
     given = os.environ.get("TLTRACE_GPU_AUTOTUNE_TRACE")

@@ -49,14 +49,17 @@ def _env():
     return {**os.environ, "TILELANG_DISABLE_CACHE": "1"}
 
 
-def _run(tmp_path: Path, script: Path, *args: str) -> subprocess.CompletedProcess:
-    p = subprocess.run(
+def _tltrace_run(
+    tmp_path: Path, script: Path, *args: str, options: tuple[str, ...] = ("--quiet",), env=None
+) -> subprocess.CompletedProcess:
+    """Run `tltrace run OPTIONS --mode both` on `script` with the trace dir under `tmp_path`."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
             "tltrace",
             "run",
-            "--quiet",
+            *options,
             "--mode",
             "both",
             "--trace-dir",
@@ -65,11 +68,15 @@ def _run(tmp_path: Path, script: Path, *args: str) -> subprocess.CompletedProces
             *args,
         ],
         cwd=tmp_path,
-        env=_env(),
+        env=_env() if env is None else env,
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+def _run(tmp_path: Path, script: Path, *args: str) -> subprocess.CompletedProcess:
+    p = _tltrace_run(tmp_path, script, *args)
     assert p.returncode == 0, p.stdout + p.stderr
     return p
 
@@ -172,27 +179,7 @@ def test_edit_is_compiled_when_recording_fails(tmp_path, examples_dir):
         f.unlink()
     objects.rmdir()
     objects.write_text("not a directory")  # every record write now fails
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tltrace",
-            "run",
-            "--quiet",
-            "--mode",
-            "both",
-            "--trace-dir",
-            str(tmp_path / "t"),
-            str(script),
-            "--n",
-            "512",
-        ],
-        cwd=tmp_path,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    p = _tltrace_run(tmp_path, script, "--n", "512")
     assert "tracing stopped" in p.stderr
     assert "[add] PATCHED" in p.stdout, p.stdout + p.stderr
     assert "WRONG RESULT" in p.stdout + p.stderr or p.returncode != 0  # the edit (a-b) really ran
@@ -207,27 +194,7 @@ def test_use_cache_hit_says_the_edit_is_not_applied(tmp_path, examples_dir):
     subprocess.run(
         [sys.executable, str(script), "--n", "384"], env=env, check=True, capture_output=True, timeout=300
     )  # an untraced run puts the unedited kernel in the cache
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tltrace",
-            "run",
-            "--use-cache",
-            "--mode",
-            "both",
-            "--trace-dir",
-            str(tmp_path / "t"),
-            str(script),
-            "--n",
-            "384",
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    p = _tltrace_run(tmp_path, script, "--n", "384", options=("--use-cache",), env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "[add] cached: not traced" in p.stdout
     assert f"[add] NOT-APPLIED  edit in {w} not applied: add came from TileLang's kernel cache" in p.stdout

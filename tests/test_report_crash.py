@@ -74,31 +74,33 @@ def _reader(stream, out: list[str]) -> threading.Thread:
     return t
 
 
+def _kill_once_acked(args: list[str], delay: float) -> list[str]:
+    """Run `python -c ARGS` (tltrace from this checkout), wait (30 s at most) for its first
+    acknowledged line, SIGKILL it `delay` seconds later; return the lines it acknowledged."""
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-c", *args], stdout=subprocess.PIPE, text=True, env=env)
+    acked: list[str] = []
+    reader = _reader(proc.stdout, acked)
+    deadline = time.time() + 30
+    while not acked and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.005)
+    time.sleep(delay)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    reader.join(5)
+    return acked
+
+
 def test_kill_loop_on_a_synthetic_trace(tmp_path: Path, page_of):
     rng = random.Random(1234)
     # Kill times from "before the report exists" to "hundreds of passes in", shuffled.
     delays = [0.0, 0.02, 0.1] + [rng.uniform(0.15, 0.9) for _ in range(19)]
     rng.shuffle(delays)
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     opened = 0
     for k, delay in enumerate(delays):
         root = tmp_path / f"k{k}"
         lines = rng.choice([40, 300, 800])
-        proc = subprocess.Popen(
-            [sys.executable, "-c", DRIVER, str(root), str(lines), str(k), str(REPO)],
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        acked: list[str] = []
-        reader = _reader(proc.stdout, acked)
-        deadline = time.time() + 30
-        while not acked and time.time() < deadline and proc.poll() is None:
-            time.sleep(0.005)
-        time.sleep(delay)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        reader.join(5)
+        acked = _kill_once_acked([DRIVER, str(root), str(lines), str(k), str(REPO)], delay)
         done = [int(x) for x in acked if x.strip().isdigit()]
         link = next(iter(sorted((root / ".run_records").glob(f"run_*/{REPORT_NAME}"))), root / REPORT_NAME)
         if not done and not link.exists():
@@ -204,27 +206,12 @@ for t in threads:
 
 def test_kill_mid_invocation_leaves_an_index_listing_every_finished_compile(tmp_path: Path, browser):
     rng = random.Random(99)
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     ctx = browser.new_context()
     opened = 0
     try:
         for k in range(8):
             root = tmp_path / f"k{k}"
-            proc = subprocess.Popen(
-                [sys.executable, "-c", INDEX_DRIVER, str(root), str(k), str(REPO)],
-                stdout=subprocess.PIPE,
-                text=True,
-                env=env,
-            )
-            acked: list[str] = []
-            reader = _reader(proc.stdout, acked)
-            deadline = time.time() + 30
-            while not acked and time.time() < deadline and proc.poll() is None:
-                time.sleep(0.005)
-            time.sleep(rng.uniform(0.3, 1.5))
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-            reader.join(5)
+            acked = _kill_once_acked([INDEX_DRIVER, str(root), str(k), str(REPO)], rng.uniform(0.3, 1.5))
             done = {x.strip() for x in acked if x.strip().startswith("run_")}
             index = root / REPORT_NAME
             if not done and not index.exists():

@@ -427,15 +427,12 @@ def _print_step(console: Any, i: int, step: dict[str, Any], context: int) -> Non
 
 def _write_html(results: list[dict[str, Any]], out: Path, context: int) -> Path:
     """Record the steps as a run in a scratch directory and render it with the HTML report writer."""
+    from .render.html import write_report
     from .session.tool import TraceSession
 
-    try:
-        from .render.html import write_report  # type: ignore[attr-defined]
-    except ImportError:
-        raise TltraceError("this tltrace has no HTML report writer yet; use mode='terminal'") from None
     scratch = Path(tempfile.mkdtemp(prefix="tltrace-lower-trace-"))
     try:
-        settings = Settings(
+        settings = build_settings(
             mode="html",
             trace_dir=scratch,
             script_name="lower_trace",

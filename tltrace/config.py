@@ -55,6 +55,11 @@ def env_trace_dir(environ: dict[str, str] | None = None) -> str:
     return env.get("TL_LOWER_TRACE_DIR") or DEFAULT_TRACE_DIR
 
 
+def trace_dir_of(value: str | os.PathLike | None) -> Path:
+    """Return the trace dir `value` names, else TL_LOWER_TRACE_DIR's, else the default (not made absolute)."""
+    return Path(value) if value is not None else Path(env_trace_dir())
+
+
 def script_name_from_argv(argv0: str | None = None) -> str:
     """Return the trace name for a program: the script's stem, never '-c'."""
     argv0 = sys.argv[0] if argv0 is None else argv0
@@ -176,7 +181,7 @@ def build_settings(
         raise UsageError(f"{spell['mode']}={mode!r} turns tracing off; use terminal, html or both")
     if trace_dir is not None and (not isinstance(trace_dir, (str, os.PathLike)) or not str(trace_dir)):
         raise UsageError(f"trace_dir must be a path, not {trace_dir!r}")
-    td = Path(trace_dir) if trace_dir is not None else Path(env_trace_dir())
+    td = trace_dir_of(trace_dir)
     cg: object = DEFAULT
     if codegen_output is None:
         cg = None

@@ -15,7 +15,7 @@ from typer.core import TyperGroup
 from .. import __version__
 from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
 from ..errors import TltraceError
-from .shared import fail, script_args, trace_dir_option  # one `fail`, one --trace-dir for every command
+from .shared import error_line, fail, script_args, trace_dir_option  # one `fail`, one --trace-dir for every command
 
 
 class _OneLineErrors(TyperGroup):
@@ -268,7 +268,7 @@ def main() -> None:
     try:
         app(prog_name="tltrace")
     except TltraceError as exc:
-        typer.echo(f"tltrace: error: {exc}", err=True)
+        typer.echo(error_line(str(exc)), err=True)
         sys.exit(exc.exit_code)
 
 

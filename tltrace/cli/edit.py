@@ -7,9 +7,11 @@ from typing import Optional
 
 import typer
 
+from ..config import trace_dir_of
 from ..errors import EXIT_CONFLICT, EXIT_OK, TltraceError
 from .shared import fail as _fail  # one `fail`, one --trace-dir for every command
 from .shared import trace_dir_option
+from .shared import warn as _warn
 
 WATCH_EPILOG = """\
 Examples:
@@ -108,10 +110,9 @@ def watch_cmd(
         except TltraceError as exc:
             raise _fail(str(exc), exc.exit_code) from None
     if m == "terminal" and p["codegen_output"] is None:
-        typer.echo(
-            "tltrace: warning: --mode terminal writes no working files; only saves of the "
-            "script trigger a rerun (use --mode both, or --codegen-output PATH)",
-            err=True,
+        _warn(
+            "--mode terminal writes no working files; only saves of the "
+            "script trigger a rerun (use --mode both, or --codegen-output PATH)"
         )
     spec = WatchSpec(path, tuple(rest), m, p["trace_dir"], p["codegen_output"])
     try:
@@ -141,12 +142,11 @@ def watch_cmd(
 
 def _layout(script_or_dir: Optional[str], trace_dir: Optional[Path], codegen_output: Optional[Path]):
     """Return the working-file layout SCRIPT_OR_DIR names, accepting what `tltrace show` accepts."""
-    from ..config import env_trace_dir
     from ..reconcile.workflow import layout_at, script_dir_of
 
     if codegen_output is not None:
         return layout_at(Path(), codegen_output.absolute())
-    td = (trace_dir or Path(env_trace_dir())).absolute()
+    td = trace_dir_of(trace_dir).absolute()
     try:
         return layout_at(script_dir_of(script_or_dir, td))
     except TltraceError as exc:

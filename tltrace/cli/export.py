@@ -12,8 +12,9 @@ from typing import Any, Optional
 
 import typer
 
+from ..config import trace_dir_of
 from ..errors import TltraceError, UsageError
-from .shared import fail, trace_dir_of, trace_dir_option
+from .shared import fail, trace_dir_option
 
 EXPORT_EPILOG = """\
 Examples:

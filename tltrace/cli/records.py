@@ -14,10 +14,10 @@ from typing import Any, Optional
 
 import typer
 
+from ..config import trace_dir_of as _trace_dir
 from ..errors import EXIT_OK, EXIT_RECORDS, EXIT_SCRIPT_FAILED, EXIT_USAGE, TltraceError
 from .shared import console as _console
 from .shared import fail as _fail
-from .shared import trace_dir_of as _trace_dir
 from .shared import trace_dir_option
 from .shared import warn as _warn
 
@@ -139,12 +139,9 @@ def _t(value: object, style: str = "") -> Any:
 
 
 def _size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB"):
-        if size < 1024:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GB"
+    from ..render.terminal import human_size  # the one byte formatter; imported late, like the views
+
+    return human_size(n)
 
 
 # -- show ------------------------------------------------------------------------

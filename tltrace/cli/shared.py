@@ -7,8 +7,7 @@ errors the same way and declares --trace-dir once.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -21,13 +20,6 @@ TRACE_DIR_HELP = f"Trace directory [default: TL_LOWER_TRACE_DIR, else {DEFAULT_T
 def trace_dir_option(help: str = TRACE_DIR_HELP) -> Any:
     """Return the --trace-dir option (one definition for every command)."""
     return typer.Option(None, "--trace-dir", metavar="DIR", help=help)
-
-
-def trace_dir_of(value: Optional[Path]) -> Path:
-    """Return --trace-dir's value, else the environment's, else the default."""
-    from ..config import env_trace_dir
-
-    return Path(value) if value is not None else Path(env_trace_dir())
 
 
 def error_line(message: str) -> str:

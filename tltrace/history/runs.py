@@ -105,7 +105,7 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
     """
     trace_dir = Path(trace_dir)
     if arg is None:
-        return _trace_root(trace_dir, explicit=False)
+        return _trace_root(trace_dir)
     text = str(arg)
     path = Path(text)
     if path.name == RUN_RECORDS and path.exists() and not path.is_dir():
@@ -149,7 +149,7 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
     )
 
 
-def _trace_root(trace_dir: Path, *, explicit: bool) -> Location:
+def _trace_root(trace_dir: Path) -> Location:
     if not trace_dir.is_dir():
         raise RecordsError(
             f"no run records under {trace_dir}; run 'tltrace run SCRIPT' first (or pass --trace-dir)"
@@ -329,18 +329,13 @@ def is_active(run: Run) -> bool:
     return run.status == RUNNING and run.manifest is not None and _writer_alive(run.manifest, run.run_id)
 
 
-def dir_size(path: Path) -> int:
-    """Return the apparent size in bytes of the files under `path`."""
-    return tree_bytes(path)
-
-
 def load_run(run_dir: Path, *, size: bool = False) -> Run:
     """Return the Run at run_dir; a damaged one carries `problem` instead of raising."""
     try:
         manifest, problem = load_manifest(run_dir), None
     except RecordsError as exc:
         manifest, problem = None, str(exc)
-    return Run(Path(run_dir), manifest, problem, dir_size(run_dir) if size else 0)
+    return Run(Path(run_dir), manifest, problem, tree_bytes(run_dir) if size else 0)
 
 
 def list_runs(location: Location, *, size: bool = True, kernel: str | None = None) -> list[Run]:

@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..session.signature import variant_key
+from ..session.signature import buffer_shapes, grid_dims, variant_key
 
 
 @dataclass(frozen=True)
@@ -24,14 +24,9 @@ class Variant:
 
 
 def _label(launch: dict[str, Any]) -> str:
-    shapes: list[str] = []
-    for b in launch.get("buffers") or ():
-        if isinstance(b, dict) and b.get("shape"):
-            s = "x".join(str(d) for d in b["shape"])
-            if s not in shapes:
-                shapes.append(s)
+    shapes = list(dict.fromkeys(buffer_shapes(launch)))  # each shape once, in parameter order
     if not shapes:
-        grid = "x".join(str(d) for d in launch.get("grid") or ())
+        grid = grid_dims(launch)
         shapes = [f"grid{grid}"] if grid else []
     return "_".join(shapes)[:40].rstrip("_x") or "variant"
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import env_trace_dir, script_name_from_argv
+from ..config import script_name_from_argv, trace_dir_of
 from . import files
 from .workflow import layout_at
 
@@ -38,7 +38,7 @@ class WatchSpec:
     python: str = field(default_factory=lambda: sys.executable)
 
     def resolved_trace_dir(self) -> Path:
-        return (self.trace_dir or Path(env_trace_dir())).absolute()
+        return trace_dir_of(self.trace_dir).absolute()
 
     def script_dir(self) -> Path:
         """The script's directory under the trace dir, as the runs find it (session/scripts.py)."""

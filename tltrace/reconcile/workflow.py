@@ -215,7 +215,7 @@ def reconcile_codegen(
         inv.reconciled[wf.path] = seen
     d = applied.decision
     path = wf.path
-    notices = _siblings_not_applied(settings, layout, wf)
+    notices = _siblings_not_applied(settings, wf)
     if d is None:
         return CodegenOutcome(generated, path=path, warnings=applied.warnings, notices=notices)
     action = applied.tag_action
@@ -248,9 +248,7 @@ def _edited_since(inv: _Invocation, wf: files.WorkingFile, *, fast: bool = False
     return now is not None and now != seen.text and wf.edited()
 
 
-def _siblings_not_applied(
-    settings: Any, layout: files.Layout, wf: files.WorkingFile
-) -> tuple[tuple[str, str, Path], ...]:
+def _siblings_not_applied(settings: Any, wf: files.WorkingFile) -> tuple[tuple[str, str, Path], ...]:
     """Say at once when another variant of this kernel was edited during this run and is now passed over.
 
     A notebook that compiles a kernel, has its working file edited, then recompiles the

@@ -207,6 +207,16 @@ def _dims(values: Any) -> str:
     return "x".join(str(v) for v in values)
 
 
+def buffer_shapes(launch: dict[str, Any]) -> list[str]:
+    """Return the shape of each parameter buffer that has one, as `1024x512`, in parameter order."""
+    return [_dims(b["shape"]) for b in launch.get("buffers") or () if isinstance(b, dict) and b.get("shape")]
+
+
+def grid_dims(launch: dict[str, Any]) -> str:
+    """Return the launch grid as `8x8` ('' when unknown)."""
+    return _dims(launch.get("grid") or ())
+
+
 def _short_dtype(dtype: str) -> str:
     return _SHORT_DTYPES.get(dtype, dtype)
 
@@ -220,7 +230,7 @@ def signature(kernel: str | None, launch: dict[str, Any] | None, input_hash: str
     launch = launch or {}
     parts = [kernel or str(launch.get("function") or "kernel")]
     bufs = [b for b in launch.get("buffers") or () if isinstance(b, dict)]
-    shapes = [_dims(b.get("shape") or ()) for b in bufs if b.get("shape")]
+    shapes = buffer_shapes(launch)
     if shapes:
         shown = shapes[:4] + ([f"+{len(shapes) - 4}"] if len(shapes) > 4 else [])
         parts.append(",".join(shown))
@@ -258,7 +268,7 @@ def variant_key(kernel: str | None, launch: dict[str, Any] | None) -> str:
         for b in launch.get("buffers") or ()
         if isinstance(b, dict)
     )
-    grid = _dims(launch.get("grid") or ())
+    grid = grid_dims(launch)
     threads = _dims(launch.get("threads") or ())
     name = kernel or str(launch.get("function") or "kernel")
     return f"{name}|{bufs}|grid={grid}|threads={threads}"

@@ -206,9 +206,12 @@
     return box;
   }
 
-  function attach(ctx) {
-    var tools = document.querySelector(".tl-tools"), main = document.getElementById("tl-main");
-    if (!tools || !main || document.getElementById("tl-profile")) return;
+  // The "Profile" button (first in the toolbar) and its panel, hidden, above `main`;
+  // `open(panel)` fills the panel the first time it is shown. Returns the panel, or null
+  // when the page has no toolbar or main view, or already has the button.
+  function profilePanel(main, tip, open) {
+    var tools = document.querySelector(".tl-tools");
+    if (!tools || !main || document.getElementById("tl-profile")) return null;
     var panel = el("section", "tl-profile");
     panel.id = "tl-profile";
     panel.hidden = true;
@@ -216,9 +219,21 @@
     var btn = el("button", null, "Profile");
     btn.type = "button";
     btn.id = "tl-profile-btn";
-    btn.title = "Where the compile spent its time: pass durations along the pipeline and IR size";
+    btn.title = tip;
     tools.insertBefore(btn, tools.firstChild);
-    var state = { log: true, drawn: false };
+    var drawn = false;
+    btn.addEventListener("click", function () {
+      panel.hidden = !panel.hidden;
+      btn.classList.toggle("active", !panel.hidden);
+      if (panel.hidden || drawn) return;
+      drawn = true;
+      open(panel);
+    });
+    return panel;
+  }
+
+  function attach(ctx) {
+    var state = { log: true };
     var head = el("div", "tl-prof-head"), chart = el("div", "tl-prof-chart");
     function draw() {
       while (head.firstChild) head.removeChild(head.firstChild);
@@ -231,15 +246,12 @@
       var legend = el("span", "tl-prof-legend", "bar: duration \u00B7 line: IR lines after the pass \u00B7 click a bar to open the pass");
       head.appendChild(legend);
       drawCompile(chart, ctx, state);
-      state.drawn = true;
     }
+    var panel = profilePanel(document.getElementById("tl-main"),
+      "Where the compile spent its time: pass durations along the pipeline and IR size", draw);
+    if (!panel) return;
     panel.appendChild(head);
     panel.appendChild(chart);
-    btn.addEventListener("click", function () {
-      panel.hidden = !panel.hidden;
-      btn.classList.toggle("active", !panel.hidden);
-      if (!panel.hidden && !state.drawn) draw();
-    });
   }
 
   // ---- an invocation: time per pass name over its compiles ----------------------------------------
@@ -313,23 +325,8 @@
   // The invocation index: a "Profile" button and a panel above the compiles' table.
   // ctx.rows: the index's compile rows; each finished one carries pu: {name: microseconds}.
   function attachIndex(ctx) {
-    var tools = document.querySelector(".tl-tools"), main = document.querySelector(".ix-main");
-    if (!tools || !main || document.getElementById("tl-profile")) return;
-    var panel = el("section", "tl-profile");
-    panel.id = "tl-profile";
-    panel.hidden = true;
-    main.parentNode.insertBefore(panel, main);
-    var btn = el("button", null, "Profile");
-    btn.type = "button";
-    btn.id = "tl-profile-btn";
-    btn.title = "Time per pass name over this invocation's compiles: summed, and its spread per compile";
-    tools.insertBefore(btn, tools.firstChild);
-    var drawn = false;
-    btn.addEventListener("click", function () {
-      panel.hidden = !panel.hidden;
-      btn.classList.toggle("active", !panel.hidden);
-      if (panel.hidden || drawn) return;
-      drawn = true;
+    profilePanel(document.querySelector(".ix-main"),
+      "Time per pass name over this invocation's compiles: summed, and its spread per compile", function (panel) {
       var compiles = [];
       (ctx.rows || []).forEach(function (r) {
         if (!r || !r.pu || typeof r.pu !== "object") return;

@@ -1,0 +1,39 @@
+"""What the benchmark scripts share: bytes on disk as `du` counts them, and how they start Chromium.
+
+(Not `_common`: bench/capture.py puts examples/ first on sys.path, whose `_common` is the examples'.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def disk_bytes(root: Path) -> tuple[int, int]:
+    """Return (apparent bytes of distinct files, bytes allocated on disk as `du` counts them).
+
+    Hard links are counted once, as `du` does; allocation includes directories. A missing
+    `root` holds nothing: (0, 0).
+    """
+    size: dict[int, int] = {}
+    alloc: dict[int, int] = {}
+    if not root.exists():
+        return 0, 0
+    for p in [root, *root.rglob("*")]:
+        if p.is_symlink():
+            continue
+        st = p.stat()
+        alloc[st.st_ino] = st.st_blocks * 512
+        if p.is_file():
+            size[st.st_ino] = st.st_size
+    return sum(size.values()), sum(alloc.values())
