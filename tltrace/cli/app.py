@@ -15,7 +15,12 @@ from typer.core import TyperGroup
 from .. import __version__
 from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
 from ..errors import TltraceError
-from .shared import error_line, fail, script_args, trace_dir_option  # one `fail`, one --trace-dir for every command
+from .shared import (  # one `fail`, one --trace-dir for every command
+    error_line,
+    fail,
+    script_args,
+    trace_dir_option,
+)
 
 
 class _OneLineErrors(TyperGroup):
