@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -596,7 +597,28 @@ def test_deep_link_by_index_and_unknown_name(open_report, real_report):
 def test_gemm_layout_inference_aligns_reindents_without_unrelated_highlights(open_report, real_report):
     page = open_report(real_report, "#LayoutInference")
     kinds = page.eval_on_selector_all("table.tl-diff tr[data-kind]", "ts => ts.map(t => t.dataset.kind)")
-    assert kinds.count("reindent") >= 10 and kinds.count("add") == 3
+    import json
+    import subprocess
+
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tltrace",
+            "show",
+            str(real_report.parent),
+            "--pass",
+            "LayoutInference",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    rows = json.loads(shown.stdout)["rows"]
+    adds = sum(r["kind"] == "add" for r in rows)  # how many, the TileLang release decides (3 on 0.1.15)
+    # Re-indented lines paired (not a -/+ wall); the browser's adds are the engine's, and few.
+    assert kinds.count("reindent") >= 10 and kinds.count("add") == adds <= 5
     pairs = page.eval_on_selector_all(
         "tr[data-kind='change']",
         "ts => ts.map(t => [t.querySelector('td.code.l').textContent.trim(),"

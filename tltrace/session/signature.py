@@ -143,17 +143,23 @@ def _func_info(func: Any) -> dict[str, Any]:
                 shared += _shared_bytes(node.buffer)
         for child in _children(node, kind):
             stack.append(child)
+    # Trailing extents of 1 are dropped: TileLang 0.1.14 binds threadIdx.y/z to 1 where 0.1.15
+    # binds nothing, and the same launch should read (and key working files) the same.
     if grid:
-        info["grid"] = [grid.get(a, 1) for a in "xyz"][: max(_axes(grid), 1)]
+        info["grid"] = _trim([grid.get(a, 1) for a in "xyz"][: max(_axes(grid), 1)])
     if threads:
-        info["threads"] = [threads.get(a, 1) for a in "xyz"][: max(_axes(threads), 1)]
+        info["threads"] = _trim([threads.get(a, 1) for a in "xyz"][: max(_axes(threads), 1)])
     elif launch_threads is not None:
-        while len(launch_threads) > 1 and launch_threads[-1] == 1:
-            launch_threads = launch_threads[:-1]
-        info["threads"] = launch_threads
+        info["threads"] = _trim(launch_threads)
     if shared:
         info["shared_bytes"] = shared
     return info
+
+
+def _trim(dims: list[int | str]) -> list[int | str]:
+    while len(dims) > 1 and dims[-1] == 1:
+        dims = dims[:-1]
+    return dims
 
 
 def _axes(found: dict[str, Any]) -> int:
