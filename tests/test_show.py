@@ -76,6 +76,21 @@ def test_one_run_by_relative_spec(show, traced: Path) -> None:
     assert summary(read_manifest(run_dirs(traced / "elementwise_add")[-2])) in out
 
 
+def test_script_colon_run_as_diff_runs_takes_it(show, run_cli, traced: Path) -> None:
+    """'SCRIPT:RUN' (the diff-runs form) names the same compile in show and export."""
+    want = show("elementwise_add", "-2", "--json").stdout
+    res = show("elementwise_add:-2", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout) == json.loads(want)
+    res = show("elementwise_add.py:-2", "--pass", "3")
+    assert res.exit_code == 0 and "tirx.BindTarget" in res.stdout, res.output
+    res = show("elementwise_add:-2", "--profile", "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["runs"] == [json.loads(want)["run_id"]], res.output
+    out = traced.parent / "colon.json"
+    res = run_cli("export", "--trace-dir", str(traced), "elementwise_add:-2", "--chrome-trace", str(out))
+    assert res.exit_code == 0 and json.loads(want)["run_id"] in out.read_text(), res.output
+
+
 def test_bare_run_spec_needs_one_script(show, traced: Path) -> None:
     clean_failure(show("-1"), 2, "several scripts")
     res = show("-1", trace_dir=traced / "softmax")

@@ -224,13 +224,7 @@ def show_cmd(
     target: str | None = items[0] if items else None
     run_spec: str | None = items[1] if len(items) > 1 else None
     compile_: str | None = items[2] if len(items) > 2 else None
-    if (
-        target is not None
-        and run_spec is None
-        and R.looks_like_run_spec(target)
-        and not Path(target).exists()
-    ):
-        target, run_spec = None, target  # 'tltrace show -2': a RUN of the only script
+    target, run_spec = R.split_target(target, run_spec)  # 'show -2', 'show gemm.py:-2'
     if fmt not in (None, "table", "json", "markdown"):
         raise _fail(f"--format {fmt!r} is not one of table, json, markdown")
     as_json = as_json or fmt == "json"
