@@ -643,7 +643,8 @@ def test_narrow_window_collapses_the_sidebar_and_caps_a_saved_width(browser, ope
     assert page.evaluate("document.getElementById('tl-sidebar').getBoundingClientRect().width") <= 1280 / 2
     from playwright.sync_api import expect
 
-    page.set_viewport_size({"width": 800, "height": 700})  # the page hears of it in a resize event, soon after
+    # The page hears of it in a resize event, soon after.
+    page.set_viewport_size({"width": 800, "height": 700})
     expect(page.locator("#tl-sidebar")).to_be_hidden()
     expect(page.locator("#tl-expand-sidebar")).to_be_visible()
     page.keyboard.press("j")  # still usable
