@@ -241,3 +241,20 @@ def test_no_runs_left_is_one_line_not_a_bare_header(show, run_cli, traced: Path,
     clean_failure(show("softmax", trace_dir=td), 3, "no runs left")
     assert json.loads(show("--json", trace_dir=td).stdout) == {"invocations": [], "runs": []}
     clean_failure(show("--kernel", "nope"), 2, "no run of kernel 'nope'")
+
+
+def test_implausible_pass_times_show_as_a_question_mark(show, traced: Path, tmp_path: Path) -> None:
+    """A hand-edited Infinity or 1e300 duration: '?' in its row, not a 300-digit number squeezing the table."""
+    td = copy_tree(traced, tmp_path / "traces")
+    run = run_dirs(td / "softmax")[-1]
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["records"][3]["duration_s"] = float("inf")
+    manifest["records"][4]["duration_s"] = 1e300
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    res = show(str(run), trace_dir=td)
+    assert res.exit_code == 0, res.output
+    rows = res.stdout.splitlines()
+    for rec in manifest["records"][3:5]:
+        row = next(line for line in rows if f" {rec['name']} " in line)
+        assert row.rstrip().endswith("?"), row
+    assert "00000000" not in res.stdout

@@ -146,6 +146,15 @@ def _t(value: object, style: str = "") -> Any:
     return Text("" if value is None else str(value), style=style)
 
 
+def _ms(seconds: object) -> str:
+    """Return a pass duration in ms for the table; '?' for a hand-edited NaN, Infinity or 1e300."""
+    from ..history.profile import _finite
+
+    if not _finite(seconds) or seconds < 0:  # type: ignore[operator]
+        return "?"
+    return f"{float(seconds) * 1000:.2f}"  # type: ignore[arg-type]
+
+
 def _size(n: int) -> str:
     size = float(n)
     for unit in ("B", "KB", "MB"):
@@ -501,7 +510,7 @@ def _show_run(run, as_json: bool) -> None:
             Text(label, style=style),
             _t(rec.added if rec.added else ""),
             _t(rec.removed if rec.removed else ""),
-            _t(f"{rec.duration_s * 1000:.2f}"),
+            _t(_ms(rec.duration_s)),
             Text(extra, style=TAG_STYLE.get(rec.reconcile or "", "red" if rec.error else "")),
         )
     con.print(table)
