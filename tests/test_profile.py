@@ -319,6 +319,24 @@ def test_nested_slices_are_clamped_into_their_parent():
     )
 
 
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), 1e300, -5.0])
+def test_implausible_recorded_times_count_as_untimed_not_a_crash(bad):
+    """A hand-edited manifest's Infinity / NaN / 1e300 / negative time: valid JSON out, index data, no OverflowError."""
+    from tltrace.history.profile import pass_times_us
+
+    recs = [
+        PassRecord(0, "A", "p", duration_s=0.002, start_s=0.001),
+        PassRecord(1, "B", "p", duration_s=bad, start_s=bad),
+        PassRecord(2, "codegen_device", "codegen", status="codegen", duration_s=0.001, start_s=0.004),
+    ]
+    m = _m("run_c", recs)
+    t = timeline(m)
+    assert all(0 <= x.start_s < 10 and 0 <= x.duration_s < 10 for x in t.slices)
+    assert pass_times_us(m)["B"] == 0 and pass_times_us(m)["A"] == 2000
+    json.loads(json.dumps(profile([m]).to_json(), allow_nan=False))
+    json.loads(json.dumps(chrome_trace([m]), allow_nan=False))
+
+
 def test_records_without_start_times_are_laid_out_back_to_back():
     recs = [
         PassRecord(0, "A", "p", duration_s=0.002),

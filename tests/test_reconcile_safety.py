@@ -212,3 +212,32 @@ def test_same_name_scripts_in_two_dirs_with_real_compiles(run_cli, examples_dir,
         assert r.exit_code == 0, r.stderr
         [run] = json.loads(r.stdout)["runs"]
         assert Path(run["path"]).parents[1].name == d
+
+
+def test_a_full_disk_on_the_conflict_path_claims_no_conflict_it_did_not_save(tmp_path, monkeypatch):
+    """No space for the backups: the run says the edit is not applied, and nothing it did not do."""
+    import errno
+
+    s = Settings(mode="both", trace_dir=tmp_path, script_name="s")
+    wf = _compile(s, "k", "gen\n").path
+    wf.write_text("gen\nmy edit\n")
+    real = files.write_atomic
+
+    def full(path, *a, **kw):
+        if Path(path).name != wf.name + ".latest":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, *a, **kw)
+
+    monkeypatch.setattr(files, "write_atomic", full)
+    s2 = Settings(mode="both", trace_dir=tmp_path, script_name="s")
+    out = _compile(s2, "k", "gen2\n")
+    assert out.compile_text == "gen2\n"
+    assert out.tag is None and out.message is None, (out.tag, out.message)  # no "edits saved to .bak"
+    assert any("not applied" in w and "No space" in w for w in out.warnings), out.warnings
+    assert wf.read_text() == "gen\nmy edit\n" and not files.WorkingFile(wf).bak.exists()
+    # The end of the run does not add a second, wrong reason ("edited after k compiled").
+    assert unapplied_edits(s2) == []
+    monkeypatch.setattr(files, "write_atomic", real)
+    assert (
+        _compile(Settings(mode="both", trace_dir=tmp_path, script_name="s"), "k", "gen2\n").tag == "CONFLICT"
+    )

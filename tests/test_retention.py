@@ -269,3 +269,35 @@ def test_failed_removal_is_reported_not_claimed(run_cli, multi, tmp_path) -> Non
     assert len(run_dirs(td / "multi")) == 6
     parsed = json.loads(data.stdout)
     assert data.exit_code == 3 and parsed["removed"] == [] and len(parsed["failed"]) == 6
+
+
+def test_an_invocation_never_prunes_itself_when_a_newer_one_finished_first(tmp_path) -> None:
+    """`run --keep 1` of a long invocation A, while a shorter B that started later ended first.
+
+    A prunes at its end (after its tool is uninstalled): its own compiles stay, whatever
+    is newer; only invocations older than the kept ones go.
+    """
+    from tltrace.config import Settings
+    from tltrace.session.invocation import Invocation
+
+    td = tmp_path / "tr"
+    settings = Settings(
+        mode="terminal", trace_dir=td, script_name="s", keep=1, invocation="inv_20240101_000001_000000_1_a"
+    )
+    sd = settings.script_dir
+    me = writer_token()
+    dead = {"pid": 4194999, "start": "1", "host": me["host"]}
+    older = _fake_run(
+        sd, "run_20240101_000000_000000_9_00000000", invocation="inv_20240101_000000_000000_9_o", writer=dead
+    )
+    own = [
+        _fake_run(sd, f"run_20240101_00000{i}_000000_1_aaaaaaa{i}", invocation=settings.invocation, writer=me)
+        for i in (1, 2)
+    ]
+    newer = _fake_run(
+        sd, "run_20240101_000003_000000_9_bbbbbbbb", invocation="inv_20240101_000003_000000_9_b", writer=dead
+    )
+    events: list = []
+    Invocation(settings, events.append).finish()
+    assert all(p.is_dir() for p in own), "the invocation pruned its own compiles"
+    assert newer.is_dir() and not older.exists()

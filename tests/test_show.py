@@ -76,6 +76,21 @@ def test_one_run_by_relative_spec(show, traced: Path) -> None:
     assert summary(read_manifest(run_dirs(traced / "elementwise_add")[-2])) in out
 
 
+def test_script_colon_run_as_diff_runs_takes_it(show, run_cli, traced: Path) -> None:
+    """'SCRIPT:RUN' (the diff-runs form) names the same compile in show and export."""
+    want = show("elementwise_add", "-2", "--json").stdout
+    res = show("elementwise_add:-2", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout) == json.loads(want)
+    res = show("elementwise_add.py:-2", "--pass", "3")
+    assert res.exit_code == 0 and "tirx.BindTarget" in res.stdout, res.output
+    res = show("elementwise_add:-2", "--profile", "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["runs"] == [json.loads(want)["run_id"]], res.output
+    out = traced.parent / "colon.json"
+    res = run_cli("export", "--trace-dir", str(traced), "elementwise_add:-2", "--chrome-trace", str(out))
+    assert res.exit_code == 0 and json.loads(want)["run_id"] in out.read_text(), res.output
+
+
 def test_bare_run_spec_needs_one_script(show, traced: Path) -> None:
     clean_failure(show("-1"), 2, "several scripts")
     res = show("-1", trace_dir=traced / "softmax")
@@ -226,3 +241,20 @@ def test_no_runs_left_is_one_line_not_a_bare_header(show, run_cli, traced: Path,
     clean_failure(show("softmax", trace_dir=td), 3, "no runs left")
     assert json.loads(show("--json", trace_dir=td).stdout) == {"invocations": [], "runs": []}
     clean_failure(show("--kernel", "nope"), 2, "no run of kernel 'nope'")
+
+
+def test_implausible_pass_times_show_as_a_question_mark(show, traced: Path, tmp_path: Path) -> None:
+    """A hand-edited Infinity or 1e300 duration: '?' in its row, not a 300-digit number squeezing the table."""
+    td = copy_tree(traced, tmp_path / "traces")
+    run = run_dirs(td / "softmax")[-1]
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["records"][3]["duration_s"] = float("inf")
+    manifest["records"][4]["duration_s"] = 1e300
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    res = show(str(run), trace_dir=td)
+    assert res.exit_code == 0, res.output
+    rows = res.stdout.splitlines()
+    for rec in manifest["records"][3:5]:
+        row = next(line for line in rows if f" {rec['name']} " in line)
+        assert row.rstrip().endswith("?"), row
+    assert "00000000" not in res.stdout

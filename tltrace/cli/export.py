@@ -102,8 +102,7 @@ def select_manifests(
     """Return the manifests to export: the invocation RUN names or belongs to (default: the newest), or every run."""
     from ..history import runs as R
 
-    if target is not None and run is None and R.looks_like_run_spec(target) and not Path(target).exists():
-        target, run = None, target
+    target, run = R.split_target(target, run)  # 'export -2', 'export gemm.py:-2'
     loc = R.locate(target, trace_dir)
     if every_run:
         if run is not None:

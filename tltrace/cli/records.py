@@ -138,6 +138,15 @@ def _t(value: object, style: str = "") -> Any:
     return Text("" if value is None else str(value), style=style)
 
 
+def _ms(seconds: object) -> str:
+    """Return a pass duration in ms for the table; '?' for a hand-edited NaN, Infinity or 1e300."""
+    from ..history.profile import _finite
+
+    if not _finite(seconds) or seconds < 0:  # type: ignore[operator]
+        return "?"
+    return f"{float(seconds) * 1000:.2f}"  # type: ignore[arg-type]
+
+
 def _size(n: int) -> str:
     from ..render.terminal import human_size  # the one byte formatter; imported late, like the views
 
@@ -213,13 +222,7 @@ def show_cmd(
     target: str | None = items[0] if items else None
     run_spec: str | None = items[1] if len(items) > 1 else None
     compile_: str | None = items[2] if len(items) > 2 else None
-    if (
-        target is not None
-        and run_spec is None
-        and R.looks_like_run_spec(target)
-        and not Path(target).exists()
-    ):
-        target, run_spec = None, target  # 'tltrace show -2': a RUN of the only script
+    target, run_spec = R.split_target(target, run_spec)  # 'show -2', 'show gemm.py:-2'
     if fmt not in (None, "table", "json", "markdown"):
         raise _fail(f"--format {fmt!r} is not one of table, json, markdown")
     as_json = as_json or fmt == "json"
@@ -496,7 +499,7 @@ def _show_run(run, as_json: bool) -> None:
             Text(label, style=style),
             _t(rec.added if rec.added else ""),
             _t(rec.removed if rec.removed else ""),
-            _t(f"{rec.duration_s * 1000:.2f}"),
+            _t(_ms(rec.duration_s)),
             Text(extra, style=TAG_STYLE.get(rec.reconcile or "", "red" if rec.error else "")),
         )
     con.print(table)

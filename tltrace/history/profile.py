@@ -95,9 +95,9 @@ def timeline(manifest: RunManifest) -> CompileTimes:
     out: list[Slice] = []
     for r in records:
         parent = r.parent if r.parent in spans else None
-        dur = max(0.0, float(r.duration_s))
+        dur = _seconds(r.duration_s)  # a hand-edited Infinity or NaN counts as untimed, never as a crash
         if exact:
-            start = max(0.0, float(r.start_s or 0.0))
+            start = _seconds(r.start_s)
         else:
             start = cursor.get(parent, 0.0)
         if parent is not None:
@@ -143,6 +143,13 @@ def timeline(manifest: RunManifest) -> CompileTimes:
                 )
             )
     return CompileTimes(manifest, tuple(out), wall, exact)
+
+
+def _seconds(x: object) -> float:
+    """Return a recorded time as a float, 0 when it is missing, negative or implausible (NaN, 1e300)."""
+    if not isinstance(x, (int, float)) or not _finite(x) or x < 0:
+        return 0.0
+    return float(x)
 
 
 def _finite(x: object) -> bool:

@@ -87,6 +87,22 @@ def looks_like_run_spec(text: str) -> bool:
     return bool(_RELATIVE.match(text)) or text.startswith("run_")
 
 
+def split_target(target: str | None, run: str | None) -> tuple[str | None, str | None]:
+    """Return (SCRIPT_OR_DIR, RUN) from the forms every command takes for one operand.
+
+    'tltrace show -2' is a RUN of the only script; 'gemm.py:-2' (as diff-runs takes it) is
+    SCRIPT:RUN. A path that exists is always a path, whatever its characters.
+    """
+    if target is None or run is not None or Path(target).exists():
+        return target, run
+    if looks_like_run_spec(target):
+        return None, target
+    script, sep, spec = target.rpartition(":")
+    if sep and script and spec:
+        return script, spec
+    return target, run
+
+
 @dataclass(frozen=True)
 class Location:
     """What a SCRIPT_OR_DIR argument names: script directories, or one run directory."""

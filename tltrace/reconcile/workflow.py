@@ -210,14 +210,23 @@ def reconcile_codegen(
             warnings=(f"working files skipped{where}: {getattr(exc, 'strerror', None) or exc}{edit}",),
         )
     inv = _invocation(settings)
-    seen = _Seen(wf, applied.decision.working if applied.decision is not None else None, _stat(wf.path))
+    if applied.failed:
+        # The decision was not carried out (a full disk): the working file is as it was.
+        # Remember that text, so that the run's end does not report it as edited since.
+        try:
+            left = files.read_text(wf.path)
+        except files.Unreadable:
+            left = None
+        seen = _Seen(wf, left, _stat(wf.path))
+    else:
+        seen = _Seen(wf, applied.decision.working if applied.decision is not None else None, _stat(wf.path))
     with inv.lock:
         inv.reconciled[wf.path] = seen
     d = applied.decision
     path = wf.path
     notices = _siblings_not_applied(settings, wf)
-    if d is None:
-        return CodegenOutcome(generated, path=path, warnings=applied.warnings, notices=notices)
+    if d is None or applied.failed:  # no tag: its message would name files that were not written
+        return CodegenOutcome(applied.compile_text, path=path, warnings=applied.warnings, notices=notices)
     action = applied.tag_action
     tag = action.value if action not in (None, Action.UNCHANGED, Action.INIT) else None
     message = _message(applied, action)

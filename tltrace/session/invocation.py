@@ -62,7 +62,9 @@ class Invocation:
 
         script_dir = self.settings.script_dir
         try:
-            result = prune(script_dir, self.settings.keep)
+            # This invocation's own compiles are kept whatever the count says: a shorter
+            # invocation that started later and ended first must not make this one prune itself.
+            result = prune(script_dir, self.settings.keep, live={self.settings.invocation})
         except Exception as exc:  # retention must never turn a good run into a failed one
             self._emit(
                 Notice("warning", f"pruning old runs under {script_dir} failed ({type(exc).__name__}: {exc})")
