@@ -34,7 +34,7 @@ cd "$(dirname "$0")/.."
 part=${1:-}
 out=${OUT:-$PWD/tmp/gpu-out}
 budget=${BUDGET:-480}
-mkdir -p "$out"
+mkdir -p "$out" "${TMPDIR:-/tmp}/tltrace-gpu-bench"
 export PYTHONUNBUFFERED=1 TILELANG_DISABLE_CACHE=1 TILELANG_AUTO_TUNING_DISABLE_CACHE=1
 unset TL_LOWER_TRACE TL_LOWER_TRACE_DIR TLTRACE_EXAMPLES_CPU
 py=${PYTHON:-python3}
