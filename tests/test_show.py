@@ -258,3 +258,7 @@ def test_implausible_pass_times_show_as_a_question_mark(show, traced: Path, tmp_
         row = next(line for line in rows if f" {rec['name']} " in line)
         assert row.rstrip().endswith("?"), row
     assert "00000000" not in res.stdout
+
+
+def test_markdown_and_json_exclude_each_other(show) -> None:
+    clean_failure(show("elementwise_add", "--format", "markdown", "--json"), 2, "exclude each other")

@@ -254,3 +254,24 @@ def test_a_newline_only_change_is_explained_not_an_empty_changed():
     out = _stream("x = 1\n", "x = 1")
     assert out[0] == "[k] p/00 Wrap  CHANGED (no newline at end)"
     assert out[-3:] == ["    -x = 1", "    +x = 1", "    \\ No newline at end of file"]
+
+
+def test_a_prune_that_removed_nothing_prints_only_its_failures():
+    from tltrace.session.events import Pruned
+
+    buf = io.StringIO()
+    con = Console(file=buf, color_system=None)
+    view = TerminalView(Settings(), console=con, err_console=con)
+    view(
+        Pruned(
+            Path("/tr/gemm"),
+            runs=0,
+            invocations=0,
+            bytes_freed=0,
+            kept_invocations=1,
+            keep=1,
+            failed=(".run_records/.objects: a symbolic link, not followed",),
+        )
+    )
+    out = buf.getvalue()
+    assert "pruned 0" not in out and "could not prune .run_records/.objects" in out

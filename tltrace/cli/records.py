@@ -225,6 +225,8 @@ def show_cmd(
     target, run_spec = R.split_target(target, run_spec)  # 'show -2', 'show gemm.py:-2'
     if fmt not in (None, "table", "json", "markdown"):
         raise _fail(f"--format {fmt!r} is not one of table, json, markdown")
+    if fmt == "markdown" and as_json:
+        raise _fail("--json and --format markdown exclude each other")
     as_json = as_json or fmt == "json"
     if profile or fmt == "markdown":  # profile and CI summary: cli/profile.py
         from . import profile as cli_profile

@@ -422,7 +422,8 @@ class TerminalView:
             if self.settings.quiet:
                 self._invocation_summary(event)
         elif isinstance(event, Pruned):
-            self._print_texts([pruned_line(event)])
+            if event.runs:  # nothing removed (only failures): the warnings below say it
+                self._print_texts([pruned_line(event)])
             for line in event.failed[:3]:
                 self._warn(f"could not prune {line}")
         elif isinstance(event, ScriptOutput):
