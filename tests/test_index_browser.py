@@ -144,3 +144,29 @@ def test_index_of_300_compiles_opens(open_page, tmp_path: Path, capsys):
             f"\n300-compile index: {index.stat().st_size / 1024:.0f} KB, ready {ready_ms} ms after navigation, "
             f"open in a fresh context (goto + ready) {wall * 1000:.0f} ms"
         )
+
+
+def test_compiles_of_a_killed_invocation_read_incomplete_once_the_index_is_stale(open_page, tmp_path: Path):
+    import os
+
+    listener = HtmlReportListener()
+    for seed, sig, cut in ((1, "gemm_done", None), (2, "gemm_killed", 2)):
+        events = list(
+            synthetic_events(
+                4, tmp_path, seed=seed, invocation="inv-k", signature=sig, kernel="gemm", lines=5
+            )
+        )
+        for e in events[:cut]:  # the second compile's process dies after two events
+            listener(e)
+    index = tmp_path / REPORT_NAME
+    assert {r["sig"]: r["status"] for r in rows(open_page(index))} == {
+        "gemm_done": "complete",
+        "gemm_killed": "running",
+    }
+    old = time.time() - 3600  # nothing appended for an hour: its writer is gone
+    os.utime(index, (old, old))
+    shown = rows(open_page(index))
+    assert [(r["sig"], r["status"]) for r in shown] == [
+        ("gemm_killed", "incomplete"),
+        ("gemm_done", "complete"),
+    ]

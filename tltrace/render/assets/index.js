@@ -19,7 +19,8 @@
     { key: "order", title: "#", num: true },
     { key: "run_id", title: "run" }
   ];
-  var BAD = { failed: 1, error: 1, damaged: 1, interrupted: 1 };
+  var BAD = { failed: 1, error: 1, damaged: 1, interrupted: 1, incomplete: 1 };
+  var STALE_MS = 120000;  // an index untouched this long while compiles say "running": their process was killed
   var S = { meta: {}, rows: [], byId: new Map(), sort: null, dir: 1, filter: "", status: "", bad: 0 };
 
   function $(id) { return document.getElementById(id); }
@@ -58,9 +59,12 @@
         }
       }
     }
+    var t = Date.parse(document.lastModified);
+    var stale = !isNaN(t) && Date.now() - t >= STALE_MS;
     S.rows.forEach(function (r) {
       r.status = str(r.status || "running");
       if (r.status === "error") r.status = "failed";
+      if (r.status === "running" && stale) r.status = "incomplete";  // as the compile's own report says
       r.label = str(r.signature || r.kernel || r.run_id);
       r.failed_at = str(r.failed_at);
       r.seconds = typeof r.seconds === "number" && isFinite(r.seconds) ? Math.round(r.seconds * 1000) / 1000 : null;
