@@ -98,3 +98,40 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture
+def open_page(browser):
+    """Open a file in a fresh browser context and wait for the page's `data-ready` mark.
+
+    Any page error, console error, dialog or request that is not for a local file fails
+    the test (the reports must work offline, from disk). `fragment` is appended to the
+    URL; `init_script` runs before the page's own; `viewport` sizes the window.
+    """
+    contexts = []
+    errors: list[str] = []
+
+    def _open(
+        path: Path, fragment: str = "", *, init_script: str | None = None, viewport: dict | None = None
+    ):
+        ctx = browser.new_context(**({"viewport": viewport} if viewport else {}))
+        contexts.append(ctx)
+        if init_script:
+            ctx.add_init_script(init_script)
+        page = ctx.new_page()
+        page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+        page.on(
+            "console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None
+        )
+        page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
+        page.on(
+            "request", lambda r: errors.append(f"request: {r.url}") if not r.url.startswith("file:") else None
+        )
+        page.goto(Path(path).resolve().as_uri() + fragment)
+        page.wait_for_selector("html[data-ready='1']")
+        return page
+
+    yield _open
+    for ctx in contexts:
+        ctx.close()
+    assert not errors, errors

@@ -48,33 +48,6 @@ def write_invocation(
     return runs
 
 
-@pytest.fixture
-def open_page(browser):
-    contexts = []
-    errors: list[str] = []
-
-    def _open(path: Path, fragment: str = ""):
-        ctx = browser.new_context()
-        contexts.append(ctx)
-        page = ctx.new_page()
-        page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-        page.on(
-            "console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None
-        )
-        page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
-        page.on(
-            "request", lambda r: errors.append(f"request: {r.url}") if not r.url.startswith("file:") else None
-        )
-        page.goto(Path(path).resolve().as_uri() + fragment)
-        page.wait_for_selector("html[data-ready='1']")
-        return page
-
-    yield _open
-    for ctx in contexts:
-        ctx.close()
-    assert not errors, errors
-
-
 def rows(page) -> list[dict]:
     return page.eval_on_selector_all(
         "#ix-body tr",

@@ -19,30 +19,9 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def open_report(browser):
-    """Open a report in a fresh context; fails the test on any page error or console error."""
-    contexts = []
-    errors: list[str] = []
-
-    def _open(path: Path, fragment: str = "", *, init_script: str | None = None):
-        ctx = browser.new_context()
-        contexts.append(ctx)
-        if init_script:
-            ctx.add_init_script(init_script)
-        page = ctx.new_page()
-        page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-        page.on(
-            "console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None
-        )
-        page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
-        page.goto(Path(path).resolve().as_uri() + fragment)
-        page.wait_for_selector("html[data-ready='1']")
-        return page
-
-    yield _open
-    for ctx in contexts:
-        ctx.close()
-    assert not errors, errors
+def open_report(open_page):
+    """Open a report (conftest's open_page: any page error fails the test)."""
+    return open_page
 
 
 @pytest.fixture(scope="module")
