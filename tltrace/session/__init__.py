@@ -1,1 +1,10 @@
-"""Capture: the TileLang tool, records, phases, and the on-disk store."""
+"""Capture: everything that runs while a kernel compiles.
+
+tool.py is the TileLang instrumentation tool (one TraceSession per compile, threads
+apart); instrument.py the standalone TVM PassInstrument behind
+`tltrace.create_pass_instrument`; records.py the schema-versioned manifest and pass
+records; store.py the on-disk `.run_records` layout; invocation.py, signature.py,
+writer.py and scripts.py say which invocation, compile, process and script a run
+belongs to; runner.py runs the user's script under runpy; events.py is what the core
+tells listeners (it prints nothing itself).
+"""
