@@ -105,6 +105,8 @@ def section() -> str:
 
 def find_largest(root: Path) -> dict | None:
     """The changed pass (not codegen) with the most lines, in any trace under `root`."""
+    from tltrace.session.records import PassRecord
+
     best = None
     for m in root.rglob("manifest.json"):
         if m.parent.parent.name != ".run_records":
@@ -114,8 +116,12 @@ def find_largest(root: Path) -> dict | None:
         except (OSError, ValueError):
             continue
         for r in manifest.get("records", []):
-            bf, af = r.get("before_file"), r.get("after_file")
-            if r.get("status") != "changed" or not bf or not af or not af.endswith(".tir"):
+            try:
+                rec = PassRecord.from_json(r)
+            except (TypeError, ValueError):
+                continue
+            bf, af = rec.before_file, rec.after_file
+            if rec.status != "changed" or not bf or not af or not af.endswith(".tir"):
                 continue
             try:
                 before, after = (m.parent / bf).read_text(), (m.parent / af).read_text()

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tltrace.session.records import PassRecord
+
 from ._records import newest_manifest, require_tltrace_executable, summary
 
 BAD_KERNEL = textwrap.dedent(
@@ -132,10 +134,9 @@ def test_failed_pass_is_recorded(run_cli, tmp_path):
     assert failed["name"] == "LayoutInference" and failed["phase"] == "pipeline_c"
     assert "can not be inferred" in failed["error"]
     assert failed.get("after_file") is None
-    assert (
-        "alloc_fragment" in (run / failed["before_file"]).read_text()
-        or "fragment" in (run / failed["before_file"]).read_text()
-    )
+    before_file = PassRecord.from_json(failed).before_file
+    assert before_file == f"pipeline_c/{failed['index']:02d}_LayoutInference_before.tir"
+    assert "fragment" in (run / before_file).read_text()
     assert not any(x["index"] > failed["index"] for x in m["records"])
 
 

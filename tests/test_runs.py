@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,51 @@ def test_parse_run_ref(traced: Path) -> None:
     assert R.parse_run_ref("-2", traced, "elementwise_add").path == first
     with pytest.raises(UsageError, match="several scripts"):
         R.parse_run_ref("-1", traced)
+
+
+def test_schema3_leaves_out_canonical_file_names_and_reads_them_back() -> None:
+    from tltrace.session.records import record_file
+
+    canon = PassRecord(
+        index=7,
+        name="tirx.Simplify",
+        phase="pipeline_c",
+        status="changed",
+        before_hash="a" * 20,
+        after_hash="b" * 20,
+        before_file=record_file("pipeline_c", 7, "tirx.Simplify", "before"),
+        after_file=record_file("pipeline_c", 7, "tirx.Simplify", "after"),
+    )
+    codegen = PassRecord(
+        index=8,
+        name="codegen_device",
+        phase="codegen",
+        status="codegen",
+        before_hash="b" * 20,
+        after_hash="c" * 20,
+        before_file="codegen/08_codegen_device_before.tir",
+        after_file="codegen/08_codegen_device_after.cpp",
+    )
+    failed = PassRecord(
+        index=9,
+        name="X",
+        phase="codegen",
+        status="failed",
+        before_hash="c" * 20,
+        before_file="codegen/09_X_before.tir",
+    )
+    unlinked = replace(canon, index=10, before_file=None, after_file=None)  # hashes, no files
+    recs = (canon, codegen, failed, unlinked)
+    data = json.loads(RunManifest(run_id="run_x", script="s", records=recs).dumps())
+    assert data["schema_version"] == 3
+    j = data["records"]
+    assert "before_file" not in j[0] and "after_file" not in j[0]
+    assert "before_file" not in j[1] and j[1]["after_file"].endswith("_after.cpp")
+    assert "after_file" not in j[2] and "after_hash" not in j[2]
+    assert j[3]["before_file"] is None and j[3]["after_file"] is None
+    back = RunManifest.from_json(data).records
+    assert back == recs
+    assert back[0].before_file == "pipeline_c/07_tirx.Simplify_before.tir"
+    # Schema 2 wrote both keys whenever it had a file: absent there still means none.
+    old = {**data, "schema_version": 2, "records": [{**j[2]}]}
+    assert RunManifest.from_json(old).records[0].after_file is None

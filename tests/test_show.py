@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tltrace.session.records import PassRecord
+
 from ._records import copy_tree, read_manifest, run_dirs, summary, trace
 
 
@@ -183,7 +185,7 @@ def test_failed_pass_shows_error_and_ir_before(show, traced: Path, tmp_path: Pat
     (run / "manifest.json").write_text(json.dumps(manifest))
     res = show("softmax", "--pass", "LowerTileOp", trace_dir=td)
     assert res.exit_code == 0, res.output
-    before = (run / rec["before_file"]).read_text()
+    before = (run / PassRecord.from_json(rec).before_file).read_text()
     assert "FAILED" in res.stdout and "error: RuntimeError: boom" in res.stdout
     assert before.splitlines()[-1] in res.stdout and "@I.ir_module" in res.stdout
     data = json.loads(show("softmax", "--pass", "LowerTileOp", "--json", trace_dir=td).stdout)

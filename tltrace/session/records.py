@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
-SCHEMA_VERSION = 2
+from .names import safe_component
+
+SCHEMA_VERSION = 3
 # Versions this tltrace reads. Version 1 lacks the invocation fields; they read as None.
-READABLE_SCHEMA_VERSIONS = (1, 2)
+# Version 3 leaves out a record's before_file / after_file where it is the canonical
+# path (record_file); a reader restores it from the record's phase, index and name.
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 
 # Record statuses.
 CHANGED = "changed"
@@ -55,12 +60,24 @@ class PassRecord:
         return self.status in (CHANGED, CODEGEN) and self.before_hash != self.after_hash
 
     def to_json(self) -> dict[str, Any]:
-        """Return the record as JSON data; fields at their defaults are left out (from_json restores them)."""
+        """Return the record as JSON data; from_json restores what is left out.
+
+        Left out: fields at their defaults, and a file name that is the canonical one
+        (record_file) for a side whose hash is kept. A side with a hash and no file
+        says so with an explicit null.
+        """
         out = {}
         for k, default in _RECORD_DEFAULTS.items():
             v = getattr(self, k)
             if v != default or k in _ALWAYS:
                 out[k] = v
+        for side, fkey, hkey in _SIDES:
+            if out.get(hkey) is None:
+                continue
+            if fkey not in out:
+                out[fkey] = None
+            elif out[fkey] == record_file(self.phase, self.index, self.name, side):
+                del out[fkey]
         return out
 
     @classmethod
@@ -69,7 +86,21 @@ class PassRecord:
             raise TypeError(f"a record is a {type(data).__name__}, not an object")
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         _check_types(known, _RECORD_TYPES, "record")
+        # A side with a hash and no file key has the canonical file (schema 3). Earlier
+        # schemas always wrote both keys together, so this reads them unchanged.
+        for side, fkey, hkey in _SIDES:
+            if fkey not in data and known.get(hkey) is not None:
+                known[fkey] = record_file(known.get("phase"), known.get("index"), known.get("name"), side)
         return cls(**known)
+
+
+@lru_cache(maxsize=4096)
+def record_file(phase: str, index: int, name: str, side: str, ext: str = "tir") -> str:
+    """Return the run-relative file of one side of a record: `<phase>/<NN>_<name>_<side>.<ext>`."""
+    return f"{safe_component(phase)}/{index:02d}_{safe_component(name)}_{side}.{ext}"
+
+
+_SIDES = (("before", "before_file", "before_hash"), ("after", "after_file", "after_hash"))
 
 
 _ALWAYS = {"index", "name", "phase", "status"}

@@ -16,19 +16,20 @@ possible the text is copied.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
 import os
 import re
 import shutil
+import threading
 import uuid
 from pathlib import Path
 from typing import IO
 
-from .._atomic import atomic_write
-from .names import safe_component
-from .records import PassRecord, RunManifest
+from .._atomic import atomic_write, step
+from .records import PassRecord, RunManifest, record_file
 
 RUN_RECORDS = ".run_records"
 OBJECTS = ".objects"
@@ -79,7 +80,9 @@ class RunStore:
         self.objects = self.records_root / OBJECTS
         self.run_id = run_id or new_run_id()
         self.run_dir = self.records_root / self.run_id
-        self._made_dirs: set[Path] = set()
+        self._run_dir = os.fspath(self.run_dir)
+        self._objects = os.fspath(self.objects)
+        self._made_dirs: set[str] = set()
         self._known: set[str] = set()  # hashes known to exist in .objects
         self._log: IO[str] | None = None
         self._plain = False  # True: no shared .objects, every text a plain file in the run dir
@@ -96,20 +99,21 @@ class RunStore:
         if _is_link(self.records_root):
             raise OSError(f"{self.records_root} is a symbolic link; tltrace writes nothing through it")
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._made_dirs.add(self.run_dir)
+        self._made_dirs.add(self._run_dir)
         if _is_link(self.objects):
             self._plain = True
 
-    def _dir(self, path: Path) -> Path:
+    def _dir(self, path: str) -> None:
         if path not in self._made_dirs:
-            path.mkdir(parents=True, exist_ok=True)
+            os.makedirs(path, exist_ok=True)
             self._made_dirs.add(path)
-        return path
 
     # -- texts -------------------------------------------------------------
-    def _object_path(self, digest: str) -> Path:
+    # The per-pass path: plain strings and bare os calls, since it runs on the compiling
+    # thread twice a pass while holding the GIL that the other compiling threads wait for.
+    def _object_path(self, digest: str) -> str:
         # Flat: a fan-out of subdirectories would cost a directory block per prefix.
-        return self.objects / digest
+        return os.path.join(self._objects, digest)
 
     def put_text(self, text: str, digest: str | None = None) -> str:
         """Store `text` once under .objects and return its hash."""
@@ -117,46 +121,44 @@ class RunStore:
         if digest in self._known:
             return digest
         obj = self._object_path(digest)
-        if not obj.exists():
-            self._dir(obj.parent)
+        if not os.path.exists(obj):
+            self._dir(self._objects)
             data = text.encode("utf-8", "surrogatepass")
-            atomic_write(obj, data, mode=0o444)
+            _write_object(obj, data)
             self.bytes_written += len(data)
         self._known.add(digest)
         return digest
 
     def link_text(self, rel: str, text: str, digest: str | None = None) -> str:
         """Store `text` and make `rel` (inside the run dir) a hard link to it; return the hash."""
+        dest = os.path.join(self._run_dir, rel)
+        self._dir(os.path.dirname(dest))
         if self._plain:
-            dest = self.run_dir / rel
-            self._dir(dest.parent)
             data = text.encode("utf-8", "surrogatepass")
-            atomic_write(dest, data)
+            atomic_write(Path(dest), data)
             self.bytes_written += len(data)
             return digest or text_hash(text)
         digest = self.put_text(text, digest)
-        dest = self.run_dir / rel
-        self._dir(dest.parent)
         obj = self._object_path(digest)
         try:
             os.link(obj, dest)
         except FileExistsError:
-            dest.unlink()
+            os.unlink(dest)
             os.link(obj, dest)
         except FileNotFoundError:
             # Another process's `clean` removed the object between put and link: write a plain copy.
             self._known.discard(digest)
-            dest.write_text(text, encoding="utf-8")
+            Path(dest).write_text(text, encoding="utf-8")
         except OSError:
             shutil.copyfile(obj, dest)
-            self.bytes_written += obj.stat().st_size
+            self.bytes_written += os.stat(obj).st_size
         return digest
 
     # -- records -----------------------------------------------------------
     @staticmethod
     def record_path(phase: str, index: int, name: str, side: str, ext: str = "tir") -> str:
         """Return the run-relative file name for one side of a record."""
-        return f"{safe_component(phase)}/{index:02d}_{safe_component(name)}_{side}.{ext}"
+        return record_file(phase, index, name, side, ext)
 
     def append_record(self, record: PassRecord) -> None:
         """Append one record to records.jsonl (kept for runs that never finish)."""
@@ -185,6 +187,39 @@ class RunStore:
                 self._log.close()
             finally:
                 self._log = None
+
+
+def _write_object(path: str, data: bytes) -> None:
+    """Write a stored text whole under a temporary name, then rename it into place (read-only).
+
+    A killed writer leaves at most a `.<hash>.<pid>-<thread>.tmp` that `clean` removes;
+    never a partial object under a hash name.
+    """
+    head, name = os.path.split(path)
+    tmp = os.path.join(head, f".{name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o444)
+    except PermissionError:
+        os.unlink(tmp)  # a stale read-only temp of a killed writer with this pid and thread id
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o444)
+    try:
+        step("create", Path(tmp))
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    step("rename", Path(path))
 
 
 def _is_link(path: Path) -> bool:

@@ -110,7 +110,8 @@ class TraceSession:
         self.failed_pending: list[int] = []  # records whose error arrives in finish()
         self._last_mod: Any = None
         self._last_text: str | None = None
-        self._last_parts: tuple | None = None
+        self._last_head: tuple | None = None  # (attrs, function map, global infos) of _last_mod
+        self._last_items: tuple | None = None  # ((global_var, func), ...) of that map, once walked
         self.edited = False
         self.pipelines = 0  # backend pipelines entered in this compile session
         self._listener_failed = False
@@ -210,18 +211,29 @@ class TraceSession:
         """Return the IR text of `mod`, reusing the last text when nothing in it is a new object.
 
         Printing is the main cost of tracing. TVM passes that change nothing usually
-        return a new IRModule holding the very same function objects; identity of the
-        module, or of every function and the attributes, means identical text.
+        return a new IRModule holding the very same function map, or the very same
+        function objects; identity of the module, of its map, or of every function and
+        the attributes, means identical text. The checks read fields and compare
+        handles, which costs no FFI call (none of them gives the GIL away); only a
+        changed map is walked.
         """
         last = self._last_mod
         if last is not None and (last is mod or _same_as(last, mod)):
             return self._last_text or ""
-        parts = _module_parts(mod)
-        if parts is not None and self._last_parts is not None and _same_parts(parts, self._last_parts):
-            self._last_mod = mod
-            return self._last_text or ""
+        head = _module_head(mod)
+        lh = self._last_head
+        if head is not None and lh is not None and _same_obj(head[0], lh[0]) and _same_obj(head[2], lh[2]):
+            if _same_obj(head[1], lh[1]):
+                self._last_mod = mod
+                return self._last_text or ""
+            items = _map_items(head[1])
+            if self._last_items is None:
+                self._last_items = _map_items(lh[1])
+            if items is not None and self._last_items is not None and _same_items(items, self._last_items):
+                self._last_mod, self._last_head, self._last_items = mod, head, items
+                return self._last_text or ""
         text = str(mod)
-        self._last_mod, self._last_text, self._last_parts = mod, text, parts
+        self._last_mod, self._last_text, self._last_head, self._last_items = mod, text, head, None
         return text
 
     # -- records -------------------------------------------------------------
@@ -402,19 +414,26 @@ class _Observer:
         self.session.warn(f"unmatched pass callback: got {actual!r}, expected {expected!r}")
 
 
-def _module_parts(mod: Any) -> tuple | None:
-    """Return (attrs, ((global_var, func), ...)) of an IRModule, or None for anything else."""
+def _module_head(mod: Any) -> tuple | None:
+    """Return (attrs, function map, global infos) of an IRModule (field reads, no FFI call), or None."""
     try:
-        funcs = mod.functions
-        return (mod.attrs, tuple((gv, funcs[gv]) for gv in funcs))
+        return (mod.attrs, mod.functions, getattr(mod, "global_infos", None))
     except Exception:
         return None
 
 
-def _same_parts(a: tuple, b: tuple) -> bool:
-    if len(a[1]) != len(b[1]) or not _same_obj(a[0], b[0]):
+def _map_items(funcs: Any) -> tuple | None:
+    """Return ((global_var, func), ...) of a function map, or None when it cannot be walked."""
+    try:
+        return tuple(funcs.items())
+    except Exception:
+        return None
+
+
+def _same_items(a: tuple, b: tuple) -> bool:
+    if len(a) != len(b):
         return False
-    return all(_same_obj(g1, g2) and _same_obj(f1, f2) for (g1, f1), (g2, f2) in zip(a[1], b[1]))
+    return all(_same_obj(g1, g2) and _same_obj(f1, f2) for (g1, f1), (g2, f2) in zip(a, b))
 
 
 def _same_obj(a: Any, b: Any) -> bool:
