@@ -195,7 +195,11 @@ def test_schema3_leaves_out_canonical_file_names_and_reads_them_back() -> None:
         before_file="codegen/09_X_before.tir",
     )
     unlinked = replace(canon, index=10, before_file=None, after_file=None)  # hashes, no files
-    recs = (canon, codegen, failed, unlinked)
+    noop = replace(canon, index=11, status="noop", after_hash="a" * 20, before_file=None, after_file=None)
+    noop = replace(
+        noop, before_file=record_file("pipeline_c", 11, noop.name, "before"), after_file="elsewhere.tir"
+    )
+    recs = (canon, codegen, failed, unlinked, noop)
     data = json.loads(RunManifest(run_id="run_x", script="s", records=recs).dumps())
     assert data["schema_version"] == 3
     j = data["records"]
@@ -203,8 +207,11 @@ def test_schema3_leaves_out_canonical_file_names_and_reads_them_back() -> None:
     assert "before_file" not in j[1] and j[1]["after_file"].endswith("_after.cpp")
     assert "after_file" not in j[2] and "after_hash" not in j[2]
     assert j[3]["before_file"] is None and j[3]["after_file"] is None
+    assert "after_hash" not in j[4] and "before_file" not in j[4] and j[4]["after_file"] == "elsewhere.tir"
     back = RunManifest.from_json(data).records
     assert back == recs
+    full = RunManifest(run_id="run_x", script="s", records=recs).to_json()["records"]
+    assert full[0]["before_file"] == canon.before_file and full[4]["after_hash"] == "a" * 20  # --json output
     assert back[0].before_file == "pipeline_c/07_tirx.Simplify_before.tir"
     # Schema 2 wrote both keys whenever it had a file: absent there still means none.
     old = {**data, "schema_version": 2, "records": [{**j[2]}]}

@@ -60,17 +60,22 @@ class PassRecord:
         return self.status in (CHANGED, CODEGEN) and self.before_hash != self.after_hash
 
     def to_json(self) -> dict[str, Any]:
-        """Return the record as JSON data; from_json restores what is left out.
-
-        Left out: fields at their defaults, and a file name that is the canonical one
-        (record_file) for a side whose hash is kept. A side with a hash and no file
-        says so with an explicit null.
-        """
+        """Return the record as JSON data, fields at their defaults left out (from_json restores them)."""
         out = {}
         for k, default in _RECORD_DEFAULTS.items():
             v = getattr(self, k)
             if v != default or k in _ALWAYS:
                 out[k] = v
+        return out
+
+    def to_stored(self) -> dict[str, Any]:
+        """Return the record as manifest.json and records.jsonl hold it (schema 3); from_json reads it.
+
+        Left out besides the defaults: a file name that is the canonical one
+        (record_file) for a side whose hash is kept, and a no-op's after hash (its
+        before hash). A side with a hash and no file says so with an explicit null.
+        """
+        out = self.to_json()
         for side, fkey, hkey in _SIDES:
             if out.get(hkey) is None:
                 continue
@@ -78,6 +83,8 @@ class PassRecord:
                 out[fkey] = None
             elif out[fkey] == record_file(self.phase, self.index, self.name, side):
                 del out[fkey]
+        if self.status == NOOP and "after_hash" in out and out["after_hash"] == out.get("before_hash"):
+            del out["after_hash"]  # a no-op's after is its before
         return out
 
     @classmethod
@@ -88,6 +95,8 @@ class PassRecord:
         _check_types(known, _RECORD_TYPES, "record")
         # A side with a hash and no file key has the canonical file (schema 3). Earlier
         # schemas always wrote both keys together, so this reads them unchanged.
+        if known.get("status") == NOOP and "after_hash" not in data and "before_hash" in known:
+            known["after_hash"] = known["before_hash"]  # schema 3: a no-op's after is its before
         for side, fkey, hkey in _SIDES:
             if fkey not in data and known.get(hkey) is not None:
                 known[fkey] = record_file(known.get("phase"), known.get("index"), known.get("name"), side)
@@ -195,7 +204,10 @@ class RunManifest:
         return data
 
     def dumps(self) -> str:
-        return json.dumps(self.to_json(), separators=(",", ":"))
+        """Return manifest.json's text: compact, records as to_stored() gives them."""
+        data = self.to_json()
+        data["records"] = [r.to_stored() for r in self.records]
+        return json.dumps(data, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunManifest:

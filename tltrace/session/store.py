@@ -164,7 +164,7 @@ class RunStore:
         """Append one record to records.jsonl (kept for runs that never finish)."""
         if self._log is None:
             self._log = open(self.run_dir / RECORDS_LOG, "a", encoding="utf-8")
-        line = json.dumps(record.to_json(), separators=(",", ":")) + "\n"
+        line = json.dumps(record.to_stored(), separators=(",", ":")) + "\n"
         self._log.write(line)
         self._log.flush()
         self.bytes_written += len(line)
