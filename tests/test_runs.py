@@ -208,11 +208,18 @@ def test_schema3_leaves_out_canonical_file_names_and_reads_them_back() -> None:
     assert "after_file" not in j[2] and "after_hash" not in j[2]
     assert j[3]["before_file"] is None and j[3]["after_file"] is None
     assert "after_hash" not in j[4] and "before_file" not in j[4] and j[4]["after_file"] == "elsewhere.tir"
+    # What the record before implies: index = position, same phase, before = the last after, noop.
+    assert j[0]["index"] == 7 and j[1]["index"] == 8 and "phase" not in j[2] and j[3]["phase"] == "pipeline_c"
+    at_place = (replace(canon, index=0), replace(codegen, index=1))
+    placed = json.loads(RunManifest(run_id="run_y", script="s", records=at_place).dumps())
+    assert [r.get("index") for r in placed["records"]] == [None, None]
+    assert RunManifest.from_json(placed).records == at_place
+    assert "before_hash" not in j[1] and "before_hash" not in j[2] and "status" not in j[4]
     back = RunManifest.from_json(data).records
     assert back == recs
     full = RunManifest(run_id="run_x", script="s", records=recs).to_json()["records"]
     assert full[0]["before_file"] == canon.before_file and full[4]["after_hash"] == "a" * 20  # --json output
     assert back[0].before_file == "pipeline_c/07_tirx.Simplify_before.tir"
     # Schema 2 wrote both keys whenever it had a file: absent there still means none.
-    old = {**data, "schema_version": 2, "records": [{**j[2]}]}
+    old = {**data, "schema_version": 2, "records": [failed.to_json()]}
     assert RunManifest.from_json(old).records[0].after_file is None

@@ -14,8 +14,9 @@ from .names import safe_component
 
 SCHEMA_VERSION = 3
 # Versions this tltrace reads. Version 1 lacks the invocation fields; they read as None.
-# Version 3 leaves out a record's before_file / after_file where it is the canonical
-# path (record_file); a reader restores it from the record's phase, index and name.
+# Version 3 leaves out what a reader can restore: a record's before_file / after_file
+# where it is the canonical path (record_file), a no-op's after hash, and in the
+# manifest's list what the record before implies (RunManifest.dumps).
 READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 
 # Record statuses.
@@ -88,14 +89,23 @@ class PassRecord:
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PassRecord:
+    def from_json(
+        cls, data: dict[str, Any], prev: PassRecord | None = None, position: int | None = None
+    ) -> PassRecord:
+        """Read a record; in a schema-3 manifest's list, `prev` and `position` give what it leaves out."""
         if not isinstance(data, dict):
             raise TypeError(f"a record is a {type(data).__name__}, not an object")
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         _check_types(known, _RECORD_TYPES, "record")
+        if position is not None and "index" not in known:
+            known["index"] = position
+        if prev is not None:
+            known.setdefault("phase", prev.phase)
+            if "before_hash" not in data:
+                known["before_hash"] = prev.after_hash
         # A side with a hash and no file key has the canonical file (schema 3). Earlier
         # schemas always wrote both keys together, so this reads them unchanged.
-        if known.get("status") == NOOP and "after_hash" not in data and "before_hash" in known:
+        if known.get("status", NOOP) == NOOP and "after_hash" not in data and "before_hash" in known:
             known["after_hash"] = known["before_hash"]  # schema 3: a no-op's after is its before
         for side, fkey, hkey in _SIDES:
             if fkey not in data and known.get(hkey) is not None:
@@ -204,9 +214,30 @@ class RunManifest:
         return data
 
     def dumps(self) -> str:
-        """Return manifest.json's text: compact, records as to_stored() gives them."""
+        """Return manifest.json's text (schema 3): compact, each record as to_stored() gives it,
+        less what its place in the list says: its index where that is its position, its
+        phase where the record before has the same, its before hash where that is the
+        after hash of the record before (an explicit null where it has none but that one
+        has), and status "noop", the default."""
         data = self.to_json()
-        data["records"] = [r.to_stored() for r in self.records]
+        out: list[dict[str, Any]] = []
+        prev: PassRecord | None = None
+        for pos, r in enumerate(self.records):
+            d = r.to_stored()
+            if d["index"] == pos:
+                del d["index"]
+            if d["status"] == NOOP:
+                del d["status"]
+            if prev is not None:
+                if d["phase"] == prev.phase:
+                    del d["phase"]
+                if r.before_hash == prev.after_hash:
+                    d.pop("before_hash", None)
+                elif r.before_hash is None:
+                    d["before_hash"] = None
+            out.append(d)
+            prev = r
+        data["records"] = out
         return json.dumps(data, separators=(",", ":"))
 
     @classmethod
@@ -219,7 +250,13 @@ class RunManifest:
         known["command"] = [str(c) for c in known.get("command") or []]
         if not isinstance(data.get("records") or (), (list, tuple)):
             raise TypeError(f"manifest field 'records' is a {type(data['records']).__name__}, not a list")
-        records = tuple(PassRecord.from_json(r) for r in data.get("records") or ())
+        if version >= 3:
+            decoded: list[PassRecord] = []
+            for pos, r in enumerate(data.get("records") or ()):
+                decoded.append(PassRecord.from_json(r, decoded[-1] if decoded else None, pos))
+            records = tuple(decoded)
+        else:
+            records = tuple(PassRecord.from_json(r) for r in data.get("records") or ())
         return cls(**known, records=records)
 
 
