@@ -37,10 +37,16 @@ def run_dirs(script_dir: Path) -> list[Path]:
 
 
 def read_manifest(run_dir: Path) -> dict:
-    """A run's manifest.json as JSON: the pipeline facts (pass counts, versions) tests compare against."""
+    """A run's manifest.json as JSON, every field spelled out (schema 3 leaves some out on disk).
+
+    The pipeline facts (pass counts, versions) tests compare against. Written back as is,
+    it is still a valid manifest of its schema version.
+    """
     import json
 
-    return json.loads((run_dir / "manifest.json").read_text())
+    from tltrace.session.records import RunManifest
+
+    return RunManifest.from_json(json.loads((run_dir / "manifest.json").read_text())).to_json()
 
 
 def newest_manifest(script_dir: Path) -> dict:

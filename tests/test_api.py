@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ import pytest
 
 import tltrace
 
-from ._records import EXAMPLES
+from ._records import EXAMPLES, read_manifest
 
 CPU = {"target": "c", "execution_backend": "cython"}
 
@@ -139,7 +138,7 @@ def test_enable_disable_around_two_compiles(tl, make_add, tmp_path: Path) -> Non
     assert k1 is not None and k2 is not None
     runs = runs_under(td)
     assert len(runs) == 2
-    kernels = [json.loads((r / "manifest.json").read_text()) for r in runs]
+    kernels = [read_manifest(r) for r in runs]
     assert [m["status"] for m in kernels] == ["complete", "complete"] and kernels[0]["kernel"] == "add"
     # The two compilations have their own records, each starting at index 0.
     assert all(m["records"][0]["index"] == 0 for m in kernels)
@@ -154,7 +153,7 @@ def test_enable_disable_around_two_compiles(tl, make_add, tmp_path: Path) -> Non
     tltrace.enable(mode="terminal", trace_dir=td)
     tilelang.compile(make_add(256, 32), **CPU)
     tltrace.disable()
-    third = json.loads((runs_under(td)[-1] / "manifest.json").read_text())
+    third = read_manifest(runs_under(td)[-1])
     assert third["invocation"] != kernels[0]["invocation"]  # a new span, a new invocation
 
 
@@ -179,7 +178,7 @@ def test_codegen_output_none_suppresses_working_files(tl, make_add, tmp_path: Pa
     assert not list(off.parent.parent.glob("codegen*.cpp"))
     assert (on.parent.parent / "codegen_device.cpp").is_file()
     # Codegen is recorded either way.
-    assert json.loads((off / "manifest.json").read_text())["records"][-1]["name"] == "codegen_device"
+    assert read_manifest(off)["records"][-1]["name"] == "codegen_device"
 
 
 def test_env_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -200,7 +199,7 @@ def test_create_pass_instrument_standalone(tl, make_add, tmp_path: Path) -> None
         tvm.transform.Sequential(
             [transform.Simplify(), tvm.tirx.transform.BindTarget(tvm.target.Target("c"))]
         )(mod)
-    m = json.loads((inst.last_run_dir / "manifest.json").read_text())
+    m = read_manifest(inst.last_run_dir)
     assert m["kernel"] == "mine" and m["status"] == "complete"
     by_name = {r["name"]: r for r in m["records"]}
     assert by_name["tirx.BindTarget"]["status"] == "changed" and by_name["tirx.BindTarget"].get("depth") == 1
@@ -282,7 +281,7 @@ def test_second_pipeline_in_one_session_is_run2(tl, make_add, tmp_path: Path) ->
         tilelang.lower(make_add(512, 128), target="c")
     tltrace.disable()
     (run,) = runs_under(tmp_path)
-    phases = [r["phase"] for r in json.loads((run / "manifest.json").read_text())["records"]]
+    phases = [r["phase"] for r in read_manifest(run)["records"]]
     assert "pipeline_c" in phases and "run2_pipeline_c" in phases
     first_run2 = phases.index("run2_pipeline_c")
     assert "run2_pipeline_c" not in phases[:first_run2] and "pipeline_c" not in phases[first_run2:]

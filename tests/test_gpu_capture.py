@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ._records import read_manifest
 from .conftest import EXAMPLES
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("need_gpu")]
@@ -38,7 +38,7 @@ def _trace(tmp_path: Path, backend: str, *extra: str) -> tuple[subprocess.Comple
     )
     print(p.stdout[-3000:], p.stderr[-3000:])
     runs = sorted((tmp_path / "t" / "gemm" / ".run_records").glob("run_*"))
-    m = json.loads((runs[-1] / "manifest.json").read_text())
+    m = read_manifest(runs[-1])
     return p, m, runs[-1]
 
 

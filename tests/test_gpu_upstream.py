@@ -14,7 +14,6 @@ once for both the benchmark and the checks; without it the test traces the grid 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from ._records import read_manifest
 from .conftest import cuda_available
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("need_gpu")]
@@ -63,7 +63,7 @@ def _trace(script: Path, trace_dir: Path, *opts: str, args: tuple[str, ...] = ()
 
 def _manifests(script_dir: Path) -> dict[str, dict]:
     return {
-        m.parent.name: json.loads(m.read_text())
+        m.parent.name: read_manifest(m.parent)
         for m in sorted(script_dir.glob(".run_records/run_*/manifest.json"))
     }
 

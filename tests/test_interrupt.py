@@ -7,7 +7,6 @@ moment that used to turn into a FAILED pass with a TVM RuntimeError and exit 1.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ._records import read_manifest
 from .conftest import EXAMPLES
 
 SCRIPT = textwrap.dedent(
@@ -70,7 +70,7 @@ def test_ctrl_c_mid_compile_is_interrupted(tmp_path: Path, at: str) -> None:
     assert p.stderr.rstrip().splitlines()[-1] == "KeyboardInterrupt"
     assert "Traceback" not in p.stderr and "RuntimeError" not in p.stderr
     (run,) = (tmp_path / "tr" / "stop" / ".run_records").glob("run_*")
-    m = json.loads((run / "manifest.json").read_text())
+    m = read_manifest(run)
     assert m["status"] == "error" and m["error"] == "KeyboardInterrupt"
     assert [r for r in m["records"] if r["status"] == "failed"] == []
     assert "[add] interrupted: " in p.stdout

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ._records import copy_tree, run_dirs, trace
+from ._records import copy_tree, read_manifest, run_dirs, trace
 
 
 def _clone(src: Path, records: Path, n: int, **fields) -> Path:
@@ -23,7 +23,7 @@ def _clone(src: Path, records: Path, n: int, **fields) -> Path:
     dest = records / f"run_20260101_0000{n:02d}_000000_1_{n:08x}"
     shutil.copytree(src, dest)
     mpath = dest / "manifest.json"
-    data = json.loads(mpath.read_text())
+    data = read_manifest(mpath.parent)
     data["run_id"] = dest.name
     if "input_hash" not in fields:
         fields["input_hash"] = data["records"][0]["before_hash"]
@@ -203,7 +203,7 @@ def odd(traced: Path, tmp_path: Path) -> Path:
 
 def _edit(run: Path, **fields) -> None:
     mpath = run / "manifest.json"
-    data = json.loads(mpath.read_text())
+    data = read_manifest(mpath.parent)
     for k, v in fields.items():
         if v is None:
             data.pop(k, None)
@@ -234,7 +234,7 @@ def test_unknown_schema_is_one_line_exit_3(cli, odd: Path) -> None:
 
 def test_markup_in_names_is_shown_verbatim(cli, odd: Path) -> None:
     run = run_dirs(odd / "auto")[-1]
-    data = json.loads((run / "manifest.json").read_text())
+    data = read_manifest(run)
     data["kernel"] = "[/x]gemm[bf16]"
     data["signature"] = "[bold]sig[/]"
     data["records"][3]["name"] = "Pass[/red]"
@@ -256,8 +256,7 @@ def test_markup_in_names_is_shown_verbatim(cli, odd: Path) -> None:
 @pytest.mark.parametrize("started", [math.nan, 1e300, -1e13, "NaN-string"])
 def test_impossible_start_times_show_as_unknown(cli, odd: Path, started) -> None:
     run = run_dirs(odd / "auto")[-1]
-    text = (run / "manifest.json").read_text()
-    data = json.loads(text)
+    data = read_manifest(run)
     data["started"] = started
     (run / "manifest.json").write_text(json.dumps(data))  # NaN is written as the bare NaN token
     res = cli("show", "auto", trace_dir=odd)
@@ -288,7 +287,7 @@ def test_record_paths_never_leave_the_run_dir(cli, odd: Path, tmp_path: Path) ->
     secret.parent.mkdir()
     secret.write_text("root:SECRET:0:0\n")
     run = run_dirs(odd / "auto")[-1]
-    data = json.loads((run / "manifest.json").read_text())
+    data = read_manifest(run)
     rec = data["records"][5]
     rel = "../" * (len(run.relative_to(tmp_path).parts)) + "p/passwd"
     assert (run / rel).resolve() == secret.resolve()

@@ -16,6 +16,7 @@ import tltrace.session.names  # noqa: F401  # imported before pytester snapshots
 from tltrace.pytest_plugin import trace_name
 
 from ._kernels import KERNELS
+from ._records import read_manifest
 
 pytest_plugins = ["pytester"]
 
@@ -52,9 +53,7 @@ def _script_dirs(td: Path) -> dict[str, Path]:
 
 
 def _manifests(sd: Path) -> list[dict]:
-    return [
-        json.loads((r / "manifest.json").read_text()) for r in sorted((sd / ".run_records").glob("run_*"))
-    ]
+    return [read_manifest(r) for r in sorted((sd / ".run_records").glob("run_*"))]
 
 
 @pytest.fixture

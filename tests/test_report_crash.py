@@ -15,6 +15,8 @@ import pytest
 
 from tltrace.render.html import REPORT_NAME
 
+from ._records import read_manifest
+
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -164,9 +166,7 @@ def test_kill_loop_on_real_compiles(tmp_path: Path, page_of, examples_dir: Path)
                 for line in lines[:-1]:
                     expected.append(json.loads(line)["index"])
             else:
-                import json
-
-                expected = [r["index"] for r in json.loads((run / "manifest.json").read_text())["records"]]
+                expected = [r["index"] for r in read_manifest(run)["records"]]
             if not expected and not (run / REPORT_NAME).exists():
                 continue
             shown = page_of(run / REPORT_NAME)

@@ -13,7 +13,7 @@ import pytest
 
 from tltrace.session.records import PassRecord
 
-from ._records import newest_manifest, require_tltrace_executable, summary
+from ._records import newest_manifest, read_manifest, require_tltrace_executable, summary
 
 BAD_KERNEL = textwrap.dedent(
     """
@@ -127,7 +127,7 @@ def test_failed_pass_is_recorded(run_cli, tmp_path):
     assert "LayoutInference  FAILED" in r.stdout
     assert "compile failed:" in r.stdout
     (run,) = (tmp_path / "tr" / "bad" / ".run_records").glob("run_*")
-    m = json.loads((run / "manifest.json").read_text())
+    m = read_manifest(run)
     assert m["status"] == "error" and "layout" in m["error"].lower()
     assert m["target"] == "c"  # known from the pipeline even though codegen never ran
     (failed,) = [x for x in m["records"] if x["status"] == "failed"]

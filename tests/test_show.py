@@ -168,7 +168,7 @@ def test_deleted_tir_files(show, damaged: Path) -> None:
     res = show("elementwise_add", "-1", "--pass", "LowerTileOp", trace_dir=damaged)
     assert res.exit_code == 0 and "+" in res.stdout
     run = run_dirs(damaged / "elementwise_add")[-1]
-    manifest = json.loads((run / "manifest.json").read_text())
+    manifest = read_manifest(run)
     lto = next(r for r in manifest["records"] if r["name"] == "LowerTileOp")
     (damaged / "elementwise_add" / ".run_records" / ".objects" / lto["after_hash"]).unlink()
     clean_failure(show("elementwise_add", "-1", "--pass", "LowerTileOp", trace_dir=damaged), 3, "is missing")
@@ -177,7 +177,7 @@ def test_deleted_tir_files(show, damaged: Path) -> None:
 def test_failed_pass_shows_error_and_ir_before(show, traced: Path, tmp_path: Path) -> None:
     td = copy_tree(traced, tmp_path / "failed")
     run = run_dirs(td / "softmax")[-1]
-    manifest = json.loads((run / "manifest.json").read_text())
+    manifest = read_manifest(run)
     rec = next(r for r in manifest["records"] if r["name"] == "LowerTileOp")
     rec.update(status="failed", error="RuntimeError: boom")
     for k in ("after_hash", "after_file", "added", "removed"):
@@ -195,7 +195,7 @@ def test_failed_pass_shows_error_and_ir_before(show, traced: Path, tmp_path: Pat
 def test_long_kernel_name_does_not_squeeze_the_table(show, traced: Path, tmp_path: Path) -> None:
     td = copy_tree(traced, tmp_path / "long")
     run = run_dirs(td / "softmax")[-1]
-    manifest = json.loads((run / "manifest.json").read_text())
+    manifest = read_manifest(run)
     manifest["kernel"] = "k" * 300
     (run / "manifest.json").write_text(json.dumps(manifest))
     for args in ((), ("softmax",)):
@@ -218,7 +218,7 @@ def test_long_kernel_name_does_not_squeeze_the_table(show, traced: Path, tmp_pat
 def test_mistyped_manifest_is_damaged_not_a_traceback(show, traced: Path, tmp_path: Path, edit) -> None:
     td = copy_tree(traced, tmp_path / "typed")
     run = run_dirs(td / "softmax")[-1]
-    manifest = json.loads((run / "manifest.json").read_text())
+    manifest = read_manifest(run)
     edit(manifest)
     (run / "manifest.json").write_text(json.dumps(manifest))
     res = show("softmax", trace_dir=td)
@@ -249,7 +249,7 @@ def test_implausible_pass_times_show_as_a_question_mark(show, traced: Path, tmp_
     """A hand-edited Infinity or 1e300 duration: '?' in its row, not a 300-digit number squeezing the table."""
     td = copy_tree(traced, tmp_path / "traces")
     run = run_dirs(td / "softmax")[-1]
-    manifest = json.loads((run / "manifest.json").read_text())
+    manifest = read_manifest(run)
     manifest["records"][3]["duration_s"] = float("inf")
     manifest["records"][4]["duration_s"] = 1e300
     (run / "manifest.json").write_text(json.dumps(manifest))
