@@ -423,11 +423,48 @@ def _module_head(mod: Any) -> tuple | None:
 
 
 def _map_items(funcs: Any) -> tuple | None:
-    """Return ((global_var, func), ...) of a function map, or None when it cannot be walked."""
+    """Return ((global_var, func), ...) of a function map, or None when it cannot be walked.
+
+    Walked through tltrace's own handles on tvm_ffi's map functions, set to keep the GIL:
+    each call takes microseconds, and giving the GIL away for it would make the compiling
+    thread wait for it again behind the autotuner's other threads, a pass at a time.
+    """
     try:
-        return tuple(funcs.items())
+        fns = _map_fns()
+        if fns is None:
+            return tuple(funcs.items())
+        size_fn, iter_fn = fns
+        n = size_fn(funcs)
+        out = []
+        if n:
+            it = iter_fn(funcs)
+            it.release_gil = False
+            for _ in range(n):
+                out.append((it(0), it(1)))
+                if not it(2):
+                    break
+        return tuple(out)
     except Exception:
         return None
+
+
+_MAP_FNS: list[tuple[Any, Any] | None] = []
+
+
+def _map_fns() -> tuple[Any, Any] | None:
+    """(MapSize, MapForwardIterFunctor) as tltrace's own GIL-keeping handles, or None where unavailable."""
+    if not _MAP_FNS:
+        try:
+            import tvm_ffi
+
+            size_fn = tvm_ffi.get_global_func("ffi.MapSize")
+            iter_fn = tvm_ffi.get_global_func("ffi.MapForwardIterFunctor")
+            size_fn.release_gil = False
+            iter_fn.release_gil = False
+            _MAP_FNS.append((size_fn, iter_fn))
+        except Exception:
+            _MAP_FNS.append(None)
+    return _MAP_FNS[0]
 
 
 def _same_items(a: tuple, b: tuple) -> bool:
