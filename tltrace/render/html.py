@@ -173,6 +173,7 @@ class _Report:
     path: Path
     fh: IO[bytes]
     seen: set[str] = field(default_factory=set)  # text hashes already in the file
+    lock: threading.Lock = field(default_factory=threading.Lock)  # this file's appends, in order
     meta: dict[str, Any] = field(default_factory=dict)
     failed: dict[int, str | None] = field(default_factory=dict)  # failed records: index -> error written
 
@@ -404,16 +405,18 @@ class HtmlReportListener:
         self._indexes: dict[Path, _Index] = {}  # script dir -> the index this listener appends to
         self._written: dict[Path, list[Path]] = {}  # script dir -> compile reports written, in start order
         self.bytes_written = 0
+        self._count_lock = threading.Lock()
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, InvocationFinished):
             self._flush_siblings()  # takes the lock itself
             return
         try:
+            if isinstance(event, PassRecorded):
+                self._pass(event)  # the listener's lock only to find the report; the write under its own
+                return
             with self._lock:
-                if isinstance(event, PassRecorded):
-                    self._pass(event)
-                elif isinstance(event, RunStarted):
+                if isinstance(event, RunStarted):
                     self._start(event.manifest, event.run_dir, event.script_dir)
                 elif isinstance(event, RunFinished):
                     self._finish(event)
@@ -457,23 +460,37 @@ class HtmlReportListener:
                 _stderr(f"tltrace: could not write the index {script_dir / REPORT_NAME}: {exc}")
 
     def _pass(self, event: PassRecorded) -> None:
+        # Every pass of every compiling thread comes here: the listener's lock is held only to
+        # find the report, never across a write, so one thread's write (which gives the GIL
+        # away) does not hold up the others' passes.
         run_dir = Path(event.run_dir)
-        rep = self._open.get(run_dir)
-        if rep is None:  # RunStarted was missed (listener added late): open now
-            rep = self._start(event.manifest, run_dir, run_dir.parent.parent)
-            if rep is None:
-                return
-        data = rep.meta_if_changed(event.manifest) + rep.texts_and_record(
-            event.record, event.before, event.after
-        )
-        rep.append(data)
-        self.bytes_written += len(data)
+        with self._lock:
+            rep = self._open.get(run_dir)
+            if rep is None:  # RunStarted was missed (listener added late): open now
+                rep = self._start(event.manifest, run_dir, run_dir.parent.parent)
+                if rep is None:
+                    return
+        with rep.lock:
+            if rep.fh.closed:
+                return  # finished or given up meanwhile
+            data = rep.meta_if_changed(event.manifest) + rep.texts_and_record(
+                event.record, event.before, event.after
+            )
+            rep.append(data)
+        with self._count_lock:
+            self.bytes_written += len(data)
 
     def _finish(self, event: RunFinished) -> None:
         run_dir = Path(event.run_dir)
         rep = self._open.pop(run_dir, None)
         if rep is None:
             return
+        with rep.lock:
+            self._finish_report(rep, event)
+        if self.link and event.script_dir is not None:
+            self._index(Path(event.script_dir), event.manifest, run_dir)
+
+    def _finish_report(self, rep: _Report, event: RunFinished) -> None:
         try:
             parts = []
             if rep.failed:
@@ -484,11 +501,10 @@ class HtmlReportListener:
             parts.append(rep.meta_if_changed(event.manifest))
             data = b"".join(parts)
             rep.append(data)
-            self.bytes_written += len(data)
+            with self._count_lock:
+                self.bytes_written += len(data)
         finally:
             rep.fh.close()
-        if self.link and event.script_dir is not None:
-            self._index(Path(event.script_dir), event.manifest, run_dir)
 
     def _warn(self, run_dir: Path | None, exc: BaseException) -> None:
         key = Path(run_dir) if run_dir is not None else Path("?")
@@ -498,10 +514,11 @@ class HtmlReportListener:
             self._broken.add(key)
             rep = self._open.pop(key, None)
         if rep is not None:
-            try:
-                rep.fh.close()
-            except Exception:
-                pass
+            with rep.lock:
+                try:
+                    rep.fh.close()
+                except Exception:
+                    pass
         where = f" in {key}" if run_dir is not None else ""
         _stderr(f"tltrace: could not write the HTML report{where}: {type(exc).__name__}: {exc}")
 
@@ -515,10 +532,11 @@ class HtmlReportListener:
         with self._lock:
             reports, self._open = list(self._open.values()), {}
         for rep in reports:
-            try:
-                rep.fh.close()
-            except Exception:
-                pass
+            with rep.lock:
+                try:
+                    rep.fh.close()
+                except Exception:
+                    pass
         self._flush_siblings()
 
     def _flush_siblings(self) -> None:
