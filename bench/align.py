@@ -105,21 +105,17 @@ def section() -> str:
 
 def find_largest(root: Path) -> dict | None:
     """The changed pass (not codegen) with the most lines, in any trace under `root`."""
-    from tltrace.session.records import PassRecord
+    from tltrace.session.records import RunManifest
 
     best = None
     for m in root.rglob("manifest.json"):
         if m.parent.parent.name != ".run_records":
             continue
         try:
-            manifest = json.loads(m.read_text())
-        except (OSError, ValueError):
+            manifest = RunManifest.from_json(json.loads(m.read_text()))
+        except (OSError, ValueError, TypeError, KeyError):
             continue
-        for r in manifest.get("records", []):
-            try:
-                rec = PassRecord.from_json(r)
-            except (TypeError, ValueError):
-                continue
+        for rec in manifest.records:
             bf, af = rec.before_file, rec.after_file
             if rec.status != "changed" or not bf or not af or not af.endswith(".tir"):
                 continue
@@ -129,7 +125,7 @@ def find_largest(root: Path) -> dict | None:
                 continue
             n = before.count("\n") + after.count("\n")
             if best is None or n > best[0]:
-                label = f"{manifest.get('script')}: {r.get('index')} {r.get('name')}"
+                label = f"{manifest.script}: {rec.index} {rec.name}"
                 best = (n, {"label": label, "before": before, "after": after})
     return None if best is None else best[1]
 
