@@ -361,3 +361,44 @@ def test_closed_stdout_pipe_does_not_break_the_stream(gemm_trace, monkeypatch):
     for e in events:
         view(e)  # raises nothing
     assert console.quiet and redirected
+
+
+def test_text_of_reuses_a_text_only_when_nothing_in_the_module_is_new(tmp_path) -> None:
+    """A print is skipped (the very same text object comes back) for the same module, the same
+    function map, or the same functions and attributes; new attributes or a new function are
+    printed again."""
+    import tilelang.language as T
+    from tilelang import tvm
+
+    from tltrace.session.tool import TraceSession
+
+    @T.prim_func
+    def add(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=16) as _:
+            for i in T.Parallel(16):
+                B[i] = A[i] + 1.0
+
+    s = TraceSession(Settings(trace_dir=tmp_path, script_name="t", quiet=True), lambda e: None)
+    mod = tvm.IRModule({"main": add})
+    first = s.text_of(mod)
+    assert "def main" in first
+    assert s.text_of(mod) is first  # the same module
+    assert s.text_of(mod.clone()) is first  # a new module sharing the function map
+    gv = mod.get_global_var("main")
+    new_map = mod.clone()
+    new_map.update_func(gv, mod[gv])  # a new map holding the same function
+    assert not new_map.functions.same_as(mod.functions)
+    assert s.text_of(new_map) is first
+    # What Simplify does to code it cannot simplify: the same text from new function objects
+    with tvm.target.Target("c"):
+        rebuilt = tvm.tirx.transform.Simplify()(mod)
+    assert not rebuilt["main"].same_as(mod["main"])
+    rebuilt_text = s.text_of(rebuilt)
+    assert rebuilt_text is not first and rebuilt_text == first  # printed, and the same
+    with_attr = mod.with_attr("tl.note", "x")
+    text = s.text_of(with_attr)
+    assert text is not first and "tl.note" in text and text == str(with_attr)
+    renamed = with_attr.clone()
+    renamed.update_func(gv, mod[gv].with_attr("global_symbol", "other"))
+    again = s.text_of(renamed)
+    assert again is not text and again == str(renamed) and '"other"' in again

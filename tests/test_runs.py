@@ -176,24 +176,15 @@ def test_schema3_leaves_out_canonical_file_names_and_reads_them_back() -> None:
         before_file=record_file("pipeline_c", 7, "tirx.Simplify", "before"),
         after_file=record_file("pipeline_c", 7, "tirx.Simplify", "after"),
     )
-    codegen = PassRecord(
-        index=8,
-        name="codegen_device",
-        phase="codegen",
-        status="codegen",
-        before_hash="b" * 20,
-        after_hash="c" * 20,
-        before_file="codegen/08_codegen_device_before.tir",
+    codegen = replace(
+        canon, index=8, name="codegen_device", phase="codegen", status="codegen", before_hash="b" * 20,
+        after_hash="c" * 20, before_file="codegen/08_codegen_device_before.tir",
         after_file="codegen/08_codegen_device_after.cpp",
-    )
-    failed = PassRecord(
-        index=9,
-        name="X",
-        phase="codegen",
-        status="failed",
-        before_hash="c" * 20,
-        before_file="codegen/09_X_before.tir",
-    )
+    )  # fmt: skip
+    failed = replace(
+        codegen, index=9, name="X", status="failed", before_hash="c" * 20, after_hash=None,
+        before_file="codegen/09_X_before.tir", after_file=None,
+    )  # fmt: skip
     unlinked = replace(canon, index=10, before_file=None, after_file=None)  # hashes, no files
     noop = replace(canon, index=11, status="noop", after_hash="a" * 20, before_file=None, after_file=None)
     noop = replace(
