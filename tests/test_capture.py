@@ -402,3 +402,8 @@ def test_text_of_reuses_a_text_only_when_nothing_in_the_module_is_new(tmp_path) 
     renamed.update_func(gv, mod[gv].with_attr("global_symbol", "other"))
     again = s.text_of(renamed)
     assert again is not text and again == str(renamed) and '"other"' in again
+    # A pass that updates its input module in place (mod->Update, as AnnotateEntryFunc does)
+    # and returns the same object: the module is the same, its text is not.
+    renamed.update_func(gv, mod[gv].with_attr("global_symbol", "in_place"))
+    updated = s.text_of(renamed)
+    assert updated == str(renamed) and '"in_place"' in updated and updated != again

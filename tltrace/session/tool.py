@@ -108,9 +108,8 @@ class TraceSession:
         self.store: RunStore | None = None
         self.broken = False  # set after a failure inside tltrace: stop tracing, keep compiling
         self.failed_pending: list[int] = []  # records whose error arrives in finish()
-        self._last_mod: Any = None
         self._last_text: str | None = None
-        self._last_head: tuple | None = None  # (attrs, function map, global infos) of _last_mod
+        self._last_head: tuple | None = None  # (attrs, function map, global infos) of the last print
         self._last_items: tuple | None = None  # ((global_var, func), ...) of that map, once walked
         self.edited = False
         self.pipelines = 0  # backend pipelines entered in this compile session
@@ -212,28 +211,28 @@ class TraceSession:
 
         Printing is the main cost of tracing. TVM passes that change nothing usually
         return a new IRModule holding the very same function map, or the very same
-        function objects; identity of the module, of its map, or of every function and
-        the attributes, means identical text. The checks read fields and compare
-        handles, which costs no FFI call (none of them gives the GIL away); only a
-        changed map is walked.
+        function objects. The rule compares the module's *fields* (attributes, function
+        map, global infos) with the ones held from the last print, never the module
+        object: a pass may update its input module in place (`mod->Update`, as
+        tirx.AnnotateEntryFunc and tl.SplitHostDevice do) and return it, and only its
+        fields are copy-on-write. Holding the last fields makes any such update build a
+        new map (the held one is shared), so identity of the fields means identical
+        text. The checks read fields and compare handles, which costs no FFI call (none
+        of them gives the GIL away); only a changed map is walked.
         """
-        last = self._last_mod
-        if last is not None and (last is mod or _same_as(last, mod)):
-            return self._last_text or ""
         head = _module_head(mod)
         lh = self._last_head
         if head is not None and lh is not None and _same_obj(head[0], lh[0]) and _same_obj(head[2], lh[2]):
             if _same_obj(head[1], lh[1]):
-                self._last_mod = mod
                 return self._last_text or ""
             items = _map_items(head[1])
             if self._last_items is None:
                 self._last_items = _map_items(lh[1])
             if items is not None and self._last_items is not None and _same_items(items, self._last_items):
-                self._last_mod, self._last_head, self._last_items = mod, head, items
+                self._last_head, self._last_items = head, items
                 return self._last_text or ""
         text = str(mod)
-        self._last_mod, self._last_text, self._last_head, self._last_items = mod, text, head, None
+        self._last_text, self._last_head, self._last_items = text, head, None
         return text
 
     # -- records -------------------------------------------------------------
