@@ -73,9 +73,13 @@ def test_the_lifecycle_open_rebind_finish(tmp_path: Path) -> None:
 
 def test_cache_hits_belong_to_their_invocation(tmp_path: Path) -> None:
     """The names of cache hits live on the invocation: a new invocation starts with none."""
-    a = inv_mod.Invocation(Settings(mode="terminal", trace_dir=tmp_path, script_name="s", use_cache=True), print)
+    a = inv_mod.Invocation(
+        Settings(mode="terminal", trace_dir=tmp_path, script_name="s", use_cache=True), print
+    )
     a.cached.add("k")
-    b = inv_mod.Invocation(Settings(mode="terminal", trace_dir=tmp_path, script_name="s", use_cache=True), print)
+    b = inv_mod.Invocation(
+        Settings(mode="terminal", trace_dir=tmp_path, script_name="s", use_cache=True), print
+    )
     assert b.cached == set()
     events: list = []
     c = inv_mod.Invocation(Settings(mode="terminal", trace_dir=tmp_path, script_name="s"), events.append)

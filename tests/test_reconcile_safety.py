@@ -15,7 +15,6 @@ from tltrace.reconcile.workflow import Ledger, reconcile_codegen, unapplied_edit
 from tltrace.session import scripts
 from tltrace.session.names import is_safe_component, safe_component
 
-
 _LEDGERS: dict[str, Ledger] = {}
 
 
