@@ -11,14 +11,27 @@ import pytest
 from tltrace.config import Settings
 from tltrace.errors import UsageError
 from tltrace.reconcile import files
-from tltrace.reconcile.workflow import reconcile_codegen, unapplied_edits
+from tltrace.reconcile.workflow import Ledger, reconcile_codegen, unapplied_edits
 from tltrace.session import scripts
 from tltrace.session.names import is_safe_component, safe_component
+
+_LEDGERS: dict[str, Ledger] = {}
+
+
+def _ledger(settings: Settings) -> Ledger:
+    """The ledger of `settings`' invocation (the part of session.invocation.Invocation that reconcile sees)."""
+    return _LEDGERS.setdefault(settings.invocation, Ledger())
 
 
 def _compile(settings: Settings, kernel: str, text: str, role: str = "device"):
     return reconcile_codegen(
-        settings, kernel=kernel, role=role, generated=text, compiles_source=True, backend="cython"
+        settings,
+        kernel=kernel,
+        role=role,
+        generated=text,
+        compiles_source=True,
+        backend="cython",
+        ledger=_ledger(settings),
     )
 
 
@@ -172,7 +185,7 @@ def test_unapplied_edit_is_reported_when_working_files_are_off(tmp_path):
     assert "kernel cache" in u.reason
     again = Settings(mode="both", trace_dir=tmp_path, script_name="s")
     assert _compile(again, "k", "gen\n").tag == "PATCHED"
-    assert unapplied_edits(again) == []  # compiled in this run: nothing to say
+    assert unapplied_edits(again, _ledger(again)) == []  # compiled in this run: nothing to say
 
 
 def test_resolve_conflict_takes_the_forms_show_takes(run_cli, tmp_path):
@@ -236,7 +249,7 @@ def test_a_full_disk_on_the_conflict_path_claims_no_conflict_it_did_not_save(tmp
     assert any("not applied" in w and "No space" in w for w in out.warnings), out.warnings
     assert wf.read_text() == "gen\nmy edit\n" and not files.WorkingFile(wf).bak.exists()
     # The end of the run does not add a second, wrong reason ("edited after k compiled").
-    assert unapplied_edits(s2) == []
+    assert unapplied_edits(s2, _ledger(s2)) == []
     monkeypatch.setattr(files, "write_atomic", real)
     assert (
         _compile(Settings(mode="both", trace_dir=tmp_path, script_name="s"), "k", "gen2\n").tag == "CONFLICT"

@@ -177,7 +177,7 @@ def enable(
     else:
         _close_span()
         listeners = Listeners(settings)
-        invocation = Invocation(settings, listeners)
+        invocation = Invocation(settings, listeners).open()
     with _lock:
         _span = (settings, listeners, invocation)
     controller.silence_builtin_tracer()  # two tracers would trace every pass twice

@@ -136,6 +136,7 @@ class _Test:
         self.existed = existed
         self.collector = collector
         self.html = html
+        self.invocation: Any = None  # the test's session.invocation.Invocation
 
     @property
     def script_dir(self) -> Path:
@@ -216,8 +217,12 @@ class _Tracer:
                 except Exception as exc:  # a listener never breaks the user's test
                     sys.stderr.write(f"tltrace: warning: {type(exc).__name__}: {exc}\n")
 
-        self.tests[item.nodeid] = _Test(script_dir, script_dir.exists(), collector, html)
-        controller.install(settings, emit)
+        from .session.invocation import Invocation
+
+        test = _Test(script_dir, script_dir.exists(), collector, html)
+        test.invocation = Invocation(settings, emit).open()  # one invocation per test
+        self.tests[item.nodeid] = test
+        controller.install(settings, test.invocation)
 
     def end(self, item: Any) -> None:
         from .session import controller
@@ -226,6 +231,8 @@ class _Tracer:
         test = self.tests.pop(item.nodeid, None)
         if test is None:
             return
+        if test.invocation is not None:
+            test.invocation.close()
         if test.html is not None:
             test.html.close()
         runs = test.collector.manifests()

@@ -104,7 +104,8 @@ def clean(
     """Remove invocations of each script dir: beyond the newest `keep`, started over `older_than` s ago, or all.
 
     With both limits an invocation goes when either says so. `live` names invocations
-    to keep whatever the limits say (the caller's own). Returns what was removed.
+    to keep whatever the limits say (the caller's own); the invocations open in this
+    process are kept too. Returns what was removed.
     """
     if keep is None and older_than is None and not remove_all:
         raise UsageError("say what to remove: --keep N, --older-than DURATION, or --all")
@@ -138,9 +139,9 @@ def prune(
 
 def _open_invocations() -> set[str]:
     try:
-        from ..session.controller import open_invocations
+        from ..session.invocation import open_ids
 
-        return set(open_invocations())
+        return set(open_ids())
     except Exception:
         return set()
 

@@ -19,7 +19,6 @@ by `unapplied_edits`, which `tltrace run` and `tltrace.disable()` report at the 
 from __future__ import annotations
 
 import threading
-import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,7 +135,7 @@ def script_dir_of(arg: str | None, trace_dir: Path) -> Path:
     )
 
 
-# -- per invocation (one Settings object): what was reconciled, and what was said --------------------
+# -- per invocation: what was reconciled, and what was said --------------------
 @dataclass(frozen=True)
 class _Seen:
     """A working file as this invocation's reconcile left it."""
@@ -155,29 +154,16 @@ def _stat(path: Path) -> tuple[int, int] | None:
 
 
 @dataclass
-class _Invocation:
+class Ledger:
+    """What one invocation's reconciles left in the working files, and which edits it already reported.
+
+    The invocation owns it (`session.invocation.Invocation.ledger`) and hands it to every
+    call below; a call given none reconciles with no memory of earlier compiles.
+    """
+
     reconciled: dict[Path, _Seen] = field(default_factory=dict)
     told: set[Path] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-_inv_lock = threading.Lock()
-_invocations: dict[int, tuple[Any, _Invocation]] = {}
-
-
-def _invocation(settings: Any) -> _Invocation:
-    with _inv_lock:
-        entry = _invocations.get(id(settings))
-        if entry is not None and entry[0]() is settings:
-            return entry[1]
-        for key in [k for k, (r, _) in _invocations.items() if r() is None]:
-            del _invocations[key]
-        inv = _Invocation()
-        try:
-            _invocations[id(settings)] = (weakref.ref(settings), inv)
-        except TypeError:
-            pass
-        return inv
 
 
 def _pick(layout: files.Layout, kernel: str, role: str | None, variant: Variant | None) -> files.WorkingFile:
@@ -195,8 +181,12 @@ def reconcile_codegen(
     compiles_source: bool,
     backend: str | None,
     variant: Variant | None = None,
+    ledger: Ledger | None = None,
 ) -> CodegenOutcome:
-    """Return the outcome for one codegen call: the text to compile, a tag and its message."""
+    """Return the outcome for one codegen call: the text to compile, a tag and its message.
+
+    `ledger`: the invocation's record of its reconciles (see `Ledger`).
+    """
     wf: files.WorkingFile | None = None
     try:
         layout = layout_for(settings, claim=True)
@@ -209,7 +199,7 @@ def reconcile_codegen(
             generated,
             warnings=(f"working files skipped{where}: {getattr(exc, 'strerror', None) or exc}{edit}",),
         )
-    inv = _invocation(settings)
+    inv = ledger if ledger is not None else Ledger()
     if applied.failed:
         # The decision was not carried out (a full disk): the working file is as it was.
         # Remember that text, so that the run's end does not report it as edited since.
@@ -224,7 +214,7 @@ def reconcile_codegen(
         inv.reconciled[wf.path] = seen
     d = applied.decision
     path = wf.path
-    notices = _siblings_not_applied(settings, wf)
+    notices = _siblings_not_applied(inv, wf)
     if d is None or applied.failed:  # no tag: its message would name files that were not written
         return CodegenOutcome(applied.compile_text, path=path, warnings=applied.warnings, notices=notices)
     action = applied.tag_action
@@ -241,7 +231,7 @@ def reconcile_codegen(
     return CodegenOutcome(compile_text, tag, message, path, applied.warnings, notices)
 
 
-def _edited_since(inv: _Invocation, wf: files.WorkingFile, *, fast: bool = False) -> bool:
+def _edited_since(inv: Ledger, wf: files.WorkingFile, *, fast: bool = False) -> bool:
     """Return True when `wf` was reconciled in this invocation and has been edited since.
 
     `fast` trusts an unchanged (mtime, size) for "not edited": cheap enough for every compile.
@@ -257,7 +247,7 @@ def _edited_since(inv: _Invocation, wf: files.WorkingFile, *, fast: bool = False
     return now is not None and now != seen.text and wf.edited()
 
 
-def _siblings_not_applied(settings: Any, wf: files.WorkingFile) -> tuple[tuple[str, str, Path], ...]:
+def _siblings_not_applied(inv: Ledger, wf: files.WorkingFile) -> tuple[tuple[str, str, Path], ...]:
     """Say at once when another variant of this kernel was edited during this run and is now passed over.
 
     A notebook that compiles a kernel, has its working file edited, then recompiles the
@@ -266,7 +256,6 @@ def _siblings_not_applied(settings: Any, wf: files.WorkingFile) -> tuple[tuple[s
     """
     if wf.kernel is None:
         return ()
-    inv = _invocation(settings)
     with inv.lock:  # only a file reconciled earlier in this run can have been edited during it
         others = [
             x.file
@@ -289,10 +278,12 @@ def _siblings_not_applied(settings: Any, wf: files.WorkingFile) -> tuple[tuple[s
     return tuple(out)
 
 
-def unapplied_edits(settings: Any, *, cached: set[str] | frozenset[str] = frozenset()) -> list[Unapplied]:
+def unapplied_edits(
+    settings: Any, ledger: Ledger | None = None, *, cached: set[str] | frozenset[str] = frozenset()
+) -> list[Unapplied]:
     """Return the edits waiting in working files that this invocation did not compile (nothing is written).
 
-    `cached`: kernels that came from TileLang's kernel cache (they ran no codegen).
+    `ledger`: the invocation's reconciles (None: it reconciled nothing). `cached`: kernels that came from TileLang's kernel cache (they ran no codegen).
     """
     on = settings.working_files_enabled()
     try:
@@ -300,7 +291,7 @@ def unapplied_edits(settings: Any, *, cached: set[str] | frozenset[str] = frozen
         known = files.known_working_files(layout)
     except (OSError, ValueError):
         return []
-    inv = _invocation(settings)
+    inv = ledger if ledger is not None else Ledger()
     out = []
     for wf in known:
         with inv.lock:
@@ -327,12 +318,14 @@ def unapplied_edits(settings: Any, *, cached: set[str] | frozenset[str] = frozen
     return out
 
 
-def report_unapplied(settings: Any, emit: Any, *, cached: set[str] | frozenset[str] = frozenset()) -> int:
+def report_unapplied(
+    settings: Any, emit: Any, ledger: Ledger | None = None, *, cached: set[str] | frozenset[str] = frozenset()
+) -> int:
     """Emit one NOT-APPLIED notice per edit `unapplied_edits` finds; return how many. Never raises."""
     from ..session.events import Notice
 
     try:
-        found = unapplied_edits(settings, cached=cached)
+        found = unapplied_edits(settings, ledger, cached=cached)
         for u in found:
             emit(Notice("NOT-APPLIED", u.message, kernel=u.kernel, path=u.path))
         return len(found)

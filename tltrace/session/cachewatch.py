@@ -3,26 +3,19 @@
 TileLang 0.1.15 offers no event for a cache hit, so this reads (never writes) the
 kernel caches' in-memory tables: an entry that appeared without a traced
 compilation of that kernel is a hit. Best effort: if TileLang's internals differ,
-it reports nothing. The names of the hits are kept (`cached_kernels`), so that the end
-of the run can say that an edit of such a kernel's working file was not applied.
+it reports nothing. The claim that tltrace hooks TileLang only through its public
+instrumentation seam holds for tracing; this best-effort report, on only with
+--use-cache, is the one place that reads a private TileLang table. The invocation
+(`session.invocation.Invocation`) owns the watch and keeps the names of the hits, so
+that its end can say that an edit of such a kernel's working file was not applied.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable
 
-from .events import Event, Notice, RunFinished
-
-_hits_lock = threading.Lock()
-_hits: set[str] = set()
-
-
-def cached_kernels() -> frozenset[str]:
-    """Return the names of the kernels this process got from TileLang's kernel cache (they ran no codegen)."""
-    with _hits_lock:
-        return frozenset(_hits)
+from .events import Event, RunFinished
 
 
 def _tables() -> list[dict]:
@@ -42,21 +35,20 @@ def _kernel_name(kernel: object) -> str:
 
 
 class CacheWatch:
-    """Listener wrapper: counts traced kernels; `check()` reports cache hits as notices."""
+    """Counts traced kernels (`seen(event)`); `check()` returns the kernels that came from the cache since."""
 
-    def __init__(self, emit: Callable[[Event], None]) -> None:
-        self.emit = emit
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._seen: set[tuple[int, object]] = {(id(t), k) for t in _tables() for k in list(t)}
         self._traced: Counter[str] = Counter()
 
-    def __call__(self, event: Event) -> None:
+    def seen(self, event: Event) -> None:
         if isinstance(event, RunFinished) and event.manifest.kernel:
             with self._lock:
                 self._traced[event.manifest.kernel] += 1
 
-    def check(self) -> int:
-        """Emit one 'cached' notice per kernel that came from the cache since the last check."""
+    def check(self) -> list[str]:
+        """Return the names of the kernels that came from the cache since the last check, in order."""
         hits = []
         with self._lock:
             for table in _tables():
@@ -69,10 +61,4 @@ class CacheWatch:
                         self._traced[name] -= 1
                     else:
                         hits.append(name)
-        with _hits_lock:
-            _hits.update(hits)
-        for name in hits:
-            self.emit(
-                Notice("cached", f"kernel {name} came from TileLang's kernel cache; no pass ran", kernel=name)
-            )
-        return len(hits)
+        return hits

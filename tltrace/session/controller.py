@@ -14,7 +14,6 @@ BUILTIN_TOOL_NAME = "lower_trace"
 
 _lock = threading.Lock()
 _installed: tuple[Settings, Callable[[Event], None]] | None = None
-_open: set[str] = set()  # invocations of this process still open: retention never removes them
 
 
 def silence_builtin_tracer() -> bool:
@@ -44,10 +43,7 @@ def install(settings: Settings, emit: Callable[[Event], None]) -> None:
 
     tool_cls = make_tool_class()
     with _lock:
-        if _installed is not None:
-            _open.discard(_installed[0].invocation)
         _installed = (settings, emit)
-        _open.add(settings.invocation)
 
         def factory() -> object:
             # Snapshot: a compilation keeps the settings it started with.
@@ -66,8 +62,6 @@ def uninstall() -> None:
     """Unregister the factory; a compilation already running finishes in its own session."""
     global _installed
     with _lock:
-        if _installed is not None:
-            _open.discard(_installed[0].invocation)
         _installed = None
     try:
         from tilelang.instrumentation import unregister_pass_instrumentation_tool  # type: ignore
@@ -80,12 +74,6 @@ def uninstall() -> None:
 def installed() -> Settings | None:
     with _lock:
         return _installed[0] if _installed else None
-
-
-def open_invocations() -> frozenset[str]:
-    """Return the ids of the invocations this process has open (installed and not yet uninstalled)."""
-    with _lock:
-        return frozenset(_open)
 
 
 # -- Ctrl+C --------------------------------------------------------------------

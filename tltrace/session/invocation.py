@@ -1,10 +1,26 @@
-"""One invocation: the events of its compiles pass through it, and it closes them.
+"""One invocation, and everything tltrace knows about it while it is open.
 
-An invocation is one `tltrace run` (one watch rerun is one), or one
-`tltrace.enable()` .. `disable()` span. It keeps the manifests of its finished
-compiles (the terminal's summary table reads them), and at its end it tells the
-listeners (`InvocationFinished`), then applies retention: `keep` N keeps the newest
-N invocations of the script, this one included, and says what went (`Pruned`).
+An invocation is one `tltrace run` (one watch rerun is one), one
+`tltrace.enable()` .. `disable()` span, or one test under `pytest --tltrace`.
+Its compiles share `settings.invocation` (the id). The `Invocation` object is the one
+owner of the state that lives as long as that id:
+
+- the manifests of its finished compiles (the terminal's summary table reads them);
+- its reconcile `ledger`: which working files its compiles reconciled and which
+  edits it has already reported (`reconcile.workflow.Ledger`);
+- with --use-cache, the kernels that came from TileLang's kernel cache (`cached`);
+- whether it is open: retention never removes an open invocation's runs.
+
+One lifecycle: `Invocation(settings, emit).open()`, then events pass through it
+(it is a listener wrapper), `rebind()` when `enable()` is called again inside the
+span (new settings and listeners, the same id and the same state), and `finish()`
+once: it says every edit it did not compile (NOT-APPLIED), tells the listeners
+(`InvocationFinished`), closes, and applies retention (`keep` N keeps the newest N
+invocations of the script, this one included; `Pruned` says what went).
+`close()` alone ends it without the reports (pytest's per-test invocations).
+
+The capture side finds the open invocation of a compile by its id (`find`); nothing
+is keyed by the identity of a Settings object.
 """
 
 from __future__ import annotations
@@ -13,58 +29,121 @@ import threading
 from collections.abc import Callable
 
 from ..config import Settings
-from .events import Event, InvocationFinished, Notice, Pruned, RunFinished
+from ..reconcile.workflow import Ledger, report_unapplied
+from .cachewatch import CacheWatch
+from .events import Event, InvocationFinished, Notice, Pruned, RunFinished, RunStarted
 from .records import RunManifest
+
+_registry_lock = threading.Lock()
+_open: dict[str, Invocation] = {}
+
+
+def find(invocation_id: str) -> Invocation | None:
+    """Return the open invocation with this id in this process, or None."""
+    with _registry_lock:
+        return _open.get(invocation_id)
+
+
+def open_ids() -> frozenset[str]:
+    """Return the ids of the invocations open in this process (retention never removes them)."""
+    with _registry_lock:
+        return frozenset(_open)
+
+
+def ledger_of(settings: Settings) -> Ledger | None:
+    """Return the reconcile ledger of the open invocation `settings` belongs to, or None."""
+    inv = find(settings.invocation)
+    return inv.ledger if inv is not None else None
 
 
 class Invocation:
-    """Listener wrapper for one invocation: forwards every event, remembers its finished compiles."""
+    """Listener wrapper for one invocation: forwards every event and owns the invocation's state."""
 
     def __init__(self, settings: Settings, emit: Callable[[Event], None]) -> None:
         self.settings = settings
         self._emit = emit
         self._lock = threading.Lock()
         self.runs: list[RunManifest] = []
+        self.ledger = Ledger()
+        self.cached: set[str] = set()
+        self._watch: CacheWatch | None = CacheWatch() if settings.use_cache else None
         self.finished = False
 
+    @property
+    def id(self) -> str:
+        return self.settings.invocation
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def open(self) -> Invocation:
+        """Register as open in this process (retention keeps it; its compiles find its ledger); return self."""
+        with _registry_lock:
+            _open[self.id] = self
+        return self
+
     def rebind(self, settings: Settings, emit: Callable[[Event], None]) -> None:
-        """Go on with new settings (same invocation id) and new listeners: enable() called again."""
+        """Go on with new settings and new listeners under the same id: enable() called again."""
+        if settings.invocation != self.id:
+            raise ValueError("rebind keeps the invocation id")
         with self._lock:
             self.settings, self._emit = settings, emit
+            if settings.use_cache and self._watch is None:
+                self._watch = CacheWatch()
 
-    def __call__(self, event: Event) -> None:
-        if isinstance(event, RunFinished) and event.manifest.invocation == self.settings.invocation:
-            with self._lock:
-                self.runs.append(event.manifest)
-        self._emit(event)
+    def close(self) -> None:
+        """Stop being open (idempotent); no report."""
+        with _registry_lock:
+            if _open.get(self.id) is self:
+                del _open[self.id]
 
     def finish(self, *, interrupted: bool = False, prune: bool = True) -> None:
-        """Tell the listeners the invocation is over, then prune older invocations (once)."""
+        """Say the unapplied edits, tell the listeners the invocation is over, close, then prune (once)."""
         with self._lock:
             if self.finished:
                 return
             self.finished = True
+        self.check_cache()
+        with self._lock:
             runs = tuple(self.runs)
-        self._report_unapplied()
-        self._emit(InvocationFinished(self.settings.invocation, runs, interrupted))
+        try:
+            report_unapplied(self.settings, self._emit, self.ledger, cached=frozenset(self.cached))
+            self._emit(InvocationFinished(self.id, runs, interrupted))
+        finally:
+            self.close()
         if prune and self.settings.keep > 0:
             self._prune()
 
-    def _report_unapplied(self) -> None:
-        """Say every edit this invocation did not compile (kernel not compiled, cache hit, tracing failed)."""
-        from ..reconcile.workflow import report_unapplied
-        from .cachewatch import cached_kernels
+    # -- events --------------------------------------------------------------------------------------
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self.check_cache()  # hits before this compile, in order
+        if isinstance(event, RunFinished) and event.manifest.invocation == self.id:
+            with self._lock:
+                self.runs.append(event.manifest)
+        if self._watch is not None:
+            self._watch.seen(event)
+        self._emit(event)
 
-        report_unapplied(self.settings, self._emit, cached=cached_kernels())
+    def check_cache(self) -> int:
+        """Emit one 'cached' notice per kernel that came from TileLang's kernel cache since the last check."""
+        if self._watch is None:
+            return 0
+        hits = self._watch.check()
+        with self._lock:
+            self.cached.update(hits)
+        for name in hits:
+            self._emit(
+                Notice("cached", f"kernel {name} came from TileLang's kernel cache; no pass ran", kernel=name)
+            )
+        return len(hits)
 
     def _prune(self) -> None:
         from ..history.retention import prune
 
         script_dir = self.settings.script_dir
         try:
-            # This invocation's own compiles are kept whatever the count says: a shorter
+            # Open invocations' compiles are kept whatever the count says: a shorter
             # invocation that started later and ended first must not make this one prune itself.
-            result = prune(script_dir, self.settings.keep, live={self.settings.invocation})
+            result = prune(script_dir, self.settings.keep, live=open_ids() | {self.id})
         except Exception as exc:  # retention must never turn a good run into a failed one
             self._emit(
                 Notice("warning", f"pruning old runs under {script_dir} failed ({type(exc).__name__}: {exc})")

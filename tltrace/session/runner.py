@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import TargetNotFound, UsageError
-from .events import Event, Notice, RunStarted, ScriptOutput
+from .events import Event, Notice, ScriptOutput
 
 
 @dataclass(frozen=True)
@@ -154,29 +154,16 @@ def run_target(
     from . import controller
     from .invocation import Invocation
 
-    invocation = Invocation(settings, emit)
+    invocation = Invocation(settings, emit).open()
     emit = invocation
     installed = False
-    watch = None
     if trace:
         reason = check_trace_dir(settings)
         if reason:
             emit(Notice("warning", reason))
         elif prepare_tilelang(settings, emit):
             try:
-                if settings.use_cache:
-                    from .cachewatch import CacheWatch
-
-                    watch = CacheWatch(emit)
-                    inner = emit
-
-                    def emit(event, _inner=inner, _watch=watch):  # noqa: ANN001
-                        if isinstance(event, RunStarted):
-                            _watch.check()  # hits before this compile, in order
-                        _watch(event)
-                        _inner(event)
-
-                controller.install(settings, emit)
+                controller.install(settings, invocation)
                 installed = True
             except Exception as exc:
                 emit(
@@ -217,8 +204,7 @@ def run_target(
         sys.argv, sys.path[:] = saved_argv, saved_path
         if installed:
             controller.uninstall()
-        if watch is not None:
-            watch.check()
+        invocation.check_cache()
         if output:
             emit(ScriptOutput(output))
         invocation.finish(interrupted=code == 130, prune=installed)

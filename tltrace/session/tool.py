@@ -710,6 +710,7 @@ def _kernel_name(s: TraceSession, event: Any) -> str:
 def _reconcile(s: TraceSession, event: Any, role: str | None, generated: str, ffi: str) -> Any:
     from ..reconcile.variant import variant_from_launch
     from ..reconcile.workflow import reconcile_codegen
+    from .invocation import ledger_of
 
     kernel = _kernel_name(s, event)
     # The launch read from the compile's input IR at its first pass (device and host share it);
@@ -729,6 +730,7 @@ def _reconcile(s: TraceSession, event: Any, role: str | None, generated: str, ff
         compiles_source=cg.compiles_source(ffi),
         backend=s.manifest.backend,
         variant=variant,
+        ledger=ledger_of(s.settings),
     )
     for w in outcome.warnings:
         s.warn(w)
