@@ -93,8 +93,11 @@ An invocation is one `tltrace run` (or one enable()..disable() span) with all
 its compiles. Only run directories under .run_records go, then the stored texts
 no remaining run uses; nothing is removed through a symbolic link. Working files
 (codegen_*.cpp), their .original/.latest files and backups are never touched, nor
-an invocation that is still running, in this process or another. What could not
-be removed is named on stderr, and the exit status is then 3.
+an invocation that is still running, in this process or another: its writers
+hold a lock that dies with them, so a run killed anywhere (another container,
+another host name) can go. Runs of older tltrace versions killed on another host
+cannot be asked; --force removes those. What could not be removed is named on
+stderr, and the exit status is then 3.
 DURATION: 30s, 10m, 12h, 7d, 2w, 1d12h (a bare number means days).
 """
 
@@ -914,6 +917,12 @@ def clean_cmd(
     ),
     remove_all: bool = typer.Option(False, "--all", help="Remove every run."),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Say what would be removed; remove nothing."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Also remove stale runs whose liveness cannot be asked: runs written before "
+        "tltrace's liveness lock by a process on another host (another container).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Remove old invocations (never working files, never a running one), then stored texts no run uses.
@@ -931,7 +940,14 @@ def clean_cmd(
             raise TltraceError(
                 f"{target} is one run; clean works on scripts (to remove just this run: rm -r {loc.run_dir})"
             )
-        result = clean(loc.script_dirs, keep=keep, older_than=seconds, remove_all=remove_all, dry_run=dry_run)
+        result = clean(
+            loc.script_dirs,
+            keep=keep,
+            older_than=seconds,
+            remove_all=remove_all,
+            dry_run=dry_run,
+            force=force,
+        )
     except TltraceError as exc:
         raise _fail(str(exc), exc.exit_code) from None
     if as_json:
@@ -943,7 +959,7 @@ def clean_cmd(
     for p in result.removed:
         typer.echo(f"{verb} {p}")
     for p in result.skipped_active:
-        _warn(f"kept {p}: its invocation is still running")
+        _warn(f"kept {p}: its invocation may still be running (an old run of another host: --force)")
     for line in result.failed:
         _warn(f"could not remove {line}")
     summary = (

@@ -7,7 +7,8 @@ Runs written before invocations were recorded (schema 1) count as one invocation
 What is never removed:
 - a compile of an invocation that is still running, in this process or another: a run
   still being written, a run whose writer process (pid, start time, host) still lives,
-  or an invocation this process has open;
+  or an invocation whose writers hold its lock (`session.liveness`), in any process
+  on any host: its lock goes with the process, so a run killed anywhere can go;
 - anything but `run_*` directories under `.run_records` and the unreferenced stored
   texts in `.run_records/.objects` (working files, baselines and backups stay);
 - anything reached through a symbolic link: a linked `.run_records` or `.objects` is
@@ -28,9 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UsageError
-from ..session.store import OBJECTS, RUN_RECORDS, time_of_id, tree_bytes
+from ..session import liveness
+from ..session.records import RUNNING
+from ..session.store import OBJECTS, RUN_RECORDS, tree_bytes
 from ..session.writer import writer_alive, writer_token
-from .runs import Run, is_active, load_run
+from .runs import Run, invocation_key, load_run, start_of, writer_may_live
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
@@ -100,19 +103,21 @@ def clean(
     dry_run: bool = False,
     now: float | None = None,
     live: set[str] | frozenset[str] | None = None,
+    force: bool = False,
 ) -> CleanResult:
     """Remove invocations of each script dir: beyond the newest `keep`, started over `older_than` s ago, or all.
 
     With both limits an invocation goes when either says so. `live` names invocations
-    to keep whatever the limits say (the caller's own); the invocations open in this
-    process are kept too. Returns what was removed.
+    to keep whatever the limits say (the caller's own). An invocation whose writers still
+    hold its lock is never removed; `force` also removes runs from before that lock whose
+    writer was on another host (they cannot be asked). Returns what was removed.
     """
     if keep is None and older_than is None and not remove_all:
         raise UsageError("say what to remove: --keep N, --older-than DURATION, or --all")
     if keep is not None and keep < 1:
         raise UsageError("--keep 0 would remove every run; say --all for that (--keep N keeps the newest N)")
     now = time.time() if now is None else now
-    live = set(live or ()) | _open_invocations()
+    live = set(live or ())
     result = CleanResult(dry_run=dry_run)
     for sd in script_dirs:
         _clean_script(
@@ -124,6 +129,7 @@ def clean(
             dry_run=dry_run,
             now=now,
             live=live,
+            force=force,
         )
     return result
 
@@ -135,15 +141,6 @@ def prune(
     if keep <= 0:
         return None
     return clean([script_dir], keep=keep, live=live)
-
-
-def _open_invocations() -> set[str]:
-    try:
-        from ..session.invocation import open_ids
-
-        return set(open_ids())
-    except Exception:
-        return set()
 
 
 def _own_dir(path: Path) -> bool:
@@ -164,6 +161,7 @@ def _clean_script(
     dry_run: bool,
     now: float,
     live: set[str],
+    force: bool = False,
 ) -> None:
     root = sd / RUN_RECORDS
     if not os.path.lexists(root):
@@ -174,7 +172,7 @@ def _clean_script(
             f"{link}: not a directory of tltrace's own (a symbolic link?); nothing removed there"
         )
         return
-    invocations = _invocations(root, live)
+    invocations = _invocations(root, live, force)
     doomed: list[_Invocation] = []
     for i, inv in enumerate(invocations):
         newer = len(invocations) - 1 - i  # how many invocations are newer than this one
@@ -205,6 +203,8 @@ def _clean_script(
         gone += inv_gone
         if inv_gone == len(inv.runs):
             inv_removed += 1
+            if not dry_run:
+                liveness.forget(root, inv.key)
     result.kept += total_runs - gone
     result.invocations_removed += inv_removed
     result.invocations_kept += len(invocations) - inv_removed
@@ -215,7 +215,7 @@ def _clean_script(
         result.failed.extend(errors)
 
 
-def _invocations(root: Path, live: set[str]) -> list[_Invocation]:
+def _invocations(root: Path, live: set[str], force: bool = False) -> list[_Invocation]:
     """Return the script's invocations, oldest first, each with its runs and whether it may still run."""
     me = writer_token()
     by_key: dict[str, _Invocation] = {}
@@ -229,26 +229,31 @@ def _invocations(root: Path, live: set[str]) -> list[_Invocation]:
         run = load_run(Path(e.path))
         m = run.manifest
         key = (m.invocation if m is not None else None) or run.run_id
-        started = time_of_id(key)
-        if started is None:
-            started = m.started if m is not None else (time_of_id(run.run_id) or _mtime(e.path))
+        started = start_of(run) or _mtime(e.path)  # absolute: time zones never reorder invocations
         inv = by_key.setdefault(key, _Invocation(key, started))
         inv.started = min(inv.started, started)
         inv.runs.append(run)
-        if key in live or _run_live(run, me):
+        if key in live or _run_live(run, me, force):
             inv.live = True
     return sorted(by_key.values(), key=lambda i: (i.started, i.key))
 
 
-def _run_live(run: Run, me: dict) -> bool:
-    """True when the run may still be written, or its invocation may still be running elsewhere."""
+def _run_live(run: Run, me: dict, force: bool = False) -> bool:
+    """True when the run may still be written, or its invocation may still be running elsewhere.
+
+    The invocation's lock decides (`session.liveness`); for runs from before it, the
+    writer's pid, start and host, where `force` drops a writer on another host.
+    """
+    held = liveness.state(run.path.parent, invocation_key(run))
+    if held is not None:
+        return held
     if run.manifest is None:  # no manifest yet: a run just being created counts while its pid lives
         return writer_alive(None, run.run_id)
-    if is_active(run):
+    if run.status == RUNNING and writer_may_live(run.path, run.manifest, force=force):
         return True
     writer = run.manifest.writer
     if isinstance(writer, dict) and {k: writer.get(k) for k in me} != me:
-        return writer_alive(writer, run.run_id)  # another process: its invocation may go on
+        return writer_may_live(run.path, run.manifest, force=force)  # another process: it may go on
     return False
 
 

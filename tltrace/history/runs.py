@@ -29,11 +29,20 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import RecordsError, UsageError
+from ..session import liveness
 from ..session.names import safe_component
 from ..session.records import READABLE_SCHEMA_VERSIONS, RUNNING, SCHEMA_VERSION, PassRecord, RunManifest
 from ..session.scripts import script_dir_for
-from ..session.store import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS, time_of_id, tree_bytes
-from ..session.writer import writer_alive
+from ..session.store import (
+    MANIFEST,
+    OBJECTS,
+    RECORDS_LOG,
+    RUN_RECORDS,
+    id_time_is_absolute,
+    time_of_id,
+    tree_bytes,
+)
+from ..session.writer import writer_alive, writer_token
 
 INTERRUPTED = "interrupted"  # shown for a run whose process is gone but never finished
 DAMAGED = "damaged"
@@ -209,7 +218,7 @@ def _script_dirs_under(path: Path) -> list[Path]:
 
 
 def run_dirs(script_dir: Path) -> list[Path]:
-    """Return the run directories of one script, oldest first (run ids sort by time)."""
+    """Return the run directories of one script, oldest first by the time in their ids."""
     root = Path(script_dir) / RUN_RECORDS
     try:
         entries = [p for p in root.iterdir() if p.name.startswith("run_") and p.is_dir()]
@@ -217,7 +226,19 @@ def run_dirs(script_dir: Path) -> list[Path]:
         return []
     except OSError as exc:
         raise RecordsError(f"cannot read {root} ({exc.strerror or exc})") from None
-    return sorted(entries, key=lambda p: p.name)
+    return sorted(entries, key=lambda p: (time_of_id(p.name) or 0.0, p.name))
+
+
+def start_of(run: Run) -> float:
+    """Return when a run started, as an absolute time (epoch seconds) wherever one is known.
+
+    A UTC ("Z") run id first (a damaged manifest cannot move it); for an older id of naive
+    local time, its manifest's `started` (absolute); else the id read as local time.
+    """
+    if id_time_is_absolute(run.run_id):
+        return time_of_id(run.run_id) or 0.0
+    t = safe_time(run.manifest.started) if run.manifest is not None else None
+    return t if t is not None else (run_id_time(run.run_id) or 0.0)
 
 
 # -- resolving RUN -----------------------------------------------------------
@@ -298,7 +319,7 @@ def _merge_log(run_dir: Path, manifest: RunManifest) -> RunManifest:
         known = {r.index: r for r in manifest.records}
         known.update({r.index: r for r in logged})
         manifest = manifest.with_records([known[k] for k in sorted(known)])
-    if not _writer_alive(manifest, run_dir.name):
+    if not writer_may_live(run_dir, manifest):
         manifest = replace(manifest, status=INTERRUPTED)
     return manifest
 
@@ -335,14 +356,27 @@ def _from_log_only(run_dir: Path) -> RunManifest:
     return _merge_log(run_dir, manifest)
 
 
-def _writer_alive(manifest: RunManifest, run_id: str) -> bool:
-    """True while the process that writes the run may still write it (pid and process start, not pid alone)."""
-    return writer_alive(manifest.writer, run_id)
+def writer_may_live(run_dir: Path, manifest: RunManifest | None, *, force: bool = False) -> bool:
+    """True while the invocation that writes the run may still write it.
+
+    The lock its writers hold decides (`session.liveness`), whatever host wrote it. A run
+    from before that lock falls back to the writer's pid, process start and host; a
+    writer on another host then counts as alive unless `force` (it cannot be asked).
+    """
+    run_dir = Path(run_dir)
+    key = (manifest.invocation if manifest is not None else None) or run_dir.name
+    held = liveness.state(run_dir.parent, key)
+    if held is not None:
+        return held
+    writer = manifest.writer if manifest is not None else None
+    if force and isinstance(writer, dict) and writer.get("host") not in (None, "", writer_token()["host"]):
+        return False
+    return writer_alive(writer, run_dir.name)
 
 
 def is_active(run: Run) -> bool:
     """Return True while the process that writes this run may still be writing it."""
-    return run.status == RUNNING and run.manifest is not None and _writer_alive(run.manifest, run.run_id)
+    return run.status == RUNNING and run.manifest is not None and writer_may_live(run.path, run.manifest)
 
 
 def load_run(run_dir: Path, *, size: bool = False) -> Run:
@@ -360,7 +394,9 @@ def list_runs(location: Location, *, size: bool = True, kernel: str | None = Non
         return [load_run(location.run_dir, size=size)]
     out: list[Run] = []
     for sd in location.script_dirs:
-        out.extend(load_run(p, size=size) for p in run_dirs(sd))
+        out.extend(
+            sorted((load_run(p, size=size) for p in run_dirs(sd)), key=lambda r: (start_of(r), r.run_id))
+        )
     if kernel is not None:
         out = [r for r in out if r.manifest is not None and r.manifest.kernel == kernel]
     return out
@@ -394,13 +430,7 @@ class Invocation:
 
     @property
     def started(self) -> float | None:
-        times = [
-            t
-            for t in (
-                safe_time(r.manifest.started) if r.manifest else run_id_time(r.run_id) for r in self.runs
-            )
-            if t is not None
-        ]
+        times = [t for t in (start_of(r) for r in self.runs) if t > 0]
         return min(times) if times else None
 
     @property
@@ -428,11 +458,11 @@ def invocation_key(run: Run) -> str:
 def group_invocations(runs: list[Run]) -> list[Invocation]:
     """Group one script's runs into invocations, oldest first, each with its compiles in start order.
 
-    Positions count from the newest (-1). Run ids sort by start time, so the order
-    never depends on a manifest's (possibly damaged) `started`.
+    Positions count from the newest (-1). Runs are ordered by an absolute start time
+    (`start_of`), never by an id's local time: a time zone or DST change cannot reorder them.
     """
     groups: dict[str, list[Run]] = {}
-    for r in sorted(runs, key=lambda r: r.run_id):
+    for r in sorted(runs, key=lambda r: (start_of(r), r.run_id)):
         groups.setdefault(invocation_key(r), []).append(r)
     ordered = list(groups.items())  # first compile's run id order
     n = len(ordered)

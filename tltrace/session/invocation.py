@@ -9,7 +9,8 @@ owner of the state that lives as long as that id:
 - its reconcile `ledger`: which working files its compiles reconciled and which
   edits it has already reported (`reconcile.workflow.Ledger`);
 - with --use-cache, the kernels that came from TileLang's kernel cache (`cached`);
-- whether it is open: retention never removes an open invocation's runs.
+- whether it is open: retention never removes an open invocation's runs (in another
+  process it reads the lock the invocation's writers hold, `session.liveness`).
 
 One lifecycle: `Invocation(settings, emit).open()`, then events pass through it
 (it is a listener wrapper), `rebind()` when `enable()` is called again inside the
@@ -30,6 +31,7 @@ from collections.abc import Callable
 
 from ..config import Settings
 from ..reconcile.workflow import Ledger, report_unapplied
+from . import liveness
 from .cachewatch import CacheWatch
 from .events import Event, InvocationFinished, Notice, Pruned, RunFinished, RunStarted
 from .records import RunManifest
@@ -90,10 +92,11 @@ class Invocation:
                 self._watch = CacheWatch()
 
     def close(self) -> None:
-        """Stop being open (idempotent); no report."""
+        """Stop being open (idempotent); no report. Its runs no longer count as running."""
         with _registry_lock:
             if _open.get(self.id) is self:
                 del _open[self.id]
+        liveness.release(self.id)
 
     def finish(self, *, interrupted: bool = False, prune: bool = True) -> None:
         """Say the unapplied edits, tell the listeners the invocation is over, close, then prune (once)."""

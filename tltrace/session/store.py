@@ -52,28 +52,52 @@ def text_hash(text: str) -> str:
     return h.hexdigest()
 
 
+# Ids carry their start time in UTC, marked with a "Z" after the microseconds, so that
+# they sort by an absolute time whatever the time zone (TZ, DST, a container and its host
+# sharing a trace dir). Ids written before that carry naive local time and no "Z"; they stay
+# readable (`time_of_id` reads them as local time), and ordering prefers the absolute
+# `started` of their manifests (history.runs.start_of).
+def _stamp(now: _dt.datetime | None) -> str:
+    now = now.astimezone(_dt.timezone.utc) if now is not None else _dt.datetime.now(_dt.timezone.utc)
+    return f"{now:%Y%m%d_%H%M%S_%f}Z"
+
+
 def new_run_id(now: _dt.datetime | None = None) -> str:
-    """Return a fresh run directory name: run_<YYYYMMDD_HHMMSS_ffffff>_<pid>_<uid>."""
-    now = now or _dt.datetime.now()
-    return f"run_{now:%Y%m%d_%H%M%S_%f}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    """Return a fresh run directory name: run_<YYYYMMDD_HHMMSS_ffffff>Z_<pid>_<uid> (UTC)."""
+    return f"run_{_stamp(now)}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+
+
+_ID_TIME = re.compile(r"^[a-z]+_(\d{8})_(\d{6})(?:_(\d{6}))?(Z?)")
 
 
 def time_of_id(identifier: str) -> float | None:
-    """Return the local time encoded in a run or invocation id (`<prefix>_YYYYMMDD_HHMMSS_ffffff_...`)."""
-    m = re.match(r"^[a-z]+_(\d{8})_(\d{6})(?:_(\d{6}))?", identifier)
+    """Return the start time (epoch seconds) a run or invocation id encodes, or None.
+
+    `<prefix>_YYYYMMDD_HHMMSS_ffffffZ_...` is UTC; without the "Z" (ids written before the
+    UTC ids) the time is naive local time, read in this machine's zone.
+    """
+    m = _ID_TIME.match(identifier)
     if not m:
         return None
     try:
         t = _dt.datetime.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S")
-    except ValueError:
+        if m.group(4):
+            t = t.replace(tzinfo=_dt.timezone.utc)
+        stamp = t.timestamp()
+    except (ValueError, OverflowError, OSError):
         return None
-    return t.timestamp() + (int(m.group(3)) / 1e6 if m.group(3) else 0.0)
+    return stamp + (int(m.group(3)) / 1e6 if m.group(3) else 0.0)
+
+
+def id_time_is_absolute(identifier: str) -> bool:
+    """Return True when an id's time is UTC (a "Z" id), False for a naive local one (or none)."""
+    m = _ID_TIME.match(identifier)
+    return bool(m and m.group(4))
 
 
 def new_invocation_id(now: _dt.datetime | None = None) -> str:
-    """Return a fresh invocation id: inv_<YYYYMMDD_HHMMSS_ffffff>_<pid>_<uid> (sorts by time)."""
-    now = now or _dt.datetime.now()
-    return f"inv_{now:%Y%m%d_%H%M%S_%f}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    """Return a fresh invocation id: inv_<YYYYMMDD_HHMMSS_ffffff>Z_<pid>_<uid> (UTC; sorts by time)."""
+    return f"inv_{_stamp(now)}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -24,6 +24,7 @@ from .. import __version__
 from ..config import Settings
 from ..diff import count_changes
 from . import codegen as cg
+from . import liveness
 from .controller import interrupted
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
 from .names import pass_display_name
@@ -200,6 +201,7 @@ class TraceSession:
         if self.store is None:
             store = RunStore(self.settings.claim_script_dir())
             store.open()
+            liveness.hold(store.records_root, self.settings.invocation)  # dropped at the invocation's end
             self.store = store
             self.manifest = replace(self.manifest, run_id=store.run_id)
             store.write_manifest(self.manifest)

@@ -18,7 +18,7 @@ from typing import Any
 # Set when tltrace is imported, before this process can have made any run: a run id
 # dated earlier that names our pid was made by another process with the same pid.
 _LOADED_AT = time.time()
-_RUN_ID = re.compile(r"^run_(\d{8})_(\d{6})_(\d{6})_(\d+)_")
+_RUN_ID = re.compile(r"^run_(\d{8})_(\d{6})_(\d{6})Z?_(\d+)_")
 _lock = threading.Lock()
 _token: dict[str, Any] | None = None
 _token_pid: int | None = None
@@ -104,6 +104,6 @@ def writer_alive(writer: dict[str, Any] | None, run_id: str | None = None) -> bo
 
 
 def pid_of_run_id(run_id: str) -> int | None:
-    """Return the pid a run id names (run_<date>_<time>_<us>_<pid>_<uid>), or None."""
+    """Return the pid a run id names (run_<date>_<time>_<us>[Z]_<pid>_<uid>), or None."""
     m = _RUN_ID.match(run_id)
     return int(m.group(4)) if m else None
