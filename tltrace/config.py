@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
+from .session.names import script_name_from_argv as script_name_from_argv  # re-exported
 from .session.store import new_invocation_id
 
 MODES = ("terminal", "html", "both")
@@ -58,17 +58,6 @@ def env_trace_dir(environ: dict[str, str] | None = None) -> str:
 def trace_dir_of(value: str | os.PathLike | None) -> Path:
     """Return the trace dir `value` names, else TL_LOWER_TRACE_DIR's, else the default (not made absolute)."""
     return Path(value) if value is not None else Path(env_trace_dir())
-
-
-def script_name_from_argv(argv0: str | None = None) -> str:
-    """Return the trace name for a program: the script's stem, never '-c'."""
-    argv0 = sys.argv[0] if argv0 is None else argv0
-    if not argv0 or argv0 in ("-c", "-"):
-        return "python_c" if argv0 == "-c" else "interactive"
-    stem = Path(argv0).stem
-    if stem == "__main__":
-        stem = Path(argv0).resolve().parent.name or stem
-    return stem or "interactive"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ import re
 import sys
 from typing import Any
 
-from .. import __version__, errors
+from .. import errors
+from .._version import __version__
 
 ENVIRONMENT = (
     (

@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 from typer.core import TyperGroup
 
-from .. import __version__
+from .._version import __version__
 from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
 from ..errors import TltraceError
 from .shared import (  # one `fail`, one --trace-dir for every command

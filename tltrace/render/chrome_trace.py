@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..history.profile import BACKEND, CompileTimes, invocation_of, timeline
 from ..session.records import RunManifest
 

@@ -76,22 +76,7 @@ def installed() -> Settings | None:
         return _installed[0] if _installed else None
 
 
-# -- Ctrl+C --------------------------------------------------------------------
-# SIGINT raises KeyboardInterrupt in whatever Python code runs next; during a compile
-# that is tltrace's pass callback, called from TVM's C++, which turns it into a
-# RuntimeError. The flag below remembers that the user pressed Ctrl+C, so that the
-# run is recorded and reported as interrupted (exit 130), not as a failed pass.
-_interrupted = threading.Event()
+# Ctrl+C: the flag lives in session/interrupt.py (the tool reads it too).
+from .interrupt import clear_interrupted, interrupted, mark_interrupted  # noqa: E402
 
-
-def mark_interrupted() -> None:
-    _interrupted.set()
-
-
-def clear_interrupted() -> None:
-    _interrupted.clear()
-
-
-def interrupted() -> bool:
-    """Return True once Ctrl+C was pressed during the current `tltrace run` invocation."""
-    return _interrupted.is_set()
+__all__ = ["clear_interrupted", "install", "installed", "interrupted", "mark_interrupted", "uninstall"]

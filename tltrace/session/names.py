@@ -10,7 +10,9 @@ The same rule also checks names read back from disk (`is_safe_component`).
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
+from pathlib import Path
 
 MAX_BYTES = 120  # well under the 255-byte limit of a file name, with room for suffixes
 
@@ -43,3 +45,14 @@ def pass_display_name(name: str) -> str:
         if name.startswith(prefix) and len(name) > len(prefix):
             return name[len(prefix) :]
     return name
+
+
+def script_name_from_argv(argv0: str | None = None) -> str:
+    """Return the trace name for a program: the script's stem, never '-c'."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    if not argv0 or argv0 in ("-c", "-"):
+        return "python_c" if argv0 == "-c" else "interactive"
+    stem = Path(argv0).stem
+    if stem == "__main__":
+        stem = Path(argv0).resolve().parent.name or stem
+    return stem or "interactive"

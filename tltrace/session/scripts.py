@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 
 from .._atomic import atomic_write, locked, remove_stale_temps
-from .names import is_safe_component, safe_component
+from .names import is_safe_component, safe_component, script_name_from_argv
 
 REGISTRY = ".tltrace-scripts.json"
 
@@ -119,8 +119,6 @@ def script_dir_for(trace_dir: str | os.PathLike, script: str | os.PathLike) -> P
     find their own directories; a `.py` path that does not exist here falls back to the
     plain name, and so does a bare name.
     """
-    from ..config import script_name_from_argv
-
     text = str(script)
     p = Path(text)
     name = script_name_from_argv(text)

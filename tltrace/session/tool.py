@@ -20,13 +20,13 @@ from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..config import Settings
 from ..diff import count_changes
 from . import codegen as cg
 from . import liveness
-from .controller import interrupted
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
+from .interrupt import interrupted
 from .names import pass_display_name
 from .records import CHANGED, CODEGEN, COMPLETE, ERROR, FAILED, NOOP, PassRecord, RunManifest
 from .signature import input_hash, launch_info, signature
