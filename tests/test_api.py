@@ -1,4 +1,4 @@
-"""The Python API against the spec's examples: lower_trace, enable/disable, create_pass_instrument."""
+"""The Python API against the examples of docs/api.md: lower_trace, enable/disable, create_pass_instrument."""
 
 from __future__ import annotations
 

@@ -125,11 +125,14 @@ def test_active_run_is_kept(td: Path) -> None:
 def test_usage_errors(run_cli, td: Path) -> None:
     for args, needle in (
         (("clean",), "--keep N"),
-        (("clean", "--keep", "0"), "--all"),
+        (("clean", "--keep", "0"), "--keep 0 keeps every invocation (as on 'tltrace run')"),
         (("clean", "--older-than", "soon"), "not a duration"),
     ):
         res = run_cli(*args[:1], "--trace-dir", str(td), *args[1:])
         assert res.exit_code == 2 and res.stderr.startswith("tltrace: error: ") and needle in res.stderr
+    # --keep 0 means "no limit" on clean as on run: with --older-than only the age decides.
+    res = run_cli("clean", "--trace-dir", str(td), "--keep", "0", "--older-than", "1000w", "--dry-run")
+    assert res.exit_code == 0 and "would remove 0 run(s)" in res.stdout, res.stdout + res.stderr
     run = run_dirs(td / "softmax")[0]
     res = run_cli("clean", str(run), "--all")
     assert res.exit_code == 2 and "rm -r" in res.stderr and run.is_dir()

@@ -1,4 +1,4 @@
-"""The three-way decision, row by row against the spec's table, and as a property."""
+"""The three-way decision, row by row against the table in docs/edit-recompile.md, and as a property."""
 
 from __future__ import annotations
 

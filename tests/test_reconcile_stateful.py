@@ -1,7 +1,7 @@
 """The file layer under random edit / change-the-kernel / rerun / resolve sequences (no TileLang).
 
 A model keeps what each working file and baseline should hold; every step checks the
-decision against the spec's table (computed here independently of decide.py) and that
+decision against the table in docs/edit-recompile.md (computed here independently of decide.py) and that
 every text a working file held when tltrace touched it is still on disk somewhere.
 """
 
@@ -31,7 +31,7 @@ TARGETS = st.sampled_from([(k, r) for k in KERNELS for r in ROLES])
 
 
 def expected_tag(baseline, working, generated):
-    """The spec's table, written out once more."""
+    """The decision table of docs/edit-recompile.md, written out once more."""
     if baseline is None:
         return "INIT-BACKUP" if working is not None else None
     if working is None:
@@ -264,7 +264,7 @@ def test_every_conflict_backup_is_kept(wf):
         out.path.write_text(f"edit {i}\n")
         assert run(f"g{i}\n").tag == "CONFLICT"
     w = files.WorkingFile(out.path)
-    assert w.bak.read_text() == "edit 3\n"  # the spec's name holds the newest
+    assert w.bak.read_text() == "edit 3\n"  # the documented name holds the newest
     assert w.original_bak.read_text() == "g2\n"
     assert [p.read_text() for p in w.backups()] == ["edit 3\n", "edit 2\n", "edit 1\n"]
     assert [p.read_text() for p in w.baseline_backups()] == ["g2\n", "g1\n", "g0\n"]

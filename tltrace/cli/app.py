@@ -1,6 +1,6 @@
 """The `tltrace` command line: parse, call the core, print, exit.
 
-Only the cli*.py modules print or exit; the core returns data and emits events.
+Only cli/ and render/ print, and only cli/ exits; the core returns data and emits events.
 """
 
 from __future__ import annotations

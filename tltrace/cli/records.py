@@ -907,7 +907,7 @@ def clean_cmd(
         None,
         "--keep",
         metavar="N",
-        help="Keep the newest N invocations (each with all its compiles) per script.",
+        help="Keep the newest N invocations (each with all its compiles) per script (0 keeps all, as on run).",
     ),
     older_than: Optional[str] = typer.Option(
         None,

@@ -107,15 +107,24 @@ def clean(
 ) -> CleanResult:
     """Remove invocations of each script dir: beyond the newest `keep`, started over `older_than` s ago, or all.
 
+    `keep` 0 means what it means on `tltrace run` and `enable()`: no limit (keep all).
+
     With both limits an invocation goes when either says so. `live` names invocations
     to keep whatever the limits say (the caller's own). An invocation whose writers still
     hold its lock is never removed; `force` also removes runs from before that lock whose
     writer was on another host (they cannot be asked). Returns what was removed.
     """
+    if keep is not None and keep < 0:
+        raise UsageError("--keep takes a count of 0 or more (0 keeps every invocation)")
+    if keep == 0:
+        keep = None  # one meaning everywhere (run, enable, clean): 0 sets no limit, it keeps all
+        if older_than is None and not remove_all:
+            raise UsageError(
+                "--keep 0 keeps every invocation (as on 'tltrace run'), so nothing would go; "
+                "say --all to remove every run, or --keep N to keep the newest N"
+            )
     if keep is None and older_than is None and not remove_all:
         raise UsageError("say what to remove: --keep N, --older-than DURATION, or --all")
-    if keep is not None and keep < 1:
-        raise UsageError("--keep 0 would remove every run; say --all for that (--keep N keeps the newest N)")
     now = time.time() if now is None else now
     live = set(live or ())
     result = CleanResult(dry_run=dry_run)

@@ -1,6 +1,6 @@
 """The three-way decision of edit-and-recompile, as a pure function over texts.
 
-`decide(baseline, working, generated)` implements the spec's table:
+`decide(baseline, working, generated)` implements the table in docs/edit-recompile.md:
 
 ==============================  =====================  ==================  ============
 situation                       working vs baseline    generated vs base   tag

@@ -486,7 +486,7 @@ def identity(kernel: str, variant: str | None) -> str:
 def kernel_suffix(layout: Layout, kernel: str, variant: str | None = None, label: str | None = None) -> str:
     """Return the stable file-name suffix of a kernel variant ('' for the first ever seen), recording it.
 
-    The first kernel keeps the spec's names; a further kernel gets `_<kernel>`; a further
+    The first kernel keeps the documented names (codegen_device.cpp); a further kernel gets `_<kernel>`; a further
     variant of a known kernel `_<kernel>_<label>`. A registry written by an older tltrace
     (keyed by kernel name alone) hands its entry to the first variant that asks.
     """

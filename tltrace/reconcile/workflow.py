@@ -6,7 +6,7 @@ working files are on; the file work happens in `files.py`, the decision in `deci
 Which file: a working file belongs to one kernel *variant*: the kernel's name plus a
 key read from the lowered module's launch shape (`variant.py`), never the order in
 which kernels compile. The registry in `files.py` gives the first variant ever seen the
-spec's names, a further kernel `codegen_<kernel>_device.cpp`, a further variant of a
+documented names (docs/edit-recompile.md), a further kernel `codegen_<kernel>_device.cpp`, a further variant of a
 kernel `codegen_<kernel>_<shape>_device.cpp`. Two compiles of one kernel at one launch shape
 share a file: a change of their code goes through the decision table, in one run (a
 notebook recompiling) as across runs.

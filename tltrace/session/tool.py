@@ -575,7 +575,7 @@ def make_tool_class() -> type:
             s = self.session
             if not s.manifest.target and isinstance(base_phase, str) and base_phase.startswith("pipeline_"):
                 s.manifest = replace(s.manifest, target=base_phase[len("pipeline_") :] or None)
-            # A second pipeline in one compile session is filed as run2_<phase>, as the spec labels it.
+            # A second pipeline in one compile session is filed as run2_<phase>.
             s.pipelines += 1
             if s.pipelines > 1 and isinstance(base_phase, str):
                 return pass_phase(f"run{s.pipelines}_{base_phase}")
