@@ -71,3 +71,28 @@ def test_tilelang_without_the_seam_is_one_line(tmp_path: Path) -> None:
     assert lines[0].startswith(f"tltrace: error: TileLang {have} has no ")
     assert f"needs TileLang >= {MIN_TILELANG}" in lines[0]
     assert not (tmp_path / "ran").exists()  # the script did not run untraced
+
+
+def test_enable_without_the_seam_is_one_line(tmp_path: Path) -> None:
+    """enable() checks the seam as `tltrace run` does: a UsageError of one line, not ModuleNotFoundError."""
+    venv = _noseam_venv()
+    code = (
+        "import tltrace\n"
+        "from tltrace.errors import UsageError\n"
+        "try:\n"
+        "    tltrace.enable(trace_dir='t')\n"
+        "except UsageError as exc:\n"
+        "    print('REFUSED', exc)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    p = subprocess.run(
+        [venv / "bin" / "python", "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    [line] = p.stdout.splitlines()
+    assert line.startswith("REFUSED TileLang ") and f"needs TileLang >= {MIN_TILELANG}" in line

@@ -153,15 +153,15 @@ def enable(
     settings = _settings(
         resolved, trace_dir, codegen_output, context=context, keep=keep, quiet=quiet, use_cache=use_cache
     )
-    try:
-        import tilelang  # type: ignore[import-not-found]  # noqa: F401
-    except ImportError:
+    from .session import controller
+
+    if importlib.util.find_spec("tilelang") is None:
         raise TltraceError(
             "enable() traces TileLang compilations and tilelang is not installed; "
             "for a plain TVM pipeline use tltrace.create_pass_instrument()"
-        ) from None
+        )
+    controller.set_up_tilelang(use_cache=use_cache)  # no seam: UsageError, one line
     from .render.listeners import Listeners
-    from .session import controller
     from .session.invocation import Invocation
 
     global _span
@@ -180,12 +180,6 @@ def enable(
         invocation = Invocation(settings, listeners).open()
     with _lock:
         _span = (settings, listeners, invocation)
-    controller.silence_builtin_tracer()  # two tracers would trace every pass twice
-    if not use_cache:
-        try:
-            tilelang.env.disable_cache()
-        except Exception:
-            os.environ["TILELANG_DISABLE_CACHE"] = "1"
     controller.install(settings, invocation)
 
 

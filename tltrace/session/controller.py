@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 
 from ..config import Settings
+from ..errors import TltraceError, UsageError
 from .events import Event
 
 TOOL_NAME = "tltrace"
@@ -32,6 +33,54 @@ def silence_builtin_tracer() -> bool:
     except Exception:
         pass
     return asked
+
+
+MIN_TILELANG = "0.1.14"  # the first release with the seam; pyproject's tilelang extra says the same
+
+
+def check_seam() -> None:
+    """Raise UsageError (one line) when the installed TileLang lacks the public pass-instrumentation seam."""
+    try:
+        from tilelang.instrumentation import register_pass_instrumentation_tool  # type: ignore  # noqa: F401
+    except ImportError:
+        try:
+            from importlib.metadata import version
+
+            have = version("tilelang")
+        except Exception:
+            have = "?"
+        raise UsageError(
+            f"TileLang {have} has no tilelang.instrumentation.register_pass_instrumentation_tool; "
+            f"tltrace needs TileLang >= {MIN_TILELANG} (pip install 'tilelang>={MIN_TILELANG},<0.2')"
+        ) from None
+
+
+def set_up_tilelang(*, use_cache: bool = False) -> list[str]:
+    """Make TileLang ready to be traced; return what to tell the user (info lines).
+
+    The one set-up behind `tltrace run`, `enable()` and `pytest --tltrace`: TileLang's
+    own tracer off (two tracers would trace every pass twice), its kernel cache off
+    unless `use_cache` (a cache hit runs no pass), TileLang imported, and its seam
+    checked. Raises TltraceError when TileLang cannot be imported, UsageError (exit 2,
+    one line) when it has no seam.
+    """
+    notes = []
+    if silence_builtin_tracer():
+        notes.append("TL_LOWER_TRACE is set: TileLang's built-in tracer stays off while tltrace traces")
+    if not use_cache:
+        os.environ["TILELANG_DISABLE_CACHE"] = "1"  # read at import
+    try:
+        import tilelang  # type: ignore[import-not-found]
+    except Exception as exc:
+        raise TltraceError(f"cannot import tilelang ({type(exc).__name__}: {exc})") from None
+    check_seam()
+    if not use_cache:
+        try:
+            tilelang.env.disable_cache()  # TileLang imported before the variable was set
+        except Exception:
+            pass
+    silence_builtin_tracer()
+    return notes
 
 
 def install(settings: Settings, emit: Callable[[Event], None]) -> None:

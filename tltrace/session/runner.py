@@ -16,6 +16,9 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import TargetNotFound, UsageError
+from .controller import MIN_TILELANG as MIN_TILELANG  # re-exported; the set-up lives in the controller
+from .controller import check_seam as check_seam
+from .controller import set_up_tilelang
 from .events import Event, Notice, ScriptOutput
 
 
@@ -96,43 +99,21 @@ def check_trace_dir(settings: Settings) -> str | None:
 
 
 def prepare_tilelang(settings: Settings, emit: Callable[[Event], None]) -> bool:
-    """Silence TileLang's own tracer, set the kernel cache, import TileLang; return True when usable."""
-    from .controller import silence_builtin_tracer
+    """Set TileLang up for tracing (`controller.set_up_tilelang`); return True when usable.
 
-    if silence_builtin_tracer():
-        emit(
-            Notice("info", "TL_LOWER_TRACE is set: TileLang's built-in tracer stays off while tltrace traces")
-        )
-    if not settings.use_cache:
-        os.environ["TILELANG_DISABLE_CACHE"] = "1"
+    No seam raises UsageError (exit 2); a TileLang that cannot be imported is a warning,
+    and the script runs untraced.
+    """
     try:
-        import tilelang  # noqa: F401  # type: ignore[import-not-found]
+        notes = set_up_tilelang(use_cache=settings.use_cache)
+    except UsageError:
+        raise
     except Exception as exc:
-        emit(Notice("warning", f"cannot import tilelang ({type(exc).__name__}: {exc}); running untraced"))
+        emit(Notice("warning", f"{exc}; running untraced"))
         return False
-    check_seam()
-    silence_builtin_tracer()
+    for note in notes:
+        emit(Notice("info", note))
     return True
-
-
-MIN_TILELANG = "0.1.14"  # the first release with the seam; pyproject's tilelang extra says the same
-
-
-def check_seam() -> None:
-    """Raise UsageError when the installed TileLang lacks the public pass-instrumentation seam."""
-    try:
-        from tilelang.instrumentation import register_pass_instrumentation_tool  # type: ignore  # noqa: F401
-    except ImportError:
-        try:
-            from importlib.metadata import version
-
-            have = version("tilelang")
-        except Exception:
-            have = "?"
-        raise UsageError(
-            f"TileLang {have} has no tilelang.instrumentation.register_pass_instrumentation_tool; "
-            f"tltrace needs TileLang >= {MIN_TILELANG} (pip install 'tilelang>={MIN_TILELANG},<0.2')"
-        ) from None
 
 
 def run_target(
