@@ -142,13 +142,14 @@ def watch_cmd(
 
 def _layout(script_or_dir: Optional[str], trace_dir: Optional[Path], codegen_output: Optional[Path]):
     """Return the working-file layout SCRIPT_OR_DIR names, accepting what `tltrace show` accepts."""
-    from ..reconcile.workflow import layout_at, script_dir_of
+    from ..history.resolve import script_dir
+    from ..reconcile.workflow import layout_at
 
     if codegen_output is not None:
         return layout_at(Path(), codegen_output.absolute())
     td = trace_dir_of(trace_dir).absolute()
     try:
-        return layout_at(script_dir_of(script_or_dir, td))
+        return layout_at(script_dir(script_or_dir, td))
     except TltraceError as exc:
         raise _fail(str(exc), exc.exit_code) from None
 

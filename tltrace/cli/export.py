@@ -30,9 +30,10 @@ The file opens in https://ui.perfetto.dev and chrome://tracing: one process per
 invocation, one track per compiling thread, each compile a slice holding its
 passes (nested passes inside their parent) and, after codegen, the backend build.
 Each pass's args carry its index, phase, status and +/- line counts.
-RUN is read as 'tltrace show' reads it: -1 (the newest invocation), -2, ..., an
-invocation id, or a run id (the whole invocation that compile belongs to is
-exported); --kernel NAME keeps only NAME's compiles.
+RUN is read as every command reads it (docs/runs.md, "Naming scripts, runs and
+compiles"): -1 (the newest invocation), -2, ..., an invocation id (that invocation),
+or a run id (that one compile); --kernel NAME keeps only NAME's compiles. Without
+RUN: the newest invocation of each script found.
 Exit status: 0; 2 for bad usage; 3 for missing or damaged records.
 """
 
@@ -99,21 +100,20 @@ def select_manifests(
     every_run: bool = False,
     kernel: str | None = None,
 ) -> list:
-    """Return the manifests to export: the invocation RUN names or belongs to (default: the newest), or every run."""
+    """Return the manifests to export: what the REF names (history.resolve.selected_runs), or every run."""
     from ..history import runs as R
+    from ..history.resolve import selected_runs
 
     target, run = R.split_target(target, run)  # 'export -2', 'export gemm.py:-2'
-    loc = R.locate(target, trace_dir)
     if every_run:
         if run is not None:
             raise UsageError("--all exports every run; drop the RUN argument")
+        loc = R.locate(target, trace_dir)
         found = [r for r in R.list_runs(loc, size=False, kernel=kernel) if r.manifest is not None]
         if not found:
             raise R.RecordsError(f"no readable runs under {loc.root or loc.script_dirs[0]}")
         return [r.manifest for r in found]
-    sel = R.open_selection(target, run, trace_dir, kernel)
-    chosen = sel.runs if kernel is not None else sel.invocation.runs
-    return [r.manifest for r in chosen if r.manifest is not None]
+    return [r.require() for r in selected_runs(target, run, trace_dir, kernel=kernel)]
 
 
 def write_json(data: Any, out: Path) -> Path | None:

@@ -1,8 +1,7 @@
 """`tltrace show --profile` and `tltrace show --format markdown`: where the compile time went.
 
-Selection: RUN as `tltrace show` reads it (-1/-2 an invocation, a run id one
-compile; markdown always shows the whole invocation); without RUN, the newest
-invocation of each located script. The numbers come from
+Selection: the one resolver (history.resolve.selected_runs; -1/-2 an invocation,
+a run id one compile); without RUN, the newest invocation of each located script. The numbers come from
 profile.py; this module only selects, formats and prints.
 """
 
@@ -13,8 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import RecordsError
-from ..history.profile import BACKEND, UNTIMED, Profile, fmt_seconds, invocation_of, profile
+from ..history.profile import BACKEND, UNTIMED, fmt_seconds, invocation_of, profile
 
 DEFAULT_TOP = 20
 MARKDOWN_TOP = 10
@@ -26,37 +24,12 @@ def select(
     trace_dir: Path,
     kernel: str | None,
     *,
-    whole_invocation: bool,
     compile_: str | None = None,
 ) -> list:
-    """Return the manifests to profile: what RUN selects (an invocation, or one compile by run id) or,
-    with whole_invocation, all of its invocation; without RUN, each script's newest invocation."""
-    from ..history import runs as R
+    """Return the manifests to profile or summarise: what the REF names (history.resolve.selected_runs)."""
+    from ..history.resolve import selected_runs
 
-    loc = R.locate(target, trace_dir)
-    if run is not None or loc.run_dir is not None or compile_ is not None:
-        if compile_ is not None and run is None and loc.run_dir is None:
-            run = "latest"
-        sel = R.open_selection(target, run, trace_dir, kernel, compile_)
-        narrowed = kernel is not None or compile_ is not None
-        chosen = sel.invocation.runs if whole_invocation and not narrowed else sel.runs
-        return [r.require() for r in chosen if r.manifest is not None]
-    out: list = []
-    for sd in loc.script_dirs:
-        invs = R.invocations(sd)
-        if not invs:
-            continue
-        runs = [r for r in invs[-1].runs if r.manifest is not None]
-        if kernel is not None:
-            runs = [r for r in runs if r.manifest is not None and r.manifest.kernel == kernel]
-        out.extend(r.manifest for r in runs)
-    if not out:
-        where = loc.root or loc.script_dirs[0]
-        what = f" of kernel {kernel!r}" if kernel else ""
-        raise RecordsError(
-            f"no readable runs{what} in the newest invocation under {where}; run 'tltrace run SCRIPT' first"
-        )
-    return out
+    return [r.require() for r in selected_runs(target, run, trace_dir, kernel=kernel, compile_=compile_)]
 
 
 def _scope(manifests: list) -> str:
@@ -210,9 +183,3 @@ def markdown(manifests: list, top: int | None) -> str:
             f"{fmt_seconds(row.max_s)} | {prof.share(row) * 100:.1f}% |"
         )
     return "\n".join(lines) + "\n"
-
-
-def profile_json(manifests: list, top: int | None) -> dict[str, Any]:
-    """Return the JSON `show --profile --json` prints (exposed for tests and the index report)."""
-    prof: Profile = profile(manifests)
-    return prof.to_json(DEFAULT_TOP if top is None else top, spread=len(manifests) > 1)

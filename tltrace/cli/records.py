@@ -235,9 +235,7 @@ def show_cmd(
         from . import profile as cli_profile
 
         try:
-            chosen = cli_profile.select(
-                target, run_spec, td, kernel, whole_invocation=not profile, compile_=compile_
-            )
+            chosen = cli_profile.select(target, run_spec, td, kernel, compile_=compile_)
         except TltraceError as exc:
             raise _fail(str(exc), exc.exit_code) from None
         if fmt == "markdown":

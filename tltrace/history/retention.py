@@ -33,7 +33,8 @@ from ..session import liveness
 from ..session.records import RUNNING
 from ..session.store import OBJECTS, RUN_RECORDS, tree_bytes
 from ..session.writer import writer_alive, writer_token
-from .runs import Run, invocation_key, load_run, start_of, writer_may_live
+from .invocations import invocation_key
+from .loading import Run, load_run, start_of, writer_may_live
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")

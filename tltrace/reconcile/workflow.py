@@ -57,7 +57,7 @@ class Unapplied:
 def layout_at(script_dir: Path, codegen_output: Any = None) -> files.Layout:
     """Return the working-file layout of a script dir, or of an explicit --codegen-output path.
 
-    The one resolver behind `tltrace run`, `watch` and `resolve-conflict`.
+    Which script dir an argument names is history.resolve's job (`script_dir`).
     """
     from ..config import DEFAULT
 
@@ -74,65 +74,6 @@ def layout_for(settings: Any, *, claim: bool = False) -> files.Layout:
     if out is not DEFAULT and out is not None:
         return layout_at(Path(out), out)
     return layout_at(settings.claim_script_dir() if claim else settings.script_dir)
-
-
-def _is_script_dir(d: Path) -> bool:
-    try:
-        return d.is_dir() and (
-            (d / ".run_records").is_dir()
-            or (d / files.REGISTRY_NAME).is_file()
-            or any(d.glob(f"{files.DEFAULT_STEM}*{files.EXT}*"))
-        )
-    except OSError:
-        return False
-
-
-def _script_dirs(root: Path) -> list[Path]:
-    try:
-        children = sorted(root.iterdir()) if root.is_dir() else []
-    except OSError:
-        return []
-    return [d for d in children if not d.name.startswith(".") and not d.is_symlink() and _is_script_dir(d)]
-
-
-def script_dir_of(arg: str | None, trace_dir: Path) -> Path:
-    """Return the script dir that a SCRIPT_OR_DIR argument names, in the forms `tltrace show` accepts.
-
-    None: the only script under `trace_dir`; a run dir, `.run_records`, script dir or trace
-    dir; a script path (looked up in the script registry) or a script name.
-    """
-    from ..errors import UsageError
-    from ..session import scripts
-
-    td = Path(trace_dir)
-    if arg is None:
-        dirs = _script_dirs(td)
-        if not dirs:
-            raise UsageError(f"no traced scripts under {td}; run 'tltrace run --mode both SCRIPT' first")
-        if len(dirs) > 1:
-            raise UsageError(
-                f"several traced scripts under {td}: {', '.join(d.name for d in dirs)}; name one"
-            )
-        return dirs[0]
-    p = Path(arg)
-    if p.is_dir() and not (p / "__main__.py").exists():
-        if p.name.startswith("run_") and p.parent.name == ".run_records":
-            return p.parent.parent.absolute()
-        if p.name == ".run_records":
-            return p.parent.absolute()
-        if _is_script_dir(p):
-            return p.absolute()
-        dirs = _script_dirs(p)
-        if len(dirs) == 1:
-            return dirs[0].absolute()
-        if dirs:
-            raise UsageError(f"several traced scripts under {p}: {', '.join(d.name for d in dirs)}; name one")
-    candidate = scripts.script_dir_for(td, arg)
-    if _is_script_dir(candidate) or p.suffix == ".py" or p.exists():
-        return candidate
-    raise UsageError(
-        f"no such script or trace dir: {arg} (looked in {td}); 'tltrace show' lists what is there"
-    )
 
 
 # -- per invocation: what was reconciled, and what was said --------------------

@@ -1,0 +1,229 @@
+"""One run on disk: where a script's runs are, loading a manifest, and whether its writer still lives.
+
+Layout (see session/store.py)::
+
+    <trace_dir>/<script>/.run_records/run_<YYYYMMDD_HHMMSS_ffffff>Z_<pid>_<uid>/manifest.json
+
+A *run* is one compile's record directory. Everything here reads; nothing writes. A
+damaged run raises RecordsError with one line that names the path and says what to do
+(`load_manifest`), or is a `Run` carrying that line (`load_run`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..errors import RecordsError
+from ..session import liveness
+from ..session.records import READABLE_SCHEMA_VERSIONS, RUNNING, SCHEMA_VERSION, PassRecord, RunManifest
+from ..session.store import MANIFEST, RECORDS_LOG, RUN_RECORDS, id_time_is_absolute, time_of_id, tree_bytes
+from ..session.writer import writer_alive, writer_token
+
+INTERRUPTED = "interrupted"  # shown for a run whose process is gone but never finished
+
+DAMAGED = "damaged"
+
+_LATEST_TIME = 1e11  # year ~5138: any later 'started' is garbage, not a time
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run directory and, once loaded, its manifest (or why it could not be read)."""
+
+    path: Path
+    manifest: RunManifest | None = None
+    problem: str | None = None  # one line when the run is damaged
+    size: int = 0
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def script_dir(self) -> Path:
+        return self.path.parent.parent
+
+    @property
+    def status(self) -> str:
+        if self.manifest is None:
+            return DAMAGED
+        return self.manifest.status
+
+    def require(self) -> RunManifest:
+        """Return the manifest, or raise RecordsError when the run is damaged."""
+        if self.manifest is None:
+            raise RecordsError(self.problem or f"run {self.path} cannot be read")
+        return self.manifest
+
+
+def is_run_dir(path: Path) -> bool:
+    return path.is_dir() and path.name.startswith("run_") and path.parent.name == RUN_RECORDS
+
+
+def is_script_dir(path: Path) -> bool:
+    return (path / RUN_RECORDS).is_dir()
+
+
+def run_dirs(script_dir: Path) -> list[Path]:
+    """Return the run directories of one script, oldest first by the time in their ids."""
+    root = Path(script_dir) / RUN_RECORDS
+    try:
+        entries = [p for p in root.iterdir() if p.name.startswith("run_") and p.is_dir()]
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise RecordsError(f"cannot read {root} ({exc.strerror or exc})") from None
+    return sorted(entries, key=lambda p: (time_of_id(p.name) or 0.0, p.name))
+
+
+def start_of(run: Run) -> float:
+    """Return when a run started, as an absolute time (epoch seconds) wherever one is known.
+
+    A UTC ("Z") run id first (a damaged manifest cannot move it); for an older id of naive
+    local time, its manifest's `started` (absolute); else the id read as local time.
+    """
+    if id_time_is_absolute(run.run_id):
+        return time_of_id(run.run_id) or 0.0
+    t = safe_time(run.manifest.started) if run.manifest is not None else None
+    return t if t is not None else (run_id_time(run.run_id) or 0.0)
+
+
+def load_manifest(run_dir: Path) -> RunManifest:
+    """Return the run's manifest, with records.jsonl merged in while it is running.
+
+    Raises RecordsError (one line, names the file, says what to do) when it is
+    missing, truncated, of another schema, or not a manifest at all.
+    """
+    run_dir = Path(run_dir)
+    mpath = run_dir / MANIFEST
+    log = run_dir / RECORDS_LOG
+    hint = f"remove it with 'rm -r {run_dir}' or 'tltrace clean'"
+    if not run_dir.is_dir():
+        raise RecordsError(f"run directory {run_dir} does not exist")
+    try:
+        text = mpath.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if log.is_file():
+            return _from_log_only(run_dir)
+        raise RecordsError(
+            f"run {run_dir.name} has no {MANIFEST} (damaged or never started); {hint}"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordsError(f"cannot read {mpath} ({getattr(exc, 'strerror', None) or exc}); {hint}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if log.is_file():
+            return _from_log_only(run_dir)
+        what = "empty" if not text.strip() else f"truncated or not JSON ({exc.msg} at char {exc.pos})"
+        raise RecordsError(f"manifest {mpath} is {what}; {hint}") from None
+    if not isinstance(data, dict):
+        raise RecordsError(f"manifest {mpath} is not a run manifest; {hint}")
+    version = data.get("schema_version")
+    if isinstance(version, bool) or version not in READABLE_SCHEMA_VERSIONS:
+        raise RecordsError(
+            f"manifest {mpath} has schema version {version!r}; this tltrace reads versions "
+            f"{READABLE_SCHEMA_VERSIONS} (writes {SCHEMA_VERSION}) (use the tltrace that wrote it, or {hint})"
+        )
+    try:
+        manifest = RunManifest.from_json(data)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise RecordsError(f"manifest {mpath} is damaged ({type(exc).__name__}: {exc}); {hint}") from None
+    if manifest.status == RUNNING:
+        manifest = _merge_log(run_dir, manifest)
+    return manifest
+
+
+def _read_log(run_dir: Path) -> list[PassRecord]:
+    """Return the records in records.jsonl; a torn last line (a killed writer) is skipped."""
+    out: dict[int, PassRecord] = {}
+    try:
+        lines = (run_dir / RECORDS_LOG).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            rec = PassRecord.from_json(json.loads(line))
+        except (ValueError, TypeError, KeyError):
+            continue
+        out[rec.index] = rec
+    return [out[k] for k in sorted(out)]
+
+
+def _merge_log(run_dir: Path, manifest: RunManifest) -> RunManifest:
+    logged = _read_log(run_dir)
+    if logged:
+        known = {r.index: r for r in manifest.records}
+        known.update({r.index: r for r in logged})
+        manifest = manifest.with_records([known[k] for k in sorted(known)])
+    if not writer_may_live(run_dir, manifest):
+        manifest = replace(manifest, status=INTERRUPTED)
+    return manifest
+
+
+def run_id_time(run_id: str) -> float | None:
+    """Return the start time (epoch seconds) encoded in a run or invocation id, or None when it holds none."""
+    return safe_time(time_of_id(run_id))
+
+
+def safe_time(value: object) -> float | None:
+    """Return `value` as epoch seconds when it is a plausible time (finite, 0 < t < year 5000), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    t = float(value)
+    if not math.isfinite(t) or t <= 0 or t >= _LATEST_TIME:
+        return None
+    return t
+
+
+def format_time(value: object) -> str:
+    """Return a local 'YYYY-MM-DD HH:MM:SS' for a manifest time, '?' for a missing or impossible one."""
+    t = safe_time(value)
+    if t is None:
+        return "?"
+    try:
+        return _dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S")
+    except (ValueError, OverflowError, OSError):
+        return "?"
+
+
+def _from_log_only(run_dir: Path) -> RunManifest:
+    started = run_id_time(run_dir.name) or 0.0
+    manifest = RunManifest(run_id=run_dir.name, script=run_dir.parent.parent.name, started=started)
+    return _merge_log(run_dir, manifest)
+
+
+def writer_may_live(run_dir: Path, manifest: RunManifest | None, *, force: bool = False) -> bool:
+    """True while the invocation that writes the run may still write it.
+
+    The lock its writers hold decides (`session.liveness`), whatever host wrote it. A run
+    from before that lock falls back to the writer's pid, process start and host; a
+    writer on another host then counts as alive unless `force` (it cannot be asked).
+    """
+    run_dir = Path(run_dir)
+    key = (manifest.invocation if manifest is not None else None) or run_dir.name
+    held = liveness.state(run_dir.parent, key)
+    if held is not None:
+        return held
+    writer = manifest.writer if manifest is not None else None
+    if force and isinstance(writer, dict) and writer.get("host") not in (None, "", writer_token()["host"]):
+        return False
+    return writer_alive(writer, run_dir.name)
+
+
+def is_active(run: Run) -> bool:
+    """Return True while the process that writes this run may still be writing it."""
+    return run.status == RUNNING and run.manifest is not None and writer_may_live(run.path, run.manifest)
+
+
+def load_run(run_dir: Path, *, size: bool = False) -> Run:
+    """Return the Run at run_dir; a damaged one carries `problem` instead of raising."""
+    try:
+        manifest, problem = load_manifest(run_dir), None
+    except RecordsError as exc:
+        manifest, problem = None, str(exc)
+    return Run(Path(run_dir), manifest, problem, tree_bytes(run_dir) if size else 0)

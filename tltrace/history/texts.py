@@ -1,0 +1,140 @@
+"""The texts a run's records name: per-pass files inside the run directory, stored objects by hash.
+
+Paths read from a manifest are resolved inside the run directory only, and stored
+texts by a validated hash inside `.run_records/.objects`: records on disk never make
+tltrace read elsewhere. Also: finding a record by a --pass NAME|INDEX.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ..errors import RecordsError, UsageError
+from ..session.records import PassRecord, RunManifest
+from ..session.store import OBJECTS, RUN_RECORDS
+from .loading import Run
+
+_HASH = re.compile(r"^[0-9a-f]{8,128}$")  # a stored text's name in .objects (session/store.text_hash)
+
+
+def record_path(run_dir: Path, rel: str | None) -> Path | None:
+    """Return the file a record's relative path names inside run_dir, or None when it would leave it.
+
+    Refused: absolute paths, '..' parts, and paths whose real location (symlinks
+    followed) is not under the run directory's real location.
+    """
+    if not rel or not isinstance(rel, str) or "\x00" in rel:
+        return None
+    parts = rel.replace("\\", "/").split("/")
+    if (
+        rel.startswith("/")
+        or any(p in ("..",) for p in parts)
+        or os.path.isabs(rel)
+        or (len(rel) > 1 and rel[1] == ":")
+    ):
+        return None
+    base = os.path.realpath(run_dir)
+    full = os.path.realpath(os.path.join(base, *[p for p in parts if p not in ("", ".")]))
+    if os.path.commonpath([base, full]) != base or full == base:
+        return None
+    return Path(full)
+
+
+def object_path(script_dir: Path, digest: str | None) -> Path | None:
+    """Return the stored text named by `digest` in the script's .objects, or None (bad hash, outside the tree)."""
+    if not digest or not isinstance(digest, str) or not _HASH.match(digest):
+        return None
+    root = os.path.realpath(Path(script_dir) / RUN_RECORDS)
+    full = os.path.realpath(os.path.join(Path(script_dir) / RUN_RECORDS, OBJECTS, digest))
+    if os.path.commonpath([root, full]) != root:
+        return None  # .objects (or the object) is a link out of the trace dir
+    return Path(full)
+
+
+def text_of(run_dir: Path, record: PassRecord, side: str, *, errors: str = "strict") -> str | None:
+    """Return one side ('before'/'after') of a record's text, or None when no copy is readable.
+
+    The per-pass file (inside the run dir) first, then the stored object by hash.
+    """
+    run_dir = Path(run_dir)
+    rel = record.before_file if side == "before" else record.after_file
+    digest = record.before_hash if side == "before" else record.after_hash
+    for p in (record_path(run_dir, rel), object_path(run_dir.parent.parent, digest)):
+        if p is None:
+            continue
+        try:
+            return p.read_text(encoding="utf-8", errors=errors)
+        except (OSError, UnicodeDecodeError):
+            continue
+    return None
+
+
+def read_text(run: Run, record: PassRecord, side: str) -> str:
+    """Return one side ('before' or 'after') of a record's text; RecordsError when no copy is left.
+
+    The per-pass file is a hard link into `.objects`; when the file was deleted
+    the stored object (by hash) still serves.
+    """
+    rel = record.before_file if side == "before" else record.after_file
+    digest = record.before_hash if side == "before" else record.after_hash
+    if rel is None and digest is None:
+        raise RecordsError(f"{record.name} (#{record.index}) has no {side} text (the pass failed)")
+    text = text_of(run.path, record, side)
+    if text is not None:
+        return text
+    if rel is not None and record_path(run.path, rel) is None:
+        raise RecordsError(
+            f"{record.name} (#{record.index}) names {side} file {rel!r} outside its run directory "
+            f"{run.path} (records tampered with); not read"
+        )
+    where = run.path / rel if rel else run.script_dir / RUN_RECORDS / OBJECTS / str(digest)
+    raise RecordsError(f"{where} is missing (run records damaged); rerun the script to record it again")
+
+
+def missing_files(run: Run) -> int:
+    """Return how many per-pass files a run's manifest names that are not (safely) on disk."""
+    n = 0
+    for rec in run.require().records:
+        for rel in (rec.before_file, rec.after_file):
+            if rel:
+                p = record_path(run.path, rel)
+                if p is None or not p.exists():
+                    n += 1
+    return n
+
+
+def find_record(manifest: RunManifest, spec: str) -> PassRecord:
+    """Return the record a --pass NAME|INDEX names: an index, 'phase/name', 'name', or 'name#k' (k-th)."""
+    spec = spec.strip()
+    if re.fullmatch(r"\d+", spec):
+        idx = int(spec)
+        for r in manifest.records:
+            if r.index == idx:
+                return r
+        raise UsageError(
+            f"no pass with index {idx} in run {manifest.run_id} (0..{len(manifest.records) - 1})"
+        )
+    name, occ = spec, 1
+    m = re.fullmatch(r"(.+)#(\d+)", spec)
+    if m:
+        name, occ = m.group(1), int(m.group(2))
+    phase = None
+    if "/" in name:
+        phase, name = name.split("/", 1)
+    hits = [r for r in manifest.records if r.name == name and (phase is None or r.phase == phase)]
+    if not hits:
+        low = name.lower()
+        hits = [r for r in manifest.records if low in r.name.lower() and (phase is None or r.phase == phase)]
+        names = sorted({r.name for r in hits})
+        if len(names) > 1:
+            raise UsageError(
+                f"pass {spec!r} matches several passes ({', '.join(names[:5])}); give the full name "
+                "or an index"
+            )
+    if not hits:
+        raise UsageError(f"no pass {spec!r} in run {manifest.run_id}; 'tltrace show' lists its passes")
+    if occ > len(hits) or occ < 1:
+        raise UsageError(f"pass {name!r} ran {len(hits)} time(s); '#{occ}' does not exist")
+    return hits[occ - 1]
