@@ -135,3 +135,49 @@ def open_page(browser):
     for ctx in contexts:
         ctx.close()
     assert not errors, errors
+
+
+# -- the quick loop: `pytest -m "not compile and not browser and not slow"` ----------------------------
+# A test is marked `compile` when it, or a fixture it uses, compiles with TileLang/TVM or traces a
+# script (the marks are read from the source, so a new test is classified without a list to keep).
+_COMPILES = (
+    "tilelang",
+    "tvm",
+    "make_add",
+    "compile_(",
+    "EXAMPLES",
+    "examples_dir",
+    "trace(",
+    "_traced(",
+    '"run",',
+    "'run',",
+    "tltrace run",
+    "lower_trace",
+    "enable(",
+)
+
+
+def _source(obj) -> str:
+    import inspect
+
+    try:
+        return inspect.getsource(obj)
+    except (OSError, TypeError):
+        return ""
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    seen: dict[object, bool] = {}
+
+    def compiles(obj) -> bool:
+        if obj not in seen:
+            text = _source(obj)
+            seen[obj] = any(k in text for k in _COMPILES)
+        return seen[obj]
+
+    for item in items:
+        func = getattr(item, "function", None)
+        defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
+        fixture_funcs = [d.func for ds in defs.values() for d in ds if d.baseid]  # tltrace's own fixtures
+        if (func is not None and compiles(func)) or any(compiles(f) for f in fixture_funcs):
+            item.add_marker(pytest.mark.compile)

@@ -104,19 +104,12 @@ def test_compile_report_links_back_and_switches_to_siblings(open_page, tmp_path:
     assert page.locator(f"#ix-body tr.ix-from[data-run='{runs[4].name}']").count() == 1
 
 
-def test_index_of_300_compiles_opens(open_page, tmp_path: Path, capsys):
+def test_index_of_300_compiles_opens(open_page, tmp_path: Path):
+    """Opens and sorts failures first (bench/report.py measures how fast)."""
     write_invocation(tmp_path, 300, passes=6, failing=(7, 150, 299))
-    index = tmp_path / REPORT_NAME
-    t0 = time.perf_counter()
-    page = open_page(index)
-    wall = time.perf_counter() - t0
-    ready_ms = int(page.evaluate("document.documentElement.dataset.readyMs"))
+    page = open_page(tmp_path / REPORT_NAME)
+    assert int(page.evaluate("document.documentElement.dataset.readyMs")) >= 0
     assert len(rows(page)) == 300 and [r["status"] for r in rows(page)[:3]] == ["failed"] * 3
-    with capsys.disabled():
-        print(
-            f"\n300-compile index: {index.stat().st_size / 1024:.0f} KB, ready {ready_ms} ms after navigation, "
-            f"open in a fresh context (goto + ready) {wall * 1000:.0f} ms"
-        )
 
 
 def test_compiles_of_a_killed_invocation_read_incomplete_once_the_index_is_stale(open_page, tmp_path: Path):

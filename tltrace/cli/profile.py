@@ -24,12 +24,12 @@ def select(
     trace_dir: Path,
     kernel: str | None,
     *,
-    compile_: str | None = None,
+    signature: str | None = None,
 ) -> list:
     """Return the manifests to profile or summarise: what the REF names (history.resolve.selected_runs)."""
     from ..history.resolve import selected_runs
 
-    return [r.require() for r in selected_runs(target, run, trace_dir, kernel=kernel, compile_=compile_)]
+    return [r.require() for r in selected_runs(target, run, trace_dir, kernel=kernel, signature=signature)]
 
 
 def _scope(manifests: list) -> str:

@@ -224,7 +224,7 @@ def show_cmd(
     td = _trace_dir(trace_dir)
     target: str | None = items[0] if items else None
     run_spec: str | None = items[1] if len(items) > 1 else None
-    compile_: str | None = items[2] if len(items) > 2 else None
+    signature_prefix: str | None = items[2] if len(items) > 2 else None
     target, run_spec = R.split_target(target, run_spec)  # 'show -2', 'show gemm.py:-2'
     if fmt not in (None, "table", "json", "markdown"):
         raise _fail(f"--format {fmt!r} is not one of table, json, markdown")
@@ -235,7 +235,7 @@ def show_cmd(
         from . import profile as cli_profile
 
         try:
-            chosen = cli_profile.select(target, run_spec, td, kernel, compile_=compile_)
+            chosen = cli_profile.select(target, run_spec, td, kernel, signature=signature_prefix)
         except TltraceError as exc:
             raise _fail(str(exc), exc.exit_code) from None
         if fmt == "markdown":
@@ -249,7 +249,7 @@ def show_cmd(
             if loc.run_dir is None:
                 _show_list(loc, kernel, as_json)
                 return
-        sel = R.open_selection(target, run_spec, td, kernel, compile_)
+        sel = R.open_selection(target, run_spec, td, kernel, signature_prefix)
         if html:
             _show_html(sel, as_json)
         elif pass_ is not None:
@@ -327,7 +327,9 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
         invs = []
         for group in by_script.values():
             n = len(group)
-            invs.extend((R.Invocation(inv.id, inv.runs, i - n), runs) for i, (inv, runs) in enumerate(group))
+            invs.extend(
+                (R.RecordedInvocation(inv.id, inv.runs, i - n), runs) for i, (inv, runs) in enumerate(group)
+            )
     if not invs and not as_json:  # e.g. after 'tltrace clean --all': say so, not a bare header
         where = loc.root or loc.script_dirs[0]
         if kernel is not None:

@@ -23,7 +23,7 @@ def label(m: RunManifest | None, run_id: str = "?") -> str:
 
 
 @dataclass(frozen=True)
-class Invocation:
+class RecordedInvocation:
     """One invocation of a script: its compiles (runs) in the order they started."""
 
     id: str
@@ -67,7 +67,7 @@ def invocation_key(run: Run) -> str:
     return m.invocation if m is not None and m.invocation else run.run_id
 
 
-def group_invocations(runs: list[Run]) -> list[Invocation]:
+def group_invocations(runs: list[Run]) -> list[RecordedInvocation]:
     """Group one script's runs into invocations, oldest first, each with its compiles in start order.
 
     Positions count from the newest (-1). Runs are ordered by an absolute start time
@@ -78,9 +78,9 @@ def group_invocations(runs: list[Run]) -> list[Invocation]:
         groups.setdefault(invocation_key(r), []).append(r)
     ordered = list(groups.items())  # first compile's run id order
     n = len(ordered)
-    return [Invocation(k, tuple(v), i - n) for i, (k, v) in enumerate(ordered)]
+    return [RecordedInvocation(k, tuple(v), i - n) for i, (k, v) in enumerate(ordered)]
 
 
-def invocations(script_dir: Path, *, size: bool = False) -> list[Invocation]:
+def invocations(script_dir: Path, *, size: bool = False) -> list[RecordedInvocation]:
     """Return the invocations of one script, oldest first."""
     return group_invocations([load_run(p, size=size) for p in run_dirs(script_dir)])

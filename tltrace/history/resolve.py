@@ -32,7 +32,7 @@ from ..reconcile.files import DEFAULT_STEM, EXT, REGISTRY_NAME
 from ..session.names import safe_component
 from ..session.scripts import script_dir_for
 from ..session.store import RUN_RECORDS
-from .invocations import Invocation, invocation_key, invocations, label
+from .invocations import RecordedInvocation, invocation_key, invocations, label
 from .loading import Run, is_run_dir, is_script_dir, load_run, run_dirs, start_of
 
 _RELATIVE = re.compile(r"^(?:latest|-\d+)$")
@@ -182,7 +182,7 @@ def list_runs(location: Location, *, size: bool = True, kernel: str | None = Non
 class Selection:
     """What a SCRIPT_OR_DIR [RUN] [COMPILE] (with --kernel) names: compiles of one invocation."""
 
-    invocation: Invocation
+    invocation: RecordedInvocation
     runs: tuple[Run, ...]  # the selected compiles (all of the invocation unless narrowed)
     spec: str = "latest"  # how the invocation was named, for messages
 
@@ -211,7 +211,7 @@ def _prefix_hits(items: list[tuple[str, _T]], spec: str) -> list[_T]:
 
 
 def _narrow(
-    inv: Invocation, runs: tuple[Run, ...], kernel: str | None, compile_: str | None, spec: str
+    inv: RecordedInvocation, runs: tuple[Run, ...], kernel: str | None, signature: str | None, spec: str
 ) -> tuple[Run, ...]:
     if kernel is not None:
         runs = tuple(r for r in runs if r.manifest is not None and r.manifest.kernel == kernel)
@@ -220,13 +220,13 @@ def _narrow(
                 f"no compile of kernel {kernel!r} in invocation {spec} of {inv.script_dir.name}; "
                 f"'tltrace show {inv.script_dir.name} {spec}' lists its compiles"
             )
-    if compile_ is not None:
-        hits = [r for r in runs if label(r.manifest, r.run_id).startswith(compile_)]
-        exact = [r for r in hits if label(r.manifest, r.run_id) == compile_]
+    if signature is not None:
+        hits = [r for r in runs if label(r.manifest, r.run_id).startswith(signature)]
+        exact = [r for r in hits if label(r.manifest, r.run_id) == signature]
         hits = exact if len(exact) == 1 else hits
         if not hits:
             raise UsageError(
-                f"no compile with signature {compile_!r} in invocation {spec} of "
+                f"no compile with signature {signature!r} in invocation {spec} of "
                 f"{inv.script_dir.name}; 'tltrace show {inv.script_dir.name} {spec}' lists them"
             )
         if len(hits) > 1:
@@ -234,7 +234,7 @@ def _narrow(
                 ", ..." if len(hits) > 3 else ""
             )
             raise UsageError(
-                f"signature prefix {compile_!r} matches {len(hits)} compiles ({names}); "
+                f"signature prefix {signature!r} matches {len(hits)} compiles ({names}); "
                 "give more of it, or a run id"
             )
         runs = tuple(hits)
@@ -242,7 +242,7 @@ def _narrow(
 
 
 def select(
-    script_dir: Path, spec: str | None = None, kernel: str | None = None, compile_: str | None = None
+    script_dir: Path, spec: str | None = None, kernel: str | None = None, signature: str | None = None
 ) -> Selection:
     """Resolve RUN (and COMPILE, --kernel) among one script's runs.
 
@@ -250,7 +250,7 @@ def select(
     a run id or a unique prefix of one (that compile alone); an invocation id or a
     unique prefix; else a signature prefix within the newest invocation. With
     `kernel`, -N counts only invocations that compiled `kernel`, and the compiles
-    are narrowed to it; `compile_` is a signature prefix (or kernel name) to narrow to.
+    are narrowed to it; `signature` is a signature prefix (or kernel name) to narrow to.
     """
     script_dir = Path(script_dir)
     invs = invocations(script_dir)
@@ -267,7 +267,7 @@ def select(
             )
     spec = (spec or "latest").strip()
     if spec in ("latest", "-1"):
-        return Selection(invs[-1], _narrow(invs[-1], invs[-1].runs, kernel, compile_, "-1"), "-1")
+        return Selection(invs[-1], _narrow(invs[-1], invs[-1].runs, kernel, signature, "-1"), "-1")
     if re.fullmatch(r"-\d+", spec):
         n = int(spec[1:])
         if n == 0:
@@ -276,12 +276,12 @@ def select(
             what = f"invocation(s) that compiled {kernel!r}" if kernel else "invocation(s)"
             raise UsageError(f"invocation {spec} does not exist: {script_dir.name} has {len(invs)} {what}")
         inv = invs[-n]
-        return Selection(inv, _narrow(inv, inv.runs, kernel, compile_, spec), spec)
+        return Selection(inv, _narrow(inv, inv.runs, kernel, signature, spec), spec)
     all_runs = [(r.run_id, (i, r)) for i in invs for r in i.runs]
     hits = _prefix_hits(all_runs, spec) or _prefix_hits(all_runs, f"run_{spec}")
     if len(hits) == 1:
         inv, one = hits[0]
-        return Selection(inv, _narrow(inv, (one,), kernel, compile_, spec), spec)
+        return Selection(inv, _narrow(inv, (one,), kernel, signature, spec), spec)
     if len(hits) > 1:
         first, second = hits[0][1].run_id, hits[1][1].run_id
         raise UsageError(
@@ -290,10 +290,10 @@ def select(
     inv_hits = _prefix_hits([(i.id, i) for i in invs if not i.legacy], spec)
     if len(inv_hits) == 1:
         inv = inv_hits[0]
-        return Selection(inv, _narrow(inv, inv.runs, kernel, compile_, spec), spec)
+        return Selection(inv, _narrow(inv, inv.runs, kernel, signature, spec), spec)
     if len(inv_hits) > 1:
         raise UsageError(f"invocation {spec!r} is ambiguous ({len(inv_hits)} match); give more of the id")
-    if compile_ is None and not spec.startswith("run_"):
+    if signature is None and not spec.startswith("run_"):
         # A signature prefix (or kernel name) in the newest invocation that has one.
         for inv in reversed(invs):
             if any(label(r.manifest, r.run_id).startswith(spec) for r in inv.runs):
@@ -314,7 +314,7 @@ def open_selection(
     run: str | None,
     trace_dir: str | os.PathLike,
     kernel: str | None = None,
-    compile_: str | None = None,
+    signature: str | None = None,
 ) -> Selection:
     """Resolve SCRIPT_OR_DIR + RUN (+ COMPILE, --kernel) to a Selection of loaded compiles."""
     loc = locate(arg, trace_dir)
@@ -324,8 +324,8 @@ def open_selection(
         r = load_run(loc.run_dir)
         r.require()
         siblings = [x for x in invocations(loc.script_dirs[0]) if any(y.path == r.path for y in x.runs)]
-        inv = siblings[0] if siblings else Invocation(invocation_key(r), (r,), -1)
-        sel = Selection(inv, _narrow(inv, (r,), kernel, compile_, r.run_id), r.run_id)
+        inv = siblings[0] if siblings else RecordedInvocation(invocation_key(r), (r,), -1)
+        sel = Selection(inv, _narrow(inv, (r,), kernel, signature, r.run_id), r.run_id)
     else:
         if len(loc.script_dirs) > 1:
             names = ", ".join(p.name for p in loc.script_dirs[:5])
@@ -333,7 +333,7 @@ def open_selection(
                 f"{loc.root} holds runs of several scripts ({names}); name one, "
                 f"e.g. 'tltrace show {loc.script_dirs[0].name} {run or 'latest'}'"
             )
-        sel = select(loc.script_dirs[0], run, kernel, compile_)
+        sel = select(loc.script_dirs[0], run, kernel, signature)
     for r in sel.runs:
         if len(sel.runs) == 1:
             r.require()
@@ -401,16 +401,16 @@ def selected_runs(
     trace_dir: str | os.PathLike,
     *,
     kernel: str | None = None,
-    compile_: str | None = None,
+    signature: str | None = None,
 ) -> list[Run]:
     """Return the readable compiles a REF names: with RUN, COMPILE or a run directory, the selection's
     compiles (a run id: that compile; an invocation: all of it); else each script's newest invocation."""
     target, run = split_target(target, run)
     loc = locate(target, trace_dir)
-    if run is not None or loc.run_dir is not None or compile_ is not None:
+    if run is not None or loc.run_dir is not None or signature is not None:
         if run is None and loc.run_dir is None:
             run = "latest"
-        sel = open_selection(target, run, trace_dir, kernel, compile_)
+        sel = open_selection(target, run, trace_dir, kernel, signature)
         return [r for r in sel.runs if r.require() is not None]
     out: list[Run] = []
     for sd in loc.script_dirs:

@@ -88,7 +88,7 @@ class CleanResult:
 
 
 @dataclass
-class _Invocation:
+class _OnDisk:
     key: str
     started: float
     runs: list[Run] = field(default_factory=list)
@@ -183,7 +183,7 @@ def _clean_script(
         )
         return
     invocations = _invocations(root, live, force)
-    doomed: list[_Invocation] = []
+    doomed: list[_OnDisk] = []
     for i, inv in enumerate(invocations):
         newer = len(invocations) - 1 - i  # how many invocations are newer than this one
         go = remove_all or (keep is not None and newer >= keep)
@@ -225,10 +225,10 @@ def _clean_script(
         result.failed.extend(errors)
 
 
-def _invocations(root: Path, live: set[str], force: bool = False) -> list[_Invocation]:
+def _invocations(root: Path, live: set[str], force: bool = False) -> list[_OnDisk]:
     """Return the script's invocations, oldest first, each with its runs and whether it may still run."""
     me = writer_token()
-    by_key: dict[str, _Invocation] = {}
+    by_key: dict[str, _OnDisk] = {}
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError:
@@ -240,7 +240,7 @@ def _invocations(root: Path, live: set[str], force: bool = False) -> list[_Invoc
         m = run.manifest
         key = (m.invocation if m is not None else None) or run.run_id
         started = start_of(run) or _mtime(e.path)  # absolute: time zones never reorder invocations
-        inv = by_key.setdefault(key, _Invocation(key, started))
+        inv = by_key.setdefault(key, _OnDisk(key, started))
         inv.started = min(inv.started, started)
         inv.runs.append(run)
         if key in live or _run_live(run, me, force):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..errors import RecordsError as RecordsError
 from ..errors import UsageError as UsageError
-from .invocations import Invocation as Invocation
+from .invocations import RecordedInvocation as RecordedInvocation
 from .invocations import group_invocations as group_invocations
 from .invocations import invocation_key as invocation_key
 from .invocations import invocations as invocations
