@@ -37,7 +37,3 @@ class RecordsError(TltraceError):
     """Run records are missing or damaged."""
 
     exit_code = EXIT_RECORDS
-
-
-class MergeConflict(TltraceError):
-    exit_code = EXIT_CONFLICT

@@ -98,7 +98,8 @@ Examples:
 
 Options may stand before SCRIPT or right after it; the script's own arguments
 follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
---trace-dir. Exit status: the script's own; 1 when it raises; 2 for bad usage.
+--trace-dir. Exit status: the script's own; 1 when it raises; 2 for bad usage;
+130 after Ctrl+C (the run is recorded as interrupted).
 """
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl  # tltrace is POSIX-only (_atomic.py locks the same way)
 import hashlib
 import json
 import os
@@ -50,11 +51,6 @@ from ..session.events import Event, InvocationFinished, Notice, PassRecorded, Ru
 from ..session.records import FAILED, PassRecord, RunManifest
 from ..session.store import RUN_RECORDS, text_hash
 from .safejson import script_json
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: threads of one process are still serialised
-    fcntl = None  # type: ignore[assignment]
 
 REPORT_NAME = "report.html"
 _META_FIELDS = (
@@ -300,9 +296,6 @@ def index_rows(path: Path) -> list[dict[str, Any]]:
 @contextlib.contextmanager
 def _file_lock(script_dir: Path) -> Iterator[None]:
     """Hold an exclusive lock on `<script_dir>/.report.lock` (several processes of one invocation)."""
-    if fcntl is None:  # pragma: no cover
-        yield
-        return
     fd = os.open(Path(script_dir) / INDEX_LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
