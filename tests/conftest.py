@@ -154,6 +154,9 @@ _COMPILES = (
     "tltrace run",
     "lower_trace",
     "enable(",
+    "disable(",
+    '"watch",',
+    "'watch',",
 )
 
 
@@ -185,19 +188,44 @@ FLOORS_MODULES = {
 
 
 def pytest_collection_modifyitems(config, items) -> None:
+    import inspect
+    import re
+
     seen: dict[object, bool] = {}
 
-    def compiles(obj) -> bool:
-        if obj not in seen:
+    def compiles(obj, module=None, depth: int = 2) -> bool:
+        """The source of `obj`, and of the module-level helpers it calls (two levels), compiles."""
+        key = (obj, depth)
+        if key not in seen:
+            seen[key] = False  # a helper calling itself
             text = _source(obj)
-            seen[obj] = any(k in text for k in _COMPILES)
-        return seen[obj]
+            hit = any(k in text for k in _COMPILES)
+            if not hit and module is not None:  # a script kept in a module-level string, e.g. SCRIPT
+                for name in set(re.findall(r"\b([A-Z][A-Z0-9_]+)\b", text)):
+                    value = getattr(module, name, None)
+                    if isinstance(value, str) and any(k in value for k in _COMPILES):
+                        hit = True
+                        break
+            if not hit and module is not None and depth > 0:
+                for name in set(re.findall(r"\b([A-Za-z_]\w*)\(", text)):
+                    helper = getattr(module, name, None)
+                    if (
+                        inspect.isfunction(helper)
+                        and helper.__module__ == module.__name__
+                        and helper is not obj
+                    ):
+                        if compiles(helper, module, depth - 1):
+                            hit = True
+                            break
+            seen[key] = hit
+        return seen[key]
 
     for item in items:
         func = getattr(item, "function", None)
+        module = getattr(item, "module", None)
         defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
         fixture_funcs = [d.func for ds in defs.values() for d in ds if d.baseid]  # tltrace's own fixtures
-        if (func is not None and compiles(func)) or any(compiles(f) for f in fixture_funcs):
+        if (func is not None and compiles(func, module)) or any(compiles(f, module) for f in fixture_funcs):
             item.add_marker(pytest.mark.compile)
         if Path(str(item.fspath)).stem in FLOORS_MODULES:
             item.add_marker(pytest.mark.floors)

@@ -63,7 +63,7 @@ def _manifest() -> RunManifest:
         run_id=new_run_id(),
         script="s",
         kernel="add",
-        command=["tltrace", "run", "s.py"],
+        command=["python", "s.py"],
         started=1.0,
         finished=2.0,
         status="complete",
