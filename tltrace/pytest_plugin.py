@@ -264,6 +264,10 @@ class _Tracer:
                 collect_garbage(records)
             except OSError:
                 pass
+            if test.invocation is not None:
+                from .session import liveness
+
+                liveness.forget(records, test.invocation.id)  # its lock file (the lock is released)
         self.removed += 1
 
     # -- what the user reads -------------------------------------------------------------------------

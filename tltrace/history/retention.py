@@ -193,6 +193,7 @@ def _clean_script(
             doomed.append(inv)
     total_runs = sum(len(inv.runs) for inv in invocations)
     gone = inv_removed = 0
+    emptied: set[str] = set()
     for inv in doomed:
         if inv.live:
             result.skipped_active.extend(r.path for r in inv.runs)
@@ -213,11 +214,12 @@ def _clean_script(
         gone += inv_gone
         if inv_gone == len(inv.runs):
             inv_removed += 1
-            if not dry_run:
-                liveness.forget(root, inv.key)
+            emptied.add(inv.key)
     result.kept += total_runs - gone
     result.invocations_removed += inv_removed
     result.invocations_kept += len(invocations) - inv_removed
+    if not dry_run:  # lock files of invocations with no run left (removed by hand, or above)
+        liveness.forget_others(root, {inv.key for inv in invocations} - emptied)
     if gone and not dry_run:
         n, freed, errors = collect_garbage(root)
         result.objects_removed += n

@@ -137,3 +137,14 @@ def forget(records_root: Path, invocation: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def forget_others(records_root: Path, keep: set[str]) -> None:
+    """Remove the free lock files of invocations not in `keep` (no run of theirs is left)."""
+    try:
+        names = os.listdir(Path(records_root) / LIVE)
+    except OSError:
+        return
+    for name in names:
+        if name not in keep:
+            forget(records_root, name)
