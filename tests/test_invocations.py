@@ -20,7 +20,7 @@ from ._records import copy_tree, read_manifest, run_dirs, trace
 
 def _clone(src: Path, records: Path, n: int, **fields) -> Path:
     """Copy run `src` to the n-th new run id under `records`, with manifest fields replaced."""
-    dest = records / f"run_20260101_0000{n:02d}_000000_1_{n:08x}"
+    dest = records / f"run_20260101_0000{n:02d}_000000Z_1_{n:08x}"  # UTC ids: they give the order
     shutil.copytree(src, dest)
     mpath = dest / "manifest.json"
     data = read_manifest(mpath.parent)

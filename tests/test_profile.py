@@ -244,19 +244,25 @@ def _validate_trace_event_format(trace: dict) -> None:
     jsonschema.validate(trace, TRACE_EVENT_SCHEMA)
 
 
-def test_export_writes_the_invocation_of_a_run(threaded, tmp_path: Path):
+def test_export_reads_run_as_every_command_does(threaded, tmp_path: Path):
+    """One grammar: a run id is that one compile, an invocation id (or -1) the whole invocation."""
     td, trace, manifests = threaded
     out = tmp_path / "export.json"
-    one = manifests[1].run_id  # a run id: the whole invocation it belongs to is exported
+    one = manifests[1].run_id
     res = _cli("export", "--trace-dir", str(td), "pool", one, "--chrome-trace", str(out))
     assert res.exit_code == 0, res.output
-    assert "3 compile(s)" in res.stderr
+    assert "(1 compile(s))" in res.stderr
     data = json.loads(out.read_text())
     _validate_trace_event_format(data)
-    runs = sorted(e["args"]["run_id"] for e in data["traceEvents"] if e.get("cat") == "compile")
+    assert [e["args"]["run_id"] for e in data["traceEvents"] if e.get("cat") == "compile"] == [one]
+    res = _cli("export", "--trace-dir", str(td), "pool", manifests[1].invocation, "--chrome-trace", str(out))
+    assert res.exit_code == 0 and f"({len(manifests)} compile(s))" in res.stderr, res.output
+    runs = sorted(
+        e["args"]["run_id"] for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "compile"
+    )
     assert runs == sorted(m.run_id for m in manifests)
     res = _cli("export", "--trace-dir", str(td), "pool", "--chrome-trace", "-")
-    assert json.loads(res.stdout)["otherData"]["compiles"] == 3
+    assert json.loads(res.stdout)["otherData"]["compiles"] == len(manifests)
 
 
 @pytest.mark.parametrize(
