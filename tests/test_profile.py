@@ -466,19 +466,11 @@ def test_profile_view_of_the_invocation_index(threaded, open_page):
 
 
 @pytest.mark.browser
-def test_profile_view_of_a_500_pass_report(open_page, tmp_path: Path, capsys):
-    """Prints the report's size and open time with the profile view in (targets: docs/benchmarks.md)."""
+def test_profile_view_of_a_500_pass_report(open_page, tmp_path: Path):
+    """The profile view draws every pass of a 500-pass report (bench/report.py measures how fast)."""
     from .synthetic import write_synthetic_report
 
     report = write_synthetic_report(500, tmp_path / "synthetic")
     page = open_page(report)
-    ready = int(page.evaluate("document.documentElement.dataset.readyMs"))
-    t0 = page.evaluate("performance.now()")
     page.click("#tl-profile-btn")
-    drawn = page.evaluate("performance.now()") - t0
     assert page.locator(".tl-prof-bar").count() == 500
-    with capsys.disabled():
-        print(
-            f"\n500-pass report: {report.stat().st_size / 1e6:.2f} MB, ready {ready} ms after navigation, "
-            f"profile view drawn in {drawn:.0f} ms"
-        )
