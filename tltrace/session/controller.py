@@ -1,4 +1,4 @@
-"""Install and remove tltrace's tool in TileLang's instrumentation registry."""
+"""TileLang and tltrace: the one set-up (set_up_tilelang), and installing and removing the tool at the seam."""
 
 from __future__ import annotations
 
@@ -9,6 +9,20 @@ from collections.abc import Callable
 from ..config import Settings
 from ..errors import TltraceError, UsageError
 from .events import Event
+from .interrupt import clear_interrupted, interrupted, mark_interrupted  # the Ctrl+C flag, re-exported
+
+__all__ = [
+    "MIN_TILELANG",
+    "check_seam",
+    "clear_interrupted",
+    "install",
+    "installed",
+    "interrupted",
+    "mark_interrupted",
+    "set_up_tilelang",
+    "silence_builtin_tracer",
+    "uninstall",
+]
 
 TOOL_NAME = "tltrace"
 BUILTIN_TOOL_NAME = "lower_trace"
@@ -123,9 +137,3 @@ def uninstall() -> None:
 def installed() -> Settings | None:
     with _lock:
         return _installed[0] if _installed else None
-
-
-# Ctrl+C: the flag lives in session/interrupt.py (the tool reads it too).
-from .interrupt import clear_interrupted, interrupted, mark_interrupted  # noqa: E402
-
-__all__ = ["clear_interrupted", "install", "installed", "interrupted", "mark_interrupted", "uninstall"]

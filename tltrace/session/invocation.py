@@ -47,7 +47,7 @@ def find(invocation_id: str) -> Invocation | None:
 
 
 def open_ids() -> frozenset[str]:
-    """Return the ids of the invocations open in this process (retention never removes them)."""
+    """Return the ids of the invocations open in this process (an invocation's own pruning keeps them)."""
     with _registry_lock:
         return frozenset(_open)
 
