@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .records import PassRecord, RunManifest
+from .sourcemap import LineMap
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class PassRecorded:
     before: str
     after: str
     run_dir: Path
+    before_map: LineMap | None = None  # source maps of the two texts (session/sourcemap.py)
+    after_map: LineMap | None = None
 
 
 @dataclass(frozen=True)

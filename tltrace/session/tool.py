@@ -25,6 +25,7 @@ from ..config import Settings
 from ..diff import count_changes
 from . import codegen as cg
 from . import liveness
+from . import sourcemap as sm
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
 from .interrupt import interrupted
 from .names import pass_display_name
@@ -112,6 +113,9 @@ class TraceSession:
         self._last_text: str | None = None
         self._last_head: tuple | None = None  # (attrs, function map, global infos) of the last print
         self._last_items: tuple | None = None  # ((global_var, func), ...) of that map, once walked
+        self.last_map: sm.LineMap | None = None  # the source map of the text text_of returned last
+        self._source_map = sm.enabled()
+        self._maplog: sm.MapLog | None = None
         self.edited = False
         self.pipelines = 0  # backend pipelines entered in this compile session
         self._listener_failed = False
@@ -233,13 +237,23 @@ class TraceSession:
             if items is not None and self._last_items is not None and _same_items(items, self._last_items):
                 self._last_head, self._last_items = head, items
                 return self._last_text or ""
-        text = str(mod)
+        if self._source_map:
+            text, self.last_map = sm.print_module(mod)
+        else:
+            text = str(mod)
         self._last_text, self._last_head, self._last_items = text, head, None
         return text
 
     # -- records -------------------------------------------------------------
-    def add_record(self, record: PassRecord, before: str, after: str, ext_after: str = "tir") -> PassRecord:
-        """Store both texts, log the record, and tell the listeners."""
+    def add_record(
+        self,
+        record: PassRecord,
+        before: str,
+        after: str,
+        ext_after: str = "tir",
+        maps: tuple[sm.LineMap | None, sm.LineMap | None] = (None, None),
+    ) -> PassRecord:
+        """Store both texts (and their source maps), log the record, and tell the listeners."""
         store = self._ensure_store()
         bh = text_hash(before)
         ah = bh if after == before else text_hash(after)
@@ -255,8 +269,19 @@ class TraceSession:
         with self._lock:
             self.records.append(record)
         store.append_record(record)
-        self.emit(PassRecorded(self.manifest, record, before, after, store.run_dir))
+        if maps != (None, None):
+            self._log_maps(store, record, maps)
+        self.emit(PassRecorded(self.manifest, record, before, after, store.run_dir, *maps))
         return record
+
+    def _log_maps(self, store: RunStore, record: PassRecord, maps: tuple) -> None:
+        try:
+            if self._maplog is None:
+                self._maplog = sm.MapLog(store.run_dir)
+            self._maplog.record(record.index, maps[0], maps[1] if record.after_file else None)
+        except Exception as exc:  # the records stand without their maps
+            self._source_map = False
+            self.warn(f"source maps stopped for this kernel: {type(exc).__name__}: {exc}")
 
     def pass_record(
         self,
@@ -271,6 +296,7 @@ class TraceSession:
         error: BaseException | str | None = None,
         pending_error: bool = False,
         start: float | None = None,
+        maps: tuple[sm.LineMap | None, sm.LineMap | None] = (None, None),
     ) -> None:
         if self.broken:
             return
@@ -295,7 +321,7 @@ class TraceSession:
                 error=error_text(error) if status == FAILED and not pending_error else None,
                 start_s=round(start - self.t0, 6) if start is not None else None,
             )
-            rec = self.add_record(rec, before, after if after is not None else before)
+            rec = self.add_record(rec, before, after if after is not None else before, maps=maps)
             if pending_error:
                 self.failed_pending.append(rec.index)
         except Exception as exc:
@@ -327,6 +353,8 @@ class TraceSession:
             )
             self.store.write_manifest(self.manifest)
             self.store.close()
+            if self._maplog is not None:
+                self._maplog.close()
             self.emit(RunFinished(self.manifest, self.store.run_dir, self.store.script_dir))
         except Exception as exc:
             self._guard("finishing the run", exc)
@@ -358,7 +386,7 @@ class _Observer:
             text = s.text_of(mod)
             if s.manifest.input_hash is None:
                 s.note_input(mod, text)
-            return (name, text, time.perf_counter())
+            return (name, text, time.perf_counter(), s.last_map)
         except Exception as exc:
             s._guard(f"capturing the IR before {event.name}", exc)
             return None
@@ -367,7 +395,7 @@ class _Observer:
         s = self.session
         if state is None or s.broken:
             return
-        name, before, t0 = state
+        name, before, t0, bmap = state
         duration = time.perf_counter() - t0
         try:
             after = s.text_of(mod)
@@ -384,6 +412,7 @@ class _Observer:
             after,
             duration,
             start=t0,
+            maps=(bmap, s.last_map),
         )
 
     def passes_incomplete(self, passes: Any, error: BaseException | None) -> None:
@@ -396,7 +425,7 @@ class _Observer:
             event, state = frame.event, frame.state
             if event is None or state is None:
                 continue
-            name, before, t0 = state
+            name, before, t0, bmap = state
             s.pass_record(
                 name,
                 event.sequence,
@@ -409,6 +438,7 @@ class _Observer:
                 error,
                 pending_error=error is None,
                 start=t0,
+                maps=(bmap, None),
             )
 
     def callback_mismatch(self, actual: str, expected: str | None) -> None:
@@ -585,11 +615,12 @@ def make_tool_class() -> type:
             # Recording may have stopped (a full disk): the working files are still reconciled,
             # so an edit is compiled, or said not to be, whatever happened to the records.
             s = self.session
-            role = before = None
+            role = before = bmap = None
             try:
                 role = cg.classify_role(event)
                 if not s.broken:
                     before = s.text_of(event.mod)
+                    bmap = s.last_map
                     if s.manifest.input_hash is None:
                         s.note_input(event.mod, before)
                     if not s.manifest.target:
@@ -614,10 +645,11 @@ def make_tool_class() -> type:
                         time.perf_counter() - t0,
                         exc,
                         start=t0,
+                        maps=(bmap, None),
                     )
                 raise
             duration = time.perf_counter() - t0
-            return _record_codegen(s, event, role, before, result, duration, t0)
+            return _record_codegen(s, event, role, before, result, duration, t0, bmap)
 
         def finish(self, error: BaseException | None) -> None:
             self.session.finish(error)
@@ -640,6 +672,7 @@ def _record_codegen(
     result: Any,
     duration: float,
     start: float | None = None,
+    bmap: sm.LineMap | None = None,
 ) -> Any:
     """Reconcile the working file, then record the codegen call (unless recording stopped); return the module.
 
@@ -668,6 +701,7 @@ def _record_codegen(
             )
     if s.broken or before is None:
         return out_result
+    amap = _codegen_map(s, event, ffi, generated, compiled)
     try:
         index = s.next_index()
         added, removed = count_changes(before, compiled)
@@ -685,10 +719,23 @@ def _record_codegen(
             working_file=str(outcome.path) if outcome and outcome.path else None,
             start_s=round(start - s.t0, 6) if start is not None else None,
         )
-        s.add_record(rec, before, compiled, ext_after="cpp")
+        s.add_record(rec, before, compiled, ext_after="cpp", maps=(bmap, amap))
     except Exception as exc:
         s._guard("recording codegen", exc)
     return out_result
+
+
+def _codegen_map(s: TraceSession, event: Any, ffi: str, generated: str, compiled: str) -> sm.LineMap | None:
+    """Return the source map of the recorded source (None: off, no directives, or a failure)."""
+    if not s._source_map or not generated:
+        return None
+    try:
+        gmap = sm.codegen_map(ffi, event.mod, event.target, generated)
+        if gmap is not None and compiled != generated:
+            gmap = sm.carry(gmap, generated, compiled)
+        return gmap
+    except Exception:
+        return None
 
 
 def _kernel_name(s: TraceSession, event: Any) -> str:

@@ -1,0 +1,465 @@
+"""Source maps: the Python `file:line` behind each line of every recorded text.
+
+Two sources, both from TileLang itself:
+
+* **IR texts.** TIR statements carry spans (`TILELANG_ENABLE_IR_SPAN`, on by default).
+  `print_module` prints a module once, with each statement tagged by TVM's own
+  `script(obj_to_annotate=...)` comments, and strips the tags again: the text is the
+  plain print byte for byte, and the tags say which line each statement landed on.
+  `AttrStmt` is never tagged: a comment on it makes TVM print it as a `with` block
+  instead of its one-line form, which would change the text.
+* **Generated source.** `codegen_map` runs the same device codegen a second time,
+  with the pass config `tl.emit_line_directives` on and TileLang's source-only entry
+  point, and reads the `#line` directives. The map is kept only when the source
+  without those lines is the compiled source, byte for byte; the compiled source
+  itself is never touched.
+
+A `LineMap` holds, per line, None (no statement starts there), 0 (a statement with
+no Python line) or (file index, line). On disk each run has `sourcemap.jsonl`
+(see `MapLog`), read back by `load`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+SOURCEMAP_LOG = "sourcemap.jsonl"
+FORMAT = 1
+ENV = "TLTRACE_SOURCE_MAP"  # "0" turns source mapping off
+MAX_SOURCE_BYTES = 1 << 20  # Python sources larger than this are not copied into the records
+LINE_DIRECTIVES = "tl.emit_line_directives"
+
+Loc = tuple[int, int] | int | None  # (file index, line), 0: a statement with no line, None: no statement
+
+
+def enabled(environ: dict[str, str] | None = None) -> bool:
+    """Return False when TLTRACE_SOURCE_MAP asks for no source maps (0/off/false/no)."""
+    env = os.environ if environ is None else environ
+    return env.get(ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+@dataclass(frozen=True)
+class LineMap:
+    """Per line of one text: None, 0 or (index into `files`, line)."""
+
+    files: tuple[str, ...]
+    lines: tuple[Loc, ...]
+
+    def src(self, i: int) -> tuple[str, int] | None:
+        """Return (file, line) behind line `i` (0-based) of the text, or None."""
+        if i < 0 or i >= len(self.lines):
+            return None
+        v = self.lines[i]
+        if isinstance(v, tuple):
+            return self.files[v[0]], v[1]
+        return None
+
+    def coverage(self) -> tuple[int, int]:
+        """Return (statement lines, statement lines with a Python line)."""
+        stmts = mapped = 0
+        for v in self.lines:
+            if v is not None:
+                stmts += 1
+                if isinstance(v, tuple):
+                    mapped += 1
+        return stmts, mapped
+
+    def python_lines(self) -> set[tuple[str, int]]:
+        """Return every (file, line) some line of the text comes from."""
+        return {(self.files[v[0]], v[1]) for v in self.lines if isinstance(v, tuple)}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"files": list(self.files), "lines": [list(v) if isinstance(v, tuple) else v for v in self.lines]}
+
+    @classmethod
+    def from_json(cls, data: Any) -> LineMap:
+        if not isinstance(data, dict):
+            raise TypeError("a line map is an object")
+        files = data.get("files")
+        lines = data.get("lines")
+        if not isinstance(files, list) or not isinstance(lines, list):
+            raise TypeError("a line map has 'files' and 'lines' lists")
+        out: list[Loc] = []
+        for v in lines:
+            if v is None or v == 0:
+                out.append(None if v is None else 0)
+            elif (
+                isinstance(v, list)
+                and len(v) == 2
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+                and 0 <= v[0] < len(files)
+            ):
+                out.append((v[0], v[1]))
+            else:
+                raise TypeError(f"bad line map entry {v!r}")
+        return cls(tuple(str(f) for f in files), tuple(out))
+
+    def digest(self) -> str:
+        from .store import text_hash
+
+        return text_hash(json.dumps(self.to_json(), separators=(",", ":")))
+
+
+class _Files:
+    """Interns file names into indices while a map is built."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._ix: dict[str, int] = {}
+
+    def ix(self, name: str) -> int:
+        i = self._ix.get(name)
+        if i is None:
+            i = self._ix[name] = len(self.names)
+            self.names.append(name)
+        return i
+
+
+# -- IR texts ------------------------------------------------------------------------------------
+# The tag is unique to this process, so no IR text can hold it by chance.
+_TAG = f"tltrace{uuid.uuid4().hex[:10]}:"
+_LEAD = "# " + _TAG
+_TRAIL = "  # " + _TAG
+_NO_LOC = "-"
+# The printer's identity with a plain print is checked on the first texts of a process; one
+# difference turns the tags off for the rest of it (the text is then printed plainly, unmapped).
+_VERIFY_FIRST = 8
+_printer_state = {"verified": 0, "broken": False}
+_printer_lock = threading.Lock()
+
+
+def _stmt_kids(stmt: Any, stmt_type: type) -> list[Any]:
+    kind = type(stmt).__name__
+    if kind == "SeqStmt":
+        return list(stmt.seq)
+    out = []
+    for name in ("body", "then_case", "else_case", "block", "init"):
+        c = getattr(stmt, name, None)
+        if c is not None and isinstance(c, stmt_type):
+            out.append(c)
+    return out
+
+
+def _tags(mod: Any) -> tuple[dict[Any, str], list[tuple[str, int]]]:
+    """Return ({statement: tag}, locations) for the statements of every PrimFunc in `mod`."""
+    from tilelang import tvm  # type: ignore[import-not-found]
+
+    import tvm_ffi  # type: ignore[import-not-found]
+
+    get_span = tvm_ffi.get_global_func("tl.ir.GetStmtSpan", allow_missing=True)
+    if get_span is None:
+        return {}, []
+    stmt_type, func_type = tvm.tirx.Stmt, tvm.tirx.PrimFunc
+    tags: dict[Any, str] = {}
+    locs: list[tuple[str, int]] = []
+    stack = [f.body for _, f in mod.functions.items() if isinstance(f, func_type)]
+    while stack:
+        s = stack.pop()
+        kind = type(s).__name__
+        if kind not in ("SeqStmt", "AttrStmt"):
+            span = get_span(s)
+            name = span.source_name if span is not None else None
+            if name is not None:
+                tags[s] = f"{_TAG}{len(locs)}"
+                locs.append((str(name.name), int(span.line)))
+            else:
+                tags[s] = _TAG + _NO_LOC
+        stack.extend(_stmt_kids(s, stmt_type))
+    return tags, locs
+
+
+def _tag_value(s: str, locs: list[tuple[str, int]]) -> tuple[str, int] | int:
+    s = s.strip()
+    if s == _NO_LOC:
+        return 0
+    return locs[int(s)]
+
+
+def strip_tags(text: str, locs: list[tuple[str, int]]) -> tuple[str, LineMap] | None:
+    """Return (text without the tags, its map), or None when a tag is where no tag can be."""
+    files = _Files()
+    out: list[str] = []
+    lines: list[Loc] = []
+    pending: Any = None
+    for ln in text.split("\n"):
+        if _TAG in ln:
+            body = ln.lstrip(" ")
+            if body.startswith(_LEAD):
+                v = _tag_value(body[len(_LEAD) :], locs)
+                if pending is None or (pending == 0 and v != 0):
+                    pending = v
+                continue
+            k = ln.rfind(_TRAIL)
+            if k < 0:
+                return None
+            v = _tag_value(ln[k + len(_TRAIL) :], locs)
+            ln = ln[:k]
+            if _TAG in ln:
+                return None
+            if pending is None or (pending == 0 and v != 0):
+                pending = v
+        out.append(ln)
+        lines.append((files.ix(pending[0]), pending[1]) if isinstance(pending, tuple) else pending)
+        pending = None
+    return "\n".join(out), LineMap(tuple(files.names), tuple(lines))
+
+
+def print_module(mod: Any) -> tuple[str, LineMap | None]:
+    """Return (the module's text, exactly `str(mod)`, and its line map or None).
+
+    One print, with tags, replaces the plain one; None when the module has no
+    statements or TileLang gives no spans.
+    """
+    if _printer_state["broken"]:
+        return str(mod), None
+    try:
+        tags, locs = _tags(mod)
+    except Exception:
+        tags, locs = {}, []
+    if not tags:
+        return str(mod), None
+    tagged = mod.script(obj_to_annotate=tags)
+    done = strip_tags(tagged, locs)
+    with _printer_lock:
+        verify = _printer_state["verified"] < _VERIFY_FIRST
+        if verify:
+            _printer_state["verified"] += 1
+    if done is None:
+        return str(mod), None
+    if verify and done[0] != str(mod):
+        _printer_state["broken"] = True
+        return str(mod), None
+    return done
+
+
+# -- generated source --------------------------------------------------------------------------
+_DIRECTIVE = re.compile(r'^#line (\d+) "((?:[^"\\]|\\.)*)"\s*$')
+
+
+def _is_statement(line: str) -> bool:
+    """A line of generated C/CUDA that a statement starts on: indented (inside a body), not a
+    brace, a preprocessor line or a comment."""
+    if not line[:1].isspace():
+        return False
+    s = line.strip()
+    return bool(s) and not s.startswith(("}", "{", "#", "//", "/*"))
+
+
+def directive_map(text: str) -> tuple[str, LineMap]:
+    """Return (source without its `#line` lines, the map they give).
+
+    A directive names the line after it. The lines that follow it at the same
+    indentation, up to a brace or a new block, share its Python line (declarations
+    in a row); every other statement line has none.
+    """
+    files = _Files()
+    out: list[str] = []
+    lines: list[Loc] = []
+    cur: tuple[int, int] | None = None  # the directive waiting for its line
+    run: tuple[tuple[int, int], int] | None = None  # (location, indentation) that a row may share
+    for ln in text.split("\n"):
+        if ln.startswith("#line "):
+            m = _DIRECTIVE.match(ln)
+            if m:
+                name = m.group(2).replace('\\"', '"').replace("\\\\", "\\")
+                cur = (files.ix(name), int(m.group(1)))
+                continue
+        out.append(ln)
+        indent = len(ln) - len(ln.lstrip())
+        stmt = _is_statement(ln)
+        v: Loc = None
+        if cur is not None:
+            v = cur if stmt else None
+            run = (cur, indent) if stmt and not ln.rstrip().endswith("{") else None
+            cur = None
+        elif stmt:
+            if run is not None and indent == run[1] and not ln.rstrip().endswith("{"):
+                v = run[0]
+            else:
+                v, run = 0, None
+        else:
+            run = None
+        lines.append(v)
+    return "\n".join(out), LineMap(tuple(files.names), tuple(lines))
+
+
+def codegen_map(ffi: str, mod: Any, target: Any, generated: str) -> LineMap | None:
+    """Return the map of `generated`, the source that codegen `ffi` made from `mod`, or None.
+
+    Runs the source-only codegen again under a PassContext with `#line` directives on and
+    no instruments; the result is used only when it is `generated` once the directives go.
+    """
+    if not generated:
+        return None
+    from tilelang import tvm  # type: ignore[import-not-found]
+
+    import tvm_ffi  # type: ignore[import-not-found]
+
+    from .codegen import compiles_source, module_source
+
+    name = ffi if compiles_source(ffi) else ffi + "_without_compile"
+    fn = tvm_ffi.get_global_func(name, allow_missing=True)
+    if fn is None:
+        return None
+    cur = tvm.transform.PassContext.current()
+    config = dict(cur.config)
+    config[LINE_DIRECTIVES] = True
+    with tvm.transform.PassContext(
+        opt_level=cur.opt_level,
+        required_pass=list(cur.required_pass),
+        disabled_pass=list(cur.disabled_pass),
+        config=config,
+    ):
+        result = fn(mod, target)
+    plain, lmap = directive_map(module_source(result))
+    return lmap if plain == generated else None
+
+
+def carry(lmap: LineMap, old: str, new: str) -> LineMap:
+    """Return `lmap` (of `old`) moved onto `new`: equal lines keep their location, others have none."""
+    import difflib
+
+    a, b = old.split("\n"), new.split("\n")
+    out: list[Loc] = [None] * len(b)
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out[j1:j2] = lmap.lines[i1:i2]
+        else:
+            for j in range(j1, j2):
+                out[j] = 0 if _is_statement(b[j]) else None
+    return LineMap(lmap.files, tuple(out))
+
+
+# -- errors --------------------------------------------------------------------------------------
+_ARROW = re.compile(r"-->\s*(.+?):(\d+)(?::(\d+))?\s*$", re.M)
+
+
+def error_location(text: str | None) -> tuple[str, int] | None:
+    """Return the user's (file, line) from a TileLang error's `--> file:line:col` marker, or None."""
+    if not text:
+        return None
+    m = _ARROW.search(text)
+    if not m:
+        return None
+    return m.group(1).strip(), int(m.group(2))
+
+
+# -- on disk -------------------------------------------------------------------------------------
+class MapLog:
+    """Appends one run's maps to `<run_dir>/sourcemap.jsonl`, one JSON object a line.
+
+    {"t":"map","h":H,"files":[...],"lines":[...]}   a distinct map, once
+    {"t":"rec","index":I,"before":H|null,"after":H|null}   which maps a record's sides have
+    {"t":"src","path":P,"text":T}   a Python source a map names, once (copied at capture)
+    A kill leaves at worst a cut last line, which `load` skips.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / SOURCEMAP_LOG
+        self._fh: IO[str] | None = None
+        self._maps: set[str] = set()
+        self._files: set[str] = set()
+        self.bytes_written = 0
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        if self._fh is None:
+            self._fh = open(self.path, "a", encoding="utf-8", errors="surrogateescape")
+        line = json.dumps(obj, separators=(",", ":")) + "\n"
+        self._fh.write(line)
+        self.bytes_written += len(line.encode("utf-8", "surrogateescape"))
+
+    def _map(self, lmap: LineMap | None) -> str | None:
+        if lmap is None:
+            return None
+        h = lmap.digest()
+        if h not in self._maps:
+            self._maps.add(h)
+            for f in lmap.files:
+                if f not in self._files:
+                    self._files.add(f)
+                    text = _read_source(f)
+                    if text is not None:
+                        self._write({"t": "src", "path": f, "text": text})
+            self._write({"t": "map", "h": h, **lmap.to_json()})
+        return h
+
+    def record(self, index: int, before: LineMap | None, after: LineMap | None) -> None:
+        if before is None and after is None:
+            return
+        self._write({"t": "rec", "index": index, "before": self._map(before), "after": self._map(after)})
+        if self._fh is not None:
+            self._fh.flush()
+
+    def close(self) -> None:
+        if self._fh is not None:
+            try:
+                self._fh.close()
+            finally:
+                self._fh = None
+
+
+def _read_source(path: str) -> str | None:
+    """Return the text of a Python source a span names (None: missing, not a file, too large)."""
+    try:
+        with open(path, "rb") as fh:
+            if not os.path.isfile(path) or os.fstat(fh.fileno()).st_size > MAX_SOURCE_BYTES:
+                return None
+            return fh.read().decode("utf-8", "surrogateescape")
+    except OSError:
+        return None
+
+
+@dataclass
+class RunMaps:
+    """One run's source maps as read back: maps by hash, each record's two, the sources."""
+
+    maps: dict[str, LineMap] = field(default_factory=dict)
+    records: dict[int, tuple[str | None, str | None]] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def of(self, index: int, side: str) -> LineMap | None:
+        """Return the map of one side ("before"/"after") of record `index`, or None."""
+        pair = self.records.get(index)
+        if pair is None:
+            return None
+        h = pair[0] if side == "before" else pair[1]
+        return self.maps.get(h) if h else None
+
+    def __bool__(self) -> bool:
+        return bool(self.records)
+
+
+def load(run_dir: Path) -> RunMaps:
+    """Return the maps of a run directory (empty when it has none); damaged lines are skipped."""
+    out = RunMaps()
+    path = Path(run_dir) / SOURCEMAP_LOG
+    if os.path.islink(path) or not path.is_file():
+        return out
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            for line in fh:
+                try:
+                    d = json.loads(line)
+                    t = d.get("t")
+                    if t == "map" and isinstance(d.get("h"), str):
+                        out.maps[d["h"]] = LineMap.from_json(d)
+                    elif t == "rec" and isinstance(d.get("index"), int):
+                        b, a = d.get("before"), d.get("after")
+                        out.records[d["index"]] = (
+                            b if isinstance(b, str) else None,
+                            a if isinstance(a, str) else None,
+                        )
+                    elif t == "src" and isinstance(d.get("path"), str) and isinstance(d.get("text"), str):
+                        out.sources[d["path"]] = d["text"]
+                except (ValueError, TypeError, AttributeError):
+                    continue
+    except OSError:
+        pass
+    return out
