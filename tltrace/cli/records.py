@@ -32,6 +32,9 @@ Examples:
   tltrace show gemm.py -2 --kernel matmul --pass LayoutInference   a pass's diff, one invocation back
   tltrace show gemm.py --pass LowerTileOp -w    a pass's diff without lines that were only re-indented
   tltrace show gemm.py --pass 16 --json         a pass as JSON, with "rows": the line alignment
+  tltrace show gemm.py -1 --source-map          the generated source, the Python line of each line in a gutter
+  tltrace show gemm.py --pass LowerTileOp --source-map   that pass's IR with its Python lines
+  tltrace show gemm.py --source-map --json      source, codegen lines with "src", per-pass coverage
   tltrace show ./tmp/lower_trace_dir/gemm/.run_records/run_2026...   a run directory (one compile)
   tltrace show gemm.py --html                   (re)write the compile's report, or the invocation's index
   tltrace show gemm.py -1 --json                the newest invocation as JSON
@@ -211,6 +214,11 @@ def show_cmd(
         metavar="table|json|markdown",
         help="Output format; markdown: compiles (failures first) and top passes.",
     ),
+    source_map: bool = typer.Option(
+        False,
+        "--source-map",
+        help="The generated source (with --pass: that pass's IR) with the Python line of each line.",
+    ),
 ) -> None:
     """List invocations and their compiles, or one compile's passes, or one pass's diff."""
     from ..history import runs as R
@@ -244,13 +252,17 @@ def show_cmd(
             cli_profile.print_profile(chosen, top, as_json)
         return
     try:
-        if run_spec is None and pass_ is None and not html:
+        if run_spec is None and pass_ is None and not html and not source_map:
             loc = R.locate(target, td)
             if loc.run_dir is None:
                 _show_list(loc, kernel, as_json)
                 return
         sel = R.open_selection(target, run_spec, td, kernel, signature_prefix)
-        if html:
+        if source_map:
+            from . import sourcemap as cli_sourcemap
+
+            cli_sourcemap.show(sel.one("--source-map"), pass_, as_json)
+        elif html:
             _show_html(sel, as_json)
         elif pass_ is not None:
             _show_pass(sel.one("--pass"), pass_, context, as_json, ignore_whitespace)

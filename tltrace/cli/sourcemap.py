@@ -1,0 +1,74 @@
+"""`tltrace show ... --source-map`: generated source or a pass's IR with the Python line of each line."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..errors import RecordsError
+from ..render.safejson import dumps
+from .shared import console
+
+
+def show(run: Any, pass_spec: str | None, as_json: bool) -> None:
+    """Print one compile's source map: its generated source, or with `pass_spec` that pass's IR."""
+    from ..history import runs as R
+    from ..history import sourcemaps as V
+    from ..session import sourcemap as sm
+
+    manifest = run.require()
+    maps = sm.load(run.path)
+    if not maps:
+        raise RecordsError(
+            f"{run.path} has no source map (recorded with TLTRACE_SOURCE_MAP=0, by a tltrace "
+            "without source maps, or TileLang gave no spans); rerun the script to record one"
+        )
+    kernel = V.kernel_file(maps)
+    if pass_spec is None:
+        data = V.summary(run)
+        if as_json:
+            sys.stdout.write(dumps(data, indent=2, default=str) + "\n")
+            return
+        for role in ("device", "host"):
+            if data["codegen"][role]:
+                _print_lines(f"generated {role} source", data["codegen"][role], kernel)
+        if not any(data["codegen"].values()):
+            console().print("(no generated source in this compile)", markup=False, highlight=False)
+        return
+    rec = R.find_record(manifest, pass_spec)
+    side = V.side_of(rec)
+    lines = V.annotated(run, rec, side, maps)
+    if as_json:
+        out = {
+            "run_id": run.run_id,
+            "path": str(run.path),
+            "record": rec.to_json(),
+            "side": side,
+            "source_file": kernel,
+            "lines": lines,
+        }
+        loc = sm.error_location(rec.error)
+        if loc is not None:
+            out["error_src"] = {"file": loc[0], "line": loc[1]}
+        sys.stdout.write(dumps(out, indent=2, default=str) + "\n")
+        return
+    _print_lines(f"{rec.name} (#{rec.index}), IR {side}", lines, kernel)
+
+
+def _print_lines(title: str, lines: list[dict[str, Any]], kernel: str | None) -> None:
+    from rich.text import Text
+
+    from ..history.sourcemaps import short
+
+    con = console()
+    stmts = sum(1 for x in lines if x["src"] is not None)
+    head = Text(title, style="bold")
+    head.append(f"  {stmts} of {len(lines)} lines carry a Python line", style="dim")
+    con.print(head, soft_wrap=True)
+    labels = [short(x["src"], kernel) for x in lines]
+    width = max([len(s) for s in labels] + [2])
+    for label, x in zip(labels, lines):
+        t = Text(label.rjust(width), style="cyan")
+        t.append(" \u2502 ", style="dim")
+        t.append(x["text"])
+        con.print(t, soft_wrap=True, markup=False, highlight=False)

@@ -1,0 +1,130 @@
+"""Source maps read back for a recorded compile: per pass coverage, annotated texts, the kernel's source.
+
+Data only (plain dicts ready for JSON); `cli/sourcemap.py` prints them. Everything is
+read inside the run directory (session/sourcemap.py's `sourcemap.jsonl` and the texts
+through history/runs.py); the Python sources are the copies taken at capture.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any
+
+from ..session import sourcemap as sm
+from ..session.records import FAILED, PassRecord, RunManifest
+from . import runs as R
+
+
+def _library(path: str) -> bool:
+    """A file of TileLang or TVM itself (an expanded T.gemm points there), not the user's."""
+    parts = path.replace("\\", "/").split("/")
+    return "site-packages" in parts or "dist-packages" in parts or "tilelang" in parts[:-1]
+
+
+def kernel_file(maps: sm.RunMaps) -> str | None:
+    """Return the Python file most lines come from, the user's own before TileLang's; None without maps."""
+    count: Counter[str] = Counter()
+    for lmap in maps.maps.values():
+        for v in lmap.lines:
+            if isinstance(v, tuple):
+                count[lmap.files[v[0]]] += 1
+    if not count:
+        return None
+    return max(count, key=lambda f: (not _library(f), count[f], f))
+
+
+def side_of(rec: PassRecord) -> str:
+    """The side a pass's coverage is read from: its output, or its input when it failed."""
+    return "before" if rec.status == FAILED or (rec.after_hash is None and rec.after_file is None) else "after"
+
+
+def annotated(run: R.Run, rec: PassRecord, side: str, maps: sm.RunMaps) -> list[dict[str, Any]]:
+    """Return [{line, text, src}] for one side of a record: src is {file, line} or None."""
+    text = R.read_text(run, rec, side)
+    lmap = maps.of(rec.index, side)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    out = []
+    for i, t in enumerate(lines):
+        s = lmap.src(i) if lmap is not None else None
+        out.append({"line": i + 1, "text": t, "src": {"file": s[0], "line": s[1]} if s else None})
+    return out
+
+
+def passes(manifest: RunManifest, maps: sm.RunMaps) -> list[dict[str, Any]]:
+    """Return [{index, name, phase, status, side, lines, mapped, lost}] for the records with a map.
+
+    lines: statement lines of the text; mapped: those with a Python line; lost: the
+    Python lines the pass's input had and its output has not.
+    """
+    out = []
+    for rec in manifest.records:
+        side = side_of(rec)
+        lmap = maps.of(rec.index, side)
+        if lmap is None:
+            continue
+        stmts, mapped = lmap.coverage()
+        row: dict[str, Any] = {
+            "index": rec.index,
+            "name": rec.name,
+            "phase": rec.phase,
+            "status": rec.status,
+            "side": side,
+            "lines": stmts,
+            "mapped": mapped,
+        }
+        before = maps.of(rec.index, "before")
+        if side == "after" and before is not None and rec.status != "codegen":
+            row["lost"] = [
+                {"file": f, "line": n} for f, n in sorted(before.python_lines() - lmap.python_lines())
+            ]
+        out.append(row)
+    return out
+
+
+def source(maps: sm.RunMaps) -> dict[str, Any] | None:
+    """Return {file, lines} for the kernel's Python source as copied at capture, or None."""
+    f = kernel_file(maps)
+    if f is None or f not in maps.sources:
+        return {"file": f, "lines": None} if f else None
+    text = maps.sources[f]
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return {"file": f, "lines": lines}
+
+
+def codegen(run: R.Run, manifest: RunManifest, maps: sm.RunMaps) -> dict[str, list[dict[str, Any]]]:
+    """Return {"device": [{line, text, src}], "host": [...]}: the last generated source of each role."""
+    out: dict[str, list[dict[str, Any]]] = {"device": [], "host": []}
+    for rec in manifest.records:
+        if rec.status != "codegen" or (rec.after_hash is None and rec.after_file is None):
+            continue
+        role = rec.role if rec.role in out else "device"
+        out[role] = annotated(run, rec, "after", maps)
+    return out
+
+
+def summary(run: R.Run) -> dict[str, Any]:
+    """Return the source map of a compile as `show --source-map --json` prints it."""
+    manifest = run.require()
+    maps = sm.load(run.path)
+    return {
+        "run_id": run.run_id,
+        "signature": manifest.signature,
+        "path": str(run.path),
+        "source": source(maps),
+        "codegen": codegen(run, manifest, maps),
+        "passes": passes(manifest, maps),
+    }
+
+
+def short(src: dict[str, Any] | None, kernel: str | None) -> str:
+    """Return a gutter label: the line number alone in the kernel's file, else `file.py:N`."""
+    if src is None:
+        return ""
+    if src["file"] == kernel:
+        return str(src["line"])
+    return f"{os.path.basename(src['file'])}:{src['line']}"
