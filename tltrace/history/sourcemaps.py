@@ -36,7 +36,9 @@ def kernel_file(maps: sm.RunMaps) -> str | None:
 
 def side_of(rec: PassRecord) -> str:
     """The side a pass's coverage is read from: its output, or its input when it failed."""
-    return "before" if rec.status == FAILED or (rec.after_hash is None and rec.after_file is None) else "after"
+    return (
+        "before" if rec.status == FAILED or (rec.after_hash is None and rec.after_file is None) else "after"
+    )
 
 
 def annotated(run: R.Run, rec: PassRecord, side: str, maps: sm.RunMaps) -> list[dict[str, Any]]:

@@ -51,6 +51,7 @@ from ..session.events import Event, InvocationFinished, Notice, PassRecorded, Ru
 from ..session.records import FAILED, PassRecord, RunManifest
 from ..session.store import RUN_RECORDS, text_hash
 from .safejson import script_json
+from .sourcemap import ReportMaps, run_chunks
 
 REPORT_NAME = "report.html"
 _META_FIELDS = (
@@ -146,8 +147,8 @@ def report_head() -> bytes:
     if "report" not in _HEAD_CACHE:
         _HEAD_CACHE["report"] = _page_head(
             "report.html",
-            ("palette.css", "report.css", "profile.css"),
-            ("diff.js", "profile.js", "report.js"),
+            ("palette.css", "report.css", "profile.css", "sourcemap.css"),
+            ("diff.js", "profile.js", "sourcemap.js", "report.js"),
         )
     return _HEAD_CACHE["report"]
 
@@ -172,8 +173,11 @@ class _Report:
     lock: threading.Lock = field(default_factory=threading.Lock)  # this file's appends, in order
     meta: dict[str, Any] = field(default_factory=dict)
     failed: dict[int, str | None] = field(default_factory=dict)  # failed records: index -> error written
+    smaps: ReportMaps = field(default_factory=ReportMaps)  # source maps already in the file
 
-    def texts_and_record(self, record: PassRecord, before: str, after: str) -> bytes:
+    def texts_and_record(
+        self, record: PassRecord, before: str, after: str, maps: tuple = (None, None)
+    ) -> bytes:
         parts: list[bytes] = []
         for digest, text in ((record.before_hash, before), (record.after_hash, after)):
             if digest is None:
@@ -182,6 +186,7 @@ class _Report:
                 self.seen.add(digest)
                 parts.append(text_chunk(digest, text))
         parts.append(record_chunk(record))
+        parts.extend(chunk(c) for c in self.smaps.chunks(record.index, *maps))
         if record.status == FAILED:
             self.failed[record.index] = record.error
         return b"".join(parts)
@@ -467,7 +472,7 @@ class HtmlReportListener:
             if rep.fh.closed:
                 return  # finished or given up meanwhile
             data = rep.meta_if_changed(event.manifest) + rep.texts_and_record(
-                event.record, event.before, event.after
+                event.record, event.before, event.after, (event.before_map, event.after_map)
             )
             rep.append(data)
         with self._count_lock:
@@ -595,6 +600,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
                 seen.add(digest)
                 parts.append(text_chunk(digest, text))
         parts.append(record_chunk(replace(rec, **updates) if updates else rec))
+    parts.extend(chunk(c) for c in run_chunks(run_dir, manifest))
     if manifest.invocation:
         sibs = [r for r in R.invocations(run_dir.parent.parent) if r.id == manifest.invocation]
         if sibs and len(sibs[0].runs) > 1:

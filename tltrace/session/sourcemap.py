@@ -76,7 +76,10 @@ class LineMap:
         return {(self.files[v[0]], v[1]) for v in self.lines if isinstance(v, tuple)}
 
     def to_json(self) -> dict[str, Any]:
-        return {"files": list(self.files), "lines": [list(v) if isinstance(v, tuple) else v for v in self.lines]}
+        return {
+            "files": list(self.files),
+            "lines": [list(v) if isinstance(v, tuple) else v for v in self.lines],
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> LineMap:
@@ -149,9 +152,8 @@ def _stmt_kids(stmt: Any, stmt_type: type) -> list[Any]:
 
 def _tags(mod: Any) -> tuple[dict[Any, str], list[tuple[str, int]]]:
     """Return ({statement: tag}, locations) for the statements of every PrimFunc in `mod`."""
-    from tilelang import tvm  # type: ignore[import-not-found]
-
     import tvm_ffi  # type: ignore[import-not-found]
+    from tilelang import tvm  # type: ignore[import-not-found]
 
     get_span = tvm_ffi.get_global_func("tl.ir.GetStmtSpan", allow_missing=True)
     if get_span is None:
@@ -298,9 +300,8 @@ def codegen_map(ffi: str, mod: Any, target: Any, generated: str) -> LineMap | No
     """
     if not generated:
         return None
-    from tilelang import tvm  # type: ignore[import-not-found]
-
     import tvm_ffi  # type: ignore[import-not-found]
+    from tilelang import tvm  # type: ignore[import-not-found]
 
     from .codegen import compiles_source, module_source
 

@@ -1035,6 +1035,7 @@
   }
   function finishStart(saved) {
     if (window.tltraceProfile) window.tltraceProfile.attach({ recs: S.recs, texts: S.texts, meta: S.meta, select: select });
+    if (window.tltraceSourceMap) window.tltraceSourceMap.attach({ recs: S.recs, items: S.items, texts: S.texts, select: select });
     if (saved) {  // back from a reload of a running report: where the reader was
       $("tl-view").scrollTop = saved.view || 0;
       $("tl-passes").scrollTop = saved.list || 0;

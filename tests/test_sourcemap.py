@@ -1,0 +1,276 @@
+"""Source maps on real CPU compiles: Python line -> every pass's IR and the generated source, and back."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tltrace.cli.app import app
+from tltrace.session import sourcemap as sm
+
+from ._records import read_manifest, run_dirs
+
+KERNEL = """
+import sys
+
+import tilelang
+import tilelang.language as T
+
+
+def make(M=64, N=64, K=32, bM=32, bN=32, bK=16):
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float32")
+            B_s = T.alloc_shared((bK, bN), "float32", scope="shared")  # the CPU takes one .dyn
+            C_l = T.alloc_local((bM, bN), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=0):
+                T.copy(A[by * bM, k * bK], A_s)
+                T.copy(B[k * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * bM, bx * bN])  # STORE
+
+    return gemm
+
+
+if __name__ == "__main__":
+    kernel = tilelang.compile(make(), target="c", execution_backend="cython")
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "w") as fh:
+            fh.write(kernel.get_kernel_source())
+"""
+STORE_LINE = next(i for i, ln in enumerate(KERNEL.split("\n"), 1) if "# STORE" in ln)
+
+
+def _load(path: Path, text: str):
+    """Import KERNEL from a file (T.prim_func reads its source) without running its main."""
+    import importlib.util
+
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _cli(*args: str, env: dict | None = None):
+    return CliRunner().invoke(app, [str(a) for a in args], env=env, catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    """One traced compile (html mode) of KERNEL; returns (script, trace dir, run dir, traced source)."""
+    tmp = tmp_path_factory.mktemp("smap")
+    script = tmp / "smgemm.py"
+    script.write_text(KERNEL)
+    out = tmp / "traced_source.c"
+    res = _cli("run", "-q", "--mode", "html", "--trace-dir", tmp / "trace", script, out)
+    assert res.exit_code == 0, res.output
+    (run_dir,) = run_dirs(tmp / "trace" / "smgemm")
+    return script, tmp / "trace", run_dir, out.read_text()
+
+
+def _codegen(run_dir: Path) -> tuple[dict, str, sm.LineMap]:
+    m = read_manifest(run_dir)
+    rec = next(r for r in m["records"] if r["status"] == "codegen")
+    text = (run_dir / rec["after_file"]).read_text()
+    lmap = sm.load(run_dir).of(rec["index"], "after")
+    assert lmap is not None
+    return rec, text, lmap
+
+
+def test_store_line_maps_to_the_python_store(traced):
+    script, _, run_dir, _ = traced
+    _, text, lmap = _codegen(run_dir)
+    stores = [
+        i for i, ln in enumerate(text.split("\n")) if " = " in ln and re.search(r"\bC\b", ln.split(" = ")[0])
+    ]
+    assert stores, text
+    for i in stores:
+        assert lmap.src(i) == (str(script), STORE_LINE)
+
+
+def test_most_generated_statement_lines_carry_a_python_line(traced):
+    _, _, run_dir, _ = traced
+    _, text, lmap = _codegen(run_dir)
+    assert len(lmap.lines) == len(text.split("\n"))
+    stmts, mapped = lmap.coverage()
+    assert stmts > 10 and mapped / stmts >= 0.6, (stmts, mapped)
+
+
+def test_compiled_source_is_byte_identical_to_an_untraced_compile(traced):
+    import tilelang
+
+    script, _, run_dir, traced_source = traced
+    make = _load(script.parent / "smgemm_untraced.py", KERNEL).make
+    plain = tilelang.compile(make(), target="c", execution_backend="cython").get_kernel_source()
+    assert traced_source == plain
+    _, recorded, _ = _codegen(run_dir)
+    assert recorded == plain
+
+
+def test_ir_texts_are_the_plain_print_on_every_pass(tmp_path):
+    """print_module's one tagged print gives str(mod) exactly, on every module of a real compile."""
+    import tilelang
+    from tilelang.instrumentation import (
+        PassEventObserver,
+        PassInstrumentationTool,
+        StackedPassInstrument,
+        register_pass_instrumentation_tool,
+        unregister_pass_instrumentation_tool,
+    )
+
+    seen: list[tuple[bool, int, int]] = []
+
+    class Obs(PassEventObserver):
+        def pass_started(self, mod, event):
+            text, lmap = sm.print_module(mod)
+            seen.append((text == str(mod), *(lmap.coverage() if lmap else (0, 0))))
+
+    class Tool(PassInstrumentationTool):
+        def create_pass_instrument(self):
+            return StackedPassInstrument(Obs())
+
+    make = _load(tmp_path / "smgemm_print.py", KERNEL).make
+    register_pass_instrumentation_tool("test-sourcemap-print", Tool)
+    try:
+        tilelang.compile(make(), target="c", execution_backend="cython")
+    finally:
+        unregister_pass_instrumentation_tool("test-sourcemap-print")
+    assert seen and all(same for same, _, _ in seen)
+    assert sum(mapped for _, _, mapped in seen) > 0
+
+
+def test_per_pass_coverage_is_consistent(traced):
+    script, trace, run_dir, _ = traced
+    res = _cli("show", "--trace-dir", trace, "smgemm", "-1", "--source-map", "--json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    m = read_manifest(run_dir)
+    assert [p["index"] for p in data["passes"]] == [r["index"] for r in m["records"]]
+    maps = sm.load(run_dir)
+    for p in data["passes"]:
+        lmap = maps.of(p["index"], p["side"])
+        assert (p["lines"], p["mapped"]) == lmap.coverage()
+        assert 0 <= p["mapped"] <= p["lines"]
+    # A pass that changes nothing keeps its input's map; the map of a text is the map of the next pass's input.
+    recs = m["records"]
+    for a, b in zip(recs, recs[1:]):
+        if (
+            b.get("before_hash") == a.get("after_hash")
+            and a["status"] != "codegen"
+            and b["phase"] == a["phase"]
+        ):
+            assert maps.records[a["index"]][1] == maps.records[b["index"]][0]
+    # The kernel's source, as the JSON carries it, is the script.
+    assert data["source"]["file"] == str(script)
+    assert data["source"]["lines"] == KERNEL.split("\n")[:-1]
+    device = data["codegen"]["device"]
+    assert device and any(x["src"] == {"file": str(script), "line": STORE_LINE} for x in device)
+    assert all(set(x) == {"line", "text", "src"} for x in device)
+
+
+def test_show_source_map_gutter(traced):
+    _, trace, _, _ = traced
+    res = _cli("show", "--trace-dir", trace, "smgemm", "-1", "--source-map")
+    assert res.exit_code == 0, res.output
+    store = [ln for ln in res.stdout.splitlines() if re.search(rf"^\s*{STORE_LINE} \u2502 .*\bC\b.* = ", ln)]
+    assert store, res.stdout
+    res = _cli(
+        "show", "--trace-dir", trace, "smgemm", "-1", "--pass", "LowerTileOp", "--source-map", "--json"
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["record"]["name"] == "LowerTileOp" and data["side"] == "after"
+    assert any(x["src"] and x["src"]["line"] == STORE_LINE for x in data["lines"])
+
+
+def test_report_holds_the_python_source_and_the_maps(traced):
+    _, _, run_dir, _ = traced
+    html = (run_dir / "report.html").read_text()
+    chunks = [
+        json.loads(c)
+        for c in re.findall(r'<script type="application/json" class="tl-d">(.*?)</script>', html)
+    ]
+    srcs = {c["path"]: c["s"] for c in chunks if c["t"] == "src"}
+    assert any(s == KERNEL for s in srcs.values())
+    assert any(c["t"] == "srec" for c in chunks) and any(c["t"] == "smap" for c in chunks)
+    # A report rebuilt from the records carries the same maps.
+    rebuilt = _cli("show", "--html", run_dir)
+    assert rebuilt.exit_code == 0, rebuilt.output
+    html2 = (run_dir / "report.html").read_text()
+    assert html2.count('"t":"srec"') == html.count('"t":"srec"')
+
+
+def test_source_map_off(tmp_path):
+    script = tmp_path / "smoff.py"
+    script.write_text(KERNEL)
+    res = _cli("run", "-q", "--trace-dir", tmp_path / "t", script, env={sm.ENV: "0"})
+    assert res.exit_code == 0, res.output
+    (run_dir,) = run_dirs(tmp_path / "t" / "smoff")
+    assert not (run_dir / sm.SOURCEMAP_LOG).exists()
+    res = _cli("show", "--trace-dir", tmp_path / "t", "smoff", "-1", "--source-map")
+    assert res.exit_code == 3 and "no source map" in res.stderr
+
+
+# -- pure parts ------------------------------------------------------------------------------------
+def test_directive_map():
+    text = "\n".join(
+        [
+            "int f(float* C) {",
+            '#line 7 "k.py"',
+            "  float a[4];",
+            "  float b[4];",
+            '#line 9 "k.py"',
+            "  for (int i = 0; i < 4; ++i) {",
+            "    a[i] = 0.f;",
+            "  }",
+            "  return 0;",
+            "}",
+        ]
+    )
+    plain, lmap = sm.directive_map(text)
+    assert "#line" not in plain and len(plain.split("\n")) == len(lmap.lines) == 8
+    assert [lmap.src(i) for i in range(8)] == [
+        None,
+        ("k.py", 7),
+        ("k.py", 7),  # a declaration in a row shares its directive
+        ("k.py", 9),
+        None,  # inside a block that has no directive of its own
+        None,
+        None,
+        None,
+    ]
+    assert lmap.lines[4] == 0 and lmap.lines[5] is None and lmap.coverage() == (5, 3)
+
+
+def test_line_map_json_round_trip_and_damaged_log(tmp_path):
+    lmap = sm.LineMap(("a.py", "b.py"), (None, 0, (0, 3), (1, 9)))
+    assert sm.LineMap.from_json(json.loads(json.dumps(lmap.to_json()))) == lmap
+    log = sm.MapLog(tmp_path)
+    log.record(4, lmap, None)
+    log.close()
+    with open(tmp_path / sm.SOURCEMAP_LOG, "a") as fh:
+        fh.write('{"t":"rec","index":5,"bef')  # a kill mid-line
+    maps = sm.load(tmp_path)
+    assert maps.of(4, "before") == lmap and maps.of(4, "after") is None and 5 not in maps.records
+    with pytest.raises(TypeError):
+        sm.LineMap.from_json({"files": ["a.py"], "lines": [[3, 1]]})
+
+
+def test_error_location():
+    err = "ValueError: bad shape\n  --> /home/u/k.py:17:9\n   |\n17 |     T.copy(A, B)"
+    assert sm.error_location(err) == ("/home/u/k.py", 17)
+    assert sm.error_location("RuntimeError: no marker") is None
+
+
+def test_carry_keeps_equal_lines():
+    lmap = sm.LineMap(("k.py",), ((0, 1), (0, 2), None))
+    moved = sm.carry(lmap, "  a;\n  b;\n}", "  a;\n  x;\n  b;\n}")
+    assert moved.lines == ((0, 1), 0, (0, 2), None)

@@ -1,0 +1,383 @@
+/* tltrace report: the Source pane (source maps, render/sourcemap.py).
+ *
+ * Data: chunks {"t":"smap"} (a line map: files, and per line null | 0 | [file index, line]),
+ * {"t":"src"} (a Python source as captured) and {"t":"srec"} (the maps of a record's before
+ * and after texts). report.js calls window.tltraceSourceMap.attach(ctx) once the page is built.
+ *
+ * Clicking a Python line marks, in the pass on screen, the lines of the before and after texts
+ * (or the generated source) that come from it, lists the generated lines and the passes that
+ * first lose it. Clicking a line of IR or generated source picks its Python line. Each pass in
+ * the list gets a badge: statement lines of its output with no Python line.
+ * Everything is built with textContent, never markup.
+ */
+(function () {
+  "use strict";
+
+  var M = {
+    maps: new Map(), srcs: new Map(), byRec: new Map(), recs: [], items: [], texts: null, select: null,
+    kernel: null, file: null, py: null, keys: new Map(), pending: false
+  };
+  var KEY_SHOWN = "tltrace-source-pane";
+
+  function $(id) { return document.getElementById(id); }
+  function el(tag, cls, text) {
+    var n = document.createElement(tag);
+    if (cls) n.className = cls;
+    if (text !== undefined && text !== null) n.textContent = String(text);
+    return n;
+  }
+  function clear(n) { while (n.firstChild) n.removeChild(n.firstChild); }
+  function base(path) { var s = String(path); var i = Math.max(s.lastIndexOf("/"), s.lastIndexOf("\\")); return s.slice(i + 1); }
+  function getPref(k) { try { return window.localStorage.getItem(k); } catch (e) { return null; } }
+  function setPref(k, v) { try { window.localStorage.setItem(k, v); } catch (e) { /* private mode */ } }
+
+  // ---- data ------------------------------------------------------------------------------------
+  function load() {
+    var nodes = document.querySelectorAll("script.tl-d");
+    for (var i = 0; i < nodes.length; i++) {
+      var d;
+      try { d = JSON.parse(nodes[i].textContent); } catch (e) { continue; }
+      if (!d || typeof d !== "object") continue;
+      if (d.t === "smap" && typeof d.h === "string" && Array.isArray(d.files) && Array.isArray(d.lines)) {
+        M.maps.set(d.h, { files: d.files.map(String), lines: d.lines });
+      } else if (d.t === "src" && typeof d.path === "string" && typeof d.s === "string") {
+        M.srcs.set(d.path, d.s);
+      } else if (d.t === "srec" && typeof d.i === "number") {
+        M.byRec.set(d.i, { b: typeof d.b === "string" ? d.b : null, a: typeof d.a === "string" ? d.a : null });
+      }
+    }
+  }
+  function mapOf(h) { return h ? M.maps.get(h) || null : null; }
+  // [file, line] behind line i (0-based) of a text, or null.
+  function srcAt(map, i) {
+    if (!map || i < 0 || i >= map.lines.length) return null;
+    var v = map.lines[i];
+    return Array.isArray(v) && v.length === 2 ? [map.files[v[0]], v[1]] : null;
+  }
+  function keyOf(file, line) { return file + "\u0000" + line; }
+  // The set of "file\0line" a map's lines come from (cached per map).
+  function keys(h) {
+    if (!h) return null;
+    if (M.keys.has(h)) return M.keys.get(h);
+    var map = mapOf(h), set = new Set();
+    if (map) map.lines.forEach(function (v) { if (Array.isArray(v)) set.add(keyOf(map.files[v[0]], v[1])); });
+    M.keys.set(h, set);
+    return set;
+  }
+  function stats(map) {
+    var stmts = 0, none = 0;
+    if (map) map.lines.forEach(function (v) { if (v !== null) { stmts++; if (!Array.isArray(v)) none++; } });
+    return { stmts: stmts, none: none };
+  }
+  function outSide(r) { return r.status === "failed" || !r.after_hash ? "b" : "a"; }
+  // The user's file: most mapped lines, files of TileLang's own package last.
+  function kernelFile() {
+    var count = new Map();
+    M.maps.forEach(function (m) {
+      m.lines.forEach(function (v) { if (Array.isArray(v)) { var f = m.files[v[0]]; count.set(f, (count.get(f) || 0) + 1); } });
+    });
+    var best = null, bestScore = null;
+    count.forEach(function (n, f) {
+      var lib = /[\\/](site|dist)-packages[\\/]|[\\/]tilelang[\\/]/.test(f) ? 0 : 1;
+      var score = lib * 1e9 + n;
+      if (bestScore === null || score > bestScore) { best = f; bestScore = score; }
+    });
+    return best;
+  }
+  function currentRec() {
+    var li = document.querySelector("li.tl-pass.selected");
+    if (!li) return null;
+    var ix = parseInt(li.getAttribute("data-index"), 10);
+    for (var i = 0; i < M.recs.length; i++) if (M.recs[i].index === ix) return M.recs[i];
+    return null;
+  }
+
+  // ---- the pane --------------------------------------------------------------------------------
+  function buildPane() {
+    var main = $("tl-main");
+    var pane = el("aside", "tl-source");
+    pane.id = "tl-source";
+    var head = el("div", "tl-source-head");
+    head.appendChild(el("b", null, "Source"));
+    var pick = el("select", "tl-source-file");
+    pick.title = "Python files the records point at";
+    var files = Array.from(M.srcs.keys());
+    files.sort(function (a, b) { return (a === M.kernel ? -1 : b === M.kernel ? 1 : a < b ? -1 : a > b ? 1 : 0); });
+    files.forEach(function (f) { var o = el("option", null, base(f)); o.value = f; o.title = f; pick.appendChild(o); });
+    pick.addEventListener("change", function () { M.file = pick.value; renderSource(); });
+    head.appendChild(pick);
+    var close = el("button", "tl-source-close", "\u00D7");
+    close.type = "button"; close.title = "Hide the Source pane";
+    close.addEventListener("click", function () { show(false); });
+    head.appendChild(close);
+    pane.appendChild(head);
+    var info = el("div", "tl-source-info");
+    info.id = "tl-source-info";
+    info.textContent = "Click a line to see where it went.";
+    pane.appendChild(info);
+    var body = el("div", "tl-source-body");
+    body.id = "tl-source-body";
+    pane.appendChild(body);
+    main.appendChild(pane);
+    var btn = el("button", null, "Source");
+    btn.id = "tl-source-btn"; btn.type = "button";
+    btn.title = "Show the kernel's Python source: click a line to find it in every pass";
+    btn.addEventListener("click", function () { show(pane.hidden); });
+    var tools = document.querySelector(".tl-tools");
+    if (tools) tools.insertBefore(btn, tools.firstChild);
+    M.file = files.length ? files[0] : null;
+    renderSource();
+    show(getPref(KEY_SHOWN) !== "0");
+  }
+  function show(on) {
+    var pane = $("tl-source");
+    pane.hidden = !on;
+    $("tl-source-btn").classList.toggle("active", on);
+    setPref(KEY_SHOWN, on ? "1" : "0");
+  }
+  function renderSource() {
+    var body = $("tl-source-body");
+    clear(body);
+    var text = M.file ? M.srcs.get(M.file) : undefined;
+    if (text === undefined) { body.appendChild(el("p", "tl-empty", "(no Python source in this report)")); return; }
+    var used = new Set();
+    M.maps.forEach(function (m) {
+      m.lines.forEach(function (v) { if (Array.isArray(v) && m.files[v[0]] === M.file) used.add(v[1]); });
+    });
+    var lines = text.split("\n");
+    if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
+    var table = el("table", "tl-diff tl-plain tl-source-code");
+    var cg = el("colgroup");
+    cg.appendChild(el("col", "ln")); cg.appendChild(el("col", "code"));
+    table.appendChild(cg);
+    var tbody = el("tbody");
+    lines.forEach(function (ln, i) {
+      var tr = el("tr", used.has(i + 1) ? "used" : null);
+      tr.setAttribute("data-py", i + 1);
+      tr.appendChild(el("td", "ln", i + 1));
+      tr.appendChild(el("td", "code", ln));
+      tbody.appendChild(tr);
+    });
+    table.appendChild(tbody);
+    table.addEventListener("click", function (ev) {
+      var tr = ev.target.closest("tr[data-py]");
+      if (tr) pick(M.file, parseInt(tr.getAttribute("data-py"), 10), false);
+    });
+    body.appendChild(table);
+    markSource(false);
+  }
+  function markSource(scroll) {
+    var body = $("tl-source-body");
+    body.querySelectorAll("tr.sel").forEach(function (t) { t.classList.remove("sel"); });
+    if (!M.py || M.py[0] !== M.file) return;
+    var tr = body.querySelector('tr[data-py="' + M.py[1] + '"]');
+    if (tr) {
+      tr.classList.add("sel");
+      if (scroll) tr.scrollIntoView({ block: "center" });
+    }
+  }
+
+  // ---- picking a Python line ---------------------------------------------------------------------
+  function pick(file, line, fromView) {
+    M.py = [file, line];
+    if (file !== M.file && M.srcs.has(file)) {
+      M.file = file;
+      var sel = document.querySelector(".tl-source-file");
+      if (sel) sel.value = file;
+      renderSource();
+    }
+    if (fromView && $("tl-source").hidden) show(true);
+    markSource(fromView);
+    var first = markView();
+    if (!fromView && first) first.scrollIntoView({ block: "center" });
+    describe();
+  }
+  function describe() {
+    var info = $("tl-source-info");
+    clear(info);
+    if (!M.py) return;
+    var k = keyOf(M.py[0], M.py[1]);
+    info.appendChild(el("div", "tl-sm-what", base(M.py[0]) + ":" + M.py[1]));
+    var r = currentRec(), rm = r ? M.byRec.get(r.index) : null;
+    if (r) {
+      var nb = countLines(rm && rm.b, k), na = countLines(rm && rm.a, k);
+      info.appendChild(el("div", "tl-sm-here", "this pass: " + nb + " line" + (nb === 1 ? "" : "s") + " before, " +
+        na + " after" + (r.status === "codegen" ? " (generated source)" : "")));
+    }
+    // The generated source: the last codegen record of each role.
+    var gens = {};
+    M.recs.forEach(function (x) { if (x.status === "codegen" && M.byRec.has(x.index) && M.byRec.get(x.index).a) gens[x.role || "device"] = x; });
+    Object.keys(gens).forEach(function (role) {
+      var g = gens[role], map = mapOf(M.byRec.get(g.index).a), text = M.texts ? M.texts.get(g.after_hash) : undefined;
+      var hits = [];
+      if (map && text !== undefined) {
+        var lines = text.split("\n");
+        for (var i = 0; i < map.lines.length && i < lines.length; i++) {
+          var s = srcAt(map, i);
+          if (s && keyOf(s[0], s[1]) === k) hits.push(i);
+        }
+      }
+      var box = el("div", "tl-sm-gen");
+      box.setAttribute("data-role", role);
+      box.appendChild(el("div", "lbl", "generated " + role + " source: " + hits.length + " line" + (hits.length === 1 ? "" : "s")));
+      hits.slice(0, 40).forEach(function (i) {
+        var row = el("div", "tl-sm-genline");
+        row.appendChild(el("span", "n", i + 1));
+        row.appendChild(el("code", null, text.split("\n")[i].trim()));
+        row.title = "Open " + g.name + " at line " + (i + 1);
+        row.addEventListener("click", function () { openCodegen(g, i); });
+        box.appendChild(row);
+      });
+      info.appendChild(box);
+    });
+    var lost = [];
+    M.recs.forEach(function (x, pos) {
+      var rm2 = M.byRec.get(x.index);
+      if (!rm2 || !rm2.b || !rm2.a || x.status === "codegen") return;
+      if (keys(rm2.b).has(k) && !keys(rm2.a).has(k)) lost.push(pos);
+    });
+    var lb = el("div", "tl-sm-lost");
+    if (!lost.length) lb.textContent = "no pass loses this line";
+    else {
+      lb.appendChild(document.createTextNode("first lost in: "));
+      lost.forEach(function (pos, j) {
+        var a = el("button", "tl-sm-lostpass", M.recs[pos].name + " #" + M.recs[pos].index);
+        a.type = "button";
+        a.addEventListener("click", function () { M.select(pos); });
+        if (j) lb.appendChild(document.createTextNode(" "));
+        lb.appendChild(a);
+      });
+    }
+    info.appendChild(lb);
+  }
+  function countLines(h, k) {
+    var map = mapOf(h), n = 0;
+    if (!map) return 0;
+    for (var i = 0; i < map.lines.length; i++) { var s = srcAt(map, i); if (s && keyOf(s[0], s[1]) === k) n++; }
+    return n;
+  }
+  function openCodegen(rec, line) {
+    for (var pos = 0; pos < M.recs.length; pos++) if (M.recs[pos] === rec) { M.select(pos); break; }
+    var panes = document.querySelectorAll("#tl-view .tl-panes > .tl-pane");
+    var pane = panes[panes.length - 1];
+    var tr = pane ? pane.querySelectorAll("tbody tr")[line] : null;
+    if (tr) tr.scrollIntoView({ block: "center" });
+  }
+
+  // ---- the pass on screen --------------------------------------------------------------------------
+  // Every line of the view with its map and line number: [td, map, i] (diff tables and panes).
+  function viewLines() {
+    var r = currentRec(), out = [];
+    if (!r) return out;
+    var rm = M.byRec.get(r.index) || { b: null, a: null };
+    var B = mapOf(rm.b), A = mapOf(rm.a), view = $("tl-view");
+    view.querySelectorAll("table.tl-diff:not(.tl-plain) tr").forEach(function (tr) {
+      var l = tr.getAttribute("data-l"), rr = tr.getAttribute("data-r");
+      if (l !== null) out.push([tr.querySelector("td.code.l"), B, parseInt(l, 10), tr.querySelector("td.ln.l")]);
+      if (rr !== null) out.push([tr.querySelector("td.code.r"), A, parseInt(rr, 10), tr.querySelector("td.ln.r")]);
+    });
+    var panes = view.querySelectorAll(".tl-panes > .tl-pane");
+    panes.forEach(function (p, n) {
+      var map = n === 0 ? B : A;
+      p.querySelectorAll("tbody tr").forEach(function (tr, i) {
+        out.push([tr.querySelector("td.code"), map, i, tr.querySelector("td.ln")]);
+      });
+    });
+    return out;
+  }
+  function markView() {
+    var view = $("tl-view");
+    view.querySelectorAll(".tl-sm-hit").forEach(function (n) { n.classList.remove("tl-sm-hit"); });
+    if (!M.py) return null;
+    var k = keyOf(M.py[0], M.py[1]), first = null;
+    viewLines().forEach(function (x) {
+      var s = srcAt(x[1], x[2]);
+      if (s && keyOf(s[0], s[1]) === k) {
+        if (x[0]) x[0].classList.add("tl-sm-hit");
+        if (x[3]) x[3].classList.add("tl-sm-hit");
+        if (!first) first = x[0];
+      }
+    });
+    return first;
+  }
+  function onViewClick(ev) {
+    if (document.body.classList.contains("tl-aligning")) return;
+    if (window.getSelection && String(window.getSelection()) !== "") return;
+    var td = ev.target.closest("td.code, td.ln");
+    if (!td || ev.target.closest("button")) return;
+    var found = null;
+    viewLines().forEach(function (x) { if (x[0] === td || x[3] === td) found = x; });
+    if (!found) return;
+    var s = srcAt(found[1], found[2]);
+    if (s) pick(s[0], s[1], true);
+    else {
+      var info = $("tl-source-info");
+      clear(info);
+      info.appendChild(el("div", "tl-sm-none", "line " + (found[2] + 1) + " has no Python line"));
+    }
+  }
+  // A failed pass (or run) whose error names the user's line gets a link to it.
+  var ARROW = /-->\s*(.+?):(\d+)(?::\d+)?\s*$/m;
+  function linkErrors() {
+    document.querySelectorAll(".tl-error pre, .tl-runerror-full, #tl-runerror .msg").forEach(function (pre) {
+      var host = pre.parentNode;
+      if (!host || host.querySelector(".tl-sm-errloc")) return;
+      var m = ARROW.exec(pre.textContent || "");
+      if (!m) return;
+      var file = m[1], line = parseInt(m[2], 10);
+      var b = el("button", "tl-sm-errloc", "at " + base(file) + ":" + line);
+      b.type = "button";
+      b.title = "Show this line of the kernel's source";
+      b.addEventListener("click", function () { pick(file, line, true); });
+      host.insertBefore(b, pre.nextSibling);
+    });
+  }
+  function refresh() {
+    M.pending = false;
+    markView();
+    linkErrors();
+    if (M.py) describe();
+  }
+  function later() {
+    if (M.pending) return;
+    M.pending = true;
+    (window.requestAnimationFrame || setTimeout)(refresh);
+  }
+
+  // ---- badges: statement lines of a pass's output with no Python line ----------------------------
+  function badges() {
+    M.recs.forEach(function (r, pos) {
+      var rm = M.byRec.get(r.index), li = M.items[pos];
+      if (!rm || !li) return;
+      var out = mapOf(outSide(r) === "a" ? rm.a : rm.b);
+      if (!out) return;
+      var st = stats(out), before = r.status !== "failed" && r.status !== "codegen" ? mapOf(rm.b) : null;
+      var dropped = 0;
+      if (before) keys(rm.b).forEach(function (k) { if (!keys(rm.a).has(k)) dropped++; });
+      var grew = before ? st.none - stats(before).none : 0;
+      if (!st.none && !dropped) return;
+      var b = el("span", "tl-sm-badge" + (dropped || grew > 0 ? " lost" : ""), "\u2300" + st.none + (dropped ? " \u2193" + dropped : ""));
+      b.title = st.none + " of " + st.stmts + " statement lines have no Python line" +
+        (grew > 0 ? " (" + grew + " more than before this pass)" : "") +
+        (dropped ? "; " + dropped + " Python line" + (dropped === 1 ? "" : "s") + " no longer appear after it" : "");
+      var dur = li.querySelector(".dur");
+      li.insertBefore(b, dur);
+    });
+  }
+
+  function attach(ctx) {
+    load();
+    if (!M.byRec.size) return;
+    M.recs = ctx.recs || []; M.items = ctx.items || []; M.texts = ctx.texts || null; M.select = ctx.select;
+    M.kernel = kernelFile();
+    if (!M.srcs.size && M.kernel) M.srcs.set(M.kernel, "");
+    buildPane();
+    badges();
+    var view = $("tl-view");
+    view.addEventListener("click", onViewClick);
+    if (window.MutationObserver) new MutationObserver(later).observe(view, { childList: true, subtree: true });
+    refresh();
+  }
+
+  window.tltraceSourceMap = { attach: attach, pick: function (file, line) { pick(file, line, true); } };
+})();
