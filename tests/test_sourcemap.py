@@ -274,3 +274,44 @@ def test_carry_keeps_equal_lines():
     lmap = sm.LineMap(("k.py",), ((0, 1), (0, 2), None))
     moved = sm.carry(lmap, "  a;\n  b;\n}", "  a;\n  x;\n  b;\n}")
     assert moved.lines == ((0, 1), 0, (0, 2), None)
+
+
+@pytest.mark.browser
+def test_report_click_python_line_and_back(traced, open_page):
+    """On a real GEMM report: a Python line marks IR lines before and after, and generated source; and back."""
+    script, _, run_dir, _ = traced
+    page = open_page(run_dir / "report.html", "#LowerTileOp", viewport={"width": 1600, "height": 1000})
+    assert page.locator("#tl-source").is_visible()
+    assert (
+        page.locator(f'#tl-source tr[data-py="{STORE_LINE}"] td.code')
+        .text_content()
+        .strip()
+        .startswith("T.copy(C_l")
+    )
+    page.locator(f'#tl-source tr[data-py="{STORE_LINE}"]').click()
+    assert page.locator("#tl-view td.code.l.tl-sm-hit").count() >= 1  # before LowerTileOp: the tile op
+    assert page.locator("#tl-view td.code.r.tl-sm-hit").count() >= 1  # after: its loops and the store
+    info = page.locator("#tl-source-info").inner_text()
+    assert f"{script.name}:{STORE_LINE}" in info
+    # The generated lines of that Python line are listed; one click opens the codegen pass on them.
+    gen = page.locator(".tl-sm-genline")
+    assert gen.count() >= 1
+    gen.first.click()
+    assert page.eval_on_selector("li.tl-pass.selected", "li => li.dataset.status") == "codegen"
+    hits = page.locator("#tl-view .tl-panes > .tl-pane:last-child td.code.tl-sm-hit")
+    assert hits.count() >= 1 and " = " in hits.last.text_content()
+    store = hits.last.element_handle()
+    # Back: a line of generated source picks its Python line.
+    page.locator(f'#tl-source tr[data-py="{STORE_LINE - 4}"]').click()  # another line first
+    store.click()
+    assert page.locator("#tl-source tr.sel").get_attribute("data-py") == str(STORE_LINE)
+    # ... and so does a line of IR.
+    page.evaluate("location.hash = '#LowerTileOp'")
+    page.wait_for_function(
+        "document.querySelector('li.tl-pass.selected .nm').textContent.includes('LowerTileOp')"
+    )
+    page.locator(f'#tl-source tr[data-py="{STORE_LINE - 4}"]').click()  # the T.clear line
+    page.locator("#tl-view td.code.r.tl-sm-hit").first.click()
+    assert page.locator("#tl-source tr.sel").get_attribute("data-py") == str(STORE_LINE - 4)
+    # Passes whose output has lines without a Python line carry a badge.
+    assert page.locator("li.tl-pass .tl-sm-badge").count() >= 1
