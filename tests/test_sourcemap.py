@@ -228,6 +228,7 @@ def test_directive_map():
             "  float a[4];",
             "  float b[4];",
             '#line 9 "k.py"',
+            "  #pragma unroll",
             "  for (int i = 0; i < 4; ++i) {",
             "    a[i] = 0.f;",
             "  }",
@@ -236,18 +237,19 @@ def test_directive_map():
         ]
     )
     plain, lmap = sm.directive_map(text)
-    assert "#line" not in plain and len(plain.split("\n")) == len(lmap.lines) == 8
-    assert [lmap.src(i) for i in range(8)] == [
+    assert "#line" not in plain and len(plain.split("\n")) == len(lmap.lines) == 9
+    assert [lmap.src(i) for i in range(9)] == [
         None,
         ("k.py", 7),
         ("k.py", 7),  # a declaration in a row shares its directive
+        None,  # the pragma between a directive and its loop
         ("k.py", 9),
         None,  # inside a block that has no directive of its own
         None,
         None,
         None,
     ]
-    assert lmap.lines[4] == 0 and lmap.lines[5] is None and lmap.coverage() == (5, 3)
+    assert lmap.lines[5] == 0 and lmap.lines[6] is None and lmap.coverage() == (5, 3)
 
 
 def test_line_map_json_round_trip_and_damaged_log(tmp_path):

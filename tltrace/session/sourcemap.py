@@ -277,6 +277,9 @@ def directive_map(text: str) -> tuple[str, LineMap]:
         indent = len(ln) - len(ln.lstrip())
         stmt = _is_statement(ln)
         v: Loc = None
+        if cur is not None and not stmt and (not ln.strip() or ln.lstrip().startswith("#")):
+            lines.append(None)  # a #pragma (or blank) line between a directive and its statement
+            continue
         if cur is not None:
             v = cur if stmt else None
             run = (cur, indent) if stmt and not ln.rstrip().endswith("{") else None
