@@ -68,13 +68,17 @@ def upstream_funcs():
     if g.is_file():
         m = _load(g, "_up_gemm")
         cfg = {"block_M": 128, "block_N": 256, "block_K": 64, "num_stages": 3, "thread_num": 256}
-        out.append(("gemm (upstream)", m.matmul.get_tir(4096, 4096, 4096, enable_rasteration=True, **cfg), {}))
+        out.append(
+            ("gemm (upstream)", m.matmul.get_tir(4096, 4096, 4096, enable_rasteration=True, **cfg), {})
+        )
     f = UPSTREAM / "examples/flash_attention/example_mha_fwd_bshd.py"
     if f.is_file():
         import tilelang
 
         m = _load(f, "_up_flash")
-        func = m.flashattn.jit_impl.get_tir(8, 32, 4096, 128, False, block_M=128, block_N=128, num_stages=1, threads=128)
+        func = m.flashattn.jit_impl.get_tir(
+            8, 32, 4096, 128, False, block_M=128, block_N=128, num_stages=1, threads=128
+        )
         out.append(("flash attention (upstream)", func, {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}))
     return out
 
@@ -134,7 +138,9 @@ def coverage(run_dir: Path) -> dict:
         "passes": [(r["name"], r["lines"], r["mapped"]) for r in ir],
         "codegen": (sum(r["lines"] for r in cg), sum(r["mapped"] for r in cg)),
         "lost": lost,
-        "smap_bytes": (run_dir / sm.SOURCEMAP_LOG).stat().st_size if (run_dir / sm.SOURCEMAP_LOG).exists() else 0,
+        "smap_bytes": (run_dir / sm.SOURCEMAP_LOG).stat().st_size
+        if (run_dir / sm.SOURCEMAP_LOG).exists()
+        else 0,
     }
 
 
@@ -164,8 +170,12 @@ COV_HEAD = [
 def section_coverage(tmp: Path, gpu: bool) -> list[str]:
     import tilelang
 
-    lines = ["", "Coverage: share of statement lines (IR: statements TVM prints; C/CUDA: indented lines that",
-             "are not braces, comments or preprocessor lines) that carry a Python line.", ""]
+    lines = [
+        "",
+        "Coverage: share of statement lines (IR: statements TVM prints; C/CUDA: indented lines that",
+        "are not braces, comments or preprocessor lines) that carry a Python line.",
+        "",
+    ]
     lines += COV_HEAD
     from _common import compile_kwargs
 
@@ -175,14 +185,18 @@ def section_coverage(tmp: Path, gpu: bool) -> list[str]:
         lines += coverage_rows(f"{name} ({kw['target']})", coverage(run))
     for name, func, configs in upstream_funcs():
         if gpu:
+
             def build(func=func, configs=configs):
                 return tilelang.compile(func, target="cuda", pass_configs=configs)
+
             label = f"{name} (cuda, H200)"
         else:
+
             def build(func=func, configs=configs):
                 tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
                 with tilelang.transform.PassContext(opt_level=3, config=configs), tgt:
                     return tilelang.lower(func, target=tgt, enable_device_compile=False)
+
             label = f"{name} (sm_90a lowered on the CPU)"
         run = _traced(tmp / "cov" / name.split()[0], build)
         lines += coverage_rows(label, coverage(run))
@@ -221,16 +235,26 @@ def section_cost(tmp: Path, reps: int) -> list[str]:
             times[c].append(total)
     os.environ.pop("TLTRACE_SOURCE_MAP", None)
     base = statistics.median(times["untraced"])
-    out = ["", f"Cost: `tilelang.compile` of the three CPU examples, summed, median of {reps} interleaved reps:", "",
-           "| configuration | seconds | vs untraced | vs the same without maps |", "|---|---|---|---|"]
+    out = [
+        "",
+        f"Cost: `tilelang.compile` of the three CPU examples, summed, median of {reps} interleaved reps:",
+        "",
+        "| configuration | seconds | vs untraced | vs the same without maps |",
+        "|---|---|---|---|",
+    ]
     for c in cfgs:
         med = statistics.median(times[c])
         off = c.replace("map on", "map off")
         rel = f"{med / statistics.median(times[off]):.3f}x" if "map on" in c else ""
         out.append(f"| {c} | {med:.3f} | {med / base:.3f}x | {rel} |")
     # Bytes: one traced run per kernel with and without maps.
-    out += ["", "Bytes on disk (one compile into a fresh trace dir):", "",
-            "| kernel | records without maps | sourcemap.jsonl | added |", "|---|---|---|---|"]
+    out += [
+        "",
+        "Bytes on disk (one compile into a fresh trace dir):",
+        "",
+        "| kernel | records without maps | sourcemap.jsonl | added |",
+        "|---|---|---|---|",
+    ]
     for kname, make in ks.items():
         os.environ["TLTRACE_SOURCE_MAP"] = "0"
         off = tmp / "bytes-off" / kname
