@@ -317,3 +317,22 @@ def test_report_click_python_line_and_back(traced, open_page):
     assert page.locator("#tl-source tr.sel").get_attribute("data-py") == str(STORE_LINE - 4)
     # Passes whose output has lines without a Python line carry a badge.
     assert page.locator("li.tl-pass .tl-sm-badge").count() >= 1
+
+
+def test_working_file_gets_a_map_beside_it(traced):
+    """codegen_device.cpp.map: the Python line of each line of the working file, which stays as compiled."""
+    _, trace, _, traced_source = traced
+    working = trace / "smgemm" / "codegen_device.cpp"
+    assert working.read_text() == traced_source  # what is compiled is the working file, unchanged
+    data = json.loads((trace / "smgemm" / "codegen_device.cpp.map").read_text())
+    assert data["format"] == "tltrace-sourcemap/1" and data["file"] == "codegen_device.cpp"
+    lmap = sm.LineMap.from_json(data)
+    lines = traced_source.split("\n")
+    assert len(lmap.lines) == len(lines)
+    assert any(lmap.src(i) and lmap.src(i)[1] == STORE_LINE and " = " in ln for i, ln in enumerate(lines))
+    # A .map that tltrace did not write is never replaced.
+    other = trace / "smgemm" / "other.cpp"
+    other.write_text("x\n")
+    mine = trace / "smgemm" / "other.cpp.map"
+    mine.write_text("my notes")
+    assert sm.write_working_map(other, lmap, "x\n") is None and mine.read_text() == "my notes"

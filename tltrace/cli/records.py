@@ -572,6 +572,11 @@ def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: b
     con.print(pass_line(R.label(run.manifest, "?"), rec, d.note if d is not None else None), soft_wrap=True)
     if rec.error:
         con.print(Text(f"    error: {rec.error}", style="red"), soft_wrap=True)
+        from ..session.sourcemap import error_location
+
+        at = error_location(rec.error)
+        if at is not None:
+            con.print(Text(f"    at {at[0]}:{at[1]} (the kernel's Python line)", style="red"), soft_wrap=True)
     if d is None:
         con.print(Text("    (the pass failed: no output was recorded; the IR it was given:)", style="dim"))
         con.print(Text(before), soft_wrap=True, markup=False, highlight=False)

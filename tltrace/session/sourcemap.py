@@ -341,6 +341,39 @@ def carry(lmap: LineMap, old: str, new: str) -> LineMap:
     return LineMap(lmap.files, tuple(out))
 
 
+WORKING_MAP_SUFFIX = ".map"
+_WORKING_MAP_FORMAT = "tltrace-sourcemap/1"
+
+
+def write_working_map(working_file: str | os.PathLike, lmap: LineMap, text: str) -> Path | None:
+    """Write `<working file>.map`: the Python line of each line of the working file; return its path.
+
+    Only when the working file holds `text` (the map's text); a `.map` there that tltrace
+    did not write is left alone. The compiled file itself is never touched.
+    """
+    from .._atomic import atomic_write
+
+    path = Path(working_file)
+    dest = path.with_name(path.name + WORKING_MAP_SUFFIX)
+    try:
+        if path.read_text(encoding="utf-8", errors="surrogateescape") != text:
+            return None
+        if os.path.lexists(dest):
+            if os.path.islink(dest) or not dest.is_file():
+                return None
+            try:
+                old = json.loads(dest.read_text(encoding="utf-8"))
+            except ValueError:
+                return None
+            if not isinstance(old, dict) or old.get("format") != _WORKING_MAP_FORMAT:
+                return None
+    except OSError:
+        return None
+    data = {"format": _WORKING_MAP_FORMAT, "file": path.name, **lmap.to_json()}
+    atomic_write(dest, json.dumps(data, separators=(",", ":")).encode("utf-8", "surrogateescape"))
+    return dest
+
+
 # -- errors --------------------------------------------------------------------------------------
 _ARROW = re.compile(r"-->\s*(.+?):(\d+)(?::(\d+))?\s*$", re.M)
 

@@ -702,6 +702,11 @@ def _record_codegen(
     if s.broken or before is None:
         return out_result
     amap = _codegen_map(s, event, ffi, generated, compiled)
+    if amap is not None and outcome is not None and outcome.path:
+        try:
+            sm.write_working_map(outcome.path, amap, compiled)
+        except Exception:
+            pass  # the working file and the records stand without it
     try:
         index = s.next_index()
         added, removed = count_changes(before, compiled)
