@@ -332,8 +332,18 @@
       host.insertBefore(b, pre.nextSibling);
     });
   }
+  // Each numbered line of the view says where it comes from when hovered, and is marked when it has a Python line.
+  function margins() {
+    viewLines().forEach(function (x) {
+      if (!x[3] || x[3].hasAttribute("data-py")) return;
+      var s = srcAt(x[1], x[2]);
+      x[3].setAttribute("data-py", s ? base(s[0]) + ":" + s[1] : "");
+      if (s) { x[3].title = "from " + s[0] + ":" + s[1] + " (click to show it)"; x[3].classList.add("tl-sm-has"); }
+    });
+  }
   function refresh() {
     M.pending = false;
+    margins();
     markView();
     linkErrors();
     if (M.py) describe();
