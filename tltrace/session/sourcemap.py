@@ -138,13 +138,20 @@ _printer_state = {"verified": 0, "broken": False}
 _printer_lock = threading.Lock()
 
 
+_KID_FIELDS: dict[type, tuple[str, ...]] = {}  # statement type -> its fields that may hold statements
+
+
 def _stmt_kids(stmt: Any, stmt_type: type) -> list[Any]:
-    kind = type(stmt).__name__
-    if kind == "SeqStmt":
+    kind = type(stmt)
+    fields = _KID_FIELDS.get(kind)
+    if fields is None:
+        names = ("seq",) if kind.__name__ == "SeqStmt" else ("body", "then_case", "else_case", "block", "init")
+        fields = _KID_FIELDS[kind] = tuple(n for n in names if hasattr(stmt, n))
+    if fields == ("seq",):
         return list(stmt.seq)
     out = []
-    for name in ("body", "then_case", "else_case", "block", "init"):
-        c = getattr(stmt, name, None)
+    for name in fields:
+        c = getattr(stmt, name)
         if c is not None and isinstance(c, stmt_type):
             out.append(c)
     return out
