@@ -50,15 +50,10 @@ def _load(path: Path, name: str):
 
 
 def cpu_kernels():
-    from elementwise_add import make_add
-    from gemm import make_gemm
-    from softmax import make_softmax
+    """The examples at bench/capture.py's sizes (CUDA sizes on a GPU)."""
+    from capture import kernels
 
-    return {
-        "elementwise": lambda: make_add(1024, 128),
-        "gemm": lambda: make_gemm(128, 128, 64, 32, 32, 16, "float32", "float32"),
-        "softmax": lambda: make_softmax(256, 128, 8),
-    }
+    return kernels()
 
 
 def upstream_funcs():
@@ -167,6 +162,22 @@ COV_HEAD = [
 ]
 
 
+def changes(name: str, cov: dict) -> list[str]:
+    """A <details> block: the passes after which the share of mapped lines changes."""
+    out = [
+        f"<details><summary>{name}: passes that change the share</summary>",
+        "",
+        "| pass | mapped / lines |",
+        "|---|---|",
+    ]
+    prev = None
+    for pname, n, m in cov["passes"]:
+        if (n, m) != prev:
+            out.append(f"| {pname} | {m}/{n} ({_pct(m, n)}) |")
+            prev = (n, m)
+    return out + ["", "</details>", ""]
+
+
 def section_coverage(tmp: Path, gpu: bool) -> list[str]:
     import tilelang
 
@@ -180,9 +191,12 @@ def section_coverage(tmp: Path, gpu: bool) -> list[str]:
     from _common import compile_kwargs
 
     kw = compile_kwargs()
+    details: list[str] = []
     for name, make in cpu_kernels().items():
         run = _traced(tmp / "cov" / name, lambda make=make: tilelang.compile(make(), **kw))
-        lines += coverage_rows(f"{name} ({kw['target']})", coverage(run))
+        cov = coverage(run)
+        lines += coverage_rows(f"{name} ({kw['target']})", cov)
+        details += changes(f"{name} ({kw['target']})", cov)
     for name, func, configs in upstream_funcs():
         if gpu:
 
@@ -199,8 +213,10 @@ def section_coverage(tmp: Path, gpu: bool) -> list[str]:
 
             label = f"{name} (sm_90a lowered on the CPU)"
         run = _traced(tmp / "cov" / name.split()[0], build)
-        lines += coverage_rows(label, coverage(run))
-    return lines
+        cov = coverage(run)
+        lines += coverage_rows(label, cov)
+        details += changes(label, cov)
+    return lines + [""] + details
 
 
 def section_cost(tmp: Path, reps: int) -> list[str]:
@@ -268,12 +284,13 @@ def section_cost(tmp: Path, reps: int) -> list[str]:
     return out
 
 
-def section(reps: int = 7, gpu: bool = False) -> str:
+def section(reps: int = 7, gpu: bool = False, only: str | None = None) -> str:
     with tempfile.TemporaryDirectory(prefix="tltrace-bench-smap-") as td:
         tmp = Path(td)
         lines = [HEADING]
-        lines += section_coverage(tmp, gpu)
-        if not gpu:
+        if only in (None, "coverage"):
+            lines += section_coverage(tmp, gpu)
+        if not gpu and only in (None, "cost"):
             lines += section_cost(tmp, reps)
     return "\n".join(lines) + "\n"
 
@@ -282,5 +299,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--gpu", action="store_true", help="CUDA compiles on a GPU (coverage only)")
+    ap.add_argument("--only", choices=("coverage", "cost"), help="one part")
     a = ap.parse_args()
-    sys.stdout.write(section(a.reps, a.gpu))
+    sys.stdout.write(section(a.reps, a.gpu, a.only))

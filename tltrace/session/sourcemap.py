@@ -234,8 +234,10 @@ def print_module(mod: Any) -> tuple[str, LineMap | None]:
         tags, locs = {}, []
     if not tags:
         return str(mod), None
-    tagged = mod.script(obj_to_annotate=tags)
-    done = strip_tags(tagged, locs)
+    try:
+        done = strip_tags(mod.script(obj_to_annotate=tags), locs)
+    except Exception:  # a printer without annotations, or one that refuses these: print plainly
+        done = None
     with _printer_lock:
         verify = _printer_state["verified"] < _VERIFY_FIRST
         if verify:
