@@ -336,3 +336,59 @@ def test_working_file_gets_a_map_beside_it(traced):
     mine = trace / "smgemm" / "other.cpp.map"
     mine.write_text("my notes")
     assert sm.write_working_map(other, lmap, "x\n") is None and mine.read_text() == "my notes"
+
+
+FAILING = """
+import tilelang
+import tilelang.language as T
+
+
+def make(n=256, block=64):
+    @T.prim_func
+    def frag(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            F = T.alloc_fragment((block,), "float32")  # the CPU cannot lay out a fragment
+            T.copy(A[bx * block], F)
+            T.copy(F, B[bx * block])
+
+    return frag
+
+
+if __name__ == "__main__":
+    tilelang.compile(make(), target="c", execution_backend="cython")
+"""
+FRAGMENT_LINE = next(i for i, ln in enumerate(FAILING.split("\n"), 1) if "alloc_fragment" in ln)
+
+
+@pytest.fixture(scope="module")
+def failed(tmp_path_factory):
+    """A compile that fails in a pass whose error names the user's line (TileLang's `-->` marker)."""
+    tmp = tmp_path_factory.mktemp("smfail")
+    script = tmp / "smfrag.py"
+    script.write_text(FAILING)
+    res = _cli("run", "-q", "--mode", "html", "--trace-dir", tmp / "trace", script)
+    assert res.exit_code != 0
+    (run_dir,) = run_dirs(tmp / "trace" / "smfrag")
+    failed = next(r for r in read_manifest(run_dir)["records"] if r["status"] == "failed")
+    return script, tmp / "trace", run_dir, failed
+
+
+def test_failed_pass_points_at_the_python_line(failed):
+    script, trace, _, rec = failed
+    assert sm.error_location(rec["error"]) == (str(script), FRAGMENT_LINE)
+    res = _cli("show", "--trace-dir", trace, "smfrag", "-1", "--pass", str(rec["index"]))
+    assert f"at {script}:{FRAGMENT_LINE}" in res.stdout
+    res = _cli(
+        "show", "--trace-dir", trace, "smfrag", "-1", "--pass", str(rec["index"]), "--source-map", "--json"
+    )
+    data = json.loads(res.stdout)
+    assert data["error_src"] == {"file": str(script), "line": FRAGMENT_LINE} and data["side"] == "before"
+    assert any(x["src"] == {"file": str(script), "line": FRAGMENT_LINE + 1} for x in data["lines"])  # T.copy
+
+
+@pytest.mark.browser
+def test_report_links_a_failure_to_its_python_line(failed, open_page):
+    _, _, run_dir, rec = failed
+    page = open_page(run_dir / "report.html", f"#{rec['index']}", viewport={"width": 1600, "height": 1000})
+    page.locator(".tl-error .tl-sm-errloc").click()
+    assert page.locator("#tl-source tr.sel").get_attribute("data-py") == str(FRAGMENT_LINE)
