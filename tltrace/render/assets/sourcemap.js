@@ -35,8 +35,10 @@
   function load() {
     var nodes = document.querySelectorAll("script.tl-d");
     for (var i = 0; i < nodes.length; i++) {
-      var d;
-      try { d = JSON.parse(nodes[i].textContent); } catch (e) { continue; }
+      var d, raw = nodes[i].textContent;
+      // Only this file's chunks ({"t":"smap"|"src"|"srec"}) are parsed: report.js parses the IR texts.
+      if (raw.lastIndexOf('{"t":"s', 0) !== 0) continue;
+      try { d = JSON.parse(raw); } catch (e) { continue; }
       if (!d || typeof d !== "object") continue;
       if (d.t === "smap" && typeof d.h === "string" && Array.isArray(d.files) && Array.isArray(d.lines)) {
         M.maps.set(d.h, { files: d.files.map(String), lines: d.lines });
