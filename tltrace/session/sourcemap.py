@@ -145,7 +145,9 @@ def _stmt_kids(stmt: Any, stmt_type: type) -> list[Any]:
     kind = type(stmt)
     fields = _KID_FIELDS.get(kind)
     if fields is None:
-        names = ("seq",) if kind.__name__ == "SeqStmt" else ("body", "then_case", "else_case", "block", "init")
+        names = (
+            ("seq",) if kind.__name__ == "SeqStmt" else ("body", "then_case", "else_case", "block", "init")
+        )
         fields = _KID_FIELDS[kind] = tuple(n for n in names if hasattr(stmt, n))
     if fields == ("seq",):
         return list(stmt.seq)
