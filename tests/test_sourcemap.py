@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from tltrace.cli.app import app
 from tltrace.session import sourcemap as sm
+from tltrace.session import sourcemap_store as sms
 
 from ._records import read_manifest, run_dirs
 
@@ -80,7 +81,7 @@ def _codegen(run_dir: Path) -> tuple[dict, str, sm.LineMap]:
     m = read_manifest(run_dir)
     rec = next(r for r in m["records"] if r["status"] == "codegen")
     text = (run_dir / rec["after_file"]).read_text()
-    lmap = sm.load(run_dir).of(rec["index"], "after")
+    lmap = sms.load(run_dir).of(rec["index"], "after")
     assert lmap is not None
     return rec, text, lmap
 
@@ -154,7 +155,7 @@ def test_per_pass_coverage_is_consistent(traced):
     data = json.loads(res.stdout)
     m = read_manifest(run_dir)
     assert [p["index"] for p in data["passes"]] == [r["index"] for r in m["records"]]
-    maps = sm.load(run_dir)
+    maps = sms.load(run_dir)
     for p in data["passes"]:
         lmap = maps.of(p["index"], p["side"])
         assert (p["lines"], p["mapped"]) == lmap.coverage()
@@ -214,7 +215,7 @@ def test_source_map_off(tmp_path):
     res = _cli("run", "-q", "--trace-dir", tmp_path / "t", script, env={sm.ENV: "0"})
     assert res.exit_code == 0, res.output
     (run_dir,) = run_dirs(tmp_path / "t" / "smoff")
-    assert not (run_dir / sm.SOURCEMAP_LOG).exists()
+    assert not (run_dir / sms.SOURCEMAP_LOG).exists()
     res = _cli("show", "--trace-dir", tmp_path / "t", "smoff", "-1", "--source-map")
     assert res.exit_code == 3 and "no source map" in res.stderr
 
@@ -255,12 +256,12 @@ def test_directive_map():
 def test_line_map_json_round_trip_and_damaged_log(tmp_path):
     lmap = sm.LineMap(("a.py", "b.py"), (None, 0, (0, 3), (1, 9)))
     assert sm.LineMap.from_json(json.loads(json.dumps(lmap.to_json()))) == lmap
-    log = sm.MapLog(tmp_path)
+    log = sms.MapLog(tmp_path)
     log.record(4, lmap, None)
     log.close()
-    with open(tmp_path / sm.SOURCEMAP_LOG, "a") as fh:
+    with open(tmp_path / sms.SOURCEMAP_LOG, "a") as fh:
         fh.write('{"t":"rec","index":5,"bef')  # a kill mid-line
-    maps = sm.load(tmp_path)
+    maps = sms.load(tmp_path)
     assert maps.of(4, "before") == lmap and maps.of(4, "after") is None and 5 not in maps.records
     with pytest.raises(TypeError):
         sm.LineMap.from_json({"files": ["a.py"], "lines": [[3, 1]]})
@@ -335,7 +336,7 @@ def test_working_file_gets_a_map_beside_it(traced):
     other.write_text("x\n")
     mine = trace / "smgemm" / "other.cpp.map"
     mine.write_text("my notes")
-    assert sm.write_working_map(other, lmap, "x\n") is None and mine.read_text() == "my notes"
+    assert sms.write_working_map(other, lmap, "x\n") is None and mine.read_text() == "my notes"
 
 
 FAILING = """

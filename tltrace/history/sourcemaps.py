@@ -11,7 +11,7 @@ import os
 from collections import Counter
 from typing import Any
 
-from ..session import sourcemap as sm
+from ..session import sourcemap_store as sms
 from ..session.records import FAILED, PassRecord, RunManifest
 from . import runs as R
 
@@ -22,7 +22,7 @@ def _library(path: str) -> bool:
     return "site-packages" in parts or "dist-packages" in parts or "tilelang" in parts[:-1]
 
 
-def kernel_file(maps: sm.RunMaps) -> str | None:
+def kernel_file(maps: sms.RunMaps) -> str | None:
     """Return the Python file most lines come from, the user's own before TileLang's; None without maps."""
     count: Counter[str] = Counter()
     for lmap in maps.maps.values():
@@ -41,7 +41,7 @@ def side_of(rec: PassRecord) -> str:
     )
 
 
-def annotated(run: R.Run, rec: PassRecord, side: str, maps: sm.RunMaps) -> list[dict[str, Any]]:
+def annotated(run: R.Run, rec: PassRecord, side: str, maps: sms.RunMaps) -> list[dict[str, Any]]:
     """Return [{line, text, src}] for one side of a record: src is {file, line} or None."""
     text = R.read_text(run, rec, side)
     lmap = maps.of(rec.index, side)
@@ -55,7 +55,7 @@ def annotated(run: R.Run, rec: PassRecord, side: str, maps: sm.RunMaps) -> list[
     return out
 
 
-def passes(manifest: RunManifest, maps: sm.RunMaps) -> list[dict[str, Any]]:
+def passes(manifest: RunManifest, maps: sms.RunMaps) -> list[dict[str, Any]]:
     """Return [{index, name, phase, status, side, lines, mapped, lost}] for the records with a map.
 
     lines: statement lines of the text; mapped: those with a Python line; lost: the
@@ -86,7 +86,7 @@ def passes(manifest: RunManifest, maps: sm.RunMaps) -> list[dict[str, Any]]:
     return out
 
 
-def source(maps: sm.RunMaps) -> dict[str, Any] | None:
+def source(maps: sms.RunMaps) -> dict[str, Any] | None:
     """Return {file, lines} for the kernel's Python source as copied at capture, or None."""
     f = kernel_file(maps)
     if f is None or f not in maps.sources:
@@ -98,7 +98,7 @@ def source(maps: sm.RunMaps) -> dict[str, Any] | None:
     return {"file": f, "lines": lines}
 
 
-def codegen(run: R.Run, manifest: RunManifest, maps: sm.RunMaps) -> dict[str, list[dict[str, Any]]]:
+def codegen(run: R.Run, manifest: RunManifest, maps: sms.RunMaps) -> dict[str, list[dict[str, Any]]]:
     """Return {"device": [{line, text, src}], "host": [...]}: the last generated source of each role."""
     out: dict[str, list[dict[str, Any]]] = {"device": [], "host": []}
     for rec in manifest.records:
@@ -112,7 +112,7 @@ def codegen(run: R.Run, manifest: RunManifest, maps: sm.RunMaps) -> dict[str, li
 def summary(run: R.Run) -> dict[str, Any]:
     """Return the source map of a compile as `show --source-map --json` prints it."""
     manifest = run.require()
-    maps = sm.load(run.path)
+    maps = sms.load(run.path)
     return {
         "run_id": run.run_id,
         "signature": manifest.signature,

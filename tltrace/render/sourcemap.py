@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..session import sourcemap as sm
+from ..session import sourcemap_store as sms
 from ..session.records import RunManifest
 
 
@@ -46,7 +47,7 @@ class ReportMaps:
                 if f in self.files:
                     continue
                 self.files.add(f)
-                text = sources.get(f) if sources is not None else sm._read_source(f)
+                text = sources.get(f) if sources is not None else sms._read_source(f)
                 if text is not None:
                     out.append({"t": "src", "path": f, "s": text})
             out.append({"t": "smap", "h": h, **lmap.to_json()})
@@ -56,7 +57,7 @@ class ReportMaps:
 
 def run_chunks(run_dir: Path, manifest: RunManifest) -> list[dict[str, Any]]:
     """Return every source-map chunk of a recorded run (for a rebuilt report); sources from the records."""
-    maps = sm.load(run_dir)
+    maps = sms.load(run_dir)
     if not maps:
         return []
     rm = ReportMaps()

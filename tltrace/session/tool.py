@@ -26,6 +26,7 @@ from ..diff import count_changes
 from . import codegen as cg
 from . import liveness
 from . import sourcemap as sm
+from . import sourcemap_store as sms
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
 from .interrupt import interrupted
 from .names import pass_display_name
@@ -115,7 +116,7 @@ class TraceSession:
         self._last_items: tuple | None = None  # ((global_var, func), ...) of that map, once walked
         self.last_map: sm.LineMap | None = None  # the source map of the text text_of returned last
         self._source_map = sm.enabled()
-        self._maplog: sm.MapLog | None = None
+        self._maplog: sms.MapLog | None = None
         self.edited = False
         self.pipelines = 0  # backend pipelines entered in this compile session
         self._listener_failed = False
@@ -277,7 +278,7 @@ class TraceSession:
     def _log_maps(self, store: RunStore, record: PassRecord, maps: tuple) -> None:
         try:
             if self._maplog is None:
-                self._maplog = sm.MapLog(store.run_dir)
+                self._maplog = sms.MapLog(store.run_dir)
             self._maplog.record(record.index, maps[0], maps[1] if record.after_file else None)
         except Exception as exc:  # the records stand without their maps
             self._source_map = False
@@ -704,7 +705,7 @@ def _record_codegen(
     amap = _codegen_map(s, event, ffi, generated, compiled)
     if amap is not None and outcome is not None and outcome.path:
         try:
-            sm.write_working_map(outcome.path, amap, compiled)
+            sms.write_working_map(outcome.path, amap, compiled)
         except Exception:
             pass  # the working file and the records stand without it
     try:
