@@ -154,7 +154,17 @@ def compile_from(
     target = context.compile_target
     if target is None:
         raise RuntimeError("context.json names no target; cannot replay this compile")
-    backend_context = create_backend_context(target, target.host, backend or "auto")
+    # The target and its host as two objects, as tilelang.compile receives them: a target
+    # object that carries its host already is bound differently by the lowering.
+    spec = dict(context.data.get("target") or context.data.get("bound_target") or {})
+    host = spec.pop("host", None)
+    backend_context = create_backend_context(
+        tvm.target.Target(spec), tvm.target.Target(host) if host else None, backend or "auto"
+    )
+    # tilelang.compile prints its targets before lowering (its compile metadata). A Target
+    # keeps its text once printed, and tl.LowerDeviceKernelLaunch compares targets by their
+    # text: printing them here too keeps the replay's lowering the recorded one.
+    str(backend_context.target), str(backend_context.target_host)
     with compile_pass_instrumentation(name=kernel or "replay"):
         desc = f"stage=replay, kernel={kernel or 'replay'}, backend={backend_context.execution_backend.name}"
         all_instruments = [*create_pass_instruments(context=desc), *(instruments or [])]
@@ -300,6 +310,7 @@ def child(mode: str, out_dir: str) -> int:
             result["attempts"].append({"path": "json", "built": None, "skipped": f"no pass named {registered}"})
         else:
             mod = tvm.ir.load_json(read_text(input_file))
+            str(mod)  # printed before the pass, as in the traced compile (targets keep their text)
             text, err = run_pass(p, mod, context)
             result["attempts"].append(
                 {"path": "json", "built": f"input.json, the pass made by {how}", "after": text, "error": err}
