@@ -307,7 +307,9 @@ def child(mode: str, out_dir: str) -> int:
     if mode in ("json", "probe"):
         p, how = pass_by_name(registered)
         if p is None:
-            result["attempts"].append({"path": "json", "built": None, "skipped": f"no pass named {registered}"})
+            result["attempts"].append(
+                {"path": "json", "built": None, "skipped": f"no pass named {registered}"}
+            )
         else:
             mod = tvm.ir.load_json(read_text(input_file))
             str(mod)  # printed before the pass, as in the traced compile (targets keep their text)
@@ -315,6 +317,8 @@ def child(mode: str, out_dir: str) -> int:
             result["attempts"].append(
                 {"path": "json", "built": f"input.json, the pass made by {how}", "after": text, "error": err}
             )
+    # A self-check: a reproducer that needs tltrace is not standalone.
+    result["tltrace_imported"] = any(m == "tltrace" or m.startswith("tltrace.") for m in sys.modules)
     with open(os.path.join(out_dir, RESULT), "w", encoding="utf-8") as f:
         json.dump(result, f)
     return 0

@@ -229,6 +229,7 @@ class CompileReplay:
     diff: Any = None  # history.compare.RunDiff (recorded A, replayed B)
     replayed: RunManifest | None = None
     problem: str | None = None
+    detail: tuple[str, ...] = ()  # how the first divergent pass differs (errors, a short diff)
 
     @property
     def same(self) -> bool:
@@ -284,7 +285,9 @@ def replay(bundle: Bundle, trace_dir: Path | None = None) -> ReplayResult:
             if replayed is None:
                 results.append(CompileReplay(c, problem=problem or "the replay recorded no compile"))
                 continue
-            results.append(CompileReplay(c, diff_runs(c.manifest, replayed), replayed, None))
+            d = diff_runs(c.manifest, replayed)
+            detail = divergence(bundle, d.first_difference, run.path) if not d.same else ()
+            results.append(CompileReplay(c, d, replayed, None, detail))
     finally:
         if not keep:
             import shutil
@@ -297,6 +300,30 @@ def replay(bundle: Bundle, trace_dir: Path | None = None) -> ReplayResult:
         installed_tilelang(),
         Path(trace_dir) if keep else None,
     )
+
+
+def divergence(bundle: Bundle, pair: Any, replay_dir: Path, limit: int = 40) -> tuple[str, ...]:
+    """Return lines saying how a divergent pass differs: statuses, errors, a diff of its text."""
+    import difflib
+
+    from ..history.runs import text_of
+
+    if pair is None or pair.a is None or pair.b is None:
+        return ()
+    out = []
+    if pair.a.status != pair.b.status:
+        out.append(f"recorded {pair.a.status}, replayed {pair.b.status}")
+    if pair.a.error or pair.b.error:
+        out += [f"recorded error: {pair.a.error or '-'}", f"replayed error: {pair.b.error or '-'}"]
+    side = "before" if pair.status == "input differs" else "after"
+    a = bundle.text(pair.a.before_hash if side == "before" else pair.a.after_hash)
+    b = text_of(replay_dir, pair.b, side, errors="replace")
+    if a is not None and b is not None and a != b:
+        diff = list(
+            difflib.unified_diff(a.splitlines(), b.splitlines(), "recorded", "replayed", lineterm="", n=2)
+        )
+        out += diff[:limit] + ([f"... {len(diff) - limit} more diff lines"] if len(diff) > limit else [])
+    return tuple(out)
 
 
 def _run_dirs(trace_dir: Path, script: str) -> list[Path]:
@@ -315,7 +342,13 @@ def _run_child(cdir: Path, trace_dir: Path) -> str | None:
     cmd = [sys.executable, "-m", "tltrace.repro.replay_child", str(cdir), str(trace_dir)]
     try:
         proc = subprocess.run(
-            cmd, capture_output=True, text=True, errors="replace", env=env, timeout=REPLAY_TIMEOUT_S, check=False
+            cmd,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            env=env,
+            timeout=REPLAY_TIMEOUT_S,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         return f"the replay took longer than {REPLAY_TIMEOUT_S} s"

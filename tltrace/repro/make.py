@@ -179,7 +179,7 @@ def make_repro(run_dir: Path, manifest: RunManifest, record: PassRecord, out_dir
     run = Run(run_dir, manifest)
     before = read_text(run, record, "before")
     after = read_text(run, record, "after") if record.status != FAILED else None
-    out_dir = Path(out_dir)
+    out_dir = Path(os.path.abspath(out_dir))
     prepare_dir(out_dir)
     try:
         shutil.copyfile(files["frontend"], out_dir / "frontend.json")
