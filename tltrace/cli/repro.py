@@ -111,16 +111,13 @@ def repro_cmd(
 ) -> None:
     """Write a standalone repro.py that reruns one recorded pass, and run it once."""
     from ..history.runs import find_record
-    from ..repro.make import make_repro
-    from ..session.names import safe_component
+    from ..rerun.make import default_dir, make_repro
 
     try:
         run = _selection(list(args or []), trace_dir, kernel).one("repro")
         manifest = run.require()
         record = find_record(manifest, pass_)
-        dest = out or Path(
-            f"repro-{safe_component(manifest.kernel or 'kernel')}-{record.index:02d}-{safe_component(record.name)}"
-        )
+        dest = out or Path(default_dir(manifest, record))
         typer.echo(
             f"rerunning {record.name} (#{record.index}) of {manifest.kernel or manifest.script} ...", err=True
         )
@@ -156,7 +153,7 @@ def bundle_cmd(
     kernel: Optional[str] = _KERNEL,
 ) -> None:
     """Pack an invocation's compiles (frontend IR, context, records, texts) into one file."""
-    from ..repro.bundle import write_bundle
+    from ..rerun.bundle import write_bundle
 
     try:
         sel = _selection(list(args or []), trace_dir, kernel)
@@ -175,7 +172,7 @@ def replay_cmd(
     ),
 ) -> None:
     """Recompile a bundle's compiles and check every pass and the source against the recording."""
-    from ..repro.bundle import installed_tilelang, read_bundle, replay
+    from ..rerun.bundle import installed_tilelang, read_bundle, replay
 
     try:
         bundle = read_bundle(file)
@@ -195,7 +192,11 @@ def replay_cmd(
         d = c.diff
         n = len(c.compile.manifest.records)
         if d.same:
-            src = " and the generated source" if any(r.status == "codegen" for r in c.compile.manifest.records) else ""
+            src = (
+                " and the generated source"
+                if any(r.status == "codegen" for r in c.compile.manifest.records)
+                else ""
+            )
             failed = next((r for r in c.compile.manifest.records if r.status == "failed"), None)
             also = f"; it fails in {failed.name} as recorded" if failed is not None else ""
             typer.echo(f"{name}: same: {n} passes{src} match the recording{also}")

@@ -23,7 +23,7 @@ from typing import Any
 from .._version import __version__
 from ..config import Settings
 from ..diff import count_changes
-from ..repro.capture import ReproCapture
+from ..rerun.capture import ReproCapture
 from . import codegen as cg
 from . import liveness
 from . import sourcemap as sm
@@ -211,7 +211,9 @@ class TraceSession:
             store.open()
             liveness.hold(store.records_root, self.settings.invocation)  # dropped at the invocation's end
             self.store = store
-            self.manifest = replace(self.manifest, run_id=store.run_id, repro=self.repro.attach(store) or None)
+            self.manifest = replace(
+                self.manifest, run_id=store.run_id, repro=self.repro.attach(store) or None
+            )
             store.write_manifest(self.manifest)
             self.emit(RunStarted(self.manifest, store.run_dir, store.script_dir))
         return self.store

@@ -1,6 +1,6 @@
 """The child process of `tltrace replay`: recompile one bundled compile, traced by tltrace.
 
-    python -m tltrace.repro.replay_child COMPILE_DIR TRACE_DIR
+    python -m tltrace.rerun.replay_child COMPILE_DIR TRACE_DIR
 
 COMPILE_DIR holds frontend.json, context.json and job.json (kernel, backend, codegen
 flags, the script name to record under). The compile runs through the same code

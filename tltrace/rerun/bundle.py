@@ -268,16 +268,17 @@ def replay(bundle: Bundle, trace_dir: Path | None = None) -> ReplayResult:
             cdir.mkdir()
             (cdir / "frontend.json").write_text(c.frontend, encoding="utf-8")
             (cdir / "context.json").write_text(c.context, encoding="utf-8")
-            job = {
+            script = f"replay_{safe_component(bundle.info.get('script') or 'bundle')}"
+            job: dict[str, Any] = {
                 "kernel": c.manifest.kernel,
                 "backend": c.manifest.backend,
                 "flags": c.flags,
-                "script": f"replay_{safe_component(bundle.info.get('script') or 'bundle')}",
+                "script": script,
             }
             (cdir / "job.json").write_text(json.dumps(job), encoding="utf-8")
-            before = {p.name for p in _run_dirs(tdir, job["script"])}
+            before = {p.name for p in _run_dirs(tdir, script)}
             problem = _run_child(cdir, tdir)
-            new = [p for p in _run_dirs(tdir, job["script"]) if p.name not in before]
+            new = [p for p in _run_dirs(tdir, script) if p.name not in before]
             replayed = None
             if new:
                 run = R.load_run(sorted(new)[-1])
@@ -298,7 +299,7 @@ def replay(bundle: Bundle, trace_dir: Path | None = None) -> ReplayResult:
         tuple(results),
         bundle.info.get("tilelang"),
         installed_tilelang(),
-        Path(trace_dir) if keep else None,
+        Path(trace_dir) if trace_dir is not None else None,
     )
 
 
@@ -339,7 +340,7 @@ def _run_child(cdir: Path, trace_dir: Path) -> str | None:
     env = dict(os.environ)
     env.pop("TL_LOWER_TRACE", None)
     env.setdefault("TILELANG_DISABLE_CACHE", "1")
-    cmd = [sys.executable, "-m", "tltrace.repro.replay_child", str(cdir), str(trace_dir)]
+    cmd = [sys.executable, "-m", "tltrace.rerun.replay_child", str(cdir), str(trace_dir)]
     try:
         proc = subprocess.run(
             cmd,

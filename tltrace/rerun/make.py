@@ -60,7 +60,7 @@ class ReproOutcome:
 
 def standalone_source() -> str:
     """Return the text of the standalone script (repro.py)."""
-    return resources.files("tltrace.repro").joinpath("_standalone.py").read_text(encoding="utf-8")
+    return resources.files("tltrace.rerun").joinpath("_standalone.py").read_text(encoding="utf-8")
 
 
 def flags_of(manifest: RunManifest) -> dict[str, Any]:
@@ -264,3 +264,37 @@ def _write(path: Path, text: str) -> None:
 
 def _write_spec(out_dir: Path, spec: dict[str, Any]) -> None:
     _write(out_dir / "repro.json", json.dumps(spec, indent=1) + "\n")
+
+
+def repro(
+    script_or_dir: str | None = None,
+    run: str | None = None,
+    *,
+    pass_: str,
+    out: str | os.PathLike | None = None,
+    trace_dir: str | os.PathLike | None = None,
+    kernel: str | None = None,
+) -> ReproOutcome:
+    """Return the outcome of `tltrace repro SCRIPT_OR_DIR [RUN] --pass PASS [-o OUT]`: the directory
+    written, the path its repro.py takes, and whether the rerun gave the recorded result.
+
+    SCRIPT_OR_DIR, RUN and `kernel` are read as `tltrace show` reads them; `pass_` is a
+    NAME, phase/NAME, NAME#k or an index. Raises TltraceError (UsageError, RecordsError)
+    when the run or the pass cannot be found, or the run has no reproducer data.
+    """
+    from ..config import trace_dir_of
+    from ..history import runs as R
+
+    target, run = R.split_target(script_or_dir, run)
+    chosen = R.open_selection(target, run, trace_dir_of(trace_dir), kernel).one("repro")
+    manifest = chosen.require()
+    record = R.find_record(manifest, pass_)
+    dest = Path(out) if out is not None else Path(default_dir(manifest, record))
+    return make_repro(chosen.path, manifest, record, dest)
+
+
+def default_dir(manifest: RunManifest, record: PassRecord) -> str:
+    """Return the default repro directory name: repro-<kernel>-<NN>-<pass>."""
+    from ..session.names import safe_component
+
+    return f"repro-{safe_component(manifest.kernel or 'kernel')}-{record.index:02d}-{safe_component(record.name)}"
