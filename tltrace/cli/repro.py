@@ -71,8 +71,9 @@ _KERNEL = typer.Option(None, "--kernel", metavar="NAME", help="Only compiles of 
 
 def register(app: typer.Typer) -> None:
     """Add `repro`, `bundle` and `replay` to the app."""
-    app.command("repro", epilog=REPRO_EPILOG)(repro_cmd)
-    app.command("bundle", epilog=BUNDLE_EPILOG)(bundle_cmd)
+    # RUN may be '-2': taken as an argument, not an option (as 'show' and 'export' do).
+    app.command("repro", epilog=REPRO_EPILOG, context_settings={"ignore_unknown_options": True})(repro_cmd)
+    app.command("bundle", epilog=BUNDLE_EPILOG, context_settings={"ignore_unknown_options": True})(bundle_cmd)
     app.command("replay", epilog=REPLAY_EPILOG)(replay_cmd)
 
 

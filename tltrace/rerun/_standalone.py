@@ -410,6 +410,8 @@ def main(argv: list[str]) -> int:
     if attempt is None:
         print("not reproduced: nothing was run")
         return 1
+    if result.get("tltrace_imported"):
+        print("warning: the rerun imported tltrace; a reproducer should need TileLang only")
     ok, lines = judge(attempt, after, error)
     print(f"rerun: {attempt.get('built') or '-'}")
     for line in lines:
