@@ -222,9 +222,13 @@ class ReproCapture:
             self._write_failed(index)
 
     # -- files ----------------------------------------------------------------
-    @_guarded
-    def attach(self, store: Any) -> dict[str, Any]:
-        """Write what was captured into `store`'s run directory; return the manifest's `repro` field."""
+    def attach(self, store: Any) -> dict[str, Any] | None:
+        """Write what was captured into `store`'s run directory; return the manifest's `repro` field.
+
+        Not guarded: a store that cannot be written is the session's failure (it stops tracing).
+        """
+        if self.broken:
+            return None
         self._store = store
         if self.frontend is not None:
             store.link_text(FRONTEND, self.frontend)
@@ -233,7 +237,7 @@ class ReproCapture:
             self._write_context()
         for index in sorted(self.failed):
             self._write_failed(index)
-        return dict(self.written)
+        return dict(self.written) or None
 
     def info(self) -> dict[str, Any] | None:
         """Return the manifest's `repro` field as it stands (None when nothing was captured)."""

@@ -211,11 +211,12 @@ class TraceSession:
             store.open()
             liveness.hold(store.records_root, self.settings.invocation)  # dropped at the invocation's end
             self.store = store
-            self.manifest = replace(
-                self.manifest, run_id=store.run_id, repro=self.repro.attach(store) or None
-            )
+            self.manifest = replace(self.manifest, run_id=store.run_id)
             store.write_manifest(self.manifest)
             self.emit(RunStarted(self.manifest, store.run_dir, store.script_dir))
+            # What a rerun needs (repro/): a store failure here stops tracing like any other.
+            self.manifest = replace(self.manifest, repro=self.repro.attach(store))
+            store.write_manifest(self.manifest)
         return self.store
 
     def text_of(self, mod: Any) -> str:
