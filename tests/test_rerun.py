@@ -230,3 +230,15 @@ def test_report_offers_the_repro_command(traced: Path, open_page) -> None:
     command = f"tltrace repro {m.script} {m.run_id} --pass {failed.index}"
     assert command in page.locator(".tl-error .tl-repro").text_content()
     assert page.locator(".tl-copy-repro").get_attribute("title") == command
+
+
+def test_a_run_without_reproducer_data_is_one_line_exit_3(traced: Path, tmp_path: Path) -> None:
+    run, m = _manifest(traced, "two.py", "vadd")
+    copy = tmp_path / "old" / ".run_records" / run.path.name
+    shutil.copytree(run.path, copy)
+    data = json.loads((copy / "manifest.json").read_text())
+    del data["repro"]  # as tltrace before reproducers wrote it
+    (copy / "manifest.json").write_text(json.dumps(data))
+    p = _tltrace("repro", str(copy), "--pass", "0", "-o", str(tmp_path / "r"), cwd=tmp_path)
+    assert p.returncode == 3 and p.stderr.count("\n") == 1 and "tltrace run" in p.stderr
+    assert not (tmp_path / "r").exists()

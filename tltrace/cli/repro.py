@@ -112,13 +112,14 @@ def repro_cmd(
 ) -> None:
     """Write a standalone repro.py that reruns one recorded pass, and run it once."""
     from ..history.runs import find_record
-    from ..rerun.make import default_dir, make_repro
+    from ..rerun.make import default_dir, make_repro, repro_files
 
     try:
         run = _selection(list(args or []), trace_dir, kernel).one("repro")
         manifest = run.require()
         record = find_record(manifest, pass_)
         dest = out or Path(default_dir(manifest, record))
+        repro_files(run.path, manifest)  # no reproducer data: one line, before anything is said
         typer.echo(
             f"rerunning {record.name} (#{record.index}) of {manifest.kernel or manifest.script} ...", err=True
         )

@@ -145,7 +145,14 @@ def compile_from(
         create_pass_instruments,
     )
 
-    mod = tvm.ir.load_json(frontend)
+    try:
+        mod = tvm.ir.load_json(frontend)
+    except Exception as exc:
+        version = getattr(sys.modules.get("tilelang"), "__version__", "?")
+        raise RuntimeError(
+            f"the frontend IR does not load on TileLang {version} ({error_text(exc)}); "
+            "it uses what this release does not have"
+        ) from None
     # The recorded compile was handed a PrimFunc that its caller still held; handing over the
     # same (and holding it here) keeps passes that update objects in place when nobody else
     # holds them from doing so where the recorded compile did not.

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .._atomic import atomic_write
-from ..errors import RecordsError, TltraceError, UsageError
+from ..errors import RecordsError, UsageError
 from ..session.records import CODEGEN, FAILED, PassRecord, RunManifest
 
 # Files tltrace writes into a repro directory; a directory holding anything else is not reused.
@@ -37,8 +37,8 @@ OURS = frozenset(
 PROBE_TIMEOUT_S = 1800
 
 
-class ReproError(TltraceError):
-    """The run cannot give a reproducer (no repro data, a codegen record, a bad directory)."""
+class ReproError(RecordsError):
+    """The run cannot give a reproducer: it holds no reproducer data (exit 3)."""
 
 
 @dataclass(frozen=True)
