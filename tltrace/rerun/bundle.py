@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..errors import RecordsError, TltraceError, UsageError
 from ..session.names import safe_component
 from ..session.records import RunManifest

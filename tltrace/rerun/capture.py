@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .. import __version__
+from .._version import __version__
 
 REPRO_DIR = "repro"
 FRONTEND = f"{REPRO_DIR}/frontend.json"
