@@ -12,8 +12,9 @@ from typing import Any
 from ._version import __version__
 
 _API = ("lower_trace", "enable", "disable", "enabled", "create_pass_instrument")
+_RERUN = ("repro",)  # tltrace.repro(...): rerun/make.py
 
-__all__ = ["__version__", *_API]
+__all__ = ["__version__", *_API, *_RERUN]
 
 
 def __getattr__(name: str) -> Any:
@@ -21,8 +22,12 @@ def __getattr__(name: str) -> Any:
         from . import api
 
         return getattr(api, name)
+    if name in _RERUN:
+        from .rerun import make
+
+        return getattr(make, name)
     raise AttributeError(f"module 'tltrace' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_API})
+    return sorted({*globals(), *_API, *_RERUN})

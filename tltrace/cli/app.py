@@ -260,10 +260,12 @@ def _register_commands() -> None:
     from . import edit as cli_edit
     from . import export as cli_export
     from . import records as cli_records
+    from . import repro as cli_repro
 
     cli_records.register(app)
     cli_edit.register(app)
     cli_export.register(app)
+    cli_repro.register(app)
 
 
 _register_commands()

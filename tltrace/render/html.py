@@ -99,6 +99,9 @@ def meta_of(manifest: RunManifest) -> dict[str, Any]:
             out[name] = list(value) if name == "command" else value
     if manifest.command:
         out["command_line"] = shlex.join(str(c) for c in manifest.command)
+    if manifest.repro and manifest.run_id:
+        # `tltrace repro` for a pass of this compile: the report appends the pass's index.
+        out["repro"] = shlex.join(["tltrace", "repro", manifest.script, manifest.run_id, "--pass"])
     if manifest.invocation:
         # The compile's way back: the script's index (two levels up) and, once known, its siblings.
         out["index"] = "../../" + REPORT_NAME

@@ -194,6 +194,9 @@ class RunManifest:
     writer: dict[str, Any] | None = None  # who writes this run: pid, process start token, host
     thread: str | None = None  # name of the compiling thread
     thread_id: int | None = None  # threading.get_ident() of the compiling thread
+    # What a rerun needs (tltrace repro / bundle): run-relative files of the frontend IR
+    # ("frontend"), the target and PassContext ("context"), failed passes' inputs ("inputs").
+    repro: dict[str, Any] | None = None
     records: tuple[PassRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
@@ -286,6 +289,6 @@ _MANIFEST_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
             "thread",
         )
     },
-    **{k: ((dict,), True) for k in ("launch", "params", "writer")},
+    **{k: ((dict,), True) for k in ("launch", "params", "writer", "repro")},
     "thread_id": (_INT, True),
 }

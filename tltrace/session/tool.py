@@ -23,6 +23,7 @@ from typing import Any
 from .._version import __version__
 from ..config import Settings
 from ..diff import count_changes
+from ..rerun.capture import ReproCapture
 from . import codegen as cg
 from . import liveness
 from . import sourcemap as sm
@@ -120,6 +121,7 @@ class TraceSession:
         self.edited = False
         self.pipelines = 0  # backend pipelines entered in this compile session
         self._listener_failed = False
+        self.repro = ReproCapture(self.warn)  # frontend IR, context, failed inputs
         self.manifest = RunManifest(
             run_id="",
             script=settings.script_name,
@@ -181,6 +183,7 @@ class TraceSession:
         """
         if self.manifest.input_hash is not None:
             return
+        self.repro.note_frontend(mod)
         try:
             launch = launch_info(mod, self.manifest.kernel)
         except Exception:
@@ -211,6 +214,9 @@ class TraceSession:
             self.manifest = replace(self.manifest, run_id=store.run_id)
             store.write_manifest(self.manifest)
             self.emit(RunStarted(self.manifest, store.run_dir, store.script_dir))
+            # What a rerun needs (repro/): a store failure here stops tracing like any other.
+            self.manifest = replace(self.manifest, repro=self.repro.attach(store))
+            store.write_manifest(self.manifest)
         return self.store
 
     def text_of(self, mod: Any) -> str:
@@ -349,6 +355,7 @@ class TraceSession:
             self.manifest = replace(
                 self.manifest.with_records(records),
                 finished=time.time(),
+                repro=self.repro.info(),
                 status=ERROR if error is not None else COMPLETE,
                 error=error_text(error) if error is not None else None,
             )
@@ -387,6 +394,7 @@ class _Observer:
             text = s.text_of(mod)
             if s.manifest.input_hash is None:
                 s.note_input(mod, text)
+            s.repro.pass_started(event.sequence, mod)
             return (name, text, time.perf_counter(), s.last_map)
         except Exception as exc:
             s._guard(f"capturing the IR before {event.name}", exc)
@@ -398,6 +406,7 @@ class _Observer:
             return
         name, before, t0, bmap = state
         duration = time.perf_counter() - t0
+        s.repro.pass_finished(event.sequence)
         try:
             after = s.text_of(mod)
         except Exception as exc:
@@ -427,6 +436,7 @@ class _Observer:
             if event is None or state is None:
                 continue
             name, before, t0, bmap = state
+            s.repro.pass_failed(event.sequence)
             s.pass_record(
                 name,
                 event.sequence,
@@ -635,9 +645,11 @@ def make_tool_class() -> type:
                     result = next_call()
             except BaseException as exc:
                 if before is not None and not interrupted() and not isinstance(exc, KeyboardInterrupt):
+                    index = s.next_index()
+                    s.repro.codegen_failed(index, event.mod)
                     s.pass_record(
                         cg.record_name(role),
-                        s.next_index(),
+                        index,
                         0,
                         None,
                         CODEGEN_PHASE,

@@ -445,6 +445,12 @@
     var ca = button("Copy after", "Copy the IR after this pass", function () { copyText(after, ca); });
     ca.className = "tl-copy-after"; ca.disabled = after === undefined;
     actions.appendChild(ca);
+    var reproCmd = S.meta.repro && r.status !== "codegen" ? S.meta.repro + " " + r.index : null;
+    if (reproCmd) {  // rerun this pass alone: tltrace repro (docs/rerun.md)
+      var rc = button("Copy repro command", reproCmd, function () { copyText(reproCmd, rc); });
+      rc.className = "tl-copy-repro";
+      actions.appendChild(rc);
+    }
     if (r.status === "changed" || r.status === "noop") {
       var ctx = button(S.expandAll ? "Fold context" : "Show all context",
         "Show every unchanged line of this pass, or fold them again (Shift+E)", toggleExpandAll);
@@ -489,6 +495,7 @@
       var box = el("div", "tl-error");
       box.appendChild(el("div", "lbl", "Exception"));
       box.appendChild(el("pre", null, r.error || "The pass did not complete (no exception was reported)."));
+      if (reproCmd) box.appendChild(el("div", "tl-repro", "Reproduce it without the script: " + reproCmd));
       view.appendChild(box);
       var panes = el("div", "tl-panes");
       panes.appendChild(pane("IR before the failure", before));

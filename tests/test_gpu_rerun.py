@@ -1,0 +1,77 @@
+"""Reproducers and bundles on a CUDA GPU (run on the device machine: `python -m pytest -m gpu tests/test_gpu_rerun.py`).
+
+A repro of a pass of TileLang's upstream FlashAttention example (`.upstream/examples/...`,
+see tests/test_gpu_upstream.py; skips without the copy), run standalone from another
+directory; and a bundle of this repository's GEMM example compiled for CUDA, replayed
+from another directory. Passes are picked from the manifest.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ._records import read_manifest
+from .test_gpu_upstream import FLASH, _env, _need, _trace
+
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("need_gpu")]
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _tltrace(*args: str, cwd: Path, timeout: int = 540) -> subprocess.CompletedProcess:
+    p = subprocess.run(
+        [sys.executable, "-m", "tltrace", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=timeout,
+    )
+    print(p.stdout[-4000:], p.stderr[-4000:])
+    return p
+
+
+def test_repro_of_an_upstream_flash_attention_pass(tmp_path: Path) -> None:
+    _need(FLASH)
+    p = _trace(FLASH, tmp_path / "t", "--quiet")
+    assert p.returncode == 0
+    runs = sorted((tmp_path / "t" / FLASH.stem).glob(".run_records/run_*/manifest.json"))
+    assert runs
+    manifest = read_manifest(runs[0].parent)
+    changed = [r for r in manifest["records"] if r.get("status") == "changed"]
+    name = "LowerTileOp" if any(r["name"] == "LowerTileOp" for r in changed) else changed[-1]["name"]
+    out = tmp_path / "repro"
+    p = _tltrace("repro", "--trace-dir", "t", FLASH.stem, "--pass", name, "-o", str(out), cwd=tmp_path)
+    assert p.returncode == 0 and "reproduced" in p.stdout
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(out, elsewhere / "repro")
+    p = subprocess.run(
+        [sys.executable, "-I", str(elsewhere / "repro" / "repro.py")],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=540,
+    )
+    print(p.stdout[-4000:], p.stderr[-2000:])
+    assert p.returncode == 0 and p.stdout.strip().endswith("reproduced")
+
+
+def test_bundle_of_a_cuda_gemm_replays_elsewhere(tmp_path: Path) -> None:
+    script = tmp_path / "gemm.py"
+    shutil.copy(REPO / "examples" / "gemm.py", script)
+    shutil.copy(REPO / "examples" / "_common.py", tmp_path / "_common.py")
+    p = _trace(script, tmp_path / "t", "--quiet")
+    assert p.returncode == 0
+    bundle = tmp_path / "gemm.zip"
+    assert _tltrace("bundle", "--trace-dir", "t", "gemm.py", "-o", str(bundle), cwd=tmp_path).returncode == 0
+    script.unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    p = _tltrace("replay", str(bundle), cwd=elsewhere)
+    assert p.returncode == 0 and ": same:" in p.stdout

@@ -1,0 +1,213 @@
+"""`tltrace repro`, `tltrace bundle`, `tltrace replay`: rerun a pass or whole compiles without the script.
+
+Parses, makes one call into the core (tltrace/repro/), prints, exits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..config import trace_dir_of
+from ..errors import TltraceError
+from .shared import fail, trace_dir_option
+
+REPRO_EPILOG = """\
+Examples:
+
+\b
+  tltrace repro gemm.py --pass LowerTileOp                 the newest run of gemm.py
+  tltrace repro gemm.py -2 --pass 37 -o /tmp/lowertileop   pass #37 of the run before
+  tltrace repro two_kernels.py --kernel vmul --pass Simplify#2
+
+Writes DIR (default ./repro-<kernel>-<NN>-<pass>) holding repro.py and what it
+reads: the pass's input IR (TVM JSON), the compile's frontend IR, target and
+PassContext config, and the recorded before/after texts (or error). `python
+DIR/repro.py` needs only TileLang: it reruns the pass in a child process and
+compares with the recording. tltrace runs it once here and says which path it
+takes: json (the input loaded from input.json, the pass made by its name) or
+replay (the compile replayed from its frontend IR up to and through the pass,
+for passes whose input does not survive JSON).
+RUN and --pass are read as 'tltrace show' reads them.
+Exit status: 0 reproduced (the same output, or the same error for a failed
+pass); 1 not reproduced (a diff or the new error is shown); 2 bad usage;
+3 missing records or no reproducer data in them.
+"""
+
+BUNDLE_EPILOG = """\
+Examples:
+
+\b
+  tltrace bundle gemm.py -o gemm-bundle.zip           the newest invocation of gemm.py
+  tltrace bundle gemm.py -2 --kernel gemm -o b.zip    one kernel of the invocation before
+  tltrace replay gemm-bundle.zip                      on another machine
+
+Writes one zip file for a bug report: each compile's frontend IR, target,
+PassContext config, versions, its manifest and every recorded text, and a
+README saying how to replay it. RUN is read as 'tltrace show' reads it.
+Exit status: 0; 2 bad usage; 3 missing records or no reproducer data in them.
+"""
+
+REPLAY_EPILOG = """\
+Examples:
+
+\b
+  tltrace replay gemm-bundle.zip
+  tltrace replay gemm-bundle.zip --trace-dir replayed   keep the replay's records
+
+Recompiles every compile in FILE from its saved IR (in a child process, traced
+by tltrace) and checks every pass and the generated source against the
+recording, naming the first divergence as 'tltrace diff-runs' does. The user's
+script is not needed. On another TileLang release it says so in one line and
+goes on as a comparison. Without --trace-dir the replay's records are removed.
+Exit status: 0 all the same; 1 a difference (the first divergent pass named);
+2 bad usage; 3 not a bundle, or a damaged one.
+"""
+
+_KERNEL = typer.Option(None, "--kernel", metavar="NAME", help="Only compiles of kernel NAME.")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `repro`, `bundle` and `replay` to the app."""
+    # RUN may be '-2': taken as an argument, not an option (as 'show' and 'export' do).
+    app.command("repro", epilog=REPRO_EPILOG, context_settings={"ignore_unknown_options": True})(repro_cmd)
+    app.command("bundle", epilog=BUNDLE_EPILOG, context_settings={"ignore_unknown_options": True})(bundle_cmd)
+    app.command("replay", epilog=REPLAY_EPILOG)(replay_cmd)
+
+
+def _selection(args: list[str], trace_dir: Optional[Path], kernel: Optional[str]):
+    """Resolve SCRIPT_OR_DIR [RUN] [SIGNATURE] as 'tltrace show' does (the one call to the resolver here)."""
+    from ..history import runs as R
+
+    for a in args:
+        if a.startswith("--") or (a.startswith("-") and len(a) > 1 and not a[1:].isdigit()):
+            raise fail(f"no such option: {a}", 2)
+    if len(args) > 3:
+        raise fail(f"too many arguments: {' '.join(args[3:])}; give at most SCRIPT_OR_DIR, RUN and SIGNATURE")
+    target, run = R.split_target(args[0] if args else None, args[1] if len(args) > 1 else None)
+    return R.open_selection(target, run, trace_dir_of(trace_dir), kernel, args[2] if len(args) > 2 else None)
+
+
+def repro_cmd(
+    args: Optional[list[str]] = typer.Argument(
+        None,
+        metavar="[SCRIPT_OR_DIR] [RUN] [SIGNATURE]",
+        help="A script, script/trace/run directory; then a RUN; then a signature prefix.",
+        show_default=False,
+    ),
+    pass_: str = typer.Option(
+        ..., "--pass", metavar="NAME|INDEX", help="The pass (NAME, phase/NAME, NAME#k, or an index)."
+    ),
+    out: Optional[Path] = typer.Option(
+        None,
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="Directory to write [default: ./repro-<kernel>-<NN>-<pass>].",
+    ),
+    trace_dir: Optional[Path] = trace_dir_option(),
+    kernel: Optional[str] = _KERNEL,
+) -> None:
+    """Write a standalone repro.py that reruns one recorded pass, and run it once."""
+    from ..history.runs import find_record
+    from ..rerun.make import default_dir, make_repro, repro_files
+
+    try:
+        run = _selection(list(args or []), trace_dir, kernel).one("repro")
+        manifest = run.require()
+        record = find_record(manifest, pass_)
+        dest = out or Path(default_dir(manifest, record))
+        repro_files(run.path, manifest)  # no reproducer data: one line, before anything is said
+        typer.echo(
+            f"rerunning {record.name} (#{record.index}) of {manifest.kernel or manifest.script} ...", err=True
+        )
+        outcome = make_repro(run.path, manifest, record, dest)
+    except TltraceError as exc:
+        raise fail(str(exc), exc.exit_code) from None
+    why = {
+        "json": "its input loaded from input.json, the pass made by its name",
+        "replay": "the compile replayed from its frontend IR up to and through the pass"
+        + (
+            " (rerun alone on its JSON input, it did not give the recorded result)"
+            if outcome.reproduced
+            else ""
+        ),
+    }[outcome.path]
+    typer.echo(f"wrote {outcome.directory}/ (path: {outcome.path}: {why})")
+    for line in outcome.lines:
+        typer.echo(line)
+    typer.echo("reproduced" if outcome.reproduced else "not reproduced")
+    typer.echo(f"again: {outcome.command}   (needs only TileLang)")
+    raise typer.Exit(0 if outcome.reproduced else 1)
+
+
+def bundle_cmd(
+    args: Optional[list[str]] = typer.Argument(
+        None,
+        metavar="[SCRIPT_OR_DIR] [RUN] [SIGNATURE]",
+        help="A script, script/trace/run directory; then a RUN; then a signature prefix.",
+        show_default=False,
+    ),
+    out: Path = typer.Option(..., "-o", "--output", metavar="FILE", help="The bundle file to write (a zip)."),
+    trace_dir: Optional[Path] = trace_dir_option(),
+    kernel: Optional[str] = _KERNEL,
+) -> None:
+    """Pack an invocation's compiles (frontend IR, context, records, texts) into one file."""
+    from ..rerun.bundle import write_bundle
+
+    try:
+        sel = _selection(list(args or []), trace_dir, kernel)
+        path, n, size = write_bundle(list(sel.runs), out)
+    except TltraceError as exc:
+        raise fail(str(exc), exc.exit_code) from None
+    typer.echo(
+        f"bundle: {path} ({n} compile(s), {size / 1024:.0f} KB); replay it with 'tltrace replay {path}'"
+    )
+
+
+def replay_cmd(
+    file: Path = typer.Argument(..., metavar="FILE", help="A bundle written by 'tltrace bundle'."),
+    trace_dir: Optional[Path] = typer.Option(
+        None, "--trace-dir", metavar="DIR", help="Keep the replay's own records under DIR."
+    ),
+) -> None:
+    """Recompile a bundle's compiles and check every pass and the source against the recording."""
+    from ..rerun.bundle import installed_tilelang, read_bundle, replay
+
+    try:
+        bundle = read_bundle(file)
+        recorded, here = bundle.info.get("tilelang"), installed_tilelang()
+        if recorded != here:
+            typer.echo(
+                f"recorded with TileLang {recorded}, replaying on TileLang {here}: a comparison, not a reproduction"
+            )
+        result = replay(bundle, trace_dir)
+    except TltraceError as exc:
+        raise fail(str(exc), exc.exit_code) from None
+    for c in result.compiles:
+        name = c.compile.manifest.kernel or c.compile.dir
+        if c.problem is not None:
+            typer.echo(f"{name}: not replayed: {c.problem}")
+            continue
+        d = c.diff
+        n = len(c.compile.manifest.records)
+        if d.same:
+            src = (
+                " and the generated source"
+                if any(r.status == "codegen" for r in c.compile.manifest.records)
+                else ""
+            )
+            failed = next((r for r in c.compile.manifest.records if r.status == "failed"), None)
+            also = f"; it fails in {failed.name} as recorded" if failed is not None else ""
+            typer.echo(f"{name}: same: {n} passes{src} match the recording{also}")
+            continue
+        first = d.first_difference
+        counts = ", ".join(f"{v} {k}" for k, v in d.counts.items() if v and k != "same")
+        typer.echo(f"{name}: differs ({counts}); first divergence: {first.label} ({first.status})")
+        for line in c.detail:
+            typer.echo(f"  {line}")
+    if result.trace_dir is not None:
+        typer.echo(f"replay records: {result.trace_dir}")
+    raise typer.Exit(0 if result.same else 1)

@@ -1,0 +1,434 @@
+"""Rerun one TileLang pass, or a whole compile, from files saved by tltrace. Needs TileLang only.
+
+This file is copied as `repro.py` into a directory made by `tltrace repro`; the
+files beside it say what to run:
+
+    repro.json      which pass (name, position in the compile), how to build its input,
+                    what the recording saw (the output text, or the error)
+    context.json    target, PassContext opt level and config, versions (as recorded)
+    frontend.json   the compile's input IR (tvm.ir.save_json), for the replay path
+    input.json      the pass's input IR (tvm.ir.save_json), for the json path
+    before.tir / after.tir   the pass's input and output text as recorded
+
+    python repro.py              rerun the pass (in a child process) and compare
+    python repro.py --replay     build the input by replaying the compile up to the pass
+    python repro.py --json       load the input from input.json
+
+Exit status: 0 and `reproduced` when the output is the recorded one (or a failed
+pass raises the recorded error again); 1 with a diff or the new error otherwise;
+2 for bad usage or missing files.
+
+Two paths, said in the output: `json` loads input.json, makes the pass by its
+registered name and runs it alone; `replay` loads frontend.json, compiles it with
+the recorded target and config, lets the compile run the pass on the input it
+rebuilt, and stops right after it. Passes whose input does not survive JSON
+(layouts of tl.LowerTileOp, say) use the replay path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULT = "result.json"
+MAX_DIFF_LINES = 200
+
+
+# -- shared by the parent and the child -------------------------------------------------------
+def read_json(path: str) -> Any:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def read_text(path: str) -> str:
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def display_name(name: str) -> str:
+    """The pass name as tltrace shows it: TileLang's `tl.` namespace dropped; `@function` dropped."""
+    name = str(name).split("@", 1)[0]
+    for prefix in ("tl.transform.", "tl."):
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return name[len(prefix) :]
+    return name
+
+
+_ERROR_HEAD = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Warning): ")
+
+
+def error_text(error: BaseException) -> str:
+    """Return "ExcType: message" as tltrace records it (a C++ backtrace before the message dropped)."""
+    name = type(error).__name__
+    msg = str(error).strip()
+    lines = [ln for ln in msg.splitlines() if ln.strip()]
+    if lines and lines[0].startswith("Traceback"):
+        tail = [i for i, ln in enumerate(lines) if _ERROR_HEAD.match(ln)]
+        msg = "\n".join(lines[tail[-1] :]) if tail else lines[-1]
+    if not msg:
+        return name
+    return msg if msg.startswith(f"{name}:") else f"{name}: {msg}"
+
+
+def same_error(got: str, recorded: str) -> bool:
+    """The same error: the same text, or the same first line (type and message)."""
+    if got.strip() == recorded.strip():
+        return True
+    first = [t.strip().splitlines()[0] if t.strip() else "" for t in (got, recorded)]
+    return bool(first[0]) and first[0] == first[1]
+
+
+# -- the child: TileLang is imported here only --------------------------------------------------
+def unplain(value: Any) -> Any:
+    """Return a config value read from context.json as TVM takes it."""
+    if isinstance(value, dict) and set(value) == {"tvm_json"}:
+        from tilelang import tvm  # type: ignore[import-not-found]
+
+        return tvm.ir.load_json(value["tvm_json"])
+    if isinstance(value, dict):
+        return {k: unplain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unplain(v) for v in value]
+    return value
+
+
+class Context:
+    """The recorded PassContext and target, rebuilt."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        from tilelang import tvm  # type: ignore[import-not-found]
+
+        self.data = data
+        self.tvm = tvm
+        spec = data.get("target")
+        self.target = tvm.target.Target(spec) if spec else None  # the compile ran inside `with target`
+        bound = spec or data.get("bound_target")
+        self.compile_target = tvm.target.Target(bound) if bound else None
+
+    def pass_context(self, instruments: list | None = None) -> Any:
+        d = self.data
+        return self.tvm.transform.PassContext(
+            opt_level=int(d.get("opt_level", 2)),
+            config=unplain(d.get("config") or {}),
+            required_pass=list(d.get("required_pass") or []),
+            disabled_pass=list(d.get("disabled_pass") or []),
+            instruments=instruments,
+        )
+
+    def target_scope(self) -> Any:
+        return self.target if self.target is not None else contextlib.nullcontext()
+
+
+def compile_from(
+    frontend: str,
+    context: Context,
+    backend: str | None,
+    kernel: str | None,
+    flags: dict[str, Any],
+    instruments: list | None = None,
+) -> Any:
+    """Compile the saved frontend IR as the recording did (lowering and codegen; no build of a binary
+    unless the recording's backend compiled device code during codegen); return TileLang's artifact."""
+    from tilelang import tvm  # type: ignore[import-not-found]
+    from tilelang.backend.module import create_backend_context  # type: ignore[import-not-found]
+    from tilelang.engine.lower import lower_with_context  # type: ignore[import-not-found]
+    from tilelang.instrumentation import (  # type: ignore[import-not-found]
+        compile_pass_instrumentation,
+        create_pass_instruments,
+    )
+
+    try:
+        mod = tvm.ir.load_json(frontend)
+    except Exception as exc:
+        version = getattr(sys.modules.get("tilelang"), "__version__", "?")
+        raise RuntimeError(
+            f"the frontend IR does not load on TileLang {version} ({error_text(exc)}); "
+            "it uses what this release does not have"
+        ) from None
+    # The recorded compile was handed a PrimFunc that its caller still held; handing over the
+    # same (and holding it here) keeps passes that update objects in place when nobody else
+    # holds them from doing so where the recorded compile did not.
+    funcs = [f for _gv, f in mod.functions.items()]
+    func_or_mod = funcs[0] if len(funcs) == 1 and "global_symbol" in (funcs[0].attrs or {}) else mod
+    target = context.compile_target
+    if target is None:
+        raise RuntimeError("context.json names no target; cannot replay this compile")
+    # The target and its host as two objects, as tilelang.compile receives them: a target
+    # object that carries its host already is bound differently by the lowering.
+    spec = dict(context.data.get("target") or context.data.get("bound_target") or {})
+    host = spec.pop("host", None)
+    backend_context = create_backend_context(
+        tvm.target.Target(spec), tvm.target.Target(host) if host else None, backend or "auto"
+    )
+    # tilelang.compile prints its targets before lowering (its compile metadata). A Target
+    # keeps its text once printed, and tl.LowerDeviceKernelLaunch compares targets by their
+    # text: printing them here too keeps the replay's lowering the recorded one.
+    str(backend_context.target), str(backend_context.target_host)
+    with compile_pass_instrumentation(name=kernel or "replay"):
+        desc = f"stage=replay, kernel={kernel or 'replay'}, backend={backend_context.execution_backend.name}"
+        all_instruments = [*create_pass_instruments(context=desc), *(instruments or [])]
+        # Inside the backend context's own target object, as tilelang.compile runs it.
+        scope = backend_context.target if context.target is not None else contextlib.nullcontext()
+        with context.pass_context(all_instruments), scope:
+            return lower_with_context(
+                func_or_mod,
+                backend_context,
+                enable_host_codegen=bool(flags.get("host_codegen")),
+                enable_device_compile=bool(flags.get("device_compile")),
+            )
+
+
+def pass_by_name(name: str) -> Any:
+    """Return a new pass object for a registered pass name (`tl.X`, `tirx.X`, ...), with default arguments."""
+    import importlib
+
+    from tilelang import tvm  # type: ignore[import-not-found]
+
+    ns, _, short = str(name).rpartition(".")
+    modules = {
+        "tl": ["tilelang.transform", "tilelang.cpu.transform", "tilelang.cuda.transform"],
+        "tirx": ["tvm.tirx.transform"],
+        "s_tir": ["tvm.s_tir.transform"],
+        "tir": ["tvm.tir.transform"],
+    }.get(ns, [])
+    for modname in modules:
+        try:
+            ctor = getattr(importlib.import_module(modname), short, None)
+        except ImportError:
+            ctor = None
+        if callable(ctor):
+            with contextlib.suppress(Exception):
+                p = ctor()
+                if str(p.info.name) == name:
+                    return p, f"{modname}.{short}()"
+    for fname in (f"{ns}.transform.{short}", f"{ns}.cpu.transform.{short}"):
+        f = tvm.get_global_func(fname, allow_missing=True)
+        if f is not None:
+            with contextlib.suppress(Exception):
+                p = f()
+                if str(p.info.name) == name:
+                    return p, f"the registered function {fname}()"
+    return None, None
+
+
+class _Stop(Exception):
+    """Raised by the catching instrument once the pass has run: the rest of the compile is not needed."""
+
+
+def replay_through(spec: dict[str, Any], frontend: str, context: Context) -> dict[str, Any]:
+    """Replay the compile up to and through the pass at the recorded position.
+
+    Returns the pass's registered name, its input (text, and JSON saved before it
+    ran: passes may change the module in place) and its output text, or its error.
+    """
+    from tilelang import tvm  # type: ignore[import-not-found]
+
+    want = int(spec["pass"]["ordinal"])
+    name = spec["pass"]["name"]
+    caught: dict[str, Any] = {"seen": 0}
+
+    @tvm.instrument.pass_instrument
+    class Catch:
+        def run_before_pass(self, mod: Any, info: Any) -> None:
+            n = caught["seen"]
+            caught["seen"] = n + 1
+            if n == want:
+                caught["name"] = str(info.name)
+                caught["before"] = str(mod)
+                caught["input_json"] = tvm.ir.save_json(mod)
+                caught["depth"] = caught.get("open", 0)
+            caught["open"] = caught.get("open", 0) + 1
+
+        def run_after_pass(self, mod: Any, info: Any) -> None:
+            caught["open"] = caught.get("open", 1) - 1
+            if "name" in caught and "after" not in caught and caught["open"] == caught["depth"]:
+                caught["after"] = str(mod)
+                raise _Stop()
+
+    try:
+        compile_from(
+            frontend, context, spec.get("backend"), spec.get("kernel"), spec.get("flags") or {}, [Catch()]
+        )
+    except BaseException as exc:  # _Stop comes back bare or wrapped, depending on the FFI
+        if "name" in caught and "after" not in caught:
+            caught["error"] = error_text(exc)
+        elif "name" not in caught:
+            raise RuntimeError(
+                f"the replayed compile ended before pass #{want} ({name}): {error_text(exc)}"
+            ) from None
+    if "name" not in caught:
+        raise RuntimeError(f"the replayed compile ran {caught['seen']} passes, fewer than {want + 1}")
+    if display_name(caught["name"]) != display_name(name):
+        raise RuntimeError(
+            f"the replay diverged: pass #{want} is {caught['name']}, the recording has {name} there"
+        )
+    return caught
+
+
+def run_pass(p: Any, mod: Any, context: Context) -> tuple[str | None, str | None]:
+    """Run pass `p` alone on `mod` under the recorded context; return (output text, error)."""
+    try:
+        with context.pass_context(), context.target_scope():
+            out = p(mod)
+        return str(out), None
+    except Exception as exc:
+        return None, error_text(exc)
+
+
+def child(mode: str, out_dir: str) -> int:
+    """Rerun the pass in this process (the parent's child); write what happened to out_dir/result.json."""
+    from tilelang import tvm  # type: ignore[import-not-found]
+
+    spec = read_json(os.path.join(HERE, "repro.json"))
+    files = spec["files"]
+    context = Context(read_json(os.path.join(HERE, files["context"])))
+    result: dict[str, Any] = {"attempts": []}
+    input_file = os.path.join(HERE, files["input"] or "input.json")
+    registered = spec["pass"].get("registered_name") or spec["pass"]["name"]
+    if mode in ("replay", "probe") or not os.path.exists(input_file):
+        frontend = read_text(os.path.join(HERE, files["frontend"]))
+        caught = replay_through(spec, frontend, context)
+        registered = caught["name"]
+        if mode == "probe" and not os.path.exists(input_file):
+            with open(input_file, "w", encoding="utf-8") as f:
+                f.write(caught["input_json"])
+            result["input_written"] = True
+        if mode != "json":
+            result["attempts"].append(
+                {
+                    "path": "replay",
+                    "built": "the replayed compile, up to and through the pass",
+                    "before": caught["before"],
+                    "after": caught.get("after"),
+                    "error": caught.get("error"),
+                }
+            )
+    if mode in ("json", "probe"):
+        p, how = pass_by_name(registered)
+        if p is None:
+            result["attempts"].append(
+                {"path": "json", "built": None, "skipped": f"no pass named {registered}"}
+            )
+        else:
+            mod = tvm.ir.load_json(read_text(input_file))
+            str(mod)  # printed before the pass, as in the traced compile (targets keep their text)
+            text, err = run_pass(p, mod, context)
+            result["attempts"].append(
+                {"path": "json", "built": f"input.json, the pass made by {how}", "after": text, "error": err}
+            )
+    # A self-check: a reproducer that needs tltrace is not standalone.
+    result["tltrace_imported"] = any(m == "tltrace" or m.startswith("tltrace.") for m in sys.modules)
+    with open(os.path.join(out_dir, RESULT), "w", encoding="utf-8") as f:
+        json.dump(result, f)
+    return 0
+
+
+# -- the parent: compares, never imports TileLang ------------------------------------------------
+def expected(spec: dict[str, Any]) -> tuple[str | None, str | None]:
+    """Return (recorded output text, recorded error) of the pass."""
+    exp = spec["expected"]
+    after = read_text(os.path.join(HERE, exp["after"])) if exp.get("after") else None
+    return after, exp.get("error")
+
+
+def judge(attempt: dict[str, Any], after: str | None, error: str | None) -> tuple[bool, list[str]]:
+    """Return (reproduced, lines saying how) for one attempt."""
+    if attempt.get("built") is None:
+        return False, [f"not run: {attempt.get('skipped')}"]
+    got_after, got_error = attempt.get("after"), attempt.get("error")
+    if error is not None:
+        if got_error is not None and same_error(got_error, error):
+            return True, [f"the same error: {got_error.strip().splitlines()[0]}"]
+        if got_error is not None:
+            return False, [f"a different error: {got_error}", f"recorded: {error}"]
+        return False, [f"no error (the recording failed with: {error})"]
+    if got_error is not None:
+        return False, [f"the pass raised: {got_error}"]
+    if got_after == after:
+        return True, ["the output is identical to the recording"]
+    diff = list(
+        difflib.unified_diff(
+            (after or "").splitlines(),
+            (got_after or "").splitlines(),
+            "recorded",
+            "rerun",
+            lineterm="",
+            n=3,
+        )
+    )
+    more = len(diff) - MAX_DIFF_LINES
+    return False, ["the output differs from the recording:", *diff[:MAX_DIFF_LINES]] + (
+        [f"... {more} more diff lines"] if more > 0 else []
+    )
+
+
+def run_child(mode: str) -> tuple[int, dict[str, Any] | None, str]:
+    """Run this script's child mode in a fresh process; return (exit status, result, its output)."""
+    with tempfile.TemporaryDirectory(prefix="repro-") as out:
+        cmd = [sys.executable, *(["-I"] if sys.flags.isolated else []), os.path.abspath(__file__)]
+        proc = subprocess.run(
+            [*cmd, "--child", mode, out], capture_output=True, text=True, errors="replace", check=False
+        )
+        path = os.path.join(out, RESULT)
+        result = read_json(path) if os.path.exists(path) else None
+    return proc.returncode, result, (proc.stdout + proc.stderr)
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--child"] and len(argv) == 3:
+        return child(argv[1], argv[2])
+    mode = None
+    for a in argv:
+        if a in ("--json", "--replay", "--probe"):
+            mode = a[2:]
+        elif a in ("-h", "--help"):
+            print(__doc__)
+            return 0
+        else:
+            print(f"repro.py: unknown argument {a!r}; try --help", file=sys.stderr)
+            return 2
+    try:
+        spec = read_json(os.path.join(HERE, "repro.json"))
+        after, error = expected(spec)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"repro.py: cannot read the files beside it ({exc})", file=sys.stderr)
+        return 2
+    mode = mode or spec.get("path", "json")
+    p = spec["pass"]
+    print(f"pass {p['name']} (#{p['index']}, {p.get('phase')}) of {spec.get('kernel')}: path {mode}")
+    code, result, output = run_child(mode)
+    if result is None:
+        how = f"signal {-code}" if code < 0 else f"exit status {code}"
+        tail = "\n".join(output.strip().splitlines()[-15:])
+        print(f"not reproduced: the rerun did not finish ({how})\n{tail}")
+        return 1
+    if mode == "probe":
+        print(json.dumps(result))
+        return 0
+    attempt = next((a for a in result["attempts"] if a["path"] == mode), None)
+    if attempt is None:
+        print("not reproduced: nothing was run")
+        return 1
+    if result.get("tltrace_imported"):
+        print("warning: the rerun imported tltrace; a reproducer should need TileLang only")
+    ok, lines = judge(attempt, after, error)
+    print(f"rerun: {attempt.get('built') or '-'}")
+    for line in lines:
+        print(line)
+    if ok:
+        print("reproduced")
+        return 0
+    print("not reproduced")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

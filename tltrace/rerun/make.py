@@ -1,0 +1,300 @@
+"""`tltrace repro`: a directory with a standalone repro.py that reruns one recorded pass.
+
+make_repro(run, record, out_dir) copies what the pass needs out of the run
+directory (frontend IR, context, the pass's input when the recording saved it,
+its before/after texts), then runs the copied repro.py once in probe mode in a
+child process: that replays the compile up to the pass (when the input must be
+rebuilt), saves the input as JSON, and tries both paths. The first that gives the
+recorded result is the one repro.py uses from then on:
+
+    json    input.json loaded, the pass built by its registered name
+    replay  frontend.json compiled up to the pass, the pass object run on its live input
+
+Returns a ReproOutcome; prints nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .._atomic import atomic_write
+from ..errors import RecordsError, UsageError
+from ..session.records import CODEGEN, FAILED, PassRecord, RunManifest
+
+# Files tltrace writes into a repro directory; a directory holding anything else is not reused.
+OURS = frozenset(
+    {"repro.py", "repro.json", "context.json", "frontend.json", "input.json", "before.tir", "after.tir"}
+)
+PROBE_TIMEOUT_S = 1800
+
+
+class ReproError(RecordsError):
+    """The run cannot give a reproducer: it holds no reproducer data (exit 3)."""
+
+
+@dataclass(frozen=True)
+class ReproOutcome:
+    """What `tltrace repro` made and found."""
+
+    directory: Path
+    record: PassRecord
+    path: str  # "json" or "replay": what repro.py uses
+    reproduced: bool
+    lines: list[str] = field(default_factory=list)  # how (same output, same error, a diff, a new error)
+    input_from: str = ""  # "the recording" (a failed pass) or "the replay"
+    built: str | None = None  # how the pass object was made
+
+    @property
+    def command(self) -> str:
+        return f"python {self.directory / 'repro.py'}"
+
+
+def standalone_source() -> str:
+    """Return the text of the standalone script (repro.py)."""
+    return resources.files("tltrace.rerun").joinpath("_standalone.py").read_text(encoding="utf-8")
+
+
+def flags_of(manifest: RunManifest) -> dict[str, Any]:
+    """Return how the recorded compile ran codegen: host codegen or not, device code compiled or not."""
+    device = next((r for r in manifest.records if r.status == CODEGEN and r.role != "host"), None)
+    ffi = (device.ffi or "") if device is not None else ""
+    return {
+        "host_codegen": any(r.status == CODEGEN and r.role == "host" for r in manifest.records),
+        "device_compile": bool(ffi) and "without_compile" not in ffi and not ffi.endswith("_c"),
+    }
+
+
+def ordinal_of(manifest: RunManifest, record: PassRecord) -> int:
+    """Return the position of `record` among the compile's pass callbacks (codegen calls are not passes)."""
+    return sum(1 for r in manifest.records if r.status != CODEGEN and r.index < record.index)
+
+
+def registered_name(display: str) -> str:
+    """Return TVM's name of a pass from the name tltrace shows (TileLang's own lose `tl.` there)."""
+    base = display.split("@", 1)[0]
+    return base if "." in base else f"tl.{base}"
+
+
+def repro_files(run_dir: Path, manifest: RunManifest) -> dict[str, Path]:
+    """Return the run's saved frontend IR and context files; ReproError when the run has none."""
+    from ..history.runs import record_path
+
+    info = manifest.repro or {}
+    out: dict[str, Path] = {}
+    for key in ("frontend", "context"):
+        p = record_path(run_dir, info.get(key))
+        if p is None or not p.is_file():
+            raise ReproError(
+                f"run {manifest.run_id} has no saved {key} IR data (recorded by tltrace "
+                f"{manifest.tltrace_version or '?'} without reproducer data, or removed); "
+                "rerun the script with 'tltrace run' to record it"
+            )
+        out[key] = p
+    return out
+
+
+def failed_input(run_dir: Path, manifest: RunManifest, record: PassRecord) -> Path | None:
+    """Return the input JSON the recording saved for a failed pass, or None."""
+    from ..history.runs import record_path
+
+    rel = ((manifest.repro or {}).get("inputs") or {}).get(str(record.index))
+    p = record_path(run_dir, rel)
+    return p if p is not None and p.is_file() else None
+
+
+def prepare_dir(out_dir: Path) -> None:
+    """Make `out_dir`, or reuse one that holds only files a repro writes; never replace anything else."""
+    if out_dir.is_symlink():
+        raise UsageError(f"{out_dir} is a symbolic link; give a new directory")
+    if out_dir.exists():
+        if not out_dir.is_dir():
+            raise UsageError(f"{out_dir} exists and is not a directory; give a new directory")
+        other = sorted(p.name for p in out_dir.iterdir() if p.name not in OURS or not p.is_file())
+        if other:
+            raise UsageError(
+                f"{out_dir} holds files a repro does not write ({', '.join(other[:3])}); give a new directory"
+            )
+        for p in out_dir.iterdir():
+            p.unlink()
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+
+def spec_of(manifest: RunManifest, record: PassRecord, path: str, has_input: bool) -> dict[str, Any]:
+    """Return repro.json's data."""
+    failed = record.status == FAILED
+    return {
+        "schema": 1,
+        "kernel": manifest.kernel,
+        "backend": manifest.backend,
+        "flags": flags_of(manifest),
+        "pass": {
+            "name": record.name,
+            "registered_name": registered_name(record.name),
+            "index": record.index,
+            "ordinal": ordinal_of(manifest, record),
+            "phase": record.phase,
+            "status": record.status,
+        },
+        "path": path,
+        "files": {
+            "frontend": "frontend.json",
+            "context": "context.json",
+            "input": "input.json" if has_input else None,
+        },
+        "expected": {
+            "before": "before.tir",
+            "after": None if failed else "after.tir",
+            "error": record.error if failed else None,
+        },
+        "recorded": {
+            "script": manifest.script,
+            "run_id": manifest.run_id,
+            "tilelang": manifest.tilelang_version,
+            "tltrace": manifest.tltrace_version,
+            "command": list(manifest.command),
+        },
+    }
+
+
+def make_repro(run_dir: Path, manifest: RunManifest, record: PassRecord, out_dir: Path) -> ReproOutcome:
+    """Write `out_dir` (repro.py and the pass's files), probe it once in a child; return the outcome."""
+    from ..history.runs import Run, read_text
+
+    if record.status == CODEGEN:
+        raise UsageError(
+            f"{record.name} (#{record.index}) is a codegen call, not a pass; 'tltrace bundle' "
+            "replays whole compiles, codegen included"
+        )
+    files = repro_files(run_dir, manifest)
+    saved_input = failed_input(run_dir, manifest, record) if record.status == FAILED else None
+    run = Run(run_dir, manifest)
+    before = read_text(run, record, "before")
+    after = read_text(run, record, "after") if record.status != FAILED else None
+    out_dir = Path(os.path.abspath(out_dir))
+    prepare_dir(out_dir)
+    try:
+        shutil.copyfile(files["frontend"], out_dir / "frontend.json")
+        shutil.copyfile(files["context"], out_dir / "context.json")
+        if saved_input is not None:
+            shutil.copyfile(saved_input, out_dir / "input.json")
+        _write(out_dir / "before.tir", before)
+        if after is not None:
+            _write(out_dir / "after.tir", after)
+        _write(out_dir / "repro.py", standalone_source())
+        _write_spec(out_dir, spec_of(manifest, record, "json", saved_input is not None))
+    except OSError as exc:
+        raise RecordsError(f"cannot write {out_dir} ({exc.strerror or exc})") from None
+    result = probe(out_dir)
+    path, reproduced, lines, built = decide(result, after, record.error if record.status == FAILED else None)
+    _write_spec(out_dir, spec_of(manifest, record, path, (out_dir / "input.json").exists()))
+    return ReproOutcome(
+        out_dir,
+        record,
+        path,
+        reproduced,
+        lines,
+        "the recording" if saved_input is not None else "the replay",
+        built,
+    )
+
+
+def probe(out_dir: Path) -> dict[str, Any]:
+    """Run repro.py's probe in a child process; return its result (attempts of both paths)."""
+    with tempfile.TemporaryDirectory(prefix="tltrace-repro-") as tmp:
+        cmd = [sys.executable, "-I", str(out_dir / "repro.py"), "--child", "probe", tmp]
+        try:
+            proc = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                check=False,
+                cwd=out_dir,
+                env=_child_env(),
+                timeout=PROBE_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired:
+            return {"failure": f"the rerun took longer than {PROBE_TIMEOUT_S} s"}
+        path = Path(tmp) / "result.json"
+        if path.exists():
+            return json.loads(path.read_text(encoding="utf-8"))
+    how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
+    tail = [ln for ln in (proc.stdout + proc.stderr).strip().splitlines() if ln.strip()][-8:]
+    return {"failure": f"the rerun did not finish ({how})", "output": tail}
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("TL_LOWER_TRACE", None)  # TileLang's own tracer would trace the rerun
+    env.setdefault("TILELANG_DISABLE_CACHE", "1")
+    return env
+
+
+def decide(
+    result: dict[str, Any], after: str | None, error: str | None
+) -> tuple[str, bool, list[str], str | None]:
+    """Pick the path repro.py takes: the first attempt that reproduces, else the replay (the closer one)."""
+    from ._standalone import judge
+
+    if "failure" in result:
+        return "replay", False, [result["failure"], *result.get("output", [])], None
+    attempts = {a["path"]: a for a in result.get("attempts", [])}
+    judged = {p: judge(a, after, error) for p, a in attempts.items()}
+    for p in ("json", "replay"):
+        if p in judged and judged[p][0]:
+            return p, True, judged[p][1], attempts[p].get("built")
+    p = "replay" if attempts.get("replay", {}).get("built") else "json"
+    if p not in judged:
+        return p, False, ["nothing could be rerun"], None
+    return p, False, judged[p][1], attempts[p].get("built")
+
+
+def _write(path: Path, text: str) -> None:
+    atomic_write(path, text.encode("utf-8", "surrogatepass"))
+
+
+def _write_spec(out_dir: Path, spec: dict[str, Any]) -> None:
+    _write(out_dir / "repro.json", json.dumps(spec, indent=1) + "\n")
+
+
+def repro(
+    script_or_dir: str | None = None,
+    run: str | None = None,
+    *,
+    pass_: str,
+    out: str | os.PathLike | None = None,
+    trace_dir: str | os.PathLike | None = None,
+    kernel: str | None = None,
+) -> ReproOutcome:
+    """Return the outcome of `tltrace repro SCRIPT_OR_DIR [RUN] --pass PASS [-o OUT]`: the directory
+    written, the path its repro.py takes, and whether the rerun gave the recorded result.
+
+    SCRIPT_OR_DIR, RUN and `kernel` are read as `tltrace show` reads them; `pass_` is a
+    NAME, phase/NAME, NAME#k or an index. Raises TltraceError (UsageError, RecordsError)
+    when the run or the pass cannot be found, or the run has no reproducer data.
+    """
+    from ..config import trace_dir_of
+    from ..history import runs as R
+
+    target, run = R.split_target(script_or_dir, run)
+    chosen = R.open_selection(target, run, trace_dir_of(trace_dir), kernel).one("repro")
+    manifest = chosen.require()
+    record = R.find_record(manifest, pass_)
+    dest = Path(out) if out is not None else Path(default_dir(manifest, record))
+    return make_repro(chosen.path, manifest, record, dest)
+
+
+def default_dir(manifest: RunManifest, record: PassRecord) -> str:
+    """Return the default repro directory name: repro-<kernel>-<NN>-<pass>."""
+    from ..session.names import safe_component
+
+    return f"repro-{safe_component(manifest.kernel or 'kernel')}-{record.index:02d}-{safe_component(record.name)}"

@@ -1,0 +1,46 @@
+"""The child process of `tltrace replay`: recompile one bundled compile, traced by tltrace.
+
+    python -m tltrace.rerun.replay_child COMPILE_DIR TRACE_DIR
+
+COMPILE_DIR holds frontend.json, context.json and job.json (kernel, backend, codegen
+flags, the script name to record under). The compile runs through the same code
+as a standalone repro.py (repro/_standalone.py), with tltrace's tracing on, so its
+records land under TRACE_DIR/<script> like any traced run. Exit status: 0 when the
+compile finished, 1 when it raised (its records still say where).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    cdir, trace_dir = Path(argv[0]), Path(argv[1])
+    job = json.loads((cdir / "job.json").read_text(encoding="utf-8"))
+    sys.argv = [job["script"]]  # the records are filed under this name
+
+    from .. import api
+    from . import _standalone as S
+
+    api.enable(mode="terminal", trace_dir=trace_dir, codegen_output=None, quiet=True, keep=0)
+    try:
+        context = S.Context(json.loads((cdir / "context.json").read_text(encoding="utf-8")))
+        S.compile_from(
+            (cdir / "frontend.json").read_text(encoding="utf-8"),
+            context,
+            job.get("backend"),
+            job.get("kernel"),
+            job.get("flags") or {},
+        )
+    except Exception as exc:
+        print(f"replay: {S.error_text(exc)}", file=sys.stderr)
+        return 1
+    finally:
+        api.disable()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
