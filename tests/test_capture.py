@@ -311,16 +311,13 @@ def test_terminal_prints_nested_passes_under_their_parent(gemm_trace):
     assert any(r.depth > 0 for r in manifest.records)
     buf = io.StringIO()
     view = TerminalView(
-        Settings(mode="terminal", trace_dir=run_dir, quiet=False),
+        Settings(mode="terminal", trace_dir=run_dir, quiet=False, all_passes=True),
         console=Console(file=buf, width=200, color_system=None),
     )
     for e in events:
         view(e)
-    shown = [
-        line.split()[1]
-        for line in buf.getvalue().splitlines()
-        if line.startswith("[gemm] ") and "/" in line.split()[1]
-    ]
+    rest = [line.split("] ", 1)[1] for line in buf.getvalue().splitlines() if line.startswith("[gemm")]
+    shown = [r.split()[0] for r in rest if "/" in r.split()[0]]
     assert [int(s.split("/")[1]) for s in shown] == list(range(len(manifest.records)))
     # The compile finishes, then its invocation.
     from tltrace.session.events import InvocationFinished

@@ -36,7 +36,7 @@ def work(tmp_path_factory) -> Path:
     for _ in range(2):
         res = tltrace("run", "-q", "--trace-dir", "traces", EXAMPLES / "elementwise_add.py", cwd=work)
         assert res.returncode == 0, res.stderr
-        assert f"[add] done: {summary(newest_manifest(work / 'traces' / 'elementwise_add'))}" in res.stdout
+        assert f"] done: {summary(newest_manifest(work / 'traces' / 'elementwise_add'))}" in res.stdout
     return work
 
 

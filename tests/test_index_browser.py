@@ -92,12 +92,16 @@ def test_compile_report_links_back_and_switches_to_siblings(open_page, tmp_path:
     page = open_page(runs[2] / REPORT_NAME)
     back = page.locator(".tl-nav a")
     assert back.get_attribute("href") == f"../../report.html#run={runs[2].name}"
-    options = page.eval_on_selector_all(".tl-nav select option", "os => os.map(o => o.value)")
+    options = page.eval_on_selector_all(".tl-nav select.tl-switch option", "os => os.map(o => o.value)")
     assert options == [r.name for r in runs]
-    assert page.eval_on_selector(".tl-nav select", "s => s.value") == runs[2].name
-    page.select_option(".tl-nav select", runs[4].name)
-    page.wait_for_url(f"**/{runs[4].name}/report.html")
+    assert page.eval_on_selector(".tl-nav select.tl-switch", "s => s.value") == runs[2].name
+    page.keyboard.press("j")  # another pass than the one it opened on
+    page.keyboard.press("j")
+    picked = page.eval_on_selector("li.tl-pass.selected .nm", "n => n.textContent")
+    page.select_option(".tl-nav select.tl-switch", runs[4].name)
+    page.wait_for_url(f"**/{runs[4].name}/report.html#*")  # the sibling opens on the same pass
     page.wait_for_selector("html[data-ready='1']")
+    assert page.eval_on_selector("li.tl-pass.selected .nm", "n => n.textContent") == picked
     page.click(".tl-nav a")
     page.wait_for_url("**/report.html#run=*")
     page.wait_for_selector("html[data-ready='1']")

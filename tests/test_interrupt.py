@@ -73,4 +73,4 @@ def test_ctrl_c_mid_compile_is_interrupted(tmp_path: Path, at: str) -> None:
     m = read_manifest(run)
     assert m["status"] == "error" and m["error"] == "KeyboardInterrupt"
     assert [r for r in m["records"] if r["status"] == "failed"] == []
-    assert "[add] interrupted: " in p.stdout
+    assert "] interrupted: " in p.stdout and "[add " in p.stdout

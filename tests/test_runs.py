@@ -13,7 +13,7 @@ from tltrace.errors import RecordsError, UsageError
 from tltrace.history import runs as R
 from tltrace.session.records import PassRecord, RunManifest
 
-from ._records import EXAMPLES, copy_tree, run_dirs, trace
+from ._records import EXAMPLES, copy_tree, run_dirs, schema3_text, trace
 
 
 @pytest.fixture(scope="module")
@@ -191,7 +191,7 @@ def test_schema3_leaves_out_canonical_file_names_and_reads_them_back() -> None:
         noop, before_file=record_file("pipeline_c", 11, noop.name, "before"), after_file="elsewhere.tir"
     )
     recs = (canon, codegen, failed, unlinked, noop)
-    data = json.loads(RunManifest(run_id="run_x", script="s", records=recs).dumps())
+    data = json.loads(schema3_text(RunManifest(run_id="run_x", script="s", records=recs)))
     assert data["schema_version"] == 3
     j = data["records"]
     assert "before_file" not in j[0] and "after_file" not in j[0]
@@ -202,7 +202,7 @@ def test_schema3_leaves_out_canonical_file_names_and_reads_them_back() -> None:
     # What the record before implies: index = position, same phase, before = the last after, noop.
     assert j[0]["index"] == 7 and j[1]["index"] == 8 and "phase" not in j[2] and j[3]["phase"] == "pipeline_c"
     at_place = (replace(canon, index=0), replace(codegen, index=1))
-    placed = json.loads(RunManifest(run_id="run_y", script="s", records=at_place).dumps())
+    placed = json.loads(schema3_text(RunManifest(run_id="run_y", script="s", records=at_place)))
     assert [r.get("index") for r in placed["records"]] == [None, None]
     assert RunManifest.from_json(placed).records == at_place
     assert "before_hash" not in j[1] and "before_hash" not in j[2] and "status" not in j[4]
@@ -214,3 +214,9 @@ def test_schema3_leaves_out_canonical_file_names_and_reads_them_back() -> None:
     # Schema 2 wrote both keys whenever it had a file: absent there still means none.
     old = {**data, "schema_version": 2, "records": [failed.to_json()]}
     assert RunManifest.from_json(old).records[0].after_file is None
+    # Schema 4, what tltrace writes: every field of every record, read back as it is.
+    v4 = json.loads(RunManifest(run_id="run_x", script="s", records=recs).dumps())
+    assert v4["schema_version"] == 4
+    assert all(set(r) == set(PassRecord.__dataclass_fields__) for r in v4["records"])
+    assert [r["index"] for r in v4["records"]] == [7, 8, 9, 10, 11]
+    assert RunManifest.from_json(v4).records == recs

@@ -202,7 +202,8 @@ def test_long_kernel_name_does_not_squeeze_the_table(show, traced: Path, tmp_pat
         res = show(*args, trace_dir=td)
         assert res.exit_code == 0, res.output
         row = next(line for line in res.stdout.splitlines() if run.name in line)
-        assert "complete" in row and f" {len(manifest['records'])} " in row and "…" in row
+        # Piped: nothing is cut (tests/test_terminal_fit.py checks a terminal's width).
+        assert "complete" in row and f" {len(manifest['records'])} " in row
 
 
 @pytest.mark.parametrize(
@@ -264,3 +265,18 @@ def test_implausible_pass_times_show_as_a_question_mark(show, traced: Path, tmp_
 
 def test_markdown_and_json_exclude_each_other(show) -> None:
     clean_failure(show("elementwise_add", "--format", "markdown", "--json"), 2, "exclude each other")
+
+
+def test_pass_of_several_says_where_the_others_are(show, traced: Path) -> None:
+    m = read_manifest(run_dirs(traced / "softmax")[-1])
+    names = [r["name"] for r in m["records"]]
+    name = next(n for n in names if names.count(n) >= 3)
+    indexes = [r["index"] for r in m["records"] if r["name"] == name]
+    short = name.rsplit(".", 1)[-1].lower()  # the end of a dotted name, any case
+    res = show("softmax", "--pass", short)
+    assert res.exit_code == 0, res.output
+    assert f"/{indexes[0]:02d} {name}" in res.stdout.splitlines()[0]
+    assert f"{name} ran {len(indexes)} times; this is the first (#{indexes[0]})" in res.stderr
+    assert f"{name}#2" in res.stderr
+    res = show("softmax", "--pass", f"{short}#2", "--json")
+    assert json.loads(res.stdout)["record"]["index"] == indexes[1] and not res.stderr

@@ -36,7 +36,7 @@ def _events() -> list[PassRecorded]:
 
 def _render(**console_kw) -> str:
     buf = io.StringIO()
-    view = TerminalView(Settings(context=1), console=Console(file=buf, **console_kw))
+    view = TerminalView(Settings(context=1, all_passes=True), console=Console(file=buf, **console_kw))
     for e in _events():
         view(e)
     return buf.getvalue()
@@ -140,7 +140,9 @@ def test_one_compile_quiet_is_one_line_with_its_signature():
     view(RunFinished(m, Path("/r/run_1"), Path("/r")))
     view(InvocationFinished("inv_1", (m,)))
     (line,) = buf.getvalue().splitlines()
-    assert line.startswith("[add] done: 0 passes") and "compile: add 256 f32 grid 2 thr 128 #cccccc" in line
+    # Named by its label (the start of its signature), with its compile time and one path.
+    assert line.startswith("[add 256] done: 0 passes, 0 changed, 0 failed, 0 codegen in 0.50s  records: ")
+    assert len(line) < 120
 
 
 def test_pruned_is_one_line():
@@ -191,11 +193,11 @@ def test_progress_bar_line_is_never_split(tmp_path):
     )
     assert p.returncode == 0, p.stdout[-2000:]
     out = p.stdout.decode()
-    ours = [seg for line in out.split("\n") for seg in line.split("\r") if "[add]" in seg]
+    ours = [seg for line in out.split("\n") for seg in line.split("\r") if "[add " in seg]
     assert len(ours) >= 4  # two pass lines and two summaries
     for line in out.split("\n"):
-        if "[add]" in line:
-            assert line.startswith("[add]"), repr(line)  # never after a bar on the same line
+        if "[add " in line:
+            assert line.startswith("[add "), repr(line)  # never after a bar on the same line
             assert "%|" not in line and "\r" not in line
     assert "Compiling configurations" in out
 
@@ -243,9 +245,10 @@ def test_reindented_lines_get_a_tilde_gutter_and_a_dim_style():
 def test_ignore_whitespace_hides_reindents_and_says_so_when_nothing_is_left():
     out = _stream(WRAP_BEFORE, WRAP_AFTER, ignore_whitespace=True)
     assert not any(line.startswith("    ~") for line in out) and "    +    with T.block():" in out
+    assert out[0] == "[k] p/00 Wrap  CHANGED +1/-0"  # the header counts what the diff shows (was +3/-2)
     out = _stream("def f():\n  a = 1\n", "def f():\n    a = 1\n", ignore_whitespace=True)
     assert out == [
-        "[k] p/00 Wrap  CHANGED +1/-1 (whitespace only (re-indented))",
+        "[k] p/00 Wrap  CHANGED (whitespace only (re-indented))",  # -w: no line is counted as changed
         "    (whitespace only (re-indented); hidden by --ignore-whitespace)",
     ]
 

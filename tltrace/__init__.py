@@ -2,7 +2,8 @@
 
 `import tltrace` is cheap and hooks nothing; tracing starts with `tltrace.enable()`
 or `tltrace run`. The API (`lower_trace`, `enable`, `disable`,
-`create_pass_instrument`) is loaded on first attribute access.
+`create_pass_instrument`, and `load` to read traces) is loaded on first attribute
+access. In IPython, `%load_ext tltrace` adds the `%%tltrace` cell magic.
 """
 
 from __future__ import annotations
@@ -13,8 +14,16 @@ from ._version import __version__
 
 _API = ("lower_trace", "enable", "disable", "enabled", "create_pass_instrument")
 _RERUN = ("repro",)  # tltrace.repro(...): rerun/make.py
+_READING = ("load",)
 
-__all__ = ["__version__", *_API, *_RERUN]
+__all__ = ["__version__", *_API, *_RERUN, *_READING, "load_ipython_extension"]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext tltrace`: add the `%%tltrace` cell magic (tltrace/ipython.py)."""
+    from .ipython import load_ipython_extension as load_ext
+
+    load_ext(ipython)
 
 
 def __getattr__(name: str) -> Any:
@@ -26,8 +35,12 @@ def __getattr__(name: str) -> Any:
         from .rerun import make
 
         return getattr(make, name)
+    if name in _READING:
+        from . import reading
+
+        return getattr(reading, name)
     raise AttributeError(f"module 'tltrace' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_API, *_RERUN})
+    return sorted({*globals(), *_API, *_RERUN, *_READING})

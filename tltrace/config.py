@@ -74,6 +74,7 @@ class Settings:
     only: re.Pattern[str] | None = None
     skip: re.Pattern[str] | None = None
     quiet: bool = False
+    all_passes: bool = False  # terminal stream: a line per no-op pass, not one per run of them
     use_cache: bool = False
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
@@ -118,7 +119,7 @@ def compile_regex(value: str | None, flag: str) -> re.Pattern[str] | None:
     if value is None:
         return None
     try:
-        return re.compile(value)
+        return re.compile(value, re.IGNORECASE)  # pass names any case, as --pass and the report
     except re.error as exc:
         raise UsageError(f"{flag} {value!r} is not a valid regular expression: {exc}") from None
 
@@ -143,6 +144,7 @@ def build_settings(
     only: str | None = None,
     skip: str | None = None,
     quiet: bool = False,
+    all_passes: bool = False,
     ignore_whitespace: bool = False,
     use_cache: bool = False,
     command: tuple[str, ...] = (),
@@ -191,6 +193,7 @@ def build_settings(
         only=compile_regex(only, spell["only"]),
         skip=compile_regex(skip, spell["skip"]),
         quiet=bool(quiet),
+        all_passes=bool(all_passes),
         ignore_whitespace=bool(ignore_whitespace),
         use_cache=bool(use_cache),
         command=tuple(command),

@@ -138,9 +138,14 @@ def run_cmd(
         help="Keep the newest N invocations per script, this one included (0 keeps all).",
     ),
     only: Optional[str] = typer.Option(
-        None, "--only", metavar="REGEX", help="Show only passes matching REGEX."
+        None, "--only", metavar="REGEX", help="Show only passes matching REGEX (any case)."
     ),
-    skip: Optional[str] = typer.Option(None, "--skip", metavar="REGEX", help="Hide passes matching REGEX."),
+    skip: Optional[str] = typer.Option(
+        None, "--skip", metavar="REGEX", help="Hide passes matching REGEX (any case)."
+    ),
+    all_passes: bool = typer.Option(
+        False, "--all-passes", help="A line for every no-op pass (by default a run of them is one line)."
+    ),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
     ignore_whitespace: bool = typer.Option(
         False, "--ignore-whitespace", "-w", help="Hide changes that only re-indent lines in the diffs."
@@ -242,6 +247,7 @@ def _settings(p: dict, target) -> Settings:
         only=p["only"],
         skip=p["skip"],
         quiet=p["quiet"],
+        all_passes=p.get("all_passes", False),
         ignore_whitespace=p["ignore_whitespace"],
         use_cache=p["use_cache"],
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),

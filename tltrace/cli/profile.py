@@ -156,8 +156,11 @@ def markdown(manifests: list, top: int | None) -> str:
     ]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join("---" for _ in head) + "|")
-    order = sorted(manifests, key=lambda m: (m.status == "complete", m.started, m.run_id))
-    for m in order:
+    from ..history.summary import CompileSummary
+    from ..history.summary import order as compile_order
+
+    summaries = [CompileSummary.of(m, status=m.status, position=i) for i, m in enumerate(manifests)]
+    for m in (manifests[s.position] for s in compile_order(summaries)):
         c = m.counts
         mark = "✅" if m.status == "complete" else "❌"
         cells = [

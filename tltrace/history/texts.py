@@ -106,35 +106,17 @@ def missing_files(run: Run) -> int:
 
 
 def find_record(manifest: RunManifest, spec: str) -> PassRecord:
-    """Return the record a --pass NAME|INDEX names: an index, 'phase/name', 'name', or 'name#k' (k-th)."""
-    spec = spec.strip()
-    if re.fullmatch(r"\d+", spec):
-        idx = int(spec)
-        for r in manifest.records:
-            if r.index == idx:
-                return r
-        raise UsageError(
-            f"no pass with index {idx} in run {manifest.run_id} (0..{len(manifest.records) - 1})"
-        )
-    name, occ = spec, 1
-    m = re.fullmatch(r"(.+)#(\d+)", spec)
-    if m:
-        name, occ = m.group(1), int(m.group(2))
-    phase = None
-    if "/" in name:
-        phase, name = name.split("/", 1)
-    hits = [r for r in manifest.records if r.name == name and (phase is None or r.phase == phase)]
-    if not hits:
-        low = name.lower()
-        hits = [r for r in manifest.records if low in r.name.lower() and (phase is None or r.phase == phase)]
-        names = sorted({r.name for r in hits})
-        if len(names) > 1:
+    """Return the record a --pass reference names (tltrace/passref.py: index, [phase/]NAME[#k], any case)."""
+    from ..passref import resolve
+
+    found = resolve(manifest.records, spec)
+    if found.pos < 0:
+        p = found.ref
+        if p is not None and p.index is not None:
             raise UsageError(
-                f"pass {spec!r} matches several passes ({', '.join(names[:5])}); give the full name "
-                "or an index"
+                f"no pass with index {p.index} in run {manifest.run_id} (0..{len(manifest.records) - 1})"
             )
-    if not hits:
+        if found.matches:
+            raise UsageError(f"{found.error}; give the full name, NAME#k or an index")
         raise UsageError(f"no pass {spec!r} in run {manifest.run_id}; 'tltrace show' lists its passes")
-    if occ > len(hits) or occ < 1:
-        raise UsageError(f"pass {name!r} ran {len(hits)} time(s); '#{occ}' does not exist")
-    return hits[occ - 1]
+    return manifest.records[found.pos]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .html import _page_head
+from .pages import _page_head
 from .safejson import script_json  # one encoder for every report
 
 PLACEHOLDER = "/*__TLTRACE_DATA__*/null"
@@ -19,7 +19,9 @@ PLACEHOLDER = "/*__TLTRACE_DATA__*/null"
 
 def page() -> str:
     """Return the page with its CSS and script inlined and the CSP naming their hashes (data not filled)."""
-    return _page_head("diffruns.html", ("palette.css", "diffruns.css"), ("diffruns.js",)).decode("utf-8")
+    return _page_head("diffruns.html", ("palette.css", "diffruns.css"), ("core.js", "diffruns.js")).decode(
+        "utf-8"
+    )
 
 
 def render(data: dict[str, Any]) -> str:

@@ -2,7 +2,7 @@
 
 Layout of `report.html`::
 
-    <!DOCTYPE html> ... <style>palette.css report.css</style><script>diff.js report.js</script> ...
+    <!DOCTYPE html> ... <style>palette.css report.css</style><script>diff.js core.js ... report.js</script> ...
     <div id="tl-data" hidden>
     <script type="application/json" class="tl-d">{"t":"meta",...}</script>
     <script type="application/json" class="tl-d">{"t":"text","h":HASH,"s":TEXT}</script>
@@ -19,152 +19,78 @@ truncated last chunk, which the page skips (its JSON does not parse); the HTML
 parser closes the open elements at end of file.
 
 The script's `report.html` is the newest invocation's index: a table of every
-compile of that invocation, each row linking to the compile's own report. It is
-built the same way (a head written through a rename when the invocation starts,
-then one appended chunk per compile event), under a file lock, so the threads of
-one process and several processes of one invocation can append to it.
+compile of that invocation, each row linking to the compile's own report
+(render/index.py). The page heads and the chunk encoding are render/pages.py's;
+this module is the listener that writes while the compile runs, and the rebuild
+from run records (`write_report`).
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import fcntl  # tltrace is POSIX-only (_atomic.py locks the same way)
-import hashlib
-import json
 import os
-import re
-import shlex
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
 from .._atomic import atomic_write
 from ..config import Settings
-from ..errors import RecordsError
 from ..session.events import Event, InvocationFinished, Notice, PassRecorded, RunFinished, RunStarted
 from ..session.records import FAILED, PassRecord, RunManifest
-from ..session.store import RUN_RECORDS, text_hash
-from .safejson import script_json
+from ..session.store import text_hash
+from .index import (
+    END_CHUNK,
+    INDEX_LOCK,
+    SWITCHER_SIZE,
+    _file_lock,
+    _ident,
+    _Index,
+    _row_of_run,
+    _window,
+    append_index,
+    index_invocation,
+    index_meta,
+    index_row,
+    index_rows,
+    sibling_chunk,
+    write_index,
+)
+from .pages import (
+    REPORT_NAME,
+    _page_head,
+    chunk,
+    index_head,
+    meta_of,
+    record_chunk,
+    report_head,
+    text_chunk,
+)
 from .sourcemap import ReportMaps, run_chunks
 
-REPORT_NAME = "report.html"
-_META_FIELDS = (
-    "run_id",
-    "script",
-    "kernel",
-    "target",
-    "target_host",
-    "backend",
-    "tilelang_version",
-    "tltrace_version",
-    "command",
-    "cwd",
-    "started",
-    "finished",
-    "status",
-    "error",
-    "mode",
-    "invocation",
-    "signature",
-    "launch",
-    "params",
-    "thread",
-)
-INDEX_LOCK = ".report.lock"
-_CHUNK_OPEN = b'<script type="application/json" class="tl-d">'
-_CHUNK_CLOSE = b"</script>\n"
-_HEAD_CACHE: dict[str, bytes] = {}
-
-
-# -- data encoding ---------------------------------------------------------------------------------
-def chunk(value: dict[str, Any]) -> bytes:
-    """Return one data chunk: a JSON script element holding `value`."""
-    # A lone surrogate (bad bytes decoded with surrogateescape) becomes the JSON escape \\udcXX.
-    body = script_json(value).encode("utf-8", "backslashreplace")
-    return _CHUNK_OPEN + body + _CHUNK_CLOSE
-
-
-def meta_of(manifest: RunManifest) -> dict[str, Any]:
-    """Return the run header the report shows (no records); O(1) in the number of records."""
-    out: dict[str, Any] = {"t": "meta"}
-    for name in _META_FIELDS:
-        value = getattr(manifest, name, None)
-        if value is not None and value != []:
-            out[name] = list(value) if name == "command" else value
-    if manifest.command:
-        out["command_line"] = shlex.join(str(c) for c in manifest.command)
-    if manifest.repro and manifest.run_id:
-        # `tltrace repro` for a pass of this compile: the report appends the pass's index.
-        out["repro"] = shlex.join(["tltrace", "repro", manifest.script, manifest.run_id, "--pass"])
-    if manifest.invocation:
-        # The compile's way back: the script's index (two levels up) and, once known, its siblings.
-        out["index"] = "../../" + REPORT_NAME
-    return out
-
-
-def record_chunk(record: PassRecord) -> bytes:
-    data = record.to_json()
-    # Paths on disk mean nothing inside the report; the hashes name the texts.
-    data.pop("before_file", None)
-    data.pop("after_file", None)
-    data["t"] = "rec"
-    return chunk(data)
-
-
-def text_chunk(digest: str, text: str) -> bytes:
-    return chunk({"t": "text", "h": digest, "s": text})
-
-
-def _asset(name: str) -> str:
-    return resources.files("tltrace.render").joinpath("assets", name).read_text(encoding="utf-8")
-
-
-def _sha256_b64(text: str) -> str:
-    return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
-
-
-def _page_head(template: str, css_names: tuple[str, ...], js_names: tuple[str, ...]) -> bytes:
-    page = _asset(template)
-    # The assets are ours; still, keep them from closing their own elements early.
-    css, js = "\n".join(_asset(n) for n in css_names), "\n".join(_asset(n) for n in js_names)
-    for text in (css, js):
-        if re.search(r"</(script|style)|<!--", text, re.I):
-            raise RuntimeError("report assets must not contain </script, </style or <!--")
-    # The page runs only its own script: CSP names it by hash, so even markup smuggled into
-    # the data (it cannot be: see safejson.script_json) could not run an inline handler.
-    csp = f"'sha256-{_sha256_b64(js)}'"
-    page = page.replace("script-src 'unsafe-inline'", f"script-src {csp}", 1)
-    page = page.replace("style-src 'unsafe-inline'", f"style-src 'sha256-{_sha256_b64(css)}'", 1)
-    page = page.replace("/*TLTRACE_CSS*/", css, 1).replace("/*TLTRACE_JS*/", js, 1)
-    return page.encode("utf-8")
-
-
-def report_head() -> bytes:
-    """Return a compile report's fixed head: skeleton, CSS and JS, ending where the data chunks start."""
-    if "report" not in _HEAD_CACHE:
-        _HEAD_CACHE["report"] = _page_head(
-            "report.html",
-            ("palette.css", "report.css", "profile.css", "sourcemap.css"),
-            ("diff.js", "profile.js", "sourcemap.js", "report.js"),
-        )
-    return _HEAD_CACHE["report"]
-
-
-def index_head() -> bytes:
-    """Return the invocation index's fixed head (it shares report.css's palette)."""
-    if "index" not in _HEAD_CACHE:
-        _HEAD_CACHE["index"] = _page_head(
-            "index.html",
-            ("palette.css", "report.css", "index.css", "profile.css"),
-            ("profile.js", "index.js"),
-        )
-    return _HEAD_CACHE["index"]
+__all__ = [
+    "END_CHUNK",
+    "INDEX_LOCK",
+    "REPORT_NAME",
+    "SWITCHER_SIZE",
+    "HtmlReportListener",
+    "_page_head",
+    "append_index",
+    "chunk",
+    "index_head",
+    "index_invocation",
+    "index_meta",
+    "index_row",
+    "index_rows",
+    "meta_of",
+    "record_chunk",
+    "report_head",
+    "sibling_chunk",
+    "text_chunk",
+    "write_index",
+    "write_report",
+]
 
 
 # -- one open report -------------------------------------------------------------------------------
@@ -214,170 +140,6 @@ def _create_report(path: Path, first: bytes) -> IO[bytes]:
     return open(path, "ab")
 
 
-# -- the invocation index ---------------------------------------------------------------------------
-def index_row(manifest: RunManifest, run_id: str | None = None) -> dict[str, Any]:
-    """Return one compile's row of the index (a later row of the same run_id replaces an earlier one)."""
-    m = manifest
-    counts = m.counts
-    first_failed = next((r for r in m.records if r.status == FAILED), None)
-    row: dict[str, Any] = {
-        "t": "c",
-        "run_id": run_id or m.run_id,
-        "signature": m.signature,
-        "kernel": m.kernel,
-        "status": m.status,
-        "passes": len(m.records),
-        "changed": counts.get("changed", 0),
-        "failed": counts.get(FAILED, 0),
-        "failed_at": first_failed.name if first_failed else None,
-        "started": m.started if _finite(m.started) else None,
-    }
-    if m.finished is not None and _finite(m.finished) and _finite(m.started) and m.finished >= m.started:
-        row["seconds"] = round(m.finished - m.started, 4)
-    if m.error:
-        row["error"] = m.error.strip().splitlines()[0][:300] if m.error.strip() else m.error
-    if m.records and m.finished is not None:  # time per pass name, for the profile view (profile.js)
-        from ..history.profile import pass_times_us
-
-        row["pu"] = pass_times_us(m)
-    return {k: v for k, v in row.items() if v is not None}
-
-
-def _finite(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == x and abs(x) < 1e11
-
-
-def index_meta(manifest: RunManifest, invocation: str, base: str = RUN_RECORDS + "/") -> dict[str, Any]:
-    out: dict[str, Any] = {"t": "imeta", "script": manifest.script, "invocation": invocation, "base": base}
-    if _finite(manifest.started):
-        out["started"] = manifest.started
-    if manifest.command:
-        out["command_line"] = shlex.join(str(c) for c in manifest.command)
-    return out
-
-
-def _chunk_json(line: bytes) -> dict[str, Any] | None:
-    line = line.rstrip(b"\n")
-    if not (line.startswith(_CHUNK_OPEN) and line.endswith(_CHUNK_CLOSE.rstrip(b"\n"))):
-        return None
-    try:
-        data = json.loads(
-            line[len(_CHUNK_OPEN) : -len(_CHUNK_CLOSE.rstrip(b"\n"))].decode("utf-8", "replace")
-        )
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def index_invocation(path: Path) -> str | None:
-    """Return the invocation an index file lists (None: not an index of this tltrace, or unreadable)."""
-    head = index_head()
-    if os.path.islink(path):
-        return None  # never read, let alone append, through a link
-    try:
-        with open(path, "rb") as fh:
-            if fh.read(len(head)) != head:
-                return None
-            data = _chunk_json(fh.readline(1 << 20))
-    except OSError:
-        return None
-    if data is None or data.get("t") != "imeta" or not isinstance(data.get("invocation"), str):
-        return None
-    return data["invocation"]
-
-
-def index_rows(path: Path) -> list[dict[str, Any]]:
-    """Return an index file's compile rows, the last chunk of each run_id winning, in first-seen order."""
-    rows: dict[str, dict[str, Any]] = {}
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(len(index_head()))
-            for line in fh:
-                data = _chunk_json(line)
-                if data is not None and data.get("t") == "c" and isinstance(data.get("run_id"), str):
-                    rows[data["run_id"]] = data
-    except OSError:
-        return []
-    return list(rows.values())
-
-
-@contextlib.contextmanager
-def _file_lock(script_dir: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `<script_dir>/.report.lock` (several processes of one invocation)."""
-    fd = os.open(Path(script_dir) / INDEX_LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
-@dataclass
-class _Index:
-    invocation: str
-    ino: tuple[int, int] | None = None  # (st_dev, st_ino) of the file this invocation writes
-    lost: bool = False  # a newer invocation replaced the file: stop writing
-
-
-def _ident(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
-
-
-def append_index(state: _Index, script_dir: Path, manifest: RunManifest, run_id: str) -> int:
-    """Append one compile row to the script's index, creating the index when the invocation is new.
-
-    Under the file lock: when the file on disk is not this invocation's index, the
-    first call (re)creates it through a rename; a later call finds it taken by a newer
-    invocation and writes nothing. Returns the bytes written.
-    """
-    script_dir = Path(script_dir)
-    path = script_dir / REPORT_NAME
-    row = chunk(index_row(manifest, run_id))
-    with _file_lock(script_dir):
-        if state.lost:
-            return 0
-        ident = _ident(path)
-        if state.ino is None or ident != state.ino:
-            if index_invocation(path) == state.invocation:  # another process of this invocation made it
-                state.ino = _ident(path)
-            elif state.ino is None:
-                first = chunk(index_meta(manifest, state.invocation))
-                atomic_write(path, (index_head(), first))
-                state.ino = _ident(path)
-                written = len(index_head()) + len(first)
-                with open(path, "ab") as fh:
-                    fh.write(row)
-                return written + len(row)
-            else:
-                state.lost = True
-                return 0
-        with open(path, "ab") as fh:
-            fh.write(row)
-        return len(row)
-
-
-SWITCHER_SIZE = 41  # compiles a report's switcher lists: all of a small invocation, else the nearest
-
-
-def _window(rows: list[dict[str, Any]], at: int, size: int) -> list[dict[str, Any]]:
-    lo = max(0, min(at - size // 2, len(rows) - size))
-    return rows[lo : lo + size]
-
-
-def sibling_chunk(rows: list[dict[str, Any]]) -> bytes:
-    """Return the chunk that gives a compile report its switcher: [run_id, label, status] per sibling."""
-    sibs = [
-        [r["run_id"], r.get("signature") or r.get("kernel") or r["run_id"], r.get("status") or "?"]
-        for r in rows
-        if isinstance(r.get("run_id"), str)
-    ]
-    return chunk({"t": "sibs", "runs": sibs})
-
-
 def _stderr(line: str) -> None:
     try:
         sys.stderr.write(line.splitlines()[0][:500] + "\n")
@@ -411,6 +173,7 @@ class HtmlReportListener:
     def __call__(self, event: Event) -> None:
         if isinstance(event, InvocationFinished):
             self._flush_siblings()  # takes the lock itself
+            self._end_indexes(event.invocation)
             return
         try:
             if isinstance(event, PassRecorded):
@@ -540,6 +303,23 @@ class HtmlReportListener:
                     pass
         self._flush_siblings()
 
+    def _end_indexes(self, invocation: str) -> None:
+        """Mark the indexes of a finished invocation as complete (the page of one compile then opens it)."""
+        with self._lock:
+            states = [
+                (d, st) for d, st in self._indexes.items() if st.invocation == invocation and not st.lost
+            ]
+        for script_dir, state in states:
+            try:
+                with _file_lock(script_dir):
+                    path = script_dir / REPORT_NAME
+                    if index_invocation(path) == state.invocation and _ident(path) == state.ino:
+                        with open(path, "ab") as fh:
+                            fh.write(END_CHUNK)
+                        self.bytes_written += len(END_CHUNK)
+            except OSError:
+                pass  # the index still lists every compile; it just does not know it is final
+
     def _flush_siblings(self) -> None:
         """Append the switcher's list to every compile report written since the last flush."""
         with self._lock:
@@ -585,8 +365,12 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
 
     run_dir = Path(run_dir)
     manifest = R.load_manifest(run_dir)
+    in_place = out is None or Path(out).absolute() == (run_dir / REPORT_NAME).absolute()
     out = Path(out) if out is not None else run_dir / REPORT_NAME
-    parts = [chunk(meta_of(manifest))]
+    meta = meta_of(manifest)
+    if not in_place:
+        meta.pop("index", None)  # written elsewhere (lower_trace's report): no index two levels up
+    parts = [chunk(meta)]
     seen: set[str] = set()
     for rec in manifest.records:
         updates: dict[str, Any] = {}
@@ -604,7 +388,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
                 parts.append(text_chunk(digest, text))
         parts.append(record_chunk(replace(rec, **updates) if updates else rec))
     parts.extend(chunk(c) for c in run_chunks(run_dir, manifest))
-    if manifest.invocation:
+    if manifest.invocation and in_place:
         sibs = [r for r in R.invocations(run_dir.parent.parent) if r.id == manifest.invocation]
         if sibs and len(sibs[0].runs) > 1:
             rows = [_row_of_run(r) for r in sibs[0].runs]
@@ -612,45 +396,4 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
             parts.append(sibling_chunk(_window(rows, at, SWITCHER_SIZE)))
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(out, [report_head(), *parts])
-    return out
-
-
-def _row_of_run(run: Any) -> dict[str, Any]:
-    if run.manifest is None:
-        return {"t": "c", "run_id": run.run_id, "status": "damaged"}
-    return index_row(run.manifest, run.run_id)
-
-
-def write_index(script_dir: Path, run_dirs: list[Path], out: Path | None = None) -> Path:
-    """Rebuild the index of one invocation (its compiles' run dirs) from the run records; return its path.
-
-    Default `out`: `<script_dir>/report.html` when the invocation is the script's
-    newest, else `index.html` in the directory of its first compile (so the newest
-    index is never replaced by an older one).
-    """
-    from ..history import runs as R
-
-    script_dir = Path(script_dir)
-    runs = [R.load_run(Path(d)) for d in run_dirs]
-    if not runs:
-        raise RecordsError(f"no compiles to index under {script_dir}")
-    invs = R.invocations(script_dir)
-    newest = bool(invs) and {r.run_id for r in invs[-1].runs} == {r.run_id for r in runs}
-    if out is None:
-        out = script_dir / REPORT_NAME if newest else runs[0].path / "index.html"
-    out = Path(out)
-    base = os.path.relpath(script_dir / RUN_RECORDS, out.parent).replace(os.sep, "/") + "/"
-    first = next((r.manifest for r in runs if r.manifest is not None), None)
-    invocation = R.invocation_key(runs[0])
-    meta = (
-        index_meta(first, invocation, base)
-        if first is not None
-        else {"t": "imeta", "script": script_dir.name, "invocation": invocation, "base": base}
-    )
-    parts = [chunk(meta), *(chunk(_row_of_run(r)) for r in runs)]
-    if out == script_dir / REPORT_NAME:
-        with _file_lock(script_dir):
-            atomic_write(out, [index_head(), *parts])
-    else:
-        atomic_write(out, [index_head(), *parts])
     return out

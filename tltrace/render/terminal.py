@@ -33,6 +33,7 @@ from ..session.events import (
     ScriptOutput,
 )
 from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, NOOP, PassRecord, RunManifest
+from .table import Column, cut_end, distinct_cut, fit
 
 _print_lock = threading.Lock()
 
@@ -146,9 +147,16 @@ def diff_text(before: str, after: str, context: int, *, ignore_whitespace: bool 
     return diff_view(diff(before, after), context, ignore_whitespace=ignore_whitespace)
 
 
-def pass_line(kernel: str | None, record: PassRecord, note: str | None = None) -> Text:
-    """Return the one-line summary of a record; `note` explains a change with no line counts."""
+def pass_line(
+    kernel: str | None, record: PassRecord, note: str | None = None, counts: tuple[int, int] | None = None
+) -> Text:
+    """Return the one-line summary of a record; `note` explains a change with no line counts.
+
+    `counts` (added, removed) replaces the record's own: the lines the diff below shows
+    (with -w, re-indented lines are not counted).
+    """
     label, style = STATUS_STYLE.get(record.status, (record.status, ""))
+    added, removed = counts if counts is not None else (record.added, record.removed)
     t = Text()
     t.append(f"[{kernel or '?'}] ", style="bold blue")
     t.append("  " * record.depth)
@@ -156,11 +164,11 @@ def pass_line(kernel: str | None, record: PassRecord, note: str | None = None) -
     t.append(record.name, style="bold" if record.status != NOOP else "")
     t.append("  ")
     t.append(label, style=style)
-    if record.status == CHANGED and (record.added or record.removed):
+    if record.status == CHANGED and (added or removed):
         t.append(" ")
-        t.append(f"+{record.added}", style="green")
+        t.append(f"+{added}", style="green")
         t.append("/")
-        t.append(f"-{record.removed}", style="red")
+        t.append(f"-{removed}", style="red")
     if note and record.status == CHANGED:
         t.append(f" ({note})", style="dim")
     if record.reconcile:
@@ -172,14 +180,20 @@ def _interrupted(manifest: RunManifest) -> bool:
     return manifest.status != COMPLETE and (manifest.error or "").startswith("KeyboardInterrupt")
 
 
-def summary_line(manifest: RunManifest, run_dir: Path, report: Path | None = None) -> Text:
-    """Return the one-line summary of a finished compile, named by its signature."""
+def summary_line(
+    manifest: RunManifest, run_dir: Path, report: Path | None = None, label: str | None = None
+) -> Text:
+    """Return the one-line summary of a finished compile: its label, counts, compile time and one path.
+
+    The path is the report when there is one, else the run directory, relative to the
+    working directory when it is under it.
+    """
     c = manifest.counts
     total = len(manifest.records)
     changed = c.get(CHANGED, 0)
     failed = c.get(FAILED, 0)
     t = Text()
-    t.append(f"[{manifest.kernel or '?'}] ", style="bold blue")
+    t.append(f"[{label or stream_label(manifest)}] ", style="bold blue")
     ok = manifest.status == COMPLETE
     interrupted = _interrupted(manifest)
     t.append(
@@ -187,73 +201,78 @@ def summary_line(manifest: RunManifest, run_dir: Path, report: Path | None = Non
         style="bold green" if ok else "bold red",
     )
     t.append(f"{total} passes, {changed} changed, {failed} failed, {c.get(CODEGEN, 0)} codegen")
-    if manifest.signature:
-        t.append(f"  compile: {manifest.signature}", style="bold")
-    t.append(f"  records: {run_dir}", style="dim")
-    if report is not None:
-        t.append(f"  report: {report}", style="dim")
+    if isinstance(manifest.finished, (int, float)) and isinstance(manifest.started, (int, float)):
+        took = manifest.finished - manifest.started
+        if 0 <= took < 1e7:
+            t.append(f" in {took:.2f}s")
+    where = report if report is not None else run_dir
+    t.append(f"  {'report' if report is not None else 'records'}: {_short_path(where)}", style="dim")
     return t
 
 
-def _status_word(manifest: RunManifest) -> tuple[str, str]:
-    if manifest.status == COMPLETE:
-        return "ok", "green"
-    if _interrupted(manifest):
-        return "interrupted", "bold red"
-    return "FAILED", "bold red"
+def _short_path(path: Path) -> str:
+    """Return a path relative to the working directory when it is under it, else as given."""
+    try:
+        rel = Path(path).absolute().relative_to(Path.cwd())
+        return str(rel) if str(rel) != "." else str(path)
+    except (ValueError, OSError):
+        return str(path)
 
 
-_TABLE_HEAD = ("status", "compile", "passes", "changed", "failed", "time", "failed pass / error")
-_RIGHT = {2, 3, 4, 5}
+def stream_label(manifest: RunManifest) -> str:
+    """Return a compile's short label: its kernel and its first buffer's shape (`add 512`).
 
-
-def summary_table(runs: list[RunManifest] | tuple[RunManifest, ...]) -> list[Text]:
-    """Return the lines of a table, one row per compile (signature, passes, changed, failed, time, status).
-
-    Failed and interrupted compiles come first, then the others in compile order.
-    Columns take the width of their widest cell: a signature is never cut.
+    The signature starts with it, so it also works as a SIGNATURE prefix for `show`.
     """
-    order = sorted(range(len(runs)), key=lambda i: (runs[i].status == COMPLETE, runs[i].started, i))
+    kernel = manifest.kernel or "?"
+    sig = (manifest.signature or "").split(" ")
+    if len(sig) > 1 and sig[0] == kernel and sig[1] and sig[1][0].isdigit():
+        return f"{kernel} {sig[1].split(',')[0]}"
+    return kernel
+
+
+def summary_table(runs: list[RunManifest] | tuple[RunManifest, ...], width: int | None = None) -> list[Text]:
+    """Return the lines of a table, one row per compile (status, signature, passes, changed, failed, time, why).
+
+    Rows in the one compile order (history/summary.py: failures first, then by start).
+    Fits `width` (render/table.py): the time and the error go before the status or the
+    counts, and a signature is cut where its rows agree, never where they differ.
+    """
+    from ..history.summary import CompileSummary, order
+
+    summaries = order([CompileSummary.of(m, position=i) for i, m in enumerate(runs)])
+    labels = [s.label for s in summaries]
+    columns = [
+        Column("status"),
+        Column("compile", cut=distinct_cut(labels), min_width=12),
+        Column("passes", "right"),
+        Column("changed", "right", drop=2),
+        Column("failed", "right"),
+        Column("time", "right", drop=3),
+        Column("failed pass / error", drop=1, cut=cut_end, min_width=16),
+    ]
     rows: list[list[tuple[str, str]]] = []
-    for i in order:
-        m = runs[i]
-        c = m.counts
-        word, style = _status_word(m)
-        took = f"{m.finished - m.started:.2f}s" if isinstance(m.finished, (int, float)) else "-"
+    for s in summaries:
+        word, style = (
+            ("ok", "green") if s.ok else (s.status if s.status == "interrupted" else "FAILED", "bold red")
+        )
         why = ""
-        if m.status != COMPLETE:
-            failed_at = next((r for r in m.records if r.status == FAILED), None)
-            why = f"{failed_at.name}: " if failed_at is not None else ""
-            why += (m.error or "").splitlines()[0][:120] if m.error else ""
-        nfail = c.get(FAILED, 0)
+        if not s.ok:
+            why = f"{s.failed_at}: " if s.failed_at else ""
+            why += (s.error or "")[:120]
+        nfail = s.failed or 0
         rows.append(
             [
                 (word, style),
-                (m.signature or m.kernel or "?", ""),
-                (str(len(m.records)), ""),
-                (str(c.get(CHANGED, 0)), ""),
+                (s.label, ""),
+                (str(s.passes or 0), ""),
+                (str(s.changed or 0), ""),
                 (str(nfail), "red" if nfail else ""),
-                (took, ""),
+                (f"{s.seconds:.2f}s" if s.seconds is not None else "-", ""),
                 (why, "red"),
             ]
         )
-    widths = [max([len(_TABLE_HEAD[k])] + [len(r[k][0]) for r in rows]) for k in range(len(_TABLE_HEAD))]
-
-    def line(cells: list[tuple[str, str]]) -> Text:
-        t = Text()
-        for k, (text, style) in enumerate(cells):
-            if k:
-                t.append("  ")
-            last = k == len(cells) - 1
-            cell = text.rjust(widths[k]) if k in _RIGHT else text if last else text.ljust(widths[k])
-            t.append(cell, style=style)
-        t.rstrip()
-        return t
-
-    out = [line([(h, "bold") for h in _TABLE_HEAD])]
-    out.append(Text("  ".join("-" * w for w in widths), style="dim"))
-    out.extend(line(r) for r in rows)
-    return out
+    return fit(columns, rows, width)
 
 
 def pruned_line(event: Pruned) -> Text:
@@ -364,6 +383,11 @@ class TerminalView:
         # Nested passes finish before their parent; their blocks wait here (per run) and
         # are printed right after the top-level pass that ran them, in start order.
         self._nested: dict[Path, list[tuple[int, list[Text]]]] = {}
+        self._labels: dict[Path, str] = {}  # run dir -> its label in the stream, unique in this view
+        self._label_owner: dict[str, Path] = {}
+        # No-op passes not printed yet, per run: how many, and the last one (one alone gets its line).
+        self._noops: dict[Path, tuple[int, PassRecord]] = {}
+        self._matched: dict[Path, bool] = {}  # --only: whether any pass of the run matched
 
     @property
     def console(self) -> Console:
@@ -385,15 +409,64 @@ class TerminalView:
             return False
         return True
 
+    def label(self, manifest: RunManifest, run_dir: Path) -> str:
+        """Return the run's label in the stream: `add 512`, made unique in this view by its hash."""
+        got = self._labels.get(run_dir)
+        if got is not None:
+            return got
+        base = stream_label(manifest)
+        label = base
+        if label in self._label_owner:
+            h = (manifest.input_hash or "")[:6] or run_dir.name[-6:]
+            label = f"{base} #{h}"
+            n = 2
+            while label in self._label_owner:
+                label, n = f"{base} #{h}.{n}", n + 1
+        if manifest.signature or manifest.kernel:  # known enough to keep (the first pass has it)
+            self._labels[run_dir] = label
+            self._label_owner[label] = run_dir
+        return label
+
+    def _fold(self, run_dir: Path, label: str) -> list[Text]:
+        """Return the line for the no-op passes held back for a run (none, one pass line, or a count)."""
+        held = self._noops.pop(run_dir, None)
+        if held is None:
+            return []
+        n, rec = held
+        if n == 1:
+            return [pass_line(label, rec)]
+        t = Text()
+        t.append(f"[{label}] ", style="bold blue")
+        t.append(f"\u2026 {n} no-op passes", style="dim")
+        return [t]
+
     def __call__(self, event: Event) -> None:
         if isinstance(event, PassRecorded):
             if self.settings.quiet or not self.settings.terminal:
                 return
             rec = event.record
+            label = self.label(event.manifest, event.run_dir)
             blocks: list[tuple[int, list[Text]]] = []
             if self._show(rec):
+                self._matched[event.run_dir] = True
+            if self._show(rec) and rec.status == NOOP and not self.settings.all_passes:
+                n, _ = self._noops.get(event.run_dir, (0, rec))
+                self._noops[event.run_dir] = (n + 1, rec)
+                if rec.depth == 0:
+                    self._print_blocks(sorted(self._nested.pop(event.run_dir, []), key=lambda b: b[0]))
+                return
+            if self._show(rec):
                 d = diff(event.before, event.after) if rec.status == CHANGED else None
-                parts: list[Text] = [pass_line(event.manifest.kernel, rec, d.note if d is not None else None)]
+                counts = None
+                if d is not None and self.settings.ignore_whitespace:
+                    counts = (
+                        sum(1 for r in d.rows if r.b is not None and r.kind not in ("same", "reindent")),
+                        sum(1 for r in d.rows if r.a is not None and r.kind not in ("same", "reindent")),
+                    )
+                parts: list[Text] = [
+                    *self._fold(event.run_dir, label),
+                    pass_line(label, rec, d.note if d is not None else None, counts),
+                ]
                 if rec.status == FAILED:
                     err = (rec.error or "see the run summary").rstrip().replace("\n", "\n           ")
                     parts.append(Text(f"    error: {err}", style="red"))
@@ -413,11 +486,16 @@ class TerminalView:
             self._notice(event)
         elif isinstance(event, RunFinished):
             self.finished.append((event.manifest, event.run_dir))
+            label = self.label(event.manifest, event.run_dir)
             self._print_blocks(sorted(self._nested.pop(event.run_dir, []), key=lambda b: b[0]))
             if self.settings.quiet:
                 return  # one table at the end of the invocation (one line when it made one compile)
+            folded = self._fold(event.run_dir, label)
+            if folded:
+                self._print_texts(folded)
+            self._only_matched_nothing(event)
             report = event.run_dir / "report.html" if self.settings.html else None
-            self._print_texts([summary_line(event.manifest, event.run_dir, report)])
+            self._print_texts([summary_line(event.manifest, event.run_dir, report, label)])
         elif isinstance(event, InvocationFinished):
             if self.settings.quiet:
                 self._invocation_summary(event)
@@ -436,6 +514,20 @@ class TerminalView:
                     pass
         elif isinstance(event, RunStarted):
             pass
+
+    def _only_matched_nothing(self, event: RunFinished) -> None:
+        """--only that matched no pass of a compile: say so once, never a silent empty stream."""
+        only = self.settings.only
+        if only is None or self._matched.pop(event.run_dir, False) or not event.manifest.records:
+            return
+        if getattr(self, "_only_warned", False):
+            return
+        self._only_warned = True
+        names = list(dict.fromkeys(r.name for r in event.manifest.records))
+        self._warn(
+            f"--only {only.pattern!r} matched none of the {len(names)} pass names of "
+            f"{stream_label(event.manifest)} (e.g. {', '.join(names[:4])}); 'tltrace show' lists them"
+        )
 
     def _invocation_summary(self, event: InvocationFinished) -> None:
         finished = {id(m): d for m, d in self.finished}
@@ -458,7 +550,9 @@ class TerminalView:
         records = finished.get(id(runs[0]))
         if records is not None:
             head.append(f"  records: {records.parent}", style="dim")
-        self._print_texts([head, *summary_table(runs)])
+        self._print_texts(
+            [head, *summary_table(runs, self.console.width if self.console.is_terminal else None)]
+        )
 
     def _print_texts(self, texts: list[Text]) -> None:
         with _print_lock:

@@ -2,10 +2,7 @@
  * under the same CSP as the pass report (this script is allowed by its hash, nothing else runs). */
 (function () {
   "use strict";
-  var dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
-  var saved = null;
-  try { saved = window.localStorage.getItem("tltrace-theme"); } catch (e) { saved = null; }
-  document.documentElement.setAttribute("data-theme", saved === "dark" || saved === "light" ? saved : dark ? "dark" : "light");
+  window.TLCore.initTheme();
 
   var data = JSON.parse(document.getElementById("tltrace-data").textContent);
   function el(tag, attrs, text) {
@@ -26,9 +23,9 @@
     var r = data[side];
     var tr = el("tr");
     tr.appendChild(el("td", {}, side.toUpperCase()));
-    tr.appendChild(el("td", {}, r.script + "  " + r.run_id));
+    tr.appendChild(el("td", {}, r.signature || r.kernel || "?"));
     tr.appendChild(el("td", { "class": "dim" },
-      [r.kernel || "?", (r.target || "?") + "/" + (r.backend || "?"), r.passes + " passes", r.status].join(", ")));
+      [r.script + "  " + r.run_id, (r.target || "?") + "/" + (r.backend || "?"), r.passes + " passes", r.status].join(", ")));
     runs.appendChild(tr);
   });
 
@@ -54,8 +51,24 @@
     firsts.appendChild(el("li", {}, "codegen " + role + ": " + data.codegen[role]));
   });
 
+  // Two compiles of different inputs (two sizes): every pass's input differs, which says nothing.
+  // What tells them apart is a pass that did different work: it changed the IR in one, not the other.
+  var first = data.passes.length ? data.passes[0] : null;
+  var fromStart = !!(data.first_input_divergence && first &&
+    data.first_input_divergence.a_index === first.a_index && data.first_input_divergence.b_index === first.b_index);
+  function work(p) { return p.status === "input differs" && p.a_status !== p.b_status; }
+  var hidden = 0;
+  if (fromStart) {
+    var n = data.passes.filter(function (p) { return p.status === "input differs"; }).length;
+    var nw = data.passes.filter(work).length;
+    firsts.appendChild(el("li", { "class": "note" },
+      "The compiles start from different IR (" + (data.a.signature || "A") + " vs " + (data.b.signature || "B") +
+      "), so the input of every pass differs (" + n + "). Listed: the " + nw + " pass" + (nw === 1 ? "" : "es") +
+      " that did different work (changed the IR in one compile, not in the other)."));
+  }
   var tbody = document.querySelector("#passes tbody");
   data.passes.forEach(function (p) {
+    if (fromStart && p.status === "input differs" && !work(p)) { hidden++; return; }
     var tr = el("tr");
     tr.appendChild(el("td", { "class": "dim" }, or(p.a_index, "-")));
     tr.appendChild(el("td", { "class": "dim" }, or(p.b_index, "-")));
@@ -63,9 +76,15 @@
     if (p.status !== "same") td.appendChild(el("a", { href: "#" + anchor(p) }, label(p)));
     else td.textContent = label(p);
     tr.appendChild(td);
-    tr.appendChild(el("td", { "class": statusClass(p.status) }, p.status));
+    var what = work(p) ? "did different work: A " + p.a_status + ", B " + p.b_status : p.status;
+    tr.appendChild(el("td", { "class": statusClass(p.status) }, what));
     tbody.appendChild(tr);
   });
+  if (hidden) {
+    var more = el("tr", { "class": "dim" });
+    more.appendChild(el("td", { colspan: "4" }, "\u2026 " + hidden + " passes whose input differs and that did the same kind of work"));
+    tbody.appendChild(more);
+  }
 
   var diffs = document.getElementById("diffs");
   if (!data.diffs.length) diffs.appendChild(el("p", { "class": "dim" }, "No pass differs."));

@@ -23,30 +23,16 @@
   var STALE_MS = 120000;  // an index untouched this long while compiles say "running": their process was killed
   var S = { meta: {}, rows: [], byId: new Map(), sort: null, dir: 1, filter: "", status: "", bad: 0 };
 
+  var C = window.TLCore, el = C.el, str = C.str, safeId = C.safeId;
+  C.initTheme();
   function $(id) { return document.getElementById(id); }
-  function el(tag, cls, text) {
-    var n = document.createElement(tag);
-    if (cls) n.className = cls;
-    if (text !== undefined && text !== null) n.textContent = String(text);
-    return n;
-  }
-  function getPref(k) { try { return window.localStorage.getItem(k); } catch (e) { return null; } }
-  function setPref(k, v) { try { window.localStorage.setItem(k, v); } catch (e) { /* private mode */ } }
-  function applyTheme(t) { document.documentElement.setAttribute("data-theme", t); }
-  applyTheme(getPref("tltrace-theme") ||
-    (window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"));
-
-  function str(v) { return v === undefined || v === null ? "" : String(v); }
-  function safeId(v) { return /^[A-Za-z0-9_.\-]+$/.test(v) && v !== "." && v !== ".."; }
 
   function load() {
-    var nodes = document.querySelectorAll("script.tl-d");
-    for (var i = 0; i < nodes.length; i++) {
-      var d;
-      try { d = JSON.parse(nodes[i].textContent); } catch (e) { S.bad++; continue; }
-      if (!d || typeof d !== "object") { S.bad++; continue; }
+    S.bad = C.readChunks(function (d) {
       if (d.t === "imeta") {
         for (var k in d) if (Object.prototype.hasOwnProperty.call(d, k) && k !== "t") S.meta[k] = d[k];
+      } else if (d.t === "iend") {
+        S.ended = true;  // the invocation finished: no further compile will be listed
       } else if (d.t === "c" && typeof d.run_id === "string" && safeId(d.run_id)) {
         if (S.byId.has(d.run_id)) {
           var old = S.rows[S.byId.get(d.run_id)];
@@ -58,7 +44,7 @@
           S.rows.push(d);
         }
       }
-    }
+    });
     var t = Date.parse(document.lastModified);
     var stale = !isNaN(t) && Date.now() - t >= STALE_MS;
     S.rows.forEach(function (r) {
@@ -186,6 +172,11 @@
 
   function start() {
     load();
+    // An invocation of one compile: its index would be a table of one row; open the compile.
+    if (S.ended && S.rows.length === 1 && !location.hash) {
+      location.replace(hrefOf(S.rows[0]));
+      return;
+    }
     buildHead();
     buildHeader();
     var filter = $("ix-filter"), sel = $("ix-status-filter"), timer = null;
@@ -194,10 +185,7 @@
       timer = setTimeout(function () { S.filter = filter.value; render(); }, 120);
     });
     sel.addEventListener("change", function () { S.status = sel.value; render(); });
-    $("tl-theme").addEventListener("click", function () {
-      var t = document.documentElement.getAttribute("data-theme") === "dark" ? "light" : "dark";
-      applyTheme(t); setPref("tltrace-theme", t);
-    });
+    C.wireTheme($("tl-theme"));
     render();
     if (window.tltraceProfile) window.tltraceProfile.attachIndex({ rows: S.rows });
     document.documentElement.setAttribute("data-ready-ms", String(Math.round(performance.now())));

@@ -12,10 +12,11 @@
 
   var CONTEXT = 3;          // equal lines kept around a change
   var MIN_FOLD = 4;         // fold only runs that hide at least this many lines
-  var EXPAND_STEP = 20;     // lines revealed by one expand button
   var REFRESH_MS = 3000;    // a running report reloads itself this often
   var STALE_MS = 120000;    // a "running" file untouched this long belongs to a run that was killed
   var NARROW_PX = 1000;     // below this width the sidebar collapses by itself
+  // Loaded by a sibling compile's report to answer its compare requests (see startCompare).
+  var EMBED = window.parent !== window && location.hash === "#tl-embed";
   var DOTS = { changed: "\u25CF", noop: "\u25CB", failed: "\u2715", codegen: "\u25C6" };
 
   var S = {
@@ -25,84 +26,17 @@
     ignoreWs: false, wrap: true, missing: null, autoCollapsed: false
   };
 
-  // ---- storage (file:// pages may refuse it) ----------------------------------------------------
-  function getPref(key) { try { return window.localStorage.getItem(key); } catch (e) { return null; } }
-  function setPref(key, value) { try { window.localStorage.setItem(key, value); } catch (e) { /* private mode */ } }
-
-  function applyTheme(theme) {
-    document.documentElement.setAttribute("data-theme", theme);
-  }
-  (function initialTheme() {
-    var saved = getPref("tltrace-theme");
-    var dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
-    applyTheme(saved === "dark" || saved === "light" ? saved : (dark ? "dark" : "light"));
-  })();
-
   // ---- DOM helpers -------------------------------------------------------------------------------
+  var C = window.TLCore, V = window.TLView, T = window.TLTable;
+  var getPref = C.getPref, setPref = C.setPref, el = C.el, setText = C.setText, appendText = C.appendText;
+  var clear = C.clear, button = C.button, fmtDuration = V.fmtDuration, splitLines = C.splitLines;
+  C.initTheme();
   function $(id) { return document.getElementById(id); }
-  // Invisible characters that reorder or break a line (bidi overrides, isolates, marks, U+2028/9)
-  // would make code display as something it is not ("Trojan Source"): show them as visible boxes.
-  var CTL = /[\u061C\u200E\u200F\u2028\u2029\u202A-\u202E\u2066-\u2069]/;
-  var CTL_ALL = /[\u061C\u200E\u200F\u2028\u2029\u202A-\u202E\u2066-\u2069]/g;
-  function ctlName(c) { return "U+" + c.charCodeAt(0).toString(16).toUpperCase(); }
-  function setText(n, text) {
-    text = String(text);
-    if (!CTL.test(text)) { n.textContent = text; return n; }
-    n.textContent = "";
-    appendText(n, text);
-    return n;
-  }
-  function appendText(n, text) {
-    if (!CTL.test(text)) { n.appendChild(document.createTextNode(text)); return; }
-    var last = 0;
-    text.replace(CTL_ALL, function (c, at) {
-      if (at > last) n.appendChild(document.createTextNode(text.slice(last, at)));
-      var box = document.createElement("span");
-      box.className = "tl-ctl";
-      box.title = "invisible control character " + ctlName(c) + " (shown, not applied)";
-      box.textContent = ctlName(c);
-      n.appendChild(box);
-      last = at + 1;
-      return c;
-    });
-    if (last < text.length) n.appendChild(document.createTextNode(text.slice(last)));
-  }
-  function el(tag, cls, text) {
-    var n = document.createElement(tag);
-    if (cls) n.className = cls;
-    if (text !== undefined && text !== null) setText(n, text);
-    return n;
-  }
-  function button(label, title, onclick) {
-    var b = el("button", null, label);
-    b.type = "button";
-    if (title) b.title = title;
-    b.addEventListener("click", onclick);
-    return b;
-  }
-  function clear(n) { while (n.firstChild) n.removeChild(n.firstChild); }
-  function fmtDuration(s) {
-    if (s === undefined || s === null) return "";
-    if (s >= 1) return s.toFixed(2) + " s";
-    if (s >= 0.001) return (s * 1000).toFixed(1) + " ms";
-    return Math.round(s * 1e6) + " \u00B5s";
-  }
-  function splitLines(text) {
-    if (text === undefined || text === null) return null;
-    var lines = text.split("\n");
-    if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
-    return lines;
-  }
-
   // ---- data --------------------------------------------------------------------------------------
   function load() {
-    var nodes = document.querySelectorAll("script.tl-d");
     var recs = [];
     var byIndex = new Map();
-    for (var i = 0; i < nodes.length; i++) {
-      var d;
-      try { d = JSON.parse(nodes[i].textContent); } catch (e) { S.bad++; continue; }
-      if (!d || typeof d !== "object") { S.bad++; continue; }
+    S.bad = C.readChunks(function (d) {
       if (d.t === "meta") {
         for (var key in d) if (Object.prototype.hasOwnProperty.call(d, key) && key !== "t") S.meta[key] = d[key];
       } else if (d.t === "text") {
@@ -110,12 +44,12 @@
       } else if (d.t === "sibs") {
         if (Array.isArray(d.runs)) S.sibs = d.runs;  // the invocation's compiles (for the switcher)
       } else if (d.t === "rec") {
-        if (typeof d.index !== "number") { S.bad++; continue; }
+        if (typeof d.index !== "number") { S.bad++; return; }
         d.name = String(d.name); d.phase = String(d.phase || "unscoped"); d.status = String(d.status || "noop");
         if (byIndex.has(d.index)) recs[byIndex.get(d.index)] = d;  // a later chunk completes a record
         else { byIndex.set(d.index, recs.length); recs.push(d); }
       }
-    }
+    });
     recs.sort(function (a, b) { return a.index - b.index; });
     S.recs = recs;
     var seen = new Set();
@@ -127,161 +61,20 @@
   function textOf(hash) { return hash ? S.texts.get(hash) : undefined; }
 
   // ---- diff ------------------------------------------------------------------------------------
-  // Rows {kind, a, b, anchor}: kind same | reindent | change | add | del (TLDiff.align), a/b line
-  // numbers or null. F7 anchors cut the texts into segments aligned one by one.
-  function lineDiff(A, B, anchors) {
-    var rows = [], pi = 0, pj = 0;
-    function segment(i1, j1) {
-      var part = TLDiff.align(A.slice(pi, i1), B.slice(pj, j1));
-      for (var i = 0; i < part.length; i++) {
-        var r = part[i];
-        rows.push({ kind: r.kind, a: r.a === null ? null : r.a + pi, b: r.b === null ? null : r.b + pj });
-      }
-    }
-    (anchors || []).forEach(function (an) {
-      if (an[0] < pi || an[1] < pj || an[0] >= A.length || an[1] >= B.length) return;
-      segment(an[0], an[1]);
-      var l = A[an[0]], r = B[an[1]];
-      var kind = l === r ? "same" : l.replace(/^[ \t]+/, "") === r.replace(/^[ \t]+/, "") ? "reindent" : "change";
-      rows.push({ kind: kind, a: an[0], b: an[1], anchor: true });
-      pi = an[0] + 1; pj = an[1] + 1;
-    });
-    segment(A.length, B.length);
-    return rows;
-  }
-  // A row that is not shown as changed: same, and re-indented ones when whitespace is ignored.
-  function quiet(row) { return row.kind === "same" || (row.kind === "reindent" && S.ignoreWs); }
-  // A changed run of blanks (new indentation) is not highlighted: the gutter and ~ rows say it.
-  var BLANKS = /^[ \t]+$/;
-  function fillWords(td, tokens, mask) {
-    var buf = "";
-    for (var i = 0; i < tokens.length; i++) {
-      if (mask[i] && BLANKS.test(tokens[i]) && !(i + 1 < tokens.length && mask[i + 1] && i > 0 && mask[i - 1])) {
-        buf += tokens[i];
-      } else if (mask[i]) {
-        if (buf) { appendCode(td, buf); buf = ""; }
-        var j = i, s = "";
-        while (j < tokens.length && mask[j]) { s += tokens[j]; j++; }
-        var w = el("span", "w");
-        appendCode(w, s);
-        td.appendChild(w);
-        i = j - 1;
-      } else buf += tokens[i];
-    }
-    if (buf) appendCode(td, buf);
-  }
-  // Code text with a break opportunity (<wbr>) after each bracket, comma or operator, so a long
-  // line wraps between tokens, never inside an identifier or a number. Copying is unaffected.
-  var BREAK_AFTER = /[^A-Za-z0-9_ \t.]+/g;
-  function appendCode(n, text) {
-    if (text.length < 40) { appendText(n, text); return; }
-    var last = 0, m;
-    BREAK_AFTER.lastIndex = 0;
-    while ((m = BREAK_AFTER.exec(text)) !== null) {
-      var end = m.index + m[0].length;
-      appendText(n, text.slice(last, end));
-      n.appendChild(document.createElement("wbr"));
-      last = end;
-    }
-    if (last < text.length) appendText(n, text.slice(last));
-  }
-
+  function lineDiff(A, B, anchors) { return V.lineDiff(TLDiff.align, A, B, anchors); }
   // ---- diff view state ---------------------------------------------------------------------------
   function defaultShown(rows) {
-    var shown = new Uint8Array(rows.length), i, j;
-    if (S.expandAll) { shown.fill(1); return shown; }
-    for (i = 0; i < rows.length; i++) {
-      if (!quiet(rows[i]) || rows[i].anchor) {
-        for (j = Math.max(0, i - CONTEXT); j <= Math.min(rows.length - 1, i + CONTEXT); j++) shown[j] = 1;
-      }
-    }
-    // Do not fold tiny gaps: a fold row costs as much space as the lines it hides.
-    i = 0;
-    while (i < rows.length) {
-      if (shown[i]) { i++; continue; }
-      j = i;
-      while (j < rows.length && !shown[j]) j++;
-      if (j - i < MIN_FOLD) for (var q = i; q < j; q++) shown[q] = 1;
-      i = j;
-    }
-    return shown;
+    return V.defaultShown(rows, { all: S.expandAll, ignoreWs: S.ignoreWs, context: CONTEXT, minFold: MIN_FOLD });
   }
 
+  // The side-by-side table (report-table.js); a fold's expand buttons redraw the pass's diff.
   function renderDiffTable(state) {
-    var table = el("table", "tl-diff");
-    var cg = el("colgroup");
-    ["ln", "g", "code", "ln", "g", "code"].forEach(function (c) { cg.appendChild(el("col", c)); });
-    table.appendChild(cg);
-    var tbody = el("tbody");
-    var rows = state.rows, shown = state.shown, A = state.A, B = state.B;
-    var i = 0;
-    while (i < rows.length) {
-      if (!shown[i]) {
-        var j = i;
-        while (j < rows.length && !shown[j]) j++;
-        tbody.appendChild(foldRow(state, i, j));
-        i = j;
-        continue;
-      }
-      tbody.appendChild(diffRow(state, rows[i], A, B));
-      i++;
-    }
-    table.appendChild(tbody);
+    var table = T.render(state, {
+      ignoreWs: S.ignoreWs,
+      onReveal: function () { redrawDiff(); }
+    });
     table.addEventListener("click", onDiffClick);
     return table;
-  }
-  function diffRow(state, row, A, B) {
-    var tr = el("tr");
-    var ll = row.a === null ? null : A[row.a], rl = row.b === null ? null : B[row.b];
-    var k = quiet(row) ? "same" : row.kind;
-    // Each side's class and gutter: the diff reads without colour too.
-    var lc = k === "same" ? "" : row.a === null ? "empty" : k === "reindent" ? "re" : "del";
-    var rc = k === "same" ? "" : row.b === null ? "empty" : k === "reindent" ? "re" : "add";
-    var lg = lc === "del" ? "\u2212" : lc === "re" ? "~" : "", rg = rc === "add" ? "+" : rc === "re" ? "~" : "";
-    if (row.a !== null) tr.setAttribute("data-l", row.a);
-    if (row.b !== null) tr.setAttribute("data-r", row.b);
-    tr.setAttribute("data-kind", row.kind);
-    if (row.anchor) tr.className = "anchor";
-    var tdlc = el("td", "code l " + lc), tdrc = el("td", "code r " + rc);
-    if (k === "change") {
-      var w = TLDiff.wordDiff(ll, rl);  // only a true pair gets word highlights
-      fillWords(tdlc, w[0], w[1]);
-      fillWords(tdrc, w[2], w[3]);
-    } else {
-      if (ll !== null) appendCode(tdlc, ll);
-      if (rl !== null) appendCode(tdrc, rl);
-    }
-    tr.appendChild(el("td", "ln l " + lc, row.a === null ? "" : row.a + 1));
-    tr.appendChild(el("td", "g l " + lc, lg));
-    tr.appendChild(tdlc);
-    tr.appendChild(el("td", "ln r " + rc, row.b === null ? "" : row.b + 1));
-    tr.appendChild(el("td", "g r " + rc, rg));
-    tr.appendChild(tdrc);
-    return tr;
-  }
-  function foldRow(state, i, j) {
-    var tr = el("tr", "fold");
-    var td = el("td");
-    td.colSpan = 6;
-    var n = j - i;
-    function reveal(lo, hi) {
-      for (var q = lo; q < hi; q++) state.shown[q] = 1;
-      redrawDiff();
-    }
-    if (i > 0 && n > EXPAND_STEP) {
-      td.appendChild(button("\u2193 Expand " + EXPAND_STEP, "Show " + EXPAND_STEP + " more lines below the code above",
-        function () { reveal(i, i + EXPAND_STEP); }));
-    }
-    if (j < state.rows.length && n > EXPAND_STEP) {
-      td.appendChild(button("\u2191 Expand " + EXPAND_STEP, "Show " + EXPAND_STEP + " more lines above the code below",
-        function () { reveal(j - EXPAND_STEP, j); }));
-    }
-    var all = button("\u2195 Expand all " + n, "Show the " + n + " hidden unchanged lines", function () { reveal(i, j); });
-    all.className = "tl-expand-all";
-    td.appendChild(all);
-    td.appendChild(document.createTextNode(" " + n + " unchanged line" + (n === 1 ? "" : "s") + " hidden"));
-    tr.appendChild(td);
-    return tr;
   }
 
   function redrawDiff(scrollRow) {
@@ -528,7 +321,24 @@
       }
     }
     view.scrollTop = opts.keepScroll ? top : 0;
+    cmp.onPass();
   }
+
+  // ---- compare with a sibling compile (report-compare.js) ------------------------------------------
+  var cmp = window.TLCompare.create({
+    embedded: EMBED,
+    recs: function () { return S.recs; },
+    meta: function () { return S.meta; },
+    selected: function () { return S.sel; },
+    refOf: fragmentOf,
+    textOf: textOf,
+    view: function () { return $("tl-view"); },
+    diffTable: function (A, B) {
+      var rows = lineDiff(A, B, []);
+      var st = { rows: rows, shown: new Uint8Array(rows.length).fill(1), A: A, B: B };
+      return { same: rows.every(function (x) { return x.kind === "same"; }), table: T.render(st, { ignoreWs: S.ignoreWs, onReveal: function () {} }) };
+    }
+  });
 
   // ---- sidebar, filters --------------------------------------------------------------------------
   function buildSidebar() {
@@ -712,14 +522,15 @@
   function buildNav() {
     var m = S.meta, runId = String(m.run_id || "");
     if (typeof m.index !== "string" || !/^(\.\.\/)+report\.html$/.test(m.index)) return;
+    if (location.protocol === "about:") return;  // inline in a notebook (srcdoc): no files beside it
     var nav = el("span", "tl-nav");
     var back = el("a", null, "\u2191 all compiles");
-    back.href = m.index + (/^[A-Za-z0-9_.\-]+$/.test(runId) ? "#run=" + runId : "");
+    back.href = m.index + (C.safeId(runId) ? "#run=" + runId : "");
     back.title = "The invocation's index: every compile, failed first";
     nav.appendChild(back);
-    var sibs = (S.sibs || []).filter(function (x) { return Array.isArray(x) && /^[A-Za-z0-9_.\-]+$/.test(String(x[0])); });
+    var sibs = (S.sibs || []).filter(function (x) { return Array.isArray(x) && C.safeId(String(x[0])); });
     if (sibs.length > 1) {
-      var sel = el("select");
+      var sel = el("select", "tl-switch");
       sel.title = "Switch to another compile of this invocation";
       sibs.forEach(function (x) {
         var o = el("option", null, String(x[1]) + (x[2] && x[2] !== "complete" ? " (" + x[2] + ")" : ""));
@@ -727,8 +538,25 @@
         if (o.value === runId) o.selected = true;
         sel.appendChild(o);
       });
-      sel.addEventListener("change", function () { location.href = "../" + sel.value + "/report.html"; });
+      // The same pass (by name and occurrence) in the sibling, when one is selected.
+      sel.addEventListener("change", function () {
+        location.href = "../" + sel.value + "/report.html" + (S.sel >= 0 ? "#" + encodeURIComponent(fragmentOf(S.sel)) : "");
+      });
       nav.appendChild(sel);
+      // Compare: the same pass of a sibling compile, side by side with this one's.
+      var pick = el("select", "tl-compare-pick");
+      pick.title = "Compare this pass with the same pass of another compile of this invocation";
+      var none = el("option", null, "compare with\u2026");
+      none.value = "";
+      pick.appendChild(none);
+      sibs.forEach(function (x) {
+        if (String(x[0]) === runId) return;
+        var o = el("option", null, String(x[1]));
+        o.value = String(x[0]);
+        pick.appendChild(o);
+      });
+      pick.addEventListener("change", function () { cmp.start(pick.value, pick.options[pick.selectedIndex].text); });
+      nav.appendChild(pick);
     }
     document.querySelector(".tl-title").appendChild(nav);
   }
@@ -779,33 +607,17 @@
       else li.scrollIntoView({ block: "nearest" });
     }
   }
-  function fragmentOf(pos) {
-    var r = S.recs[pos];
-    for (var i = 0; i < pos; i++) if (S.recs[i].name === r.name) return r.name + "@" + r.index;
-    return r.name;
-  }
-  // A link names a pass by name (any case), by name@index, by index (#16) or by the end of its
-  // name (#BindTarget for tirx.BindTarget); -1 when nothing matches.
+  function fragmentOf(pos) { return C.refOf(S.recs, pos); }
+  // A link names a pass as --pass does (TLCore.resolveRef): by name in any case, name#k for the
+  // k-th, index (#16), the end of a dotted name (#BindTarget); old links' name@index still work.
   function posOfFragment(frag) {
     if (!frag) return -1;
-    var f = frag.toLowerCase(), i;
-    for (i = 0; i < S.recs.length; i++) if (S.recs[i].name === frag) return i;
-    for (i = 0; i < S.recs.length; i++) if (S.recs[i].name.toLowerCase() === f) return i;
     var at = frag.lastIndexOf("@");
     if (at > 0 && /^\d+$/.test(frag.slice(at + 1))) {
       var ix = parseInt(frag.slice(at + 1), 10);
-      if (S.posByIndex.has(ix) && S.recs[S.posByIndex.get(ix)].name.toLowerCase() === f.slice(0, at)) return S.posByIndex.get(ix);
+      if (S.posByIndex.has(ix) && S.recs[S.posByIndex.get(ix)].name.toLowerCase() === frag.slice(0, at).toLowerCase()) return S.posByIndex.get(ix);
     }
-    if (/^\d+$/.test(frag)) {
-      var n = parseInt(frag, 10);
-      return S.posByIndex.has(n) ? S.posByIndex.get(n) : -1;
-    }
-    for (i = 0; i < S.recs.length; i++) {
-      var nm = S.recs[i].name.toLowerCase();
-      var dot = Math.max(nm.lastIndexOf("."), nm.lastIndexOf("/"));
-      if (dot >= 0 && nm.slice(dot + 1) === f) return i;
-    }
-    return -1;
+    return C.resolveRef(S.recs, frag).pos;
   }
   function showMissing(frag) {
     S.missing = frag;
@@ -814,8 +626,10 @@
     S.diff = null;
     var view = $("tl-view");
     clear(view);
-    var p = el("p", "tl-empty tl-missing", "No pass named \u201C" + frag + "\u201D in this run. ");
-    p.appendChild(document.createTextNode("Pick one on the left, press j, or link by name, by the end of a name (#BindTarget) or by index (#16)."));
+    var why = C.resolveRef(S.recs, frag).error;
+    var p = el("p", "tl-empty tl-missing", why && !/^no pass named/.test(why) ?
+      "No pass \u201C" + frag + "\u201D in this run: " + why + ". " : "No pass named \u201C" + frag + "\u201D in this run. ");
+    p.appendChild(document.createTextNode("Pick one on the left, press j, or link by name (#Simplify, #Simplify#2 for the second), by the end of a name (#BindTarget) or by index (#16)."));
     view.appendChild(p);
   }
   function select(pos, opts) {
@@ -851,21 +665,8 @@
     S.items.forEach(function (li) { li.classList.remove("hit"); });
     clear(box);
     if (!q) { box.hidden = true; S.search = null; return; }
-    var cache = new Map();
-    function has(h) {
-      if (!h) return false;
-      if (!cache.has(h)) { var t = S.texts.get(h); cache.set(h, t !== undefined && t.indexOf(q) >= 0); }
-      return cache.get(h);
-    }
-    var hits = [], introduced = 0;
-    S.recs.forEach(function (r, pos) {
-      var b = has(r.before_hash), a = r.status === "failed" ? b : has(r.after_hash);
-      if (!a && !b) return;
-      var kind = a && !b ? "intro" : b && !a ? "gone" : "has";
-      if (kind === "intro") introduced++;
-      hits.push({ pos: pos, kind: kind });
-      S.items[pos].classList.add("hit");
-    });
+    var found = V.searchHits(S.recs, S.texts, q), hits = found.hits, introduced = found.introduced;
+    hits.forEach(function (h) { S.items[h.pos].classList.add("hit"); });
     S.search = { q: q };
     var head = el("div", "tl-sr-head", hits.length ? (hits.length + (hits.length === 1 ? " pass contains \u201C" : " passes contain \u201C") + q + "\u201D; " +
       introduced + (introduced === 1 ? " introduces it" : " introduce it")) : "No pass contains \u201C" + q + "\u201D");
@@ -882,6 +683,12 @@
       box.appendChild(row);
     });
     box.hidden = false;
+  }
+  // Escape: the search box, its results and the sidebar's highlights all go.
+  function clearSearch() {
+    var search = $("tl-search");
+    if (search) search.value = "";
+    runSearch("");
   }
   function jumpToHit(pos, q) {
     select(pos);
@@ -917,11 +724,7 @@
     return t.tagName === "INPUT" && !NOT_TYPED.test(t.type || "text");
   }
   function wireChrome() {
-    $("tl-theme").addEventListener("click", function () {
-      var next = document.documentElement.getAttribute("data-theme") === "dark" ? "light" : "dark";
-      applyTheme(next);
-      setPref("tltrace-theme", next);
-    });
+    C.wireTheme($("tl-theme"));
     $("tl-help-btn").addEventListener("click", function () { $("tl-help").hidden = !$("tl-help").hidden; });
     $("tl-hide-noop").addEventListener("change", function (ev) { S.hideNoop = ev.target.checked; applyFilters(); });
     var sidebar = $("tl-sidebar"), resizer = $("tl-resizer"), reopen = $("tl-expand-sidebar");
@@ -971,7 +774,7 @@
     var search = $("tl-search"), timer = null;
     search.addEventListener("keydown", function (ev) {
       if (ev.key === "Enter") { clearTimeout(timer); runSearch(search.value); }
-      else if (ev.key === "Escape") { $("tl-search-results").hidden = true; search.blur(); }
+      else if (ev.key === "Escape") { clearSearch(); search.blur(); }
     });
     search.addEventListener("input", function () {
       clearTimeout(timer);
@@ -984,7 +787,7 @@
     document.addEventListener("keydown", function (ev) {
       if (isTextField(ev.target)) return;
       if (ev.key === "F7") { ev.preventDefault(); startAlign(); return; }
-      if (ev.key === "Escape") { if (S.aligning) stopAlign(); $("tl-help").hidden = true; return; }
+      if (ev.key === "Escape") { if (S.aligning) stopAlign(); $("tl-help").hidden = true; clearSearch(); return; }
       if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
       if (ev.key === "j") { ev.preventDefault(); move(1); }
       else if (ev.key === "k") { ev.preventDefault(); move(-1); }
@@ -1041,6 +844,7 @@
     finishStart(saved);
   }
   function finishStart(saved) {
+    cmp.listen();
     if (window.tltraceProfile) window.tltraceProfile.attach({ recs: S.recs, texts: S.texts, meta: S.meta, select: select });
     if (window.tltraceSourceMap) window.tltraceSourceMap.attach({ recs: S.recs, items: S.items, texts: S.texts, select: select });
     if (saved) {  // back from a reload of a running report: where the reader was

@@ -1,0 +1,70 @@
+"""Node unit tests for the report pages' pure parts (core.js, report-view.js), as diff.js has."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from importlib import resources
+
+from tests.test_passref import node
+
+ASSETS = resources.files("tltrace.render").joinpath("assets")
+
+SCRIPT = r"""
+const dir = process.argv[1];
+const C = require(dir + "/core.js"), V = require(dir + "/report-view.js"), D = require(dir + "/diff.js");
+const out = {};
+out.safe = ["run_1", "a.b-c", ".", "..", "../x", "a/b", "", 5].map(C.safeId);
+out.theme = [C.initialTheme("dark", false), C.initialTheme("light", true), C.initialTheme("x", true), C.initialTheme(null, false)];
+out.chunks = ['{"t":"rec"}', '{"t":"re', "[1]", "null", "3"].map(t => C.parseChunk(t) !== null);
+out.durations = [2.5, 0.0123, 0.0000042, null].map(V.fmtDuration);
+out.lines = [C.splitLines("a\nb\n"), C.splitLines("a"), C.splitLines(""), C.splitLines(null)];
+const A = ["x", "y", "z"], B = ["x", "  y", "w", "z"];
+out.rows = V.lineDiff(D.align, A, B, []).map(r => [r.kind, r.a, r.b]);
+out.anchored = V.lineDiff(D.align, ["p", "q", "r"], ["q", "p", "r"], [[1, 0]]).map(r => [r.kind, r.a, r.b, !!r.anchor]);
+const same = []; for (let i = 0; i < 30; i++) same.push({kind: "same", a: i, b: i});
+same[15] = {kind: "change", a: 15, b: 15};
+out.shown = Array.from(V.defaultShown(same, {all: false, ignoreWs: false, context: 3, minFold: 4}));
+out.shownSmallGap = Array.from(V.defaultShown(same.slice(10, 22), {all: false, ignoreWs: false, context: 3, minFold: 4}));
+const re = [{kind: "same", a: 0, b: 0}, {kind: "reindent", a: 1, b: 1}];
+out.reQuiet = [true, false].map(ws => Array.from(V.defaultShown(re.concat(same.slice(0, 10)), {all: false, ignoreWs: ws, context: 1, minFold: 1})));
+const texts = new Map([["h1", "a foo"], ["h2", "a bar"], ["h3", "foo bar"]]);
+const recs = [
+  {status: "changed", before_hash: "h1", after_hash: "h2"},
+  {status: "changed", before_hash: "h2", after_hash: "h3"},
+  {status: "noop", before_hash: "h3", after_hash: "h3"},
+  {status: "failed", before_hash: "h3"}
+];
+out.search = V.searchHits(recs, texts, "foo");
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_pure_parts() -> None:
+    with resources.as_file(ASSETS) as d:
+        proc = subprocess.run(
+            [node(), "-e", SCRIPT, str(d)], capture_output=True, text=True, check=True, timeout=60
+        )
+    got = json.loads(proc.stdout)
+    assert got["safe"] == [True, True, False, False, False, False, False, False]
+    assert got["theme"] == ["dark", "light", "dark", "light"]
+    assert got["chunks"] == [True, False, False, False, False]  # a cut chunk, a list, null: damaged
+    assert got["durations"] == ["2.50 s", "12.3 ms", "4 \u00b5s", ""]
+    assert got["lines"] == [["a", "b"], ["a"], [""], None]
+    assert got["rows"] == [["same", 0, 0], ["reindent", 1, 1], ["add", None, 2], ["same", 2, 3]]
+    # The anchor pairs A's line 1 with B's line 0 whatever the aligner would have chosen.
+    assert [r for r in got["anchored"] if r[3]] == [["same", 1, 0, True]]
+    shown = got["shown"]
+    assert shown[12:19] == [1] * 7 and sum(shown) == 7  # 3 lines of context each side of the change
+    assert got["shownSmallGap"] == [1] * 12  # gaps under 4 lines are never folded
+    ignored, shown_re = got["reQuiet"]
+    assert sum(ignored) == 0 and shown_re[:3] == [1, 1, 1] and sum(shown_re) == 3  # -w: a re-indent is quiet
+    assert got["search"] == {
+        "hits": [
+            {"pos": 0, "kind": "gone"},
+            {"pos": 1, "kind": "intro"},
+            {"pos": 2, "kind": "has"},
+            {"pos": 3, "kind": "has"},
+        ],
+        "introduced": 1,
+    }

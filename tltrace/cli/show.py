@@ -1,0 +1,552 @@
+"""`tltrace show`: the listing of invocations, one invocation's compiles, one compile's passes,
+one pass's diff, a rebuilt report, or (cli/profile.py) where the compile time went."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ..config import trace_dir_of as _trace_dir
+from ..errors import TltraceError
+from .records import (
+    _STATUS_STYLE,
+    KERNEL_OPT,
+    TRACE_DIR_OPT,
+    _check_args,
+    _command_line,
+    _ms,
+    _print_json,
+    _size,
+    _t,
+    _when,
+)
+from .shared import console as _console
+from .shared import fail as _fail
+from .shared import warn as _warn
+
+SHOW_EPILOG = """\
+Examples:
+
+\b
+  tltrace show                                  invocations of every script in the trace dir
+  tltrace show gemm.py                          invocations of one script, each with its compiles
+  tltrace show gemm.py -1                       the newest invocation: its compiles, or the passes of its only one
+  tltrace show gemm.py -1 'gemm 1024'           the compile whose signature starts 'gemm 1024'
+  tltrace show gemm.py -2 --kernel matmul --pass LayoutInference   a pass's diff, one invocation back
+  tltrace show gemm.py --pass LowerTileOp -w    a pass's diff without lines that were only re-indented
+  tltrace show gemm.py --pass 16 --json         a pass as JSON, with "rows": the line alignment
+  tltrace show gemm.py -1 --source-map          the generated source, the Python line of each line in a gutter
+  tltrace show gemm.py --pass LowerTileOp --source-map   that pass's IR with its Python lines
+  tltrace show gemm.py --source-map --json      source, codegen lines with "src", per-pass coverage
+  tltrace show ./tmp/lower_trace_dir/gemm/.run_records/run_2026...   a run directory (one compile)
+  tltrace show gemm.py --html                   (re)write the compile's report, or the invocation's index
+  tltrace show gemm.py -1 --json                the newest invocation as JSON
+  tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
+  tltrace show gemm.py -1 'gemm 1024' --profile --top 5 --json   one compile's 5 slowest, as JSON
+  tltrace show --format markdown >> "$GITHUB_STEP_SUMMARY"   compiles + top passes for CI
+
+An invocation is one 'tltrace run' (or watch rerun, or enable()..disable() span);
+each kernel it compiled is a compile (a run directory) with a signature: kernel,
+launch shape, input-IR hash. RUN: 'latest' or -N (-1 the newest invocation, -2
+the one before), a run id or a unique prefix of one (that compile), an invocation
+id, or a signature prefix (in the newest invocation that has one). SIGNATURE, or
+--kernel NAME, narrows an invocation to one compile; with --kernel, -N counts only
+invocations that compiled NAME. Runs of schema-1 manifests are invocations of their
+own. A damaged run shows as 'damaged' in the list and gives a one-line error when
+opened. Exit status: 0; 2 for bad usage (-3 of 2 invocations, a signature prefix
+matching several compiles, --pass on an invocation of several); 3 for missing or
+damaged records (a manifest of an unknown schema).
+"""
+
+
+def show_cmd(
+    args: Optional[list[str]] = typer.Argument(
+        None,
+        metavar="[SCRIPT_OR_DIR] [RUN] [SIGNATURE]",
+        help="A script, script/trace/run directory; then a RUN; then a "
+        "signature prefix narrowing to one compile.",
+        show_default=False,
+    ),
+    trace_dir: Optional[Path] = TRACE_DIR_OPT,
+    pass_: Optional[str] = typer.Option(
+        None,
+        "--pass",
+        metavar="NAME|INDEX",
+        help="Print this pass's diff (NAME, phase/NAME, NAME#k for the k-th, or an index).",
+    ),
+    html: bool = typer.Option(
+        False,
+        "--html",
+        help="(Re)write the compile's HTML report, or the invocation's "
+        "index when it has several compiles, and print its path.",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
+    ignore_whitespace: bool = typer.Option(
+        False, "--ignore-whitespace", "-w", help="Hide changes that only re-indent lines (with --pass)."
+    ),
+    kernel: Optional[str] = KERNEL_OPT,
+    profile: bool = typer.Option(
+        False, "--profile", help="Where the compile time went: slowest passes by name."
+    ),
+    top: Optional[int] = typer.Option(
+        None, "--top", metavar="N", min=1, help="Rows of --profile / markdown."
+    ),
+    fmt: Optional[str] = typer.Option(
+        None,
+        "--format",
+        metavar="table|json|markdown",
+        help="Output format; markdown: compiles (failures first) and top passes.",
+    ),
+    source_map: bool = typer.Option(
+        False,
+        "--source-map",
+        help="The generated source (with --pass: that pass's IR) with the Python line of each line.",
+    ),
+) -> None:
+    """List invocations and their compiles, or one compile's passes, or one pass's diff."""
+    from ..history import runs as R
+
+    items = list(args or [])
+    _check_args(items)
+    if len(items) > 3:
+        raise _fail(
+            f"too many arguments: {' '.join(items[3:])}; give at most SCRIPT_OR_DIR, RUN and SIGNATURE"
+        )
+    td = _trace_dir(trace_dir)
+    target: str | None = items[0] if items else None
+    run_spec: str | None = items[1] if len(items) > 1 else None
+    signature_prefix: str | None = items[2] if len(items) > 2 else None
+    target, run_spec = R.split_target(target, run_spec)  # 'show -2', 'show gemm.py:-2'
+    if fmt not in (None, "table", "json", "markdown"):
+        raise _fail(f"--format {fmt!r} is not one of table, json, markdown")
+    if fmt == "markdown" and as_json:
+        raise _fail("--json and --format markdown exclude each other")
+    as_json = as_json or fmt == "json"
+    if profile or fmt == "markdown":  # profile and CI summary: cli/profile.py
+        from . import profile as cli_profile
+
+        try:
+            chosen = cli_profile.select(target, run_spec, td, kernel, signature=signature_prefix)
+        except TltraceError as exc:
+            raise _fail(str(exc), exc.exit_code) from None
+        if fmt == "markdown":
+            sys.stdout.write(cli_profile.markdown(chosen, top))
+        else:
+            cli_profile.print_profile(chosen, top, as_json)
+        return
+    try:
+        if run_spec is None and pass_ is None and not html and not source_map:
+            loc = R.locate(target, td)
+            if loc.run_dir is None:
+                _show_list(loc, kernel, as_json)
+                return
+        sel = R.open_selection(target, run_spec, td, kernel, signature_prefix)
+        if source_map:
+            from . import sourcemap as cli_sourcemap
+
+            cli_sourcemap.show(sel.one("--source-map"), pass_, as_json)
+        elif html:
+            _show_html(sel, as_json)
+        elif pass_ is not None:
+            _show_pass(sel.one("--pass"), pass_, context, as_json, ignore_whitespace)
+        elif sel.single is not None:
+            _show_run(sel.single, as_json)
+        else:
+            _show_invocation(sel, as_json)
+    except TltraceError as exc:
+        raise _fail(str(exc), exc.exit_code) from None
+
+
+def _run_row(run, position: int | None = None) -> dict[str, Any]:
+    """Return one compile as `show --json` lists it: the summary model's fields, plus where it is."""
+    from ..history.runs import safe_time
+    from ..history.summary import CompileSummary
+
+    m = run.manifest
+    summ = CompileSummary.of(m, run.run_id, status=run.status)
+    row = {
+        "script": run.script_dir.name,
+        "run_id": run.run_id,
+        "path": str(run.path),
+        "invocation": summ.invocation,
+        "signature": summ.signature,
+        "label": summ.label,
+        "started": safe_time(m.started) if m else None,
+        "kernel": summ.kernel,
+        "target": summ.target,
+        "backend": summ.backend,
+        "status": summ.status,
+        "passes": summ.passes,
+        "changed": summ.changed,
+        "failed": summ.failed,
+        "failed_at": summ.failed_at,
+        "codegen": summ.codegen,
+        "seconds": summ.seconds,
+        "size": run.size,
+        "problem": run.problem,
+    }
+    if position is not None:
+        row = {"position": position, **row}
+    return row
+
+
+def _invocation_json(inv, runs=None) -> dict[str, Any]:
+    return {
+        "position": inv.position,
+        "script": inv.script_dir.name,
+        "invocation": inv.id,
+        "legacy": inv.legacy,
+        "started": inv.started,
+        "status": inv.status,
+        "counts": inv.counts,
+        "compiles": [_run_row(r) for r in (runs if runs is not None else inv.runs)],
+    }
+
+
+def _show_list(loc, kernel: str | None, as_json: bool) -> None:
+    """The listing: every invocation of the located scripts, each with its compiles."""
+    from ..history import runs as R
+
+    invs = []
+    for sd in loc.script_dirs:
+        for inv in R.group_invocations([R.load_run(p, size=True) for p in R.run_dirs(sd)]):
+            runs = [
+                r
+                for r in inv.runs
+                if kernel is None or (r.manifest is not None and r.manifest.kernel == kernel)
+            ]
+            if runs:
+                invs.append((inv, runs))
+    if kernel is not None:  # positions count only the invocations that compiled `kernel`
+        by_script: dict[str, list] = {}
+        for inv, runs in invs:
+            by_script.setdefault(inv.script_dir.name, []).append((inv, runs))
+        invs = []
+        for group in by_script.values():
+            n = len(group)
+            invs.extend(
+                (R.RecordedInvocation(inv.id, inv.runs, i - n), runs) for i, (inv, runs) in enumerate(group)
+            )
+    if not invs and not as_json:  # e.g. after 'tltrace clean --all': say so, not a bare header
+        where = loc.root or loc.script_dirs[0]
+        if kernel is not None:
+            raise R.UsageError(
+                f"no run of kernel {kernel!r} under {where}; 'tltrace show {where}' lists every run"
+            )
+        raise R.RecordsError(f"no runs left under {where}; run 'tltrace run SCRIPT' first")
+    if as_json:
+        flat = []
+        for inv, runs in invs:
+            for r in runs:
+                row = _run_row(r, inv.position)
+                flat.append(row)
+        _print_json({"invocations": [_invocation_json(inv, runs) for inv, runs in invs], "runs": flat})
+        return
+    several = len(loc.script_dirs) > 1
+    table = _CompileTable(several)
+    for inv, runs in invs:
+        if len(runs) == 1 and len(inv.runs) == 1:
+            table.add(_run_row(runs[0]), str(inv.position))
+            continue
+        failed = sum(1 for r in runs if r.status not in ("complete", "running"))
+        head = f"invocation {inv.id}: {len(runs)} compiles" + (
+            f" of {len(inv.runs)}" if len(runs) != len(inv.runs) else ""
+        )
+        head += f", {failed} not complete" if failed else ""
+        table.heading(str(inv.position), inv.script_dir.name if several else None, head, _when(inv.started))
+        for r in _ordered(runs):
+            table.add(_run_row(r), "", indent=True)
+    table.print(_console())
+    for _inv, runs in invs:
+        for r in runs:
+            if r.problem:
+                _warn(r.problem)
+
+
+def _ordered(runs: list) -> list:
+    """Return the compiles of one invocation in the one compile order (history/summary.py)."""
+    from ..history.summary import CompileSummary, order
+
+    summaries = [
+        CompileSummary.of(r.manifest, r.run_id, status=r.status, position=i) for i, r in enumerate(runs)
+    ]
+    return [runs[s.position] for s in order(summaries)]
+
+
+class _CompileTable:
+    """The compiles table of `show`: fits the terminal (render/table.py), keeps # and status."""
+
+    def __init__(self, several: bool) -> None:
+        self.several = several
+        self.items: list[tuple[str, Any]] = []  # ("row", cells) or ("head", (position, script, text, when))
+
+    def heading(self, position: str, script: str | None, text: str, when: str) -> None:
+        self.items.append(("head", (position, script, text, when)))
+
+    def add(self, row: dict[str, Any], position: str, *, indent: bool = False) -> None:
+        status = row["status"]
+        failed = str(row["failed"]) if row["failed"] is not None else "-"
+        if row.get("failed_at"):
+            failed += f" ({row['failed_at']})"
+        cells = [
+            (position, ""),
+            *([(row["script"], "")] if self.several else []),
+            (("  " if indent else "") + row["run_id"], ""),
+            (_when(row["started"]), ""),
+            (row["label"] if row["label"] != row["run_id"] else "?", ""),
+            (row["target"] or "?", ""),
+            (row["backend"] or "?", ""),
+            (status, _STATUS_STYLE.get(status, "")),
+            *((str(row[k]) if row[k] is not None else "-", "") for k in ("passes", "changed")),
+            (failed, ""),
+            (_size(row["size"]) if row["size"] else "-", ""),
+        ]
+        self.items.append(("row", cells))
+
+    def print(self, con: Any) -> None:
+        from rich.text import Text
+
+        from ..render.table import Column, cut_end, cut_middle, distinct_cut, fit
+
+        rows = [cells for kind, cells in self.items if kind == "row"]
+        sig_at = 4 if self.several else 3
+        columns = [
+            Column("#", "right"),
+            *([Column("script", cut=cut_middle, min_width=10)] if self.several else []),
+            Column("run", drop=5),
+            Column("time", drop=6),
+            Column("signature", cut=distinct_cut([r[sig_at][0] for r in rows]), min_width=14),
+            Column("target", drop=8),
+            Column("backend", drop=9),
+            Column("status"),
+            Column("passes", "right", drop=3),
+            Column("changed", "right", drop=2),
+            Column("failed", "right", cut=cut_end, min_width=6),
+            Column("size", "right", drop=7),
+        ]
+        width = con.width if con.is_terminal else None
+        lines = fit(columns, rows, width, rule=False)
+        out = lines[:1]
+        body = iter(lines[1:])
+        pos_width = max(
+            [1] + [len(r[0][0]) for r in rows] + [len(c[0]) for k, c in self.items if k == "head"]
+        )
+        for kind, item in self.items:
+            if kind == "row":
+                out.append(next(body))
+                continue
+            position, script, text, when = item
+            t = Text(position.rjust(pos_width) + "  ")
+            if script:
+                t.append(script + "  ")
+            t.append(text, style="bold")
+            t.append("  " + when, style="dim")
+            if width is not None and len(t) > width:
+                t = Text(cut_end(t.plain, width), style="bold")
+            out.append(t)
+        for t in out:
+            con.print(t, soft_wrap=not con.is_terminal)
+
+
+def _show_invocation(sel, as_json: bool) -> None:
+    """One invocation with several compiles: list them (failed first), with how to open one."""
+    inv = sel.invocation
+    runs = _ordered(list(sel.runs))
+    if as_json:
+        _print_json({"invocation": _invocation_json(inv, runs)})
+        return
+    from rich.text import Text
+
+    con = _console()
+    head = Text()
+    head.append(f"{inv.script_dir.name}  ", style="bold")
+    head.append(f"invocation {sel.spec}  {inv.id}")
+    head.append(f"\n{len(sel.runs)} compiles  {_when(inv.started)}  {inv.status}", style="dim")
+    con.print(head, soft_wrap=not con.is_terminal)
+    table = _CompileTable(False)
+    for r in runs:
+        table.add(_run_row(r), "")
+    table.print(con)
+    con.print(
+        _t(
+            f"open one: tltrace show {inv.script_dir.name} {sel.spec} SIGNATURE (a prefix), or --kernel NAME",
+            "dim",
+        ),
+        soft_wrap=True,
+    )
+
+
+def _show_run(run, as_json: bool) -> None:
+    from ..history import runs as R
+
+    m = run.manifest
+    missing = R.missing_files(run)
+    if as_json:
+        data = m.to_json()
+        data["path"] = str(run.path)
+        data["status"] = run.status
+        data["missing_files"] = missing
+        data["command_line"] = _command_line(m.command)
+        _print_json(data)
+        return
+    from rich.text import Text
+
+    from ..render.terminal import STATUS_STYLE, TAG_STYLE
+
+    con = _console()
+    head = Text()
+    head.append(f"{m.script}  ", style="bold")
+    head.append(run.run_id)
+    head.append(
+        f"\n{R.label(m, '?')}  {m.target or '?'}/{m.backend or '?'}  {_when(m.started)}  {run.status}",
+        style="dim",
+    )
+    if m.signature and m.kernel and not m.signature.startswith(m.kernel):
+        head.append(f"  (kernel {m.kernel})", style="dim")
+    if m.invocation:
+        head.append(f"\ninvocation {m.invocation}", style="dim")
+    if m.error:
+        head.append(f"\nerror: {m.error.splitlines()[0] if m.error.strip() else m.error}", style="red")
+    if m.command:
+        head.append("\n$ " + _command_line(m.command), style="dim")
+    con.print(head, soft_wrap=not con.is_terminal)
+    from ..render.table import Column, cut_end, cut_middle, fit
+
+    columns = [
+        Column("#", "right"),
+        Column("phase", drop=2),
+        Column("pass", cut=cut_middle, min_width=14),
+        Column("status"),
+        Column("+", "right"),
+        Column("-", "right"),
+        Column("ms", "right", drop=1),
+        Column("", cut=cut_end, min_width=10),
+    ]
+    rows = []
+    for rec in m.records:
+        label, style = STATUS_STYLE.get(rec.status, (rec.status, ""))
+        extra = rec.reconcile or (rec.error.splitlines()[0][:80] if rec.error and rec.error.strip() else "")
+        rows.append(
+            [
+                (str(rec.index), ""),
+                (rec.phase, ""),
+                ("  " * rec.depth + rec.name, ""),
+                (label, style),
+                (str(rec.added) if rec.added else "", ""),
+                (str(rec.removed) if rec.removed else "", ""),
+                (_ms(rec.duration_s), ""),
+                (extra, TAG_STYLE.get(rec.reconcile or "", "red" if rec.error else "")),
+            ]
+        )
+    for line in fit(columns, rows, con.width if con.is_terminal else None, rule=False):
+        con.print(line, soft_wrap=True)
+    c = m.counts
+    con.print(
+        _t(
+            f"{len(m.records)} passes, {c.get('changed', 0)} changed, {c.get('failed', 0)} failed, "
+            f"{c.get('codegen', 0)} codegen",
+            "dim",
+        )
+    )
+    if missing:
+        _warn(
+            f"{missing} record file(s) are missing under {run.path}; diffs fall back to the stored copies "
+            "in .objects where they still exist"
+        )
+
+
+def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: bool = False) -> None:
+    from ..diff import diff
+    from ..history import runs as R
+    from ..passref import ref_of, resolve
+
+    rec = R.find_record(run.require(), spec)
+    found = resolve(run.manifest.records, spec)
+    others = (
+        [ref_of(run.manifest.records, i) for i in found.matches if i != found.pos] if found.others else []
+    )
+    before = R.read_text(run, rec, "before")
+    after = R.read_text(run, rec, "after") if rec.after_file or rec.after_hash else None
+    d = diff(before, after) if after is not None else None
+    if as_json:
+        out = {
+            "run_id": run.run_id,
+            "signature": run.manifest.signature,
+            "path": str(run.path),
+            "record": rec.to_json(),
+            "diff": [
+                line
+                for _, line in d.unified(
+                    context=context, a_name=f"{rec.name} before", b_name=f"{rec.name} after", tilde=False
+                )
+            ]
+            if d is not None and d.changed
+            else [],
+            "rows": d.rows_json() if d is not None else None,
+            "note": d.note if d is not None else None,
+        }
+        if after is None:
+            out["before"] = before
+        if others:
+            out["others"] = others
+        _print_json(out)
+        return
+    from rich.text import Text
+
+    from ..render.terminal import diff_view, pass_line
+
+    con = _console()
+    if others:  # `--pass Simplify` of five: the first, and say where the others are
+        _warn(
+            f"{rec.name} ran {len(others) + 1} times; this is the first (#{rec.index}); the others: "
+            + ", ".join(others[:6])
+            + (", ..." if len(others) > 6 else "")
+        )
+    counts = None
+    if d is not None and ignore_whitespace:  # the header counts what the diff below shows
+        counts = (
+            sum(1 for r in d.rows if r.b is not None and r.kind not in ("same", "reindent")),
+            sum(1 for r in d.rows if r.a is not None and r.kind not in ("same", "reindent")),
+        )
+    con.print(
+        pass_line(R.label(run.manifest, "?"), rec, d.note if d is not None else None, counts), soft_wrap=True
+    )
+    if rec.error:
+        con.print(Text(f"    error: {rec.error}", style="red"), soft_wrap=True)
+        from ..session.sourcemap import error_location
+
+        at = error_location(rec.error)
+        if at is not None:
+            con.print(Text(f"    at {at[0]}:{at[1]} (the kernel's Python line)", style="red"), soft_wrap=True)
+    if d is None:
+        con.print(Text("    (the pass failed: no output was recorded; the IR it was given:)", style="dim"))
+        con.print(Text(before), soft_wrap=True, markup=False, highlight=False)
+    else:
+        con.print(diff_view(d, context, ignore_whitespace=ignore_whitespace), soft_wrap=True)
+
+
+def _show_html(sel, as_json: bool) -> None:
+    from ..render.html import write_index, write_report
+
+    try:
+        if sel.single is not None:
+            run = sel.single
+            run.require()
+            path = write_report(run.path, out=None)
+        else:
+            path = write_index(sel.invocation.script_dir, [r.path for r in sel.invocation.runs])
+    except TltraceError:
+        raise
+    except OSError as exc:
+        raise TltraceError(f"cannot write the report ({exc.strerror or exc})") from None
+    if as_json:
+        out: dict[str, Any] = {"report": str(path), "invocation": sel.invocation.id}
+        if sel.single is not None:
+            out["run_id"] = sel.single.run_id
+        _print_json(out)
+    else:
+        typer.echo(str(path))

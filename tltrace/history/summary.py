@@ -1,0 +1,135 @@
+"""One compile, summed up: the model every compile list renders, and its one order.
+
+The terminal's end-of-run table (render/terminal.py), `show`'s listings and JSON
+(cli/show.py), the CI markdown (cli/profile.py), the invocation index (render/html.py
+index_row, read by index.js) all build a CompileSummary and sort with `order`:
+compiles that did not finish well first (failed, interrupted, damaged), then the
+unfinished, then the complete ones, each group in the order the compiles started.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, RUNNING, RunManifest
+
+INTERRUPTED = "interrupted"
+DAMAGED = "damaged"
+# The rank of a status in every compile list: failures first, complete last.
+_RANK = {COMPLETE: 2, RUNNING: 1}
+
+
+def _finite(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and abs(x) < 1e11
+
+
+@dataclass(frozen=True)
+class CompileSummary:
+    """What a list of compiles shows about one: its name, how it ended, its counts, where it failed."""
+
+    run_id: str
+    kernel: str | None
+    signature: str | None
+    status: str  # complete | error | interrupted | running | damaged
+    passes: int | None
+    changed: int | None
+    failed: int | None
+    codegen: int | None
+    failed_at: str | None = None  # the first failed pass
+    error: str | None = None  # the first line of the compile's error
+    started: float | None = None
+    seconds: float | None = None  # compile time: finished - started
+    invocation: str | None = None
+    target: str | None = None
+    backend: str | None = None
+    position: int = 0  # the order it started in, among the compiles it is listed with
+
+    @property
+    def label(self) -> str:
+        """Return how a compile is named to a person: its signature, else its kernel, else its run id."""
+        return self.signature or self.kernel or self.run_id
+
+    @property
+    def ok(self) -> bool:
+        return self.status == COMPLETE
+
+    @property
+    def rank(self) -> int:
+        """0 for a compile that ended badly, 1 for one still running, 2 for a complete one."""
+        return _RANK.get(self.status, 0)
+
+    @classmethod
+    def of(
+        cls,
+        manifest: RunManifest | None,
+        run_id: str | None = None,
+        status: str | None = None,
+        position: int = 0,
+    ) -> CompileSummary:
+        """Return the summary of a compile's manifest (None: a damaged run, known by its id only)."""
+        m = manifest
+        if m is None:
+            return cls(
+                run_id or "?", None, None, status or DAMAGED, None, None, None, None, position=position
+            )
+        c = m.counts
+        first_failed = next((r for r in m.records if r.status == FAILED), None)
+        st = status or m.status
+        if status is None and st != COMPLETE and (m.error or "").startswith("KeyboardInterrupt"):
+            st = INTERRUPTED
+        error = None
+        if m.error:
+            error = m.error.strip().splitlines()[0][:300] if m.error.strip() else m.error
+        seconds = None
+        if _finite(m.started) and m.finished is not None and _finite(m.finished) and m.finished >= m.started:
+            seconds = round(m.finished - m.started, 4)
+        return cls(
+            run_id=run_id or m.run_id,
+            kernel=m.kernel,
+            signature=m.signature,
+            status=st,
+            passes=len(m.records),
+            changed=c.get(CHANGED, 0),
+            failed=c.get(FAILED, 0),
+            codegen=c.get(CODEGEN, 0),
+            failed_at=first_failed.name if first_failed else None,
+            error=error,
+            started=m.started if _finite(m.started) else None,
+            seconds=seconds,
+            invocation=m.invocation,
+            target=m.target,
+            backend=m.backend,
+            position=position,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the summary as JSON data (None fields kept: a reader sees every key)."""
+        return {
+            "run_id": self.run_id,
+            "kernel": self.kernel,
+            "signature": self.signature,
+            "label": self.label,
+            "status": self.status,
+            "passes": self.passes,
+            "changed": self.changed,
+            "failed": self.failed,
+            "codegen": self.codegen,
+            "failed_at": self.failed_at,
+            "error": self.error,
+            "started": self.started,
+            "seconds": self.seconds,
+            "invocation": self.invocation,
+            "target": self.target,
+            "backend": self.backend,
+        }
+
+
+def order(summaries: Sequence[CompileSummary]) -> list[CompileSummary]:
+    """Return the compiles in the one order: ended badly, running, complete; each by start, then position."""
+    return sorted(
+        summaries,
+        key=lambda s: (s.rank, s.started if s.started is not None else math.inf, s.position),
+    )

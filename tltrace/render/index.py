@@ -1,0 +1,233 @@
+"""The invocation index: `<script_dir>/report.html`, one row per compile of the newest invocation.
+
+Built like a compile report (a head written through a rename when the invocation
+starts, then one appended chunk per compile event), under a file lock, so the
+threads of one process and several processes of one invocation can append to it.
+A compile report's sibling switcher is read from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl  # tltrace is POSIX-only (_atomic.py locks the same way)
+import json
+import os
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._atomic import atomic_write
+from ..errors import RecordsError
+from ..session.records import RunManifest
+from ..session.store import RUN_RECORDS
+from .pages import _CHUNK_CLOSE, _CHUNK_OPEN, REPORT_NAME, chunk, index_head
+
+INDEX_LOCK = ".report.lock"
+END_CHUNK = b'<script type="application/json" class="tl-d">{"t":"iend"}</script>\n'
+
+
+def index_row(manifest: RunManifest, run_id: str | None = None) -> dict[str, Any]:
+    """Return one compile's row of the index (a later row of the same run_id replaces an earlier one).
+
+    The fields are the compile summary's (history/summary.py), which index.js shows in the
+    same order as every other compile list.
+    """
+    from ..history.profile import pass_times_us
+    from ..history.summary import CompileSummary
+
+    s = CompileSummary.of(manifest, run_id, status=manifest.status)
+    row: dict[str, Any] = {
+        "t": "c",
+        "run_id": s.run_id,
+        "signature": s.signature,
+        "kernel": s.kernel,
+        "status": s.status,
+        "passes": s.passes,
+        "changed": s.changed,
+        "failed": s.failed,
+        "failed_at": s.failed_at,
+        "started": s.started,
+        "seconds": s.seconds,
+        "error": s.error,
+    }
+    if manifest.records and manifest.finished is not None:  # time per pass name, for profile.js
+        row["pu"] = pass_times_us(manifest)
+    return {k: v for k, v in row.items() if v is not None}
+
+
+def _finite(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == x and abs(x) < 1e11
+
+
+def index_meta(manifest: RunManifest, invocation: str, base: str = RUN_RECORDS + "/") -> dict[str, Any]:
+    out: dict[str, Any] = {"t": "imeta", "script": manifest.script, "invocation": invocation, "base": base}
+    if _finite(manifest.started):
+        out["started"] = manifest.started
+    if manifest.command:
+        out["command_line"] = shlex.join(str(c) for c in manifest.command)
+    return out
+
+
+def _chunk_json(line: bytes) -> dict[str, Any] | None:
+    line = line.rstrip(b"\n")
+    if not (line.startswith(_CHUNK_OPEN) and line.endswith(_CHUNK_CLOSE.rstrip(b"\n"))):
+        return None
+    try:
+        data = json.loads(
+            line[len(_CHUNK_OPEN) : -len(_CHUNK_CLOSE.rstrip(b"\n"))].decode("utf-8", "replace")
+        )
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def index_invocation(path: Path) -> str | None:
+    """Return the invocation an index file lists (None: not an index of this tltrace, or unreadable)."""
+    head = index_head()
+    if os.path.islink(path):
+        return None  # never read, let alone append, through a link
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(head)) != head:
+                return None
+            data = _chunk_json(fh.readline(1 << 20))
+    except OSError:
+        return None
+    if data is None or data.get("t") != "imeta" or not isinstance(data.get("invocation"), str):
+        return None
+    return data["invocation"]
+
+
+def index_rows(path: Path) -> list[dict[str, Any]]:
+    """Return an index file's compile rows, the last chunk of each run_id winning, in first-seen order."""
+    rows: dict[str, dict[str, Any]] = {}
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(len(index_head()))
+            for line in fh:
+                data = _chunk_json(line)
+                if data is not None and data.get("t") == "c" and isinstance(data.get("run_id"), str):
+                    rows[data["run_id"]] = data
+    except OSError:
+        return []
+    return list(rows.values())
+
+
+@contextlib.contextmanager
+def _file_lock(script_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `<script_dir>/.report.lock` (several processes of one invocation)."""
+    fd = os.open(Path(script_dir) / INDEX_LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+@dataclass
+class _Index:
+    invocation: str
+    ino: tuple[int, int] | None = None  # (st_dev, st_ino) of the file this invocation writes
+    lost: bool = False  # a newer invocation replaced the file: stop writing
+
+
+def _ident(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def append_index(state: _Index, script_dir: Path, manifest: RunManifest, run_id: str) -> int:
+    """Append one compile row to the script's index, creating the index when the invocation is new.
+
+    Under the file lock: when the file on disk is not this invocation's index, the
+    first call (re)creates it through a rename; a later call finds it taken by a newer
+    invocation and writes nothing. Returns the bytes written.
+    """
+    script_dir = Path(script_dir)
+    path = script_dir / REPORT_NAME
+    row = chunk(index_row(manifest, run_id))
+    with _file_lock(script_dir):
+        if state.lost:
+            return 0
+        ident = _ident(path)
+        if state.ino is None or ident != state.ino:
+            if index_invocation(path) == state.invocation:  # another process of this invocation made it
+                state.ino = _ident(path)
+            elif state.ino is None:
+                first = chunk(index_meta(manifest, state.invocation))
+                atomic_write(path, (index_head(), first))
+                state.ino = _ident(path)
+                written = len(index_head()) + len(first)
+                with open(path, "ab") as fh:
+                    fh.write(row)
+                return written + len(row)
+            else:
+                state.lost = True
+                return 0
+        with open(path, "ab") as fh:
+            fh.write(row)
+        return len(row)
+
+
+SWITCHER_SIZE = 41  # compiles a report's switcher lists: all of a small invocation, else the nearest
+
+
+def _window(rows: list[dict[str, Any]], at: int, size: int) -> list[dict[str, Any]]:
+    lo = max(0, min(at - size // 2, len(rows) - size))
+    return rows[lo : lo + size]
+
+
+def sibling_chunk(rows: list[dict[str, Any]]) -> bytes:
+    """Return the chunk that gives a compile report its switcher: [run_id, label, status] per sibling."""
+    sibs = [
+        [r["run_id"], r.get("signature") or r.get("kernel") or r["run_id"], r.get("status") or "?"]
+        for r in rows
+        if isinstance(r.get("run_id"), str)
+    ]
+    return chunk({"t": "sibs", "runs": sibs})
+
+
+def _row_of_run(run: Any) -> dict[str, Any]:
+    if run.manifest is None:
+        return {"t": "c", "run_id": run.run_id, "status": "damaged"}
+    return index_row(run.manifest, run.run_id)
+
+
+def write_index(script_dir: Path, run_dirs: list[Path], out: Path | None = None) -> Path:
+    """Rebuild the index of one invocation (its compiles' run dirs) from the run records; return its path.
+
+    Default `out`: `<script_dir>/report.html` when the invocation is the script's
+    newest, else `index.html` in the directory of its first compile (so the newest
+    index is never replaced by an older one).
+    """
+    from ..history import runs as R
+
+    script_dir = Path(script_dir)
+    runs = [R.load_run(Path(d)) for d in run_dirs]
+    if not runs:
+        raise RecordsError(f"no compiles to index under {script_dir}")
+    invs = R.invocations(script_dir)
+    newest = bool(invs) and {r.run_id for r in invs[-1].runs} == {r.run_id for r in runs}
+    if out is None:
+        out = script_dir / REPORT_NAME if newest else runs[0].path / "index.html"
+    out = Path(out)
+    base = os.path.relpath(script_dir / RUN_RECORDS, out.parent).replace(os.sep, "/") + "/"
+    first = next((r.manifest for r in runs if r.manifest is not None), None)
+    invocation = R.invocation_key(runs[0])
+    meta = (
+        index_meta(first, invocation, base)
+        if first is not None
+        else {"t": "imeta", "script": script_dir.name, "invocation": invocation, "base": base}
+    )
+    parts = [chunk(meta), *(chunk(_row_of_run(r)) for r in runs), END_CHUNK]
+    if out == script_dir / REPORT_NAME:
+        with _file_lock(script_dir):
+            atomic_write(out, [index_head(), *parts])
+    else:
+        atomic_write(out, [index_head(), *parts])
+    return out

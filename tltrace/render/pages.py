@@ -1,0 +1,139 @@
+"""The report pages' fixed heads and their data chunks (one page builder for every report).
+
+A page is an asset template (render/assets/*.html) with its CSS and JS inlined and
+allowed by their hashes in the page's Content-Security-Policy, then data chunks:
+`<script type="application/json" class="tl-d">` elements, one JSON object each.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import shlex
+from importlib import resources
+from typing import Any
+
+from ..session.records import PassRecord, RunManifest
+from .safejson import script_json
+
+REPORT_NAME = "report.html"
+_META_FIELDS = (
+    "run_id",
+    "script",
+    "kernel",
+    "target",
+    "target_host",
+    "backend",
+    "tilelang_version",
+    "tltrace_version",
+    "command",
+    "cwd",
+    "started",
+    "finished",
+    "status",
+    "error",
+    "mode",
+    "invocation",
+    "signature",
+    "launch",
+    "params",
+    "thread",
+)
+_CHUNK_OPEN = b'<script type="application/json" class="tl-d">'
+_CHUNK_CLOSE = b"</script>\n"
+_HEAD_CACHE: dict[str, bytes] = {}
+
+
+# -- data encoding ---------------------------------------------------------------------------------
+def chunk(value: dict[str, Any]) -> bytes:
+    """Return one data chunk: a JSON script element holding `value`."""
+    # A lone surrogate (bad bytes decoded with surrogateescape) becomes the JSON escape \\udcXX.
+    body = script_json(value).encode("utf-8", "backslashreplace")
+    return _CHUNK_OPEN + body + _CHUNK_CLOSE
+
+
+def meta_of(manifest: RunManifest) -> dict[str, Any]:
+    """Return the run header the report shows (no records); O(1) in the number of records."""
+    out: dict[str, Any] = {"t": "meta"}
+    for name in _META_FIELDS:
+        value = getattr(manifest, name, None)
+        if value is not None and value != []:
+            out[name] = list(value) if name == "command" else value
+    if manifest.command:
+        out["command_line"] = shlex.join(str(c) for c in manifest.command)
+    if manifest.repro and manifest.run_id:
+        # `tltrace repro` for a pass of this compile: the report appends the pass's index.
+        out["repro"] = shlex.join(["tltrace", "repro", manifest.script, manifest.run_id, "--pass"])
+    if manifest.invocation:
+        # The compile's way back: the script's index (two levels up) and, once known, its siblings.
+        out["index"] = "../../" + REPORT_NAME
+    return out
+
+
+def record_chunk(record: PassRecord) -> bytes:
+    data = record.to_json()
+    # Paths on disk mean nothing inside the report; the hashes name the texts.
+    data.pop("before_file", None)
+    data.pop("after_file", None)
+    data["t"] = "rec"
+    return chunk(data)
+
+
+def text_chunk(digest: str, text: str) -> bytes:
+    return chunk({"t": "text", "h": digest, "s": text})
+
+
+def _asset(name: str) -> str:
+    return resources.files("tltrace.render").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _sha256_b64(text: str) -> str:
+    return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+def _page_head(template: str, css_names: tuple[str, ...], js_names: tuple[str, ...]) -> bytes:
+    page = _asset(template)
+    # The assets are ours; still, keep them from closing their own elements early.
+    css, js = "\n".join(_asset(n) for n in css_names), "\n".join(_asset(n) for n in js_names)
+    for text in (css, js):
+        if re.search(r"</(script|style)|<!--", text, re.I):
+            raise RuntimeError("report assets must not contain </script, </style or <!--")
+    # The page runs only its own script: CSP names it by hash, so even markup smuggled into
+    # the data (it cannot be: see safejson.script_json) could not run an inline handler.
+    csp = f"'sha256-{_sha256_b64(js)}'"
+    page = page.replace("script-src 'unsafe-inline'", f"script-src {csp}", 1)
+    page = page.replace("style-src 'unsafe-inline'", f"style-src 'sha256-{_sha256_b64(css)}'", 1)
+    page = page.replace("/*TLTRACE_CSS*/", css, 1).replace("/*TLTRACE_JS*/", js, 1)
+    return page.encode("utf-8")
+
+
+def report_head() -> bytes:
+    """Return a compile report's fixed head: skeleton, CSS and JS, ending where the data chunks start."""
+    if "report" not in _HEAD_CACHE:
+        _HEAD_CACHE["report"] = _page_head(
+            "report.html",
+            ("palette.css", "report.css", "profile.css", "sourcemap.css"),
+            (
+                "diff.js",
+                "core.js",
+                "report-view.js",
+                "report-table.js",
+                "report-compare.js",
+                "profile.js",
+                "sourcemap.js",
+                "report.js",
+            ),
+        )
+    return _HEAD_CACHE["report"]
+
+
+def index_head() -> bytes:
+    """Return the invocation index's fixed head (it shares report.css's palette)."""
+    if "index" not in _HEAD_CACHE:
+        _HEAD_CACHE["index"] = _page_head(
+            "index.html",
+            ("palette.css", "report.css", "index.css", "profile.css"),
+            ("core.js", "profile.js", "index.js"),
+        )
+    return _HEAD_CACHE["index"]
