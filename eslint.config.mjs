@@ -11,7 +11,7 @@ export default [
         window: "readonly", document: "readonly", location: "readonly", history: "readonly",
         navigator: "readonly", performance: "readonly", setTimeout: "readonly", clearTimeout: "readonly",
         module: "readonly", Map: "readonly", Set: "readonly", Uint8Array: "readonly", Int32Array: "readonly",
-        TLDiff: "readonly", JSON: "readonly", Math: "readonly"
+        TLDiff: "readonly", JSON: "readonly", Math: "readonly", MutationObserver: "readonly"
       }
     },
     rules: {
