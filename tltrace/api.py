@@ -392,7 +392,7 @@ def lower_trace(
 
 def _short_error(exc: BaseException) -> str:
     """Return 'ExcType: message' on one line (the formatter the capture records use)."""
-    from .session.tool import error_text
+    from .session.capture import error_text
 
     return error_text(exc).splitlines()[0]
 
@@ -422,7 +422,7 @@ def _print_step(console: Any, i: int, step: dict[str, Any], context: int) -> Non
 def _write_html(results: list[dict[str, Any]], out: Path, context: int) -> Path:
     """Record the steps as a run in a scratch directory and render it with the HTML report writer."""
     from .render.html import write_report
-    from .session.tool import TraceSession
+    from .session.capture import TraceSession
 
     scratch = Path(tempfile.mkdtemp(prefix="tltrace-lower-trace-"))
     try:
@@ -439,15 +439,12 @@ def _write_html(results: list[dict[str, Any]], out: Path, context: int) -> Path:
             after = None if "error" in step else step["after_script"]
             error = step["error"] if "error" in step else None  # already "ExcType: message"
             session.pass_record(
-                step["name"],
-                session.next_index(),
-                0,
-                None,
-                "lower_trace",
-                step["before_script"],
-                after,
-                0.0,
-                error,
+                name=step["name"],
+                index=session.next_index(),
+                phase="lower_trace",
+                before=step["before_script"],
+                after=after,
+                error=error,
             )
         session.finish(None)
         if session.store is None:
