@@ -132,6 +132,7 @@ def enable(
     keep: int = DEFAULT_KEEP,
     quiet: bool = False,
     use_cache: bool = False,
+    sync: bool | None = None,
 ) -> None:
     """Trace every later TileLang compilation in this process; return None.
 
@@ -145,13 +146,22 @@ def enable(
     one invocation; at disable() (or at exit) the newest `keep` invocations of the
     script are kept (0 keeps all). Unless use_cache=True, TileLang's kernel cache is
     turned off, so that every compilation runs its passes (a cache hit traces nothing).
+    sync=True prints and records each pass on the compiling thread before the next one
+    runs (for a compiler that crashes); None: TLTRACE_SYNC, else a background worker.
     """
     resolved = _resolve_mode(mode)
     if resolved is None:
         disable()
         return
     settings = _settings(
-        resolved, trace_dir, codegen_output, context=context, keep=keep, quiet=quiet, use_cache=use_cache
+        resolved,
+        trace_dir,
+        codegen_output,
+        context=context,
+        keep=keep,
+        quiet=quiet,
+        use_cache=use_cache,
+        sync=sync,
     )
     from .session import controller
 
