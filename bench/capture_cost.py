@@ -204,6 +204,12 @@ def table(times: dict, sizes: dict, reps: int, configs: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def section(reps: int = 7) -> str:
+    """Return the markdown section (bench/run.py's `cost`)."""
+    times, sizes = measure(reps, CONFIGS)
+    return table(times, sizes, reps, CONFIGS)
+
+
 def gpu_proxy(n: int, reps: int, configs: list[str]) -> str:
     """Compile phase of n GEMM configs in n threads (target cuda, nvcc): wall time per configuration."""
     import concurrent.futures as cf

@@ -1,6 +1,6 @@
 """Run the benchmarks and write docs/benchmarks.md.
 
-    python bench/run.py [--reps N] [--only capture,report,autotune,align,overheads] [--configs 24] [--autotune-reps 3]
+    python bench/run.py [--reps N] [--only capture,cost,report,autotune,align,overheads] [--configs 24] [--autotune-reps 3]
 
 Each section measures tltrace against TileLang's built-in tracer on the same
 work, in one run, as ratios; absolute times depend on the machine. With --only,
@@ -26,6 +26,7 @@ sys.path.insert(0, str(HERE))
 # Section producers, in file order, and the heading each one's section starts with.
 PRODUCERS = {
     "capture": "## Compile time and bytes on disk",
+    "cost": "## Capture cost:",
     "report": "## HTML report",
     "autotune": "## Scale: autotune-shaped invocation (CPU",
     "align": "## Diff alignment",
@@ -89,6 +90,10 @@ def measure(name: str, a: argparse.Namespace) -> str:
         import capture
 
         return capture.measure(a.reps)
+    if name == "cost":
+        import capture_cost
+
+        return capture_cost.section(a.reps)
     if name == "report":
         import report
 

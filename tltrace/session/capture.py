@@ -228,9 +228,8 @@ class TraceSession:
         start: float | None = None,
     ) -> None:
         """Record a pass from its texts (callers that hold text, not IR: lower_trace's report)."""
-        p = OpenPass(name, index, depth, parent, phase, start or 0.0, Side.of_text(before))
-        if start is None:
-            p = replace(p, start=-1.0)
+        when = start if start is not None else -1.0  # -1: no start time (start_s left out)
+        p = OpenPass(name, index, depth, parent, phase, when, Side.of_text(before))
         self.record_pass(
             p,
             Side.of_text(after) if after is not None else None,
