@@ -147,6 +147,7 @@ def measure(reps: int, configs: list[str]) -> tuple[dict, dict]:
                 sub = tmp / str(configs.index(cfg)) / str(rep)
                 enter, leave = configure(cfg, sub)
                 with contextlib.redirect_stdout(io.StringIO()):
+                    c0, m0 = time.process_time(), time.thread_time()
                     enter()
                     try:
                         for name, thunk in unit:
@@ -157,6 +158,8 @@ def measure(reps: int, configs: list[str]) -> tuple[dict, dict]:
                         t0 = time.perf_counter()
                         leave()
                         times.setdefault((cfg, "drain"), []).append(time.perf_counter() - t0)
+                        times.setdefault((cfg, "cpu"), []).append(time.process_time() - c0)
+                        times.setdefault((cfg, "main"), []).append(time.thread_time() - m0)
                 if rep == 0:
                     sizes[cfg] = disk_bytes(sub)
                 print(
@@ -174,6 +177,8 @@ def table(times: dict, sizes: dict, reps: int, configs: list[str]) -> str:
 
     base = statistics.median(total("untraced"))
     base90 = statistics.median(times[("untraced", "sm90a")])
+    cpu0 = statistics.median(times[("untraced", "cpu")])
+    main0 = statistics.median(times[("untraced", "main")])
     lines = [
         HEADING,
         "",
@@ -181,18 +186,23 @@ def table(times: dict, sizes: dict, reps: int, configs: list[str]) -> str:
         "kernels (add, gemm; target c, cython) plus `tilelang.lower` of the upstream autotuner's GEMM "
         "(1024^3, 128x128x64, 3 stages, 256 threads) for sm_90a, summed; the time to drain the worker "
         "at the end is counted. `--sync` is printing on the compiling thread (tltrace before the worker). "
-        "Bytes: one unit into a fresh directory (`du`, hard links once).",
+        "CPU: user + sys of the process (all threads; the C compiler's subprocesses not counted), which a "
+        "shared machine disturbs less than wall time; the compiling thread's own CPU time is what lies on "
+        "the compile's path when a core is free for the worker. Bytes: one unit into a fresh directory (`du`, hard links once).",
         "",
-        "| configuration | unit (s) | vs untraced | sm_90a lowering vs untraced | drain (ms) | du bytes |",
-        "|---|---|---|---|---|---|",
+        "| configuration | unit (s) | vs untraced | sm_90a lowering vs untraced | drain (ms) "
+        "| CPU s | CPU vs untraced | compiling thread CPU vs untraced | du bytes |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for cfg in configs:
         med = statistics.median(total(cfg))
         m90 = statistics.median(times[(cfg, "sm90a")])
         drain = statistics.median(times[(cfg, "drain")]) * 1000
         size = sizes.get(cfg, (0, 0))[1]
+        cpu = statistics.median(times[(cfg, "cpu")])
         lines.append(
-            f"| {cfg} | {med:.3f} | {med / base:.3f}x | {m90 / base90:.3f}x | {drain:.0f} | {size:,} |"
+            f"| {cfg} | {med:.3f} | {med / base:.3f}x | {m90 / base90:.3f}x | {drain:.0f} | {cpu:.2f} | "
+            f"{cpu / cpu0:.3f}x | {statistics.median(times[(cfg, 'main')]) / main0:.3f}x | {size:,} |"
         )
     lines += ["", "| target | limit | measured | verdict |", "|---|---|---|---|"]
     for cfg, limit in TARGETS.items():

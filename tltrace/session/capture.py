@@ -32,8 +32,8 @@ from ..rerun.capture import ReproCapture
 from . import liveness
 from . import sourcemap as sm
 from . import sourcemap_store as sms
-from .controller import interrupted
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
+from .interrupt import interrupted
 from .names import pass_display_name
 from .records import CHANGED, COMPLETE, ERROR, FAILED, NOOP, PassRecord, RunManifest
 from .signature import input_hash, launch_info, signature
@@ -74,6 +74,7 @@ class TraceSession:
         self.settings = settings
         self._emit_fn = emit
         self.background = background and not getattr(settings, "sync", False)
+        self._worker = worker() if self.background else None  # the compiling thread's worker
         self.t0 = time.perf_counter()  # record start_s is measured from here
         self._counter = itertools.count()
         self.records: list[PassRecord] = []
@@ -109,16 +110,16 @@ class TraceSession:
     # -- jobs --------------------------------------------------------------------------
     def submit(self, job: Callable[[], object]) -> None:
         """Run `job` on the worker (in order with this compile's other jobs), or now with sync."""
-        if self.background:
-            worker().submit(job)
+        if self._worker is not None:
+            self._worker.submit(job)
         else:
             job()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until this session's jobs so far have run; return False on timeout."""
-        if not self.background:
+        if self._worker is None:
             return True
-        return worker().drain(timeout)
+        return self._worker.drain(timeout)
 
     # -- plumbing ------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
@@ -353,7 +354,7 @@ class TraceSession:
 
     # -- finish ---------------------------------------------------------------------------
     def finish(self, error: BaseException | None) -> None:
-        """End the run; a failed or interrupted compile waits until its records are on disk."""
+        """End the run; the compile returns once its records are on disk (its worker caught up)."""
         if self.edited or self.settings.use_cache:
             # The cache would save this kernel right after the session ends, under the
             # unedited key; turning it off here keeps traced and edited builds out of it.
@@ -361,8 +362,7 @@ class TraceSession:
         msg = error_text(error) if error is not None else None
         finished = time.time()
         self.submit(lambda: self._finish(msg, error is not None, finished))
-        if error is not None or interrupted():
-            self.wait()
+        self.wait()
 
     def _finish(self, error: str | None, failed: bool, finished: float) -> None:
         if self.store is None:

@@ -19,8 +19,8 @@ from . import codegen as cg
 from . import sourcemap as sm
 from . import sourcemap_store as sms
 from .capture import OpenPass, TraceSession
-from .controller import interrupted
 from .events import Notice
+from .interrupt import interrupted
 from .records import CODEGEN, PassRecord
 from .signature import launch_info
 from .snapshot import Side

@@ -29,7 +29,7 @@ from tilelang.instrumentation import (  # type: ignore[import-not-found]
 from ..config import Settings
 from .capture import UNSCOPED, Emit, OpenPass, TraceSession
 from .codegen_call import CODEGEN_PHASE, record_codegen
-from .controller import interrupted
+from .interrupt import interrupted
 
 _LOWER_NAMES = ("lower", "lower-with-context", "lower-to-host-device-ir")
 
