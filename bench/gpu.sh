@@ -18,6 +18,9 @@
 #   proxy      issue 17's compile-phase proxy: 16 upstream-GEMM configs compiled for the GPU in
 #              16 threads of one process; untraced, tltrace records, tltrace html; interleaved
 #              reps (REPS, default 5), medians -> proxy.md
+#   cost       issue 17's in-process CPU table (bench/capture_cost.py: two small CPU compiles plus
+#              the sm_90a lowering; untraced, tltrace worker and --sync, built-in) on this
+#              machine's otherwise idle cores; REPS (default 7) interleaved reps -> cost.md
 #   all        check, autotune, builtin in a row (only where one call may run longer)
 #
 # CONFIGS=N runs `autotune` over an even N-config subset of the grid (bench/upstream_autotune.py;
@@ -106,10 +109,11 @@ run_proxy() {
 case "$part" in
   check) run_check ;;
   proxy) run_proxy ;;
+  cost) about cost; "$py" bench/capture_cost.py --reps "${REPS:-7}" 2>"$out/cost.log" | tee "$out/cost.md" ;;
   autotune) run_autotune "${3:-a}" "${2:-untraced,quiet,html}" ;;
   builtin) run_autotune "${3:-b}" "${2:-untraced,builtin-terminal,builtin-html}" ;;
   all) rc=0; run_check || rc=1; run_autotune a untraced,quiet,html || rc=1
        run_autotune b untraced,builtin-terminal,builtin-html || rc=1; exit $rc ;;
   -h|--help|help) usage ;;
-  *) usage >&2; echo "gpu.sh: error: say which part: check, autotune, builtin, proxy or all" >&2; exit 2 ;;
+  *) usage >&2; echo "gpu.sh: error: say which part: check, autotune, builtin, proxy, cost or all" >&2; exit 2 ;;
 esac
