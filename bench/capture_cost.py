@@ -209,7 +209,7 @@ def table(times: dict, sizes: dict, reps: int, configs: list[str]) -> str:
         if cfg in configs:
             r = statistics.median(total(cfg)) / base
             lines.append(
-                f"| CPU table: {cfg} | <= {limit:.2f}x | {r:.3f}x | {'ok' if r <= limit else 'over'} |"
+                f"| CPU table: {cfg} | <= {limit:.2f}x | {r:.3f}x | {'ok' if r <= limit else 'OVER'} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -264,7 +264,7 @@ def gpu_proxy(n: int, reps: int, configs: list[str]) -> str:
         if cfg in configs:
             r = statistics.median(times[cfg]) / base
             lines.append(
-                f"| H200 proxy: {cfg} | <= {limit:.2f}x | {r:.3f}x | {'ok' if r <= limit else 'over'} |"
+                f"| H200 proxy: {cfg} | <= {limit:.2f}x | {r:.3f}x | {'ok' if r <= limit else 'OVER'} |"
             )
     return "\n".join(lines) + "\n"
 
