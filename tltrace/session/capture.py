@@ -261,8 +261,8 @@ class TraceSession:
         name = p.name or "anonymous"
         try:
             before = self._resolve(p.before)
-            maps = (p.before.map, after.map if after is not None else None)
             after_text = self._resolve(after) if after is not None else None
+            maps = (p.before.map, after.map if after is not None else None)
             if after_text is None:
                 status, added, removed = FAILED, 0, 0
             else:
