@@ -44,6 +44,16 @@ def upstream(rel: str) -> Path:
 def run_autotune(a: argparse.Namespace) -> int:
     script = upstream(AUTOTUNE_EXAMPLE)
     args = a.args.split() if a.args is not None else DEFAULT_ARGS
+    if a.configs:
+        # An even subset of the grid, through a loader of the unmodified example (bench/upstream_autotune.py).
+        if not script.is_file() and not a.dry_run:
+            print(
+                f"bench/gpu.py: error: {script} is missing (copy .upstream/ into the checkout and carry it)",
+                file=sys.stderr,
+            )
+            return 2
+        script = Path(__file__).resolve().parent / "upstream_autotune.py"
+        args = ["--configs", str(a.configs), *(a.args.split() if a.args is not None else [])]
     modes = a.modes.split(",")
     if a.dry_run:
         for m in modes:
@@ -65,7 +75,7 @@ def run_autotune(a: argparse.Namespace) -> int:
         args,
         reps=a.reps,
         modes=modes,
-        label="H200, upstream gemm autotuner",
+        label="H200, upstream gemm autotuner" + (f", {a.configs} configs" if a.configs else ""),
         browser=False,
         work=work,
         budget_s=a.budget,
@@ -128,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tag", default="a", help="names this part's files")
     p.add_argument("--args", help=f"the example's arguments [default: {' '.join(DEFAULT_ARGS)}]")
     p.add_argument("--keep-trace", help="keep the trace dirs here (for tests/test_gpu_upstream.py)")
+    p.add_argument(
+        "--configs", type=int, help="an even subset of N configs of the grid (bench/upstream_autotune.py)"
+    )
     p.add_argument("--dry-run", action="store_true")
     s = sub.add_parser(
         "summarize", help="markdown section from the parts' JSON (run here, after the GPU runs)"

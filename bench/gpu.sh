@@ -15,7 +15,17 @@
 #              (every compile kept with the default --keep, one invocation id, distinct
 #              signatures, the index names every compile)
 #   builtin    the same grid: untraced, TileLang's built-in tracer (terminal, html), timed
+#   proxy      issue 17's compile-phase proxy: 16 upstream-GEMM configs compiled for the GPU in
+#              16 threads of one process; untraced, tltrace records, tltrace html; interleaved
+#              reps (REPS, default 5), medians -> proxy.md
+#   cost       issue 17's in-process CPU table (bench/capture_cost.py: two small CPU compiles plus
+#              the sm_90a lowering; untraced, tltrace worker and --sync, built-in) on this
+#              machine's otherwise idle cores; REPS (default 7) interleaved reps -> cost.md
 #   all        check, autotune, builtin in a row (only where one call may run longer)
+#
+# CONFIGS=N runs `autotune` over an even N-config subset of the grid (bench/upstream_autotune.py;
+# the 288-compile grid checks are then skipped) and REPS=R gives each mode R interleaved reps,
+# e.g. issue 17's 96-config run: `CONFIGS=96 REPS=3 bash bench/gpu.sh autotune untraced,quiet,html c96`.
 #
 # `autotune` and `builtin` take MODES and a TAG (which names the files), to redo what a
 # part's budget skipped, e.g. `bash bench/gpu.sh autotune untraced,html c`; modes:
@@ -79,9 +89,10 @@ run_autotune() {
   rm -rf "$work/$tag"
   local args=()
   [ -n "${AUTOTUNE_ARGS:-}" ] && args=(--args "$AUTOTUNE_ARGS")
+  [ -n "${CONFIGS:-}" ] && args+=(--configs "$CONFIGS")
   "$py" bench/gpu.py autotune --out "$out" --tag "$tag" --modes "$modes" --budget "$budget" \
-    --keep-trace "$work/$tag" ${args[@]+"${args[@]}"} 2>&1 | tee "$out/autotune-$tag.log" || rc=1
-  if [[ ",$modes," == *,quiet,* || ",$modes," == *,html,* ]]; then
+    --reps "${REPS:-1}" --keep-trace "$work/$tag" ${args[@]+"${args[@]}"} 2>&1 | tee "$out/autotune-$tag.log" || rc=1
+  if [ -z "${CONFIGS:-}" ] && [[ ",$modes," == *,quiet,* || ",$modes," == *,html,* ]]; then
     TLTRACE_GPU_AUTOTUNE_TRACE="$work/$tag" "$py" -m pytest -m gpu -q -rA -p no:cacheprovider \
       tests/test_gpu_upstream.py -k autotune 2>&1 | tee "$out/grid-checks.log" || rc=1
   fi
@@ -89,12 +100,20 @@ run_autotune() {
   return $rc
 }
 
+run_proxy() {
+  about proxy
+  "$py" bench/capture_cost.py --gpu-proxy 16 --reps "${REPS:-5}" \
+    --configs "untraced,tltrace records,tltrace html" 2>"$out/proxy.log" | tee "$out/proxy.md"
+}
+
 case "$part" in
   check) run_check ;;
+  proxy) run_proxy ;;
+  cost) about cost; "$py" bench/capture_cost.py --reps "${REPS:-7}" 2>"$out/cost.log" | tee "$out/cost.md" ;;
   autotune) run_autotune "${3:-a}" "${2:-untraced,quiet,html}" ;;
   builtin) run_autotune "${3:-b}" "${2:-untraced,builtin-terminal,builtin-html}" ;;
   all) rc=0; run_check || rc=1; run_autotune a untraced,quiet,html || rc=1
        run_autotune b untraced,builtin-terminal,builtin-html || rc=1; exit $rc ;;
   -h|--help|help) usage ;;
-  *) usage >&2; echo "gpu.sh: error: say which part: check, autotune, builtin or all" >&2; exit 2 ;;
+  *) usage >&2; echo "gpu.sh: error: say which part: check, autotune, builtin, proxy, cost or all" >&2; exit 2 ;;
 esac

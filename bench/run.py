@@ -1,6 +1,6 @@
 """Run the benchmarks and write docs/benchmarks.md.
 
-    python bench/run.py [--reps N] [--only capture,report,autotune,align,overheads] [--configs 24] [--autotune-reps 3]
+    python bench/run.py [--reps N] [--only capture,cost,report,autotune,align,overheads] [--configs 24] [--autotune-reps 3]
 
 Each section measures tltrace against TileLang's built-in tracer on the same
 work, in one run, as ratios; absolute times depend on the machine. With --only,
@@ -26,6 +26,7 @@ sys.path.insert(0, str(HERE))
 # Section producers, in file order, and the heading each one's section starts with.
 PRODUCERS = {
     "capture": "## Compile time and bytes on disk",
+    "cost": "## Capture cost:",
     "report": "## HTML report",
     "autotune": "## Scale: autotune-shaped invocation (CPU",
     "align": "## Diff alignment",
@@ -89,6 +90,10 @@ def measure(name: str, a: argparse.Namespace) -> str:
         import capture
 
         return capture.measure(a.reps)
+    if name == "cost":
+        import capture_cost
+
+        return capture_cost.section(a.reps)
     if name == "report":
         import report
 
@@ -157,9 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         "0.1.15's built-in tracer (`TL_LOWER_TRACE`) on the same kernels in one run; "
         "read the ratios, not the absolute times (the machines are noisy).\n\n"
         "How to run: `python bench/run.py` (all CPU sections, about 20 minutes on 2 shared cores), or "
-        "`--only autotune` (or `capture`, `report`, `align`) to refresh some and keep the rest. GPU sections "
-        "come from the H200: `. .device/env.sh && bash bench/gpu.sh PART` for PART in `check`, `autotune`, "
-        "`builtin` (one device call each, under 10 minutes, `.device` and `.upstream` carried), then "
+        "`--only autotune` (or `capture`, `cost`, `report`, `align`) to refresh some and keep the rest. GPU "
+        "sections come from the H200: `. .device/env.sh && bash bench/gpu.sh PART` for PART in `check`, "
+        "`autotune`, `builtin`, `proxy`, `cost` (one device call each, under 10 minutes, `.device` and "
+        "`.upstream` carried; `CONFIGS=96 REPS=2` makes `autotune` the 96-config run), then "
         "`python bench/gpu.py summarize FOLDER > bench/results/gpu_autotune.md` here. `.upstream/` (ignored "
         "by git) holds copies of tile-ai/tilelang's `examples/gemm/example_gemm_autotune.py` (commit "
         "0985636), `examples/flash_attention/example_mha_fwd_bshd.py` (0973611) and "

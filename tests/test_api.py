@@ -260,7 +260,7 @@ def test_failed_step_names_its_error_type_once(tl, make_add, tmp_path: Path, cap
 
 
 def test_error_text_names_the_type_once() -> None:
-    from tltrace.session.tool import error_text
+    from tltrace.session.capture import error_text
 
     assert error_text(RuntimeError("RuntimeError: boom")) == "RuntimeError: boom"
     assert error_text(RuntimeError("boom")) == "RuntimeError: boom"

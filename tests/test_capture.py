@@ -367,7 +367,7 @@ def test_text_of_reuses_a_text_only_when_nothing_in_the_module_is_new(tmp_path) 
     import tilelang.language as T
     from tilelang import tvm
 
-    from tltrace.session.tool import TraceSession
+    from tltrace.session.capture import TraceSession
 
     @T.prim_func
     def add(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):

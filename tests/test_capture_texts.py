@@ -13,6 +13,8 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tltrace.config import Settings
 from tltrace.history.runs import text_of
 from tltrace.session.records import CODEGEN, FAILED, RunManifest
@@ -72,8 +74,12 @@ class _InlinePrinter:
         unregister_pass_instrumentation_tool("test-inline-printer")
 
 
-def _trace_with_printer(script: Path, tmp: Path, name: str) -> tuple[list[tuple[RunManifest, Path]], list]:
-    settings = Settings(mode="terminal", trace_dir=tmp, script_name=name, quiet=True, codegen_output=None)
+def _trace_with_printer(
+    script: Path, tmp: Path, name: str, *, sync: bool = False
+) -> tuple[list[tuple[RunManifest, Path]], list]:
+    settings = Settings(
+        mode="terminal", trace_dir=tmp, script_name=name, quiet=True, codegen_output=None, sync=sync
+    )
     import tilelang  # noqa: F401
 
     printer = _InlinePrinter()
@@ -119,8 +125,10 @@ def _wrong(runs: list[tuple[RunManifest, Path]], compiles: list) -> tuple[int, i
     return compared, len(wrong), wrong
 
 
-def test_every_record_text_equals_an_inline_print_on_a_cpu_gemm(tmp_path) -> None:
-    runs, compiles = _trace_with_printer(EXAMPLES / "gemm.py", tmp_path, "gemm")
+@pytest.mark.parametrize("sync", [False, True], ids=["worker", "sync"])
+def test_every_record_text_equals_an_inline_print_on_a_cpu_gemm(tmp_path, sync) -> None:
+    """With the background worker (snapshots printed later) and with --sync (printed at once)."""
+    runs, compiles = _trace_with_printer(EXAMPLES / "gemm.py", tmp_path, "gemm", sync=sync)
     compared, wrong, what = _wrong(runs, compiles)
     assert wrong == 0, what
     names = {r.name for m, _ in runs for r in m.records}

@@ -132,6 +132,7 @@ def enable(
     keep: int = DEFAULT_KEEP,
     quiet: bool = False,
     use_cache: bool = False,
+    sync: bool | None = None,
 ) -> None:
     """Trace every later TileLang compilation in this process; return None.
 
@@ -145,13 +146,22 @@ def enable(
     one invocation; at disable() (or at exit) the newest `keep` invocations of the
     script are kept (0 keeps all). Unless use_cache=True, TileLang's kernel cache is
     turned off, so that every compilation runs its passes (a cache hit traces nothing).
+    sync=True prints and records each pass on the compiling thread before the next one
+    runs (for a compiler that crashes); None: TLTRACE_SYNC, else a background worker.
     """
     resolved = _resolve_mode(mode)
     if resolved is None:
         disable()
         return
     settings = _settings(
-        resolved, trace_dir, codegen_output, context=context, keep=keep, quiet=quiet, use_cache=use_cache
+        resolved,
+        trace_dir,
+        codegen_output,
+        context=context,
+        keep=keep,
+        quiet=quiet,
+        use_cache=use_cache,
+        sync=sync,
     )
     from .session import controller
 
@@ -392,7 +402,7 @@ def lower_trace(
 
 def _short_error(exc: BaseException) -> str:
     """Return 'ExcType: message' on one line (the formatter the capture records use)."""
-    from .session.tool import error_text
+    from .session.capture import error_text
 
     return error_text(exc).splitlines()[0]
 
@@ -422,7 +432,7 @@ def _print_step(console: Any, i: int, step: dict[str, Any], context: int) -> Non
 def _write_html(results: list[dict[str, Any]], out: Path, context: int) -> Path:
     """Record the steps as a run in a scratch directory and render it with the HTML report writer."""
     from .render.html import write_report
-    from .session.tool import TraceSession
+    from .session.capture import TraceSession
 
     scratch = Path(tempfile.mkdtemp(prefix="tltrace-lower-trace-"))
     try:
@@ -439,15 +449,12 @@ def _write_html(results: list[dict[str, Any]], out: Path, context: int) -> Path:
             after = None if "error" in step else step["after_script"]
             error = step["error"] if "error" in step else None  # already "ExcType: message"
             session.pass_record(
-                step["name"],
-                session.next_index(),
-                0,
-                None,
-                "lower_trace",
-                step["before_script"],
-                after,
-                0.0,
-                error,
+                name=step["name"],
+                index=session.next_index(),
+                phase="lower_trace",
+                before=step["before_script"],
+                after=after,
+                error=error,
             )
         session.finish(None)
         if session.store is None:

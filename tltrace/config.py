@@ -55,6 +55,12 @@ def env_trace_dir(environ: dict[str, str] | None = None) -> str:
     return env.get("TL_LOWER_TRACE_DIR") or DEFAULT_TRACE_DIR
 
 
+def env_sync(environ: dict[str, str] | None = None) -> bool:
+    """TLTRACE_SYNC=1: record each pass on the compiling thread before the next runs (as --sync)."""
+    env = os.environ if environ is None else environ
+    return env.get("TLTRACE_SYNC", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def trace_dir_of(value: str | os.PathLike | None) -> Path:
     """Return the trace dir `value` names, else TL_LOWER_TRACE_DIR's, else the default (not made absolute)."""
     return Path(value) if value is not None else Path(env_trace_dir())
@@ -76,6 +82,7 @@ class Settings:
     quiet: bool = False
     all_passes: bool = False  # terminal stream: a line per no-op pass, not one per run of them
     use_cache: bool = False
+    sync: bool = False  # print and record on the compiling thread (--sync); else on the worker
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
@@ -147,6 +154,7 @@ def build_settings(
     all_passes: bool = False,
     ignore_whitespace: bool = False,
     use_cache: bool = False,
+    sync: bool | None = None,
     command: tuple[str, ...] = (),
     names: dict[str, str] | None = None,
     script_key: str | None = None,
@@ -155,7 +163,7 @@ def build_settings(
 
     mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
-    working files) or a path. `names` maps a parameter to how the caller spells it in
+    working files) or a path. sync: None for TLTRACE_SYNC (else off). `names` maps a parameter to how the caller spells it in
     messages (`{"keep": "--keep"}`). Raises UsageError on a bad value, the same for both.
     """
     spell = {
@@ -196,5 +204,6 @@ def build_settings(
         all_passes=bool(all_passes),
         ignore_whitespace=bool(ignore_whitespace),
         use_cache=bool(use_cache),
+        sync=env_sync() if sync is None else bool(sync),
         command=tuple(command),
     )

@@ -98,7 +98,10 @@ Examples:
 
 Options may stand before SCRIPT or right after it; the script's own arguments
 follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
---trace-dir. Exit status: the script's own; 1 when it raises; 2 for bad usage;
+--trace-dir; TLTRACE_SYNC=1 that of --sync. IR is printed and recorded by a
+background worker (everything is on disk when the script ends); a compiler that
+segfaults can take the last queued passes with it: rerun with --sync.
+Exit status: the script's own; 1 when it raises; 2 for bad usage;
 130 after Ctrl+C (the run is recorded as interrupted).
 """
 
@@ -155,6 +158,12 @@ def run_cmd(
     ),
     use_cache: bool = typer.Option(
         False, "--use-cache", help="Keep TileLang's kernel cache on (cache hits are not traced)."
+    ),
+    sync: bool = typer.Option(
+        False,
+        "--sync",
+        help="Print and record each pass before the next one runs (slower; for a compiler that "
+        "crashes) [default: TLTRACE_SYNC, else a background worker].",
     ),
     codegen_output: Optional[Path] = typer.Option(
         None, "--codegen-output", metavar="PATH", help="Device working file (host: PATH with _host)."
@@ -250,6 +259,7 @@ def _settings(p: dict, target) -> Settings:
         all_passes=p.get("all_passes", False),
         ignore_whitespace=p["ignore_whitespace"],
         use_cache=p["use_cache"],
+        sync=True if p["sync"] else None,
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
         names={
             "mode": "--mode",

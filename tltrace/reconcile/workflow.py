@@ -1,6 +1,6 @@
 """Glue between one codegen call and its working file: pick the file, reconcile, word the outcome.
 
-session/tool.py calls `reconcile_codegen` for each device/host codegen call when
+session/codegen_call.py calls `reconcile_codegen` for each device/host codegen call when
 working files are on; the file work happens in `files.py`, the decision in `decide.py`.
 
 Which file: a working file belongs to one kernel *variant*: the kernel's name plus a

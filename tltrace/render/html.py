@@ -228,12 +228,14 @@ class HtmlReportListener:
         # find the report, never across a write, so one thread's write (which gives the GIL
         # away) does not hold up the others' passes.
         run_dir = Path(event.run_dir)
-        with self._lock:
-            rep = self._open.get(run_dir)
-            if rep is None:  # RunStarted was missed (listener added late): open now
-                rep = self._start(event.manifest, run_dir, run_dir.parent.parent)
-                if rep is None:
-                    return
+        rep = self._open.get(run_dir)  # one dict read (atomic): no lock shared across compiles here
+        if rep is None:
+            with self._lock:
+                rep = self._open.get(run_dir)
+                if rep is None:  # RunStarted was missed (listener added late): open now
+                    rep = self._start(event.manifest, run_dir, run_dir.parent.parent)
+                    if rep is None:
+                        return
         with rep.lock:
             if rep.fh.closed:
                 return  # finished or given up meanwhile

@@ -1,7 +1,9 @@
 """Capture: everything that runs while a kernel compiles.
 
-tool.py is the TileLang instrumentation tool (one TraceSession per compile, threads
-apart); instrument.py the standalone TVM PassInstrument behind
+tool.py is the TileLang instrumentation tool, feeding capture.py's TraceSession (one
+per compile, threads apart) with snapshots (snapshot.py) that worker.py's background
+thread prints and records; codegen_call.py wraps a codegen call (reconcile, record);
+instrument.py the standalone TVM PassInstrument behind
 `tltrace.create_pass_instrument`; records.py the schema-versioned manifest and pass
 records; store.py the on-disk `.run_records` layout; invocation.py, signature.py,
 writer.py and scripts.py say which invocation, compile, process and script a run

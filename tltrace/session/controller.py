@@ -122,7 +122,10 @@ def install(settings: Settings, emit: Callable[[Event], None]) -> None:
 
 
 def uninstall() -> None:
-    """Unregister the factory; a compilation already running finishes in its own session."""
+    """Unregister the factory, then wait for the records of the compiles so far (the worker's queue).
+
+    A compilation already running finishes in its own session.
+    """
     global _installed
     with _lock:
         _installed = None
@@ -132,6 +135,9 @@ def uninstall() -> None:
         unregister_pass_instrumentation_tool(TOOL_NAME)
     except Exception:
         pass
+    from .worker import drain
+
+    drain()
 
 
 def installed() -> Settings | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ def instrument_class(tvm: Any) -> type:
     cls = _instrument_classes.get(id(tvm))
     if cls is not None:
         return cls
-    from .tool import UNSCOPED, TraceSession
+    from .capture import UNSCOPED, OpenPass, TraceSession
 
     def phase_now() -> str:
         mod = sys.modules.get("tilelang.instrumentation.events")
@@ -39,11 +40,11 @@ def instrument_class(tvm: Any) -> type:
             self.emit = emit
             self.kernel = name or "pass_context"
             self.session: TraceSession | None = None
-            self.stack: list[tuple[str, str, float, int, int, int | None]] = []
+            self.stack: list[OpenPass] = []
             self.last_run_dir: Path | None = None
 
         def enter_pass_ctx(self) -> None:
-            self.session = TraceSession(self.settings, self.emit, session_name=self.kernel)
+            self.session = TraceSession(self.settings, self.emit, session_name=self.kernel, background=True)
             self.stack = []
 
         def exit_pass_ctx(self) -> None:
@@ -51,23 +52,17 @@ def instrument_class(tvm: Any) -> type:
             if s is None:
                 return
             error = sys.exc_info()[1] if self.stack else None
+            unfinished = bool(self.stack)
             while self.stack:
-                pname, before, t0, idx, depth, parent = self.stack.pop()
-                s.pass_record(
-                    pname,
-                    idx,
-                    depth,
-                    parent,
-                    phase_now(),
-                    before,
-                    None,
-                    time.perf_counter() - t0,
-                    error,
-                    pending_error=error is None,
+                p = self.stack.pop()
+                p = replace(p, phase=phase_now())
+                s.record_pass(
+                    p, None, time.perf_counter() - p.start, error=error, pending_error=error is None
                 )
-            if s.failed_pending and error is None:
+            if unfinished and error is None:
                 error = RuntimeError("a pass did not complete")
             s.finish(error)
+            s.wait()  # the caller may read the run as soon as the PassContext ends
             if s.store is not None:
                 self.last_run_dir = s.store.run_dir
             self.session = None
@@ -77,13 +72,13 @@ def instrument_class(tvm: Any) -> type:
             if s is None or s.broken:
                 return
             try:
-                parent = self.stack[-1][3] if self.stack else None
-                text = s.text_of(mod)
-                if s.manifest.input_hash is None:
-                    s.note_input(mod, text)
-                self.stack.append(
-                    (str(info.name), text, time.perf_counter(), s.next_index(), len(self.stack), parent)
+                parent = self.stack[-1].index if self.stack else None
+                before = s.capture(mod)
+                s.resolve(before)
+                p = OpenPass(
+                    str(info.name), s.next_index(), len(self.stack), parent, None, time.perf_counter(), before
                 )
+                self.stack.append(p)
             except Exception as exc:
                 s._guard(f"capturing the IR before {info.name}", exc)
 
@@ -91,13 +86,14 @@ def instrument_class(tvm: Any) -> type:
             s = self.session
             if s is None or s.broken or not self.stack:
                 return
-            pname, before, t0, idx, depth, parent = self.stack.pop()
+            p = self.stack.pop()
+            duration = time.perf_counter() - p.start
             try:
-                after = s.text_of(mod)
+                after = s.capture(mod)
             except Exception as exc:
-                s._guard(f"capturing the IR after {pname}", exc)
+                s._guard(f"capturing the IR after {p.name}", exc)
                 return
-            s.pass_record(pname, idx, depth, parent, phase_now(), before, after, time.perf_counter() - t0)
+            s.record_pass(replace(p, phase=phase_now()), after, duration)
 
     _instrument_classes[id(tvm)] = TltracePassInstrument
     return TltracePassInstrument

@@ -35,6 +35,7 @@ from . import liveness
 from .cachewatch import CacheWatch
 from .events import Event, InvocationFinished, Notice, Pruned, RunFinished, RunStarted
 from .records import RunManifest
+from .worker import drain
 
 _registry_lock = threading.Lock()
 _open: dict[str, Invocation] = {}
@@ -100,6 +101,7 @@ class Invocation:
 
     def finish(self, *, interrupted: bool = False, prune: bool = True) -> None:
         """Say the unapplied edits, tell the listeners the invocation is over, close, then prune (once)."""
+        drain()  # every compile's records and events are in before the invocation ends
         with self._lock:
             if self.finished:
                 return

@@ -1,0 +1,294 @@
+"""Issue 17's capture-cost table: tltrace against untraced and TileLang's built-in tracer, in one process.
+
+One unit of work is `tilelang.compile` of two small CPU kernels (elementwise add and
+gemm, target c, cython) plus `tilelang.lower` of the upstream autotuner's GEMM for
+sm_90a (CUDA codegen, no GPU, no nvcc needed), summed. Every configuration runs the
+unit once per rep, interleaved rep by rep, and the table gives medians:
+
+    python bench/capture_cost.py [--reps 7] [--markdown]
+
+Configurations: untraced; tltrace records only (--quiet, the worker); tltrace html
+(report, the worker); the same two with --sync (printing on the compiling thread, as
+before the worker); TileLang's built-in tracer, terminal and html. `--gpu-proxy N`
+instead times the compile phase of N upstream-GEMM configs lowered for sm_90a in N
+threads of one process (the H200's compile-phase proxy; there target cuda with nvcc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ["TILELANG_DISABLE_CACHE"] = "1"
+os.environ.pop("TL_LOWER_TRACE", None)
+os.environ.setdefault("TLTRACE_EXAMPLES_CPU", "1")
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "examples"))
+sys.path.insert(0, str(HERE))
+
+from bench_common import disk_bytes  # noqa: E402
+
+HEADING = "## Capture cost: untraced, tltrace (worker and --sync), built-in (CPU + sm_90a lowering)"
+CONFIGS = [
+    "untraced",
+    "tltrace records",
+    "tltrace html",
+    "tltrace records --sync",
+    "tltrace html --sync",
+    "built-in terminal",
+    "built-in html",
+]
+TARGETS = {"tltrace records": 1.05, "tltrace html": 1.08}
+
+
+def sm90a_gemm(M=1024, N=1024, K=1024, bm=128, bn=128, bk=64, stages=3, threads=256, raster=True):
+    """The upstream autotuner's GEMM kernel (examples/gemm/example_gemm_autotune.py), one config."""
+    import tilelang.language as T
+
+    dtype, accum = "float16", "float32"
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), dtype)
+            B_s = T.alloc_shared((bn, bk), dtype)
+            C_l = T.alloc_fragment((bm, bn), accum)
+            C_s = T.alloc_shared((bm, bn), dtype)
+            T.use_swizzle(panel_size=10, enable=raster)
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                T.copy(A[by * bm, k * bk], A_s)
+                T.copy(B[bx * bn, k * bk], B_s)
+                T.gemm(A_s, B_s, C_l, transpose_B=True)
+            T.copy(C_l, C_s)
+            T.copy(C_s, C[by * bm, bx * bn])
+
+    return main
+
+
+def sm90a_target():
+    from tilelang import tvm
+
+    return tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+
+
+def work_unit():
+    """Return [(name, thunk)] of one unit: prim_funcs are made here, outside the timing."""
+    import tilelang
+    from elementwise_add import make_add
+    from gemm import make_gemm
+
+    add = make_add(1024, 128)
+    gemm = make_gemm(128, 128, 64, 32, 32, 16, "float32", "float32")
+    big = sm90a_gemm()
+    target = sm90a_target()
+
+    def lower():
+        with target:
+            tilelang.lower(big, target=target)
+
+    return [
+        ("add", lambda: tilelang.compile(add, target="c", execution_backend="cython")),
+        ("gemm", lambda: tilelang.compile(gemm, target="c", execution_backend="cython")),
+        ("sm90a", lower),
+    ]
+
+
+def configure(cfg: str, sub: Path):
+    """Return (enter, leave) turning configuration `cfg` on and off, writing into `sub`."""
+    import tilelang.tools.lower_trace as lt
+
+    from tltrace.config import Settings
+    from tltrace.render.listeners import Listeners
+    from tltrace.session import controller
+
+    if cfg == "untraced":
+        return (lambda: None), (lambda: None)
+    if cfg.startswith("built-in"):
+        mode = "terminal" if "terminal" in cfg else "html"
+        return (lambda: lt.enable(mode=mode, trace_dir=str(sub), codegen_output=None)), lt.disable
+    mode = "html" if "html" in cfg else "terminal"
+    s = Settings(
+        mode=mode,
+        trace_dir=sub,
+        script_name="bench",
+        quiet=True,
+        keep=0,
+        codegen_output=None,
+        sync="--sync" in cfg,
+    )
+    listeners = Listeners(s)
+
+    def leave():
+        controller.uninstall()  # waits for the worker: its time is counted
+        listeners.close()
+
+    return (lambda: controller.install(s, listeners)), leave
+
+
+def measure(reps: int, configs: list[str]) -> tuple[dict, dict]:
+    unit = work_unit()
+    times: dict[tuple[str, str], list[float]] = {}
+    for _, thunk in unit:  # warm-up: imports, TVM caches
+        with contextlib.redirect_stdout(io.StringIO()):
+            thunk()
+    sizes: dict[str, tuple[int, int]] = {}
+    with tempfile.TemporaryDirectory(prefix="tltrace-bench-cost-") as td:
+        tmp = Path(td)
+        for rep in range(reps):
+            for cfg in configs:
+                sub = tmp / str(configs.index(cfg)) / str(rep)
+                enter, leave = configure(cfg, sub)
+                with contextlib.redirect_stdout(io.StringIO()):
+                    c0, m0 = time.process_time(), time.thread_time()
+                    enter()
+                    try:
+                        for name, thunk in unit:
+                            t0 = time.perf_counter()
+                            thunk()
+                            times.setdefault((cfg, name), []).append(time.perf_counter() - t0)
+                    finally:
+                        t0 = time.perf_counter()
+                        leave()
+                        times.setdefault((cfg, "drain"), []).append(time.perf_counter() - t0)
+                        times.setdefault((cfg, "cpu"), []).append(time.process_time() - c0)
+                        times.setdefault((cfg, "main"), []).append(time.thread_time() - m0)
+                if rep == 0:
+                    sizes[cfg] = disk_bytes(sub)
+                print(
+                    f"rep {rep + 1}/{reps} {cfg}: {sum(times[(cfg, n)][-1] for n, _ in unit):.2f}s",
+                    file=sys.stderr,
+                )
+    return times, sizes
+
+
+def table(times: dict, sizes: dict, reps: int, configs: list[str]) -> str:
+    names = ["add", "gemm", "sm90a"]
+
+    def total(cfg: str) -> list[float]:
+        return [sum(times[(cfg, n)][i] for n in names) + times[(cfg, "drain")][i] for i in range(reps)]
+
+    base = statistics.median(total("untraced"))
+    base90 = statistics.median(times[("untraced", "sm90a")])
+    cpu0 = statistics.median(times[("untraced", "cpu")])
+    main0 = statistics.median(times[("untraced", "main")])
+    lines = [
+        HEADING,
+        "",
+        f"One process, {reps} interleaved reps, medians. One unit: `tilelang.compile` of two small CPU "
+        "kernels (add, gemm; target c, cython) plus `tilelang.lower` of the upstream autotuner's GEMM "
+        "(1024^3, 128x128x64, 3 stages, 256 threads) for sm_90a, summed; the time to drain the worker "
+        "at the end is counted. `--sync` is printing on the compiling thread (tltrace before the worker). "
+        "CPU: user + sys of the process (all threads; the C compiler's subprocesses not counted), which a "
+        "shared machine disturbs less than wall time; the compiling thread's own CPU time is what lies on "
+        "the compile's path when a core is free for the worker. Bytes: one unit into a fresh directory (`du`, hard links once).",
+        "",
+        "| configuration | unit (s) | vs untraced | sm_90a lowering vs untraced | drain (ms) "
+        "| CPU s | CPU vs untraced | compiling thread CPU vs untraced | du bytes |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for cfg in configs:
+        med = statistics.median(total(cfg))
+        m90 = statistics.median(times[(cfg, "sm90a")])
+        drain = statistics.median(times[(cfg, "drain")]) * 1000
+        size = sizes.get(cfg, (0, 0))[1]
+        cpu = statistics.median(times[(cfg, "cpu")])
+        lines.append(
+            f"| {cfg} | {med:.3f} | {med / base:.3f}x | {m90 / base90:.3f}x | {drain:.0f} | {cpu:.2f} | "
+            f"{cpu / cpu0:.3f}x | {statistics.median(times[(cfg, 'main')]) / main0:.3f}x | {size:,} |"
+        )
+    lines += ["", "| target | limit | measured | verdict |", "|---|---|---|---|"]
+    for cfg, limit in TARGETS.items():
+        if cfg in configs:
+            r = statistics.median(total(cfg)) / base
+            lines.append(
+                f"| CPU table: {cfg} | <= {limit:.2f}x | {r:.3f}x | {'ok' if r <= limit else 'OVER'} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def section(reps: int = 7) -> str:
+    """Return the markdown section (bench/run.py's `cost`)."""
+    times, sizes = measure(reps, CONFIGS)
+    return table(times, sizes, reps, CONFIGS)
+
+
+def gpu_proxy(n: int, reps: int, configs: list[str]) -> str:
+    """Compile phase of n GEMM configs in n threads (target cuda, nvcc): wall time per configuration."""
+    import concurrent.futures as cf
+    import itertools
+
+    import tilelang
+
+    grid = list(itertools.product([64, 128], [64, 128], [32, 64], [2, 3]))[:n]
+    times: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="tltrace-bench-proxy-") as td:
+        for rep in range(reps):
+            for cfg in configs:
+                funcs = [sm90a_gemm(bm=bm, bn=bn, bk=bk, stages=st, threads=128) for bm, bn, bk, st in grid]
+                enter, leave = configure(cfg, Path(td) / str(configs.index(cfg)) / str(rep))
+                with contextlib.redirect_stdout(io.StringIO()):
+                    enter()
+                    t0 = time.perf_counter()
+                    try:
+                        with cf.ThreadPoolExecutor(n) as pool:
+                            list(pool.map(lambda f: tilelang.compile(f, target="cuda"), funcs))
+                    finally:
+                        leave()
+                    times.setdefault(cfg, []).append(time.perf_counter() - t0)
+                print(f"rep {rep + 1}/{reps} {cfg}: {times[cfg][-1]:.2f}s", file=sys.stderr)
+    base = statistics.median(times["untraced"])
+    lines = [
+        f"## H200 compile-phase proxy: {n} GEMM configs in {n} threads, one process",
+        "",
+        f"`tilelang.compile(target='cuda')` of {n} upstream-GEMM configs in a pool of {n} threads; "
+        f"{reps} interleaved reps, medians, worker drain included.",
+        "",
+        "| configuration | wall (s) | vs untraced | reps |",
+        "|---|---|---|---|",
+    ]
+    for cfg in configs:
+        med = statistics.median(times[cfg])
+        lines.append(
+            f"| {cfg} | {med:.2f} | {med / base:.3f}x | {', '.join(f'{t:.2f}' for t in times[cfg])} |"
+        )
+    lines += ["", "| target | limit | measured | verdict |", "|---|---|---|---|"]
+    for cfg, limit in (("tltrace records", 1.03), ("tltrace html", 1.05)):
+        if cfg in configs:
+            r = statistics.median(times[cfg]) / base
+            lines.append(
+                f"| H200 proxy: {cfg} | <= {limit:.2f}x | {r:.3f}x | {'ok' if r <= limit else 'OVER'} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument(
+        "--configs", default=",".join(CONFIGS), help="comma-separated subset of: " + ", ".join(CONFIGS)
+    )
+    ap.add_argument("--gpu-proxy", type=int, metavar="N", help="the H200 compile-phase proxy with N threads")
+    a = ap.parse_args(argv)
+    configs = [c.strip() for c in a.configs.split(",") if c.strip()]
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown or "untraced" not in configs:
+        ap.error(f"configs must include untraced and come from: {', '.join(CONFIGS)}")
+    if a.gpu_proxy:
+        os.environ.pop("TLTRACE_EXAMPLES_CPU", None)
+        print(gpu_proxy(a.gpu_proxy, a.reps, configs))
+        return 0
+    times, sizes = measure(a.reps, configs)
+    print(table(times, sizes, a.reps, configs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

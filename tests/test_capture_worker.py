@@ -1,0 +1,208 @@
+"""The background worker: order, drain, priority, back-pressure; and what a traced compile leaves on disk
+when it fails, when the process exits without disable(), and after kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tltrace.config import Settings
+from tltrace.history.runs import load_manifest, text_of
+from tltrace.session.records import COMPLETE, ERROR
+from tltrace.session.worker import NICE, Worker
+
+from ._kernels import KERNELS
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_jobs_run_in_order_and_drain_waits_for_those_before_it() -> None:
+    w = Worker(max_jobs=4)
+    seen: list[int] = []
+    gate = threading.Event()
+    w.submit(gate.wait)
+    for i in range(3):
+        w.submit(lambda i=i: seen.append(i))
+    assert not w.drain(timeout=0.2)  # the first job still waits on the gate
+    gate.set()
+    assert w.drain(timeout=10)
+    assert seen == [0, 1, 2]
+
+
+def test_a_full_queue_makes_the_submitter_wait() -> None:
+    w = Worker(max_jobs=1)
+    gate, started = threading.Event(), threading.Event()
+    w.submit(lambda: (started.set(), gate.wait()))
+    assert started.wait(10)  # the worker holds the first job
+    w.submit(lambda: None)  # fills the queue
+    done = threading.Event()
+
+    def third() -> None:
+        w.submit(lambda: None)
+        done.set()
+
+    t = threading.Thread(target=third)
+    t.start()
+    assert not done.wait(0.3)  # blocked: the queue holds one job
+    gate.set()
+    assert done.wait(10)
+    t.join()
+    assert w.drain(timeout=10)
+
+
+def test_a_failing_job_does_not_stop_the_worker() -> None:
+    w = Worker()
+    seen: list[str] = []
+    w.submit(lambda: 1 / 0)
+    w.submit(lambda: seen.append("after"))
+    assert w.drain(timeout=10)
+    assert seen == ["after"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own nice value is Linux's")
+def test_the_worker_runs_at_a_lower_priority() -> None:
+    w = Worker()
+    tid: list[int] = []
+    w.submit(lambda: tid.append(threading.get_native_id()))
+    assert w.drain(timeout=10)
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert os.getpriority(os.PRIO_PROCESS, tid[0]) == min(19, mine + NICE)
+
+
+FAILING = (
+    KERNELS
+    + """
+
+import tilelang.language as T
+
+
+def make_bad():
+    @T.prim_func
+    def bad(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as _:
+            frag = T.alloc_fragment((64,), "float32")  # the CPU backend rejects fragments
+            T.copy(A, frag)
+            T.copy(frag, B)
+
+    return bad
+"""
+)
+
+
+def test_a_failed_compile_is_on_disk_before_its_error_reaches_the_caller(tmp_path: Path) -> None:
+    import runpy
+
+    import tilelang
+
+    from tltrace.session import controller
+
+    (tmp_path / "failing_kernels.py").write_text(FAILING)
+    bad = runpy.run_path(str(tmp_path / "failing_kernels.py"))["make_bad"]()
+    settings = Settings(mode="terminal", trace_dir=tmp_path, script_name="failing", quiet=True)
+    controller.install(settings, lambda e: None)
+    try:
+        failed: BaseException | None = None
+        try:
+            tilelang.compile(bad, target="c", execution_backend="cython")
+        except Exception as exc:
+            failed = exc
+        assert failed is not None
+        # Still installed (no drain by uninstall or the invocation): the compile itself waited.
+        (run_dir,) = (tmp_path / "failing" / ".run_records").glob("run_*")
+        m = load_manifest(run_dir)
+        assert m.status == ERROR and m.error and m.records
+        assert all(text_of(run_dir, r, "before") is not None for r in m.records)
+    finally:
+        controller.uninstall()
+
+
+EXITING = (
+    KERNELS
+    + """
+
+if __name__ == "__main__":
+    import tltrace
+
+    tltrace.enable(quiet=True, keep=1, trace_dir=TRACE_DIR)
+    build_in_threads([64, 128, 192, 256], threads=4)
+    # no disable(): the process exits with the worker's queue possibly full
+"""
+)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    env["TILELANG_DISABLE_CACHE"] = "1"
+    env.pop("TLTRACE_SYNC", None)
+    return env
+
+
+def test_a_thread_pool_script_loses_no_record_at_exit(tmp_path: Path) -> None:
+    script = tmp_path / "pool.py"
+    script.write_text(EXITING.replace("TRACE_DIR", repr(str(tmp_path / "trace"))))
+    r = subprocess.run([sys.executable, str(script)], env=_env(), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    runs = sorted((tmp_path / "trace" / "pool" / ".run_records").glob("run_*"))
+    assert len(runs) == 4
+    counts = set()
+    for run_dir in runs:
+        m = load_manifest(run_dir)
+        assert m.status == COMPLETE, (run_dir, m.status)
+        assert not (run_dir / "records.jsonl").exists()  # the final manifest replaced the log
+        assert [r.index for r in m.records] == list(range(len(m.records)))
+        assert all(text_of(run_dir, r, "after") is not None for r in m.records)
+        counts.add(len(m.records))
+    assert len(counts) == 1  # the same kernel at four sizes: the same passes
+
+
+KILLED = (
+    KERNELS
+    + """
+
+if __name__ == "__main__":
+    import sys
+    sys.stdout.write("ready\\n")
+    sys.stdout.flush()
+    for n in (64, 128, 192, 256, 320, 384):
+        build(n)
+"""
+)
+
+
+@pytest.mark.slow
+def test_kill_9_at_random_points_leaves_readable_records(tmp_path: Path) -> None:
+    """Every run on disk after a kill -9 reads back, and every record it lists has its texts."""
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED)
+    rng = random.Random(17)
+    total = 0
+    for attempt in range(3):
+        trace = tmp_path / f"trace{attempt}"
+        cmd = [sys.executable, "-m", "tltrace", "run", "--quiet", "--trace-dir", str(trace), str(script)]
+        p = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            assert p.stdout is not None
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and p.stdout.readline().strip() != "ready":
+                pass
+            time.sleep(rng.uniform(1.0, 6.0))
+        finally:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+        for run_dir in sorted((trace / "killed" / ".run_records").glob("run_*")):
+            m = load_manifest(run_dir)
+            for r in m.records:
+                assert text_of(run_dir, r, "before") is not None, (run_dir, r.index)
+            total += len(m.records)
+            json.dumps(m.to_json())
+    assert total > 0  # at least one kill landed after records were written

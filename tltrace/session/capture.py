@@ -1,0 +1,460 @@
+"""The capture engine: one TraceSession per compilation.
+
+A session owns one compilation's records, index counter, manifest and run
+directory, so kernels compiled concurrently in threads never share state. The
+compiling thread only snapshots the IR (`capture`) and hands jobs to the
+background worker (session/worker.py), which prints, hashes, counts, stores and
+tells the listeners; with `sync` the same jobs run at once on the compiling
+thread. Every failure inside tltrace becomes one warning; the user's compile
+goes on unharmed.
+
+Who writes what: the compiling thread owns the manifest's header (kernel,
+backend, target, launch, thread); the job side owns the run id, the input hash,
+the records and the end state, and writes the manifest composed of both.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .._version import __version__
+from ..config import Settings
+from ..diff import count_changes
+from ..rerun.capture import ReproCapture
+from . import liveness
+from . import sourcemap as sm
+from . import sourcemap_store as sms
+from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
+from .interrupt import interrupted
+from .names import pass_display_name
+from .records import CHANGED, COMPLETE, ERROR, FAILED, NOOP, PassRecord, RunManifest
+from .signature import input_hash, launch_info, signature
+from .snapshot import Side, TextCache
+from .store import RunStore, text_hash
+from .worker import on_worker, worker
+from .writer import writer_token
+
+Emit = Callable[[Event], None]
+
+UNSCOPED = "unscoped"
+
+
+@dataclass(frozen=True)
+class OpenPass:
+    """A pass that started: where it sits, and the snapshot of its input."""
+
+    name: str
+    index: int
+    depth: int
+    parent: int | None
+    phase: str | None
+    start: float
+    before: Side
+
+
+class TraceSession:
+    """Records of one compilation; the TileLang observer and the TVM instrument feed it."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        emit: Emit,
+        *,
+        session_name: str | None = None,
+        background: bool = False,
+    ) -> None:
+        self.settings = settings
+        self._emit_fn = emit
+        self.background = background and not getattr(settings, "sync", False)
+        self._worker = worker() if self.background else None  # the compiling thread's worker
+        self.t0 = time.perf_counter()  # record start_s is measured from here
+        self._counter = itertools.count()
+        self.records: list[PassRecord] = []
+        self.store: RunStore | None = None
+        self.broken = False  # set after a failure inside tltrace: stop tracing, keep compiling
+        self.failed_pending: list[int] = []  # records whose error arrives in finish()
+        self._source_map = sm.enabled()
+        self._texts = TextCache(self._source_map)
+        self._maplog: sms.MapLog | None = None
+        self._input_seen = False  # compiling thread: the first input was looked at
+        self._input_hash: str | None = None  # job side: hash of the first input text
+        self._first: Side | None = None  # the first input's snapshot, until its hash is taken
+        self.edited = False
+        self.pipelines = 0  # backend pipelines entered in this compile session
+        self._listener_failed = False
+        self.repro = ReproCapture(self.warn)  # frontend IR, context, failed inputs (compiling thread)
+        self.manifest = RunManifest(
+            run_id="",
+            script=settings.script_name,
+            kernel=session_name,
+            tltrace_version=__version__,
+            tilelang_version=_tilelang_version(),
+            command=list(settings.command),
+            cwd=os.getcwd(),
+            started=time.time(),
+            mode=settings.mode,
+            invocation=settings.invocation,
+            writer=writer_token(),
+            thread=threading.current_thread().name,
+            thread_id=threading.get_ident(),
+        )
+
+    # -- jobs --------------------------------------------------------------------------
+    def submit(self, job: Callable[[], object]) -> None:
+        """Run `job` on the worker (in order with this compile's other jobs), or now with sync."""
+        if self._worker is not None:
+            self._worker.submit(job)
+        else:
+            job()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until this session's jobs so far have run; return False on timeout."""
+        if self._worker is None:
+            return True
+        return self._worker.drain(timeout)
+
+    # -- plumbing ------------------------------------------------------------------------
+    def emit(self, event: Event) -> None:
+        """Tell the listeners, in order with this compile's records."""
+        if self.background and not on_worker():
+            self.submit(lambda: self._emit_now(event))
+        else:
+            self._emit_now(event)
+
+    def _emit_now(self, event: Event) -> None:
+        try:
+            self._emit_fn(event)
+        except Exception as exc:  # a listener must never break a compile
+            if not self._listener_failed:
+                self._listener_failed = True
+                fallback_warning(
+                    f"tltrace: could not show an event ({type(exc).__name__}: {exc}); "
+                    "records are still written"
+                )
+
+    def warn(self, message: str) -> None:
+        self.emit(Notice("warning", message, kernel=self.manifest.kernel))
+
+    def _guard(self, what: str, exc: BaseException) -> None:
+        """Turn a failure inside tltrace into one warning and stop tracing this compile."""
+        if not self.broken:
+            self.broken = True
+            where = f" ({self.store.run_dir})" if self.store is not None else ""
+            self.warn(f"tracing stopped for this kernel: {what} failed: {type(exc).__name__}: {exc}{where}")
+
+    def next_index(self) -> int:
+        return next(self._counter)
+
+    # -- the manifest header (compiling thread) ---------------------------------------
+    def note_context(self, text: str | None) -> None:
+        ctx = _parse_context(text)
+        updates: dict[str, Any] = {}
+        if ctx.get("kernel") and not self.manifest.kernel:
+            updates["kernel"] = ctx["kernel"]
+        if ctx.get("backend") and not self.manifest.backend:
+            updates["backend"] = ctx["backend"]
+        if updates:
+            self.manifest = replace(self.manifest, **updates)
+
+    def note(self, **fields: Any) -> None:
+        """Set header fields of the manifest (kernel, target, ...)."""
+        self.manifest = replace(self.manifest, **fields)
+
+    def capture(self, mod: Any) -> Side:
+        """Return a snapshot of `mod` to record later (the first one also fills the launch)."""
+        side = Side.of(mod)
+        if not self._input_seen:
+            self._note_input(mod, side)
+        return side
+
+    def _note_input(self, mod: Any, side: Side) -> None:
+        """Launch and thread from the compile's first input IR (once), before any manifest is written."""
+        self._input_seen = True
+        self._first = side
+        self.repro.note_frontend(mod)
+        try:
+            launch = launch_info(mod, self.manifest.kernel)
+        except Exception:
+            launch = {}
+        self.manifest = replace(
+            self.manifest,
+            launch=launch or None,
+            thread=threading.current_thread().name,
+            thread_id=threading.get_ident(),
+        )
+
+    def text_of(self, mod: Any) -> str:
+        """Return the IR text of `mod` now (the reuse rule of session/snapshot.py applies)."""
+        return self._texts.resolve(Side.of(mod))
+
+    # -- records ------------------------------------------------------------------------
+    def record_pass(
+        self,
+        p: OpenPass,
+        after: Side | None,
+        duration: float,
+        *,
+        error: BaseException | str | None = None,
+        pending_error: bool = False,
+    ) -> None:
+        """Record a pass that finished (`after`) or failed (after None); the work runs as a job."""
+        if self.broken:
+            return
+        err = None
+        if after is None and not pending_error:
+            err = error_text(error)  # now: the exception's state is the caller's
+        self.submit(lambda: self._record_pass(p, after, duration, err, pending_error))
+
+    def pass_record(
+        self,
+        *,
+        name: str,
+        index: int,
+        phase: str | None,
+        before: str,
+        after: str | None,
+        duration: float = 0.0,
+        depth: int = 0,
+        parent: int | None = None,
+        error: BaseException | str | None = None,
+        pending_error: bool = False,
+        start: float | None = None,
+    ) -> None:
+        """Record a pass from its texts (callers that hold text, not IR: lower_trace's report)."""
+        when = start if start is not None else -1.0  # -1: no start time (start_s left out)
+        p = OpenPass(name, index, depth, parent, phase, when, Side.of_text(before))
+        self.record_pass(
+            p,
+            Side.of_text(after) if after is not None else None,
+            duration,
+            error=error,
+            pending_error=pending_error,
+        )
+
+    def resolve(self, side: Side) -> None:
+        """Print `side` in callback order (a job), so that the reuse rule sees texts as they came."""
+        if side.text is None:
+            self.submit(lambda: self._resolve(side))
+
+    def _resolve(self, side: Side) -> str:
+        first = self._first is side
+        text = self._texts.resolve(side)
+        if first:
+            self._first = None
+            if self._input_hash is None:
+                self._input_hash = input_hash(text)
+        return text
+
+    def _record_pass(
+        self, p: OpenPass, after: Side | None, duration: float, err: str | None, pending_error: bool
+    ) -> None:
+        if self.broken:
+            return
+        name = p.name or "anonymous"
+        try:
+            before = self._resolve(p.before)
+            after_text = self._resolve(after) if after is not None else None
+            maps = (p.before.map, after.map if after is not None else None)
+            if after_text is None:
+                status, added, removed = FAILED, 0, 0
+            else:
+                added, removed = count_changes(before, after_text)
+                status = CHANGED if after_text != before else NOOP
+            rec = PassRecord(
+                index=p.index,
+                name=pass_display_name(name),
+                phase=p.phase or UNSCOPED,
+                depth=p.depth,
+                parent=p.parent,
+                status=status,
+                added=added,
+                removed=removed,
+                duration_s=round(duration, 6),
+                error=err if status == FAILED else None,
+                start_s=round(p.start - self.t0, 6) if p.start >= 0 else None,
+            )
+            rec = self.add_record(rec, before, after_text if after_text is not None else before, maps=maps)
+            if pending_error:
+                self.failed_pending.append(rec.index)
+        except Exception as exc:
+            self._guard(f"recording pass {name}", exc)
+
+    def add_record(
+        self,
+        record: PassRecord,
+        before: str,
+        after: str,
+        ext_after: str = "tir",
+        maps: tuple[Any, Any] = (None, None),
+    ) -> PassRecord:
+        """Store both texts (and their source maps), log the record, tell the listeners (job side)."""
+        store = self._ensure_store()
+        bh = text_hash(before)
+        ah = bh if after == before else text_hash(after)
+        bfile = store.record_path(record.phase, record.index, record.name, "before")
+        afile = None
+        store.link_text(bfile, before, bh)
+        if record.status != FAILED:
+            afile = store.record_path(record.phase, record.index, record.name, "after", ext_after)
+            store.link_text(afile, after, ah)
+        record = replace(
+            record, before_hash=bh, after_hash=ah if afile else None, before_file=bfile, after_file=afile
+        )
+        self.records.append(record)
+        store.append_record(record)
+        if maps != (None, None) and self._source_map:
+            self._log_maps(store, record, maps)
+        self._emit_now(PassRecorded(self._header(), record, before, after, store.run_dir, *maps))
+        return record
+
+    def _log_maps(self, store: RunStore, record: PassRecord, maps: tuple) -> None:
+        try:
+            if self._maplog is None:
+                self._maplog = sms.MapLog(store.run_dir)
+            self._maplog.record(record.index, maps[0], maps[1] if record.after_file else None)
+        except Exception as exc:  # the records stand without their maps
+            self._source_map = False
+            self.warn(f"source maps stopped for this kernel: {type(exc).__name__}: {exc}")
+
+    def _header(self) -> RunManifest:
+        """The manifest as the job side writes it: the compiling thread's header plus its own fields."""
+        m = self.manifest
+        run_id = self.store.run_id if self.store is not None else ""
+        if self._input_hash is None and self._first is not None:
+            self._resolve(self._first)
+        digest = self._input_hash
+        sig = signature(m.kernel, m.launch, digest) if digest is not None else None
+        return replace(m, run_id=run_id, input_hash=digest, signature=sig, repro=self.repro.info())
+
+    def _ensure_store(self) -> RunStore:
+        if self.store is None:
+            store = RunStore(self.settings.claim_script_dir())
+            store.open()
+            liveness.hold(store.records_root, self.settings.invocation)  # dropped at the invocation's end
+            self.store = store
+            header = self._header()
+            store.write_manifest(header)
+            self._emit_now(RunStarted(header, store.run_dir, store.script_dir))
+            # What a rerun needs (repro/): a store failure here stops tracing like any other.
+            self.repro.attach(store)
+            store.write_manifest(self._header())
+        return self.store
+
+    def mark_edited(self) -> None:
+        """An edited source was compiled: keep this kernel out of TileLang's kernel cache."""
+        self.edited = True
+
+    # -- finish ---------------------------------------------------------------------------
+    def finish(self, error: BaseException | None) -> None:
+        """End the run; the compile returns once its records are on disk (its worker caught up)."""
+        if self.edited or self.settings.use_cache:
+            # The cache would save this kernel right after the session ends, under the
+            # unedited key; turning it off here keeps traced and edited builds out of it.
+            _keep_out_of_cache(self)
+        msg = error_text(error) if error is not None else None
+        finished = time.time()
+        self.submit(lambda: self._finish(msg, error is not None, finished))
+        self.wait()
+
+    def _finish(self, error: str | None, failed: bool, finished: float) -> None:
+        if self.store is None:
+            return  # no pass ran: nothing to keep (e.g. an empty compile)
+        try:
+            records = sorted(self.records, key=lambda r: r.index)
+            if self.failed_pending:
+                msg = error if error is not None else "pass did not complete"
+                pending = set(self.failed_pending)
+                records = [replace(r, error=msg) if r.index in pending else r for r in records]
+            final = replace(
+                self._header().with_records(records),
+                finished=finished,
+                status=ERROR if failed else COMPLETE,
+                error=error,
+            )
+            self.store.write_manifest(final)
+            self.store.close()
+            if self._maplog is not None:
+                self._maplog.close()
+            self._emit_now(RunFinished(final, self.store.run_dir, self.store.script_dir))
+        except Exception as exc:
+            self._guard("finishing the run", exc)
+        finally:
+            if self.store is not None:
+                self.store.close()
+
+
+def error_text(error: BaseException | str | None) -> str:
+    """Return "ExcType: message" for a failure (a text already in that form is kept as it is).
+
+    TVM errors may hold a C++ backtrace before the message; the message is what a
+    person reads, and its type is named once (never "RuntimeError: RuntimeError: ...").
+    """
+    if interrupted() or isinstance(error, KeyboardInterrupt):
+        # Ctrl+C inside a pass callback reaches TileLang as TVM's RuntimeError: say what happened.
+        return "KeyboardInterrupt"
+    if error is None:
+        return "pass raised (no exception was passed to the instrument)"
+    if isinstance(error, str):
+        return error.strip() or "error"
+    name = type(error).__name__
+    msg = str(error).strip()
+    lines = [ln for ln in msg.splitlines() if ln.strip()]
+    if lines and lines[0].startswith("Traceback"):
+        tail = [i for i, ln in enumerate(lines) if _ERROR_HEAD.match(ln)]
+        msg = "\n".join(lines[tail[-1] :]) if tail else lines[-1]
+    if not msg:
+        return name
+    return msg if msg.startswith(f"{name}:") else f"{name}: {msg}"
+
+
+_ERROR_HEAD = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Warning): ")
+
+
+def _parse_context(text: str | None) -> dict[str, str]:
+    """Parse TileLang's PassContext description: 'stage=jit-lower, kernel=add, backend=cython'."""
+    out: dict[str, str] = {}
+    for part in (text or "").split(","):
+        key, sep, value = part.strip().partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _tilelang_version() -> str | None:
+    mod = sys.modules.get("tilelang")
+    return getattr(mod, "__version__", None) if mod is not None else None
+
+
+_cache_notice_lock = threading.Lock()
+_cache_notice_given = False
+
+
+def _keep_out_of_cache(session: TraceSession) -> None:
+    global _cache_notice_given
+    try:
+        import tilelang  # type: ignore[import-not-found]
+
+        if not tilelang.env.is_cache_enabled():
+            return
+        tilelang.env.disable_cache()
+    except Exception:
+        return
+    with _cache_notice_lock:
+        first, _cache_notice_given = not _cache_notice_given, True
+    if first:
+        session.emit(
+            Notice(
+                "info",
+                "kernel cache turned off for the rest of this process, so that a traced "
+                "or edited kernel is never saved into it",
+                kernel=session.manifest.kernel,
+            )
+        )

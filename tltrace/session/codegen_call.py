@@ -1,0 +1,203 @@
+"""One codegen call of a traced compile: snapshot its input, reconcile the working file, record it.
+
+The reconcile is synchronous (the compile must build the edited source, or be told
+it is not applied); the record (print, counts, store, listeners) is a job like a
+pass's. The two are guarded apart: a failure while recording never undoes the
+reconcile, and a failure while reconciling is said in one warning that names the file.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from typing import Any
+
+from ..diff import count_changes
+from . import codegen as cg
+from . import sourcemap as sm
+from . import sourcemap_store as sms
+from .capture import OpenPass, TraceSession
+from .events import Notice
+from .interrupt import interrupted
+from .records import CODEGEN, PassRecord
+from .signature import launch_info
+from .snapshot import Side
+
+CODEGEN_PHASE = "codegen"
+
+
+def record_codegen(
+    s: TraceSession,
+    event: Any,
+    next_call: Callable[[], Any],
+    phase: Callable[[], AbstractContextManager[Any]],
+) -> Any:
+    """Run `next_call` (the codegen) inside `phase()`, reconcile its source, record it; return the module."""
+    # Recording may have stopped (a full disk): the working files are still reconciled,
+    # so an edit is compiled, or said not to be, whatever happened to the records.
+    role = None
+    before: Side | None = None
+    try:
+        role = cg.classify_role(event)
+        if not s.broken:
+            before = s.capture(event.mod)
+            s.resolve(before)
+            if not s.manifest.target:
+                s.note(target=_target_str(event.target))
+    except Exception as exc:
+        s._guard("capturing codegen input", exc)
+        before = None
+    t0 = time.perf_counter()
+    try:
+        with phase():
+            result = next_call()
+    except BaseException as exc:
+        if before is not None and not interrupted() and not isinstance(exc, KeyboardInterrupt):
+            index = s.next_index()
+            s.repro.codegen_failed(index, event.mod)
+            p = OpenPass(cg.record_name(role), index, 0, None, CODEGEN_PHASE, t0, before)
+            s.record_pass(p, None, time.perf_counter() - t0, error=exc)
+        raise
+    duration = time.perf_counter() - t0
+    return _reconcile_and_record(s, event, role, before, result, duration, t0)
+
+
+def _reconcile_and_record(
+    s: TraceSession,
+    event: Any,
+    role: str | None,
+    before: Side | None,
+    result: Any,
+    duration: float,
+    start: float,
+) -> Any:
+    ffi = str(getattr(event, "name", ""))
+    try:
+        generated = cg.module_source(result, on_error=s.warn)
+    except Exception:
+        generated = ""
+    compiled, outcome, out_result = generated, None, result
+    if s.settings.working_files_enabled() and generated:
+        try:
+            outcome = _reconcile(s, event, role, generated, ffi)
+            if outcome.compile_text != generated and cg.compiles_source(ffi):
+                out_result = cg.source_module(result, outcome.compile_text)
+            if outcome.compile_text != generated:
+                compiled = outcome.compile_text  # on a binary backend: kept for the diff view only
+                s.mark_edited()
+        except Exception as exc:
+            out_result, compiled = result, generated
+            s.warn(
+                f"working files skipped for {_kernel_name(s, event)} ({type(exc).__name__}: {exc}); "
+                "an edit there is not applied in this run"
+            )
+    if s.broken or before is None:
+        return out_result
+    amap = _codegen_map(s, event, ffi, generated, compiled)
+    if amap is not None and outcome is not None and outcome.path:
+        try:
+            sms.write_working_map(outcome.path, amap, compiled)
+        except Exception:
+            pass  # the working file and the records stand without it
+    index = s.next_index()
+    rec = PassRecord(
+        index=index,
+        name=cg.record_name(role),
+        phase=CODEGEN_PHASE,
+        status=CODEGEN,
+        duration_s=round(duration, 6),
+        role=role,
+        ffi=ffi,
+        reconcile=outcome.tag if outcome else None,
+        working_file=str(outcome.path) if outcome and outcome.path else None,
+        start_s=round(start - s.t0, 6),
+    )
+    side = before
+
+    def job() -> None:
+        if s.broken:
+            return
+        try:
+            text = s._resolve(side)
+            added, removed = count_changes(text, compiled)
+            maps = (side.map, amap)
+            s.add_record(replace(rec, added=added, removed=removed), text, compiled, "cpp", maps=maps)
+        except Exception as exc:
+            s._guard("recording codegen", exc)
+
+    s.submit(job)
+    return out_result
+
+
+def _codegen_map(s: TraceSession, event: Any, ffi: str, generated: str, compiled: str) -> Any:
+    """Return the source map of the recorded source (None: off, no directives, or a failure)."""
+    if not s._source_map or not generated:
+        return None
+    try:
+        gmap = sm.codegen_map(ffi, event.mod, event.target, generated)
+        if gmap is not None and compiled != generated:
+            gmap = sm.carry(gmap, generated, compiled)
+        return gmap
+    except Exception:
+        return None
+
+
+def _target_str(target: Any) -> str | None:
+    try:
+        return str(target.kind.name) if target is not None else None
+    except Exception:
+        return str(target) if target is not None else None
+
+
+def _kernel_name(s: TraceSession, event: Any) -> str:
+    """The kernel's name: the compile's (from its PassContext), else the lowered function's symbol."""
+    if s.manifest.kernel:
+        return s.manifest.kernel
+    try:
+        for gv, func in event.mod.functions.items():
+            attrs = getattr(func, "attrs", None)
+            name = (
+                str(attrs["global_symbol"])
+                if attrs is not None and "global_symbol" in attrs
+                else gv.name_hint
+            )
+            return name[: -len("_kernel")] if name.endswith("_kernel") else name
+    except Exception:
+        pass
+    return "kernel"
+
+
+def _reconcile(s: TraceSession, event: Any, role: str | None, generated: str, ffi: str) -> Any:
+    from ..reconcile.variant import variant_from_launch
+    from ..reconcile.workflow import reconcile_codegen
+    from .invocation import ledger_of
+
+    kernel = _kernel_name(s, event)
+    # The launch read from the compile's input IR at its first pass (device and host share it);
+    # a compile whose first pass was not seen falls back to the codegen input.
+    launch = s.manifest.launch
+    if launch is None:
+        launch = getattr(s, "_wf_launch", None)
+        if launch is None:
+            launch = launch_info(event.mod, kernel)
+            s._wf_launch = launch  # type: ignore[attr-defined]
+    variant = variant_from_launch(kernel, launch)
+    outcome = reconcile_codegen(
+        s.settings,
+        kernel=kernel,
+        role=role,
+        generated=generated,
+        compiles_source=cg.compiles_source(ffi),
+        backend=s.manifest.backend,
+        variant=variant,
+        ledger=ledger_of(s.settings),
+    )
+    for w in outcome.warnings:
+        s.warn(w)
+    if outcome.tag:
+        s.emit(Notice(outcome.tag, outcome.message or "", kernel=kernel, path=outcome.path))
+    for kind, message, path in outcome.notices:
+        s.emit(Notice(kind, message, kernel=kernel, path=path))
+    return outcome

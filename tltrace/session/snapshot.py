@@ -1,0 +1,187 @@
+"""IR snapshots taken on the compiling thread, and the rule that turns them into text.
+
+Printing is the main cost of tracing, so the compiling thread only takes a
+snapshot: the module's fields (attributes, function map, global infos), three
+field reads and no FFI call (a few microseconds). The text is printed later (by
+the background worker, or at once with `--sync`) from a module rebuilt around
+those fields, and comes out byte-identical to printing the module at the callback.
+
+Why fields and never the module object: a pass may update its input module in
+place (`mod->Update`, as tirx.AnnotateEntryFunc and tl.SplitHostDevice do) and
+return it, so a held module can change under the holder. Its fields change only
+by copy-on-write: while a snapshot holds the function map, an update makes a new
+map (the held one is shared), and a held function is copied before it is changed.
+So identity of the fields means identical text, which is also the reuse rule that
+skips most prints (passes that change nothing return the same map or functions).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Head = tuple  # (attrs, function map, global infos) of an IRModule
+
+
+class Side:
+    """One side (before or after) of a record: a snapshot until printed, then its text."""
+
+    __slots__ = ("head", "map", "mod", "text")
+
+    def __init__(self, head: Head | None = None, mod: Any = None, text: str | None = None) -> None:
+        self.head = head  # the module's fields, held so that they cannot change (copy-on-write)
+        self.mod = mod  # something that is not an IRModule: printed as it is
+        self.text = text
+        self.map: Any = None  # the text's source map (session/sourcemap.py), when maps are on
+
+    @classmethod
+    def of(cls, mod: Any) -> Side:
+        """Return a snapshot of `mod` (field reads; a non-module is printed now)."""
+        head = module_head(mod)
+        if head is None:
+            return cls(text=str(mod))
+        return cls(head=head)
+
+    @classmethod
+    def of_text(cls, text: str) -> Side:
+        return cls(text=text)
+
+
+class TextCache:
+    """Prints snapshots in callback order, reusing the last text when nothing in a module is new.
+
+    One per compile; used by one thread at a time (the worker, or the compiling
+    thread with --sync). The held head keeps the last printed fields alive, which is
+    what makes comparing them by identity sound.
+    """
+
+    def __init__(self, source_map: bool = False) -> None:
+        self.source_map = source_map  # print with line tags (session/sourcemap.py)
+        self._map: Any = None  # the source map of the last text
+        self._text: str | None = None
+        self._head: Head | None = None
+        self._items: tuple | None = None  # ((global_var, func), ...) of the held map, once walked
+
+    def resolve(self, side: Side) -> str:
+        """Set and return `side`'s text; drop its snapshot (the cache holds what it needs)."""
+        if side.text is None:
+            side.text = self.text(side.head) if side.head is not None else str(side.mod)
+            side.map = self._map if side.head is not None else None
+        side.head = side.mod = None
+        return side.text
+
+    def text(self, head: Head) -> str:
+        """Return the text of the module with these fields (the last text when they are the same objects)."""
+        lh = self._head
+        if lh is not None and _same_obj(head[0], lh[0]) and _same_obj(head[2], lh[2]):
+            if _same_obj(head[1], lh[1]):
+                return self._text or ""
+            items = _map_items(head[1])
+            if self._items is None:
+                self._items = _map_items(lh[1])
+            if items is not None and self._items is not None and _same_items(items, self._items):
+                self._head, self._items = head, items
+                return self._text or ""
+        if self.source_map:
+            from .sourcemap import print_module
+
+            text, self._map = print_module(_module_of(head))
+        else:
+            text = print_head(head)
+        self._text, self._head, self._items = text, head, None
+        return text
+
+
+def module_head(mod: Any) -> Head | None:
+    """Return (attrs, function map, global infos) of an IRModule (field reads, no FFI call), or None."""
+    try:
+        if not hasattr(mod, "functions"):
+            return None
+        return (mod.attrs, mod.functions, getattr(mod, "global_infos", None))
+    except Exception:
+        return None
+
+
+def print_head(head: Head) -> str:
+    """Return the TVMScript text of the IRModule made of these fields."""
+    return str(_module_of(head))
+
+
+def _module_of(head: Head) -> Any:
+    attrs, funcs, infos = head
+    make = _module_ctor()
+    return make(funcs, attrs, infos if infos is not None else {})
+
+
+_CTOR: list[Any] = []
+
+
+def _module_ctor() -> Any:
+    if not _CTOR:
+        try:
+            from tilelang import tvm  # type: ignore[import-not-found]
+        except Exception:
+            import tvm  # type: ignore[import-not-found,no-redef]
+        _CTOR.append(tvm.ir._ffi_api.IRModule)
+    return _CTOR[0]
+
+
+def _map_items(funcs: Any) -> tuple | None:
+    """Return ((global_var, func), ...) of a function map, or None when it cannot be walked.
+
+    Walked through tltrace's own handles on tvm_ffi's map functions, set to keep the GIL:
+    each call takes microseconds, and giving the GIL away for it would make this thread
+    wait for it again behind the compiling threads, a pass at a time.
+    """
+    try:
+        fns = _map_fns()
+        if fns is None:
+            return tuple(funcs.items())
+        size_fn, iter_fn = fns
+        n = size_fn(funcs)
+        out = []
+        if n:
+            it = iter_fn(funcs)
+            it.release_gil = False
+            for _ in range(n):
+                out.append((it(0), it(1)))
+                if not it(2):
+                    break
+        return tuple(out)
+    except Exception:
+        return None
+
+
+_MAP_FNS: list[tuple[Any, Any] | None] = []
+
+
+def _map_fns() -> tuple[Any, Any] | None:
+    """(MapSize, MapForwardIterFunctor) as tltrace's own GIL-keeping handles, or None where unavailable."""
+    if not _MAP_FNS:
+        try:
+            import tvm_ffi  # type: ignore[import-not-found]
+
+            size_fn = tvm_ffi.get_global_func("ffi.MapSize")
+            iter_fn = tvm_ffi.get_global_func("ffi.MapForwardIterFunctor")
+            size_fn.release_gil = False
+            iter_fn.release_gil = False
+            _MAP_FNS.append((size_fn, iter_fn))
+        except Exception:
+            _MAP_FNS.append(None)
+    return _MAP_FNS[0]
+
+
+def _same_items(a: tuple, b: tuple) -> bool:
+    if len(a) != len(b):
+        return False
+    return all(_same_obj(g1, g2) and _same_obj(f1, f2) for (g1, f1), (g2, f2) in zip(a, b))
+
+
+def _same_obj(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if a is None or b is None:
+        return False
+    try:
+        return bool(a.same_as(b))
+    except Exception:
+        return False

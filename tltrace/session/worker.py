@@ -1,0 +1,155 @@
+"""The background worker: printing and everything after it, off the compiling thread.
+
+The compiling thread takes a field snapshot of the IR (session/snapshot.py) and
+hands one job per pass callback to its worker thread, which prints, hashes,
+counts, stores, appends records.jsonl and calls the listeners.
+
+- Each compiling thread has one worker (up to MAX_WORKERS, then shared) and each
+  worker one FIFO queue: the jobs of one compile run in the order its callbacks
+  came, so records, the live stream and the report stay in pass order.
+- The queue is bounded (`MAX_JOBS`): a compile that outruns the worker waits for
+  it rather than holding ever more IR.
+- A compile returns once its own records are on disk (it waits for its worker to
+  reach its last job: the worker's lag, usually milliseconds).
+- `drain()` waits for every job handed in before it. The invocation drains when
+  it ends (disable(), the end of `tltrace run`, the pytest plugin's test), a failed
+  or interrupted compile drains before its error reaches the caller, and an atexit
+  hook drains at interpreter exit. Nothing recorded is lost on a normal exit.
+- What a hard crash of the compiler (a segfault, an abort in C++) loses: the jobs
+  still queued, at most `MAX_JOBS` pass callbacks per worker, the passes just before
+  the crash; everything the worker finished is on disk and readable, as after a
+  kill -9. `--sync` (TLTRACE_SYNC=1, enable(sync=True)) records each pass before the
+  next one runs, for debugging a crashing compiler or tltrace itself.
+- On Linux the worker runs at a lower priority (nice +10), so a machine whose cores
+  nvcc keeps busy gives them to the compile first.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import queue
+import threading
+import weakref
+from collections.abc import Callable
+
+MAX_JOBS = 256  # pass callbacks waiting to be printed; each holds the fields of one module
+NICE = 10
+
+Job = Callable[[], object]
+
+
+class Worker:
+    """One daemon thread running jobs in the order they were submitted."""
+
+    def __init__(self, max_jobs: int = MAX_JOBS) -> None:
+        self._queue: queue.Queue[Job | threading.Event] = queue.Queue(max_jobs)
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def submit(self, job: Job) -> None:
+        """Queue `job`; waits while the queue is full."""
+        self._ensure_thread()
+        self._queue.put(job)
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until every job submitted before this call has run; return False on timeout."""
+        if self._thread is None or not self._thread.is_alive():
+            return True
+        if threading.current_thread() is self._thread:
+            return True  # a job that drains (a listener ending the invocation): its jobs come next
+        done = threading.Event()
+        self._queue.put(done)
+        return done.wait(timeout)
+
+    def _ensure_thread(self) -> None:
+        t = self._thread
+        if t is not None and t.is_alive():
+            return
+        with self._start_lock:
+            t = self._thread
+            if t is None or not t.is_alive():
+                t = threading.Thread(target=self._run, name="tltrace-capture", daemon=True)
+                t.start()
+                self._thread = t
+
+    def _run(self) -> None:
+        _lower_priority()
+        get = self._queue.get
+        while True:
+            job = get()
+            try:
+                if isinstance(job, threading.Event):
+                    job.set()
+                else:
+                    job()
+            except BaseException:  # a job guards itself; the worker never dies of one
+                pass
+            finally:
+                job = None  # type: ignore[assignment]  # drop the IR it held before waiting
+
+
+def _lower_priority() -> None:
+    """Give this thread (Linux: a thread has its own nice value) a lower priority; best effort."""
+    try:
+        tid = threading.get_native_id()
+        now = os.getpriority(os.PRIO_PROCESS, tid)
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, now + NICE))
+    except (AttributeError, OSError):
+        pass
+
+
+# One worker per compiling thread, up to MAX_WORKERS (then threads share them round-robin): a
+# thread's compiles stay in order on one worker, and an autotuner's compiling threads do not
+# queue behind one printer.
+MAX_WORKERS = max(1, min(8, (os.cpu_count() or 2) - 1))
+
+_lock = threading.Lock()
+_workers: list[Worker] = []
+_by_thread: weakref.WeakKeyDictionary[threading.Thread, Worker] = weakref.WeakKeyDictionary()
+_pid = os.getpid()
+_next = 0
+
+
+def worker() -> Worker:
+    """Return the worker of the calling thread (fresh ones in a forked child: threads do not survive fork)."""
+    global _pid, _next
+    me = threading.current_thread()
+    with _lock:
+        if _pid != os.getpid():
+            _workers.clear()
+            _by_thread.clear()
+            _pid = os.getpid()
+        w = _by_thread.get(me)
+        if w is None:
+            if len(_workers) < MAX_WORKERS:
+                _workers.append(Worker())
+            w = _workers[_next % len(_workers)]
+            _next += 1
+            _by_thread[me] = w
+        return w
+
+
+def drain(timeout: float | None = None) -> bool:
+    """Wait for every job submitted so far in this process; return False on timeout."""
+    with _lock:
+        workers = list(_workers) if _pid == os.getpid() else []
+    ok = True
+    for w in workers:
+        ok = w.drain(timeout) and ok
+    return ok
+
+
+def on_worker() -> bool:
+    """Return True on a worker thread (a job emitting an event needs no second queueing)."""
+    me = threading.current_thread()
+    return any(w._thread is me for w in list(_workers))
+
+
+@atexit.register
+def _drain_at_exit() -> None:
+    try:
+        drain()
+    except BaseException:
+        pass
