@@ -109,8 +109,10 @@ def register(app: typer.Typer) -> None:
     """Add this module's commands to the app."""
     # ignore_unknown_options: lets '-2' (a RUN) through as an argument.
     ctx = {"ignore_unknown_options": True}
-    app.command("show", epilog=SHOW_EPILOG, context_settings=ctx)(show_cmd)
-    app.command("diff-runs", epilog=DIFF_EPILOG, context_settings=ctx)(diff_runs_cmd)
+    from .shared import PathArgsCommand  # `show -dash.py`: a script, not -d -a -s -h
+
+    app.command("show", cls=PathArgsCommand, epilog=SHOW_EPILOG, context_settings=ctx)(show_cmd)
+    app.command("diff-runs", cls=PathArgsCommand, epilog=DIFF_EPILOG, context_settings=ctx)(diff_runs_cmd)
     app.command("clean", epilog=CLEAN_EPILOG)(clean_cmd)
 
 
@@ -628,14 +630,23 @@ def diff_runs_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
     kernel: Optional[str] = KERNEL_OPT,
+    force: bool = typer.Option(
+        False, "--force", help="Let --html replace a file that tltrace did not write (or a link)."
+    ),
 ) -> None:
     """Compare two invocations compile by compile (or two compiles pass by pass)."""
+    from .. import output_path
     from ..history import runs as R
     from ..history.compare import diff_invocations, diff_runs
 
     _check_args([a, b])
     td = _trace_dir(trace_dir)
+    html_stdout = html is not None and str(html) == output_path.STDOUT
+    if html_stdout and as_json:
+        raise _fail("--html - and --json both want stdout; give --html a file")
     try:
+        if html is not None:
+            output_path.check(html, output_path.DIFF_HTML, force=force)
         sa = R.parse_ref(a, td, script, kernel)
         sb = R.parse_ref(b, td, script, kernel)
         for r in (*sa.runs, *sb.runs):
@@ -653,13 +664,15 @@ def diff_runs_cmd(
             focus_diff = _pair_diff(ra, rb, focus, context) if focus is not None else None
             report = None
             if html is not None:
-                report = _write_diff_html(d, ra, rb, html, context)
+                report = _write_diff_html(d, ra, rb, html, context, force)
     except TltraceError as exc:
         raise _fail(str(exc), EXIT_USAGE) from None  # diff's convention: 2 is trouble
     if inv is not None:
         _print_invocation_diff(inv, sa, sb, as_json)
         raise typer.Exit(EXIT_OK if inv.same else EXIT_SCRIPT_FAILED)
     code = EXIT_OK if d.same else EXIT_SCRIPT_FAILED
+    if html_stdout:
+        raise typer.Exit(code)  # the page went to stdout; nothing else goes there
     if as_json:
         from ..history.compare import CompilePair
 
@@ -879,7 +892,7 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
             con.print(Text("    (outputs are identical)", style="dim"))
 
 
-def _write_diff_html(d, ra, rb, out: Path, context: int) -> Path:
+def _write_diff_html(d, ra, rb, out: Path, context: int, force: bool = False) -> Path | None:
     from ..history.compare import SAME
     from ..render import diffruns
 
@@ -905,10 +918,10 @@ def _write_diff_html(d, ra, rb, out: Path, context: int) -> Path:
             }
         )
     data["diffs"] = diffs
-    try:
-        return diffruns.write(data, out)
-    except OSError as exc:
-        raise TltraceError(f"cannot write {out} ({exc.strerror or exc})") from None
+    from .. import output_path
+
+    page = diffruns.render(data).encode("utf-8", "surrogatepass")
+    return output_path.write(out, output_path.DIFF_HTML, page, force=force).path
 
 
 # -- clean -------------------------------------------------------------------------
