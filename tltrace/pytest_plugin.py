@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from ._shell import command
+
 MODES = ("terminal", "html", "both")
 DEFAULT_MODE = "html"
 
@@ -297,7 +299,7 @@ class _Tracer:
                 else ""
             )
             lines.append(f"  {label}: {m.status}, {len(m.records)} passes{failed}  {m.run_id}")
-        lines.append(f"show: tltrace show --trace-dir {td} {test.script_dir.name}")
+        lines.append(f"show: {command('tltrace', 'show', '--trace-dir', td, test.script_dir.name)}")
         return "\n".join(lines)
 
     def summary(self) -> list[str]:

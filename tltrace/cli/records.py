@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 import typer
 
+from .._shell import command
 from ..config import trace_dir_of as _trace_dir
 from ..errors import EXIT_OK, EXIT_RECORDS, EXIT_SCRIPT_FAILED, EXIT_USAGE, TltraceError
 from .shared import console as _console
@@ -348,7 +349,7 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
         where = loc.root or loc.script_dirs[0]
         if kernel is not None:
             raise R.UsageError(
-                f"no run of kernel {kernel!r} under {where}; 'tltrace show {where}' lists every run"
+                f"no run of kernel {kernel!r} under {where}; {command('tltrace', 'show', where)} lists every run"
             )
         raise R.RecordsError(f"no runs left under {where}; run 'tltrace run SCRIPT' first")
     if as_json:
@@ -454,7 +455,8 @@ def _show_invocation(sel, as_json: bool) -> None:
     con.print(table)
     con.print(
         _t(
-            f"open one: tltrace show {inv.script_dir.name} {sel.spec} SIGNATURE (a prefix), or --kernel NAME",
+            f"open one: {command('tltrace', 'show', inv.script_dir.name, sel.spec)} SIGNATURE (a prefix), "
+            "or --kernel NAME",
             "dim",
         ),
         soft_wrap=True,
@@ -968,7 +970,7 @@ def clean_cmd(
         loc = R.locate(target, td)
         if loc.run_dir is not None:
             raise TltraceError(
-                f"{target} is one run; clean works on scripts (to remove just this run: rm -r {loc.run_dir})"
+                f"{target} is one run; clean works on scripts (to remove just this run: {command('rm', '-r', loc.run_dir)})"
             )
         result = clean(
             loc.script_dirs,

@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .. import safe_read
+from .._shell import command
 from ..errors import RecordsError
 from ..session import liveness
 from ..session.records import READABLE_SCHEMA_VERSIONS, RUNNING, SCHEMA_VERSION, PassRecord, RunManifest
@@ -101,11 +103,11 @@ def load_manifest(run_dir: Path) -> RunManifest:
     run_dir = Path(run_dir)
     mpath = run_dir / MANIFEST
     log = run_dir / RECORDS_LOG
-    hint = f"remove it with 'rm -r {run_dir}' or 'tltrace clean'"
+    hint = f"remove it with: {command('rm', '-r', run_dir)} (or tltrace clean)"
     if not run_dir.is_dir():
         raise RecordsError(f"run directory {run_dir} does not exist")
     try:
-        text = mpath.read_text(encoding="utf-8")
+        text = safe_read.read_text(mpath)  # never waits on a FIFO, never follows a link
     except FileNotFoundError:
         if log.is_file():
             return _from_log_only(run_dir)
@@ -142,7 +144,7 @@ def _read_log(run_dir: Path) -> list[PassRecord]:
     """Return the records in records.jsonl; a torn last line (a killed writer) is skipped."""
     out: dict[int, PassRecord] = {}
     try:
-        lines = (run_dir / RECORDS_LOG).read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = safe_read.read_text(run_dir / RECORDS_LOG, errors="replace").splitlines()
     except OSError:
         return []
     for line in lines:

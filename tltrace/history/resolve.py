@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from .._shell import command
 from ..errors import RecordsError, UsageError
 from ..reconcile.files import DEFAULT_STEM, EXT, REGISTRY_NAME
 from ..session.names import safe_component
@@ -98,7 +99,9 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
         if path.name and is_script_dir(by_name):
             return Location((by_name,))
         _raise_if_records_not_dirs(path)
-        raise RecordsError(f"no run records under {path}; run 'tltrace run SCRIPT --trace-dir {path}' first")
+        raise RecordsError(
+            f"no run records under {path}; run {command('tltrace', 'run', 'SCRIPT', '--trace-dir', path)} first"
+        )
     name = path.stem if path.suffix == ".py" else path.name
     if path.name == "__main__.py":
         name = path.resolve().parent.name
@@ -112,7 +115,7 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
         raise RecordsError(_not_a_dir(candidate / RUN_RECORDS))
     if path.exists():
         raise RecordsError(
-            f"no run records for {text} under {candidate}; run 'tltrace run {text}' first "
+            f"no run records for {text} under {candidate}; run {command('tltrace', 'run', text)} first "
             f"(or pass --trace-dir)"
         )
     raise RecordsError(
@@ -218,7 +221,7 @@ def _narrow(
         if not runs:
             raise UsageError(
                 f"no compile of kernel {kernel!r} in invocation {spec} of {inv.script_dir.name}; "
-                f"'tltrace show {inv.script_dir.name} {spec}' lists its compiles"
+                f"{command('tltrace', 'show', inv.script_dir.name, spec)} lists its compiles"
             )
     if signature is not None:
         hits = [r for r in runs if label(r.manifest, r.run_id).startswith(signature)]
@@ -227,7 +230,7 @@ def _narrow(
         if not hits:
             raise UsageError(
                 f"no compile with signature {signature!r} in invocation {spec} of "
-                f"{inv.script_dir.name}; 'tltrace show {inv.script_dir.name} {spec}' lists them"
+                f"{inv.script_dir.name}; {command('tltrace', 'show', inv.script_dir.name, spec)} lists them"
             )
         if len(hits) > 1:
             names = ", ".join(label(r.manifest, r.run_id) for r in hits[:3]) + (
@@ -262,7 +265,7 @@ def select(
         ]
         if not invs:
             raise UsageError(
-                f"no run of kernel {kernel!r} under {script_dir}; 'tltrace show {script_dir}' "
+                f"no run of kernel {kernel!r} under {script_dir}; {command('tltrace', 'show', script_dir)} "
                 "lists the kernels"
             )
     spec = (spec or "latest").strip()
@@ -300,7 +303,8 @@ def select(
                 pos = f"-{len(invs) - invs.index(inv)}"
                 return Selection(inv, _narrow(inv, inv.runs, kernel, spec, pos), pos)
     raise UsageError(
-        f"no run, invocation or signature {spec!r} under {script_dir}; 'tltrace show {script_dir}' lists them"
+        f"no run, invocation or signature {spec!r} under {script_dir}; "
+        f"{command('tltrace', 'show', script_dir)} lists them"
     )
 
 
@@ -331,7 +335,7 @@ def open_selection(
             names = ", ".join(p.name for p in loc.script_dirs[:5])
             raise UsageError(
                 f"{loc.root} holds runs of several scripts ({names}); name one, "
-                f"e.g. 'tltrace show {loc.script_dirs[0].name} {run or 'latest'}'"
+                f"e.g. {command('tltrace', 'show', loc.script_dirs[0].name, run or 'latest')}"
             )
         sel = select(loc.script_dirs[0], run, kernel, signature)
     for r in sel.runs:

@@ -44,6 +44,7 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
+from .. import safe_read
 from .._atomic import atomic_write
 from ..config import Settings
 from ..errors import RecordsError
@@ -275,7 +276,7 @@ def index_invocation(path: Path) -> str | None:
     if os.path.islink(path):
         return None  # never read, let alone append, through a link
     try:
-        with open(path, "rb") as fh:
+        with safe_read.open_binary(path) as fh:  # a FIFO is refused, never waited on
             if fh.read(len(head)) != head:
                 return None
             data = _chunk_json(fh.readline(1 << 20))
@@ -290,7 +291,7 @@ def index_rows(path: Path) -> list[dict[str, Any]]:
     """Return an index file's compile rows, the last chunk of each run_id winning, in first-seen order."""
     rows: dict[str, dict[str, Any]] = {}
     try:
-        with open(path, "rb") as fh:
+        with safe_read.open_binary(path) as fh:
             fh.seek(len(index_head()))
             for line in fh:
                 data = _chunk_json(line)
