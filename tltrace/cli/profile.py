@@ -8,6 +8,7 @@ profile.py; this module only selects, formats and prints.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -106,12 +107,19 @@ def print_profile(manifests: list, top: int | None, as_json: bool) -> None:
 
 
 # -- markdown (CI step summary) ---------------------------------------------------------------------
+def _md_code(text: Any) -> str:
+    """Return a cell showing `text` as code when it is a plain id, else escaped as `_md` does (it is data)."""
+    s = str(text if text is not None else "")
+    return f"`{s}`" if re.fullmatch(r"[A-Za-z0-9_.:-]{1,120}", s) else _md(s)
+
+
 def _md(text: Any) -> str:
     """Return text safe inside a markdown table cell (no pipes, no newlines, no HTML)."""
     s = str(text if text is not None else "")
     s = s.splitlines()[0] if s else ""
     for a, b in (
         ("\\", "\\\\"),
+        ("&", "&amp;"),
         ("|", "\\|"),
         ("<", "&lt;"),
         (">", "&gt;"),
@@ -169,7 +177,7 @@ def markdown(manifests: list, top: int | None) -> str:
             str(c.get("failed", 0)),
             fmt_seconds(by_run[m.run_id].wall_s),
             _md(_failed_at(m)),
-            f"`{m.run_id}`",
+            _md_code(m.run_id),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     n = MARKDOWN_TOP if top is None else top

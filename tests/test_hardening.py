@@ -1,0 +1,72 @@
+"""Hostile inputs from issue 18: quoted hints (8), escaped markdown (10), huge pids (11)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+
+from tltrace.session.writer import pid_alive, writer_alive
+
+from ._records import copy_tree, run_dirs, trace
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory) -> Path:
+    td = tmp_path_factory.mktemp("hard") / "traces"
+    return trace(td, ("elementwise_add.py",))
+
+
+def _manifest(run: Path) -> tuple[Path, dict]:
+    p = run / "manifest.json"
+    return p, json.loads(p.read_text())
+
+
+def _rewrite(p: Path, data: dict) -> None:
+    os.chmod(p, 0o644)
+    p.write_text(json.dumps(data))
+
+
+def test_damaged_run_hint_is_a_quoted_command(run_cli, traced: Path, tmp_path: Path) -> None:
+    """With a trace dir 'my traces', pasting the hint must remove the run, not 'my'."""
+    td = copy_tree(traced, tmp_path / "my traces")
+    bad = td / "elementwise_add" / ".run_records" / "run_20200101_000000_000000_1_ab"
+    bad.mkdir()
+    res = run_cli("show", "--trace-dir", str(td), "elementwise_add", "run_20200101_000000_000000_1_ab")
+    assert res.exit_code == 3, res.output
+    line = res.stderr.strip()
+    cmd = line.split("remove it with: ", 1)[1].split(" (or", 1)[0]
+    assert shlex.split(cmd) == ["rm", "-r", str(bad)]
+
+
+def test_markdown_escapes_every_cell(run_cli, traced: Path, tmp_path: Path) -> None:
+    td = copy_tree(traced, tmp_path / "T")
+    p, data = _manifest(run_dirs(td / "elementwise_add")[-1])
+    data["run_id"] = "run_x`<img src=x onerror=alert(1)>`|<b>"
+    data["kernel"] = "<script>alert(2)</script>"
+    _rewrite(p, data)
+    res = run_cli("show", "--trace-dir", str(td), "elementwise_add", "--format", "markdown")
+    assert res.exit_code == 0, res.output
+    assert "<img" not in res.stdout and "<script" not in res.stdout and "<b>" not in res.stdout
+    assert "&lt;img" in res.stdout
+
+
+def test_huge_pids_are_dead_not_a_traceback(run_cli, traced: Path, tmp_path: Path) -> None:
+    assert pid_alive(10**20) is False and pid_alive(2**63) is False
+    assert writer_alive({"pid": 10**20, "start": "1", "host": ""}) is False
+    assert writer_alive(None, "run_20260101_000000_000000_99999999999999999999_x") is False
+    td = copy_tree(traced, tmp_path / "T")
+    root = td / "elementwise_add" / ".run_records"
+    (root / "run_20260101_000000_000000_99999999999999999999_x").mkdir()
+    p, data = _manifest(run_dirs(td / "elementwise_add")[-1])
+    data["status"] = "running"
+    data["writer"] = {"pid": 10**20, "start": "1", "host": data.get("writer", {}).get("host", "")}
+    _rewrite(p, data)
+    res = run_cli("show", "--trace-dir", str(td))
+    assert res.exit_code == 0 and "interrupted" in res.stdout, res.output
+    res = run_cli("clean", "--trace-dir", str(td), "--keep", "1")
+    assert res.exit_code == 0, res.output
+    assert not (root / "run_20260101_000000_000000_99999999999999999999_x").exists()
