@@ -70,3 +70,57 @@ def test_huge_pids_are_dead_not_a_traceback(run_cli, traced: Path, tmp_path: Pat
     res = run_cli("clean", "--trace-dir", str(td), "--keep", "1")
     assert res.exit_code == 0, res.output
     assert not (root / "run_20260101_000000_000000_99999999999999999999_x").exists()
+
+
+def test_symlinked_run_dir_is_not_read_and_is_named(run_cli, traced: Path, tmp_path: Path) -> None:
+    """A link named like the newest run is neither listed as a run nor followed; show says so."""
+    td = copy_tree(traced, tmp_path / "T")
+    real = run_dirs(td / "elementwise_add")[-1]
+    outside = copy_tree(real, tmp_path / "outside_run")
+    link = td / "elementwise_add" / ".run_records" / "run_20991231_000000_000000_5_ab"
+    link.symlink_to(outside)
+    res = run_cli("show", "--trace-dir", str(td), "elementwise_add")
+    assert res.exit_code == 0, res.output
+    assert link.name not in res.stdout and f"skipped {link}: a symbolic link" in res.stderr
+    res = run_cli("show", "--trace-dir", str(td), "elementwise_add", "-1", "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["run_id"] == real.name, res.output
+    res = run_cli("show", "--trace-dir", str(td), str(link))
+    assert res.exit_code == 3 and "symbolic link" in res.stderr, res.output
+
+
+def test_symlinked_script_dir_is_not_written_through(tmp_path: Path) -> None:
+    """Records and working files never land outside the trace dir; the run says why it recorded nothing."""
+    import shutil
+    import subprocess
+    import sys
+
+    from ._records import EXAMPLES
+
+    for name in ("elementwise_add.py", "_common.py"):
+        shutil.copy(EXAMPLES / name, tmp_path / name)
+    td, outside = tmp_path / "T", tmp_path / "outside"
+    td.mkdir()
+    outside.mkdir()
+    (td / "elementwise_add").symlink_to(outside)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tltrace",
+            "run",
+            "-q",
+            "--mode",
+            "both",
+            "--trace-dir",
+            str(td),
+            "elementwise_add.py",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0 and "max error 0" in proc.stdout, proc.stderr
+    assert list(outside.iterdir()) == []
+    assert "is a symbolic link; tltrace writes nothing through it" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -325,6 +325,8 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
     """The listing: every invocation of the located scripts, each with its compiles."""
     from ..history import runs as R
 
+    for link in R.skipped_links(loc):  # the one symlink rule: not followed, and said
+        _warn(f"skipped {link}: a symbolic link; tltrace does not follow links")
     invs = []
     for sd in loc.script_dirs:
         for inv in R.group_invocations([R.load_run(p, size=True) for p in R.run_dirs(sd)]):

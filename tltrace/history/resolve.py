@@ -34,7 +34,7 @@ from ..session.names import safe_component
 from ..session.scripts import script_dir_for
 from ..session.store import RUN_RECORDS
 from .invocations import RecordedInvocation, invocation_key, invocations, label
-from .loading import Run, is_run_dir, is_script_dir, load_run, run_dirs, start_of
+from .loading import Run, is_run_dir, is_script_dir, load_run, real_dir, run_dirs, start_of
 
 _RELATIVE = re.compile(r"^(?:latest|-\d+)$")
 
@@ -83,6 +83,14 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
     path = Path(text)
     if path.name == RUN_RECORDS and path.exists() and not path.is_dir():
         raise RecordsError(_not_a_dir(path))
+    if (
+        path.is_symlink()
+        and path.is_dir()
+        and (path.parent.name == RUN_RECORDS or (path / RUN_RECORDS).exists())
+    ):
+        raise RecordsError(
+            f"{path} is a symbolic link; tltrace does not follow links (name the directory itself)"
+        )
     if path.is_dir():
         if is_run_dir(path):
             return Location((path.parent.parent,), run_dir=path)
@@ -111,6 +119,11 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
     by_name = trace_dir / safe_component(name)
     if name and not path.exists() and is_script_dir(by_name):
         return Location((by_name,))  # a script no longer (or not here) on disk: its name's directory
+    for d in (candidate, trace_dir / safe_component(name)):
+        if name and d.is_symlink():
+            raise RecordsError(
+                f"{d} is a symbolic link; tltrace does not follow links (name the directory itself)"
+            )
     if name and (candidate / RUN_RECORDS).exists():
         raise RecordsError(_not_a_dir(candidate / RUN_RECORDS))
     if path.exists():
@@ -142,7 +155,7 @@ def _trace_root(trace_dir: Path) -> Location:
 
 def _not_a_dir(records: Path) -> str:
     return (
-        f"{records} is not a directory, so it holds no runs; remove it ('rm {records}') "
+        f"{records} is not a directory, so it holds no runs; remove it ({command('rm', records)}) "
         "and the next 'tltrace run' recreates it"
     )
 
@@ -155,13 +168,35 @@ def _raise_if_records_not_dirs(path: Path) -> None:
         return
     for p in candidates:
         rr = p / RUN_RECORDS
-        if rr.exists() and not rr.is_dir():
+        if rr.exists() and not rr.is_dir() and not p.is_symlink():
             raise RecordsError(_not_a_dir(rr))
+
+
+def skipped_links(location: Location) -> list[Path]:
+    """Return the links named like script or run directories that listing left out (to tell the user)."""
+    found: list[Path] = []
+    if location.root is not None:
+        try:
+            found += sorted(
+                p
+                for p in Path(location.root).iterdir()
+                if p.is_symlink() and not p.name.startswith(".") and (p / RUN_RECORDS).is_dir()
+            )
+        except OSError:
+            pass
+    for sd in location.script_dirs:
+        try:
+            found += sorted(
+                p for p in (Path(sd) / RUN_RECORDS).iterdir() if p.name.startswith("run_") and p.is_symlink()
+            )
+        except OSError:
+            pass
+    return found
 
 
 def _script_dirs_under(path: Path) -> list[Path]:
     try:
-        children = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+        children = sorted(p for p in path.iterdir() if real_dir(p) and not p.name.startswith("."))
     except OSError:
         return []
     return [p for p in children if is_script_dir(p)]
