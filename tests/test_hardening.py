@@ -124,3 +124,44 @@ def test_symlinked_script_dir_is_not_written_through(tmp_path: Path) -> None:
     assert list(outside.iterdir()) == []
     assert "is a symbolic link; tltrace writes nothing through it" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_report_that_could_not_be_written_is_not_named(tmp_path: Path) -> None:
+    """Under `ulimit -f`, the done: line names no missing report.html and no stale index is left."""
+    import resource
+    import shutil
+    import subprocess
+    import sys
+
+    from ._records import EXAMPLES
+
+    for name in ("elementwise_add.py", "_common.py"):
+        shutil.copy(EXAMPLES / name, tmp_path / name)
+    td = tmp_path / "T"
+    cmd = [
+        sys.executable,
+        "-m",
+        "tltrace",
+        "run",
+        "--mode",
+        "html",
+        "--trace-dir",
+        str(td),
+        "elementwise_add.py",
+    ]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    index = td / "elementwise_add" / "report.html"
+    assert index.is_file()
+
+    def limit() -> None:  # Python ignores SIGXFSZ: writes past the limit fail with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (40 * 1024, 40 * 1024))
+
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path, preexec_fn=limit)
+    assert proc.returncode == 0 and "max error 0" in proc.stdout, proc.stderr
+    assert "could not write the HTML report" in proc.stderr
+    newest = run_dirs(td / "elementwise_add")[-1]
+    assert not (newest / "report.html").exists()
+    done = [line for line in proc.stdout.splitlines() if "done:" in line]
+    assert done and "report:" not in done[-1], proc.stdout
+    assert not index.exists()  # the first invocation's index would pass for this one's

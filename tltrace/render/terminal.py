@@ -416,8 +416,7 @@ class TerminalView:
             self._print_blocks(sorted(self._nested.pop(event.run_dir, []), key=lambda b: b[0]))
             if self.settings.quiet:
                 return  # one table at the end of the invocation (one line when it made one compile)
-            report = event.run_dir / "report.html" if self.settings.html else None
-            self._print_texts([summary_line(event.manifest, event.run_dir, report)])
+            self._print_texts([summary_line(event.manifest, event.run_dir, self._report(event.run_dir))])
         elif isinstance(event, InvocationFinished):
             if self.settings.quiet:
                 self._invocation_summary(event)
@@ -437,14 +436,18 @@ class TerminalView:
         elif isinstance(event, RunStarted):
             pass
 
+    def _report(self, run_dir: Path) -> Path | None:
+        """The run's report when html mode wrote one (a report that could not be written is not named)."""
+        path = Path(run_dir) / "report.html"
+        return path if self.settings.html and os.path.isfile(path) and not os.path.islink(path) else None
+
     def _invocation_summary(self, event: InvocationFinished) -> None:
         finished = {id(m): d for m, d in self.finished}
         runs = [m for m, _ in self.finished if m.invocation == event.invocation] or list(event.runs)
         if len(runs) == 1:
             m = runs[0]
             run_dir = finished.get(id(m)) or Path(m.run_id)
-            report = run_dir / "report.html" if self.settings.html else None
-            self._print_texts([summary_line(m, run_dir, report)])
+            self._print_texts([summary_line(m, run_dir, self._report(run_dir))])
             return
         if not runs:
             return
