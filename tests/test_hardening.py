@@ -11,7 +11,7 @@ import pytest
 
 from tltrace.session.writer import pid_alive, writer_alive
 
-from ._records import copy_tree, run_dirs, trace
+from ._records import copy_tree, read_manifest, run_dirs, trace
 
 
 @pytest.fixture(scope="module")
@@ -165,3 +165,33 @@ def test_report_that_could_not_be_written_is_not_named(tmp_path: Path) -> None:
     done = [line for line in proc.stdout.splitlines() if "done:" in line]
     assert done and "report:" not in done[-1], proc.stdout
     assert not index.exists()  # the first invocation's index would pass for this one's
+
+
+def test_terminal_escapes_in_records_are_made_visible(run_cli, traced: Path, tmp_path: Path) -> None:
+    """An ESC in IR text or a kernel name is shown as ^[ (cat -v), never sent to the terminal."""
+    import io
+
+    from rich.text import Text
+
+    from tltrace.render.terminal import make_console, write_texts
+
+    td = copy_tree(traced, tmp_path / "T")
+    run = run_dirs(td / "elementwise_add")[-1]
+    p, data = _manifest(run)
+    data["kernel"] = data["signature"] = "add\x1b]0;pwned\x07"
+    rec = next(r for r in read_manifest(run)["records"] if r["status"] == "changed" and r["after_file"])
+    _rewrite(p, data)
+    after = run / rec["after_file"]
+    evil = after.read_text() + "\x1b[2J\x1b[31mcleared\x9b2J\n"
+    after.unlink()  # a hard link into .objects: replace the per-pass file only
+    after.write_text(evil)
+    res = run_cli("show", "--trace-dir", str(td), "elementwise_add", "-1", "--pass", str(rec["index"]))
+    assert res.exit_code == 0, res.output
+    assert "\x1b" not in res.stdout and "\x9b" not in res.stdout
+    assert "^[[2J^[[31mcleared" in res.stdout
+    res = run_cli("show", "--trace-dir", str(td), "elementwise_add")
+    assert res.exit_code == 0 and "\x1b" not in res.stdout and "add^[]0;pwned" in res.stdout, res.output
+    con = make_console()
+    con.file = io.StringIO()
+    write_texts(con, [Text("int f() { return 0; } // \x1b[2J")])
+    assert con.file.getvalue() == "int f() { return 0; } // ^[[2J\n"

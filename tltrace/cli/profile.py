@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..history.profile import BACKEND, UNTIMED, fmt_seconds, invocation_of, profile
+from ..render.visible import visible
 
 DEFAULT_TOP = 20
 MARKDOWN_TOP = 10
@@ -116,7 +117,7 @@ def _md_code(text: Any) -> str:
 def _md(text: Any) -> str:
     """Return text safe inside a markdown table cell (no pipes, no newlines, no HTML)."""
     s = str(text if text is not None else "")
-    s = s.splitlines()[0] if s else ""
+    s = visible(s.splitlines()[0]) if s else ""
     for a, b in (
         ("\\", "\\\\"),
         ("&", "&amp;"),

@@ -26,8 +26,10 @@ def trace_dir_option(help: str = TRACE_DIR_HELP) -> Any:
 
 def error_line(message: str) -> str:
     """Return the one line an error prints: `tltrace: error: <first line of message>`."""
+    from ..render.visible import visible
+
     first = str(message).strip().splitlines()[0] if str(message).strip() else "unknown error"
-    return f"tltrace: error: {first}"
+    return f"tltrace: error: {visible(first)}"
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
@@ -37,12 +39,14 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
 
 
 def warn(message: str) -> None:
-    typer.echo(f"tltrace: warning: {message}", err=True)
+    from ..render.visible import visible
+
+    typer.echo(f"tltrace: warning: {visible(str(message))}", err=True)
 
 
 def console():
     """Return the Rich console the commands print with (wide when not a terminal: no cut lines)."""
-    from rich.console import Console
+    from ..render.visible import VisibleConsole as Console  # control characters shown as ^[, never sent
 
     c = Console(highlight=False, soft_wrap=False)
     if not c.is_terminal:

@@ -33,6 +33,7 @@ from ..session.events import (
     ScriptOutput,
 )
 from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, NOOP, PassRecord, RunManifest
+from .visible import VisibleConsole, visible
 
 _print_lock = threading.Lock()
 
@@ -56,7 +57,7 @@ TAG_STYLE = {
 }
 
 
-class _StreamConsole(Console):
+class _StreamConsole(VisibleConsole):
     def on_broken_pipe(self) -> None:
         """The reader went away (`tltrace run x.py | head`): drop further output, never break the compile.
 
@@ -81,10 +82,11 @@ def write_texts(console: Console, texts: list[Text]) -> None:
     out: list[str] = []
     for text in texts:
         for seg in text.render(console):
+            text_ = visible(seg.text)  # data never drives the terminal (render/visible.py)
             if color_system is not None and seg.style is not None:
-                out.append(seg.style.render(seg.text, color_system=color_system))
+                out.append(seg.style.render(text_, color_system=color_system))
             else:
-                out.append(seg.text)
+                out.append(text_)
         out.append("\n")
     if console.quiet:
         return
