@@ -138,7 +138,7 @@ def _failed_at(m) -> str:
     for r in m.records:
         if r.status == "failed":
             return f"{r.name} (#{r.index})"
-    return "after the last pass" if m.status == "error" else ""
+    return "after the last pass" if m.status in ("error", "interrupted") else ""
 
 
 def markdown(manifests: list, top: int | None) -> str:

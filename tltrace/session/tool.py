@@ -31,7 +31,7 @@ from . import sourcemap_store as sms
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
 from .interrupt import interrupted
 from .names import pass_display_name
-from .records import CHANGED, CODEGEN, COMPLETE, ERROR, FAILED, NOOP, PassRecord, RunManifest
+from .records import CHANGED, CODEGEN, COMPLETE, ERROR, FAILED, INTERRUPTED, NOOP, PassRecord, RunManifest
 from .signature import input_hash, launch_info, signature
 from .store import RunStore, text_hash
 from .writer import writer_token
@@ -40,6 +40,13 @@ Emit = Callable[[Event], None]
 
 UNSCOPED = "unscoped"
 CODEGEN_PHASE = "codegen"
+
+
+def _final_status(error: BaseException | str | None) -> str:
+    """Return a finished run's status: complete, interrupted (Ctrl+C), or error."""
+    if error is None:
+        return COMPLETE
+    return INTERRUPTED if error_text(error) == "KeyboardInterrupt" else ERROR
 
 
 def error_text(error: BaseException | str | None) -> str:
@@ -356,7 +363,7 @@ class TraceSession:
                 self.manifest.with_records(records),
                 finished=time.time(),
                 repro=self.repro.info(),
-                status=ERROR if error is not None else COMPLETE,
+                status=_final_status(error),
                 error=error_text(error) if error is not None else None,
             )
             self.store.write_manifest(self.manifest)
