@@ -195,3 +195,28 @@ def test_terminal_escapes_in_records_are_made_visible(run_cli, traced: Path, tmp
     con.file = io.StringIO()
     write_texts(con, [Text("int f() { return 0; } // \x1b[2J")])
     assert con.file.getvalue() == "int f() { return 0; } // ^[[2J\n"
+
+
+def test_watch_unknown_option_is_named(run_cli) -> None:
+    res = run_cli("watch", "--bogus")
+    assert res.exit_code == 2 and "no such option: --bogus" in res.stderr, res.output
+
+
+def test_show_pass_streams_a_large_ir_line_for_line(run_cli, traced: Path, tmp_path: Path) -> None:
+    """A big IR with one real change: the streamed view is the diff's unified lines, each once."""
+    from tltrace.diff import diff
+
+    td = copy_tree(traced, tmp_path / "T")
+    run = run_dirs(td / "elementwise_add")[-1]
+    rec = next(r for r in read_manifest(run)["records"] if r["status"] == "changed" and r["after_file"])
+    before, after = run / rec["before_file"], run / rec["after_file"]
+    b, a = before.read_text(), after.read_text()
+    big_b, big_a = b * 300, b * 150 + a + b * 149
+    for p, text in ((before, big_b), (after, big_a)):
+        p.unlink()
+        p.write_text(text)
+    res = run_cli("show", "--trace-dir", str(td), "elementwise_add", "-1", "--pass", str(rec["index"]))
+    assert res.exit_code == 0, res.output
+    want = [line for _, line in diff(big_b, big_a).unified(context=3)]
+    got = [line[4:] for line in res.stdout.splitlines()[1:]]
+    assert got == want

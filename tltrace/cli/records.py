@@ -583,9 +583,17 @@ def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: b
         at = error_location(rec.error)
         if at is not None:
             con.print(Text(f"    at {at[0]}:{at[1]} (the kernel's Python line)", style="red"), soft_wrap=True)
+    # The texts may be huge: their lines are streamed, never laid out by Rich as one Text.
+    from ..render.terminal import LINE_STYLE
+    from ..render.visible import write_lines
+
     if d is None:
         con.print(Text("    (the pass failed: no output was recorded; the IR it was given:)", style="dim"))
-        con.print(Text(before), soft_wrap=True, markup=False, highlight=False)
+        write_lines(con, (("", line) for line in before.splitlines()), {}, indent="")
+        return
+    lines = d.unified(context=context, a_name="before", b_name="after", ignore_whitespace=ignore_whitespace)
+    if lines:
+        write_lines(con, lines, LINE_STYLE)
     else:
         con.print(diff_view(d, context, ignore_whitespace=ignore_whitespace), soft_wrap=True)
 
