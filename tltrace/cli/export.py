@@ -25,6 +25,7 @@ Examples:
   tltrace export autotune.py --all --chrome-trace all.json every run of the script kept on disk
   tltrace export ./ci_traces/test_add --chrome-trace -     to stdout
   tltrace run --chrome-trace gemm.json gemm.py             trace and export in one go
+  tltrace export gemm.py --chrome-trace old.json --force   replace a file tltrace did not write
 
 The file opens in https://ui.perfetto.dev and chrome://tracing: one process per
 invocation, one track per compiling thread, each compile a slice holding its
@@ -34,6 +35,8 @@ RUN is read as every command reads it (docs/runs.md, "Naming scripts, runs and
 compiles"): -1 (the newest invocation), -2, ..., an invocation id (that invocation),
 or a run id (that one compile); --kernel NAME keeps only NAME's compiles. Without
 RUN: the newest invocation of each script found.
+PATH is written only when new, a trace tltrace wrote, a pipe or a device; any other
+file, a link or a directory is refused unless --force (which replaces a file or link).
 Exit status: 0; 2 for bad usage; 3 for missing or damaged records.
 """
 

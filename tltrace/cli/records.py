@@ -65,6 +65,7 @@ Examples:
   tltrace diff-runs elementwise_add softmax     newest invocations of two scripts
   tltrace diff-runs RUN_DIR_A RUN_DIR_B --pass LowerTileOp
   tltrace diff-runs -2 -1 --kernel vmul --html diff.html --json
+  tltrace diff-runs gemm.py:-2 gemm.py:-1 --html -     the HTML page on stdout
   tltrace diff-runs 'gemm:gemm 1024' 'gemm:gemm 2048'   two compiles by signature prefix
 
 Two invocations are compared compile by compile: compiles with identical input IR
@@ -79,6 +80,8 @@ by the hashes of their input and output. The report names the first pass whose
 output differs, the first whose input matched but output differs (the pass that
 introduced the difference), and the first whose input differs, and shows the first
 difference as a diff of the two outputs; --pass and --html need one compile each.
+--html PATH replaces only a page tltrace wrote (--force: any file or link there);
+a pipe or device is written through; '-' is stdout.
 A and B: a run directory, a script (its newest invocation), SCRIPT:RUN, or a RUN
 of the script given by --script (or of the only script in the trace dir).
 Exit status, as diff's: 0 all the same, 1 any differ, 2 trouble.
