@@ -23,8 +23,6 @@ from typing import Any
 
 import pytest
 
-from ._shell import command
-
 MODES = ("terminal", "html", "both")
 DEFAULT_MODE = "html"
 
@@ -315,6 +313,8 @@ class _Tracer:
                 else ""
             )
             lines.append(f"  {label}: {m.status}, {len(m.records)} passes{failed}  {m.run_id}")
+        from ._shell import command  # here: without --tltrace the plugin imports nothing of tltrace
+
         lines.append(f"show: {command('tltrace', 'show', '--trace-dir', td, test.script_dir.name)}")
         return "\n".join(lines)
 
