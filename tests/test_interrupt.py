@@ -71,6 +71,6 @@ def test_ctrl_c_mid_compile_is_interrupted(tmp_path: Path, at: str) -> None:
     assert "Traceback" not in p.stderr and "RuntimeError" not in p.stderr
     (run,) = (tmp_path / "tr" / "stop" / ".run_records").glob("run_*")
     m = read_manifest(run)
-    assert m["status"] == "error" and m["error"] == "KeyboardInterrupt"
+    assert m["status"] == "interrupted" and m["error"] == "KeyboardInterrupt"
     assert [r for r in m["records"] if r["status"] == "failed"] == []
     assert "] interrupted: " in p.stdout and "[add " in p.stdout

@@ -179,3 +179,15 @@ def test_pyproject_registers_the_pytest11_entry_point():
 
     data = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert data["project"]["entry-points"]["pytest11"] == {"tltrace": "tltrace.pytest_plugin"}
+
+
+def test_xdist_workers_add_up_in_the_summary(suite):
+    """`pytest -n 2 --tltrace`: the controller's summary counts every worker's compiles and FAILED lines."""
+    pytest.importorskip("xdist")
+    td = suite.path / "traces"
+    res = suite.runpytest_subprocess(*PLUGIN, "-n", "2", "--tltrace", "--tltrace-dir", str(td))
+    res.assert_outcomes(passed=3, failed=1)
+    out = res.stdout.str()
+    fail_dir = _script_dirs(td)[trace_name("test_kernels.py::test_fail")]
+    assert "tltrace: 4 compile(s) of 3 test(s) traced" in out
+    assert f"tltrace: FAILED test_kernels.py::test_fail: {fail_dir / 'report.html'}" in out

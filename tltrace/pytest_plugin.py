@@ -114,6 +114,22 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: Any, config: Any)
             terminalreporter.write_line(line)
 
 
+def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
+    """Under pytest-xdist, a worker hands what it traced to the controller, whose summary adds it up."""
+    tracer = session.config.stash.get(_STASH, None)
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if tracer is not None and isinstance(workeroutput, dict):
+        workeroutput["tltrace"] = tracer.to_worker_output()
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent without it
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    tracer = node.config.stash.get(_STASH, None)
+    data = (getattr(node, "workeroutput", None) or {}).get("tltrace")
+    if tracer is not None and isinstance(data, dict):
+        tracer.merge_worker_output(data)
+
+
 _STASH: Any = pytest.StashKey["_Tracer"]()
 
 
@@ -297,8 +313,26 @@ class _Tracer:
                 else ""
             )
             lines.append(f"  {label}: {m.status}, {len(m.records)} passes{failed}  {m.run_id}")
-        lines.append(f"show: tltrace show --trace-dir {td} {test.script_dir.name}")
+        from ._shell import command  # here: without --tltrace the plugin imports nothing of tltrace
+
+        lines.append(f"show: {command('tltrace', 'show', '--trace-dir', td, test.script_dir.name)}")
         return "\n".join(lines)
+
+    def to_worker_output(self) -> dict[str, Any]:
+        """Return what this process traced as plain data (pytest-xdist sends it to the controller)."""
+        return {
+            "kept": [[nodeid, str(sd), n] for nodeid, sd, n in self.kept],
+            "failed": sorted(self.failed),
+            "removed": self.removed,
+        }
+
+    def merge_worker_output(self, data: dict[str, Any]) -> None:
+        """Add one xdist worker's traces to this (the controller's) summary."""
+        with self._lock:
+            for nodeid, sd, n in data.get("kept", []):
+                self.kept.append((str(nodeid), Path(sd), int(n)))
+            self.failed.update(str(x) for x in data.get("failed", []))
+            self.removed += int(data.get("removed", 0))
 
     def summary(self) -> list[str]:
         n = sum(k[2] for k in self.kept)

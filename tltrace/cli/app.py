@@ -175,6 +175,9 @@ def run_cmd(
         metavar="PATH",
         help="Also write the compiles as a Chrome trace (Perfetto) to PATH.",
     ),
+    force: bool = typer.Option(
+        False, "--force", help="Let --chrome-trace replace a file that tltrace did not write (or a link)."
+    ),
 ) -> None:
     """Run SCRIPT (or -m MODULE) as __main__ with every TileLang compilation traced."""
     rest = script_args(ctx, script, args)
@@ -202,25 +205,34 @@ def run_cmd(
     from ..render.terminal import guard_lines
 
     emit = Listeners(settings)
-    collector = _chrome_collector(p["chrome_trace"])
+    collector = _chrome_collector(p["chrome_trace"], p["force"])
     sink = emit if collector is None else _tee(emit, collector)
     with guard_lines():
         code = run_target(target, settings, sink, finalize=emit.close)
     if collector is not None:
         from .export import write_run_trace
 
-        typer.echo(write_run_trace(collector, p["chrome_trace"]), err=True)
+        typer.echo(write_run_trace(collector, p["chrome_trace"], force=p["force"]), err=True)
     raise typer.Exit(code)
 
 
-def _chrome_collector(path: Optional[Path]):
-    """Return a listener collecting the compiles for --chrome-trace PATH (None without the flag)."""
+def _chrome_collector(path: Optional[Path], force: bool):
+    """Return a listener collecting the compiles for --chrome-trace PATH (None without the flag).
+
+    PATH is checked before the script runs (the output-path rule; checked again when written).
+    """
     if path is None:
         return None
     if str(path) == "-":
         raise fail(
             "--chrome-trace - is for 'tltrace export'; under 'run' the script owns stdout, give a file"
         )
+    from .. import output_path
+
+    try:
+        output_path.check(path, output_path.CHROME_TRACE, force=force)
+    except TltraceError as exc:
+        raise fail(str(exc), exc.exit_code) from None
     from ..session.collector import RunCollector
 
     return RunCollector()

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from .._shell import command
 from ..config import trace_dir_of as _trace_dir
 from ..errors import EXIT_RECORDS, TltraceError
 from .records import TRACE_DIR_OPT, _print_json, _size
@@ -78,7 +79,7 @@ def clean_cmd(
         loc = R.locate(target, td)
         if loc.run_dir is not None:
             raise TltraceError(
-                f"{target} is one run; clean works on scripts (to remove just this run: rm -r {loc.run_dir})"
+                f"{target} is one run; clean works on scripts (to remove just this run: {command('rm', '-r', loc.run_dir)})"
             )
         result = clean(
             loc.script_dirs,

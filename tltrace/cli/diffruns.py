@@ -22,6 +22,7 @@ Examples:
   tltrace diff-runs elementwise_add softmax     newest invocations of two scripts
   tltrace diff-runs RUN_DIR_A RUN_DIR_B --pass LowerTileOp
   tltrace diff-runs -2 -1 --kernel vmul --html diff.html --json
+  tltrace diff-runs gemm.py:-2 gemm.py:-1 --html -     the HTML page on stdout
   tltrace diff-runs 'gemm:gemm 1024' 'gemm:gemm 2048'   two compiles by signature prefix
 
 Two invocations are compared compile by compile: compiles with identical input IR
@@ -36,6 +37,8 @@ by the hashes of their input and output. The report names the first pass whose
 output differs, the first whose input matched but output differs (the pass that
 introduced the difference), and the first whose input differs, and shows the first
 difference as a diff of the two outputs; --pass and --html need one compile each.
+--html PATH replaces only a page tltrace wrote (--force: any file or link there);
+a pipe or device is written through; '-' is stdout.
 A and B: a run directory, a script (its newest invocation), SCRIPT:RUN, or a RUN
 of the script given by --script (or of the only script in the trace dir).
 Exit status, as diff's: 0 all the same, 1 any differ, 2 trouble.
@@ -62,14 +65,23 @@ def diff_runs_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
     kernel: Optional[str] = KERNEL_OPT,
+    force: bool = typer.Option(
+        False, "--force", help="Let --html replace a file that tltrace did not write (or a link)."
+    ),
 ) -> None:
     """Compare two invocations compile by compile (or two compiles pass by pass)."""
+    from .. import output_path
     from ..history import runs as R
     from ..history.compare import diff_invocations, diff_runs
 
     _check_args([a, b])
     td = _trace_dir(trace_dir)
+    html_stdout = html is not None and str(html) == output_path.STDOUT
+    if html_stdout and as_json:
+        raise _fail("--html - and --json both want stdout; give --html a file")
     try:
+        if html is not None:
+            output_path.check(html, output_path.DIFF_HTML, force=force)
         sa = R.parse_ref(a, td, script, kernel)
         sb = R.parse_ref(b, td, script, kernel)
         for r in (*sa.runs, *sb.runs):
@@ -87,13 +99,15 @@ def diff_runs_cmd(
             focus_diff = _pair_diff(ra, rb, focus, context) if focus is not None else None
             report = None
             if html is not None:
-                report = _write_diff_html(d, ra, rb, html, context)
+                report = _write_diff_html(d, ra, rb, html, context, force)
     except TltraceError as exc:
         raise _fail(str(exc), EXIT_USAGE) from None  # diff's convention: 2 is trouble
     if inv is not None:
         _print_invocation_diff(inv, sa, sb, as_json)
         raise typer.Exit(EXIT_OK if inv.same else EXIT_SCRIPT_FAILED)
     code = EXIT_OK if d.same else EXIT_SCRIPT_FAILED
+    if html_stdout:
+        raise typer.Exit(code)  # the page went to stdout; nothing else goes there
     if as_json:
         from ..history.compare import CompilePair
 
@@ -323,7 +337,7 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
             con.print(Text("    (outputs are identical)", style="dim"))
 
 
-def _write_diff_html(d, ra, rb, out: Path, context: int) -> Path:
+def _write_diff_html(d, ra, rb, out: Path, context: int, force: bool = False) -> Path | None:
     from ..history.compare import INPUT_DIFFERS, SAME
     from ..render import diffruns
 
@@ -355,7 +369,7 @@ def _write_diff_html(d, ra, rb, out: Path, context: int) -> Path:
             }
         )
     data["diffs"] = diffs
-    try:
-        return diffruns.write(data, out)
-    except OSError as exc:
-        raise TltraceError(f"cannot write {out} ({exc.strerror or exc})") from None
+    from .. import output_path
+
+    page = diffruns.render(data).encode("utf-8", "surrogatepass")
+    return output_path.write(out, output_path.DIFF_HTML, page, force=force).path

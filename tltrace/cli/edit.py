@@ -93,6 +93,8 @@ def watch_cmd(
     p = ctx.params
     if script is None:
         raise _fail("missing SCRIPT; try 'tltrace watch --help'")
+    if script.startswith("-") and script != "-" and not Path(script).exists():
+        raise _fail(f"no such option: {script.split('=', 1)[0]}; try 'tltrace watch --help'")
     try:
         m = parse_mode(p["mode"], source="--mode")
     except TltraceError as exc:

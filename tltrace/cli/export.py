@@ -14,7 +14,7 @@ import typer
 
 from ..config import trace_dir_of
 from ..errors import TltraceError, UsageError
-from .shared import fail, trace_dir_option
+from .shared import PathArgsCommand, fail, trace_dir_option
 
 EXPORT_EPILOG = """\
 Examples:
@@ -25,6 +25,7 @@ Examples:
   tltrace export autotune.py --all --chrome-trace all.json every run of the script kept on disk
   tltrace export ./ci_traces/test_add --chrome-trace -     to stdout
   tltrace run --chrome-trace gemm.json gemm.py             trace and export in one go
+  tltrace export gemm.py --chrome-trace old.json --force   replace a file tltrace did not write
 
 The file opens in https://ui.perfetto.dev and chrome://tracing: one process per
 invocation, one track per compiling thread, each compile a slice holding its
@@ -34,13 +35,17 @@ RUN is read as every command reads it (docs/runs.md, "Naming scripts, runs and
 compiles"): -1 (the newest invocation), -2, ..., an invocation id (that invocation),
 or a run id (that one compile); --kernel NAME keeps only NAME's compiles. Without
 RUN: the newest invocation of each script found.
+PATH is written only when new, a trace tltrace wrote, a pipe or a device; any other
+file, a link or a directory is refused unless --force (which replaces a file or link).
 Exit status: 0; 2 for bad usage; 3 for missing or damaged records.
 """
 
 
 def register(app: typer.Typer) -> None:
     """Add `export` to the app."""
-    app.command("export", epilog=EXPORT_EPILOG, context_settings={"ignore_unknown_options": True})(export_cmd)
+    app.command(
+        "export", cls=PathArgsCommand, epilog=EXPORT_EPILOG, context_settings={"ignore_unknown_options": True}
+    )(export_cmd)
 
 
 def export_cmd(
@@ -55,6 +60,9 @@ def export_cmd(
         "--chrome-trace",
         metavar="PATH",
         help="Write a Chrome trace (Trace Event Format) to PATH ('-': stdout).",
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Replace a file at PATH that tltrace did not write (or a link there)."
     ),
     trace_dir: Optional[Path] = trace_dir_option(),
     every_run: bool = typer.Option(False, "--all", help="Every run of the script, not one invocation."),
@@ -82,7 +90,7 @@ def export_cmd(
         )
         from ..render.chrome_trace import chrome_trace as build
 
-        path = write_json(build(manifests), chrome_trace)
+        path = write_json(build(manifests), chrome_trace, force=force)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
     if path is not None:
@@ -116,33 +124,22 @@ def select_manifests(
     return [r.require() for r in selected_runs(target, run, trace_dir, kernel=kernel)]
 
 
-def write_json(data: Any, out: Path) -> Path | None:
-    """Write `data` as JSON to `out` atomically ('-': stdout, returns None); return the path."""
-    import sys
-
-    from .._atomic import atomic_write
+def write_json(data: Any, out: Path, *, force: bool = False) -> Path | None:
+    """Write `data` as JSON to `out` under the output-path rule ('-': stdout, returns None); return the path."""
+    from .. import output_path
 
     text = json.dumps(data, separators=(",", ":"))
-    if str(out) == "-":
-        sys.stdout.write(text + "\n")
-        return None
-    out = Path(out)
-    if out.is_dir():
-        raise UsageError(f"{out} is a directory; give a file name, e.g. {out / 'trace.json'}")
-    try:
-        atomic_write(out, text.encode("utf-8"))
-    except OSError as exc:
-        raise TltraceError(f"cannot write {out} ({exc.strerror or exc})") from None
-    return out
+    target = output_path.write(out, output_path.CHROME_TRACE, (text + "\n").encode("utf-8"), force=force)
+    return target.path
 
 
-def write_run_trace(collector, out: Path) -> str:
+def write_run_trace(collector, out: Path, *, force: bool = False) -> str:
     """Write the Chrome trace of the compiles a RunCollector saw; return one line saying where (or why not)."""
     from ..render.chrome_trace import chrome_trace as build
 
     manifests = collector.manifests()
     try:
-        path = write_json(build(manifests), out)
+        path = write_json(build(manifests), out, force=force)
     except TltraceError as exc:
         return f"tltrace: warning: {exc}"
     return f"chrome trace: {path if path is not None else 'stdout'} ({len(manifests)} compile(s))"

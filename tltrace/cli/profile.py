@@ -8,11 +8,13 @@ profile.py; this module only selects, formats and prints.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..history.profile import BACKEND, UNTIMED, fmt_seconds, invocation_of, profile
+from ..render.visible import visible
 
 DEFAULT_TOP = 20
 MARKDOWN_TOP = 10
@@ -106,12 +108,19 @@ def print_profile(manifests: list, top: int | None, as_json: bool) -> None:
 
 
 # -- markdown (CI step summary) ---------------------------------------------------------------------
+def _md_code(text: Any) -> str:
+    """Return a cell showing `text` as code when it is a plain id, else escaped as `_md` does (it is data)."""
+    s = str(text if text is not None else "")
+    return f"`{s}`" if re.fullmatch(r"[A-Za-z0-9_.:-]{1,120}", s) else _md(s)
+
+
 def _md(text: Any) -> str:
     """Return text safe inside a markdown table cell (no pipes, no newlines, no HTML)."""
     s = str(text if text is not None else "")
-    s = s.splitlines()[0] if s else ""
+    s = visible(s.splitlines()[0]) if s else ""
     for a, b in (
         ("\\", "\\\\"),
+        ("&", "&amp;"),
         ("|", "\\|"),
         ("<", "&lt;"),
         (">", "&gt;"),
@@ -129,7 +138,7 @@ def _failed_at(m) -> str:
     for r in m.records:
         if r.status == "failed":
             return f"{r.name} (#{r.index})"
-    return "after the last pass" if m.status == "error" else ""
+    return "after the last pass" if m.status in ("error", "interrupted") else ""
 
 
 def markdown(manifests: list, top: int | None) -> str:
@@ -172,7 +181,7 @@ def markdown(manifests: list, top: int | None) -> str:
             str(c.get("failed", 0)),
             fmt_seconds(by_run[m.run_id].wall_s),
             _md(_failed_at(m)),
-            f"`{m.run_id}`",
+            _md_code(m.run_id),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     n = MARKDOWN_TOP if top is None else top

@@ -26,8 +26,10 @@ def register(app: typer.Typer) -> None:
 
     # ignore_unknown_options: lets '-2' (a RUN) through as an argument.
     ctx = {"ignore_unknown_options": True}
-    app.command("show", epilog=SHOW_EPILOG, context_settings=ctx)(show_cmd)
-    app.command("diff-runs", epilog=DIFF_EPILOG, context_settings=ctx)(diff_runs_cmd)
+    from .shared import PathArgsCommand  # `show -dash.py`: a script, not -d -a -s -h
+
+    app.command("show", cls=PathArgsCommand, epilog=SHOW_EPILOG, context_settings=ctx)(show_cmd)
+    app.command("diff-runs", cls=PathArgsCommand, epilog=DIFF_EPILOG, context_settings=ctx)(diff_runs_cmd)
     app.command("clean", epilog=CLEAN_EPILOG)(clean_cmd)
 
 

@@ -7,9 +7,11 @@ errors the same way and declares --trace-dir once.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import typer
+from typer.core import TyperCommand
 
 from ..config import DEFAULT_TRACE_DIR
 from ..errors import EXIT_USAGE
@@ -24,8 +26,10 @@ def trace_dir_option(help: str = TRACE_DIR_HELP) -> Any:
 
 def error_line(message: str) -> str:
     """Return the one line an error prints: `tltrace: error: <first line of message>`."""
+    from ..render.visible import visible
+
     first = str(message).strip().splitlines()[0] if str(message).strip() else "unknown error"
-    return f"tltrace: error: {first}"
+    return f"tltrace: error: {visible(first)}"
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
@@ -35,12 +39,14 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
 
 
 def warn(message: str) -> None:
-    typer.echo(f"tltrace: warning: {message}", err=True)
+    from ..render.visible import visible
+
+    typer.echo(f"tltrace: warning: {visible(str(message))}", err=True)
 
 
 def console():
     """Return the Rich console the commands print with (wide when not a terminal: no cut lines)."""
-    from rich.console import Console
+    from ..render.visible import VisibleConsole as Console  # control characters shown as ^[, never sent
 
     c = Console(highlight=False, soft_wrap=False)
     if not c.is_terminal:
@@ -110,3 +116,37 @@ def _reparse(ctx, tokens: list[str]) -> None:
         source = sub.get_parameter_source(name)
         if getattr(source, "name", "") == "COMMANDLINE" and name not in ("script", "args"):
             ctx.params[name] = value
+
+
+# -- arguments that look like short options: `tltrace export -dash.py` -------------------------
+class PathArgsCommand(TyperCommand):
+    """A command whose SCRIPT/DIR arguments may start with '-' when a file of that name exists.
+
+    Click reads `-dash.py` as the short options -d -a -s -h ..., and -h prints the help. An
+    argument that is not an option of the command but names an existing path is passed on
+    as `./-dash.py`, the same file.
+    """
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, dash_paths(self, list(args)))
+
+
+def dash_paths(command, args: list[str]) -> list[str]:
+    """Return `args` with each existing path spelled like a short option cluster made `./NAME`."""
+    table = _option_table(command)
+    out: list[str] = []
+    takes_value = False
+    for tok in args:
+        if (
+            not takes_value
+            and tok.startswith("-")
+            and not tok.startswith("--")
+            and len(tok) > 1
+            and not tok[1:].isdigit()
+            and tok not in table
+            and os.path.lexists(tok)
+        ):
+            tok = os.path.join(".", tok)
+        takes_value = not takes_value and table.get(tok, False)
+        out.append(tok)
+    return out

@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 import typer
 
+from .._shell import command
 from ..config import trace_dir_of as _trace_dir
 from ..errors import TltraceError
 from .records import (
@@ -211,6 +212,8 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
     """The listing: every invocation of the located scripts, each with its compiles."""
     from ..history import runs as R
 
+    for link in R.skipped_links(loc):  # the one symlink rule: not followed, and said
+        _warn(f"skipped {link}: a symbolic link; tltrace does not follow links")
     invs = []
     for sd in loc.script_dirs:
         for inv in R.group_invocations([R.load_run(p, size=True) for p in R.run_dirs(sd)]):
@@ -235,7 +238,7 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
         where = loc.root or loc.script_dirs[0]
         if kernel is not None:
             raise R.UsageError(
-                f"no run of kernel {kernel!r} under {where}; 'tltrace show {where}' lists every run"
+                f"no run of kernel {kernel!r} under {where}; {command('tltrace', 'show', where)} lists every run"
             )
         raise R.RecordsError(f"no runs left under {where}; run 'tltrace run SCRIPT' first")
     if as_json:
@@ -373,7 +376,8 @@ def _show_invocation(sel, as_json: bool) -> None:
     table.print(con)
     con.print(
         _t(
-            f"open one: tltrace show {inv.script_dir.name} {sel.spec} SIGNATURE (a prefix), or --kernel NAME",
+            f"open one: {command('tltrace', 'show', inv.script_dir.name, sel.spec)} SIGNATURE (a prefix), "
+            "or --kernel NAME",
             "dim",
         ),
         soft_wrap=True,
@@ -522,9 +526,17 @@ def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: b
         at = error_location(rec.error)
         if at is not None:
             con.print(Text(f"    at {at[0]}:{at[1]} (the kernel's Python line)", style="red"), soft_wrap=True)
+    # The texts may be huge: their lines are streamed, never laid out by Rich as one Text.
+    from ..render.terminal import LINE_STYLE
+    from ..render.visible import write_lines
+
     if d is None:
         con.print(Text("    (the pass failed: no output was recorded; the IR it was given:)", style="dim"))
-        con.print(Text(before), soft_wrap=True, markup=False, highlight=False)
+        write_lines(con, (("", line) for line in before.splitlines()), {}, indent="")
+        return
+    lines = d.unified(context=context, a_name="before", b_name="after", ignore_whitespace=ignore_whitespace)
+    if lines:
+        write_lines(con, lines, LINE_STYLE)
     else:
         con.print(diff_view(d, context, ignore_whitespace=ignore_whitespace), soft_wrap=True)
 

@@ -14,9 +14,13 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .. import safe_read
+from .._shell import command
 from ..errors import RecordsError
 from ..session import liveness
 from ..session.records import READABLE_SCHEMA_VERSIONS, RUNNING, SCHEMA_VERSION, PassRecord, RunManifest
@@ -64,15 +68,24 @@ def is_run_dir(path: Path) -> bool:
     return path.is_dir() and path.name.startswith("run_") and path.parent.name == RUN_RECORDS
 
 
+def real_dir(path: Path) -> bool:
+    """True when `path` itself is a directory: a link to one is never followed (the one symlink rule)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def is_script_dir(path: Path) -> bool:
-    return (path / RUN_RECORDS).is_dir()
+    """True when `path` holds run records; a link (or a linked .run_records) is not followed."""
+    return real_dir(path) and real_dir(path / RUN_RECORDS)
 
 
 def run_dirs(script_dir: Path) -> list[Path]:
     """Return the run directories of one script, oldest first by the time in their ids."""
     root = Path(script_dir) / RUN_RECORDS
     try:
-        entries = [p for p in root.iterdir() if p.name.startswith("run_") and p.is_dir()]
+        entries = [p for p in root.iterdir() if p.name.startswith("run_") and real_dir(p)]
     except FileNotFoundError:
         return []
     except OSError as exc:
@@ -101,11 +114,13 @@ def load_manifest(run_dir: Path) -> RunManifest:
     run_dir = Path(run_dir)
     mpath = run_dir / MANIFEST
     log = run_dir / RECORDS_LOG
-    hint = f"remove it with 'rm -r {run_dir}' or 'tltrace clean'"
+    hint = f"remove it with: {command('rm', '-r', run_dir)} (or tltrace clean)"
+    if run_dir.is_symlink():
+        raise RecordsError(f"run directory {run_dir} is a symbolic link; tltrace does not follow links")
     if not run_dir.is_dir():
         raise RecordsError(f"run directory {run_dir} does not exist")
     try:
-        text = mpath.read_text(encoding="utf-8")
+        text = safe_read.read_text(mpath)  # never waits on a FIFO, never follows a link
     except FileNotFoundError:
         if log.is_file():
             return _from_log_only(run_dir)
@@ -142,7 +157,7 @@ def _read_log(run_dir: Path) -> list[PassRecord]:
     """Return the records in records.jsonl; a torn last line (a killed writer) is skipped."""
     out: dict[int, PassRecord] = {}
     try:
-        lines = (run_dir / RECORDS_LOG).read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = safe_read.read_text(run_dir / RECORDS_LOG, errors="replace").splitlines()
     except OSError:
         return []
     for line in lines:

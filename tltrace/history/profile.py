@@ -139,7 +139,7 @@ def timeline(manifest: RunManifest) -> CompileTimes:
                     duration_s=wall - start,
                     kind=BACKEND,
                     phase="backend",
-                    status="complete" if manifest.status != "error" else "error",
+                    status=manifest.status if manifest.status in ("error", "interrupted") else "complete",
                 )
             )
     return CompileTimes(manifest, tuple(out), wall, exact)

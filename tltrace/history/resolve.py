@@ -27,13 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from .._shell import command
 from ..errors import RecordsError, UsageError
 from ..reconcile.files import DEFAULT_STEM, EXT, REGISTRY_NAME
 from ..session.names import safe_component
 from ..session.scripts import script_dir_for
 from ..session.store import RUN_RECORDS
 from .invocations import RecordedInvocation, invocation_key, invocations, label
-from .loading import Run, is_run_dir, is_script_dir, load_run, run_dirs, start_of
+from .loading import Run, is_run_dir, is_script_dir, load_run, real_dir, run_dirs, start_of
 
 _RELATIVE = re.compile(r"^(?:latest|-\d+)$")
 
@@ -82,6 +83,14 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
     path = Path(text)
     if path.name == RUN_RECORDS and path.exists() and not path.is_dir():
         raise RecordsError(_not_a_dir(path))
+    if (
+        path.is_symlink()
+        and path.is_dir()
+        and (path.parent.name == RUN_RECORDS or (path / RUN_RECORDS).exists())
+    ):
+        raise RecordsError(
+            f"{path} is a symbolic link; tltrace does not follow links (name the directory itself)"
+        )
     if path.is_dir():
         if is_run_dir(path):
             return Location((path.parent.parent,), run_dir=path)
@@ -98,7 +107,9 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
         if path.name and is_script_dir(by_name):
             return Location((by_name,))
         _raise_if_records_not_dirs(path)
-        raise RecordsError(f"no run records under {path}; run 'tltrace run SCRIPT --trace-dir {path}' first")
+        raise RecordsError(
+            f"no run records under {path}; run {command('tltrace', 'run', 'SCRIPT', '--trace-dir', path)} first"
+        )
     name = path.stem if path.suffix == ".py" else path.name
     if path.name == "__main__.py":
         name = path.resolve().parent.name
@@ -108,11 +119,16 @@ def locate(arg: str | os.PathLike | None, trace_dir: str | os.PathLike) -> Locat
     by_name = trace_dir / safe_component(name)
     if name and not path.exists() and is_script_dir(by_name):
         return Location((by_name,))  # a script no longer (or not here) on disk: its name's directory
+    for d in (candidate, trace_dir / safe_component(name)):
+        if name and d.is_symlink():
+            raise RecordsError(
+                f"{d} is a symbolic link; tltrace does not follow links (name the directory itself)"
+            )
     if name and (candidate / RUN_RECORDS).exists():
         raise RecordsError(_not_a_dir(candidate / RUN_RECORDS))
     if path.exists():
         raise RecordsError(
-            f"no run records for {text} under {candidate}; run 'tltrace run {text}' first "
+            f"no run records for {text} under {candidate}; run {command('tltrace', 'run', text)} first "
             f"(or pass --trace-dir)"
         )
     raise RecordsError(
@@ -139,7 +155,7 @@ def _trace_root(trace_dir: Path) -> Location:
 
 def _not_a_dir(records: Path) -> str:
     return (
-        f"{records} is not a directory, so it holds no runs; remove it ('rm {records}') "
+        f"{records} is not a directory, so it holds no runs; remove it ({command('rm', records)}) "
         "and the next 'tltrace run' recreates it"
     )
 
@@ -152,13 +168,35 @@ def _raise_if_records_not_dirs(path: Path) -> None:
         return
     for p in candidates:
         rr = p / RUN_RECORDS
-        if rr.exists() and not rr.is_dir():
+        if rr.exists() and not rr.is_dir() and not p.is_symlink():
             raise RecordsError(_not_a_dir(rr))
+
+
+def skipped_links(location: Location) -> list[Path]:
+    """Return the links named like script or run directories that listing left out (to tell the user)."""
+    found: list[Path] = []
+    if location.root is not None:
+        try:
+            found += sorted(
+                p
+                for p in Path(location.root).iterdir()
+                if p.is_symlink() and not p.name.startswith(".") and (p / RUN_RECORDS).is_dir()
+            )
+        except OSError:
+            pass
+    for sd in location.script_dirs:
+        try:
+            found += sorted(
+                p for p in (Path(sd) / RUN_RECORDS).iterdir() if p.name.startswith("run_") and p.is_symlink()
+            )
+        except OSError:
+            pass
+    return found
 
 
 def _script_dirs_under(path: Path) -> list[Path]:
     try:
-        children = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+        children = sorted(p for p in path.iterdir() if real_dir(p) and not p.name.startswith("."))
     except OSError:
         return []
     return [p for p in children if is_script_dir(p)]
@@ -218,7 +256,7 @@ def _narrow(
         if not runs:
             raise UsageError(
                 f"no compile of kernel {kernel!r} in invocation {spec} of {inv.script_dir.name}; "
-                f"'tltrace show {inv.script_dir.name} {spec}' lists its compiles"
+                f"{command('tltrace', 'show', inv.script_dir.name, spec)} lists its compiles"
             )
     if signature is not None:
         hits = [r for r in runs if label(r.manifest, r.run_id).startswith(signature)]
@@ -227,7 +265,7 @@ def _narrow(
         if not hits:
             raise UsageError(
                 f"no compile with signature {signature!r} in invocation {spec} of "
-                f"{inv.script_dir.name}; 'tltrace show {inv.script_dir.name} {spec}' lists them"
+                f"{inv.script_dir.name}; {command('tltrace', 'show', inv.script_dir.name, spec)} lists them"
             )
         if len(hits) > 1:
             names = ", ".join(label(r.manifest, r.run_id) for r in hits[:3]) + (
@@ -262,7 +300,7 @@ def select(
         ]
         if not invs:
             raise UsageError(
-                f"no run of kernel {kernel!r} under {script_dir}; 'tltrace show {script_dir}' "
+                f"no run of kernel {kernel!r} under {script_dir}; {command('tltrace', 'show', script_dir)} "
                 "lists the kernels"
             )
     spec = (spec or "latest").strip()
@@ -300,7 +338,8 @@ def select(
                 pos = f"-{len(invs) - invs.index(inv)}"
                 return Selection(inv, _narrow(inv, inv.runs, kernel, spec, pos), pos)
     raise UsageError(
-        f"no run, invocation or signature {spec!r} under {script_dir}; 'tltrace show {script_dir}' lists them"
+        f"no run, invocation or signature {spec!r} under {script_dir}; "
+        f"{command('tltrace', 'show', script_dir)} lists them"
     )
 
 
@@ -331,7 +370,7 @@ def open_selection(
             names = ", ".join(p.name for p in loc.script_dirs[:5])
             raise UsageError(
                 f"{loc.root} holds runs of several scripts ({names}); name one, "
-                f"e.g. 'tltrace show {loc.script_dirs[0].name} {run or 'latest'}'"
+                f"e.g. {command('tltrace', 'show', loc.script_dirs[0].name, run or 'latest')}"
             )
         sel = select(loc.script_dirs[0], run, kernel, signature)
     for r in sel.runs:

@@ -11,6 +11,7 @@ import os
 import re
 from pathlib import Path
 
+from .. import safe_read
 from ..errors import RecordsError, UsageError
 from ..session.records import PassRecord, RunManifest
 from ..session.store import OBJECTS, RUN_RECORDS
@@ -65,7 +66,7 @@ def text_of(run_dir: Path, record: PassRecord, side: str, *, errors: str = "stri
         if p is None:
             continue
         try:
-            return p.read_text(encoding="utf-8", errors=errors)
+            return safe_read.read_text(p, errors=errors)
         except (OSError, UnicodeDecodeError):
             continue
     return None
@@ -90,7 +91,8 @@ def read_text(run: Run, record: PassRecord, side: str) -> str:
             f"{run.path} (records tampered with); not read"
         )
     where = run.path / rel if rel else run.script_dir / RUN_RECORDS / OBJECTS / str(digest)
-    raise RecordsError(f"{where} is missing (run records damaged); rerun the script to record it again")
+    why = safe_read.why_unreadable(where) or "is missing"  # not UTF-8, a FIFO, ...: say which
+    raise RecordsError(f"{where} {why} (run records damaged); rerun the script to record it again")
 
 
 def missing_files(run: Run) -> int:

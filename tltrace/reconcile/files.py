@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import safe_read
 from .._atomic import atomic_write, locked, remove_stale_temps, step
 from ..errors import UsageError
 from ..session.names import is_safe_component, safe_component
@@ -275,11 +276,11 @@ def read_text(path: Path) -> str | None:
     if path.is_symlink():
         raise Unreadable(f"{path} is a symbolic link")
     try:
-        data = path.read_bytes()
+        data = safe_read.read_bytes(path)  # a FIFO or device is refused, never waited on
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise Unreadable(f"{path} is a directory, not a file") from None
+    except safe_read.NotAFile as exc:
+        raise Unreadable(f"{path} is {exc.strerror}") from None
     except OSError as exc:
         raise Unreadable(f"cannot read {path} ({exc.strerror or exc})") from None
     try:
@@ -351,7 +352,7 @@ def _read_journal(wf: WorkingFile) -> Action | None:
     try:
         if wf.journal.is_symlink():
             return None
-        data = json.loads(wf.journal.read_text("utf-8"))
+        data = json.loads(safe_read.read_text(wf.journal))
         return Action(data.get("action"))
     except (OSError, ValueError, AttributeError, TypeError):
         return None
@@ -453,7 +454,7 @@ def _load_registry(path: Path) -> dict[str, str]:
     try:
         if path.is_symlink():
             return {}
-        data = json.loads(path.read_text("utf-8"))
+        data = json.loads(safe_read.read_text(path))
         kernels = data.get("kernels", {})
         items = list(kernels.items())
     except (OSError, ValueError, AttributeError):

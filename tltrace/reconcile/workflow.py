@@ -18,6 +18,8 @@ by `unapplied_edits`, which `tltrace run` and `tltrace.disable()` report at the 
 
 from __future__ import annotations
 
+import errno
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +75,10 @@ def layout_for(settings: Any, *, claim: bool = False) -> files.Layout:
     out = settings.codegen_output
     if out is not DEFAULT and out is not None:
         return layout_at(Path(out), out)
-    return layout_at(settings.claim_script_dir() if claim else settings.script_dir)
+    script_dir = settings.claim_script_dir() if claim else settings.script_dir
+    if claim and os.path.islink(script_dir):  # the one symlink rule: never written through
+        raise OSError(errno.ELOOP, f"{script_dir} is a symbolic link; tltrace writes nothing through it")
+    return layout_at(script_dir)
 
 
 # -- per invocation: what was reconciled, and what was said --------------------

@@ -44,6 +44,7 @@ from .index import (
     END_CHUNK,
     INDEX_LOCK,
     SWITCHER_SIZE,
+    _drop_stale_index,
     _file_lock,
     _ident,
     _Index,
@@ -189,6 +190,13 @@ class HtmlReportListener:
         except Exception as exc:
             run_dir = getattr(event, "run_dir", None)
             self._warn(run_dir, exc)
+            if isinstance(event, RunStarted) and self.link and event.script_dir is not None:
+                # No report for this compile: an index left from an earlier invocation would pass for this one's.
+                invocation = event.manifest.invocation or self._fallback_invocation
+                if _drop_stale_index(Path(event.script_dir) / REPORT_NAME, invocation):
+                    _stderr(
+                        f"tltrace: removed {Path(event.script_dir) / REPORT_NAME}: it indexed an earlier invocation"
+                    )
 
     # -- events ---------------------------------------------------------------------------------
     def _start(self, manifest: RunManifest, run_dir: Path, script_dir: Path | None) -> _Report | None:
@@ -219,9 +227,16 @@ class HtmlReportListener:
         try:
             self.bytes_written += append_index(state, script_dir, manifest, run_dir.name)
         except OSError as exc:  # the compile reports are still fine
+            # An index of an earlier invocation would pass for this one's: remove it (ours, by its head).
+            path = script_dir / REPORT_NAME
+            removed = (
+                "; the index of an earlier invocation was removed"
+                if _drop_stale_index(path, invocation)
+                else ""
+            )
             if not self._link_warned:
                 self._link_warned = True
-                _stderr(f"tltrace: could not write the index {script_dir / REPORT_NAME}: {exc}")
+                _stderr(f"tltrace: could not write the index {path}: {exc}{removed}")
 
     def _pass(self, event: PassRecorded) -> None:
         # Every pass of every compiling thread comes here: the listener's lock is held only to

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import safe_read
 from .._atomic import atomic_write
 from ..errors import RecordsError
 from ..session.records import RunManifest
@@ -89,7 +90,7 @@ def index_invocation(path: Path) -> str | None:
     if os.path.islink(path):
         return None  # never read, let alone append, through a link
     try:
-        with open(path, "rb") as fh:
+        with safe_read.open_binary(path) as fh:  # a FIFO is refused, never waited on
             if fh.read(len(head)) != head:
                 return None
             data = _chunk_json(fh.readline(1 << 20))
@@ -104,7 +105,7 @@ def index_rows(path: Path) -> list[dict[str, Any]]:
     """Return an index file's compile rows, the last chunk of each run_id winning, in first-seen order."""
     rows: dict[str, dict[str, Any]] = {}
     try:
-        with open(path, "rb") as fh:
+        with safe_read.open_binary(path) as fh:
             fh.seek(len(index_head()))
             for line in fh:
                 data = _chunk_json(line)
@@ -113,6 +114,19 @@ def index_rows(path: Path) -> list[dict[str, Any]]:
     except OSError:
         return []
     return list(rows.values())
+
+
+def _drop_stale_index(path: Path, invocation: str) -> bool:
+    """Remove the index at `path` when it is tltrace's index of another invocation; return True if removed."""
+    try:
+        with _file_lock(path.parent):  # another process of this invocation may be (re)creating it
+            stale = index_invocation(path)
+            if stale is None or stale == invocation:
+                return False
+            os.unlink(path)
+    except OSError:
+        return False
+    return True
 
 
 @contextlib.contextmanager

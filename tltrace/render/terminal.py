@@ -34,6 +34,7 @@ from ..session.events import (
 )
 from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, NOOP, PassRecord, RunManifest
 from .table import Column, cut_end, distinct_cut, fit
+from .visible import VisibleConsole, visible
 
 _print_lock = threading.Lock()
 
@@ -57,7 +58,7 @@ TAG_STYLE = {
 }
 
 
-class _StreamConsole(Console):
+class _StreamConsole(VisibleConsole):
     def on_broken_pipe(self) -> None:
         """The reader went away (`tltrace run x.py | head`): drop further output, never break the compile.
 
@@ -82,10 +83,11 @@ def write_texts(console: Console, texts: list[Text]) -> None:
     out: list[str] = []
     for text in texts:
         for seg in text.render(console):
+            text_ = visible(seg.text)  # data never drives the terminal (render/visible.py)
             if color_system is not None and seg.style is not None:
-                out.append(seg.style.render(seg.text, color_system=color_system))
+                out.append(seg.style.render(text_, color_system=color_system))
             else:
-                out.append(seg.text)
+                out.append(text_)
         out.append("\n")
     if console.quiet:
         return
@@ -494,7 +496,7 @@ class TerminalView:
             if folded:
                 self._print_texts(folded)
             self._only_matched_nothing(event)
-            report = event.run_dir / "report.html" if self.settings.html else None
+            report = self._report(event.run_dir)
             self._print_texts([summary_line(event.manifest, event.run_dir, report, label)])
         elif isinstance(event, InvocationFinished):
             if self.settings.quiet:
@@ -529,14 +531,18 @@ class TerminalView:
             f"{stream_label(event.manifest)} (e.g. {', '.join(names[:4])}); 'tltrace show' lists them"
         )
 
+    def _report(self, run_dir: Path) -> Path | None:
+        """The run's report when html mode wrote one (a report that could not be written is not named)."""
+        path = Path(run_dir) / "report.html"
+        return path if self.settings.html and os.path.isfile(path) and not os.path.islink(path) else None
+
     def _invocation_summary(self, event: InvocationFinished) -> None:
         finished = {id(m): d for m, d in self.finished}
         runs = [m for m, _ in self.finished if m.invocation == event.invocation] or list(event.runs)
         if len(runs) == 1:
             m = runs[0]
             run_dir = finished.get(id(m)) or Path(m.run_id)
-            report = run_dir / "report.html" if self.settings.html else None
-            self._print_texts([summary_line(m, run_dir, report)])
+            self._print_texts([summary_line(m, run_dir, self._report(run_dir))])
             return
         if not runs:
             return

@@ -35,7 +35,7 @@ from . import sourcemap_store as sms
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
 from .interrupt import interrupted
 from .names import pass_display_name
-from .records import CHANGED, COMPLETE, ERROR, FAILED, NOOP, PassRecord, RunManifest
+from .records import CHANGED, COMPLETE, ERROR, FAILED, INTERRUPTED, NOOP, PassRecord, RunManifest
 from .signature import input_hash, launch_info, signature
 from .snapshot import Side, TextCache
 from .store import RunStore, text_hash
@@ -376,7 +376,7 @@ class TraceSession:
             final = replace(
                 self._header().with_records(records),
                 finished=finished,
-                status=ERROR if failed else COMPLETE,
+                status=(INTERRUPTED if error == "KeyboardInterrupt" else ERROR) if failed else COMPLETE,
                 error=error,
             )
             self.store.write_manifest(final)

@@ -32,6 +32,7 @@ STATUSES = (CHANGED, NOOP, FAILED, CODEGEN)
 RUNNING = "running"
 COMPLETE = "complete"
 ERROR = "error"  # the compilation raised
+INTERRUPTED = "interrupted"  # Ctrl+C stopped the compilation (or its process is gone: history/runs.py)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import os
 import threading
 from pathlib import Path
 
+from .. import safe_read
 from .._atomic import atomic_write, locked, remove_stale_temps
 from .names import is_safe_component, safe_component, script_name_from_argv
 
@@ -49,7 +50,7 @@ def _load(trace_dir: Path) -> dict[str, str]:
     try:
         if path.is_symlink():
             return {}
-        data = json.loads(path.read_text("utf-8"))
+        data = json.loads(safe_read.read_text(path))
         scripts = data.get("scripts", {})
         return {str(k): v for k, v in scripts.items() if isinstance(v, str) and is_safe_component(v)}
     except (OSError, ValueError, AttributeError):

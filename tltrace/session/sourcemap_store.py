@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from .. import safe_read
 from .sourcemap import LineMap
 
 SOURCEMAP_LOG = "sourcemap.jsonl"
@@ -71,7 +72,7 @@ class MapLog:
 def _read_source(path: str) -> str | None:
     """Return the text of a Python source a span names (None: missing, not a file, too large)."""
     try:
-        with open(path, "rb") as fh:
+        with safe_read.open_binary(path) as fh:  # a FIFO is refused, never waited on
             if not os.path.isfile(path) or os.fstat(fh.fileno()).st_size > MAX_SOURCE_BYTES:
                 return None
             return fh.read().decode("utf-8", "surrogateescape")
@@ -143,13 +144,13 @@ def write_working_map(working_file: str | os.PathLike, lmap: LineMap, text: str)
     path = Path(working_file)
     dest = path.with_name(path.name + WORKING_MAP_SUFFIX)
     try:
-        if path.read_text(encoding="utf-8", errors="surrogateescape") != text:
+        if safe_read.read_text(path, errors="surrogateescape") != text:  # a FIFO: refused, not waited on
             return None
         if os.path.lexists(dest):
             if os.path.islink(dest) or not dest.is_file():
                 return None
             try:
-                old = json.loads(dest.read_text(encoding="utf-8"))
+                old = json.loads(safe_read.read_text(dest))
             except ValueError:
                 return None
             if not isinstance(old, dict) or old.get("format") != _WORKING_MAP_FORMAT:

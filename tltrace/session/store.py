@@ -126,12 +126,13 @@ class RunStore:
     def open(self) -> None:
         """Create the run directory (and its parents); never through a symbolic link.
 
-        A linked `.run_records` is refused (OSError): nothing is written outside the
+        A linked script directory or `.run_records` is refused (OSError): nothing is written outside the
         trace dir. A linked `.objects` is not used: texts are then stored as plain
         files in the run directory.
         """
-        if _is_link(self.records_root):
-            raise OSError(f"{self.records_root} is a symbolic link; tltrace writes nothing through it")
+        for d in (self.script_dir, self.records_root):
+            if _is_link(d):
+                raise OSError(f"{d} is a symbolic link; tltrace writes nothing through it")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._made_dirs.add(self._run_dir)
         if _is_link(self.objects):

@@ -19,6 +19,7 @@ from typing import Any
 # dated earlier that names our pid was made by another process with the same pid.
 _LOADED_AT = time.time()
 _RUN_ID = re.compile(r"^run_(\d{8})_(\d{6})_(\d{6})Z?_(\d+)_")
+PID_LIMIT = 1 << 22  # Linux's largest pid_max; os.kill() overflows far above it
 _lock = threading.Lock()
 _token: dict[str, Any] | None = None
 _token_pid: int | None = None
@@ -59,11 +60,11 @@ def writer_token() -> dict[str, Any]:
 
 def pid_alive(pid: int) -> bool:
     """Return True when a process with this pid exists (or may exist: no permission to ask)."""
-    if pid <= 0:
-        return False
+    if pid <= 0 or pid > PID_LIMIT:
+        return False  # no such process can exist (a crafted manifest or run dir name)
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except (PermissionError, OSError):
         return True

@@ -1,0 +1,192 @@
+"""The one output-path rule (issue 18.1): no output option replaces a file tltrace did not write.
+
+Every --chrome-trace / --html PATH: a new file is created, a file tltrace wrote is rewritten,
+a character device or pipe is written through (never replaced), anything else is refused in
+one line unless --force; '-' is stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from tltrace import output_path
+
+from ._records import trace
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory) -> Path:
+    """Two runs of elementwise_add (block 128, then 64): one invocation each."""
+    td = tmp_path_factory.mktemp("outpath") / "traces"
+    return trace(td, ("elementwise_add.py",), ("elementwise_add.py", "--block", "64"))
+
+
+def _refused(res, *needles: str) -> None:
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("tltrace: error:"), res.stderr
+    for n in needles:
+        assert n in err[0], err[0]
+
+
+def test_run_chrome_trace_onto_the_script_is_refused_before_it_runs(run_cli, tmp_path: Path) -> None:
+    """`run --chrome-trace k.py k.py` used to turn the script into trace JSON and exit 0."""
+    script = tmp_path / "k.py"
+    script.write_text("raise SystemExit('must not run')\n")
+    before = script.read_bytes()
+    res = run_cli("run", "-q", "--trace-dir", str(tmp_path / "T"), "--chrome-trace", str(script), str(script))
+    _refused(res, "did not write", "--force")
+    assert script.read_bytes() == before
+    assert not (tmp_path / "T").exists()  # refused before the script ran
+
+
+def test_export_refuses_a_foreign_file_and_force_replaces_it(run_cli, traced: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    res = run_cli("export", "--trace-dir", str(traced), "elementwise_add", "--chrome-trace", str(notes))
+    _refused(res, "notes.txt", "did not write")
+    assert notes.read_text() == "mine\n"
+    empty = tmp_path / "empty.json"
+    empty.touch()
+    _refused(run_cli("export", "--trace-dir", str(traced), "elementwise_add", "--chrome-trace", str(empty)))
+    assert empty.read_bytes() == b""
+    res = run_cli(
+        "export", "--trace-dir", str(traced), "elementwise_add", "--chrome-trace", str(notes), "--force"
+    )
+    assert res.exit_code == 0, res.output
+    assert "traceEvents" in json.loads(notes.read_text())
+
+
+def test_export_rewrites_its_own_file(run_cli, traced: Path, tmp_path: Path) -> None:
+    out = tmp_path / "t.json"
+    for spec in ("-2", "-1"):
+        res = run_cli(
+            "export", "--trace-dir", str(traced), "elementwise_add", spec, "--chrome-trace", str(out)
+        )
+        assert res.exit_code == 0, res.output
+    assert json.loads(out.read_text())["otherData"]["producer"].startswith("tltrace")
+
+
+def test_links_are_neither_written_through_nor_replaced(run_cli, traced: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(victim)
+    res = run_cli("export", "--trace-dir", str(traced), "elementwise_add", "--chrome-trace", str(link))
+    _refused(res, "symbolic link")
+    assert link.is_symlink() and victim.read_text() == "keep\n"
+    res = run_cli(
+        "export", "--trace-dir", str(traced), "elementwise_add", "--chrome-trace", str(link), "--force"
+    )
+    assert res.exit_code == 0, res.output
+    assert not link.is_symlink() and victim.read_text() == "keep\n"  # the link replaced, not its target
+
+
+def test_directory_socket_and_missing_parent_are_one_line(run_cli, traced: Path, tmp_path: Path) -> None:
+    args = ("export", "--trace-dir", str(traced), "elementwise_add", "--chrome-trace")
+    _refused(run_cli(*args, str(tmp_path)), "directory")
+    _refused(run_cli(*args, str(tmp_path / "nope" / "t.json"), "--force"), "does not exist")
+    import socket
+
+    sock_path = tmp_path / "s.sock"
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.bind(str(sock_path))
+        _refused(run_cli(*args, str(sock_path), "--force"), "socket")
+    finally:
+        s.close()
+
+
+def _fifo_reader(path: Path, got: list[bytes]) -> threading.Thread:
+    def read() -> None:
+        with open(path, "rb") as fh:
+            got.append(fh.read())
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_pipe_is_written_through_and_stays_a_pipe(run_cli, traced: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = _fifo_reader(fifo, got)  # blocks in open() until the writer comes
+    res = run_cli("export", "--trace-dir", str(traced), "elementwise_add", "--chrome-trace", str(fifo))
+    reader.join(10)
+    assert res.exit_code == 0, res.output
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert "traceEvents" in json.loads(got[0])
+
+
+def test_a_pipe_nobody_reads_does_not_hang(tmp_path: Path, traced: Path) -> None:
+    exe = shutil.which("tltrace")
+    if exe is None:
+        pytest.skip("no tltrace entry point")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    cmd = [exe, "export", "--trace-dir", str(traced), "elementwise_add", "--chrome-trace", str(fifo)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "no process reads" in proc.stderr, proc.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_character_device_is_written_through(run_cli, traced: Path) -> None:
+    res = run_cli("export", "--trace-dir", str(traced), "elementwise_add", "--chrome-trace", "/dev/null")
+    assert res.exit_code == 0, res.output
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+    res = run_cli("export", "--trace-dir", str(traced), "elementwise_add", "--chrome-trace", "/dev/full")
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1 and "/dev/full" in res.stderr, res.output
+    assert stat.S_ISCHR(os.lstat("/dev/full").st_mode)
+
+
+def test_diff_runs_html_follows_the_rule(run_cli, traced: Path, tmp_path: Path) -> None:
+    ab = ("diff-runs", "--trace-dir", str(traced), "elementwise_add:-2", "elementwise_add:-1", "--html")
+    notes = tmp_path / "notes.html"
+    notes.write_text("<p>mine</p>\n")
+    _refused(run_cli(*ab, str(notes)), "did not write")
+    assert notes.read_text() == "<p>mine</p>\n"
+    out = tmp_path / "d.html"
+    assert run_cli(*ab, str(out)).exit_code == 1
+    first = out.read_bytes()
+    assert run_cli(*ab, str(out)).exit_code == 1  # its own file: rewritten
+    assert out.read_bytes() == first
+    res = run_cli(*ab, "-")
+    assert res.exit_code == 1 and res.stdout.startswith("<!DOCTYPE html>") and "report:" not in res.stdout
+    assert run_cli(*ab, str(notes), "--force").exit_code == 1
+    assert "tltrace diff-runs" in notes.read_text()
+
+
+def test_a_script_named_like_an_option_is_a_script(run_cli, traced: Path, tmp_path: Path) -> None:
+    """`tltrace export -dash.py` printed export's help and exited 0 (click read -d -a -s -h)."""
+    shutil.copytree(traced, tmp_path / "T")
+    (tmp_path / "T" / "elementwise_add").rename(tmp_path / "T" / "-dash")
+    (tmp_path / "-dash.py").write_text("")
+    res = run_cli("export", "--trace-dir", str(tmp_path / "T"), "-dash.py", "--chrome-trace", "t.json")
+    assert res.exit_code == 0, res.output
+    assert "Usage" not in res.output and (tmp_path / "t.json").is_file()
+    res = run_cli("show", "--trace-dir", str(tmp_path / "T"), "-dash.py")
+    assert res.exit_code == 0 and "Usage" not in res.output, res.output
+    res = run_cli("export", "-bogus", "--chrome-trace", "t.json")
+    assert res.exit_code == 2 and "no such option" in res.stderr
+
+
+def test_check_says_what_a_path_is(tmp_path: Path) -> None:
+    kind = output_path.CHROME_TRACE
+    assert output_path.check("-", kind).path is None
+    assert output_path.check(tmp_path / "new.json", kind) == output_path.Target(tmp_path / "new.json")
+    assert output_path.check("/dev/null", kind).stream
+    own = tmp_path / "own.json"
+    output_path.write(own, kind, b'{"traceEvents":[],"otherData":{"producer":"tltrace 0"}}')
+    assert output_path.check(own, kind) == output_path.Target(own)
+    with pytest.raises(output_path.UsageError):
+        output_path.check(own, output_path.DIFF_HTML)  # a trace is not a diff-runs page

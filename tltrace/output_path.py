@@ -1,0 +1,191 @@
+"""The one rule for every output PATH a command writes (`--chrome-trace`, `diff-runs --html`, ...).
+
+- `-` is stdout.
+- A path that does not exist is created, through a temporary file and a rename.
+- A regular file is rewritten only when tltrace wrote it: its first or last bytes carry the
+  signature of that kind of output (a Chrome trace's `"producer":"tltrace`, the diff-runs
+  page's title). The script being traced, a notes file, an empty file: refused.
+- A character device or a FIFO (`/dev/null`, a terminal, `>(gzip > t.gz)`) is written
+  through, never replaced; a FIFO nobody reads is refused instead of waited on.
+- Anything else is refused in one line: a directory, a symbolic link to anything but a
+  device or pipe, a socket, a block device, a missing parent. `force` lifts the refusal
+  for files and links: the path itself is then replaced (a link is replaced, never
+  written through); a directory or a block device is never replaced.
+
+Core code: raises UsageError/TltraceError, prints nothing. `check` says up front whether a
+write would be allowed (so `run` fails before the script starts); `write` checks again at
+the moment of writing, since the file may have appeared in between.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._atomic import atomic_write
+from .errors import TltraceError, UsageError
+
+STDOUT = "-"
+_PEEK = 4096  # bytes read from each end of an existing file to find a signature
+_READER_WAIT_S = 2.0  # how long a FIFO may take to get its reader (a `>(...)` starting up)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of output: the option that names it and the bytes that mark a file tltrace wrote."""
+
+    option: str  # e.g. "--chrome-trace", for messages
+    signatures: tuple[bytes, ...]  # any of them in the file's first or last _PEEK bytes
+
+
+CHROME_TRACE = Kind("--chrome-trace", (b'"producer":"tltrace', b'"producer": "tltrace'))
+DIFF_HTML = Kind("--html", (b"<title>tltrace diff-runs</title>",))
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where an output goes: stdout, a stream to write through (device, pipe), or a file to (re)place."""
+
+    path: Path | None  # None: stdout
+    stream: bool = False  # write through an existing character device or FIFO
+
+    @property
+    def shown(self) -> str:
+        return "stdout" if self.path is None else os.fspath(self.path)
+
+
+def _wrote_it(path: Path, kind: Kind) -> bool:
+    """True when the regular file at `path` carries `kind`'s signature (read without following links)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_NOCTTY)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        head = os.pread(fd, _PEEK, 0)
+        tail = os.pread(fd, _PEEK, max(0, st.st_size - _PEEK)) if st.st_size > _PEEK else b""
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return any(sig in head or sig in tail for sig in kind.signatures)
+
+
+def check(path: str | os.PathLike | None, kind: Kind, *, force: bool = False) -> Target:
+    """Return where `path` writes to, or raise UsageError (one line) when the rule refuses it."""
+    if path is None or os.fspath(path) == STDOUT:
+        return Target(None)
+    raw = os.fspath(path)
+    p = Path(raw)
+    opt = f"{kind.option} {raw}"
+    if raw.endswith(os.sep):
+        raise UsageError(f"{opt} names a directory; give a file name, e.g. {p / 'out'}")
+    try:
+        lst = os.lstat(p)
+    except FileNotFoundError:
+        parent = p.parent
+        if not parent.is_dir():
+            raise UsageError(f"{opt}: directory {parent} does not exist") from None
+        return Target(p)
+    except OSError as exc:
+        raise UsageError(f"{opt}: cannot check it ({exc.strerror or exc})") from None
+    mode = lst.st_mode
+    if stat.S_ISLNK(mode):
+        try:
+            target_mode = os.stat(p).st_mode
+        except OSError:
+            target_mode = 0
+        if stat.S_ISCHR(target_mode) or stat.S_ISFIFO(target_mode):
+            return Target(p, stream=True)  # /dev/stdout, /dev/fd/63 from >(...): a stream, not a file
+        if force and not stat.S_ISDIR(target_mode):
+            return Target(p)  # the link itself is replaced; its target is not touched
+        raise UsageError(
+            f"{opt} is a symbolic link; tltrace does not write through links "
+            "(name the file itself, or add --force to replace the link)"
+        )
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return Target(p, stream=True)
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{opt} is a directory; give a file name, e.g. {p / 'out'}")
+    if not stat.S_ISREG(mode):
+        what = "a socket" if stat.S_ISSOCK(mode) else "a block device" if stat.S_ISBLK(mode) else "not a file"
+        raise UsageError(f"{opt} is {what}; tltrace writes only files, pipes and character devices")
+    if force or _wrote_it(p, kind):
+        return Target(p)
+    raise UsageError(
+        f"{opt} is an existing file that tltrace did not write; "
+        "choose a new path, or add --force to replace it"
+    )
+
+
+def write(
+    path: str | os.PathLike | None, kind: Kind, chunks: bytes | Iterable[bytes], *, force: bool = False
+) -> Target:
+    """Write `chunks` where `path` says under the rule (checked again now); return the Target.
+
+    Raises UsageError when the rule refuses the path, TltraceError when the write fails
+    (a full disk, a closed pipe); a file is then left as it was.
+    """
+    target = check(path, kind, force=force)
+    data = [chunks] if isinstance(chunks, bytes) else chunks
+    try:
+        if target.path is None:
+            out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
+            for chunk in data:
+                if out is not None:
+                    out.write(chunk)
+                else:
+                    sys.stdout.write(chunk.decode("utf-8", "surrogateescape"))
+            sys.stdout.flush()
+        elif target.stream:
+            _write_stream(target.path, data, kind)
+        else:
+            atomic_write(target.path, data)
+    except OSError as exc:
+        raise TltraceError(f"cannot write {target.shown} ({exc.strerror or exc})") from None
+    return target
+
+
+def _write_stream(path: Path, data: Iterable[bytes], kind: Kind) -> None:
+    """Write through a character device or FIFO that exists already; never create or truncate a file."""
+    deadline = time.monotonic() + _READER_WAIT_S
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+            if time.monotonic() >= deadline:  # a FIFO with no reader: say so instead of waiting forever
+                raise TltraceError(
+                    f"{kind.option} {path}: no process reads that pipe; start the reader first"
+                ) from None
+            time.sleep(0.05)
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+            raise TltraceError(f"{kind.option} {path} changed while tltrace wrote it; nothing written")
+        # The reader is there: from now on a pipe may block like any pipe.
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+        for chunk in data:
+            view = memoryview(chunk)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+__all__ = ["CHROME_TRACE", "DIFF_HTML", "STDOUT", "Kind", "Target", "check", "write"]

@@ -1,0 +1,69 @@
+"""Control characters made visible, as `cat -v` shows them: data never drives the terminal.
+
+IR text, codegen output, kernel and file names come from the user's program (an ESC in a
+`T.call_extern` name, a crafted manifest). Printed raw, an escape sequence would move the
+cursor, retitle the window or hide lines. Every console tltrace prints data with is a
+`VisibleConsole`: the text of each segment goes through `visible`, while the styles Rich
+adds (its own escape sequences) are rendered after that, untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from rich.console import Console
+from rich.segment import Segment
+from rich.style import Style
+
+
+def _table() -> dict[int, str]:
+    table = {c: "^" + chr(c + 64) for c in range(0x20) if chr(c) not in "\t\n"}
+    table[0x7F] = "^?"
+    table.update({c: "M-^" + chr(c - 0x80 + 64) for c in range(0x80, 0xA0)})  # C1 controls (CSI is 0x9b)
+    return table
+
+
+_TABLE = _table()
+
+
+def visible(text: str) -> str:
+    """Return `text` with each control character but tab and newline spelled as `cat -v` does (ESC: ^[)."""
+    return text.translate(_TABLE)
+
+
+class VisibleConsole(Console):
+    """A Rich console whose printed text shows control characters instead of sending them."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(s if s.control else Segment(visible(s.text), s.style) for s in buffer)
+
+
+def write_lines(
+    console: Console, lines: Iterable[tuple[str, str]], styles: Mapping[str, str], indent: str = "    "
+) -> None:
+    """Write (kind, line) pairs to the console's file as they come, each styled by its kind.
+
+    For texts of any size (`show --pass` on a 65 MB IR): no Rich layout and no one Text
+    holding every line; the output goes out in chunks of about a megabyte.
+    """
+    color_system = None if console.no_color else getattr(console, "_color_system", None)
+    parsed = {k: Style.parse(v) for k, v in styles.items() if v}
+    out = console.file
+    buf: list[str] = []
+    size = 0
+    for kind, line in lines:
+        text = visible(indent + line)
+        style = parsed.get(kind)
+        if color_system is not None and style is not None:
+            text = style.render(text, color_system=color_system)
+        buf.append(text + "\n")
+        size += len(text) + 1
+        if size >= 1 << 20:
+            out.write("".join(buf))
+            buf, size = [], 0
+    if buf:
+        out.write("".join(buf))
+    out.flush()
+
+
+__all__ = ["VisibleConsole", "visible", "write_lines"]
