@@ -19,6 +19,9 @@ def _settings(trace: Path, where: str) -> Settings:
     return Settings(mode="both", trace_dir=trace, script_name="k", script_key=f"path:/{where}/k.py")
 
 
+_ledger = {"now": Ledger()}  # the current invocation's ledger
+
+
 def _compile(s: Settings, text: str = G, variant: Variant | None = None, kernel: str = "add"):
     return reconcile_codegen(
         s,
@@ -28,13 +31,15 @@ def _compile(s: Settings, text: str = G, variant: Variant | None = None, kernel:
         compiles_source=True,
         backend="cython",
         variant=variant,
+        ledger=_ledger["now"],
     )
 
 
 def _forget(trace: Path) -> None:
-    """A new process: nothing remembered of earlier claims."""
+    """A new process (a new invocation): nothing remembered of earlier claims."""
     scripts._claimed.clear()
     scripts._problems.clear()
+    _ledger["now"] = Ledger()
 
 
 def test_a_lost_script_registry_never_hands_one_scripts_edit_to_another(tmp_path):
