@@ -16,8 +16,9 @@ working file without baseline                                              INIT-
 ==============================  =====================  ==================  ============
 
 A working file holding conflict markers (a merge not finished) is never compiled: the
-generated source is, and the file stays as it is (UNRESOLVED). A working file that was deleted while its baseline exists is re-created, as if it
-still held the baseline (no edit to keep). No I/O happens here: the file layer
+generated source is, and the file stays as it is (UNRESOLVED). A working file that was
+deleted while its baseline exists is re-created, as if it still held the baseline (no
+edit to keep). No I/O happens here: the file layer
 (`files.py`) reads the texts, calls `decide`, and carries out the Decision.
 """
 

@@ -233,6 +233,8 @@ def _write(layout: files.Layout, reg: Registry) -> None:
     path = layout.registry_path
     if path.is_symlink() or (reg.damaged and not reg.entries):
         return  # a damaged index with nothing to put in its place is left as evidence
+    if reg.damaged and path.is_file():
+        files.archive(path, 1)  # the damaged index is kept (as .N) for a look, never overwritten
     data = {
         "version": VERSION,
         "kernels": {k: e.suffix for k, e in reg.entries.items()},

@@ -210,6 +210,8 @@ def claim(trace_dir: str | os.PathLike, name: str, identity: str) -> Path:
             _write_owner(td / dirname, identity)
             if registry.get(identity) != dirname or problem is not None:
                 registry[identity] = dirname
+                if problem is not None and reg.is_file() and not reg.is_symlink():
+                    os.replace(reg, reg.with_name(reg.name + ".damaged"))  # kept for a look
                 if not reg.is_symlink():
                     data = (
                         json.dumps({"version": 1, "scripts": registry}, indent=1, ensure_ascii=False) + "\n"
