@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 ADD = "))) + *(float4"
 SUB = "))) - *(float4"
@@ -54,9 +56,29 @@ def test_one_kernel_announced_patched_as_a_diff_conflict_on_a_new_block_markers_
     n = next(i for i, x in enumerate(lines, 1) if ADD in x)
     lines[n - 1] += " this is not C"
     w.write_text("\n".join(lines) + "\n")
-    r = _run(run_cli, script, "--n", "512", "--block", "64")  # an error names the file's own line
-    assert r.exit_code != 0
-    assert re.search(rf"{re.escape(str(w))}:{n}:\d+: error", r.stdout + r.stderr), r.stdout + r.stderr
+    # an error names the file's own line (g++ writes to the process's stderr: run it in a process)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tltrace",
+            "run",
+            "-q",
+            "--mode",
+            "both",
+            str(script),
+            "--n",
+            "512",
+            "--block",
+            "64",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode != 0
+    assert re.search(rf"{re.escape(str(w))}:{n}:\d+: error", p.stdout + p.stderr), p.stdout + p.stderr
 
 
 def test_lower_trace_edit_test_n128_gives_conflict(run_cli, examples_dir, tmp_path):
