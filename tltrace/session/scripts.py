@@ -95,9 +95,9 @@ def owner_of(script_dir: Path) -> str | None:
 
 
 def _used(d: Path) -> bool:
-    """A directory with anything of a traced script in it (records, working files)."""
+    """A directory holding a traced script's files (run records, working files)."""
     try:
-        return d.is_dir() and any(True for _ in d.iterdir())
+        return (d / ".run_records").exists() or (d / ".codegen_kernels.json").exists()
     except OSError:
         return True
 
