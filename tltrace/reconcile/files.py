@@ -230,6 +230,8 @@ class Layout:
                     break
         if middle and not (middle.startswith("_") and is_safe_component(middle[1:])):
             return None
+        if not self.custom:
+            return middle, role  # the default names round-trip by construction
         try:
             if self.path_for(middle, role).name != name:
                 return None

@@ -32,12 +32,13 @@ applies to it: each launch shape keeps its own file for good.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .._atomic import locked, remove_stale_temps
-from ..session.names import safe_component
+from ..session.names import is_safe_component, safe_component
 from . import files
 from .variant import Variant, describe, file_label
 
@@ -99,6 +100,8 @@ def identity(kernel: str, variant: str | None) -> str:
 
 def owner_path(layout: files.Layout, suffix: str) -> Path:
     """The owner record of the working files with `suffix` (one for all roles)."""
+    if not layout.custom and (suffix == "" or (suffix.startswith("_") and is_safe_component(suffix[1:]))):
+        return layout.directory / f".{files.DEFAULT_STEM}{suffix}{files.EXT}.owner"
     return layout.directory / f".{layout.path_for(suffix, None).name}.owner"
 
 
@@ -132,8 +135,13 @@ def _parts(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items() if isinstance(v, (str, int))}
 
 
-def _owners(layout: files.Layout) -> tuple[dict[str, tuple[str, dict[str, str]]], set[str], list[str]]:
-    """Return suffix -> (key, parts) from owner records, the suffixes of working files on disk, problems."""
+def _owners(
+    layout: files.Layout, skip: set[str] | frozenset[str] = frozenset()
+) -> tuple[dict[str, tuple[str, dict[str, str]]], set[str], list[str]]:
+    """Return suffix -> (key, parts) from owner records, the suffixes of working files on disk, problems.
+
+    The owner records of the suffixes in `skip` are not read (the index's, when it is trusted).
+    """
     owners: dict[str, tuple[str, dict[str, str]]] = {}
     on_disk: set[str] = set()
     problems: list[str] = []
@@ -142,11 +150,12 @@ def _owners(layout: files.Layout) -> tuple[dict[str, tuple[str, dict[str, str]]]
         names = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
     except OSError:
         names = []
+    present = set(names)
     for name in names:
         hit = layout.suffix_of(name)
-        if hit is not None and (d / (name + ".original")).exists():
+        if hit is not None and name + ".original" in present:
             on_disk.add(hit[0])
-    for suffix in sorted(on_disk | set(_owner_suffixes(layout, names))):
+    for suffix in sorted((on_disk | set(_owner_suffixes(layout, names))) - set(skip)):
         path = owner_path(layout, suffix)
         try:
             data = _read_json(path)
@@ -169,13 +178,20 @@ def _owner_suffixes(layout: files.Layout, names: list[str]) -> list[str]:
         if name.startswith(".") and name.endswith(".owner"):
             inner = name[1 : -len(".owner")]
             hit = layout.suffix_of(inner)
-            if hit is not None and layout.path_for(hit[0], None).name == inner:
+            if hit is not None and (
+                hit[1] is None if not layout.custom else layout.path_for(hit[0], None).name == inner
+            ):
                 out.append(hit[0])
     return out
 
 
-def load(layout: files.Layout) -> Registry:
-    """Read the index and the owner records (no writes); the owner records win where they disagree."""
+def load(layout: files.Layout, *, verify: bool = True) -> Registry:
+    """Read the index and the owner records (no writes); the owner records win where they disagree.
+
+    `verify=False` trusts a healthy index for the files it lists and reads only the owner
+    records of files it does not list (a new variant's claim; `claim` checks the one
+    entry it acts on).
+    """
     path = layout.registry_path
     problems: list[str] = []
     damaged = False
@@ -199,7 +215,10 @@ def load(layout: files.Layout) -> Registry:
                     continue  # two keys on one file would fight over it: the first keeps it
                 used.add(suffix)
                 entries[str(key)] = Entry(str(key), suffix, _parts(variants.get(key)))
-    owners, on_disk, owner_problems = _owners(layout)
+    trusted = (
+        {e.suffix for e in entries.values()} if (not verify and data is not None and not damaged) else set()
+    )
+    owners, on_disk, owner_problems = _owners(layout, trusted)
     problems += owner_problems
     reg = Registry(entries, problems, damaged=damaged)
     by_suffix = {e.suffix: e for e in entries.values()}
@@ -263,28 +282,39 @@ def claim(
     reg_path = layout.registry_path
     layout.directory.mkdir(parents=True, exist_ok=True)
     with locked(reg_path.with_name(reg_path.name + ".lock")):
-        reg = load(layout)
-        owners = [owner_path(layout, x).name for x in reg.taken() | {""}]
-        remove_stale_temps(reg_path.parent, [reg_path.name, *owners])
+        fast = _known(layout, key, parts)
+        if fast is not None:  # the common case: one index read and one owner record per compile
+            claimed.add(fast.suffix)
+            return Claim(fast.suffix, fast)
+        for verify in (False, True):
+            reg = load(layout, verify=verify)
+            entry = reg.entries.get(key)
+            continued = None
+            created = False
+            if entry is None and variant is not None and kernel in reg.entries:  # from before variants: adopt
+                old = reg.entries.pop(kernel)
+                entry = Entry(key, old.suffix, parts)
+            elif entry is None:
+                same = [e for e in reg.entries.values() if e.kernel == kernel]
+                if variant is not None and len(same) == 1 and same[0].suffix not in claimed:
+                    continued = same[0]
+                    del reg.entries[continued.key]
+                    entry = Entry(key, continued.suffix, parts)
+                else:
+                    entry = Entry(key, _new_suffix(reg, kernel, parts, same), parts)
+                    created = True
+            elif parts and entry.parts != parts:
+                entry = Entry(key, entry.suffix, parts)
+                reg.dirty = True
+            # The one file acted on must be owned as the index says (or by no record yet).
+            acted = continued or (None if created else reg.entries.get(key))
+            if verify or acted is None or _owner_key(layout, acted.suffix) in (None, acted.key):
+                break
+        assert entry is not None
+        if _temps_in(reg_path.parent):  # a killed write of the index or an owner record
+            owners = [owner_path(layout, x).name for x in reg.taken() | {entry.suffix}]
+            remove_stale_temps(reg_path.parent, [reg_path.name, *owners])
         warnings = [_problem_line(layout, reg)] if reg.problems else []
-        entry = reg.entries.get(key)
-        continued = None
-        created = False
-        if entry is None and variant is not None and kernel in reg.entries:  # from before variants: adopt
-            old = reg.entries.pop(kernel)
-            entry = Entry(key, old.suffix, parts)
-        elif entry is None:
-            same = [e for e in reg.entries.values() if e.kernel == kernel]
-            if variant is not None and len(same) == 1 and same[0].suffix not in claimed:
-                continued = same[0]
-                del reg.entries[continued.key]
-                entry = Entry(key, continued.suffix, parts)
-            else:
-                entry = Entry(key, _new_suffix(reg, kernel, parts, same), parts)
-                created = True
-        elif parts and entry.parts != parts:
-            entry = Entry(key, entry.suffix, parts)
-            reg.dirty = True
         changed = reg.entries.get(key) != entry or reg.entries[key].parts != entry.parts
         reg.entries[key] = entry
         if changed or not owner_path(layout, entry.suffix).is_file():
@@ -293,6 +323,51 @@ def claim(
             _write(layout, reg)
         claimed.add(entry.suffix)
         return Claim(entry.suffix, entry, continued, created, tuple(warnings))
+
+
+def _temps_in(directory: Path) -> bool:
+    try:
+        return any(n.endswith(".tmp") for n in os.listdir(directory))
+    except OSError:
+        return False
+
+
+def _owner_key(layout: files.Layout, suffix: str) -> str | None:
+    """The key the owner record of `suffix` names; None when there is none; '?' when it is damaged."""
+    try:
+        data = _read_json(owner_path(layout, suffix))
+    except ValueError:
+        return "?"
+    if data is None:
+        return None
+    key = data.get("key") if isinstance(data, dict) else None
+    return key if isinstance(key, str) else "?"
+
+
+def _known(layout: files.Layout, key: str, parts: dict[str, str]) -> Entry | None:
+    """Return the entry of a variant the index knows and its owner record confirms; None: take the full path.
+
+    Only a healthy index is trusted this way, and only for a key whose file's owner record
+    names that very key (a record missing is written now: a file from before owner records).
+    """
+    try:
+        data = _read_json(layout.registry_path)
+        suffix = _suffix(data["kernels"][key]) if isinstance(data, dict) else None
+        stored = _parts((data.get("variants") or {}).get(key))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if suffix is None or (parts and stored != parts):
+        return None
+    try:
+        owner = _read_json(owner_path(layout, suffix))
+    except ValueError:
+        return None
+    entry = Entry(key, suffix, stored)
+    if owner is None:
+        remove_stale_temps(layout.directory, [owner_path(layout, suffix).name])
+        _write_owner(layout, entry)
+        return entry
+    return entry if isinstance(owner, dict) and owner.get("key") == key else None
 
 
 def _new_suffix(reg: Registry, kernel: str, parts: dict[str, str], same: list[Entry]) -> str:

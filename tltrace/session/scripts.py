@@ -207,6 +207,8 @@ def claim(trace_dir: str | os.PathLike, name: str, identity: str) -> Path:
                     f"{problem}; script directories are matched by the owner records in them "
                     f"({OWNER}), and {identity.split(':', 1)[-1]} uses {dirname}/"
                 )
+            if (td / dirname).is_dir():
+                remove_stale_temps(td / dirname, [OWNER])  # a killed write of the owner record
             _write_owner(td / dirname, identity)
             if registry.get(identity) != dirname or problem is not None:
                 registry[identity] = dirname
