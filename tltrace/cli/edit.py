@@ -23,9 +23,10 @@ Examples:
 
 Runs SCRIPT once under 'tltrace run --mode both --quiet', then again in a fresh process
 each time SCRIPT or one of its working files (codegen_device.cpp, codegen_host.cpp,
-codegen_<kernel>_device.cpp, ...) gets new content. Each run ends with one line: its
-exit status and what it decided per working file, e.g. (add: PATCHED). A failing run
-does not end the watch. Ctrl+C ends it (exit 0).
+codegen_<kernel>_device.cpp, ...) gets new content; a save made while a run is going
+leads to the next run, and each rerun says what was saved. Each run ends with one line:
+its exit status and what it decided per working file, e.g. (add: PATCHED). A failing
+run does not end the watch. Ctrl+C ends it (exit 0).
 """
 
 RESOLVE_EPILOG = """\
