@@ -156,3 +156,28 @@ def test_one_kernel_whose_shape_changes_keeps_its_file_and_a_pool_keeps_one_file
         assert paths[V512] == a and paths[V1024].name == "codegen_add_1024_device.cpp"
     s = _pool(trace)  # a kernel with two known variants: a new one gets its own file
     assert _compile(s, "256\n", V256).path.name == "codegen_add_256_device.cpp"
+
+
+def test_resolve_conflict_onto_carries_an_edit_to_another_variant(run_cli, tmp_path):
+    """The edit of the 512 file, merged onto the 1024 variant's codegen: the 1024 file holds it; 512 keeps its own."""
+    trace = tmp_path / "tmp" / "lower_trace_dir"
+    base = "".join(f"line {i}\n" for i in range(8))
+
+    def gen(size):
+        return base.replace("line 0", f"size {size}")
+
+    s = _pool(trace)
+    a = _compile(s, gen(512), V512).path
+    b = _compile(s, gen(1024), V1024).path
+    a.write_text(gen(512).replace("line 5", "line 5 EDITED"))
+    r = run_cli("resolve-conflict", "k", "--onto", "1024")
+    assert r.exit_code == 0, r.stderr
+    assert b.read_text() == gen(1024).replace("line 5", "line 5 EDITED")
+    assert a.read_text() == gen(512).replace("line 5", "line 5 EDITED")
+    s = _pool(trace)
+    out = _compile(s, gen(1024), V1024)
+    assert out.tag == "PATCHED" and out.compile_text == b.read_text()
+    r = run_cli("resolve-conflict", "k", "--onto", "1024")  # the target now holds an edit of its own
+    assert r.exit_code == 2 and "holds an edit of its own" in r.stderr
+    r = run_cli("resolve-conflict", "k", "--onto", "4096")
+    assert r.exit_code == 2 and "no working file holds a variant '4096'" in r.stderr
