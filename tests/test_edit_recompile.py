@@ -45,15 +45,17 @@ def test_two_kernels_edit_conflict_resolve(run_cli, examples_dir, tmp_path):
     assert "vadd: computes a-b" in r.stdout and "vmul: computes a*b" in r.stdout
     assert r.exit_code == 1
 
-    r = run("--n", "2048")  # another size is another variant: its own file, and the edit is not lost
-    assert _tags(r.stdout) == [] and "vadd: computes a+b" in r.stdout
-    assert (d / "codegen_vadd_2048_device.cpp").is_file()
-    assert f"NOT-APPLIED  edit in {vadd} not applied" in r.stdout
-    assert SUB in vadd.read_text()
-    r = run()  # and back: the 1024 variant's edit again, no CONFLICT either way
+    r = run("--n", "2048")  # one kernel, changed under the edit: the spec's table, in its one file
+    assert _tags(r.stdout) == ["vadd:CONFLICT"], r.stdout
+    assert "vadd: computes a+b" in r.stdout and "vadd changed (1024 -> 2048)" in r.stdout
+    assert not (d / "codegen_vadd_2048_device.cpp").exists()
+    assert SUB in (d / "codegen_device.cpp.bak").read_text() and SUB not in vadd.read_text()
+    r = run_cli("resolve-conflict", script)  # the loop bound and the edited line do not touch: clean
+    assert r.exit_code == 0, r.stderr
+    r = run("--n", "2048")
     assert _tags(r.stdout) == ["vadd:PATCHED"] and "vadd: computes a-b" in r.stdout
 
-    r = run("--serial")  # vadd's code changes at the same launch shape: under the edit
+    r = run("--serial")  # vadd's code changes (and its size, back to 1024): under the edit
     assert _tags(r.stdout) == ["vadd:CONFLICT"]
     assert "vadd: computes a+b" in r.stdout  # regenerated from the new codegen
     assert SUB in (d / "codegen_device.cpp.bak").read_text()
@@ -130,6 +132,17 @@ def test_resolve_conflict_errors_and_markers(run_cli, tmp_path):
     r = run_cli("resolve-conflict", "k.py")
     assert r.exit_code == 4 and "1 conflicting hunk" in r.stderr
     assert "=======\n" in wf.read_text()
-    assert compile_(base.replace("line 2", "theirs")).tag == "PATCHED"  # the baseline advanced
+    out = compile_(base.replace("line 2", "theirs"))  # the baseline advanced; markers are never compiled
+    assert out.tag == "UNRESOLVED" and out.compile_text == base.replace("line 2", "theirs")
+    assert f"{wf.name}:3 has conflict markers" in out.message
+    assert "<<<<<<< your edits (codegen_device.cpp.bak.1)" in wf.read_text()  # labels name files that exist
+    assert (wf.parent / "codegen_device.cpp.bak.1").is_file() and (
+        wf.parent / "codegen_device.cpp.original"
+    ).is_file()
+    r = run_cli("resolve-conflict", "k.py")  # found again, not "no conflict"
+    assert r.exit_code == 4 and f"{wf.name}:3 still has conflict markers" in r.stderr
+    r = run_cli("resolve-conflict", "k.py", "--ours")  # a side of each hunk
+    assert r.exit_code == 0 and wf.read_text() == base.replace("line 2", "mine")
+    assert compile_(base.replace("line 2", "theirs")).tag == "PATCHED"
     r = run_cli("resolve-conflict", "k.py", "--ours", "--theirs")
     assert r.exit_code == 2

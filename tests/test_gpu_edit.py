@@ -61,3 +61,21 @@ def test_tvm_ffi_files_stable_and_note(cuda_env, run_cli, examples_dir, tmp_path
     assert r.exit_code == 0  # the binary was built from TIR: the numbers are unchanged
     assert " - " in device.read_text()  # the edit stays on disk
     assert os.path.getsize(d / "codegen_host.cpp.original") > 0
+
+
+def test_nvrtc_error_in_an_edit_names_the_working_files_line(cuda_env, run_cli, examples_dir, tmp_path):
+    """The edit is compiled behind `#line 1 "W"`: NVRTC's error names W and the user's own line."""
+    cuda_env("nvrtc")
+    script = examples_dir / "elementwise_add.py"
+    working = tmp_path / "tmp" / "lower_trace_dir" / "elementwise_add" / "codegen_device.cpp"
+    r = run_cli("run", "--quiet", "--mode", "both", script)
+    assert r.exit_code == 0, r.stdout + r.stderr
+    lines = working.read_text().splitlines()
+    n = next(i for i, x in enumerate(lines, 1) if "threadIdx.x" in x)
+    lines[n - 1] += " this is not CUDA"
+    working.write_text("\n".join(lines) + "\n")
+    r = run_cli("run", "--quiet", "--mode", "both", script)
+    out = r.stdout + r.stderr
+    assert r.exit_code != 0
+    # nvrtc: "PATH(LINE): error: ..."; the path as written in the directive
+    assert re.search(rf"{re.escape(str(working))}\({n}\): error", out), out

@@ -19,7 +19,8 @@ from tltrace import _atomic
 from tltrace.config import Settings
 from tltrace.reconcile import files
 from tltrace.reconcile.resolve import pending, resolve
-from tltrace.reconcile.workflow import reconcile_codegen
+from tltrace.reconcile.variant import Variant
+from tltrace.reconcile.workflow import reconcile_codegen, settle
 
 CRASHED = 77
 G0 = "".join(f"line {i}\n" for i in range(12))
@@ -36,15 +37,29 @@ def _settings(root: Path) -> Settings:
     return Settings(mode="both", trace_dir=root, script_name="s", script_key="path:/nowhere/s.py")
 
 
-def _compile(root: Path, generated: str):
-    return reconcile_codegen(
+def _compile(root: Path, generated: str, variant: Variant | None = None):
+    """What session/tool.py does: reconcile, say the tag (here: append it to `said`), settle."""
+    out = reconcile_codegen(
         _settings(root),
         kernel="k",
         role="device",
         generated=generated,
         compiles_source=True,
         backend="cython",
+        variant=variant,
     )
+    if out.tag:
+        with open(root / "said", "a") as fh:
+            fh.write(out.tag + "\n")
+    settle(out)
+    return out
+
+
+def _said(root: Path) -> list[str]:
+    try:
+        return (root / "said").read_text().split()
+    except FileNotFoundError:
+        return []
 
 
 def _run_child(k: int, action) -> bool:
@@ -74,7 +89,11 @@ def _run_child(k: int, action) -> bool:
 
 
 def _texts(d: Path) -> set[str]:
-    return {p.read_text() for p in d.rglob("*") if p.is_file() and not p.name.endswith(".lock")}
+    return {
+        p.read_text()
+        for p in d.rglob("*")
+        if p.is_file() and not p.name.endswith(".lock") and p.name != "said"
+    }
 
 
 def _leftovers(d: Path) -> list[str]:
@@ -159,9 +178,15 @@ def test_kill_after_every_step_of_conflict(tmp_path):
     def check(root, k, last):
         wf = _wf(root)
         assert EDIT in _texts(root), f"the edit is lost after a kill at step {k}"
+        said_before = _said(root)
         out = _compile(root, G1)
         assert out.tag != "PATCHED" and out.compile_text == G1, (k, out.tag)
-        assert out.tag == "CONFLICT" or (last and out.tag is None), (k, out.tag)
+        # Said by the killed run, or by the next one: never by neither (not even after the last step).
+        assert out.tag == "CONFLICT" or (out.tag is None and "CONFLICT" in said_before), (
+            k,
+            out.tag,
+            said_before,
+        )
         assert EDIT in _texts(root)
         assert wf.path.read_text() == wf.original.read_text() == G1
         assert pending(wf) and EDIT in {p.read_text() for p in wf.backups()}
@@ -170,6 +195,33 @@ def test_kill_after_every_step_of_conflict(tmp_path):
         assert r.conflicts == 0 and r.text == G1.replace("line 2", "line 2 EDITED")
 
     _crash_everywhere(tmp_path, setup, lambda root: _compile(root, G1), check)
+
+
+V0 = Variant("aaaa", "1024", (("shape", "1024"), ("grid", "8"), ("threads", "128")))
+V1 = Variant("bbbb", "1024", (("shape", "1024"), ("grid", "16"), ("threads", "64")))
+
+
+def test_kill_after_every_step_of_a_new_launch_shape_under_an_edit(tmp_path):
+    """One kernel, its block size changed under an edit: CONFLICT in the one file (the owner
+    record and the index are re-pointed first), whatever step the kill hit."""
+
+    def setup(root):
+        _compile(root, G0, V0).path.write_text(EDIT)
+
+    def check(root, k, last):
+        wf = _wf(root)
+        assert EDIT in _texts(root), f"the edit is lost after a kill at step {k}"
+        said_before = _said(root)
+        out = _compile(root, G1, V1)
+        assert out.path == wf.path, (k, out.path)  # the kernel's one file, never a second one
+        assert out.tag != "PATCHED" and out.compile_text == G1, (k, out.tag)
+        assert out.tag == "CONFLICT" or (out.tag is None and "CONFLICT" in said_before), (k, out.tag)
+        assert wf.path.read_text() == G1 and EDIT in {p.read_text() for p in wf.backups()}
+        assert _leftovers(root) == []
+        assert sorted(p.name for p in wf.path.parent.glob("codegen*.cpp")) == ["codegen_device.cpp"]
+        assert _compile(root, G0, V0).path == wf.path  # and back: the lineage goes on in the same file
+
+    _crash_everywhere(tmp_path, setup, lambda root: _compile(root, G1, V1), check)
 
 
 def test_kill_after_every_step_of_resolve_conflict(tmp_path):

@@ -108,15 +108,25 @@ def test_variants_keep_their_files_in_any_order_and_in_threads(tmp_path):
         assert _tags(p.stdout) == ["PATCHED codegen_add_512_device.cpp"], (args, p.stdout)
         assert "size 512: a-b" in p.stdout and "size 256: a+b" in p.stdout
     assert "size 1024: a+b" in p.stdout
+    assert "codegen_add_1024_device.cpp" in p.stdout  # a new variant's file is announced
     assert (
         json.loads((d / ".codegen_kernels.json").read_text())["kernels"]["add|" + _key(registry, "_add_512")]
         == "_add_512"
     )
     assert SUB not in first.read_text()  # the 256 file never saw the 512 edit
 
-    p = _run(tmp_path, script, "256")  # the edited variant is not compiled: said, not skipped
-    assert _tags(p.stdout) == ["NOT-APPLIED codegen_add_512_device.cpp"]
-    assert "not compiled by tltrace in this run" in p.stdout
+    first.write_text(first.read_text().replace(ADD, SUB))  # a second edited variant: 256
+    p = _run(tmp_path, script, "1024,256,512", "threads")  # yet another order
+    assert _tags(p.stdout) == ["PATCHED codegen_add_512_device.cpp", "PATCHED codegen_device.cpp"], p.stdout
+    assert "size 256: a-b" in p.stdout and "size 512: a-b" in p.stdout and "size 1024: a+b" in p.stdout
+    listed = p.stdout.split("working files", 1)[1]  # the end-of-run list: which file holds which variant
+    for name, size in (("codegen_device.cpp", "256"), ("codegen_add_512_device.cpp", "512")):
+        assert any(name in line and f"add {size} " in line for line in listed.splitlines()), listed
+
+    p = _run(tmp_path, script, "256")  # the edited 512 variant is not compiled: said truly, with a way on
+    assert _tags(p.stdout) == ["NOT-APPLIED codegen_add_512_device.cpp", "PATCHED codegen_device.cpp"]
+    assert "add compiled at 256, not at 512" in p.stdout
+    assert "resolve-conflict --onto codegen_device.cpp --from codegen_add_512_device.cpp" in p.stdout
 
 
 def _key(registry: dict, suffix: str) -> str:

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 from tltrace.reconcile.watch import OutputLine, RunDone, RunStarting, Watching, WatchSpec, watch_runs
@@ -136,3 +137,81 @@ def test_watch_refuses_a_codegen_output_it_did_not_write(run_cli, tmp_path):
     r = run_cli("watch", "--codegen-output", p, p)
     assert r.exit_code == 2 and "did not write" in r.stderr
     assert 'print("hello"' in p.read_text()
+
+
+WAITING = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+
+    flag = Path(sys.argv[1])
+    {compile}
+    print("waiting", flush=True)
+    for _ in range(600):
+        if flag.exists():
+            break
+        time.sleep(0.05)
+    flag.unlink(missing_ok=True)
+    print("done", flush=True)
+""")
+
+
+def _deadline(seconds: float) -> threading.Event:
+    """A stop event set after `seconds`: a missed rerun ends the watch (the test fails) instead of hanging."""
+    ev = threading.Event()
+    t = threading.Timer(seconds, ev.set)
+    t.daemon = True
+    t.start()
+    return ev
+
+
+def _save_mid_run(events, number, save):
+    """Consume run `number`; when it prints "waiting", call save() (a save while it runs)."""
+    for ev in events:
+        if isinstance(ev, OutputLine) and ev.number == number and ev.text == "waiting":
+            save()
+        elif isinstance(ev, RunDone):
+            assert ev.number == number
+            return ev
+    raise AssertionError("watch ended")
+
+
+def test_a_script_saved_while_it_runs_leads_to_a_run(tmp_path):
+    script = tmp_path / "slow.py"
+    flag = tmp_path / "go"
+    script.write_text(WAITING.format(compile=""))
+    spec = WatchSpec(script, (str(flag),), trace_dir=tmp_path / "traces")
+    events = watch_runs(spec, debounce_ms=100, max_runs=2, stop_event=_deadline(240))
+
+    def save():
+        script.write_text(WAITING.format(compile="print('second version', flush=True)"))
+        flag.touch()
+
+    _save_mid_run(events, 1, save)
+    flag.touch()
+    start, out, done = _until_done(events, 2)  # the snapshot predates the run: the save counts
+    assert start.changed == (script.absolute(),)
+    assert "second version" in out
+
+
+def test_a_working_file_saved_while_its_run_goes_on_leads_to_a_run(examples_dir, tmp_path):
+    """The kernel compiled (and its file was created) in run 1; the edit saved before run 1 ended runs in run 2."""
+    script = tmp_path / "k.py"
+    flag = tmp_path / "go"
+    compile_ = (
+        f"sys.path.insert(0, {str(examples_dir)!r}); import elementwise_add as e; e.main(['--n', '256'])"
+    )
+    script.write_text(WAITING.format(compile=compile_))
+    spec = WatchSpec(script, (str(flag),), trace_dir=tmp_path / "traces")
+    working = tmp_path / "traces" / "k" / "codegen_device.cpp"
+    events = watch_runs(spec, debounce_ms=100, max_runs=2, stop_event=_deadline(400))
+
+    def save():
+        working.write_text(working.read_text().replace("))) + *(float4", "))) - *(float4"))
+        flag.touch()
+
+    first = _save_mid_run(events, 1, save)
+    assert first.exit_code == 0
+    flag.touch()
+    start, out, done = _until_done(events, 2)
+    assert start.changed == (working,)
+    assert done.tags == ("add: PATCHED",) and "WRONG RESULT" in out

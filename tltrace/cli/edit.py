@@ -23,9 +23,10 @@ Examples:
 
 Runs SCRIPT once under 'tltrace run --mode both --quiet', then again in a fresh process
 each time SCRIPT or one of its working files (codegen_device.cpp, codegen_host.cpp,
-codegen_<kernel>_device.cpp, ...) gets new content. Each run ends with one line: its
-exit status and what it decided per working file, e.g. (add: PATCHED). A failing run
-does not end the watch. Ctrl+C ends it (exit 0).
+codegen_<kernel>_device.cpp, ...) gets new content; a save made while a run is going
+leads to the next run, and each rerun says what was saved. Each run ends with one line:
+its exit status and what it decided per working file, e.g. (add: PATCHED). A failing
+run does not end the watch. Ctrl+C ends it (exit 0).
 """
 
 RESOLVE_EPILOG = """\
@@ -43,7 +44,17 @@ W.original.bak. This merges them (three-way) onto the new codegen W.latest; the
 working file W then holds the result and its baseline advances, so the next run
 PATCHes it in. Overlapping hunks get <<<<<<< ======= >>>>>>> markers and exit 4.
 SCRIPT_OR_DIR takes what 'tltrace show' takes: a script path or name, a script,
-run or trace directory.
+run or trace directory. A file still holding markers is never compiled; running
+resolve-conflict again finds it (--ours / --theirs then take a side of each hunk).
+
+\b
+  tltrace resolve-conflict k.py --onto codegen_device.cpp
+  tltrace resolve-conflict k.py --onto 2048 --from 1024
+
+--onto carries an edit made for one variant of a kernel (another size, dtype or
+block) over to another variant's working file: a three-way merge of the edit onto
+that variant's codegen. The variant's own file must hold no edit; the source keeps
+its edit.
 """
 
 
@@ -120,7 +131,7 @@ def watch_cmd(
     try:
         for ev in watch_runs(spec, debounce_ms=p["debounce"], max_runs=p["max_runs"]):
             if isinstance(ev, RunStarting):
-                why = ", ".join(c.name for c in ev.changed) or "first run"
+                why = ("saved: " + ", ".join(c.name for c in ev.changed)) if ev.changed else "first run"
                 typer.secho(f"── tltrace watch: run {ev.number} ({why}) ──", bold=True)
             elif isinstance(ev, OutputLine):
                 typer.echo(ev.text)
@@ -174,6 +185,18 @@ def resolve_cmd(
     codegen_output: Optional[Path] = typer.Option(
         None, "--codegen-output", metavar="PATH", help="The --codegen-output PATH the runs used."
     ),
+    onto: Optional[str] = typer.Option(
+        None,
+        "--onto",
+        metavar="VARIANT",
+        help="Carry an edit over onto this variant's working file (its file name, or its size).",
+    ),
+    source: Optional[str] = typer.Option(
+        None,
+        "--from",
+        metavar="VARIANT",
+        help="With --onto: the variant whose edit to carry [default: the kernel's one edited variant].",
+    ),
 ) -> None:
     """Rebase the edits a CONFLICT saved onto the new codegen (three-way merge)."""
     from ..reconcile.resolve import find_pending, resolve
@@ -184,6 +207,10 @@ def resolve_cmd(
         raise _fail("--ours and --theirs exclude each other")
     strategy = "ours" if ours else "theirs" if theirs else "merge"
     layout = _layout(script_or_dir, trace_dir, codegen_output)
+    if onto is not None:
+        _carry_over(layout, onto, source, role or "device", strategy, dry_run)
+    if source is not None:
+        raise _fail("--from goes with --onto VARIANT")
     todo = find_pending(layout, role=role, kernel=kernel)
     if not todo:
         what = " ".join(
@@ -200,6 +227,14 @@ def resolve_cmd(
         except TltraceError as exc:
             raise _fail(str(exc), exc.exit_code) from None
         name = wf.path.name
+        if r.markers_at is not None:
+            worst = EXIT_CONFLICT
+            typer.echo(
+                f"{name}:{r.markers_at} still has conflict markers from the merge: edit them away, "
+                "or rerun with --ours or --theirs (a file with markers is never compiled)",
+                err=True,
+            )
+            continue
         if dry_run:
             typer.echo(f"── {name} ({strategy}, dry run) ──", err=True)
             typer.echo(r.text, nl=False)
@@ -215,3 +250,43 @@ def resolve_cmd(
         if r.saved_copy is not None:
             typer.echo(f"{name}: edits made since the CONFLICT were saved to {r.saved_copy.name}", err=True)
     raise typer.Exit(worst)
+
+
+def _carry_over(layout, onto: str, source: Optional[str], role: str, strategy: str, dry_run: bool) -> None:
+    """`--onto VARIANT`: merge one variant's edit onto another's codegen; exits."""
+    from ..reconcile.resolve import carry_over, edited_sources, find_variant
+
+    try:
+        dst = find_variant(layout, onto, role=role)
+        if source is not None:
+            src = find_variant(layout, source, role=role)
+        else:
+            found = edited_sources(layout, dst)
+            if len(found) != 1:
+                names = ", ".join(wf.path.name for wf in found)
+                raise _fail(
+                    f"no other variant of {dst.kernel} holds an edit"
+                    if not found
+                    else f"several variants of {dst.kernel} hold edits ({names}); name one with --from"
+                )
+            src = found[0]
+        r = carry_over(src, dst, strategy=strategy, dry_run=dry_run)
+    except TltraceError as exc:
+        raise _fail(str(exc), exc.exit_code) from None
+    name = dst.path.name
+    if dry_run:
+        typer.echo(f"── {name} ({strategy}, dry run) ──", err=True)
+        typer.echo(r.text, nl=False)
+    if r.conflicts:
+        typer.echo(
+            f"{name}: {r.conflicts} conflicting hunk(s) marked with <<<<<<< ======= >>>>>>>"
+            + ("" if dry_run else "; edit the file, then rerun the script"),
+            err=True,
+        )
+        raise typer.Exit(EXIT_CONFLICT)
+    if not dry_run:
+        typer.echo(
+            f"{name}: the edit of {src.path.name} carried over ({strategy}); the next run PATCHes it "
+            f"into {dst.kernel} {dst.label or ''}".rstrip()
+        )
+    raise typer.Exit(EXIT_OK)

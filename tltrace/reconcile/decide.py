@@ -8,14 +8,17 @@ situation                       working vs baseline    generated vs base   tag
 no change                       identical              identical           (none)
 codegen changed only            identical              differs             REGENERATED
 user edited only                differs                identical           PATCHED
+  ... with conflict markers     differs                identical           UNRESOLVED
 both changed, working == gen    differs                differs             SYNCED
 both changed, working != gen    differs                differs             CONFLICT
 first run (no baseline)         (no working file)                          (init)
 working file without baseline                                              INIT-BACKUP
 ==============================  =====================  ==================  ============
 
-A working file that was deleted while its baseline exists is re-created, as if it
-still held the baseline (no edit to keep). No I/O happens here: the file layer
+A working file holding conflict markers (a merge not finished) is never compiled: the
+generated source is, and the file stays as it is (UNRESOLVED). A working file that was
+deleted while its baseline exists is re-created, as if it still held the baseline (no
+edit to keep). No I/O happens here: the file layer
 (`files.py`) reads the texts, calls `decide`, and carries out the Decision.
 """
 
@@ -23,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+
+from .merge import marker_line
 
 
 class Action(str, Enum):
@@ -33,6 +38,7 @@ class Action(str, Enum):
     PATCHED = "PATCHED"
     SYNCED = "SYNCED"
     CONFLICT = "CONFLICT"
+    UNRESOLVED = "UNRESOLVED"  # an edit with conflict markers: never compiled, kept as it is
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,8 @@ def decide(baseline: str | None, working: str | None, generated: str) -> Decisio
     if not user_edited:
         return Decision(Action.REGENERATED, generated, generated, generated)
     if not codegen_changed:
+        if marker_line(working) is not None:
+            return Decision(Action.UNRESOLVED, generated, baseline, working)
         return Decision(Action.PATCHED, working, baseline, working)
     if working == generated:
         return Decision(Action.SYNCED, generated, generated, working)

@@ -38,14 +38,13 @@ from pathlib import Path
 from .. import safe_read
 from .._atomic import atomic_write, locked, remove_stale_temps, step
 from ..errors import UsageError
-from ..session.names import is_safe_component, safe_component
+from ..session.names import is_safe_component
 from .decide import Action, Decision, decide
 
 DEFAULT_STEM = "codegen"
 EXT = ".cpp"
 REGISTRY_NAME = ".codegen_kernels.json"
 ROLES = ("device", "host")
-SEP = "|"  # kernel name | variant key, in registry keys
 
 FSYNC = True  # tests over thousands of steps turn this off; durability is not what they check
 
@@ -58,12 +57,10 @@ __all__ = [
     "archive",
     "check_codegen_output",
     "insert_before_ext",
-    "known_working_files",
     "locked",
     "push_backup",
     "read_text",
     "reconcile",
-    "working_file",
     "write_atomic",
 ]
 
@@ -214,6 +211,35 @@ class Layout:
             raise ValueError(f"working file {path} would leave {self.directory}")
         return path
 
+    def suffix_of(self, name: str) -> tuple[str, str | None] | None:
+        """Return (registry suffix, role) of a working file's name in `directory`; None for other names."""
+        if not self.is_working_name(name):
+            return None
+        if self.custom:
+            base, dot, ext = self.device_path.name.rpartition(".")
+            if not dot or not base:
+                base, ext = self.device_path.name, ""
+            middle = name[len(base) : len(name) - (len(ext) + 1 if ext else 0)]
+            role: str | None = "device"
+            if middle.endswith("_host"):
+                middle, role = middle[: -len("_host")], "host"
+        else:
+            middle, role = name[len(DEFAULT_STEM) : -len(EXT)], None
+            for r in ROLES:
+                if middle.endswith("_" + r):
+                    middle, role = middle[: -len(r) - 1], r
+                    break
+        if middle and not (middle.startswith("_") and is_safe_component(middle[1:])):
+            return None
+        if not self.custom:
+            return middle, role  # the default names round-trip by construction
+        try:
+            if self.path_for(middle, role).name != name:
+                return None
+        except ValueError:
+            return None
+        return middle, role
+
     def is_working_name(self, name: str) -> bool:
         """Return True when a file name in `directory` looks like one of this layout's working files."""
         if name.startswith("."):
@@ -324,6 +350,9 @@ def _unlink(path: Path) -> None:
 
 
 # -- the reconcile transaction ----------------------------------------------------------------------------
+_QUIET = (Action.UNCHANGED, Action.SYNCED, Action.INIT)  # actions a recovered one is reported over
+
+
 @dataclass(frozen=True)
 class Applied:
     """What one reconcile transaction did on disk."""
@@ -336,6 +365,7 @@ class Applied:
     baseline_backup: Path | None = None
     recovered: Action | None = None  # the action a killed run was in the middle of, finished now
     failed: bool = False  # the decision could not be carried out; `compile_text` is the generated source
+    unsaid: bool = False  # a done-journal waits for `settle` (after the notice is given)
 
     @property
     def tag_action(self) -> Action | None:
@@ -343,19 +373,51 @@ class Applied:
         d = self.decision
         if d is None:
             return None
-        if self.recovered is not None and d.action in (Action.UNCHANGED, Action.SYNCED, Action.INIT):
+        if self.recovered is not None and d.action in _QUIET:
             return self.recovered
         return d.action
 
 
+# A transaction that moved the user's text to a backup (CONFLICT, INIT-BACKUP) leaves its journal
+# in place, marked done, until the caller has said so (`settle`): a kill after the last write
+# but before the notice then still has the next run report it.
+ANNOUNCED = (Action.CONFLICT, Action.INIT_BACKUP)
+PROCESS_TOKEN = ""
+
+
+def _new_token() -> None:
+    global PROCESS_TOKEN
+    PROCESS_TOKEN = f"{os.getpid()}-{os.urandom(6).hex()}"
+
+
+_new_token()
+os.register_at_fork(after_in_child=_new_token)  # a forked child is another process: its own token
+
+
 def _read_journal(wf: WorkingFile) -> Action | None:
+    """Return the action a killed transaction (or an unsaid one of another process) left; None when none."""
     try:
         if wf.journal.is_symlink():
             return None
         data = json.loads(safe_read.read_text(wf.journal))
+        if data.get("done") and data.get("token") == PROCESS_TOKEN:
+            return None  # this process's own transaction, being reported right now
         return Action(data.get("action"))
     except (OSError, ValueError, AttributeError, TypeError):
         return None
+
+
+def settle(wf: WorkingFile) -> None:
+    """Remove the done-journal of this process's last transaction on `wf`, once its notice was given."""
+    with locked(wf.lock_path):
+        try:
+            if wf.journal.is_symlink():
+                return
+            data = json.loads(safe_read.read_text(wf.journal))
+        except (OSError, ValueError):
+            return
+        if isinstance(data, dict) and data.get("done") and data.get("token") == PROCESS_TOKEN:
+            _unlink(wf.journal)
 
 
 def _links(wf: WorkingFile) -> list[Path]:
@@ -407,6 +469,7 @@ def reconcile(wf: WorkingFile, generated: str) -> Applied:
             )
         d = decide(baseline, working, generated)
         backup = baseline_backup = None
+        unsaid = False
         try:
             writes = (
                 (d.backup_working and working is not None)
@@ -433,7 +496,12 @@ def reconcile(wf: WorkingFile, generated: str) -> Applied:
                 if d.baseline != baseline:
                     write_atomic(wf.original, d.baseline)
                 write_atomic(wf.path, d.working)
-            if interrupted is not None or writes > 1:
+            said = interrupted if interrupted is not None and d.action in _QUIET else d.action
+            if said in ANNOUNCED:
+                done = {"action": said.value, "done": True, "token": PROCESS_TOKEN}
+                write_atomic(wf.journal, json.dumps(done) + "\n")
+                unsaid = True
+            elif interrupted is not None or writes > 1:
                 _unlink(wf.journal)
         except OSError as exc:
             edit = (
@@ -445,100 +513,13 @@ def reconcile(wf: WorkingFile, generated: str) -> Applied:
                 f"could not update {wf.path} ({exc.strerror or exc}); compiling the generated source{edit}"
             )
             return Applied(wf, d, generated, tuple(warnings), backup, baseline_backup, failed=True)
-        return Applied(wf, d, d.compile_text, tuple(warnings), backup, baseline_backup, recovered=interrupted)
-
-
-# -- which file belongs to which kernel ---------------------------------------------------------------
-def _load_registry(path: Path) -> dict[str, str]:
-    """Return registry key -> file suffix; every suffix is sanitised, and no two keys share one."""
-    try:
-        if path.is_symlink():
-            return {}
-        data = json.loads(safe_read.read_text(path))
-        kernels = data.get("kernels", {})
-        items = list(kernels.items())
-    except (OSError, ValueError, AttributeError):
-        return {}
-    out: dict[str, str] = {}
-    used: set[str] = set()
-    for key, value in items:
-        if not isinstance(value, str):
-            continue
-        suffix = "" if value == "" else "_" + safe_component(value.lstrip("_"), fallback="kernel")
-        if suffix in used:
-            continue  # two keys on one file would fight over it: the first keeps it
-        used.add(suffix)
-        out[str(key)] = suffix
-    return out
-
-
-_suffixes: dict[tuple[str, str], str] = {}  # (registry, key) -> suffix, as this process read or wrote it
-
-
-def _kernel_of_key(key: str) -> str:
-    return key.split(SEP, 1)[0].split("#", 1)[0]
-
-
-def identity(kernel: str, variant: str | None) -> str:
-    """Return the registry key of one kernel variant."""
-    return f"{kernel}{SEP}{variant}" if variant else kernel
-
-
-def kernel_suffix(layout: Layout, kernel: str, variant: str | None = None, label: str | None = None) -> str:
-    """Return the stable file-name suffix of a kernel variant ('' for the first ever seen), recording it.
-
-    The first kernel keeps the documented names (codegen_device.cpp); a further kernel gets `_<kernel>`; a further
-    variant of a known kernel `_<kernel>_<label>`. A registry written by an older tltrace
-    (keyed by kernel name alone) hands its entry to the first variant that asks.
-    """
-    key = identity(kernel, variant)
-    reg = layout.registry_path
-    known = _suffixes.get((str(reg), key))
-    if known is not None and reg.is_file():
-        return known  # an entry never changes once written: skip the lock for the next compiles
-    with locked(reg.with_name(reg.name + ".lock")):
-        remove_stale_temps(reg.parent, [reg.name])
-        kernels = _load_registry(reg)
-        if key in kernels:
-            _suffixes[(str(reg), key)] = kernels[key]
-            return kernels[key]
-        if variant and kernel in kernels:  # an entry from before variants: adopt it
-            kernels[key] = kernels.pop(kernel)
-        else:
-            taken = set(kernels.values())
-            if not kernels:
-                suffix = ""
-            else:
-                base = "_" + safe_component(kernel, fallback="kernel")
-                if any(_kernel_of_key(k) == kernel for k in kernels) and label:
-                    base += "_" + safe_component(label, fallback="variant")
-                suffix, n = base, 2
-                while suffix in taken:
-                    suffix, n = f"{base}_{n}", n + 1
-            kernels[key] = suffix
-        if not reg.is_symlink():
-            write_atomic(reg, json.dumps({"version": 2, "kernels": kernels}, indent=2) + "\n")
-        _suffixes[(str(reg), key)] = kernels[key]
-        return kernels[key]
-
-
-def working_file(
-    layout: Layout, kernel: str, role: str | None, variant: str | None = None, label: str | None = None
-) -> WorkingFile:
-    """Return the working file of a kernel variant's `role`, registering the variant on first sight."""
-    suffix = kernel_suffix(layout, kernel, variant, label)
-    return WorkingFile(layout.path_for(suffix, role), kernel, role, label)
-
-
-def known_working_files(layout: Layout) -> list[WorkingFile]:
-    """Return every working file the registry knows of (existing on disk or as a baseline)."""
-    kernels = _load_registry(layout.registry_path)
-    if not kernels:
-        kernels = {"": ""}
-    out = []
-    for key, suffix in kernels.items():
-        for role in (*ROLES, None):
-            wf = WorkingFile(layout.path_for(suffix, role), _kernel_of_key(key) or None, role)
-            if any(p.exists() or p.is_symlink() for p in (wf.path, wf.original, wf.bak)):
-                out.append(wf)
-    return out
+        return Applied(
+            wf,
+            d,
+            d.compile_text,
+            tuple(warnings),
+            backup,
+            baseline_backup,
+            recovered=interrupted,
+            unsaid=unsaid,
+        )

@@ -57,6 +57,38 @@ def _stable_regions(base: list[str], ours: list[str], theirs: list[str]) -> list
     return out
 
 
+def marker_line(text: str) -> int | None:
+    """Return the 1-based line of the first unresolved conflict region in `text` (a `<<<<<<<` line
+    with a later `>>>>>>>` line), None when there is none."""
+    start = None
+    for n, line in enumerate(text.splitlines(), 1):
+        if start is None and line.startswith(OURS_MARK.rstrip()):
+            start = n
+        elif start is not None and line.startswith(THEIRS_MARK.rstrip()):
+            return start
+    return None
+
+
+def take_side(text: str, side: str) -> tuple[str, int]:
+    """Resolve every marked region of `text` by taking `side` ("ours" or "theirs"); return (text, regions)."""
+    out: list[str] = []
+    state = None  # None outside a region; "ours", "base", "theirs" inside
+    regions = 0
+    for line in text.splitlines(keepends=True):
+        bare = line.rstrip("\r\n")
+        if state is None and bare.startswith(OURS_MARK.rstrip()):
+            state, regions = "ours", regions + 1
+        elif state in ("ours", "base") and bare.startswith(BASE_MARK.rstrip()):
+            state = "base"
+        elif state in ("ours", "base") and bare == SEP_MARK.rstrip():
+            state = "theirs"
+        elif state == "theirs" and bare.startswith(THEIRS_MARK.rstrip()):
+            state = None
+        elif state is None or state == side:
+            out.append(line)
+    return "".join(out), regions
+
+
 def _ensure_newline(lines: list[str]) -> list[str]:
     if lines and not lines[-1].endswith(("\n", "\r")):
         return [*lines[:-1], lines[-1] + "\n"]

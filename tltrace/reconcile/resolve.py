@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import RecordsError, UsageError
-from . import files
-from .merge import merge3
+from . import files, registry
+from .merge import marker_line, merge3, take_side
 
 STRATEGIES = ("merge", "ours", "theirs")
 
@@ -32,6 +32,7 @@ class Resolution:
     written: bool
     saved_copy: Path | None = None  # where edits made after the CONFLICT were saved first
     archived: tuple[Path, ...] = ()
+    markers_at: int | None = None  # a merge done before left markers here, untouched (strategy merge)
 
 
 def pending(wf: files.WorkingFile) -> bool:
@@ -39,17 +40,31 @@ def pending(wf: files.WorkingFile) -> bool:
     return all(p.is_file() and not p.is_symlink() for p in (wf.bak, wf.original_bak))
 
 
+def markers_at(wf: files.WorkingFile) -> int | None:
+    """Return the line of the first conflict marker region left in W (a merge not finished), else None."""
+    try:
+        text = files.read_text(wf.path)
+    except files.Unreadable:
+        return None
+    return marker_line(text) if text is not None else None
+
+
+def unresolved(wf: files.WorkingFile) -> bool:
+    """A CONFLICT not merged yet, or a merge whose markers are still in W."""
+    return pending(wf) or markers_at(wf) is not None
+
+
 def find_pending(
     layout: files.Layout, *, role: str | None = None, kernel: str | None = None
 ) -> list[files.WorkingFile]:
     """Return the working files under `layout` with an unresolved CONFLICT, filtered by role/kernel."""
     out = []
-    for wf in files.known_working_files(layout):
+    for wf in registry.known_working_files(layout):
         if role is not None and wf.role != role:
             continue
         if kernel is not None and wf.kernel != kernel:
             continue
-        if pending(wf):
+        if unresolved(wf):
             out.append(wf)
     return out
 
@@ -76,11 +91,134 @@ def resolve(wf: files.WorkingFile, *, strategy: str = "merge", dry_run: bool = F
             )
         if not dry_run:
             files.clean_temps(wf)
+        if not pending(wf):
+            return _finish_markers(wf, strategy, dry_run)
+        number = files._next_number(wf.bak, wf.original_bak)
         base = _read(wf.original_bak)
         ours = _read(wf.bak)
         theirs = files.read_text(wf.latest) if wf.latest.is_file() else None
         if theirs is None:
             theirs = _read(wf.original)
+        current = baseline = None
+        if not dry_run:
+            try:
+                current = files.read_text(wf.path)
+            except files.Unreadable as exc:
+                raise RecordsError(f"{exc}; move it away and run resolve-conflict again") from None
+            try:
+                baseline = files.read_text(wf.original)
+            except files.Unreadable:
+                baseline = None
+        saved = None
+        if current is not None and current not in (baseline, theirs):
+            # edits made after the CONFLICT: kept as the newest numbered backup (below)
+            saved = files.free_slot(wf.bak, number)
+            number = int(saved.name.rsplit(".", 1)[1]) + 1
+        if strategy == "ours":
+            text, conflicts = ours, 0
+        elif strategy == "theirs":
+            text, conflicts = theirs, 0
+        else:
+            # The labels name the files as they are after this resolve: the backup's numbered
+            # name, and the baseline (which then holds the new codegen).
+            m = merge3(
+                base,
+                ours,
+                theirs,
+                ours_label=f"your edits ({files.free_slot(wf.bak, number).name})",
+                theirs_label=f"new codegen ({wf.original.name})",
+            )
+            text, conflicts = m.text, m.conflicts
+        if dry_run:
+            return Resolution(wf, text, conflicts, strategy, written=False)
+        if saved is not None and current != text:
+            files.write_atomic(saved, current)  # type: ignore[arg-type]
+        else:
+            saved = None
+        if current != text:
+            files.write_atomic(wf.path, text)
+        if baseline != theirs:
+            files.write_atomic(wf.original, theirs)
+        archived = tuple(
+            p for p in (files.archive(wf.bak, number), files.archive(wf.original_bak, number)) if p
+        )
+        return Resolution(wf, text, conflicts, strategy, written=True, saved_copy=saved, archived=archived)
+
+
+def _finish_markers(wf: files.WorkingFile, strategy: str, dry_run: bool) -> Resolution:
+    """Resolve-conflict on a W whose merge left markers: --ours/--theirs take a side of each region."""
+    text = _read(wf.path)
+    line = marker_line(text)
+    if line is None:
+        raise RecordsError(f"{wf.path.name} has no unresolved CONFLICT")
+    if strategy == "merge":
+        regions = take_side(text, "ours")[1]
+        return Resolution(wf, text, regions, strategy, written=False, markers_at=line)
+    out, _ = take_side(text, strategy)
+    if not dry_run:
+        files.write_atomic(wf.path, out)
+    return Resolution(wf, out, 0, strategy, written=not dry_run)
+
+
+# -- carrying an edit over to another variant (`resolve-conflict --onto`) ---------------------------------
+def find_variant(layout: files.Layout, spec: str, *, role: str = "device") -> files.WorkingFile:
+    """Return the working file VARIANT names: its file name, its variant ("2048", "1024 f32 grid 8 thr 128")."""
+    known = [wf for wf in registry.known_working_files(layout) if wf.role == role]
+    hits = [wf for wf in known if wf.path.name == spec]
+    if not hits:
+        hits = [wf for wf in known if wf.label == spec]
+    if not hits:
+        hits = [
+            wf for wf in known if wf.label and (wf.label.split(" ")[0] == spec or spec in wf.label.split(" "))
+        ]
+    if len(hits) == 1:
+        return hits[0]
+    listed = ", ".join(f"{wf.path.name} ({wf.kernel} {wf.label})" for wf in known) or "none"
+    if hits:
+        raise UsageError(f"{spec!r} names several working files: name one by its file name ({listed})")
+    raise UsageError(f"no working file holds a variant {spec!r} in {layout.directory}; there are: {listed}")
+
+
+def edited_sources(layout: files.Layout, dst: files.WorkingFile) -> list[files.WorkingFile]:
+    """Return the other variants of dst's kernel whose working file holds an edit."""
+    return [
+        wf
+        for wf in registry.known_working_files(layout)
+        if wf.path != dst.path and wf.kernel == dst.kernel and wf.role == dst.role and wf.edited()
+    ]
+
+
+def carry_over(
+    src: files.WorkingFile, dst: files.WorkingFile, *, strategy: str = "merge", dry_run: bool = False
+) -> Resolution:
+    """Three-way merge of src's edit (src.original -> src) onto dst's codegen; dst then holds it.
+
+    The next run compiles it into dst's variant (PATCHED). src keeps its edit for its own
+    variant. Refused when dst holds an edit of its own (nothing is ever overwritten).
+    """
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+    base, ours = _read(src.original), _read(src.path)
+    if base == ours:
+        raise UsageError(f"{src.path.name} holds no edit (it equals {src.original.name})")
+    with files.locked(dst.lock_path):
+        links = [p for p in (*src.companions(), *dst.companions()) if p.is_symlink()]
+        if links:
+            raise RecordsError(
+                f"{links[0]} is a symbolic link; tltrace neither reads nor writes through links"
+            )
+        if not dry_run:
+            files.clean_temps(dst)
+        theirs = files.read_text(dst.latest) if dst.latest.is_file() else None
+        if theirs is None:
+            theirs = _read(dst.original)
+        current = files.read_text(dst.path)
+        baseline = files.read_text(dst.original)
+        if current is not None and current not in (baseline, theirs):
+            raise UsageError(
+                f"{dst.path.name} holds an edit of its own; carry the edit over by hand, or move "
+                f"{dst.path.name} away first (its edit would be overwritten)"
+            )
         if strategy == "ours":
             text, conflicts = ours, 0
         elif strategy == "theirs":
@@ -90,32 +228,14 @@ def resolve(wf: files.WorkingFile, *, strategy: str = "merge", dry_run: bool = F
                 base,
                 ours,
                 theirs,
-                ours_label=f"your edits ({wf.bak.name})",
-                theirs_label=f"new codegen ({wf.latest.name})",
+                ours_label=f"your edit ({src.path.name})",
+                theirs_label=f"codegen of this variant ({dst.original.name})",
             )
             text, conflicts = m.text, m.conflicts
         if dry_run:
-            return Resolution(wf, text, conflicts, strategy, written=False)
-        try:
-            current = files.read_text(wf.path)
-        except files.Unreadable as exc:
-            raise RecordsError(f"{exc}; move it away and run resolve-conflict again") from None
-        try:
-            baseline = files.read_text(wf.original)
-        except files.Unreadable:
-            baseline = None
-        number = files._next_number(wf.bak, wf.original_bak)
-        saved = None
-        if current is not None and current not in (baseline, theirs, text):
-            # edits made after the CONFLICT: keep them as the newest numbered backup
-            saved = files.free_slot(wf.bak, number)
-            files.write_atomic(saved, current)
-            number = int(saved.name.rsplit(".", 1)[1]) + 1
+            return Resolution(dst, text, conflicts, strategy, written=False)
         if current != text:
-            files.write_atomic(wf.path, text)
+            files.write_atomic(dst.path, text)
         if baseline != theirs:
-            files.write_atomic(wf.original, theirs)
-        archived = tuple(
-            p for p in (files.archive(wf.bak, number), files.archive(wf.original_bak, number)) if p
-        )
-        return Resolution(wf, text, conflicts, strategy, written=True, saved_copy=saved, archived=archived)
+            files.write_atomic(dst.original, theirs)
+        return Resolution(dst, text, conflicts, strategy, written=True)

@@ -3,9 +3,10 @@
 `watch_runs(spec)` yields events (a run starting, each output line, a run done, watching);
 the CLI prints them. What each run decided for its working files (PATCHED, CONFLICT, ...)
 is read from the run records it wrote (the codegen records' `reconcile` field), not
-from its output. A change means new *content*: the working files a rerun itself
-rewrites (REGENERATED, CONFLICT) are snapshotted after it and never trigger another run,
-and a burst of saves is one change once the files stay still for `debounce_ms`.
+from its output. A change means new *content*, measured against a snapshot taken
+before each run starts: a save made while a run is going leads to the next run, while
+the working files a run itself rewrites (created, REGENERATED, CONFLICT) never trigger
+another; a burst of saves is one change once the files stay still for `debounce_ms`.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ class RunDone:
     number: int
     exit_code: int
     tags: tuple[str, ...]  # what the run decided per working file, from its records: "add: PATCHED"
+    pid: int | None = None  # the run's process (its run dirs carry it)
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,40 @@ def snapshot(spec: WatchSpec) -> dict[Path, str]:
         except OSError:
             continue
     return snap
+
+
+# What a run leaves in a working file it rewrote itself: the generated source (its .original).
+_REWRITING = (None, "REGENERATED", "CONFLICT", "INIT-BACKUP", "SYNCED")
+
+
+def absorb_own_writes(
+    spec: WatchSpec, before: dict[Path, str], after: dict[Path, str], pid: int | None
+) -> dict[Path, str]:
+    """Return the snapshot the next change is measured against: `before`, plus the run's own writes.
+
+    A file that changed while the run ran counts as the run's own write only when the
+    run reconciled it (its records say so) with a decision that rewrites it, and it now
+    holds its baseline; any other change (the script, an edit saved mid-run) stays a
+    change, and the next run follows.
+    """
+    out = dict(before)
+    reconciled = run_files(spec, pid) if pid is not None else {}
+    for path in set(before) | set(after):
+        if before.get(path) == after.get(path):
+            continue
+        tag = reconciled.get(path, "absent")
+        if tag == "absent" or tag not in _REWRITING:
+            continue
+        try:
+            own = hashlib.sha1(files.WorkingFile(path).original.read_bytes()).hexdigest() == after.get(path)
+        except OSError:
+            own = False
+        if own:
+            if path in after:
+                out[path] = after[path]
+            else:
+                out.pop(path, None)
+    return out
 
 
 def _changed(old: dict[Path, str], new: dict[Path, str]) -> tuple[Path, ...]:
@@ -147,31 +183,48 @@ def run_once(spec: WatchSpec, number: int, changed: tuple[Path, ...]) -> Iterato
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    yield RunDone(number, code, run_tags(spec, proc.pid))
+    yield RunDone(number, code, run_tags(spec, proc.pid), proc.pid)
 
 
-def run_tags(spec: WatchSpec, pid: int) -> tuple[str, ...]:
-    """Return "kernel: TAG" for each working file a run of process `pid` reconciled, from its manifests."""
+def _manifests(spec: WatchSpec, pid: int) -> list[Any]:
+    """The manifests of the compiles process `pid` recorded."""
     from ..history.runs import load_manifest, run_dirs
 
     out = []
     try:
         dirs = run_dirs(spec.script_dir())
     except Exception:
-        return ()
+        return []
     for d in dirs:
         parts = d.name.split("_")
         if len(parts) < 6 or parts[4] != str(pid):
             continue
         try:
-            m = load_manifest(d)
+            out.append(load_manifest(d))
         except Exception:
             continue
+    return out
+
+
+def run_tags(spec: WatchSpec, pid: int) -> tuple[str, ...]:
+    """Return "kernel: TAG" for each working file a run of process `pid` reconciled, from its manifests."""
+    out = []
+    for m in _manifests(spec, pid):
         for r in m.records:
             if r.reconcile:
                 role = f" {r.role}" if r.role == "host" else ""
                 out.append(f"{m.kernel or '?'}{role}: {r.reconcile}")
     return tuple(dict.fromkeys(out))
+
+
+def run_files(spec: WatchSpec, pid: int) -> dict[Path, str | None]:
+    """Return each working file a run of process `pid` reconciled, with its tag (None: unchanged, created)."""
+    out: dict[Path, str | None] = {}
+    for m in _manifests(spec, pid):
+        for r in m.records:
+            if r.working_file:
+                out[Path(r.working_file).absolute()] = r.reconcile
+    return out
 
 
 def watch_runs(
@@ -183,12 +236,13 @@ def watch_runs(
     snap: dict[Path, str] = {}
 
     def run(number: int, changed: tuple[Path, ...]) -> Iterator[WatchEvent]:
-        # The snapshot is taken before RunDone leaves: a save made while the caller
-        # handles RunDone is a change, and the run's own rewrites are not.
+        # The snapshot is taken before the run starts, so a save made while it runs is a
+        # change; the run's own rewrites are taken out of it when the run is done.
         nonlocal snap
+        before = snapshot(spec)
         for ev in run_once(spec, number, changed):
             if isinstance(ev, RunDone):
-                snap = snapshot(spec)
+                snap = absorb_own_writes(spec, before, snapshot(spec), ev.pid)
             yield ev
 
     number = 1

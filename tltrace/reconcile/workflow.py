@@ -6,7 +6,7 @@ working files are on; the file work happens in `files.py`, the decision in `deci
 Which file: a working file belongs to one kernel *variant*: the kernel's name plus a
 key read from the lowered module's launch shape (`variant.py`), never the order in
 which kernels compile. The registry in `files.py` gives the first variant ever seen the
-documented names (docs/edit-recompile.md), a further kernel `codegen_<kernel>_device.cpp`, a further variant of a
+spec's names, a further kernel `codegen_<kernel>_device.cpp`, a further variant of a
 kernel `codegen_<kernel>_<shape>_device.cpp`. Two compiles of one kernel at one launch shape
 share a file: a change of their code goes through the decision table, in one run (a
 notebook recompiling) as across runs.
@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import files
+from . import files, registry
 from .decide import Action
+from .merge import marker_line
 from .variant import Variant
 
 
@@ -40,6 +41,9 @@ class CodegenOutcome:
     path: Path | None = None
     warnings: tuple[str, ...] = ()
     notices: tuple[tuple[str, str, Path], ...] = ()  # (kind, message, path): e.g. NOT-APPLIED for a sibling
+    origin: Path | None = None  # the working file `compile_text` comes from (PATCHED): errors name its lines
+    diff: tuple[str, str] | None = None  # (baseline, edit): what PATCHED compiles, as the user changed it
+    unsaid: files.WorkingFile | None = None  # `settle` it once the tag was said (see files.settle)
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,7 @@ def layout_for(settings: Any, *, claim: bool = False) -> files.Layout:
     return layout_at(script_dir)
 
 
-# -- per invocation: what was reconciled, and what was said --------------------
+# -- per invocation (one Settings object): what was reconciled, and what was said --------------------
 @dataclass(frozen=True)
 class _Seen:
     """A working file as this invocation's reconcile left it."""
@@ -89,6 +93,8 @@ class _Seen:
     file: files.WorkingFile
     text: str | None
     stat: tuple[int, int] | None  # (mtime_ns, size): a cheap "not touched since"
+    entry: registry.Entry | None = None  # the variant it holds
+    tag: str | None = None  # what this invocation decided for it
 
 
 def _stat(path: Path) -> tuple[int, int] | None:
@@ -105,17 +111,16 @@ class Ledger:
 
     The invocation owns it (`session.invocation.Invocation.ledger`) and hands it to every
     call below; a call given none reconciles with no memory of earlier compiles.
+    `claimed`: the working-file suffixes its compiles hold, per registry (the lineage rule
+    of `registry.py` never lets a new shape take a file another shape of this
+    invocation uses).
     """
 
     reconciled: dict[Path, _Seen] = field(default_factory=dict)
     told: set[Path] = field(default_factory=set)
+    claimed: dict[Path, set[str]] = field(default_factory=dict)  # registry -> suffixes this invocation holds
+    problems_said: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-def _pick(layout: files.Layout, kernel: str, role: str | None, variant: Variant | None) -> files.WorkingFile:
-    if variant is None:
-        return files.working_file(layout, kernel, role)
-    return files.working_file(layout, kernel, role, variant.key, variant.label)
 
 
 def reconcile_codegen(
@@ -134,18 +139,36 @@ def reconcile_codegen(
     `ledger`: the invocation's record of its reconciles (see `Ledger`).
     """
     wf: files.WorkingFile | None = None
+    inv = ledger if ledger is not None else Ledger()
+    said: list[str] = []
     try:
         layout = layout_for(settings, claim=True)
-        wf = _pick(layout, kernel, role, variant)
+        from ..session import scripts
+
+        said += scripts.take_problems(settings.trace_dir)
+        with inv.lock:
+            claimed = inv.claimed.setdefault(layout.registry_path, set())
+        c = registry.claim(layout, kernel, variant, claimed)
+        for w in c.warnings:
+            with inv.lock:
+                if w in inv.problems_said:
+                    continue
+                inv.problems_said.add(w)
+            said.append(w)
+        wf = files.WorkingFile(layout.path_for(c.suffix, role), kernel, role, c.entry.describe() or None)
+        new_file = not (wf.path.exists() or wf.path.is_symlink() or wf.original.exists())
         applied = files.reconcile(wf, generated)
     except (OSError, ValueError) as exc:
         where = f" ({wf.path})" if wf is not None else ""
         edit = f"; edit in {wf.path} not applied" if wf is not None and wf.edited() else ""
         return CodegenOutcome(
             generated,
-            warnings=(f"working files skipped{where}: {getattr(exc, 'strerror', None) or exc}{edit}",),
+            warnings=(*said, f"working files skipped{where}: {getattr(exc, 'strerror', None) or exc}{edit}"),
         )
-    inv = ledger if ledger is not None else Ledger()
+    warnings = (*said, *applied.warnings)
+    d = applied.decision
+    action = applied.tag_action
+    tag = action.value if action not in (None, Action.UNCHANGED, Action.INIT) else None
     if applied.failed:
         # The decision was not carried out (a full disk): the working file is as it was.
         # Remember that text, so that the run's end does not report it as edited since.
@@ -153,28 +176,79 @@ def reconcile_codegen(
             left = files.read_text(wf.path)
         except files.Unreadable:
             left = None
-        seen = _Seen(wf, left, _stat(wf.path))
+        seen = _Seen(wf, left, _stat(wf.path), c.entry)
     else:
-        seen = _Seen(wf, applied.decision.working if applied.decision is not None else None, _stat(wf.path))
+        seen = _Seen(wf, d.working if d is not None else None, _stat(wf.path), c.entry, tag)
     with inv.lock:
         inv.reconciled[wf.path] = seen
-    d = applied.decision
     path = wf.path
     notices = _siblings_not_applied(inv, wf)
     if d is None or applied.failed:  # no tag: its message would name files that were not written
-        return CodegenOutcome(applied.compile_text, path=path, warnings=applied.warnings, notices=notices)
-    action = applied.tag_action
-    tag = action.value if action not in (None, Action.UNCHANGED, Action.INIT) else None
+        return CodegenOutcome(applied.compile_text, path=path, warnings=warnings, notices=notices)
+    if new_file and d.action in (Action.INIT, Action.INIT_BACKUP):
+        what = f"{kernel} {c.entry.describe()}".strip()
+        role_note = f" ({role} code)" if role == "host" else ""
+        notices = (
+            (
+                "NEW",
+                f"working file {path}{role_note}: {what}; edit it and rerun to compile your edit",
+                path,
+            ),
+            *notices,
+        )
     message = _message(applied, action)
+    if (
+        c.continued_from is not None
+        and message
+        and action
+        in (
+            Action.REGENERATED,
+            Action.SYNCED,
+            Action.CONFLICT,
+        )
+    ):
+        old, new = c.continued_from, c.entry
+        message = f"{kernel} changed ({old.describe(new)} -> {new.describe(old)}): " + message
+    if action is Action.UNRESOLVED:
+        line = marker_line(d.working) or 1
+        message = (
+            f"{path.name}:{line} has conflict markers: the generated code was compiled and "
+            f"{path} kept as it is; finish the merge (or 'tltrace resolve-conflict --ours' / "
+            "'--theirs'), then rerun"
+        )
     compile_text = applied.compile_text
+    origin = diff = None
+    if d.action is Action.PATCHED:
+        origin, diff = path, (d.baseline, d.working)
     if d.action is Action.PATCHED and not compiles_source:
         tag = "NOTE"
+        origin = None
         message = (
             f"edits in {path} are kept for the diff view but not compiled: the "
             f"{backend or 'current'} backend builds a binary during codegen; use "
             'execution_backend="nvrtc" (CUDA) or "cython" (C, HIP) to compile edits'
         )
-    return CodegenOutcome(compile_text, tag, message, path, applied.warnings, notices)
+    return CodegenOutcome(
+        compile_text,
+        tag,
+        message,
+        path,
+        warnings,
+        notices,
+        origin=origin,
+        diff=diff,
+        unsaid=wf if applied.unsaid else None,
+    )
+
+
+def settle(outcome: CodegenOutcome) -> None:
+    """Call once the outcome's tag was said: a CONFLICT is then no longer reported again. Never raises."""
+    if outcome.unsaid is None:
+        return
+    try:
+        files.settle(outcome.unsaid)
+    except OSError:
+        pass
 
 
 def _edited_since(inv: Ledger, wf: files.WorkingFile, *, fast: bool = False) -> bool:
@@ -204,24 +278,37 @@ def _siblings_not_applied(inv: Ledger, wf: files.WorkingFile) -> tuple[tuple[str
         return ()
     with inv.lock:  # only a file reconciled earlier in this run can have been edited during it
         others = [
-            x.file
+            x
             for p, x in inv.reconciled.items()
             if p != wf.path and p not in inv.told and x.file.kernel == wf.kernel and x.file.role == wf.role
         ]
+        mine = inv.reconciled.get(wf.path)
     out = []
     for other in others:
-        if _edited_since(inv, other, fast=True):
+        if _edited_since(inv, other.file, fast=True):
             with inv.lock:
-                inv.told.add(other.path)
+                inv.told.add(other.file.path)
+            at = _at(wf.kernel, mine.entry if mine else None, other.entry)
             out.append(
                 (
                     "NOT-APPLIED",
-                    f"edit in {other.path} not applied: it belongs to another variant of "
-                    f"{wf.kernel}; this compile uses {wf.path}",
-                    other.path,
+                    f"edit in {other.file.path} not applied: {at}; this compile uses {wf.path}"
+                    + _onto_hint(other.file, wf),
+                    other.file.path,
                 )
             )
     return tuple(out)
+
+
+def _at(kernel: str, compiled: registry.Entry | None, held: registry.Entry | None) -> str:
+    """Say "add compiled at 2048, not at 1024" when both variants are known."""
+    if compiled is not None and held is not None and compiled.parts and held.parts:
+        return f"{kernel} compiled at {compiled.describe(held)}, not at {held.describe(compiled)}"
+    return f"it belongs to another variant of {kernel}"
+
+
+def _onto_hint(src: files.WorkingFile, dst: files.WorkingFile) -> str:
+    return f"; to carry the edit over: tltrace resolve-conflict --onto {dst.path.name} --from {src.path.name}"
 
 
 def unapplied_edits(
@@ -229,15 +316,19 @@ def unapplied_edits(
 ) -> list[Unapplied]:
     """Return the edits waiting in working files that this invocation did not compile (nothing is written).
 
-    `ledger`: the invocation's reconciles (None: it reconciled nothing). `cached`: kernels that came from TileLang's kernel cache (they ran no codegen).
+    `ledger`: the invocation's reconciles (None: it reconciled nothing). `cached`: kernels
+    that came from TileLang's kernel cache (they ran no codegen).
     """
     on = settings.working_files_enabled()
     try:
         layout = layout_for(settings) if on else layout_at(settings.script_dir)
-        known = files.known_working_files(layout)
+        known = registry.known_working_files(layout)
+        entries = {e.suffix: e for e in registry.entries_of(layout).entries.values()}
     except (OSError, ValueError):
         return []
     inv = ledger if ledger is not None else Ledger()
+    with inv.lock:
+        compiled = list(inv.reconciled.values())
     out = []
     for wf in known:
         with inv.lock:
@@ -258,18 +349,65 @@ def unapplied_edits(
             why = f"it was edited after {k} compiled in this run; it applies when {k} compiles again"
         elif wf.kernel in cached:
             why = f"{k} came from TileLang's kernel cache (drop --use-cache to compile the edit)"
+        elif wf.kernel is None:
+            why = "no record says which kernel it belongs to"
         else:
-            why = f"{k} was not compiled by tltrace in this run"
+            hit = layout.suffix_of(wf.path.name)
+            held = entries.get(hit[0]) if hit else None
+            ran = [x for x in compiled if x.file.kernel == wf.kernel and x.file.role == wf.role]
+            if ran:
+                why = _at(k, ran[0].entry, held) + _onto_hint(wf, ran[0].file)
+            else:
+                why = f"{k} was not compiled by tltrace in this run"
         out.append(Unapplied(wf.path, wf.kernel, why))
     return out
+
+
+@dataclass(frozen=True)
+class HeldVariant:
+    """One working file and the variant it holds, for the end-of-run list."""
+
+    path: Path
+    kernel: str | None
+    role: str | None
+    variant: str  # e.g. "1024 f32 grid 8 thr 128"
+    tag: str | None
+
+
+def working_files_held(inv: Ledger) -> list[HeldVariant]:
+    """Return the working files this invocation compiled into, with the variant each holds."""
+    with inv.lock:
+        seen = sorted(inv.reconciled.values(), key=lambda x: (x.file.path.name, str(x.file.role)))
+    return [
+        HeldVariant(
+            x.file.path,
+            x.file.kernel,
+            x.file.role,
+            x.entry.describe() if x.entry is not None else "",
+            x.tag,
+        )
+        for x in seen
+    ]
 
 
 def report_unapplied(
     settings: Any, emit: Any, ledger: Ledger | None = None, *, cached: set[str] | frozenset[str] = frozenset()
 ) -> int:
-    """Emit one NOT-APPLIED notice per edit `unapplied_edits` finds; return how many. Never raises."""
+    """The edit loop's end-of-invocation report: which file holds which variant, then every edit not compiled.
+
+    Emits one WorkingFiles event (when this invocation compiled into working files), and
+    one NOT-APPLIED notice per edit `unapplied_edits` finds; returns how many. Never raises.
+    """
     from ..session.events import Notice
 
+    try:
+        held = working_files_held(ledger) if ledger is not None else []
+        if held:
+            from ..session.events import WorkingFiles
+
+            emit(WorkingFiles(held[0].path.parent, tuple(held)))
+    except Exception:
+        pass
     try:
         found = unapplied_edits(settings, ledger, cached=cached)
         for u in found:
@@ -291,7 +429,7 @@ def _message(a: files.Applied, action: Action | None) -> str | None:
         bak = a.backup.name if a.backup else a.file.bak.name
         obak = a.baseline_backup.name if a.baseline_backup else a.file.original_bak.name
         again = (
-            "the run before was killed while it saved this CONFLICT; "
+            "the run before was killed before it said this CONFLICT; "
             if a.recovered is Action.CONFLICT
             and a.decision is not None
             and a.decision.action is not Action.CONFLICT
@@ -299,7 +437,8 @@ def _message(a: files.Applied, action: Action | None) -> str | None:
         )
         return (
             f"{again}codegen changed and {p} was edited: edits saved to {bak}, "
-            f"old baseline to {obak}; {p.name} regenerated. Rebase your edits with 'tltrace resolve-conflict'"
+            f"old baseline to {obak}; {p.name} regenerated and the new code runs. "
+            "Rebase your edits with 'tltrace resolve-conflict'"
         )
     if action is Action.INIT_BACKUP:
         return f"{p} had no baseline: saved it to {p.name}.bak, then initialised from codegen"

@@ -31,6 +31,7 @@ from ..session.events import (
     RunFinished,
     RunStarted,
     ScriptOutput,
+    WorkingFiles,
 )
 from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, NOOP, PassRecord, RunManifest
 from .table import Column, cut_end, distinct_cut, fit
@@ -52,6 +53,9 @@ TAG_STYLE = {
     "CONFLICT": "bold red",
     "INIT-BACKUP": "bold yellow",
     "NOTE": "bold yellow",
+    "NEW": "bold cyan",
+    "UNRESOLVED": "bold red",
+    "NOT-APPLIED": "bold yellow",
     "cached": "bold cyan",
     "info": "cyan",
     "warning": "bold yellow",
@@ -142,6 +146,28 @@ def diff_view(
     note = d.note or "whitespace only"
     hidden = "; hidden by --ignore-whitespace" if ignore_whitespace and "whitespace" in note else ""
     return Text(f"    ({note}{hidden})", style="dim")
+
+
+def working_files_lines(event: WorkingFiles) -> list[Text]:
+    """Which working file holds which kernel variant: a heading, then one line per file."""
+    head = Text("working files", style="bold")
+    head.append(f"  {event.directory}", style="dim")
+    rows = [
+        (
+            h.path.name,
+            f"{h.kernel or '?'} {h.variant}".strip() + (" (host)" if h.role == "host" else ""),
+            h.tag,
+        )
+        for h in event.held
+    ]
+    width = max(len(r[0]) for r in rows)
+    out = [head]
+    for name, what, tag in rows:
+        t = Text(f"  {name.ljust(width)}  {what}")
+        if tag:
+            t.append(f"  {tag}", style=TAG_STYLE.get(tag, "bold"))
+        out.append(t)
+    return out
 
 
 def diff_text(before: str, after: str, context: int, *, ignore_whitespace: bool = False) -> Text:
@@ -476,7 +502,8 @@ class TerminalView:
                     parts.append(
                         diff_view(d, self.settings.context, ignore_whitespace=self.settings.ignore_whitespace)
                     )
-                elif rec.status == CODEGEN and event.before != event.after:
+                elif rec.status == CODEGEN and rec.reconcile != "PATCHED" and event.before != event.after:
+                    # (PATCHED: the notice showed the user's edit; the TIR -> source view is in the report)
                     parts.append(diff_text(event.before, event.after, self.settings.context))
                 blocks.append((rec.index, parts))
             if rec.depth > 0:
@@ -501,6 +528,8 @@ class TerminalView:
         elif isinstance(event, InvocationFinished):
             if self.settings.quiet:
                 self._invocation_summary(event)
+        elif isinstance(event, WorkingFiles):
+            self._print_texts(working_files_lines(event))
         elif isinstance(event, Pruned):
             if event.runs:  # nothing removed (only failures): the warnings below say it
                 self._print_texts([pruned_line(event)])
@@ -591,4 +620,7 @@ class TerminalView:
             t.append("  " + n.message)
         if n.path is not None and str(n.path) not in (n.message or ""):
             t.append(f"  {n.path}", style="dim")
-        self._print_texts([t])
+        texts = [t]
+        if n.diff is not None:
+            texts.append(diff_text(n.diff[0], n.diff[1], self.settings.context))
+        self._print_texts(texts)

@@ -337,6 +337,10 @@ class TraceSession:
     def _ensure_store(self) -> RunStore:
         if self.store is None:
             store = RunStore(self.settings.claim_script_dir())
+            from . import scripts
+
+            for problem in scripts.take_problems(self.settings.trace_dir):
+                self.warn(problem)  # a damaged script registry: said, never guessed
             store.open()
             liveness.hold(store.records_root, self.settings.invocation)  # dropped at the invocation's end
             self.store = store

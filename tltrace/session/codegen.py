@@ -89,12 +89,29 @@ def module_source(module: Any, on_error: Callable[[str], None] | None = None) ->
     return ""
 
 
-def source_module(original: Any, source: str) -> Any:
-    """Return a real TVM source module carrying `source`, in the original's format."""
+# Source formats that read a `#line` directive (C, C++, CUDA, HIP).
+_LINE_FORMATS = {"c", "cc", "cpp", "cxx", "cu", "cuda", "hip"}
+
+
+def line_directive(path: Any) -> str:
+    """Return `#line 1 "PATH"`: compile errors in the text after it name PATH and its own lines."""
+    text = str(path).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "?")
+    return f'#line 1 "{text}"\n'
+
+
+def source_module(original: Any, source: str, origin: Any = None) -> Any:
+    """Return a real TVM source module carrying `source`, in the original's format.
+
+    `origin`: the working file `source` was read from; a C-family source then starts
+    with a `#line` directive, so a compiler error names that file's own line, not a
+    temporary file's.
+    """
     import tvm.runtime._ffi_api as ffi_api  # type: ignore[import-not-found]
 
     try:
         fmt = str(original.format)
     except Exception:
         fmt = "c"
+    if origin is not None and fmt.lower() in _LINE_FORMATS:
+        source = line_directive(origin) + source
     return ffi_api.CSourceModuleCreate(source, fmt, [], None)

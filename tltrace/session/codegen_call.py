@@ -83,7 +83,7 @@ def _reconcile_and_record(
         try:
             outcome = _reconcile(s, event, role, generated, ffi)
             if outcome.compile_text != generated and cg.compiles_source(ffi):
-                out_result = cg.source_module(result, outcome.compile_text)
+                out_result = cg.source_module(result, outcome.compile_text, origin=outcome.origin)
             if outcome.compile_text != generated:
                 compiled = outcome.compile_text  # on a binary backend: kept for the diff view only
                 s.mark_edited()
@@ -171,7 +171,7 @@ def _kernel_name(s: TraceSession, event: Any) -> str:
 
 def _reconcile(s: TraceSession, event: Any, role: str | None, generated: str, ffi: str) -> Any:
     from ..reconcile.variant import variant_from_launch
-    from ..reconcile.workflow import reconcile_codegen
+    from ..reconcile.workflow import reconcile_codegen, settle
     from .invocation import ledger_of
 
     kernel = _kernel_name(s, event)
@@ -196,8 +196,12 @@ def _reconcile(s: TraceSession, event: Any, role: str | None, generated: str, ff
     )
     for w in outcome.warnings:
         s.warn(w)
-    if outcome.tag:
-        s.emit(Notice(outcome.tag, outcome.message or "", kernel=kernel, path=outcome.path))
     for kind, message, path in outcome.notices:
         s.emit(Notice(kind, message, kernel=kernel, path=path))
+    if outcome.tag:
+        s.emit(
+            Notice(outcome.tag, outcome.message or "", kernel=kernel, path=outcome.path, diff=outcome.diff)
+        )
+        s.wait(30)  # printed (not only queued) before the journal lets go of it
+    settle(outcome)  # the tag was said: a kill from here on does not make the next run repeat it
     return outcome

@@ -43,6 +43,7 @@ class Notice:
     message: str
     kernel: str | None = None
     path: Path | None = None
+    diff: tuple[str, str] | None = None  # (before, after): PATCHED shows the user's edit as a diff
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,24 @@ class ScriptOutput:
     text: str
 
 
-Event = RunStarted | PassRecorded | Notice | RunFinished | Pruned | InvocationFinished | ScriptOutput
+@dataclass(frozen=True)
+class WorkingFiles:
+    """At an invocation's end: which working file holds which kernel variant (reconcile.workflow.HeldVariant)."""
+
+    directory: Path
+    held: tuple  # of HeldVariant: path, kernel, role, variant, tag
+
+
+Event = (
+    RunStarted
+    | PassRecorded
+    | Notice
+    | RunFinished
+    | Pruned
+    | InvocationFinished
+    | ScriptOutput
+    | WorkingFiles
+)
 
 
 class TltraceWarning(RuntimeWarning):

@@ -12,6 +12,12 @@ doctored registry cannot point outside the trace dir; a bad entry is ignored.
 
 A script claims its directory when tltrace first writes there (a run record, a working
 file); looking one up (`tltrace show x/kernel.py`) never writes.
+
+Ownership is also recorded in each script dir (`.tltrace-script.json`, the identity),
+written before the registry, and it overrules the registry: a lost or damaged registry
+is said and rebuilt from these records, and never hands one script's directory (and the
+edits in its working files) to another. A used directory that no record claims is not
+guessed at: a script then takes the next free name.
 """
 
 from __future__ import annotations
@@ -44,31 +50,103 @@ def identity_of(script: str | os.PathLike | None, *, module: bool = False, name:
     return f"name:{name or script or 'interactive'}"
 
 
-def _load(trace_dir: Path) -> dict[str, str]:
-    """Return the registry's identity -> dir name map; entries that are not safe names are dropped."""
+OWNER = ".tltrace-script.json"  # in each script dir: the identity that owns it
+
+_problems: dict[str, list[str]] = {}  # trace dir -> what a claim found wrong, until someone says it
+
+
+def _registry(trace_dir: Path) -> tuple[dict[str, str], str | None]:
+    """Return the registry's identity -> dir name map, and what is wrong with the file (None: fine or absent).
+
+    Entries that are not safe names are dropped.
+    """
     path = Path(trace_dir) / REGISTRY
     try:
         if path.is_symlink():
-            return {}
+            return {}, f"{path} is a symbolic link"
+        if not path.exists():
+            return {}, None
         data = json.loads(safe_read.read_text(path))
         scripts = data.get("scripts", {})
-        return {str(k): v for k, v in scripts.items() if isinstance(v, str) and is_safe_component(v)}
+        return {str(k): v for k, v in scripts.items() if isinstance(v, str) and is_safe_component(v)}, None
+    except (OSError, ValueError, AttributeError) as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else getattr(exc, "strerror", None) or exc
+        return {}, f"{path} is damaged ({why})"
+
+
+def _load(trace_dir: Path) -> dict[str, str]:
+    return _registry(trace_dir)[0]
+
+
+_UNREADABLE = "?"  # an owner record that exists but cannot be read: owned, by nobody we can name
+
+
+def owner_of(script_dir: Path) -> str | None:
+    """Return the identity recorded in a script dir (its owner record); None when it has none."""
+    path = Path(script_dir) / OWNER
+    try:
+        if path.is_symlink():
+            return _UNREADABLE
+        if not path.exists():
+            return None
+        ident = json.loads(safe_read.read_text(path)).get("identity")
+        return ident if isinstance(ident, str) and ident else _UNREADABLE
     except (OSError, ValueError, AttributeError):
-        return {}
+        return _UNREADABLE
 
 
-def _assign(registry: dict[str, str], identity: str, name: str) -> str:
-    if identity in registry:
-        return registry[identity]
+def _used(d: Path) -> bool:
+    """A directory holding a traced script's files (run records, working files)."""
+    try:
+        return (d / ".run_records").exists() or (d / ".codegen_kernels.json").exists()
+    except OSError:
+        return True
+
+
+def _assign(
+    registry: dict[str, str], identity: str, name: str, td: Path | None = None, trusted: bool = True
+) -> str:
+    """Pick the directory of `identity`; the owner records in the dirs (under `td`) overrule the registry.
+
+    `trusted`: the registry was read whole. When it was not (lost, damaged), a used dir
+    with no owner record belongs to someone no record names: it is not guessed, but skipped.
+    """
     base = safe_component(name)
     if identity.startswith("name:"):
         return base  # no path to tell it apart (python -c, a bare Settings): the plain name, as before
+    if identity in registry:
+        hit = registry[identity]
+        owner = owner_of(td / hit) if td is not None else None
+        if owner is None or owner == identity:
+            return hit
+    if td is not None:  # recover from the dirs themselves: the one that records this identity
+        for cand in _candidates(base):
+            owner = owner_of(td / cand)
+            if owner == identity:
+                return cand
+            if owner is None and not (td / cand).exists():
+                break
     # Only scripts with a path or module name own a directory; a bare name shares the plain one.
-    taken = {v for k, v in registry.items() if not k.startswith("name:")}
-    candidate, n = base, 2
-    while candidate in taken:
-        candidate, n = f"{base}_{n}", n + 1
-    return candidate
+    taken = {v for k, v in registry.items() if not k.startswith("name:") and k != identity}
+    for cand in _candidates(base):
+        if cand in taken:
+            continue
+        if td is not None:
+            owner = owner_of(td / cand)
+            if owner is not None and owner != identity:
+                continue
+            if owner is None and not trusted and _used(td / cand):
+                continue  # whose it is, no record says: never guessed
+        return cand
+    raise AssertionError("unreachable")
+
+
+def _candidates(base: str):
+    yield base
+    n = 2
+    while True:
+        yield f"{base}_{n}"
+        n += 1
 
 
 def lookup(trace_dir: str | os.PathLike, name: str, identity: str) -> Path:
@@ -78,13 +156,29 @@ def lookup(trace_dir: str | os.PathLike, name: str, identity: str) -> Path:
         hit = _claimed.get((str(td.absolute()), identity))
     if hit is not None:
         return td / hit
-    return td / _assign(_load(td), identity, name)
+    registry, problem = _registry(td)
+    return td / _assign(registry, identity, name, td, trusted=problem is None and (td / REGISTRY).exists())
+
+
+def take_problems(trace_dir: str | os.PathLike) -> list[str]:
+    """Return (once) what claims under `trace_dir` found wrong with the script registry."""
+    with _claimed_lock:
+        return _problems.pop(str(Path(trace_dir).absolute()), [])
+
+
+def _write_owner(d: Path, identity: str) -> None:
+    if identity.startswith("name:") or owner_of(d) == identity:
+        return
+    d.mkdir(parents=True, exist_ok=True)
+    data = json.dumps({"version": 1, "identity": identity}, ensure_ascii=False) + "\n"
+    atomic_write(d / OWNER, data.encode("utf-8"))
 
 
 def claim(trace_dir: str | os.PathLike, name: str, identity: str) -> Path:
-    """Return the script directory of `identity`, recording it in the registry on first use.
+    """Return the script directory of `identity`, recording it (owner record, then registry) on first use.
 
     Never raises for an unwritable registry: the directory is then the one `lookup` gives.
+    A damaged or lost registry is said (`take_problems`), and rebuilt from the owner records.
     """
     td = Path(trace_dir)
     key = (str(td.absolute()), identity)
@@ -93,14 +187,34 @@ def claim(trace_dir: str | os.PathLike, name: str, identity: str) -> Path:
     if hit is not None:
         return td / hit
     reg = td / REGISTRY
+    said: list[str] = []
     try:
         td.mkdir(parents=True, exist_ok=True)
         with locked(td / f".{REGISTRY}.lock"):
             remove_stale_temps(td, [REGISTRY])
-            registry = _load(td)
-            dirname = _assign(registry, identity, name)
-            if registry.get(identity) != dirname:
+            registry, problem = _registry(td)
+            trusted = problem is None and reg.exists()
+            if problem is None and not reg.exists() and any(_used(d) for d in _dirs(td)):
+                problem = f"{reg} is missing"
+            dirname = _assign(registry, identity, name, td, trusted=trusted)
+            if registry.get(identity) != dirname and identity in registry:
+                said.append(
+                    f"{reg} gave {identity.split(':', 1)[-1]} the directory {registry[identity]}/, "
+                    f"whose owner record names another script; using {dirname}/"
+                )
+            if problem is not None:
+                registry = _rebuilt(td, registry)
+                said.append(
+                    f"{problem}; script directories are matched by the owner records in them "
+                    f"({OWNER}), and {identity.split(':', 1)[-1]} uses {dirname}/"
+                )
+            if (td / dirname).is_dir():
+                remove_stale_temps(td / dirname, [OWNER])  # a killed write of the owner record
+            _write_owner(td / dirname, identity)
+            if registry.get(identity) != dirname or problem is not None:
                 registry[identity] = dirname
+                if problem is not None and reg.is_file() and not reg.is_symlink():
+                    os.replace(reg, reg.with_name(reg.name + ".damaged"))  # kept for a look
                 if not reg.is_symlink():
                     data = (
                         json.dumps({"version": 1, "scripts": registry}, indent=1, ensure_ascii=False) + "\n"
@@ -110,7 +224,26 @@ def claim(trace_dir: str | os.PathLike, name: str, identity: str) -> Path:
         return lookup(td, name, identity)
     with _claimed_lock:
         _claimed[key] = dirname
+        if said:
+            _problems.setdefault(key[0], []).extend(said)
     return td / dirname
+
+
+def _dirs(td: Path) -> list[Path]:
+    try:
+        return [d for d in td.iterdir() if not d.name.startswith(".") and d.is_dir() and not d.is_symlink()]
+    except OSError:
+        return []
+
+
+def _rebuilt(td: Path, registry: dict[str, str]) -> dict[str, str]:
+    """The registry's entries, with the owner records of the dirs added (they win)."""
+    out = {k: v for k, v in registry.items() if owner_of(td / v) in (None, k)}
+    for d in _dirs(td):
+        owner = owner_of(d)
+        if owner not in (None, _UNREADABLE) and is_safe_component(d.name):
+            out[str(owner)] = d.name
+    return out
 
 
 def script_dir_for(trace_dir: str | os.PathLike, script: str | os.PathLike) -> Path:

@@ -1,0 +1,422 @@
+"""Which working file belongs to which kernel variant: the registry, owner records, and the lineage rule.
+
+A working file belongs to one kernel *variant* (the kernel's name plus its launch shape,
+`variant.py`). Two records say who owns a file, so that no single damaged file can hand
+one variant's edit to another:
+
+  .codegen_kernels.json    the index: variant key -> file suffix ('' = the spec's names),
+                           plus each variant's launch parts (for messages)
+  .W.owner                 beside each working file set (one per suffix, e.g.
+                           `.codegen_device.cpp.owner`): the variant key that owns it
+
+The owner record is the authority; the index is rebuilt from owner records when it is
+missing or damaged (and the run says so). A working file that neither record claims
+(a damaged index and no owner record: a file from before owner records) is never handed
+to anyone: its edit is said to be not applied, and the variant gets a new file. Owner
+records are written before the index, so a kill between the two leaves the owner
+record right and the index corrected on the next load.
+
+Which file a variant compiles into:
+1. a variant the registry knows keeps its file, in any order and in any thread;
+2. a new variant of a kernel with exactly one known variant, whose file is not
+   claimed by another variant in this invocation, continues that file (the kernel
+   changed: a new block size, a new `--n`): the file is re-owned and the decision
+   table (REGENERATED, SYNCED, CONFLICT) runs on it, as the spec says for one kernel;
+3. any other new variant gets its own file: the first ever `codegen_device.cpp`, a
+   further kernel `codegen_<kernel>_device.cpp`, a further variant of a kernel
+   `codegen_<kernel>_<what differs>_device.cpp` (e.g. `_2048`, `_t64`, `_f16`).
+Once a kernel has two variants (a thread pool, an autotuner), rule 2 no longer
+applies to it: each launch shape keeps its own file for good.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import safe_read
+from .._atomic import locked, remove_stale_temps
+from ..session.names import is_safe_component, safe_component
+from . import files
+from .variant import Variant, describe, file_label
+
+SEP = "|"  # kernel name | variant hash, in registry keys
+VERSION = 3
+
+__all__ = ["Claim", "Entry", "Registry", "claim", "entries_of", "known_working_files", "load", "owner_path"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One variant and the suffix of its working files."""
+
+    key: str
+    suffix: str
+    parts: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def kernel(self) -> str:
+        return kernel_of_key(self.key)
+
+    def describe(self, other: Entry | None = None) -> str:
+        return describe(self.parts, other.parts if other is not None else None)
+
+
+@dataclass
+class Registry:
+    """The registry as read: entries (corrected by owner records), problems to say, unowned files."""
+
+    entries: dict[str, Entry]
+    problems: list[str] = field(default_factory=list)
+    unowned: set[str] = field(default_factory=set)  # suffixes on disk that no record claims
+    damaged: bool = False
+    dirty: bool = False  # the index on disk differs from `entries` (rebuilt or corrected)
+
+    def taken(self) -> set[str]:
+        return {e.suffix for e in self.entries.values()} | self.unowned
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The file a compile uses, and how it came to it."""
+
+    suffix: str
+    entry: Entry
+    continued_from: Entry | None = None  # rule 2: the kernel's previous variant, whose file this continues
+    created: bool = False  # first time this variant was registered
+    warnings: tuple[str, ...] = ()
+
+
+def kernel_of_key(key: str) -> str:
+    return key.split(SEP, 1)[0].split("#", 1)[0]
+
+
+def identity(kernel: str, variant: str | None) -> str:
+    """Return the registry key of one kernel variant."""
+    return f"{kernel}{SEP}{variant}" if variant else kernel
+
+
+def owner_path(layout: files.Layout, suffix: str) -> Path:
+    """The owner record of the working files with `suffix` (one for all roles)."""
+    if not layout.custom and (suffix == "" or (suffix.startswith("_") and is_safe_component(suffix[1:]))):
+        return layout.directory / f".{files.DEFAULT_STEM}{suffix}{files.EXT}.owner"
+    return layout.directory / f".{layout.path_for(suffix, None).name}.owner"
+
+
+def _read_json(path: Path) -> Any:
+    """Return the JSON in `path`; None when absent; raise ValueError when damaged or not a file."""
+    if path.is_symlink():
+        raise ValueError("it is a symbolic link")
+    try:
+        if not path.exists():
+            return None
+        if not path.is_file():
+            raise ValueError("it is not a regular file")
+        text = safe_read.read_text(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(str(getattr(exc, "strerror", None) or exc)) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg})") from None
+
+
+def _suffix(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    return "" if value == "" else "_" + safe_component(value.lstrip("_"), fallback="kernel")
+
+
+def _parts(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): str(v) for k, v in value.items() if isinstance(v, (str, int))}
+
+
+def _owners(
+    layout: files.Layout, skip: set[str] | frozenset[str] = frozenset()
+) -> tuple[dict[str, tuple[str, dict[str, str]]], set[str], list[str]]:
+    """Return suffix -> (key, parts) from owner records, the suffixes of working files on disk, problems.
+
+    The owner records of the suffixes in `skip` are not read (the index's, when it is trusted).
+    """
+    owners: dict[str, tuple[str, dict[str, str]]] = {}
+    on_disk: set[str] = set()
+    problems: list[str] = []
+    d = layout.directory
+    try:
+        names = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
+    except OSError:
+        names = []
+    present = set(names)
+    for name in names:
+        hit = layout.suffix_of(name)
+        if hit is not None and name + ".original" in present:
+            on_disk.add(hit[0])
+    for suffix in sorted((on_disk | set(_owner_suffixes(layout, names))) - set(skip)):
+        path = owner_path(layout, suffix)
+        try:
+            data = _read_json(path)
+        except ValueError as exc:
+            problems.append(f"{path.name} is damaged ({exc}); who owns {layout.path_for(suffix, None).name}")
+            continue
+        if data is None:
+            continue
+        key = data.get("key") if isinstance(data, dict) else None
+        if not isinstance(key, str) or not key:
+            problems.append(f"{path.name} names no variant")
+            continue
+        owners[suffix] = (key, _parts(data.get("parts")))
+    return owners, on_disk, problems
+
+
+def _owner_suffixes(layout: files.Layout, names: list[str]) -> list[str]:
+    out = []
+    for name in names:
+        if name.startswith(".") and name.endswith(".owner"):
+            inner = name[1 : -len(".owner")]
+            hit = layout.suffix_of(inner)
+            if hit is not None and (
+                hit[1] is None if not layout.custom else layout.path_for(hit[0], None).name == inner
+            ):
+                out.append(hit[0])
+    return out
+
+
+def load(layout: files.Layout, *, verify: bool = True) -> Registry:
+    """Read the index and the owner records (no writes); the owner records win where they disagree.
+
+    `verify=False` trusts a healthy index for the files it lists and reads only the owner
+    records of files it does not list (a new variant's claim; `claim` checks the one
+    entry it acts on).
+    """
+    path = layout.registry_path
+    problems: list[str] = []
+    damaged = False
+    entries: dict[str, Entry] = {}
+    try:
+        data = _read_json(path)
+    except ValueError as exc:
+        data, damaged = None, True
+        problems.append(f"{path} is damaged ({exc})")
+    if data is not None:
+        kernels = data.get("kernels") if isinstance(data, dict) else None
+        if not isinstance(kernels, dict):
+            damaged = True
+            problems.append(f"{path} is damaged (no 'kernels' table)")
+        else:
+            variants = data.get("variants") if isinstance(data.get("variants"), dict) else {}
+            used: set[str] = set()
+            for key, value in kernels.items():
+                suffix = _suffix(value)
+                if suffix is None or suffix in used:
+                    continue  # two keys on one file would fight over it: the first keeps it
+                used.add(suffix)
+                entries[str(key)] = Entry(str(key), suffix, _parts(variants.get(key)))
+    trusted = (
+        {e.suffix for e in entries.values()} if (not verify and data is not None and not damaged) else set()
+    )
+    owners, on_disk, owner_problems = _owners(layout, trusted)
+    problems += owner_problems
+    reg = Registry(entries, problems, damaged=damaged)
+    by_suffix = {e.suffix: e for e in entries.values()}
+    for suffix, (key, parts) in owners.items():
+        have = by_suffix.get(suffix)
+        if have is not None and have.key == key:
+            if parts and not have.parts:
+                entries[key] = Entry(key, suffix, parts)
+            continue
+        if have is not None:
+            del entries[have.key]
+        old = entries.pop(key, None)
+        if old is not None:
+            by_suffix.pop(old.suffix, None)
+        entries[key] = by_suffix[suffix] = Entry(key, suffix, parts or (have.parts if have else {}))
+        reg.dirty = True
+    missing = data is None and not damaged and bool(on_disk)
+    if (damaged or missing) and entries:
+        reg.dirty = True
+    if damaged or missing:
+        known = {e.suffix for e in entries.values()}
+        reg.unowned = {s for s in on_disk if s not in known}
+        if missing:
+            problems.append(f"{path} is missing")
+        if entries:
+            problems.append("rebuilt from the working files' owner records")
+    return reg
+
+
+def _write(layout: files.Layout, reg: Registry) -> None:
+    path = layout.registry_path
+    if path.is_symlink() or (reg.damaged and not reg.entries):
+        return  # a damaged index with nothing to put in its place is left as evidence
+    if reg.damaged and path.is_file():
+        files.archive(path, 1)  # the damaged index is kept (as .N) for a look, never overwritten
+    data = {
+        "version": VERSION,
+        "kernels": {k: e.suffix for k, e in reg.entries.items()},
+        "variants": {k: e.parts for k, e in reg.entries.items() if e.parts},
+    }
+    files.write_atomic(path, json.dumps(data, indent=2) + "\n")
+
+
+def _write_owner(layout: files.Layout, entry: Entry) -> None:
+    path = owner_path(layout, entry.suffix)
+    if path.is_symlink():
+        return
+    files.write_atomic(path, json.dumps({"key": entry.key, "parts": entry.parts}, indent=1) + "\n")
+
+
+def claim(
+    layout: files.Layout, kernel: str, variant: Variant | None, claimed: set[str] | None = None
+) -> Claim:
+    """Return the working-file suffix of a kernel variant, registering it (rules 1-3 of the module doc).
+
+    `claimed`: suffixes other compiles of this invocation hold (updated here, under the lock).
+    """
+    claimed = claimed if claimed is not None else set()
+    key = identity(kernel, variant.key if variant else None)
+    parts = dict(variant.parts) if variant else {}
+    reg_path = layout.registry_path
+    layout.directory.mkdir(parents=True, exist_ok=True)
+    with locked(reg_path.with_name(reg_path.name + ".lock")):
+        fast = _known(layout, key, parts)
+        if fast is not None:  # the common case: one index read and one owner record per compile
+            claimed.add(fast.suffix)
+            return Claim(fast.suffix, fast)
+        for verify in (False, True):
+            reg = load(layout, verify=verify)
+            entry = reg.entries.get(key)
+            continued = None
+            created = False
+            if entry is None and variant is not None and kernel in reg.entries:  # from before variants: adopt
+                old = reg.entries.pop(kernel)
+                entry = Entry(key, old.suffix, parts)
+            elif entry is None:
+                same = [e for e in reg.entries.values() if e.kernel == kernel]
+                if variant is not None and len(same) == 1 and same[0].suffix not in claimed:
+                    continued = same[0]
+                    del reg.entries[continued.key]
+                    entry = Entry(key, continued.suffix, parts)
+                else:
+                    entry = Entry(key, _new_suffix(reg, kernel, parts, same), parts)
+                    created = True
+            elif parts and entry.parts != parts:
+                entry = Entry(key, entry.suffix, parts)
+                reg.dirty = True
+            # The one file acted on must be owned as the index says (or by no record yet).
+            acted = continued or (None if created else reg.entries.get(key))
+            if verify or acted is None or _owner_key(layout, acted.suffix) in (None, acted.key):
+                break
+        assert entry is not None
+        if _temps_in(reg_path.parent):  # a killed write of the index or an owner record
+            owners = [owner_path(layout, x).name for x in reg.taken() | {entry.suffix}]
+            remove_stale_temps(reg_path.parent, [reg_path.name, *owners])
+        warnings = [_problem_line(layout, reg)] if reg.problems else []
+        changed = reg.entries.get(key) != entry or reg.entries[key].parts != entry.parts
+        reg.entries[key] = entry
+        if changed or not owner_path(layout, entry.suffix).is_file():
+            _write_owner(layout, entry)  # the owner record first: it is the authority
+        if changed or reg.dirty:
+            _write(layout, reg)
+        claimed.add(entry.suffix)
+        return Claim(entry.suffix, entry, continued, created, tuple(warnings))
+
+
+def _temps_in(directory: Path) -> bool:
+    try:
+        return any(n.endswith(".tmp") for n in os.listdir(directory))
+    except OSError:
+        return False
+
+
+def _owner_key(layout: files.Layout, suffix: str) -> str | None:
+    """The key the owner record of `suffix` names; None when there is none; '?' when it is damaged."""
+    try:
+        data = _read_json(owner_path(layout, suffix))
+    except ValueError:
+        return "?"
+    if data is None:
+        return None
+    key = data.get("key") if isinstance(data, dict) else None
+    return key if isinstance(key, str) else "?"
+
+
+def _known(layout: files.Layout, key: str, parts: dict[str, str]) -> Entry | None:
+    """Return the entry of a variant the index knows and its owner record confirms; None: take the full path.
+
+    Only a healthy index is trusted this way, and only for a key whose file's owner record
+    names that very key (a record missing is written now: a file from before owner records).
+    """
+    try:
+        data = _read_json(layout.registry_path)
+        suffix = _suffix(data["kernels"][key]) if isinstance(data, dict) else None
+        stored = _parts((data.get("variants") or {}).get(key))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if suffix is None or (parts and stored != parts):
+        return None
+    try:
+        owner = _read_json(owner_path(layout, suffix))
+    except ValueError:
+        return None
+    entry = Entry(key, suffix, stored)
+    if owner is None:
+        remove_stale_temps(layout.directory, [owner_path(layout, suffix).name])
+        _write_owner(layout, entry)
+        return entry
+    return entry if isinstance(owner, dict) and owner.get("key") == key else None
+
+
+def _new_suffix(reg: Registry, kernel: str, parts: dict[str, str], same: list[Entry]) -> str:
+    taken = reg.taken()
+    if not taken:
+        return ""
+    base = "_" + safe_component(kernel, fallback="kernel")
+    if same:
+        base += "_" + safe_component(file_label(parts, same[0].parts), fallback="variant")
+    suffix, n = base, 2
+    while suffix in taken:
+        suffix, n = f"{base}_{n}", n + 1
+    return suffix
+
+
+def _problem_line(layout: files.Layout, reg: Registry) -> str:
+    text = "; ".join(reg.problems)
+    if reg.unowned:
+        paths = [layout.path_for(x, r) for x in sorted(reg.unowned) for r in (*files.ROLES, None)]
+        names = ", ".join(dict.fromkeys(p.name for p in paths if p.exists()))
+        text += (
+            f"; no record says which kernel owns {names}: tltrace leaves them alone and gives the "
+            "kernels new files (an edit there is not applied; move it into the right file by hand)"
+        )
+    return text
+
+
+def entries_of(layout: files.Layout) -> Registry:
+    """Read-only view for reports (no writes, never raises for a bad directory)."""
+    try:
+        return load(layout)
+    except (OSError, ValueError):
+        return Registry({})
+
+
+def known_working_files(layout: files.Layout) -> list[files.WorkingFile]:
+    """Return every working file the records know of (existing on disk or as a baseline), and unowned ones."""
+    reg = entries_of(layout)
+    pairs: list[tuple[str | None, str, dict[str, str]]] = [
+        (e.kernel or None, e.suffix, e.parts) for e in reg.entries.values()
+    ]
+    pairs += [(None, s, {}) for s in sorted(reg.unowned)]
+    if not pairs:
+        pairs = [(None, "", {})]
+    out = []
+    for kernel, suffix, parts in pairs:
+        for role in (*files.ROLES, None):
+            wf = files.WorkingFile(layout.path_for(suffix, role), kernel, role, describe(parts) or None)
+            if any(p.exists() or p.is_symlink() for p in (wf.path, wf.original, wf.bak)):
+                out.append(wf)
+    return out
