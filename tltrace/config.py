@@ -73,6 +73,9 @@ class Settings:
     ignore_whitespace: bool = False  # terminal diffs: hide re-indent-only changes
     only: re.Pattern[str] | None = None
     skip: re.Pattern[str] | None = None
+    # Capture filter: only compiles of kernels whose name matches are traced; the others
+    # run untraced (no pass instrument at all). None traces every kernel.
+    kernels: re.Pattern[str] | None = None
     quiet: bool = False
     use_cache: bool = False
     command: tuple[str, ...] = field(default_factory=tuple)
@@ -142,6 +145,7 @@ def build_settings(
     context: object = 3,
     only: str | None = None,
     skip: str | None = None,
+    kernels: str | None = None,
     quiet: bool = False,
     ignore_whitespace: bool = False,
     use_cache: bool = False,
@@ -152,7 +156,8 @@ def build_settings(
     """Return validated Settings; the one builder behind `tltrace run` and `tltrace.enable()`.
 
     mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
-    for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
+    for TL_LOWER_TRACE_DIR (else the default). kernels: None for TLTRACE_KERNELS (else
+    every kernel). codegen_output: DEFAULT, None (no
     working files) or a path. `names` maps a parameter to how the caller spells it in
     messages (`{"keep": "--keep"}`). Raises UsageError on a bad value, the same for both.
     """
@@ -162,6 +167,7 @@ def build_settings(
         "context": "context",
         "only": "only",
         "skip": "skip",
+        "kernels": "kernels",
         "codegen_output": "codegen_output",
         **(names or {}),
     }
@@ -190,6 +196,9 @@ def build_settings(
         context=_count(context, spell["context"]),
         only=compile_regex(only, spell["only"]),
         skip=compile_regex(skip, spell["skip"]),
+        kernels=compile_regex(kernels, spell["kernels"])
+        if kernels is not None
+        else compile_regex(os.environ.get("TLTRACE_KERNELS") or None, "TLTRACE_KERNELS"),
         quiet=bool(quiet),
         ignore_whitespace=bool(ignore_whitespace),
         use_cache=bool(use_cache),

@@ -141,6 +141,13 @@ def run_cmd(
         None, "--only", metavar="REGEX", help="Show only passes matching REGEX."
     ),
     skip: Optional[str] = typer.Option(None, "--skip", metavar="REGEX", help="Hide passes matching REGEX."),
+    kernels: Optional[str] = typer.Option(
+        None,
+        "--kernels",
+        metavar="REGEX",
+        help="Trace only kernels whose name matches REGEX; the others compile untraced "
+        "[default: TLTRACE_KERNELS, else every kernel].",
+    ),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
     ignore_whitespace: bool = typer.Option(
         False, "--ignore-whitespace", "-w", help="Hide changes that only re-indent lines in the diffs."
@@ -192,7 +199,9 @@ def run_cmd(
     sink = emit if collector is None else _tee(emit, collector)
     with guard_lines():
         code = run_target(target, settings, sink, finalize=emit.close)
-    if collector is not None:
+    from ..session.children import forked
+
+    if collector is not None and not forked():
         from .export import write_run_trace
 
         typer.echo(write_run_trace(collector, p["chrome_trace"]), err=True)
@@ -241,6 +250,7 @@ def _settings(p: dict, target) -> Settings:
         context=p["context"],
         only=p["only"],
         skip=p["skip"],
+        kernels=p["kernels"],
         quiet=p["quiet"],
         ignore_whitespace=p["ignore_whitespace"],
         use_cache=p["use_cache"],
@@ -251,6 +261,7 @@ def _settings(p: dict, target) -> Settings:
             "context": "--context",
             "only": "--only",
             "skip": "--skip",
+            "kernels": "--kernels",
             "codegen_output": "--codegen-output",
         },
     )

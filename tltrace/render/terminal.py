@@ -32,7 +32,7 @@ from ..session.events import (
     RunStarted,
     ScriptOutput,
 )
-from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, NOOP, PassRecord, RunManifest
+from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, NOOP, RUNNING, PassRecord, RunManifest
 
 _print_lock = threading.Lock()
 
@@ -207,8 +207,21 @@ _TABLE_HEAD = ("status", "compile", "passes", "changed", "failed", "time", "fail
 _RIGHT = {2, 3, 4, 5}
 
 
-def summary_table(runs: list[RunManifest] | tuple[RunManifest, ...]) -> list[Text]:
+def process_label(m: RunManifest) -> str:
+    """Return the process a compile ran in: 'rank R' under torchrun, else 'pid N' ('?' when unknown)."""
+    w = m.writer if isinstance(m.writer, dict) else {}
+    rank, pid = w.get("rank"), w.get("pid")
+    if isinstance(rank, int) and not isinstance(rank, bool):
+        return f"rank {rank}"
+    return f"pid {pid}" if isinstance(pid, int) and not isinstance(pid, bool) else "?"
+
+
+def summary_table(
+    runs: list[RunManifest] | tuple[RunManifest, ...], *, processes: bool = False
+) -> list[Text]:
     """Return the lines of a table, one row per compile (signature, passes, changed, failed, time, status).
+
+    With `processes`, a column says which process (pid, or torchrun rank) made each compile.
 
     Failed and interrupted compiles come first, then the others in compile order.
     Columns take the width of their widest cell: a signature is never cut.
@@ -226,9 +239,12 @@ def summary_table(runs: list[RunManifest] | tuple[RunManifest, ...]) -> list[Tex
             why = f"{failed_at.name}: " if failed_at is not None else ""
             why += (m.error or "").splitlines()[0][:120] if m.error else ""
         nfail = c.get(FAILED, 0)
+        if m.status == RUNNING:
+            word, style = "running", "yellow"
         rows.append(
             [
                 (word, style),
+                *([(process_label(m), "")] if processes else []),
                 (m.signature or m.kernel or "?", ""),
                 (str(len(m.records)), ""),
                 (str(c.get(CHANGED, 0)), ""),
@@ -237,7 +253,9 @@ def summary_table(runs: list[RunManifest] | tuple[RunManifest, ...]) -> list[Tex
                 (why, "red"),
             ]
         )
-    widths = [max([len(_TABLE_HEAD[k])] + [len(r[k][0]) for r in rows]) for k in range(len(_TABLE_HEAD))]
+    head = (_TABLE_HEAD[0], "process", *_TABLE_HEAD[1:]) if processes else _TABLE_HEAD
+    right = {k + 1 for k in _RIGHT} if processes else _RIGHT
+    widths = [max([len(head[k])] + [len(r[k][0]) for r in rows]) for k in range(len(head))]
 
     def line(cells: list[tuple[str, str]]) -> Text:
         t = Text()
@@ -245,12 +263,12 @@ def summary_table(runs: list[RunManifest] | tuple[RunManifest, ...]) -> list[Tex
             if k:
                 t.append("  ")
             last = k == len(cells) - 1
-            cell = text.rjust(widths[k]) if k in _RIGHT else text if last else text.ljust(widths[k])
+            cell = text.rjust(widths[k]) if k in right else text if last else text.ljust(widths[k])
             t.append(cell, style=style)
         t.rstrip()
         return t
 
-    out = [line([(h, "bold") for h in _TABLE_HEAD])]
+    out = [line([(h, "bold") for h in head])]
     out.append(Text("  ".join("-" * w for w in widths), style="dim"))
     out.extend(line(r) for r in rows)
     return out
@@ -438,27 +456,33 @@ class TerminalView:
             pass
 
     def _invocation_summary(self, event: InvocationFinished) -> None:
-        finished = {id(m): d for m, d in self.finished}
-        runs = [m for m, _ in self.finished if m.invocation == event.invocation] or list(event.runs)
+        finished = {m.run_id: d for m, d in self.finished}
+        own = [m for m, _ in self.finished if m.invocation == event.invocation]
+        # event.runs also holds the compiles of the job's other processes (children, ranks).
+        runs = list(event.runs) if len(event.runs) >= len(own) else own
+        records_dir = self.settings.script_dir / ".run_records"
         if len(runs) == 1:
             m = runs[0]
-            run_dir = finished.get(id(m)) or Path(m.run_id)
+            run_dir = finished.get(m.run_id) or records_dir / m.run_id
             report = run_dir / "report.html" if self.settings.html else None
             self._print_texts([summary_line(m, run_dir, report)])
             return
         if not runs:
             return
         stopped = sum(1 for m in runs if _interrupted(m))
-        failed = sum(1 for m in runs if m.status != COMPLETE) - stopped
+        running = sum(1 for m in runs if m.status == RUNNING)
+        failed = sum(1 for m in runs if m.status != COMPLETE) - stopped - running
+        procs = {process_label(m) for m in runs}
         head = Text(
-            f"{len(runs)} compiles, {failed} failed" + (f", {stopped} interrupted" if stopped else ""),
+            f"{len(runs)} compiles, {failed} failed"
+            + (f", {stopped} interrupted" if stopped else "")
+            + (f", {running} still running" if running else "")
+            + (f", in {len(procs)} processes" if len(procs) > 1 else ""),
             style="bold red" if failed or stopped else "bold",
         )
         head.append(f"  invocation {event.invocation}", style="dim")
-        records = finished.get(id(runs[0]))
-        if records is not None:
-            head.append(f"  records: {records.parent}", style="dim")
-        self._print_texts([head, *summary_table(runs)])
+        head.append(f"  records: {records_dir}", style="dim")
+        self._print_texts([head, *summary_table(runs, processes=len(procs) > 1)])
 
     def _print_texts(self, texts: list[Text]) -> None:
         with _print_lock:
