@@ -232,6 +232,11 @@ def index_row(manifest: RunManifest, run_id: str | None = None) -> dict[str, Any
         "failed_at": first_failed.name if first_failed else None,
         "started": m.started if _finite(m.started) else None,
     }
+    writer = m.writer if isinstance(m.writer, dict) else {}
+    for key in ("pid", "rank"):  # the process that made the compile: the index groups by it
+        value = writer.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63:
+            row[key] = value
     if m.finished is not None and _finite(m.finished) and _finite(m.started) and m.finished >= m.started:
         row["seconds"] = round(m.finished - m.started, 4)
     if m.error:

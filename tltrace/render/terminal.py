@@ -22,6 +22,7 @@ from rich.text import Text
 
 from ..config import Settings
 from ..diff import Diff, diff
+from ..session.children import process_label
 from ..session.events import (
     Event,
     InvocationFinished,
@@ -205,15 +206,6 @@ def _status_word(manifest: RunManifest) -> tuple[str, str]:
 
 _TABLE_HEAD = ("status", "compile", "passes", "changed", "failed", "time", "failed pass / error")
 _RIGHT = {2, 3, 4, 5}
-
-
-def process_label(m: RunManifest) -> str:
-    """Return the process a compile ran in: 'rank R' under torchrun, else 'pid N' ('?' when unknown)."""
-    w = m.writer if isinstance(m.writer, dict) else {}
-    rank, pid = w.get("rank"), w.get("pid")
-    if isinstance(rank, int) and not isinstance(rank, bool):
-        return f"rank {rank}"
-    return f"pid {pid}" if isinstance(pid, int) and not isinstance(pid, bool) else "?"
 
 
 def summary_table(

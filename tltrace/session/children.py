@@ -289,6 +289,14 @@ def rank_of(manifest: RunManifest) -> int | None:
     return r if isinstance(r, int) and not isinstance(r, bool) else None
 
 
+def process_label(manifest: RunManifest) -> str:
+    """Return the process a compile ran in, as a person reads it: 'rank R' under torchrun, else 'pid N'."""
+    rank, pid = rank_of(manifest), pid_of(manifest)
+    if rank is not None:
+        return f"rank {rank}"
+    return f"pid {pid}" if pid is not None else "pid ?"
+
+
 def gather(script_dir: Path, invocation: str, own: Iterable[str]) -> Gathered:
     """Return the compiles of `invocation` under `script_dir` that are not in `own` (run ids).
 
