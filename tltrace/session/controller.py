@@ -189,8 +189,6 @@ def retire(emit: Callable[[Event], None]) -> None:
             return None
 
     with _lock:
-        if _installed is not None:
-            _open.discard(_installed[0].invocation)
         _installed = None
         register_pass_instrumentation_tool(TOOL_NAME, LateCompile)
 
