@@ -297,6 +297,7 @@ class _Tracer:
         test = self.tests.get(item.nodeid)
         if test is None:
             return ""
+        self._add_children(test)
         runs = test.collector.manifests()
         td = self.trace_dir
         lines = [f"{len(runs)} TileLang compile(s) traced for this test"]
