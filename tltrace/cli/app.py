@@ -237,7 +237,9 @@ def _settings(p: dict, target) -> Settings:
     from ..session.scripts import identity_of
 
     return build_settings(
-        script_key=identity_of(target.name, module=target.module),
+        script_key=identity_of(target.launched)
+        if target.launched is not None
+        else identity_of(target.name, module=target.module),
         mode=p["mode"],
         trace_dir=p["trace_dir"],
         script_name=target.trace_name,

@@ -31,14 +31,34 @@ class Target:
     module: bool = False
 
     @property
+    def launched(self) -> str | None:
+        """The script a launcher runs (`torchrun [OPTIONS] train.py`, `-m torch.distributed.run`), else None.
+
+        Its ranks are child processes of the launcher; their compiles are filed under
+        the script they run, not under the launcher's name.
+        """
+        launcher = self.name in _LAUNCHER_MODULES if self.module else Path(self.name).name in _LAUNCHERS
+        if not launcher:
+            return None
+        return next((a for a in self.args if a.endswith(".py") and Path(a).is_file()), None)
+
+    @property
     def trace_name(self) -> str:
         """The name runs are filed under: the script's stem, or the module's last part."""
+        if self.launched is not None:
+            from ..config import script_name_from_argv
+
+            return script_name_from_argv(self.launched)
         if self.module:
             last = self.name.rsplit(".", 1)[-1]
             return self.name.rsplit(".", 2)[-2] if last == "__main__" and "." in self.name else last
         from ..config import script_name_from_argv
 
         return script_name_from_argv(self.name)
+
+
+_LAUNCHERS = ("torchrun",)
+_LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 
 
 def check_target(target: Target) -> None:
