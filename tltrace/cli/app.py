@@ -95,11 +95,14 @@ Examples:
   tltrace run --quiet --trace-dir ci_traces gemm.py --m 1024
   tltrace run -m mypkg.kernels -- --mode fast   everything after -- goes to the script
   tltrace run --chrome-trace trace.json gemm.py   also write a Chrome trace (Perfetto)
+  tltrace run --kernels '^gemm' job.py          trace only kernels named gemm*
 
 Options may stand before SCRIPT or right after it; the script's own arguments
 follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
---trace-dir. Exit status: the script's own; 1 when it raises; 2 for bad usage;
-130 after Ctrl+C (the run is recorded as interrupted).
+--trace-dir. Python processes the script starts (multiprocessing, subprocess,
+torchrun ranks) trace into the same invocation once they import TileLang.
+Exit status: the script's own; 1 when it raises; 2 for bad usage; 130 after
+Ctrl+C (the run is recorded as interrupted).
 """
 
 
