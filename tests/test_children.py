@@ -159,9 +159,10 @@ def test_spawn_forkserver_and_a_child_interpreter_join_one_invocation(tmp_path):
     # show --json of the newest invocation: every process's compiles, one id.
     shown = _tltrace(tmp_path, "show", "--trace-dir", "T", "job", "-1", "--json")
     assert shown.returncode == 0, shown.stderr
-    data = json.loads(shown.stdout)
-    ids = {run.get("invocation") for run in data.get("runs", [])} if isinstance(data, dict) else set()
-    assert ids == {ms[0].invocation}, shown.stdout[:500]
+    inv = json.loads(shown.stdout)["invocation"]
+    assert inv["invocation"] == ms[0].invocation and inv["counts"] == {"complete": 4}
+    assert {c["invocation"] for c in inv["compiles"]} == {ms[0].invocation}
+    assert len(inv["compiles"]) == 4
     # Variant rules: two variants, one working file each, whichever processes compiled them.
     working = sorted(p.name for p in sd.glob("codegen*_device.cpp"))
     assert len(working) == 2, working
