@@ -267,8 +267,7 @@ def test_a_killed_parent_leaves_readable_child_records_and_nothing_installed(tmp
     ms = _manifests(tmp_path / "T" / "orphan")
     assert len(ms) == 1 and ms[0].status == "complete" and _pid(ms[0]) == child
     assert "outlived the traced job" in out, out
-    assert {p: sorted(os.listdir(p)) for p in where} == before
-    assert not any(p.name.endswith(".pth") and "tltrace" in p.name for d in where for p in d.iterdir())
+    assert {p: sorted(os.listdir(p)) for p in where} == before  # nothing added to site-packages, or left
 
 
 @pytest.mark.slow
