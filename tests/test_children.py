@@ -29,7 +29,7 @@ from ._kernels import KERNELS
 
 REPO = Path(__file__).resolve().parent.parent
 
-MUL = '''
+MUL = """
 def make_mul(n, block=64):
     @T.prim_func
     def mul(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32"), C: T.Tensor((n,), "float32")):
@@ -38,7 +38,7 @@ def make_mul(n, block=64):
                 C[bx * block + i] = A[bx * block + i] * B[bx * block + i]
 
     return mul
-'''
+"""
 
 
 def _env(**extra: str) -> dict[str, str]:

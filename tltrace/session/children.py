@@ -236,11 +236,17 @@ def activate() -> None:
                 tilelang.env.disable_cache()
             except Exception:
                 pass
+        from .invocation import Invocation
+
         listeners = Listeners(settings)
-        controller.install(settings, ChildListener(listeners, root))
+        # The child's share of the invocation: its compiles find its reconcile ledger by the id.
+        # It never finishes here (the parent summarises); ChildListener says an outlived parent.
+        invocation = Invocation(settings, ChildListener(listeners, root)).open()
+        invocation._orphan_said = True
+        controller.install(settings, invocation)
         with _active_lock:
             first = not _active
-            _active.append(listeners)
+            _active.append((invocation, listeners))
         if first:
             atexit.register(_close)
     except Exception as exc:
@@ -250,8 +256,9 @@ def activate() -> None:
 def _close() -> None:
     with _active_lock:
         items, _active[:] = list(_active), []
-    for listeners in items:
+    for invocation, listeners in items:
         try:
+            invocation.close()
             listeners.close()
         except Exception:
             pass
