@@ -321,3 +321,47 @@ def test_torchrun_ranks_are_traced_with_their_rank(tmp_path):
     assert sorted(children.rank_of(m) for m in ms) == [0, 1]
     assert len({m.invocation for m in ms}) == 1
     assert "in 2 processes" in r.stdout and "rank 1" in r.stdout
+
+
+# -- views: grouped by process (recorded manifests, no compile) ----------------------------------------
+def _m(run_id: str, pid: int, rank: int | None = None, started: float = 1.0) -> RunManifest:
+    writer = {"pid": pid, "start": "1", "host": "h", **({"rank": rank} if rank is not None else {})}
+    return RunManifest(
+        run_id=run_id,
+        script="job",
+        kernel="add",
+        invocation="inv_1",
+        writer=writer,
+        started=started,
+        finished=started + 1,
+        status="complete",
+    )
+
+
+def test_chrome_trace_and_summary_group_compiles_by_process():
+    from rich.console import Console
+
+    from tltrace.render.chrome_trace import chrome_trace
+    from tltrace.render.html import index_row
+    from tltrace.render.terminal import summary_table
+
+    runs = [_m("run_a", 10, 0, 1.0), _m("run_b", 11, 1, 2.0), _m("run_c", 10, 0, 3.0)]
+    trace = chrome_trace(runs)
+    names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "process_name"}
+    assert sorted(names.values()) == ["job (invocation inv_1) rank 0", "job (invocation inv_1) rank 1"]
+    assert trace["otherData"]["invocations"] == 1
+    slices = [e for e in trace["traceEvents"] if e.get("cat") == "compile"]
+    assert {e["args"]["run_id"]: names[e["pid"]] for e in slices}["run_c"].endswith("rank 0")
+    # One process: the label is as before.
+    one = chrome_trace([_m("run_a", 10)])
+    assert [e["args"]["name"] for e in one["traceEvents"] if e.get("name") == "process_name"] == [
+        "job (invocation inv_1)"
+    ]
+    console = Console(width=200, color_system=None, record=True)
+    for line in summary_table(runs, processes=True):
+        console.print(line)
+    text = console.export_text()
+    assert text.splitlines()[0].split()[:2] == ["status", "process"]
+    assert text.count("rank 0") == 2 and text.count("rank 1") == 1
+    assert (index_row(runs[1])["pid"], index_row(runs[1])["rank"]) == (11, 1)
+    assert "rank" not in index_row(_m("run_d", 12))
