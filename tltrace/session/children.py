@@ -11,9 +11,9 @@ its `.pth` file in site-packages):
 - At start-up a child's `site` imports `_boot/sitecustomize.py`. It adds one
   meta-path finder and imports nothing else (the sitecustomize it shadows is imported
   after it). A child that never imports TileLang pays that and nothing more.
-- When the child imports `tilelang`, the finder calls `activate()` here: the child
-  traces with the parent's settings, under the parent's invocation id and script
-  directory. It never prunes and prints no summary: the parent reads the children's
+- When the child imports `tilelang`, the finder calls `tltrace._child.activate()`: the
+  child traces with the parent's settings (`settings_from_json`), under the parent's
+  invocation id and script directory. It never prunes and prints no summary: the parent reads the children's
   compiles from disk when the invocation ends (`gather`).
 
 Nothing is written outside the trace dir and nothing is installed: the hook lives in
@@ -27,19 +27,16 @@ environment of a process that goes on (`disable()`, a watch rerun).
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import re
-import sys
-import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..config import DEFAULT, Settings
-from .events import Event, Notice, RunStarted
+from .events import Notice
 from .records import ERROR, RUNNING, RunManifest
 
 ENV = "TLTRACE_CHILD"
@@ -171,104 +168,6 @@ def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
     )
     root = data.get("root")
     return settings, root if isinstance(root, dict) else {}
-
-
-class ChildListener:
-    """A child's listener wrapper: forwards events; says once when the parent ended before a compile."""
-
-    def __init__(self, emit: Callable[[Event], None], root: dict[str, Any]) -> None:
-        self._emit = emit
-        self._root = root
-        self._said = False
-
-    def __call__(self, event: Event) -> None:
-        if isinstance(event, RunStarted) and not self._said and not self.root_alive():
-            self._said = True
-            self._emit(
-                Notice(
-                    "warning",
-                    f"process {os.getpid()} outlived the traced job (pid {self._root.get('pid')}); "
-                    f"its compiles are recorded under {event.script_dir} in invocation "
-                    f"{event.manifest.invocation}, but the job's summary and pruning are over",
-                    kernel=event.manifest.kernel,
-                )
-            )
-        self._emit(event)
-
-    def root_alive(self) -> bool:
-        from .writer import writer_alive
-
-        pid = self._root.get("pid")
-        if not isinstance(pid, int):
-            return True
-        return writer_alive({"pid": pid, "start": self._root.get("start")})
-
-
-_active_lock = threading.Lock()
-_active: list[Any] = []  # the child's listeners, closed at exit
-
-
-def activate() -> None:
-    """Trace this child's compiles with the settings in TLTRACE_CHILD (called once tilelang is imported).
-
-    Never raises: a problem is one line on stderr, and the child runs on untraced.
-    """
-    text = os.environ.get(ENV)
-    if not text:
-        return
-    try:
-        settings, root = settings_from_json(text)
-    except Exception as exc:
-        _stderr(f"cannot read {ENV} ({type(exc).__name__}: {exc}); this process is not traced")
-        return
-    try:
-        from ..render.listeners import Listeners
-        from . import controller
-
-        if controller.installed() is not None:
-            return  # this process traces on its own already
-        controller.silence_builtin_tracer()
-        if not settings.use_cache:
-            os.environ["TILELANG_DISABLE_CACHE"] = "1"
-            try:
-                import tilelang  # type: ignore[import-not-found]
-
-                tilelang.env.disable_cache()
-            except Exception:
-                pass
-        from .invocation import Invocation
-
-        listeners = Listeners(settings)
-        # The child's share of the invocation: its compiles find its reconcile ledger by the id.
-        # It never finishes here (the parent summarises); ChildListener says an outlived parent.
-        invocation = Invocation(settings, ChildListener(listeners, root)).open()
-        invocation._orphan_said = True
-        controller.install(settings, invocation)
-        with _active_lock:
-            first = not _active
-            _active.append((invocation, listeners))
-        if first:
-            atexit.register(_close)
-    except Exception as exc:
-        _stderr(f"cannot trace this process ({type(exc).__name__}: {exc}); it runs untraced")
-
-
-def _close() -> None:
-    with _active_lock:
-        items, _active[:] = list(_active), []
-    for invocation, listeners in items:
-        try:
-            invocation.close()
-            listeners.close()
-        except Exception:
-            pass
-
-
-def _stderr(message: str) -> None:
-    try:
-        sys.stderr.write(f"tltrace: warning: pid {os.getpid()}: {message}\n")
-    except Exception:
-        pass
 
 
 # -- the parent's side, when the invocation ends -------------------------------------------------------
