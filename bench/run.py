@@ -1,6 +1,6 @@
 """Run the benchmarks and write docs/benchmarks.md.
 
-    python bench/run.py [--reps N] [--only capture,cost,report,autotune,align,overheads] [--configs 24] [--autotune-reps 3]
+    python bench/run.py [--reps N] [--only capture,cost,report,autotune,align,overheads,children] [--configs 24] [--autotune-reps 3]
 
 Each section measures tltrace against TileLang's built-in tracer on the same
 work, in one run, as ratios; absolute times depend on the machine. With --only,
@@ -31,6 +31,7 @@ PRODUCERS = {
     "autotune": "## Scale: autotune-shaped invocation (CPU",
     "align": "## Diff alignment",
     "overheads": "## Overheads: the pytest plugin when off",
+    "children": "## Children: start-up of a child that never imports TileLang",
 }
 SUMMARY = "## Targets"
 BUDGET_HEAD = "| target | limit | measured | verdict |"
@@ -115,6 +116,10 @@ def measure(name: str, a: argparse.Namespace) -> str:
         import overheads
 
         return overheads.section()
+    if name == "children":
+        import children
+
+        return children.section()
     raise ValueError(name)
 
 

@@ -191,3 +191,34 @@ def test_xdist_workers_add_up_in_the_summary(suite):
     fail_dir = _script_dirs(td)[trace_name("test_kernels.py::test_fail")]
     assert "tltrace: 4 compile(s) of 3 test(s) traced" in out
     assert f"tltrace: FAILED test_kernels.py::test_fail: {fail_dir / 'report.html'}" in out
+
+
+CHILD_TESTS = (
+    KERNELS
+    + """
+
+def test_in_a_child():
+    import subprocess, sys
+    subprocess.run([sys.executable, "-c", "import test_child_kernels as k; k.build(64)"], check=True)
+    build(128)
+"""
+)
+
+
+def test_a_tests_child_process_traces_into_the_tests_invocation(pytester, monkeypatch):
+    import importlib.util
+
+    if importlib.util.find_spec("tilelang") is None:
+        pytest.skip("tilelang is not installed")
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(REPO), str(pytester.path), os.environ.get("PYTHONPATH", "")])
+    )
+    pytester.makepyfile(test_child_kernels=CHILD_TESTS)
+    td = pytester.path / "traces"
+    res = pytester.runpytest_subprocess(*PLUGIN, "--tltrace", "--tltrace-dir", str(td))
+    res.assert_outcomes(passed=1)
+    (sd,) = _script_dirs(td).values()
+    ms = _manifests(sd)
+    assert len(ms) == 2 and len({m["invocation"] for m in ms}) == 1
+    assert len({m["writer"]["pid"] for m in ms}) == 2
+    assert "tltrace: 2 compile(s) of 1 test(s) traced" in res.stdout.str()

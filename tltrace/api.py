@@ -91,20 +91,32 @@ def _settings(mode: str, trace_dir: Any, codegen_output: Any, **extra: Any) -> S
 
 # The open enable()..disable() span: its settings, listeners and invocation.
 _span: tuple[Settings, Any, Any] | None = None
+_propagation: Any = None  # the child variables set in os.environ while the span is open
 
 
 def _close_span() -> None:
     """End the open invocation: tell the listeners, prune older invocations, finish the reports."""
     global _span
+    _stop_propagation()
     with _lock:
         span, _span = _span, None
     if span is None:
         return
     _settings_, listeners, invocation = span
+    if getattr(invocation, "pid", os.getpid()) != os.getpid():
+        return  # an os.fork() child: the process that called enable() ends the span and its reports
     try:
         invocation.finish()
     finally:
         listeners.close()
+
+
+def _stop_propagation() -> None:
+    global _propagation
+    with _lock:
+        prop, _propagation = _propagation, None
+    if prop is not None:
+        prop.stop()
 
 
 @atexit.register
@@ -133,8 +145,10 @@ def enable(
     quiet: bool = False,
     use_cache: bool = False,
     sync: bool | None = None,
+    kernels: str | None = None,
+    children: bool = True,
 ) -> None:
-    """Trace every later TileLang compilation in this process; return None.
+    """Trace every later TileLang compilation in this process and in its children; return None.
 
     mode: "terminal", "html" or "both"; omitted: TL_LOWER_TRACE, else "terminal";
     None: the same as disable(). trace_dir: omitted or None: TL_LOWER_TRACE_DIR, else
@@ -148,6 +162,11 @@ def enable(
     turned off, so that every compilation runs its passes (a cache hit traces nothing).
     sync=True prints and records each pass on the compiling thread before the next one
     runs (for a compiler that crashes); None: TLTRACE_SYNC, else a background worker.
+    kernels: a regular expression; only kernels whose name matches are traced, the
+    others compile untraced (omitted: TLTRACE_KERNELS, else every kernel). children:
+    Python processes started while tracing is on (multiprocessing, subprocess,
+    torchrun) trace their compiles into this invocation, from the moment they import
+    TileLang (see docs/children.md); False keeps tracing to this process.
     """
     resolved = _resolve_mode(mode)
     if resolved is None:
@@ -162,9 +181,12 @@ def enable(
         quiet=quiet,
         use_cache=use_cache,
         sync=sync,
+        kernels=kernels,
     )
     from .session import controller
+    from .session.children import leave_parent_invocation
 
+    leave_parent_invocation()  # this process traces on its own now, with these settings
     if importlib.util.find_spec("tilelang") is None:
         raise TltraceError(
             "enable() traces TileLang compilations and tilelang is not installed; "
@@ -191,6 +213,14 @@ def enable(
     with _lock:
         _span = (settings, listeners, invocation)
     controller.install(settings, invocation)
+    _stop_propagation()  # enable() again: the environment first gets back what it had
+    if children:
+        from .session.children import Propagation
+
+        global _propagation
+        prop = Propagation(settings).start()
+        with _lock:
+            _propagation = prop
 
 
 def disable() -> None:

@@ -79,6 +79,9 @@ class Settings:
     ignore_whitespace: bool = False  # terminal diffs: hide re-indent-only changes
     only: re.Pattern[str] | None = None
     skip: re.Pattern[str] | None = None
+    # Capture filter: only compiles of kernels whose name matches are traced; the others
+    # run untraced (no pass instrument at all). None traces every kernel.
+    kernels: re.Pattern[str] | None = None
     quiet: bool = False
     all_passes: bool = False  # terminal stream: a line per no-op pass, not one per run of them
     use_cache: bool = False
@@ -150,6 +153,7 @@ def build_settings(
     context: object = 3,
     only: str | None = None,
     skip: str | None = None,
+    kernels: str | None = None,
     quiet: bool = False,
     all_passes: bool = False,
     ignore_whitespace: bool = False,
@@ -163,7 +167,7 @@ def build_settings(
 
     mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
-    working files) or a path. sync: None for TLTRACE_SYNC (else off). `names` maps a parameter to how the caller spells it in
+    working files) or a path. sync: None for TLTRACE_SYNC (else off). kernels: None for TLTRACE_KERNELS (else every kernel). `names` maps a parameter to how the caller spells it in
     messages (`{"keep": "--keep"}`). Raises UsageError on a bad value, the same for both.
     """
     spell = {
@@ -172,6 +176,7 @@ def build_settings(
         "context": "context",
         "only": "only",
         "skip": "skip",
+        "kernels": "kernels",
         "codegen_output": "codegen_output",
         **(names or {}),
     }
@@ -200,6 +205,9 @@ def build_settings(
         context=_count(context, spell["context"]),
         only=compile_regex(only, spell["only"]),
         skip=compile_regex(skip, spell["skip"]),
+        kernels=compile_regex(kernels, spell["kernels"])
+        if kernels is not None
+        else compile_regex(os.environ.get("TLTRACE_KERNELS") or None, "TLTRACE_KERNELS"),
         quiet=bool(quiet),
         all_passes=bool(all_passes),
         ignore_whitespace=bool(ignore_whitespace),

@@ -153,6 +153,7 @@ class _Test:
         self.collector = collector
         self.html = html
         self.invocation: Any = None  # the test's session.invocation.Invocation
+        self.propagation: Any = None  # the child variables in os.environ while the test runs
 
     @property
     def script_dir(self) -> Path:
@@ -240,6 +241,10 @@ class _Tracer:
         test.invocation = Invocation(settings, emit).open()  # one invocation per test
         self.tests[item.nodeid] = test
         controller.install(settings, test.invocation)
+        # Python processes the test starts trace into its invocation (from their `import tilelang`).
+        from .session.children import Propagation
+
+        test.propagation = Propagation(settings).start()
 
     def end(self, item: Any) -> None:
         from .session import controller
@@ -248,10 +253,13 @@ class _Tracer:
         test = self.tests.pop(item.nodeid, None)
         if test is None:
             return
+        if test.propagation is not None:
+            test.propagation.stop()
         if test.invocation is not None:
             test.invocation.close()
         if test.html is not None:
             test.html.close()
+        self._add_children(test)
         runs = test.collector.manifests()
         if not runs:
             return
@@ -260,6 +268,18 @@ class _Tracer:
             return
         with self._lock:
             self.kept.append((item.nodeid, test.script_dir, len(runs)))
+
+    def _add_children(self, test: _Test) -> None:
+        """Count the compiles the test's child processes made (read from disk) with its own."""
+        from .session.children import gather
+        from .session.events import InvocationFinished
+
+        own = test.collector.manifests()
+        if test.invocation is None:
+            return
+        g = gather(test.script_dir, test.invocation.id, (m.run_id for m in own))
+        if g.runs:
+            test.collector(InvocationFinished(test.invocation.id, tuple(own) + tuple(g.runs)))
 
     def _remove(self, test: _Test) -> None:
         """Remove a passing test's traces: its script dir if the test made it, else only its runs."""
@@ -272,7 +292,8 @@ class _Tracer:
             shutil.rmtree(sd, ignore_errors=True)
         else:
             records = sd / ".run_records"
-            for run_dir in list(test.collector.started):
+            children = [records / rid for rid in list(test.collector.others)]  # child processes' compiles
+            for run_dir in [*test.collector.started, *children]:
                 p = Path(run_dir)
                 if p.parent == records and _inside(p, records):
                     _remove_run(p)  # never follows a link
@@ -292,6 +313,7 @@ class _Tracer:
         test = self.tests.get(item.nodeid)
         if test is None:
             return ""
+        self._add_children(test)
         runs = test.collector.manifests()
         td = self.trace_dir
         lines = [f"{len(runs)} TileLang compile(s) traced for this test"]

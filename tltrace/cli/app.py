@@ -95,10 +95,13 @@ Examples:
   tltrace run --quiet --trace-dir ci_traces gemm.py --m 1024
   tltrace run -m mypkg.kernels -- --mode fast   everything after -- goes to the script
   tltrace run --chrome-trace trace.json gemm.py   also write a Chrome trace (Perfetto)
+  tltrace run --kernels '^gemm' job.py          trace only kernels named gemm*
 
 Options may stand before SCRIPT or right after it; the script's own arguments
 follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
---trace-dir; TLTRACE_SYNC=1 that of --sync. IR is printed and recorded by a
+--trace-dir; TLTRACE_SYNC=1 that of --sync. Python processes the script starts
+(multiprocessing, subprocess, torchrun ranks) trace into the same invocation once
+they import TileLang. IR is printed and recorded by a
 background worker (everything is on disk when the script ends); a compiler that
 segfaults can take the last queued passes with it: rerun with --sync.
 Exit status: the script's own; 1 when it raises; 2 for bad usage;
@@ -148,6 +151,13 @@ def run_cmd(
     ),
     all_passes: bool = typer.Option(
         False, "--all-passes", help="A line for every no-op pass (by default a run of them is one line)."
+    ),
+    kernels: Optional[str] = typer.Option(
+        None,
+        "--kernels",
+        metavar="REGEX",
+        help="Trace only kernels whose name matches REGEX; the others compile untraced "
+        "[default: TLTRACE_KERNELS, else every kernel].",
     ),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
     ignore_whitespace: bool = typer.Option(
@@ -209,7 +219,9 @@ def run_cmd(
     sink = emit if collector is None else _tee(emit, collector)
     with guard_lines():
         code = run_target(target, settings, sink, finalize=emit.close)
-    if collector is not None:
+    from ..session.children import forked
+
+    if collector is not None and not forked():
         from .export import write_run_trace
 
         typer.echo(write_run_trace(collector, p["chrome_trace"], force=p["force"]), err=True)
@@ -254,7 +266,9 @@ def _settings(p: dict, target) -> Settings:
     from ..session.scripts import identity_of
 
     return build_settings(
-        script_key=identity_of(target.name, module=target.module),
+        script_key=identity_of(target.launched)
+        if target.launched is not None
+        else identity_of(target.name, module=target.module),
         mode=p["mode"],
         trace_dir=p["trace_dir"],
         script_name=target.trace_name,
@@ -267,6 +281,7 @@ def _settings(p: dict, target) -> Settings:
         context=p["context"],
         only=p["only"],
         skip=p["skip"],
+        kernels=p["kernels"],
         quiet=p["quiet"],
         all_passes=p.get("all_passes", False),
         ignore_whitespace=p["ignore_whitespace"],
@@ -279,6 +294,7 @@ def _settings(p: dict, target) -> Settings:
             "context": "--context",
             "only": "--only",
             "skip": "--skip",
+            "kernels": "--kernels",
             "codegen_output": "--codegen-output",
         },
     )

@@ -3,6 +3,9 @@
 Pure data: `chrome_trace(manifests)` returns the JSON object; the CLI writes it.
 
 - one process per invocation (pid 1, 2, ... in start order), named after its script;
+  an invocation whose compiles ran in several OS processes (worker pools, child
+  interpreters, torchrun ranks) gets one process per OS process, named with its pid
+  or rank;
 - one track (tid) per compiling thread of that invocation, named after the thread;
   compiles recorded without thread information (schema 1) get a track of their own
   whenever they overlap another;
@@ -21,6 +24,7 @@ from typing import Any
 
 from .._version import __version__
 from ..history.profile import BACKEND, CompileTimes, invocation_of, timeline
+from ..session.children import process_label
 from ..session.records import RunManifest
 
 COMPILE_CAT = "compile"
@@ -35,16 +39,22 @@ def chrome_trace(manifests: Iterable[RunManifest]) -> dict[str, Any]:
     compiles = sorted((timeline(m) for m in manifests), key=lambda c: (c.manifest.started, c.manifest.run_id))
     origin = min((c.manifest.started for c in compiles), default=0.0)
     events: list[dict[str, Any]] = []
-    pids: dict[str, int] = {}
+    pids: dict[tuple[str, str], int] = {}
+    per_inv: dict[str, set[str]] = {}
+    for c in compiles:
+        per_inv.setdefault(invocation_of(c.manifest), set()).add(process_label(c.manifest))
     tracks: dict[tuple[int, Any], int] = {}  # (pid, thread key) -> tid
     lanes: dict[int, list[tuple[int, float]]] = {}  # pid -> [(tid, busy until)] for compiles without a thread
     for c in compiles:
         m = c.manifest
         inv = invocation_of(m)
-        pid = pids.get(inv)
+        proc = process_label(m)
+        pid = pids.get((inv, proc))
         if pid is None:
-            pid = pids[inv] = len(pids) + 1
+            pid = pids[(inv, proc)] = len(pids) + 1
             label = f"{m.script} (invocation {inv})"
+            if len(per_inv[inv]) > 1:
+                label += f" {proc}"
             events.append(_meta("process_name", pid, 0, {"name": label}))
             events.append(_meta("process_sort_index", pid, 0, {"sort_index": pid}))
         start = max(0.0, m.started - origin)
@@ -84,7 +94,7 @@ def chrome_trace(manifests: Iterable[RunManifest]) -> dict[str, Any]:
         "otherData": {
             "producer": f"tltrace {__version__}",
             "compiles": len(compiles),
-            "invocations": len(pids),
+            "invocations": len(per_inv),
         },
     }
 

@@ -53,6 +53,11 @@ def index_row(manifest: RunManifest, run_id: str | None = None) -> dict[str, Any
         "seconds": s.seconds,
         "error": s.error,
     }
+    writer = manifest.writer if isinstance(manifest.writer, dict) else {}
+    for key in ("pid", "rank"):  # the process that made the compile: the index groups by it
+        value = writer.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63:
+            row[key] = value
     if manifest.records and manifest.finished is not None:  # time per pass name, for profile.js
         row["pu"] = pass_times_us(manifest)
     return {k: v for k, v in row.items() if v is not None}

@@ -22,6 +22,7 @@ from rich.text import Text
 
 from ..config import Settings
 from ..diff import Diff, diff
+from ..session.children import process_label
 from ..session.events import (
     Event,
     InvocationFinished,
@@ -33,7 +34,7 @@ from ..session.events import (
     ScriptOutput,
     WorkingFiles,
 )
-from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, NOOP, PassRecord, RunManifest
+from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, NOOP, RUNNING, PassRecord, RunManifest
 from .table import Column, cut_end, distinct_cut, fit
 from .visible import VisibleConsole, visible
 
@@ -259,10 +260,13 @@ def stream_label(manifest: RunManifest) -> str:
     return kernel
 
 
-def summary_table(runs: list[RunManifest] | tuple[RunManifest, ...], width: int | None = None) -> list[Text]:
+def summary_table(
+    runs: list[RunManifest] | tuple[RunManifest, ...], width: int | None = None, *, processes: bool = False
+) -> list[Text]:
     """Return the lines of a table, one row per compile (status, signature, passes, changed, failed, time, why).
 
     Rows in the one compile order (history/summary.py: failures first, then by start).
+    With `processes`, a column says which process (pid, or torchrun rank) made each compile.
     Fits `width` (render/table.py): the time and the error go before the status or the
     counts, and a signature is cut where its rows agree, never where they differ.
     """
@@ -272,6 +276,7 @@ def summary_table(runs: list[RunManifest] | tuple[RunManifest, ...], width: int 
     labels = [s.label for s in summaries]
     columns = [
         Column("status"),
+        *([Column("process", drop=4)] if processes else []),
         Column("compile", cut=distinct_cut(labels), min_width=12),
         Column("passes", "right"),
         Column("changed", "right", drop=2),
@@ -284,6 +289,8 @@ def summary_table(runs: list[RunManifest] | tuple[RunManifest, ...], width: int 
         word, style = (
             ("ok", "green") if s.ok else (s.status if s.status == "interrupted" else "FAILED", "bold red")
         )
+        if s.status == RUNNING:
+            word, style = "running", "yellow"
         why = ""
         if not s.ok:
             why = f"{s.failed_at}: " if s.failed_at else ""
@@ -292,6 +299,7 @@ def summary_table(runs: list[RunManifest] | tuple[RunManifest, ...], width: int 
         rows.append(
             [
                 (word, style),
+                *([(process_label(runs[s.position]), "")] if processes else []),
                 (s.label, ""),
                 (str(s.passes or 0), ""),
                 (str(s.changed or 0), ""),
@@ -566,27 +574,38 @@ class TerminalView:
         return path if self.settings.html and os.path.isfile(path) and not os.path.islink(path) else None
 
     def _invocation_summary(self, event: InvocationFinished) -> None:
-        finished = {id(m): d for m, d in self.finished}
-        runs = [m for m, _ in self.finished if m.invocation == event.invocation] or list(event.runs)
+        finished = {m.run_id: d for m, d in self.finished}
+        own = [m for m, _ in self.finished if m.invocation == event.invocation]
+        # event.runs also holds the compiles of the job's other processes (children, ranks).
+        runs = list(event.runs) if len(event.runs) >= len(own) else own
+        records_dir = self.settings.script_dir / ".run_records"
         if len(runs) == 1:
             m = runs[0]
-            run_dir = finished.get(id(m)) or Path(m.run_id)
+            run_dir = finished.get(m.run_id) or records_dir / m.run_id
             self._print_texts([summary_line(m, run_dir, self._report(run_dir))])
             return
         if not runs:
             return
         stopped = sum(1 for m in runs if _interrupted(m))
-        failed = sum(1 for m in runs if m.status != COMPLETE) - stopped
+        running = sum(1 for m in runs if m.status == RUNNING)
+        failed = sum(1 for m in runs if m.status != COMPLETE) - stopped - running
+        procs = {process_label(m) for m in runs}
         head = Text(
-            f"{len(runs)} compiles, {failed} failed" + (f", {stopped} interrupted" if stopped else ""),
+            f"{len(runs)} compiles, {failed} failed"
+            + (f", {stopped} interrupted" if stopped else "")
+            + (f", {running} still running" if running else "")
+            + (f", in {len(procs)} processes" if len(procs) > 1 else ""),
             style="bold red" if failed or stopped else "bold",
         )
         head.append(f"  invocation {event.invocation}", style="dim")
-        records = finished.get(id(runs[0]))
-        if records is not None:
-            head.append(f"  records: {records.parent}", style="dim")
+        head.append(f"  records: {records_dir}", style="dim")
         self._print_texts(
-            [head, *summary_table(runs, self.console.width if self.console.is_terminal else None)]
+            [
+                head,
+                *summary_table(
+                    runs, self.console.width if self.console.is_terminal else None, processes=len(procs) > 1
+                ),
+            ]
         )
 
     def _print_texts(self, texts: list[Text]) -> None:

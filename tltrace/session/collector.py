@@ -16,9 +16,10 @@ class RunCollector:
         self._lock = threading.Lock()
         self.started: dict[Path, Any] = {}
         self.finished: dict[Path, Any] = {}
+        self.others: dict[str, Any] = {}  # run id -> manifest: the invocation's compiles in other processes
 
     def __call__(self, event: Any) -> None:
-        from .events import RunFinished, RunStarted
+        from .events import InvocationFinished, RunFinished, RunStarted
 
         if isinstance(event, RunStarted):
             with self._lock:
@@ -26,6 +27,12 @@ class RunCollector:
         elif isinstance(event, RunFinished):
             with self._lock:
                 self.finished[Path(event.run_dir)] = event.manifest
+        elif isinstance(event, InvocationFinished):
+            with self._lock:
+                seen = {Path(d).name for d in self.started}
+                for m in event.runs:
+                    if m.run_id and m.run_id not in seen:
+                        self.others[m.run_id] = m
 
     def manifests(self) -> list:
         """Return every compile's manifest: the final one, else (a compile cut short) what is on disk."""
@@ -35,6 +42,7 @@ class RunCollector:
         with self._lock:
             started = dict(self.started)
             finished = dict(self.finished)
+            others = list(self.others.values())
         for run_dir, first in started.items():
             m = finished.get(run_dir)
             if m is None:
@@ -43,4 +51,4 @@ class RunCollector:
                 except TltraceError:
                     m = first
             out.append(m)
-        return out
+        return out + others

@@ -105,6 +105,13 @@ def install(settings: Settings, emit: Callable[[Event], None]) -> None:
     from .tool import make_tool_class
 
     tool_cls = make_tool_class()
+    filter_cls = None
+    if settings.kernels is not None:
+        from tilelang.instrumentation import PassInstrumentationTool  # type: ignore
+
+        from .kernelfilter import make_filter_class
+
+        filter_cls = make_filter_class(PassInstrumentationTool)
     with _lock:
         _installed = (settings, emit)
 
@@ -116,6 +123,9 @@ def install(settings: Settings, emit: Callable[[Event], None]) -> None:
                 from tilelang.instrumentation import PassInstrumentationTool  # type: ignore
 
                 return PassInstrumentationTool()
+            if filter_cls is not None and current[0].kernels is not None:
+                # The tracing tool is made only once the kernel is known to match.
+                return filter_cls(current[0], current[1], lambda: tool_cls(*current))
             return tool_cls(*current)
 
         register_pass_instrumentation_tool(TOOL_NAME, factory)
@@ -138,6 +148,55 @@ def uninstall() -> None:
     from .worker import drain
 
     drain()
+
+
+def retire(emit: Callable[[Event], None]) -> None:
+    """Stop tracing, but say (once) when a compile starts later: its thread outlived the script, or atexit ran it.
+
+    `tltrace run` calls this when the script ends; the next install() (a watch rerun) replaces it.
+    """
+    global _installed
+    from tilelang.instrumentation import (  # type: ignore
+        PassInstrumentationTool,
+        register_pass_instrumentation_tool,
+    )
+
+    from .events import Notice
+
+    said = threading.Event()
+
+    class LateCompile(PassInstrumentationTool):
+        def create_pass_instrument(self) -> object | None:
+            if not said.is_set():
+                said.set()
+                try:
+                    from .kernelfilter import kernel_name
+
+                    name = kernel_name()
+                except Exception:
+                    name = None
+                thread = threading.current_thread()
+                where = (
+                    "the main thread (an atexit handler)"
+                    if thread is threading.main_thread()
+                    else f"thread {thread.name!r}, which outlived it"
+                )
+                try:
+                    emit(
+                        Notice(
+                            "warning",
+                            f"a TileLang compile ({name or 'kernel not named yet'}) began after the traced "
+                            f"script ended, in {where}; it is not traced (nor is any later one)",
+                            kernel=name,
+                        )
+                    )
+                except Exception:
+                    pass
+            return None
+
+    with _lock:
+        _installed = None
+        register_pass_instrumentation_tool(TOOL_NAME, LateCompile)
 
 
 def installed() -> Settings | None:

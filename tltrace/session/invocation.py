@@ -26,6 +26,7 @@ is keyed by the identity of a Settings object.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 
@@ -71,6 +72,8 @@ class Invocation:
         self.cached: set[str] = set()
         self._watch: CacheWatch | None = CacheWatch() if settings.use_cache else None
         self.finished = False
+        self.pid = os.getpid()  # an os.fork() child inherits this object: it is not the owner
+        self._orphan_said = False
 
     @property
     def id(self) -> str:
@@ -100,7 +103,15 @@ class Invocation:
         liveness.release(self.id)
 
     def finish(self, *, interrupted: bool = False, prune: bool = True) -> None:
-        """Say the unapplied edits, tell the listeners the invocation is over, close, then prune (once)."""
+        """Say the unapplied edits, tell the listeners the invocation is over, close, then prune (once).
+
+        The compiles of the invocation's other processes (children, torchrun ranks) are
+        read from disk and counted with this one's. In an os.fork() child, which
+        inherits this object, finishing does nothing: the process that opened the
+        invocation summarises and prunes it.
+        """
+        if os.getpid() != self.pid:
+            return
         drain()  # every compile's records and events are in before the invocation ends
         with self._lock:
             if self.finished:
@@ -109,6 +120,7 @@ class Invocation:
         self.check_cache()
         with self._lock:
             runs = tuple(self.runs)
+        runs = self._with_other_processes(runs)
         try:
             report_unapplied(self.settings, self._emit, self.ledger, cached=frozenset(self.cached))
             self._emit(InvocationFinished(self.id, runs, interrupted))
@@ -120,6 +132,8 @@ class Invocation:
     # -- events --------------------------------------------------------------------------------------
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
+            if os.getpid() != self.pid:
+                self._check_owner(event)
             self.check_cache()  # hits before this compile, in order
         if isinstance(event, RunFinished) and event.manifest.invocation == self.id:
             with self._lock:
@@ -127,6 +141,45 @@ class Invocation:
         if self._watch is not None:
             self._watch.seen(event)
         self._emit(event)
+
+    # -- the job's other processes ----------------------------------------------------------------------
+    def _with_other_processes(self, runs: tuple[RunManifest, ...]) -> tuple[RunManifest, ...]:
+        """Return `runs` and the invocation's compiles on disk that this process did not finish.
+
+        The working files their compiles reconciled count as this invocation's (a child's
+        edit applied or said there is not said again as NOT-APPLIED).
+        """
+        from .children import gather, gathered_notices, working_files
+
+        try:
+            g = gather(self.settings.script_dir, self.id, (m.run_id for m in runs))
+        except Exception as exc:
+            self._emit(
+                Notice("warning", f"cannot read the job's other compiles ({type(exc).__name__}: {exc})")
+            )
+            return runs
+        for notice in gathered_notices(g, own_pid=self.pid):
+            self._emit(notice)
+        with self.ledger.lock:
+            self.ledger.told.update(working_files(g.runs))
+        return tuple(sorted((*runs, *g.runs), key=lambda m: (m.started, m.run_id)))
+
+    def _check_owner(self, event: RunStarted) -> None:
+        """In an os.fork() child: say once that a compile began after the invocation's process ended."""
+        from .writer import pid_alive
+
+        if self._orphan_said or pid_alive(self.pid):
+            return
+        self._orphan_said = True
+        self._emit(
+            Notice(
+                "warning",
+                f"process {os.getpid()} (forked from pid {self.pid}) outlived the traced job; its compiles "
+                f"are recorded under {event.script_dir} in invocation {self.id}, "
+                "but the job's summary and pruning are over",
+                kernel=event.manifest.kernel,
+            )
+        )
 
     def check_cache(self) -> int:
         """Emit one 'cached' notice per kernel that came from TileLang's kernel cache since the last check."""

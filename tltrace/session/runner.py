@@ -31,14 +31,34 @@ class Target:
     module: bool = False
 
     @property
+    def launched(self) -> str | None:
+        """The script a launcher runs (`torchrun [OPTIONS] train.py`, `-m torch.distributed.run`), else None.
+
+        Its ranks are child processes of the launcher; their compiles are filed under
+        the script they run, not under the launcher's name.
+        """
+        launcher = self.name in _LAUNCHER_MODULES if self.module else Path(self.name).name in _LAUNCHERS
+        if not launcher:
+            return None
+        return next((a for a in self.args if a.endswith(".py") and Path(a).is_file()), None)
+
+    @property
     def trace_name(self) -> str:
         """The name runs are filed under: the script's stem, or the module's last part."""
+        if self.launched is not None:
+            from ..config import script_name_from_argv
+
+            return script_name_from_argv(self.launched)
         if self.module:
             last = self.name.rsplit(".", 1)[-1]
             return self.name.rsplit(".", 2)[-2] if last == "__main__" and "." in self.name else last
         from ..config import script_name_from_argv
 
         return script_name_from_argv(self.name)
+
+
+_LAUNCHERS = ("torchrun",)
+_LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 
 
 def check_target(target: Target) -> None:
@@ -132,13 +152,16 @@ def run_target(
     and what Python would print for them (traceback, exit message) leaves as a
     `ScriptOutput` event. Tracing is removed before returning. This function prints nothing.
     """
-    from . import controller
+    from . import children, controller
     from .invocation import Invocation
 
     invocation = Invocation(settings, emit).open()
     emit = invocation
     installed = False
+    propagation = None
     if trace:
+        children.leave_parent_invocation()  # this process traces on its own, not as a child of a job
+        children.mark_owner()
         reason = check_trace_dir(settings)
         if reason:
             emit(Notice("warning", reason))
@@ -146,6 +169,7 @@ def run_target(
             try:
                 controller.install(settings, invocation)
                 installed = True
+                propagation = children.Propagation(settings).start()
             except Exception as exc:
                 emit(
                     Notice(
@@ -183,18 +207,33 @@ def run_target(
         code, output = 130, "KeyboardInterrupt\n"
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-        if installed:
+        if propagation is not None:
+            propagation.stop()
+        forked = invocation_forked(invocation)
+        if installed and forked:
             controller.uninstall()
-        invocation.check_cache()
+        elif installed:
+            # A compile from here on (a thread that outlived the script, an atexit handler) is said, not traced.
+            controller.retire(emit)
+        if not forked:
+            invocation.check_cache()
         if output:
             emit(ScriptOutput(output))
-        invocation.finish(interrupted=code == 130, prune=installed)
-        if finalize is not None:
-            try:
-                finalize()
-            except Exception as exc:
-                emit(Notice("warning", f"finishing the trace failed ({type(exc).__name__}: {exc})"))
+        if not forked:
+            # An os.fork() child that ran on to the script's end skips this: the parent summarises,
+            # prunes and writes the index (the child's compiles are on disk already).
+            invocation.finish(interrupted=code == 130, prune=installed)
+            if finalize is not None:
+                try:
+                    finalize()
+                except Exception as exc:
+                    emit(Notice("warning", f"finishing the trace failed ({type(exc).__name__}: {exc})"))
     return code
+
+
+def invocation_forked(invocation) -> bool:  # noqa: ANN001
+    """Return True in an os.fork() child of the process that opened `invocation`."""
+    return os.getpid() != invocation.pid
 
 
 @contextlib.contextmanager

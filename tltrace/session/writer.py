@@ -48,14 +48,27 @@ def _host() -> str:
 
 
 def writer_token() -> dict[str, Any]:
-    """Return this process's identity: {"pid", "start", "host"} (cached; renewed after fork)."""
+    """Return this process's identity: {"pid", "start", "host"}, and "rank" under torchrun (cached; renewed after fork)."""
     global _token, _token_pid
     pid = os.getpid()
     with _lock:
         if _token is None or _token_pid != pid:
             _token = {"pid": pid, "start": process_start(pid), "host": _host()}
+            rank = _torch_rank()
+            if rank is not None:
+                _token["rank"] = rank
             _token_pid = pid
         return dict(_token)
+
+
+def _torch_rank() -> int | None:
+    """Return this process's rank under torchrun (its RANK; torchrun also sets TORCHELASTIC_RUN_ID), else None."""
+    if not os.environ.get("TORCHELASTIC_RUN_ID"):
+        return None
+    try:
+        return int(os.environ["RANK"])
+    except (KeyError, ValueError):
+        return None
 
 
 def pid_alive(pid: int) -> bool:

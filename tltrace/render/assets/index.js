@@ -47,15 +47,21 @@
     });
     var t = Date.parse(document.lastModified);
     var stale = !isNaN(t) && Date.now() - t >= STALE_MS;
+    var procs = new Map();  // process label -> first appearance (the index groups by process)
     S.rows.forEach(function (r) {
+      r.process = typeof r.rank === "number" ? "rank " + r.rank : typeof r.pid === "number" ? "pid " + r.pid : "";
+      if (!procs.has(r.process)) procs.set(r.process, procs.size);
+      r.procOrder = procs.get(r.process);
       r.status = str(r.status || "running");
       if (r.status === "error") r.status = "failed";
       if (r.status === "running" && stale) r.status = "incomplete";  // as the compile's own report says
       r.label = str(r.signature || r.kernel || r.run_id);
       r.failed_at = str(r.failed_at);
       r.seconds = typeof r.seconds === "number" && isFinite(r.seconds) ? Math.round(r.seconds * 1000) / 1000 : null;
-      r.search = (r.label + " " + r.status + " " + r.failed_at + " " + str(r.kernel) + " " + r.run_id).toLowerCase();
+      r.search = (r.label + " " + r.status + " " + r.failed_at + " " + str(r.kernel) + " " + r.run_id + " " + r.process).toLowerCase();
     });
+    S.processes = procs.size;
+    if (S.processes > 1) COLS.splice(1, 0, { key: "process", title: "process" });
   }
 
   function compare(a, b) {
@@ -66,10 +72,11 @@
       if (!nx && x !== y) return (typeof x === "number" && typeof y === "number" ? x - y : (String(x) < String(y) ? -1 : 1)) * S.dir;
       return a.order - b.order;
     }
-    // Default: failed compiles first, then unfinished, then in the order they started.
+    // Default: failed compiles first, then unfinished, then by process, each in the order they started.
     var ra = BAD[a.status] ? 0 : a.status === "complete" ? 2 : 1;
     var rb = BAD[b.status] ? 0 : b.status === "complete" ? 2 : 1;
-    return ra !== rb ? ra - rb : a.order - b.order;
+    if (ra !== rb) return ra - rb;
+    return a.procOrder !== b.procOrder ? a.procOrder - b.procOrder : a.order - b.order;
   }
 
   function hrefOf(r) { return str(S.meta.base || ".run_records/") + r.run_id + "/report.html"; }
@@ -148,7 +155,8 @@
     var st = $("ix-status");
     st.className = "tl-runstatus " + (nbad ? "error" : nrun ? "running" : "complete");
     st.textContent = S.rows.length + " compile" + (S.rows.length === 1 ? "" : "s") +
-      (nbad ? ", " + nbad + " failed" : "") + (nrun ? ", " + nrun + " unfinished" : "");
+      (nbad ? ", " + nbad + " failed" : "") + (nrun ? ", " + nrun + " unfinished" : "") +
+      (S.processes > 1 ? ", in " + S.processes + " processes" : "");
     var meta = $("ix-meta");
     function item(label, value, code) {
       if (value === undefined || value === null || value === "") return;

@@ -1,0 +1,119 @@
+"""A child process of a traced job starts tracing here, once it imports TileLang.
+
+`_boot/sitecustomize.py` calls `activate()` right after the child's `import tilelang`
+(session/children.py says how the child was reached). The child traces with the
+settings in TLTRACE_CHILD, under the parent's invocation id and script directory,
+into an Invocation of its own that it never finishes: the parent summarises and
+prunes. This module sits above session/ and render/ (it wires them, as runner.py
+does); nothing in tltrace imports it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .session.children import ENV, settings_from_json
+from .session.events import Event, Notice, RunStarted
+
+
+class ChildListener:
+    """A child's listener wrapper: forwards events; says once when the parent ended before a compile."""
+
+    def __init__(self, emit: Callable[[Event], None], root: dict[str, Any]) -> None:
+        self._emit = emit
+        self._root = root
+        self._said = False
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunStarted) and not self._said and not self.root_alive():
+            self._said = True
+            self._emit(
+                Notice(
+                    "warning",
+                    f"process {os.getpid()} outlived the traced job (pid {self._root.get('pid')}); "
+                    f"its compiles are recorded under {event.script_dir} in invocation "
+                    f"{event.manifest.invocation}, but the job's summary and pruning are over",
+                    kernel=event.manifest.kernel,
+                )
+            )
+        self._emit(event)
+
+    def root_alive(self) -> bool:
+        from .session.writer import writer_alive
+
+        pid = self._root.get("pid")
+        if not isinstance(pid, int):
+            return True
+        return writer_alive({"pid": pid, "start": self._root.get("start")})
+
+
+_active_lock = threading.Lock()
+_active: list[Any] = []  # the child's listeners, closed at exit
+
+
+def activate() -> None:
+    """Trace this child's compiles with the settings in TLTRACE_CHILD (called once tilelang is imported).
+
+    Never raises: a problem is one line on stderr, and the child runs on untraced.
+    """
+    text = os.environ.get(ENV)
+    if not text:
+        return
+    try:
+        settings, root = settings_from_json(text)
+    except Exception as exc:
+        _stderr(f"cannot read {ENV} ({type(exc).__name__}: {exc}); this process is not traced")
+        return
+    try:
+        from .render.listeners import Listeners
+        from .session import controller
+
+        if controller.installed() is not None:
+            return  # this process traces on its own already
+        controller.silence_builtin_tracer()
+        if not settings.use_cache:
+            os.environ["TILELANG_DISABLE_CACHE"] = "1"
+            try:
+                import tilelang  # type: ignore[import-not-found]
+
+                tilelang.env.disable_cache()
+            except Exception:
+                pass
+        from .session.invocation import Invocation
+
+        listeners = Listeners(settings)
+        # The child's share of the invocation: its compiles find its reconcile ledger by the id.
+        # It never finishes here (the parent summarises); ChildListener says an outlived parent.
+        invocation = Invocation(settings, ChildListener(listeners, root)).open()
+        invocation._orphan_said = True
+        controller.install(settings, invocation)
+        with _active_lock:
+            first = not _active
+            _active.append((invocation, listeners))
+        if first:
+            atexit.register(_close)
+    except Exception as exc:
+        _stderr(f"cannot trace this process ({type(exc).__name__}: {exc}); it runs untraced")
+
+
+def _close() -> None:
+    with _active_lock:
+        items, _active[:] = list(_active), []
+    for invocation, listeners in items:
+        try:
+            invocation.close()
+            listeners.close()
+        except Exception:
+            pass
+
+
+def _stderr(message: str) -> None:
+    try:
+        sys.stderr.write(f"tltrace: warning: pid {os.getpid()}: {message}\n")
+    except Exception:
+        pass

@@ -1,0 +1,279 @@
+"""Child processes: every Python process a traced job starts traces its compiles, lazily.
+
+How a child is reached (coverage.py's subprocess measurement is the model, without
+its `.pth` file in site-packages):
+
+- While an invocation is open, `Propagation` sets two variables in `os.environ`:
+  TLTRACE_CHILD (the invocation's settings as JSON) and PYTHONPATH, with tltrace's
+  own `_boot` directory first. Children inherit the environment whatever starts them:
+  multiprocessing (spawn, forkserver), ProcessPoolExecutor, subprocess,
+  `python other.py`, torchrun's ranks.
+- At start-up a child's `site` imports `_boot/sitecustomize.py`. It adds one
+  meta-path finder and imports nothing else (the sitecustomize it shadows is imported
+  after it). A child that never imports TileLang pays that and nothing more.
+- When the child imports `tilelang`, the finder calls `tltrace._child.activate()`: the
+  child traces with the parent's settings (`settings_from_json`), under the parent's
+  invocation id and script directory. It never prunes and prints no summary: the parent reads the children's
+  compiles from disk when the invocation ends (`gather`).
+
+Nothing is written outside the trace dir and nothing is installed: the hook lives in
+the environment of the job's processes and dies with them. A killed parent leaves
+nothing behind (there is no file to remove), and `Propagation.stop()` restores the
+environment of a process that goes on (`disable()`, a watch rerun).
+
+`os.fork()` children (and the fork start method) inherit the installed tool itself;
+`forked()` tells the code that ends an invocation that it runs in such a child.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..config import DEFAULT, Settings
+from .events import Notice
+from .records import ERROR, RUNNING, RunManifest
+
+ENV = "TLTRACE_CHILD"
+KERNELS_ENV = "TLTRACE_KERNELS"
+BOOT_DIR = str(Path(__file__).resolve().parent.parent / "_boot")
+_VERSION = 1
+
+
+# -- the parent's side ------------------------------------------------------------------------------
+def settings_json(settings: Settings, root_pid: int) -> str:
+    """Return what a child needs to trace as `settings` does (TLTRACE_CHILD's value)."""
+    from .writer import process_start
+
+    cg = settings.codegen_output
+    data = {
+        "v": _VERSION,
+        "mode": settings.mode,
+        "trace_dir": str(settings.trace_dir),
+        "script_name": settings.script_name,
+        "script_key": settings.script_key,
+        "codegen_output": "default" if cg is DEFAULT else None if cg is None else str(cg),
+        "context": settings.context,
+        "ignore_whitespace": settings.ignore_whitespace,
+        "only": settings.only.pattern if settings.only is not None else None,
+        "skip": settings.skip.pattern if settings.skip is not None else None,
+        "kernels": settings.kernels.pattern if settings.kernels is not None else None,
+        "quiet": settings.quiet,
+        "use_cache": settings.use_cache,
+        "command": list(settings.command),
+        "invocation": settings.invocation,
+        "root": {"pid": root_pid, "start": process_start(root_pid)},
+    }
+    return json.dumps(data)
+
+
+def child_environment(settings: Settings, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Return the variables that make the children of an environment trace as `settings` does."""
+    env = os.environ if environ is None else environ
+    path = [p for p in (env.get("PYTHONPATH") or "").split(os.pathsep) if p and p != BOOT_DIR]
+    out = {
+        ENV: settings_json(settings, os.getpid()),
+        "PYTHONPATH": os.pathsep.join([BOOT_DIR, *path]),
+    }
+    if settings.kernels is not None:
+        out[KERNELS_ENV] = settings.kernels.pattern
+    return out
+
+
+class Propagation:
+    """Sets the child variables in os.environ while an invocation is open; puts back what was there."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._saved: dict[str, str | None] = {}
+        self._set: dict[str, str] = {}
+
+    def start(self) -> Propagation:
+        values = child_environment(self.settings)
+        for k in (ENV, "PYTHONPATH", KERNELS_ENV):
+            self._saved[k] = os.environ.get(k)
+        os.environ.update(values)
+        self._set = values
+        return self
+
+    def stop(self) -> None:
+        """Restore each variable that still holds what start() set (one changed since is left alone)."""
+        for k, v in self._set.items():
+            if os.environ.get(k) != v:
+                continue
+            old = self._saved.get(k)
+            if old is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = old
+        self._set = {}
+
+
+def leave_parent_invocation() -> None:
+    """This process traces on its own (`tltrace run`, `enable()`): do not join a parent's invocation."""
+    os.environ.pop(ENV, None)
+
+
+_owner_pid = os.getpid()
+
+
+def mark_owner() -> None:
+    """Remember this process as the one that opened the invocation (fork children are not)."""
+    global _owner_pid
+    _owner_pid = os.getpid()
+
+
+def forked(owner_pid: int | None = None) -> bool:
+    """Return True in an os.fork() child of the process that opened the invocation."""
+    return os.getpid() != (owner_pid if owner_pid is not None else _owner_pid)
+
+
+# -- the child's side --------------------------------------------------------------------------------
+def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
+    """Return the Settings a child traces with, and the root process ({pid, start}); raise ValueError."""
+    data = json.loads(text)
+    if not isinstance(data, dict) or data.get("v") != _VERSION:
+        raise ValueError(f"{ENV} is not version {_VERSION} of tltrace's child settings")
+    cg_raw = data.get("codegen_output")
+    cg: object = DEFAULT if cg_raw == "default" else None if cg_raw is None else Path(str(cg_raw))
+
+    def pattern(key: str) -> re.Pattern[str] | None:
+        value = data.get(key)
+        return re.compile(value) if isinstance(value, str) else None
+
+    kernels = pattern("kernels")
+    if kernels is None and os.environ.get(KERNELS_ENV):
+        kernels = re.compile(os.environ[KERNELS_ENV])
+    settings = Settings(
+        mode=str(data["mode"]),
+        trace_dir=Path(str(data["trace_dir"])),
+        script_name=str(data["script_name"]),
+        script_key=data.get("script_key"),
+        codegen_output=cg,
+        keep=0,  # the parent prunes, once, when the invocation ends
+        context=int(data.get("context", 3)),
+        ignore_whitespace=bool(data.get("ignore_whitespace")),
+        only=pattern("only"),
+        skip=pattern("skip"),
+        kernels=kernels,
+        quiet=bool(data.get("quiet")),
+        use_cache=bool(data.get("use_cache")),
+        command=tuple(str(c) for c in data.get("command") or ()),
+        invocation=str(data["invocation"]),
+    )
+    root = data.get("root")
+    return settings, root if isinstance(root, dict) else {}
+
+
+# -- the parent's side, when the invocation ends -------------------------------------------------------
+@dataclass
+class Gathered:
+    """The invocation's compiles made by other processes, as found on disk when it ends."""
+
+    runs: list[RunManifest] = field(default_factory=list)
+    running: list[RunManifest] = field(default_factory=list)  # still being written by a live process
+
+    @property
+    def pids(self) -> list[int]:
+        return sorted({p for p in (pid_of(m) for m in self.runs) if p is not None})
+
+
+def pid_of(manifest: RunManifest) -> int | None:
+    w = manifest.writer
+    pid = w.get("pid") if isinstance(w, dict) else None
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) else None
+
+
+def rank_of(manifest: RunManifest) -> int | None:
+    w = manifest.writer
+    r = w.get("rank") if isinstance(w, dict) else None
+    return r if isinstance(r, int) and not isinstance(r, bool) else None
+
+
+def process_label(manifest: RunManifest) -> str:
+    """Return the process a compile ran in, as a person reads it: 'rank R' under torchrun, else 'pid N'."""
+    rank, pid = rank_of(manifest), pid_of(manifest)
+    if rank is not None:
+        return f"rank {rank}"
+    return f"pid {pid}" if pid is not None else "pid ?"
+
+
+def gather(script_dir: Path, invocation: str, own: Iterable[str]) -> Gathered:
+    """Return the compiles of `invocation` under `script_dir` that are not in `own` (run ids).
+
+    Only run directories made since the invocation began are read (run and invocation
+    ids carry their start time). Never raises: unreadable runs are left out.
+    """
+    from ..history import runs as R
+    from .store import time_of_id
+    from .writer import writer_alive
+
+    mine = set(own)
+    out = Gathered()
+    try:
+        dirs = R.run_dirs(Path(script_dir))
+    except Exception:
+        return out
+    since = time_of_id(invocation)
+    for d in dirs:
+        if d.name in mine:
+            continue
+        t = time_of_id(d.name)
+        if since is not None and t is not None and t < since - 2.0:
+            continue
+        try:
+            m = R.load_manifest(d)
+        except Exception:
+            continue
+        if m.invocation != invocation:
+            continue
+        if not m.run_id:
+            m = replace(m, run_id=d.name)
+        if m.status == RUNNING:
+            if writer_alive(m.writer, d.name):
+                out.running.append(m)
+            else:
+                m = replace(m, status=ERROR, error=f"process {pid_of(m)} ended before this compile finished")
+        out.runs.append(m)
+    return out
+
+
+def working_files(runs: Iterable[RunManifest]) -> set[Path]:
+    """Return the working files these compiles' codegen reconciled."""
+    return {Path(r.working_file) for m in runs for r in m.records if r.working_file}
+
+
+def gathered_notices(g: Gathered, own_pid: int) -> list[Notice]:
+    """Return what to say about compiles still running as the invocation ends (in threads or processes)."""
+    out: list[Notice] = []
+    here = [m for m in g.running if pid_of(m) == own_pid]
+    there = [m for m in g.running if pid_of(m) != own_pid]
+    if here:
+        threads = ", ".join(sorted({m.thread or "?" for m in here}))
+        out.append(
+            Notice(
+                "warning",
+                f"{len(here)} compile(s) ({_names(here)}) still running in thread(s) {threads} as the "
+                "script ended: recorded as far as they get, counted here as running",
+            )
+        )
+    if there:
+        pids = sorted({p for p in (pid_of(m) for m in there) if p is not None})
+        out.append(
+            Notice(
+                "warning",
+                f"{len(there)} compile(s) ({_names(there)}) still running in other process(es) "
+                f"(pid {', '.join(map(str, pids))}) as the job ends: recorded as far as they get, "
+                "counted here as running",
+            )
+        )
+    return out
+
+
+def _names(runs: list[RunManifest]) -> str:
+    return ", ".join(sorted({m.kernel or "?" for m in runs}))
