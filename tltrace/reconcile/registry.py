@@ -263,19 +263,39 @@ def _write(layout: files.Layout, reg: Registry) -> None:
     files.write_atomic(path, json.dumps(data, indent=2) + "\n")
 
 
-def _write_owner(layout: files.Layout, entry: Entry) -> None:
+def _write_owner(layout: files.Layout, entry: Entry, invocation: str | None = None) -> None:
     path = owner_path(layout, entry.suffix)
     if path.is_symlink():
         return
-    files.write_atomic(path, json.dumps({"key": entry.key, "parts": entry.parts}, indent=1) + "\n")
+    data: dict[str, Any] = {"key": entry.key, "parts": entry.parts}
+    if invocation:
+        data["invocation"] = invocation  # the last invocation that compiled this variant (any process)
+    files.write_atomic(path, json.dumps(data, indent=1) + "\n")
+
+
+def _owner_invocation(layout: files.Layout, suffix: str) -> str | None:
+    """The invocation the owner record of `suffix` last names (None: none, or unreadable)."""
+    try:
+        data = _read_json(owner_path(layout, suffix))
+    except ValueError:
+        return None
+    value = data.get("invocation") if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def claim(
-    layout: files.Layout, kernel: str, variant: Variant | None, claimed: set[str] | None = None
+    layout: files.Layout,
+    kernel: str,
+    variant: Variant | None,
+    claimed: set[str] | None = None,
+    invocation: str | None = None,
 ) -> Claim:
     """Return the working-file suffix of a kernel variant, registering it (rules 1-3 of the module doc).
 
     `claimed`: suffixes other compiles of this invocation hold (updated here, under the lock).
+    `invocation`: its id, written in the owner record, so that the compiles of the
+    invocation's other processes (children, ranks), which have claimed sets of their own,
+    also see a file as taken in this invocation (rule 2 never moves it to another variant).
     """
     claimed = claimed if claimed is not None else set()
     key = identity(kernel, variant.key if variant else None)
@@ -285,6 +305,9 @@ def claim(
     with locked(reg_path.with_name(reg_path.name + ".lock")):
         fast = _known(layout, key, parts)
         if fast is not None:  # the common case: one index read and one owner record per compile
+            if invocation and _owner_invocation(layout, fast.suffix) != invocation:
+                remove_stale_temps(layout.directory, [owner_path(layout, fast.suffix).name])
+                _write_owner(layout, fast, invocation)  # once per variant and invocation
             claimed.add(fast.suffix)
             return Claim(fast.suffix, fast)
         for verify in (False, True):
@@ -297,7 +320,12 @@ def claim(
                 entry = Entry(key, old.suffix, parts)
             elif entry is None:
                 same = [e for e in reg.entries.values() if e.kernel == kernel]
-                if variant is not None and len(same) == 1 and same[0].suffix not in claimed:
+                if (
+                    variant is not None
+                    and len(same) == 1
+                    and same[0].suffix not in claimed
+                    and (invocation is None or _owner_invocation(layout, same[0].suffix) != invocation)
+                ):
                     continued = same[0]
                     del reg.entries[continued.key]
                     entry = Entry(key, continued.suffix, parts)
@@ -318,8 +346,12 @@ def claim(
         warnings = [_problem_line(layout, reg)] if reg.problems else []
         changed = reg.entries.get(key) != entry or reg.entries[key].parts != entry.parts
         reg.entries[key] = entry
-        if changed or not owner_path(layout, entry.suffix).is_file():
-            _write_owner(layout, entry)  # the owner record first: it is the authority
+        if (
+            changed
+            or not owner_path(layout, entry.suffix).is_file()
+            or (invocation and _owner_invocation(layout, entry.suffix) != invocation)
+        ):
+            _write_owner(layout, entry, invocation)  # the owner record first: it is the authority
         if changed or reg.dirty:
             _write(layout, reg)
         claimed.add(entry.suffix)

@@ -148,7 +148,7 @@ def reconcile_codegen(
         said += scripts.take_problems(settings.trace_dir)
         with inv.lock:
             claimed = inv.claimed.setdefault(layout.registry_path, set())
-        c = registry.claim(layout, kernel, variant, claimed)
+        c = registry.claim(layout, kernel, variant, claimed, settings.invocation)
         for w in c.warnings:
             with inv.lock:
                 if w in inv.problems_said:
