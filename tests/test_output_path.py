@@ -171,6 +171,12 @@ def test_a_script_named_like_an_option_is_a_script(run_cli, traced: Path, tmp_pa
     shutil.copytree(traced, tmp_path / "T")
     (tmp_path / "T" / "elementwise_add").rename(tmp_path / "T" / "-dash")
     (tmp_path / "-dash.py").write_text("")
+    # The renamed dir is owned by -dash.py now (its owner record and the registry say whose a dir is).
+    from tltrace.session import scripts
+
+    for stale in (tmp_path / "T" / scripts.REGISTRY, tmp_path / "T" / "-dash" / scripts.OWNER):
+        stale.unlink(missing_ok=True)
+    scripts._write_owner(tmp_path / "T" / "-dash", scripts.identity_of(tmp_path / "-dash.py"))
     res = run_cli("export", "--trace-dir", str(tmp_path / "T"), "-dash.py", "--chrome-trace", "t.json")
     assert res.exit_code == 0, res.output
     assert "Usage" not in res.output and (tmp_path / "t.json").is_file()

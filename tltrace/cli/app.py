@@ -300,13 +300,27 @@ def _settings(p: dict, target) -> Settings:
     )
 
 
+def _register_record_commands() -> None:
+    """Add the record-reading commands to the app."""
+    from .clean import CLEAN_EPILOG, clean_cmd
+    from .diffruns import DIFF_EPILOG, diff_runs_cmd
+    from .show import SHOW_EPILOG, show_cmd
+
+    # ignore_unknown_options: lets '-2' (a RUN) through as an argument.
+    ctx = {"ignore_unknown_options": True}
+    from .shared import PathArgsCommand  # `show -dash.py`: a script, not -d -a -s -h
+
+    app.command("show", cls=PathArgsCommand, epilog=SHOW_EPILOG, context_settings=ctx)(show_cmd)
+    app.command("diff-runs", cls=PathArgsCommand, epilog=DIFF_EPILOG, context_settings=ctx)(diff_runs_cmd)
+    app.command("clean", epilog=CLEAN_EPILOG)(clean_cmd)
+
+
 def _register_commands() -> None:
     from . import edit as cli_edit
     from . import export as cli_export
-    from . import records as cli_records
     from . import repro as cli_repro
 
-    cli_records.register(app)
+    _register_record_commands()
     cli_edit.register(app)
     cli_export.register(app)
     cli_repro.register(app)

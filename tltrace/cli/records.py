@@ -18,21 +18,6 @@ from .shared import fail as _fail
 from .shared import trace_dir_option
 
 
-def register(app: typer.Typer) -> None:
-    """Add the record-reading commands to the app."""
-    from .clean import CLEAN_EPILOG, clean_cmd
-    from .diffruns import DIFF_EPILOG, diff_runs_cmd
-    from .show import SHOW_EPILOG, show_cmd
-
-    # ignore_unknown_options: lets '-2' (a RUN) through as an argument.
-    ctx = {"ignore_unknown_options": True}
-    from .shared import PathArgsCommand  # `show -dash.py`: a script, not -d -a -s -h
-
-    app.command("show", cls=PathArgsCommand, epilog=SHOW_EPILOG, context_settings=ctx)(show_cmd)
-    app.command("diff-runs", cls=PathArgsCommand, epilog=DIFF_EPILOG, context_settings=ctx)(diff_runs_cmd)
-    app.command("clean", epilog=CLEAN_EPILOG)(clean_cmd)
-
-
 def _check_args(args: list[str]) -> None:
     for a in args:
         if a.startswith("--") or (a.startswith("-") and not a[1:].isdigit() and len(a) > 1):

@@ -306,8 +306,11 @@ def claim(
         fast = _known(layout, key, parts)
         if fast is not None:  # the common case: one index read and one owner record per compile
             if invocation and _owner_invocation(layout, fast.suffix) != invocation:
-                remove_stale_temps(layout.directory, [owner_path(layout, fast.suffix).name])
-                _write_owner(layout, fast, invocation)  # once per variant and invocation
+                try:  # best effort: a full disk must not cost the compile its working file
+                    remove_stale_temps(layout.directory, [owner_path(layout, fast.suffix).name])
+                    _write_owner(layout, fast, invocation)  # once per variant and invocation
+                except OSError:
+                    pass
             claimed.add(fast.suffix)
             return Claim(fast.suffix, fast)
         for verify in (False, True):

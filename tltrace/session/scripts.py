@@ -167,8 +167,8 @@ def take_problems(trace_dir: str | os.PathLike) -> list[str]:
 
 
 def _write_owner(d: Path, identity: str) -> None:
-    if identity.startswith("name:") or owner_of(d) == identity:
-        return
+    if identity.startswith("name:") or d.is_symlink() or owner_of(d) == identity:
+        return  # never written through a link (the run then refuses the dir and says so)
     d.mkdir(parents=True, exist_ok=True)
     data = json.dumps({"version": 1, "identity": identity}, ensure_ascii=False) + "\n"
     atomic_write(d / OWNER, data.encode("utf-8"))
@@ -208,7 +208,7 @@ def claim(trace_dir: str | os.PathLike, name: str, identity: str) -> Path:
                     f"{problem}; script directories are matched by the owner records in them "
                     f"({OWNER}), and {identity.split(':', 1)[-1]} uses {dirname}/"
                 )
-            if (td / dirname).is_dir():
+            if (td / dirname).is_dir() and not (td / dirname).is_symlink():
                 remove_stale_temps(td / dirname, [OWNER])  # a killed write of the owner record
             _write_owner(td / dirname, identity)
             if registry.get(identity) != dirname or problem is not None:
