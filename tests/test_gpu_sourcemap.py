@@ -39,8 +39,11 @@ def _load(path: Path, name: str):
     return mod
 
 
-def _line_of(path: Path, needle: str) -> int:
-    return next(i for i, ln in enumerate(path.read_text().split("\n"), 1) if needle in ln)
+def _line_of(path: Path, needle: str, after: str | None = None) -> int:
+    """The first line holding `needle` (after the line holding `after`: the traced function's own)."""
+    lines = path.read_text().split("\n")
+    start = next(i for i, ln in enumerate(lines) if after in ln) if after else 0
+    return next(i for i, ln in enumerate(lines[start:], start + 1) if needle in ln)
 
 
 def _traced_and_plain(tmp_path: Path, func, pass_configs: dict) -> tuple[str, str, Path]:
@@ -99,4 +102,4 @@ def test_gemm_cuda_source_map(tmp_path):
     func = mod.matmul.get_tir(1024, 1024, 1024, enable_rasteration=True, **cfg)
     plain, traced, run_dir = _traced_and_plain(tmp_path, func, {})
     assert traced == plain
-    _check(run_dir, GEMM, _line_of(GEMM, "T.copy(C_shared, C[by * block_M"), "C")
+    _check(run_dir, GEMM, _line_of(GEMM, "T.copy(C_shared, C[by * block_M", after="def matmul("), "C")
