@@ -11,6 +11,7 @@ and temp files a killed write left behind are removed under the lock.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,21 +115,16 @@ def resolve(wf: files.WorkingFile, *, strategy: str = "merge", dry_run: bool = F
             # edits made after the CONFLICT: kept as the newest numbered backup (below)
             saved = files.free_slot(wf.bak, number)
             number = int(saved.name.rsplit(".", 1)[1]) + 1
-        if strategy == "ours":
-            text, conflicts = ours, 0
-        elif strategy == "theirs":
-            text, conflicts = theirs, 0
-        else:
-            # The labels name the files as they are after this resolve: the backup's numbered
-            # name, and the baseline (which then holds the new codegen).
-            m = merge3(
-                base,
-                ours,
-                theirs,
-                ours_label=f"your edits ({files.free_slot(wf.bak, number).name})",
-                theirs_label=f"new codegen ({wf.original.name})",
-            )
-            text, conflicts = m.text, m.conflicts
+        # The labels name the files as they are after this resolve: the backup's numbered
+        # name, and the baseline (which then holds the new codegen).
+        text, conflicts = _pick(
+            strategy,
+            base,
+            ours,
+            theirs,
+            lambda: f"your edits ({files.free_slot(wf.bak, number).name})",
+            f"new codegen ({wf.original.name})",
+        )
         if dry_run:
             return Resolution(wf, text, conflicts, strategy, written=False)
         if saved is not None and current != text:
@@ -219,19 +215,14 @@ def carry_over(
                 f"{dst.path.name} holds an edit of its own; carry the edit over by hand, or move "
                 f"{dst.path.name} away first (its edit would be overwritten)"
             )
-        if strategy == "ours":
-            text, conflicts = ours, 0
-        elif strategy == "theirs":
-            text, conflicts = theirs, 0
-        else:
-            m = merge3(
-                base,
-                ours,
-                theirs,
-                ours_label=f"your edit ({src.path.name})",
-                theirs_label=f"codegen of this variant ({dst.original.name})",
-            )
-            text, conflicts = m.text, m.conflicts
+        text, conflicts = _pick(
+            strategy,
+            base,
+            ours,
+            theirs,
+            lambda: f"your edit ({src.path.name})",
+            f"codegen of this variant ({dst.original.name})",
+        )
         if dry_run:
             return Resolution(dst, text, conflicts, strategy, written=False)
         if current != text:
@@ -239,3 +230,15 @@ def carry_over(
         if baseline != theirs:
             files.write_atomic(dst.original, theirs)
         return Resolution(dst, text, conflicts, strategy, written=True)
+
+
+def _pick(
+    strategy: str, base: str, ours: str, theirs: str, ours_label: Callable[[], str], theirs_label: str
+) -> tuple[str, int]:
+    """Return the resolved text and its conflict count: one side whole, or the three-way merge."""
+    if strategy == "ours":
+        return ours, 0
+    if strategy == "theirs":
+        return theirs, 0
+    m = merge3(base, ours, theirs, ours_label=ours_label(), theirs_label=theirs_label)
+    return m.text, m.conflicts
