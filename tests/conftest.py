@@ -100,6 +100,22 @@ def browser():
         b.close()
 
 
+def wait_js(page, expression: str, timeout: float = 15.0) -> None:
+    """Poll a JavaScript expression until it is truthy.
+
+    Not `page.wait_for_function`: once its first check fails it polls through `eval` in
+    the page, which the report's Content-Security-Policy (no 'unsafe-eval') refuses, so
+    it fails only when the page is slower than the first check (as on CI).
+    """
+    import time
+
+    end = time.monotonic() + timeout
+    while not page.evaluate(f"() => Boolean({expression})"):
+        if time.monotonic() > end:
+            raise AssertionError(f"still false after {timeout:g} s: {expression}")
+        page.wait_for_timeout(50)
+
+
 @pytest.fixture
 def open_page(browser):
     """Open a file in a fresh browser context and wait for the page's `data-ready` mark.

@@ -13,6 +13,7 @@ import pytest
 from tltrace.render.html import REPORT_NAME, report_head
 from tltrace.session.events import PassRecorded
 
+from .conftest import wait_js
 from .synthetic import synthetic_events, write_synthetic_report
 
 pytestmark = pytest.mark.browser
@@ -126,7 +127,7 @@ def test_fragment_selects_a_pass(open_report, trace):
     page = open_report(report, f"#{unique.name}")
     assert selected(page)["index"] == unique.index
     page.evaluate(f"location.hash = '#{passes[5].record.name}@5'")
-    page.wait_for_function("document.querySelector('li.tl-pass.selected').dataset.index === '5'")
+    wait_js(page, "document.querySelector('li.tl-pass.selected').dataset.index === '5'")
 
 
 def test_shift_e_and_expand_buttons(open_report, trace):
@@ -195,7 +196,7 @@ def test_copy_buttons_copy_before_and_after(open_report, trace):
     page.click("button.tl-copy-before")
     page.click("button.tl-copy-after")
     assert page.evaluate("window.__copied") == [ev.before, ev.after]
-    page.wait_for_function("document.querySelector('button.tl-copy-after').textContent.startsWith('Copied')")
+    wait_js(page, "document.querySelector('button.tl-copy-after').textContent.startsWith('Copied')")
 
 
 def test_search_finds_passes_that_introduce_a_string_and_jumps(open_report, trace):

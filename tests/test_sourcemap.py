@@ -14,6 +14,7 @@ from tltrace.session import sourcemap as sm
 from tltrace.session import sourcemap_store as sms
 
 from ._records import read_manifest, run_dirs
+from .conftest import wait_js
 
 KERNEL = """
 import sys
@@ -310,9 +311,7 @@ def test_report_click_python_line_and_back(traced, open_page):
     assert page.locator("#tl-source tr.sel").get_attribute("data-py") == str(STORE_LINE)
     # ... and so does a line of IR.
     page.evaluate("location.hash = '#LowerTileOp'")
-    page.wait_for_function(
-        "document.querySelector('li.tl-pass.selected .nm').textContent.includes('LowerTileOp')"
-    )
+    wait_js(page, "document.querySelector('li.tl-pass.selected .nm').textContent.includes('LowerTileOp')")
     page.locator(f'#tl-source tr[data-py="{STORE_LINE - 4}"]').click()  # the T.clear line
     page.locator("#tl-view td.code.r.tl-sm-hit").first.click()
     assert page.locator("#tl-source tr.sel").get_attribute("data-py") == str(STORE_LINE - 4)

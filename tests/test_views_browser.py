@@ -12,6 +12,7 @@ import pytest
 from tltrace.render.html import REPORT_NAME
 
 from ._records import EXAMPLES, read_manifest, run_dirs, trace
+from .conftest import wait_js
 
 
 @pytest.fixture(scope="module")
@@ -140,9 +141,10 @@ def test_compare_the_same_pass_of_a_sibling_side_by_side(open_page, tmp_path: Pa
     mine = page.locator("#tl-compare td.code.l").all_text_contents()
     assert mine and page.locator("#tl-compare td.code.r").count() > 0
     page.keyboard.press("j")  # another pass: the comparison follows it
-    page.wait_for_function(
+    wait_js(
+        page,
         "document.querySelector('.tl-compare-head') && "
-        "document.querySelector('.tl-compare-head').textContent.indexOf('Output of') >= 0"
+        "document.querySelector('.tl-compare-head').textContent.indexOf('Output of') >= 0",
     )
     page.wait_for_selector("#tl-compare table.tl-diff")
     page.click(".tl-compare-stop")
