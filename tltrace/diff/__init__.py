@@ -129,13 +129,25 @@ def explain(before: str, after: str, a: list[str], b: list[str], rows: list[Row]
 
 def count_changes(before: str, after: str) -> tuple[int, int]:
     """Return (added, removed): lines of each text not matched identically by the alignment."""
-    if before == after:
-        return 0, 0
-    a, b, matched = _split_and_match(before, after)
-    rows = align(a, b, pair=False, matched=matched)
-    added = sum(1 for r in rows if r.b is not None and r.kind != SAME)
-    removed = sum(1 for r in rows if r.a is not None and r.kind != SAME)
+    added, removed, _ = line_changes(before, after)
     return added, removed
+
+
+def line_changes(before: str, after: str) -> tuple[int, int, list[tuple[int, int]]]:
+    """Return (added, removed, same): the +/- counts and the lines of `after` that are lines of `before`.
+
+    `same` lists the (i, j) pairs the alignment matches identically (`before` line i is
+    `after` line j, 0-based, split_lines): what the report needs to store `after` as the
+    changes to `before` (render/delta.py). The counts are the lines outside those pairs:
+    the same numbers as counting the rows of `align` whose kind is not `same` (every line
+    is in exactly one row), without making the rows.
+    """
+    if before == after:
+        n = len(split_lines(before))
+        return 0, 0, [(i, i) for i in range(n)]
+    a, b, matched = _split_and_match(before, after)
+    same = [(i, j) for i, j in matched if a[i] == b[j]]
+    return len(b) - len(same), len(a) - len(same), same
 
 
 def unified(before: str, after: str, *, context: int = 3, a: str = "before", b: str = "after") -> list[str]:
@@ -160,6 +172,7 @@ __all__ = [
     "Row",
     "align",
     "count_changes",
+    "line_changes",
     "diff",
     "explain",
     "split_lines",

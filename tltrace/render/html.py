@@ -39,6 +39,7 @@ from .._atomic import atomic_write
 from ..config import Settings
 from ..session.events import Event, InvocationFinished, Notice, PassRecorded, RunFinished, RunStarted
 from ..session.records import FAILED, PassRecord, RunManifest
+from ..diff import line_changes
 from ..session.store import text_hash
 from .index import (
     END_CHUNK,
@@ -106,7 +107,12 @@ class _Report:
     smaps: ReportMaps = field(default_factory=ReportMaps)  # source maps already in the file
 
     def texts_and_record(
-        self, record: PassRecord, before: str, after: str, maps: tuple = (None, None)
+        self,
+        record: PassRecord,
+        before: str,
+        after: str,
+        maps: tuple = (None, None),
+        same: list[tuple[int, int]] | None = None,
     ) -> bytes:
         parts: list[bytes] = []
         for digest, text in ((record.before_hash, before), (record.after_hash, after)):
@@ -114,7 +120,8 @@ class _Report:
                 continue
             if digest not in self.seen:
                 self.seen.add(digest)
-                parts.append(text_chunk(digest, text))
+                base = record.before_hash if digest != record.before_hash else None
+                parts.append(text_chunk(digest, text, base, before, same))
         parts.append(record_chunk(record))
         parts.extend(chunk(c) for c in self.smaps.chunks(record.index, *maps))
         if record.status == FAILED:
@@ -255,7 +262,11 @@ class HtmlReportListener:
             if rep.fh.closed:
                 return  # finished or given up meanwhile
             data = rep.meta_if_changed(event.manifest) + rep.texts_and_record(
-                event.record, event.before, event.after, (event.before_map, event.after_map)
+                event.record,
+                event.before,
+                event.after,
+                (event.before_map, event.after_map),
+                event.same_lines,
             )
             rep.append(data)
         with self._count_lock:
@@ -391,6 +402,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     seen: set[str] = set()
     for rec in manifest.records:
         updates: dict[str, Any] = {}
+        before: tuple[str, str] | None = None  # (hash, text) of this record's input, once in the report
         for side in ("before", "after"):
             if side == "after" and rec.after_file is None and rec.after_hash is None:
                 continue
@@ -402,7 +414,13 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
             updates[key] = digest
             if digest not in seen:
                 seen.add(digest)
-                parts.append(text_chunk(digest, text))
+                if before is not None and before[0] != digest:
+                    same = line_changes(before[1], text)[2]
+                    parts.append(text_chunk(digest, text, before[0], before[1], same))
+                else:
+                    parts.append(text_chunk(digest, text))
+            if side == "before":
+                before = (digest, text)
         parts.append(record_chunk(replace(rec, **updates) if updates else rec))
     parts.extend(chunk(c) for c in run_chunks(run_dir, manifest))
     if manifest.invocation and in_place:

@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from ..session.records import PassRecord, RunManifest
+from .delta import decode, text_fields
 from .safejson import script_json
 
 REPORT_NAME = "report.html"
@@ -80,8 +81,32 @@ def record_chunk(record: PassRecord) -> bytes:
     return chunk(data)
 
 
-def text_chunk(digest: str, text: str) -> bytes:
-    return chunk({"t": "text", "h": digest, "s": text})
+def text_chunk(
+    digest: str,
+    text: str,
+    base_hash: str | None = None,
+    base: str | None = None,
+    same: list[tuple[int, int]] | None = None,
+) -> bytes:
+    """Return a text's chunk: whole, or (given its base, already in the report) as a delta (render/delta.py)."""
+    if base_hash is None or base is None or same is None:
+        return chunk({"t": "text", "h": digest, "s": text})
+    return chunk({"t": "text", "h": digest, **text_fields(base_hash, base, text, same)})
+
+
+def report_texts(chunks: list[dict[str, Any]]) -> dict[str, str]:
+    """Return {hash: text} of a report's data chunks in order, deltas applied (what the page rebuilds)."""
+    out: dict[str, str] = {}
+    for c in chunks:
+        if c.get("t") != "text" or not isinstance(c.get("h"), str):
+            continue
+        if isinstance(c.get("s"), str):
+            out[c["h"]] = c["s"]
+        elif isinstance(c.get("b"), str) and c["b"] in out and isinstance(c.get("d"), list):
+            text = decode(out[c["b"]], c["d"], bool(c.get("e")))
+            if text is not None:
+                out[c["h"]] = text
+    return out
 
 
 def _asset(name: str) -> str:

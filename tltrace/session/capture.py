@@ -27,7 +27,7 @@ from typing import Any
 
 from .._version import __version__
 from ..config import Settings
-from ..diff import count_changes
+from ..diff import line_changes
 from ..rerun.capture import ReproCapture
 from . import liveness
 from . import sourcemap as sm
@@ -263,11 +263,14 @@ class TraceSession:
             before = self._resolve(p.before)
             after_text = self._resolve(after) if after is not None else None
             maps = (p.before.map, after.map if after is not None else None)
+            same = None
             if after_text is None:
                 status, added, removed = FAILED, 0, 0
+            elif after_text == before:
+                status, added, removed = NOOP, 0, 0
             else:
-                added, removed = count_changes(before, after_text)
-                status = CHANGED if after_text != before else NOOP
+                added, removed, same = line_changes(before, after_text)
+                status = CHANGED
             rec = PassRecord(
                 index=p.index,
                 name=pass_display_name(name),
@@ -281,7 +284,9 @@ class TraceSession:
                 error=err if status == FAILED else None,
                 start_s=round(p.start - self.t0, 6) if p.start >= 0 else None,
             )
-            rec = self.add_record(rec, before, after_text if after_text is not None else before, maps=maps)
+            rec = self.add_record(
+                rec, before, after_text if after_text is not None else before, maps=maps, same=same
+            )
             if pending_error:
                 self.failed_pending.append(rec.index)
         except Exception as exc:
@@ -294,6 +299,7 @@ class TraceSession:
         after: str,
         ext_after: str = "tir",
         maps: tuple[Any, Any] = (None, None),
+        same: list[tuple[int, int]] | None = None,
     ) -> PassRecord:
         """Store both texts (and their source maps), log the record, tell the listeners (job side)."""
         store = self._ensure_store()
@@ -312,7 +318,7 @@ class TraceSession:
         store.append_record(record)
         if maps != (None, None) and self._source_map:
             self._log_maps(store, record, maps)
-        self._emit_now(PassRecorded(self._header(), record, before, after, store.run_dir, *maps))
+        self._emit_now(PassRecorded(self._header(), record, before, after, store.run_dir, *maps, same))
         return record
 
     def _log_maps(self, store: RunStore, record: PassRecord, maps: tuple) -> None:

@@ -30,6 +30,9 @@ class PassRecorded:
     run_dir: Path
     before_map: LineMap | None = None  # source maps of the two texts (session/sourcemap.py)
     after_map: LineMap | None = None
+    # The (i, j) lines of `after` that are line i of `before` (diff.line_changes, from the +/-
+    # count): the report stores `after` as its changes (render/delta.py). None: not known.
+    same_lines: list[tuple[int, int]] | None = None
 
 
 @dataclass(frozen=True)

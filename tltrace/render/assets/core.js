@@ -48,6 +48,26 @@
     try { d = JSON.parse(text); } catch (e) { return null; }
     return d && typeof d === "object" && !Array.isArray(d) ? d : null;
   }
+  // A text stored as changes to an earlier one (render/delta.py): ops are literal lines (a string,
+  // lines joined by "\n") or [i, n], lines i..i+n-1 of the base; null when they do not fit the base.
+  function applyDelta(base, ops, newlineAtEnd) {
+    if (typeof base !== "string" || !Array.isArray(ops)) return null;
+    var a = base === "" ? [] : splitLines(base), lines = [];
+    for (var k = 0; k < ops.length; k++) {
+      var op = ops[k];
+      if (typeof op === "string") {
+        var lit = op.split("\n");
+        for (var m = 0; m < lit.length; m++) lines.push(lit[m]);
+      } else if (Array.isArray(op) && op.length === 2 && Number.isInteger(op[0]) && Number.isInteger(op[1]) &&
+                 op[0] >= 0 && op[1] > 0 && op[0] + op[1] <= a.length) {
+        for (var i = op[0]; i < op[0] + op[1]; i++) lines.push(a[i]);
+      } else {
+        return null;
+      }
+    }
+    var end = newlineAtEnd ? "\n" : "";
+    return lines.length ? lines.join("\n") + end : end;
+  }
   function safeId(v) { return typeof v === "string" && /^[A-Za-z0-9_.\-]+$/.test(v) && v !== "." && v !== ".."; }
   function str(v) { return v === undefined || v === null ? "" : String(v); }
 
@@ -170,7 +190,7 @@
 
   var api = {
     getPref: getPref, setPref: setPref, applyTheme: applyTheme, initialTheme: initialTheme,
-    initTheme: initTheme, wireTheme: wireTheme, readChunks: readChunks, parseChunk: parseChunk,
+    initTheme: initTheme, wireTheme: wireTheme, readChunks: readChunks, parseChunk: parseChunk, applyDelta: applyDelta,
     safeId: safeId, str: str, el: el, setText: setText, appendText: appendText, clear: clear, button: button, splitLines: splitLines,
     parseRef: parseRef, resolveRef: resolveRef, refOf: refOf
   };

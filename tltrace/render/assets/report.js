@@ -1,7 +1,8 @@
 /* tltrace HTML report.
  *
  * The page carries data, not markup: <script type="application/json" class="tl-d">
- * chunks appended while the compile runs ({"t":"meta"}, {"t":"text"}, {"t":"rec"}).
+ * chunks appended while the compile runs ({"t":"meta"}, {"t":"text"}, {"t":"rec"}; a text
+ * is whole or the changes to an earlier one, core.js applyDelta).
  * A chunk cut short by a kill does not parse and is skipped. Everything shown is
  * built with textContent / createTextNode, never innerHTML, so IR text can only
  * ever be text. Diffs are computed when a pass is opened (TLDiff, diff.js: the twin of
@@ -40,7 +41,10 @@
       if (d.t === "meta") {
         for (var key in d) if (Object.prototype.hasOwnProperty.call(d, key) && key !== "t") S.meta[key] = d[key];
       } else if (d.t === "text") {
-        if (typeof d.h === "string" && typeof d.s === "string") S.texts.set(d.h, d.s);
+        // Whole, or as changes to an earlier text of the report (its base comes first).
+        var s = typeof d.s === "string" ? d.s : C.applyDelta(S.texts.get(d.b), d.d, d.e === 1);
+        if (typeof d.h === "string" && typeof s === "string") S.texts.set(d.h, s);
+        else S.bad++;
       } else if (d.t === "sibs") {
         if (Array.isArray(d.runs)) S.sibs = d.runs;  // the invocation's compiles (for the switcher)
       } else if (d.t === "rec") {
