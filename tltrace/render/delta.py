@@ -81,7 +81,9 @@ def decode(base: str, ops: Ops, newline_at_end: bool) -> str | None:
     return "\n".join(lines) + ("\n" if newline_at_end else "")
 
 
-def text_fields(base_hash: str, base: str, text: str, same: Sequence[tuple[int, int]] | None) -> dict[str, Any]:
+def text_fields(
+    base_hash: str, base: str, text: str, same: Sequence[tuple[int, int]] | None
+) -> dict[str, Any]:
     """Return the chunk fields for `text`: a delta against `base` when it decodes exactly and is smaller, else whole."""
     if same is None or not text:
         return {"s": text}

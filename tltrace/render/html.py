@@ -37,9 +37,9 @@ from typing import IO, Any
 
 from .._atomic import atomic_write
 from ..config import Settings
+from ..diff import line_changes
 from ..session.events import Event, InvocationFinished, Notice, PassRecorded, RunFinished, RunStarted
 from ..session.records import FAILED, PassRecord, RunManifest
-from ..diff import line_changes
 from ..session.store import text_hash
 from .index import (
     END_CHUNK,

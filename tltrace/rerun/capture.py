@@ -63,6 +63,17 @@ def plain(value: Any) -> Any:
         return str(value)
 
 
+def compact_json(text: str) -> str:
+    """Return TVM's JSON (save_json indents it: half its bytes are spaces) without the layout; as it is when not JSON.
+
+    The same data (`tvm.ir.load_json` reads either); on the worker, not the compiling thread.
+    """
+    try:
+        return json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+    except ValueError:
+        return text
+
+
 def versions() -> dict[str, str | None]:
     """Return the versions a rerun depends on: TileLang, its TVM, Python, tltrace, the platform."""
     tl = sys.modules.get("tilelang")
@@ -231,7 +242,7 @@ class ReproCapture:
             return None
         self._store = store
         if self.frontend is not None:
-            store.link_text(FRONTEND, self.frontend)
+            store.link_text(FRONTEND, compact_json(self.frontend))
             self.written["frontend"] = FRONTEND
         if self.context is not None:
             self._write_context()

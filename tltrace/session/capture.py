@@ -324,7 +324,7 @@ class TraceSession:
     def _log_maps(self, store: RunStore, record: PassRecord, maps: tuple) -> None:
         try:
             if self._maplog is None:
-                self._maplog = sms.MapLog(store.run_dir)
+                self._maplog = sms.MapLog(store.run_dir, store)
             self._maplog.record(record.index, maps[0], maps[1] if record.after_file else None)
         except Exception as exc:  # the records stand without their maps
             self._source_map = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -12,6 +13,8 @@ from .. import safe_read
 from .sourcemap import LineMap
 
 SOURCEMAP_LOG = "sourcemap.jsonl"
+SOURCE_PREFIX = "source_"  # run-relative name of a copied Python source: source_<hash>.py
+_SOURCE_FILE = re.compile(r"^source_([0-9a-f]{8,128})\.py$")
 MAX_SOURCE_BYTES = 1 << 20  # Python sources larger than this are not copied into the records
 
 
@@ -21,12 +24,17 @@ class MapLog:
 
     {"t":"map","h":H,"files":[...],"lines":[...]}   a distinct map, once
     {"t":"rec","index":I,"before":H|null,"after":H|null}   which maps a record's sides have
-    {"t":"src","path":P,"text":T}   a Python source a map names, once (copied at capture)
+    {"t":"src","path":P,"h":H,"file":F}   a Python source a map names, once (copied at capture)
+    The source's text is in the run's store (`store`: session/store.RunStore): F, a run-relative
+    `source_<H>.py`, is a hard link to `.objects/<H>`, so the compiles of an invocation (an
+    autotuner's hundreds) hold one copy of the sources their maps name. Logs written before that
+    (and a log without a store) carry the text in the line: {"t":"src","path":P,"text":T}.
     A kill leaves at worst a cut last line, which `load` skips.
     """
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, store: Any = None) -> None:
         self.path = Path(run_dir) / SOURCEMAP_LOG
+        self._store = store
         self._fh: IO[str] | None = None
         self._maps: set[str] = set()
         self._files: set[str] = set()
@@ -50,9 +58,19 @@ class MapLog:
                     self._files.add(f)
                     text = _read_source(f)
                     if text is not None:
-                        self._write({"t": "src", "path": f, "text": text})
+                        self._write(self._source(f, text))
             self._write({"t": "map", "h": h, **lmap.to_json()})
         return h
+
+    def _source(self, path: str, text: str) -> dict[str, Any]:
+        if self._store is None:
+            return {"t": "src", "path": path, "text": text}
+        from .store import text_hash
+
+        digest = text_hash(text)
+        rel = f"{SOURCE_PREFIX}{digest}.py"
+        self._store.link_text(rel, text, digest)
+        return {"t": "src", "path": path, "h": digest, "file": rel}
 
     def record(self, index: int, before: LineMap | None, after: LineMap | None) -> None:
         if before is None and after is None:
@@ -120,13 +138,36 @@ def load(run_dir: Path) -> RunMaps:
                             b if isinstance(b, str) else None,
                             a if isinstance(a, str) else None,
                         )
-                    elif t == "src" and isinstance(d.get("path"), str) and isinstance(d.get("text"), str):
-                        out.sources[d["path"]] = d["text"]
+                    elif t == "src" and isinstance(d.get("path"), str):
+                        text = d.get("text")
+                        if not isinstance(text, str):
+                            text = _stored_source(Path(run_dir), d.get("file"))
+                        if text is not None:
+                            out.sources[d["path"]] = text
                 except (ValueError, TypeError, AttributeError):
                     continue
     except OSError:
         pass
     return out
+
+
+def _stored_source(run_dir: Path, rel: Any) -> str | None:
+    """Return a source copied into the run's store (`source_<hash>.py`, else `.objects/<hash>`), or None.
+
+    Only a name of that form is read, inside the run directory or its script's store, never
+    through a symbolic link.
+    """
+    m = _SOURCE_FILE.match(rel) if isinstance(rel, str) else None
+    if m is None:
+        return None
+    for p in (run_dir / rel, run_dir.parent / ".objects" / m.group(1)):
+        if os.path.islink(p) or os.path.islink(p.parent):
+            continue
+        try:
+            return safe_read.read_text(p, errors="surrogateescape")
+        except (OSError, UnicodeDecodeError):
+            continue
+    return None
 
 
 WORKING_MAP_SUFFIX = ".map"
