@@ -39,7 +39,7 @@ from .._atomic import atomic_write
 from ..config import Settings
 from ..diff import line_changes
 from ..session.events import Event, InvocationFinished, Notice, PassRecorded, RunFinished, RunStarted
-from ..session.records import FAILED, PassRecord, RunManifest
+from ..session.records import CHANGED, FAILED, PassRecord, RunManifest
 from ..session.store import text_hash
 from .index import (
     END_CHUNK,
@@ -261,12 +261,15 @@ class HtmlReportListener:
         with rep.lock:
             if rep.fh.closed:
                 return  # finished or given up meanwhile
+            same = event.same_lines
+            if same is None and event.record.status == CHANGED and event.record.after_hash not in rep.seen:
+                same = line_changes(event.before, event.after)[2]  # a producer that did not count
             data = rep.meta_if_changed(event.manifest) + rep.texts_and_record(
                 event.record,
                 event.before,
                 event.after,
                 (event.before_map, event.after_map),
-                event.same_lines,
+                same,
             )
             rep.append(data)
         with self._count_lock:
