@@ -2,7 +2,7 @@
 
 Used by the terminal stream, `show --pass`, `diff-runs`, `lower_trace` and the capture's
 +/- counts; assets/diff.js is its twin for the HTML reports (the browser aligns passes
-when they are opened, so the report holds each IR text once), and
+when they are opened, so the report holds each IR text once, as its changes), and
 tests/test_diff_engine.py proves the two produce identical rows on a corpus of real IR.
 
     d = diff(before, after)

@@ -6,6 +6,7 @@ Layout of `report.html`::
     <div id="tl-data" hidden>
     <script type="application/json" class="tl-d">{"t":"meta",...}</script>
     <script type="application/json" class="tl-d">{"t":"text","h":HASH,"s":TEXT}</script>
+    <script type="application/json" class="tl-d">{"t":"text","h":HASH,"b":BASE,"d":OPS,"e":1}</script>
     <script type="application/json" class="tl-d">{"t":"rec",...PassRecord}</script>
     ...
 
@@ -13,8 +14,10 @@ The head (page skeleton, CSS, JS) is written through a temporary file and a
 rename, so the file on disk always starts with a whole head; after that each
 event appends one write of data chunks and flushes. Nothing is ever rewritten,
 so the work per pass does not grow with the passes before it and a run writes
-the bytes of its final file once. Each distinct IR text goes in once; the
-browser computes diffs when a pass is opened. A kill -9 leaves at worst a
+the bytes of its final file once. Each distinct IR text goes in once, and a
+pass's output as its changes to the pass's input, already in the file
+(render/delta.py: the whole texts are the run store's `.objects`); the browser
+rebuilds the texts as it loads and computes diffs when a pass is opened. A kill -9 leaves at worst a
 truncated last chunk, which the page skips (its JSON does not parse); the HTML
 parser closes the open elements at end of file.
 
