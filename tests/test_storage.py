@@ -175,3 +175,24 @@ def test_a_pass_stored_as_changes_shows_its_diff_after_clean_and_a_cut(traced, t
         assert [line for line in shown if line] == [line for line in after.split("\n") if line][
             : len(shown)
         ] or (all(line in after for line in shown))
+
+
+def test_capture_bytes_counts_a_linked_text_once(tmp_path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "capture_bytes", Path(__file__).parent.parent / "bench" / "capture_bytes.py"
+    )
+    assert spec is not None and spec.loader is not None
+    cb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cb)
+    run = tmp_path / "s" / ".run_records" / "run_x"
+    (run / "p").mkdir(parents=True)
+    (tmp_path / "s" / ".run_records" / ".objects").mkdir()
+    obj = tmp_path / "s" / ".run_records" / ".objects" / "abc"
+    obj.write_text("x" * 1000)
+    os.link(obj, run / "p" / "00_A_before.tir")
+    os.link(obj, run / "p" / "00_A_after.tir")
+    (run / "manifest.json").write_text("{}")
+    size, _, _ = cb.measure(tmp_path)
+    assert size["texts (.objects, .tir links)"] == 1000 and size["manifest.json"] == 2
