@@ -398,6 +398,20 @@ def test_text_of_reuses_a_text_only_when_nothing_in_the_module_is_new(tmp_path) 
     new_body.update_func(gv, mod[gv].with_body(tvm.tirx.SeqStmt([mod[gv].body, tvm.tirx.Evaluate(0)])))
     body_text = s.text_of(new_body)
     assert body_text is not first and body_text == str(new_body)
+
+    @T.prim_func
+    def add_j(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=16) as _:
+            for j in T.Parallel(16):
+                B[j] = A[j] + 1.0
+
+    # the same function but for a variable's name (structurally equal): printed again
+    assert tvm.ir.structural_equal(add_j.with_attrs(mod[gv].attrs), mod[gv])
+    renamed_var = mod.clone()
+    renamed_var.update_func(gv, add_j.with_attrs(mod[gv].attrs))
+    s.text_of(mod)
+    renamed_text = s.text_of(renamed_var)
+    assert renamed_text == str(renamed_var) and "B[j]" in renamed_text and renamed_text != first
     with_attr = mod.with_attr("tl.note", "x")
     text = s.text_of(with_attr)
     assert text is not first and "tl.note" in text and text == str(with_attr)
