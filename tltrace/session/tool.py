@@ -28,7 +28,7 @@ from tilelang.instrumentation import (  # type: ignore[import-not-found]
 
 from ..config import Settings
 from .capture import UNSCOPED, Emit, OpenPass, TraceSession
-from .codegen_call import CODEGEN_PHASE, record_codegen
+from .codegen_call import CODEGEN_PHASE, record_codegen, say_failed_edit
 from .interrupt import interrupted
 
 _LOWER_NAMES = ("lower", "lower-with-context", "lower-to-host-device-ir")
@@ -72,6 +72,7 @@ class TltraceTool(PassInstrumentationTool):
         return record_codegen(self.session, event, next_call, lambda: pass_phase(CODEGEN_PHASE))
 
     def finish(self, error: BaseException | None) -> None:
+        say_failed_edit(self.session, error)  # an edit NVRTC refused: its error at the file's line
         self.session.finish(error)
 
 
