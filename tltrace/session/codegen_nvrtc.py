@@ -106,7 +106,7 @@ def parse_failure(message: str) -> NvrtcFailure | None:
         return None
     starts = [i for i in (head.find(p) for p in _PREFIXES) if i >= 0]
     code = head[min(starts) :] if starts else head
-    body = before_options.strip()
+    body = before_options.replace("\0", "").strip()  # a verbose log keeps NVRTC's terminating NUL
     log = None if body.endswith(_HINT) or not body else body
     return NvrtcFailure(code=code, options=tuple(split_options(options.strip())), log=log)
 
