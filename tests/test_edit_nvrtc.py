@@ -214,3 +214,42 @@ def test_fetch_reads_the_childs_reply():
     ok = '{"compiled": true, "log": ""}'
     cmd = [sys.executable, "-c", f"import sys; sys.stdin.read(); print({ok!r})"]
     assert cgn.fetch_log("int x;", (), command=cmd) == (None, "NVRTC compiled it this time")
+
+
+# -- what the terminal shows --------------------------------------------------------------------------
+
+
+def _shown(notice) -> list[str]:
+    import io
+
+    from rich.console import Console
+
+    from tltrace.config import Settings
+    from tltrace.render.terminal import TerminalView
+
+    buf = io.StringIO()
+    TerminalView(Settings(context=0), console=Console(file=buf, color_system=None))(notice)
+    return buf.getvalue().splitlines()
+
+
+def test_the_terminal_says_the_error_in_one_line_then_the_log():
+    from tltrace.session.events import Notice
+
+    out, _ = _explain(tilelang_message(injected(), OPTIONS), (nvrtc_log(WORKING, 4), ""))
+    assert out is not None
+    lines = _shown(Notice("COMPILE-ERROR", out.text(), kernel=out.kernel, path=out.path))
+    assert lines[0] == f'[add] COMPILE-ERROR  {WORKING}:4: error: expected a ";"'
+    assert lines[1] == f'    {WORKING}(4): error: expected a ";"'
+
+
+def test_a_patched_notice_names_the_files_its_diff_compares():
+    from tltrace.session.events import Notice
+
+    n = Notice(
+        "PATCHED",
+        "from W",
+        kernel="add",
+        diff=("a\nb\n", "a\nc\n"),
+        diff_names=("codegen_device.cpp.original", "codegen_device.cpp"),
+    )
+    assert _shown(n)[1:3] == ["    --- codegen_device.cpp.original", "    +++ codegen_device.cpp"]
