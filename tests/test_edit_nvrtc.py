@@ -253,3 +253,18 @@ def test_a_patched_notice_names_the_files_its_diff_compares():
         diff_names=("codegen_device.cpp.original", "codegen_device.cpp"),
     )
     assert _shown(n)[1:3] == ["    --- codegen_device.cpp.original", "    +++ codegen_device.cpp"]
+
+
+@pytest.mark.gpu
+def test_fetch_log_from_a_real_nvrtc(tmp_path):
+    """The child against cuda-python's real NVRTC (no GPU needed; where TileLang's nvrtc backend runs)."""
+    pytest.importorskip("cuda.bindings.nvrtc")
+    working = str(tmp_path / "a dir" / "codegen_device.cpp")
+    code = "#define TLTRACE_PREFIX 1\n" + injected(
+        working, 'extern "C" __global__ void k(float* A) {\n  A[0] = 1.0f oops;\n}\n'
+    )
+    log, why = cgn.fetch_log(code, ("-default-device", "--gpu-architecture=compute_80"))
+    assert log is not None, why
+    f = cgn.NvrtcFailure(code, (), log)
+    out = cgn.explain(f, {working: "k"}, lambda c, o: (None, "unused"))
+    assert out is not None and out.headline.startswith(f"{working}:2: error: "), log
