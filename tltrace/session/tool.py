@@ -72,8 +72,10 @@ class TltraceTool(PassInstrumentationTool):
         return record_codegen(self.session, event, next_call, lambda: pass_phase(CODEGEN_PHASE))
 
     def finish(self, error: BaseException | None) -> None:
-        say_failed_edit(self.session, error)  # an edit NVRTC refused: its error at the file's line
-        self.session.finish(error)
+        try:
+            say_failed_edit(self.session, error)  # an edit NVRTC refused: its error at the file's line
+        finally:  # (a Ctrl+C while NVRTC's log is fetched still ends the run's records)
+            self.session.finish(error)
 
 
 def make_tool_class() -> type:
