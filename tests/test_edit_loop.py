@@ -33,6 +33,8 @@ def test_one_kernel_announced_patched_as_a_diff_conflict_on_a_new_block_markers_
     minus = [x.strip() for x in r.stdout.splitlines() if x.strip().startswith("-  ")]
     plus = [x.strip() for x in r.stdout.splitlines() if x.strip().startswith("+  ")]
     assert len(minus) == len(plus) == 1 and ADD in minus[0] and SUB in plus[0], r.stdout
+    header = [x.strip() for x in r.stdout.splitlines() if x.strip().startswith(("--- ", "+++ "))]
+    assert header == ["--- codegen_device.cpp.original", "+++ codegen_device.cpp"], r.stdout
 
     r = _run(run_cli, script, "--n", "512", "--block", "64")  # the kernel changed under the edit
     assert "[add] CONFLICT" in r.stdout and "WRONG RESULT" not in r.stdout  # the new code ran

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,24 +65,48 @@ def test_tvm_ffi_files_stable_and_note(cuda_env, run_cli, examples_dir, tmp_path
     assert os.path.getsize(d / "codegen_host.cpp.original") > 0
 
 
-@pytest.mark.xfail(
-    reason="TileLang 0.1.15's nvrtc adapter drops NVRTC's log unless verbose ('Turn on verbose to see the "
-    "full compilation log'), so no file:line reaches the user whatever the #line says (H200, 2026-12-04)",
-    strict=False,
-)
+def _break_line(working: Path) -> int:
+    """Append words that are not CUDA to the line reading threadIdx.x; return its (1-based) number."""
+    lines = working.read_text().splitlines()
+    n = next(i for i, x in enumerate(lines, 1) if "threadIdx.x" in x)
+    lines[n - 1] += " this is not CUDA"
+    working.write_text("\n".join(lines) + "\n")
+    return n
+
+
 def test_nvrtc_error_in_an_edit_names_the_working_files_line(cuda_env, run_cli, examples_dir, tmp_path):
-    """The edit is compiled behind `#line 1 "W"`: NVRTC's error names W and the user's own line."""
+    """The edit is compiled behind `#line 1 "W"`; TileLang's nvrtc adapter drops NVRTC's log unless
+    verbose, so tltrace fetches it (session/codegen_nvrtc.py) and says the error at W:LINE."""
     cuda_env("nvrtc")
     script = examples_dir / "elementwise_add.py"
     working = tmp_path / "tmp" / "lower_trace_dir" / "elementwise_add" / "codegen_device.cpp"
     r = run_cli("run", "--quiet", "--mode", "both", script)
     assert r.exit_code == 0, r.stdout + r.stderr
-    lines = working.read_text().splitlines()
-    n = next(i for i, x in enumerate(lines, 1) if "threadIdx.x" in x)
-    lines[n - 1] += " this is not CUDA"
-    working.write_text("\n".join(lines) + "\n")
+    n = _break_line(working)
+    edited = working.read_text()
     r = run_cli("run", "--quiet", "--mode", "both", script)
     out = r.stdout + r.stderr
+    print(out[-6000:])
     assert r.exit_code != 0
-    # nvrtc: "PATH(LINE): error: ..."; the path as written in the directive
+    # one line: "[elementwise_add] COMPILE-ERROR  W:LINE: error: ...", then NVRTC's log: "W(LINE): error: ..."
+    assert re.search(rf"COMPILE-ERROR  {re.escape(str(working))}:{n}: error: ", out), out
+    assert re.search(rf"{re.escape(str(working))}\({n}\): error", out), out
+    assert working.read_text() == edited  # the edit is kept as the user wrote it
+
+
+def test_nvcc_error_in_an_edit_names_the_working_files_line(need_gpu, examples_dir, tmp_path):
+    """cython on CUDA compiles the edit with nvcc, whose output TileLang does not capture:
+    the `#line` directive alone makes it name W(LINE). A subprocess: nvcc writes to fd 2."""
+    env = {k: v for k, v in os.environ.items() if k != "TLTRACE_EXAMPLES_CPU"}
+    env.update(TILELANG_DISABLE_CACHE="1", TLTRACE_EXAMPLES_BACKEND="cython")
+    script = examples_dir / "elementwise_add.py"
+    working = tmp_path / "tmp" / "lower_trace_dir" / "elementwise_add" / "codegen_device.cpp"
+    cmd = [sys.executable, "-m", "tltrace", "run", "--quiet", "--mode", "both", str(script)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    n = _break_line(working)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    out = p.stdout + p.stderr
+    print(out[-6000:])
+    assert p.returncode != 0 and re.search(r"^\[\w+\] PATCHED\b", p.stdout, re.M)
     assert re.search(rf"{re.escape(str(working))}\({n}\): error", out), out

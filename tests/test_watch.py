@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 from tltrace.reconcile.watch import OutputLine, RunDone, RunStarting, Watching, WatchSpec, watch_runs
@@ -215,3 +216,42 @@ def test_a_working_file_saved_while_its_run_goes_on_leads_to_a_run(examples_dir,
     start, out, done = _until_done(events, 2)
     assert start.changed == (working,)
     assert done.tags == ("add: PATCHED",) and "WRONG RESULT" in out
+
+
+def test_watch_sigterm_ends_the_run_going_on(tmp_path):
+    """SIGTERM to the watch stops the run in progress too (it is not left running on its own)."""
+    p = tmp_path / "sleepy.py"
+    p.write_text("import os, time\nprint('pid', os.getpid(), flush=True)\ntime.sleep(600)\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tltrace", "watch", "--mode", "terminal", str(p)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    child = None
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("pid "):
+                child = int(line.split()[1])
+                break
+        assert child is not None
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143
+    stat = Path(f"/proc/{child}/stat")
+    for _ in range(100):  # the run's process was terminated and reaped by the watch
+        if not stat.exists():
+            break
+        time.sleep(0.1)
+    try:
+        alive = stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        alive = False
+    if alive:
+        os.kill(child, signal.SIGKILL)  # (the test's own child: never left behind)
+    assert not alive

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Optional
 
@@ -26,7 +27,8 @@ each time SCRIPT or one of its working files (codegen_device.cpp, codegen_host.c
 codegen_<kernel>_device.cpp, ...) gets new content; a save made while a run is going
 leads to the next run, and each rerun says what was saved. Each run ends with one line:
 its exit status and what it decided per working file, e.g. (add: PATCHED). A failing
-run does not end the watch. Ctrl+C ends it (exit 0).
+run does not end the watch. Ctrl+C ends it (exit 0); SIGTERM ends it and the run going
+on (exit 143).
 """
 
 RESOLVE_EPILOG = """\
@@ -128,6 +130,7 @@ def watch_cmd(
             "script trigger a rerun (use --mode both, or --codegen-output PATH)"
         )
     spec = WatchSpec(path, tuple(rest), m, p["trace_dir"], p["codegen_output"])
+    previous = _exit_on_sigterm()  # a run going on is stopped with the watch, not left running
     try:
         for ev in watch_runs(spec, debounce_ms=p["debounce"], max_runs=p["max_runs"]):
             if isinstance(ev, RunStarting):
@@ -150,7 +153,25 @@ def watch_cmd(
                 )
     except KeyboardInterrupt:
         typer.echo("tltrace watch: stopped")
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     raise typer.Exit(EXIT_OK)
+
+
+def _exit_on_sigterm():
+    """SIGTERM becomes SystemExit(143), so the run in progress is terminated on the way out.
+
+    Returns the handler it replaced (None when none was set: not the main thread).
+    """
+
+    def terminated(signum, frame):
+        raise SystemExit(128 + signum)
+
+    try:
+        return signal.signal(signal.SIGTERM, terminated)
+    except (ValueError, OSError):
+        return None
 
 
 def _layout(script_or_dir: Optional[str], trace_dir: Optional[Path], codegen_output: Optional[Path]):

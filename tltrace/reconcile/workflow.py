@@ -43,6 +43,7 @@ class CodegenOutcome:
     notices: tuple[tuple[str, str, Path], ...] = ()  # (kind, message, path): e.g. NOT-APPLIED for a sibling
     origin: Path | None = None  # the working file `compile_text` comes from (PATCHED): errors name its lines
     diff: tuple[str, str] | None = None  # (baseline, edit): what PATCHED compiles, as the user changed it
+    diff_names: tuple[str, str] = ("before", "after")  # the files `diff` compares: W.original, W
     unsaid: files.WorkingFile | None = None  # `settle` it once the tag was said (see files.settle)
 
 
@@ -218,8 +219,10 @@ def reconcile_codegen(
         )
     compile_text = applied.compile_text
     origin = diff = None
+    diff_names = ("before", "after")
     if d.action is Action.PATCHED:
         origin, diff = path, (d.baseline, d.working)
+        diff_names = (wf.original.name, path.name)
     if d.action is Action.PATCHED and not compiles_source:
         tag = "NOTE"
         origin = None
@@ -237,6 +240,7 @@ def reconcile_codegen(
         notices,
         origin=origin,
         diff=diff,
+        diff_names=diff_names,
         unsaid=wf if applied.unsaid else None,
     )
 

@@ -56,6 +56,7 @@ TAG_STYLE = {
     "NOTE": "bold yellow",
     "NEW": "bold cyan",
     "UNRESOLVED": "bold red",
+    "COMPILE-ERROR": "bold red",
     "NOT-APPLIED": "bold yellow",
     "cached": "bold cyan",
     "info": "cyan",
@@ -641,5 +642,6 @@ class TerminalView:
             t.append(f"  {n.path}", style="dim")
         texts = [t]
         if n.diff is not None:
-            texts.append(diff_text(n.diff[0], n.diff[1], self.settings.context))
+            a, b = n.diff_names
+            texts.append(diff_view(diff(n.diff[0], n.diff[1]), self.settings.context, a=a, b=b))
         self._print_texts(texts)

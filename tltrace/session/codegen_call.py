@@ -16,6 +16,7 @@ from typing import Any
 
 from ..diff import count_changes
 from . import codegen as cg
+from . import codegen_nvrtc as cgn
 from . import sourcemap as sm
 from . import sourcemap_store as sms
 from .capture import OpenPass, TraceSession
@@ -84,6 +85,8 @@ def _reconcile_and_record(
             outcome = _reconcile(s, event, role, generated, ffi)
             if outcome.compile_text != generated and cg.compiles_source(ffi):
                 out_result = cg.source_module(result, outcome.compile_text, origin=outcome.origin)
+                if outcome.origin is not None:
+                    cgn.note_patched(s, outcome.origin, _kernel_name(s, event))
             if outcome.compile_text != generated:
                 compiled = outcome.compile_text  # on a binary backend: kept for the diff view only
                 s.mark_edited()
@@ -129,6 +132,24 @@ def _reconcile_and_record(
 
     s.submit(job)
     return out_result
+
+
+def say_failed_edit(s: TraceSession, error: BaseException | None) -> None:
+    """A compile that injected an edit failed in NVRTC: say the error at the working file's line, and the log.
+
+    TileLang's nvrtc adapter shows NVRTC's log only when verbose (session/codegen_nvrtc.py
+    fetches it). Called before the session finishes; never raises, never holds the error up
+    longer than the child compile's limit.
+    """
+    if error is None or interrupted():
+        return
+    try:
+        found = cgn.explain_failed_edit(s, error)
+        if found is None:
+            return
+        s.emit(Notice("COMPILE-ERROR", found.text(), kernel=found.kernel, path=found.path))
+    except Exception as exc:
+        s.warn(f"could not say where the edit failed to compile ({type(exc).__name__}: {exc})")
 
 
 def _codegen_map(s: TraceSession, event: Any, ffi: str, generated: str, compiled: str) -> Any:
@@ -200,7 +221,14 @@ def _reconcile(s: TraceSession, event: Any, role: str | None, generated: str, ff
         s.emit(Notice(kind, message, kernel=kernel, path=path))
     if outcome.tag:
         s.emit(
-            Notice(outcome.tag, outcome.message or "", kernel=kernel, path=outcome.path, diff=outcome.diff)
+            Notice(
+                outcome.tag,
+                outcome.message or "",
+                kernel=kernel,
+                path=outcome.path,
+                diff=outcome.diff,
+                diff_names=outcome.diff_names,
+            )
         )
         s.wait(30)  # printed (not only queued) before the journal lets go of it
     settle(outcome)  # the tag was said: a kill from here on does not make the next run repeat it

@@ -47,6 +47,7 @@ class Notice:
     kernel: str | None = None
     path: Path | None = None
     diff: tuple[str, str] | None = None  # (before, after): PATCHED shows the user's edit as a diff
+    diff_names: tuple[str, str] = ("before", "after")  # the diff's header: the files it compares
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from tilelang.instrumentation import (  # type: ignore[import-not-found]
 
 from ..config import Settings
 from .capture import UNSCOPED, Emit, OpenPass, TraceSession
-from .codegen_call import CODEGEN_PHASE, record_codegen
+from .codegen_call import CODEGEN_PHASE, record_codegen, say_failed_edit
 from .interrupt import interrupted
 
 _LOWER_NAMES = ("lower", "lower-with-context", "lower-to-host-device-ir")
@@ -72,7 +72,10 @@ class TltraceTool(PassInstrumentationTool):
         return record_codegen(self.session, event, next_call, lambda: pass_phase(CODEGEN_PHASE))
 
     def finish(self, error: BaseException | None) -> None:
-        self.session.finish(error)
+        try:
+            say_failed_edit(self.session, error)  # an edit NVRTC refused: its error at the file's line
+        finally:  # (a Ctrl+C while NVRTC's log is fetched still ends the run's records)
+            self.session.finish(error)
 
 
 def make_tool_class() -> type:
