@@ -35,6 +35,7 @@ from ..session.events import (
     WorkingFiles,
 )
 from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, NOOP, RUNNING, PassRecord, RunManifest
+from .fold import fold_lines
 from .table import Column, cut_end, distinct_cut, fit
 from .visible import VisibleConsole, visible
 
@@ -80,13 +81,14 @@ class _StreamConsole(VisibleConsole):
 def write_texts(console: Console, texts: list[Text]) -> None:
     """Write styled lines straight to the console's file, one write for the lot.
 
-    The stream's lines are never wrapped or measured, so Rich's layout pass (most of the
-    terminal's cost per pass) is skipped; styles still render as Rich renders them, and
-    not at all when the console has no colour (not a tty, NO_COLOR).
+    Rich's layout pass (most of the terminal's cost per pass) is skipped; on a terminal
+    a line wider than it is folded (render/fold.py: continuation rows behind `↪`, a cut
+    said with `… +N chars`), in a file or pipe every line is written whole. Styles render
+    as Rich renders them, and not at all when the console has no colour (not a tty, NO_COLOR).
     """
     color_system = None if console.no_color else getattr(console, "_color_system", None)
     out: list[str] = []
-    for text in texts:
+    for text in fold_lines(texts, console.width if console.is_terminal else None):
         for seg in text.render(console):
             text_ = visible(seg.text)  # data never drives the terminal (render/visible.py)
             if color_system is not None and seg.style is not None:
@@ -618,7 +620,7 @@ class TerminalView:
         t.append(message.splitlines()[0] if message else "")
         with _print_lock:
             close_open_lines()
-            self.err.print(t, soft_wrap=True)
+            write_texts(self.err, [t])
 
     def _print_blocks(self, blocks: list[tuple[int, list[Text]]]) -> None:
         if not blocks:
