@@ -277,3 +277,19 @@ def test_the_stream_fits_a_60_column_pty(tmp_path: Path) -> None:
     assert len(done) == 1 and "records: tr/add/.run_records/run_" in done[0]
     run = done[0].split("records: ", 1)[1].strip()
     assert (tmp_path / run / "manifest.json").is_file()  # the path reads whole again from its rows
+
+
+def test_show_pass_lines_fold_on_a_terminal_as_the_stream_does():
+    """`show --pass` writes texts of any size line by line (write_lines); on a terminal they fold too."""
+    from tltrace.render.terminal import LINE_STYLE
+    from tltrace.render.visible import write_lines
+
+    long = "T.func_attr({" + ", ".join(f'"k{i}": {i}' for i in range(30)) + "})"
+    out = {}
+    for terminal in (True, False):
+        buf = io.StringIO()
+        console = Console(file=buf, width=50, force_terminal=terminal, color_system="standard")
+        write_lines(console, [("same", " short"), ("add", "+" + long)], LINE_STYLE)
+        out[terminal] = ANSI_ANY.sub("", buf.getvalue()).splitlines()
+    assert all(len(r) <= 50 for r in out[True]) and len(out[True]) > 2
+    assert _unfold(out[True]) == out[False] == ["     short", "    +" + long]

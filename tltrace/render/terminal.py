@@ -37,7 +37,7 @@ from ..session.events import (
 from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, NOOP, RUNNING, PassRecord, RunManifest
 from .fold import fold_lines
 from .table import Column, cut_end, distinct_cut, fit
-from .visible import VisibleConsole, visible
+from .visible import VisibleConsole, render_text
 
 _print_lock = threading.Lock()
 
@@ -89,12 +89,7 @@ def write_texts(console: Console, texts: list[Text]) -> None:
     color_system = None if console.no_color else getattr(console, "_color_system", None)
     out: list[str] = []
     for text in fold_lines(texts, console.width if console.is_terminal else None):
-        for seg in text.render(console):
-            text_ = visible(seg.text)  # data never drives the terminal (render/visible.py)
-            if color_system is not None and seg.style is not None:
-                out.append(seg.style.render(text_, color_system=color_system))
-            else:
-                out.append(text_)
+        out.append(render_text(console, text, color_system))  # data never drives the terminal
         out.append("\n")
     if console.quiet:
         return
