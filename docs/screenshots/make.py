@@ -61,6 +61,14 @@ SCROLL_TO_COMPARE = """() => {
 }"""
 
 
+# Wrap: off: scroll the diff's sideways scroller (the first box around it that scrolls) to an end.
+SCROLL_SIDEWAYS = """(toEnd) => {
+  let p = document.querySelector('table.tl-diff');
+  while (p && p.scrollWidth <= p.clientWidth + 1) p = p.parentElement;
+  if (p) p.scrollLeft = toEnd ? p.scrollWidth : 0;
+}"""
+
+
 def trace(work: Path) -> tuple[Path, Path]:
     """Run the script under each tracer; return (the built-in report, tltrace's trace dir)."""
     (work / "add.py").write_text(SCRIPT)
@@ -137,6 +145,16 @@ def main() -> None:
         builtin_report, trace_dir = trace(work)
         inv = tltrace.load(trace_dir).invocations[-1]
         mine = next(c for c in inv.compiles if c.signature.startswith("add 256"))
+        diffruns = work / "diff-runs.html"
+        d = subprocess.run(
+            [sys.executable, "-m", "tltrace", "diff-runs", "--trace-dir", str(trace_dir)]
+            + ["add:add 256", "add:add 512", "--html", str(diffruns), "--force"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        if d.returncode not in (0, 1):  # as diff's: 1 when the two differ, as these do
+            sys.exit(f"make.py: tltrace diff-runs failed:\n{d.stderr[-3000:]}")
         args.out.mkdir(parents=True, exist_ok=True)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -162,7 +180,15 @@ def main() -> None:
                 page.click(".tl-source-close")  # the Source pane has its own shot below
             shots.append(shoot(page, args.out, "tltrace-pass.png"))
 
-            # The same pass beside the other size's (item 12: compare with a sibling compile).
+            # Wrap: off keeps long lines whole and the diff scrolls sideways, to the change at the end.
+            page.click("button.tl-wrap")
+            page.evaluate(SCROLL_SIDEWAYS, True)
+            page.wait_for_timeout(200)
+            shots.append(shoot(page, args.out, "tltrace-wrap-off.png"))
+            page.click("button.tl-wrap")  # back on (a saved preference of the page)
+            page.evaluate(SCROLL_SIDEWAYS, False)
+
+            # The same pass beside the other size's (compare with a sibling compile).
             page.select_option(".tl-compare-pick", index=1)
             page.wait_for_selector("#tl-compare table.tl-diff")
             page.evaluate(SCROLL_TO_COMPARE)
@@ -175,6 +201,12 @@ def main() -> None:
             page.wait_for_selector("html[data-ready='1']")
             wait_js(page, "document.querySelectorAll('tbody tr').length >= 2")
             shots.append(shoot(page, args.out, "tltrace-index.png"))
+
+            # diff-runs --html: the two compiles, named by signature, and the passes that did different work.
+            page.set_viewport_size({"width": VIEW["width"], "height": 420})
+            page.goto(diffruns.resolve().as_uri())
+            page.wait_for_selector("html[data-ready='1']")
+            shots.append(shoot(page, args.out, "tltrace-diff-runs.png"))
             browser.close()
         for s in shots:
             print(f"{s}  {s.stat().st_size // 1024} KB")
