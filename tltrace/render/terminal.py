@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
+from rich.segment import Segment
 from rich.text import Text
 
 from ..config import Settings
@@ -35,9 +36,9 @@ from ..session.events import (
     WorkingFiles,
 )
 from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, NOOP, RUNNING, PassRecord, RunManifest
-from .fold import fold_lines
+from .fold import fold
 from .table import Column, cut_end, distinct_cut, fit
-from .visible import VisibleConsole, render_text
+from .visible import VisibleConsole, render_segments, segments
 
 _print_lock = threading.Lock()
 
@@ -88,9 +89,19 @@ def write_texts(console: Console, texts: list[Text]) -> None:
     """
     color_system = None if console.no_color else getattr(console, "_color_system", None)
     out: list[str] = []
-    for text in fold_lines(texts, console.width if console.is_terminal else None):
-        out.append(render_text(console, text, color_system))  # data never drives the terminal
-        out.append("\n")
+    width = console.width if console.is_terminal else None
+    for text in texts:
+        segs = segments(console, text)  # data never drives the terminal (render/visible.py)
+        if width is None:
+            out.append(render_segments(segs, color_system))
+            out.append("\n")
+            continue
+        lines = list(Segment.split_lines(segs))
+        lines += [[]] * (text.plain.count("\n") + 1 - len(lines))  # split_lines drops a last empty line
+        for line in lines:
+            for row in fold(line, width):
+                out.append(render_segments(row, color_system))
+                out.append("\n")
     if console.quiet:
         return
     try:

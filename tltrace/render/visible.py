@@ -40,21 +40,26 @@ class VisibleConsole(Console):
         return super()._render_buffer(s if s.control else Segment(visible(s.text), s.style) for s in buffer)
 
 
-def render_text(console: Console, text: Text, color_system: object) -> str:
-    """Return one line of styled text as the terminal gets it: visible text, styles as escapes.
-
-    The text's own style (`Text(..., style="red")`) applies under its spans' styles.
-    """
+def segments(console: Console, text: Text) -> list[Segment]:
+    """Return a text's segments as the terminal gets them: visible text, the text's own style under its spans'."""
     base = console.get_style(text.style) if text.style else None
-    out: list[str] = []
+    out: list[Segment] = []
     for seg in text.render(console):
-        text_ = visible(seg.text)  # data never drives the terminal
         style = base + seg.style if base is not None and seg.style is not None else base or seg.style
-        if color_system is not None and style is not None:
-            out.append(style.render(text_, color_system=color_system))  # type: ignore[arg-type]
-        else:
-            out.append(text_)
-    return "".join(out)
+        out.append(Segment(visible(seg.text), style))  # data never drives the terminal
+    return out
+
+
+def render_segments(segs: Iterable[Segment], color_system: object) -> str:
+    """Return segments as a string: styles as escape sequences, none when color_system is None."""
+    if color_system is None:
+        return "".join(seg.text for seg in segs)
+    return "".join(
+        seg.style.render(seg.text, color_system=color_system)  # type: ignore[arg-type]
+        if seg.style is not None
+        else seg.text
+        for seg in segs
+    )
 
 
 def write_lines(
@@ -78,8 +83,8 @@ def write_lines(
         text = visible(indent + line)
         style = parsed.get(kind)
         if width is not None and len(text) > width // 2 and cell_len(text) > width:
-            rows = fold(Text(text, style=style or ""), width)
-            text = "\n".join(render_text(console, row, color_system) for row in rows)
+            rows = fold([Segment(text, style)], width)
+            text = "\n".join(render_segments(row, color_system) for row in rows)
         elif color_system is not None and style is not None:
             text = style.render(text, color_system=color_system)
         buf.append(text + "\n")
@@ -92,4 +97,4 @@ def write_lines(
     out.flush()
 
 
-__all__ = ["VisibleConsole", "render_text", "visible", "write_lines"]
+__all__ = ["VisibleConsole", "render_segments", "segments", "visible", "write_lines"]
