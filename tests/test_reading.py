@@ -167,3 +167,13 @@ def test_manifest_on_disk_has_every_field_of_every_record(traced: Path) -> None:
         assert set(r) == fields
         assert r["index"] == i and r["phase"] and r["status"] and r["before_hash"]
         assert r["after_hash"] or r["status"] == "failed"
+
+
+def test_a_jupyter_kernel_traces_under_the_notebook_name(monkeypatch) -> None:
+    from tltrace.session.names import script_name_from_argv
+
+    launcher = "/venv/lib/python3.11/site-packages/ipykernel_launcher.py"
+    monkeypatch.setenv("JPY_SESSION_NAME", "/home/me/work/GEMM tuning.ipynb")
+    assert script_name_from_argv(launcher) == "GEMM_tuning"
+    monkeypatch.delenv("JPY_SESSION_NAME")
+    assert script_name_from_argv(launcher) == "notebook"

@@ -208,3 +208,88 @@ def test_only_and_skip_ignore_case() -> None:
     s = build_settings(mode="terminal", trace_dir="t", script_name="x", only="lowertileop", skip="SIMPLIFY")
     assert s.only is not None and s.only.search("LowerTileOp")
     assert s.skip is not None and s.skip.search("tl.transform.Simplify")
+
+
+# -- the stream's lines fit the terminal too -----------------------------------------------------
+def _unfold(rows: list[str]) -> list[str]:
+    """Return the logical lines of folded rows: each `↪` row's text appended to the line above."""
+    from tltrace.render.fold import MARK
+
+    lines: list[str] = []
+    for row in rows:
+        at = row.find(MARK)
+        if at >= 0 and lines and not row[:at].strip(" -+~"):
+            lines[-1] += row[at + len(MARK) :]
+        else:
+            lines.append(row)
+    return lines
+
+
+def test_stream_lines_fold_to_the_terminal_and_say_what_they_cut():
+    from tltrace.render.fold import CHANGED_ROWS
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=60, force_terminal=True, color_system=None)
+    view = TerminalView(Settings(context=1), console=console)
+    attrs = ", ".join(f'"tl.attr_{i}": T.bool(False)' for i in range(4))
+    before = f"x = 1\n        T.func_attr({{{attrs}}})\ny = 2\n"
+    after = before.replace('"tl.attr_3": T.bool(False)', '"tl.has_tma": T.bool(True)')
+    huge = "    C[i] = " + " + ".join(f"A[{k}]" for k in range(400))  # ~3 KB: more than 12 rows
+    after += huge + "\n"
+    m = RunManifest(run_id="r", script="s", kernel="add", signature="add 512 f32 " + "x" * 80 + " #abcdef")
+    rec = PassRecord(3, "LowerTileOp", "tl", status="changed", added=2, removed=1)
+    view(PassRecorded(m, rec, before, after, Path("/t/s/.run_records/r")))
+    rows = buf.getvalue().splitlines()
+    assert rows and all(len(r) <= 60 for r in rows), [r for r in rows if len(r) > 60]
+    lines = _unfold(rows)
+    # Folded, nothing lost: the changed attribute line reads whole again from its rows.
+    changed = next(line for line in lines if line.startswith("    +") and "tl.has_tma" in line)
+    assert changed.replace(" ", "") == ("+" + after.splitlines()[1]).replace(" ", "")
+    # Cut, and said so: the rest of the 3 KB line is counted, not dropped in silence.
+    cut = next(line for line in lines if line.startswith("    +") and "C[i] = " in line)
+    shown, _, marker = cut.rpartition(" \u2026 +")
+    left = int(marker.split()[0])
+    assert len([r for r in rows if "A[" in r]) == CHANGED_ROWS
+    assert huge.replace(" ", "").startswith(shown[5:].replace(" ", ""))
+    assert left > 0 and len(huge.replace(" ", "")) - len(shown[5:].replace(" ", "")) <= left
+
+
+def test_a_file_or_pipe_gets_every_line_whole():
+    buf = io.StringIO()
+    view = TerminalView(Settings(context=0), console=Console(file=buf, width=60, color_system=None))
+    long = "    T.func_attr({" + ", ".join(f'"k{i}": {i}' for i in range(40)) + "})"
+    m = RunManifest(run_id="r", script="s", kernel="add", signature="add 512")
+    view(PassRecorded(m, PassRecord(0, "P", "tl", status="changed"), "a\n", long + "\n", Path("/r")))
+    assert ("    +" + long) in buf.getvalue().splitlines() and "\u21aa" not in buf.getvalue()
+
+
+def test_the_stream_fits_a_60_column_pty(tmp_path: Path) -> None:
+    """A real compile under a real 60-column terminal: no line of tltrace's is wider; long IR lines fold."""
+    from ._kernels import KERNELS
+
+    (tmp_path / "add.py").write_text(KERNELS + "\n\nif __name__ == '__main__':\n    build(256)\n")
+    rows = _pty("run --trace-dir tr add.py", 60, tmp_path)
+    ours = [r for r in rows if "[TileLang:" not in r]  # TileLang's own log lines are not tltrace's
+    assert all(len(r) <= 60 for r in ours), [r for r in ours if len(r) > 60]
+    assert any("\u21aa " in r for r in ours)  # something was folded (this kernel has long IR lines)
+    lines = _unfold(ours)
+    done = [line for line in lines if line.startswith("[add 256] done: ")]
+    assert len(done) == 1 and "records: tr/add/.run_records/run_" in done[0]
+    run = done[0].split("records: ", 1)[1].strip()
+    assert (tmp_path / run / "manifest.json").is_file()  # the path reads whole again from its rows
+
+
+def test_show_pass_lines_fold_on_a_terminal_as_the_stream_does():
+    """`show --pass` writes texts of any size line by line (write_lines); on a terminal they fold too."""
+    from tltrace.render.terminal import LINE_STYLE
+    from tltrace.render.visible import write_lines
+
+    long = "T.func_attr({" + ", ".join(f'"k{i}": {i}' for i in range(30)) + "})"
+    out = {}
+    for terminal in (True, False):
+        buf = io.StringIO()
+        console = Console(file=buf, width=50, force_terminal=terminal, color_system="standard")
+        write_lines(console, [("same", " short"), ("add", "+" + long)], LINE_STYLE)
+        out[terminal] = ANSI_ANY.sub("", buf.getvalue()).splitlines()
+    assert all(len(r) <= 50 for r in out[True]) and len(out[True]) > 2
+    assert _unfold(out[True]) == out[False] == ["     short", "    +" + long]

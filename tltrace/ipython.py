@@ -1,6 +1,6 @@
 """Notebooks: `%load_ext tltrace`, then a `%%tltrace` cell traces the cell's compiles and shows them.
 
-    %%tltrace [--mode html|both] [--trace-dir DIR]
+    %%tltrace [--mode html|both|terminal] [--trace-dir DIR] [--codegen-output FILE]
     kernel = tilelang.compile(func, ...)
 
 The cell runs as it would without the magic; its compiles are one invocation
@@ -18,22 +18,34 @@ from typing import Any
 _PARSER = argparse.ArgumentParser(prog="%%tltrace", add_help=False, exit_on_error=False)
 _PARSER.add_argument("--mode", default="html", choices=("html", "both", "terminal"))
 _PARSER.add_argument("--trace-dir", default=None)
+_PARSER.add_argument("--codegen-output", default=None)
+_USAGE = "usage: %%tltrace [--mode html|both|terminal] [--trace-dir DIR] [--codegen-output FILE]"
 
 
 def tltrace_cell(line: str, cell: str, shell: Any) -> Any:
     """Run `cell` in `shell` with tracing on; return the invocation it made (None when it compiled nothing)."""
     from . import api
+    from .errors import TltraceError
     from .reading import load
 
     try:
         args = _PARSER.parse_args(shlex.split(line))
     except (argparse.ArgumentError, SystemExit, ValueError) as exc:
-        print(f"tltrace: error: {exc}; usage: %%tltrace [--mode html|both|terminal] [--trace-dir DIR]")
+        print(f"tltrace: error: {exc}; {_USAGE}")
         return None
     if api.enabled() is not None:
         print("tltrace: error: tracing is already on (tltrace.enable()); %%tltrace would end that span")
         return None
-    api.enable(mode=args.mode, trace_dir=args.trace_dir, codegen_output=None, quiet=args.mode == "html")
+    try:
+        api.enable(
+            mode=args.mode,
+            trace_dir=args.trace_dir,
+            codegen_output=args.codegen_output,
+            quiet=args.mode == "html",
+        )
+    except TltraceError as exc:  # a refused --trace-dir or --codegen-output: one line, the cell not run
+        print(f"tltrace: error: {exc}")
+        return None
     settings = api.enabled()
     try:
         shell.run_cell(cell, store_history=False)

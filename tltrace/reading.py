@@ -212,7 +212,11 @@ class Invocation:
         return len(self.compiles)
 
     def __repr__(self) -> str:
-        return f"<Invocation {self.script} {self.id}: {len(self.compiles)} compiles, {self.status}>"
+        n = len(self.compiles)
+        which = f" ({', '.join(c.label for c in self.compiles)})" if 0 < n <= 3 else ""
+        return (
+            f"<Invocation {self.script} {self.id}: {n} compile{'s' if n != 1 else ''}{which}, {self.status}>"
+        )
 
 
 def _ordered(compiles: list[Compile]) -> list[CompileSummary]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
+from rich.segment import Segment
 from rich.text import Text
 
 from ..config import Settings
@@ -35,8 +36,9 @@ from ..session.events import (
     WorkingFiles,
 )
 from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, NOOP, RUNNING, PassRecord, RunManifest
+from .fold import fold
 from .table import Column, cut_end, distinct_cut, fit
-from .visible import VisibleConsole, visible
+from .visible import VisibleConsole, render_segments, segments
 
 _print_lock = threading.Lock()
 
@@ -81,20 +83,26 @@ class _StreamConsole(VisibleConsole):
 def write_texts(console: Console, texts: list[Text]) -> None:
     """Write styled lines straight to the console's file, one write for the lot.
 
-    The stream's lines are never wrapped or measured, so Rich's layout pass (most of the
-    terminal's cost per pass) is skipped; styles still render as Rich renders them, and
-    not at all when the console has no colour (not a tty, NO_COLOR).
+    Rich's layout pass (most of the terminal's cost per pass) is skipped; on a terminal
+    a line wider than it is folded (render/fold.py: continuation rows behind `↪`, a cut
+    said with `… +N chars`), in a file or pipe every line is written whole. Styles render
+    as Rich renders them, and not at all when the console has no colour (not a tty, NO_COLOR).
     """
     color_system = None if console.no_color else getattr(console, "_color_system", None)
     out: list[str] = []
+    width = console.width if console.is_terminal else None
     for text in texts:
-        for seg in text.render(console):
-            text_ = visible(seg.text)  # data never drives the terminal (render/visible.py)
-            if color_system is not None and seg.style is not None:
-                out.append(seg.style.render(text_, color_system=color_system))
-            else:
-                out.append(text_)
-        out.append("\n")
+        segs = segments(console, text)  # data never drives the terminal (render/visible.py)
+        if width is None:
+            out.append(render_segments(segs, color_system))
+            out.append("\n")
+            continue
+        lines = list(Segment.split_lines(segs))
+        lines += [[]] * (text.plain.count("\n") + 1 - len(lines))  # split_lines drops a last empty line
+        for line in lines:
+            for row in fold(line, width):
+                out.append(render_segments(row, color_system))
+                out.append("\n")
     if console.quiet:
         return
     try:
@@ -619,7 +627,7 @@ class TerminalView:
         t.append(message.splitlines()[0] if message else "")
         with _print_lock:
             close_open_lines()
-            self.err.print(t, soft_wrap=True)
+            write_texts(self.err, [t])
 
     def _print_blocks(self, blocks: list[tuple[int, list[Text]]]) -> None:
         if not blocks:

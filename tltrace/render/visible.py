@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 
 
 def _table() -> dict[int, str]:
@@ -38,23 +40,52 @@ class VisibleConsole(Console):
         return super()._render_buffer(s if s.control else Segment(visible(s.text), s.style) for s in buffer)
 
 
+def segments(console: Console, text: Text) -> list[Segment]:
+    """Return a text's segments as the terminal gets them: visible text, the text's own style under its spans'."""
+    base = console.get_style(text.style) if text.style else None
+    out: list[Segment] = []
+    for seg in text.render(console):
+        style = base + seg.style if base is not None and seg.style is not None else base or seg.style
+        out.append(Segment(visible(seg.text), style))  # data never drives the terminal
+    return out
+
+
+def render_segments(segs: Iterable[Segment], color_system: object) -> str:
+    """Return segments as a string: styles as escape sequences, none when color_system is None."""
+    if color_system is None:
+        return "".join(seg.text for seg in segs)
+    return "".join(
+        seg.style.render(seg.text, color_system=color_system)  # type: ignore[arg-type]
+        if seg.style is not None
+        else seg.text
+        for seg in segs
+    )
+
+
 def write_lines(
     console: Console, lines: Iterable[tuple[str, str]], styles: Mapping[str, str], indent: str = "    "
 ) -> None:
     """Write (kind, line) pairs to the console's file as they come, each styled by its kind.
 
     For texts of any size (`show --pass` on a 65 MB IR): no Rich layout and no one Text
-    holding every line; the output goes out in chunks of about a megabyte.
+    holding every line; the output goes out in chunks of about a megabyte. On a terminal
+    a line wider than it is folded as the stream folds it (render/fold.py).
     """
+    from .fold import fold
+
     color_system = None if console.no_color else getattr(console, "_color_system", None)
     parsed = {k: Style.parse(v) for k, v in styles.items() if v}
+    width = console.width if console.is_terminal else None
     out = console.file
     buf: list[str] = []
     size = 0
     for kind, line in lines:
         text = visible(indent + line)
         style = parsed.get(kind)
-        if color_system is not None and style is not None:
+        if width is not None and len(text) > width // 2 and cell_len(text) > width:
+            rows = fold([Segment(text, style)], width)
+            text = "\n".join(render_segments(row, color_system) for row in rows)
+        elif color_system is not None and style is not None:
             text = style.render(text, color_system=color_system)
         buf.append(text + "\n")
         size += len(text) + 1
@@ -66,4 +97,4 @@ def write_lines(
     out.flush()
 
 
-__all__ = ["VisibleConsole", "visible", "write_lines"]
+__all__ = ["VisibleConsole", "render_segments", "segments", "visible", "write_lines"]

@@ -9,6 +9,7 @@ The same rule also checks names read back from disk (`is_safe_component`).
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import unicodedata
@@ -53,6 +54,8 @@ def script_name_from_argv(argv0: str | None = None) -> str:
     if not argv0 or argv0 in ("-c", "-"):
         return "python_c" if argv0 == "-c" else "interactive"
     stem = Path(argv0).stem
+    if stem == "ipykernel_launcher":  # a Jupyter kernel: the notebook's name (Jupyter Server sets it)
+        return safe_component(Path(os.environ.get("JPY_SESSION_NAME") or "notebook").stem, "notebook")
     if stem == "__main__":
         stem = Path(argv0).resolve().parent.name or stem
     return stem or "interactive"
