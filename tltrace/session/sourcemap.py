@@ -366,6 +366,7 @@ def _codegen_with_directives(fn: Any, mod: Any, target: Any) -> str:
 
 
 _Where = tuple[str, int] | None
+_SCOPES = ("SeqStmt", "AttrStmt", "AllocBuffer", "DeclBuffer", "Bind", "LetStmt", "Allocate")
 # The file name of the spans stamped on the copy: one line number per statement.
 _STAMP = f"<{_TAG}stmt>"
 _STAMP_DIRECTIVE = f'"{_STAMP}"'
@@ -378,8 +379,9 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
     A statement's own span is exact; a buffer's declaration (AllocBuffer, DeclBuffer, and the
     Bind of its data pointer) carries the buffer's span, exact too. A statement with neither
     takes its nearest enclosing statement's line, marked inferred (none at the top level: a
-    function's own line would say nothing), and a declaration whose buffer lost its span
-    takes its function's line (the `def`), marked inferred.
+    function's own line would say nothing), and a declaration at the top of a function
+    (outside any loop or branch) whose buffer lost its span takes the function's line (the
+    `def`), marked inferred.
     """
     import tvm_ffi  # type: ignore[import-not-found]
     from tilelang import tvm  # type: ignore[import-not-found]
@@ -419,8 +421,10 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
             if own is not None:
                 data_vars[s.buffer.data] = own
         order.append((s, own if own is not None else outer, fn_loc))
+        # The function's line reaches only the declarations at its top (not inside a loop or branch).
+        inner = fn_loc if kind in _SCOPES else None
         stack.extend(
-            (c, own if own is not None else outer, fn_loc) for c in reversed(_stmt_kids(s, stmt_type))
+            (c, own if own is not None else outer, inner) for c in reversed(_stmt_kids(s, stmt_type))
         )
     for s, outer, fn_loc in order:
         if s in seen:
