@@ -324,12 +324,80 @@ def section_cost(tmp: Path, reps: int) -> list[str]:
     return out
 
 
+def section_map_cost(tmp: Path, reps: int) -> list[str]:
+    """The generated source's map alone, per codegen: the stamped copy against TileLang's plain directives.
+
+    Times session/sourcemap.py's two ways on the module each traced codegen hands it
+    (wrapping our own `codegen_map`, nothing of TileLang's), median of `reps` calls each.
+    """
+    import tilelang
+    import tvm_ffi
+    from _common import compile_kwargs
+
+    from tltrace.session import sourcemap as sm
+    from tltrace.session.codegen import compiles_source
+
+    seen: list[tuple] = []
+    real = sm.codegen_map
+
+    def spy(ffi, mod, target, generated):
+        seen.append((ffi, mod, target, generated))
+        return real(ffi, mod, target, generated)
+
+    def timed(f) -> float:
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            f()
+            ts.append(time.perf_counter() - t0)
+        return statistics.median(ts) * 1e3
+
+    kw = compile_kwargs()
+    builds = [
+        (f"{n} (c)", lambda make=make: tilelang.compile(make(), **kw)) for n, make in cpu_kernels().items()
+    ]
+    for name, func, configs in upstream_funcs():
+
+        def build(func=func, configs=configs):
+            tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+            with tilelang.transform.PassContext(opt_level=3, config=configs), tgt:
+                return tilelang.lower(func, target=tgt, enable_device_compile=False)
+
+        builds.append((f"{name} (sm_90a)", build))
+    out = [
+        "",
+        f"The generated source's map, per codegen (milliseconds, median of {reps} calls on the module of a",
+        "traced compile): the stamped copy (JSON round trip, stamping, codegen with directives) against",
+        "the plain directive run it replaces.",
+        "",
+        "| kernel | stamped copy | plain directives |",
+        "|---|---|---|",
+    ]
+    sm.codegen_map = spy
+    try:
+        for label, build in builds:
+            seen.clear()
+            _traced(tmp / "mapcost" / label.split()[0], build)
+            ffi, mod, target, generated = seen[-1]
+            name = ffi if compiles_source(ffi) else ffi + "_without_compile"
+            fn = tvm_ffi.get_global_func(name)
+            args = (fn, mod, target)
+            a = timed(lambda args=args, g=generated: sm.stamped_map(*args, g))
+            b = timed(lambda args=args: sm.directive_map(sm._codegen_with_directives(*args)))
+            out.append(f"| {label} | {a:.1f} | {b:.1f} |")
+    finally:
+        sm.codegen_map = real
+    return out
+
+
 def section(reps: int = 7, gpu: bool = False, only: str | None = None) -> str:
     with tempfile.TemporaryDirectory(prefix="tltrace-bench-smap-") as td:
         tmp = Path(td)
         lines = [HEADING]
         if only in (None, "coverage"):
             lines += section_coverage(tmp, gpu)
+        if not gpu and only in (None, "cost", "mapcost"):
+            lines += section_map_cost(tmp, reps)
         if not gpu and only in (None, "cost"):
             lines += section_cost(tmp, reps)
     return "\n".join(lines) + "\n"
@@ -339,6 +407,8 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--gpu", action="store_true", help="CUDA compiles on a GPU (coverage only)")
-    ap.add_argument("--only", choices=("coverage", "cost"), help="one part")
+    ap.add_argument(
+        "--only", choices=("coverage", "cost", "mapcost"), help="one part (cost includes mapcost)"
+    )
     a = ap.parse_args()
     sys.stdout.write(section(a.reps, a.gpu, a.only))
