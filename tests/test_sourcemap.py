@@ -313,6 +313,9 @@ def test_report_click_python_line_and_back(traced, open_page):
     assert page.eval_on_selector("li.tl-pass.selected", "li => li.dataset.status") == "codegen"
     hits = page.locator("#tl-view .tl-panes > .tl-pane:last-child td.code.tl-sm-hit")
     assert hits.count() >= 1 and " = " in hits.last.text_content()
+    # A line whose Python line is inferred (a declaration given the kernel's def line) says so on hover.
+    assert _codegen(run_dir)[2].inferred
+    wait_js(page, "document.querySelector('#tl-view [title^=\"inferred\"]') !== null")
     store = hits.last.element_handle()
     # Back: a line of generated source picks its Python line.
     page.locator(f'#tl-source tr[data-py="{STORE_LINE - 4}"]').click()  # another line first
