@@ -22,6 +22,7 @@ import contextlib
 import importlib.util
 import io
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -134,7 +135,8 @@ def coverage(run_dir: Path) -> dict:
     """Return {"passes": [(name, lines, mapped)], "codegen": (lines, mapped, exact), "lost": Counter(pass)}.
 
     "codegen": the statement lines of the last generated device source of each kernel
-    (the host source is not counted), those with a Python line, those with an exact one.
+    (the host source is not counted), those with a Python line, those with an exact one;
+    "codegen_body": the same without declaration lines (`float acc_o[128];`: no `=`, no call).
     """
     from tltrace.history import runs as R
     from tltrace.history import sourcemaps as V
@@ -151,7 +153,17 @@ def coverage(run_dir: Path) -> dict:
     roles = {rec.index: rec.role for rec in m.records}
     cg = [r for r in rows if r["status"] == "codegen" and roles.get(r["index"]) in ("device", None)]
     ir = [r for r in rows if r["status"] != "codegen"]
+    body = [0, 0, 0]
+    run = R.load_run(run_dir)
+    for rec in m.records:
+        if rec.status == "codegen" and rec.role in ("device", None) and maps.of(rec.index, "after"):
+            for x in V.annotated(run, rec, "after", maps):
+                if _is_statement(x["text"]) and not _declaration(x["text"]):
+                    body[0] += 1
+                    body[1] += x["src"] is not None
+                    body[2] += x["src"] is not None and not x["src"].get("inferred")
     return {
+        "codegen_body": tuple(body),
         "passes": [(r["name"], r["lines"], r["mapped"]) for r in ir],
         "codegen": (
             sum(r["lines"] for r in cg),
@@ -165,6 +177,22 @@ def coverage(run_dir: Path) -> dict:
     }
 
 
+_DECL = re.compile(
+    r"^(?:extern\s+)?(?:__shared__\s+)?(?:__align__\(\d+\)\s+)?(?!return\b)[\w:<>, ]+?[\s*&]+[A-Za-z_]\w*(?:\[\d*\])*;$"
+)
+
+
+def _is_statement(line: str) -> bool:
+    from tltrace.session.sourcemap import _is_statement as is_stmt
+
+    return is_stmt(line)
+
+
+def _declaration(line: str) -> bool:
+    """A C/CUDA declaration without an initializer: `float acc_o[128];`, `tl::GmmaDescriptor desc_a;`."""
+    return bool(_DECL.match(line.strip()))
+
+
 def _pct(a: int, b: int) -> str:
     return f"{a / b:.0%}" if b else "-"
 
@@ -175,17 +203,19 @@ def coverage_rows(name: str, cov: dict) -> list[str]:
     first, last = ps[0], ps[-1]
     lost = ", ".join(f"{p} ({n})" for p, n in cov["lost"].most_common(4)) or "none"
     n, mapped, exact = cov["codegen"]
+    bn, bm, be = cov["codegen_body"]
     return [
         f"| {name} | {len(ps)} | {_pct(first[2], first[1])} | {_pct(last[2], last[1])} | "
         f"{min(shares):.0%}–{max(shares):.0%} | {_pct(exact, n)} ({exact}/{n}) | "
-        f"{_pct(mapped, n)} ({mapped}/{n}) | {lost} |"
+        f"{_pct(mapped, n)} ({mapped}/{n}) | {_pct(be, bn)} ({be}/{bn}), {_pct(bm, bn)} | {lost} |"
     ]
 
 
 COV_HEAD = [
     "| kernel | IR texts | first pass | last pass | range over passes | generated device source, exact | "
-    "with inferred | passes where a Python line first disappears (lines) |",
-    "|---|---|---|---|---|---|---|---|",
+    "with inferred | without declarations: exact, with inferred | "
+    "passes where a Python line first disappears (lines) |",
+    "|---|---|---|---|---|---|---|---|---|",
 ]
 
 
@@ -208,9 +238,11 @@ def changes(name: str, cov: dict) -> list[str]:
 def _progress(name: str, cov: dict) -> None:
     """One line a kernel on stderr: its generated device source's coverage (stdout is the table)."""
     n, mapped, exact = cov["codegen"]
+    bn, bm, be = cov["codegen_body"]
     sys.stderr.write(
         f"{name}: device source {exact}/{n} statement lines exact ({_pct(exact, n)}), "
-        f"{mapped}/{n} with inferred ({_pct(mapped, n)})\n"
+        f"{mapped}/{n} with inferred ({_pct(mapped, n)}); without declarations {be}/{bn} exact "
+        f"({_pct(be, bn)}), {bm}/{bn} with inferred ({_pct(bm, bn)})\n"
     )
 
 
@@ -222,7 +254,8 @@ def section_coverage(tmp: Path, gpu: bool) -> list[str]:
         "Coverage: share of statement lines (IR: statements TVM prints; C/CUDA: indented lines of the",
         "device source that are not braces, comments or preprocessor lines) that carry a Python line:",
         "exact (TileLang's span of the statement or of the buffer it declares), and with the lines",
-        "inferred from an enclosing statement (docs/sourcemap.md).",
+        "inferred from an enclosing statement (docs/sourcemap.md); and the same without declaration",
+        "lines (`float acc_o[128];`: no initializer).",
         "",
     ]
     lines += COV_HEAD
