@@ -1,9 +1,12 @@
 """Source maps: coverage (share of statement lines with a Python line) and what mapping costs.
 
-* Coverage per pass and for the generated source, on the CPU examples (target c) and on
-  upstream's GEMM and FlashAttention lowered for sm_90a on the CPU (CUDA codegen, no
-  nvcc: `tilelang.lower(..., enable_device_compile=False)`), with the passes where a
-  Python line first disappears (TileLang dropping a span).
+* Coverage per pass and for the generated device source, on the CPU examples (target c)
+  and on upstream's GEMM, FlashAttention fwd and MLA decode lowered for sm_90a on the CPU
+  (CUDA codegen, no nvcc: `tilelang.lower(..., enable_device_compile=False)`), with the
+  passes where a Python line first disappears (TileLang dropping a span). The generated
+  source counts as issue 22 does: the statement lines of the device source (indented,
+  not braces, comments or preprocessor lines; the host source is left out), exact
+  (TileLang's span) and with inferred lines (an enclosing statement's).
 * Cost: `tilelang.compile` of the CPU examples, untraced and traced (records only and
   html) with TLTRACE_SOURCE_MAP=0 and =1, interleaved rep by rep in one process;
   and the bytes `sourcemap.jsonl` adds to the records.
@@ -19,6 +22,7 @@ import contextlib
 import importlib.util
 import io
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -57,7 +61,8 @@ def cpu_kernels():
 
 
 def upstream_funcs():
-    """(name, prim_func, pass configs) of upstream's GEMM (sm_90 heuristic config) and FlashAttention fwd."""
+    """(name, prim_func, pass configs) of upstream's GEMM (sm_90 heuristic config), FlashAttention fwd
+    and MLA decode (its `main` sizes; einops, which only its reference uses, stubbed when missing)."""
     out = []
     g = UPSTREAM / "examples/gemm/example_gemm_autotune.py"
     if g.is_file():
@@ -75,6 +80,19 @@ def upstream_funcs():
             8, 32, 4096, 128, False, block_M=128, block_N=128, num_stages=1, threads=128
         )
         out.append(("flash attention (upstream)", func, {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}))
+    d = UPSTREAM / "examples/deepseek_mla/example_mla_decode.py"
+    if d.is_file():
+        import types
+
+        import tilelang
+
+        if importlib.util.find_spec("einops") is None:
+            sys.modules.setdefault("einops", types.ModuleType("einops"))
+            sys.modules["einops"].rearrange = sys.modules["einops"].einsum = None  # type: ignore[attr-defined]
+        m = _load(d, "_up_mla")
+        jit = m.flashattn if hasattr(m.flashattn, "get_tir") else m.flashattn.jit_impl
+        func = jit.get_tir(1, 128, 1, 8192, 512, 64, 64, 64, 1, (512 + 64) ** -0.5)
+        out.append(("mla decode (upstream)", func, {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}))
     return out
 
 
@@ -114,7 +132,12 @@ def _traced(sub: Path, build) -> Path:
 
 
 def coverage(run_dir: Path) -> dict:
-    """Return {"passes": [(name, lines, mapped)], "codegen": (lines, mapped), "lost": Counter(pass)}."""
+    """Return {"passes": [(name, lines, mapped)], "codegen": (lines, mapped, exact), "lost": Counter(pass)}.
+
+    "codegen": the statement lines of the last generated device source of each kernel
+    (the host source is not counted), those with a Python line, those with an exact one;
+    "codegen_body": the same without declaration lines (`float acc_o[128];`: no `=`, no call).
+    """
     from tltrace.history import runs as R
     from tltrace.history import sourcemaps as V
     from tltrace.session import sourcemap_store as sm
@@ -127,16 +150,47 @@ def coverage(run_dir: Path) -> dict:
         for x in r.get("lost") or ():
             if not V._library(x["file"]):
                 lost[r["name"]] += 1
-    cg = [r for r in rows if r["status"] == "codegen"]
+    roles = {rec.index: rec.role for rec in m.records}
+    cg = [r for r in rows if r["status"] == "codegen" and roles.get(r["index"]) in ("device", None)]
     ir = [r for r in rows if r["status"] != "codegen"]
+    body = [0, 0, 0]
+    run = R.load_run(run_dir)
+    for rec in m.records:
+        if rec.status == "codegen" and rec.role in ("device", None) and maps.of(rec.index, "after"):
+            for x in V.annotated(run, rec, "after", maps):
+                if _is_statement(x["text"]) and not _declaration(x["text"]):
+                    body[0] += 1
+                    body[1] += x["src"] is not None
+                    body[2] += x["src"] is not None and not x["src"].get("inferred")
     return {
+        "codegen_body": tuple(body),
         "passes": [(r["name"], r["lines"], r["mapped"]) for r in ir],
-        "codegen": (sum(r["lines"] for r in cg), sum(r["mapped"] for r in cg)),
+        "codegen": (
+            sum(r["lines"] for r in cg),
+            sum(r["mapped"] for r in cg),
+            sum(r["exact"] for r in cg),
+        ),
         "lost": lost,
         "smap_bytes": (run_dir / sm.SOURCEMAP_LOG).stat().st_size
         if (run_dir / sm.SOURCEMAP_LOG).exists()
         else 0,
     }
+
+
+_DECL = re.compile(
+    r"^(?:extern\s+)?(?:__shared__\s+)?(?:__align__\(\d+\)\s+)?(?!return\b)[\w:<>, ]+?[\s*&]+[A-Za-z_]\w*(?:\[\d*\])*;$"
+)
+
+
+def _is_statement(line: str) -> bool:
+    from tltrace.session.sourcemap import _is_statement as is_stmt
+
+    return is_stmt(line)
+
+
+def _declaration(line: str) -> bool:
+    """A C/CUDA declaration without an initializer: `float acc_o[128];`, `tl::GmmaDescriptor desc_a;`."""
+    return bool(_DECL.match(line.strip()))
 
 
 def _pct(a: int, b: int) -> str:
@@ -148,17 +202,20 @@ def coverage_rows(name: str, cov: dict) -> list[str]:
     shares = [m / n for _, n, m in ps if n]
     first, last = ps[0], ps[-1]
     lost = ", ".join(f"{p} ({n})" for p, n in cov["lost"].most_common(4)) or "none"
+    n, mapped, exact = cov["codegen"]
+    bn, bm, be = cov["codegen_body"]
     return [
         f"| {name} | {len(ps)} | {_pct(first[2], first[1])} | {_pct(last[2], last[1])} | "
-        f"{min(shares):.0%}–{max(shares):.0%} | {_pct(cov['codegen'][1], cov['codegen'][0])} "
-        f"({cov['codegen'][1]}/{cov['codegen'][0]}) | {lost} |"
+        f"{min(shares):.0%}–{max(shares):.0%} | {_pct(exact, n)} ({exact}/{n}) | "
+        f"{_pct(mapped, n)} ({mapped}/{n}) | {_pct(be, bn)} ({be}/{bn}), {_pct(bm, bn)} | {lost} |"
     ]
 
 
 COV_HEAD = [
-    "| kernel | IR texts | first pass | last pass | range over passes | generated source | "
+    "| kernel | IR texts | first pass | last pass | range over passes | generated device source, exact | "
+    "with inferred | without declarations: exact, with inferred | "
     "passes where a Python line first disappears (lines) |",
-    "|---|---|---|---|---|---|---|",
+    "|---|---|---|---|---|---|---|---|---|",
 ]
 
 
@@ -178,13 +235,27 @@ def changes(name: str, cov: dict) -> list[str]:
     return out + ["", "</details>", ""]
 
 
+def _progress(name: str, cov: dict) -> None:
+    """One line a kernel on stderr: its generated device source's coverage (stdout is the table)."""
+    n, mapped, exact = cov["codegen"]
+    bn, bm, be = cov["codegen_body"]
+    sys.stderr.write(
+        f"{name}: device source {exact}/{n} statement lines exact ({_pct(exact, n)}), "
+        f"{mapped}/{n} with inferred ({_pct(mapped, n)}); without declarations {be}/{bn} exact "
+        f"({_pct(be, bn)}), {bm}/{bn} with inferred ({_pct(bm, bn)})\n"
+    )
+
+
 def section_coverage(tmp: Path, gpu: bool) -> list[str]:
     import tilelang
 
     lines = [
         "",
-        "Coverage: share of statement lines (IR: statements TVM prints; C/CUDA: indented lines that",
-        "are not braces, comments or preprocessor lines) that carry a Python line.",
+        "Coverage: share of statement lines (IR: statements TVM prints; C/CUDA: indented lines of the",
+        "device source that are not braces, comments or preprocessor lines) that carry a Python line:",
+        "exact (TileLang's span of the statement or of the buffer it declares), and with the lines",
+        "inferred from an enclosing statement (docs/sourcemap.md); and the same without declaration",
+        "lines (`float acc_o[128];`: no initializer).",
         "",
     ]
     lines += COV_HEAD
@@ -195,6 +266,7 @@ def section_coverage(tmp: Path, gpu: bool) -> list[str]:
     for name, make in cpu_kernels().items():
         run = _traced(tmp / "cov" / name, lambda make=make: tilelang.compile(make(), **kw))
         cov = coverage(run)
+        _progress(f"{name} ({kw['target']})", cov)
         lines += coverage_rows(f"{name} ({kw['target']})", cov)
         details += changes(f"{name} ({kw['target']})", cov)
     for name, func, configs in upstream_funcs():
@@ -214,6 +286,7 @@ def section_coverage(tmp: Path, gpu: bool) -> list[str]:
             label = f"{name} (sm_90a lowered on the CPU)"
         run = _traced(tmp / "cov" / name.split()[0], build)
         cov = coverage(run)
+        _progress(label, cov)
         lines += coverage_rows(label, cov)
         details += changes(label, cov)
     return lines + [""] + details
@@ -284,12 +357,80 @@ def section_cost(tmp: Path, reps: int) -> list[str]:
     return out
 
 
+def section_map_cost(tmp: Path, reps: int) -> list[str]:
+    """The generated source's map alone, per codegen: the stamped copy against TileLang's plain directives.
+
+    Times session/sourcemap.py's two ways on the module each traced codegen hands it
+    (wrapping our own `codegen_map`, nothing of TileLang's), median of `reps` calls each.
+    """
+    import tilelang
+    import tvm_ffi
+    from _common import compile_kwargs
+
+    from tltrace.session import sourcemap as sm
+    from tltrace.session.codegen import compiles_source
+
+    seen: list[tuple] = []
+    real = sm.codegen_map
+
+    def spy(ffi, mod, target, generated):
+        seen.append((ffi, mod, target, generated))
+        return real(ffi, mod, target, generated)
+
+    def timed(f) -> float:
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            f()
+            ts.append(time.perf_counter() - t0)
+        return statistics.median(ts) * 1e3
+
+    kw = compile_kwargs()
+    builds = [
+        (f"{n} (c)", lambda make=make: tilelang.compile(make(), **kw)) for n, make in cpu_kernels().items()
+    ]
+    for name, func, configs in upstream_funcs():
+
+        def build(func=func, configs=configs):
+            tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+            with tilelang.transform.PassContext(opt_level=3, config=configs), tgt:
+                return tilelang.lower(func, target=tgt, enable_device_compile=False)
+
+        builds.append((f"{name} (sm_90a)", build))
+    out = [
+        "",
+        f"The generated source's map, per codegen (milliseconds, median of {reps} calls on the module of a",
+        "traced compile): the stamped copy (JSON round trip, stamping, codegen with directives) against",
+        "the plain directive run it replaces.",
+        "",
+        "| kernel | stamped copy | plain directives |",
+        "|---|---|---|",
+    ]
+    sm.codegen_map = spy
+    try:
+        for label, build in builds:
+            seen.clear()
+            _traced(tmp / "mapcost" / label.split()[0], build)
+            ffi, mod, target, generated = seen[-1]
+            name = ffi if compiles_source(ffi) else ffi + "_without_compile"
+            fn = tvm_ffi.get_global_func(name)
+            args = (fn, mod, target)
+            a = timed(lambda args=args, g=generated: sm.stamped_map(*args, g))
+            b = timed(lambda args=args: sm.directive_map(sm._codegen_with_directives(*args)))
+            out.append(f"| {label} | {a:.1f} | {b:.1f} |")
+    finally:
+        sm.codegen_map = real
+    return out
+
+
 def section(reps: int = 7, gpu: bool = False, only: str | None = None) -> str:
     with tempfile.TemporaryDirectory(prefix="tltrace-bench-smap-") as td:
         tmp = Path(td)
         lines = [HEADING]
         if only in (None, "coverage"):
             lines += section_coverage(tmp, gpu)
+        if not gpu and only in (None, "cost", "mapcost"):
+            lines += section_map_cost(tmp, reps)
         if not gpu and only in (None, "cost"):
             lines += section_cost(tmp, reps)
     return "\n".join(lines) + "\n"
@@ -299,6 +440,8 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--gpu", action="store_true", help="CUDA compiles on a GPU (coverage only)")
-    ap.add_argument("--only", choices=("coverage", "cost"), help="one part")
+    ap.add_argument(
+        "--only", choices=("coverage", "cost", "mapcost"), help="one part (cost includes mapcost)"
+    )
     a = ap.parse_args()
     sys.stdout.write(section(a.reps, a.gpu, a.only))

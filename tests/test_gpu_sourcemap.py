@@ -70,13 +70,20 @@ def _check(run_dir: Path, py_file: Path, store_line: int, out_name: str) -> None
         x for x in device if " = " in x["text"] and re.search(rf"\b{out_name}\b", x["text"].split(" = ")[0])
     ]
     stores += [x for x in device if "tma_store(" in x["text"] or f"{out_name}[" in x["text"]]
-    assert any(x["src"] == {"file": str(py_file), "line": store_line} for x in stores), stores
+    assert any(
+        x["src"]
+        and (x["src"]["file"], x["src"]["line"]) == (str(py_file), store_line)
+        and not x["src"].get("inferred")
+        for x in stores
+    ), stores
     stmts = [x for x in device if sm._is_statement(x["text"])]
     mapped = [x for x in stmts if x["src"]]
+    exact = [x for x in mapped if not x["src"].get("inferred")]
     ir = [p for p in data["passes"] if p["status"] != "codegen"]
     lost = sorted({p["name"] for p in ir for x in p.get("lost") or () if x["file"] == str(py_file)})
     print(
-        f"\n{py_file.name}: generated device source {len(mapped)}/{len(stmts)} statement lines mapped "
+        f"\n{py_file.name}: generated device source {len(exact)}/{len(stmts)} statement lines exact "
+        f"({len(exact) / max(1, len(stmts)):.0%}), {len(mapped)}/{len(stmts)} with inferred "
         f"({len(mapped) / max(1, len(stmts)):.0%}); IR first pass {ir[0]['mapped']}/{ir[0]['lines']}, "
         f"last pass {ir[-1]['mapped']}/{ir[-1]['lines']}; passes dropping a line of the kernel: {', '.join(lost)}"
     )

@@ -257,6 +257,11 @@ def test_directive_map():
 def test_line_map_json_round_trip_and_damaged_log(tmp_path):
     lmap = sm.LineMap(("a.py", "b.py"), (None, 0, (0, 3), (1, 9)))
     assert sm.LineMap.from_json(json.loads(json.dumps(lmap.to_json()))) == lmap
+    inf = sm.LineMap(("a.py",), (None, (0, 3), (0, 3)), frozenset({2}))
+    assert sm.LineMap.from_json(json.loads(json.dumps(inf.to_json()))) == inf
+    assert (inf.coverage(), inf.exact()) == ((2, 2), 1)
+    with pytest.raises(TypeError):
+        sm.LineMap.from_json({"files": ["a.py"], "lines": [None], "inferred": [5]})
     log = sms.MapLog(tmp_path)
     log.record(4, lmap, None)
     log.close()
@@ -278,6 +283,10 @@ def test_carry_keeps_equal_lines():
     lmap = sm.LineMap(("k.py",), ((0, 1), (0, 2), None))
     moved = sm.carry(lmap, "  a;\n  b;\n}", "  a;\n  x;\n  b;\n}")
     assert moved.lines == ((0, 1), 0, (0, 2), None)
+    inf = sm.carry(
+        sm.LineMap(("k.py",), ((0, 1), (0, 2), None), frozenset({1})), "  a;\n  b;\n}", "  x;\n  a;\n  b;\n}"
+    )
+    assert inf.lines == (0, (0, 1), (0, 2), None) and inf.inferred == frozenset({2})
 
 
 @pytest.mark.browser
@@ -304,6 +313,9 @@ def test_report_click_python_line_and_back(traced, open_page):
     assert page.eval_on_selector("li.tl-pass.selected", "li => li.dataset.status") == "codegen"
     hits = page.locator("#tl-view .tl-panes > .tl-pane:last-child td.code.tl-sm-hit")
     assert hits.count() >= 1 and " = " in hits.last.text_content()
+    # A line whose Python line is inferred (a declaration given the kernel's def line) says so on hover.
+    assert _codegen(run_dir)[2].inferred
+    wait_js(page, "document.querySelector('#tl-view [title^=\"inferred\"]') !== null")
     store = hits.last.element_handle()
     # Back: a line of generated source picks its Python line.
     page.locator(f'#tl-source tr[data-py="{STORE_LINE - 4}"]').click()  # another line first
@@ -392,3 +404,78 @@ def test_report_links_a_failure_to_its_python_line(failed, open_page):
     page = open_page(run_dir / "report.html", f"#{rec['index']}", viewport={"width": 1600, "height": 1000})
     page.locator(".tl-error .tl-sm-errloc").click()
     assert page.locator("#tl-source tr.sel").get_attribute("data-py") == str(FRAGMENT_LINE)
+
+
+HOPPER = """
+import tilelang.language as T
+
+
+def make(M=256, N=256, K=256, bM=128, bN=128, bK=64):
+    @T.prim_func
+    def hgemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            C_l = T.alloc_fragment((bM, bN), "float32")  # C_L
+            C_s = T.alloc_shared((bM, bN), "float16")
+            T.clear(C_l)  # CLEAR
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
+                T.copy(A[by * bM, k * bK], A_s)
+                T.copy(B[k * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C_s)
+            T.copy(C_s, C[by * bM, bx * bN])  # STORE
+
+    return hgemm
+"""
+
+
+def test_sm90a_cuda_codegen_mapped_per_statement(tmp_path):
+    """CUDA codegen for sm_90a, lowered on the CPU (no nvcc): the map comes from the stamped copy
+    (each statement its own directive), the TMA store maps exactly to the store's Python line,
+    and lines without a span of their own are marked inferred or carry none."""
+    import tilelang
+
+    import tltrace
+    from tltrace.history import runs as R
+    from tltrace.history import sourcemaps as V
+
+    script = tmp_path / "hgemm_sm90.py"
+    make = _load(script, HOPPER).make
+    line_of = {
+        tag: i
+        for i, ln in enumerate(HOPPER.split("\n"), 1)
+        for tag in ("# STORE", "# C_L", "# CLEAR")
+        if tag in ln
+    }
+    tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+    tltrace.enable(mode="terminal", trace_dir=tmp_path / "trace", quiet=True)
+    try:
+        with tgt:
+            lowered = tilelang.lower(make(), target=tgt, enable_device_compile=False)
+    finally:
+        tltrace.disable()
+    (run_dir,) = sorted((tmp_path / "trace").glob("*/.run_records/run_*"))
+    data = V.summary(R.load_run(run_dir))
+    device = data["codegen"]["device"]
+    assert "\n".join(x["text"] for x in device).rstrip("\n") == lowered.kernel_source.rstrip("\n")
+    src = {x["text"].strip(): x["src"] for x in device}
+    stores = [x for x in device if "tma_store(" in x["text"]]
+    assert stores and all(x["src"] == {"file": str(script), "line": line_of["# STORE"]} for x in stores), (
+        stores
+    )
+    assert any(x["src"] and x["src"].get("inferred") for x in device)  # only the stamped copy infers
+    # A fragment's declaration carries the buffer's span, or the function's line marked inferred.
+    decl = src["float C_l[128];"]
+    assert decl is not None and (decl["line"] == line_of["# C_L"] or decl.get("inferred")), decl
+    # The producer's TMA loads: ProducerConsumerWarpSpecialized drops their spans; never claimed exact.
+    loads = [x["src"] for x in device if "tma_load(" in x["text"]]
+    assert loads and all(s is None or s.get("inferred") for s in loads), loads
+    stmts = [x for x in device if sm._is_statement(x["text"])]
+    exact = [x for x in stmts if x["src"] and not x["src"].get("inferred")]
+    (row,) = [p for p in data["passes"] if p["status"] == "codegen"]
+    assert (row["lines"], row["exact"]) == (len(stmts), len(exact))
+    assert row["mapped"] >= row["exact"] and len(exact) / len(stmts) >= 0.3, (len(exact), len(stmts))
+    # The clear's vector store and its broadcast temporary: one statement, both exact.
+    clear = [x["src"] for x in device if "broadcast_var" in x["text"]]
+    assert clear and all(s == {"file": str(script), "line": line_of["# CLEAR"]} for s in clear), clear

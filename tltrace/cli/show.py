@@ -105,7 +105,8 @@ def show_cmd(
     source_map: bool = typer.Option(
         False,
         "--source-map",
-        help="The generated source (with --pass: that pass's IR) with the Python line of each line.",
+        help="The generated source (with --pass: that pass's IR) with the Python line of each line "
+        "(N~: inferred from an enclosing statement).",
     ),
 ) -> None:
     """List invocations and their compiles, or one compile's passes, or one pass's diff."""

@@ -63,8 +63,11 @@ def _print_lines(title: str, lines: list[dict[str, Any]], kernel: str | None) ->
 
     con = console()
     stmts = sum(1 for x in lines if x["src"] is not None)
+    inferred = sum(1 for x in lines if x["src"] is not None and x["src"].get("inferred"))
     head = Text(title, style="bold")
     head.append(f"  {stmts} of {len(lines)} lines carry a Python line", style="dim")
+    if inferred:
+        head.append(f" ({inferred} inferred from an enclosing statement, marked ~)", style="dim")
     con.print(head, soft_wrap=True)
     labels = [short(x["src"], kernel) for x in lines]
     width = max([len(s) for s in labels] + [2])

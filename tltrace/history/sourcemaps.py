@@ -42,7 +42,10 @@ def side_of(rec: PassRecord) -> str:
 
 
 def annotated(run: R.Run, rec: PassRecord, side: str, maps: sms.RunMaps) -> list[dict[str, Any]]:
-    """Return [{line, text, src}] for one side of a record: src is {file, line} or None."""
+    """Return [{line, text, src}] for one side of a record: src is {file, line} or None.
+
+    src has `"inferred": true` when the line's Python line is inferred (session/sourcemap.py).
+    """
     text = R.read_text(run, rec, side)
     lmap = maps.of(rec.index, side)
     lines = text.split("\n")
@@ -51,14 +54,18 @@ def annotated(run: R.Run, rec: PassRecord, side: str, maps: sms.RunMaps) -> list
     out = []
     for i, t in enumerate(lines):
         s = lmap.src(i) if lmap is not None else None
-        out.append({"line": i + 1, "text": t, "src": {"file": s[0], "line": s[1]} if s else None})
+        src: dict[str, Any] | None = {"file": s[0], "line": s[1]} if s else None
+        if src is not None and lmap is not None and i in lmap.inferred:
+            src["inferred"] = True
+        out.append({"line": i + 1, "text": t, "src": src})
     return out
 
 
 def passes(manifest: RunManifest, maps: sms.RunMaps) -> list[dict[str, Any]]:
-    """Return [{index, name, phase, status, side, lines, mapped, lost}] for the records with a map.
+    """Return [{index, name, phase, status, side, lines, mapped, exact, lost}] for the records with a map.
 
-    lines: statement lines of the text; mapped: those with a Python line; lost: the
+    lines: statement lines of the text; mapped: those with a Python line; exact: those
+    whose Python line is not inferred (session/sourcemap.py); lost: the
     Python lines the pass's input had and its output has not.
     """
     out = []
@@ -76,6 +83,7 @@ def passes(manifest: RunManifest, maps: sms.RunMaps) -> list[dict[str, Any]]:
             "side": side,
             "lines": stmts,
             "mapped": mapped,
+            "exact": lmap.exact(),
         }
         before = maps.of(rec.index, "before")
         if side == "after" and before is not None and rec.status != "codegen":
@@ -124,9 +132,11 @@ def summary(run: R.Run) -> dict[str, Any]:
 
 
 def short(src: dict[str, Any] | None, kernel: str | None) -> str:
-    """Return a gutter label: the line number alone in the kernel's file, else `file.py:N`."""
+    """Return a gutter label: the line number alone in the kernel's file, else `file.py:N`;
+    `~` after an inferred one."""
     if src is None:
         return ""
+    mark = "~" if src.get("inferred") else ""
     if src["file"] == kernel:
-        return str(src["line"])
-    return f"{os.path.basename(src['file'])}:{src['line']}"
+        return f"{src['line']}{mark}"
+    return f"{os.path.basename(src['file'])}:{src['line']}{mark}"

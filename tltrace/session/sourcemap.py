@@ -42,10 +42,15 @@ def enabled(environ: dict[str, str] | None = None) -> bool:
 
 @dataclass(frozen=True)
 class LineMap:
-    """Per line of one text: None, 0 or (index into `files`, line)."""
+    """Per line of one text: None, 0 or (index into `files`, line).
+
+    `inferred`: the (0-based) lines whose Python line is inferred, not TileLang's own span
+    (a statement a pass rebuilt without one, given its enclosing statement's line).
+    """
 
     files: tuple[str, ...]
     lines: tuple[Loc, ...]
+    inferred: frozenset[int] = frozenset()
 
     def src(self, i: int) -> tuple[str, int] | None:
         """Return (file, line) behind line `i` (0-based) of the text, or None."""
@@ -66,15 +71,22 @@ class LineMap:
                     mapped += 1
         return stmts, mapped
 
+    def exact(self) -> int:
+        """Return how many statement lines carry a Python line that is not inferred."""
+        return sum(1 for i, v in enumerate(self.lines) if isinstance(v, tuple) and i not in self.inferred)
+
     def python_lines(self) -> set[tuple[str, int]]:
         """Return every (file, line) some line of the text comes from."""
         return {(self.files[v[0]], v[1]) for v in self.lines if isinstance(v, tuple)}
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "files": list(self.files),
             "lines": [list(v) if isinstance(v, tuple) else v for v in self.lines],
         }
+        if self.inferred:
+            out["inferred"] = sorted(self.inferred)
+        return out
 
     @classmethod
     def from_json(cls, data: Any) -> LineMap:
@@ -97,7 +109,12 @@ class LineMap:
                 out.append((v[0], v[1]))
             else:
                 raise TypeError(f"bad line map entry {v!r}")
-        return cls(tuple(str(f) for f in files), tuple(out))
+        inferred = data.get("inferred") or []
+        if not isinstance(inferred, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(out) for i in inferred
+        ):
+            raise TypeError("a line map's 'inferred' is a list of line indices")
+        return cls(tuple(str(f) for f in files), tuple(out), frozenset(inferred))
 
     def digest(self) -> str:
         from .store import text_hash
@@ -306,18 +323,35 @@ def codegen_map(ffi: str, mod: Any, target: Any, generated: str) -> LineMap | No
 
     Runs the source-only codegen again under a PassContext with `#line` directives on and
     no instruments; the result is used only when it is `generated` once the directives go.
+    First on a copy of `mod` whose every statement carries a span of its own (`stamped_map`),
+    which says exactly which statement each line comes from; else on `mod` itself, whose
+    directives name only the statements that kept a span (`directive_map`).
     """
     if not generated:
         return None
     import tvm_ffi  # type: ignore[import-not-found]
-    from tilelang import tvm  # type: ignore[import-not-found]
 
-    from .codegen import compiles_source, module_source
+    from .codegen import compiles_source
 
     name = ffi if compiles_source(ffi) else ffi + "_without_compile"
     fn = tvm_ffi.get_global_func(name, allow_missing=True)
     if fn is None:
         return None
+    try:
+        lmap = stamped_map(fn, mod, target, generated)
+    except Exception:
+        lmap = None
+    if lmap is not None:
+        return lmap
+    plain, lmap = directive_map(_codegen_with_directives(fn, mod, target))
+    return lmap if plain == generated else None
+
+
+def _codegen_with_directives(fn: Any, mod: Any, target: Any) -> str:
+    from tilelang import tvm  # type: ignore[import-not-found]
+
+    from .codegen import module_source
+
     cur = tvm.transform.PassContext.current()
     config = dict(cur.config)
     config[LINE_DIRECTIVES] = True
@@ -328,8 +362,145 @@ def codegen_map(ffi: str, mod: Any, target: Any, generated: str) -> LineMap | No
         config=config,
     ):
         result = fn(mod, target)
-    plain, lmap = directive_map(module_source(result))
-    return lmap if plain == generated else None
+    return module_source(result)
+
+
+_Where = tuple[str, int] | None
+_SCOPES = ("SeqStmt", "AttrStmt", "AllocBuffer", "DeclBuffer", "Bind", "LetStmt", "Allocate")
+# The file name of the spans stamped on the copy: one line number per statement.
+_STAMP = f"<{_TAG}stmt>"
+_STAMP_DIRECTIVE = f'"{_STAMP}"'
+
+
+def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None:
+    """Stamp every statement of `copy` (in place) with a span of its own, `_STAMP`:N for the
+    N-th; return, per N-1, (its Python line, inferred) or (None, False).
+
+    A statement's own span is exact; a buffer's declaration (AllocBuffer, DeclBuffer, and the
+    Bind of its data pointer) carries the buffer's span, exact too. A statement with neither
+    takes its nearest enclosing statement's line, marked inferred (none at the top level: a
+    function's own line would say nothing), and a declaration at the top of a function
+    (outside any loop or branch) whose buffer lost its span takes the function's line (the
+    `def`), marked inferred.
+    """
+    import tvm_ffi  # type: ignore[import-not-found]
+    from tilelang import tvm  # type: ignore[import-not-found]
+
+    get_span = tvm_ffi.get_global_func("tl.ir.GetStmtSpan", allow_missing=True)
+    func_span = tvm_ffi.get_global_func("tl.ir.GetPrimFuncSpan", allow_missing=True)
+    set_span = tvm_ffi.get_global_func("tl.ir.SetStmtSpan", allow_missing=True)
+    buf_span = tvm_ffi.get_global_func("tl.ir.GetBufferSpan", allow_missing=True)
+    if get_span is None or set_span is None:
+        return None
+    stmt_type, func_type = tvm.tirx.Stmt, tvm.tirx.PrimFunc
+    span_cls, name_cls = tvm.ir.Span, tvm.ir.SourceName
+    stamp_name = name_cls(_STAMP)
+
+    def loc(span: Any) -> tuple[str, int] | None:
+        if span is None or span.source_name is None or int(span.line) <= 0:
+            return None
+        return str(span.source_name.name), int(span.line)
+
+    def of_buffer(buf: Any) -> tuple[str, int] | None:
+        return loc(buf_span(buf)) if buf_span is not None and buf is not None else None
+
+    funcs = [f for _, f in copy.functions.items() if isinstance(f, func_type)]
+    data_vars: dict[Any, tuple[str, int]] = {}  # a buffer's data pointer -> the buffer's line
+    origins: list[tuple[tuple[str, int] | None, bool]] = []
+    seen: set[Any] = set()
+    stack: list[tuple[Any, _Where, _Where]] = [
+        (f.body, None, loc(func_span(f)) if func_span is not None else None) for f in funcs
+    ]
+    order: list[tuple[Any, _Where, _Where]] = []
+    while stack:
+        s, outer, fn_loc = stack.pop()
+        own = loc(get_span(s))
+        kind = type(s).__name__
+        if own is None and kind in ("AllocBuffer", "DeclBuffer"):
+            own = of_buffer(getattr(s, "buffer", None))
+            if own is not None:
+                data_vars[s.buffer.data] = own
+        order.append((s, own if own is not None else outer, fn_loc))
+        # The function's line reaches only the declarations at its top (not inside a loop or branch).
+        inner = fn_loc if kind in _SCOPES else None
+        stack.extend(
+            (c, own if own is not None else outer, inner) for c in reversed(_stmt_kids(s, stmt_type))
+        )
+    for s, outer, fn_loc in order:
+        if s in seen:
+            continue
+        seen.add(s)
+        own = loc(get_span(s))
+        kind = type(s).__name__
+        inferred = False
+        if own is None and kind in ("AllocBuffer", "DeclBuffer"):
+            own = of_buffer(getattr(s, "buffer", None))
+        if own is None and kind == "Bind":
+            own = data_vars.get(s.var)
+        if own is None and outer is None and kind in ("AllocBuffer", "DeclBuffer", "Bind"):
+            outer = fn_loc
+        if own is None and outer is not None:
+            own, inferred = outer, True
+        origins.append((own, inferred))
+        n = len(origins)
+        set_span(s, span_cls(stamp_name, n, n, 1, 1))
+
+    # Any statement the walk above does not reach still gets a span of its own, with no line.
+    def visit(node: Any) -> None:
+        if isinstance(node, stmt_type) and node not in seen:
+            seen.add(node)
+            origins.append((None, False))
+            n = len(origins)
+            set_span(node, span_cls(stamp_name, n, n, 1, 1))
+
+    for f in funcs:
+        tvm.tirx.stmt_functor.post_order_visit(f.body, visit)
+    return origins
+
+
+def stamped_map(fn: Any, mod: Any, target: Any, generated: str) -> LineMap | None:
+    """The map of `generated` from a codegen run on a stamped copy of `mod`, or None.
+
+    The copy (a JSON round trip, so the compile's own IR is never touched) gives every
+    statement a span, so every statement's lines follow a directive naming it: the lines
+    between two directives are one statement's, including the temporaries a vector
+    expression expands into. Kept only when the output without directives is `generated`.
+    """
+    from tilelang import tvm  # type: ignore[import-not-found]
+
+    copy = tvm.ir.load_json(tvm.ir.save_json(mod))
+    origins = _stmt_origins(copy)
+    if origins is None:
+        return None
+    text = _codegen_with_directives(fn, copy, target)
+    files = _Files()
+    out: list[str] = []
+    lines: list[Loc] = []
+    inferred: set[int] = set()
+    cur: tuple[tuple[str, int] | None, bool] | None = None
+    for ln in text.split("\n"):
+        if ln.startswith("#line "):
+            m = _DIRECTIVE.match(ln)
+            if m:
+                if ln.endswith(_STAMP_DIRECTIVE):
+                    k = int(m.group(1)) - 1
+                    cur = origins[k] if 0 <= k < len(origins) else (None, False)
+                else:  # a function's own span (its entry)
+                    name = m.group(2).replace('\\"', '"').replace("\\\\", "\\")
+                    cur = ((name, int(m.group(1))), False)
+                continue
+        out.append(ln)
+        if not _is_statement(ln):
+            lines.append(None)
+        elif cur is None or cur[0] is None:
+            lines.append(0)
+        else:
+            if cur[1]:
+                inferred.add(len(lines))
+            lines.append((files.ix(cur[0][0]), cur[0][1]))
+    if "\n".join(out) != generated:
+        return None
+    return LineMap(tuple(files.names), tuple(lines), frozenset(inferred))
 
 
 def carry(lmap: LineMap, old: str, new: str) -> LineMap:
@@ -338,13 +509,21 @@ def carry(lmap: LineMap, old: str, new: str) -> LineMap:
 
     a, b = old.split("\n"), new.split("\n")
     out: list[Loc] = [None] * len(b)
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    for tag, i1, i2, j1, j2 in ops:
         if tag == "equal":
             out[j1:j2] = lmap.lines[i1:i2]
         else:
             for j in range(j1, j2):
                 out[j] = 0 if _is_statement(b[j]) else None
-    return LineMap(lmap.files, tuple(out))
+    inferred = frozenset(
+        j1 + k
+        for tag, i1, i2, j1, j2 in ops
+        if tag == "equal"
+        for k in range(i2 - i1)
+        if i1 + k in lmap.inferred
+    )
+    return LineMap(lmap.files, tuple(out), inferred)
 
 
 # -- errors --------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@
       try { d = JSON.parse(raw); } catch (e) { continue; }
       if (!d || typeof d !== "object") continue;
       if (d.t === "smap" && typeof d.h === "string" && Array.isArray(d.files) && Array.isArray(d.lines)) {
-        M.maps.set(d.h, { files: d.files.map(String), lines: d.lines });
+        M.maps.set(d.h, { files: d.files.map(String), lines: d.lines, inferred: new Set(Array.isArray(d.inferred) ? d.inferred : []) });
       } else if (d.t === "src" && typeof d.path === "string" && typeof d.s === "string") {
         M.srcs.set(d.path, d.s);
       } else if (d.t === "srec" && typeof d.i === "number") {
@@ -340,7 +340,8 @@
       if (!x[3] || x[3].hasAttribute("data-py")) return;
       var s = srcAt(x[1], x[2]);
       x[3].setAttribute("data-py", s ? base(s[0]) + ":" + s[1] : "");
-      if (s) { x[3].title = "from " + s[0] + ":" + s[1] + " (click to show it)"; x[3].classList.add("tl-sm-has"); }
+      var inf = s && x[1] && x[1].inferred && x[1].inferred.has(x[2]);
+      if (s) { x[3].title = (inf ? "inferred (enclosing statement): from " : "from ") + s[0] + ":" + s[1] + " (click to show it)"; x[3].classList.add("tl-sm-has"); }
     });
   }
   function refresh() {
