@@ -8,6 +8,7 @@ from another directory. Passes are picked from the manifest.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -51,15 +52,30 @@ def test_repro_of_an_upstream_flash_attention_pass(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     shutil.copytree(out, elsewhere / "repro")
     p = subprocess.run(
-        [sys.executable, "-I", str(elsewhere / "repro" / "repro.py")],
+        [sys.executable, *_standalone_flags(), str(elsewhere / "repro" / "repro.py")],
         cwd=elsewhere,
         capture_output=True,
         text=True,
-        env=_env(),
+        env=_standalone_env(),
         timeout=540,
     )
     print(p.stdout[-4000:], p.stderr[-2000:])
     assert p.returncode == 0 and p.stdout.strip().endswith("reproduced")
+    assert "imported tltrace" not in p.stdout
+
+
+def _standalone_flags() -> list[str]:
+    """`-I` where this Python finds TileLang without PYTHONPATH; the device machine's is on PYTHONPATH
+    (`.device/env.sh`), which `-I` ignores: there the run keeps PYTHONPATH, less this checkout."""
+    p = subprocess.run([sys.executable, "-I", "-c", "import tilelang"], capture_output=True, env=_env())
+    return ["-I"] if p.returncode == 0 else []
+
+
+def _standalone_env() -> dict[str, str]:
+    env = _env()
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if Path(p).resolve() != REPO)
+    return env
 
 
 def test_bundle_of_a_cuda_gemm_replays_elsewhere(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ files beside it say what to run:
 
 Exit status: 0 and `reproduced` when the output is the recorded one (or a failed
 pass raises the recorded error again); 1 with a diff or the new error otherwise;
-2 for bad usage or missing files.
+2 for bad usage, missing files, or a Python that cannot import TileLang (`python -I`
+ignores PYTHONPATH: where TileLang is found through it, run without -I).
 
 Two paths, said in the output: `json` loads input.json, makes the pass by its
 registered name and runs it alone; `replay` loads frontend.json, compiles it with
@@ -370,6 +371,22 @@ def judge(attempt: dict[str, Any], after: str | None, error: str | None) -> tupl
     )
 
 
+def no_tilelang() -> str | None:
+    """Return one line saying why this Python cannot import TileLang (found without importing it), or None."""
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec("tilelang") is not None:
+            return None
+    except (ImportError, ValueError):
+        pass
+    if sys.flags.isolated or sys.flags.ignore_environment:
+        fix = "-I/-E ignore PYTHONPATH and the user site: run it without them, or install TileLang here"
+    else:
+        fix = "install TileLang for it, or put it on PYTHONPATH"
+    return f"TileLang is not importable by {sys.executable}; {fix}"
+
+
 def run_child(mode: str) -> tuple[int, dict[str, Any] | None, str]:
     """Run this script's child mode in a fresh process; return (exit status, result, its output)."""
     with tempfile.TemporaryDirectory(prefix="repro-") as out:
@@ -402,6 +419,10 @@ def main(argv: list[str]) -> int:
         print(f"repro.py: cannot read the files beside it ({exc})", file=sys.stderr)
         return 2
     mode = mode or spec.get("path", "json")
+    missing = no_tilelang()
+    if missing:
+        print(f"repro.py: {missing}", file=sys.stderr)
+        return 2
     p = spec["pass"]
     print(f"pass {p['name']} (#{p['index']}, {p.get('phase')}) of {spec.get('kernel')}: path {mode}")
     code, result, output = run_child(mode)

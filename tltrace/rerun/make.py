@@ -210,7 +210,9 @@ def make_repro(run_dir: Path, manifest: RunManifest, record: PassRecord, out_dir
 def probe(out_dir: Path) -> dict[str, Any]:
     """Run repro.py's probe in a child process; return its result (attempts of both paths)."""
     with tempfile.TemporaryDirectory(prefix="tltrace-repro-") as tmp:
-        cmd = [sys.executable, "-I", str(out_dir / "repro.py"), "--child", "probe", tmp]
+        # Not `-I`: that drops PYTHONPATH and the user site, where TileLang may be (the device
+        # machine's TileLang is on PYTHONPATH only); the child says when it imported tltrace.
+        cmd = [sys.executable, str(out_dir / "repro.py"), "--child", "probe", tmp]
         try:
             proc = subprocess.run(
                 cmd,
@@ -233,10 +235,37 @@ def probe(out_dir: Path) -> dict[str, Any]:
 
 
 def _child_env() -> dict[str, str]:
+    """Return the probe's environment: this one, TileLang findable where this process finds it."""
     env = dict(os.environ)
     env.pop("TL_LOWER_TRACE", None)  # TileLang's own tracer would trace the rerun
     env.setdefault("TILELANG_DISABLE_CACHE", "1")
+    root = tilelang_root()
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root is not None and root not in paths and root not in _default_path():
+        # Found through sys.path changes this process made (a runner, a conftest): say it.
+        env["PYTHONPATH"] = os.pathsep.join([*paths, root])
     return env
+
+
+def tilelang_root() -> str | None:
+    """Return the directory this process imports TileLang from (its sys.path entry), or None."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("tilelang")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    return str(Path(spec.origin).resolve().parent.parent)
+
+
+def _default_path() -> set[str]:
+    """Return the site directories a child of this interpreter searches without PYTHONPATH."""
+    import site
+
+    dirs = [*site.getsitepackages(), site.getusersitepackages()]
+    return {str(Path(d).resolve()) for d in dirs}
 
 
 def decide(
