@@ -31,6 +31,10 @@ takes: json (the input loaded from input.json, the pass made by its name) or
 replay (the compile replayed from its frontend IR up to and through the pass,
 for passes whose input does not survive JSON).
 RUN and --pass are read as 'tltrace show' reads them.
+DIR follows the output-path rule: a new directory, or one holding only the files
+a repro writes, is (re)written; a directory holding other files, a file or a link
+is refused in one line unless --force; '-', a pipe or a character device gets an
+uncompressed tar of the directory (the messages then go to stderr).
 Exit status: 0 reproduced (the same output, or the same error for a failed
 pass); 1 not reproduced (a diff or the new error is shown); 2 bad usage;
 3 missing records or no reproducer data in them.
@@ -47,6 +51,10 @@ Examples:
 Writes one zip file for a bug report: each compile's frontend IR, target,
 PassContext config, versions, its manifest and every recorded text, and a
 README saying how to replay it. RUN is read as 'tltrace show' reads it.
+FILE follows the output-path rule: a new file is created and a bundle tltrace
+wrote is rewritten; '-' is stdout; a pipe or character device is written
+through; another file, a link or a directory is refused in one line unless
+--force (which replaces a file or link).
 Exit status: 0; 2 bad usage; 3 missing records or no reproducer data in them.
 """
 
@@ -105,14 +113,19 @@ def repro_cmd(
         "-o",
         "--output",
         metavar="DIR",
-        help="Directory to write [default: ./repro-<kernel>-<NN>-<pass>].",
+        help="Directory to write [default: ./repro-<kernel>-<NN>-<pass>]; '-' (or a pipe): a tar of it to stdout.",
     ),
     trace_dir: Optional[Path] = trace_dir_option(),
     kernel: Optional[str] = _KERNEL,
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Write into a DIR holding other files (only a repro's files are replaced), or replace a file or link at DIR.",
+    ),
 ) -> None:
     """Write a standalone repro.py that reruns one recorded pass, and run it once."""
     from ..history.runs import find_record
-    from ..rerun.make import default_dir, make_repro, repro_files
+    from ..rerun.make import check_out, default_dir, make_repro, repro_files
 
     try:
         run = _selection(list(args or []), trace_dir, kernel).one("repro")
@@ -120,12 +133,14 @@ def repro_cmd(
         record = find_record(manifest, pass_)
         dest = out or Path(default_dir(manifest, record))
         repro_files(run.path, manifest)  # no reproducer data: one line, before anything is said
+        check_out(dest, force=force)  # a refused DIR too
         typer.echo(
             f"rerunning {record.name} (#{record.index}) of {manifest.kernel or manifest.script} ...", err=True
         )
-        outcome = make_repro(run.path, manifest, record, dest)
+        outcome = make_repro(run.path, manifest, record, dest, force=force)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
+    err = outcome.archive == "stdout"  # stdout carries the archive: the rest goes to stderr
     why = {
         "json": "its input loaded from input.json, the pass made by its name",
         "replay": "the compile replayed from its frontend IR up to and through the pass"
@@ -135,11 +150,14 @@ def repro_cmd(
             else ""
         ),
     }[outcome.path]
-    typer.echo(f"wrote {outcome.directory}/ (path: {outcome.path}: {why})")
+    where = (
+        f"a tar of {outcome.directory}/ to {outcome.archive}" if outcome.archive else f"{outcome.directory}/"
+    )
+    typer.echo(f"wrote {where} (path: {outcome.path}: {why})", err=err)
     for line in outcome.lines:
-        typer.echo(line)
-    typer.echo("reproduced" if outcome.reproduced else "not reproduced")
-    typer.echo(f"again: {outcome.command}   (needs only TileLang)")
+        typer.echo(line, err=err)
+    typer.echo("reproduced" if outcome.reproduced else "not reproduced", err=err)
+    typer.echo(f"again: {outcome.command}   (needs only TileLang)", err=err)
     raise typer.Exit(0 if outcome.reproduced else 1)
 
 
@@ -150,20 +168,27 @@ def bundle_cmd(
         help="A script, script/trace/run directory; then a RUN; then a signature prefix.",
         show_default=False,
     ),
-    out: Path = typer.Option(..., "-o", "--output", metavar="FILE", help="The bundle file to write (a zip)."),
+    out: Path = typer.Option(
+        ..., "-o", "--output", metavar="FILE", help="The bundle file to write (a zip; '-': stdout)."
+    ),
     trace_dir: Optional[Path] = trace_dir_option(),
     kernel: Optional[str] = _KERNEL,
+    force: bool = typer.Option(
+        False, "--force", help="Replace a file at FILE that tltrace did not write (or a link there)."
+    ),
 ) -> None:
     """Pack an invocation's compiles (frontend IR, context, records, texts) into one file."""
     from ..rerun.bundle import write_bundle
 
     try:
         sel = _selection(list(args or []), trace_dir, kernel)
-        path, n, size = write_bundle(list(sel.runs), out)
+        where, n, size = write_bundle(list(sel.runs), out, force=force)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
+    shown = "FILE" if where == "stdout" else where
     typer.echo(
-        f"bundle: {path} ({n} compile(s), {size / 1024:.0f} KB); replay it with 'tltrace replay {path}'"
+        f"bundle: {where} ({n} compile(s), {size / 1024:.0f} KB); replay it with 'tltrace replay {shown}'",
+        err=where == "stdout",
     )
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
-from ..errors import RecordsError, TltraceError, UsageError
+from ..errors import RecordsError, UsageError
 from ..session.names import safe_component
 from ..session.records import RunManifest
 from .make import flags_of, repro_files
@@ -98,14 +98,20 @@ class Bundle:
             return None
 
 
-def write_bundle(runs: list[Any], out: Path) -> tuple[Path, int, int]:
-    """Write the compiles `runs` (history Run objects) into the zip `out`; return (path, compiles, bytes)."""
-    from .._atomic import atomic_write
+def write_bundle(
+    runs: list[Any], out: Path | str, *, force: bool = False, best: dict[str, Any] | None = None
+) -> tuple[str, int, int]:
+    """Write the compiles `runs` (history Run objects) as a zip to `out`; return (where, compiles, bytes).
+
+    `out` follows the output-path rule (output_path): `-` is stdout, a pipe or character
+    device is written through, an existing file only when it is a bundle (its zip comment
+    says so) unless `force`. `best` (the autotuner's report, see autotune.py) goes into
+    bundle.json.
+    """
+    from .. import output_path
     from ..history.runs import text_of
 
-    out = Path(out)
-    if out.is_dir():
-        raise UsageError(f"{out} is a directory; give a file name, e.g. {out / 'bundle.zip'}")
+    output_path.check(out, output_path.BUNDLE, force=force)  # before the work, and again at the write
     entries = []
     members: dict[str, bytes] = {}
     texts: dict[str, bytes] = {}
@@ -143,6 +149,8 @@ def write_bundle(runs: list[Any], out: Path) -> tuple[Path, int, int]:
         "invocation": first.invocation,
         "compiles": entries,
     }
+    if best is not None:
+        info["best"] = best
     readme = README.format(
         script=first.script,
         when=time.strftime("%Y-%m-%d %H:%M", time.localtime(first.started or time.time())),
@@ -150,12 +158,13 @@ def write_bundle(runs: list[Any], out: Path) -> tuple[Path, int, int]:
         tilelang=first.tilelang_version or "?",
         compiles=len(entries),
         command=" ".join(first.command) or first.script,
-        name=out.name,
+        name="BUNDLE.zip" if str(out) == output_path.STDOUT else Path(out).name,
     )
     import io
 
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.comment = output_path.BUNDLE_COMMENT  # the file's last bytes: a bundle tltrace wrote
         zf.writestr("README.md", readme)
         zf.writestr("bundle.json", json.dumps(info, indent=1) + "\n")
         for name, data in members.items():
@@ -163,11 +172,8 @@ def write_bundle(runs: list[Any], out: Path) -> tuple[Path, int, int]:
         for digest, data in sorted(texts.items()):
             zf.writestr(f"texts/{digest}", data)
     data = buf.getvalue()
-    try:
-        atomic_write(out, data)
-    except OSError as exc:
-        raise TltraceError(f"cannot write {out} ({exc.strerror or exc})") from None
-    return out, len(entries), len(data)
+    target = output_path.write(out, output_path.BUNDLE, data, force=force)
+    return target.shown, len(entries), len(data)
 
 
 def read_bundle(path: Path) -> Bundle:
