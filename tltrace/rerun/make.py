@@ -367,7 +367,7 @@ def repro(
     chosen = R.open_selection(target, run, trace_dir_of(trace_dir), kernel).one("repro")
     manifest = chosen.require()
     record = R.find_record(manifest, pass_)
-    dest = out if out is not None else default_dir(manifest, record)
+    dest = os.fspath(out) if out is not None else default_dir(manifest, record)
     return make_repro(chosen.path, manifest, record, dest, force=force)
 
 
