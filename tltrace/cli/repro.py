@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from ..config import trace_dir_of
-from ..errors import TltraceError
+from ..errors import EXIT_UNLOADABLE, TltraceError
 from .shared import fail, trace_dir_option
 
 REPRO_EPILOG = """\
@@ -37,7 +37,8 @@ is refused in one line unless --force; '-', a pipe or a character device gets an
 uncompressed tar of the directory (the messages then go to stderr).
 Exit status: 0 reproduced (the same output, or the same error for a failed
 pass); 1 not reproduced (a diff or the new error is shown); 2 bad usage;
-3 missing records or no reproducer data in them.
+3 missing records or no reproducer data in them; 5 the recorded IR does not
+load on this TileLang (one line names what it lacks).
 """
 
 BUNDLE_EPILOG = """\
@@ -70,8 +71,12 @@ by tltrace) and checks every pass and the generated source against the
 recording, naming the first divergence as 'tltrace diff-runs' does. The user's
 script is not needed. On another TileLang release it says so in one line and
 goes on as a comparison. Without --trace-dir the replay's records are removed.
+When the recorded IR does not load on this TileLang (it uses an operator or
+node type that this release lacks), one line names what is missing and both
+releases, and no pass is compared.
 Exit status: 0 all the same; 1 a difference (the first divergent pass named);
-2 bad usage; 3 not a bundle, or a damaged one.
+2 bad usage; 3 not a bundle, or a damaged one; 5 the recorded IR does not load
+on this TileLang.
 """
 
 _KERNEL = typer.Option(None, "--kernel", metavar="NAME", help="Only compiles of kernel NAME.")
@@ -213,6 +218,9 @@ def replay_cmd(
         raise fail(str(exc), exc.exit_code) from None
     for c in result.compiles:
         name = c.compile.manifest.kernel or c.compile.dir
+        if c.unloadable is not None:
+            typer.echo(f"{name}: not replayable here: {c.problem}")
+            continue
         if c.problem is not None:
             typer.echo(f"{name}: not replayed: {c.problem}")
             continue
@@ -235,4 +243,4 @@ def replay_cmd(
             typer.echo(f"  {line}")
     if result.trace_dir is not None:
         typer.echo(f"replay records: {result.trace_dir}")
-    raise typer.Exit(0 if result.same else 1)
+    raise typer.Exit(EXIT_UNLOADABLE if result.unloadable else 0 if result.same else 1)

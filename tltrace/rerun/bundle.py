@@ -56,8 +56,10 @@ script and its packages are not needed to replay it.
 
 recompiles each compile from its saved IR and checks that every pass and the
 generated source match the recording. Exit status 0: all the same; 1: the first
-divergent pass is named; 2: bad usage; 3: a damaged bundle. On another TileLang
-release it says so in one line and goes on: the replay is then a comparison.
+divergent pass is named; 2: bad usage; 3: a damaged bundle; 5: the IR does not load
+on this TileLang (it uses an operator this release lacks; one line names it). On
+another TileLang release it says so in one line and goes on: the replay is then a
+comparison.
 
 ## By hand
 
@@ -236,6 +238,7 @@ class CompileReplay:
     replayed: RunManifest | None = None
     problem: str | None = None
     detail: tuple[str, ...] = ()  # how the first divergent pass differs (errors, a short diff)
+    unloadable: dict[str, Any] | None = None  # the IR does not load on this TileLang: what it lacks
 
     @property
     def same(self) -> bool:
@@ -253,6 +256,11 @@ class ReplayResult:
     @property
     def same(self) -> bool:
         return all(c.same for c in self.compiles)
+
+    @property
+    def unloadable(self) -> bool:
+        """True when some compile's IR does not load on this TileLang (exit 5)."""
+        return any(c.unloadable is not None for c in self.compiles)
 
     @property
     def version_differs(self) -> bool:
@@ -289,6 +297,10 @@ def replay(bundle: Bundle, trace_dir: Path | None = None) -> ReplayResult:
             if new:
                 run = R.load_run(sorted(new)[-1])
                 replayed = run.manifest
+            unloadable = _unloadable(cdir)
+            if unloadable is not None:
+                results.append(CompileReplay(c, problem=unloadable["line"], unloadable=unloadable))
+                continue
             if replayed is None:
                 results.append(CompileReplay(c, problem=problem or "the replay recorded no compile"))
                 continue
@@ -331,6 +343,15 @@ def divergence(bundle: Bundle, pair: Any, replay_dir: Path, limit: int = 40) -> 
         )
         out += diff[:limit] + ([f"... {len(diff) - limit} more diff lines"] if len(diff) > limit else [])
     return tuple(out)
+
+
+def _unloadable(cdir: Path) -> dict[str, Any] | None:
+    """Return what the replay child said the recorded IR lacks on this TileLang, or None."""
+    try:
+        data = json.loads((cdir / "unloadable.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("line"), str) else None
 
 
 def _run_dirs(trace_dir: Path, script: str) -> list[Path]:

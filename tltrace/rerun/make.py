@@ -29,7 +29,7 @@ from typing import Any
 
 from .. import output_path
 from .._atomic import atomic_write
-from ..errors import RecordsError, UsageError
+from ..errors import EXIT_UNLOADABLE, RecordsError, TltraceError, UsageError
 from ..session.records import CODEGEN, FAILED, PassRecord, RunManifest
 
 # Files tltrace writes into a repro directory; a directory holding anything else is not reused.
@@ -37,6 +37,12 @@ OURS = frozenset(
     {"repro.py", "repro.json", "context.json", "frontend.json", "input.json", "before.tir", "after.tir"}
 )
 PROBE_TIMEOUT_S = 1800
+
+
+class UnloadableError(TltraceError):
+    """The recorded IR does not load on this TileLang (exit 5); the message names what it lacks."""
+
+    exit_code = EXIT_UNLOADABLE
 
 
 class ReproError(RecordsError):
@@ -242,6 +248,8 @@ def _make_repro(
     except OSError as exc:
         raise RecordsError(f"cannot write {out_dir} ({exc.strerror or exc})") from None
     result = probe(out_dir)
+    if isinstance(result.get("unloadable"), dict):
+        raise UnloadableError(f"{out_dir}/ written, but {result['unloadable'].get('line')}")
     path, reproduced, lines, built = decide(result, after, record.error if record.status == FAILED else None)
     _write_spec(out_dir, spec_of(manifest, record, path, (out_dir / "input.json").exists()))
     return ReproOutcome(
