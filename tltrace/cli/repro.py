@@ -5,6 +5,7 @@ Parses, makes one call into the core (tltrace/repro/), prints, exits.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -48,6 +49,7 @@ Examples:
   tltrace bundle gemm.py -o gemm-bundle.zip           the newest invocation of gemm.py
   tltrace bundle gemm.py -2 --kernel gemm -o b.zip    one kernel of the invocation before
   tltrace replay gemm-bundle.zip                      on another machine
+  tltrace bundle autotune.py --best -o best.zip        the autotuner's best config only
 
 Writes one zip file for a bug report: each compile's frontend IR, target,
 PassContext config, versions, its manifest and every recorded text, and a
@@ -56,6 +58,12 @@ FILE follows the output-path rule: a new file is created and a bundle tltrace
 wrote is rewritten; '-' is stdout; a pipe or character device is written
 through; another file, a link or a directory is refused in one line unless
 --force (which replaces a file or link).
+--best bundles one compile: the autotuner's best config. TileLang tells only the
+script which config won, so the script says it, one line after the autotuner
+returns: 'tltrace.note_best(result)' (an AutotuneResult or the best kernel; a
+no-op when tracing is off). The compile whose generated source is that kernel's
+is bundled, its config and latency in bundle.json; without a note, one line and
+exit 2.
 Exit status: 0; 2 bad usage; 3 missing records or no reproducer data in them.
 """
 
@@ -181,15 +189,32 @@ def bundle_cmd(
     force: bool = typer.Option(
         False, "--force", help="Replace a file at FILE that tltrace did not write (or a link there)."
     ),
+    best: bool = typer.Option(
+        False,
+        "--best",
+        help="Only the compile of the autotuner's best config, as the script noted it with tltrace.note_best(result).",
+    ),
 ) -> None:
     """Pack an invocation's compiles (frontend IR, context, records, texts) into one file."""
+    from ..rerun.best import pick_best
     from ..rerun.bundle import write_bundle
 
     try:
         sel = _selection(list(args or []), trace_dir, kernel)
-        where, n, size = write_bundle(list(sel.runs), out, force=force)
+        runs, note = list(sel.runs), None
+        if best:
+            run, note = pick_best(runs)
+            runs = [run]
+        where, n, size = write_bundle(runs, out, force=force, best=note)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
+    if note is not None:
+        m = runs[0].require()
+        latency = f", latency {note['latency']:g}" if note.get("latency") is not None else ""
+        typer.echo(
+            f"best: {m.kernel or m.script} {m.signature or m.run_id} (config {json.dumps(note.get('config'))}{latency})",
+            err=where == "stdout",
+        )
     shown = "FILE" if where == "stdout" else where
     typer.echo(
         f"bundle: {where} ({n} compile(s), {size / 1024:.0f} KB); replay it with 'tltrace replay {shown}'",
