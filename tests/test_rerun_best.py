@@ -96,3 +96,19 @@ def test_note_best_is_a_no_op_when_tracing_is_off() -> None:
 
     assert tltrace.enabled() is None
     assert tltrace.note_best(object()) is None
+
+
+def test_bundle_best_falls_back_on_the_launch_shape(tuned: Path, run_cli, tmp_path: Path) -> None:
+    """A backend whose kernel source is not the recorded codegen text: the note's launch shape decides."""
+    from ._records import copy_tree
+
+    td = copy_tree(tuned / "tr", tmp_path / "tr")
+    (note_file,) = (td / ".best").glob("*.json")
+    data = json.loads(note_file.read_text())
+    data["best"][0]["hash"] = "0" * 20
+    note_file.write_text(json.dumps(data))
+    res = run_cli("bundle", "--trace-dir", str(td), "tune.py", "--best", "-o", "-")
+    assert res.exit_code == 0, res.output
+    info = json.loads(zipfile.ZipFile(io.BytesIO(res.stdout_bytes)).read("bundle.json"))
+    runs = sorted(R.open_selection("tune.py", None, td, None).runs, key=lambda r: r.require().started or 0)
+    assert info["compiles"][0]["run_id"] == runs[1].require().run_id and info["best"]["matched"] == "launch"

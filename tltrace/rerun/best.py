@@ -77,8 +77,14 @@ def _note_of(result: Any) -> dict[str, Any]:
     func = getattr(kernel, "prim_func", None)
     if func is not None and getattr(func, "attrs", None) is not None and "global_symbol" in func.attrs:
         name = str(func.attrs["global_symbol"])
+    launch: dict[str, Any] = {}
+    if func is not None:
+        from ..session.signature import launch_info
+
+        launch = launch_info(func, name)
     return {
         "hash": text_hash(source),
+        "launch": json.loads(json.dumps(launch, default=str)) if launch else None,
         "config": _plain(config),
         "latency": float(latency) if isinstance(latency, (int, float)) and math.isfinite(latency) else None,
         "kernel": name,
@@ -145,7 +151,24 @@ def pick_best(runs: list[Any]) -> tuple[Any, dict[str, Any]]:
         run = by_hash.get(note["hash"])
         if run is not None:
             return run, note
+    # A backend whose kernel source is not the recorded codegen text: the launch shape
+    # (grid, threads, shared memory, buffers) of the frontend function, when one compile has it.
+    for note in reversed(notes):
+        launch = note.get("launch")
+        same = [r for r in runs if launch and _launch(r.require().launch) == launch]
+        if len(same) == 1:
+            return same[0], {**note, "matched": "launch"}
+        if len(same) > 1:
+            raise RecordsError(
+                f"the best kernel noted for invocation {invocation} has the launch shape of "
+                f"{len(same)} recorded compiles and the generated source of none; bundle one by its "
+                "SIGNATURE instead (see 'tltrace show')"
+            )
     raise RecordsError(
         f"the best kernel noted for invocation {invocation} matches none of its {len(runs)} recorded "
         "compiles (its generated source differs from every recorded one)"
     )
+
+
+def _launch(launch: Any) -> Any:
+    return json.loads(json.dumps(launch, default=str)) if launch else None
