@@ -217,7 +217,7 @@ def test_repro_refuses_a_directory_it_did_not_write(traced: Path, tmp_path: Path
         str(tmp_path),
         cwd=traced,
     )
-    assert p.returncode == 2 and "does not write" in p.stderr
+    assert p.returncode == 2 and "did not write" in p.stderr
     assert (tmp_path / "mine.txt").read_text() == "keep me"
 
 

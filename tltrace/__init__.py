@@ -14,9 +14,10 @@ from ._version import __version__
 
 _API = ("lower_trace", "enable", "disable", "enabled", "create_pass_instrument")
 _RERUN = ("repro",)  # tltrace.repro(...): rerun/make.py
+_BEST = ("note_best",)  # tltrace.note_best(result): rerun/best.py
 _READING = ("load",)
 
-__all__ = ["__version__", *_API, *_RERUN, *_READING, "load_ipython_extension"]
+__all__ = ["__version__", *_API, *_RERUN, *_BEST, *_READING, "load_ipython_extension"]
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -35,6 +36,10 @@ def __getattr__(name: str) -> Any:
         from .rerun import make
 
         return getattr(make, name)
+    if name in _BEST:
+        from .rerun import best
+
+        return getattr(best, name)
     if name in _READING:
         from . import reading
 
@@ -43,4 +48,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_API, *_RERUN, *_READING})
+    return sorted({*globals(), *_API, *_RERUN, *_BEST, *_READING})

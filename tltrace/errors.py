@@ -6,6 +6,8 @@ Exit codes (documented in README and man page):
   2  usage error: bad option, bad value, nothing to act on
   3  a file or record problem: missing/damaged run records, unreadable trace dir
   4  merge conflicts left in a working file (resolve-conflict)
+  5  replay, repro: the recorded IR does not load on this TileLang (an operator or node
+     type the recording's release has and this one lacks)
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ EXIT_SCRIPT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_RECORDS = 3
 EXIT_CONFLICT = 4
+EXIT_UNLOADABLE = 5
 
 
 class TltraceError(Exception):

@@ -1,6 +1,8 @@
 """The one rule for every output PATH a command writes (`--chrome-trace`, `diff-runs --html`, ...).
 
 - `-` is stdout.
+- `check_dir` is the same rule for an output directory (`repro -o DIR`): reused when it
+  holds only the files that output writes; a stream target gets an archive instead.
 - A path that does not exist is created, through a temporary file and a rename.
 - A regular file is rewritten only when tltrace wrote it: its first or last bytes carry the
   signature of that kind of output (a Chrome trace's `"producer":"tltrace`, the diff-runs
@@ -48,6 +50,10 @@ class Kind:
 
 CHROME_TRACE = Kind("--chrome-trace", (b'"producer":"tltrace', b'"producer": "tltrace'))
 DIFF_HTML = Kind("--html", (b"<title>tltrace diff-runs</title>",))
+# A bundle is a zip whose comment (its last bytes) says so; `repro -o -` streams a tar archive.
+BUNDLE_COMMENT = b"tltrace bundle"
+BUNDLE = Kind("bundle -o", (BUNDLE_COMMENT,))
+REPRO = Kind("repro -o", (b"tltrace repro",))
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,73 @@ def check(path: str | os.PathLike | None, kind: Kind, *, force: bool = False) ->
     )
 
 
+def check_dir(
+    path: str | os.PathLike | None, kind: Kind, ours: frozenset[str], *, force: bool = False
+) -> Target:
+    """Return where an output DIRECTORY goes, or raise UsageError (one line): the same rule for
+    a directory of files named `ours`.
+
+    `-`, a character device or a FIFO: the Target of a stream (the caller writes an archive
+    there). A missing directory is created by the caller. An existing directory is reused
+    when it holds only regular files named in `ours` (the caller rewrites them); with
+    `force`, one holding other entries too (only `ours` are then replaced, the rest kept).
+    A regular file or a link is replaced only with `force`; a socket, a block device or a
+    missing parent is always refused.
+    """
+    if path is None or os.fspath(path) == STDOUT:
+        return Target(None)
+    raw = os.fspath(path)
+    p = Path(raw.rstrip(os.sep) or raw)
+    opt = f"{kind.option} {raw}"
+    try:
+        lst = os.lstat(p)
+    except FileNotFoundError:
+        if not p.parent.is_dir():
+            raise UsageError(f"{opt}: directory {p.parent} does not exist") from None
+        return Target(p)
+    except OSError as exc:
+        raise UsageError(f"{opt}: cannot check it ({exc.strerror or exc})") from None
+    mode = lst.st_mode
+    if stat.S_ISLNK(mode):
+        try:
+            target_mode = os.stat(p).st_mode
+        except OSError:
+            target_mode = 0
+        if stat.S_ISCHR(target_mode) or stat.S_ISFIFO(target_mode):
+            return Target(p, stream=True)
+        if force:
+            return Target(p)  # the link itself is replaced by the directory
+        raise UsageError(
+            f"{opt} is a symbolic link; tltrace does not write through links "
+            "(name a directory, or add --force to replace the link)"
+        )
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return Target(p, stream=True)
+    if stat.S_ISREG(mode):
+        if force:
+            return Target(p)
+        raise UsageError(
+            f"{opt} is an existing file; it names a directory: choose a new path, or add --force to replace it"
+        )
+    if not stat.S_ISDIR(mode):
+        what = "a socket" if stat.S_ISSOCK(mode) else "a block device" if stat.S_ISBLK(mode) else "not a file"
+        raise UsageError(f"{opt} is {what}; tltrace writes only directories, pipes and character devices")
+    try:
+        entries = list(os.scandir(p))
+    except OSError as exc:
+        raise UsageError(f"{opt}: cannot read it ({exc.strerror or exc})") from None
+    other = sorted(e.name for e in entries if e.name not in ours or not e.is_file(follow_symlinks=False))
+    if other and not force:
+        raise UsageError(
+            f"{opt} holds files tltrace did not write there ({', '.join(other[:3])}); "
+            "choose a new directory, or add --force to write beside them"
+        )
+    blocking = [e.name for e in entries if e.name in ours and not e.is_file(follow_symlinks=False)]
+    if blocking and not all(os.path.islink(p / n) for n in blocking):
+        raise UsageError(f"{opt} holds a directory named {blocking[0]}; choose a new directory")
+    return Target(p)
+
+
 def write(
     path: str | os.PathLike | None, kind: Kind, chunks: bytes | Iterable[bytes], *, force: bool = False
 ) -> Target:
@@ -188,4 +261,16 @@ def _write_stream(path: Path, data: Iterable[bytes], kind: Kind) -> None:
             os.close(fd)
 
 
-__all__ = ["CHROME_TRACE", "DIFF_HTML", "STDOUT", "Kind", "Target", "check", "write"]
+__all__ = [
+    "BUNDLE",
+    "BUNDLE_COMMENT",
+    "CHROME_TRACE",
+    "DIFF_HTML",
+    "REPRO",
+    "STDOUT",
+    "Kind",
+    "Target",
+    "check",
+    "check_dir",
+    "write",
+]

@@ -5,13 +5,14 @@ Parses, makes one call into the core (tltrace/repro/), prints, exits.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from ..config import trace_dir_of
-from ..errors import TltraceError
+from ..errors import EXIT_UNLOADABLE, TltraceError
 from .shared import fail, trace_dir_option
 
 REPRO_EPILOG = """\
@@ -31,9 +32,14 @@ takes: json (the input loaded from input.json, the pass made by its name) or
 replay (the compile replayed from its frontend IR up to and through the pass,
 for passes whose input does not survive JSON).
 RUN and --pass are read as 'tltrace show' reads them.
+DIR follows the output-path rule: a new directory, or one holding only the files
+a repro writes, is (re)written; a directory holding other files, a file or a link
+is refused in one line unless --force; '-', a pipe or a character device gets an
+uncompressed tar of the directory (the messages then go to stderr).
 Exit status: 0 reproduced (the same output, or the same error for a failed
 pass); 1 not reproduced (a diff or the new error is shown); 2 bad usage;
-3 missing records or no reproducer data in them.
+3 missing records or no reproducer data in them; 5 the recorded IR does not
+load on this TileLang (one line names what it lacks).
 """
 
 BUNDLE_EPILOG = """\
@@ -43,10 +49,21 @@ Examples:
   tltrace bundle gemm.py -o gemm-bundle.zip           the newest invocation of gemm.py
   tltrace bundle gemm.py -2 --kernel gemm -o b.zip    one kernel of the invocation before
   tltrace replay gemm-bundle.zip                      on another machine
+  tltrace bundle autotune.py --best -o best.zip        the autotuner's best config only
 
 Writes one zip file for a bug report: each compile's frontend IR, target,
 PassContext config, versions, its manifest and every recorded text, and a
 README saying how to replay it. RUN is read as 'tltrace show' reads it.
+FILE follows the output-path rule: a new file is created and a bundle tltrace
+wrote is rewritten; '-' is stdout; a pipe or character device is written
+through; another file, a link or a directory is refused in one line unless
+--force (which replaces a file or link).
+--best bundles one compile: the autotuner's best config. TileLang tells only the
+script which config won, so the script says it, one line after the autotuner
+returns: 'tltrace.note_best(result)' (an AutotuneResult or the best kernel; a
+no-op when tracing is off). The compile whose generated source is that kernel's
+is bundled, its config and latency in bundle.json; without a note, one line and
+exit 2.
 Exit status: 0; 2 bad usage; 3 missing records or no reproducer data in them.
 """
 
@@ -62,8 +79,12 @@ by tltrace) and checks every pass and the generated source against the
 recording, naming the first divergence as 'tltrace diff-runs' does. The user's
 script is not needed. On another TileLang release it says so in one line and
 goes on as a comparison. Without --trace-dir the replay's records are removed.
+When the recorded IR does not load on this TileLang (it uses an operator or
+node type that this release lacks), one line names what is missing and both
+releases, and no pass is compared.
 Exit status: 0 all the same; 1 a difference (the first divergent pass named);
-2 bad usage; 3 not a bundle, or a damaged one.
+2 bad usage; 3 not a bundle, or a damaged one; 5 the recorded IR does not load
+on this TileLang.
 """
 
 _KERNEL = typer.Option(None, "--kernel", metavar="NAME", help="Only compiles of kernel NAME.")
@@ -105,14 +126,19 @@ def repro_cmd(
         "-o",
         "--output",
         metavar="DIR",
-        help="Directory to write [default: ./repro-<kernel>-<NN>-<pass>].",
+        help="Directory to write [default: ./repro-<kernel>-<NN>-<pass>]; '-' (or a pipe): a tar of it to stdout.",
     ),
     trace_dir: Optional[Path] = trace_dir_option(),
     kernel: Optional[str] = _KERNEL,
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Write into a DIR holding other files (only a repro's files are replaced), or replace a file or link at DIR.",
+    ),
 ) -> None:
     """Write a standalone repro.py that reruns one recorded pass, and run it once."""
     from ..history.runs import find_record
-    from ..rerun.make import default_dir, make_repro, repro_files
+    from ..rerun.make import check_out, default_dir, make_repro, repro_files
 
     try:
         run = _selection(list(args or []), trace_dir, kernel).one("repro")
@@ -120,12 +146,14 @@ def repro_cmd(
         record = find_record(manifest, pass_)
         dest = out or Path(default_dir(manifest, record))
         repro_files(run.path, manifest)  # no reproducer data: one line, before anything is said
+        check_out(dest, force=force)  # a refused DIR too
         typer.echo(
             f"rerunning {record.name} (#{record.index}) of {manifest.kernel or manifest.script} ...", err=True
         )
-        outcome = make_repro(run.path, manifest, record, dest)
+        outcome = make_repro(run.path, manifest, record, dest, force=force)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
+    err = outcome.archive == "stdout"  # stdout carries the archive: the rest goes to stderr
     why = {
         "json": "its input loaded from input.json, the pass made by its name",
         "replay": "the compile replayed from its frontend IR up to and through the pass"
@@ -135,11 +163,14 @@ def repro_cmd(
             else ""
         ),
     }[outcome.path]
-    typer.echo(f"wrote {outcome.directory}/ (path: {outcome.path}: {why})")
+    where = (
+        f"a tar of {outcome.directory}/ to {outcome.archive}" if outcome.archive else f"{outcome.directory}/"
+    )
+    typer.echo(f"wrote {where} (path: {outcome.path}: {why})", err=err)
     for line in outcome.lines:
-        typer.echo(line)
-    typer.echo("reproduced" if outcome.reproduced else "not reproduced")
-    typer.echo(f"again: {outcome.command}   (needs only TileLang)")
+        typer.echo(line, err=err)
+    typer.echo("reproduced" if outcome.reproduced else "not reproduced", err=err)
+    typer.echo(f"again: {outcome.command}   (needs only TileLang)", err=err)
     raise typer.Exit(0 if outcome.reproduced else 1)
 
 
@@ -150,20 +181,44 @@ def bundle_cmd(
         help="A script, script/trace/run directory; then a RUN; then a signature prefix.",
         show_default=False,
     ),
-    out: Path = typer.Option(..., "-o", "--output", metavar="FILE", help="The bundle file to write (a zip)."),
+    out: Path = typer.Option(
+        ..., "-o", "--output", metavar="FILE", help="The bundle file to write (a zip; '-': stdout)."
+    ),
     trace_dir: Optional[Path] = trace_dir_option(),
     kernel: Optional[str] = _KERNEL,
+    force: bool = typer.Option(
+        False, "--force", help="Replace a file at FILE that tltrace did not write (or a link there)."
+    ),
+    best: bool = typer.Option(
+        False,
+        "--best",
+        help="Only the compile of the autotuner's best config, as the script noted it with tltrace.note_best(result).",
+    ),
 ) -> None:
     """Pack an invocation's compiles (frontend IR, context, records, texts) into one file."""
+    from ..rerun.best import pick_best
     from ..rerun.bundle import write_bundle
 
     try:
         sel = _selection(list(args or []), trace_dir, kernel)
-        path, n, size = write_bundle(list(sel.runs), out)
+        runs, note = list(sel.runs), None
+        if best:
+            run, note = pick_best(runs)
+            runs = [run]
+        where, n, size = write_bundle(runs, out, force=force, best=note)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
+    if note is not None:
+        m = runs[0].require()
+        latency = f", latency {note['latency']:g}" if note.get("latency") is not None else ""
+        typer.echo(
+            f"best: {m.kernel or m.script} {m.signature or m.run_id} (config {json.dumps(note.get('config'))}{latency})",
+            err=where == "stdout",
+        )
+    shown = "FILE" if where == "stdout" else where
     typer.echo(
-        f"bundle: {path} ({n} compile(s), {size / 1024:.0f} KB); replay it with 'tltrace replay {path}'"
+        f"bundle: {where} ({n} compile(s), {size / 1024:.0f} KB); replay it with 'tltrace replay {shown}'",
+        err=where == "stdout",
     )
 
 
@@ -188,6 +243,9 @@ def replay_cmd(
         raise fail(str(exc), exc.exit_code) from None
     for c in result.compiles:
         name = c.compile.manifest.kernel or c.compile.dir
+        if c.unloadable is not None:
+            typer.echo(f"{name}: not replayable here: {c.problem}")
+            continue
         if c.problem is not None:
             typer.echo(f"{name}: not replayed: {c.problem}")
             continue
@@ -210,4 +268,4 @@ def replay_cmd(
             typer.echo(f"  {line}")
     if result.trace_dir is not None:
         typer.echo(f"replay records: {result.trace_dir}")
-    raise typer.Exit(0 if result.same else 1)
+    raise typer.Exit(EXIT_UNLOADABLE if result.unloadable else 0 if result.same else 1)

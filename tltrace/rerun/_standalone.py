@@ -16,7 +16,10 @@ files beside it say what to run:
 
 Exit status: 0 and `reproduced` when the output is the recorded one (or a failed
 pass raises the recorded error again); 1 with a diff or the new error otherwise;
-2 for bad usage or missing files.
+2 for bad usage, missing files, or a Python that cannot import TileLang (`python -I`
+ignores PYTHONPATH: where TileLang is found through it, run without -I); 5 when the
+recorded IR does not load on this TileLang (it uses an operator or node type this
+release does not have: one line names it and both releases).
 
 Two paths, said in the output: `json` loads input.json, makes the pass by its
 registered name and runs it alone; `replay` loads frontend.json, compiles it with
@@ -39,6 +42,7 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULT = "result.json"
+EXIT_UNLOADABLE = 5  # the recorded IR uses what this TileLang does not have (tltrace's exit code too)
 MAX_DIFF_LINES = 200
 
 
@@ -148,11 +152,7 @@ def compile_from(
     try:
         mod = tvm.ir.load_json(frontend)
     except Exception as exc:
-        version = getattr(sys.modules.get("tilelang"), "__version__", "?")
-        raise RuntimeError(
-            f"the frontend IR does not load on TileLang {version} ({error_text(exc)}); "
-            "it uses what this release does not have"
-        ) from None
+        raise Unloadable(exc, context.data) from None
     # The recorded compile was handed a PrimFunc that its caller still held; handing over the
     # same (and holding it here) keeps passes that update objects in place when nobody else
     # holds them from doing so where the recorded compile did not.
@@ -219,6 +219,42 @@ def pass_by_name(name: str) -> Any:
     return None, None
 
 
+_NOT_REGISTERED = (
+    (re.compile(r"Operator ([\w.]+) is not registered"), "operator {}"),
+    (re.compile(r"[Tt]ype(?: key| index)? [`'\"]?([\w.]+)[`'\"]? (?:is )?not registered"), "node type {}"),
+    (re.compile(r"[Uu]nknown type key [`'\"]?([\w.]+)"), "node type {}"),
+    (re.compile(r"[Cc]annot find (?:global )?function [`'\"]?([\w.]+)"), "function {}"),
+)
+
+
+class Unloadable(RuntimeError):
+    """The recorded IR does not load on this TileLang: it names what this release does not have."""
+
+    def __init__(self, error: BaseException, context: dict[str, Any]) -> None:
+        self.error = error_text(error)
+        self.here = str(getattr(sys.modules.get("tilelang"), "__version__", "?"))
+        self.recorded = str((context.get("versions") or {}).get("tilelang") or "?")
+        self.what = None
+        for pattern, form in _NOT_REGISTERED:
+            m = pattern.search(self.error)
+            if m:
+                self.what = form.format(m.group(1))
+                break
+        super().__init__(self.line())
+
+    def line(self) -> str:
+        """Return the one line: what is missing, on which release, recorded on which."""
+        if self.what is not None:
+            why = f"uses {self.what}, which TileLang {self.here} does not have"
+        else:
+            why = f"does not load ({self.error.strip().splitlines()[-1][:300]})"
+        fix = f"; use TileLang {self.recorded} to rerun it" if self.recorded != self.here else ""
+        return f"the IR recorded on TileLang {self.recorded} {why}{fix}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line(), "what": self.what, "tilelang": self.here, "recorded": self.recorded}
+
+
 class _Stop(Exception):
     """Raised by the catching instrument once the pass has run: the rest of the compile is not needed."""
 
@@ -257,6 +293,8 @@ def replay_through(spec: dict[str, Any], frontend: str, context: Context) -> dic
         compile_from(
             frontend, context, spec.get("backend"), spec.get("kernel"), spec.get("flags") or {}, [Catch()]
         )
+    except Unloadable:
+        raise
     except BaseException as exc:  # _Stop comes back bare or wrapped, depending on the FFI
         if "name" in caught and "after" not in caught:
             caught["error"] = error_text(exc)
@@ -295,7 +333,12 @@ def child(mode: str, out_dir: str) -> int:
     registered = spec["pass"].get("registered_name") or spec["pass"]["name"]
     if mode in ("replay", "probe") or not os.path.exists(input_file):
         frontend = read_text(os.path.join(HERE, files["frontend"]))
-        caught = replay_through(spec, frontend, context)
+        try:
+            caught = replay_through(spec, frontend, context)
+        except Unloadable as exc:
+            with open(os.path.join(out_dir, RESULT), "w", encoding="utf-8") as f:
+                json.dump({"failure": exc.line(), "unloadable": exc.to_json()}, f)
+            return 0
         registered = caught["name"]
         if mode == "probe" and not os.path.exists(input_file):
             with open(input_file, "w", encoding="utf-8") as f:
@@ -318,7 +361,13 @@ def child(mode: str, out_dir: str) -> int:
                 {"path": "json", "built": None, "skipped": f"no pass named {registered}"}
             )
         else:
-            mod = tvm.ir.load_json(read_text(input_file))
+            try:
+                mod = tvm.ir.load_json(read_text(input_file))
+            except Exception as exc:
+                bad = Unloadable(exc, context.data)
+                with open(os.path.join(out_dir, RESULT), "w", encoding="utf-8") as f:
+                    json.dump({"failure": bad.line(), "unloadable": bad.to_json()}, f)
+                return 0
             str(mod)  # printed before the pass, as in the traced compile (targets keep their text)
             text, err = run_pass(p, mod, context)
             result["attempts"].append(
@@ -370,6 +419,22 @@ def judge(attempt: dict[str, Any], after: str | None, error: str | None) -> tupl
     )
 
 
+def no_tilelang() -> str | None:
+    """Return one line saying why this Python cannot import TileLang (found without importing it), or None."""
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec("tilelang") is not None:
+            return None
+    except (ImportError, ValueError):
+        pass
+    if sys.flags.isolated or sys.flags.ignore_environment:
+        fix = "-I/-E ignore PYTHONPATH and the user site: run it without them, or install TileLang here"
+    else:
+        fix = "install TileLang for it, or put it on PYTHONPATH"
+    return f"TileLang is not importable by {sys.executable}; {fix}"
+
+
 def run_child(mode: str) -> tuple[int, dict[str, Any] | None, str]:
     """Run this script's child mode in a fresh process; return (exit status, result, its output)."""
     with tempfile.TemporaryDirectory(prefix="repro-") as out:
@@ -402,6 +467,10 @@ def main(argv: list[str]) -> int:
         print(f"repro.py: cannot read the files beside it ({exc})", file=sys.stderr)
         return 2
     mode = mode or spec.get("path", "json")
+    missing = no_tilelang()
+    if missing:
+        print(f"repro.py: {missing}", file=sys.stderr)
+        return 2
     p = spec["pass"]
     print(f"pass {p['name']} (#{p['index']}, {p.get('phase')}) of {spec.get('kernel')}: path {mode}")
     code, result, output = run_child(mode)
@@ -413,6 +482,9 @@ def main(argv: list[str]) -> int:
     if mode == "probe":
         print(json.dumps(result))
         return 0
+    if result.get("unloadable"):
+        print(f"repro.py: {result['unloadable']['line']}", file=sys.stderr)
+        return EXIT_UNLOADABLE
     attempt = next((a for a in result["attempts"] if a["path"] == mode), None)
     if attempt is None:
         print("not reproduced: nothing was run")

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
-from ..errors import RecordsError, TltraceError, UsageError
+from ..errors import RecordsError, UsageError
 from ..session.names import safe_component
 from ..session.records import RunManifest
 from .make import flags_of, repro_files
@@ -56,8 +56,10 @@ script and its packages are not needed to replay it.
 
 recompiles each compile from its saved IR and checks that every pass and the
 generated source match the recording. Exit status 0: all the same; 1: the first
-divergent pass is named; 2: bad usage; 3: a damaged bundle. On another TileLang
-release it says so in one line and goes on: the replay is then a comparison.
+divergent pass is named; 2: bad usage; 3: a damaged bundle; 5: the IR does not load
+on this TileLang (it uses an operator this release lacks; one line names it). On
+another TileLang release it says so in one line and goes on: the replay is then a
+comparison.
 
 ## By hand
 
@@ -98,14 +100,20 @@ class Bundle:
             return None
 
 
-def write_bundle(runs: list[Any], out: Path) -> tuple[Path, int, int]:
-    """Write the compiles `runs` (history Run objects) into the zip `out`; return (path, compiles, bytes)."""
-    from .._atomic import atomic_write
+def write_bundle(
+    runs: list[Any], out: Path | str, *, force: bool = False, best: dict[str, Any] | None = None
+) -> tuple[str, int, int]:
+    """Write the compiles `runs` (history Run objects) as a zip to `out`; return (where, compiles, bytes).
+
+    `out` follows the output-path rule (output_path): `-` is stdout, a pipe or character
+    device is written through, an existing file only when it is a bundle (its zip comment
+    says so) unless `force`. `best` (the autotuner's report, see autotune.py) goes into
+    bundle.json.
+    """
+    from .. import output_path
     from ..history.runs import text_of
 
-    out = Path(out)
-    if out.is_dir():
-        raise UsageError(f"{out} is a directory; give a file name, e.g. {out / 'bundle.zip'}")
+    output_path.check(out, output_path.BUNDLE, force=force)  # before the work, and again at the write
     entries = []
     members: dict[str, bytes] = {}
     texts: dict[str, bytes] = {}
@@ -143,6 +151,8 @@ def write_bundle(runs: list[Any], out: Path) -> tuple[Path, int, int]:
         "invocation": first.invocation,
         "compiles": entries,
     }
+    if best is not None:
+        info["best"] = best
     readme = README.format(
         script=first.script,
         when=time.strftime("%Y-%m-%d %H:%M", time.localtime(first.started or time.time())),
@@ -150,12 +160,13 @@ def write_bundle(runs: list[Any], out: Path) -> tuple[Path, int, int]:
         tilelang=first.tilelang_version or "?",
         compiles=len(entries),
         command=" ".join(first.command) or first.script,
-        name=out.name,
+        name="BUNDLE.zip" if str(out) == output_path.STDOUT else Path(out).name,
     )
     import io
 
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.comment = output_path.BUNDLE_COMMENT  # the file's last bytes: a bundle tltrace wrote
         zf.writestr("README.md", readme)
         zf.writestr("bundle.json", json.dumps(info, indent=1) + "\n")
         for name, data in members.items():
@@ -163,11 +174,8 @@ def write_bundle(runs: list[Any], out: Path) -> tuple[Path, int, int]:
         for digest, data in sorted(texts.items()):
             zf.writestr(f"texts/{digest}", data)
     data = buf.getvalue()
-    try:
-        atomic_write(out, data)
-    except OSError as exc:
-        raise TltraceError(f"cannot write {out} ({exc.strerror or exc})") from None
-    return out, len(entries), len(data)
+    target = output_path.write(out, output_path.BUNDLE, data, force=force)
+    return target.shown, len(entries), len(data)
 
 
 def read_bundle(path: Path) -> Bundle:
@@ -230,6 +238,7 @@ class CompileReplay:
     replayed: RunManifest | None = None
     problem: str | None = None
     detail: tuple[str, ...] = ()  # how the first divergent pass differs (errors, a short diff)
+    unloadable: dict[str, Any] | None = None  # the IR does not load on this TileLang: what it lacks
 
     @property
     def same(self) -> bool:
@@ -247,6 +256,11 @@ class ReplayResult:
     @property
     def same(self) -> bool:
         return all(c.same for c in self.compiles)
+
+    @property
+    def unloadable(self) -> bool:
+        """True when some compile's IR does not load on this TileLang (exit 5)."""
+        return any(c.unloadable is not None for c in self.compiles)
 
     @property
     def version_differs(self) -> bool:
@@ -283,6 +297,10 @@ def replay(bundle: Bundle, trace_dir: Path | None = None) -> ReplayResult:
             if new:
                 run = R.load_run(sorted(new)[-1])
                 replayed = run.manifest
+            unloadable = _unloadable(cdir)
+            if unloadable is not None:
+                results.append(CompileReplay(c, problem=unloadable["line"], unloadable=unloadable))
+                continue
             if replayed is None:
                 results.append(CompileReplay(c, problem=problem or "the replay recorded no compile"))
                 continue
@@ -325,6 +343,15 @@ def divergence(bundle: Bundle, pair: Any, replay_dir: Path, limit: int = 40) -> 
         )
         out += diff[:limit] + ([f"... {len(diff) - limit} more diff lines"] if len(diff) > limit else [])
     return tuple(out)
+
+
+def _unloadable(cdir: Path) -> dict[str, Any] | None:
+    """Return what the replay child said the recorded IR lacks on this TileLang, or None."""
+    try:
+        data = json.loads((cdir / "unloadable.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("line"), str) else None
 
 
 def _run_dirs(trace_dir: Path, script: str) -> list[Path]:

@@ -15,6 +15,7 @@ Returns a ReproOutcome; prints nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -26,8 +27,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .. import output_path
 from .._atomic import atomic_write
-from ..errors import RecordsError, UsageError
+from ..errors import EXIT_UNLOADABLE, RecordsError, TltraceError, UsageError
 from ..session.records import CODEGEN, FAILED, PassRecord, RunManifest
 
 # Files tltrace writes into a repro directory; a directory holding anything else is not reused.
@@ -35,6 +37,12 @@ OURS = frozenset(
     {"repro.py", "repro.json", "context.json", "frontend.json", "input.json", "before.tir", "after.tir"}
 )
 PROBE_TIMEOUT_S = 1800
+
+
+class UnloadableError(TltraceError):
+    """The recorded IR does not load on this TileLang (exit 5); the message names what it lacks."""
+
+    exit_code = EXIT_UNLOADABLE
 
 
 class ReproError(RecordsError):
@@ -52,9 +60,12 @@ class ReproOutcome:
     lines: list[str] = field(default_factory=list)  # how (same output, same error, a diff, a new error)
     input_from: str = ""  # "the recording" (a failed pass) or "the replay"
     built: str | None = None  # how the pass object was made
+    archive: str | None = None  # where a tar of the directory went (`-o -`, a pipe), else None
 
     @property
     def command(self) -> str:
+        if self.archive is not None:
+            return f"tar xf ARCHIVE && python {self.directory / 'repro.py'}"
         return f"python {self.directory / 'repro.py'}"
 
 
@@ -111,21 +122,25 @@ def failed_input(run_dir: Path, manifest: RunManifest, record: PassRecord) -> Pa
     return p if p is not None and p.is_file() else None
 
 
-def prepare_dir(out_dir: Path) -> None:
-    """Make `out_dir`, or reuse one that holds only files a repro writes; never replace anything else."""
-    if out_dir.is_symlink():
-        raise UsageError(f"{out_dir} is a symbolic link; give a new directory")
-    if out_dir.exists():
-        if not out_dir.is_dir():
-            raise UsageError(f"{out_dir} exists and is not a directory; give a new directory")
-        other = sorted(p.name for p in out_dir.iterdir() if p.name not in OURS or not p.is_file())
-        if other:
-            raise UsageError(
-                f"{out_dir} holds files a repro does not write ({', '.join(other[:3])}); give a new directory"
-            )
-        for p in out_dir.iterdir():
-            p.unlink()
-    out_dir.mkdir(parents=True, exist_ok=True)
+def check_out(out: Path | str, *, force: bool = False) -> output_path.Target:
+    """Return where a repro goes (a directory, or a stream for a tar); UsageError when the rule refuses it."""
+    return output_path.check_dir(out, output_path.REPRO, OURS, force=force)
+
+
+def prepare_dir(out_dir: Path, *, force: bool = False) -> None:
+    """Make `out_dir` ready for a repro's files under the output-path rule (output_path.check_dir):
+    a new directory, or one holding only files a repro writes (removed first); with `force`,
+    a file or link there is replaced and a directory holding other files keeps them."""
+    target = check_out(out_dir, force=force)
+    assert target.path is not None and not target.stream
+    if target.path.is_symlink() or (target.path.exists() and not target.path.is_dir()):
+        target.path.unlink()  # --force: the link or file itself, never what a link points to
+    if target.path.is_dir():
+        for name in OURS:
+            q = target.path / name
+            if q.is_symlink() or q.is_file():
+                q.unlink()
+    target.path.mkdir(exist_ok=True)
 
 
 def spec_of(manifest: RunManifest, record: PassRecord, path: str, has_input: bool) -> dict[str, Any]:
@@ -165,22 +180,61 @@ def spec_of(manifest: RunManifest, record: PassRecord, path: str, has_input: boo
     }
 
 
-def make_repro(run_dir: Path, manifest: RunManifest, record: PassRecord, out_dir: Path) -> ReproOutcome:
-    """Write `out_dir` (repro.py and the pass's files), probe it once in a child; return the outcome."""
-    from ..history.runs import Run, read_text
+def make_repro(
+    run_dir: Path, manifest: RunManifest, record: PassRecord, out_dir: Path | str, *, force: bool = False
+) -> ReproOutcome:
+    """Write `out_dir` (repro.py and the pass's files), probe it once in a child; return the outcome.
 
+    `out_dir` goes through the output-path rule (output_path.check_dir): `-`, a pipe or a
+    character device gets a tar archive of the directory (named as default_dir names it),
+    made and probed in a temporary directory first.
+    """
     if record.status == CODEGEN:
         raise UsageError(
             f"{record.name} (#{record.index}) is a codegen call, not a pass; 'tltrace bundle' "
             "replays whole compiles, codegen included"
         )
+    target = check_out(out_dir, force=force)
+    if target.path is not None and not target.stream:
+        return _make_repro(run_dir, manifest, record, target.path, force=force)
+    name = default_dir(manifest, record)
+    with tempfile.TemporaryDirectory(prefix="tltrace-repro-") as tmp:
+        outcome = _make_repro(run_dir, manifest, record, Path(tmp) / name)
+        data = tar_of(Path(tmp) / name, name)
+    output_path.write(out_dir, output_path.REPRO, data, force=force)
+    return dataclasses.replace(outcome, directory=Path(name), archive=target.shown)
+
+
+def tar_of(directory: Path, name: str) -> bytes:
+    """Return an uncompressed tar archive of `directory`'s files under `name/` (a comment marks it tltrace's)."""
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        tf.pax_headers = {"comment": "tltrace repro"}
+        for p in sorted(directory.iterdir()):
+            if p.is_file() and not p.is_symlink():
+                info = tf.gettarinfo(str(p), f"{name}/{p.name}")
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                with open(p, "rb") as fh:
+                    tf.addfile(info, fh)
+    return buf.getvalue()
+
+
+def _make_repro(
+    run_dir: Path, manifest: RunManifest, record: PassRecord, out_dir: Path, *, force: bool = False
+) -> ReproOutcome:
+    from ..history.runs import Run, read_text
+
     files = repro_files(run_dir, manifest)
     saved_input = failed_input(run_dir, manifest, record) if record.status == FAILED else None
     run = Run(run_dir, manifest)
     before = read_text(run, record, "before")
     after = read_text(run, record, "after") if record.status != FAILED else None
     out_dir = Path(os.path.abspath(out_dir))
-    prepare_dir(out_dir)
+    prepare_dir(out_dir, force=force)
     try:
         shutil.copyfile(files["frontend"], out_dir / "frontend.json")
         shutil.copyfile(files["context"], out_dir / "context.json")
@@ -194,6 +248,8 @@ def make_repro(run_dir: Path, manifest: RunManifest, record: PassRecord, out_dir
     except OSError as exc:
         raise RecordsError(f"cannot write {out_dir} ({exc.strerror or exc})") from None
     result = probe(out_dir)
+    if isinstance(result.get("unloadable"), dict):
+        raise UnloadableError(f"{out_dir}/ written, but {result['unloadable'].get('line')}")
     path, reproduced, lines, built = decide(result, after, record.error if record.status == FAILED else None)
     _write_spec(out_dir, spec_of(manifest, record, path, (out_dir / "input.json").exists()))
     return ReproOutcome(
@@ -210,7 +266,9 @@ def make_repro(run_dir: Path, manifest: RunManifest, record: PassRecord, out_dir
 def probe(out_dir: Path) -> dict[str, Any]:
     """Run repro.py's probe in a child process; return its result (attempts of both paths)."""
     with tempfile.TemporaryDirectory(prefix="tltrace-repro-") as tmp:
-        cmd = [sys.executable, "-I", str(out_dir / "repro.py"), "--child", "probe", tmp]
+        # Not `-I`: that drops PYTHONPATH and the user site, where TileLang may be (the device
+        # machine's TileLang is on PYTHONPATH only); the child says when it imported tltrace.
+        cmd = [sys.executable, str(out_dir / "repro.py"), "--child", "probe", tmp]
         try:
             proc = subprocess.run(
                 cmd,
@@ -233,10 +291,37 @@ def probe(out_dir: Path) -> dict[str, Any]:
 
 
 def _child_env() -> dict[str, str]:
+    """Return the probe's environment: this one, TileLang findable where this process finds it."""
     env = dict(os.environ)
     env.pop("TL_LOWER_TRACE", None)  # TileLang's own tracer would trace the rerun
     env.setdefault("TILELANG_DISABLE_CACHE", "1")
+    root = tilelang_root()
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root is not None and root not in paths and root not in _default_path():
+        # Found through sys.path changes this process made (a runner, a conftest): say it.
+        env["PYTHONPATH"] = os.pathsep.join([*paths, root])
     return env
+
+
+def tilelang_root() -> str | None:
+    """Return the directory this process imports TileLang from (its sys.path entry), or None."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("tilelang")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    return str(Path(spec.origin).resolve().parent.parent)
+
+
+def _default_path() -> set[str]:
+    """Return the site directories a child of this interpreter searches without PYTHONPATH."""
+    import site
+
+    dirs = [*site.getsitepackages(), site.getusersitepackages()]
+    return {str(Path(d).resolve()) for d in dirs}
 
 
 def decide(
@@ -274,6 +359,7 @@ def repro(
     out: str | os.PathLike | None = None,
     trace_dir: str | os.PathLike | None = None,
     kernel: str | None = None,
+    force: bool = False,
 ) -> ReproOutcome:
     """Return the outcome of `tltrace repro SCRIPT_OR_DIR [RUN] --pass PASS [-o OUT]`: the directory
     written, the path its repro.py takes, and whether the rerun gave the recorded result.
@@ -289,8 +375,8 @@ def repro(
     chosen = R.open_selection(target, run, trace_dir_of(trace_dir), kernel).one("repro")
     manifest = chosen.require()
     record = R.find_record(manifest, pass_)
-    dest = Path(out) if out is not None else Path(default_dir(manifest, record))
-    return make_repro(chosen.path, manifest, record, dest)
+    dest = os.fspath(out) if out is not None else default_dir(manifest, record)
+    return make_repro(chosen.path, manifest, record, dest, force=force)
 
 
 def default_dir(manifest: RunManifest, record: PassRecord) -> str:

@@ -6,7 +6,8 @@ COMPILE_DIR holds frontend.json, context.json and job.json (kernel, backend, cod
 flags, the script name to record under). The compile runs through the same code
 as a standalone repro.py (repro/_standalone.py), with tltrace's tracing on, so its
 records land under TRACE_DIR/<script> like any traced run. Exit status: 0 when the
-compile finished, 1 when it raised (its records still say where).
+compile finished, 1 when it raised (its records still say where), 5 when the recorded
+IR does not load on this TileLang (COMPILE_DIR/unloadable.json says what it lacks).
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ def main(argv: list[str]) -> int:
             job.get("kernel"),
             job.get("flags") or {},
         )
+    except S.Unloadable as exc:  # one line for the parent, which names it and exits 5
+        (cdir / "unloadable.json").write_text(json.dumps(exc.to_json()), encoding="utf-8")
+        print(f"replay: {exc.line()}", file=sys.stderr)
+        return S.EXIT_UNLOADABLE
     except Exception as exc:
         print(f"replay: {S.error_text(exc)}", file=sys.stderr)
         return 1
