@@ -115,11 +115,11 @@ def _traced(sub: Path, build) -> Path:
 
 def coverage(run_dir: Path) -> dict:
     """Return {"passes": [(name, lines, mapped)], "codegen": (lines, mapped), "lost": Counter(pass)}."""
-    from tltrace.history import runs as R
+    from tltrace.history import runs
     from tltrace.history import sourcemaps as V
     from tltrace.session import sourcemap_store as sm
 
-    m = R.load_manifest(run_dir)
+    m = runs.load_manifest(run_dir)
     maps = sm.load(run_dir)
     rows = V.passes(m, maps)
     lost: Counter[str] = Counter()
