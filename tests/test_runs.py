@@ -13,14 +13,14 @@ from tltrace.errors import RecordsError, UsageError
 from tltrace.history import runs
 from tltrace.session.records import PassRecord, RunManifest
 
-from ._records import EXAMPLES, copy_tree, run_dirs, schema3_text, trace
+from ._records import copy_tree, recorded_subset, run_dirs, schema3_text
 
 
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory) -> Path:
-    """Two runs of elementwise_add (block 128, then 64) and one of softmax."""
-    td = tmp_path_factory.mktemp("runs") / "traces"
-    return trace(td, ("elementwise_add.py",), ("elementwise_add.py", "--block", "64"), ("softmax.py",))
+def traced(recorded: Path, tmp_path_factory) -> Path:
+    """The recorded traces: two runs of elementwise_add (block 128, then 64) and one of gemm."""
+    dest = tmp_path_factory.mktemp("runs") / "traces"
+    return recorded_subset(recorded, dest, elementwise_add=slice(0, 2), gemm=None)
 
 
 @pytest.fixture
@@ -31,17 +31,24 @@ def damaged(traced: Path, tmp_path: Path) -> Path:
 def test_locate_every_form(traced: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     sd = traced / "elementwise_add"
     run = run_dirs(sd)[0]
-    assert runs.locate(None, traced).script_dirs == (sd, traced / "softmax")
+    assert runs.locate(None, traced).script_dirs == (sd, traced / "gemm")
     assert runs.locate(str(traced), "/nonexistent").root == traced
     assert runs.locate(str(sd), "/nonexistent").script_dirs == (sd,)
     assert runs.locate(str(sd / ".run_records"), "/nonexistent").script_dirs == (sd,)
     assert runs.locate(str(run), "/nonexistent").run_dir == run
-    assert runs.locate(str(EXAMPLES / "elementwise_add.py"), traced).script_dirs == (sd,)
+    registry = json.loads((traced / ".tltrace-scripts.json").read_text())["scripts"]
+    path = next(k for k, v in registry.items() if v == "elementwise_add").removeprefix("path:")
+    assert runs.locate(path, traced).script_dirs == (sd,)  # the script's path as recorded
+    elsewhere = tmp_path / "src" / "elementwise_add.py"  # another script of that name: its own dir
+    elsewhere.parent.mkdir()
+    elsewhere.write_text("")
+    with pytest.raises(RecordsError, match="no run records for"):
+        runs.locate(str(elsewhere), traced)
     monkeypatch.chdir(tmp_path)
     assert runs.locate("examples/elementwise_add.py", traced).script_dirs == (sd,)  # not here: by its name
     assert runs.locate("elementwise_add", traced).script_dirs == (sd,)
     with pytest.raises(RecordsError, match="neither a run"):
-        runs.locate("gemm", traced)
+        runs.locate("softmax", traced)
     with pytest.raises(RecordsError, match="no run records under"):
         runs.locate(None, tmp_path / "empty")
 

@@ -241,7 +241,7 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
             raise runs.UsageError(
                 f"no run of kernel {kernel!r} under {where}; {command('tltrace', 'show', where)} lists every run"
             )
-        raise runs.RecordsError(f"no compiles left under {where}; run 'tltrace run SCRIPT' first")
+        raise runs.RecordsError(f"no runs left under {where}; run 'tltrace run SCRIPT' first")
     if as_json:
         flat = []
         for inv, compiles in invs:
@@ -249,7 +249,7 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
                 row = _run_row(r, inv.position)
                 flat.append(row)
         _print_json(
-            {"invocations": [_invocation_json(inv, compiles) for inv, compiles in invs], "compiles": flat}
+            {"invocations": [_invocation_json(inv, compiles) for inv, compiles in invs], "runs": flat}
         )
         return
     several = len(loc.script_dirs) > 1
