@@ -813,10 +813,10 @@ def test_diff_runs_page_under_csp_renders_text_only(browser, tmp_path: Path):
     assert not errors, errors
 
 
-def test_diff_runs_html_of_real_runs_in_chromium(browser, run_cli, tmp_path: Path):
-    from ._records import trace as trace_runs
+def test_diff_runs_html_of_real_runs_in_chromium(browser, run_cli, recorded: Path, tmp_path: Path):
+    from ._records import recorded_subset
 
-    td = trace_runs(tmp_path / "t", ("elementwise_add.py",), ("elementwise_add.py", "--block", "64"))
+    td = recorded_subset(recorded, tmp_path / "t", elementwise_add=slice(0, 2))  # block 128, then 64
     out = tmp_path / "d.html"
     res = run_cli(
         "diff-runs", "--trace-dir", str(td), "elementwise_add:-2", "elementwise_add:-1", "--html", str(out)
