@@ -1,4 +1,4 @@
-"""Helpers shared by the run-records tests: real traced runs of the examples, made in-process."""
+"""Helpers shared by the run-records tests: the recorded traces (tests/data/traces), manifests, the entry point."""
 
 from __future__ import annotations
 
@@ -6,25 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from typer.testing import CliRunner
-
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
-
-
-def trace(trace_dir: Path, *runs: tuple[str, ...]) -> Path:
-    """Run each (script, *args) of examples/ under `tltrace run -q`; return trace_dir."""
-    from tltrace.cli.app import app
-
-    runner = CliRunner()
-    for script, *args in runs:
-        res = runner.invoke(
-            app,
-            ["run", "-q", "--trace-dir", str(trace_dir), str(EXAMPLES / script), *args],
-            catch_exceptions=False,
-        )
-        assert res.exit_code == 0, res.output
-    return trace_dir
 
 
 def copy_tree(src: Path, dest: Path) -> Path:
