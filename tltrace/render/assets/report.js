@@ -175,6 +175,7 @@
     document.documentElement.setAttribute("data-ready", "1");
   }
   R.cmp = cmp;
+  R.isTextField = isTextField;
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
