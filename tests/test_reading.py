@@ -115,6 +115,7 @@ def test_a_compile_and_an_invocation_render_in_ipython(traced: Path, many: Path)
     assert data["text/html"].count("<tr>") == 25 and "<iframe" in data["text/html"]
 
 
+@pytest.mark.browser
 def test_the_inline_report_runs_in_chromium(open_page, traced: Path, tmp_path: Path) -> None:
     """The iframe as a notebook shows it: the report inside runs (sandboxed, no same origin)."""
     c = tltrace.load(traced).invocations[-1].compiles[0]

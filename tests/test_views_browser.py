@@ -14,6 +14,8 @@ from tltrace.render.html import REPORT_NAME
 from ._records import EXAMPLES, read_manifest, recorded_subset, run_dirs
 from .conftest import wait_js
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture(scope="module")
 def html_trace(recorded: Path, tmp_path_factory) -> Path:
