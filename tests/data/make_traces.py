@@ -1,4 +1,4 @@
-"""Record the traces the read-side tests read: `python tests/data/make_traces.py` (about a minute).
+"""Record the traces the read-side tests read: `python tests/data/make_traces.py` (a few minutes).
 
 tests/data/traces/ is one trace dir, recorded once with real TileLang CPU compiles and
 checked in, as tlparse tests its parser on recorded logs. `show`, `diff-runs`, `export`,
@@ -24,8 +24,10 @@ When to regenerate: when the on-disk format changes (a new manifest schema versi
 renamed field, a new file the reader needs). tests/test_recorded.py fails first then
 (the recorded manifests must still load with the current reader and carry the
 current schema version); run this script, look at `git diff --stat tests/data/traces`,
-and commit the new recording with the change. Tests read pipeline facts from the
-recorded manifests, so a newer TileLang's different pipeline needs no test edits.
+and commit the new recording with the change. Tests read pipeline facts (pass counts,
+indexes, statuses) from the recorded manifests, so a recording made on another TileLang
+release needs no test edits. Paths inside (the manifests' `cwd`, the scripts registry) are
+the temporary directory it was recorded in; the tests never rely on them.
 """
 
 from __future__ import annotations
