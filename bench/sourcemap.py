@@ -138,11 +138,11 @@ def coverage(run_dir: Path) -> dict:
     (the host source is not counted), those with a Python line, those with an exact one;
     "codegen_body": the same without declaration lines (`float acc_o[128];`: no `=`, no call).
     """
-    from tltrace.history import runs as R
+    from tltrace.history import runs
     from tltrace.history import sourcemaps as V
     from tltrace.session import sourcemap_store as sm
 
-    m = R.load_manifest(run_dir)
+    m = runs.load_manifest(run_dir)
     maps = sm.load(run_dir)
     rows = V.passes(m, maps)
     lost: Counter[str] = Counter()
@@ -154,7 +154,7 @@ def coverage(run_dir: Path) -> dict:
     cg = [r for r in rows if r["status"] == "codegen" and roles.get(r["index"]) in ("device", None)]
     ir = [r for r in rows if r["status"] != "codegen"]
     body = [0, 0, 0]
-    run = R.load_run(run_dir)
+    run = runs.load_run(run_dir)
     for rec in m.records:
         if rec.status == "codegen" and rec.role in ("device", None) and maps.of(rec.index, "after"):
             for x in V.annotated(run, rec, "after", maps):

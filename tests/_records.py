@@ -1,4 +1,4 @@
-"""Helpers shared by the run-records tests: real traced runs of the examples, made in-process."""
+"""Helpers shared by the run-records tests: the recorded traces (tests/data/traces), manifests, the entry point."""
 
 from __future__ import annotations
 
@@ -6,25 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from typer.testing import CliRunner
-
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
-
-
-def trace(trace_dir: Path, *runs: tuple[str, ...]) -> Path:
-    """Run each (script, *args) of examples/ under `tltrace run -q`; return trace_dir."""
-    from tltrace.cli.app import app
-
-    runner = CliRunner()
-    for script, *args in runs:
-        res = runner.invoke(
-            app,
-            ["run", "-q", "--trace-dir", str(trace_dir), str(EXAMPLES / script), *args],
-            catch_exceptions=False,
-        )
-        assert res.exit_code == 0, res.output
-    return trace_dir
 
 
 def copy_tree(src: Path, dest: Path) -> Path:
@@ -118,3 +101,67 @@ def schema3_text(manifest) -> str:
         prev = r
     data["records"] = out
     return json.dumps(data, separators=(",", ":"))
+
+
+RECORDED = REPO / "tests" / "data" / "traces"  # made by tests/data/make_traces.py (see its docstring)
+
+
+def recorded_copy(dest: Path) -> Path:
+    """Copy the checked-in recorded traces to `dest` and return it, as tltrace left them.
+
+    The recording keeps each text once, in `.run_records/.objects`; the per-pass files
+    tltrace writes as hard links into it are linked again here from the manifests'
+    hashes, read-only, so a copy has the same files and link counts as a live trace dir.
+    Nothing is compiled: read-side tests use this (the quick loop).
+    """
+    import os
+    import shutil
+
+    shutil.copytree(RECORDED, dest)
+    for manifest in sorted(dest.glob("*/.run_records/run_*/manifest.json")):
+        run_dir = manifest.parent
+        objects = run_dir.parent / ".objects"
+        for rec in json.loads(manifest.read_text())["records"]:
+            for rel, digest in (
+                (rec.get("before_file"), rec.get("before_hash")),
+                (rec.get("after_file"), rec.get("after_hash")),
+            ):
+                if rel and digest and (objects / digest).is_file() and not (run_dir / rel).exists():
+                    (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+                    os.link(objects / digest, run_dir / rel)
+    for obj in dest.glob("*/.run_records/.objects/*"):
+        obj.chmod(0o444)
+    return dest
+
+
+def recorded_runs(trace_dir: Path, script: str) -> list[Path]:
+    """The run dirs of one script in a recorded copy, oldest first."""
+    return run_dirs(trace_dir / script)
+
+
+def recorded_subset(recorded: Path, dest: Path, **keep: slice | None) -> Path:
+    """Copy some scripts of a recorded copy to `dest`: script name=slice of its run dirs (None: all).
+
+    `recorded_subset(recorded, tmp, elementwise_add=slice(0, 2), gemm=None)` keeps the
+    first two compiles of elementwise_add and every compile of gemm; the scripts
+    registry keeps only their entries. Hard links are kept (copy_tree).
+    """
+    import shutil
+
+    copy_tree(recorded, dest)
+    for sd in [p for p in dest.iterdir() if p.is_dir()]:
+        if sd.name not in keep:
+            shutil.rmtree(sd)
+            continue
+        which = keep[sd.name]
+        if which is not None:
+            every = run_dirs(sd)
+            for run in every:
+                if run not in every[which]:
+                    shutil.rmtree(run)
+    registry = dest / ".tltrace-scripts.json"
+    if registry.is_file():
+        data = json.loads(registry.read_text())
+        data["scripts"] = {k: v for k, v in data["scripts"].items() if v in keep}
+        registry.write_text(json.dumps(data, indent=1))
+    return dest

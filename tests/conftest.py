@@ -26,6 +26,17 @@ def examples_dir(tmp_path: Path) -> Path:
     return dest
 
 
+@pytest.fixture(scope="session")
+def recorded(tmp_path_factory) -> Path:
+    """The checked-in recorded traces (tests/data/traces), copied once per session: read only.
+
+    A test that writes into a trace dir copies this one (tests/_records.py `copy_tree`).
+    """
+    from ._records import recorded_copy
+
+    return recorded_copy(tmp_path_factory.mktemp("recorded") / "traces")
+
+
 def cuda_available() -> bool:
     """Return True when torch sees a CUDA GPU (the `gpu`-marked tests skip otherwise)."""
     try:

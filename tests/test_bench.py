@@ -139,16 +139,16 @@ def test_run_py_refuses_an_unknown_section(tmp_path, capsys):
     assert e.value.code == 2
 
 
-def test_align_finds_the_largest_changed_pass_in_a_real_trace(tmp_path):
+def test_align_finds_the_largest_changed_pass_in_a_real_trace(recorded, tmp_path):
     """bench/gpu.sh's check part hands bench/align.py its traces: it must read them as they are written."""
     import align
 
-    from ._records import read_manifest, run_dirs, trace
+    from ._records import read_manifest, recorded_subset, run_dirs
 
-    td = trace(tmp_path / "t", ("softmax.py",))
+    td = recorded_subset(recorded, tmp_path / "t", gemm=None)
     found = align.find_largest(td)
     assert found is not None
-    records = read_manifest(run_dirs(td / "softmax")[-1])["records"]
+    records = read_manifest(run_dirs(td / "gemm")[-1])["records"]
     changed = [r for r in records if r["status"] == "changed" and r["after_file"].endswith(".tir")]
     index = int(found["label"].split(": ", 1)[1].split()[0])
     assert index in {r["index"] for r in changed}

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tltrace.config import build_settings
-from tltrace.history import runs as R
+from tltrace.history import runs
 from tltrace.session import children
 from tltrace.session.records import RunManifest
 
@@ -68,7 +68,7 @@ def _tltrace(tmp_path: Path, *args: str, timeout: float = 600, **env: str) -> su
 
 
 def _manifests(script_dir: Path) -> list[RunManifest]:
-    return [R.load_manifest(d) for d in R.run_dirs(script_dir)]
+    return [runs.load_manifest(d) for d in runs.run_dirs(script_dir)]
 
 
 def _pid(m: RunManifest) -> int | None:
@@ -293,7 +293,9 @@ def test_compiles_after_the_script_ended_are_said(tmp_path):
     said = [ln for ln in r.stderr.splitlines() if "after the traced script ended" in ln]
     assert len(said) == 1, r.stderr  # said once, by the first late compile
     assert "late-compiler" in said[0]
-    assert not (tmp_path / "T" / "late" / ".run_records").exists() or not R.run_dirs(tmp_path / "T" / "late")
+    assert not (tmp_path / "T" / "late" / ".run_records").exists() or not runs.run_dirs(
+        tmp_path / "T" / "late"
+    )
 
 
 @pytest.mark.slow

@@ -12,19 +12,14 @@ import pytest
 from tltrace.errors import UsageError
 from tltrace.history.retention import clean, parse_duration
 
-from ._records import copy_tree, run_dirs, trace
+from ._records import copy_tree, recorded_subset, run_dirs
 
 
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory) -> Path:
-    td = tmp_path_factory.mktemp("clean") / "traces"
-    return trace(
-        td,
-        ("elementwise_add.py", "--block", "64"),
-        ("elementwise_add.py", "--block", "32"),
-        ("elementwise_add.py",),
-        ("softmax.py",),
-    )
+def traced(recorded: Path, tmp_path_factory) -> Path:
+    """The recorded elementwise_add's first three compiles (block 128, 64, 128) and gemm's one."""
+    dest = tmp_path_factory.mktemp("clean") / "traces"
+    return recorded_subset(recorded, dest, elementwise_add=slice(0, 3), gemm=None)
 
 
 @pytest.fixture
@@ -79,13 +74,13 @@ def test_keep_newest(run_cli, td: Path) -> None:
         assert (sd / name).read_text() == f"// {name}\n"
     # No stored text is left that no run links to, and the kept run still reads whole.
     assert all(o.stat().st_nlink > 1 for o in objects(sd))
-    assert len(run_dirs(td / "softmax")) == 1  # another script's runs are not touched
+    assert len(run_dirs(td / "gemm")) == 1  # another script's runs are not touched
     res = run_cli("show", "--trace-dir", str(td), "elementwise_add", "--pass", "LowerTileOp")
     assert res.exit_code == 0 and "CHANGED" in res.stdout
 
 
 def test_every_script_and_dry_run(run_cli, td: Path) -> None:
-    before = {p: run_dirs(p) for p in (td / "elementwise_add", td / "softmax")}
+    before = {p: run_dirs(p) for p in (td / "elementwise_add", td / "gemm")}
     res = run_cli("clean", "--trace-dir", str(td), "--all", "--dry-run")
     assert res.exit_code == 0 and "would remove 4 run(s)" in res.stdout
     assert {p: run_dirs(p) for p in before} == before
@@ -107,7 +102,7 @@ def test_older_than(td: Path) -> None:
 def test_active_run_is_kept(td: Path) -> None:
     from tltrace.session.store import new_run_id
 
-    sd = td / "softmax"
+    sd = td / "gemm"
     live = sd / ".run_records" / new_run_id()  # this process, now: still being written
     # Our pid in a run id dated before this process loaded tltrace: another process that
     # had the same pid (pid 1 in containers), long dead; it must not stay "running".
@@ -115,7 +110,7 @@ def test_active_run_is_kept(td: Path) -> None:
     for run in (live, reused):
         run.mkdir()
         (run / "manifest.json").write_text(
-            json.dumps({"run_id": run.name, "script": "softmax", "status": "running", "schema_version": 1})
+            json.dumps({"run_id": run.name, "script": "gemm", "status": "running", "schema_version": 1})
         )
     res = clean([sd], remove_all=True)
     assert res.skipped_active == [live] and live.is_dir()
@@ -133,6 +128,6 @@ def test_usage_errors(run_cli, td: Path) -> None:
     # --keep 0 means "no limit" on clean as on run: with --older-than only the age decides.
     res = run_cli("clean", "--trace-dir", str(td), "--keep", "0", "--older-than", "1000w", "--dry-run")
     assert res.exit_code == 0 and "would remove 0 run(s)" in res.stdout, res.stdout + res.stderr
-    run = run_dirs(td / "softmax")[0]
+    run = run_dirs(td / "gemm")[0]
     res = run_cli("clean", str(run), "--all")
     assert res.exit_code == 2 and "rm -r" in res.stderr and run.is_dir()

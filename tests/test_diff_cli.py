@@ -36,16 +36,16 @@ def test_run_and_show_mark_reindents_and_ignore_whitespace_hides_them(
 
 
 def test_show_json_rows_match_the_texts(run_cli, examples_dir: Path, tmp_path: Path):
-    from tltrace.history import runs as R
+    from tltrace.history import runs
 
     td = tmp_path / "t"
     assert run_cli("run", "-q", "--trace-dir", td, examples_dir / "elementwise_add.py").exit_code == 0
-    run = R.parse_run_ref("elementwise_add", td, None, None)
+    run = runs.parse_run_ref("elementwise_add", td, None, None)
     m = run.require()
     for rec in m.records:
         if rec.status != "changed":
             continue
-        before, after = R.read_text(run, rec, "before"), R.read_text(run, rec, "after")
+        before, after = runs.read_text(run, rec, "before"), runs.read_text(run, rec, "after")
         rows = check_laws(before, after)
         out = json.loads(
             run_cli("show", "--trace-dir", td, "elementwise_add", "--pass", str(rec.index), "--json").stdout

@@ -11,7 +11,7 @@ import pytest
 from tltrace.history.compare import INPUT_DIFFERS, ONLY_A, ONLY_B, OUTPUT_DIFFERS, SAME, align, diff_runs
 from tltrace.session.records import PassRecord, RunManifest
 
-from ._records import read_manifest, run_dirs, trace
+from ._records import read_manifest, recorded_subset, run_dirs
 
 
 def rec(index: int, name: str, before: str, after: str, phase: str = "p") -> PassRecord:
@@ -96,18 +96,10 @@ def test_codegen_compared_per_role() -> None:
 
 # -- real runs --------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory) -> Path:
-    """elementwise_add: block 128, block 64, block 128 again; softmax once; two_kernels twice."""
-    td = tmp_path_factory.mktemp("diffruns") / "traces"
-    return trace(
-        td,
-        ("elementwise_add.py",),
-        ("elementwise_add.py", "--block", "64"),
-        ("elementwise_add.py",),
-        ("softmax.py",),
-        ("two_kernels.py",),
-        ("two_kernels.py",),
-    )
+def traced(recorded: Path, tmp_path_factory) -> Path:
+    """The recorded traces: elementwise_add block 128, 64, 128 again; gemm once; two_kernels twice."""
+    dest = tmp_path_factory.mktemp("diffruns") / "traces"
+    return recorded_subset(recorded, dest, elementwise_add=slice(0, 3), gemm=None, two_kernels=None)
 
 
 @pytest.fixture
@@ -154,10 +146,10 @@ def test_bare_run_specs_with_script(cli) -> None:
 
 
 def test_two_scripts_align_by_name(cli) -> None:
-    res = cli("elementwise_add", "softmax", "--json", "--pass", "LayoutInference")
+    res = cli("elementwise_add", "gemm", "--json", "--pass", "LayoutInference")
     assert res.exit_code == 1
     data = json.loads(res.stdout)
-    assert data["a"]["script"] == "elementwise_add" and data["b"]["script"] == "softmax"
+    assert data["a"]["script"] == "elementwise_add" and data["b"]["script"] == "gemm"
     by_label = {(p["phase"], p["name"], p["occurrence"]): p for p in data["passes"]}
     li = by_label[("pipeline_c", "LayoutInference", 1)]
     assert li["a_index"] is not None and li["b_index"] is not None

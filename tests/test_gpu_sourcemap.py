@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.history import runs as R
+from tltrace.history import runs
 from tltrace.history import sourcemaps as V
 from tltrace.session import sourcemap as sm
 
@@ -62,7 +62,7 @@ def _traced_and_plain(tmp_path: Path, func, pass_configs: dict) -> tuple[str, st
 
 
 def _check(run_dir: Path, py_file: Path, store_line: int, out_name: str) -> None:
-    run = R.load_run(run_dir)
+    run = runs.load_run(run_dir)
     data = V.summary(run)
     device = data["codegen"]["device"]
     assert device, "no generated device source recorded"

@@ -11,13 +11,14 @@ import pytest
 
 from tltrace.session.writer import pid_alive, writer_alive
 
-from ._records import copy_tree, read_manifest, run_dirs, trace
+from ._records import copy_tree, read_manifest, recorded_subset, run_dirs
 
 
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory) -> Path:
-    td = tmp_path_factory.mktemp("hard") / "traces"
-    return trace(td, ("elementwise_add.py",))
+def traced(recorded: Path, tmp_path_factory) -> Path:
+    """The first recorded compile of elementwise_add."""
+    dest = tmp_path_factory.mktemp("hard") / "traces"
+    return recorded_subset(recorded, dest, elementwise_add=slice(0, 1))
 
 
 def _manifest(run: Path) -> tuple[Path, dict]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ._records import copy_tree, read_manifest, run_dirs, trace
+from ._records import copy_tree, read_manifest, recorded_subset, run_dirs
 
 
 def _clone(src: Path, records: Path, n: int, **fields) -> Path:
@@ -33,10 +33,9 @@ def _clone(src: Path, records: Path, n: int, **fields) -> Path:
 
 
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory) -> Path:
+def traced(recorded: Path, tmp_path_factory) -> Path:
     """Script 'auto': invocation A (add 128, add 64, sub) and B (add 128, add 64 changed, mul)."""
-    td = tmp_path_factory.mktemp("inv") / "traces"
-    trace(td, ("elementwise_add.py",), ("elementwise_add.py", "--block", "64"))
+    td = recorded_subset(recorded, tmp_path_factory.mktemp("inv") / "traces", elementwise_add=slice(0, 2))
     sd = td / "elementwise_add"
     r128, r64 = run_dirs(sd)
     auto = td / "auto"

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from tltrace.history import runs as R
+from tltrace.history import runs
 from tltrace.history.retention import clean
 from tltrace.session import liveness
 from tltrace.session.store import id_time_is_absolute, new_run_id, time_of_id
@@ -68,7 +68,7 @@ def test_time_zones_do_not_reorder_runs(run_cli, tmp_path: Path) -> None:
     first = _traced(td, script, TZ="UTC")
     second = _traced(td, script, TZ="America/Los_Angeles")  # a local clock 8 hours behind
     sd = first.parent.parent
-    assert R.invocations(sd)[-1].runs[0].path == second  # -1 is the newest
+    assert runs.invocations(sd)[-1].runs[0].path == second  # -1 is the newest
     r = run_cli("show", sd, "-1", "--json")
     assert r.exit_code == 0, r.stderr
     assert str(second.name) in r.stdout and str(first.name) not in r.stdout
@@ -90,7 +90,7 @@ def test_old_local_ids_order_by_their_manifests_absolute_start(tmp_path: Path) -
         m = {"run_id": rid, "script": "s", "status": "complete", "schema_version": 2, "started": started}
         (d / "manifest.json").write_text(json.dumps(m))
         made.append(d)
-    assert [i.runs[0].path for i in R.invocations(sd)] == made
+    assert [i.runs[0].path for i in runs.invocations(sd)] == made
     res = clean([sd], keep=1)
     assert made[1].is_dir() and not made[0].exists() and res.failed == []
 

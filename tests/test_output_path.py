@@ -19,14 +19,14 @@ import pytest
 
 from tltrace import output_path
 
-from ._records import trace
+from ._records import recorded_subset
 
 
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory) -> Path:
-    """Two runs of elementwise_add (block 128, then 64): one invocation each."""
-    td = tmp_path_factory.mktemp("outpath") / "traces"
-    return trace(td, ("elementwise_add.py",), ("elementwise_add.py", "--block", "64"))
+def traced(recorded: Path, tmp_path_factory) -> Path:
+    """The recorded elementwise_add's first two compiles (block 128, then 64): one invocation each."""
+    dest = tmp_path_factory.mktemp("outpath") / "traces"
+    return recorded_subset(recorded, dest, elementwise_add=slice(0, 2))
 
 
 def _refused(res, *needles: str) -> None:

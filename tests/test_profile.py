@@ -25,7 +25,7 @@ def threaded(tmp_path_factory):
     from typer.testing import CliRunner
 
     from tltrace.cli.app import app
-    from tltrace.history import runs as R
+    from tltrace.history import runs
 
     tmp = tmp_path_factory.mktemp("threaded")
     script = tmp / "pool.py"
@@ -38,7 +38,7 @@ def threaded(tmp_path_factory):
         catch_exceptions=False,
     )
     assert res.exit_code == 0, res.output
-    manifests = [r.manifest for r in R.list_runs(R.locate("pool", td), size=False)]
+    manifests = [r.manifest for r in runs.list_runs(runs.locate("pool", td), size=False)]
     assert len(manifests) == 3 and all(m is not None for m in manifests)
     return td, json.loads(out.read_text()), manifests
 

@@ -18,14 +18,14 @@ import tltrace
 from tltrace.errors import RecordsError
 
 from ._kernels import KERNELS
-from ._records import read_manifest, run_dirs, trace
+from ._records import read_manifest, recorded_subset, run_dirs
 
 
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory) -> Path:
-    td = tmp_path_factory.mktemp("load") / "traces"
-    trace(td, ("elementwise_add.py",))
-    return td
+def traced(recorded: Path, tmp_path_factory) -> Path:
+    """The first recorded compile of elementwise_add."""
+    dest = tmp_path_factory.mktemp("load") / "traces"
+    return recorded_subset(recorded, dest, elementwise_add=slice(0, 1))
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +115,7 @@ def test_a_compile_and_an_invocation_render_in_ipython(traced: Path, many: Path)
     assert data["text/html"].count("<tr>") == 25 and "<iframe" in data["text/html"]
 
 
+@pytest.mark.browser
 def test_the_inline_report_runs_in_chromium(open_page, traced: Path, tmp_path: Path) -> None:
     """The iframe as a notebook shows it: the report inside runs (sandboxed, no same origin)."""
     c = tltrace.load(traced).invocations[-1].compiles[0]

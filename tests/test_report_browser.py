@@ -549,12 +549,14 @@ def test_keys_work_after_clicking_a_checkbox_or_a_button_not_in_the_search_field
 
 
 @pytest.fixture(scope="module")
-def real_report(tmp_path_factory):
-    from ._records import trace as trace_runs
+def real_report(recorded, tmp_path_factory):
+    """The recorded CPU gemm's compile report, rebuilt from its records."""
+    from tltrace.render.html import write_report
 
-    td = trace_runs(tmp_path_factory.mktemp("real") / "traces", ("gemm.py", "--mode", "html"))
-    # <script>/report.html is the invocation's index; the compile's own report is in its run dir.
-    return next((td / "gemm" / ".run_records").glob(f"run_*/{REPORT_NAME}"))
+    from ._records import recorded_subset, run_dirs
+
+    td = recorded_subset(recorded, tmp_path_factory.mktemp("real") / "traces", gemm=None)
+    return write_report(run_dirs(td / "gemm")[-1])
 
 
 @pytest.mark.parametrize(
@@ -819,10 +821,10 @@ def test_diff_runs_page_under_csp_renders_text_only(browser, tmp_path: Path):
     assert not errors, errors
 
 
-def test_diff_runs_html_of_real_runs_in_chromium(browser, run_cli, tmp_path: Path):
-    from ._records import trace as trace_runs
+def test_diff_runs_html_of_real_runs_in_chromium(browser, run_cli, recorded: Path, tmp_path: Path):
+    from ._records import recorded_subset
 
-    td = trace_runs(tmp_path / "t", ("elementwise_add.py",), ("elementwise_add.py", "--block", "64"))
+    td = recorded_subset(recorded, tmp_path / "t", elementwise_add=slice(0, 2))  # block 128, then 64
     out = tmp_path / "d.html"
     res = run_cli(
         "diff-runs", "--trace-dir", str(td), "elementwise_add:-2", "elementwise_add:-1", "--html", str(out)

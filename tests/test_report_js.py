@@ -68,3 +68,55 @@ def test_pure_parts() -> None:
         ],
         "introduced": 1,
     }
+
+
+LOGIC = r"""
+const dir = process.argv[1];
+const C = require(dir + "/core.js"), L = require(dir + "/report-logic.js");
+const out = {};
+const meta = (status, error) => ({status: status, error: error});
+out.state = [
+  L.runStateOf(meta("complete"), 9e9, 1000), L.runStateOf(meta("error", "boom"), 0, 1000),
+  L.runStateOf(meta("error", "KeyboardInterrupt: ^C"), 0, 1000), L.runStateOf(meta(undefined), 10, 1000),
+  L.runStateOf(meta("running"), 5000, 1000)
+];
+const recs = [
+  {index: 0, name: "tirx.Simplify", phase: "p", status: "noop"},
+  {index: 1, name: "LowerTileOp", phase: "p", status: "changed"},
+  {index: 2, name: "tirx.Simplify", phase: "p", status: "changed"},
+  {index: 3, name: "codegen_device", phase: "codegen", status: "codegen"}
+];
+const byIndex = new Map(recs.map((r, i) => [r.index, i]));
+out.frag = ["LowerTileOp", "lowertileop", "Simplify#2", "tirx.Simplify@2", "LowerTileOp@0", "2", "nope", ""]
+  .map(f => L.posOfFragment(recs, byIndex, f, C.resolveRef));
+const failed = recs.concat([{index: 4, name: "X", phase: "p", status: "failed"}]);
+out.start = [
+  L.startPos(recs, {status: "complete"}), L.startPos(failed, {status: "error"}),
+  L.startPos(recs, {status: "error"}), L.startPos(recs.slice(0, 1), {}), L.startPos([], {})
+];
+out.firstFailed = [L.firstFailed(recs), L.firstFailed(failed)];
+out.labels = recs.concat([{status: "weird"}]).map(L.statusLabel);
+const field = (tagName, type, editable) => ({tagName: tagName, type: type, isContentEditable: !!editable});
+out.fields = [
+  field("INPUT", "search"), field("INPUT", undefined), field("INPUT", "checkbox"), field("BUTTON"),
+  field("TEXTAREA"), field("SELECT"), field("DIV", undefined, true), null
+].map(L.isTextField);
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_report_logic_pure_parts() -> None:
+    """report-logic.js: run state, links to passes, the pass a report opens on, which keys are typing."""
+    with resources.as_file(ASSETS) as d:
+        proc = subprocess.run(
+            [node(), "-e", LOGIC, str(d)], capture_output=True, text=True, check=True, timeout=60
+        )
+    got = json.loads(proc.stdout)
+    assert got["state"] == ["complete", "error", "interrupted", "running", "incomplete"]
+    # by name in any case, NAME#k, an old link's name@index, an index; unknown and empty: -1
+    assert got["frag"] == [1, 1, 2, 2, -1, 2, -1, -1]
+    # failed first; a failure past the last pass opens the last codegen; else the first changed
+    assert got["start"] == [1, 4, 3, 0, -1]
+    assert got["firstFailed"] == [-1, 4]
+    assert got["labels"] == ["no-op", "changed", "changed", "codegen", "weird"]
+    assert got["fields"] == [True, True, False, False, True, True, True, False]

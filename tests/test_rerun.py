@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.history import runs as R
+from tltrace.history import runs
 
 FAILS = '''
 """tilelang.lower without a target context: tl.LayoutInference raises inside the pass."""
@@ -87,7 +87,7 @@ def traced(tmp_path_factory) -> Path:
 
 
 def _manifest(work: Path, script: str, kernel: str | None = None):
-    sel = R.open_selection(script, None, work / "tr", kernel)
+    sel = runs.open_selection(script, None, work / "tr", kernel)
     run = sel.one()
     return run, run.require()
 
@@ -95,15 +95,15 @@ def _manifest(work: Path, script: str, kernel: str | None = None):
 def test_every_compile_saves_its_frontend_context_and_failed_input(traced: Path) -> None:
     run, m = _manifest(traced, "two.py", "vadd")
     assert m.repro is not None
-    frontend = R.record_path(run.path, m.repro["frontend"])
-    context = json.loads(R.record_path(run.path, m.repro["context"]).read_text())  # type: ignore[union-attr]
+    frontend = runs.record_path(run.path, m.repro["frontend"])
+    context = json.loads(runs.record_path(run.path, m.repro["context"]).read_text())  # type: ignore[union-attr]
     assert frontend is not None and frontend.stat().st_size > 0
     assert context["target"]["kind"] == "c" and context["versions"]["tilelang"] == m.tilelang_version
     assert not m.repro.get("inputs")  # nothing failed
     run, m = _manifest(traced, "fails.py")
     (failed,) = [r for r in m.records if r.status == "failed"]
     rel = m.repro["inputs"][str(failed.index)]
-    assert R.record_path(run.path, rel).read_text().startswith("{")  # type: ignore[union-attr]
+    assert runs.record_path(run.path, rel).read_text().startswith("{")  # type: ignore[union-attr]
 
 
 def _standalone(src: Path, tmp: Path) -> subprocess.CompletedProcess:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.history import runs as R
+from tltrace.history import runs as history_runs
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
@@ -61,7 +61,7 @@ def tuned(tmp_path_factory) -> Path:
 
 
 def test_bundle_best_holds_the_noted_compile_and_replays(tuned: Path, run_cli, tmp_path: Path) -> None:
-    runs = list(R.open_selection("tune.py", None, tuned / "tr", None).runs)
+    runs = list(history_runs.open_selection("tune.py", None, tuned / "tr", None).runs)
     assert len(runs) == 3
     res = run_cli("bundle", "--trace-dir", str(tuned / "tr"), "tune.py", "--best", "-o", "-")
     assert res.exit_code == 0, res.output
@@ -110,5 +110,5 @@ def test_bundle_best_falls_back_on_the_launch_shape(tuned: Path, run_cli, tmp_pa
     res = run_cli("bundle", "--trace-dir", str(td), "tune.py", "--best", "-o", "-")
     assert res.exit_code == 0, res.output
     info = json.loads(zipfile.ZipFile(io.BytesIO(res.stdout_bytes)).read("bundle.json"))
-    runs = sorted(R.open_selection("tune.py", None, td, None).runs, key=lambda r: r.require().started or 0)
+    runs = sorted(history_runs.open_selection("tune.py", None, td, None).runs, key=lambda r: r.require().started or 0)
     assert info["compiles"][0]["run_id"] == runs[1].require().run_id and info["best"]["matched"] == "launch"

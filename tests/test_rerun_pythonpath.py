@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.history import runs as R
+from tltrace.history import runs as history_runs
 
 SM90 = '''
 """A small GEMM lowered for sm_90a on the CPU: CUDA codegen, no GPU, no nvcc."""
@@ -90,7 +90,7 @@ def test_repro_of_lower_tile_op_for_sm90a_with_tilelang_on_pythonpath(bare, tmp_
 
     p = tltrace("run", "--quiet", "--trace-dir", "tr", "sm90.py")
     assert p.returncode == 0, p.stderr[-2000:]
-    m = R.open_selection("sm90.py", None, tmp_path / "tr", None).one().require()
+    m = history_runs.open_selection("sm90.py", None, tmp_path / "tr", None).one().require()
     assert m.repro  # the run saved reproducer data
     changed = {r.name for r in m.records if r.status == "changed"}
     assert "LowerTileOp" in changed, sorted(changed)

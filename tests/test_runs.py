@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 
 from tltrace.errors import RecordsError, UsageError
-from tltrace.history import runs as R
+from tltrace.history import runs
 from tltrace.session.records import PassRecord, RunManifest
 
-from ._records import EXAMPLES, copy_tree, run_dirs, schema3_text, trace
+from ._records import copy_tree, recorded_subset, run_dirs, schema3_text
 
 
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory) -> Path:
-    """Two runs of elementwise_add (block 128, then 64) and one of softmax."""
-    td = tmp_path_factory.mktemp("runs") / "traces"
-    return trace(td, ("elementwise_add.py",), ("elementwise_add.py", "--block", "64"), ("softmax.py",))
+def traced(recorded: Path, tmp_path_factory) -> Path:
+    """The recorded traces: two runs of elementwise_add (block 128, then 64) and one of gemm."""
+    dest = tmp_path_factory.mktemp("runs") / "traces"
+    return recorded_subset(recorded, dest, elementwise_add=slice(0, 2), gemm=None)
 
 
 @pytest.fixture
@@ -31,41 +31,48 @@ def damaged(traced: Path, tmp_path: Path) -> Path:
 def test_locate_every_form(traced: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     sd = traced / "elementwise_add"
     run = run_dirs(sd)[0]
-    assert R.locate(None, traced).script_dirs == (sd, traced / "softmax")
-    assert R.locate(str(traced), "/nonexistent").root == traced
-    assert R.locate(str(sd), "/nonexistent").script_dirs == (sd,)
-    assert R.locate(str(sd / ".run_records"), "/nonexistent").script_dirs == (sd,)
-    assert R.locate(str(run), "/nonexistent").run_dir == run
-    assert R.locate(str(EXAMPLES / "elementwise_add.py"), traced).script_dirs == (sd,)
+    assert runs.locate(None, traced).script_dirs == (sd, traced / "gemm")
+    assert runs.locate(str(traced), "/nonexistent").root == traced
+    assert runs.locate(str(sd), "/nonexistent").script_dirs == (sd,)
+    assert runs.locate(str(sd / ".run_records"), "/nonexistent").script_dirs == (sd,)
+    assert runs.locate(str(run), "/nonexistent").run_dir == run
+    registry = json.loads((traced / ".tltrace-scripts.json").read_text())["scripts"]
+    path = next(k for k, v in registry.items() if v == "elementwise_add").removeprefix("path:")
+    assert runs.locate(path, traced).script_dirs == (sd,)  # the script's path as recorded
+    elsewhere = tmp_path / "src" / "elementwise_add.py"  # another script of that name: its own dir
+    elsewhere.parent.mkdir()
+    elsewhere.write_text("")
+    with pytest.raises(RecordsError, match="no run records for"):
+        runs.locate(str(elsewhere), traced)
     monkeypatch.chdir(tmp_path)
-    assert R.locate("examples/elementwise_add.py", traced).script_dirs == (sd,)  # not here: by its name
-    assert R.locate("elementwise_add", traced).script_dirs == (sd,)
+    assert runs.locate("examples/elementwise_add.py", traced).script_dirs == (sd,)  # not here: by its name
+    assert runs.locate("elementwise_add", traced).script_dirs == (sd,)
     with pytest.raises(RecordsError, match="neither a run"):
-        R.locate("gemm", traced)
+        runs.locate("softmax", traced)
     with pytest.raises(RecordsError, match="no run records under"):
-        R.locate(None, tmp_path / "empty")
+        runs.locate(None, tmp_path / "empty")
 
 
 def test_resolve_run_specs(traced: Path) -> None:
     sd = traced / "elementwise_add"
     first, second = run_dirs(sd)
-    assert R.resolve_run(sd, None) == second
-    assert R.resolve_run(sd, "latest") == second
-    assert R.resolve_run(sd, "-1") == second
-    assert R.resolve_run(sd, "-2") == first
-    assert R.resolve_run(sd, first.name) == first
-    assert R.resolve_run(sd, first.name[:-3]) == first
-    assert R.resolve_run(sd, first.name[len("run_") :][:22]) == first  # prefix without run_
+    assert runs.resolve_run(sd, None) == second
+    assert runs.resolve_run(sd, "latest") == second
+    assert runs.resolve_run(sd, "-1") == second
+    assert runs.resolve_run(sd, "-2") == first
+    assert runs.resolve_run(sd, first.name) == first
+    assert runs.resolve_run(sd, first.name[:-3]) == first
+    assert runs.resolve_run(sd, first.name[len("run_") :][:22]) == first  # prefix without run_
     with pytest.raises(UsageError, match="invocation -3 does not exist: elementwise_add has 2 invocation"):
-        R.resolve_run(sd, "-3")
+        runs.resolve_run(sd, "-3")
     with pytest.raises(UsageError, match="ambiguous"):
-        R.resolve_run(sd, "run_")
+        runs.resolve_run(sd, "run_")
     with pytest.raises(UsageError, match="no run, invocation or signature 'nope'"):
-        R.resolve_run(sd, "nope")
+        runs.resolve_run(sd, "nope")
 
 
 def test_load_manifest_of_a_real_run(traced: Path) -> None:
-    m = R.load_manifest(run_dirs(traced / "elementwise_add")[0])
+    m = runs.load_manifest(run_dirs(traced / "elementwise_add")[0])
     assert m.status == "complete" and m.kernel == "add" and m.backend == "cython"
     assert [r.index for r in m.records] == list(range(len(m.records)))
     assert m.records[-1].name == "codegen_device"
@@ -96,11 +103,11 @@ def test_damaged_manifest_is_one_actionable_line(damaged: Path, damage: str, mes
     else:
         mpath.write_text("[1, 2]")
     with pytest.raises(RecordsError) as err:
-        R.load_manifest(run)
+        runs.load_manifest(run)
     msg = str(err.value)
     assert message in msg and "\n" not in msg
     assert str(run) in msg  # names the path and how to get rid of it
-    loaded = R.load_run(run)
+    loaded = runs.load_run(run)
     assert loaded.manifest is None and loaded.status == "damaged" and loaded.problem == msg
 
 
@@ -114,53 +121,53 @@ def test_running_manifest_merges_records_jsonl(tmp_path: Path) -> None:
     recs = [PassRecord(index=i, name=f"P{i}", phase="pipeline_c") for i in range(3)]
     lines = [json.dumps(r.to_json()) for r in recs]
     (run / "records.jsonl").write_text("\n".join(lines) + '\n{"index": 3, "na')  # torn last line
-    m = R.load_manifest(run)
+    m = runs.load_manifest(run)
     assert m.status == "running" and [r.name for r in m.records] == ["P0", "P1", "P2"]
-    assert R.is_active(R.load_run(run))
+    assert runs.is_active(runs.load_run(run))
     # Same run written by a process that is gone: interrupted, still readable.
     dead = run.with_name("run_20260101_000000_000000_999999999_abcdef02")
     shutil.copytree(run, dead)
     (dead / "manifest.json").unlink()  # only records.jsonl survived
-    m2 = R.load_manifest(dead)
-    assert m2.status == R.INTERRUPTED and len(m2.records) == 3 and m2.script == "s"
+    m2 = runs.load_manifest(dead)
+    assert m2.status == runs.INTERRUPTED and len(m2.records) == 3 and m2.script == "s"
 
 
 def test_read_text_falls_back_to_stored_objects(damaged: Path) -> None:
-    run = R.load_run(run_dirs(damaged / "elementwise_add")[0])
-    rec = R.find_record(run.require(), "LayoutInference")
-    after = R.read_text(run, rec, "after")
+    run = runs.load_run(run_dirs(damaged / "elementwise_add")[0])
+    rec = runs.find_record(run.require(), "LayoutInference")
+    after = runs.read_text(run, rec, "after")
     (run.path / rec.after_file).unlink()
-    assert R.read_text(run, rec, "after") == after
+    assert runs.read_text(run, rec, "after") == after
     (run.script_dir / ".run_records" / ".objects" / rec.after_hash).unlink()
     with pytest.raises(RecordsError, match="is missing"):
-        R.read_text(run, rec, "after")
+        runs.read_text(run, rec, "after")
 
 
 def test_find_record_forms(traced: Path) -> None:
-    m = R.load_manifest(run_dirs(traced / "elementwise_add")[0])
+    m = runs.load_manifest(run_dirs(traced / "elementwise_add")[0])
     simplify = [r for r in m.records if r.name == "Simplify"]
-    assert R.find_record(m, "14").index == 14
-    assert R.find_record(m, "Simplify") == simplify[0]
-    assert R.find_record(m, "Simplify#2") == simplify[1]
-    assert R.find_record(m, "pipeline_c/Simplify") == simplify[0]
-    assert R.find_record(m, "layoutinference").name == "LayoutInference"
+    assert runs.find_record(m, "14").index == 14
+    assert runs.find_record(m, "Simplify") == simplify[0]
+    assert runs.find_record(m, "Simplify#2") == simplify[1]
+    assert runs.find_record(m, "pipeline_c/Simplify") == simplify[0]
+    assert runs.find_record(m, "layoutinference").name == "LayoutInference"
     with pytest.raises(UsageError, match="ran 5 time"):
-        R.find_record(m, "Simplify#9")
+        runs.find_record(m, "Simplify#9")
     with pytest.raises(UsageError, match="no pass 'Nope'"):
-        R.find_record(m, "Nope")
+        runs.find_record(m, "Nope")
     with pytest.raises(UsageError, match="no pass with index 999"):
-        R.find_record(m, "999")
+        runs.find_record(m, "999")
 
 
 def test_parse_run_ref(traced: Path) -> None:
     sd = traced / "elementwise_add"
     first, second = run_dirs(sd)
-    assert R.parse_run_ref(str(first), traced).path == first
-    assert R.parse_run_ref("elementwise_add:-2", traced).path == first
-    assert R.parse_run_ref("elementwise_add", traced).path == second
-    assert R.parse_run_ref("-2", traced, "elementwise_add").path == first
+    assert runs.parse_run_ref(str(first), traced).path == first
+    assert runs.parse_run_ref("elementwise_add:-2", traced).path == first
+    assert runs.parse_run_ref("elementwise_add", traced).path == second
+    assert runs.parse_run_ref("-2", traced, "elementwise_add").path == first
     with pytest.raises(UsageError, match="several scripts"):
-        R.parse_run_ref("-1", traced)
+        runs.parse_run_ref("-1", traced)
 
 
 def test_schema3_leaves_out_canonical_file_names_and_reads_them_back() -> None:

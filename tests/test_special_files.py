@@ -19,15 +19,16 @@ import pytest
 
 from tltrace import safe_read
 
-from ._records import EXAMPLES, copy_tree, read_manifest, run_dirs, trace
+from ._records import EXAMPLES, copy_tree, read_manifest, recorded_subset, run_dirs
 
 TIMEOUT = 120  # a hang is a failure, not a slow test
 
 
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory) -> Path:
-    td = tmp_path_factory.mktemp("special") / "traces"
-    return trace(td, ("elementwise_add.py",))
+def traced(recorded: Path, tmp_path_factory) -> Path:
+    """The first recorded compile of elementwise_add."""
+    dest = tmp_path_factory.mktemp("special") / "traces"
+    return recorded_subset(recorded, dest, elementwise_add=slice(0, 1))
 
 
 def tltrace(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

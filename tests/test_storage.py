@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tltrace.diff import line_changes
-from tltrace.history import runs as R
+from tltrace.history import runs as history_runs
 from tltrace.history.retention import clean
 from tltrace.render.html import REPORT_NAME
 from tltrace.render.pages import report_texts
@@ -79,7 +79,7 @@ def test_the_report_holds_a_pass_output_as_its_changes(traced) -> None:
     runs = run_dirs(script_dir)
     assert len(runs) == 4
     for run_dir in runs:
-        manifest = R.load_manifest(run_dir)
+        manifest = history_runs.load_manifest(run_dir)
         chunks = _chunks(run_dir / REPORT_NAME)
         texts = report_texts(chunks)
         stored: dict[str, str] = {}
@@ -87,7 +87,7 @@ def test_the_report_holds_a_pass_output_as_its_changes(traced) -> None:
         for rec in manifest.records:
             for side, digest in (("before", rec.before_hash), ("after", rec.after_hash)):
                 if digest is not None:
-                    stored[digest] = R.text_of(run_dir, rec, side) or ""
+                    stored[digest] = history_runs.text_of(run_dir, rec, side) or ""
             if rec.after_hash and rec.after_hash != rec.before_hash and rec.status != CODEGEN:
                 inputs.setdefault(rec.after_hash, rec.before_hash or "")
         # the page rebuilds exactly the stored texts
@@ -137,16 +137,16 @@ def test_clean_keeps_reports_texts_and_sources_of_the_kept_compiles(traced, tmp_
     kept = run_dirs(copy)
     assert len(kept) == 2
     for run_dir in kept:
-        manifest = R.load_manifest(run_dir)
+        manifest = history_runs.load_manifest(run_dir)
         texts = report_texts(_chunks(run_dir / REPORT_NAME))
         for rec in manifest.records:
             for side, digest in (("before", rec.before_hash), ("after", rec.after_hash)):
                 if digest is not None:
-                    assert R.text_of(run_dir, rec, side) == texts[digest]
+                    assert history_runs.text_of(run_dir, rec, side) == texts[digest]
         sources = sms.load(run_dir).sources
         assert sources and all(text == Path(path).read_text() for path, text in sources.items())
         (run_dir / manifest.records[0].before_file).unlink()  # a deleted .tir: the stored copy serves
-        assert R.text_of(run_dir, manifest.records[0], "before") == texts[manifest.records[0].before_hash]
+        assert history_runs.text_of(run_dir, manifest.records[0], "before") == texts[manifest.records[0].before_hash]
 
 
 @pytest.mark.browser
@@ -159,13 +159,13 @@ def test_a_pass_stored_as_changes_shows_its_diff_after_clean_and_a_cut(traced, t
     run_dir = run_dirs(copy)[-1]
     chunks = _chunks(run_dir / REPORT_NAME)
     deltas = {c["h"] for c in chunks if c.get("t") == "text" and "d" in c}
-    manifest = R.load_manifest(run_dir)
+    manifest = history_runs.load_manifest(run_dir)
     rec = next(r for r in manifest.records if r.after_hash in deltas and r.added)
     # cut the report as a kill -9 would, inside the last chunk: the page still opens
     data = (run_dir / REPORT_NAME).read_bytes()
     cut = tmp_path / "cut.html"
     cut.write_bytes(data[: data.rindex(b"</script>") - 3])
-    after = R.text_of(run_dir, rec, "after") or ""
+    after = history_runs.text_of(run_dir, rec, "after") or ""
     for path in (run_dir / REPORT_NAME, cut):
         page = open_page(path, f"#{rec.index}")
         wait_js(page, "document.querySelector('table.tl-diff td.code.r.add')")

@@ -11,14 +11,22 @@ import pytest
 
 from tltrace.render.html import REPORT_NAME
 
-from ._records import EXAMPLES, read_manifest, run_dirs, trace
+from ._records import EXAMPLES, read_manifest, recorded_subset, run_dirs
 from .conftest import wait_js
+
+pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def html_trace(tmp_path_factory) -> Path:
-    td = tmp_path_factory.mktemp("views") / "traces"
-    trace(td, ("elementwise_add.py", "--mode", "html"))
+def html_trace(recorded: Path, tmp_path_factory) -> Path:
+    """The first recorded compile of elementwise_add, with its report and its script's index."""
+    from tltrace.render.html import write_report
+    from tltrace.render.index import write_index
+
+    td = recorded_subset(recorded, tmp_path_factory.mktemp("views") / "traces", elementwise_add=slice(0, 1))
+    (run,) = run_dirs(td / "elementwise_add")
+    write_report(run)
+    write_index(td / "elementwise_add", [run])
     return td
 
 
@@ -111,14 +119,12 @@ def test_lower_trace_report_links_no_index(open_page, tmp_path: Path) -> None:
     assert page.locator(".tl-nav").count() == 0 and page.locator("a[href*='report.html']").count() == 0
 
 
-def test_diff_runs_html_names_the_compiles(open_page, run_cli, html_trace: Path, tmp_path: Path) -> None:
-    trace(html_trace, ("elementwise_add.py", "--block", "64"))
+def test_diff_runs_html_names_the_compiles(open_page, run_cli, recorded: Path, tmp_path: Path) -> None:
+    td = recorded_subset(recorded, tmp_path / "traces", elementwise_add=slice(0, 2))  # block 128, then 64
     out = tmp_path / "d.html"
-    res = run_cli(
-        "diff-runs", "elementwise_add:-2", "elementwise_add:-1", "--html", out, "--trace-dir", html_trace
-    )
+    res = run_cli("diff-runs", "elementwise_add:-2", "elementwise_add:-1", "--html", out, "--trace-dir", td)
     assert res.exit_code == 1, res.output
-    sigs = [read_manifest(d)["signature"] for d in run_dirs(html_trace / "elementwise_add")[-2:]]
+    sigs = [read_manifest(d)["signature"] for d in run_dirs(td / "elementwise_add")[-2:]]
     page = open_page(out)
     runs = page.locator("#runs").text_content()
     assert sigs[0] in runs and sigs[1] in runs

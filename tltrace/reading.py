@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RecordsError
-from .history import runs as R
+from .history import runs
 from .history.summary import CompileSummary
 from .session.records import PassRecord, RunManifest
 
@@ -57,14 +57,14 @@ class Pass:
     @cached_property
     def before(self) -> str:
         """Return the IR the pass was given."""
-        return R.read_text(self.compile._run, self.record, "before")
+        return runs.read_text(self.compile._run, self.record, "before")
 
     @cached_property
     def after(self) -> str | None:
         """Return what the pass produced (generated source for codegen); None when it failed."""
         if self.record.after_file is None and self.record.after_hash is None:
             return None
-        return R.read_text(self.compile._run, self.record, "after")
+        return runs.read_text(self.compile._run, self.record, "after")
 
     @cached_property
     def diff(self) -> Any:
@@ -91,7 +91,7 @@ class Pass:
 class Compile:
     """One compile (a run directory): its manifest's fields, its summary, its passes."""
 
-    def __init__(self, run: R.Run) -> None:
+    def __init__(self, run: runs.Run) -> None:
         self._run = run
         self.manifest: RunManifest = run.require()
         self._pos = {r.index: i for i, r in enumerate(self.manifest.records)}
@@ -151,7 +151,7 @@ class Compile:
 class Invocation:
     """One invocation (one `tltrace run`, one watch rerun, one enable()..disable() span) of a script."""
 
-    def __init__(self, inv: R.RecordedInvocation) -> None:
+    def __init__(self, inv: runs.RecordedInvocation) -> None:
         self._inv = inv
         self.id: str = inv.id
         self.script: str = inv.script_dir.name
@@ -262,12 +262,12 @@ def load(path: str | os.PathLike) -> Trace:
     p = Path(path)
     if not p.is_dir():
         raise RecordsError(f"{p} is not a directory; give a trace dir, a script dir or a run dir")
-    loc = R.locate(p, p)
+    loc = runs.locate(p, p)
     if loc.run_dir is not None:
-        run = R.load_run(loc.run_dir)
-        invs = [R.RecordedInvocation(R.invocation_key(run), (run,), -1)]
+        run = runs.load_run(loc.run_dir)
+        invs = [runs.RecordedInvocation(runs.invocation_key(run), (run,), -1)]
     else:
-        invs = [inv for sd in loc.script_dirs for inv in R.invocations(sd)]
+        invs = [inv for sd in loc.script_dirs for inv in runs.invocations(sd)]
         invs.sort(key=lambda inv: (inv.started if inv.started is not None else float("inf"), inv.id))
     return Trace(p, [Invocation(inv) for inv in invs])
 

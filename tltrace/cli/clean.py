@@ -70,13 +70,13 @@ def clean_cmd(
 
     Exit status 3 when something could not be removed (it is named on stderr).
     """
-    from ..history import runs as R
+    from ..history import runs
     from ..history.retention import clean, parse_duration
 
     td = _trace_dir(trace_dir)
     try:
         seconds = parse_duration(older_than) if older_than is not None else None
-        loc = R.locate(target, td)
+        loc = runs.locate(target, td)
         if loc.run_dir is not None:
             raise TltraceError(
                 f"{target} is one run; clean works on scripts (to remove just this run: {command('rm', '-r', loc.run_dir)})"

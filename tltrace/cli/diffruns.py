@@ -71,7 +71,7 @@ def diff_runs_cmd(
 ) -> None:
     """Compare two invocations compile by compile (or two compiles pass by pass)."""
     from .. import output_path
-    from ..history import runs as R
+    from ..history import runs
     from ..history.compare import diff_invocations, diff_runs
 
     _check_args([a, b])
@@ -82,8 +82,8 @@ def diff_runs_cmd(
     try:
         if html is not None:
             output_path.check(html, output_path.DIFF_HTML, force=force)
-        sa = R.parse_ref(a, td, script, kernel)
-        sb = R.parse_ref(b, td, script, kernel)
+        sa = runs.parse_ref(a, td, script, kernel)
+        sb = runs.parse_ref(b, td, script, kernel)
         for r in (*sa.runs, *sb.runs):
             r.require()
         if sa.single is None or sb.single is None:
@@ -139,7 +139,7 @@ def _selection_json(sel) -> dict[str, Any]:
 
 def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
     """Print the compile-by-compile comparison of two invocations."""
-    from ..history import runs as R
+    from ..history import runs
     from ..history.compare import COMPILE_DIFFERENT, COMPILE_ONLY_A, COMPILE_ONLY_B, COMPILE_SAME
 
     paths = {r.run_id: str(r.path) for r in (*sa.runs, *sb.runs)}
@@ -177,8 +177,8 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
         rows.append(
             [
                 (c.status.replace("_", "-"), styles[c.status]),
-                (R.label(c.a, c.a.run_id) if c.a else "-", ""),
-                (R.label(c.b, c.b.run_id) if c.b else "-", ""),
+                (runs.label(c.a, c.a.run_id) if c.a else "-", ""),
+                (runs.label(c.b, c.b.run_id) if c.b else "-", ""),
                 (where, ""),
             ]
         )
@@ -207,12 +207,12 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
 
 def _focus_pair(d, spec: str | None):
     """Return the pair to show as a diff: the --pass one, else the first whose output differs."""
-    from ..history import runs as R
+    from ..history import runs
     from ..history.compare import ONLY_A, ONLY_B
 
     if spec is None:
         return d.first_output_change
-    rec = R.find_record(d.a, spec)
+    rec = runs.find_record(d.a, spec)
     pair = next(p for p in d.pairs if p.a is not None and p.a.index == rec.index)
     if pair.status == ONLY_A:
         raise TltraceError(
@@ -225,10 +225,10 @@ def _focus_pair(d, spec: str | None):
 def _pair_diff(ra, rb, pair, context: int, *, tilde: bool = False) -> list:
     """Return the unified diff of a pair's outputs: patch lines, or (kind, line) pairs with tilde=True."""
     from ..diff import diff
-    from ..history import runs as R
+    from ..history import runs
 
-    ta = R.read_text(ra, pair.a, "after") if pair.a.after_hash else R.read_text(ra, pair.a, "before")
-    tb = R.read_text(rb, pair.b, "after") if pair.b.after_hash else R.read_text(rb, pair.b, "before")
+    ta = runs.read_text(ra, pair.a, "after") if pair.a.after_hash else runs.read_text(ra, pair.a, "before")
+    tb = runs.read_text(rb, pair.b, "after") if pair.b.after_hash else runs.read_text(rb, pair.b, "before")
     lines = diff(ta, tb).unified(
         context=context, a_name=f"A {pair.label} output", b_name=f"B {pair.label} output", tilde=tilde
     )

@@ -109,17 +109,17 @@ def select_manifests(
     kernel: str | None = None,
 ) -> list:
     """Return the manifests to export: what the REF names (history.resolve.selected_runs), or every run."""
-    from ..history import runs as R
+    from ..history import runs
     from ..history.resolve import selected_runs
 
-    target, run = R.split_target(target, run)  # 'export -2', 'export gemm.py:-2'
+    target, run = runs.split_target(target, run)  # 'export -2', 'export gemm.py:-2'
     if every_run:
         if run is not None:
             raise UsageError("--all exports every run; drop the RUN argument")
-        loc = R.locate(target, trace_dir)
-        found = [r for r in R.list_runs(loc, size=False, kernel=kernel) if r.manifest is not None]
+        loc = runs.locate(target, trace_dir)
+        found = [r for r in runs.list_runs(loc, size=False, kernel=kernel) if r.manifest is not None]
         if not found:
-            raise R.RecordsError(f"no readable runs under {loc.root or loc.script_dirs[0]}")
+            raise runs.RecordsError(f"no readable runs under {loc.root or loc.script_dirs[0]}")
         return [r.manifest for r in found]
     return [r.require() for r in selected_runs(target, run, trace_dir, kernel=kernel)]
 

@@ -165,11 +165,10 @@ def markdown(manifests: list, top: int | None) -> str:
     ]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join("---" for _ in head) + "|")
-    from ..history.summary import CompileSummary
-    from ..history.summary import order as compile_order
+    from ..history.summary import CompileSummary, order
 
     summaries = [CompileSummary.of(m, status=m.status, position=i) for i, m in enumerate(manifests)]
-    for m in (manifests[s.position] for s in compile_order(summaries)):
+    for m in (manifests[s.position] for s in order(summaries)):
         c = m.counts
         mark = "✅" if m.status == "complete" else "❌"
         cells = [

@@ -100,15 +100,17 @@ def register(app: typer.Typer) -> None:
 
 def _selection(args: list[str], trace_dir: Optional[Path], kernel: Optional[str]):
     """Resolve SCRIPT_OR_DIR [RUN] [SIGNATURE] as 'tltrace show' does (the one call to the resolver here)."""
-    from ..history import runs as R
+    from ..history import runs
 
     for a in args:
         if a.startswith("--") or (a.startswith("-") and len(a) > 1 and not a[1:].isdigit()):
             raise fail(f"no such option: {a}", 2)
     if len(args) > 3:
         raise fail(f"too many arguments: {' '.join(args[3:])}; give at most SCRIPT_OR_DIR, RUN and SIGNATURE")
-    target, run = R.split_target(args[0] if args else None, args[1] if len(args) > 1 else None)
-    return R.open_selection(target, run, trace_dir_of(trace_dir), kernel, args[2] if len(args) > 2 else None)
+    target, run = runs.split_target(args[0] if args else None, args[1] if len(args) > 1 else None)
+    return runs.open_selection(
+        target, run, trace_dir_of(trace_dir), kernel, args[2] if len(args) > 2 else None
+    )
 
 
 def repro_cmd(

@@ -110,7 +110,7 @@ def show_cmd(
     ),
 ) -> None:
     """List invocations and their compiles, or one compile's passes, or one pass's diff."""
-    from ..history import runs as R
+    from ..history import runs
 
     items = list(args or [])
     _check_args(items)
@@ -122,7 +122,7 @@ def show_cmd(
     target: str | None = items[0] if items else None
     run_spec: str | None = items[1] if len(items) > 1 else None
     signature_prefix: str | None = items[2] if len(items) > 2 else None
-    target, run_spec = R.split_target(target, run_spec)  # 'show -2', 'show gemm.py:-2'
+    target, run_spec = runs.split_target(target, run_spec)  # 'show -2', 'show gemm.py:-2'
     if fmt not in (None, "table", "json", "markdown"):
         raise _fail(f"--format {fmt!r} is not one of table, json, markdown")
     if fmt == "markdown" and as_json:
@@ -142,11 +142,11 @@ def show_cmd(
         return
     try:
         if run_spec is None and pass_ is None and not html and not source_map:
-            loc = R.locate(target, td)
+            loc = runs.locate(target, td)
             if loc.run_dir is None:
                 _show_list(loc, kernel, as_json)
                 return
-        sel = R.open_selection(target, run_spec, td, kernel, signature_prefix)
+        sel = runs.open_selection(target, run_spec, td, kernel, signature_prefix)
         if source_map:
             from . import sourcemap as cli_sourcemap
 
@@ -211,62 +211,65 @@ def _invocation_json(inv, runs=None) -> dict[str, Any]:
 
 def _show_list(loc, kernel: str | None, as_json: bool) -> None:
     """The listing: every invocation of the located scripts, each with its compiles."""
-    from ..history import runs as R
+    from ..history import runs
 
-    for link in R.skipped_links(loc):  # the one symlink rule: not followed, and said
+    for link in runs.skipped_links(loc):  # the one symlink rule: not followed, and said
         _warn(f"skipped {link}: a symbolic link; tltrace does not follow links")
     invs = []
     for sd in loc.script_dirs:
-        for inv in R.group_invocations([R.load_run(p, size=True) for p in R.run_dirs(sd)]):
-            runs = [
+        for inv in runs.group_invocations([runs.load_run(p, size=True) for p in runs.run_dirs(sd)]):
+            compiles = [
                 r
                 for r in inv.runs
                 if kernel is None or (r.manifest is not None and r.manifest.kernel == kernel)
             ]
-            if runs:
-                invs.append((inv, runs))
+            if compiles:
+                invs.append((inv, compiles))
     if kernel is not None:  # positions count only the invocations that compiled `kernel`
         by_script: dict[str, list] = {}
-        for inv, runs in invs:
-            by_script.setdefault(inv.script_dir.name, []).append((inv, runs))
+        for inv, compiles in invs:
+            by_script.setdefault(inv.script_dir.name, []).append((inv, compiles))
         invs = []
         for group in by_script.values():
             n = len(group)
             invs.extend(
-                (R.RecordedInvocation(inv.id, inv.runs, i - n), runs) for i, (inv, runs) in enumerate(group)
+                (runs.RecordedInvocation(inv.id, inv.runs, i - n), compiles)
+                for i, (inv, compiles) in enumerate(group)
             )
     if not invs and not as_json:  # e.g. after 'tltrace clean --all': say so, not a bare header
         where = loc.root or loc.script_dirs[0]
         if kernel is not None:
-            raise R.UsageError(
+            raise runs.UsageError(
                 f"no run of kernel {kernel!r} under {where}; {command('tltrace', 'show', where)} lists every run"
             )
-        raise R.RecordsError(f"no runs left under {where}; run 'tltrace run SCRIPT' first")
+        raise runs.RecordsError(f"no runs left under {where}; run 'tltrace run SCRIPT' first")
     if as_json:
         flat = []
-        for inv, runs in invs:
-            for r in runs:
+        for inv, compiles in invs:
+            for r in compiles:
                 row = _run_row(r, inv.position)
                 flat.append(row)
-        _print_json({"invocations": [_invocation_json(inv, runs) for inv, runs in invs], "runs": flat})
+        _print_json(
+            {"invocations": [_invocation_json(inv, compiles) for inv, compiles in invs], "runs": flat}
+        )
         return
     several = len(loc.script_dirs) > 1
     table = _CompileTable(several)
-    for inv, runs in invs:
-        if len(runs) == 1 and len(inv.runs) == 1:
-            table.add(_run_row(runs[0]), str(inv.position))
+    for inv, compiles in invs:
+        if len(compiles) == 1 and len(inv.runs) == 1:
+            table.add(_run_row(compiles[0]), str(inv.position))
             continue
-        failed = sum(1 for r in runs if r.status not in ("complete", "running"))
-        head = f"invocation {inv.id}: {len(runs)} compiles" + (
-            f" of {len(inv.runs)}" if len(runs) != len(inv.runs) else ""
+        failed = sum(1 for r in compiles if r.status not in ("complete", "running"))
+        head = f"invocation {inv.id}: {len(compiles)} compiles" + (
+            f" of {len(inv.runs)}" if len(compiles) != len(inv.runs) else ""
         )
         head += f", {failed} not complete" if failed else ""
         table.heading(str(inv.position), inv.script_dir.name if several else None, head, _when(inv.started))
-        for r in _ordered(runs):
+        for r in _ordered(compiles):
             table.add(_run_row(r), "", indent=True)
     table.print(_console())
-    for _inv, runs in invs:
-        for r in runs:
+    for _inv, compiles in invs:
+        for r in compiles:
             if r.problem:
                 _warn(r.problem)
 
@@ -386,10 +389,10 @@ def _show_invocation(sel, as_json: bool) -> None:
 
 
 def _show_run(run, as_json: bool) -> None:
-    from ..history import runs as R
+    from ..history import runs
 
     m = run.manifest
-    missing = R.missing_files(run)
+    missing = runs.missing_files(run)
     if as_json:
         data = m.to_json()
         data["path"] = str(run.path)
@@ -407,7 +410,7 @@ def _show_run(run, as_json: bool) -> None:
     head.append(f"{m.script}  ", style="bold")
     head.append(run.run_id)
     head.append(
-        f"\n{R.label(m, '?')}  {m.target or '?'}/{m.backend or '?'}  {_when(m.started)}  {run.status}",
+        f"\n{runs.label(m, '?')}  {m.target or '?'}/{m.backend or '?'}  {_when(m.started)}  {run.status}",
         style="dim",
     )
     if m.signature and m.kernel and not m.signature.startswith(m.kernel):
@@ -466,16 +469,16 @@ def _show_run(run, as_json: bool) -> None:
 
 def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: bool = False) -> None:
     from ..diff import diff
-    from ..history import runs as R
+    from ..history import runs
     from ..passref import ref_of, resolve
 
-    rec = R.find_record(run.require(), spec)
+    rec = runs.find_record(run.require(), spec)
     found = resolve(run.manifest.records, spec)
     others = (
         [ref_of(run.manifest.records, i) for i in found.matches if i != found.pos] if found.others else []
     )
-    before = R.read_text(run, rec, "before")
-    after = R.read_text(run, rec, "after") if rec.after_file or rec.after_hash else None
+    before = runs.read_text(run, rec, "before")
+    after = runs.read_text(run, rec, "after") if rec.after_file or rec.after_hash else None
     d = diff(before, after) if after is not None else None
     if as_json:
         out = {
@@ -518,7 +521,8 @@ def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: b
             sum(1 for r in d.rows if r.a is not None and r.kind not in ("same", "reindent")),
         )
     con.print(
-        pass_line(R.label(run.manifest, "?"), rec, d.note if d is not None else None, counts), soft_wrap=True
+        pass_line(runs.label(run.manifest, "?"), rec, d.note if d is not None else None, counts),
+        soft_wrap=True,
     )
     if rec.error:
         con.print(Text(f"    error: {rec.error}", style="red"), soft_wrap=True)

@@ -12,7 +12,7 @@ from .shared import console
 
 def show(run: Any, pass_spec: str | None, as_json: bool) -> None:
     """Print one compile's source map: its generated source, or with `pass_spec` that pass's IR."""
-    from ..history import runs as R
+    from ..history import runs
     from ..history import sourcemaps as V
     from ..session import sourcemap as sm
     from ..session import sourcemap_store as sms
@@ -36,7 +36,7 @@ def show(run: Any, pass_spec: str | None, as_json: bool) -> None:
         if not any(data["codegen"].values()):
             console().print("(no generated source in this compile)", markup=False, highlight=False)
         return
-    rec = R.find_record(manifest, pass_spec)
+    rec = runs.find_record(manifest, pass_spec)
     side = V.side_of(rec)
     lines = V.annotated(run, rec, side, maps)
     if as_json:

@@ -1,7 +1,7 @@
 """Past runs on disk, by one name: the history package's reading API in one namespace.
 
 The work is split by job; this module only gathers their names (`from ..history import
-runs as R` reads as before):
+runs`, then `runs.load_run(...)`):
 
 - `loading`: one run directory: its manifest, its status, whether its writer lives;
 - `invocations`: a script's runs grouped into invocations, ordered by absolute time;

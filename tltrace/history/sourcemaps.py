@@ -13,7 +13,7 @@ from typing import Any
 
 from ..session import sourcemap_store as sms
 from ..session.records import FAILED, PassRecord, RunManifest
-from . import runs as R
+from . import runs
 
 
 def _library(path: str) -> bool:
@@ -41,12 +41,12 @@ def side_of(rec: PassRecord) -> str:
     )
 
 
-def annotated(run: R.Run, rec: PassRecord, side: str, maps: sms.RunMaps) -> list[dict[str, Any]]:
+def annotated(run: runs.Run, rec: PassRecord, side: str, maps: sms.RunMaps) -> list[dict[str, Any]]:
     """Return [{line, text, src}] for one side of a record: src is {file, line} or None.
 
     src has `"inferred": true` when the line's Python line is inferred (session/sourcemap.py).
     """
-    text = R.read_text(run, rec, side)
+    text = runs.read_text(run, rec, side)
     lmap = maps.of(rec.index, side)
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -106,7 +106,7 @@ def source(maps: sms.RunMaps) -> dict[str, Any] | None:
     return {"file": f, "lines": lines}
 
 
-def codegen(run: R.Run, manifest: RunManifest, maps: sms.RunMaps) -> dict[str, list[dict[str, Any]]]:
+def codegen(run: runs.Run, manifest: RunManifest, maps: sms.RunMaps) -> dict[str, list[dict[str, Any]]]:
     """Return {"device": [{line, text, src}], "host": [...]}: the last generated source of each role."""
     out: dict[str, list[dict[str, Any]]] = {"device": [], "host": []}
     for rec in manifest.records:
@@ -117,7 +117,7 @@ def codegen(run: R.Run, manifest: RunManifest, maps: sms.RunMaps) -> dict[str, l
     return out
 
 
-def summary(run: R.Run) -> dict[str, Any]:
+def summary(run: runs.Run) -> dict[str, Any]:
     """Return the source map of a compile as `show --source-map --json` prints it."""
     manifest = run.require()
     maps = sms.load(run.path)

@@ -395,10 +395,10 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     written through a temporary file and a rename. Texts no longer on disk show in
     the report as missing. Sibling compiles of its invocation get the switcher.
     """
-    from ..history import runs as R
+    from ..history import runs
 
     run_dir = Path(run_dir)
-    manifest = R.load_manifest(run_dir)
+    manifest = runs.load_manifest(run_dir)
     in_place = out is None or Path(out).absolute() == (run_dir / REPORT_NAME).absolute()
     out = Path(out) if out is not None else run_dir / REPORT_NAME
     meta = meta_of(manifest)
@@ -412,7 +412,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
         for side in ("before", "after"):
             if side == "after" and rec.after_file is None and rec.after_hash is None:
                 continue
-            text = R.text_of(run_dir, rec, side, errors="surrogateescape")
+            text = runs.text_of(run_dir, rec, side, errors="surrogateescape")
             if text is None:
                 continue
             key = f"{side}_hash"
@@ -430,7 +430,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
         parts.append(record_chunk(replace(rec, **updates) if updates else rec))
     parts.extend(chunk(c) for c in run_chunks(run_dir, manifest))
     if manifest.invocation and in_place:
-        sibs = [r for r in R.invocations(run_dir.parent.parent) if r.id == manifest.invocation]
+        sibs = [r for r in runs.invocations(run_dir.parent.parent) if r.id == manifest.invocation]
         if sibs and len(sibs[0].runs) > 1:
             rows = [_row_of_run(r) for r in sibs[0].runs]
             at = next((i for i, r in enumerate(rows) if r["run_id"] == run_dir.name), 0)

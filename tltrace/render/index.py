@@ -224,20 +224,20 @@ def write_index(script_dir: Path, run_dirs: list[Path], out: Path | None = None)
     newest, else `index.html` in the directory of its first compile (so the newest
     index is never replaced by an older one).
     """
-    from ..history import runs as R
+    from ..history.runs import invocation_key, invocations, load_run
 
     script_dir = Path(script_dir)
-    runs = [R.load_run(Path(d)) for d in run_dirs]
+    runs = [load_run(Path(d)) for d in run_dirs]
     if not runs:
         raise RecordsError(f"no compiles to index under {script_dir}")
-    invs = R.invocations(script_dir)
+    invs = invocations(script_dir)
     newest = bool(invs) and {r.run_id for r in invs[-1].runs} == {r.run_id for r in runs}
     if out is None:
         out = script_dir / REPORT_NAME if newest else runs[0].path / "index.html"
     out = Path(out)
     base = os.path.relpath(script_dir / RUN_RECORDS, out.parent).replace(os.sep, "/") + "/"
     first = next((r.manifest for r in runs if r.manifest is not None), None)
-    invocation = R.invocation_key(runs[0])
+    invocation = invocation_key(runs[0])
     meta = (
         index_meta(first, invocation, base)
         if first is not None

@@ -147,6 +147,15 @@ def report_head() -> bytes:
                 "report-compare.js",
                 "profile.js",
                 "sourcemap.js",
+                # report.js in parts by job, sharing window.TLReport; report.js itself starts the page
+                "report-logic.js",
+                "report-state.js",
+                "report-diffview.js",
+                "report-pass.js",
+                "report-sidebar.js",
+                "report-reload.js",
+                "report-header.js",
+                "report-nav.js",
                 "report.js",
             ),
         )

@@ -269,7 +269,7 @@ class ReplayResult:
 
 def replay(bundle: Bundle, trace_dir: Path | None = None) -> ReplayResult:
     """Recompile every compile of `bundle` in a child process traced by tltrace; compare with the recording."""
-    from ..history import runs as R
+    from ..history import runs
     from ..history.compare import diff_runs
 
     keep = trace_dir is not None
@@ -295,7 +295,7 @@ def replay(bundle: Bundle, trace_dir: Path | None = None) -> ReplayResult:
             new = [p for p in _run_dirs(tdir, script) if p.name not in before]
             replayed = None
             if new:
-                run = R.load_run(sorted(new)[-1])
+                run = runs.load_run(sorted(new)[-1])
                 replayed = run.manifest
             unloadable = _unloadable(cdir)
             if unloadable is not None:

@@ -369,12 +369,12 @@ def repro(
     when the run or the pass cannot be found, or the run has no reproducer data.
     """
     from ..config import trace_dir_of
-    from ..history import runs as R
+    from ..history import runs
 
-    target, run = R.split_target(script_or_dir, run)
-    chosen = R.open_selection(target, run, trace_dir_of(trace_dir), kernel).one("repro")
+    target, run = runs.split_target(script_or_dir, run)
+    chosen = runs.open_selection(target, run, trace_dir_of(trace_dir), kernel).one("repro")
     manifest = chosen.require()
-    record = R.find_record(manifest, pass_)
+    record = runs.find_record(manifest, pass_)
     dest = os.fspath(out) if out is not None else default_dir(manifest, record)
     return make_repro(chosen.path, manifest, record, dest, force=force)
 

@@ -209,14 +209,14 @@ def gather(script_dir: Path, invocation: str, own: Iterable[str]) -> Gathered:
     Only run directories made since the invocation began are read (run and invocation
     ids carry their start time). Never raises: unreadable runs are left out.
     """
-    from ..history import runs as R
+    from ..history import runs
     from .store import time_of_id
     from .writer import writer_alive
 
     mine = set(own)
     out = Gathered()
     try:
-        dirs = R.run_dirs(Path(script_dir))
+        dirs = runs.run_dirs(Path(script_dir))
     except Exception:
         return out
     since = time_of_id(invocation)
@@ -227,7 +227,7 @@ def gather(script_dir: Path, invocation: str, own: Iterable[str]) -> Gathered:
         if since is not None and t is not None and t < since - 2.0:
             continue
         try:
-            m = R.load_manifest(d)
+            m = runs.load_manifest(d)
         except Exception:
             continue
         if m.invocation != invocation:

@@ -36,7 +36,7 @@ class RunCollector:
 
     def manifests(self) -> list:
         """Return every compile's manifest: the final one, else (a compile cut short) what is on disk."""
-        from ..history import runs as R
+        from ..history import runs
 
         out = []
         with self._lock:
@@ -47,7 +47,7 @@ class RunCollector:
             m = finished.get(run_dir)
             if m is None:
                 try:
-                    m = R.load_manifest(run_dir)
+                    m = runs.load_manifest(run_dir)
                 except TltraceError:
                     m = first
             out.append(m)
