@@ -10,6 +10,27 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 
 
+def trace(trace_dir: Path, *runs: tuple[str, ...]) -> Path:
+    """Trace each (script, *args) of examples/ under `tltrace run -q`; return trace_dir.
+
+    Only for tests that need what the recorded traces leave out (repro inputs, source maps,
+    reports); read-side tests use the `recorded` fixture instead.
+    """
+    from typer.testing import CliRunner
+
+    from tltrace.cli.app import app
+
+    runner = CliRunner()
+    for script, *args in runs:
+        res = runner.invoke(
+            app,
+            ["run", "-q", "--trace-dir", str(trace_dir), str(EXAMPLES / script), *args],
+            catch_exceptions=False,
+        )
+        assert res.exit_code == 0, res.output
+    return trace_dir
+
+
 def copy_tree(src: Path, dest: Path) -> Path:
     """Copy a trace dir keeping its hard links (the store's .objects rely on link counts)."""
     subprocess.run(["cp", "-a", str(src), str(dest)], check=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ import pytest
 from tltrace.errors import UsageError
 from tltrace.history.retention import clean, parse_duration
 
-from ._records import copy_tree, recorded_subset, run_dirs
+from ._records import copy_tree, read_manifest, recorded_subset, run_dirs
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +92,10 @@ def test_every_script_and_dry_run(run_cli, td: Path) -> None:
 def test_older_than(td: Path) -> None:
     sd = td / "elementwise_add"
     runs = run_dirs(sd)
-    assert clean([sd], older_than=3600).removed == []
-    later = time.time() + 2 * 86400
+    # Ages count from the runs' own start times (recorded, so not today's clock).
+    newest = max(read_manifest(r)["started"] for r in runs)
+    assert clean([sd], older_than=3600, now=newest + 60).removed == []
+    later = newest + 2 * 86400
     res = clean([sd], older_than=86400, now=later)
     assert res.removed == runs and run_dirs(sd) == []
 

@@ -110,5 +110,7 @@ def test_bundle_best_falls_back_on_the_launch_shape(tuned: Path, run_cli, tmp_pa
     res = run_cli("bundle", "--trace-dir", str(td), "tune.py", "--best", "-o", "-")
     assert res.exit_code == 0, res.output
     info = json.loads(zipfile.ZipFile(io.BytesIO(res.stdout_bytes)).read("bundle.json"))
-    runs = sorted(history_runs.open_selection("tune.py", None, td, None).runs, key=lambda r: r.require().started or 0)
+    runs = sorted(
+        history_runs.open_selection("tune.py", None, td, None).runs, key=lambda r: r.require().started or 0
+    )
     assert info["compiles"][0]["run_id"] == runs[1].require().run_id and info["best"]["matched"] == "launch"

@@ -146,7 +146,10 @@ def test_clean_keeps_reports_texts_and_sources_of_the_kept_compiles(traced, tmp_
         sources = sms.load(run_dir).sources
         assert sources and all(text == Path(path).read_text() for path, text in sources.items())
         (run_dir / manifest.records[0].before_file).unlink()  # a deleted .tir: the stored copy serves
-        assert history_runs.text_of(run_dir, manifest.records[0], "before") == texts[manifest.records[0].before_hash]
+        assert (
+            history_runs.text_of(run_dir, manifest.records[0], "before")
+            == texts[manifest.records[0].before_hash]
+        )
 
 
 @pytest.mark.browser
