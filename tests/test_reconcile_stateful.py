@@ -30,6 +30,13 @@ ROLES = ("device", "host")
 TARGETS = st.sampled_from([(k, r) for k in KERNELS for r in ROLES])
 
 
+def _has_markers(text: str) -> bool:
+    """A `<<<<<<<` line with a `>>>>>>>` line after it: a merge not finished."""
+    lines = text.splitlines()
+    starts = [n for n, line in enumerate(lines) if line.startswith("<<<<<<<")]
+    return bool(starts) and any(line.startswith(">>>>>>>") for line in lines[starts[0] :])
+
+
 def expected_tag(baseline, working, generated):
     """The decision table of docs/edit-recompile.md, written out once more."""
     if baseline is None:
@@ -39,7 +46,7 @@ def expected_tag(baseline, working, generated):
     if working == baseline:
         return None if generated == baseline else "REGENERATED"
     if generated == baseline:
-        return "PATCHED"
+        return "UNRESOLVED" if _has_markers(working) else "PATCHED"
     return "SYNCED" if working == generated else "CONFLICT"
 
 
@@ -104,6 +111,8 @@ class WorkingFiles(RuleBasedStateMachine):
         """An edit tltrace took out of the working file must be in a backup, from now on."""
         if baseline is not None and before == baseline.encode():
             return  # not an edit: the codegen it was synced from
+        if self.latest[t] is not None and before == self.latest[t].encode():
+            return  # not an edit: the newest codegen (its baseline may have been deleted)
         if before is not None and self._current(t) != before:
             self.must_keep.add(before)
 
@@ -119,6 +128,10 @@ class WorkingFiles(RuleBasedStateMachine):
         assert out.tag == want, (self.base[t], self.work[t], gen)
         self.paths[t] = out.path
         self._check_kept(t, before, base_before)
+        if want == "UNRESOLVED":  # never compiled; the file stays as it is
+            assert out.compile_text == gen and self._current(t) == before
+            self.latest[t] = gen
+            return
         if want == "PATCHED":
             assert out.compile_text == self.work[t]
         else:
@@ -147,6 +160,9 @@ class WorkingFiles(RuleBasedStateMachine):
         r = resolve(wf, strategy=strategy)
         self._check_kept(t, before, base_before)
         assert not wf.original_bak.exists() and not wf.bak.exists()  # archived as .N
+        # The merge's labels name files as they are after the resolve: the numbered backup
+        # that holds the edit (it must exist) and the baseline, which now holds the new codegen.
+        held = [b for b in sorted(wf.bak.parent.glob(wf.bak.name + ".*")) if b.read_text() == self.bak[t]]
         want = {
             "ours": self.bak[t],
             "theirs": self.latest[t],
@@ -154,8 +170,8 @@ class WorkingFiles(RuleBasedStateMachine):
                 self.obak[t],
                 self.bak[t],
                 self.latest[t],
-                ours_label=f"your edits ({wf.bak.name})",
-                theirs_label=f"new codegen ({wf.latest.name})",
+                ours_label=f"your edits ({held[-1].name if held else wf.bak.name})",
+                theirs_label=f"new codegen ({wf.original.name})",
             ).text
             if self.obak[t] is not None
             else None,
