@@ -172,6 +172,17 @@ def test_long_logs_are_cut_with_a_count():
     assert len(lines) == 12 and lines[-1].endswith("(90 more lines of NVRTC's log)")
 
 
+def test_errors_come_before_the_headers_warnings():
+    warn = "".join(f"/usr/include/common.h({i}): warning #1444-D: deprecated\n  x;\n  ^\n" for i in range(30))
+    log = warn + f"{WORKING}(19): error: this is not CUDA\n  a b;\n  ^\n" + warn
+    out, _ = _explain(tilelang_message(injected(), OPTIONS), (log, ""))
+    assert out is not None
+    lines = out.text(max_lines=10).splitlines()
+    assert lines[1].strip() == f"{WORKING}(19): error: this is not CUDA" and lines[2].strip() == "a b;"
+    assert lines[4].strip().startswith("/usr/include/common.h(0): warning")
+    assert lines[-1].endswith("(173 more lines of NVRTC's log)")
+
+
 class _Session:
     pass
 

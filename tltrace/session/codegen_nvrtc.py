@@ -77,11 +77,27 @@ class Explanation:
     kernel: str | None = None
 
     def text(self, max_lines: int = LOG_LINES) -> str:
-        lines = [ln for ln in self.log.splitlines() if ln.strip()]
+        """The headline, then the log with its errors first (each with the lines under it):
+        TileLang's headers can put dozens of warnings before the one error of an edit."""
+        blocks: list[list[str]] = []
+        for ln in self.log.splitlines():
+            if not ln.strip():
+                continue
+            if not blocks or _DIAG.match(ln.strip()):
+                blocks.append([ln])
+            else:
+                blocks[-1].append(ln)
+        errors = [b for b in blocks if _is_error(b[0])]
+        lines = [ln for b in errors + [b for b in blocks if not _is_error(b[0])] for ln in b]
         shown = lines[:max_lines]
         if len(lines) > max_lines:
             shown.append(f"... ({len(lines) - max_lines} more lines of NVRTC's log)")
         return "\n".join([self.headline, *("    " + ln for ln in shown)])
+
+
+def _is_error(line: str) -> bool:
+    m = _DIAG.match(line.strip())
+    return m is not None and m["severity"] != "warning" and m["severity"] != "remark"
 
 
 # -- parsing (pure) ------------------------------------------------------------------------------
