@@ -96,21 +96,10 @@ def check(path: str | os.PathLike | None, kind: Kind, *, force: bool = False) ->
     opt = f"{kind.option} {raw}"
     if raw.endswith(os.sep):
         raise UsageError(f"{opt} names a directory; give a file name, e.g. {p / 'out'}")
-    try:
-        lst = os.lstat(p)
-    except FileNotFoundError:
-        parent = p.parent
-        if not parent.is_dir():
-            raise UsageError(f"{opt}: directory {parent} does not exist") from None
+    mode, target_mode = _modes(p, opt)
+    if mode is None:
         return Target(p)
-    except OSError as exc:
-        raise UsageError(f"{opt}: cannot check it ({exc.strerror or exc})") from None
-    mode = lst.st_mode
     if stat.S_ISLNK(mode):
-        try:
-            target_mode = os.stat(p).st_mode
-        except OSError:
-            target_mode = 0
         if stat.S_ISCHR(target_mode) or stat.S_ISFIFO(target_mode):
             return Target(p, stream=True)  # /dev/stdout, /dev/fd/63 from >(...): a stream, not a file
         if force and not stat.S_ISDIR(target_mode):
@@ -152,20 +141,10 @@ def check_dir(
     raw = os.fspath(path)
     p = Path(raw.rstrip(os.sep) or raw)
     opt = f"{kind.option} {raw}"
-    try:
-        lst = os.lstat(p)
-    except FileNotFoundError:
-        if not p.parent.is_dir():
-            raise UsageError(f"{opt}: directory {p.parent} does not exist") from None
+    mode, target_mode = _modes(p, opt)
+    if mode is None:
         return Target(p)
-    except OSError as exc:
-        raise UsageError(f"{opt}: cannot check it ({exc.strerror or exc})") from None
-    mode = lst.st_mode
     if stat.S_ISLNK(mode):
-        try:
-            target_mode = os.stat(p).st_mode
-        except OSError:
-            target_mode = 0
         if stat.S_ISCHR(target_mode) or stat.S_ISFIFO(target_mode):
             return Target(p, stream=True)
         if force:
@@ -274,3 +253,22 @@ __all__ = [
     "check_dir",
     "write",
 ]
+
+
+def _modes(p: Path, opt: str) -> tuple[int | None, int]:
+    """Return (the path's own mode, or None when nothing is there yet; its target's mode when it
+    is a link, else 0), or raise UsageError when it cannot be checked or its directory is missing."""
+    try:
+        mode = os.lstat(p).st_mode
+    except FileNotFoundError:
+        if not p.parent.is_dir():
+            raise UsageError(f"{opt}: directory {p.parent} does not exist") from None
+        return None, 0
+    except OSError as exc:
+        raise UsageError(f"{opt}: cannot check it ({exc.strerror or exc})") from None
+    if not stat.S_ISLNK(mode):
+        return mode, 0
+    try:
+        return mode, os.stat(p).st_mode
+    except OSError:
+        return mode, 0
