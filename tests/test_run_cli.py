@@ -267,3 +267,28 @@ def test_module_that_is_a_package_without_main(run_cli, tmp_path):
     (pkg / "__main__.py").write_text("print('main ran')\n")
     r = run_cli("run", "-m", "kpkg")
     assert r.exit_code == 0 and "main ran" in r.stdout
+
+
+def test_a_script_that_never_imports_tilelang_runs_without_it(tmp_path):
+    """`tltrace run` imports TileLang only when the script does (it costs seconds); tracing starts then."""
+    s = _script(
+        tmp_path,
+        "plain.py",
+        """
+        import sys
+        from tltrace.session import controller
+        print("BEFORE", "tilelang" in sys.modules, controller.installed() is not None)
+        if sys.argv[1:] == ["import"]:
+            import tilelang
+            print("AFTER", controller.installed() is not None)
+        """,
+    )
+    env = {**os.environ, "TLTRACE_DIR": str(tmp_path / "traces")}
+    cmd = [sys.executable, "-m", "tltrace", "run", "--quiet", str(s)]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "BEFORE False False" in r.stdout
+    assert "warning" not in r.stderr, r.stderr
+    r = subprocess.run([*cmd, "import"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "BEFORE False False" in r.stdout and "AFTER True" in r.stdout, r.stdout + r.stderr

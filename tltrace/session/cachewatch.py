@@ -19,6 +19,10 @@ from .events import Event, RunFinished
 
 
 def _tables() -> list[dict]:
+    import sys
+
+    if "tilelang" not in sys.modules:
+        return []  # no kernel is cached before TileLang is imported; never import it for this
     try:
         import tilelang.cache as tc  # type: ignore[import-not-found]
 

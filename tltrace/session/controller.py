@@ -69,6 +69,31 @@ def check_seam() -> None:
         ) from None
 
 
+_builtin_asked = False
+
+
+def prepare_environment(*, use_cache: bool = False) -> None:
+    """The part of the set-up that must come before `import tilelang`, which reads both variables.
+
+    TileLang's own tracer off (TL_LOWER_TRACE), and its kernel cache off unless `use_cache`.
+    Imports nothing.
+    """
+    global _builtin_asked
+    if silence_builtin_tracer():
+        _builtin_asked = True
+    if not use_cache:
+        os.environ["TILELANG_DISABLE_CACHE"] = "1"
+
+
+def environment_notes() -> list[str]:
+    """What to tell the user about `prepare_environment` (once per process)."""
+    global _builtin_asked
+    asked, _builtin_asked = _builtin_asked, False
+    if asked:
+        return ["TL_LOWER_TRACE is set: TileLang's built-in tracer stays off while tltrace traces"]
+    return []
+
+
 def set_up_tilelang(*, use_cache: bool = False) -> list[str]:
     """Make TileLang ready to be traced; return what to tell the user (info lines).
 
@@ -78,11 +103,8 @@ def set_up_tilelang(*, use_cache: bool = False) -> list[str]:
     checked. Raises TltraceError when TileLang cannot be imported, UsageError (exit 2,
     one line) when it has no seam.
     """
-    notes = []
-    if silence_builtin_tracer():
-        notes.append("TL_LOWER_TRACE is set: TileLang's built-in tracer stays off while tltrace traces")
-    if not use_cache:
-        os.environ["TILELANG_DISABLE_CACHE"] = "1"  # read at import
+    prepare_environment(use_cache=use_cache)
+    notes = environment_notes()
     try:
         import tilelang  # type: ignore[import-not-found]
     except Exception as exc:

@@ -13,9 +13,11 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..config import Settings
 from ..errors import TargetNotFound, UsageError
+from . import controller
 from .controller import MIN_TILELANG as MIN_TILELANG  # re-exported; the set-up lives in the controller
 from .controller import check_seam as check_seam
 from .controller import set_up_tilelang
@@ -136,6 +138,59 @@ def prepare_tilelang(settings: Settings, emit: Callable[[Event], None]) -> bool:
     return True
 
 
+class _Tracing:
+    """Tracing for one run: installed now when TileLang is imported already, else when the script imports it.
+
+    Importing TileLang takes seconds, and a script may never import it (a watch rerun of a
+    helper, a script that fails early): `tltrace run` then costs what `python` does. The
+    seam is checked from the installed files first (no seam: UsageError, before the script
+    runs); the rest of the set-up runs right after the script's own `import tilelang`.
+    """
+
+    def __init__(self, settings: Settings, emit: Callable[[Event], None]) -> None:
+        self.settings, self.emit = settings, emit
+        self.installed = False
+        self._hook: Any = None
+
+    def start(self) -> None:
+        from .importhook import AfterImport, seam_on_disk
+
+        if "tilelang" in sys.modules:
+            self._set_up()
+            return
+        seam = seam_on_disk()
+        if seam is None:
+            self.emit(Notice("warning", "cannot import tilelang (it is not installed); running untraced"))
+            return
+        if not seam:
+            check_seam()  # UsageError, one line, naming the installed version
+        controller.prepare_environment(use_cache=self.settings.use_cache)
+        for note in controller.environment_notes():
+            self.emit(Notice("info", note))
+        self._hook = AfterImport("tilelang", self._set_up).install()
+
+    def _set_up(self) -> None:
+        try:
+            if not prepare_tilelang(self.settings, self.emit):
+                return
+            controller.install(self.settings, self.emit)
+            self.installed = True
+        except UsageError as exc:
+            if self._hook is None:
+                raise
+            self.emit(Notice("warning", f"{exc}; running untraced"))
+        except Exception as exc:
+            self.emit(
+                Notice(
+                    "warning", f"cannot install the tracer ({type(exc).__name__}: {exc}); running untraced"
+                )
+            )
+
+    def stop(self) -> None:
+        if self._hook is not None:
+            self._hook.remove()
+
+
 def run_target(
     target: Target,
     settings: Settings,
@@ -152,12 +207,12 @@ def run_target(
     and what Python would print for them (traceback, exit message) leaves as a
     `ScriptOutput` event. Tracing is removed before returning. This function prints nothing.
     """
-    from . import children, controller
+    from . import children
     from .invocation import Invocation
 
     invocation = Invocation(settings, emit).open()
     emit = invocation
-    installed = False
+    tracing: _Tracing | None = None
     propagation = None
     if trace:
         children.leave_parent_invocation()  # this process traces on its own, not as a child of a job
@@ -165,18 +220,10 @@ def run_target(
         reason = check_trace_dir(settings)
         if reason:
             emit(Notice("warning", reason))
-        elif prepare_tilelang(settings, emit):
-            try:
-                controller.install(settings, invocation)
-                installed = True
-                propagation = children.Propagation(settings).start()
-            except Exception as exc:
-                emit(
-                    Notice(
-                        "warning",
-                        f"cannot install the tracer ({type(exc).__name__}: {exc}); running untraced",
-                    )
-                )
+        else:
+            tracing = _Tracing(settings, invocation)
+            tracing.start()
+            propagation = children.Propagation(settings).start()
 
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     code = 0
@@ -209,6 +256,9 @@ def run_target(
         sys.argv, sys.path[:] = saved_argv, saved_path
         if propagation is not None:
             propagation.stop()
+        if tracing is not None:
+            tracing.stop()
+        installed = tracing is not None and tracing.installed
         forked = invocation_forked(invocation)
         if installed and forked:
             controller.uninstall()
