@@ -101,6 +101,26 @@ def activate() -> None:
         _stderr(f"cannot trace this process ({type(exc).__name__}: {exc}); it runs untraced")
 
 
+def discovered() -> None:
+    """The `tilelang.instrumentation_tools` entry point: a TileLang that discovers tools calls it.
+
+    It does what `_boot/sitecustomize.py` does after `import tilelang`, for a child process
+    that TileLang reaches first (a child whose PYTHONPATH lost tltrace's start-up hook): it
+    traces only in a traced job's child (TLTRACE_CHILD set), never in the traced process
+    itself (it sets up on its own), and never twice. Never raises.
+    """
+    text = os.environ.get(ENV)
+    if not text:
+        return
+    try:
+        _settings, root = settings_from_json(text)
+    except Exception:
+        return  # activate() says why, when the start-up hook calls it
+    if root.get("pid") == os.getpid():
+        return
+    activate()
+
+
 def _close() -> None:
     with _active_lock:
         items, _active[:] = list(_active), []
