@@ -251,8 +251,30 @@ def pytest_collection_modifyitems(config, items) -> None:
         func = getattr(item, "function", None)
         module = getattr(item, "module", None)
         defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
-        fixture_funcs = [d.func for ds in defs.values() for d in ds if d.baseid]  # tltrace's own fixtures
+        fixture_funcs = [  # tltrace's own fixtures, but the guard below (it names TileLang to watch for it)
+            d.func for name, ds in defs.items() for d in ds if d.baseid and name != _GUARD
+        ]
         if (func is not None and compiles(func, module)) or any(compiles(f, module) for f in fixture_funcs):
             item.add_marker(pytest.mark.compile)
         if Path(str(item.fspath)).stem in FLOORS_MODULES:
             item.add_marker(pytest.mark.floors)
+
+
+# -- the quick loop cannot slow down unnoticed ---------------------------------------------------------
+# Under a selection that leaves `compile` out, a test that imports TileLang (seconds, and a compile is
+# likely to follow) fails and says how to classify it. A test in a child process is not seen here.
+_GUARD = "_quick_loop_imports_no_tilelang"
+
+
+@pytest.fixture(autouse=True)
+def _quick_loop_imports_no_tilelang(request):
+    if "not compile" not in (request.config.getoption("markexpr", "") or "") or "tilelang" in sys.modules:
+        yield
+        return
+    yield
+    if "tilelang" in sys.modules:
+        pytest.fail(
+            "this test imported TileLang under the quick selection (-m 'not compile'): mark me compile "
+            "(@pytest.mark.compile), or name what compiles in its source (tests/conftest.py _COMPILES)",
+            pytrace=False,
+        )
