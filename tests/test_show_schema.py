@@ -9,7 +9,6 @@ the listing and of the invocation index carry every field of the summary model.
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import fields
 from pathlib import Path
@@ -17,46 +16,12 @@ from typing import Any
 
 import jsonschema
 import pytest
-from referencing import Registry, Resource
 
 from tltrace.history import runs
 from tltrace.history.summary import CompileSummary
 
 from ._records import copy_tree, read_manifest, run_dirs
-
-REPO = Path(__file__).resolve().parent.parent
-SCHEMA = json.loads((REPO / "docs" / "show.schema.json").read_text())
-MANIFEST_SCHEMA = json.loads((REPO / "docs" / "manifest.schema.json").read_text())
-SHAPES = [ref["$ref"].rsplit("/", 1)[1] for ref in SCHEMA["oneOf"]]
-
-
-def _strict(node: Any) -> Any:
-    """The schema with every described object closed: a key the schema does not describe fails."""
-    if isinstance(node, dict):
-        out = {k: _strict(v) for k, v in node.items()}
-        if "properties" in node:
-            out["unevaluatedProperties"] = False
-        return out
-    if isinstance(node, list):
-        return [_strict(v) for v in node]
-    return node
-
-
-_REGISTRY = Registry().with_resource(MANIFEST_SCHEMA["$id"], Resource.from_contents(MANIFEST_SCHEMA))
-
-
-def _validator(shape: str | None = None, strict: bool = True) -> jsonschema.Draft202012Validator:
-    schema = _strict(SCHEMA) if strict else copy.deepcopy(SCHEMA)
-    if shape is not None:
-        schema["oneOf"] = [{"$ref": f"#/$defs/{shape}"}]
-    return jsonschema.Draft202012Validator(schema, registry=_REGISTRY)
-
-
-def check(data: Any, shape: str) -> Any:
-    """Validate `data` as the schema's `shape`, which must be the one shape it matches; return it."""
-    _validator(shape).validate(data)
-    _validator(strict=False).validate(data)  # oneOf: no other shape matches it too
-    return data
+from ._schema import MANIFEST_SCHEMA, SCHEMA, check, validator
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +136,9 @@ def test_source_map(show, corpus: Path) -> None:
     assert data["codegen"]["device"] and data["source"]["file"] == "/k/gemm.py"
     assert any(p.get("lost") for p in data["passes"])
     changed = next(r for r in _records(corpus, "gemm") if r["status"] == "changed")
-    data = check(show("gemm", "-1", "--pass", str(changed["index"]), "--source-map", "--json"), "source_map_pass")
+    data = check(
+        show("gemm", "-1", "--pass", str(changed["index"]), "--source-map", "--json"), "source_map_pass"
+    )
     assert data["side"] == "after" and data["lines"][0]["src"]["inferred"] is True
 
 
@@ -179,12 +146,12 @@ def test_the_schema_can_fail(show) -> None:
     data = show("gemm", "--json")
     data["runs"][0]["status"] = "bogus"
     with pytest.raises(jsonschema.ValidationError):
-        _validator("listing").validate(data)
+        validator("listing").validate(data)
     data = show("gemm", "--json")
     data["runs"][0]["unknown"] = 1  # strict: every key must be described
     with pytest.raises(jsonschema.ValidationError):
-        _validator("listing").validate(data)
-    _validator(strict=False).validate(data)  # the published schema lets a reader meet new keys
+        validator("listing").validate(data)
+    validator(strict=False).validate(data)  # the published schema lets a reader meet new keys
 
 
 def _summary_keys() -> set[str]:
@@ -208,4 +175,6 @@ def test_listing_and_index_rows_carry_every_summary_field(show, corpus: Path, tm
             assert len(index) == len(inv.runs) and all(keys <= set(r) for r in index)
     assert any(r["status"] == "damaged" for r in rows)
     described = SCHEMA["$defs"]["compile"]["properties"]
-    assert keys <= set(described) and set(SCHEMA["$defs"]["compile"]["required"]) == set(rows[0]) - {"position"}
+    assert keys <= set(described) and set(SCHEMA["$defs"]["compile"]["required"]) == set(rows[0]) - {
+        "position"
+    }
