@@ -62,7 +62,6 @@ class RecordedInvocation:
             out[r.status] = out.get(r.status, 0) + 1
         return out
 
-
     def to_json(self) -> dict[str, Any]:
         """Return the invocation as JSON data, without its compiles (a view lists those it shows)."""
         return {
