@@ -14,6 +14,7 @@ from tltrace.session import sourcemap as sm
 from tltrace.session import sourcemap_store as sms
 
 from ._records import read_manifest, run_dirs
+from ._schema import check
 from .conftest import wait_js
 
 KERNEL = """
@@ -188,9 +189,12 @@ def test_show_source_map_gutter(traced):
         "show", "--trace-dir", trace, "smgemm", "-1", "--pass", "LowerTileOp", "--source-map", "--json"
     )
     assert res.exit_code == 0, res.output
-    data = json.loads(res.stdout)
+    data = check(json.loads(res.stdout), "source_map_pass")  # docs/show.schema.json
     assert data["record"]["name"] == "LowerTileOp" and data["side"] == "after"
     assert any(x["src"] and x["src"]["line"] == STORE_LINE for x in data["lines"])
+    res = _cli("show", "--trace-dir", trace, "smgemm", "-1", "--source-map", "--json")
+    assert res.exit_code == 0, res.output
+    assert check(json.loads(res.stdout), "source_map")["codegen"]["device"]
 
 
 def test_report_holds_the_python_source_and_the_maps(traced):
@@ -393,7 +397,7 @@ def test_failed_pass_points_at_the_python_line(failed):
     res = _cli(
         "show", "--trace-dir", trace, "smfrag", "-1", "--pass", str(rec["index"]), "--source-map", "--json"
     )
-    data = json.loads(res.stdout)
+    data = check(json.loads(res.stdout), "source_map_pass")
     assert data["error_src"] == {"file": str(script), "line": FRAGMENT_LINE} and data["side"] == "before"
     assert any(x["src"] == {"file": str(script), "line": FRAGMENT_LINE + 1} for x in data["lines"])  # T.copy
 

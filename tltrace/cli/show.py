@@ -164,49 +164,18 @@ def show_cmd(
 
 
 def _run_row(run, position: int | None = None) -> dict[str, Any]:
-    """Return one compile as `show --json` lists it: the summary model's fields, plus where it is."""
-    from ..history.runs import safe_time
+    """Return one compile as `show --json` lists it: its summary's JSON (every field of the model),
+    then where the run is on disk (history/loading.Run.to_json); `position`: its invocation's."""
     from ..history.summary import CompileSummary
 
-    m = run.manifest
-    summ = CompileSummary.of(m, run.run_id, status=run.status)
-    row = {
-        "script": run.script_dir.name,
-        "run_id": run.run_id,
-        "path": str(run.path),
-        "invocation": summ.invocation,
-        "signature": summ.signature,
-        "label": summ.label,
-        "started": safe_time(m.started) if m else None,
-        "kernel": summ.kernel,
-        "target": summ.target,
-        "backend": summ.backend,
-        "status": summ.status,
-        "passes": summ.passes,
-        "changed": summ.changed,
-        "failed": summ.failed,
-        "failed_at": summ.failed_at,
-        "codegen": summ.codegen,
-        "seconds": summ.seconds,
-        "size": run.size,
-        "problem": run.problem,
-    }
-    if position is not None:
-        row = {"position": position, **row}
-    return row
+    row = CompileSummary.of(run.manifest, run.run_id, status=run.status).to_json()
+    row.update(run.to_json())
+    return row if position is None else {"position": position, **row}
 
 
 def _invocation_json(inv, runs=None) -> dict[str, Any]:
-    return {
-        "position": inv.position,
-        "script": inv.script_dir.name,
-        "invocation": inv.id,
-        "legacy": inv.legacy,
-        "started": inv.started,
-        "status": inv.status,
-        "counts": inv.counts,
-        "compiles": [_run_row(r) for r in (runs if runs is not None else inv.runs)],
-    }
+    """Return an invocation as `show --json` gives it: the model's JSON and the compiles listed."""
+    return {**inv.to_json(), "compiles": [_run_row(r) for r in (runs if runs is not None else inv.runs)]}
 
 
 def _show_list(loc, kernel: str | None, as_json: bool) -> None:
@@ -362,7 +331,7 @@ class _CompileTable:
 def _show_invocation(sel, as_json: bool) -> None:
     """One invocation with several compiles: list them (failed first), with how to open one."""
     inv = sel.invocation
-    runs = _ordered(list(sel.runs))
+    runs = _ordered([r.measured() for r in sel.runs])  # sizes, as the listing gives them
     if as_json:
         _print_json({"invocation": _invocation_json(inv, runs)})
         return

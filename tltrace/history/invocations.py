@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..session.records import RUNNING, RunManifest
 from .loading import DAMAGED, INTERRUPTED, Run, load_run, run_dirs, start_of
@@ -60,6 +61,18 @@ class RecordedInvocation:
         for r in self.runs:
             out[r.status] = out.get(r.status, 0) + 1
         return out
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the invocation as JSON data, without its compiles (a view lists those it shows)."""
+        return {
+            "position": self.position,
+            "script": self.script_dir.name,
+            "invocation": self.id,
+            "legacy": self.legacy,
+            "started": self.started,
+            "status": self.status,
+            "counts": self.counts,
+        }
 
 
 def invocation_key(run: Run) -> str:

@@ -18,6 +18,7 @@ import os
 import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from .. import safe_read
 from .._shell import command
@@ -56,6 +57,24 @@ class Run:
         if self.manifest is None:
             return DAMAGED
         return self.manifest.status
+
+    def to_json(self) -> dict[str, Any]:
+        """Return where the run is on disk and what state it is in, as JSON data.
+
+        What `show --json` adds to a compile's summary (history/summary.py) in its rows.
+        """
+        return {
+            "run_id": self.run_id,
+            "script": self.script_dir.name,
+            "path": str(self.path),
+            "status": self.status,
+            "size": self.size,
+            "problem": self.problem,
+        }
+
+    def measured(self) -> Run:
+        """Return this run with `size` measured: the bytes its directory holds on disk."""
+        return replace(self, size=tree_bytes(self.path))
 
     def require(self) -> RunManifest:
         """Return the manifest, or raise RecordsError when the run is damaged."""

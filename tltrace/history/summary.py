@@ -1,8 +1,9 @@
 """One compile, summed up: the model every compile list renders, and its one order.
 
 The terminal's end-of-run table (render/terminal.py), `show`'s listings and JSON
-(cli/show.py), the CI markdown (cli/profile.py), the invocation index (render/html.py
-index_row, read by index.js) all build a CompileSummary and sort with `order`:
+(cli/show.py), the CI markdown (cli/profile.py), the invocation index (render/index.py
+index_row, read by index.js) all build a CompileSummary and sort with `order`; the JSON
+ones are its `to_json` with what the view adds (docs/show.schema.json):
 compiles that did not finish well first (failed, interrupted, damaged), then the
 unfinished, then the complete ones, each group in the order the compiles started.
 """
@@ -11,10 +12,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, RUNNING, RunManifest
+from .loading import safe_time
 
 INTERRUPTED = "interrupted"
 DAMAGED = "damaged"
@@ -40,7 +42,7 @@ class CompileSummary:
     codegen: int | None
     failed_at: str | None = None  # the first failed pass
     error: str | None = None  # the first line of the compile's error
-    started: float | None = None
+    started: float | None = None  # epoch seconds; None when missing or implausible (loading.safe_time)
     seconds: float | None = None  # compile time: finished - started
     invocation: str | None = None
     target: str | None = None
@@ -97,7 +99,7 @@ class CompileSummary:
             codegen=c.get(CODEGEN, 0),
             failed_at=first_failed.name if first_failed else None,
             error=error,
-            started=m.started if _finite(m.started) else None,
+            started=safe_time(m.started),
             seconds=seconds,
             invocation=m.invocation,
             target=m.target,
@@ -106,25 +108,16 @@ class CompileSummary:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """Return the summary as JSON data (None fields kept: a reader sees every key)."""
-        return {
-            "run_id": self.run_id,
-            "kernel": self.kernel,
-            "signature": self.signature,
-            "label": self.label,
-            "status": self.status,
-            "passes": self.passes,
-            "changed": self.changed,
-            "failed": self.failed,
-            "codegen": self.codegen,
-            "failed_at": self.failed_at,
-            "error": self.error,
-            "started": self.started,
-            "seconds": self.seconds,
-            "invocation": self.invocation,
-            "target": self.target,
-            "backend": self.backend,
-        }
+        """Return the summary as JSON data (None fields kept: a reader sees every key).
+
+        Every compile list that prints JSON starts from this dict: `show --json`'s rows
+        (adding where the run is on disk) and the invocation index's rows (render/index.py).
+        `position` is left out: it is the order among the compiles listed together, which
+        `order` uses; `show` gives the invocation's position instead.
+        """
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "position"}
+        data["label"] = self.label
+        return data
 
 
 def order(summaries: Sequence[CompileSummary]) -> list[CompileSummary]:

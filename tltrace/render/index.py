@@ -29,30 +29,21 @@ INDEX_LOCK = ".report.lock"
 END_CHUNK = b'<script type="application/json" class="tl-d">{"t":"iend"}</script>\n'
 
 
-def index_row(manifest: RunManifest, run_id: str | None = None) -> dict[str, Any]:
+def index_row(manifest: RunManifest | None, run_id: str | None = None) -> dict[str, Any]:
     """Return one compile's row of the index (a later row of the same run_id replaces an earlier one).
 
-    The fields are the compile summary's (history/summary.py), which index.js shows in the
-    same order as every other compile list.
+    The row is the compile summary's JSON (history/summary.py: every field, None ones
+    included), which index.js shows in the same order as every other compile list, plus
+    what the index adds: the process that made the compile and its time per pass name.
+    A damaged run (no manifest) is its summary alone.
     """
     from ..history.profile import pass_times_us
     from ..history.summary import CompileSummary
 
-    s = CompileSummary.of(manifest, run_id, status=manifest.status)
-    row: dict[str, Any] = {
-        "t": "c",
-        "run_id": s.run_id,
-        "signature": s.signature,
-        "kernel": s.kernel,
-        "status": s.status,
-        "passes": s.passes,
-        "changed": s.changed,
-        "failed": s.failed,
-        "failed_at": s.failed_at,
-        "started": s.started,
-        "seconds": s.seconds,
-        "error": s.error,
-    }
+    s = CompileSummary.of(manifest, run_id, status=manifest.status if manifest is not None else None)
+    row: dict[str, Any] = {"t": "c", **s.to_json()}
+    if manifest is None:
+        return row
     writer = manifest.writer if isinstance(manifest.writer, dict) else {}
     for key in ("pid", "rank"):  # the process that made the compile: the index groups by it
         value = writer.get(key)
@@ -60,7 +51,7 @@ def index_row(manifest: RunManifest, run_id: str | None = None) -> dict[str, Any
             row[key] = value
     if manifest.records and manifest.finished is not None:  # time per pass name, for profile.js
         row["pu"] = pass_times_us(manifest)
-    return {k: v for k, v in row.items() if v is not None}
+    return row
 
 
 def _finite(x: object) -> bool:
@@ -212,8 +203,6 @@ def sibling_chunk(rows: list[dict[str, Any]]) -> bytes:
 
 
 def _row_of_run(run: Any) -> dict[str, Any]:
-    if run.manifest is None:
-        return {"t": "c", "run_id": run.run_id, "status": "damaged"}
     return index_row(run.manifest, run.run_id)
 
 
