@@ -11,7 +11,6 @@ command line (and then run the real tool), so "no compiler started" is checked, 
 
 from __future__ import annotations
 
-import ctypes.util
 import json
 import os
 import shutil
@@ -45,12 +44,12 @@ with target:
 '''
 
 # A host constructor in the generated C (pragma_import_c is emitted at file scope) and a
-# call_extern: built and loaded, the library writes MARKER. Lowered only, never built, here.
+# call_extern. The recording compiles and loads it (cython), so the constructor runs there
+# and writes MARKER: the bundle is hostile for real.
 HOOKED = '''
 """A CPU kernel whose generated source, once compiled and loaded, runs a constructor."""
 import tilelang
 import tilelang.language as T
-from tilelang import tvm
 
 HOOK = (
     "#include <stdio.h>\\n"
@@ -69,8 +68,7 @@ def hooked(A: T.Tensor((64,), "int32"), B: T.Tensor((64,), "int32")):
             B[i] = T.call_extern("int32", "abs", A[i])
 
 
-with tvm.target.Target("c"):
-    tilelang.lower(hooked, target="c")
+tilelang.compile(hooked, target="c", execution_backend="cython")
 '''
 
 WATCHED = ("nvcc", "gcc", "g++", "cc", "c++", "clang", "clang++", "cython", "cythonize")
@@ -229,32 +227,16 @@ def test_ir_with_a_host_constructor_is_compared_never_built_nor_loaded(watch, tm
     work = tmp_path / "work"
     work.mkdir()
     bundle = _traced_bundle(work, "hooked", HOOKED.replace("MARKER", str(marker)))
-    assert not marker.exists()
+    assert marker.exists()  # the recording built and loaded it: the constructor ran there
+    marker.unlink()
     source = _codegen_text(bundle)
     assert "__attribute__((constructor))" in source and "abs(A[i])" in source
-
-    # The recorded source is hostile for real: built and loaded, it writes the marker.
-    gxx = shutil.which("g++")
-    if gxx is not None and ctypes.util.find_library("c"):
-        import tilelang
-
-        (tmp_path / "k.cpp").write_text(source)
-        include = Path(tilelang.__file__).parent / "src"
-        built = subprocess.run(
-            [gxx, "-shared", "-fPIC", f"-I{include}", "-o", str(tmp_path / "k.so"), str(tmp_path / "k.cpp")],
-            capture_output=True,
-            text=True,
-        )
-        assert built.returncode == 0, built.stderr
-        subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(tmp_path / 'k.so')!r})"])
-        assert marker.exists()
-        marker.unlink()
 
     env, log = watch
     for args in (("replay",), ("replay", "--build")):  # a CPU compile builds nothing even with --build
         p = _tltrace(*args, str(bundle), cwd=tmp_path, env=env)
         assert p.returncode == 0, p.stdout + p.stderr
-        assert ": same: " in p.stdout and "generated source" in p.stdout
+        assert "hooked: same: " in p.stdout and "generated source" in p.stdout
         assert not marker.exists()
         assert not log.exists(), log.read_text()
 
@@ -437,3 +419,30 @@ def test_standalone_repro_shows_control_characters_as_tltrace_does() -> None:
 
     text = "".join(chr(c) for c in range(0x00, 0xA0)) + "é"
     assert _standalone.visible(text) == visible(text)
+
+
+@pytest.mark.compile
+def test_repro_prints_a_pass_name_from_a_manifest_in_cat_v_form(sm90: Path, tmp_path: Path) -> None:
+    from tltrace.history import runs
+
+    from ._records import read_manifest
+
+    src = runs.open_selection("sm90.py", None, sm90.parent / "tr", None).one().path
+    copy = tmp_path / "theirs" / ".run_records" / src.name
+    shutil.copytree(src, copy)
+    data = read_manifest(copy)
+    rec = next(r for r in data["records"] if r["status"] == "changed")
+    rec["name"] = "Simplify\x1b]0;owned\x07\x1b[2J"
+    (copy / "manifest.json").chmod(0o644)
+    (copy / "manifest.json").write_text(json.dumps(data))
+    out = tmp_path / "r"
+    p = _tltrace("repro", str(copy), "--pass", str(rec["index"]), "-o", str(out), cwd=tmp_path)
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    for text in (p.stdout, p.stderr):
+        assert "\x1b" not in text and "\x07" not in text
+    assert "rerunning Simplify^[]0;owned^G^[[2J" in p.stderr
+    p = subprocess.run(
+        [sys.executable, str(out / "repro.py")], capture_output=True, text=True, env=_env(), timeout=600
+    )
+    assert "\x1b" not in p.stdout + p.stderr and "\x07" not in p.stdout + p.stderr
+    assert "pass Simplify^[]0;owned^G^[[2J" in p.stdout
