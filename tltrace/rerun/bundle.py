@@ -56,7 +56,9 @@ script and its packages are not needed to replay it.
     tltrace replay {name}
 
 recompiles each compile from its saved IR and checks that every pass and the
-generated source match the recording. Exit status 0: all the same; 1: the first
+generated source match the recording. It runs no compiler and loads no library (source-only
+codegen), and applies only the pass configs known to be data (it names the others);
+`tltrace replay --build {name}` applies the recorded config and runs the device compile. Exit status 0: all the same; 1: the first
 divergent pass is named; 2: bad usage; 3: a damaged bundle; 5: the IR does not load
 on this TileLang (it uses an operator this release lacks; one line names it). On
 another TileLang release it says so in one line and goes on: the replay is then a
