@@ -36,6 +36,7 @@ DIR follows the output-path rule: a new directory, or one holding only the files
 a repro writes, is (re)written; a directory holding other files, a file or a link
 is refused in one line unless --force; '-', a pipe or a character device gets an
 uncompressed tar of the directory (the messages then go to stderr).
+
 The run's saved context is treated as data from elsewhere (a trace dir can be
 someone else's), as 'tltrace replay' treats a bundle: only TileLang's boolean and
 numeric pass configs are written to DIR/context.json (the others are named in
@@ -43,6 +44,7 @@ one line and in repro.json's not_applied), the target is checked (a refused
 one: exit 3), and the device compile stays off; --build applies the config as
 recorded and allows the device compile, saying what it runs first. The rerun's
 child imports nothing from DIR or the current directory.
+
 Exit status: 0 reproduced (the same output, or the same error for a failed
 pass); 1 not reproduced (a diff or the new error is shown); 2 bad usage;
 3 missing records or no reproducer data in them, or a refused context or
@@ -92,6 +94,7 @@ no copy of the bundle is left in the temporary directory either way.
 When the recorded IR does not load on this TileLang (it uses an operator or
 node type that this release lacks), one line names what is missing and both
 releases, and no pass is compared.
+
 A bundle is someone else's data, and replay runs nothing it chooses: it reruns
 the lowering and source-only codegen, never starts a compiler (nvcc, gcc,
 cython, NVRTC) and never loads a library. Of the recorded PassContext config it
@@ -103,6 +106,7 @@ recorded and runs the device compile when the recording did (the bundle's flags
 then reach nvcc's command line); it prints what it runs first. Checked before
 anything runs: the zip's sizes (in all, per member, and the compression ratio),
 every member's CRC, and the types of every JSON member.
+
 Exit status: 0 all the same; 1 a difference (the first divergent pass named);
 2 bad usage (no such FILE, a --trace-dir that is not a directory); 3 not a
 bundle, or a damaged or refused one (a flipped byte, a zip bomb, a member of the

@@ -56,11 +56,12 @@ script and its packages are not needed to replay it.
     tltrace replay {name}
 
 recompiles each compile from its saved IR and checks that every pass and the
-generated source match the recording. It runs no compiler and loads no library (source-only
-codegen), and applies only the pass configs known to be data (it names the others);
-`tltrace replay --build {name}` applies the recorded config and runs the device compile. Exit status 0: all the same; 1: the first
-divergent pass is named; 2: bad usage; 3: a damaged bundle; 5: the IR does not load
-on this TileLang (it uses an operator this release lacks; one line names it). On
+generated source match the recording. It runs no compiler and loads no library
+(source-only codegen), and applies only the pass configs known to be data (it names
+the others); `tltrace replay --build {name}` applies the recorded config and runs the
+device compile. Exit status 0: all the same; 1: the first divergent pass is named;
+2: bad usage; 3: a damaged or refused bundle; 5: the IR does not load on this
+TileLang (it uses an operator this release lacks; one line names it). On
 another TileLang release it says so in one line and goes on: the replay is then a
 comparison.
 
@@ -206,6 +207,7 @@ def read_bundle(path: Path) -> Bundle:
     zf = archive.open_bundle(path)
     try:
         info = archive.json_member(zf, "bundle.json", path, dict)
+        names = set(zf.namelist())
         compiles = []
         for entry in archive.bundle_info(info, path, BUNDLE_SCHEMA):
             d = entry["dir"]
@@ -215,7 +217,7 @@ def read_bundle(path: Path) -> Bundle:
             except (KeyError, ValueError, TypeError, AttributeError) as exc:
                 raise RecordsError(f"{path}: compile {d}'s manifest.json is damaged ({exc})") from None
             context = archive.json_member(zf, f"compiles/{d}/context.json", path, dict)
-            if f"compiles/{d}/frontend.json" not in zf.NameToInfo:
+            if f"compiles/{d}/frontend.json" not in names:
                 raise RecordsError(f"{path}: compile {d} has no frontend.json; a damaged bundle")
             recorded = entry.get("flags")
             flags = recorded if isinstance(recorded, dict) else flags_of(manifest)
