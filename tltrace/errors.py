@@ -3,8 +3,11 @@
 Exit codes (documented in README and man page):
   0  success (or the script's own exit code under `tltrace run`)
   1  the traced script raised, or diff-runs found a difference
-  2  usage error: bad option, bad value, nothing to act on
-  3  a file or record problem: missing/damaged run records, unreadable trace dir
+  2  usage error: bad option, bad value, nothing to act on (replay: a --trace-dir that
+     is not a directory)
+  3  a file or record problem: missing/damaged run records, unreadable trace dir; replay,
+     repro: a damaged bundle (flipped byte, zip bomb, wrong types, a frontend IR that does
+     not load) or a refused context or target (rerun/trust.py)
   4  merge conflicts left in a working file (resolve-conflict)
   5  replay, repro: the recorded IR does not load on this TileLang (an operator or node
      type the recording's release has and this one lacks)

@@ -36,10 +36,20 @@ DIR follows the output-path rule: a new directory, or one holding only the files
 a repro writes, is (re)written; a directory holding other files, a file or a link
 is refused in one line unless --force; '-', a pipe or a character device gets an
 uncompressed tar of the directory (the messages then go to stderr).
+
+The run's saved context is treated as data from elsewhere (a trace dir can be
+someone else's), as 'tltrace replay' treats a bundle: only TileLang's boolean and
+numeric pass configs are written to DIR/context.json (the others are named in
+one line and in repro.json's not_applied), the target is checked (a refused
+one: exit 3), and the device compile stays off; --build applies the config as
+recorded and allows the device compile, saying what it runs first. The rerun's
+child imports nothing from DIR or the current directory.
+
 Exit status: 0 reproduced (the same output, or the same error for a failed
 pass); 1 not reproduced (a diff or the new error is shown); 2 bad usage;
-3 missing records or no reproducer data in them; 5 the recorded IR does not
-load on this TileLang (one line names what it lacks).
+3 missing records or no reproducer data in them, or a refused context or
+target; 5 the recorded IR does not load on this TileLang (one line names what
+it lacks).
 """
 
 BUNDLE_EPILOG = """\
@@ -73,18 +83,35 @@ Examples:
 \b
   tltrace replay gemm-bundle.zip
   tltrace replay gemm-bundle.zip --trace-dir replayed   keep the replay's records
+  tltrace replay gemm-bundle.zip --build                also run the recorded device compile
 
 Recompiles every compile in FILE from its saved IR (in a child process, traced
 by tltrace) and checks every pass and the generated source against the
 recording, naming the first divergence as 'tltrace diff-runs' does. The user's
 script is not needed. On another TileLang release it says so in one line and
-goes on as a comparison. Without --trace-dir the replay's records are removed.
+goes on as a comparison. Without --trace-dir the replay's records are removed;
+no copy of the bundle is left in the temporary directory either way.
 When the recorded IR does not load on this TileLang (it uses an operator or
 node type that this release lacks), one line names what is missing and both
 releases, and no pass is compared.
+
+A bundle is someone else's data, and replay runs nothing it chooses: it reruns
+the lowering and source-only codegen, never starts a compiler (nvcc, gcc,
+cython, NVRTC) and never loads a library. Of the recorded PassContext config it
+applies only TileLang's boolean and numeric pass configs; the others (such as
+tl.device_compile_flags, any string or list) are named in one line, 'not
+applied'. The target must be a plain JSON target of a known kind and known
+keys, else the bundle is refused (exit 3). --build applies the config as
+recorded and runs the device compile when the recording did (the bundle's flags
+then reach nvcc's command line); it prints what it runs first. Checked before
+anything runs: the zip's sizes (in all, per member, and the compression ratio),
+every member's CRC, and the types of every JSON member.
+
 Exit status: 0 all the same; 1 a difference (the first divergent pass named);
-2 bad usage; 3 not a bundle, or a damaged one; 5 the recorded IR does not load
-on this TileLang.
+2 bad usage (no such FILE, a --trace-dir that is not a directory); 3 not a
+bundle, or a damaged or refused one (a flipped byte, a zip bomb, a member of the
+wrong type, a frontend IR that does not load, a refused target); 5 the recorded
+IR uses an operator or node type this TileLang lacks.
 """
 
 _KERNEL = typer.Option(None, "--kernel", metavar="NAME", help="Only compiles of kernel NAME.")
@@ -137,22 +164,33 @@ def repro_cmd(
         "--force",
         help="Write into a DIR holding other files (only a repro's files are replaced), or replace a file or link at DIR.",
     ),
+    build: bool = typer.Option(
+        False,
+        "--build",
+        help="Apply the recorded pass config as it is and allow the device compile as recorded "
+        "(the run's flags reach a command line); said before it runs.",
+    ),
 ) -> None:
     """Write a standalone repro.py that reruns one recorded pass, and run it once."""
     from ..history.runs import find_record
-    from ..rerun.make import check_out, default_dir, make_repro, repro_files
+    from ..rerun import trust
+    from ..rerun.make import check_out, default_dir, make_repro, plan_repro
 
     try:
         run = _selection(list(args or []), trace_dir, kernel).one("repro")
         manifest = run.require()
         record = find_record(manifest, pass_)
         dest = out or Path(default_dir(manifest, record))
-        repro_files(run.path, manifest)  # no reproducer data: one line, before anything is said
+        plan = plan_repro(run.path, manifest, build=build)  # no reproducer data, a refused target: one line
         check_out(dest, force=force)  # a refused DIR too
-        typer.echo(
+        if build:
+            _say(f"--build: runs {plan.runs()}", err=True)
+        if plan.not_applied:
+            _say(trust.not_applied_line(plan.not_applied), err=True)
+        _say(
             f"rerunning {record.name} (#{record.index}) of {manifest.kernel or manifest.script} ...", err=True
         )
-        outcome = make_repro(run.path, manifest, record, dest, force=force)
+        outcome = make_repro(run.path, manifest, record, dest, force=force, plan=plan)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
     err = outcome.archive == "stdout"  # stdout carries the archive: the rest goes to stderr
@@ -168,11 +206,11 @@ def repro_cmd(
     where = (
         f"a tar of {outcome.directory}/ to {outcome.archive}" if outcome.archive else f"{outcome.directory}/"
     )
-    typer.echo(f"wrote {where} (path: {outcome.path}: {why})", err=err)
+    _say(f"wrote {where} (path: {outcome.path}: {why})", err=err)
     for line in outcome.lines:
-        typer.echo(line, err=err)
+        _say(line, err=err)
     typer.echo("reproduced" if outcome.reproduced else "not reproduced", err=err)
-    typer.echo(f"again: {outcome.command}   (needs only TileLang)", err=err)
+    _say(f"again: {outcome.command}   (needs only TileLang)", err=err)
     raise typer.Exit(0 if outcome.reproduced else 1)
 
 
@@ -226,30 +264,53 @@ def bundle_cmd(
 
 def replay_cmd(
     file: Path = typer.Argument(..., metavar="FILE", help="A bundle written by 'tltrace bundle'."),
-    trace_dir: Optional[Path] = typer.Option(
+    trace_dir: Optional[str] = typer.Option(
         None, "--trace-dir", metavar="DIR", help="Keep the replay's own records under DIR."
+    ),
+    build: bool = typer.Option(
+        False,
+        "--build",
+        help="Apply the recorded pass config as it is and run the device compile as recorded "
+        "(nvcc, NVRTC: the bundle's flags reach a command line); said before it runs.",
     ),
 ) -> None:
     """Recompile a bundle's compiles and check every pass and the source against the recording."""
-    from ..rerun.bundle import installed_tilelang, read_bundle, replay
+    from ..rerun import trust
+    from ..rerun.bundle import check_trace_dir, installed_tilelang, plan_replay, read_bundle, replay
 
     try:
+        kept = check_trace_dir(trace_dir) if trace_dir is not None else None
         bundle = read_bundle(file)
-        recorded, here = bundle.info.get("tilelang"), installed_tilelang()
-        if recorded != here:
-            typer.echo(
-                f"recorded with TileLang {recorded}, replaying on TileLang {here}: a comparison, not a reproduction"
-            )
-        result = replay(bundle, trace_dir)
+        plans = plan_replay(bundle, build=build)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
+    try:
+        recorded, here = bundle.info.get("tilelang"), installed_tilelang()
+        if recorded != here:
+            _say(
+                f"recorded with TileLang {recorded}, replaying on TileLang {here}: a comparison, not a reproduction"
+            )
+        labelled = [(c.label, plan) for c, plan in zip(bundle.compiles, plans)]
+        if build:
+            for label, plan in labelled:
+                _say(f"--build: {label}: runs {plan.runs()}")
+        notes = trust.gather(labelled)
+        if notes.not_applied:
+            _say(trust.not_applied_line(notes.not_applied))
+        if notes.device_compile_skipped:
+            _say(trust.skipped_compile_line(notes.device_compile_skipped))
+        result = replay(bundle, kept, plans)
+    except TltraceError as exc:
+        raise fail(str(exc), exc.exit_code) from None
+    finally:
+        bundle.close()
     for c in result.compiles:
-        name = c.compile.manifest.kernel or c.compile.dir
+        name = c.compile.label
         if c.unloadable is not None:
-            typer.echo(f"{name}: not replayable here: {c.problem}")
+            _say(f"{name}: not replayable here: {c.problem}")
             continue
         if c.problem is not None:
-            typer.echo(f"{name}: not replayed: {c.problem}")
+            _say(f"{name}: not replayed: {c.problem}")
             continue
         d = c.diff
         n = len(c.compile.manifest.records)
@@ -261,13 +322,20 @@ def replay_cmd(
             )
             failed = next((r for r in c.compile.manifest.records if r.status == "failed"), None)
             also = f"; it fails in {failed.name} as recorded" if failed is not None else ""
-            typer.echo(f"{name}: same: {n} passes{src} match the recording{also}")
+            _say(f"{name}: same: {n} passes{src} match the recording{also}")
             continue
         first = d.first_difference
         counts = ", ".join(f"{v} {k}" for k, v in d.counts.items() if v and k != "same")
-        typer.echo(f"{name}: differs ({counts}); first divergence: {first.label} ({first.status})")
+        _say(f"{name}: differs ({counts}); first divergence: {first.label} ({first.status})")
         for line in c.detail:
-            typer.echo(f"  {line}")
+            _say(f"  {line}")
     if result.trace_dir is not None:
-        typer.echo(f"replay records: {result.trace_dir}")
+        _say(f"replay records: {result.trace_dir}")
     raise typer.Exit(EXIT_UNLOADABLE if result.unloadable else 0 if result.same else 1)
+
+
+def _say(line: str, err: bool = False) -> None:
+    """Print a line of data from a bundle or a run: control characters as `cat -v` shows them."""
+    from ..render.visible import visible
+
+    typer.echo(visible(line), err=err)

@@ -21,6 +21,13 @@ ignores PYTHONPATH: where TileLang is found through it, run without -I); 5 when 
 recorded IR does not load on this TileLang (it uses an operator or node type this
 release does not have: one line names it and both releases).
 
+What it applies is what tltrace wrote here: context.json holds the PassContext config
+the rerun gets (without `tltrace repro --build`, only the configs known to be data;
+repro.json's `not_applied` names the others, and the output says so), and the device
+compile (nvcc, NVRTC) runs only when repro.json says `"build": true`. The child
+starts without this directory or the cwd on sys.path: a `tilelang.py` here is never
+imported. Names and texts are printed with control characters made visible (`cat -v`).
+
 Two paths, said in the output: `json` loads input.json, makes the pass by its
 registered name and runs it alone; `replay` loads frontend.json, compiles it with
 the recorded target and config, lets the compile run the pass on the input it
@@ -47,6 +54,27 @@ MAX_DIFF_LINES = 200
 
 
 # -- shared by the parent and the child -------------------------------------------------------
+def _visible_table() -> dict[int, str]:
+    """The `cat -v` spelling of control characters (tltrace/render/visible.py's table; a test keeps them equal)."""
+    table = {c: "^" + chr(c + 64) for c in range(0x20) if chr(c) not in "\t\n"}
+    table[0x7F] = "^?"
+    table.update({c: "M-^" + chr(c - 0x80 + 64) for c in range(0x80, 0xA0)})
+    return table
+
+
+_VISIBLE = _visible_table()
+
+
+def visible(text: object) -> str:
+    """Return `text` with each control character but tab and newline spelled as `cat -v` does (ESC: ^[)."""
+    return str(text).translate(_VISIBLE)
+
+
+def say(text: object = "", err: bool = False) -> None:
+    """Print one line of data: control characters made visible, never sent to the terminal."""
+    print(visible(text), file=sys.stderr if err else sys.stdout)
+
+
 def read_json(path: str) -> Any:
     with open(path, encoding="utf-8") as f:
         return json.load(f)
@@ -252,7 +280,13 @@ class Unloadable(RuntimeError):
         return f"the IR recorded on TileLang {self.recorded} {why}{fix}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"line": self.line(), "what": self.what, "tilelang": self.here, "recorded": self.recorded}
+        return {
+            "line": self.line(),
+            "what": self.what,
+            "error": self.error.strip().splitlines()[-1][:300] if self.error.strip() else "",
+            "tilelang": self.here,
+            "recorded": self.recorded,
+        }
 
 
 class _Stop(Exception):
@@ -289,10 +323,10 @@ def replay_through(spec: dict[str, Any], frontend: str, context: Context) -> dic
                 caught["after"] = str(mod)
                 raise _Stop()
 
+    flags = dict(spec.get("flags") or {})
+    flags["device_compile"] = bool(flags.get("device_compile")) and spec.get("build") is True
     try:
-        compile_from(
-            frontend, context, spec.get("backend"), spec.get("kernel"), spec.get("flags") or {}, [Catch()]
-        )
+        compile_from(frontend, context, spec.get("backend"), spec.get("kernel"), flags, [Catch()])
     except Unloadable:
         raise
     except BaseException as exc:  # _Stop comes back bare or wrapped, depending on the FFI
@@ -438,7 +472,10 @@ def no_tilelang() -> str | None:
 def run_child(mode: str) -> tuple[int, dict[str, Any] | None, str]:
     """Run this script's child mode in a fresh process; return (exit status, result, its output)."""
     with tempfile.TemporaryDirectory(prefix="repro-") as out:
-        cmd = [sys.executable, *(["-I"] if sys.flags.isolated else []), os.path.abspath(__file__)]
+        # -P (3.11): neither this directory nor the cwd first on the child's sys.path (before
+        # 3.11 the child drops this directory itself); -I kept when this Python runs with it.
+        safe = ["-P"] if sys.version_info >= (3, 11) else []
+        cmd = [sys.executable, *(["-I"] if sys.flags.isolated else []), *safe, os.path.abspath(__file__)]
         proc = subprocess.run(
             [*cmd, "--child", mode, out], capture_output=True, text=True, errors="replace", check=False
         )
@@ -449,6 +486,8 @@ def run_child(mode: str) -> tuple[int, dict[str, Any] | None, str]:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--child"] and len(argv) == 3:
+        # Before 3.11 (no -P) this directory is first on sys.path: a tilelang.py here must not load.
+        sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != HERE]
         return child(argv[1], argv[2])
     mode = None
     for a in argv:
@@ -458,13 +497,13 @@ def main(argv: list[str]) -> int:
             print(__doc__)
             return 0
         else:
-            print(f"repro.py: unknown argument {a!r}; try --help", file=sys.stderr)
+            say(f"repro.py: unknown argument {a!r}; try --help", err=True)
             return 2
     try:
         spec = read_json(os.path.join(HERE, "repro.json"))
         after, error = expected(spec)
     except (OSError, ValueError, KeyError) as exc:
-        print(f"repro.py: cannot read the files beside it ({exc})", file=sys.stderr)
+        say(f"repro.py: cannot read the files beside it ({exc})", err=True)
         return 2
     mode = mode or spec.get("path", "json")
     missing = no_tilelang()
@@ -472,33 +511,38 @@ def main(argv: list[str]) -> int:
         print(f"repro.py: {missing}", file=sys.stderr)
         return 2
     p = spec["pass"]
-    print(f"pass {p['name']} (#{p['index']}, {p.get('phase')}) of {spec.get('kernel')}: path {mode}")
+    say(f"pass {p['name']} (#{p['index']}, {p.get('phase')}) of {spec.get('kernel')}: path {mode}")
+    dropped = [str(n) for n in spec.get("not_applied") or []]
+    if dropped:
+        say(
+            f"not applied: pass config {', '.join(dropped)} (not known to be data; 'tltrace repro --build' applies them)"
+        )
     code, result, output = run_child(mode)
     if result is None:
         how = f"signal {-code}" if code < 0 else f"exit status {code}"
         tail = "\n".join(output.strip().splitlines()[-15:])
-        print(f"not reproduced: the rerun did not finish ({how})\n{tail}")
+        say(f"not reproduced: the rerun did not finish ({how})\n{tail}")
         return 1
     if mode == "probe":
         print(json.dumps(result))
         return 0
     if result.get("unloadable"):
-        print(f"repro.py: {result['unloadable']['line']}", file=sys.stderr)
+        say(f"repro.py: {result['unloadable']['line']}", err=True)
         return EXIT_UNLOADABLE
     attempt = next((a for a in result["attempts"] if a["path"] == mode), None)
     if attempt is None:
-        print("not reproduced: nothing was run")
+        say("not reproduced: nothing was run")
         return 1
     if result.get("tltrace_imported"):
-        print("warning: the rerun imported tltrace; a reproducer should need TileLang only")
+        say("warning: the rerun imported tltrace; a reproducer should need TileLang only")
     ok, lines = judge(attempt, after, error)
-    print(f"rerun: {attempt.get('built') or '-'}")
+    say(f"rerun: {attempt.get('built') or '-'}")
     for line in lines:
-        print(line)
+        say(line)
     if ok:
-        print("reproduced")
+        say("reproduced")
         return 0
-    print("not reproduced")
+    say("not reproduced")
     return 1
 
 

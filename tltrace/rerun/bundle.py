@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
 import subprocess
-import sys
 import tempfile
 import time
 import zipfile
@@ -32,10 +33,10 @@ from .._version import __version__
 from ..errors import RecordsError, UsageError
 from ..session.names import safe_component
 from ..session.records import RunManifest
+from . import archive, trust
 from .make import flags_of, repro_files
 
 BUNDLE_SCHEMA = 1
-MAX_MEMBER_BYTES = 512 * 1024 * 1024  # a member larger than this is not read (a zip bomb)
 REPLAY_TIMEOUT_S = 3600
 
 README = """\
@@ -55,9 +56,12 @@ script and its packages are not needed to replay it.
     tltrace replay {name}
 
 recompiles each compile from its saved IR and checks that every pass and the
-generated source match the recording. Exit status 0: all the same; 1: the first
-divergent pass is named; 2: bad usage; 3: a damaged bundle; 5: the IR does not load
-on this TileLang (it uses an operator this release lacks; one line names it). On
+generated source match the recording. It runs no compiler and loads no library
+(source-only codegen), and applies only the pass configs known to be data (it names
+the others); `tltrace replay --build {name}` applies the recorded config and runs the
+device compile. Exit status 0: all the same; 1: the first divergent pass is named;
+2: bad usage; 3: a damaged or refused bundle; 5: the IR does not load on this
+TileLang (it uses an operator this release lacks; one line names it). On
 another TileLang release it says so in one line and goes on: the replay is then a
 comparison.
 
@@ -72,13 +76,17 @@ PassContext (`opt_level`, `config`). The texts are under `texts/`, named by the
 
 @dataclass(frozen=True)
 class BundleCompile:
-    """One compile in a bundle."""
+    """One compile in a bundle (its frontend IR stays in the zip until a replay streams it out)."""
 
     dir: str
     manifest: RunManifest
-    frontend: str
-    context: str
+    context: dict[str, Any]
     flags: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        """The compile's name in messages: its kernel, else its directory in the bundle."""
+        return self.manifest.kernel or self.dir
 
 
 @dataclass(frozen=True)
@@ -95,9 +103,23 @@ class Bundle:
         if not digest or not _is_hash(digest):
             return None
         try:
-            return _read(self.zf, f"texts/{digest}").decode("utf-8", "surrogatepass")
-        except KeyError:
+            return archive.read_member(self.zf, f"texts/{digest}", self.path).decode("utf-8", "surrogatepass")
+        except (KeyError, UnicodeDecodeError):
             return None
+
+    def extract_frontend(self, c: BundleCompile, dest: Path) -> None:
+        """Write compile `c`'s frontend IR to the file `dest`, streamed; RecordsError when it is not there."""
+        name = f"compiles/{c.dir}/frontend.json"
+        try:
+            archive.copy_member(self.zf, name, dest, self.path)
+        except KeyError:
+            raise RecordsError(
+                f"{self.path}: compile {c.dir} has no frontend.json; a damaged bundle"
+            ) from None
+
+    def close(self) -> None:
+        if self.zf is not None:
+            self.zf.close()
 
 
 def write_bundle(
@@ -179,40 +201,31 @@ def write_bundle(
 
 
 def read_bundle(path: Path) -> Bundle:
-    """Open and check a bundle; RecordsError (exit 3) when it is not one or is damaged."""
+    """Open and check a bundle: sizes, integrity, then the types of every JSON member (rerun/archive.py);
+    RecordsError (exit 3) when it is not one or is damaged, UsageError (exit 2) when there is no such file."""
     path = Path(path)
-    if not path.is_file():
-        raise UsageError(f"no bundle file {path}; make one with 'tltrace bundle SCRIPT -o FILE'")
+    zf = archive.open_bundle(path)
     try:
-        zf = zipfile.ZipFile(path)
-        info = json.loads(_read(zf, "bundle.json"))
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
-        raise RecordsError(f"{path} is not a tltrace bundle ({type(exc).__name__}: {exc})") from None
-    if not isinstance(info, dict) or info.get("schema") != BUNDLE_SCHEMA:
-        raise RecordsError(f"{path}: bundle schema {info.get('schema')!r} is not {BUNDLE_SCHEMA}")
-    compiles = []
-    for entry in info.get("compiles") or []:
-        d = str(entry.get("dir", ""))
-        if not d or safe_component(d) != d:
-            raise RecordsError(f"{path}: bad compile entry {d!r}")
-        try:
-            manifest = RunManifest.from_json(json.loads(_read(zf, f"compiles/{d}/manifest.json")))
-            frontend = _read(zf, f"compiles/{d}/frontend.json").decode("utf-8")
-            context = _read(zf, f"compiles/{d}/context.json").decode("utf-8")
-        except (KeyError, ValueError, TypeError) as exc:
-            raise RecordsError(f"{path}: compile {d} is damaged ({type(exc).__name__}: {exc})") from None
-        flags = entry.get("flags") if isinstance(entry.get("flags"), dict) else flags_of(manifest)
-        compiles.append(BundleCompile(d, manifest, frontend, context, flags))
-    if not compiles:
-        raise RecordsError(f"{path}: the bundle holds no compile")
+        info = archive.json_member(zf, "bundle.json", path, dict)
+        names = set(zf.namelist())
+        compiles = []
+        for entry in archive.bundle_info(info, path, BUNDLE_SCHEMA):
+            d = entry["dir"]
+            data = archive.json_member(zf, f"compiles/{d}/manifest.json", path, dict)
+            try:
+                manifest = RunManifest.from_json(data)
+            except (KeyError, ValueError, TypeError, AttributeError) as exc:
+                raise RecordsError(f"{path}: compile {d}'s manifest.json is damaged ({exc})") from None
+            context = archive.json_member(zf, f"compiles/{d}/context.json", path, dict)
+            if f"compiles/{d}/frontend.json" not in names:
+                raise RecordsError(f"{path}: compile {d} has no frontend.json; a damaged bundle")
+            recorded = entry.get("flags")
+            flags = recorded if isinstance(recorded, dict) else flags_of(manifest)
+            compiles.append(BundleCompile(d, manifest, context, flags))
+    except BaseException:
+        zf.close()
+        raise
     return Bundle(path, info, tuple(compiles), zf)
-
-
-def _read(zf: Any, name: str) -> bytes:
-    info = zf.getinfo(name)
-    if info.file_size > MAX_MEMBER_BYTES:
-        raise RecordsError(f"bundle member {name} is {info.file_size} bytes; not read")
-    return zf.read(info)
 
 
 def _is_hash(digest: str) -> bool:
@@ -267,40 +280,101 @@ class ReplayResult:
         return self.recorded_version != self.installed_version
 
 
-def replay(bundle: Bundle, trace_dir: Path | None = None) -> ReplayResult:
-    """Recompile every compile of `bundle` in a child process traced by tltrace; compare with the recording."""
+def plan_replay(bundle: Bundle, *, build: bool = False) -> tuple[trust.Plan, ...]:
+    """Return what the replay of each compile applies (rerun/trust.py), in the bundle's order.
+
+    RecordsError (exit 3) when a compile's context, target or backend is refused. Without
+    `build`, only the pass configs known to be data and source-only codegen.
+    """
+    plans = []
+    for c in bundle.compiles:
+        where = f"{bundle.path}: compile {c.dir}'s context.json"
+        trust.check_backend(c.manifest.backend, f"{bundle.path}: compile {c.dir}")
+        plans.append(trust.plan(c.context, c.flags, build=build, where=where))
+    return tuple(plans)
+
+
+def check_trace_dir(trace_dir: Path | str) -> Path:
+    """Return `trace_dir` when the replay can keep its records there; UsageError (exit 2) naming why not.
+
+    An existing directory, or a new one whose nearest existing parent is a writable directory.
+    Nothing is made here.
+    """
+    text = str(trace_dir)
+    if not text.strip():
+        raise UsageError("--trace-dir is empty; give a directory")
+    p = Path(text)
+    for q in (p, *p.parents):
+        try:
+            st = q.stat()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise UsageError(f"--trace-dir {p}: cannot read {q} ({exc.strerror or exc})") from None
+        if not stat.S_ISDIR(st.st_mode):
+            where = "" if q == p else f" ({q} is not a directory)"
+            raise UsageError(
+                f"--trace-dir {p} is not a directory{where}; give a directory for the replay's records"
+            )
+        if not os.access(q, os.W_OK | os.X_OK):
+            raise UsageError(f"--trace-dir {p}: {q} is not writable")
+        return p
+    raise UsageError(f"--trace-dir {p}: no existing parent directory")
+
+
+def replay(
+    bundle: Bundle, trace_dir: Path | None = None, plans: tuple[trust.Plan, ...] | None = None
+) -> ReplayResult:
+    """Recompile every compile of `bundle` in a child process traced by tltrace; compare with the recording.
+
+    `plans` (plan_replay's) say what each compile gets; by default the safe one (no --build).
+    The work directory (the frontend IR, context and job of the compile being replayed) is
+    removed when the replay ends, however it ends; only `trace_dir` keeps the replay's records.
+    RecordsError (exit 3) when a compile's frontend IR does not load and names nothing this
+    TileLang lacks (a damaged bundle).
+    """
     from ..history import runs
     from ..history.compare import diff_runs
 
-    keep = trace_dir is not None
+    if plans is None:
+        plans = plan_replay(bundle)
+    if trace_dir is not None:
+        trace_dir = check_trace_dir(trace_dir)
     work = Path(tempfile.mkdtemp(prefix="tltrace-replay-"))
     try:
         tdir = Path(trace_dir) if trace_dir is not None else work / "trace"
         results = []
-        for c in bundle.compiles:
+        for c, plan in zip(bundle.compiles, plans):
             cdir = work / c.dir
             cdir.mkdir()
-            (cdir / "frontend.json").write_text(c.frontend, encoding="utf-8")
-            (cdir / "context.json").write_text(c.context, encoding="utf-8")
+            bundle.extract_frontend(c, cdir / "frontend.json")
+            (cdir / "context.json").write_text(json.dumps(plan.context), encoding="utf-8")
             script = f"replay_{safe_component(bundle.info.get('script') or 'bundle')}"
             job: dict[str, Any] = {
                 "kernel": c.manifest.kernel,
                 "backend": c.manifest.backend,
-                "flags": c.flags,
+                "flags": plan.flags,
+                "build": plan.build,
                 "script": script,
             }
             (cdir / "job.json").write_text(json.dumps(job), encoding="utf-8")
             before = {p.name for p in _run_dirs(tdir, script)}
             problem = _run_child(cdir, tdir)
             new = [p for p in _run_dirs(tdir, script) if p.name not in before]
+            unloadable = _unloadable(cdir)
+            shutil.rmtree(cdir, ignore_errors=True)  # one compile's copy at a time
+            if unloadable is not None and not unloadable.get("what"):
+                raise RecordsError(
+                    f"{bundle.path}: compile {c.dir}'s frontend.json does not load (a damaged bundle): "
+                    f"{unloadable.get('error') or unloadable['line']}"
+                )
+            if unloadable is not None:
+                results.append(CompileReplay(c, problem=unloadable["line"], unloadable=unloadable))
+                continue
             replayed = None
             if new:
                 run = runs.load_run(sorted(new)[-1])
                 replayed = run.manifest
-            unloadable = _unloadable(cdir)
-            if unloadable is not None:
-                results.append(CompileReplay(c, problem=unloadable["line"], unloadable=unloadable))
-                continue
             if replayed is None:
                 results.append(CompileReplay(c, problem=problem or "the replay recorded no compile"))
                 continue
@@ -308,10 +382,7 @@ def replay(bundle: Bundle, trace_dir: Path | None = None) -> ReplayResult:
             detail = divergence(bundle, d.first_difference, run.path) if not d.same else ()
             results.append(CompileReplay(c, d, replayed, None, detail))
     finally:
-        if not keep:
-            import shutil
-
-            shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
     return ReplayResult(
         bundle,
         tuple(results),
@@ -363,18 +434,23 @@ def _run_dirs(trace_dir: Path, script: str) -> list[Path]:
 
 
 def _run_child(cdir: Path, trace_dir: Path) -> str | None:
-    """Run the replay of one compile in a child process; return None, or one line on why it failed."""
-    env = dict(os.environ)
-    env.pop("TL_LOWER_TRACE", None)
-    env.setdefault("TILELANG_DISABLE_CACHE", "1")
-    cmd = [sys.executable, "-m", "tltrace.rerun.replay_child", str(cdir), str(trace_dir)]
+    """Run the replay of one compile in a child process; return None, or one line on why it failed.
+
+    The child starts in `cdir` with no current directory on its sys.path (_pychild), so a
+    `tilelang.py` beside the bundle or in the cwd is never imported; PYTHONPATH is kept.
+    """
+    from .._pychild import tltrace_code
+    from .make import child_env
+
+    cmd = tltrace_code("tltrace.rerun.replay_child", str(cdir), str(Path(trace_dir).absolute()))
     try:
         proc = subprocess.run(
             cmd,
             capture_output=True,
             text=True,
             errors="replace",
-            env=env,
+            env=child_env(),
+            cwd=cdir,
             timeout=REPLAY_TIMEOUT_S,
             check=False,
         )

@@ -10,6 +10,11 @@ recorded result is the one repro.py uses from then on:
     json    input.json loaded, the pass built by its registered name
     replay  frontend.json compiled up to the pass, the pass object run on its live input
 
+The context and codegen flags the rerun gets follow the trust rule (rerun/trust.py): a
+run directory may come from elsewhere, so without `build` only the pass configs known
+to be data are written to the repro's context.json (the others are named in
+repro.json's `not_applied`), the target is checked, and the device compile is off.
+
 Returns a ReproOutcome; prints nothing.
 """
 
@@ -31,6 +36,7 @@ from .. import output_path
 from .._atomic import atomic_write
 from ..errors import EXIT_UNLOADABLE, RecordsError, TltraceError, UsageError
 from ..session.records import CODEGEN, FAILED, PassRecord, RunManifest
+from . import trust
 
 # Files tltrace writes into a repro directory; a directory holding anything else is not reused.
 OURS = frozenset(
@@ -143,14 +149,38 @@ def prepare_dir(out_dir: Path, *, force: bool = False) -> None:
     target.path.mkdir(exist_ok=True)
 
 
-def spec_of(manifest: RunManifest, record: PassRecord, path: str, has_input: bool) -> dict[str, Any]:
+def plan_repro(run_dir: Path, manifest: RunManifest, *, build: bool = False) -> trust.Plan:
+    """Return what a repro of this run applies of its recorded context (rerun/trust.py).
+
+    RecordsError (exit 3) when the run has no reproducer data, or its context, target or
+    backend is refused; the context file is read only as a regular file under 1 MiB.
+    """
+    from .. import safe_read
+
+    path = repro_files(run_dir, manifest)["context"]
+    try:
+        data = safe_read.read_bytes(path, limit=1024 * 1024 + 1)
+        if len(data) > 1024 * 1024:
+            raise RecordsError(f"{path} is over 1 MiB; not a context tltrace wrote")
+        context = json.loads(data.decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise RecordsError(f"{path} is damaged ({type(exc).__name__}: {exc})") from None
+    trust.check_backend(manifest.backend, f"run {manifest.run_id}")
+    return trust.plan(context, flags_of(manifest), build=build, where=str(path))
+
+
+def spec_of(
+    manifest: RunManifest, record: PassRecord, path: str, has_input: bool, plan: trust.Plan | None = None
+) -> dict[str, Any]:
     """Return repro.json's data."""
     failed = record.status == FAILED
     return {
         "schema": 1,
         "kernel": manifest.kernel,
         "backend": manifest.backend,
-        "flags": flags_of(manifest),
+        "flags": plan.flags if plan is not None else flags_of(manifest),
+        "build": plan.build if plan is not None else False,
+        "not_applied": list(plan.not_applied) if plan is not None else [],
         "pass": {
             "name": record.name,
             "registered_name": registered_name(record.name),
@@ -181,14 +211,24 @@ def spec_of(manifest: RunManifest, record: PassRecord, path: str, has_input: boo
 
 
 def make_repro(
-    run_dir: Path, manifest: RunManifest, record: PassRecord, out_dir: Path | str, *, force: bool = False
+    run_dir: Path,
+    manifest: RunManifest,
+    record: PassRecord,
+    out_dir: Path | str,
+    *,
+    force: bool = False,
+    build: bool = False,
+    plan: trust.Plan | None = None,
 ) -> ReproOutcome:
     """Write `out_dir` (repro.py and the pass's files), probe it once in a child; return the outcome.
 
     `out_dir` goes through the output-path rule (output_path.check_dir): `-`, a pipe or a
     character device gets a tar archive of the directory (named as default_dir names it),
-    made and probed in a temporary directory first.
+    made and probed in a temporary directory first. `plan` (plan_repro's, made with
+    `build`) says what the rerun applies; made here when not given.
     """
+    if plan is None:
+        plan = plan_repro(run_dir, manifest, build=build)
     if record.status == CODEGEN:
         raise UsageError(
             f"{record.name} (#{record.index}) is a codegen call, not a pass; 'tltrace bundle' "
@@ -196,10 +236,10 @@ def make_repro(
         )
     target = check_out(out_dir, force=force)
     if target.path is not None and not target.stream:
-        return _make_repro(run_dir, manifest, record, target.path, force=force)
+        return _make_repro(run_dir, manifest, record, target.path, plan, force=force)
     name = default_dir(manifest, record)
     with tempfile.TemporaryDirectory(prefix="tltrace-repro-") as tmp:
-        outcome = _make_repro(run_dir, manifest, record, Path(tmp) / name)
+        outcome = _make_repro(run_dir, manifest, record, Path(tmp) / name, plan)
         data = tar_of(Path(tmp) / name, name)
     output_path.write(out_dir, output_path.REPRO, data, force=force)
     return dataclasses.replace(outcome, directory=Path(name), archive=target.shown)
@@ -224,7 +264,13 @@ def tar_of(directory: Path, name: str) -> bytes:
 
 
 def _make_repro(
-    run_dir: Path, manifest: RunManifest, record: PassRecord, out_dir: Path, *, force: bool = False
+    run_dir: Path,
+    manifest: RunManifest,
+    record: PassRecord,
+    out_dir: Path,
+    plan: trust.Plan,
+    *,
+    force: bool = False,
 ) -> ReproOutcome:
     from ..history.runs import Run, read_text
 
@@ -237,21 +283,21 @@ def _make_repro(
     prepare_dir(out_dir, force=force)
     try:
         shutil.copyfile(files["frontend"], out_dir / "frontend.json")
-        shutil.copyfile(files["context"], out_dir / "context.json")
+        _write(out_dir / "context.json", json.dumps(plan.context, indent=1, sort_keys=True) + "\n")
         if saved_input is not None:
             shutil.copyfile(saved_input, out_dir / "input.json")
         _write(out_dir / "before.tir", before)
         if after is not None:
             _write(out_dir / "after.tir", after)
         _write(out_dir / "repro.py", standalone_source())
-        _write_spec(out_dir, spec_of(manifest, record, "json", saved_input is not None))
+        _write_spec(out_dir, spec_of(manifest, record, "json", saved_input is not None, plan))
     except OSError as exc:
         raise RecordsError(f"cannot write {out_dir} ({exc.strerror or exc})") from None
     result = probe(out_dir)
     if isinstance(result.get("unloadable"), dict):
         raise UnloadableError(f"{out_dir}/ written, but {result['unloadable'].get('line')}")
     path, reproduced, lines, built = decide(result, after, record.error if record.status == FAILED else None)
-    _write_spec(out_dir, spec_of(manifest, record, path, (out_dir / "input.json").exists()))
+    _write_spec(out_dir, spec_of(manifest, record, path, (out_dir / "input.json").exists(), plan))
     return ReproOutcome(
         out_dir,
         record,
@@ -265,10 +311,13 @@ def _make_repro(
 
 def probe(out_dir: Path) -> dict[str, Any]:
     """Run repro.py's probe in a child process; return its result (attempts of both paths)."""
+    from .._pychild import python_script
+
     with tempfile.TemporaryDirectory(prefix="tltrace-repro-") as tmp:
         # Not `-I`: that drops PYTHONPATH and the user site, where TileLang may be (the device
         # machine's TileLang is on PYTHONPATH only); the child says when it imported tltrace.
-        cmd = [sys.executable, str(out_dir / "repro.py"), "--child", "probe", tmp]
+        # Neither the cwd nor repro.py's directory goes on its sys.path (_pychild).
+        cmd = python_script(out_dir / "repro.py", "--child", "probe", tmp)
         try:
             proc = subprocess.run(
                 cmd,
@@ -277,7 +326,7 @@ def probe(out_dir: Path) -> dict[str, Any]:
                 errors="replace",
                 check=False,
                 cwd=out_dir,
-                env=_child_env(),
+                env=child_env(),
                 timeout=PROBE_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired:
@@ -290,8 +339,8 @@ def probe(out_dir: Path) -> dict[str, Any]:
     return {"failure": f"the rerun did not finish ({how})", "output": tail}
 
 
-def _child_env() -> dict[str, str]:
-    """Return the probe's environment: this one, TileLang findable where this process finds it."""
+def child_env() -> dict[str, str]:
+    """Return a rerun child's environment: this one, TileLang findable where this process finds it."""
     env = dict(os.environ)
     env.pop("TL_LOWER_TRACE", None)  # TileLang's own tracer would trace the rerun
     env.setdefault("TILELANG_DISABLE_CACHE", "1")
@@ -304,15 +353,25 @@ def _child_env() -> dict[str, str]:
 
 
 def tilelang_root() -> str | None:
-    """Return the directory this process imports TileLang from (its sys.path entry), or None."""
-    import importlib.util
+    """Return the directory this process imports TileLang from (its sys.path entry), or None.
 
+    The current directory does not count (`python -m tltrace` puts it first on sys.path): a
+    `tilelang.py` there is not TileLang, and a child must not be pointed at it.
+    """
+    import importlib.machinery
+
+    mod = sys.modules.get("tilelang")
     try:
-        spec = importlib.util.find_spec("tilelang")
-    except (ImportError, ValueError):
+        if mod is not None and getattr(mod, "__spec__", None) is not None:
+            spec = mod.__spec__
+        else:
+            cwd = os.path.abspath(os.getcwd())
+            path = [p for p in sys.path if p and os.path.abspath(p) != cwd]
+            spec = importlib.machinery.PathFinder.find_spec("tilelang", path)
+    except (ImportError, ValueError, OSError):
         return None
-    if spec is None or not spec.origin:
-        return None
+    if spec is None or not spec.origin or not spec.submodule_search_locations:
+        return None  # not found, or a lone module: TileLang is a package
     return str(Path(spec.origin).resolve().parent.parent)
 
 
@@ -360,6 +419,7 @@ def repro(
     trace_dir: str | os.PathLike | None = None,
     kernel: str | None = None,
     force: bool = False,
+    build: bool = False,
 ) -> ReproOutcome:
     """Return the outcome of `tltrace repro SCRIPT_OR_DIR [RUN] --pass PASS [-o OUT]`: the directory
     written, the path its repro.py takes, and whether the rerun gave the recorded result.
@@ -376,7 +436,7 @@ def repro(
     manifest = chosen.require()
     record = runs.find_record(manifest, pass_)
     dest = os.fspath(out) if out is not None else default_dir(manifest, record)
-    return make_repro(chosen.path, manifest, record, dest, force=force)
+    return make_repro(chosen.path, manifest, record, dest, force=force, build=build)
 
 
 def default_dir(manifest: RunManifest, record: PassRecord) -> str:

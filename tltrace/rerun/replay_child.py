@@ -1,13 +1,18 @@
 """The child process of `tltrace replay`: recompile one bundled compile, traced by tltrace.
 
-    python -m tltrace.rerun.replay_child COMPILE_DIR TRACE_DIR
+    main([COMPILE_DIR, TRACE_DIR])    (started as `python -P -c ...`: _pychild.tltrace_code)
 
 COMPILE_DIR holds frontend.json, context.json and job.json (kernel, backend, codegen
-flags, the script name to record under). The compile runs through the same code
-as a standalone repro.py (repro/_standalone.py), with tltrace's tracing on, so its
-records land under TRACE_DIR/<script> like any traced run. Exit status: 0 when the
-compile finished, 1 when it raised (its records still say where), 5 when the recorded
-IR does not load on this TileLang (COMPILE_DIR/unloadable.json says what it lacks).
+flags, the script name to record under, whether --build was given). The parent wrote
+them from the bundle under the trust rule (rerun/trust.py): context.json holds only
+what is applied, and without --build the device compile stays off here too. The
+parent starts this child with no current directory on sys.path (_pychild.py). The
+compile runs through the same code as a standalone repro.py (rerun/_standalone.py),
+with tltrace's tracing on, so its records land under TRACE_DIR/<script> like any
+traced run. Exit status: 0 when the compile finished, 1 when it raised (its records
+still say where), 5 when the recorded IR does not load on this TileLang
+(COMPILE_DIR/unloadable.json says what it lacks, or why it does not load at all: the
+parent calls that a damaged bundle).
 """
 
 from __future__ import annotations
@@ -28,12 +33,16 @@ def main(argv: list[str]) -> int:
     api.enable(mode="terminal", trace_dir=trace_dir, codegen_output=None, quiet=True, keep=0)
     try:
         context = S.Context(json.loads((cdir / "context.json").read_text(encoding="utf-8")))
+        try:
+            frontend = (cdir / "frontend.json").read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:  # not TVM's JSON: the parent calls the bundle damaged
+            raise S.Unloadable(exc, context.data) from None
         S.compile_from(
-            (cdir / "frontend.json").read_text(encoding="utf-8"),
+            frontend,
             context,
             job.get("backend"),
             job.get("kernel"),
-            job.get("flags") or {},
+            _flags(job),
         )
     except S.Unloadable as exc:  # one line for the parent, which names it and exits 5
         (cdir / "unloadable.json").write_text(json.dumps(exc.to_json()), encoding="utf-8")
@@ -45,6 +54,13 @@ def main(argv: list[str]) -> int:
     finally:
         api.disable()
     return 0
+
+
+def _flags(job: dict) -> dict:
+    """Return the codegen flags of the job; the device compile only when the job says --build."""
+    flags = dict(job.get("flags") or {})
+    flags["device_compile"] = bool(flags.get("device_compile")) and job.get("build") is True
+    return flags
 
 
 if __name__ == "__main__":

@@ -209,9 +209,7 @@ def explain(
 # -- the child compile -----------------------------------------------------------------------------
 
 _CHILD = r"""
-import json, sys
-if sys.path and sys.path[0] in ("", "."):
-    sys.path.pop(0)  # never import from the current directory
+import json
 req = json.load(sys.stdin)
 try:
     from cuda.bindings import nvrtc
@@ -236,7 +234,10 @@ print(json.dumps({"compiled": compiled, "log": log.rstrip(b"\0").decode("utf-8",
 
 
 def child_command() -> list[str]:
-    return [sys.executable, "-c", _CHILD]
+    """Return the NVRTC child's command line: no current directory on its sys.path (_pychild)."""
+    from .._pychild import python_code
+
+    return python_code(_CHILD)
 
 
 def fetch_log(
