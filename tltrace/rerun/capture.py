@@ -210,7 +210,7 @@ class ReproCapture:
         ctx = self.context
         if ctx is not None and ctx.get("bound_target") is None:
             target = bound_target(mod)
-            if is_target(target):  # export() is Target's own
+            if target is not None and is_target(target):  # export() is Target's own
                 ctx["bound_target"] = plain(target.export())
                 if self._store is not None:
                     self._write_context()

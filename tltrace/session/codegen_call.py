@@ -53,10 +53,13 @@ def record_codegen(
     except Exception as exc:
         s._guard("capturing codegen input", exc)
         before = None
+    where = f"{cg.record_name(role)} ({getattr(event, 'name', '?')})"
+    s.inflight.mark("in", where, phase=CODEGEN_PHASE)
     t0 = time.perf_counter()
     try:
         with phase():
             result = next_call()
+        s.inflight.mark("after", where, phase=CODEGEN_PHASE)
     except BaseException as exc:
         if before is not None and not interrupted() and not isinstance(exc, KeyboardInterrupt):
             index = s.next_index()
