@@ -367,8 +367,8 @@ def section_map_cost(tmp: Path, reps: int) -> list[str]:
     import tvm_ffi
     from _common import compile_kwargs
 
+    from tltrace.session import native
     from tltrace.session import sourcemap as sm
-    from tltrace.session.codegen import compiles_source
 
     seen: list[tuple] = []
     real = sm.codegen_map
@@ -412,8 +412,7 @@ def section_map_cost(tmp: Path, reps: int) -> list[str]:
             seen.clear()
             _traced(tmp / "mapcost" / label.split()[0], build)
             ffi, mod, target, generated = seen[-1]
-            name = ffi if compiles_source(ffi) else ffi + "_without_compile"
-            fn = tvm_ffi.get_global_func(name)
+            fn = tvm_ffi.get_global_func(native.source_codegen(ffi))
             args = (fn, mod, target)
             a = timed(lambda args=args, g=generated: sm.stamped_map(*args, g))
             b = timed(lambda args=args: sm.directive_map(sm._codegen_with_directives(*args)))

@@ -23,7 +23,7 @@ from typing import Any
 from .. import safe_read
 from .._shell import command
 from ..errors import RecordsError
-from ..session import liveness
+from ..session import fatal, liveness
 from ..session.records import READABLE_SCHEMA_VERSIONS, RUNNING, SCHEMA_VERSION, PassRecord, RunManifest
 from ..session.store import MANIFEST, RECORDS_LOG, RUN_RECORDS, id_time_is_absolute, time_of_id, tree_bytes
 from ..session.writer import writer_alive, writer_token
@@ -195,7 +195,9 @@ def _merge_log(run_dir: Path, manifest: RunManifest) -> RunManifest:
         known.update({r.index: r for r in logged})
         manifest = manifest.with_records([known[k] for k in sorted(known)])
     if not writer_may_live(run_dir, manifest):
-        manifest = replace(manifest, status=INTERRUPTED)
+        # A process that died left its notes (session/fatal.py): where, and of what.
+        note = None if manifest.error else fatal.note_of(run_dir)
+        manifest = replace(manifest, status=INTERRUPTED, error=note or manifest.error)
     return manifest
 
 

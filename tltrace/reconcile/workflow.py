@@ -134,10 +134,12 @@ def reconcile_codegen(
     backend: str | None,
     variant: Variant | None = None,
     ledger: Ledger | None = None,
+    not_compiled: str | None = None,
 ) -> CodegenOutcome:
     """Return the outcome for one codegen call: the text to compile, a tag and its message.
 
-    `ledger`: the invocation's record of its reconciles (see `Ledger`).
+    `ledger`: the invocation's record of its reconciles (see `Ledger`). `not_compiled`: why
+    an edit cannot be compiled, when it is not the backend (said in the NOTE instead).
     """
     wf: files.WorkingFile | None = None
     inv = ledger if ledger is not None else Ledger()
@@ -226,9 +228,9 @@ def reconcile_codegen(
     if d.action is Action.PATCHED and not compiles_source:
         tag = "NOTE"
         origin = None
-        message = (
-            f"edits in {path} are kept for the diff view but not compiled: the "
-            f"{backend or 'current'} backend builds a binary during codegen; use "
+        message = f"edits in {path} are kept for the diff view but not compiled: " + (
+            not_compiled
+            or f"the {backend or 'current'} backend builds a binary during codegen; use "
             'execution_backend="nvrtc" (CUDA) or "cython" (C, HIP) to compile edits'
         )
     return CodegenOutcome(

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .._version import __version__
+from ..session.native import is_module, is_object, is_target
 
 REPRO_DIR = "repro"
 FRONTEND = f"{REPRO_DIR}/frontend.json"
@@ -55,6 +56,8 @@ def plain(value: Any) -> Any:
         seq = None
     if seq is not None and not isinstance(value, (bytes, bytearray)):
         return [plain(v) for v in seq]
+    if not is_object(value):  # save_json serializes TVM objects only
+        return str(value)
     try:
         from tilelang import tvm  # type: ignore[import-not-found]
 
@@ -111,6 +114,8 @@ def current_context() -> dict[str, Any]:
 
 def module_head(mod: Any) -> tuple | None:
     """Return (functions, attrs, global infos) of an IRModule (field reads), or None."""
+    if not is_module(mod):
+        return None
     try:
         return (mod.functions, mod.attrs, getattr(mod, "global_infos", None))
     except Exception:
@@ -186,8 +191,8 @@ class ReproCapture:
     @_guarded
     def note_frontend(self, mod: Any) -> None:
         """Save the compile's input module and context (called once, at the first pass)."""
-        if self.frontend is not None:
-            return
+        if self.frontend is not None or not is_module(mod):
+            return  # a custom caller's stand-in for a module: nothing to save
         from tilelang import tvm  # type: ignore[import-not-found]
 
         t0 = time.perf_counter()
@@ -205,7 +210,7 @@ class ReproCapture:
         ctx = self.context
         if ctx is not None and ctx.get("bound_target") is None:
             target = bound_target(mod)
-            if target is not None:
+            if target is not None and is_target(target):  # export() is Target's own
                 ctx["bound_target"] = plain(target.export())
                 if self._store is not None:
                     self._write_context()
@@ -224,6 +229,8 @@ class ReproCapture:
 
     @_guarded
     def codegen_failed(self, index: int, mod: Any) -> None:
+        if not is_module(mod):
+            return  # save_json takes TVM objects only; a stand-in has no IR to rerun
         from tilelang import tvm  # type: ignore[import-not-found]
 
         t0 = time.perf_counter()

@@ -29,7 +29,7 @@ from .._version import __version__
 from ..config import Settings
 from ..diff import line_changes
 from ..rerun.capture import ReproCapture
-from . import liveness
+from . import fatal, liveness
 from . import sourcemap as sm
 from . import sourcemap_store as sms
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
@@ -91,6 +91,7 @@ class TraceSession:
         self.pipelines = 0  # backend pipelines entered in this compile session
         self._listener_failed = False
         self.repro = ReproCapture(self.warn)  # frontend IR, context, failed inputs (compiling thread)
+        self.inflight = fatal.Inflight()  # the pass in flight, for a process that dies in it
         self.manifest = RunManifest(
             run_id="",
             script=settings.script_name,
@@ -349,6 +350,8 @@ class TraceSession:
                 self.warn(problem)  # a damaged script registry: said, never guessed
             store.open()
             liveness.hold(store.records_root, self.settings.invocation)  # dropped at the invocation's end
+            self.inflight.attach(store.run_dir)  # where a fatal signal found the compile
+            fatal.link(store.run_dir)  # and the stacks faulthandler writes then
             self.store = store
             header = self._header()
             store.write_manifest(header)
@@ -399,6 +402,8 @@ class TraceSession:
         finally:
             if self.store is not None:
                 self.store.close()
+                self.inflight.close()  # ended in an ordinary way: no fatal note
+                fatal.unlink(self.store.run_dir)
 
 
 def error_text(error: BaseException | str | None) -> str:

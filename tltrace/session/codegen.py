@@ -84,8 +84,8 @@ def module_source(module: Any, on_error: Callable[[str], None] | None = None) ->
                     "no working file for this codegen call"
                 )
             continue
-        if text:
-            return str(text)
+        if isinstance(text, str) and text:  # a stand-in's mock attribute is no source
+            return text
     return ""
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from ..diff import count_changes
 from . import codegen as cg
 from . import codegen_nvrtc as cgn
+from . import native
 from . import sourcemap as sm
 from . import sourcemap_store as sms
 from .capture import OpenPass, TraceSession
@@ -40,8 +41,10 @@ def record_codegen(
     # so an edit is compiled, or said not to be, whatever happened to the records.
     role = None
     before: Side | None = None
+    rerun: str | None = None  # the source-only codegen the source map may call again, if any
     try:
         role = cg.classify_role(event)
+        rerun = native.may_rerun_codegen(event, next_call)
         if not s.broken:
             before = s.capture(event.mod)
             s.resolve(before)
@@ -50,19 +53,22 @@ def record_codegen(
     except Exception as exc:
         s._guard("capturing codegen input", exc)
         before = None
+    where = f"{cg.record_name(role)} ({getattr(event, 'name', '?')})"
+    s.inflight.mark("in", where, phase=CODEGEN_PHASE)
     t0 = time.perf_counter()
     try:
         with phase():
             result = next_call()
+        s.inflight.mark("after", where, phase=CODEGEN_PHASE)
     except BaseException as exc:
         if before is not None and not interrupted() and not isinstance(exc, KeyboardInterrupt):
             index = s.next_index()
-            s.repro.codegen_failed(index, event.mod)
+            s.repro.codegen_failed(index, event.mod)  # saved only when it is a real IRModule
             p = OpenPass(cg.record_name(role), index, 0, None, CODEGEN_PHASE, t0, before)
             s.record_pass(p, None, time.perf_counter() - t0, error=exc)
         raise
     duration = time.perf_counter() - t0
-    return _reconcile_and_record(s, event, role, before, result, duration, t0)
+    return _reconcile_and_record(s, event, role, before, result, duration, t0, rerun)
 
 
 def _reconcile_and_record(
@@ -73,17 +79,27 @@ def _reconcile_and_record(
     result: Any,
     duration: float,
     start: float,
+    rerun: str | None,
 ) -> Any:
     ffi = str(getattr(event, "name", ""))
     try:
         generated = cg.module_source(result, on_error=s.warn)
     except Exception:
         generated = ""
+    # An edit is handed back only in place of a real TVM module of source, made the same way;
+    # whatever else a custom build returned goes back to its caller as it is.
+    compiles = cg.compiles_source(ffi) and native.is_runtime_module(result)
     compiled, outcome, out_result = generated, None, result
     if s.settings.working_files_enabled() and generated:
         try:
-            outcome = _reconcile(s, event, role, generated, ffi)
-            if outcome.compile_text != generated and cg.compiles_source(ffi):
+            why = None
+            if cg.compiles_source(ffi) and not compiles:
+                why = (
+                    f"its build returned {type(result).__name__}, not a TVM module, so tltrace "
+                    "cannot hand an edit back in its place"
+                )
+            outcome = _reconcile(s, event, role, generated, compiles, why)
+            if outcome.compile_text != generated and compiles:
                 out_result = cg.source_module(result, outcome.compile_text, origin=outcome.origin)
                 if outcome.origin is not None:
                     cgn.note_patched(s, outcome.origin, _kernel_name(s, event))
@@ -98,7 +114,7 @@ def _reconcile_and_record(
             )
     if s.broken or before is None:
         return out_result
-    amap = _codegen_map(s, event, ffi, generated, compiled)
+    amap = _codegen_map(s, event, rerun, generated, compiled)
     if amap is not None and outcome is not None and outcome.path:
         try:
             sms.write_working_map(outcome.path, amap, compiled)
@@ -152,12 +168,16 @@ def say_failed_edit(s: TraceSession, error: BaseException | None) -> None:
         s.warn(f"could not say where the edit failed to compile ({type(exc).__name__}: {exc})")
 
 
-def _codegen_map(s: TraceSession, event: Any, ffi: str, generated: str, compiled: str) -> Any:
-    """Return the source map of the recorded source (None: off, no directives, or a failure)."""
-    if not s._source_map or not generated:
+def _codegen_map(s: TraceSession, event: Any, rerun: str | None, generated: str, compiled: str) -> Any:
+    """Return the source map of the recorded source (None: off, no directives, or a failure).
+
+    `rerun`: the FFI `native.may_rerun_codegen` allowed for this event, else None (a custom
+    caller's build, a target that is not a Target, ...): then there is no map, and no native call.
+    """
+    if not s._source_map or not generated or rerun is None:
         return None
     try:
-        gmap = sm.codegen_map(ffi, event.mod, event.target, generated)
+        gmap = sm.codegen_map(str(event.name), event.mod, event.target, generated)
         if gmap is not None and compiled != generated:
             gmap = sm.carry(gmap, generated, compiled)
         return gmap
@@ -166,16 +186,23 @@ def _codegen_map(s: TraceSession, event: Any, ffi: str, generated: str, compiled
 
 
 def _target_str(target: Any) -> str | None:
+    """The target's kind ("c", "cuda"); a custom caller's text target as it is; else None."""
+    if isinstance(target, str):
+        return target or None
+    if not native.is_target(target):
+        return None
     try:
-        return str(target.kind.name) if target is not None else None
+        return str(target.kind.name)
     except Exception:
-        return str(target) if target is not None else None
+        return None
 
 
 def _kernel_name(s: TraceSession, event: Any) -> str:
     """The kernel's name: the compile's (from its PassContext), else the lowered function's symbol."""
     if s.manifest.kernel:
         return s.manifest.kernel
+    if not native.is_module(event.mod):
+        return "kernel"
     try:
         for gv, func in event.mod.functions.items():
             attrs = getattr(func, "attrs", None)
@@ -190,7 +217,9 @@ def _kernel_name(s: TraceSession, event: Any) -> str:
     return "kernel"
 
 
-def _reconcile(s: TraceSession, event: Any, role: str | None, generated: str, ffi: str) -> Any:
+def _reconcile(
+    s: TraceSession, event: Any, role: str | None, generated: str, compiles: bool, why: str | None
+) -> Any:
     from ..reconcile.variant import variant_from_launch
     from ..reconcile.workflow import reconcile_codegen, settle
     from .invocation import ledger_of
@@ -210,10 +239,11 @@ def _reconcile(s: TraceSession, event: Any, role: str | None, generated: str, ff
         kernel=kernel,
         role=role,
         generated=generated,
-        compiles_source=cg.compiles_source(ffi),
+        compiles_source=compiles,
         backend=s.manifest.backend,
         variant=variant,
         ledger=ledger_of(s.settings),
+        not_compiled=why,
     )
     for w in outcome.warnings:
         s.warn(w)

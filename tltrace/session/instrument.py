@@ -71,6 +71,8 @@ def instrument_class(tvm: Any) -> type:
             s = self.session
             if s is None or s.broken:
                 return
+            if not self.stack:
+                s.inflight.mark("in", str(info.name))  # session/fatal.py
             try:
                 parent = self.stack[-1].index if self.stack else None
                 before = s.capture(mod)

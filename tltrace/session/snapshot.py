@@ -92,9 +92,15 @@ class TextCache:
 
 
 def module_head(mod: Any) -> Head | None:
-    """Return (attrs, function map, global infos) of an IRModule (field reads, no FFI call), or None."""
+    """Return (attrs, function map, global infos) of an IRModule (field reads, no FFI call), or None.
+
+    None for anything but a real IRModule (a custom caller's stand-in is printed as it is):
+    the fields are later handed to TVM's IRModule constructor (session/native.py).
+    """
+    from .native import is_module
+
     try:
-        if not hasattr(mod, "functions"):
+        if not is_module(mod):
             return None
         return (mod.attrs, mod.functions, getattr(mod, "global_infos", None))
     except Exception:

@@ -10,7 +10,8 @@ Two sources, both from TileLang itself:
   instead of its one-line form, which would change the text.
 * **Generated source.** `codegen_map` runs the same device codegen a second time,
   with the pass config `tl.emit_line_directives` on and TileLang's source-only entry
-  point, and reads the `#line` directives. The map is kept only when the source
+  point, and reads the `#line` directives. Only for TileLang's own codegen of a real
+  module and Target (session/native.py): a custom caller's build gets no map. The map is kept only when the source
   without those lines is the compiled source, byte for byte; the compiled source
   itself is never touched.
 
@@ -162,7 +163,7 @@ def _stmt_kids(stmt: Any, stmt_type: type) -> list[Any]:
         )
         fields = _KID_FIELDS[kind] = tuple(n for n in names if hasattr(stmt, n))
     if fields == ("seq",):
-        return list(stmt.seq)
+        return [c for c in stmt.seq if isinstance(c, stmt_type)]
     out = []
     for name in fields:
         c = getattr(stmt, name)
@@ -182,7 +183,10 @@ def _tags(mod: Any) -> tuple[dict[Any, str], list[tuple[str, int]]]:
     stmt_type, func_type = tvm.tirx.Stmt, tvm.tirx.PrimFunc
     tags: dict[Any, str] = {}
     locs: list[tuple[str, int]] = []
-    stack = [f.body for _, f in mod.functions.items() if isinstance(f, func_type)]
+    # Only real statements reach the span getter (it takes a Stmt; None is not one).
+    stack = [
+        f.body for _, f in mod.functions.items() if isinstance(f, func_type) and isinstance(f.body, stmt_type)
+    ]
     while stack:
         s = stack.pop()
         kind = type(s).__name__
@@ -326,14 +330,19 @@ def codegen_map(ffi: str, mod: Any, target: Any, generated: str) -> LineMap | No
     First on a copy of `mod` whose every statement carries a span of its own (`stamped_map`),
     which says exactly which statement each line comes from; else on `mod` itself, whose
     directives name only the statements that kept a span (`directive_map`).
+
+    Native code sees only what it can take: `ffi` must be one of TileLang's own codegens
+    (session/native.py `SOURCE_CODEGENS`), `mod` a real IRModule and `target` a real Target;
+    anything else is no map. The caller (session/codegen_call.py) also asks that the source
+    came from TileLang's own codegen of this very module and target (`native.may_rerun_codegen`).
     """
-    if not generated:
+    from . import native
+
+    name = native.source_codegen(ffi)
+    if not generated or name is None or not native.is_module(mod) or not native.is_target(target):
         return None
     import tvm_ffi  # type: ignore[import-not-found]
 
-    from .codegen import compiles_source
-
-    name = ffi if compiles_source(ffi) else ffi + "_without_compile"
     fn = tvm_ffi.get_global_func(name, allow_missing=True)
     if fn is None:
         return None
@@ -409,7 +418,9 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
     origins: list[tuple[tuple[str, int] | None, bool]] = []
     seen: set[Any] = set()
     stack: list[tuple[Any, _Where, _Where]] = [
-        (f.body, None, loc(func_span(f)) if func_span is not None else None) for f in funcs
+        (f.body, None, loc(func_span(f)) if func_span is not None else None)
+        for f in funcs
+        if isinstance(f.body, stmt_type)
     ]
     order: list[tuple[Any, _Where, _Where]] = []
     while stack:
@@ -454,7 +465,8 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
             set_span(node, span_cls(stamp_name, n, n, 1, 1))
 
     for f in funcs:
-        tvm.tirx.stmt_functor.post_order_visit(f.body, visit)
+        if isinstance(f.body, stmt_type):  # post_order_visit(None, ...) dies in native code
+            tvm.tirx.stmt_functor.post_order_visit(f.body, visit)
     return origins
 
 
@@ -468,7 +480,13 @@ def stamped_map(fn: Any, mod: Any, target: Any, generated: str) -> LineMap | Non
     """
     from tilelang import tvm  # type: ignore[import-not-found]
 
+    from . import native
+
+    if not native.is_module(mod):
+        return None
     copy = tvm.ir.load_json(tvm.ir.save_json(mod))
+    if not native.is_module(copy):
+        return None
     origins = _stmt_origins(copy)
     if origins is None:
         return None

@@ -95,6 +95,8 @@ class _Observer(PassEventObserver):
 
     def pass_started(self, mod: Any, event: Any) -> Any:
         s = self.session
+        if event.depth == 0:  # one pwrite per top-level pass (session/fatal.py)
+            s.inflight.mark("in", str(event.name), event.sequence, event.phase)
         if s.broken:
             return None
         try:
@@ -119,6 +121,8 @@ class _Observer(PassEventObserver):
 
     def pass_finished(self, mod: Any, event: Any, state: Any) -> None:
         s = self.session
+        if event.depth == 0:
+            s.inflight.mark("after", str(event.name), event.sequence, event.phase)
         if state is None or s.broken:
             return
         duration = time.perf_counter() - state.start

@@ -15,6 +15,11 @@
     clear = C.clear,
     button = C.button;
 
+  // A run whose process died says where and of what (history/loading.py reads session/fatal.py's notes).
+  function diedNote(m) {
+    var e = String(m.error || "");
+    return e && !/^KeyboardInterrupt/.test(e) ? ": " + e.split("\n")[0] : "";
+  }
   function buildHeader() {
     var m = S.meta;
     setText($("tl-kernel"), m.kernel || m.script || "");
@@ -24,7 +29,7 @@
     var n = S.recs.length;
     rs.className = "tl-runstatus " + status;
     rs.textContent = status === "complete" ? "complete" : status === "error" ? "compile failed" :
-      status === "interrupted" ? "interrupted (" + n + " pass" + (n === 1 ? "" : "es") + " recorded)" :
+      status === "interrupted" ? "interrupted (" + n + " pass" + (n === 1 ? "" : "es") + " recorded)" + diedNote(m) :
       status === "running" ? "running \u2014 " + n + " pass" + (n === 1 ? "" : "es") + " so far" :
       "incomplete: the run did not finish (" + n + " passes recorded; no change to this file for " +
         Math.round(R.fileAge() / 60000) + " min)";

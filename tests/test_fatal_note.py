@@ -1,0 +1,191 @@
+"""A compiler that crashes is still the compiler's crash: the records say where the process died.
+
+A real `tltrace run` subprocess compiles a kernel; a helper tool in the script (TileLang's
+public seam, nothing of tltrace's) kills the process with SIGSEGV inside a pass, or reads
+address 0 from native code inside codegen. The process dies as it would untraced; the run
+directory keeps the records written so far, `inflight` (where the compile was) and
+`fatal.txt` (faulthandler's stacks), and every view says "died inside pass N (NAME)".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tltrace.history import runs
+from tltrace.session import fatal
+from tltrace.session.names import pass_display_name
+
+from ._records import run_dirs
+from .conftest import EXAMPLES
+
+REPO = Path(__file__).resolve().parent.parent
+
+SCRIPT = textwrap.dedent(
+    """
+    import os, signal, sys
+    sys.path.insert(0, {examples!r})
+    import tilelang
+    from tilelang.instrumentation import (PassEventObserver, PassInstrumentationTool, StackedPassInstrument,
+                                          register_pass_instrumentation_tool)
+    from elementwise_add import make_add
+
+    AT = sys.argv[1]
+    armed = [False]
+    seen = [0]
+
+    class Obs(PassEventObserver):
+        def pass_started(self, mod, event):
+            if armed[0] and event.depth == 0:
+                seen[0] += 1
+                if AT != "codegen" and seen[0] == int(AT):
+                    print("dying in", event.sequence, event.name, flush=True)
+                    os.kill(os.getpid(), signal.SIGSEGV)
+
+    class Tool(PassInstrumentationTool):
+        pass_instrument_priority = 2000  # after tltrace's callbacks: the pass has begun
+
+        def create_pass_instrument(self):
+            return StackedPassInstrument(Obs())
+
+        def run_codegen(self, event, next_call):
+            if armed[0] and AT == "codegen":
+                print("dying in", event.name, flush=True)
+                import ctypes
+                ctypes.string_at(0)  # a real native crash
+            return next_call()
+
+    register_pass_instrumentation_tool("sigsegv-helper", Tool)
+    tilelang.compile(make_add(128, 128), target="c", execution_backend="cython")  # finishes
+    armed[0] = True
+    tilelang.compile(make_add(256, 128), target="c", execution_backend="cython")
+    print("not reached")
+    """
+)
+
+
+def _crash(
+    tmp_path: Path, at: str, *flags: str, env: dict | None = None
+) -> tuple[subprocess.CompletedProcess, Path]:
+    script = tmp_path / "crash.py"
+    script.write_text(SCRIPT.format(examples=str(EXAMPLES)))
+    full = {**os.environ, "TILELANG_DISABLE_CACHE": "1", "NO_COLOR": "1", **(env or {})}
+    full["PYTHONPATH"] = str(REPO) + os.pathsep + full.get("PYTHONPATH", "")
+    if not (env or {}).get("PYTHONFAULTHANDLER"):
+        full.pop("PYTHONFAULTHANDLER", None)
+    p = subprocess.run(
+        [sys.executable, "-m", "tltrace", "run", "-q", *flags, "--trace-dir", "tr", str(script), at],
+        cwd=tmp_path,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == -signal.SIGSEGV, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
+    assert "not reached" not in p.stdout
+    return p, tmp_path / "tr" / "crash"
+
+
+@pytest.fixture(scope="module")
+def died_in_pass(tmp_path_factory):
+    """--sync, SIGSEGV at the 10th top-level pass of the second compile."""
+    tmp = tmp_path_factory.mktemp("fatal")
+    p, script_dir = _crash(tmp, "10", "--sync")
+    m = re.search(r"^dying in (\d+) (\S+)$", p.stdout, re.M)
+    assert m, p.stdout
+    return script_dir, int(m.group(1)), m.group(2), p
+
+
+def test_the_run_says_which_pass_the_process_died_in(died_in_pass):
+    script_dir, index, name, _ = died_in_pass
+    first, second = run_dirs(script_dir)
+    # The compile that finished left no note; the one that died kept its records and both files.
+    assert not [p.name for p in first.iterdir() if p.name in (fatal.INFLIGHT, fatal.FATAL, ".fatal.parked")]
+    manifest = runs.load_manifest(second)
+    assert manifest.status == "interrupted"
+    assert manifest.records and max(r.index for r in manifest.records) < index  # --sync: what finished
+    expected = f"the process died inside pass {index} ({pass_display_name(name)}): Segmentation fault"
+    assert manifest.error is not None and manifest.error.startswith(expected), manifest.error
+    assert fatal.where_of(second) == {"at": "in", "name": name, "index": index, "phase": "pipeline_c"}
+    stacks = (second / fatal.FATAL).read_text()
+    assert "Fatal Python error: Segmentation fault" in stacks
+    assert re.search(r'File ".*crash\.py", line \d+ in pass_started', stacks), stacks[:2000]
+    # The first run's manifest is as it was written: complete, no note.
+    assert runs.load_manifest(first).status == "complete" and runs.load_manifest(first).error is None
+
+
+def test_show_says_it(died_in_pass, run_cli):
+    script_dir, index, name, _ = died_in_pass
+    r = run_cli("show", script_dir, "-1", "add 256")  # the compile that died
+    assert r.exit_code == 0, r.stderr
+    assert (
+        f"error: the process died inside pass {index} ({pass_display_name(name)}): Segmentation fault"
+        in r.stdout
+    )
+    r = run_cli("show", script_dir)
+    assert r.exit_code == 0 and "interrupted" in r.stdout
+
+
+@pytest.mark.browser
+def test_the_rebuilt_report_says_it(died_in_pass, run_cli, open_page):
+    script_dir, index, name, _ = died_in_pass
+    r = run_cli("show", script_dir, "-1", "add 256", "--html")
+    assert r.exit_code == 0, r.stderr
+    page = open_page(Path(r.stdout.strip()))
+    text = page.inner_text("#tl-runstatus")
+    assert (
+        text.startswith("interrupted (") and f"died inside pass {index} ({pass_display_name(name)})" in text
+    )
+
+
+def test_a_native_crash_in_codegen_without_sync(tmp_path):
+    """Background recording: the records may lag, the note does not (it is written by the compiling thread)."""
+    _, script_dir = _crash(tmp_path, "codegen")
+    run = run_dirs(script_dir)[-1]
+    manifest = runs.load_manifest(run)
+    assert manifest.status == "interrupted"
+    assert manifest.error is not None and manifest.error.startswith(
+        "the process died inside codegen_device (target.build.tilelang_c): Segmentation fault"
+    ), manifest.error
+
+
+def test_a_faulthandler_the_user_enabled_is_left_alone(tmp_path):
+    """PYTHONFAULTHANDLER: faulthandler is the user's; tltrace makes no fatal.txt, and still says where.
+
+    (TVM, loaded after Python turned the user's faulthandler on, puts its own SIGSEGV handler
+    in front of it: TileLang's business, not tltrace's.)
+    """
+    _, script_dir = _crash(tmp_path, "3", "--sync", env={"PYTHONFAULTHANDLER": "1"})
+    run = run_dirs(script_dir)[-1]
+    assert not (run / fatal.FATAL).exists()
+    error = runs.load_manifest(run).error or ""
+    assert error.startswith("the process ended inside pass ") and "before the compile finished" in error
+
+
+def test_notes_read_back(tmp_path):
+    """The readers: a torn or foreign inflight line is no note; faulthandler's line gives the signal."""
+    fd = os.open(tmp_path / fatal.INFLIGHT, os.O_CREAT | os.O_WRONLY, 0o644)
+    os.close(fd)
+    assert fatal.note_of(tmp_path) is None
+    (tmp_path / fatal.INFLIGHT).write_text('{"at": "in", "name": 5}')
+    assert fatal.note_of(tmp_path) is None
+    note = fatal.Inflight()
+    note.mark("in", "tl.Simplify", 3, "pipeline_c")  # before the run directory exists: kept in memory
+    (tmp_path / fatal.INFLIGHT).unlink()
+    note.attach(tmp_path)
+    assert fatal.where_of(tmp_path) == {"at": "in", "name": "tl.Simplify", "index": 3, "phase": "pipeline_c"}
+    note.mark("after", "tl.Simplify", 3, "pipeline_c")
+    assert os.path.getsize(tmp_path / fatal.INFLIGHT) == 512
+    assert fatal.note_of(tmp_path).startswith("the process ended after pass 3 (Simplify) before")
+    (tmp_path / fatal.FATAL).write_text("x\n\nFatal Python error: Aborted\n\nCurrent thread 0x1:\n")
+    assert fatal.note_of(tmp_path).startswith("the process died after pass 3 (Simplify): Aborted")
+    note.close()
+    assert not (tmp_path / fatal.INFLIGHT).exists()
+    assert fatal.note_of(tmp_path) == f"the process died: Aborted (the stacks: {fatal.FATAL})"

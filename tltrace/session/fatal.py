@@ -1,0 +1,269 @@
+"""What a run leaves when its process dies of a fatal signal: where the compile was, and the stacks.
+
+A compiler that segfaults inside a pass kills the process; the records written so far
+stay (`--sync` writes each at once). Two small files in the run directory say the rest,
+and both are removed when the compile ends in any ordinary way:
+
+* `inflight`: one fixed-width JSON line, rewritten in place (`os.pwrite`, one system
+  call) by the compiling thread before and after each top-level pass and codegen call:
+  `{"at": "in", "index": 12, "name": "tl.LowerTileOp", "phase": "pipeline_c"}`. The
+  kernel keeps what a returned `pwrite` wrote, whatever kills the process after it.
+* `fatal.txt`: where Python's `faulthandler` writes the stacks of every thread on
+  SIGSEGV, SIGFPE, SIGABRT, SIGBUS or SIGILL. One file per process, hard-linked into
+  each open run (faulthandler writes to one file); tltrace turns faulthandler on only
+  when nobody has (`faulthandler.is_enabled()`), and never points it elsewhere after.
+  faulthandler then hands the signal on to the handler that was there before (TVM's,
+  which prints the native stack on stderr), so the process dies as it would have.
+
+Nothing runs at the signal but faulthandler's own C handler: the rest is written before.
+History (history/loading.py) reads both files of a run whose process is gone
+(`note_of`): "died inside pass 12 (tl.LowerTileOp): Segmentation fault".
+"""
+
+from __future__ import annotations
+
+import atexit
+import faulthandler
+import json
+import os
+import re
+import stat
+import threading
+from pathlib import Path
+from typing import Any
+
+INFLIGHT = "inflight"
+FATAL = "fatal.txt"
+_WIDTH = 512  # the inflight line's fixed size: a rewrite always covers the last one
+_HEAD = b"tltrace: the stacks below are Python's faulthandler's, written when the process died\n\n"
+_FATAL_LINE = re.compile(r"^Fatal Python error: (.+?)\s*$", re.M)
+_MAX_READ = 1 << 20
+
+
+_quote = json.encoder.encode_basestring_ascii  # a JSON string literal, made in C
+
+
+class Inflight:
+    """One compile's `inflight` line: set on the compiling thread, on disk once the run directory is."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._path: Path | None = None
+        self._line = b""
+
+    def mark(self, at: str, name: str, index: int | None = None, phase: str | None = None) -> None:
+        """Say where the compile is ("in" or "after" a pass); never raises."""
+        try:
+            text = f'{{"at":{_quote(at)},"name":{_quote(name[:200])}'
+            if index is not None:
+                text += f',"index":{int(index)}'
+            if phase:
+                text += f',"phase":{_quote(phase[:100])}'
+            line = (text + "}").encode("ascii")[: _WIDTH - 1].ljust(_WIDTH - 1) + b"\n"
+            with self._lock:
+                self._line = line
+                if self._fd is not None:
+                    os.pwrite(self._fd, line, 0)
+        except Exception:
+            pass
+
+    def attach(self, run_dir: Path) -> None:
+        """Create `<run_dir>/inflight` with the line as it stands; never raises (no file then)."""
+        path = Path(run_dir) / INFLIGHT
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError:
+            return
+        with self._lock:
+            self._fd, self._path = fd, path
+            try:
+                if self._line:
+                    os.pwrite(fd, self._line, 0)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """The compile ended: remove the file."""
+        with self._lock:
+            fd, path, self._fd, self._path = self._fd, self._path, None, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if path is not None:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+# -- the process's faulthandler file ------------------------------------------------------------
+_lock = threading.Lock()
+_state: dict[str, Any] = {
+    "pid": None,
+    "fd": None,
+    "links": [],
+    "parked": None,
+    "owner": False,
+    "asked": False,
+}
+
+
+def _reset_after_fork() -> None:
+    """A forked child must not write into its parent's file: turn ours off there (a run re-arms it)."""
+    fd, owner = _state["fd"], _state["owner"]
+    _state.update(pid=None, fd=None, links=[], parked=None, owner=False, asked=False)
+    if owner:
+        try:
+            faulthandler.disable()
+        except Exception:
+            pass
+    if fd is not None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def link(run_dir: Path) -> None:
+    """Give `run_dir` its `fatal.txt`: the process's faulthandler file; never raises.
+
+    The first run of a process creates the file and, when faulthandler is off, turns it on
+    into that file. Later runs get a hard link to it. The file of a process whose
+    faulthandler someone else turned on is never made (their handler writes elsewhere).
+    """
+    dest = Path(run_dir) / FATAL
+    with _lock:
+        try:
+            if _state["pid"] != os.getpid():
+                _state.update(pid=os.getpid(), fd=None, links=[], parked=None, owner=False, asked=False)
+            if not _state["asked"]:
+                _state["asked"] = True
+                if faulthandler.is_enabled():
+                    return  # the user's (or pytest's) faulthandler: left as it is
+                fd = os.open(dest, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+                os.write(fd, _HEAD)
+                faulthandler.enable(file=fd, all_threads=True)
+                _state.update(fd=fd, owner=True, links=[dest])
+                return
+            if not _state["owner"]:
+                return
+            for src in [*_state["links"], _state["parked"]]:
+                if src is None:
+                    continue
+                try:
+                    os.link(src, dest)
+                except OSError:
+                    continue
+                _state["links"].append(dest)
+                _unpark()
+                return
+        except Exception:
+            return
+
+
+def unlink(run_dir: Path) -> None:
+    """The run ended: take its `fatal.txt` away (the last one is kept, hidden, until another run links it)."""
+    dest = Path(run_dir) / FATAL
+    with _lock:
+        try:
+            if dest not in _state["links"]:
+                return
+            _state["links"].remove(dest)
+            if not _state["links"] and _state["parked"] is None:
+                # The file must stay linked somewhere for the next run to link it, and
+                # faulthandler is never pointed at another file: keep it under another name.
+                parked = dest.with_name(".fatal.parked")
+                os.replace(dest, parked)
+                _state["parked"] = parked
+            else:
+                os.unlink(dest)
+        except Exception:
+            pass
+
+
+def _unpark() -> None:
+    parked, _state["parked"] = _state["parked"], None
+    if parked is not None:
+        try:
+            os.unlink(parked)
+        except OSError:
+            pass
+
+
+@atexit.register
+def release() -> None:
+    """The process is ending normally: remove the kept file (a crash from here on leaves no note)."""
+    with _lock:
+        if _state["pid"] == os.getpid():
+            _unpark()
+
+
+# -- reading it back ----------------------------------------------------------------------------
+def _read(path: Path) -> str | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, _MAX_READ).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def where_of(run_dir: Path) -> dict[str, Any] | None:
+    """Return the `inflight` line of a run ({"at", "name", "index"?, "phase"?}), or None."""
+    text = _read(Path(run_dir) / INFLIGHT)
+    if not text or not text.strip():
+        return None
+    try:
+        data = json.loads(text.strip())
+    except ValueError:
+        return None
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("name"), str)
+        or data.get("at") not in ("in", "after")
+    ):
+        return None
+    if not isinstance(data.get("index"), int) or isinstance(data.get("index"), bool):
+        data.pop("index", None)
+    return data
+
+
+def signal_of(run_dir: Path) -> str | None:
+    """Return the fatal error faulthandler wrote into the run's `fatal.txt` ("Segmentation fault"), or None."""
+    text = _read(Path(run_dir) / FATAL)
+    m = _FATAL_LINE.search(text or "")
+    return m.group(1)[:200] if m else None
+
+
+def note_of(run_dir: Path) -> str | None:
+    """Return one line on how a run's process died, from the files above; None when they say nothing."""
+    where = where_of(run_dir)
+    fatal = signal_of(run_dir)
+    if where is None and fatal is None:
+        return None
+    from .names import pass_display_name
+
+    place = ""
+    if where is not None:
+        name = pass_display_name(where["name"])
+        what = f"pass {where['index']} ({name})" if "index" in where else name
+        place = f" inside {what}" if where["at"] == "in" else f" after {what}"
+    if fatal is not None:
+        return f"the process died{place}: {fatal} (the stacks: {FATAL})"
+    return (
+        f"the process ended{place} before the compile finished (no {FATAL}: killed, exited, "
+        "or its faulthandler wrote elsewhere)"
+    )
