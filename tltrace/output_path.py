@@ -42,7 +42,7 @@ from .errors import TltraceError, UsageError
 
 STDOUT = "-"
 _PEEK = 4096  # bytes read from the start of an existing file to find its marker
-_LEGACY_TRACE_MAX = 64 << 20  # a trace from before the marker came first: parsed whole up to this size
+_LEGACY_TRACE_MAX = 16 << 20  # a trace from before the marker came first: parsed whole up to this size
 _READER_WAIT_S = 2.0  # how long a FIFO may take to get its reader (a `>(...)` starting up)
 
 

@@ -151,7 +151,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     if isinstance(data, dict):
         tracer.merge_worker_output(data)
     else:  # it crashed (or was killed): what it traced is on disk only
-        tracer.lost.add(id(node))
+        tracer.lost.add(node)
 
 
 def _tracer_of(report: Any) -> _Tracer | None:
@@ -217,8 +217,9 @@ class _Tracer:
         self.removed = 0
         self._lock = threading.Lock()
         self.started = time.time()  # the session's start: a crashed worker's traces are newer
-        self.ran_by: dict[int, list[str]] = {}  # xdist controller: id(worker node) -> its tests, in order
-        self.lost: set[int] = set()  # id() of worker nodes that went down without their output
+        # xdist controller: worker node -> its tests, in order (held, so no id is reused while we read)
+        self.ran_by: dict[Any, list[str]] = {}
+        self.lost: set[Any] = set()  # worker nodes that went down without their output
         self.crashed: dict[str, str] = {}  # node id -> the worker that crashed running it
         self.off = False  # TileLang could not be set up: nothing is traced
 
@@ -407,7 +408,7 @@ class _Tracer:
                 self.failed.add(nodeid)
             node = getattr(report, "node", None)
             if node is not None:
-                tests = self.ran_by.setdefault(id(node), [])
+                tests = self.ran_by.setdefault(node, [])
                 if nodeid not in tests:
                     tests.append(nodeid)
 
