@@ -196,3 +196,132 @@ def test_check_says_what_a_path_is(tmp_path: Path) -> None:
     assert output_path.check(own, kind) == output_path.Target(own)
     with pytest.raises(output_path.UsageError):
         output_path.check(own, output_path.DIFF_HTML)  # a trace is not a diff-runs page
+
+
+# -- issue 27: ownership is a structural marker, never text that a user's file can hold ------------
+NOTES = b"# notes: attach the file from tltrace bundle here\n"
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory) -> Path:
+    """One live run of elementwise_add (a bundle needs the reproducer data recorded traces leave out)."""
+    from ._records import trace
+
+    return trace(tmp_path_factory.mktemp("owned") / "traces", ("elementwise_add.py",))
+
+
+def _bundle(run_cli, traced: Path, out: Path, *more: str):
+    return run_cli("bundle", "--trace-dir", str(traced), "elementwise_add", "-o", str(out), *more)
+
+
+@pytest.mark.compile
+def test_a_notes_file_that_names_a_bundle_is_not_one(run_cli, bundled: Path, tmp_path: Path) -> None:
+    """`echo "# notes: ... tltrace bundle here" > notes.md; tltrace bundle ... -o notes.md` made it a zip."""
+    notes = tmp_path / "notes.md"
+    notes.write_bytes(NOTES)
+    _refused(_bundle(run_cli, bundled, notes), "notes.md", "did not write")
+    assert notes.read_bytes() == NOTES
+    # The marker's text as the file's last bytes is not a zip comment either.
+    tail = tmp_path / "tail.txt"
+    tail.write_bytes(b"my words, then: tltrace bundle")
+    _refused(_bundle(run_cli, bundled, tail))
+    assert tail.read_bytes() == b"my words, then: tltrace bundle"
+    # A zip of the user's with that comment, but no bundle in it, is not a bundle.
+    import zipfile
+
+    theirs = tmp_path / "theirs.zip"
+    with zipfile.ZipFile(theirs, "w") as zf:
+        zf.comment = output_path.BUNDLE_COMMENT
+        zf.writestr("photo.txt", "mine")
+    before = theirs.read_bytes()
+    _refused(_bundle(run_cli, bundled, theirs))
+    assert theirs.read_bytes() == before
+    # A bundle tltrace wrote is rewritten by the next run, a new one each time.
+    out = tmp_path / "b.zip"
+    for _ in range(2):
+        res = _bundle(run_cli, bundled, out)
+        assert res.exit_code == 0, res.output
+        assert zipfile.ZipFile(out).comment == output_path.BUNDLE_COMMENT
+    assert output_path.check(out, output_path.BUNDLE) == output_path.Target(out)
+
+
+def test_a_script_mentioning_the_producer_is_not_a_trace(run_cli, traced: Path, tmp_path: Path) -> None:
+    """A script with a comment holding `"producer":"tltrace` was overwritten by `export --chrome-trace`."""
+    script = tmp_path / "script.py"
+    body = b'# the trace says {"otherData":{"producer":"tltrace 0.4"}} and "producer": "tltrace\nprint(1)\n'
+    script.write_bytes(body)
+    args = ("export", "--trace-dir", str(traced), "elementwise_add", "--chrome-trace")
+    _refused(run_cli(*args, str(script)), "script.py", "did not write")
+    assert script.read_bytes() == body
+    # JSON of the user's: the producer under another first key, or at the end of a big file, is not ours.
+    for name, data in (
+        ("first.json", {"note": 1, "otherData": {"producer": "tltrace 0"}}),
+        ("big.json", {"traceEvents": [{"x": "y" * 100}] * 100, "producer": "tltrace"}),
+        ("wrong.json", {"otherData": {"producer": "not tltrace"}, "traceEvents": []}),
+    ):
+        f = tmp_path / name
+        f.write_text(json.dumps(data))
+        before = f.read_bytes()
+        _refused(run_cli(*args, str(f)))
+        assert f.read_bytes() == before
+
+
+def test_every_kind_rewrites_what_it_wrote(run_cli, traced: Path, tmp_path: Path) -> None:
+    """The second run replaces the first run's file, for each output kind; the marker is where the format keeps it."""
+    out = tmp_path / "t.json"
+    args = ("export", "--trace-dir", str(traced), "elementwise_add", "--chrome-trace", str(out))
+    for _ in range(2):
+        assert run_cli(*args).exit_code == 0
+    assert next(iter(json.loads(out.read_text()))) == "otherData"  # the first key: no text match needed
+    # Pretty-printed by the user, it is still the trace tltrace wrote.
+    out.write_text(json.dumps(json.loads(out.read_text()), indent=2))
+    assert run_cli(*args).exit_code == 0
+    # `run --chrome-trace` (a script that compiles nothing): the same rule, twice.
+    script = tmp_path / "nothing.py"
+    script.write_text("pass\n")
+    ran = tmp_path / "run.json"
+    for _ in range(2):
+        res = run_cli(
+            "run", "-q", "--trace-dir", str(tmp_path / "T"), "--chrome-trace", str(ran), str(script)
+        )
+        assert res.exit_code == 0, res.output
+        assert "warning" not in res.stderr, res.stderr
+    assert json.loads(ran.read_text())["otherData"]["compiles"] == 0
+    # diff-runs --html: a page tltrace wrote starts with its fixed first line.
+    page = tmp_path / "d.html"
+    ab = (
+        "diff-runs",
+        "--trace-dir",
+        str(traced),
+        "elementwise_add:-2",
+        "elementwise_add:-1",
+        "--html",
+        str(page),
+    )
+    assert run_cli(*ab).exit_code == 1
+    assert page.read_bytes().split(b"\n", 1)[0] == output_path.DIFF_HTML_FIRST_LINE
+    assert run_cli(*ab).exit_code == 1
+    # A repro is a directory or a stream: a file found where the stream was is never written over.
+    tar = tmp_path / "r.tar"
+    tar.write_bytes(b"x")
+    with pytest.raises(output_path.UsageError):
+        output_path.check(tar, output_path.REPRO)
+    for kind in (output_path.CHROME_TRACE, output_path.DIFF_HTML, output_path.BUNDLE):
+        with pytest.raises(output_path.UsageError):
+            output_path.check(page if kind is output_path.CHROME_TRACE else out, kind)
+
+
+def test_a_page_that_names_diff_runs_is_not_one(run_cli, traced: Path, tmp_path: Path) -> None:
+    """The old test found diff-runs' <title> anywhere in the first 4 KB: a saved note with it was replaced."""
+    notes = tmp_path / "notes.html"
+    body = b"<!DOCTYPE html>\n<title>tltrace diff-runs</title>\n<p>why A and B differ</p>\n"
+    notes.write_bytes(body)
+    ab = ("diff-runs", "--trace-dir", str(traced), "elementwise_add:-2", "elementwise_add:-1", "--html")
+    _refused(run_cli(*ab, str(notes)), "did not write")
+    assert notes.read_bytes() == body
+
+
+def test_the_diff_runs_template_starts_with_the_marker() -> None:
+    from tltrace.render import diffruns
+
+    assert diffruns.page().encode("utf-8").split(b"\n", 1)[0] == output_path.DIFF_HTML_FIRST_LINE

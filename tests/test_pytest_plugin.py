@@ -222,3 +222,55 @@ def test_a_tests_child_process_traces_into_the_tests_invocation(pytester, monkey
     assert len(ms) == 2 and len({m["invocation"] for m in ms}) == 1
     assert len({m["writer"]["pid"] for m in ms}) == 2
     assert "tltrace: 2 compile(s) of 1 test(s) traced" in res.stdout.str()
+
+
+CRASH_TESTS = (
+    KERNELS
+    + """
+
+def test_fail():
+    build(128)
+    assert False, "deliberate failure"
+
+
+def test_crash():
+    import os
+    build(64)
+    os._exit(7)
+
+
+def test_pass():
+    build(256)
+"""
+)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_crashed_workers_traces_are_counted_and_its_test_named(pytester, monkeypatch, workers):
+    """`pytest -n 2 --tltrace --tltrace-only-failed` with a test that calls os._exit(7) after a compile
+    said "0 compile(s) of 0 test(s)" and named no test. The crashed worker never sends its output: its
+    tests' traces are read from disk. With -n 1 the one worker has run test_fail before it crashes."""
+    pytest.importorskip("xdist")
+    import importlib.util
+
+    if importlib.util.find_spec("tilelang") is None:
+        pytest.skip("tilelang is not installed")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    pytester.makepyfile(test_crashing=CRASH_TESTS)
+    td = pytester.path / "traces"
+    res = pytester.runpytest_subprocess(
+        *PLUGIN, "-n", workers, "--tltrace", "--tltrace-only-failed", "--tltrace-dir", str(td)
+    )
+    out = res.stdout.str()
+    assert "crashed while running 'test_crashing.py::test_crash'" in out  # xdist's own words
+    res.assert_outcomes(passed=1, failed=2)
+    dirs = _script_dirs(td)
+    crash, fail = (trace_name(f"test_crashing.py::{n}") for n in ("test_crash", "test_fail"))
+    assert set(dirs) == {crash, fail}  # the passing test's traces were removed
+    assert [m["status"] for m in _manifests(dirs[crash])] == ["complete"]
+    assert "tltrace: 2 compile(s) of 2 test(s) traced" in out
+    lines = [x for x in out.splitlines() if x.startswith("tltrace: FAILED")]
+    assert f"tltrace: FAILED test_crashing.py::test_fail: {dirs[fail] / 'report.html'}" in lines, lines
+    (crashed,) = [x for x in lines if "test_crash " in x]
+    assert crashed.startswith("tltrace: FAILED test_crashing.py::test_crash (worker gw"), crashed
+    assert crashed.endswith(f"crashed while running it): {dirs[crash] / 'report.html'}"), crashed

@@ -4,9 +4,13 @@
 - `check_dir` is the same rule for an output directory (`repro -o DIR`): reused when it
   holds only the files that output writes; a stream target gets an archive instead.
 - A path that does not exist is created, through a temporary file and a rename.
-- A regular file is rewritten only when tltrace wrote it: its first or last bytes carry the
-  signature of that kind of output (a Chrome trace's `"producer":"tltrace`, the diff-runs
-  page's title). The script being traced, a notes file, an empty file: refused.
+- A regular file is rewritten only when it is provably tltrace's output of that kind, read
+  from the place the format keeps for it, never from text anywhere in the file: a Chrome
+  trace's first key is `otherData` whose `producer` is `tltrace ...` (parsed as JSON); a
+  diff-runs page's first line is exactly the one tltrace writes; a bundle is a zip (opened
+  with zipfile) whose own comment is `tltrace bundle` and which holds bundle.json. A repro is a
+  directory or a stream, never a file. The script being traced, a notes file that mentions
+  tltrace, an empty file: refused.
 - A character device or a FIFO (`/dev/null`, a terminal, `>(gzip > t.gz)`) is written
   through, never replaced; a FIFO nobody reads is refused instead of waited on.
 - Anything else is refused in one line: a directory, a symbolic link to anything but a
@@ -24,11 +28,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import stat
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,24 +41,115 @@ from ._atomic import atomic_write
 from .errors import TltraceError, UsageError
 
 STDOUT = "-"
-_PEEK = 4096  # bytes read from each end of an existing file to find a signature
+_PEEK = 4096  # bytes read from the start of an existing file to find its marker
+_LEGACY_TRACE_MAX = 16 << 20  # a trace from before the marker came first: parsed whole up to this size
 _READER_WAIT_S = 2.0  # how long a FIFO may take to get its reader (a `>(...)` starting up)
 
 
 @dataclass(frozen=True)
 class Kind:
-    """One kind of output: the option that names it and the bytes that mark a file tltrace wrote."""
+    """One kind of output: the option that names it and the test that a file is tltrace's output of it.
+
+    `owned(fd, size)` reads the open regular file (never a link) and says whether its
+    structural marker is there; it may raise OSError (the file then is not owned).
+    """
 
     option: str  # e.g. "--chrome-trace", for messages
-    signatures: tuple[bytes, ...]  # any of them in the file's first or last _PEEK bytes
+    owned: Callable[[int, int], bool]
 
 
-CHROME_TRACE = Kind("--chrome-trace", (b'"producer":"tltrace', b'"producer": "tltrace'))
-DIFF_HTML = Kind("--html", (b"<title>tltrace diff-runs</title>",))
-# A bundle is a zip whose comment (its last bytes) says so; `repro -o -` streams a tar archive.
+# The diff-runs page's exact first line (render/assets/diffruns.html starts with it).
+DIFF_HTML_FIRST_LINE = b"<!DOCTYPE html><!-- tltrace diff-runs page -->"
+# A bundle is a zip whose own comment field (the end of central directory record) says so.
 BUNDLE_COMMENT = b"tltrace bundle"
-BUNDLE = Kind("bundle -o", (BUNDLE_COMMENT,))
-REPRO = Kind("repro -o", (b"tltrace repro",))
+TRACE_PRODUCER = "tltrace "  # otherData.producer of a Chrome trace starts with it
+
+
+def _head(fd: int, n: int = _PEEK) -> bytes:
+    return os.pread(fd, n, 0)
+
+
+def _trace_owned(fd: int, size: int) -> bool:
+    """A Chrome trace tltrace wrote: a JSON object whose first key is otherData, producer "tltrace ..."
+    (traces written before that order: the whole file parsed as JSON, up to _LEGACY_TRACE_MAX)."""
+    text = _head(fd).decode("utf-8", "replace")
+    dec = json.JSONDecoder()
+    try:
+        i = _skip_ws(text, 0)
+        if text[i : i + 1] != "{":
+            return False
+        key, i = dec.raw_decode(text, _skip_ws(text, i + 1))
+        i = _skip_ws(text, i)
+        if text[i : i + 1] != ":":
+            return False
+        if key == "otherData":
+            value, _ = dec.raw_decode(text, _skip_ws(text, i + 1))
+            return _producer_ok(value)
+        if key != "traceEvents" or size > _LEGACY_TRACE_MAX:
+            return False
+        data = json.loads(_read_all(fd, size))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and _producer_ok(data.get("otherData"))
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _producer_ok(other: object) -> bool:
+    producer = other.get("producer") if isinstance(other, dict) else None
+    return isinstance(producer, str) and producer.startswith(TRACE_PRODUCER)
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    parts, off = [], 0
+    while off < size:
+        chunk = os.pread(fd, min(1 << 20, size - off), off)
+        if not chunk:
+            break
+        parts.append(chunk)
+        off += len(chunk)
+    return b"".join(parts)
+
+
+def _html_owned(fd: int, size: int) -> bool:
+    """A diff-runs page tltrace wrote: its first line is exactly DIFF_HTML_FIRST_LINE."""
+    first = _head(fd, len(DIFF_HTML_FIRST_LINE) + 2).split(b"\n", 1)[0].rstrip(b"\r")
+    return first == DIFF_HTML_FIRST_LINE
+
+
+def _bundle_owned(fd: int, size: int) -> bool:
+    """A bundle tltrace wrote: a zip (read by zipfile) whose comment is BUNDLE_COMMENT, holding bundle.json."""
+    import zipfile
+
+    if (
+        size < len(BUNDLE_COMMENT)
+        or os.pread(fd, len(BUNDLE_COMMENT), size - len(BUNDLE_COMMENT)) != BUNDLE_COMMENT
+    ):
+        return False  # the comment ends the file: nothing else need be read
+    try:
+        with os.fdopen(os.dup(fd), "rb") as fh, zipfile.ZipFile(fh) as zf:
+            if zf.comment != BUNDLE_COMMENT:
+                return False
+            zf.getinfo("bundle.json")
+    except (zipfile.BadZipFile, KeyError, ValueError, EOFError, NotImplementedError):
+        return False
+    return True
+
+
+def _never(fd: int, size: int) -> bool:
+    """A repro goes to a directory (check_dir) or through a stream: a regular file found where the
+    stream was is never replaced (the archive could only be written over someone's file)."""
+    return False
+
+
+CHROME_TRACE = Kind("--chrome-trace", _trace_owned)
+DIFF_HTML = Kind("--html", _html_owned)
+BUNDLE = Kind("bundle -o", _bundle_owned)
+REPRO = Kind("repro -o", _never)
 
 
 @dataclass(frozen=True)
@@ -69,22 +165,20 @@ class Target:
 
 
 def _wrote_it(path: Path, kind: Kind) -> bool:
-    """True when the regular file at `path` carries `kind`'s signature (read without following links)."""
+    """True when the regular file at `path` carries `kind`'s marker (read without following links)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_NOCTTY)
     except OSError:
         return False
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
             return False
-        head = os.pread(fd, _PEEK, 0)
-        tail = os.pread(fd, _PEEK, max(0, st.st_size - _PEEK)) if st.st_size > _PEEK else b""
+        return kind.owned(fd, st.st_size)
     except OSError:
         return False
     finally:
         os.close(fd)
-    return any(sig in head or sig in tail for sig in kind.signatures)
 
 
 def check(path: str | os.PathLike | None, kind: Kind, *, force: bool = False) -> Target:
@@ -245,6 +339,7 @@ __all__ = [
     "BUNDLE_COMMENT",
     "CHROME_TRACE",
     "DIFF_HTML",
+    "DIFF_HTML_FIRST_LINE",
     "REPRO",
     "STDOUT",
     "Kind",

@@ -18,6 +18,7 @@ import hashlib
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -122,12 +123,48 @@ def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
         workeroutput["tltrace"] = tracer.to_worker_output()
 
 
+def pytest_runtest_logreport(report: Any) -> None:
+    """Under pytest-xdist (the controller): which worker ran each test, and which tests failed.
+
+    A crashed worker never sends its output (pytest_sessionfinish does not run there); the
+    summary then reads its tests' traces from disk, and its crashed test's failed report
+    ("worker 'gw1' crashed while running ...") names the test.
+    """
+    tracer = _tracer_of(report)
+    if tracer is not None:
+        tracer.reported(report)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent without it
+def pytest_handlecrashitem(crashitem: str, report: Any, sched: Any) -> None:
+    tracer = _tracer_of(report)
+    if tracer is not None:
+        tracer.crashed[str(crashitem)] = _worker_name(getattr(report, "node", None))
+
+
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent without it
 def pytest_testnodedown(node: Any, error: Any) -> None:
     tracer = node.config.stash.get(_STASH, None)
+    if tracer is None:
+        return
     data = (getattr(node, "workeroutput", None) or {}).get("tltrace")
-    if tracer is not None and isinstance(data, dict):
+    if isinstance(data, dict):
         tracer.merge_worker_output(data)
+    else:  # it crashed (or was killed): what it traced is on disk only
+        tracer.lost.add(node)
+
+
+def _tracer_of(report: Any) -> _Tracer | None:
+    node = getattr(report, "node", None)
+    config = getattr(node, "config", None) or getattr(report, "config", None)
+    if config is None:
+        return None
+    return config.stash.get(_STASH, None)
+
+
+def _worker_name(node: Any) -> str:
+    gateway = getattr(node, "gateway", None)
+    return str(getattr(gateway, "id", None) or "?")
 
 
 _STASH: Any = pytest.StashKey["_Tracer"]()
@@ -179,6 +216,11 @@ class _Tracer:
         self.kept: list[tuple[str, Path, int]] = []
         self.removed = 0
         self._lock = threading.Lock()
+        self.started = time.time()  # the session's start: a crashed worker's traces are newer
+        # xdist controller: worker node -> its tests, in order (held, so no id is reused while we read)
+        self.ran_by: dict[Any, list[str]] = {}
+        self.lost: set[Any] = set()  # worker nodes that went down without their output
+        self.crashed: dict[str, str] = {}  # node id -> the worker that crashed running it
         self.off = False  # TileLang could not be set up: nothing is traced
 
     def setup(self) -> None:
@@ -356,15 +398,76 @@ class _Tracer:
             self.failed.update(str(x) for x in data.get("failed", []))
             self.removed += int(data.get("removed", 0))
 
+    def reported(self, report: Any) -> None:
+        """Note a test's report: failed ones, and (xdist controller) the worker that ran it."""
+        nodeid = str(getattr(report, "nodeid", "") or "")
+        if not nodeid:
+            return
+        with self._lock:
+            if getattr(report, "failed", False):
+                self.failed.add(nodeid)
+            node = getattr(report, "node", None)
+            if node is not None:
+                tests = self.ran_by.setdefault(node, [])
+                if nodeid not in tests:
+                    tests.append(nodeid)
+
+    def _left_on_disk(self) -> list[tuple[str, Path, int]]:
+        """Return (node id, script dir, compiles) of the tests of crashed workers, read from disk.
+
+        Their worker never sent what it kept; a test's compiles are the runs under its script
+        directory made since this session began whose command is that test's. Never raises.
+        """
+        from .history.loading import load_manifest, run_dirs
+        from .session import scripts
+        from .session.store import time_of_id
+
+        with self._lock:
+            known = {k[0] for k in self.kept}
+            tests = [t for node in self.lost for t in self.ran_by.get(node, [])]
+        out = []
+        for nodeid in dict.fromkeys(tests):
+            if nodeid in known:
+                continue
+            try:
+                sd = scripts.lookup(self.trace_dir, trace_name(nodeid), f"pytest:{nodeid}")
+                dirs = run_dirs(sd)
+            except Exception:
+                continue
+            n = 0
+            for d in dirs:
+                t = time_of_id(d.name)
+                if t is not None and t < self.started - 1.0:
+                    continue  # an earlier session's
+                try:
+                    m = load_manifest(d)
+                except Exception:
+                    continue
+                if tuple(m.command[:2]) == ("pytest", nodeid):
+                    n += 1
+            if n:
+                out.append((nodeid, sd, n))
+        return out
+
     def summary(self) -> list[str]:
-        n = sum(k[2] for k in self.kept)
-        out = [f"tltrace: {n} compile(s) of {len(self.kept)} test(s) traced under {self.trace_dir}"]
+        kept = self.kept + self._left_on_disk()
+        n = sum(k[2] for k in kept)
+        out = [f"tltrace: {n} compile(s) of {len(kept)} test(s) traced under {self.trace_dir}"]
         if self.removed:
             out.append(f"tltrace: traces of {self.removed} passing test(s) removed (--tltrace-only-failed)")
-        failed = [k for k in self.kept if k[0] in self.failed]
-        for nodeid, sd, _ in failed:
+        for nodeid, sd, _ in kept:
+            if nodeid not in self.failed:
+                continue
             where = sd / "report.html" if self.mode in ("html", "both") else sd
-            out.append(f"tltrace: FAILED {nodeid}: {where}")
+            worker = self.crashed.get(nodeid)
+            why = f" (worker {worker} crashed while running it)" if worker is not None else ""
+            out.append(f"tltrace: FAILED {nodeid}{why}: {where}")
+        traced = {k[0] for k in kept}
+        for nodeid, worker in self.crashed.items():
+            if nodeid not in traced:
+                out.append(
+                    f"tltrace: FAILED {nodeid} (worker {worker} crashed while running it): no compile traced"
+                )
         return out
 
 

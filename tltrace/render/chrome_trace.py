@@ -35,7 +35,7 @@ def _us(seconds: float) -> float:
 
 
 def chrome_trace(manifests: Iterable[RunManifest]) -> dict[str, Any]:
-    """Return a Trace Event Format object (`{"traceEvents": [...], ...}`) for these compiles."""
+    """Return a Trace Event Format object (`{"otherData": {...}, ..., "traceEvents": [...]}`) for these compiles."""
     compiles = sorted((timeline(m) for m in manifests), key=lambda c: (c.manifest.started, c.manifest.run_id))
     origin = min((c.manifest.started for c in compiles), default=0.0)
     events: list[dict[str, Any]] = []
@@ -88,14 +88,17 @@ def chrome_trace(manifests: Iterable[RunManifest]) -> dict[str, Any]:
                 if not s.exact:
                     ev["args"]["start"] = "laid out back to back (the record has no start time)"
             events.append(ev)
+    # otherData first: its producer is how `--chrome-trace PATH` knows a file it may replace
+    # (output_path parses the first key, no text match); Perfetto's streaming reader skips it and
+    # reads displayTimeUnit best at the start.
     return {
-        "traceEvents": events,
-        "displayTimeUnit": "ms",
         "otherData": {
             "producer": f"tltrace {__version__}",
             "compiles": len(compiles),
             "invocations": len(per_inv),
         },
+        "displayTimeUnit": "ms",
+        "traceEvents": events,
     }
 
 

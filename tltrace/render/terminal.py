@@ -25,6 +25,8 @@ from ..config import Settings
 from ..diff import Diff, diff
 from ..session.children import process_label
 from ..session.events import (
+    NOT_FINALISED,
+    STILL_RUNNING,
     Event,
     InvocationFinished,
     Notice,
@@ -35,7 +37,17 @@ from ..session.events import (
     ScriptOutput,
     WorkingFiles,
 )
-from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, NOOP, RUNNING, PassRecord, RunManifest
+from ..session.records import (
+    CHANGED,
+    CODEGEN,
+    COMPLETE,
+    FAILED,
+    INTERRUPTED,
+    NOOP,
+    RUNNING,
+    PassRecord,
+    RunManifest,
+)
 from .fold import fold
 from .table import Column, cut_end, distinct_cut, fit
 from .visible import VisibleConsole, render_segments, segments
@@ -215,16 +227,30 @@ def pass_line(
 
 
 def _interrupted(manifest: RunManifest) -> bool:
+    """Ctrl+C stopped it, or its process ended before it did (session/children.py gather)."""
+    if manifest.status == INTERRUPTED:
+        return True
     return manifest.status != COMPLETE and (manifest.error or "").startswith("KeyboardInterrupt")
 
 
-def summary_line(
-    manifest: RunManifest, run_dir: Path, report: Path | None = None, label: str | None = None
-) -> Text:
-    """Return the one-line summary of a finished compile: its label, counts, compile time and one path.
+def _unfinished_word(manifest: RunManifest, not_finalised: frozenset[str] | tuple[str, ...]) -> str:
+    """The word for a compile whose run still says running as its invocation ends (as the notice says it)."""
+    return NOT_FINALISED if manifest.run_id in not_finalised else STILL_RUNNING
 
-    The path is the report when there is one, else the run directory, relative to the
-    working directory when it is under it.
+
+def summary_line(
+    manifest: RunManifest,
+    run_dir: Path,
+    report: Path | None = None,
+    label: str | None = None,
+    not_finalised: frozenset[str] | tuple[str, ...] = (),
+) -> Text:
+    """Return the one-line summary of a compile: its label, how it ended, counts, compile time and one path.
+
+    How it ended: done, compile failed, interrupted, or (a run that still says running as its
+    invocation ends) still running, or finished, not finalised when its run id is in
+    `not_finalised` (InvocationFinished says which). The path is the report when there is
+    one, else the run directory, relative to the working directory when it is under it.
     """
     c = manifest.counts
     total = len(manifest.records)
@@ -233,11 +259,12 @@ def summary_line(
     t = Text()
     t.append(f"[{label or stream_label(manifest)}] ", style="bold blue")
     ok = manifest.status == COMPLETE
-    interrupted = _interrupted(manifest)
-    t.append(
-        "done: " if ok else "interrupted: " if interrupted else "compile failed: ",
-        style="bold green" if ok else "bold red",
-    )
+    if ok:
+        t.append("done: ", style="bold green")
+    elif manifest.status == RUNNING:
+        t.append(f"{_unfinished_word(manifest, not_finalised)}: ", style="bold yellow")
+    else:
+        t.append("interrupted: " if _interrupted(manifest) else "compile failed: ", style="bold red")
     t.append(f"{total} passes, {changed} changed, {failed} failed, {c.get(CODEGEN, 0)} codegen")
     if isinstance(manifest.finished, (int, float)) and isinstance(manifest.started, (int, float)):
         took = manifest.finished - manifest.started
@@ -270,7 +297,11 @@ def stream_label(manifest: RunManifest) -> str:
 
 
 def summary_table(
-    runs: list[RunManifest] | tuple[RunManifest, ...], width: int | None = None, *, processes: bool = False
+    runs: list[RunManifest] | tuple[RunManifest, ...],
+    width: int | None = None,
+    *,
+    processes: bool = False,
+    not_finalised: frozenset[str] | tuple[str, ...] = (),
 ) -> list[Text]:
     """Return the lines of a table, one row per compile (status, signature, passes, changed, failed, time, why).
 
@@ -299,7 +330,7 @@ def summary_table(
             ("ok", "green") if s.ok else (s.status if s.status == "interrupted" else "FAILED", "bold red")
         )
         if s.status == RUNNING:
-            word, style = "running", "yellow"
+            word, style = _unfinished_word(runs[s.position], not_finalised), "yellow"
         why = ""
         if not s.ok:
             why = f"{s.failed_at}: " if s.failed_at else ""
@@ -591,18 +622,23 @@ class TerminalView:
         if len(runs) == 1:
             m = runs[0]
             run_dir = finished.get(m.run_id) or records_dir / m.run_id
-            self._print_texts([summary_line(m, run_dir, self._report(run_dir))])
+            self._print_texts(
+                [summary_line(m, run_dir, self._report(run_dir), not_finalised=event.not_finalised)]
+            )
             return
         if not runs:
             return
         stopped = sum(1 for m in runs if _interrupted(m))
-        running = sum(1 for m in runs if m.status == RUNNING)
-        failed = sum(1 for m in runs if m.status != COMPLETE) - stopped - running
+        unfinished = [m for m in runs if m.status == RUNNING]
+        ended = sum(1 for m in unfinished if m.run_id in event.not_finalised)
+        running = len(unfinished) - ended
+        failed = sum(1 for m in runs if m.status != COMPLETE) - stopped - len(unfinished)
         procs = {process_label(m) for m in runs}
         head = Text(
             f"{len(runs)} compiles, {failed} failed"
             + (f", {stopped} interrupted" if stopped else "")
-            + (f", {running} still running" if running else "")
+            + (f", {running} {STILL_RUNNING}" if running else "")
+            + (f", {ended} {NOT_FINALISED}" if ended else "")
             + (f", in {len(procs)} processes" if len(procs) > 1 else ""),
             style="bold red" if failed or stopped else "bold",
         )
@@ -612,7 +648,10 @@ class TerminalView:
             [
                 head,
                 *summary_table(
-                    runs, self.console.width if self.console.is_terminal else None, processes=len(procs) > 1
+                    runs,
+                    self.console.width if self.console.is_terminal else None,
+                    processes=len(procs) > 1,
+                    not_finalised=event.not_finalised,
                 ),
             ]
         )

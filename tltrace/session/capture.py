@@ -380,6 +380,7 @@ class TraceSession:
     def _finish(self, error: str | None, failed: bool, finished: float) -> None:
         if self.store is None:
             return  # no pass ran: nothing to keep (e.g. an empty compile)
+        written = False
         try:
             records = sorted(self.records, key=lambda r: r.index)
             if self.failed_pending:
@@ -393,12 +394,17 @@ class TraceSession:
                 error=error,
             )
             self.store.write_manifest(final)
+            written = True
             self.store.close()
             if self._maplog is not None:
                 self._maplog.close()
             self._emit_now(RunFinished(final, self.store.run_dir, self.store.script_dir))
         except Exception as exc:
             self._guard("finishing the run", exc)
+            if not written:  # the compile ended; on disk its run still says running
+                from .invocation import note_not_finalised
+
+                note_not_finalised(self.settings, self.store.run_dir.name)
         finally:
             if self.store is not None:
                 self.store.close()

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import DEFAULT, Settings
-from .events import Notice
-from .records import ERROR, RUNNING, RunManifest
+from .events import NOT_FINALISED, STILL_RUNNING, Notice
+from .records import INTERRUPTED, RUNNING, RunManifest
 
 ENV = "TLTRACE_CHILD"
 KERNELS_ENV = "TLTRACE_KERNELS"
@@ -238,7 +238,10 @@ def gather(script_dir: Path, invocation: str, own: Iterable[str]) -> Gathered:
             if writer_alive(m.writer, d.name):
                 out.running.append(m)
             else:
-                m = replace(m, status=ERROR, error=f"process {pid_of(m)} ended before this compile finished")
+                # Its process is gone: interrupted, as `show` calls it (history/loading.py), not failed.
+                m = replace(
+                    m, status=INTERRUPTED, error=f"process {pid_of(m)} ended before this compile finished"
+                )
         out.runs.append(m)
     return out
 
@@ -248,18 +251,32 @@ def working_files(runs: Iterable[RunManifest]) -> set[Path]:
     return {Path(r.working_file) for m in runs for r in m.records if r.working_file}
 
 
-def gathered_notices(g: Gathered, own_pid: int) -> list[Notice]:
-    """Return what to say about compiles still running as the invocation ends (in threads or processes)."""
+def gathered_notices(g: Gathered, own_pid: int, not_finalised: frozenset[str] = frozenset()) -> list[Notice]:
+    """Return what to say about compiles not finished as the invocation ends (in threads or processes).
+
+    `not_finalised`: run ids of this process's compiles that ended but whose final manifest
+    could not be written (they look running on disk); the others are still running. The
+    words match the summary's (events.STILL_RUNNING, events.NOT_FINALISED).
+    """
     out: list[Notice] = []
-    here = [m for m in g.running if pid_of(m) == own_pid]
+    ended = [m for m in g.running if pid_of(m) == own_pid and m.run_id in not_finalised]
+    here = [m for m in g.running if pid_of(m) == own_pid and m.run_id not in not_finalised]
     there = [m for m in g.running if pid_of(m) != own_pid]
+    if ended:
+        out.append(
+            Notice(
+                "warning",
+                f"{len(ended)} compile(s) ({_names(ended)}) {NOT_FINALISED}: the compile ended, but tltrace "
+                "could not write its final status (the warning above says why); its passes are recorded",
+            )
+        )
     if here:
         threads = ", ".join(sorted({m.thread or "?" for m in here}))
         out.append(
             Notice(
                 "warning",
-                f"{len(here)} compile(s) ({_names(here)}) still running in thread(s) {threads} as the "
-                "script ended: recorded as far as they get, counted here as running",
+                f"{len(here)} compile(s) ({_names(here)}) {STILL_RUNNING} in thread(s) {threads} as the "
+                f"script ended: recorded as far as they get, listed here as {STILL_RUNNING}",
             )
         )
     if there:
@@ -267,9 +284,9 @@ def gathered_notices(g: Gathered, own_pid: int) -> list[Notice]:
         out.append(
             Notice(
                 "warning",
-                f"{len(there)} compile(s) ({_names(there)}) still running in other process(es) "
+                f"{len(there)} compile(s) ({_names(there)}) {STILL_RUNNING} in other process(es) "
                 f"(pid {', '.join(map(str, pids))}) as the job ends: recorded as far as they get, "
-                "counted here as running",
+                f"listed here as {STILL_RUNNING}",
             )
         )
     return out

@@ -70,6 +70,12 @@ class Pruned:
     failed: tuple[str, ...] = ()
 
 
+# How a compile not finished as its invocation ends is called: the notice that says so and the
+# summary line or table row that lists it use the same words.
+STILL_RUNNING = "still running"  # its compile had not returned yet
+NOT_FINALISED = "finished, not finalised"  # it returned, but its final manifest could not be written
+
+
 @dataclass(frozen=True)
 class InvocationFinished:
     """The invocation (one `tltrace run`, one enable()..disable() span) is over; `runs` are its compiles."""
@@ -77,6 +83,9 @@ class InvocationFinished:
     invocation: str
     runs: tuple[RunManifest, ...]
     interrupted: bool = False
+    # Run ids of compiles that ended but whose run tltrace could not finalise (the final manifest
+    # write failed): on disk they still say running. Views call them "finished, not finalised".
+    not_finalised: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

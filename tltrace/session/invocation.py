@@ -54,6 +54,14 @@ def open_ids() -> frozenset[str]:
         return frozenset(_open)
 
 
+def note_not_finalised(settings: Settings, run_id: str) -> None:
+    """Tell the open invocation of `settings` that this compile ended but its run could not be finalised."""
+    inv = find(settings.invocation)
+    if inv is not None:
+        with inv._lock:
+            inv.not_finalised.add(run_id)
+
+
 def ledger_of(settings: Settings) -> Ledger | None:
     """Return the reconcile ledger of the open invocation `settings` belongs to, or None."""
     inv = find(settings.invocation)
@@ -70,6 +78,7 @@ class Invocation:
         self.runs: list[RunManifest] = []
         self.ledger = Ledger()
         self.cached: set[str] = set()
+        self.not_finalised: set[str] = set()  # compiles that ended but whose final manifest was not written
         self._watch: CacheWatch | None = CacheWatch() if settings.use_cache else None
         self.finished = False
         self.pid = os.getpid()  # an os.fork() child inherits this object: it is not the owner
@@ -121,9 +130,11 @@ class Invocation:
         with self._lock:
             runs = tuple(self.runs)
         runs = self._with_other_processes(runs)
+        with self._lock:
+            unfinalised = tuple(sorted(self.not_finalised))
         try:
             report_unapplied(self.settings, self._emit, self.ledger, cached=frozenset(self.cached))
-            self._emit(InvocationFinished(self.id, runs, interrupted))
+            self._emit(InvocationFinished(self.id, runs, interrupted, unfinalised))
         finally:
             self.close()
         if prune and self.settings.keep > 0:
@@ -158,7 +169,9 @@ class Invocation:
                 Notice("warning", f"cannot read the job's other compiles ({type(exc).__name__}: {exc})")
             )
             return runs
-        for notice in gathered_notices(g, own_pid=self.pid):
+        with self._lock:
+            unfinalised = frozenset(self.not_finalised)
+        for notice in gathered_notices(g, own_pid=self.pid, not_finalised=unfinalised):
             self._emit(notice)
         with self.ledger.lock:
             self.ledger.told.update(working_files(g.runs))

@@ -188,7 +188,25 @@
     return k > 1 ? r.name + "#" + k : r.name;
   }
 
+  // ---- a page cut short ---------------------------------------------------------------------------------
+  // Each page starts with a notice (#tl-incomplete) saying that the file ends before the page
+  // does; it sits before the CSS and this script, so a file cut inside them (whose hash then no
+  // longer matches the CSP: nothing runs) still says something. Once this script runs it hides
+  // the notice; a page whose skeleton is cut short (its last fixed element, `lastId`, missing)
+  // shows it again and is not started: it would only throw on the elements that are not there.
+  function pageComplete(lastId) {
+    var doc = root.document, notice = doc.getElementById("tl-incomplete");
+    var whole = !!doc.getElementById(lastId);
+    if (notice) notice.hidden = whole;
+    return whole;
+  }
+  if (root.document && root.document.getElementById) {
+    var cutNotice = root.document.getElementById("tl-incomplete");
+    if (cutNotice) cutNotice.hidden = true;  // this script is whole; pageComplete() decides at start
+  }
+
   var api = {
+    pageComplete: pageComplete,
     getPref: getPref, setPref: setPref, applyTheme: applyTheme, initialTheme: initialTheme,
     initTheme: initTheme, wireTheme: wireTheme, readChunks: readChunks, parseChunk: parseChunk, applyDelta: applyDelta,
     safeId: safeId, str: str, el: el, setText: setText, appendText: appendText, clear: clear, button: button, splitLines: splitLines,

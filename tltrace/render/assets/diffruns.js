@@ -3,6 +3,7 @@
 (function () {
   "use strict";
   window.TLCore.initTheme();
+  if (!window.TLCore.pageComplete("tltrace-data")) return;  // the file is cut short: the notice says so
 
   var data = JSON.parse(document.getElementById("tltrace-data").textContent);
   function el(tag, attrs, text) {

@@ -179,6 +179,7 @@
   }
 
   function start() {
+    if (!C.pageComplete("tl-data")) return;  // the file ends inside the page skeleton: the notice says so
     load();
     // An invocation of one compile: its index would be a table of one row; open the compile.
     if (S.ended && S.rows.length === 1 && !location.hash) {

@@ -128,6 +128,7 @@
   }
 
   function start() {
+    if (!C.pageComplete("tl-data")) return;  // the file ends inside the page skeleton: the notice says so
     R.load();
     R.loadAnchors();
     S.ignoreWs = getPref("tltrace-ignore-ws") === "1";
