@@ -91,7 +91,9 @@ def stop() -> None:
 
 
 def _same_pass(name: str, wanted: str) -> bool:
-    return name == wanted or name.lower() == wanted.lower() or name.rsplit(".", 1)[-1].lower() == wanted.lower()
+    return (
+        name == wanted or name.lower() == wanted.lower() or name.rsplit(".", 1)[-1].lower() == wanted.lower()
+    )
 
 
 def _corrupt(mod: Any) -> bool:

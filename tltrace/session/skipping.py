@@ -47,7 +47,9 @@ class SkipPlan:
         if not isinstance(data, dict) or data.get("v") != _VERSION:
             raise ValueError(f"{ENV} is not version {_VERSION} of tltrace's skip set")
         skip = data.get("skip")
-        if not isinstance(skip, list) or not all(isinstance(p, int) and not isinstance(p, bool) for p in skip):
+        if not isinstance(skip, list) or not all(
+            isinstance(p, int) and not isinstance(p, bool) for p in skip
+        ):
             raise ValueError(f"{ENV}'s 'skip' is not a list of pass positions")
         kernels = data.get("kernels")
         if kernels is not None:
