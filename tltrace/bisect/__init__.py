@@ -161,8 +161,8 @@ class Bisection:
         found = search.found()
         if found is not None:
             out.kind, out.culprit = FOUND, out.candidates[found]
-        elif not search.suspects:
-            out.kind = UNSKIPPABLE
+        elif not search.suspects or set(search.suspects) <= search.required:
+            out.kind = UNSKIPPABLE  # every suspect left is required: skipping cannot tell
         else:
             out.kind = UNSETTLED
             out.suspects = [out.candidates[i] for i in search.suspects]

@@ -55,7 +55,10 @@ class SkipPlan:
         if kernels is not None:
             if not isinstance(kernels, str):
                 raise ValueError(f"{ENV}'s 'kernels' is not a regular expression")
-            re.compile(kernels)
+            try:
+                re.compile(kernels)
+            except re.error as exc:
+                raise ValueError(f"{ENV}'s 'kernels' is not a regular expression ({exc})") from None
         return cls(frozenset(skip), kernels)
 
 
