@@ -11,6 +11,7 @@ Exit codes (documented in README and man page):
   4  merge conflicts left in a working file (resolve-conflict)
   5  replay, repro: the recorded IR does not load on this TileLang (an operator or node
      type the recording's release has and this one lacks)
+  6  bisect: the script is right with nothing skipped (nothing to bisect)
 """
 
 from __future__ import annotations

@@ -316,6 +316,7 @@ def _register_record_commands() -> None:
 
 
 def _register_commands() -> None:
+    from . import bisect as cli_bisect
     from . import edit as cli_edit
     from . import export as cli_export
     from . import repro as cli_repro
@@ -324,6 +325,7 @@ def _register_commands() -> None:
     cli_edit.register(app)
     cli_export.register(app)
     cli_repro.register(app)
+    cli_bisect.register(app)
 
 
 _register_commands()

@@ -390,6 +390,9 @@ def _show_run(run, as_json: bool) -> None:
         head.append(f"\nerror: {m.error.splitlines()[0] if m.error.strip() else m.error}", style="red")
     if m.command:
         head.append("\n$ " + _command_line(m.command), style="dim")
+    if m.skipped:  # a step of `tltrace bisect`
+        names = ", ".join(f"#{s.get('position')} {s.get('name')}" for s in m.skipped if isinstance(s, dict))
+        head.append(f"\nbisect step: skipped {len(m.skipped)} top-level pass(es): {names}", style="yellow")
     con.print(head, soft_wrap=not con.is_terminal)
     from ..render.table import Column, cut_end, cut_middle, fit
 
@@ -434,6 +437,11 @@ def _show_run(run, as_json: bool) -> None:
             f"{missing} record file(s) are missing under {run.path}; diffs fall back to the stored copies "
             "in .objects where they still exist"
         )
+
+
+def show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: bool = False) -> None:
+    """Print one pass of `run` as `show --pass` does: its line and its diff (`bisect` reuses it)."""
+    _show_pass(run, spec, context, as_json, ignore_whitespace)
 
 
 def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: bool = False) -> None:

@@ -151,6 +151,12 @@ def install(settings: Settings, emit: Callable[[Event], None]) -> None:
             return tool_cls(*current)
 
         register_pass_instrumentation_tool(TOOL_NAME, factory)
+    if os.environ.get("TLTRACE_BISECT"):  # a step of `tltrace bisect`: its skip set (session/skipping.py)
+        from . import skipping
+
+        plan = skipping.plan_in()
+        if plan is not None:
+            skipping.install(plan)
 
 
 def uninstall() -> None:
@@ -165,6 +171,8 @@ def uninstall() -> None:
         from tilelang.instrumentation import unregister_pass_instrumentation_tool  # type: ignore
 
         unregister_pass_instrumentation_tool(TOOL_NAME)
+        if os.environ.get("TLTRACE_BISECT"):
+            unregister_pass_instrumentation_tool("tltrace-bisect")
     except Exception:
         pass
     from .worker import drain

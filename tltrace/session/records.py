@@ -204,6 +204,8 @@ class RunManifest:
     # What a rerun needs (tltrace repro / bundle): run-relative files of the frontend IR
     # ("frontend"), the target and PassContext ("context"), failed passes' inputs ("inputs").
     repro: dict[str, Any] | None = None
+    # `tltrace bisect`: the top-level passes this compile skipped ({position, name, phase}), else None.
+    skipped: list[dict[str, Any]] | None = None
     records: tuple[PassRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
@@ -258,6 +260,7 @@ _MANIFEST_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
     "run_id": (_STR, False),
     "script": (_STR, False),
     "command": ((list,), True),
+    "skipped": ((list,), True),
     "started": (_NUM, False),
     "finished": (_NUM, True),
     "status": (_STR, False),

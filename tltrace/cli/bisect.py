@@ -1,0 +1,200 @@
+"""`tltrace bisect`: which pass makes my kernel wrong. Parse, call tltrace.bisect, print a line per step."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..errors import TltraceError
+from .shared import fail, script_args, trace_dir_option, warn
+
+EXIT_NOT_WRONG = 6
+
+BISECT_EPILOG = """\
+Examples:
+
+\b
+  tltrace bisect gemm.py                         right = the script exits 0
+  tltrace bisect gemm.py --m 256 --check 'python check.py out.npy'
+  tltrace bisect --kernels '^gemm' job.py        skip passes only in gemm* compiles
+
+Each step runs SCRIPT once as 'tltrace run --quiet' does, in a child process,
+with some top-level passes skipped through TileLang's instrumentation seam: each
+step is an invocation that 'tltrace show' and 'diff-runs' read (its compiles
+list what they skipped). Step 1 skips nothing and must be wrong; step 2 skips
+every candidate (a pass after the first that changed the IR) and must be right.
+When step 2 does not compile, one step per candidate learns which passes are
+required (kept per pipeline in TRACE_DIR/.bisect/learned.json). Then a binary
+search of the limit: about log2(candidates) steps; a step that does not compile
+is skipped over, as 'git bisect skip' does. CMD runs through the shell, as typed.
+Exit status: 0 the first bad pass was found; 1 the bug is in a pass that cannot
+be skipped (or before the pipeline), or untestable steps left several suspects;
+2 bad usage, or the script does not compile with nothing skipped; 6 the script
+is right with nothing skipped (nothing to bisect). docs/bisect.md says more.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    """Add `bisect` to the app."""
+    app.command(
+        "bisect",
+        epilog=BISECT_EPILOG,
+        context_settings={
+            "allow_interspersed_args": False,
+            "ignore_unknown_options": True,
+            "allow_extra_args": True,
+        },
+    )(bisect_cmd)
+
+
+def bisect_cmd(
+    ctx: typer.Context,
+    script: Optional[str] = typer.Argument(
+        None, metavar="SCRIPT", help="The kernel script to run at each step.", show_default=False
+    ),
+    args: Optional[list[str]] = typer.Argument(
+        None, metavar="[ARGS]...", help="Arguments for the script.", show_default=False
+    ),
+    check: Optional[str] = typer.Option(
+        None,
+        "--check",
+        metavar="CMD",
+        help="A shell command run after each step: exit 0 means right [default: the script's exit status].",
+    ),
+    kernels: Optional[str] = typer.Option(
+        None, "--kernels", metavar="REGEX", help="Skip passes only in compiles of kernels matching REGEX."
+    ),
+    trace_dir: Optional[Path] = trace_dir_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    no_repro: bool = typer.Option(False, "--no-repro", help="Write no repro directory for the bad pass."),
+    context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in the diff."),
+) -> None:
+    """Find the first TileLang pass that makes SCRIPT's kernel wrong, by skipping passes."""
+    from .. import bisect as core
+    from ..config import compile_regex, trace_dir_of
+
+    rest = script_args(ctx, script, args)
+    if script is None:
+        raise fail("missing SCRIPT; try 'tltrace bisect --help'")
+    if script.startswith("-") and not Path(script).exists():
+        raise fail(f"no such option: {script.split('=', 1)[0]}; try 'tltrace bisect --help'")
+    if not Path(script).is_file():
+        raise fail(f"script {script} does not exist")
+    try:
+        compile_regex(kernels, "--kernels")
+    except TltraceError as exc:
+        raise fail(str(exc), exc.exit_code) from None
+    spec = core.Spec(script, tuple(rest), check, kernels, trace_dir_of(trace_dir))
+    try:
+        result = core.bisect(spec, _progress)
+    except TltraceError as exc:
+        raise fail(str(exc), exc.exit_code) from None
+    repro_dir = None
+    if result.kind == core.FOUND and not no_repro:
+        repro_dir = _repro(result)
+    if as_json:
+        data = result.to_json()
+        data["repro"] = str(repro_dir) if repro_dir else None
+        typer.echo(json.dumps(data, indent=1))
+    else:
+        _report(result, context, repro_dir)
+    raise typer.Exit({core.FOUND: 0, core.NOT_WRONG: EXIT_NOT_WRONG}.get(result.kind, 1))
+
+
+def _progress(p) -> None:  # noqa: ANN001  # tltrace.bisect.Progress
+    s = p.step
+    extra = f" (exit {s.script_rc})" if s.check_rc is None else f" (check exit {s.check_rc})"
+    if s.outcome == "untestable":
+        extra = f": {s.why}" if s.why else ""
+    left = f", ~{p.steps_left} step(s) to go" if p.steps_left else ""
+    rng = f", {p.suspects} suspect(s) left" if p.suspects else ""
+    typer.echo(
+        f"bisect: step {s.number} [{s.purpose}] {s.outcome}{extra} in {s.seconds:.1f}s{rng}, "
+        f"{p.elapsed:.0f}s elapsed{left}",
+        err=True,
+    )
+
+
+def _where(t) -> str:  # noqa: ANN001
+    rec = f", record {t.index}" if t.index is not None else ""
+    return f"#{t.position} {t.name} ({t.phase}{rec})"
+
+
+def _report(result, context: int, repro_dir: Optional[Path]) -> None:  # noqa: ANN001
+    from .. import bisect as core
+
+    n = len(result.steps)
+    cost = f"{n} step(s), {result.seconds:.0f}s" + (
+        " (what is required was known from an earlier bisection)" if result.learned_from_cache else ""
+    )
+    if result.kind == core.NOT_WRONG:
+        typer.echo(
+            "the script is right with nothing skipped: nothing to bisect (is CMD the right check, "
+            f"or is the bug elsewhere?); {cost}"
+        )
+        return
+    if result.kind == core.UNSKIPPABLE:
+        typer.echo(
+            "the bug is in a pass that cannot be skipped, or before the pipeline: still wrong with "
+            f"every skippable pass skipped ({cost})"
+        )
+        typer.echo("passes that were not skipped (required, or the first):")
+        for t in result.required:
+            typer.echo(f"  {_where(t)}")
+        typer.echo("(and every pass that left the IR unchanged in the recorded run)")
+        return
+    if result.kind == core.UNSETTLED:
+        typer.echo(
+            f"could not narrow to one pass: the steps between did not compile; the first bad pass "
+            f"is one of ({cost}):"
+        )
+        for t in result.suspects:
+            typer.echo(f"  {_where(t)}")
+        return
+    t = result.culprit
+    typer.echo(f"first bad pass: {_where(t)} in kernel {result.kernel or '?'}  ({cost})")
+    typer.echo(
+        "  skipping it (and every candidate after it) gives a right answer; running it gives a wrong one"
+    )
+    typer.echo(f"  recorded run: {result.good_run}")
+    if t.index is not None and result.good_run is not None:
+        typer.echo(f"  again: tltrace show {result.good_run} --pass {t.index}")
+        from ..history.loading import load_run
+        from .show import show_pass
+
+        sys.stdout.flush()
+        try:
+            show_pass(load_run(result.good_run), str(t.index), context, False)
+        except TltraceError as exc:
+            warn(f"cannot show the pass's diff: {exc}")
+    if repro_dir is not None:
+        typer.echo(f"repro: {repro_dir}  (run: python {repro_dir / 'repro.py'})")
+
+
+def _repro(result) -> Optional[Path]:  # noqa: ANN001
+    """Write a `tltrace repro` directory for the bad pass next to the bisection's logs; None when it cannot."""
+    from ..history.loading import load_run
+    from ..history.runs import find_record
+    from ..rerun.make import default_dir, make_repro
+
+    t = result.culprit
+    if t is None or t.index is None or result.good_run is None:
+        return None
+    try:
+        run = load_run(result.good_run)
+        manifest = run.require()
+        record = find_record(manifest, str(t.index))
+        logs = result.steps[0].log.parent if result.steps and result.steps[0].log else Path(".")
+        dest = logs / default_dir(manifest, record)
+        outcome = make_repro(run.path, manifest, record, dest)
+    except TltraceError as exc:
+        warn(f"no repro directory: {exc}")
+        return None
+    except Exception as exc:  # the rerun is a child process of TileLang: say it, keep the answer
+        warn(f"no repro directory ({type(exc).__name__}: {exc})")
+        return None
+    return Path(outcome.directory)

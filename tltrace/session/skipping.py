@@ -1,0 +1,169 @@
+"""`tltrace bisect`'s skip set: top-level passes a step's compiles leave out, through the seam.
+
+The bisector (tltrace/bisect/) runs each step as a traced child process with TLTRACE_BISECT
+in its environment: the positions of the top-level passes to skip, and the kernels this
+applies to. `controller.install()` reads the variable (one dict lookup when it is unset)
+and registers `SkipTool` next to the tracing tool. TileLang makes one per compile session;
+its instrument answers TVM's `should_run(mod, info)` with False for a top-level pass whose
+position (0, 1, ... in the order the compile reaches its top-level passes, skipped ones
+counted) is in the set. A skipped pass runs no callback of any instrument, so the tool
+notes what it skipped in the compile's manifest (`skipped`: position, name, phase), which
+`show` prints. Nothing of TileLang is patched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+ENV = "TLTRACE_BISECT"
+TOOL_NAME = "tltrace-bisect"
+_VERSION = 1
+
+
+@dataclass(frozen=True)
+class SkipPlan:
+    """Which top-level pass positions to skip, in the compiles of which kernels (None: every kernel)."""
+
+    positions: frozenset[int]
+    kernels: str | None = None
+
+    def to_env(self) -> str:
+        """Return TLTRACE_BISECT's value for this plan."""
+        return json.dumps({"v": _VERSION, "skip": sorted(self.positions), "kernels": self.kernels})
+
+    @classmethod
+    def of(cls, positions: Iterable[int], kernels: str | None = None) -> SkipPlan:
+        return cls(frozenset(int(p) for p in positions), kernels)
+
+    @classmethod
+    def from_env(cls, text: str) -> SkipPlan:
+        """Read TLTRACE_BISECT's value; raise ValueError when it is not one."""
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("v") != _VERSION:
+            raise ValueError(f"{ENV} is not version {_VERSION} of tltrace's skip set")
+        skip = data.get("skip")
+        if not isinstance(skip, list) or not all(
+            isinstance(p, int) and not isinstance(p, bool) for p in skip
+        ):
+            raise ValueError(f"{ENV}'s 'skip' is not a list of pass positions")
+        kernels = data.get("kernels")
+        if kernels is not None:
+            if not isinstance(kernels, str):
+                raise ValueError(f"{ENV}'s 'kernels' is not a regular expression")
+            try:
+                re.compile(kernels)
+            except re.error as exc:
+                raise ValueError(f"{ENV}'s 'kernels' is not a regular expression ({exc})") from None
+        return cls(frozenset(skip), kernels)
+
+
+def plan_in(environ: Mapping[str, str] | None = None) -> SkipPlan | None:
+    """Return the skip set this process's compiles follow, or None (the normal trace path)."""
+    text = (os.environ if environ is None else environ).get(ENV)
+    return SkipPlan.from_env(text) if text else None
+
+
+def install(plan: SkipPlan) -> None:
+    """Register the skipping tool: every later TileLang compile (of a matching kernel) skips `plan`'s passes."""
+    from tilelang.instrumentation import register_pass_instrumentation_tool  # type: ignore[import-not-found]
+
+    tool_cls = _tool_class()
+    register_pass_instrumentation_tool(TOOL_NAME, lambda: tool_cls(plan))
+
+
+def uninstall() -> None:
+    try:
+        from tilelang.instrumentation import unregister_pass_instrumentation_tool  # type: ignore
+
+        unregister_pass_instrumentation_tool(TOOL_NAME)
+    except Exception:
+        pass
+
+
+_TOOL: Any = None
+
+
+def _tool_class() -> Any:
+    """Return SkipTool, a subclass of TileLang's PassInstrumentationTool (made once, on first use)."""
+    global _TOOL
+    if _TOOL is not None:
+        return _TOOL
+    from tilelang.instrumentation import PassInstrumentationTool  # type: ignore[import-not-found]
+    from tvm.ir.instrument import pass_instrument  # type: ignore[import-not-found]
+
+    class SkipTool(PassInstrumentationTool):
+        """One per compile session: counts its top-level passes and skips the planned ones."""
+
+        pass_instrument_priority = -1000
+
+        def __init__(self, plan: SkipPlan) -> None:
+            self.plan = plan
+            self.position = 0
+            self.skipped: list[dict[str, Any]] = []
+            self.applies: bool | None = None  # decided once the kernel's name is known
+
+        def create_pass_instrument(self) -> object | None:
+            if self.applies is None:
+                from .kernelfilter import kernel_name
+
+                name = kernel_name()
+                if self.plan.kernels is None:
+                    self.applies = True
+                elif name is not None:
+                    self.applies = re.search(self.plan.kernels, name, re.IGNORECASE) is not None
+            if self.applies is False:
+                return None
+            return SkipInstrument(self)
+
+        def skip(self, name: str) -> bool:
+            """Return True when the next top-level pass (`name`) is to be skipped; count it either way."""
+            pos = self.position
+            self.position += 1
+            if pos not in self.plan.positions:
+                return False
+            from tilelang.instrumentation import current_pass_phase  # type: ignore[import-not-found]
+
+            self.skipped.append({"position": pos, "name": name, "phase": current_pass_phase() or "unscoped"})
+            _note_skipped(self.skipped)
+            return True
+
+    @pass_instrument
+    class SkipInstrument:
+        def __init__(self, tool: Any) -> None:
+            self.tool = tool
+            self.depth = 0
+
+        def enter_pass_ctx(self) -> None:
+            self.depth = 0
+
+        def should_run(self, mod: Any, info: Any) -> bool:
+            if self.depth:
+                return True  # a nested pass: its top-level pass runs, and so does it
+            return not self.tool.skip(str(info.name))
+
+        def run_before_pass(self, mod: Any, info: Any) -> None:
+            self.depth += 1
+
+        def run_after_pass(self, mod: Any, info: Any) -> None:
+            self.depth = max(0, self.depth - 1)
+
+    _TOOL = SkipTool
+    return SkipTool
+
+
+def _note_skipped(skipped: list[dict[str, Any]]) -> None:
+    """Put the skipped passes so far into the manifest of this compile's trace (when it is traced)."""
+    from tilelang.instrumentation import current_compile_pass_instrumentation  # type: ignore
+
+    from .tool import TltraceTool
+
+    session = current_compile_pass_instrumentation()
+    for tool in getattr(session, "tools", ()):
+        inner = getattr(tool, "_inner", tool)  # the kernel filter holds the tracing tool
+        if isinstance(inner, TltraceTool):
+            inner.session.note(skipped=[dict(s) for s in skipped])
