@@ -130,5 +130,6 @@ def test_repro_to_stdout_is_a_tar_of_the_directory(run_cli, traced: Path) -> Non
     assert "reproduced" in res.stderr and "tar" in res.stderr
     with tarfile.open(fileobj=io.BytesIO(res.stdout_bytes)) as tf:
         names = tf.getnames()
+        assert tf.pax_headers.get("comment") == "tltrace repro"  # the archive says whose it is
     (top,) = {n.split("/", 1)[0] for n in names}
     assert top.startswith("repro-") and f"{top}/repro.py" in names and f"{top}/repro.json" in names

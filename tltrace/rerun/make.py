@@ -251,8 +251,9 @@ def tar_of(directory: Path, name: str) -> bytes:
     import tarfile
 
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
-        tf.pax_headers = {"comment": "tltrace repro"}
+    with tarfile.open(
+        fileobj=buf, mode="w", format=tarfile.PAX_FORMAT, pax_headers={"comment": "tltrace repro"}
+    ) as tf:
         for p in sorted(directory.iterdir()):
             if p.is_file() and not p.is_symlink():
                 info = tf.gettarinfo(str(p), f"{name}/{p.name}")
