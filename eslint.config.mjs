@@ -10,7 +10,7 @@ export default [
       globals: {
         window: "readonly", document: "readonly", location: "readonly", history: "readonly",
         navigator: "readonly", performance: "readonly", setTimeout: "readonly", clearTimeout: "readonly",
-        module: "readonly", Map: "readonly", Set: "readonly", Uint8Array: "readonly", Int32Array: "readonly",
+        module: "readonly", require: "readonly", Map: "readonly", Set: "readonly", Uint8Array: "readonly", Int32Array: "readonly",
         TLDiff: "readonly", JSON: "readonly", Math: "readonly", MutationObserver: "readonly"
       }
     },

@@ -4,8 +4,12 @@
  * compiles of one invocation start and finish ({"t":"imeta"} once, then {"t":"c"} per compile
  * event; a later chunk of the same run_id replaces the earlier). A chunk cut short by a kill
  * does not parse and is skipped. Everything is built with textContent, never innerHTML.
+ *
+ * The pure parts (no DOM) run under node too (module.exports, tests/test_index_js.py):
+ * addRow (a compile chunk into the rows), normalizeRows (what the table shows of a row),
+ * comparator (the default order, or by a column) and filterRows (the text and status filters).
  */
-(function () {
+(function (root) {
   "use strict";
 
   var COLS = [
@@ -21,34 +25,28 @@
   ];
   var BAD = { failed: 1, error: 1, damaged: 1, interrupted: 1, incomplete: 1 };
   var STALE_MS = 120000;  // an index untouched this long while compiles say "running": their process was killed
-  var S = { meta: {}, rows: [], byId: new Map(), sort: null, dir: 1, filter: "", status: "", bad: 0 };
+  var C = root.TLCore || (typeof module === "object" && module.exports ? require("./core.js") : null);
+  var str = C.str;
 
-  var C = window.TLCore, el = C.el, str = C.str, safeId = C.safeId;
-  C.initTheme();
-  function $(id) { return document.getElementById(id); }
+  // ---- the pure parts ---------------------------------------------------------------------------
+  // A compile chunk d (its run_id already checked) into rows/byId: a later chunk of a run replaces
+  // the earlier in its place; `order` is the order the compiles started in.
+  function addRow(rows, byId, d) {
+    if (byId.has(d.run_id)) {
+      d.order = rows[byId.get(d.run_id)].order;
+      rows[byId.get(d.run_id)] = d;
+    } else {
+      d.order = rows.length + 1;
+      byId.set(d.run_id, rows.length);
+      rows.push(d);
+    }
+  }
 
-  function load() {
-    S.bad = C.readChunks(function (d) {
-      if (d.t === "imeta") {
-        for (var k in d) if (Object.prototype.hasOwnProperty.call(d, k) && k !== "t") S.meta[k] = d[k];
-      } else if (d.t === "iend") {
-        S.ended = true;  // the invocation finished: no further compile will be listed
-      } else if (d.t === "c" && typeof d.run_id === "string" && safeId(d.run_id)) {
-        if (S.byId.has(d.run_id)) {
-          var old = S.rows[S.byId.get(d.run_id)];
-          d.order = old.order;
-          S.rows[S.byId.get(d.run_id)] = d;
-        } else {
-          d.order = S.rows.length + 1;
-          S.byId.set(d.run_id, S.rows.length);
-          S.rows.push(d);
-        }
-      }
-    });
-    var t = Date.parse(document.lastModified);
-    var stale = !isNaN(t) && Date.now() - t >= STALE_MS;
+  // The fields the table shows, from the stored row; `stale`: the page was last written long ago,
+  // so a compile still "running" was killed. Returns the number of processes the rows come from.
+  function normalizeRows(rows, stale) {
     var procs = new Map();  // process label -> first appearance (the index groups by process)
-    S.rows.forEach(function (r) {
+    rows.forEach(function (r) {
       r.process = typeof r.rank === "number" ? "rank " + r.rank : typeof r.pid === "number" ? "pid " + r.pid : "";
       if (!procs.has(r.process)) procs.set(r.process, procs.size);
       r.procOrder = procs.get(r.process);
@@ -60,23 +58,64 @@
       r.seconds = typeof r.seconds === "number" && isFinite(r.seconds) ? Math.round(r.seconds * 1000) / 1000 : null;
       r.search = (r.label + " " + r.status + " " + r.failed_at + " " + str(r.kernel) + " " + r.run_id + " " + r.process).toLowerCase();
     });
-    S.processes = procs.size;
-    if (S.processes > 1) COLS.splice(1, 0, { key: "process", title: "process" });
+    return procs.size;
   }
 
-  function compare(a, b) {
-    if (S.sort) {
-      var x = a[S.sort], y = b[S.sort];
-      var nx = x === null || x === undefined || x === "", ny = y === null || y === undefined || y === "";
-      if (nx !== ny) return nx ? 1 : -1;
-      if (!nx && x !== y) return (typeof x === "number" && typeof y === "number" ? x - y : (String(x) < String(y) ? -1 : 1)) * S.dir;
-      return a.order - b.order;
-    }
-    // Default: failed compiles first, then unfinished, then by process, each in the order they started.
-    var ra = BAD[a.status] ? 0 : a.status === "complete" ? 2 : 1;
-    var rb = BAD[b.status] ? 0 : b.status === "complete" ? 2 : 1;
-    if (ra !== rb) return ra - rb;
-    return a.procOrder !== b.procOrder ? a.procOrder - b.procOrder : a.order - b.order;
+  // The rows' order: by column `sort` (dir 1 or -1; empty values last, then start order), or
+  // without one, failed compiles first, then unfinished, then by process, each in start order.
+  function comparator(sort, dir) {
+    return function (a, b) {
+      if (sort) {
+        var x = a[sort], y = b[sort];
+        var nx = x === null || x === undefined || x === "", ny = y === null || y === undefined || y === "";
+        if (nx !== ny) return nx ? 1 : -1;
+        if (!nx && x !== y) return (typeof x === "number" && typeof y === "number" ? x - y : (String(x) < String(y) ? -1 : 1)) * dir;
+        return a.order - b.order;
+      }
+      var ra = BAD[a.status] ? 0 : a.status === "complete" ? 2 : 1;
+      var rb = BAD[b.status] ? 0 : b.status === "complete" ? 2 : 1;
+      if (ra !== rb) return ra - rb;
+      return a.procOrder !== b.procOrder ? a.procOrder - b.procOrder : a.order - b.order;
+    };
+  }
+
+  // The rows the filters keep: `text` anywhere in a row's searchable fields (any case), and the
+  // status menu's choice ("" all, "failed", "complete", "running": unfinished and not failed).
+  function filterRows(rows, text, status) {
+    var f = text.toLowerCase();
+    return rows.filter(function (r) {
+      if (f && r.search.indexOf(f) < 0) return false;
+      if (status === "failed") return !!BAD[r.status];
+      if (status === "complete") return r.status === "complete";
+      if (status === "running") return r.status !== "complete" && !BAD[r.status];
+      return true;
+    });
+  }
+
+  if (typeof module === "object" && module.exports) {
+    module.exports = { addRow: addRow, normalizeRows: normalizeRows, comparator: comparator, filterRows: filterRows, BAD: BAD };
+    return;
+  }
+
+  // ---- the page ---------------------------------------------------------------------------------
+  var S = { meta: {}, rows: [], byId: new Map(), sort: null, dir: 1, filter: "", status: "", bad: 0 };
+  var el = C.el, safeId = C.safeId;
+  C.initTheme();
+  function $(id) { return document.getElementById(id); }
+
+  function load() {
+    S.bad = C.readChunks(function (d) {
+      if (d.t === "imeta") {
+        for (var k in d) if (Object.prototype.hasOwnProperty.call(d, k) && k !== "t") S.meta[k] = d[k];
+      } else if (d.t === "iend") {
+        S.ended = true;  // the invocation finished: no further compile will be listed
+      } else if (d.t === "c" && typeof d.run_id === "string" && safeId(d.run_id)) {
+        addRow(S.rows, S.byId, d);
+      }
+    });
+    var t = Date.parse(document.lastModified);
+    S.processes = normalizeRows(S.rows, !isNaN(t) && Date.now() - t >= STALE_MS);
+    if (S.processes > 1) COLS.splice(1, 0, { key: "process", title: "process" });
   }
 
   function hrefOf(r) { return str(S.meta.base || ".run_records/") + r.run_id + "/report.html"; }
@@ -97,15 +136,8 @@
 
   function render() {
     var body = $("ix-body");
-    var f = S.filter.toLowerCase();
-    var rows = S.rows.filter(function (r) {
-      if (f && r.search.indexOf(f) < 0) return false;
-      if (S.status === "failed") return !!BAD[r.status];
-      if (S.status === "complete") return r.status === "complete";
-      if (S.status === "running") return r.status !== "complete" && !BAD[r.status];
-      return true;
-    });
-    rows.sort(compare);
+    var rows = filterRows(S.rows, S.filter, S.status);
+    rows.sort(comparator(S.sort, S.dir));
     document.querySelectorAll("#ix-head th").forEach(function (th) {
       var k = th.getAttribute("data-key");
       if (k === S.sort) th.setAttribute("aria-sort", S.dir > 0 ? "ascending" : "descending");
@@ -203,4 +235,4 @@
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
-})();
+})(typeof window !== "undefined" ? window : this);

@@ -12,8 +12,11 @@
  * compiles: [{run: "run_...", wall: seconds, times: {passName: seconds}}].
  *
  * No library, no network; names only ever reach the page as text.
+ *
+ * The pure parts (no DOM) run under node too (module.exports, tests/test_index_js.py): fmt,
+ * lineCount, compileParts, quantile, aggregateRows and compilesOfRows (the index rows' times).
  */
-(function () {
+(function (scope) {
   "use strict";
 
   var NS = "http://www.w3.org/2000/svg";
@@ -322,18 +325,24 @@
     return root;
   }
 
+  // The index rows' compiles for drawAggregate: each finished row carries pu: {name: microseconds}.
+  function compilesOfRows(rows) {
+    var compiles = [];
+    (rows || []).forEach(function (r) {
+      if (!r || !r.pu || typeof r.pu !== "object") return;
+      var times = {};
+      Object.keys(r.pu).forEach(function (k) { var v = +r.pu[k]; if (v >= 0) times[k] = v / 1e6; });
+      compiles.push({ run: r.run_id, wall: +r.seconds || 0, times: times });
+    });
+    return compiles;
+  }
+
   // The invocation index: a "Profile" button and a panel above the compiles' table.
   // ctx.rows: the index's compile rows; each finished one carries pu: {name: microseconds}.
   function attachIndex(ctx) {
     profilePanel(document.querySelector(".ix-main"),
       "Time per pass name over this invocation's compiles: summed, and its spread per compile", function (panel) {
-      var compiles = [];
-      (ctx.rows || []).forEach(function (r) {
-        if (!r || !r.pu || typeof r.pu !== "object") return;
-        var times = {};
-        Object.keys(r.pu).forEach(function (k) { var v = +r.pu[k]; if (v >= 0) times[k] = v / 1e6; });
-        compiles.push({ run: r.run_id, wall: +r.seconds || 0, times: times });
-      });
+      var compiles = compilesOfRows(ctx.rows);
       var head = el("div", "tl-prof-head");
       head.appendChild(el("b", null, compiles.length + " finished compile(s)"));
       head.appendChild(el("span", "tl-prof-legend", "bar: time summed over the compiles (share of their compile time) \u00B7 box: " +
@@ -345,6 +354,8 @@
     });
   }
 
-  window.tltraceProfile = { attach: attach, attachIndex: attachIndex, drawAggregate: drawAggregate, aggregateRows: aggregateRows,
-                            compileParts: compileParts };
-})();
+  var api = { attach: attach, attachIndex: attachIndex, drawAggregate: drawAggregate, aggregateRows: aggregateRows,
+              compileParts: compileParts, compilesOfRows: compilesOfRows, quantile: quantile, fmt: fmt, lineCount: lineCount };
+  if (typeof module === "object" && module.exports) module.exports = api;
+  else scope.tltraceProfile = api;
+})(typeof window !== "undefined" ? window : this);
