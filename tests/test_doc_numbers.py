@@ -38,6 +38,13 @@ def _setting_default(name: str) -> object:
     return next(f.default for f in dataclasses.fields(config.Settings) if f.name == name)
 
 
+def _js_constant(asset: str, name: str) -> int:
+    text = (REPO / "tltrace" / "render" / "assets" / asset).read_text()
+    m = re.search(rf"\b{name} = (\d+);", text)
+    assert m, f"{asset} no longer defines {name}"
+    return int(m.group(1))
+
+
 MIB = archive.MIB
 # (doc, a pattern whose groups are the quoted numbers, the values the code defines)
 QUOTES = [
@@ -82,6 +89,17 @@ QUOTES = [
             archive.MAX_RATIO,
         ],
     ),
+    (
+        "docs/usage.md",
+        r"reloads itself every (\d+) seconds",
+        [_js_constant("report-state.js", "REFRESH_MS") // 1000],
+    ),
+    (
+        "docs/usage.md",
+        r"`--trace-dir DIR` \| where traces go; default `TL_LOWER_TRACE_DIR`, else `(\S+)`",
+        [config.DEFAULT_TRACE_DIR],
+    ),
+    ("README.md", r"Everything lands under `(\S+)/<script>/`", [config.DEFAULT_TRACE_DIR]),
     ("README.md", r"a TileLang before (\d+\.\d+\.\d+) \(no seam\)", [controller.MIN_TILELANG]),
     ("README.md", r"every TileLang from (\d+\.\d+\.\d+) to below", [controller.MIN_TILELANG]),
 ]
