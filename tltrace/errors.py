@@ -2,7 +2,8 @@
 
 Exit codes (documented in README and man page):
   0  success (or the script's own exit code under `tltrace run`)
-  1  the traced script raised, or diff-runs found a difference
+  1  the traced script raised; diff-runs, replay: the runs differ; repro: not reproduced;
+     bisect: the bug is in a pass that cannot be skipped
   2  usage error: bad option, bad value, nothing to act on (replay: a --trace-dir that
      is not a directory)
   3  a file or record problem: missing/damaged run records, unreadable trace dir; replay,
@@ -12,6 +13,7 @@ Exit codes (documented in README and man page):
   5  replay, repro: the recorded IR does not load on this TileLang (an operator or node
      type the recording's release has and this one lacks)
   6  bisect: the script is right with nothing skipped (nothing to bisect)
+  130  tltrace run: interrupted (Ctrl+C), also inside a compiler pass
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ EXIT_USAGE = 2
 EXIT_RECORDS = 3
 EXIT_CONFLICT = 4
 EXIT_UNLOADABLE = 5
+EXIT_INTERRUPTED = 130  # Ctrl+C under `tltrace run`, as a shell reports SIGINT
 
 
 class TltraceError(Exception):

@@ -67,8 +67,15 @@ def _command_tree() -> Any:
 
 
 def _exit_statuses() -> list[tuple[str, str]]:
-    doc = errors.__doc__ or ""
-    return [(m.group(1), m.group(2).strip()) for m in re.finditer(r"^\s+(\d+)\s+(.+)$", doc, re.M)]
+    """Each code of errors.py's docstring with its meaning, continuation lines joined."""
+    out: list[tuple[str, str]] = []
+    for line in (errors.__doc__ or "").splitlines():
+        m = re.match(r"^\s+(\d+)\s+(.+)$", line)
+        if m:
+            out.append((m.group(1), m.group(2).strip()))
+        elif out and line.startswith("     ") and line.strip():
+            out[-1] = (out[-1][0], f"{out[-1][1]} {line.strip()}")
+    return out
 
 
 def _param_usage(p: Any) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..errors import TargetNotFound, UsageError
+from ..errors import EXIT_INTERRUPTED, TargetNotFound, UsageError
 from . import controller
 from .controller import MIN_TILELANG as MIN_TILELANG  # re-exported; the set-up lives in the controller
 from .controller import check_seam as check_seam
@@ -244,14 +244,14 @@ def run_target(
             except SystemExit as exc:
                 code, output = _exit_code(exc)
             except KeyboardInterrupt:
-                code, output = 130, "KeyboardInterrupt\n"
+                code, output = EXIT_INTERRUPTED, "KeyboardInterrupt\n"
             except BaseException as exc:  # the script's own error, or Ctrl+C turned into one by TVM
                 if controller.interrupted():
-                    code, output = 130, "KeyboardInterrupt\n"
+                    code, output = EXIT_INTERRUPTED, "KeyboardInterrupt\n"
                 else:
                     code, output = 1, _user_traceback(exc)
     except KeyboardInterrupt:  # a second Ctrl+C, between the script's end and here
-        code, output = 130, "KeyboardInterrupt\n"
+        code, output = EXIT_INTERRUPTED, "KeyboardInterrupt\n"
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
         if propagation is not None:
@@ -272,7 +272,7 @@ def run_target(
         if not forked:
             # An os.fork() child that ran on to the script's end skips this: the parent summarises,
             # prunes and writes the index (the child's compiles are on disk already).
-            invocation.finish(interrupted=code == 130, prune=installed)
+            invocation.finish(interrupted=code == EXIT_INTERRUPTED, prune=installed)
             if finalize is not None:
                 try:
                     finalize()

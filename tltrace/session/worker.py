@@ -103,7 +103,8 @@ def _lower_priority() -> None:
 # One worker per compiling thread, up to MAX_WORKERS (then threads share them round-robin): a
 # thread's compiles stay in order on one worker, and an autotuner's compiling threads do not
 # queue behind one printer.
-MAX_WORKERS = max(1, min(8, (os.cpu_count() or 2) - 1))
+WORKER_CAP = 8  # never more workers than this, whatever the machine (docs/usage.md quotes it)
+MAX_WORKERS = max(1, min(WORKER_CAP, (os.cpu_count() or 2) - 1))
 
 _lock = threading.Lock()
 _workers: list[Worker] = []
