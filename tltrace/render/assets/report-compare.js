@@ -8,6 +8,7 @@
  * create(ctx) -> {start(runId, label), stop(), onPass(), listen()}; ctx gives the report's
  * state: recs(), meta(), selected(), refOf(pos), textOf(hash), view(), embedded, and
  * diffTable(A, B) -> {same, table} for the side-by-side view.
+ * @requires core.js
  */
 (function (root) {
   "use strict";

@@ -1,6 +1,7 @@
 /* tltrace compile report: the pass's diff: the side-by-side table, its folds, F7 manual alignment and its saved anchors.
  * One part of the report's script (report-state.js has the shared state, report.js starts the page);
  * the parts share window.TLReport, where each puts its functions.
+ * @requires report-state.js core.js report-view.js report-table.js diff.js
  */
 (function () {
   "use strict";

@@ -1,6 +1,7 @@
 /* tltrace compile report: selecting a pass: links by name (#Simplify#2, #16), j/k, and search.
  * One part of the report's script (report-state.js has the shared state, report.js starts the page);
  * the parts share window.TLReport, where each puts its functions.
+ * @requires report-state.js core.js report-view.js report-logic.js
  */
 (function () {
   "use strict";

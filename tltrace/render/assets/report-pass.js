@@ -1,6 +1,7 @@
 /* tltrace compile report: one pass's view: its head, actions (copy, repro, context, whitespace, wrap) and its diff or panes.
  * One part of the report's script (report-state.js has the shared state, report.js starts the page);
  * the parts share window.TLReport, where each puts its functions.
+ * @requires report-state.js core.js report-view.js report-logic.js diff.js
  */
 (function () {
   "use strict";

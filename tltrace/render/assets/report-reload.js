@@ -1,6 +1,7 @@
 /* tltrace compile report: the run's state, and reloading a running report where its reader was.
  * One part of the report's script (report-state.js has the shared state, report.js starts the page);
  * the parts share window.TLReport, where each puts its functions.
+ * @requires report-state.js report-logic.js
  */
 (function () {
   "use strict";

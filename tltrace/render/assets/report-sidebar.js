@@ -1,6 +1,7 @@
 /* tltrace compile report: the pass list, the phase tabs, the status badges and the filters they set.
  * One part of the report's script (report-state.js has the shared state, report.js starts the page);
  * the parts share window.TLReport, where each puts its functions.
+ * @requires report-state.js core.js report-view.js
  */
 (function () {
   "use strict";

@@ -5,6 +5,7 @@
  * mark rows shown and call onReveal to redraw. Each side has its gutter (- + ~) so the diff
  * reads without colour; word highlights only inside a "change" pair (TLDiff.wordDiff); long
  * lines break between tokens (<wbr>), never inside an identifier. Text only, never markup.
+ * @requires core.js diff.js
  */
 (function (root) {
   "use strict";

@@ -14,6 +14,7 @@
  * (window.TLReport: constants, the state S, loading the chunks), report-diffview.js,
  * report-pass.js, report-sidebar.js, report-reload.js, report-header.js, report-nav.js, then
  * this file. Each part puts its functions on window.TLReport and calls the others' there.
+ * @requires core.js report-state.js report-logic.js report-table.js report-compare.js report-diffview.js report-pass.js report-sidebar.js report-reload.js report-header.js report-nav.js profile.js sourcemap.js
  */
 (function () {
   "use strict";
