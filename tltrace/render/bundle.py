@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 from importlib import resources
 
-REQUIRES = re.compile(r"^\s*\*?\s*@requires\s+(.+?)\s*(?:\*/)?\s*$", re.M)
+REQUIRES = re.compile(r"^\s*(?:/\*+|\*)?\s*@requires\s+(.+?)\s*(?:\*/)?\s*$", re.M)
 _LEADING_COMMENT = re.compile(r"\s*/\*.*?\*/", re.S)
 
 
@@ -99,8 +99,9 @@ _BEFORE_EXPR = {
     "return", "typeof", "instanceof", "in", "of", "new", "delete", "void", "throw",
     "case", "do", "else", "yield", "await",
 }  # fmt: skip
-# Punctuation that could join with its neighbour into another token when written together.
-_JOINS = set("+-*/%<>=!&|^?.:")
+# Neighbours that would read as another token written together: `a + +b`, `a - -b`, `x / /re/`,
+# `a < !--b` and `a-- > b` (HTML comment openers and closers in a script).
+_JOINS = {("+", "+"), ("-", "-"), ("/", "/"), ("/", "*"), ("<", "!"), ("-", ">")}
 
 
 def _js_tokens(src: str) -> list[tuple[str, str, bool, bool]]:
@@ -156,7 +157,7 @@ def _needs_space(prev: tuple[str, str, bool, bool], tok: tuple[str, str, bool, b
         return True  # two words, or a word and a number
     if prev[0] == "num" and b == ".":
         return True  # `1 .toFixed`
-    return a in _JOINS and b in _JOINS  # `a + +b`, `a - -b`, `x / /re/`
+    return (a, b) in _JOINS
 
 
 _CSS_TOKEN = re.compile(
