@@ -39,7 +39,9 @@ def test_every_script_comes_after_what_it_requires_and_each_page_reaches_its_own
         assert order[-1] == entry and len(order) == len(set(order))
         for i, name in enumerate(order):
             for dep in requires_of(ASSETS.joinpath(name).read_text(encoding="utf-8")):
-                assert dep in order[:i], f"{name} requires {dep}, which {entry}'s page loads later or not at all"
+                assert dep in order[:i], (
+                    f"{name} requires {dep}, which {entry}'s page loads later or not at all"
+                )
         reached.update(order)
     assert reached == set(scripts()), f"scripts no page loads: {set(scripts()) - reached}"
     # The index needs neither the diff engine nor the report's views; diff-runs only the core.
@@ -90,7 +92,9 @@ def test_only_the_leading_comment_declares_and_order_follows_declarations() -> N
 def test_the_real_pages_fail_on_a_broken_declaration(tmp_path: Path) -> None:
     # The real report's graph with one edge added back to its start: the build names the cycle.
     real = {n: ASSETS.joinpath(n).read_text(encoding="utf-8") for n in scripts()}
-    real["core.js"] = real["core.js"].replace("/* tltrace page core", "/* @requires report.js\n * tltrace page core", 1)
+    real["core.js"] = real["core.js"].replace(
+        "/* tltrace page core", "/* @requires report.js\n * tltrace page core", 1
+    )
     read, exists = fake(real)
     with pytest.raises(AssetError, match=r"cycle: .*core\.js -> report\.js"):
         script_order(["report.js"], read, exists)
@@ -102,14 +106,17 @@ CASES = [
     ("if (a-- > b && c < !d) x = y / /re/.exec(z)[0];", "if(a-- >b&&c< !d)x=y/ /re/.exec(z)[0];"),
     ("a = b - -c;", "a=b- -c;"),
     ("x = a / b / c;", "x=a/b/c;"),
-    ('if (/\\/\\/ x/.test(s)) return "// not a comment"; // a comment', 'if(/\\/\\/ x/.test(s))return"// not a comment";'),
+    (
+        'if (/\\/\\/ x/.test(s)) return "// not a comment"; // a comment',
+        'if(/\\/\\/ x/.test(s))return"// not a comment";',
+    ),
     ("var r = /[/*]+/g, s = '/* kept */';", "var r=/[/*]+/g,s='/* kept */';"),
     ("return /x/.test(s)", "return/x/.test(s)"),
     ("f(a)\n/* two\nlines */ ++b", "f(a)\n++b"),
     ("return   // nothing\n  x", "return\nx"),
     ("var n = 1 .toFixed(2), m = 1.5.toFixed(1);", "var n=1 .toFixed(2),m=1.5.toFixed(1);"),
     ("if (a) { b(); } else { c(); }", "if(a){b();}else{c();}"),
-    ("typeof x === \"string\" && x in o", 'typeof x==="string"&&x in o'),
+    ('typeof x === "string" && x in o', 'typeof x==="string"&&x in o'),
     ('s = "a\\\n  b";', 's="a\\\n  b";'),
     ("a = b\n  (c)", "a=b\n(c)"),
 ]
@@ -144,7 +151,9 @@ def test_every_minified_asset_parses_and_keeps_its_tokens(tmp_path: Path) -> Non
     espree = Path(eslint_dir or "/nonexistent") / "node_modules" / "espree"
     if not espree.is_dir():
         if eslint_dir or os.environ.get("CI"):
-            pytest.fail(f"no espree under TLTRACE_ESLINT_DIR ({eslint_dir}); .ci/run's js lint step installs it")
+            pytest.fail(
+                f"no espree under TLTRACE_ESLINT_DIR ({eslint_dir}); .ci/run's js lint step installs it"
+            )
         pytest.skip("espree (ESLint's tokenizer) is not installed: set TLTRACE_ESLINT_DIR")
     compare = r"""
 const espree = require(process.argv[1]);

