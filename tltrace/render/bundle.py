@@ -19,7 +19,7 @@ semicolon insertion reads the script as before; only spaces that no token needs 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib import resources
 
 REQUIRES = re.compile(r"^\s*(?:/\*+|\*)?\s*@requires\s+(.+?)\s*(?:\*/)?\s*$", re.M)
@@ -50,7 +50,11 @@ def requires_of(text: str) -> list[str]:
     return out
 
 
-def script_order(entries: Iterable[str], read=asset_text, exists=_exists) -> list[str]:
+def script_order(
+    entries: Iterable[str],
+    read: Callable[[str], str] = asset_text,
+    exists: Callable[[str], bool] = _exists,
+) -> list[str]:
     """Return `entries` and every script they require, each after what it requires.
 
     Depth first, in the order of `entries` and of each script's `@requires`; raises AssetError on a
@@ -83,17 +87,21 @@ def script_order(entries: Iterable[str], read=asset_text, exists=_exists) -> lis
 
 # -- minifying -------------------------------------------------------------------------------------
 _WORD = re.compile(r"[A-Za-z0-9_$\\\u0080-\uffff]")
-_JS_TOKEN = re.compile(
-    r"""(?P<ws>[ \t\r\n\f\v\u00a0\ufeff\u2028\u2029]+)
+# A script read in pieces: blanks, comments, strings, slashes, and runs of anything else ("code",
+# never split: only the blanks between pieces can go).
+_JS_PIECE = re.compile(
+    r"""(?P<ws>[\s\ufeff]+)
       | (?P<line>//[^\n\r\u2028\u2029]*)
       | (?P<block>/\*.*?\*/)
       | (?P<str>"(?:[^"\\\n]|\\.|\\\n)*"|'(?:[^'\\\n]|\\.|\\\n)*')
-      | (?P<num>0[xXbBoO][0-9a-fA-F_]+|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?n?)
-      | (?P<word>[A-Za-z_$\\\u0080-\uffff][A-Za-z0-9_$\\\u0080-\uffff]*)
-      | (?P<punct>.)""",
+      | (?P<slash>/)
+      | (?P<tick>`)
+      | (?P<code>[^\s\ufeff"'/`]+)""",
     re.S | re.X,
 )
 _REGEX_BODY = re.compile(r"/(?:[^/\\\[\n]|\\.|\[(?:[^\]\\\n]|\\.)*\])+/[A-Za-z]*")
+_LAST_WORD = re.compile(r"[A-Za-z0-9_$]+$")
+_NEWLINE = re.compile(r"[\n\r\u2028\u2029]")
 # After these words an expression starts, so a `/` opens a regular expression.
 _BEFORE_EXPR = {
     "return", "typeof", "instanceof", "in", "of", "new", "delete", "void", "throw",
@@ -104,33 +112,50 @@ _BEFORE_EXPR = {
 _JOINS = {("+", "+"), ("-", "-"), ("/", "/"), ("/", "*"), ("<", "!"), ("-", ">")}
 
 
-def _js_tokens(src: str) -> list[tuple[str, str, bool, bool]]:
-    """Return (kind, text, space_before, newline_before) for each token of a script, comments dropped."""
+def _regex_may_start(prev: tuple[str, str] | None) -> bool:
+    """Whether a `/` after the piece `prev` opens a regular expression (else it divides)."""
+    if prev is None:
+        return True
+    kind, text = prev
+    if kind != "code":
+        return False  # after a string or a regular expression: a division
+    last = text[-1]
+    if last in ")]}":
+        return False
+    word = _LAST_WORD.search(text)
+    return word is None or word.group(0) in _BEFORE_EXPR
+
+
+def _js_pieces(src: str) -> list[tuple[str, str, bool, bool]]:
+    """Return (kind, text, space_before, newline_before) for each piece of a script, comments dropped."""
     out: list[tuple[str, str, bool, bool]] = []
     pos, space, newline = 0, False, False
+    prev: tuple[str, str] | None = None
     while pos < len(src):
-        m = _JS_TOKEN.match(src, pos)
-        assert m is not None  # `punct` matches any one character
-        kind, text = m.lastgroup or "punct", m.group(0)
-        if kind == "punct" and text == "`":
+        m = _JS_PIECE.match(src, pos)
+        if m is None:  # an unterminated string
+            raise AssetError(f"render/assets: cannot read the script at {src[pos : pos + 40]!r}")
+        kind, text = m.lastgroup or "code", m.group(0)
+        if kind == "tick":
             raise AssetError("render/assets: template literals are not minified; use a string")
-        if kind == "punct" and text == "/":
-            prev = out[-1] if out else None
-            if prev is None or (prev[0] == "punct" and prev[1] not in ")]}") or prev[1] in _BEFORE_EXPR:
+        if kind == "slash":
+            if src.startswith("/*", pos):
+                raise AssetError("render/assets: an unclosed comment")
+            kind = "code"
+            if _regex_may_start(prev):
                 rx = _REGEX_BODY.match(src, pos)
                 if rx is None:
                     raise AssetError(
                         f"render/assets: cannot read the regular expression at {src[pos : pos + 40]!r}"
                     )
                 kind, text = "regex", rx.group(0)
-        if kind == "block" and src.startswith("/*", pos) and not text.endswith("*/"):
-            raise AssetError("render/assets: an unclosed comment")
         pos += len(text)
         if kind in ("ws", "line", "block"):
             space = True
-            newline = newline or bool(re.search(r"[\n\r\u2028\u2029]", text))
+            newline = newline or bool(_NEWLINE.search(text))
             continue
         out.append((kind, text, space, newline))
+        prev = (kind, text)
         space = newline = False
     return out
 
@@ -138,24 +163,23 @@ def _js_tokens(src: str) -> list[tuple[str, str, bool, bool]]:
 def minify_js(src: str) -> str:
     """Return a script without comments and indentation; same tokens, same line breaks between them."""
     parts: list[str] = []
-    prev: tuple[str, str, bool, bool] | None = None
-    for tok in _js_tokens(src):
-        kind, text, space, newline = tok
-        if prev is not None:
+    last = ""
+    for _kind, text, space, newline in _js_pieces(src):
+        if last:
             if newline:
                 parts.append("\n")
-            elif space and _needs_space(prev, tok):
+            elif space and _needs_space(last, text[0]):
                 parts.append(" ")
         parts.append(text)
-        prev = tok
+        last = text[-1]
     return "".join(parts) + "\n"
 
 
-def _needs_space(prev: tuple[str, str, bool, bool], tok: tuple[str, str, bool, bool]) -> bool:
-    a, b = prev[1][-1], tok[1][0]
+def _needs_space(a: str, b: str) -> bool:
+    """Whether the blank between a piece ending in `a` and one starting with `b` must stay."""
     if _WORD.match(a) and _WORD.match(b):
         return True  # two words, or a word and a number
-    if prev[0] == "num" and b == ".":
+    if a.isdigit() and b == ".":
         return True  # `1 .toFixed`
     return (a, b) in _JOINS
 
@@ -168,21 +192,16 @@ _CSS_TOKEN = re.compile(
 def minify_css(src: str) -> str:
     """Return a style sheet without comments, runs of blanks, or blanks beside `{ } ; ,` and after `:` `>`."""
     parts: list[str] = []
+    strings: list[str] = []  # strings keep their blanks: set aside, put back at the end
     for m in _CSS_TOKEN.finditer(src):
-        if m.lastgroup == "c":
+        if m.lastgroup in ("c", "w"):
             parts.append(" ")
-        elif m.lastgroup == "w":
-            parts.append(" ")
+        elif m.lastgroup == "s":
+            strings.append(m.group(0))
+            parts.append(f"\0{len(strings) - 1}\0")
         else:
             parts.append(m.group(0))
-    out, strings = "".join(parts), []
-    # Strings keep their blanks: set them aside, squeeze the rest, put them back.
-    held = re.sub(
-        r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'",
-        lambda s: strings.append(s.group(0)) or f"\0{len(strings) - 1}\0",
-        out,
-    )
-    held = re.sub(r" +", " ", held)
+    held = re.sub(r" +", " ", "".join(parts))
     held = re.sub(r" ?([{};,]) ?", r"\1", held)
     held = re.sub(r"([:>]) ", r"\1", held)
     held = re.sub(r" >", ">", held)
