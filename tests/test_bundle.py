@@ -50,6 +50,22 @@ def test_every_script_comes_after_what_it_requires_and_each_page_reaches_its_own
     assert script_order(["diffruns.js"]) == ["core.js", "diffruns.js"]
 
 
+def test_every_script_requires_the_scripts_whose_globals_it_uses() -> None:
+    # A script's one global (window.TLCore, window.tltraceProfile, ...) is its name to the others:
+    # a script that uses another's global, outside its comments, must declare that script.
+    src = {n: ASSETS.joinpath(n).read_text(encoding="utf-8") for n in scripts()}
+    code = {n: minify_js(s) for n, s in src.items()}  # without comments
+    defines: dict[str, str] = {}
+    for name, text in code.items():
+        for glob in re.findall(r"(?:root|window|scope)\.(TL\w+|tltrace\w+)=", text):
+            assert defines.setdefault(glob, name) == name, f"{glob} is defined twice"
+    assert {"TLCore", "TLDiff", "TLReport", "tltraceSourceMap"} <= set(defines)
+    for name, text in code.items():
+        used = {g for g in re.findall(r"\b(TL\w+|tltrace\w+)\b", text) if g in defines}
+        missing = {defines[g] for g in used} - set(requires_of(src[name])) - {name}
+        assert not missing, f"{name} uses the globals of {sorted(missing)} without @requires"
+
+
 def fake(files: dict[str, str]):
     return (lambda n: files[n]), (lambda n: n in files)
 
