@@ -129,6 +129,7 @@ CASES = [
     ("var r = /[/*]+/g, s = '/* kept */';", "var r=/[/*]+/g,s='/* kept */';"),
     ("return /x/.test(s)", "return/x/.test(s)"),
     ("f(a)\n/* two\nlines */ ++b", "f(a)\n++b"),
+    ("a();\n  b = {\n    c: 1,\n    d: 2\n  }\n  e()\n", "a();b={c:1,d:2}\ne()"),
     ("return   // nothing\n  x", "return\nx"),
     ("var n = 1 .toFixed(2), m = 1.5.toFixed(1);", "var n=1 .toFixed(2),m=1.5.toFixed(1);"),
     ("if (a) { b(); } else { c(); }", "if(a){b();}else{c();}"),
@@ -176,8 +177,11 @@ const espree = require(process.argv[1]);
 const fs = require("fs");
 const out = {};
 for (const name of JSON.parse(process.argv[3])) {
+  // Each token, and whether a line break comes before it where one can matter (not after ; { ,
+  // nor before }: no semicolon is inserted there, or one is either way).
   const tok = f => espree.tokenize(fs.readFileSync(process.argv[2] + "/" + f, "utf8"), { ecmaVersion: 2020, loc: true })
-    .map((t, i, all) => [t.type, t.value, i > 0 && t.loc.start.line !== all[i - 1].loc.end.line]);
+    .map((t, i, all) => [t.type, t.value, i > 0 && t.loc.start.line !== all[i - 1].loc.end.line &&
+      !";{,".includes(all[i - 1].value) && t.value !== "}"]);
   const a = tok(name), b = tok("min-" + name);
   out[name] = JSON.stringify(a) === JSON.stringify(b) ? a.length : "differs";
 }

@@ -12,8 +12,9 @@ require, depth first in the order declared, each before the first script that ne
 stops with `AssetError` on a script that is missing or on a cycle (naming the chain).
 
 The page carries the assets without their comments and indentation (`minify_js`,
-`minify_css`): the tokens and the line breaks between them stay as written, so automatic
-semicolon insertion reads the script as before; only spaces that no token needs go.
+`minify_css`): the tokens stay as written, and so does every line break between them that
+automatic semicolon insertion could read (all but those after `;` `{` `,` and before `}`);
+only blanks that no token needs go.
 """
 
 from __future__ import annotations
@@ -110,6 +111,10 @@ _BEFORE_EXPR = {
 # Neighbours that would read as another token written together: `a + +b`, `a - -b`, `x / /re/`,
 # `a < !--b` and `a-- > b` (HTML comment openers and closers in a script).
 _JOINS = {("+", "+"), ("-", "-"), ("/", "/"), ("/", "*"), ("<", "!"), ("-", ">")}
+# A line break after these, or before `}`, never changes how the script reads: after `;` `{` `,`
+# no statement can end early (no semicolon is inserted there), and one is inserted before `}`
+# with or without it. Every other line break stays (`return` / `x`, `a` / `++b`).
+_NO_ASI_AFTER = ";{,"
 
 
 def _regex_may_start(prev: tuple[str, str] | None) -> bool:
@@ -166,7 +171,7 @@ def minify_js(src: str) -> str:
     last = ""
     for _kind, text, space, newline in _js_pieces(src):
         if last:
-            if newline:
+            if newline and last not in _NO_ASI_AFTER and text[0] != "}":
                 parts.append("\n")
             elif space and _needs_space(last, text[0]):
                 parts.append(" ")

@@ -115,7 +115,9 @@ def _sha256_b64(text: str) -> str:
 
 def _page_head(template: str, css_names: tuple[str, ...], entries: tuple[str, ...]) -> bytes:
     """Return a page's head: `template` with its CSS and the scripts `entries` start, in order (render/bundle.py)."""
-    page = asset_text(template)
+    # The skeleton's indentation goes: a line break alone separates as the blanks after it did
+    # (the skeletons have no <pre> or <textarea>, where blanks would count).
+    page = re.sub(r"\n[ \t]+", "\n", asset_text(template))
     css = "".join(minify_css(asset_text(n)) for n in css_names)
     js = "".join(minify_js(asset_text(n)) for n in script_order(entries))
     # The assets are ours; still, keep them from closing their own elements early.
