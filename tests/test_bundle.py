@@ -128,6 +128,7 @@ CASES = [
     ),
     ("var r = /[/*]+/g, s = '/* kept */';", "var r=/[/*]+/g,s='/* kept */';"),
     ("return /x/.test(s)", "return/x/.test(s)"),
+    ("var t = /x/g instanceof RegExp, u = /y/ in o;", "var t=/x/g instanceof RegExp,u=/y/ in o;"),
     ("f(a)\n/* two\nlines */ ++b", "f(a)\n++b"),
     ("a();\n  b = {\n    c: 1,\n    d: 2\n  }\n  e()\n", "a();b={c:1,d:2}\ne()"),
     ("return   // nothing\n  x", "return\nx"),

@@ -166,24 +166,24 @@ def _js_pieces(src: str) -> list[tuple[str, str, bool, bool]]:
 
 
 def minify_js(src: str) -> str:
-    """Return a script without comments and indentation; same tokens, same line breaks between them."""
+    """Return a script without comments and indentation: the same tokens, and the line breaks that can matter."""
     parts: list[str] = []
-    last = ""
-    for _kind, text, space, newline in _js_pieces(src):
+    last, last_kind = "", ""
+    for kind, text, space, newline in _js_pieces(src):
         if last:
             if newline and last not in _NO_ASI_AFTER and text[0] != "}":
                 parts.append("\n")
-            elif space and _needs_space(last, text[0]):
+            elif space and _needs_space(last, text[0], last_kind == "regex"):
                 parts.append(" ")
         parts.append(text)
-        last = text[-1]
+        last, last_kind = text[-1], kind
     return "".join(parts) + "\n"
 
 
-def _needs_space(a: str, b: str) -> bool:
+def _needs_space(a: str, b: str, after_regex: bool = False) -> bool:
     """Whether the blank between a piece ending in `a` and one starting with `b` must stay."""
-    if _WORD.match(a) and _WORD.match(b):
-        return True  # two words, or a word and a number
+    if (after_regex or _WORD.match(a)) and _WORD.match(b):
+        return True  # two words, a word and a number, or a word after `/re/` (not its flags)
     if a.isdigit() and b == ".":
         return True  # `1 .toFixed`
     return (a, b) in _JOINS
