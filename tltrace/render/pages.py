@@ -11,10 +11,10 @@ import base64
 import hashlib
 import re
 import shlex
-from importlib import resources
 from typing import Any
 
 from ..session.records import PassRecord, RunManifest
+from .bundle import asset_text, minify_css, minify_js, script_order
 from .delta import decode, text_fields
 from .safejson import script_json
 
@@ -109,18 +109,18 @@ def report_texts(chunks: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def _asset(name: str) -> str:
-    return resources.files("tltrace.render").joinpath("assets", name).read_text(encoding="utf-8")
-
-
 def _sha256_b64(text: str) -> str:
     return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
 
-def _page_head(template: str, css_names: tuple[str, ...], js_names: tuple[str, ...]) -> bytes:
-    page = _asset(template)
+def _page_head(template: str, css_names: tuple[str, ...], entries: tuple[str, ...]) -> bytes:
+    """Return a page's head: `template` with its CSS and the scripts `entries` start, in order (render/bundle.py)."""
+    # The skeleton's indentation goes: a line break alone separates as the blanks after it did
+    # (the skeletons have no <pre> or <textarea>, where blanks would count).
+    page = re.sub(r"\n[ \t]+", "\n", asset_text(template))
+    css = "".join(minify_css(asset_text(n)) for n in css_names)
+    js = "".join(minify_js(asset_text(n)) for n in script_order(entries))
     # The assets are ours; still, keep them from closing their own elements early.
-    css, js = "\n".join(_asset(n) for n in css_names), "\n".join(_asset(n) for n in js_names)
     for text in (css, js):
         if re.search(r"</(script|style)|<!--", text, re.I):
             raise RuntimeError("report assets must not contain </script, </style or <!--")
@@ -136,28 +136,9 @@ def _page_head(template: str, css_names: tuple[str, ...], js_names: tuple[str, .
 def report_head() -> bytes:
     """Return a compile report's fixed head: skeleton, CSS and JS, ending where the data chunks start."""
     if "report" not in _HEAD_CACHE:
+        # report.js starts the page; its @requires bring the rest (diff engine, views, profile, source maps).
         _HEAD_CACHE["report"] = _page_head(
-            "report.html",
-            ("palette.css", "report.css", "profile.css", "sourcemap.css"),
-            (
-                "diff.js",
-                "core.js",
-                "report-view.js",
-                "report-table.js",
-                "report-compare.js",
-                "profile.js",
-                "sourcemap.js",
-                # report.js in parts by job, sharing window.TLReport; report.js itself starts the page
-                "report-logic.js",
-                "report-state.js",
-                "report-diffview.js",
-                "report-pass.js",
-                "report-sidebar.js",
-                "report-reload.js",
-                "report-header.js",
-                "report-nav.js",
-                "report.js",
-            ),
+            "report.html", ("palette.css", "report.css", "profile.css", "sourcemap.css"), ("report.js",)
         )
     return _HEAD_CACHE["report"]
 
@@ -168,6 +149,6 @@ def index_head() -> bytes:
         _HEAD_CACHE["index"] = _page_head(
             "index.html",
             ("palette.css", "report.css", "index.css", "profile.css"),
-            ("core.js", "profile.js", "index.js"),
+            ("index.js",),
         )
     return _HEAD_CACHE["index"]

@@ -1,5 +1,7 @@
 /* tltrace diff-runs page: built from the JSON data block with textContent only (never innerHTML),
- * under the same CSP as the pass report (this script is allowed by its hash, nothing else runs). */
+ * under the same CSP as the pass report (this script is allowed by its hash, nothing else runs).
+ * @requires core.js
+ */
 (function () {
   "use strict";
   window.TLCore.initTheme();

@@ -8,6 +8,7 @@
  * The pure parts (no DOM) run under node too (module.exports, tests/test_index_js.py):
  * addRow (a compile chunk into the rows), normalizeRows (what the table shows of a row),
  * comparator (the default order, or by a column) and filterRows (the text and status filters).
+ * @requires core.js profile.js
  */
 (function (root) {
   "use strict";

@@ -8,11 +8,12 @@
  * create(ctx) -> {start(runId, label), stop(), onPass(), listen()}; ctx gives the report's
  * state: recs(), meta(), selected(), refOf(pos), textOf(hash), view(), embedded, and
  * diffTable(A, B) -> {same, table} for the side-by-side view.
+ * @requires core.js
  */
 (function (root) {
   "use strict";
 
-  var C = root.TLCore, el = C.el, button = C.button;
+  var C = root.TLCore;
 
   function output(ctx, r) {
     if (!r) return undefined;
@@ -26,15 +27,15 @@
     function start(runId, label) {
       stop();
       if (!runId || !C.safeId(runId)) return;
-      var frame = el("iframe", "tl-cmp-frame");
+      var frame = C.el("iframe", "tl-cmp-frame");
       frame.hidden = true;
       frame.setAttribute("sandbox", "allow-scripts");
       frame.src = "../" + runId + "/report.html#tl-embed";
       cur = { runId: runId, label: label, frame: frame, ready: false, asked: null };
       root.document.body.appendChild(frame);
-      var box = el("div", "tl-compare");
+      var box = C.el("div", "tl-compare");
       box.id = "tl-compare";
-      box.appendChild(el("p", "tl-empty", "Loading " + label + "\u2026"));
+      box.appendChild(C.el("p", "tl-empty", "Loading " + label + "\u2026"));
       ctx.view().appendChild(box);
     }
     function stop() {
@@ -63,21 +64,21 @@
       var old = root.document.getElementById("tl-compare");
       if (old) old.parentNode.removeChild(old);
       var pos = ctx.selected(), r = ctx.recs()[pos];
-      var box = el("div", "tl-compare");
+      var box = C.el("div", "tl-compare");
       box.id = "tl-compare";
-      var head = el("div", "tl-compare-head");
-      head.appendChild(el("b", null, "Output of " + ctx.refOf(pos) + ": this compile (left) vs " + cur.label + " (right)"));
-      var btn = button("Stop comparing", "Close the comparison", stop);
+      var head = C.el("div", "tl-compare-head");
+      head.appendChild(C.el("b", null, "Output of " + ctx.refOf(pos) + ": this compile (left) vs " + cur.label + " (right)"));
+      var btn = C.button("Stop comparing", "Close the comparison", stop);
       btn.className = "tl-compare-stop";
       head.appendChild(btn);
       box.appendChild(head);
       var mine = output(ctx, r);
       if (!d.found || typeof d.text !== "string" || mine === undefined) {
-        box.appendChild(el("p", "tl-empty", d.found ? "The text is not in one of the reports." :
+        box.appendChild(C.el("p", "tl-empty", d.found ? "The text is not in one of the reports." :
           "That compile has no such pass: " + (d.error || "")));
       } else {
         var got = ctx.diffTable(C.splitLines(mine), C.splitLines(d.text));
-        if (got.same) box.appendChild(el("p", "tl-notice", "The outputs are identical."));
+        if (got.same) box.appendChild(C.el("p", "tl-notice", "The outputs are identical."));
         box.appendChild(got.table);
       }
       ctx.view().appendChild(box);

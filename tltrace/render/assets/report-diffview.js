@@ -1,26 +1,18 @@
 /* tltrace compile report: the pass's diff: the side-by-side table, its folds, F7 manual alignment and its saved anchors.
  * One part of the report's script (report-state.js has the shared state, report.js starts the page);
  * the parts share window.TLReport, where each puts its functions.
+ * @requires report-state.js core.js report-view.js report-table.js diff.js
  */
 (function () {
   "use strict";
 
-  var R = window.TLReport,
-    CONTEXT = R.CONTEXT,
-    MIN_FOLD = R.MIN_FOLD,
-    S = R.S,
-    $ = R.$,
-    C = window.TLCore,
-    V = window.TLView,
-    T = window.TLTable,
-    getPref = C.getPref,
-    setPref = C.setPref;
+  var R = window.TLReport, S = R.S, C = window.TLCore, V = window.TLView, T = window.TLTable;
 
   // ---- diff ------------------------------------------------------------------------------------
   function lineDiff(A, B, anchors) { return V.lineDiff(TLDiff.align, A, B, anchors); }
   // ---- diff view state ---------------------------------------------------------------------------
   function defaultShown(rows) {
-    return V.defaultShown(rows, { all: S.expandAll, ignoreWs: S.ignoreWs, context: CONTEXT, minFold: MIN_FOLD });
+    return V.defaultShown(rows, { all: S.expandAll, ignoreWs: S.ignoreWs, context: R.CONTEXT, minFold: R.MIN_FOLD });
   }
 
   // The side-by-side table (report-table.js); a fold's expand buttons redraw the pass's diff.
@@ -36,7 +28,7 @@
   function redrawDiff(scrollRow) {
     var st = S.diff;
     if (!st) return;
-    var view = $("tl-view");
+    var view = R.$("tl-view");
     var top = view.scrollTop;
     var table = renderDiffTable(st);
     st.host.replaceChild(table, st.table);
@@ -61,7 +53,7 @@
     document.querySelectorAll("tr.pick").forEach(function (t) { t.classList.remove("pick"); });
   }
   function alignBanner(text) {
-    var b = $("tl-align-banner");
+    var b = R.$("tl-align-banner");
     if (!b) return;
     b.hidden = !text;
     b.textContent = text || "";
@@ -101,14 +93,14 @@
   function anchorsKey() { return "tltrace-anchors:" + (S.meta.run_id || location.pathname); }
   function loadAnchors() {
     try {
-      var a = JSON.parse(getPref(anchorsKey()) || "{}");
+      var a = JSON.parse(C.getPref(anchorsKey()) || "{}");
       if (a && typeof a === "object") S.anchors = a;
     } catch (e) { S.anchors = {}; }
   }
   function saveAnchors() {
     var keep = {};
     for (var k in S.anchors) if (Object.prototype.hasOwnProperty.call(S.anchors, k) && S.anchors[k].length) keep[k] = S.anchors[k];
-    setPref(anchorsKey(), JSON.stringify(keep));
+    C.setPref(anchorsKey(), JSON.stringify(keep));
   }
 
   R.lineDiff = lineDiff;

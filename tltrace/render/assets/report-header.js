@@ -1,19 +1,12 @@
 /* tltrace compile report: the header: kernel, run status and metadata, the way back to the index, the sibling switcher, the run's error.
  * One part of the report's script (report-state.js has the shared state, report.js starts the page);
  * the parts share window.TLReport, where each puts its functions.
+ * @requires report-state.js core.js report-logic.js
  */
 (function () {
   "use strict";
 
-  var R = window.TLReport,
-    DOTS = R.DOTS,
-    S = R.S,
-    $ = R.$,
-    C = window.TLCore,
-    el = C.el,
-    setText = C.setText,
-    clear = C.clear,
-    button = C.button;
+  var R = window.TLReport, S = R.S, C = window.TLCore;
 
   // A run whose process died says where and of what (history/loading.py reads session/fatal.py's notes).
   function diedNote(m) {
@@ -22,9 +15,9 @@
   }
   function buildHeader() {
     var m = S.meta;
-    setText($("tl-kernel"), m.kernel || m.script || "");
+    C.setText(R.$("tl-kernel"), m.kernel || m.script || "");
     document.title = "tltrace: " + (m.kernel || m.script || "report");
-    var rs = $("tl-runstatus");
+    var rs = R.$("tl-runstatus");
     var status = R.runState();
     var n = S.recs.length;
     rs.className = "tl-runstatus " + status;
@@ -33,14 +26,14 @@
       status === "running" ? "running \u2014 " + n + " pass" + (n === 1 ? "" : "es") + " so far" :
       "incomplete: the run did not finish (" + n + " passes recorded; no change to this file for " +
         Math.round(R.fileAge() / 60000) + " min)";
-    var meta = $("tl-meta");
-    clear(meta);
+    var meta = R.$("tl-meta");
+    C.clear(meta);
     function item(label, value, code) {
       if (value === undefined || value === null || value === "") return;
-      var s = el("span");
+      var s = C.el("span");
       s.title = label + " " + value;  // the whole value, when the header cuts it off
       s.appendChild(document.createTextNode(label + " "));
-      s.appendChild(el(code ? "code" : "b", null, value));
+      s.appendChild(C.el(code ? "code" : "b", null, value));
       meta.appendChild(s);
     }
     item("target", m.target_host ? m.target + " (host " + m.target_host + ")" : m.target);
@@ -57,17 +50,17 @@
     var m = S.meta, runId = String(m.run_id || "");
     if (typeof m.index !== "string" || !/^(\.\.\/)+report\.html$/.test(m.index)) return;
     if (location.protocol === "about:") return;  // inline in a notebook (srcdoc): no files beside it
-    var nav = el("span", "tl-nav");
-    var back = el("a", null, "\u2191 all compiles");
+    var nav = C.el("span", "tl-nav");
+    var back = C.el("a", null, "\u2191 all compiles");
     back.href = m.index + (C.safeId(runId) ? "#run=" + runId : "");
     back.title = "The invocation's index: every compile, failed first";
     nav.appendChild(back);
     var sibs = (S.sibs || []).filter(function (x) { return Array.isArray(x) && C.safeId(String(x[0])); });
     if (sibs.length > 1) {
-      var sel = el("select", "tl-switch");
+      var sel = C.el("select", "tl-switch");
       sel.title = "Switch to another compile of this invocation";
       sibs.forEach(function (x) {
-        var o = el("option", null, String(x[1]) + (x[2] && x[2] !== "complete" ? " (" + x[2] + ")" : ""));
+        var o = C.el("option", null, String(x[1]) + (x[2] && x[2] !== "complete" ? " (" + x[2] + ")" : ""));
         o.value = String(x[0]);
         if (o.value === runId) o.selected = true;
         sel.appendChild(o);
@@ -78,14 +71,14 @@
       });
       nav.appendChild(sel);
       // Compare: the same pass of a sibling compile, side by side with this one's.
-      var pick = el("select", "tl-compare-pick");
+      var pick = C.el("select", "tl-compare-pick");
       pick.title = "Compare this pass with the same pass of another compile of this invocation";
-      var none = el("option", null, "compare with\u2026");
+      var none = C.el("option", null, "compare with\u2026");
       none.value = "";
       pick.appendChild(none);
       sibs.forEach(function (x) {
         if (String(x[0]) === runId) return;
-        var o = el("option", null, String(x[1]));
+        var o = C.el("option", null, String(x[1]));
         o.value = String(x[0]);
         pick.appendChild(o);
       });
@@ -99,27 +92,27 @@
   // the compile failed after the last recorded pass (an edited source that does not compile), the
   // error itself, which no pass view shows.
   function buildRunError() {
-    var box = $("tl-runerror");
-    clear(box);
+    var box = R.$("tl-runerror");
+    C.clear(box);
     var m = S.meta;
     if (m.status !== "error" || !m.error) { box.hidden = true; return; }
     box.hidden = false;
     var text = String(m.error);
     var fpos = firstFailed();
-    var head = el("div", "tl-runerror-head");
-    head.appendChild(el("span", "tl-dot failed", DOTS.failed));
-    head.appendChild(el("b", null, fpos >= 0 ? "Failed in " + S.recs[fpos].name + ":" :
+    var head = C.el("div", "tl-runerror-head");
+    head.appendChild(C.el("span", "tl-dot failed", R.DOTS.failed));
+    head.appendChild(C.el("b", null, fpos >= 0 ? "Failed in " + S.recs[fpos].name + ":" :
       "Compile failed after the last recorded pass:"));
     var firstLine = text.split("\n")[0];
-    head.appendChild(el("span", "msg", firstLine));
-    var full = el("pre", "tl-runerror-full", text);
+    head.appendChild(C.el("span", "msg", firstLine));
+    var full = C.el("pre", "tl-runerror-full", text);
     full.hidden = true;
     if (fpos >= 0) {
-      var go = button("Show pass", "Open the pass that failed", function () { R.select(fpos); });
+      var go = C.button("Show pass", "Open the pass that failed", function () { R.select(fpos); });
       go.className = "tl-runerror-go";
       head.appendChild(go);
     } else if (text !== firstLine) {
-      var more = button("Full error", "Show the whole error message", function () {
+      var more = C.button("Full error", "Show the whole error message", function () {
         full.hidden = !full.hidden;
         more.textContent = full.hidden ? "Full error" : "Hide error";
       });

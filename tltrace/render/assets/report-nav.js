@@ -1,17 +1,12 @@
 /* tltrace compile report: selecting a pass: links by name (#Simplify#2, #16), j/k, and search.
  * One part of the report's script (report-state.js has the shared state, report.js starts the page);
  * the parts share window.TLReport, where each puts its functions.
+ * @requires report-state.js core.js report-view.js report-logic.js
  */
 (function () {
   "use strict";
 
-  var R = window.TLReport,
-    S = R.S,
-    $ = R.$,
-    C = window.TLCore,
-    V = window.TLView,
-    el = C.el,
-    clear = C.clear;
+  var R = window.TLReport, S = R.S, C = window.TLCore, V = window.TLView;
 
   function fragmentOf(pos) { return C.refOf(S.recs, pos); }
   // A link names a pass as --pass does (TLCore.resolveRef): by name in any case, name#k for the
@@ -22,10 +17,10 @@
     S.sel = -1;
     R.markSelected();
     S.diff = null;
-    var view = $("tl-view");
-    clear(view);
+    var view = R.$("tl-view");
+    C.clear(view);
     var why = C.resolveRef(S.recs, frag).error;
-    var p = el("p", "tl-empty tl-missing", why && !/^no pass named/.test(why) ?
+    var p = C.el("p", "tl-empty tl-missing", why && !/^no pass named/.test(why) ?
       "No pass \u201C" + frag + "\u201D in this run: " + why + ". " : "No pass named \u201C" + frag + "\u201D in this run. ");
     p.appendChild(document.createTextNode("Pick one on the left, press j, or link by name (#Simplify, #Simplify#2 for the second), by the end of a name (#BindTarget) or by index (#16)."));
     view.appendChild(p);
@@ -34,7 +29,7 @@
     if (pos < 0 || pos >= S.recs.length) return;
     S.missing = null;
     if (S.visible.indexOf(pos) < 0) {  // a jump (search, link) to a filtered-out pass clears the filters
-      S.phase = null; S.filter = null; S.hideNoop = false; $("tl-hide-noop").checked = false;
+      S.phase = null; S.filter = null; S.hideNoop = false; R.$("tl-hide-noop").checked = false;
       S.sel = pos;
       R.applyFilters();
     }
@@ -59,24 +54,24 @@
 
   // ---- search ------------------------------------------------------------------------------------
   function runSearch(q) {
-    var box = $("tl-search-results");
+    var box = R.$("tl-search-results");
     S.items.forEach(function (li) { li.classList.remove("hit"); });
-    clear(box);
+    C.clear(box);
     if (!q) { box.hidden = true; S.search = null; return; }
     var found = V.searchHits(S.recs, S.texts, q), hits = found.hits, introduced = found.introduced;
     hits.forEach(function (h) { S.items[h.pos].classList.add("hit"); });
     S.search = { q: q };
-    var head = el("div", "tl-sr-head", hits.length ? (hits.length + (hits.length === 1 ? " pass contains \u201C" : " passes contain \u201C") + q + "\u201D; " +
+    var head = C.el("div", "tl-sr-head", hits.length ? (hits.length + (hits.length === 1 ? " pass contains \u201C" : " passes contain \u201C") + q + "\u201D; " +
       introduced + (introduced === 1 ? " introduces it" : " introduce it")) : "No pass contains \u201C" + q + "\u201D");
     box.appendChild(head);
     var order = hits.filter(function (h) { return h.kind !== "has"; }).concat(hits.filter(function (h) { return h.kind === "has"; }));
     order.slice(0, 400).forEach(function (h) {
       var r = S.recs[h.pos];
-      var row = el("div", "tl-sr");
+      var row = C.el("div", "tl-sr");
       row.setAttribute("data-pos", h.pos);
-      row.appendChild(el("span", "tl-sr-tag " + h.kind, h.kind === "intro" ? "introduces" : h.kind === "gone" ? "removes" : "contains"));
-      row.appendChild(el("span", "ix", "#" + r.index));
-      row.appendChild(el("span", "nm", r.name));
+      row.appendChild(C.el("span", "tl-sr-tag " + h.kind, h.kind === "intro" ? "introduces" : h.kind === "gone" ? "removes" : "contains"));
+      row.appendChild(C.el("span", "ix", "#" + r.index));
+      row.appendChild(C.el("span", "nm", r.name));
       row.addEventListener("click", function () { box.hidden = true; jumpToHit(h.pos, q); });
       box.appendChild(row);
     });
@@ -84,7 +79,7 @@
   }
   // Escape: the search box, its results and the sidebar's highlights all go.
   function clearSearch() {
-    var search = $("tl-search");
+    var search = R.$("tl-search");
     if (search) search.value = "";
     runSearch("");
   }

@@ -1,45 +1,34 @@
 /* tltrace compile report: one pass's view: its head, actions (copy, repro, context, whitespace, wrap) and its diff or panes.
  * One part of the report's script (report-state.js has the shared state, report.js starts the page);
  * the parts share window.TLReport, where each puts its functions.
+ * @requires report-state.js core.js report-view.js report-logic.js diff.js
  */
 (function () {
   "use strict";
 
-  var R = window.TLReport,
-    DOTS = R.DOTS,
-    S = R.S,
-    $ = R.$,
-    C = window.TLCore,
-    V = window.TLView,
-    setPref = C.setPref,
-    el = C.el,
-    appendText = C.appendText,
-    clear = C.clear,
-    button = C.button,
-    fmtDuration = V.fmtDuration,
-    splitLines = C.splitLines;
+  var R = window.TLReport, S = R.S, C = window.TLCore, V = window.TLView;
 
   // ---- views -------------------------------------------------------------------------------------
   function numbered(lines) {
-    var table = el("table", "tl-diff tl-plain");
-    var cg = el("colgroup");
-    cg.appendChild(el("col", "ln")); cg.appendChild(el("col", "code"));
+    var table = C.el("table", "tl-diff tl-plain");
+    var cg = C.el("colgroup");
+    cg.appendChild(C.el("col", "ln")); cg.appendChild(C.el("col", "code"));
     table.appendChild(cg);
-    var tbody = el("tbody");
+    var tbody = C.el("tbody");
     for (var i = 0; i < lines.length; i++) {
-      var tr = el("tr");
-      tr.appendChild(el("td", "ln", i + 1));
-      tr.appendChild(el("td", "code", lines[i]));
+      var tr = C.el("tr");
+      tr.appendChild(C.el("td", "ln", i + 1));
+      tr.appendChild(C.el("td", "code", lines[i]));
       tbody.appendChild(tr);
     }
     table.appendChild(tbody);
     return table;
   }
   function pane(title, text) {
-    var p = el("div", "tl-pane");
-    p.appendChild(el("h3", null, title));
-    var lines = splitLines(text);
-    if (lines === null) p.appendChild(el("p", "tl-empty", "(text not in this report)"));
+    var p = C.el("div", "tl-pane");
+    p.appendChild(C.el("h3", null, title));
+    var lines = C.splitLines(text);
+    if (lines === null) p.appendChild(C.el("p", "tl-empty", "(text not in this report)"));
     else p.appendChild(numbered(lines));
     return p;
   }
@@ -50,7 +39,7 @@
       setTimeout(function () { btn.textContent = label; }, 1200);
     }
     function fallback() {
-      var ta = el("textarea");
+      var ta = C.el("textarea");
       ta.value = text;
       ta.style.position = "fixed"; ta.style.opacity = "0";
       document.body.appendChild(ta);
@@ -80,74 +69,74 @@
 
   function showPass(pos, opts) {
     opts = opts || {};
-    var view = $("tl-view");
+    var view = R.$("tl-view");
     var top = view.scrollTop;
-    clear(view);
+    C.clear(view);
     S.diff = null;
     if (S.aligning) R.stopAlign();
     var r = S.recs[pos];
-    if (!r) { view.appendChild(el("p", "tl-empty", "No pass selected.")); return; }
+    if (!r) { view.appendChild(C.el("p", "tl-empty", "No pass selected.")); return; }
     var before = R.textOf(r.before_hash), after = R.textOf(r.after_hash);
-    var head = el("div", "tl-pass-head");
-    var h2 = el("h2", null);
-    var dot = el("span", "tl-dot " + r.status, DOTS[r.status] || "?");
-    h2.appendChild(dot); appendText(h2, " " + r.name);
+    var head = C.el("div", "tl-pass-head");
+    var h2 = C.el("h2", null);
+    var dot = C.el("span", "tl-dot " + r.status, R.DOTS[r.status] || "?");
+    h2.appendChild(dot); C.appendText(h2, " " + r.name);
     head.appendChild(h2);
     var info = [];
     function say(x) { if (x && info.indexOf(x) < 0) info.push(x); }  // never "codegen \u00B7 codegen"
     say("#" + r.index); say(r.phase); say(statusLabel(r));
     // +/- only for IR against IR: for codegen it would count TIR lines against C lines.
     if (r.status === "changed") say("+" + (r.added || 0) + " \u2212" + (r.removed || 0));
-    if (r.duration_s !== undefined) say(fmtDuration(r.duration_s));
+    if (r.duration_s !== undefined) say(V.fmtDuration(r.duration_s));
     say(r.role); say(r.ffi); say(r.reconcile);
-    head.appendChild(el("span", "info", info.join(" \u00B7 ")));
+    head.appendChild(C.el("span", "info", info.join(" \u00B7 ")));
     if (r.parent !== undefined && r.parent !== null && S.posByIndex.has(r.parent)) {
       var ppos = S.posByIndex.get(r.parent);
-      var plink = button("in " + S.recs[ppos].name, "Go to the enclosing pass", function () { R.select(ppos); });
+      var plink = C.button("in " + S.recs[ppos].name, "Go to the enclosing pass", function () { R.select(ppos); });
       plink.className = "tl-parent";
       head.appendChild(plink);
     }
-    var actions = el("span", "actions");
-    var cb = button("Copy before", "Copy the IR before this pass", function () { copyText(before, cb); });
+    var actions = C.el("span", "actions");
+    var cb = C.button("Copy before", "Copy the IR before this pass", function () { copyText(before, cb); });
     cb.className = "tl-copy-before"; cb.disabled = before === undefined;
     actions.appendChild(cb);
-    var ca = button("Copy after", "Copy the IR after this pass", function () { copyText(after, ca); });
+    var ca = C.button("Copy after", "Copy the IR after this pass", function () { copyText(after, ca); });
     ca.className = "tl-copy-after"; ca.disabled = after === undefined;
     actions.appendChild(ca);
     var reproCmd = S.meta.repro && r.status !== "codegen" ? S.meta.repro + " " + r.index : null;
     if (reproCmd) {  // rerun this pass alone: tltrace repro (docs/rerun.md)
-      var rc = button("Copy repro command", reproCmd, function () { copyText(reproCmd, rc); });
+      var rc = C.button("Copy repro command", reproCmd, function () { copyText(reproCmd, rc); });
       rc.className = "tl-copy-repro";
       actions.appendChild(rc);
     }
     if (r.status === "changed" || r.status === "noop") {
-      var ctx = button(S.expandAll ? "Fold context" : "Show all context",
+      var ctx = C.button(S.expandAll ? "Fold context" : "Show all context",
         "Show every unchanged line of this pass, or fold them again (Shift+E)", toggleExpandAll);
       ctx.className = "tl-context-all";
       actions.appendChild(ctx);
-      var ws = el("label", "tl-ignore-ws");
+      var ws = C.el("label", "tl-ignore-ws");
       ws.title = "Show re-indented lines (~) as unchanged";
-      var wsBox = el("input");
+      var wsBox = C.el("input");
       wsBox.type = "checkbox"; wsBox.checked = S.ignoreWs;
       wsBox.addEventListener("change", function () {
         S.ignoreWs = wsBox.checked;
-        setPref("tltrace-ignore-ws", S.ignoreWs ? "1" : "0");
+        C.setPref("tltrace-ignore-ws", S.ignoreWs ? "1" : "0");
         showPass(S.sel, { keepScroll: true });
       });
       ws.appendChild(wsBox);
       ws.appendChild(document.createTextNode(" ignore whitespace"));
       actions.appendChild(ws);
     }
-    var wrap = button(S.wrap ? "Wrap: on" : "Wrap: off", "Wrap long lines (between tokens) or scroll them", function () {
+    var wrap = C.button(S.wrap ? "Wrap: on" : "Wrap: off", "Wrap long lines (between tokens) or scroll them", function () {
       S.wrap = !S.wrap;
-      setPref("tltrace-wrap", S.wrap ? "1" : "0");
+      C.setPref("tltrace-wrap", S.wrap ? "1" : "0");
       document.body.classList.toggle("tl-nowrap", !S.wrap);
       wrap.textContent = S.wrap ? "Wrap: on" : "Wrap: off";
     });
     wrap.className = "tl-wrap";
     actions.appendChild(wrap);
     if (S.anchors[r.index] && S.anchors[r.index].length) {
-      var clr = button("Clear alignment", "Remove the manual alignment points (F7)", function () {
+      var clr = C.button("Clear alignment", "Remove the manual alignment points (F7)", function () {
         delete S.anchors[r.index]; R.saveAnchors(); showPass(S.sel, { keepScroll: true });
       });
       clr.className = "tl-clear-align";
@@ -155,41 +144,41 @@
     }
     head.appendChild(actions);
     view.appendChild(head);
-    var banner = el("div", "tl-align-banner");
+    var banner = C.el("div", "tl-align-banner");
     banner.id = "tl-align-banner"; banner.hidden = true;
     view.appendChild(banner);
-    if (r.working_file) view.appendChild(el("div", "tl-notice", "Working file: " + r.working_file));
+    if (r.working_file) view.appendChild(C.el("div", "tl-notice", "Working file: " + r.working_file));
 
     if (r.status === "failed") {
-      var box = el("div", "tl-error");
-      box.appendChild(el("div", "lbl", "Exception"));
-      box.appendChild(el("pre", null, r.error || "The pass did not complete (no exception was reported)."));
-      if (reproCmd) box.appendChild(el("div", "tl-repro", "Reproduce it without the script: " + reproCmd));
+      var box = C.el("div", "tl-error");
+      box.appendChild(C.el("div", "lbl", "Exception"));
+      box.appendChild(C.el("pre", null, r.error || "The pass did not complete (no exception was reported)."));
+      if (reproCmd) box.appendChild(C.el("div", "tl-repro", "Reproduce it without the script: " + reproCmd));
       view.appendChild(box);
-      var panes = el("div", "tl-panes");
+      var panes = C.el("div", "tl-panes");
       panes.appendChild(pane("IR before the failure", before));
       view.appendChild(panes);
     } else if (r.status === "codegen") {
-      var cp = el("div", "tl-panes");
+      var cp = C.el("div", "tl-panes");
       cp.appendChild(pane("TIR (before codegen)", before));
       if (r.role) cp.setAttribute("data-role", r.role);
       cp.appendChild(pane("Generated " + (r.role ? r.role + " " : "") + "source (after)", after));
       view.appendChild(cp);
     } else {
-      var A = splitLines(before), B = splitLines(after);
+      var A = C.splitLines(before), B = C.splitLines(after);
       if (A === null || B === null) {
-        view.appendChild(el("p", "tl-empty", "The IR text of this pass is not in this report."));
+        view.appendChild(C.el("p", "tl-empty", "The IR text of this pass is not in this report."));
       } else {
-        if (r.status === "noop") view.appendChild(el("div", "tl-notice", "No change: the IR is the same before and after this pass."));
+        if (r.status === "noop") view.appendChild(C.el("div", "tl-notice", "No change: the IR is the same before and after this pass."));
         var rows = R.lineDiff(A, B, S.anchors[r.index]);
         var note = TLDiff.explain(before, after, A, B, rows);
         if (note) {
-          var nb = el("div", "tl-notice tl-diffnote", NOTES[note] || note);
+          var nb = C.el("div", "tl-notice tl-diffnote", NOTES[note] || note);
           view.appendChild(nb);
         }
-        var host = el("div", "tl-diffhost");
+        var host = C.el("div", "tl-diffhost");
         var st = { rec: r, A: A, B: B, rows: rows, shown: R.defaultShown(rows), host: host, table: null };
-        st.table = el("table");
+        st.table = C.el("table");
         host.appendChild(st.table);
         S.diff = st;
         view.appendChild(host);

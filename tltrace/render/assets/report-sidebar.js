@@ -1,49 +1,41 @@
 /* tltrace compile report: the pass list, the phase tabs, the status badges and the filters they set.
  * One part of the report's script (report-state.js has the shared state, report.js starts the page);
  * the parts share window.TLReport, where each puts its functions.
+ * @requires report-state.js core.js report-view.js
  */
 (function () {
   "use strict";
 
-  var R = window.TLReport,
-    DOTS = R.DOTS,
-    S = R.S,
-    $ = R.$,
-    C = window.TLCore,
-    V = window.TLView,
-    el = C.el,
-    clear = C.clear,
-    button = C.button,
-    fmtDuration = V.fmtDuration;
+  var R = window.TLReport, S = R.S, C = window.TLCore, V = window.TLView;
 
   // ---- sidebar, filters --------------------------------------------------------------------------
   function buildSidebar() {
-    var list = $("tl-passes");
-    clear(list);
+    var list = R.$("tl-passes");
+    C.clear(list);
     var frag = document.createDocumentFragment();
     S.items = S.recs.map(function (r, pos) {
-      var li = el("li", "tl-pass");
+      var li = C.el("li", "tl-pass");
       li.setAttribute("data-pos", pos);
       li.setAttribute("data-status", r.status);
       li.setAttribute("data-phase", r.phase);
       li.setAttribute("data-index", r.index);
       li.title = r.name + " (" + r.phase + ")";
-      li.appendChild(el("span", "tl-dot " + r.status, DOTS[r.status] || "?"));
-      li.appendChild(el("span", "ix", r.index));
-      var nm = el("span", "nm", (r.depth ? "\u21B3 " : "") + r.name);
+      li.appendChild(C.el("span", "tl-dot " + r.status, R.DOTS[r.status] || "?"));
+      li.appendChild(C.el("span", "ix", r.index));
+      var nm = C.el("span", "nm", (r.depth ? "\u21B3 " : "") + r.name);
       if (r.depth) nm.style.paddingLeft = (r.depth * 14) + "px";
       li.appendChild(nm);
-      var st = el("span", "st");
+      var st = C.el("span", "st");
       if (r.status === "changed" && !r.added && !r.removed) {
-        st.appendChild(el("span", "ws", "ws"));  // no line differs: a newline or whitespace change
+        st.appendChild(C.el("span", "ws", "ws"));  // no line differs: a newline or whitespace change
         st.title = "only whitespace or the newline at the end changed";
       } else if (r.status === "changed") {
-        st.appendChild(el("span", "add", "+" + (r.added || 0)));
+        st.appendChild(C.el("span", "add", "+" + (r.added || 0)));
         st.appendChild(document.createTextNode(" "));
-        st.appendChild(el("span", "del", "\u2212" + (r.removed || 0)));
+        st.appendChild(C.el("span", "del", "\u2212" + (r.removed || 0)));
       }
       li.appendChild(st);
-      li.appendChild(el("span", "dur", fmtDuration(r.duration_s)));
+      li.appendChild(C.el("span", "dur", V.fmtDuration(r.duration_s)));
       frag.appendChild(li);
       return li;
     });
@@ -76,15 +68,15 @@
     }
   }
   function buildSummary() {
-    var bar = $("tl-summary");
-    clear(bar);
+    var bar = R.$("tl-summary");
+    C.clear(bar);
     var counts = { changed: 0, noop: 0, failed: 0, codegen: 0 };
     S.recs.forEach(function (r) { counts[r.status] = (counts[r.status] || 0) + 1; });
-    bar.appendChild(el("span", "tl-total", S.recs.length + " passes"));
+    bar.appendChild(C.el("span", "tl-total", S.recs.length + " passes"));
     [["changed", "changed"], ["noop", "no-op"], ["failed", "failed"], ["codegen", "codegen"]].forEach(function (p) {
-      var label = DOTS[p[0]] + " " + counts[p[0]] + " " + p[1];
-      if (p[0] === "noop") { bar.appendChild(el("span", "tl-badge noop", label)); return; }
-      var b = button(label, "Show only " + p[1] + " passes (click again for all)", function () {
+      var label = R.DOTS[p[0]] + " " + counts[p[0]] + " " + p[1];
+      if (p[0] === "noop") { bar.appendChild(C.el("span", "tl-badge noop", label)); return; }
+      var b = C.button(label, "Show only " + p[1] + " passes (click again for all)", function () {
         S.filter = S.filter === p[0] ? null : p[0];
         applyFilters();
       });
@@ -92,17 +84,17 @@
       b.setAttribute("data-filter", p[0]);
       bar.appendChild(b);
     });
-    if (S.bad) bar.appendChild(el("span", "tl-warn", S.bad + " damaged data chunk" + (S.bad === 1 ? "" : "s") +
+    if (S.bad) bar.appendChild(C.el("span", "tl-warn", S.bad + " damaged data chunk" + (S.bad === 1 ? "" : "s") +
       " skipped (the run was cut short)"));
   }
   function buildTabs() {
-    var tabs = $("tl-tabs");
-    clear(tabs);
+    var tabs = R.$("tl-tabs");
+    C.clear(tabs);
     function tab(label, phase, n) {
-      var t = button(label, null, function () { S.phase = phase; applyFilters(); });
+      var t = C.button(label, null, function () { S.phase = phase; applyFilters(); });
       t.className = "tl-tab";
       t.setAttribute("data-phase", phase === null ? "" : phase);
-      t.appendChild(el("span", "n", n));
+      t.appendChild(C.el("span", "n", n));
       tabs.appendChild(t);
     }
     tab("All", null, S.recs.length);

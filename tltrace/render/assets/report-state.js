@@ -6,6 +6,7 @@
  * chunks appended while the compile runs ({"t":"meta"}, {"t":"text"}, {"t":"rec"}; a text
  * is whole or the changes to an earlier one, core.js applyDelta).
  * A chunk cut short by a kill does not parse and is skipped.
+ * @requires core.js
  */
 (function () {
   "use strict";

@@ -5,12 +5,13 @@
  * mark rows shown and call onReveal to redraw. Each side has its gutter (- + ~) so the diff
  * reads without colour; word highlights only inside a "change" pair (TLDiff.wordDiff); long
  * lines break between tokens (<wbr>), never inside an identifier. Text only, never markup.
+ * @requires core.js diff.js
  */
 (function (root) {
   "use strict";
 
   var EXPAND_STEP = 20;     // lines revealed by one expand button
-  var C = root.TLCore, el = C.el, appendText = C.appendText, button = C.button;
+  var C = root.TLCore;
 
   // A row that is not shown as changed: same, and re-indented ones when whitespace is ignored.
   function quiet(row, ignoreWs) { return row.kind === "same" || (row.kind === "reindent" && ignoreWs); }
@@ -25,7 +26,7 @@
         if (buf) { appendCode(td, buf); buf = ""; }
         var j = i, s = "";
         while (j < tokens.length && mask[j]) { s += tokens[j]; j++; }
-        var w = el("span", "w");
+        var w = C.el("span", "w");
         appendCode(w, s);
         td.appendChild(w);
         i = j - 1;
@@ -37,24 +38,24 @@
   // line wraps between tokens, never inside an identifier or a number. Copying is unaffected.
   var BREAK_AFTER = /[^A-Za-z0-9_ \t.]+/g;
   function appendCode(n, text) {
-    if (text.length < 40) { appendText(n, text); return; }
+    if (text.length < 40) { C.appendText(n, text); return; }
     var last = 0, m;
     BREAK_AFTER.lastIndex = 0;
     while ((m = BREAK_AFTER.exec(text)) !== null) {
       var end = m.index + m[0].length;
-      appendText(n, text.slice(last, end));
+      C.appendText(n, text.slice(last, end));
       n.appendChild(document.createElement("wbr"));
       last = end;
     }
-    if (last < text.length) appendText(n, text.slice(last));
+    if (last < text.length) C.appendText(n, text.slice(last));
   }
 
   function render(state, opts) {
-    var table = el("table", "tl-diff");
-    var cg = el("colgroup");
-    ["ln", "g", "code", "ln", "g", "code"].forEach(function (c) { cg.appendChild(el("col", c)); });
+    var table = C.el("table", "tl-diff");
+    var cg = C.el("colgroup");
+    ["ln", "g", "code", "ln", "g", "code"].forEach(function (c) { cg.appendChild(C.el("col", c)); });
     table.appendChild(cg);
-    var tbody = el("tbody");
+    var tbody = C.el("tbody");
     var rows = state.rows, shown = state.shown, A = state.A, B = state.B;
     var i = 0;
     while (i < rows.length) {
@@ -72,7 +73,7 @@
     return table;
   }
   function diffRow(row, A, B, opts) {
-    var tr = el("tr");
+    var tr = C.el("tr");
     var ll = row.a === null ? null : A[row.a], rl = row.b === null ? null : B[row.b];
     var k = quiet(row, opts.ignoreWs) ? "same" : row.kind;
     // Each side's class and gutter: the diff reads without colour too.
@@ -83,7 +84,7 @@
     if (row.b !== null) tr.setAttribute("data-r", row.b);
     tr.setAttribute("data-kind", row.kind);
     if (row.anchor) tr.className = "anchor";
-    var tdlc = el("td", "code l " + lc), tdrc = el("td", "code r " + rc);
+    var tdlc = C.el("td", "code l " + lc), tdrc = C.el("td", "code r " + rc);
     if (k === "change") {
       var w = TLDiff.wordDiff(ll, rl);  // only a true pair gets word highlights
       fillWords(tdlc, w[0], w[1]);
@@ -92,17 +93,17 @@
       if (ll !== null) appendCode(tdlc, ll);
       if (rl !== null) appendCode(tdrc, rl);
     }
-    tr.appendChild(el("td", "ln l " + lc, row.a === null ? "" : row.a + 1));
-    tr.appendChild(el("td", "g l " + lc, lg));
+    tr.appendChild(C.el("td", "ln l " + lc, row.a === null ? "" : row.a + 1));
+    tr.appendChild(C.el("td", "g l " + lc, lg));
     tr.appendChild(tdlc);
-    tr.appendChild(el("td", "ln r " + rc, row.b === null ? "" : row.b + 1));
-    tr.appendChild(el("td", "g r " + rc, rg));
+    tr.appendChild(C.el("td", "ln r " + rc, row.b === null ? "" : row.b + 1));
+    tr.appendChild(C.el("td", "g r " + rc, rg));
     tr.appendChild(tdrc);
     return tr;
   }
   function foldRow(state, i, j, opts) {
-    var tr = el("tr", "fold");
-    var td = el("td");
+    var tr = C.el("tr", "fold");
+    var td = C.el("td");
     td.colSpan = 6;
     var n = j - i;
     function reveal(lo, hi) {
@@ -110,14 +111,14 @@
       opts.onReveal(state);
     }
     if (i > 0 && n > EXPAND_STEP) {
-      td.appendChild(button("\u2193 Expand " + EXPAND_STEP, "Show " + EXPAND_STEP + " more lines below the code above",
+      td.appendChild(C.button("\u2193 Expand " + EXPAND_STEP, "Show " + EXPAND_STEP + " more lines below the code above",
         function () { reveal(i, i + EXPAND_STEP); }));
     }
     if (j < state.rows.length && n > EXPAND_STEP) {
-      td.appendChild(button("\u2191 Expand " + EXPAND_STEP, "Show " + EXPAND_STEP + " more lines above the code below",
+      td.appendChild(C.button("\u2191 Expand " + EXPAND_STEP, "Show " + EXPAND_STEP + " more lines above the code below",
         function () { reveal(j - EXPAND_STEP, j); }));
     }
-    var all = button("\u2195 Expand all " + n, "Show the " + n + " hidden unchanged lines", function () { reveal(i, j); });
+    var all = C.button("\u2195 Expand all " + n, "Show the " + n + " hidden unchanged lines", function () { reveal(i, j); });
     all.className = "tl-expand-all";
     td.appendChild(all);
     td.appendChild(document.createTextNode(" " + n + " unchanged line" + (n === 1 ? "" : "s") + " hidden"));

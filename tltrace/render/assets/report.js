@@ -9,36 +9,29 @@
  * ever be text. Diffs are computed when a pass is opened (TLDiff, diff.js: the twin of
  * tltrace/diff/), so the file holds each distinct IR text once.
  *
- * The script is in parts by job, inlined in this order (render/pages.py) into one script
- * the page's CSP names by hash: report-logic.js (pure, tested under node), report-state.js
+ * The script is in parts by job, inlined into one script the page's CSP names by hash, each
+ * after what its @requires names (render/bundle.py orders them; this file, which starts the
+ * page, comes last): report-logic.js (pure, tested under node), report-state.js
  * (window.TLReport: constants, the state S, loading the chunks), report-diffview.js,
- * report-pass.js, report-sidebar.js, report-reload.js, report-header.js, report-nav.js, then
- * this file. Each part puts its functions on window.TLReport and calls the others' there.
+ * report-pass.js, report-sidebar.js, report-reload.js, report-header.js, report-nav.js.
+ * Each part puts its functions on window.TLReport and calls the others' there; it reaches
+ * another module through its one handle (R.S, C.el, V.fmtDuration), never a copied alias.
+ * @requires core.js report-state.js report-logic.js report-table.js report-compare.js report-diffview.js report-pass.js report-sidebar.js report-reload.js report-header.js report-nav.js profile.js sourcemap.js
  */
 (function () {
   "use strict";
 
-  var R = window.TLReport,
-    NARROW_PX = R.NARROW_PX,
-    EMBED = R.EMBED,
-    S = R.S,
-    $ = R.$,
-    C = window.TLCore,
-    T = window.TLTable,
-    getPref = C.getPref,
-    setPref = C.setPref,
-    el = C.el,
-    clear = C.clear;
+  var R = window.TLReport, S = R.S, C = window.TLCore, T = window.TLTable;
 
   // ---- compare with a sibling compile (report-compare.js) ------------------------------------------
   var cmp = window.TLCompare.create({
-    embedded: EMBED,
+    embedded: R.EMBED,
     recs: function () { return S.recs; },
     meta: function () { return S.meta; },
     selected: function () { return S.sel; },
     refOf: R.fragmentOf,
     textOf: R.textOf,
-    view: function () { return $("tl-view"); },
+    view: function () { return R.$("tl-view"); },
     diffTable: function (A, B) {
       var rows = R.lineDiff(A, B, []);
       var st = { rows: rows, shown: new Uint8Array(rows.length).fill(1), A: A, B: B };
@@ -50,21 +43,21 @@
   // Keys go to the report unless a field takes typing (a checked checkbox or a clicked button does not).
   function isTextField(t) { return window.TLReportLogic.isTextField(t); }
   function wireChrome() {
-    C.wireTheme($("tl-theme"));
-    $("tl-help-btn").addEventListener("click", function () { $("tl-help").hidden = !$("tl-help").hidden; });
-    $("tl-hide-noop").addEventListener("change", function (ev) { S.hideNoop = ev.target.checked; R.applyFilters(); });
-    var sidebar = $("tl-sidebar"), resizer = $("tl-resizer"), reopen = $("tl-expand-sidebar");
+    C.wireTheme(R.$("tl-theme"));
+    R.$("tl-help-btn").addEventListener("click", function () { R.$("tl-help").hidden = !R.$("tl-help").hidden; });
+    R.$("tl-hide-noop").addEventListener("change", function (ev) { S.hideNoop = ev.target.checked; R.applyFilters(); });
+    var sidebar = R.$("tl-sidebar"), resizer = R.$("tl-resizer"), reopen = R.$("tl-expand-sidebar");
     function setCollapsed(c) {
       sidebar.classList.toggle("collapsed", c);
       resizer.hidden = c; reopen.hidden = !c;
-      setPref("tltrace-sidebar-collapsed", c ? "1" : "0");
+      C.setPref("tltrace-sidebar-collapsed", c ? "1" : "0");
     }
-    $("tl-collapse").addEventListener("click", function () { S.autoCollapsed = false; setCollapsed(true); });
+    R.$("tl-collapse").addEventListener("click", function () { S.autoCollapsed = false; setCollapsed(true); });
     reopen.addEventListener("click", function () { S.autoCollapsed = false; setCollapsed(false); });
-    if (getPref("tltrace-sidebar-collapsed") === "1") setCollapsed(true);
+    if (C.getPref("tltrace-sidebar-collapsed") === "1") setCollapsed(true);
     // A saved width never takes more than half the window.
     function fitWidth() {
-      var saved = parseInt(getPref("tltrace-sidebar-width") || "", 10);
+      var saved = parseInt(C.getPref("tltrace-sidebar-width") || "", 10);
       var cap = Math.max(140, Math.floor(window.innerWidth / 2));
       if (saved > 100) sidebar.style.width = Math.min(saved, cap) + "px";
       else if (sidebar.getBoundingClientRect().width > cap) sidebar.style.width = cap + "px";
@@ -72,7 +65,7 @@
     // Narrow windows: the sidebar folds away by itself (not saved) and comes back when there is room.
     function fitWindow() {
       fitWidth();
-      var narrow = window.innerWidth < NARROW_PX;
+      var narrow = window.innerWidth < R.NARROW_PX;
       if (narrow && !sidebar.classList.contains("collapsed")) {
         S.autoCollapsed = true;
         sidebar.classList.add("collapsed"); resizer.hidden = true; reopen.hidden = false;
@@ -92,12 +85,12 @@
         resizer.classList.remove("dragging");
         document.removeEventListener("mousemove", mv);
         document.removeEventListener("mouseup", up);
-        setPref("tltrace-sidebar-width", String(parseInt(sidebar.style.width, 10)));
+        C.setPref("tltrace-sidebar-width", String(parseInt(sidebar.style.width, 10)));
       }
       document.addEventListener("mousemove", mv);
       document.addEventListener("mouseup", up);
     });
-    var search = $("tl-search"), timer = null;
+    var search = R.$("tl-search"), timer = null;
     search.addEventListener("keydown", function (ev) {
       if (ev.key === "Enter") { clearTimeout(timer); R.runSearch(search.value); }
       else if (ev.key === "Escape") { R.clearSearch(); search.blur(); }
@@ -106,19 +99,19 @@
       clearTimeout(timer);
       if (search.value.length >= 2 || !search.value) timer = setTimeout(function () { R.runSearch(search.value); }, 250);
     });
-    search.addEventListener("focus", function () { if (S.search && search.value) $("tl-search-results").hidden = false; });
+    search.addEventListener("focus", function () { if (S.search && search.value) R.$("tl-search-results").hidden = false; });
     document.addEventListener("click", function (ev) {
-      if (!ev.target.closest(".tl-searchbox")) $("tl-search-results").hidden = true;
+      if (!ev.target.closest(".tl-searchbox")) R.$("tl-search-results").hidden = true;
     });
     document.addEventListener("keydown", function (ev) {
       if (isTextField(ev.target)) return;
       if (ev.key === "F7") { ev.preventDefault(); R.startAlign(); return; }
-      if (ev.key === "Escape") { if (S.aligning) R.stopAlign(); $("tl-help").hidden = true; R.clearSearch(); return; }
+      if (ev.key === "Escape") { if (S.aligning) R.stopAlign(); R.$("tl-help").hidden = true; R.clearSearch(); return; }
       if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
       if (ev.key === "j") { ev.preventDefault(); R.move(1); }
       else if (ev.key === "k") { ev.preventDefault(); R.move(-1); }
       else if (ev.key === "E" && ev.shiftKey) { ev.preventDefault(); R.toggleExpandAll(); } else if (ev.key === "/") { ev.preventDefault(); search.focus(); search.select(); }
-      else if (ev.key === "?") { $("tl-help").hidden = !$("tl-help").hidden; }
+      else if (ev.key === "?") { R.$("tl-help").hidden = !R.$("tl-help").hidden; }
     });
     window.addEventListener("hashchange", function () {
       var pos = R.fromHash();
@@ -131,8 +124,8 @@
     if (!C.pageComplete("tl-data")) return;  // the file ends inside the page skeleton: the notice says so
     R.load();
     R.loadAnchors();
-    S.ignoreWs = getPref("tltrace-ignore-ws") === "1";
-    S.wrap = getPref("tltrace-wrap") !== "0";
+    S.ignoreWs = C.getPref("tltrace-ignore-ws") === "1";
+    S.wrap = C.getPref("tltrace-wrap") !== "0";
     document.body.classList.toggle("tl-nowrap", !S.wrap);
     var saved = R.takeSavedState();
     if (saved) {
@@ -145,7 +138,7 @@
     R.buildTabs();
     R.buildSidebar();
     wireChrome();
-    if (S.hideNoop) $("tl-hide-noop").checked = true;
+    if (S.hideNoop) R.$("tl-hide-noop").checked = true;
     var pos = R.fromHash();
     if (pos < 0 && saved && saved.sel) pos = R.posOfFragment(saved.sel);
     if (pos < 0 && R.hashText()) {
@@ -160,7 +153,7 @@
     S.sel = pos;
     R.applyFilters();
     if (pos >= 0) R.select(pos);
-    else { clear($("tl-view")); $("tl-view").appendChild(el("p", "tl-empty", "No passes were recorded in this run.")); }
+    else { C.clear(R.$("tl-view")); R.$("tl-view").appendChild(C.el("p", "tl-empty", "No passes were recorded in this run.")); }
     finishStart(saved);
   }
   function finishStart(saved) {
@@ -168,8 +161,8 @@
     if (window.tltraceProfile) window.tltraceProfile.attach({ recs: S.recs, texts: S.texts, meta: S.meta, select: R.select });
     if (window.tltraceSourceMap) window.tltraceSourceMap.attach({ recs: S.recs, items: S.items, texts: S.texts, select: R.select });
     if (saved) {  // back from a reload of a running report: where the reader was
-      $("tl-view").scrollTop = saved.view || 0;
-      $("tl-passes").scrollTop = saved.list || 0;
+      R.$("tl-view").scrollTop = saved.view || 0;
+      R.$("tl-passes").scrollTop = saved.list || 0;
     }
     R.scheduleRefresh();
     // When the first pass was on screen (ms since navigation): bench/report.py reads it.

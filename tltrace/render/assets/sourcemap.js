@@ -9,8 +9,13 @@
  * first lose it. Clicking a line of IR or generated source picks its Python line. Each pass in
  * the list gets a badge: statement lines of its output with no Python line.
  * Everything is built with textContent, never markup.
+ *
+ * The pure parts (no DOM) run under node too (module.exports, tests/test_sourcemap_js.py, against
+ * history/sourcemaps.py): addChunk (a chunk into the maps), srcAt, stats, outSide, kernelFile,
+ * lostKeys (the Python lines a pass loses) and badgeOf (what a pass's badge counts).
+ * @requires core.js
  */
-(function () {
+(function (root) {
   "use strict";
 
   var M = {
@@ -18,76 +23,99 @@
     kernel: null, file: null, py: null, keys: new Map(), pending: false
   };
   var KEY_SHOWN = "tltrace-source-pane";
+  var C = root.TLCore || {}, el = C.el, clear = C.clear, getPref = C.getPref, setPref = C.setPref;
 
-  function $(id) { return document.getElementById(id); }
-  function el(tag, cls, text) {
-    var n = document.createElement(tag);
-    if (cls) n.className = cls;
-    if (text !== undefined && text !== null) n.textContent = String(text);
-    return n;
-  }
-  function clear(n) { while (n.firstChild) n.removeChild(n.firstChild); }
+  function $(id) { return root.document.getElementById(id); }
   function base(path) { var s = String(path); var i = Math.max(s.lastIndexOf("/"), s.lastIndexOf("\\")); return s.slice(i + 1); }
-  function getPref(k) { try { return window.localStorage.getItem(k); } catch (e) { return null; } }
-  function setPref(k, v) { try { window.localStorage.setItem(k, v); } catch (e) { /* private mode */ } }
 
   // ---- data ------------------------------------------------------------------------------------
+  // One chunk ({"t":"smap"|"src"|"srec"}) into the state `m` ({maps, srcs, byRec}); others are ignored.
+  function addChunk(m, d) {
+    if (!d || typeof d !== "object") return;
+    if (d.t === "smap" && typeof d.h === "string" && Array.isArray(d.files) && Array.isArray(d.lines)) {
+      m.maps.set(d.h, { files: d.files.map(String), lines: d.lines, inferred: new Set(Array.isArray(d.inferred) ? d.inferred : []) });
+    } else if (d.t === "src" && typeof d.path === "string" && typeof d.s === "string") {
+      m.srcs.set(d.path, d.s);
+    } else if (d.t === "srec" && typeof d.i === "number") {
+      m.byRec.set(d.i, { b: typeof d.b === "string" ? d.b : null, a: typeof d.a === "string" ? d.a : null });
+    }
+  }
   function load() {
-    var nodes = document.querySelectorAll("script.tl-d");
+    var nodes = root.document.querySelectorAll("script.tl-d");
     for (var i = 0; i < nodes.length; i++) {
       var d, raw = nodes[i].textContent;
       // Only this file's chunks ({"t":"smap"|"src"|"srec"}) are parsed: report.js parses the IR texts.
       if (raw.lastIndexOf('{"t":"s', 0) !== 0) continue;
       try { d = JSON.parse(raw); } catch (e) { continue; }
-      if (!d || typeof d !== "object") continue;
-      if (d.t === "smap" && typeof d.h === "string" && Array.isArray(d.files) && Array.isArray(d.lines)) {
-        M.maps.set(d.h, { files: d.files.map(String), lines: d.lines, inferred: new Set(Array.isArray(d.inferred) ? d.inferred : []) });
-      } else if (d.t === "src" && typeof d.path === "string" && typeof d.s === "string") {
-        M.srcs.set(d.path, d.s);
-      } else if (d.t === "srec" && typeof d.i === "number") {
-        M.byRec.set(d.i, { b: typeof d.b === "string" ? d.b : null, a: typeof d.a === "string" ? d.a : null });
-      }
+      addChunk(M, d);
     }
   }
   function mapOf(h) { return h ? M.maps.get(h) || null : null; }
-  // [file, line] behind line i (0-based) of a text, or null.
+  // [file, line] behind line i (0-based) of a text, or null (session/sourcemap.py LineMap.src).
   function srcAt(map, i) {
     if (!map || i < 0 || i >= map.lines.length) return null;
     var v = map.lines[i];
     return Array.isArray(v) && v.length === 2 ? [map.files[v[0]], v[1]] : null;
   }
   function keyOf(file, line) { return file + "\u0000" + line; }
-  // The set of "file\0line" a map's lines come from (cached per map).
-  function keys(h) {
-    if (!h) return null;
-    if (M.keys.has(h)) return M.keys.get(h);
-    var map = mapOf(h), set = new Set();
+  // The set of "file\0line" a map's lines come from (LineMap.python_lines).
+  function pythonLines(map) {
+    var set = new Set();
     if (map) map.lines.forEach(function (v) { if (Array.isArray(v)) set.add(keyOf(map.files[v[0]], v[1])); });
-    M.keys.set(h, set);
     return set;
   }
+  // The same, cached per map hash.
+  function keys(h) {
+    if (!h) return null;
+    if (!M.keys.has(h)) M.keys.set(h, pythonLines(mapOf(h)));
+    return M.keys.get(h);
+  }
+  // Statement lines, and those of them with no Python line (LineMap.coverage: stmts - mapped).
   function stats(map) {
     var stmts = 0, none = 0;
     if (map) map.lines.forEach(function (v) { if (v !== null) { stmts++; if (!Array.isArray(v)) none++; } });
     return { stmts: stmts, none: none };
   }
+  // The side a pass is judged by: its output, or its input when it failed (history/sourcemaps.py side_of).
   function outSide(r) { return r.status === "failed" || !r.after_hash ? "b" : "a"; }
-  // The user's file: most mapped lines, files of TileLang's own package last.
-  function kernelFile() {
+  // The Python lines of `before` that `after` no longer has, sorted ("file\0line" keys).
+  function lostKeys(before, after) {
+    var a = after instanceof Set ? after : pythonLines(after), out = [];
+    (before instanceof Set ? before : pythonLines(before)).forEach(function (k) { if (!a.has(k)) out.push(k); });
+    return out.sort();
+  }
+  // What a pass's badge counts: {stmts, none, dropped, grew} of its output (null: no map).
+  function badgeOf(r, rm, maps) {
+    function get(h) { return h ? maps.get(h) || null : null; }
+    var out = get(outSide(r) === "a" ? rm.a : rm.b);
+    if (!out) return null;
+    var st = stats(out), before = r.status !== "failed" && r.status !== "codegen" ? get(rm.b) : null;
+    var dropped = before ? lostKeys(before, get(rm.a)).length : 0;
+    return { stmts: st.stmts, none: st.none, dropped: dropped, grew: before ? st.none - stats(before).none : 0 };
+  }
+  // A file of TileLang or TVM itself (an expanded T.gemm points there), not the user's (history/sourcemaps.py _library).
+  function library(path) {
+    var parts = String(path).split(/[\\/]/);
+    return parts.indexOf("site-packages") >= 0 || parts.indexOf("dist-packages") >= 0 ||
+      parts.slice(0, -1).indexOf("tilelang") >= 0;
+  }
+  // The user's file: most mapped lines, files of TileLang's own package last, then the greater name
+  // (history/sourcemaps.py kernel_file).
+  function kernelFile(maps) {
     var count = new Map();
-    M.maps.forEach(function (m) {
+    maps.forEach(function (m) {
       m.lines.forEach(function (v) { if (Array.isArray(v)) { var f = m.files[v[0]]; count.set(f, (count.get(f) || 0) + 1); } });
     });
-    var best = null, bestScore = null;
+    var best = null;
     count.forEach(function (n, f) {
-      var lib = /[\\/](site|dist)-packages[\\/]|[\\/]tilelang[\\/]/.test(f) ? 0 : 1;
-      var score = lib * 1e9 + n;
-      if (bestScore === null || score > bestScore) { best = f; bestScore = score; }
+      if (best === null) { best = f; return; }
+      var a = [library(f) ? 0 : 1, n], b = [library(best) ? 0 : 1, count.get(best)];
+      if (a[0] > b[0] || (a[0] === b[0] && (a[1] > b[1] || (a[1] === b[1] && f > best)))) best = f;
     });
     return best;
   }
   function currentRec() {
-    var li = document.querySelector("li.tl-pass.selected");
+    var li = root.document.querySelector("li.tl-pass.selected");
     if (!li) return null;
     var ix = parseInt(li.getAttribute("data-index"), 10);
     for (var i = 0; i < M.recs.length; i++) if (M.recs[i].index === ix) return M.recs[i];
@@ -362,17 +390,12 @@
     M.recs.forEach(function (r, pos) {
       var rm = M.byRec.get(r.index), li = M.items[pos];
       if (!rm || !li) return;
-      var out = mapOf(outSide(r) === "a" ? rm.a : rm.b);
-      if (!out) return;
-      var st = stats(out), before = r.status !== "failed" && r.status !== "codegen" ? mapOf(rm.b) : null;
-      var dropped = 0;
-      if (before) keys(rm.b).forEach(function (k) { if (!keys(rm.a).has(k)) dropped++; });
-      var grew = before ? st.none - stats(before).none : 0;
-      if (!st.none && !dropped) return;
-      var b = el("span", "tl-sm-badge" + (dropped || grew > 0 ? " lost" : ""), "\u2300" + st.none + (dropped ? " \u2193" + dropped : ""));
-      b.title = st.none + " of " + st.stmts + " statement lines have no Python line" +
-        (grew > 0 ? " (" + grew + " more than before this pass)" : "") +
-        (dropped ? "; " + dropped + " Python line" + (dropped === 1 ? "" : "s") + " no longer appear after it" : "");
+      var n = badgeOf(r, rm, M.maps);
+      if (!n || (!n.none && !n.dropped)) return;
+      var b = el("span", "tl-sm-badge" + (n.dropped || n.grew > 0 ? " lost" : ""), "\u2300" + n.none + (n.dropped ? " \u2193" + n.dropped : ""));
+      b.title = n.none + " of " + n.stmts + " statement lines have no Python line" +
+        (n.grew > 0 ? " (" + n.grew + " more than before this pass)" : "") +
+        (n.dropped ? "; " + n.dropped + " Python line" + (n.dropped === 1 ? "" : "s") + " no longer appear after it" : "");
       var dur = li.querySelector(".dur");
       li.insertBefore(b, dur);
     });
@@ -382,7 +405,7 @@
     load();
     if (!M.byRec.size) return;
     M.recs = ctx.recs || []; M.items = ctx.items || []; M.texts = ctx.texts || null; M.select = ctx.select;
-    M.kernel = kernelFile();
+    M.kernel = kernelFile(M.maps);
     if (!M.srcs.size && M.kernel) M.srcs.set(M.kernel, "");
     buildPane();
     badges();
@@ -392,5 +415,10 @@
     refresh();
   }
 
-  window.tltraceSourceMap = { attach: attach, pick: function (file, line) { pick(file, line, true); } };
-})();
+  var api = {
+    attach: attach, pick: function (file, line) { pick(file, line, true); },
+    addChunk: addChunk, srcAt: srcAt, stats: stats, outSide: outSide, lostKeys: lostKeys, badgeOf: badgeOf, kernelFile: kernelFile
+  };
+  if (typeof module === "object" && module.exports) module.exports = api;
+  else root.tltraceSourceMap = api;
+})(typeof window !== "undefined" ? window : this);
