@@ -317,6 +317,7 @@ def _register_record_commands() -> None:
 
 def _register_commands() -> None:
     from . import bisect as cli_bisect
+    from . import check as cli_check
     from . import edit as cli_edit
     from . import export as cli_export
     from . import repro as cli_repro
@@ -326,6 +327,7 @@ def _register_commands() -> None:
     cli_export.register(app)
     cli_repro.register(app)
     cli_bisect.register(app)
+    cli_check.register(app)
 
 
 _register_commands()
