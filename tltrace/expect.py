@@ -42,7 +42,15 @@ class Term:
 
     def __str__(self) -> str:
         v = self.value
-        shown = "none" if v is None else str(v).lower() if isinstance(v, bool) else repr(v) if isinstance(v, str) else str(v)
+        shown = (
+            "none"
+            if v is None
+            else str(v).lower()
+            if isinstance(v, bool)
+            else repr(v)
+            if isinstance(v, str)
+            else str(v)
+        )
         return f"{self.name} {self.op} {shown}"
 
 
@@ -119,7 +127,9 @@ def parse(text: str) -> Expectation:
         if kind is None:
             continue
         if kind == "bad":
-            raise ExpressionError(f"--expect {text!r}: unexpected {m.group(kind)!r}; write NAME OP VALUE, e.g. 'wgmma >= 1'")
+            raise ExpressionError(
+                f"--expect {text!r}: unexpected {m.group(kind)!r}; write NAME OP VALUE, e.g. 'wgmma >= 1'"
+            )
         tokens.append((kind, m.group(kind)))
     if not tokens:
         raise ExpressionError("--expect is empty; write NAME OP VALUE, e.g. 'wgmma >= 1'")
@@ -132,7 +142,9 @@ def parse(text: str) -> Expectation:
         if nk != "word" or not _NAME.match(name):
             raise ExpressionError(f"--expect {text!r}: {name!r} is not a fact name")
         if ok != "op":
-            raise ExpressionError(f"--expect {text!r}: expected one of {' '.join(OPS)} after {name!r}, not {op!r}")
+            raise ExpressionError(
+                f"--expect {text!r}: expected one of {' '.join(OPS)} after {name!r}, not {op!r}"
+            )
         if vk == "op":
             raise ExpressionError(f"--expect {text!r}: expected a value after {op!r}, not {raw!r}")
         terms.append(Term(name, op, _value(vk, raw)))
@@ -140,7 +152,9 @@ def parse(text: str) -> Expectation:
         if i == len(tokens):
             break
         if tokens[i] != ("word", "and"):
-            raise ExpressionError(f"--expect {text!r}: expected 'and' or the end after {raw!r}, not {tokens[i][1]!r}")
+            raise ExpressionError(
+                f"--expect {text!r}: expected 'and' or the end after {raw!r}, not {tokens[i][1]!r}"
+            )
         i += 1
     return Expectation(text.strip(), tuple(terms))
 

@@ -117,9 +117,13 @@ def parse(checks: str | Iterable[str]) -> list[Directive]:
         kind = "COUNT" if count is not None else (suffix or "CHECK")
         n = int(count) if count is not None else 1
         if kind == "COUNT" and not 1 <= n <= _MAX_COUNT:
-            raise CheckSyntaxError(f"CHECK-COUNT-{count} in {line.strip()!r}: the count must be 1..{_MAX_COUNT}")
+            raise CheckSyntaxError(
+                f"CHECK-COUNT-{count} in {line.strip()!r}: the count must be 1..{_MAX_COUNT}"
+            )
         if kind != "EMPTY" and not pattern:
-            raise CheckSyntaxError(f"{line.strip()!r} has an empty pattern (CHECK-EMPTY checks an empty line)")
+            raise CheckSyntaxError(
+                f"{line.strip()!r} has an empty pattern (CHECK-EMPTY checks an empty line)"
+            )
         if kind == "EMPTY" and pattern:
             raise CheckSyntaxError(f"{line.strip()!r}: CHECK-EMPTY takes no pattern")
         d = Directive(kind, pattern, line.strip(), len(out) + 1, n)
@@ -242,7 +246,9 @@ def match(text: str, directives: Sequence[Directive]) -> Result:
             line, _ = t.where(pos)
             if line >= len(t.starts) or t.text[t.starts[line] : t.starts[line] + 1] not in ("\n", ""):
                 nxt = min(line + 1, len(t.starts))
-                return Result(False, Failure(d, "CHECK-EMPTY: the line after the previous match is not empty", nxt))
+                return Result(
+                    False, Failure(d, "CHECK-EMPTY: the line after the previous match is not empty", nxt)
+                )
             end = t.starts[line]
             bad = _check_nots(t, nots, not_from, end, variables)
             if bad is not None:
@@ -316,7 +322,13 @@ def _not_found(t: _Text, d: Directive, pos: int, rx: re.Pattern[str], what: str 
     name = "CHECK" if d.kind in ("CHECK", "COUNT") else f"CHECK-{d.kind}"
     return Result(
         False,
-        Failure(d, f"{name}: expected string not found{what} (scanning from here)", line, col, near=_near(t, d, pos)),
+        Failure(
+            d,
+            f"{name}: expected string not found{what} (scanning from here)",
+            line,
+            col,
+            near=_near(t, d, pos),
+        ),
     )
 
 
