@@ -60,7 +60,7 @@ def test_out_of_order_fails_at_the_line_scanning_started(texts) -> None:
         lines = _lines(text)
         if len(lines) < 2:
             continue
-        (n1, a), (n2, b) = lines[0], lines[-1]
+        a, (n2, b) = lines[0][1], lines[-1]
         r = filecheck.check(text, [f"CHECK: {_safe(b)}", f"CHECK: {_safe(a)}"])
         assert not r.ok and r.failure is not None and r.failure.directive.number == 2, name
         assert r.failure.line >= n2  # scanning starts after the first match, on its line or the next
