@@ -147,6 +147,7 @@ class Compile:
         several lines is fine). The error carries FileCheck's message and the lines around
         the failure point. A bad directive or an unknown stage raises UsageError.
         """
+        __tracebackhide__ = True  # pytest shows the test's line, not this one
         from . import checking
 
         m = checking.parse_match(str(stage), checks)
@@ -156,6 +157,7 @@ class Compile:
 
     def expect(self, expression: str) -> None:
         """Assert a fact expression (`"wgmma >= 1 and spill_bytes == 0"`, as `check --expect`)."""
+        __tracebackhide__ = True
         from . import checking, expect
 
         (out,) = checking.run_checks(self._run, (expect.parse(expression),), ())
