@@ -65,7 +65,10 @@ def test_the_fixture_gives_the_tests_compiles_and_checks_them(suite) -> None:
     out = res.stdout.str()
     # A failed check: an AssertionError with FileCheck's message and the lines around the point.
     failure = out.split("test_check_fails", 2)[2].split("test_nothing_compiled", 1)[0]
-    assert "AssertionError: add " in failure and "--match codegen_device: CHECK: int32_t | CHECK: wgmma_ss" in failure
+    assert (
+        "AssertionError: add " in failure
+        and "--match codegen_device: CHECK: int32_t | CHECK: wgmma_ss" in failure
+    )
     assert "CHECK: expected string not found (scanning from here)" in failure
     assert "codegen_device:" in failure and "| " in failure
     assert "LookupError: no compile of 'add' in this test so far (its compiles: none)" in out
@@ -75,4 +78,6 @@ def test_the_fixture_gives_the_tests_compiles_and_checks_them(suite) -> None:
 def test_without_tltrace_the_fixture_skips_and_says_why(suite) -> None:
     res = suite.runpytest_subprocess(*PLUGIN, "-rs", "-k", "checks_hold or nothing")
     res.assert_outcomes(skipped=2)
-    assert "the tltrace fixture reads this test's traced compiles: run pytest with --tltrace" in res.stdout.str()
+    assert (
+        "the tltrace fixture reads this test's traced compiles: run pytest with --tltrace" in res.stdout.str()
+    )
