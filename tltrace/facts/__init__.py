@@ -15,9 +15,23 @@ from __future__ import annotations
 from typing import Any
 
 from .collect import compute, stored_values
+from .compare import changes, describe
 from .registry import BY_NAME, FACTS, MACHINE, NAMES, SOURCES, Fact, Value
 
-__all__ = ["BY_NAME", "FACTS", "MACHINE", "NAMES", "SOURCES", "Fact", "Value", "facts_of", "facts_record"]
+__all__ = [
+    "BY_NAME",
+    "FACTS",
+    "MACHINE",
+    "NAMES",
+    "SOURCES",
+    "Fact",
+    "Value",
+    "changes",
+    "describe",
+    "facts_json",
+    "facts_of",
+    "facts_record",
+]
 
 
 def facts_record(run: Any) -> dict[str, Any]:
@@ -42,3 +56,31 @@ def facts_of(run: Any) -> dict[str, Value]:
     """Return {fact name: value} for one run (every name of FACTS; null where not known)."""
     values: dict[str, Value] = facts_record(run)["values"]
     return values
+
+
+def facts_json(run: Any) -> dict[str, Any]:
+    """Return one compile's facts as `show --facts --json` prints them (docs/show.schema.json "facts").
+
+    {run_id, path, signature, kernel, values: {name: value}, facts: [{name, value, type,
+    unit, source, text, doc}], machine}: `text` is the run-relative file the fact was read
+    from (null when that text was not recorded).
+    """
+    rec = facts_record(run)
+    texts = rec.get("texts") or {}
+    manifest = getattr(run, "manifest", None)
+    rows = []
+    for f in FACTS:
+        where = texts.get(f.source) if isinstance(texts, dict) else None
+        text = where.get("file") if isinstance(where, dict) else None
+        if f.source == "ptxas" and rec["values"].get(f.name) is not None:
+            text = texts.get("device", {}).get("file") if isinstance(texts.get("device"), dict) else None
+        rows.append({**f.to_json(), "value": rec["values"].get(f.name), "text": text})
+    return {
+        "run_id": run.path.name,
+        "path": str(run.path),
+        "signature": getattr(manifest, "signature", None),
+        "kernel": getattr(manifest, "kernel", None),
+        "values": rec["values"],
+        "facts": rows,
+        "machine": rec.get("machine"),
+    }
