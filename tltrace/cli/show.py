@@ -50,6 +50,7 @@ Examples:
   tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
   tltrace show gemm.py -1 'gemm 1024' --profile --top 5 --json   one compile's 5 slowest, as JSON
   tltrace show --format markdown >> "$GITHUB_STEP_SUMMARY"   compiles + top passes for CI
+  tltrace show gemm.py --format markdown --baseline gemm.py:-2   ... + the facts that changed since -2
 
 An invocation is one 'tltrace run' (or watch rerun, or enable()..disable() span);
 each kernel it compiled is a compile (a run directory) with a signature: kernel,
@@ -110,6 +111,12 @@ def show_cmd(
         help="The generated source (with --pass: that pass's IR) with the Python line of each line "
         "(N~: inferred from an enclosing statement).",
     ),
+    baseline: Optional[str] = typer.Option(
+        None,
+        "--baseline",
+        metavar="REF",
+        help="With --format markdown: add the facts that changed against REF (a run, SCRIPT:RUN, -N).",
+    ),
     facts: bool = typer.Option(
         False,
         "--facts",
@@ -136,15 +143,20 @@ def show_cmd(
     if fmt == "markdown" and as_json:
         raise _fail("--json and --format markdown exclude each other")
     as_json = as_json or fmt == "json"
+    if baseline is not None and fmt != "markdown":
+        raise _fail("--baseline goes with --format markdown (diff-runs compares two runs otherwise)")
     if profile or fmt == "markdown":  # profile and CI summary: cli/profile.py
         from . import profile as cli_profile
 
         try:
             chosen = cli_profile.select(target, run_spec, td, kernel, signature=signature_prefix)
+            changed = None
+            if baseline is not None:
+                changed = cli_profile.fact_changes(target, run_spec, baseline, td, kernel, signature_prefix)
         except TltraceError as exc:
             raise _fail(str(exc), exc.exit_code) from None
         if fmt == "markdown":
-            sys.stdout.write(cli_profile.markdown(chosen, top))
+            sys.stdout.write(cli_profile.markdown(chosen, top, changed))
         else:
             cli_profile.print_profile(chosen, top, as_json)
         return
