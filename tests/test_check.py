@@ -281,3 +281,35 @@ def test_a_failed_compile_has_no_codegen_stage(check) -> None:
     res = check("fails", "--match", "codegen_device", "CHECK: x")
     assert res.exit_code == 2, res.output
     assert "no pass named 'codegen_device'" in res.stderr
+
+
+def test_expect_on_the_recorded_facts(check, recorded: Path) -> None:
+    from tltrace.facts import facts_of
+
+    c = tltrace.load(recorded / "gemm").compiles[-1]
+    facts = facts_of(c._run)
+    name, value = next(
+        (n, v) for n, v in facts.items() if isinstance(v, int) and not isinstance(v, bool) and v
+    )
+    res = check(
+        "gemm", "--expect", f"{name} == {value}", "--expect", f"{name} >= {value} and {name} < {value + 1}"
+    )
+    assert res.exit_code == 0, res.output
+    assert f"({name} = {value})" in res.stdout
+    res = check("gemm", "--expect", f"{name} != {value}")
+    assert res.exit_code == 1 and f"{name} is {value}" in res.stdout, res.output
+    assert c.facts == facts  # Compile.facts: the same reader
+    c.expect(f"{name} == {value}")
+    with pytest.raises(AssertionError, match=f"{name} is {value}"):
+        c.expect(f"{name} > {value}")
+
+
+def test_an_unknown_fact_is_refused_before_any_run_is_read(check) -> None:
+    res = check("no_such_script", "--expect", "wgmmma >= 1")
+    assert res.exit_code == 2 and "unknown fact 'wgmmma'" in res.stderr, res.output
+
+
+def test_a_machine_fact_not_measured_says_how(check, recorded: Path) -> None:
+    res = check("gemm", "--expect", "spill_bytes == 0")
+    assert res.exit_code == 1, res.output
+    assert "not known for this compile" in res.stdout and "tltrace run --ptxas" in res.stdout

@@ -135,3 +135,37 @@ def test_the_two_architectures_differ_on_the_check(work: Path) -> None:
         text = _device(work, f"gemm_{arch}")
         results.add("tl::wgmma_ss" in text and "cp_async" not in text)
     assert results == {True, False}
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_expect_agrees_with_the_facts_read_back(work: Path, arch: str) -> None:
+    c = tltrace.load(work / "traces" / f"gemm_{arch}").compiles[-1]
+    wgmma, tma = c.facts["wgmma"], c.facts["tma_load"]
+    assert isinstance(wgmma, int) and isinstance(tma, int)
+    want = 0 if wgmma >= 1 and tma >= 1 else 1
+    res = tltrace_cli(
+        "check", "--trace-dir", "traces", f"gemm_{arch}", "--expect", "wgmma >= 1 and tma_load >= 1", cwd=work
+    )
+    assert res.returncode == want, res.stdout + res.stderr
+    assert (f"wgmma = {wgmma}" in res.stdout) if want == 0 else ("is 0" in res.stdout)
+
+
+def test_markdown_names_the_facts_that_changed_against_a_baseline(work: Path) -> None:
+    a = tltrace.load(work / "traces" / "gemm_sm_80").compiles[-1].facts
+    b = tltrace.load(work / "traces" / "gemm_sm_90a").compiles[-1].facts
+    moved = [n for n in a if a[n] is not None and b[n] is not None and a[n] != b[n]]
+    assert moved  # the two architectures differ in some fact (which ones is TileLang's business)
+    res = tltrace_cli(
+        "show", "--trace-dir", "traces", "gemm_sm_90a", "--format", "markdown", "--baseline", "gemm_sm_80:-1",
+        cwd=work,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    section = res.stdout.split("### Facts changed against gemm\\_sm\\_80:-1", 1)[1].split("###", 1)[0]
+    for name in moved:
+        was, now = (_md(str(v).lower() if isinstance(v, bool) else str(v)) for v in (a[name], b[name]))
+        assert f"| {_md(name)} | {was} | {now} |" in section, (name, section)
+
+
+def _md(text: str) -> str:
+    """Return text as a markdown cell shows it (cli/profile.py escapes underscores)."""
+    return text.replace("_", "\\_")

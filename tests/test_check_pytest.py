@@ -28,6 +28,14 @@ def test_checks_hold(tltrace):
         CHECK-SAME: ++
     """)
     assert tltrace.last() is not None  # any compile
+    text = c.pass_("codegen_device").after
+    assert c.facts["wgmma"] == text.count("wgmma") == 0  # a C build: no tensor-core path
+    c.expect("wgmma == 0 and cp_async == 0")
+
+
+def test_expect_fails(tltrace):
+    build(256)
+    tltrace.last("add").expect("wgmma >= 1")
 
 
 def test_check_fails(tltrace):
@@ -61,7 +69,7 @@ def suite(pytester, monkeypatch):
 def test_the_fixture_gives_the_tests_compiles_and_checks_them(suite) -> None:
     td = suite.path / "traces"
     res = suite.runpytest_subprocess(*PLUGIN, "--tltrace=terminal", f"--tltrace-dir={td}", "-q")
-    res.assert_outcomes(passed=1, failed=3)
+    res.assert_outcomes(passed=1, failed=4)
     out = res.stdout.str()
     # A failed check: an AssertionError with FileCheck's message and the lines around the point.
     failure = out.split("test_check_fails", 2)[2].split("test_nothing_compiled", 1)[0]
@@ -71,6 +79,7 @@ def test_the_fixture_gives_the_tests_compiles_and_checks_them(suite) -> None:
     )
     assert "CHECK: expected string not found (scanning from here)" in failure
     assert "codegen_device:" in failure and "| " in failure
+    assert "--expect wgmma >= 1" in out and "wgmma is 0" in out
     assert "LookupError: no compile of 'add' in this test so far (its compiles: none)" in out
     assert "no pass named 'NoSuchPass'" in out
 

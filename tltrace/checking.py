@@ -78,6 +78,19 @@ def stage_text(manifest: Any, run: runs.Run, stage: str) -> tuple[str, str]:
     return ref, runs.read_text(run, rec, "after")
 
 
+def check_names(expectations: Sequence[expect.Expectation]) -> None:
+    """Raise ExpressionError (exit 2) for a fact name the registry does not have, before any run is read."""
+    from .facts import NAMES
+
+    for e in expectations:
+        unknown = [n for n in e.names if n not in NAMES]
+        if unknown:
+            raise expect.ExpressionError(
+                f"unknown fact {unknown[0]!r} in --expect {e.text!r}; 'tltrace show SCRIPT --facts' lists "
+                f"them: {', '.join(NAMES)}"
+            )
+
+
 class _NoText(Exception):
     pass
 
@@ -96,12 +109,16 @@ def run_checks(
     manifest = run.require()
     out: list[Outcome] = []
     if expectations:
+        from .facts import MACHINE
+
         if facts_of is None:
             from .facts import facts_of as facts_of  # noqa: PLC0415
 
         facts = facts_of(run)
         for e in expectations:
             ok, why = e.evaluate(facts)
+            if not ok and any(facts.get(n) is None and n in MACHINE for n in e.names):
+                why += "; registers and spills come with 'tltrace run --ptxas' (docs/facts.md)"
             out.append(Outcome("expect", e.text, ok, why))
     for m in matches:
         try:

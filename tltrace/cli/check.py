@@ -96,6 +96,7 @@ def check_cmd(
         if not expects and not groups:
             raise _fail("nothing to check: give --expect EXPR or --match STAGE 'CHECK: ...'")
         parsed_expects = [expect.parse(e) for e in expects or []]
+        checking.check_names(parsed_expects)
         parsed_matches = [checking.parse_match(stage, ds) for stage, ds in groups]
         target = positional[0] if positional else None
         run_spec = positional[1] if len(positional) > 1 else None
