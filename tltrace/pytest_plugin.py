@@ -4,7 +4,8 @@ Registered through the `pytest11` entry point (name `tltrace`). Each test is one
 invocation, filed under a script directory named after its node id (sanitised):
 `<trace-dir>/<node id>/`. A failing test's report gets a `tltrace` section that
 names its report and records; `--tltrace-only-failed` removes the traces of
-tests that passed.
+tests that passed. The `tltrace` fixture gives a test its own traced compiles
+(`tltrace.last("gemm").check("codegen_device", "CHECK: ...")`; docs/facts.md "Checks").
 
 Without `--tltrace` this module only declares its options: it imports nothing
 beyond the standard library and pytest, touches no environment variable and

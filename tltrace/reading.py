@@ -6,6 +6,8 @@
     p = c.passes[16]                                      # p.name, p.phase, p.status, p.before, p.after
     c.pass_("Simplify#2")                                 # the one pass-name grammar (passref.py)
     p.rows                                                # the line alignment (diff rows)
+    c.facts["wgmma"]                                      # its facts (docs/facts.md)
+    c.check("codegen_device", "CHECK: tl::wgmma_ss")      # FileCheck directives; AssertionError when not
 
 Everything is read through history/runs.py, the one manifest reader (paths stay
 inside the run directory; a deleted per-pass file falls back to the stored copy).
