@@ -270,11 +270,19 @@ def test_run_ptxas_gives_registers_and_spills_as_ptxas_reports_them(tmp_path: Pa
     # By hand: the same nvcc line with its own -Xptxas -v, parsed here, not by tltrace.
     src = tmp_path / "k.cu"
     src.write_text(cuda)
-    cmd = [shutil.which("nvcc") or "nvcc", *machine["command"][1:-3], "-o", str(tmp_path / "k.cubin"), str(src)]
+    cmd = [
+        shutil.which("nvcc") or "nvcc",
+        *machine["command"][1:-3],
+        "-o",
+        str(tmp_path / "k.cubin"),
+        str(src),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     log = out.stdout + out.stderr
     regs = [int(n) for n in re.findall(r"Used (\d+) registers", log)]
-    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
+    spills = [
+        int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    ]
     assert values["registers"] == max(regs) and values["spill_bytes"] == sum(spills)
     p = _tltrace("show", str(run.path), "--facts", "--json", cwd=tmp_path)
     assert check(json.loads(p.stdout), "facts")["compiles"][0]["machine"]["arch"] == "sm_90a"
