@@ -22,7 +22,7 @@ Examples:
   tltrace check gemm.py --expect 'wgmma >= 1' --expect 'spill_bytes == 0'
   tltrace check gemm.py -1 --match codegen_device 'CHECK: tl::wgmma_ss' 'CHECK-NOT: cp_async'
   tltrace check gemm.py -2 'gemm 1024' --expect 'smem_dynamic <= 49152 and warp_specialized == true'
-  tltrace check gemm.py --match LowerTileOp 'CHECK: T.ptx_wgmma' --match codegen_host 'CHECK: cuLaunch'
+  tltrace check gemm.py --match LowerTileOp 'CHECK: T.ptx_wgmma' --match codegen_device 'CHECK-COUNT-2: tl::tma_load'
   tltrace check gemm.py --expect 'tma_load >= 1' --json
 
 --expect EXPR: NAME OP VALUE (== != < <= > >=; VALUE an integer, true, false,
