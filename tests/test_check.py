@@ -313,3 +313,21 @@ def test_a_machine_fact_not_measured_says_how(check, recorded: Path) -> None:
     res = check("gemm", "--expect", "spill_bytes == 0")
     assert res.exit_code == 1, res.output
     assert "not known for this compile" in res.stdout and "tltrace run --ptxas" in res.stdout
+
+
+def test_run_and_signature_select_as_show_does(check) -> None:
+    res = check("two_kernels", "-1", "vmul", "--json", "--match=codegen_device", "CHECK: vmul")
+    assert res.exit_code == 0, res.output
+    assert [c["signature"].split()[0] for c in json.loads(res.stdout)["compiles"]] == ["vmul"]
+    res = check("two_kernels:-2", "--kernel", "vadd", "--match", "codegen_device", "CHECK: vadd")
+    assert res.exit_code == 0 and "all 1 checks passed" in res.stdout, res.output
+    res = check("two_kernels", "--match", "CHECK: vadd")
+    assert res.exit_code == 2 and "--match needs a STAGE" in res.stderr, res.output
+
+
+def test_a_pass_that_failed_has_no_text_to_match(check, recorded: Path) -> None:
+    c = tltrace.load(recorded / "fails").compiles[-1]
+    failed = next(p for p in c.passes if p.status == "failed")
+    res = check("fails", "--match", str(failed.index), "CHECK: x")
+    assert res.exit_code == 1, res.output
+    assert "produced no text (the pass failed)" in res.stdout

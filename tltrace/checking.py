@@ -8,7 +8,7 @@ UsageError (exit 2) before anything is read. Reads through history/runs.py; neve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,7 +99,6 @@ def run_checks(
     run: runs.Run,
     expectations: Sequence[expect.Expectation],
     matches: Sequence[Match],
-    facts_of: Callable[[runs.Run], dict[str, Any]] | None = None,
     context: int = 2,
 ) -> list[Outcome]:
     """Return one Outcome per check on `run` (a compile), expectations first, in the order given.
@@ -109,10 +108,7 @@ def run_checks(
     manifest = run.require()
     out: list[Outcome] = []
     if expectations:
-        from .facts import MACHINE
-
-        if facts_of is None:
-            from .facts import facts_of as facts_of  # noqa: PLC0415
+        from .facts import MACHINE, facts_of
 
         facts = facts_of(run)
         for e in expectations:

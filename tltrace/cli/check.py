@@ -153,6 +153,8 @@ def _directive_groups(raw: list[str], stages: list[str]) -> list[tuple[str, list
     if [g[0] for g in groups] != stages:  # the raw walk and click disagree: trust click's stages
         groups = [(s, groups[k][1] if k < len(groups) else []) for k, s in enumerate(stages)]
     for stage, ds in groups:
+        if _DIRECTIVE.match(stage):
+            raise _fail(f"--match needs a STAGE before its directives, e.g. --match codegen_device {stage!r}")
         if not ds:
             raise _fail(f"--match {stage} has no directive after it; e.g. --match {stage} 'CHECK: ...'")
     return groups
