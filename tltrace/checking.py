@@ -67,6 +67,8 @@ def stage_text(manifest: Any, run: runs.Run, stage: str) -> tuple[str, str]:
     from .passref import ref_of, resolve
 
     found = resolve(manifest.records, stage)
+    if found.pos < 0 and not found.matches and manifest.status != "complete":
+        raise _NoText(f"no pass {stage!r} in this compile: it did not complete ({run.status})")
     if found.pos < 0:
         names = sorted({r.name for r in manifest.records if r.phase == "codegen"})
         hint = f" (its codegen stages: {', '.join(names)})" if names else ""
