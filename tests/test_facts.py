@@ -302,3 +302,17 @@ def test_the_index_ranks_compiles_by_a_fact(traced, open_page, tmp_path: Path) -
     order = page.eval_on_selector_all("#ix-body tr", "trs => trs.map(tr => tr.dataset.run)")
     smem = {r.run_id: facts_of(r)["smem_dynamic"] for r in traced.values()}
     assert [smem[i] for i in order] == sorted(smem.values())
+
+
+@pytest.mark.browser
+def test_the_compile_report_has_a_facts_strip(traced, open_page) -> None:
+    run = traced["sm80_s3"]
+    p = _tltrace("show", str(run.path), "--html", "--json", cwd=run.path)
+    page = open_page(Path(json.loads(p.stdout)["report"]))
+    shown = page.eval_on_selector_all(
+        "#tl-facts:not([hidden]) span[data-fact]",
+        "ss => Object.fromEntries(ss.map(s => [s.dataset.fact, s.querySelector('code').textContent]))",
+    )
+    values = facts_of(run)
+    assert shown["cp_async"] == str(values["cp_async"]) and shown["mma"] == str(values["mma"])
+    assert shown["smem_dynamic"] == str(values["smem_dynamic"]) and shown["warp_specialized"] == "no"
