@@ -286,3 +286,33 @@ def test_run_ptxas_gives_registers_and_spills_as_ptxas_reports_them(tmp_path: Pa
     assert values["registers"] == max(regs) and values["spill_bytes"] == sum(spills)
     p = _tltrace("show", str(run.path), "--facts", "--json", cwd=tmp_path)
     assert check(json.loads(p.stdout), "facts")["compiles"][0]["machine"]["arch"] == "sm_90a"
+
+
+@pytest.mark.browser
+def test_the_index_ranks_compiles_by_a_fact(traced, open_page, tmp_path: Path) -> None:
+    """The invocation index of the four compiles: a facts column group, sortable (an autotune ranked)."""
+    from tltrace.render.index import write_index
+
+    first = next(iter(traced.values()))
+    out = write_index(first.script_dir, [r.path for r in traced.values()], tmp_path / "index.html")
+    page = open_page(out)
+    heads = page.eval_on_selector_all("#ix-head th.ix-fact", "ths => ths.map(th => th.textContent)")
+    assert "smem dyn" in heads and "cp.async" in heads and "wgmma" in heads
+    page.click("#ix-head th[data-key='f_smem_dynamic']")
+    order = page.eval_on_selector_all("#ix-body tr", "trs => trs.map(tr => tr.dataset.run)")
+    smem = {r.run_id: facts_of(r)["smem_dynamic"] for r in traced.values()}
+    assert [smem[i] for i in order] == sorted(smem.values())
+
+
+@pytest.mark.browser
+def test_the_compile_report_has_a_facts_strip(traced, open_page) -> None:
+    run = traced["sm80_s3"]
+    p = _tltrace("show", str(run.path), "--html", "--json", cwd=run.path)
+    page = open_page(Path(json.loads(p.stdout)["report"]))
+    shown = page.eval_on_selector_all(
+        "#tl-facts:not([hidden]) span[data-fact]",
+        "ss => Object.fromEntries(ss.map(s => [s.dataset.fact, s.querySelector('code').textContent]))",
+    )
+    values = facts_of(run)
+    assert shown["cp_async"] == str(values["cp_async"]) and shown["mma"] == str(values["mma"])
+    assert shown["smem_dynamic"] == str(values["smem_dynamic"]) and shown["warp_specialized"] == "no"

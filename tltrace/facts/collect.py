@@ -8,12 +8,14 @@ for a text it cannot read: that text's facts are null.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..session import sourcemap_store as sms
 from ..session.records import FAILED, PassRecord, RunManifest
+from ..session.sourcemap import LineMap
 from .device import device_facts
 from .registry import CODEGEN_INPUT, DEVICE, FRONTEND, NAMES, SOURCE_MAP, Value
 from .tir import codegen_input_facts, frontend_facts
@@ -78,14 +80,42 @@ def _where(rec: PassRecord, side: str) -> dict[str, Any]:
 
 
 def _coverage(run_dir: Path, rec: PassRecord) -> int | None:
-    """Return the percent of the device source's lines that have a Python line, None without a map."""
-    if not (Path(run_dir) / sms.SOURCEMAP_LOG).is_file():
+    """Return the percent of the device source's lines that have a Python line, None without a map.
+
+    Reads only the two lines of sourcemap.jsonl it needs (the record's, then its map's), not
+    the whole log (session/sourcemap_store.load parses every map and source: milliseconds).
+    """
+    path = Path(run_dir) / sms.SOURCEMAP_LOG
+    if path.is_symlink() or not path.is_file():
         return None
-    lmap = sms.load(Path(run_dir)).of(rec.index, "after")
-    if lmap is None or not lmap.lines:
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    want = f'"index":{rec.index},'
+    digest = None
+    for line in reversed(lines):
+        if want in line.replace(" ", ""):
+            d = _json(line)
+            if d is not None and d.get("t") == "rec" and d.get("index") == rec.index:
+                digest = d.get("after")
+                break
+    if not isinstance(digest, str):
         return None
-    mapped = sum(1 for v in lmap.lines if v is not None)
-    return round(100 * mapped / len(lmap.lines))
+    for line in lines:
+        if digest in line:
+            d = _json(line)
+            if d is not None and d.get("t") == "map" and d.get("h") == digest:
+                lmap = LineMap.from_json(d)
+                if not lmap.lines:
+                    return None
+                return round(100 * sum(1 for v in lmap.lines if v is not None) / len(lmap.lines))
+    return None
+
+
+def _json(line: str) -> dict[str, Any] | None:
+    try:
+        d = json.loads(line)
+    except ValueError:
+        return None
+    return d if isinstance(d, dict) else None
 
 
 def stored_values(manifest: RunManifest) -> dict[str, Value] | None:
