@@ -246,3 +246,40 @@ def test_profile_logic_against_history_profile(manifests, rows, tmp_path) -> Non
 
     assert got["fmt"] == [fmt_seconds(s) for s in seconds]
     assert got["lines"] == [len(split_lines(t)) if t else 0 for t in sample]
+
+
+FACTS_JS = r"""
+const fs = require("fs");
+const I = require(process.argv[1] + "/index.js");
+const feed = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+const rows = [], byId = new Map();
+feed.forEach(d => I.addRow(rows, byId, Object.assign({}, d)));
+I.normalizeRows(rows, false);
+const ids = rs => rs.map(r => r.run_id);
+process.stdout.write(JSON.stringify({
+  columns: I.factColumns(rows).map(c => c.key),
+  up: ids(rows.slice().sort(I.comparator("f_smem_dynamic", 1))),
+  down: ids(rows.slice().sort(I.comparator("f_smem_dynamic", -1))),
+  ws: rows.map(r => r.f_warp_specialized),
+}));
+"""
+
+
+def test_index_facts_columns_sort(manifests, tmp_path) -> None:
+    """Rows with facts (render/index.py INDEX_FACTS) give sortable columns; a row without any sorts last."""
+    from dataclasses import replace
+
+    from tltrace.render.index import INDEX_FACTS
+
+    m = manifests[0]
+    made = [
+        replace(m, run_id="run_a", facts={"values": {"smem_dynamic": 49152, "warp_specialized": True}}),
+        replace(m, run_id="run_b", facts={"values": {"smem_dynamic": 16384, "warp_specialized": False}}),
+        replace(m, run_id="run_c", facts=None),
+    ]
+    feed = [index_row(x, x.run_id) for x in made]
+    assert feed[0]["facts"] == {"smem_dynamic": 49152, "warp_specialized": True} and "facts" not in feed[2]
+    got = run_node(FACTS_JS, feed, tmp_path)
+    assert got["columns"] == [f"f_{k}" for k in INDEX_FACTS if k in ("smem_dynamic", "warp_specialized")]
+    assert got["up"] == ["run_b", "run_a", "run_c"] and got["down"] == ["run_a", "run_b", "run_c"]
+    assert got["ws"] == [1, 0, None]

@@ -61,6 +61,12 @@ def env_sync(environ: dict[str, str] | None = None) -> bool:
     return env.get("TLTRACE_SYNC", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
+def env_ptxas(environ: dict[str, str] | None = None) -> bool:
+    """TLTRACE_PTXAS=1: machine facts from `nvcc -Xptxas -v` after each CUDA compile (as run --ptxas)."""
+    env = os.environ if environ is None else environ
+    return env.get("TLTRACE_PTXAS", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def trace_dir_of(value: str | os.PathLike | None) -> Path:
     """Return the trace dir `value` names, else TL_LOWER_TRACE_DIR's, else the default (not made absolute)."""
     return Path(value) if value is not None else Path(env_trace_dir())
@@ -86,6 +92,7 @@ class Settings:
     all_passes: bool = False  # terminal stream: a line per no-op pass, not one per run of them
     use_cache: bool = False
     sync: bool = False  # print and record on the compiling thread (--sync); else on the worker
+    ptxas: bool = False  # machine facts: nvcc -Xptxas -v over each CUDA compile's source (docs/facts.md)
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
@@ -159,6 +166,7 @@ def build_settings(
     ignore_whitespace: bool = False,
     use_cache: bool = False,
     sync: bool | None = None,
+    ptxas: bool | None = None,
     command: tuple[str, ...] = (),
     names: dict[str, str] | None = None,
     script_key: str | None = None,
@@ -167,7 +175,7 @@ def build_settings(
 
     mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
-    working files) or a path. sync: None for TLTRACE_SYNC (else off). kernels: None for TLTRACE_KERNELS (else every kernel). `names` maps a parameter to how the caller spells it in
+    working files) or a path. sync: None for TLTRACE_SYNC (else off). ptxas: None for TLTRACE_PTXAS (else off). kernels: None for TLTRACE_KERNELS (else every kernel). `names` maps a parameter to how the caller spells it in
     messages (`{"keep": "--keep"}`). Raises UsageError on a bad value, the same for both.
     """
     spell = {
@@ -213,5 +221,6 @@ def build_settings(
         ignore_whitespace=bool(ignore_whitespace),
         use_cache=bool(use_cache),
         sync=env_sync() if sync is None else bool(sync),
+        ptxas=env_ptxas() if ptxas is None else bool(ptxas),
         command=tuple(command),
     )

@@ -4,7 +4,8 @@ Registered through the `pytest11` entry point (name `tltrace`). Each test is one
 invocation, filed under a script directory named after its node id (sanitised):
 `<trace-dir>/<node id>/`. A failing test's report gets a `tltrace` section that
 names its report and records; `--tltrace-only-failed` removes the traces of
-tests that passed.
+tests that passed. The `tltrace` fixture gives a test its own traced compiles
+(`tltrace.last("gemm").check("codegen_device", "CHECK: ...")`; docs/facts.md "Checks").
 
 Without `--tltrace` this module only declares its options: it imports nothing
 beyond the standard library and pytest, touches no environment variable and
@@ -152,6 +153,71 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         tracer.merge_worker_output(data)
     else:  # it crashed (or was killed): what it traced is on disk only
         tracer.lost.add(node)
+
+
+@pytest.fixture(name="tltrace")
+def tltrace_fixture(request: Any) -> Any:
+    """This test's traced compiles: `tltrace.last("gemm").check("codegen_device", "CHECK: ...")`.
+
+    Needs `pytest --tltrace`: without it (or when TileLang could not be set up) the test is
+    skipped, with the reason, since it has no compile to look at.
+    """
+    tracer = request.config.stash.get(_STASH, None)
+    if tracer is None:
+        pytest.skip("the tltrace fixture reads this test's traced compiles: run pytest with --tltrace")
+    if tracer.off:
+        pytest.skip("tltrace could not set up TileLang (see the warning above): no compile is traced")
+    test = tracer.tests.get(request.node.nodeid)
+    if test is None:  # pragma: no cover - begin() runs before every test's fixtures
+        pytest.skip("tltrace is not tracing this test")
+    return TracedCompiles(test)
+
+
+class TracedCompiles:
+    """What the `tltrace` fixture gives a test: the compiles it has made so far, oldest first."""
+
+    def __init__(self, test: _Test) -> None:
+        self._test = test
+
+    @property
+    def compiles(self) -> list[Any]:
+        """Return this test's compiles (tltrace.reading.Compile), in the order they started."""
+        from .history import runs
+        from .reading import Compile
+        from .session.worker import drain
+
+        drain()  # the records of a compile on another thread are on disk too
+        out = []
+        collector = self._test.collector
+        with collector._lock:
+            dirs = list(collector.started)
+        for run_dir in dirs:
+            run = runs.load_run(run_dir)
+            if run.manifest is not None:
+                out.append(Compile(run))
+        return out
+
+    def last(self, name: str | None = None) -> Any:
+        """Return the newest compile of kernel `name` (or whose signature starts with it); any when None.
+
+        Raises LookupError naming the compiles there are when none matches.
+        """
+        found = self.compiles
+        hits = [c for c in found if name is None or c.kernel == name or (c.signature or "").startswith(name)]
+        if not hits:
+            names = ", ".join(c.label for c in found[-5:]) or "none"
+            what = "no TileLang compile" if name is None else f"no compile of {name!r}"
+            raise LookupError(f"{what} in this test so far (its compiles: {names})")
+        return hits[-1]
+
+    def __iter__(self) -> Any:
+        return iter(self.compiles)
+
+    def __len__(self) -> int:
+        return len(self.compiles)
+
+    def __repr__(self) -> str:
+        return f"<tltrace: {len(self)} compile(s) of this test>"
 
 
 def _tracer_of(report: Any) -> _Tracer | None:

@@ -6,6 +6,8 @@
     p = c.passes[16]                                      # p.name, p.phase, p.status, p.before, p.after
     c.pass_("Simplify#2")                                 # the one pass-name grammar (passref.py)
     p.rows                                                # the line alignment (diff rows)
+    c.facts["wgmma"]                                      # its facts (docs/facts.md)
+    c.check("codegen_device", "CHECK: tl::wgmma_ss")      # FileCheck directives; AssertionError when not
 
 Everything is read through history/runs.py, the one manifest reader (paths stay
 inside the run directory; a deleted per-pass file falls back to the stored copy).
@@ -132,6 +134,38 @@ class Compile:
             raise KeyError(f"{found.error} in {self.run_id}")
         return self.passes[found.pos]
 
+    @cached_property
+    def facts(self) -> dict[str, Any]:
+        """Return the compile's facts by name (docs/facts.md): `c.facts["wgmma"]`."""
+        from .facts import facts_of
+
+        return facts_of(self._run)
+
+    def check(self, stage: str | int, *checks: str, context: int = 2) -> None:
+        """Match FileCheck directives against the text `stage` produced; AssertionError when they fail.
+
+        `stage` is a pass reference (`codegen_device`, `LowerTileOp`, `tl/Simplify#2`, an index),
+        `checks` directive lines (`"CHECK: tl::wgmma_ss"`, `"CHECK-NOT: cp_async"`; a text of
+        several lines is fine). The error carries FileCheck's message and the lines around
+        the failure point. A bad directive or an unknown stage raises UsageError.
+        """
+        __tracebackhide__ = True  # pytest shows the test's line, not this one
+        from . import checking
+
+        m = checking.parse_match(str(stage), checks)
+        (out,) = checking.run_checks(self._run, (), (m,), context=context)
+        if not out.ok:
+            raise AssertionError(_failure_text(self.label, out))
+
+    def expect(self, expression: str) -> None:
+        """Assert a fact expression (`"wgmma >= 1 and spill_bytes == 0"`, as `check --expect`)."""
+        __tracebackhide__ = True
+        from . import checking, expect
+
+        (out,) = checking.run_checks(self._run, (expect.parse(expression),), ())
+        if not out.ok:
+            raise AssertionError(_failure_text(self.label, out))
+
     def report(self) -> Path:
         """Return the compile's report.html, written from the records when it is not there."""
         path = self.path / "report.html"
@@ -217,6 +251,13 @@ class Invocation:
         return (
             f"<Invocation {self.script} {self.id}: {n} compile{'s' if n != 1 else ''}{which}, {self.status}>"
         )
+
+
+def _failure_text(label: str, out: Any) -> str:
+    """Return a failed check as an assertion message: what failed, where, the lines around it."""
+    head = f"{label}: {'--expect' if out.kind == 'expect' else '--match'} {out.check}"
+    lines = [out.message] if out.kind == "expect" else [*out.context[:1], out.message, *out.context[1:]]
+    return "\n".join([head, *("  " + line for line in lines)])
 
 
 def _ordered(compiles: list[Compile]) -> list[CompileSummary]:

@@ -175,6 +175,12 @@ def run_cmd(
         help="Print and record each pass before the next one runs (slower; for a compiler that "
         "crashes) [default: TLTRACE_SYNC, else a background worker].",
     ),
+    ptxas: bool = typer.Option(
+        False,
+        "--ptxas",
+        help="Machine facts: build each CUDA compile's source with nvcc -Xptxas -v after it (registers, "
+        "spills; seconds each, off the compiling thread) [default: TLTRACE_PTXAS].",
+    ),
     codegen_output: Optional[Path] = typer.Option(
         None, "--codegen-output", metavar="PATH", help="Device working file (host: PATH with _host)."
     ),
@@ -287,6 +293,7 @@ def _settings(p: dict, target) -> Settings:
         ignore_whitespace=p["ignore_whitespace"],
         use_cache=p["use_cache"],
         sync=True if p["sync"] else None,
+        ptxas=True if p["ptxas"] else None,
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
         names={
             "mode": "--mode",
@@ -317,6 +324,7 @@ def _register_record_commands() -> None:
 
 def _register_commands() -> None:
     from . import bisect as cli_bisect
+    from . import check as cli_check
     from . import edit as cli_edit
     from . import export as cli_export
     from . import repro as cli_repro
@@ -326,6 +334,7 @@ def _register_commands() -> None:
     cli_export.register(app)
     cli_repro.register(app)
     cli_bisect.register(app)
+    cli_check.register(app)
 
 
 _register_commands()

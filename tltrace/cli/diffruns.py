@@ -114,6 +114,8 @@ def diff_runs_cmd(
         data = d.to_json()
         data["a"]["path"], data["b"]["path"] = str(ra.path), str(rb.path)
         data["compiles"] = [CompilePair(d.a, d.b, "run", d).to_json()]
+        data["facts"] = _fact_changes(ra, rb)
+        data["compiles"][0]["facts"] = data["facts"]
         if focus is not None:
             data["focus"] = {**focus.to_json(), "diff": focus_diff}
         if report is not None:
@@ -121,6 +123,7 @@ def diff_runs_cmd(
         _print_json(data)
     else:
         _print_diff(d, ra, rb, focus, focus_diff, show_all, context)
+        _print_fact_changes(_fact_changes(ra, rb))
         if report is not None:
             typer.echo(f"report: {report}")
     raise typer.Exit(code)
@@ -143,11 +146,18 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
     from ..history.compare import COMPILE_DIFFERENT, COMPILE_ONLY_A, COMPILE_ONLY_B, COMPILE_SAME
 
     paths = {r.run_id: str(r.path) for r in (*sa.runs, *sb.runs)}
+    by_id = {r.run_id: r for r in (*sa.runs, *sb.runs)}
+    facts = {
+        (c.a.run_id, c.b.run_id): _fact_changes(by_id[c.a.run_id], by_id[c.b.run_id])
+        for c in inv.compiles
+        if c.a is not None and c.b is not None and c.a.run_id in by_id and c.b.run_id in by_id
+    }
     if as_json:
         data = {"a": _selection_json(sa), "b": _selection_json(sb), **inv.to_json()}
         for c in data["compiles"]:
             c["a_path"] = paths.get(c["a_run_id"]) if c["a_run_id"] else None
             c["b_path"] = paths.get(c["b_run_id"]) if c["b_run_id"] else None
+            c["facts"] = facts.get((c["a_run_id"], c["b_run_id"]), [])
         _print_json(data)
         return
     from rich.text import Text
@@ -191,6 +201,14 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
     ]
     for line in fit(columns, rows, con.width if con.is_terminal else None, rule=False):
         con.print(line, soft_wrap=True)
+    from ..facts import describe
+
+    for c in inv.compiles:
+        changed = facts.get((c.a.run_id, c.b.run_id)) if c.a is not None and c.b is not None else None
+        if changed:
+            t = Text(f"facts of {runs.label(c.a, c.a.run_id)}: ", style="bold")
+            t.append(describe(changed))
+            con.print(t, soft_wrap=True)
     counts = ", ".join(f"{n} {s.replace('_', '-')}" for s, n in inv.counts.items() if n)
     if inv.same:
         con.print(Text(f"same: {len(inv.compiles)} compile(s), every pass identical", style="bold green"))
@@ -203,6 +221,24 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
             ),
             soft_wrap=True,
         )
+
+
+def _fact_changes(ra, rb) -> list[dict[str, Any]]:
+    """Return the facts that differ between two compiles ([{name, a, b}]; docs/facts.md)."""
+    from ..facts import changes, facts_of
+
+    return changes(facts_of(ra), facts_of(rb))
+
+
+def _print_fact_changes(changed: list[dict[str, Any]]) -> None:
+    from rich.text import Text
+
+    from ..facts import describe
+
+    if changed:
+        t = Text("facts: ", style="bold")
+        t.append(describe(changed))
+        _console().print(t, soft_wrap=True)
 
 
 def _focus_pair(d, spec: str | None):

@@ -108,6 +108,24 @@ def print_profile(manifests: list, top: int | None, as_json: bool) -> None:
 
 
 # -- markdown (CI step summary) ---------------------------------------------------------------------
+def _facts_markdown(baseline: str, pairs: list[tuple[Any, Any, list[dict[str, Any]]]]) -> list[str]:
+    """Return the 'Facts changed' section: one row per fact that moved, per compile paired with the baseline."""
+    moved = [(a, b, c) for a, b, c in pairs if c]
+    lines = ["", f"### Facts changed against {_md(baseline)}", ""]
+    if not pairs:
+        return [*lines, "No compile pairs with one of the baseline (diff-runs says why)."]
+    if not moved:
+        return [*lines, f"No fact changed in {len(pairs)} compile(s) paired with the baseline."]
+    lines += ["| compile | fact | baseline | now |", "|---|---|---:|---:|"]
+    for _a, b, changes in moved:
+        for ch in changes:
+            was, now = (str(v).lower() if isinstance(v, bool) else str(v) for v in (ch["a"], ch["b"]))
+            lines.append(
+                f"| {_md(b.signature or b.kernel or '?')} | {_md(ch['name'])} | {_md(was)} | {_md(now)} |"
+            )
+    return lines
+
+
 def _md_code(text: Any) -> str:
     """Return a cell showing `text` as code when it is a plain id, else escaped as `_md` does (it is data)."""
     s = str(text if text is not None else "")
@@ -141,8 +159,37 @@ def _failed_at(m) -> str:
     return "after the last pass" if m.status in ("error", "interrupted") else ""
 
 
-def markdown(manifests: list, top: int | None) -> str:
-    """Return a markdown summary: the compiles (failures first) and the slowest passes."""
+def fact_changes(
+    target: str | None,
+    run: str | None,
+    baseline: str,
+    trace_dir: Path,
+    kernel: str | None,
+    signature: str | None,
+) -> tuple[str, list[tuple[Any, Any, list[dict[str, Any]]]]]:
+    """Return (the baseline as named, [(baseline manifest, manifest, changed facts)]) for `--baseline`.
+
+    The compiles pair as diff-runs pairs two invocations (history/compare.pair_compiles);
+    `changed` is facts.changes: [{name, a, b}], empty when no fact moved.
+    """
+    from ..facts import changes, facts_of
+    from ..history.compare import pair_compiles
+    from ..history.resolve import parse_ref, selected_runs
+
+    now = selected_runs(target, run, trace_dir, kernel=kernel, signature=signature)
+    base = parse_ref(baseline, trace_dir, target, kernel).runs
+    a = [r.require() for r in base]
+    b = [r.require() for r in now]
+    out = []
+    for i, j, _how in pair_compiles(a, b):
+        if i is not None and j is not None:
+            out.append((a[i], b[j], changes(facts_of(base[i]), facts_of(now[j]))))
+    return baseline, out
+
+
+def markdown(manifests: list, top: int | None, changed: tuple[str, list] | None = None) -> str:
+    """Return a markdown summary: the compiles (failures first), the facts changed against a baseline
+    (`changed`: fact_changes' answer), and the slowest passes."""
     prof = profile(manifests)
     by_run = {c.manifest.run_id: c for c in prof.compiles}
     several_scripts = len({m.script for m in manifests}) > 1
@@ -183,6 +230,8 @@ def markdown(manifests: list, top: int | None) -> str:
             _md_code(m.run_id),
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    if changed is not None:
+        lines += _facts_markdown(*changed)
     n = MARKDOWN_TOP if top is None else top
     lines += ["", f"### Slowest passes (top {min(n, len(prof.rows))} of {len(prof.rows)})", ""]
     lines.append("| pass | count | total | mean | max | share |")

@@ -45,9 +45,12 @@ Examples:
   tltrace show ./tmp/lower_trace_dir/gemm/.run_records/run_2026...   a run directory (one compile)
   tltrace show gemm.py --html                   (re)write the compile's report, or the invocation's index
   tltrace show gemm.py -1 --json                the newest invocation as JSON
+  tltrace show gemm.py -1 --facts               TMA, WGMMA, cp.async, shared memory, stages of each compile
+  tltrace show gemm.py --facts --json           the same as JSON (docs/facts.md names every fact)
   tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
   tltrace show gemm.py -1 'gemm 1024' --profile --top 5 --json   one compile's 5 slowest, as JSON
   tltrace show --format markdown >> "$GITHUB_STEP_SUMMARY"   compiles + top passes for CI
+  tltrace show gemm.py --format markdown --baseline gemm.py:-2   ... + the facts that changed since -2
 
 An invocation is one 'tltrace run' (or watch rerun, or enable()..disable() span);
 each kernel it compiled is a compile (a run directory) with a signature: kernel,
@@ -108,6 +111,18 @@ def show_cmd(
         help="The generated source (with --pass: that pass's IR) with the Python line of each line "
         "(N~: inferred from an enclosing statement).",
     ),
+    baseline: Optional[str] = typer.Option(
+        None,
+        "--baseline",
+        metavar="REF",
+        help="With --format markdown: add the facts that changed against REF (a run, SCRIPT:RUN, -N).",
+    ),
+    facts: bool = typer.Option(
+        False,
+        "--facts",
+        help="What the compiler made of each kernel: TMA, WGMMA, cp.async, barriers, shared memory, "
+        "launch bounds, stages (and registers/spills after run --ptxas); docs/facts.md.",
+    ),
 ) -> None:
     """List invocations and their compiles, or one compile's passes, or one pass's diff."""
     from ..history import runs
@@ -128,26 +143,39 @@ def show_cmd(
     if fmt == "markdown" and as_json:
         raise _fail("--json and --format markdown exclude each other")
     as_json = as_json or fmt == "json"
+    if baseline is not None and fmt != "markdown":
+        raise _fail("--baseline goes with --format markdown (diff-runs compares two runs otherwise)")
     if profile or fmt == "markdown":  # profile and CI summary: cli/profile.py
         from . import profile as cli_profile
 
         try:
             chosen = cli_profile.select(target, run_spec, td, kernel, signature=signature_prefix)
+            changed = None
+            if baseline is not None:
+                changed = cli_profile.fact_changes(target, run_spec, baseline, td, kernel, signature_prefix)
         except TltraceError as exc:
             raise _fail(str(exc), exc.exit_code) from None
         if fmt == "markdown":
-            sys.stdout.write(cli_profile.markdown(chosen, top))
+            sys.stdout.write(cli_profile.markdown(chosen, top, changed))
         else:
             cli_profile.print_profile(chosen, top, as_json)
         return
     try:
-        if run_spec is None and pass_ is None and not html and not source_map:
+        if run_spec is None and pass_ is None and not html and not source_map and not facts:
             loc = runs.locate(target, td)
             if loc.run_dir is None:
                 _show_list(loc, kernel, as_json)
                 return
         sel = runs.open_selection(target, run_spec, td, kernel, signature_prefix)
-        if source_map:
+        if facts:
+            from . import facts as cli_facts
+
+            if pass_ is not None or html or source_map:
+                raise _fail(
+                    "--facts is a compile's (or an invocation's): leave out --pass, --html and --source-map"
+                )
+            cli_facts.show(sel, as_json)
+        elif source_map:
             from . import sourcemap as cli_sourcemap
 
             cli_sourcemap.show(sel.one("--source-map"), pass_, as_json)

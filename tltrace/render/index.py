@@ -26,6 +26,21 @@ from ..session.store import RUN_RECORDS
 from .pages import _CHUNK_CLOSE, _CHUNK_OPEN, REPORT_NAME, chunk, index_head
 
 INDEX_LOCK = ".report.lock"
+# The facts the index shows as a sortable column group (index.js FACT_COLS names the same, in order):
+# an autotune's configs ranked by the path they took, shared memory, spills.
+INDEX_FACTS = (
+    "tma_load",
+    "wgmma",
+    "mma",
+    "cp_async",
+    "syncthreads",
+    "threads",
+    "smem_dynamic",
+    "num_stages",
+    "warp_specialized",
+    "registers",
+    "spill_bytes",
+)
 END_CHUNK = b'<script type="application/json" class="tl-d">{"t":"iend"}</script>\n'
 
 
@@ -51,6 +66,9 @@ def index_row(manifest: RunManifest | None, run_id: str | None = None) -> dict[s
             row[key] = value
     if manifest.records and manifest.finished is not None:  # time per pass name, for profile.js
         row["pu"] = pass_times_us(manifest)
+    facts = manifest.facts.get("values") if isinstance(manifest.facts, dict) else None
+    if isinstance(facts, dict):  # index.js's facts column group (docs/facts.md)
+        row["facts"] = {k: v for k, v in facts.items() if k in INDEX_FACTS and v is not None}
     return row
 
 

@@ -66,6 +66,9 @@ def meta_of(manifest: RunManifest) -> dict[str, Any]:
     if manifest.repro and manifest.run_id:
         # `tltrace repro` for a pass of this compile: the report appends the pass's index.
         out["repro"] = shlex.join(["tltrace", "repro", manifest.script, manifest.run_id, "--pass"])
+    values = manifest.facts.get("values") if isinstance(manifest.facts, dict) else None
+    if isinstance(values, dict):  # the report's Facts strip (docs/facts.md), known values only
+        out["facts"] = {k: v for k, v in values.items() if v is not None}
     if manifest.invocation:
         # The compile's way back: the script's index (two levels up) and, once known, its siblings.
         out["index"] = "../../" + REPORT_NAME

@@ -33,6 +33,7 @@ from . import fatal, liveness
 from . import sourcemap as sm
 from . import sourcemap_store as sms
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
+from .factsjob import with_facts
 from .interrupt import interrupted
 from .names import pass_display_name
 from .records import CHANGED, COMPLETE, ERROR, FAILED, INTERRUPTED, NOOP, PassRecord, RunManifest
@@ -393,6 +394,7 @@ class TraceSession:
                 status=(INTERRUPTED if error == "KeyboardInterrupt" else ERROR) if failed else COMPLETE,
                 error=error,
             )
+            final = with_facts(final, self.store, self.settings.ptxas, self.warn)  # docs/facts.md
             self.store.write_manifest(final)
             written = True
             self.store.close()

@@ -65,6 +65,7 @@ def settings_json(settings: Settings, root_pid: int) -> str:
         "kernels": settings.kernels.pattern if settings.kernels is not None else None,
         "quiet": settings.quiet,
         "use_cache": settings.use_cache,
+        "ptxas": settings.ptxas,
         "command": list(settings.command),
         "invocation": settings.invocation,
         "root": {"pid": root_pid, "start": process_start(root_pid)},
@@ -163,6 +164,7 @@ def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
         kernels=kernels,
         quiet=bool(data.get("quiet")),
         use_cache=bool(data.get("use_cache")),
+        ptxas=bool(data.get("ptxas")),
         command=tuple(str(c) for c in data.get("command") or ()),
         invocation=str(data["invocation"]),
     )

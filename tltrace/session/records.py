@@ -206,6 +206,9 @@ class RunManifest:
     repro: dict[str, Any] | None = None
     # `tltrace bisect`: the top-level passes this compile skipped ({position, name, phase}), else None.
     skipped: list[dict[str, Any]] | None = None
+    # What the compiler made of the kernel (docs/facts.md): {version, values, texts[, machine]},
+    # computed by the printing worker when the run ends; None for runs recorded before facts.
+    facts: dict[str, Any] | None = None
     records: tuple[PassRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
@@ -283,6 +286,6 @@ _MANIFEST_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
             "thread",
         )
     },
-    **{k: ((dict,), True) for k in ("launch", "params", "writer", "repro")},
+    **{k: ((dict,), True) for k in ("launch", "params", "writer", "repro", "facts")},
     "thread_id": (_INT, True),
 }

@@ -132,20 +132,41 @@ def worker() -> Worker:
         return w
 
 
+_late: Worker | None = None
+_late_pid = -1
+
+
+def late_worker() -> Worker:
+    """Return the process's one worker for slow jobs after a compile (run --ptxas's nvcc builds).
+
+    Unbounded, and no compile waits for it (a compile waits for its own worker only);
+    `drain()` does, after the printing workers, so an invocation ends with its jobs done.
+    """
+    global _late, _late_pid
+    with _lock:
+        if _late is None or _late_pid != os.getpid():
+            _late, _late_pid = Worker(max_jobs=0), os.getpid()
+        return _late
+
+
 def drain(timeout: float | None = None) -> bool:
-    """Wait for every job submitted so far in this process; return False on timeout."""
+    """Wait for every job submitted so far in this process (slow jobs after them); return False on timeout."""
     with _lock:
         workers = list(_workers) if _pid == os.getpid() else []
     ok = True
     for w in workers:
         ok = w.drain(timeout) and ok
+    with _lock:
+        late = _late if _late_pid == os.getpid() else None
+    if late is not None:
+        ok = late.drain(timeout) and ok
     return ok
 
 
 def on_worker() -> bool:
     """Return True on a worker thread (a job emitting an event needs no second queueing)."""
     me = threading.current_thread()
-    return any(w._thread is me for w in list(_workers))
+    return any(w._thread is me for w in [*_workers, *([_late] if _late is not None else [])])
 
 
 @atexit.register

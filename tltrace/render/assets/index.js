@@ -8,6 +8,9 @@
  * The pure parts (no DOM) run under node too (module.exports, tests/test_index_js.py):
  * addRow (a compile chunk into the rows), normalizeRows (what the table shows of a row),
  * comparator (the default order, or by a column) and filterRows (the text and status filters).
+ *
+ * A compile row may carry `facts` (docs/facts.md; render/index.py INDEX_FACTS): each becomes a
+ * sortable column `f_<name>` of the "facts" group, shown when some row knows it.
  * @requires core.js profile.js
  */
 (function (root) {
@@ -23,6 +26,20 @@
     { key: "seconds", title: "compile s", num: true },
     { key: "order", title: "#", num: true },
     { key: "run_id", title: "run" }
+  ];
+  // The facts column group: render/index.py INDEX_FACTS, in its order.
+  var FACT_COLS = [
+    { key: "tma_load", title: "tma" },
+    { key: "wgmma", title: "wgmma" },
+    { key: "mma", title: "mma" },
+    { key: "cp_async", title: "cp.async" },
+    { key: "syncthreads", title: "syncs" },
+    { key: "threads", title: "threads" },
+    { key: "smem_dynamic", title: "smem dyn" },
+    { key: "num_stages", title: "stages" },
+    { key: "warp_specialized", title: "ws" },
+    { key: "registers", title: "regs" },
+    { key: "spill_bytes", title: "spills" }
   ];
   var BAD = { failed: 1, error: 1, damaged: 1, interrupted: 1, incomplete: 1 };
   var STALE_MS = 120000;  // an index untouched this long while compiles say "running": their process was killed
@@ -57,9 +74,23 @@
       r.label = str(r.signature || r.kernel || r.run_id);
       r.failed_at = str(r.failed_at);
       r.seconds = typeof r.seconds === "number" && isFinite(r.seconds) ? Math.round(r.seconds * 1000) / 1000 : null;
+      var facts = r.facts && typeof r.facts === "object" ? r.facts : {};
+      FACT_COLS.forEach(function (f) {
+        var v = facts[f.key];
+        r["f_" + f.key] = typeof v === "number" && isFinite(v) ? v : v === true ? 1 : v === false ? 0 : null;
+      });
       r.search = (r.label + " " + r.status + " " + r.failed_at + " " + str(r.kernel) + " " + r.run_id + " " + r.process).toLowerCase();
     });
     return procs.size;
+  }
+
+  // The facts columns some row has a value of (the index shows only those), as table columns.
+  function factColumns(rows) {
+    return FACT_COLS.filter(function (f) {
+      return rows.some(function (r) { return r["f_" + f.key] !== null && r["f_" + f.key] !== undefined; });
+    }).map(function (f) {
+      return { key: "f_" + f.key, title: f.title, num: true, fact: f.key };
+    });
   }
 
   // The rows' order: by column `sort` (dir 1 or -1; empty values last, then start order), or
@@ -94,7 +125,7 @@
   }
 
   if (typeof module === "object" && module.exports) {
-    module.exports = { addRow: addRow, normalizeRows: normalizeRows, comparator: comparator, filterRows: filterRows, BAD: BAD };
+    module.exports = { addRow: addRow, normalizeRows: normalizeRows, comparator: comparator, filterRows: filterRows, factColumns: factColumns, BAD: BAD };
     return;
   }
 
@@ -117,6 +148,8 @@
     var t = Date.parse(document.lastModified);
     S.processes = normalizeRows(S.rows, !isNaN(t) && Date.now() - t >= STALE_MS);
     if (S.processes > 1) COLS.splice(1, 0, { key: "process", title: "process" });
+    var facts = factColumns(S.rows);
+    COLS.splice.apply(COLS, [COLS.length - 2, 0].concat(facts));  // before "#" and "run"
   }
 
   function hrefOf(r) { return str(S.meta.base || ".run_records/") + r.run_id + "/report.html"; }
@@ -124,9 +157,9 @@
   function buildHead() {
     var head = $("ix-head");
     COLS.forEach(function (c) {
-      var th = el("th", c.num ? "num" : null, c.title);
+      var th = el("th", (c.num ? "num" : "") + (c.fact ? " ix-fact" : "") || null, c.title);
       th.setAttribute("data-key", c.key);
-      th.title = "Sort by " + c.title + " (click again to reverse)";
+      th.title = (c.fact ? "fact " + c.fact + " (docs/facts.md). " : "") + "Sort by " + c.title + " (click again to reverse)";
       th.addEventListener("click", function () {
         if (S.sort === c.key) S.dir = -S.dir; else { S.sort = c.key; S.dir = 1; }
         render();
@@ -164,6 +197,8 @@
         } else if (c.key === "failed_at") {
           if (r.failed_at) td.appendChild(el("span", "ix-failat", r.failed_at));
           if (r.error) td.title = str(r.error);
+        } else if (c.fact === "warp_specialized") {
+          td.textContent = v === 1 ? "yes" : v === 0 ? "no" : "";
         } else if (c.key === "seconds" && typeof v === "number") {
           td.textContent = v.toFixed(2);
         } else {

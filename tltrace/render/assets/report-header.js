@@ -44,6 +44,39 @@
     if (m.command_line) item("command", m.command_line, true);
     else if (m.command && m.command.length) item("command", m.command.join(" "), true);
     buildNav();
+    buildFacts();
+  }
+  // ---- the Facts strip: what the compiler made of the kernel (docs/facts.md; meta.facts) ----------
+  var FACTS = [
+    ["arch", "arch"], ["tma_load", "TMA loads"], ["tma_store", "TMA stores"], ["wgmma", "WGMMA"],
+    ["mma", "mma"], ["cp_async", "cp.async"], ["ldmatrix", "ldmatrix"], ["mbarrier", "mbarrier"],
+    ["syncthreads", "__syncthreads"], ["fences", "fences"], ["launch_bounds", "launch bounds"],
+    ["grid", "grid"], ["threads", "threads"], ["smem_dynamic", "smem dyn"], ["smem_static", "smem static"],
+    ["num_stages", "stages"], ["warp_specialized", "warp-specialized"], ["max_nreg", "max nreg"],
+    ["vector_load_bits", "widest load"], ["vector_store_bits", "widest store"],
+    ["registers", "registers"], ["spill_bytes", "spill bytes"], ["stack_frame", "stack frame"]
+  ];
+  function buildFacts() {
+    var box = $("tl-facts"), f = S.meta.facts;
+    if (!box) return;
+    clear(box);
+    if (!f || typeof f !== "object") { box.hidden = true; return; }
+    box.hidden = false;
+    var head = el("b", null, "Facts");
+    head.title = "What the compiler made of this kernel, read off the recorded texts (docs/facts.md; tltrace show --facts)";
+    box.appendChild(head);
+    var all = [];
+    FACTS.forEach(function (x) {
+      var v = f[x[0]];
+      if (v === undefined || v === null) return;
+      var s = el("span");
+      s.setAttribute("data-fact", x[0]);
+      s.appendChild(document.createTextNode(x[1] + " "));
+      s.appendChild(el("code", null, v === true ? "yes" : v === false ? "no" : String(v)));
+      box.appendChild(s);
+      all.push(x[0] + " " + String(v));
+    });
+    box.title = all.join(", ");
   }
   // ---- invocation: back to the index, switch to a sibling compile (data from {"t":"sibs"}) -------
   function buildNav() {

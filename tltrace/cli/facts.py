@@ -1,0 +1,94 @@
+"""`tltrace show ... --facts`: what the compiler made of each kernel (docs/facts.md), one compile or many."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .records import _print_json
+from .shared import console
+
+# The columns of the table of several compiles (an autotune's configs side by side); --json has every fact.
+TABLE_FACTS = (
+    "tma_load",
+    "wgmma",
+    "mma",
+    "cp_async",
+    "mbarrier",
+    "syncthreads",
+    "threads",
+    "smem_dynamic",
+    "num_stages",
+    "warp_specialized",
+    "registers",
+    "spill_bytes",
+)
+
+
+def show(sel: Any, as_json: bool) -> None:
+    """Print the facts of the selected compile(s): a list of one compile's, or a table of several."""
+    from ..facts import facts_json
+    from ..history.summary import CompileSummary, order
+
+    runs = [r for r in sel.runs if r.manifest is not None]
+    summaries = [
+        CompileSummary.of(r.manifest, r.run_id, status=r.status, position=i) for i, r in enumerate(runs)
+    ]
+    runs = [runs[s.position] for s in order(summaries)]
+    data = [facts_json(r) for r in runs]
+    if as_json:
+        _print_json({"compiles": data})
+        return
+    if len(data) == 1:
+        _print_one(data[0])
+    else:
+        _print_table(data)
+
+
+def _value(v: Any) -> str:
+    if v is None:
+        return "-"
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def _print_one(one: dict[str, Any]) -> None:
+    from rich.text import Text
+
+    from ..render.table import Column, cut_end, fit
+
+    con = console()
+    head = Text(one["signature"] or one["run_id"], style="bold")
+    head.append(f"  {one['run_id']}", style="dim")
+    con.print(head, soft_wrap=True)
+    rows = []
+    for f in one["facts"]:
+        if f["value"] is None and f["source"] == "ptxas":
+            continue  # machine facts: only with run --ptxas (said below)
+        unit = f["unit"] if f["unit"] not in ("", "count") else ""
+        rows.append([(f["name"], ""), (_value(f["value"]), "bold"), (unit, "dim"), (f["text"] or "-", "dim")])
+    columns = [Column("fact"), Column("value", "right"), Column("unit"), Column("read from", cut=cut_end)]
+    for line in fit(columns, rows, con.width if con.is_terminal else None, rule=False):
+        con.print(line, soft_wrap=True)
+    machine = one.get("machine") or {}
+    if machine.get("unavailable") or machine.get("error"):
+        con.print(
+            Text(f"machine facts: {machine.get('unavailable') or machine.get('error')}", style="yellow")
+        )
+    elif not machine:
+        con.print(Text("machine facts (registers, spills): tltrace run --ptxas", style="dim"), soft_wrap=True)
+
+
+def _print_table(data: list[dict[str, Any]]) -> None:
+    from ..render.table import Column, cut_end, fit
+
+    con = console()
+    shown = [n for n in TABLE_FACTS if any(d["values"].get(n) is not None for d in data)]
+    columns = [
+        Column("compile", cut=cut_end, min_width=16),
+        *(Column(n, "right", drop=i + 1) for i, n in enumerate(shown)),
+    ]
+    rows = [
+        [(d["signature"] or d["run_id"], ""), *((_value(d["values"].get(n)), "") for n in shown)]
+        for d in data
+    ]
+    for line in fit(columns, rows, con.width if con.is_terminal else None, rule=False):
+        con.print(line, soft_wrap=True)

@@ -1,0 +1,153 @@
+"""Machine facts: registers, spills, stack frame and shared memory per kernel, from `nvcc -Xptxas -v`.
+
+The device source is compiled to a cubin the way TileLang's CUDA backend compiles it
+(tilelang/cuda/backend.py: `nvcc --cubin -O3 -lineinfo -arch=<the target's arch>
+-std=c++20 -I<tl_templates> -I<cutlass>`), with `-Xptxas -v -w` added, in a child
+process under a time limit. Slow (seconds: the C++ front end over TileLang's headers),
+so it runs only when asked (`tltrace run --ptxas`, TLTRACE_PTXAS=1) and never on the
+compiling thread. Without nvcc it says so once and the facts stay null.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from typing import Any
+
+from .registry import Value
+
+TIMEOUT_S = 300.0  # one nvcc build; TileLang's own limit is of the same order
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+_ARCH = re.compile(r"^sm_\d+[a-z]?$")
+
+
+class Unavailable(Exception):
+    """No toolchain here (no nvcc), or a target without an sm_ arch: said once, never an error."""
+
+
+def nvcc() -> str | None:
+    """Return the nvcc TileLang would use (its own lookup when importable), else the one on PATH."""
+    try:
+        from tilelang.contrib.nvcc import get_nvcc_compiler  # type: ignore[import-not-found]
+
+        found = get_nvcc_compiler()
+        if found and shutil.which(found):
+            return str(shutil.which(found))
+    except Exception:
+        pass
+    return shutil.which("nvcc")
+
+
+def _includes() -> list[str]:
+    try:
+        from tilelang import env  # type: ignore[import-not-found]
+
+        return [f"-I{p}" for p in (env.TILELANG_TEMPLATE_PATH, env.CUTLASS_INCLUDE_DIR) if p]
+    except Exception:
+        return []
+
+
+def command(compiler: str, arch: str, source: str, cubin: str) -> list[str]:
+    """Return the nvcc command line that builds `source` into `cubin` with ptxas's report on."""
+    return [
+        compiler,
+        "--cubin",
+        "-O3",
+        "-lineinfo",
+        f"-arch={arch}",
+        "-std=c++20",
+        *_includes(),
+        "-Xptxas",
+        "-v",
+        "-w",
+        "-o",
+        cubin,
+        source,
+    ]
+
+
+def parse(log: str) -> list[dict[str, Any]]:
+    """Return one {kernel, registers, spill_store_bytes, spill_load_bytes, stack_frame, ptxas_smem} per entry."""
+    kernels: list[dict[str, Any]] = []
+    cur: dict[str, Any] | None = None
+    for line in log.splitlines():
+        m = _ENTRY.search(line)
+        if m:
+            cur = {"kernel": m.group(1)}
+            kernels.append(cur)
+            continue
+        if cur is None:
+            continue
+        m = _PROPS.search(line)
+        if m:
+            cur["stack_frame"], cur["spill_store_bytes"], cur["spill_load_bytes"] = (
+                int(g) for g in m.groups()
+            )
+            continue
+        m = _USED.search(line)
+        if m:
+            cur["registers"] = int(m.group(1))
+            cur["ptxas_smem"] = int(m.group(2)) if m.group(2) else 0
+    return kernels
+
+
+def values_of(kernels: list[dict[str, Any]]) -> dict[str, Value]:
+    """Return the per-compile machine facts of docs/facts.md: maxima, and spills summed over kernels."""
+    if not kernels:
+        return {}
+
+    def col(k: str) -> list[int]:
+        return [int(x[k]) for x in kernels if isinstance(x.get(k), int)]
+
+    stores, loads = sum(col("spill_store_bytes")), sum(col("spill_load_bytes"))
+    return {
+        "registers": max(col("registers"), default=None),
+        "spill_store_bytes": stores,
+        "spill_load_bytes": loads,
+        "spill_bytes": stores + loads,
+        "stack_frame": max(col("stack_frame"), default=None),
+        "ptxas_smem": max(col("ptxas_smem"), default=None),
+    }
+
+
+def machine_facts(source: str, arch: str | None, timeout: float = TIMEOUT_S) -> dict[str, Any]:
+    """Build `source` for `arch` with ptxas's report; return {tool, arch, seconds, kernels, values}.
+
+    Raises Unavailable without nvcc or an sm_ arch; RuntimeError when nvcc fails (its
+    last lines in the message).
+    """
+    if not arch or not _ARCH.match(arch):
+        raise Unavailable(f"no CUDA arch to build for ({arch or 'none'}): machine facts are for CUDA targets")
+    compiler = nvcc()
+    if compiler is None:
+        raise Unavailable("no nvcc on PATH: machine facts (registers, spills) need the CUDA toolkit")
+    with tempfile.TemporaryDirectory(prefix="tltrace-ptxas-") as tmp:
+        src, cubin = os.path.join(tmp, "kernel.cu"), os.path.join(tmp, "kernel.cubin")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(source)
+        cmd = command(compiler, arch, src, cubin)
+        t0 = time.perf_counter()
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"nvcc took over {timeout:g} s") from None
+        seconds = round(time.perf_counter() - t0, 3)
+    log = (p.stdout or "") + (p.stderr or "")
+    if p.returncode != 0:
+        tail = " | ".join(ln.strip() for ln in log.strip().splitlines()[-3:])
+        raise RuntimeError(f"nvcc exited {p.returncode}: {tail}")
+    kernels = parse(log)
+    return {
+        "tool": os.path.basename(compiler),
+        "arch": arch,
+        "seconds": seconds,
+        "command": [os.path.basename(cmd[0]), *cmd[1:-3], "-o", "kernel.cubin", "kernel.cu"],
+        "kernels": kernels,
+        "values": values_of(kernels),
+    }

@@ -1,0 +1,95 @@
+"""A run's facts when it ends, and its machine facts after it: the printing worker's part of docs/facts.md.
+
+`with_facts` is called once, by the printing worker, on the manifest it is about to
+write when a compile ends (capture.TraceSession._finish): the facts are read off the
+texts just stored, in a few milliseconds, never on the compiling thread. With
+`settings.ptxas` it also queues the nvcc build on the late worker (session/worker.py),
+which rewrites the manifest with the machine facts seconds later; the compile has long
+returned, and the invocation's end waits for it. Nothing here can fail a compile: a
+failure is one notice per process and the manifest is written without (those) facts.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from ..facts import collect, ptxas
+from ..facts.registry import CODEGEN_INPUT, DEVICE
+from .records import PassRecord, RunManifest
+from .store import RunStore
+from .worker import late_worker
+
+Warn = Callable[[str], None]
+
+_said: set[str] = set()  # what was said once in this process (no toolchain, a failure)
+_said_lock = threading.Lock()
+
+
+def _once(key: str, warn: Warn, message: str) -> None:
+    with _said_lock:
+        if key in _said:
+            return
+        _said.add(key)
+    warn(message)
+
+
+def _reader(store: RunStore) -> collect.Read:
+    """Read a record's text back from what this run just stored (its file, else the object by hash)."""
+
+    def read(rec: PassRecord, side: str) -> str | None:
+        rel = rec.after_file if side == "after" else rec.before_file
+        digest = rec.after_hash if side == "after" else rec.before_hash
+        for p in ((store.run_dir / rel) if rel else None, (store.objects / digest) if digest else None):
+            if p is None:
+                continue
+            try:
+                return p.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+        return None
+
+    return read
+
+
+def with_facts(manifest: RunManifest, store: RunStore, want_ptxas: bool, warn: Warn) -> RunManifest:
+    """Return `manifest` with its `facts` (worker side); queue the machine facts when asked."""
+    try:
+        read = _reader(store)
+        facts = collect.compute(manifest, read, store.run_dir)
+    except Exception as exc:  # facts are extra: the run is written without them
+        _once("facts", warn, f"facts not computed ({type(exc).__name__}: {exc}); the records are complete")
+        return manifest
+    out = replace(manifest, facts=facts)
+    if want_ptxas:
+        chosen = collect.select(manifest)
+        if DEVICE in chosen and CODEGEN_INPUT in facts["texts"]:
+            rec, side = chosen[DEVICE]
+            arch = facts["values"].get("arch")
+            late_worker().submit(lambda: _machine(out, store, read(rec, side), arch, warn))
+    return out
+
+
+def _machine(manifest: RunManifest, store: RunStore, source: str | None, arch: Any, warn: Warn) -> None:
+    """Build the device source with ptxas's report and rewrite the manifest with the machine facts."""
+    if source is None:
+        return
+    facts = dict(manifest.facts or {})
+    try:
+        report = ptxas.machine_facts(source, arch if isinstance(arch, str) else None)
+    except ptxas.Unavailable as exc:
+        _once("ptxas-unavailable", warn, f"--ptxas: {exc}; no machine facts")
+        facts["machine"] = {"unavailable": str(exc)}
+    except Exception as exc:
+        _once("ptxas-error", warn, f"--ptxas: the nvcc build failed, no machine facts: {exc}")
+        facts["machine"] = {"error": str(exc)}
+    else:
+        facts["values"] = {**facts.get("values", {}), **report.pop("values")}
+        facts["machine"] = report
+    try:
+        if store.run_dir.is_dir():
+            store.write_manifest(replace(manifest, facts=facts))
+    except Exception as exc:
+        _once("ptxas-write", warn, f"--ptxas: machine facts not written ({type(exc).__name__}: {exc})")
