@@ -57,22 +57,22 @@
     ["registers", "registers"], ["spill_bytes", "spill bytes"], ["stack_frame", "stack frame"]
   ];
   function buildFacts() {
-    var box = $("tl-facts"), f = S.meta.facts;
+    var box = R.$("tl-facts"), f = S.meta.facts;
     if (!box) return;
-    clear(box);
+    C.clear(box);
     if (!f || typeof f !== "object") { box.hidden = true; return; }
     box.hidden = false;
-    var head = el("b", null, "Facts");
+    var head = C.el("b", null, "Facts");
     head.title = "What the compiler made of this kernel, read off the recorded texts (docs/facts.md; tltrace show --facts)";
     box.appendChild(head);
     var all = [];
     FACTS.forEach(function (x) {
       var v = f[x[0]];
       if (v === undefined || v === null) return;
-      var s = el("span");
+      var s = C.el("span");
       s.setAttribute("data-fact", x[0]);
       s.appendChild(document.createTextNode(x[1] + " "));
-      s.appendChild(el("code", null, v === true ? "yes" : v === false ? "no" : String(v)));
+      s.appendChild(C.el("code", null, v === true ? "yes" : v === false ? "no" : String(v)));
       box.appendChild(s);
       all.push(x[0] + " " + String(v));
     });
