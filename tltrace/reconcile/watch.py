@@ -43,7 +43,7 @@ class WatchSpec:
 
     def script_dir(self) -> Path:
         """The script's directory under the trace dir, as the runs find it (session/scripts.py)."""
-        from ..session import scripts
+        from ..format import scripts
 
         return scripts.lookup(
             self.resolved_trace_dir(),

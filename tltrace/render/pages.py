@@ -14,7 +14,7 @@ import shlex
 from importlib import resources
 from typing import Any
 
-from ..session.records import PassRecord, RunManifest
+from ..format.records import PassRecord, RunManifest
 from .delta import decode, text_fields
 from .safejson import script_json
 

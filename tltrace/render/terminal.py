@@ -23,6 +23,17 @@ from rich.text import Text
 
 from ..config import Settings
 from ..diff import Diff, diff
+from ..format.records import (
+    CHANGED,
+    CODEGEN,
+    COMPLETE,
+    FAILED,
+    INTERRUPTED,
+    NOOP,
+    RUNNING,
+    PassRecord,
+    RunManifest,
+)
 from ..session.children import process_label
 from ..session.events import (
     NOT_FINALISED,
@@ -36,17 +47,6 @@ from ..session.events import (
     RunStarted,
     ScriptOutput,
     WorkingFiles,
-)
-from ..session.records import (
-    CHANGED,
-    CODEGEN,
-    COMPLETE,
-    FAILED,
-    INTERRUPTED,
-    NOOP,
-    RUNNING,
-    PassRecord,
-    RunManifest,
 )
 from .fold import fold
 from .table import Column, cut_end, distinct_cut, fit
