@@ -90,7 +90,7 @@ class Settings:
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
     invocation: str = field(default_factory=new_invocation_id)
-    script_key: str | None = None  # who the script is (session/scripts.py): its real path or module
+    script_key: str | None = None  # who the script is (format/scripts.py): its real path or module
 
     @property
     def terminal(self) -> bool:

@@ -42,7 +42,7 @@ class WatchSpec:
         return trace_dir_of(self.trace_dir).absolute()
 
     def script_dir(self) -> Path:
-        """The script's directory under the trace dir, as the runs find it (session/scripts.py)."""
+        """The script's directory under the trace dir, as the runs find it (format/scripts.py)."""
         from ..format import scripts
 
         return scripts.lookup(

@@ -15,7 +15,7 @@
     clear = C.clear,
     button = C.button;
 
-  // A run whose process died says where and of what (history/loading.py reads session/fatal.py's notes).
+  // A run whose process died says where and of what (history/loading.py reads them through format/notes.py).
   function diedNote(m) {
     var e = String(m.error || "");
     return e && !/^KeyboardInterrupt/.test(e) ? ": " + e.split("\n")[0] : "";
