@@ -49,7 +49,7 @@ def read_manifest(run_dir: Path) -> dict:
     """
     import json
 
-    from tltrace.session.records import RunManifest
+    from tltrace.format.records import RunManifest
 
     return RunManifest.from_json(json.loads((run_dir / "manifest.json").read_text())).to_json()
 
@@ -99,7 +99,7 @@ def require_tltrace_executable() -> str:
 
 def schema3_text(manifest) -> str:
     """manifest.json as tltrace wrote it at schema 3 (records less what their place implies), to test the reader."""
-    from tltrace.session.records import NOOP
+    from tltrace.format.records import NOOP
 
     data = manifest.to_json()
     data["schema_version"] = 3

@@ -12,10 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tltrace.format.layout import text_hash
+from tltrace.format.records import FAILED, PassRecord, RunManifest
 from tltrace.render.html import REPORT_NAME, HtmlReportListener
 from tltrace.session.events import Event, PassRecorded, RunFinished, RunStarted
-from tltrace.session.records import FAILED, PassRecord, RunManifest
-from tltrace.session.store import text_hash
 
 _IR_TEMPLATE = """# from tvm.script import tir as T
 

@@ -12,7 +12,7 @@ import pytest
 
 from tltrace.bisect.search import RIGHT, UNTESTABLE, WRONG, WindowSearch
 from tltrace.bisect.steps import top_passes
-from tltrace.session.records import PassRecord, RunManifest
+from tltrace.format.records import PassRecord, RunManifest
 from tltrace.session.skipping import SkipPlan
 
 REPO = Path(__file__).resolve().parent.parent

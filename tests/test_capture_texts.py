@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tltrace.config import Settings
+from tltrace.format.records import CODEGEN, FAILED, RunManifest
 from tltrace.history.runs import text_of
-from tltrace.session.records import CODEGEN, FAILED, RunManifest
 from tltrace.session.runner import Target, run_target
 
 from .conftest import EXAMPLES

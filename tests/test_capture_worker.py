@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tltrace.config import Settings
+from tltrace.format.records import COMPLETE, ERROR
 from tltrace.history.runs import load_manifest, text_of
-from tltrace.session.records import COMPLETE, ERROR
 from tltrace.session.worker import NICE, Worker
 
 from ._kernels import KERNELS

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from tltrace.config import build_settings
+from tltrace.format.records import RunManifest
 from tltrace.history import runs
 from tltrace.session import children
-from tltrace.session.records import RunManifest
 
 from ._kernels import KERNELS
 

@@ -101,7 +101,7 @@ def test_older_than(td: Path) -> None:
 
 
 def test_active_run_is_kept(td: Path) -> None:
-    from tltrace.session.store import new_run_id
+    from tltrace.format.ids import new_run_id
 
     sd = td / "gemm"
     live = sd / ".run_records" / new_run_id()  # this process, now: still being written

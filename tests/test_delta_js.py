@@ -20,9 +20,9 @@ import pytest
 from tests._records import REPO, run_dirs
 from tests.test_passref import node
 from tltrace.diff import line_changes
+from tltrace.format.records import RunManifest
 from tltrace.history.texts import text_of
 from tltrace.render.delta import decode, encode
-from tltrace.session.records import RunManifest
 
 ASSETS = resources.files("tltrace.render").joinpath("assets")
 DIFF_CORPUS = REPO / "tests" / "data" / "diff_corpus"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tltrace.format.records import PassRecord, RunManifest
 from tltrace.history.compare import INPUT_DIFFERS, ONLY_A, ONLY_B, OUTPUT_DIFFERS, SAME, align, diff_runs
-from tltrace.session.records import PassRecord, RunManifest
 
 from ._records import read_manifest, recorded_subset, run_dirs
 

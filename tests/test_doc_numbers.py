@@ -19,9 +19,10 @@ import tomllib
 from tltrace import config, errors
 from tltrace.cli import bisect as bisect_cli
 from tltrace.cli import profile as profile_cli
+from tltrace.format import records
 from tltrace.render import fold
 from tltrace.rerun import archive
-from tltrace.session import controller, records, worker
+from tltrace.session import controller, worker
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"

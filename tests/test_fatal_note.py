@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from tltrace.format import notes
+from tltrace.format.names import pass_display_name
 from tltrace.history import runs
 from tltrace.session import fatal
-from tltrace.session.names import pass_display_name
 
 from ._records import run_dirs
 from .conftest import EXAMPLES
@@ -113,7 +114,7 @@ def test_the_run_says_which_pass_the_process_died_in(died_in_pass):
     assert manifest.records and max(r.index for r in manifest.records) < index  # --sync: what finished
     expected = f"the process died inside pass {index} ({pass_display_name(name)}): Segmentation fault"
     assert manifest.error is not None and manifest.error.startswith(expected), manifest.error
-    assert fatal.where_of(second) == {"at": "in", "name": name, "index": index, "phase": "pipeline_c"}
+    assert notes.where_of(second) == {"at": "in", "name": name, "index": index, "phase": "pipeline_c"}
     stacks = (second / fatal.FATAL).read_text()
     assert "Fatal Python error: Segmentation fault" in stacks
     assert re.search(r'File ".*crash\.py", line \d+ in pass_started', stacks), stacks[:2000]
@@ -173,19 +174,19 @@ def test_notes_read_back(tmp_path):
     """The readers: a torn or foreign inflight line is no note; faulthandler's line gives the signal."""
     fd = os.open(tmp_path / fatal.INFLIGHT, os.O_CREAT | os.O_WRONLY, 0o644)
     os.close(fd)
-    assert fatal.note_of(tmp_path) is None
+    assert notes.note_of(tmp_path) is None
     (tmp_path / fatal.INFLIGHT).write_text('{"at": "in", "name": 5}')
-    assert fatal.note_of(tmp_path) is None
+    assert notes.note_of(tmp_path) is None
     note = fatal.Inflight()
     note.mark("in", "tl.Simplify", 3, "pipeline_c")  # before the run directory exists: kept in memory
     (tmp_path / fatal.INFLIGHT).unlink()
     note.attach(tmp_path)
-    assert fatal.where_of(tmp_path) == {"at": "in", "name": "tl.Simplify", "index": 3, "phase": "pipeline_c"}
+    assert notes.where_of(tmp_path) == {"at": "in", "name": "tl.Simplify", "index": 3, "phase": "pipeline_c"}
     note.mark("after", "tl.Simplify", 3, "pipeline_c")
     assert os.path.getsize(tmp_path / fatal.INFLIGHT) == 512
-    assert fatal.note_of(tmp_path).startswith("the process ended after pass 3 (Simplify) before")
+    assert notes.note_of(tmp_path).startswith("the process ended after pass 3 (Simplify) before")
     (tmp_path / fatal.FATAL).write_text("x\n\nFatal Python error: Aborted\n\nCurrent thread 0x1:\n")
-    assert fatal.note_of(tmp_path).startswith("the process died after pass 3 (Simplify): Aborted")
+    assert notes.note_of(tmp_path).startswith("the process died after pass 3 (Simplify): Aborted")
     note.close()
     assert not (tmp_path / fatal.INFLIGHT).exists()
-    assert fatal.note_of(tmp_path) == f"the process died: Aborted (the stacks: {fatal.FATAL})"
+    assert notes.note_of(tmp_path) == f"the process died: Aborted (the stacks: {fatal.FATAL})"

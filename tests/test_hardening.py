@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.session.writer import pid_alive, writer_alive
+from tltrace.format.writer import pid_alive, writer_alive
 
 from ._records import copy_tree, read_manifest, recorded_subset, run_dirs
 

@@ -21,9 +21,9 @@ import pytest
 from tests._records import REPO, run_dirs
 from tests.test_passref import node
 from tltrace.diff.align import split_lines
+from tltrace.format.records import RunManifest
 from tltrace.history.profile import BACKEND, fmt_seconds, profile, timeline
 from tltrace.render.index import index_row
-from tltrace.session.records import RunManifest
 
 ASSETS = resources.files("tltrace.render").joinpath("assets")
 

@@ -11,10 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+from tltrace.format import liveness
+from tltrace.format.ids import id_time_is_absolute, new_run_id, time_of_id
 from tltrace.history import runs
 from tltrace.history.retention import clean
-from tltrace.session import liveness
-from tltrace.session.store import id_time_is_absolute, new_run_id, time_of_id
 
 from ._records import EXAMPLES
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tltrace.format.records import PassRecord, RunManifest
 from tltrace.history.profile import BACKEND, BACKEND_NAME, UNTIMED, profile, timeline
 from tltrace.render.chrome_trace import chrome_trace
-from tltrace.session.records import PassRecord, RunManifest
 
 from ._kernels import THREADED_SCRIPT
 

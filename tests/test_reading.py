@@ -158,7 +158,7 @@ def test_cell_magic_traces_the_cell_and_shows_it(tmp_path: Path, monkeypatch) ->
 
 def test_manifest_on_disk_has_every_field_of_every_record(traced: Path) -> None:
     """Schema 4: json.load and jq read what is on disk, no field left for a reader to restore."""
-    from tltrace.session.records import PassRecord
+    from tltrace.format.records import PassRecord
 
     run = run_dirs(traced / "elementwise_add")[-1]
     data = json.loads((run / "manifest.json").read_text())
@@ -171,7 +171,7 @@ def test_manifest_on_disk_has_every_field_of_every_record(traced: Path) -> None:
 
 
 def test_a_jupyter_kernel_traces_under_the_notebook_name(monkeypatch) -> None:
-    from tltrace.session.names import script_name_from_argv
+    from tltrace.format.names import script_name_from_argv
 
     launcher = "/venv/lib/python3.11/site-packages/ipykernel_launcher.py"
     monkeypatch.setenv("JPY_SESSION_NAME", "/home/me/work/GEMM tuning.ipynb")

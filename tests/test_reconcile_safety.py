@@ -10,10 +10,10 @@ import pytest
 
 from tltrace.config import Settings
 from tltrace.errors import UsageError
+from tltrace.format import scripts
+from tltrace.format.names import is_safe_component, safe_component
 from tltrace.reconcile import files
 from tltrace.reconcile.workflow import Ledger, reconcile_codegen, unapplied_edits
-from tltrace.session import scripts
-from tltrace.session.names import is_safe_component, safe_component
 
 _LEDGERS: dict[str, Ledger] = {}
 

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 import tltrace
+from tltrace.format.records import SCHEMA_VERSION, RunManifest
 from tltrace.history import runs
 from tltrace.history.summary import CompileSummary, order
-from tltrace.session.records import SCHEMA_VERSION, RunManifest
 
 from ._records import RECORDED, read_manifest, run_dirs
 

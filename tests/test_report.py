@@ -262,8 +262,8 @@ def _store_run(tmp_path: Path, n: int, *, finish: bool = True, listener=None, **
     from dataclasses import replace
 
     from tltrace.config import Settings
+    from tltrace.format.records import CODEGEN
     from tltrace.session.capture import TraceSession
-    from tltrace.session.records import CODEGEN
 
     settings = Settings(mode="html", trace_dir=tmp_path, script_name="synthetic", quiet=True)
     events = synthetic_events(n, tmp_path / "unused", **kw)

@@ -351,10 +351,10 @@ def _report_from(
     import time
     from dataclasses import replace
 
+    from tltrace.format.layout import text_hash
+    from tltrace.format.records import PassRecord, RunManifest
     from tltrace.render.html import HtmlReportListener
     from tltrace.session.events import RunFinished, RunStarted
-    from tltrace.session.records import PassRecord, RunManifest
-    from tltrace.session.store import text_hash
 
     run_dir = tmp_path / ".run_records" / "run_hand"
     manifest = RunManifest(

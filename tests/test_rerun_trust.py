@@ -215,7 +215,7 @@ def _codegen_text(bundle: Path) -> str:
     with zipfile.ZipFile(bundle) as zf:
         (name,) = [n for n in zf.namelist() if n.endswith("/manifest.json")]
         manifest = json.loads(zf.read(name))
-        from tltrace.session.records import RunManifest
+        from tltrace.format.records import RunManifest
 
         (rec,) = [r for r in RunManifest.from_json(manifest).records if r.status == "codegen"]
         return zf.read(f"texts/{rec.after_hash}").decode()

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tltrace.format.records import RunManifest
+from tltrace.format.writer import process_start, writer_token
 from tltrace.history.retention import clean
-from tltrace.session.records import RunManifest
-from tltrace.session.writer import process_start, writer_token
 
 from ._records import copy_tree, run_dirs
 from .conftest import EXAMPLES

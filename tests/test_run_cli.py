@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.session.records import PassRecord
+from tltrace.format.records import PassRecord
 
 from ._records import newest_manifest, read_manifest, require_tltrace_executable, summary
 

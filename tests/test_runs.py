@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tltrace.errors import RecordsError, UsageError
+from tltrace.format.records import PassRecord, RunManifest
 from tltrace.history import runs
-from tltrace.session.records import PassRecord, RunManifest
 
 from ._records import copy_tree, recorded_subset, run_dirs, schema3_text
 
@@ -112,7 +112,7 @@ def test_damaged_manifest_is_one_actionable_line(damaged: Path, damage: str, mes
 
 
 def test_running_manifest_merges_records_jsonl(tmp_path: Path) -> None:
-    from tltrace.session.store import new_run_id
+    from tltrace.format.ids import new_run_id
 
     run = tmp_path / "s" / ".run_records" / new_run_id()  # this process, now: still being written
     run.mkdir(parents=True)
@@ -171,7 +171,7 @@ def test_parse_run_ref(traced: Path) -> None:
 
 
 def test_schema3_leaves_out_canonical_file_names_and_reads_them_back() -> None:
-    from tltrace.session.records import record_file
+    from tltrace.format.layout import record_file
 
     canon = PassRecord(
         index=7,

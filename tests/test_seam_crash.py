@@ -45,7 +45,7 @@ def _child(trace_dir: Path, *args: str) -> subprocess.CompletedProcess:
 
 def _after_map(run_dir: Path) -> str | None:
     """The source-map hash of the run's (one) device codegen record's generated source."""
-    from tltrace.session import sourcemap_store as sms
+    from tltrace.history import sourcemaps as sms
 
     manifest = json.loads((run_dir / "manifest.json").read_text())
     (rec,) = [r for r in manifest["records"] if r["name"] == "codegen_device"]

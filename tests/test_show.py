@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.session.records import PassRecord
+from tltrace.format.records import PassRecord
 
 from ._records import copy_tree, read_manifest, recorded_subset, run_dirs, summary
 

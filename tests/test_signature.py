@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tltrace.config import Settings
-from tltrace.session.records import RunManifest
+from tltrace.format.records import RunManifest
+from tltrace.format.writer import process_start, writer_alive, writer_token
 from tltrace.session.runner import Target, run_target
 from tltrace.session.signature import launch_info, signature, variant_key
-from tltrace.session.writer import process_start, writer_alive, writer_token
 
 from .conftest import EXAMPLES
 
@@ -124,7 +124,7 @@ def test_writer_alive_needs_the_same_process():
     assert not writer_alive({**me, "start": str(int(me["start"]) + 1)})
     assert not writer_alive({"pid": 2**22 + 12345, "start": "1", "host": me["host"]})
     # Without a writer record (schema 1), the pid in the run id decides...
-    from tltrace.session.store import new_run_id
+    from tltrace.format.ids import new_run_id
 
     assert writer_alive(None, new_run_id())
     # ... except that our pid in an id dated before this process loaded tltrace is a reused pid.

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tltrace.cli.app import app
+from tltrace.history import sourcemaps
 from tltrace.session import sourcemap as sm
 from tltrace.session import sourcemap_store as sms
 
@@ -83,7 +84,7 @@ def _codegen(run_dir: Path) -> tuple[dict, str, sm.LineMap]:
     m = read_manifest(run_dir)
     rec = next(r for r in m["records"] if r["status"] == "codegen")
     text = (run_dir / rec["after_file"]).read_text()
-    lmap = sms.load(run_dir).of(rec["index"], "after")
+    lmap = sourcemaps.load(run_dir).of(rec["index"], "after")
     assert lmap is not None
     return rec, text, lmap
 
@@ -157,7 +158,7 @@ def test_per_pass_coverage_is_consistent(traced):
     data = json.loads(res.stdout)
     m = read_manifest(run_dir)
     assert [p["index"] for p in data["passes"]] == [r["index"] for r in m["records"]]
-    maps = sms.load(run_dir)
+    maps = sourcemaps.load(run_dir)
     for p in data["passes"]:
         lmap = maps.of(p["index"], p["side"])
         assert (p["lines"], p["mapped"]) == lmap.coverage()
@@ -271,7 +272,7 @@ def test_line_map_json_round_trip_and_damaged_log(tmp_path):
     log.close()
     with open(tmp_path / sms.SOURCEMAP_LOG, "a") as fh:
         fh.write('{"t":"rec","index":5,"bef')  # a kill mid-line
-    maps = sms.load(tmp_path)
+    maps = sourcemaps.load(tmp_path)
     assert maps.of(4, "before") == lmap and maps.of(4, "after") is None and 5 not in maps.records
     with pytest.raises(TypeError):
         sm.LineMap.from_json({"files": ["a.py"], "lines": [[3, 1]]})

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from tltrace.diff import line_changes
+from tltrace.format.records import CODEGEN
 from tltrace.history import runs as history_runs
+from tltrace.history import sourcemaps as sms
 from tltrace.history.retention import clean
 from tltrace.render.html import REPORT_NAME
 from tltrace.render.pages import report_texts
-from tltrace.session import sourcemap_store as sms
-from tltrace.session.records import CODEGEN
 
 from ._records import copy_tree, run_dirs
 from .conftest import EXAMPLES, wait_js

@@ -9,9 +9,9 @@ from pathlib import Path
 from rich.console import Console
 
 from tltrace.config import Settings
+from tltrace.format.records import PassRecord, RunManifest
 from tltrace.render.terminal import TerminalView
 from tltrace.session.events import PassRecorded
-from tltrace.session.records import PassRecord, RunManifest
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -9,10 +9,10 @@ import pytest
 from rich.console import Console
 
 from tltrace.config import Settings
+from tltrace.format.records import PassRecord, RunManifest
 from tltrace.render.table import Column, distinct_cut, fit
 from tltrace.render.terminal import TerminalView, summary_table
 from tltrace.session.events import InvocationFinished, PassRecorded, RunFinished
-from tltrace.session.records import PassRecord, RunManifest
 
 SIGS = [
     "gemm 1024x1024,1024x1024,1024x1024 f16 grid 8x8 thr 128 smem 24K #a1b2c3",

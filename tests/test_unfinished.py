@@ -18,10 +18,10 @@ from pathlib import Path
 from rich.console import Console
 
 from tltrace.config import Settings
+from tltrace.format.records import INTERRUPTED, RUNNING, PassRecord, RunManifest
 from tltrace.render.terminal import TerminalView, summary_line, summary_table
 from tltrace.session.children import Gathered, gathered_notices
 from tltrace.session.events import NOT_FINALISED, STILL_RUNNING, InvocationFinished, Notice, PassRecorded
-from tltrace.session.records import INTERRUPTED, RUNNING, PassRecord, RunManifest
 
 from ._kernels import KERNELS
 from ._records import EXAMPLES, read_manifest

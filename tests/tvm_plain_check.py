@@ -90,7 +90,7 @@ def main() -> int:
         check(
             run_dir is not None and (Path(run_dir) / "manifest.json").is_file(), "the instrument wrote a run"
         )
-        from tltrace.session.records import RunManifest
+        from tltrace.format.records import RunManifest
 
         manifest = RunManifest.from_json(json.loads((Path(run_dir) / "manifest.json").read_text())).to_json()
         names = [r["name"] for r in manifest["records"]]

@@ -44,7 +44,7 @@ class ChildListener:
         self._emit(event)
 
     def root_alive(self) -> bool:
-        from .session.writer import writer_alive
+        from .format.writer import writer_alive
 
         pid = self._root.get("pid")
         if not isinstance(pid, int):

@@ -75,7 +75,7 @@ def _resolve_mode(mode: Any, *, fallback: str = "terminal") -> str | None:
 
 def _settings(mode: str, trace_dir: Any, codegen_output: Any, **extra: Any) -> Settings:
     """Return validated Settings for the API: the same builder, and the same checks, as `tltrace run`."""
-    from .session.scripts import identity_of
+    from .format.scripts import identity_of
 
     argv0 = sys.argv[0] if sys.argv else ""
     return build_settings(
@@ -293,7 +293,7 @@ def _as_module(tvm: Any, func_or_mod: Any) -> Any:
 
 
 def _named_passes(passes: Any) -> list[tuple[str, Any]]:
-    from .session.names import pass_display_name
+    from .format.names import pass_display_name
 
     if (isinstance(passes, tuple) and len(passes) == 2 and isinstance(passes[0], str)) or not isinstance(
         passes, (list, tuple)
@@ -440,8 +440,8 @@ def _short_error(exc: BaseException) -> str:
 def _print_step(console: Any, i: int, step: dict[str, Any], context: int) -> None:
     from rich.text import Text
 
+    from .format.records import CHANGED, FAILED, NOOP, PassRecord
     from .render.terminal import diff_text, pass_line
-    from .session.records import CHANGED, FAILED, NOOP, PassRecord
 
     status = FAILED if "error" in step else CHANGED if step["changed"] else NOOP
     rec = PassRecord(

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
-from .session.names import script_name_from_argv as script_name_from_argv  # re-exported
-from .session.store import new_invocation_id
+from .format.ids import new_invocation_id
+from .format.names import script_name_from_argv as script_name_from_argv  # re-exported
 
 MODES = ("terminal", "html", "both")
 DEFAULT_TRACE_DIR = "./tmp/lower_trace_dir"
@@ -97,7 +97,7 @@ class Settings:
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
     invocation: str = field(default_factory=new_invocation_id)
-    script_key: str | None = None  # who the script is (session/scripts.py): its real path or module
+    script_key: str | None = None  # who the script is (format/scripts.py): its real path or module
 
     @property
     def terminal(self) -> bool:
@@ -110,13 +110,13 @@ class Settings:
     @property
     def script_dir(self) -> Path:
         """The script's directory under the trace dir (looked up; nothing is written)."""
-        from .session import scripts
+        from .format import scripts
 
         return scripts.lookup(self.trace_dir, self.script_name, self._script_identity())
 
     def claim_script_dir(self) -> Path:
         """The script's directory, recorded in the trace dir's script registry on first use."""
-        from .session import scripts
+        from .format import scripts
 
         return scripts.claim(self.trace_dir, self.script_name, self._script_identity())
 

@@ -238,7 +238,7 @@ _STASH: Any = pytest.StashKey["_Tracer"]()
 
 def trace_name(nodeid: str) -> str:
     """Return the script-directory name for a test node id: one safe path component, unique, at most 80."""
-    from .session.names import safe_component
+    from .format.names import safe_component
 
     name = safe_component(nodeid.replace("::", "__"), fallback="test")
     if len(name) > 70:  # cut ids (long parametrisations) would collide: keep a hash of the whole id
@@ -410,7 +410,7 @@ class _Tracer:
             except OSError:
                 pass
             if test.invocation is not None:
-                from .session import liveness
+                from .format import liveness
 
                 liveness.forget(records, test.invocation.id)  # its lock file (the lock is released)
         self.removed += 1
@@ -484,9 +484,9 @@ class _Tracer:
         Their worker never sent what it kept; a test's compiles are the runs under its script
         directory made since this session began whose command is that test's. Never raises.
         """
+        from .format import scripts
+        from .format.ids import time_of_id
         from .history.loading import load_manifest, run_dirs
-        from .session import scripts
-        from .session.store import time_of_id
 
         with self._lock:
             known = {k[0] for k in self.kept}

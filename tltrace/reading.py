@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RecordsError
+from .format.records import PassRecord, RunManifest
 from .history import runs
 from .history.summary import CompileSummary
-from .session.records import PassRecord, RunManifest
 
 
 @dataclass(frozen=True)

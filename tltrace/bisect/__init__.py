@@ -29,8 +29,8 @@ from typing import Any
 
 from .._atomic import atomic_write
 from ..errors import UsageError
-from ..session.records import CHANGED, RunManifest
-from ..session.store import new_invocation_id
+from ..format.ids import new_invocation_id
+from ..format.records import CHANGED, RunManifest
 from .search import RIGHT, UNTESTABLE, WRONG, WindowSearch
 from .steps import Spec, Step, TopPass, manifests, run_step, top_passes
 

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..format.layout import RUN_RECORDS
+from ..format.records import CODEGEN, COMPLETE, RunManifest
 from ..history.loading import is_run_dir, is_script_dir, load_run
 from ..session.children import ENV as CHILD_ENV
-from ..session.records import CODEGEN, COMPLETE, RunManifest
 from ..session.skipping import ENV, SkipPlan
 from .search import RIGHT, UNTESTABLE, WRONG
 
@@ -109,7 +110,7 @@ def _run_dirs(trace_dir: Path) -> set[Path]:
         return out
     for d in scripts:
         try:
-            out.update(p for p in (d / ".run_records").iterdir() if is_run_dir(p))
+            out.update(p for p in (d / RUN_RECORDS).iterdir() if is_run_dir(p))
         except OSError:
             pass
     return out

@@ -269,7 +269,7 @@ def _settings(p: dict, target) -> Settings:
         raise TltraceError("--mode off makes no sense for 'tltrace run'; use terminal, html or both")
     if p["no_codegen_output"] and p["codegen_output"] is not None:
         raise TltraceError("--codegen-output and --no-codegen-output exclude each other")
-    from ..session.scripts import identity_of
+    from ..format.scripts import identity_of
 
     return build_settings(
         script_key=identity_of(target.launched)

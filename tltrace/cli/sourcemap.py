@@ -15,10 +15,9 @@ def show(run: Any, pass_spec: str | None, as_json: bool) -> None:
     from ..history import runs
     from ..history import sourcemaps as V
     from ..session import sourcemap as sm
-    from ..session import sourcemap_store as sms
 
     manifest = run.require()
-    maps = sms.load(run.path)
+    maps = V.load(run.path)
     if not maps:
         raise RecordsError(
             f"{run.path} has no source map (recorded with TLTRACE_SOURCE_MAP=0, by a tltrace "

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..session import sourcemap_store as sms
-from ..session.records import FAILED, PassRecord, RunManifest
-from ..session.sourcemap import LineMap
+from ..format.layout import SOURCEMAP_LOG
+from ..format.records import FAILED, PassRecord, RunManifest
+from ..format.sourcemap import LineMap
 from .device import device_facts
 from .registry import CODEGEN_INPUT, DEVICE, FRONTEND, NAMES, SOURCE_MAP, Value
 from .tir import codegen_input_facts, frontend_facts
@@ -85,7 +85,7 @@ def _coverage(run_dir: Path, rec: PassRecord) -> int | None:
     Reads only the two lines of sourcemap.jsonl it needs (the record's, then its map's), not
     the whole log (session/sourcemap_store.load parses every map and source: milliseconds).
     """
-    path = Path(run_dir) / sms.SOURCEMAP_LOG
+    path = Path(run_dir) / SOURCEMAP_LOG
     if path.is_symlink() or not path.is_file():
         return None
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..session.records import PassRecord, RunManifest
+from ..format.records import PassRecord, RunManifest
 
 SAME = "same"
 OUTPUT_DIFFERS = "output differs"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..session.records import RUNNING, RunManifest
+from ..format.records import RUNNING, RunManifest
 from .loading import DAMAGED, INTERRUPTED, Run, load_run, run_dirs, start_of
 
 

@@ -1,6 +1,6 @@
 """One run on disk: where a script's runs are, loading a manifest, and whether its writer still lives.
 
-Layout (see session/store.py)::
+Layout (format/layout.py)::
 
     <trace_dir>/<script>/.run_records/run_<YYYYMMDD_HHMMSS_ffffff>Z_<pid>_<uid>/manifest.json
 
@@ -23,10 +23,18 @@ from typing import Any
 from .. import safe_read
 from .._shell import command
 from ..errors import RecordsError
-from ..session import fatal, liveness
-from ..session.records import READABLE_SCHEMA_VERSIONS, RUNNING, SCHEMA_VERSION, PassRecord, RunManifest
-from ..session.store import MANIFEST, RECORDS_LOG, RUN_RECORDS, id_time_is_absolute, time_of_id, tree_bytes
-from ..session.writer import writer_alive, writer_token
+from ..format import liveness, notes
+from ..format.ids import id_time_is_absolute, is_run_name, time_of_id
+from ..format.layout import MANIFEST, RECORDS_LOG, RUN_RECORDS
+from ..format.records import (
+    READABLE_SCHEMA_VERSIONS,
+    RUNNING,
+    SCHEMA_VERSION,
+    PassRecord,
+    RunManifest,
+    readable_schema,
+)
+from ..format.writer import writer_alive, writer_token
 
 INTERRUPTED = "interrupted"  # shown for a run whose process is gone but never finished
 
@@ -84,7 +92,7 @@ class Run:
 
 
 def is_run_dir(path: Path) -> bool:
-    return path.is_dir() and path.name.startswith("run_") and path.parent.name == RUN_RECORDS
+    return path.is_dir() and is_run_name(path.name) and path.parent.name == RUN_RECORDS
 
 
 def real_dir(path: Path) -> bool:
@@ -104,7 +112,7 @@ def run_dirs(script_dir: Path) -> list[Path]:
     """Return the run directories of one script, oldest first by the time in their ids."""
     root = Path(script_dir) / RUN_RECORDS
     try:
-        entries = [p for p in root.iterdir() if p.name.startswith("run_") and real_dir(p)]
+        entries = [p for p in root.iterdir() if is_run_name(p.name) and real_dir(p)]
     except FileNotFoundError:
         return []
     except OSError as exc:
@@ -157,10 +165,9 @@ def load_manifest(run_dir: Path) -> RunManifest:
         raise RecordsError(f"manifest {mpath} is {what}; {hint}") from None
     if not isinstance(data, dict):
         raise RecordsError(f"manifest {mpath} is not a run manifest; {hint}")
-    version = data.get("schema_version")
-    if isinstance(version, bool) or version not in READABLE_SCHEMA_VERSIONS:
+    if readable_schema(data) is None:
         raise RecordsError(
-            f"manifest {mpath} has schema version {version!r}; this tltrace reads versions "
+            f"manifest {mpath} has schema version {data.get('schema_version')!r}; this tltrace reads versions "
             f"{READABLE_SCHEMA_VERSIONS} (writes {SCHEMA_VERSION}) (use the tltrace that wrote it, or {hint})"
         )
     try:
@@ -195,8 +202,8 @@ def _merge_log(run_dir: Path, manifest: RunManifest) -> RunManifest:
         known.update({r.index: r for r in logged})
         manifest = manifest.with_records([known[k] for k in sorted(known)])
     if not writer_may_live(run_dir, manifest):
-        # A process that died left its notes (session/fatal.py): where, and of what.
-        note = None if manifest.error else fatal.note_of(run_dir)
+        # A process that died left its notes (session/fatal.py wrote them; format/notes.py): where, and of what.
+        note = None if manifest.error else notes.note_of(run_dir)
         manifest = replace(manifest, status=INTERRUPTED, error=note or manifest.error)
     return manifest
 
@@ -236,7 +243,7 @@ def _from_log_only(run_dir: Path) -> RunManifest:
 def writer_may_live(run_dir: Path, manifest: RunManifest | None, *, force: bool = False) -> bool:
     """True while the invocation that writes the run may still write it.
 
-    The lock its writers hold decides (`session.liveness`), whatever host wrote it. A run
+    The lock its writers hold decides (`format/liveness.py`), whatever host wrote it. A run
     from before that lock falls back to the writer's pid, process start and host; a
     writer on another host then counts as alive unless `force` (it cannot be asked).
     """
@@ -263,3 +270,30 @@ def load_run(run_dir: Path, *, size: bool = False) -> Run:
     except RecordsError as exc:
         manifest, problem = None, str(exc)
     return Run(Path(run_dir), manifest, problem, tree_bytes(run_dir) if size else 0)
+
+
+def tree_bytes(path: Path, *, unique: bool = False) -> int:
+    """Return the bytes of the regular files under `path`, never following a symbolic link.
+
+    unique=True counts only files with no other hard link: what removing `path`
+    frees at once (a stored text linked from another run stays).
+    """
+    total = 0
+    stack = [os.fspath(path)]
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                for e in it:
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(e.path)
+                        elif e.is_file(follow_symlinks=False):
+                            st = e.stat(follow_symlinks=False)
+                            if not unique or st.st_nlink <= 1:
+                                total += st.st_size
+                    except OSError:
+                        pass
+        except OSError:
+            pass
+    return total

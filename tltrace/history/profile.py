@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..session.records import CODEGEN, FAILED, RunManifest
+from ..format.records import CODEGEN, FAILED, RunManifest
 
 PASS = "pass"
 CODEGEN_KIND = "codegen"

@@ -29,10 +29,10 @@ from typing import TypeVar
 
 from .._shell import command
 from ..errors import RecordsError, UsageError
-from ..reconcile.files import DEFAULT_STEM, EXT, REGISTRY_NAME
-from ..session.names import safe_component
-from ..session.scripts import script_dir_for
-from ..session.store import RUN_RECORDS
+from ..format.ids import RUN_PREFIX, is_run_name
+from ..format.layout import DEFAULT_STEM, EXT, KERNEL_REGISTRY, RUN_RECORDS
+from ..format.names import safe_component
+from ..format.scripts import script_dir_for
 from .invocations import RecordedInvocation, invocation_key, invocations, label
 from .loading import Run, is_run_dir, is_script_dir, load_run, real_dir, run_dirs, start_of
 
@@ -41,7 +41,7 @@ _RELATIVE = re.compile(r"^(?:latest|-\d+)$")
 
 def looks_like_run_spec(text: str) -> bool:
     """Return True for 'latest', '-N', or something shaped like a run id (prefix)."""
-    return bool(_RELATIVE.match(text)) or text.startswith("run_")
+    return bool(_RELATIVE.match(text)) or is_run_name(text)
 
 
 def split_target(target: str | None, run: str | None) -> tuple[str | None, str | None]:
@@ -187,7 +187,7 @@ def skipped_links(location: Location) -> list[Path]:
     for sd in location.script_dirs:
         try:
             found += sorted(
-                p for p in (Path(sd) / RUN_RECORDS).iterdir() if p.name.startswith("run_") and p.is_symlink()
+                p for p in (Path(sd) / RUN_RECORDS).iterdir() if is_run_name(p.name) and p.is_symlink()
             )
         except OSError:
             pass
@@ -316,7 +316,7 @@ def select(
         inv = invs[-n]
         return Selection(inv, _narrow(inv, inv.runs, kernel, signature, spec), spec)
     all_runs = [(r.run_id, (i, r)) for i in invs for r in i.runs]
-    hits = _prefix_hits(all_runs, spec) or _prefix_hits(all_runs, f"run_{spec}")
+    hits = _prefix_hits(all_runs, spec) or _prefix_hits(all_runs, f"{RUN_PREFIX}{spec}")
     if len(hits) == 1:
         inv, one = hits[0]
         return Selection(inv, _narrow(inv, (one,), kernel, signature, spec), spec)
@@ -331,7 +331,7 @@ def select(
         return Selection(inv, _narrow(inv, inv.runs, kernel, signature, spec), spec)
     if len(inv_hits) > 1:
         raise UsageError(f"invocation {spec!r} is ambiguous ({len(inv_hits)} match); give more of the id")
-    if signature is None and not spec.startswith("run_"):
+    if signature is None and not is_run_name(spec):
         # A signature prefix (or kernel name) in the newest invocation that has one.
         for inv in reversed(invs):
             if any(label(r.manifest, r.run_id).startswith(spec) for r in inv.runs):
@@ -473,8 +473,8 @@ def selected_runs(
 def _holds_work(d: Path) -> bool:
     try:
         return d.is_dir() and (
-            (d / ".run_records").is_dir()
-            or (d / REGISTRY_NAME).is_file()
+            (d / RUN_RECORDS).is_dir()
+            or (d / KERNEL_REGISTRY).is_file()
             or any(d.glob(f"{DEFAULT_STEM}*{EXT}*"))
         )
     except OSError:
@@ -503,9 +503,9 @@ def _work_dir(arg: str | None, trace_dir: Path) -> Path:
         return dirs[0]
     p = Path(arg)
     if p.is_dir() and not (p / "__main__.py").exists():
-        if p.name.startswith("run_") and p.parent.name == ".run_records":
+        if is_run_name(p.name) and p.parent.name == RUN_RECORDS:
             return p.parent.parent.absolute()
-        if p.name == ".run_records":
+        if p.name == RUN_RECORDS:
             return p.parent.absolute()
         if _holds_work(p):
             return p.absolute()

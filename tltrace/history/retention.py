@@ -7,7 +7,7 @@ Runs written before invocations were recorded (schema 1) count as one invocation
 What is never removed:
 - a compile of an invocation that is still running, in this process or another: a run
   still being written, a run whose writer process (pid, start time, host) still lives,
-  or an invocation whose writers hold its lock (`session.liveness`), in any process
+  or an invocation whose writers hold its lock (`format/liveness.py`), in any process
   on any host: its lock goes with the process, so a run killed anywhere can go;
 - anything but `run_*` directories under `.run_records` and the unreferenced stored
   texts in `.run_records/.objects` (working files, baselines and backups stay);
@@ -29,17 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UsageError
-from ..session import liveness
-from ..session.records import RUNNING
-from ..session.store import OBJECTS, RUN_RECORDS, tree_bytes
-from ..session.writer import writer_alive, writer_token
+from ..format import liveness
+from ..format.ids import is_run_name
+from ..format.layout import OBJECTS, RUN_RECORDS, is_object_name, is_object_temp
+from ..format.records import RUNNING
+from ..format.writer import writer_alive, writer_token
 from .invocations import invocation_key
-from .loading import Run, load_run, start_of, writer_may_live
+from .loading import Run, load_run, start_of, tree_bytes, writer_may_live
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
-_OBJECT_NAME = re.compile(r"^[0-9a-f]{20}$")  # session.store.text_hash digests
-_OBJECT_TMP = re.compile(r"^\.[0-9a-f]{20}\..+\.tmp$")  # _atomic.atomic_write temporaries
 _TMP_GRACE_S = 3600.0  # a temporary this young may be a write in progress
 
 
@@ -236,7 +235,7 @@ def _invocations(root: Path, live: set[str], force: bool = False) -> list[_OnDis
     except OSError:
         return []
     for e in entries:
-        if not e.name.startswith("run_") or not e.is_dir(follow_symlinks=False):
+        if not is_run_name(e.name) or not e.is_dir(follow_symlinks=False):
             continue  # a link named run_* is not a run of ours: never followed, never removed
         run = load_run(Path(e.path))
         m = run.manifest
@@ -253,7 +252,7 @@ def _invocations(root: Path, live: set[str], force: bool = False) -> list[_OnDis
 def _run_live(run: Run, me: dict, force: bool = False) -> bool:
     """True when the run may still be written, or its invocation may still be running elsewhere.
 
-    The invocation's lock decides (`session.liveness`); for runs from before it, the
+    The invocation's lock decides (`format/liveness.py`); for runs from before it, the
     writer's pid, start and host, where `force` drops a writer on another host.
     """
     held = liveness.state(run.path.parent, invocation_key(run))
@@ -328,10 +327,10 @@ def collect_garbage(records_root: Path) -> tuple[int, int, list[str]]:
             continue
         if not stat.S_ISREG(st.st_mode):
             continue
-        if _OBJECT_NAME.match(e.name):
+        if is_object_name(e.name):
             if st.st_nlink > 1:
                 continue
-        elif not (_OBJECT_TMP.match(e.name) and now - st.st_mtime > _TMP_GRACE_S):
+        elif not (is_object_temp(e.name) and now - st.st_mtime > _TMP_GRACE_S):
             continue
         try:
             os.unlink(e.path)

@@ -1,19 +1,65 @@
 """Source maps read back for a recorded compile: per pass coverage, annotated texts, the kernel's source.
 
 Data only (plain dicts ready for JSON); `cli/sourcemap.py` prints them. Everything is
-read inside the run directory (session/sourcemap.py's `sourcemap.jsonl` and the texts
-through history/runs.py); the Python sources are the copies taken at capture.
+read inside the run directory (`sourcemap.jsonl`, whose codec is format/sourcemap.py,
+read by `load`, and the texts through history/runs.py); the Python sources are the
+copies taken at capture.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
-from ..session import sourcemap_store as sms
-from ..session.records import FAILED, PassRecord, RunManifest
+from .. import safe_read
+from ..format.layout import OBJECTS, SOURCEMAP_LOG, source_hash
+from ..format.records import FAILED, PassRecord, RunManifest
+from ..format.sourcemap import RunMaps, apply_line
 from . import runs
+
+
+def load(run_dir: Path) -> RunMaps:
+    """Return the maps of a run directory (empty when it has none); damaged lines are skipped."""
+    out = RunMaps()
+    path = Path(run_dir) / SOURCEMAP_LOG
+    if os.path.islink(path) or not path.is_file():
+        return out
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            for line in fh:
+                try:
+                    stored = apply_line(out, json.loads(line))
+                    if stored is not None:
+                        text = _stored_source(Path(run_dir), stored[1])
+                        if text is not None:
+                            out.sources[stored[0]] = text
+                except (ValueError, TypeError, AttributeError):
+                    continue
+    except OSError:
+        pass
+    return out
+
+
+def _stored_source(run_dir: Path, rel: Any) -> str | None:
+    """Return a source copied into the run's store (`source_<hash>.py`, else `.objects/<hash>`), or None.
+
+    Only a name of that form is read, inside the run directory or its script's store, never
+    through a symbolic link.
+    """
+    digest = source_hash(rel)
+    if digest is None:
+        return None
+    for p in (run_dir / rel, run_dir.parent / OBJECTS / digest):
+        if os.path.islink(p) or os.path.islink(p.parent):
+            continue
+        try:
+            return safe_read.read_text(p, errors="surrogateescape")
+        except (OSError, UnicodeDecodeError):
+            continue
+    return None
 
 
 def _library(path: str) -> bool:
@@ -22,7 +68,7 @@ def _library(path: str) -> bool:
     return "site-packages" in parts or "dist-packages" in parts or "tilelang" in parts[:-1]
 
 
-def kernel_file(maps: sms.RunMaps) -> str | None:
+def kernel_file(maps: RunMaps) -> str | None:
     """Return the Python file most lines come from, the user's own before TileLang's; None without maps."""
     count: Counter[str] = Counter()
     for lmap in maps.maps.values():
@@ -41,7 +87,7 @@ def side_of(rec: PassRecord) -> str:
     )
 
 
-def annotated(run: runs.Run, rec: PassRecord, side: str, maps: sms.RunMaps) -> list[dict[str, Any]]:
+def annotated(run: runs.Run, rec: PassRecord, side: str, maps: RunMaps) -> list[dict[str, Any]]:
     """Return [{line, text, src}] for one side of a record: src is {file, line} or None.
 
     src has `"inferred": true` when the line's Python line is inferred (session/sourcemap.py).
@@ -61,7 +107,7 @@ def annotated(run: runs.Run, rec: PassRecord, side: str, maps: sms.RunMaps) -> l
     return out
 
 
-def passes(manifest: RunManifest, maps: sms.RunMaps) -> list[dict[str, Any]]:
+def passes(manifest: RunManifest, maps: RunMaps) -> list[dict[str, Any]]:
     """Return [{index, name, phase, status, side, lines, mapped, exact, lost}] for the records with a map.
 
     lines: statement lines of the text; mapped: those with a Python line; exact: those
@@ -94,7 +140,7 @@ def passes(manifest: RunManifest, maps: sms.RunMaps) -> list[dict[str, Any]]:
     return out
 
 
-def source(maps: sms.RunMaps) -> dict[str, Any] | None:
+def source(maps: RunMaps) -> dict[str, Any] | None:
     """Return {file, lines} for the kernel's Python source as copied at capture, or None."""
     f = kernel_file(maps)
     if f is None or f not in maps.sources:
@@ -106,7 +152,7 @@ def source(maps: sms.RunMaps) -> dict[str, Any] | None:
     return {"file": f, "lines": lines}
 
 
-def codegen(run: runs.Run, manifest: RunManifest, maps: sms.RunMaps) -> dict[str, list[dict[str, Any]]]:
+def codegen(run: runs.Run, manifest: RunManifest, maps: RunMaps) -> dict[str, list[dict[str, Any]]]:
     """Return {"device": [{line, text, src}], "host": [...]}: the last generated source of each role."""
     out: dict[str, list[dict[str, Any]]] = {"device": [], "host": []}
     for rec in manifest.records:
@@ -120,7 +166,7 @@ def codegen(run: runs.Run, manifest: RunManifest, maps: sms.RunMaps) -> dict[str
 def summary(run: runs.Run) -> dict[str, Any]:
     """Return the source map of a compile as `show --source-map --json` prints it."""
     manifest = run.require()
-    maps = sms.load(run.path)
+    maps = load(run.path)
     return {
         "run_id": run.run_id,
         "signature": manifest.signature,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..session.records import CHANGED, CODEGEN, COMPLETE, FAILED, RUNNING, RunManifest
+from ..format.records import CHANGED, CODEGEN, COMPLETE, FAILED, RUNNING, RunManifest
 from .loading import safe_time
 
 INTERRUPTED = "interrupted"

@@ -8,16 +8,13 @@ tltrace read elsewhere. Also: finding a record by a --pass NAME|INDEX.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from .. import safe_read
 from ..errors import RecordsError, UsageError
-from ..session.records import PassRecord, RunManifest
-from ..session.store import OBJECTS, RUN_RECORDS
+from ..format.layout import OBJECTS, RUN_RECORDS, is_hash
+from ..format.records import PassRecord, RunManifest
 from .loading import Run
-
-_HASH = re.compile(r"^[0-9a-f]{8,128}$")  # a stored text's name in .objects (session/store.text_hash)
 
 
 def record_path(run_dir: Path, rel: str | None) -> Path | None:
@@ -45,7 +42,7 @@ def record_path(run_dir: Path, rel: str | None) -> Path | None:
 
 def object_path(script_dir: Path, digest: str | None) -> Path | None:
     """Return the stored text named by `digest` in the script's .objects, or None (bad hash, outside the tree)."""
-    if not digest or not isinstance(digest, str) or not _HASH.match(digest):
+    if not digest or not is_hash(digest):
         return None
     root = os.path.realpath(Path(script_dir) / RUN_RECORDS)
     full = os.path.realpath(os.path.join(Path(script_dir) / RUN_RECORDS, OBJECTS, digest))

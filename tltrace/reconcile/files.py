@@ -38,12 +38,11 @@ from pathlib import Path
 from .. import safe_read
 from .._atomic import atomic_write, locked, remove_stale_temps, step
 from ..errors import UsageError
-from ..session.names import is_safe_component
+from ..format.layout import DEFAULT_STEM, EXT
+from ..format.layout import KERNEL_REGISTRY as REGISTRY_NAME
+from ..format.names import is_safe_component
 from .decide import Action, Decision, decide
 
-DEFAULT_STEM = "codegen"
-EXT = ".cpp"
-REGISTRY_NAME = ".codegen_kernels.json"
 ROLES = ("device", "host")
 
 FSYNC = True  # tests over thousands of steps turn this off; durability is not what they check

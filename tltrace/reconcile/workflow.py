@@ -146,7 +146,7 @@ def reconcile_codegen(
     said: list[str] = []
     try:
         layout = layout_for(settings, claim=True)
-        from ..session import scripts
+        from ..format import scripts
 
         said += scripts.take_problems(settings.trace_dir)
         with inv.lock:

@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._version import __version__
+from ..format.records import RunManifest
 from ..history.profile import BACKEND, CompileTimes, invocation_of, timeline
 from ..session.children import process_label
-from ..session.records import RunManifest
 
 COMPILE_CAT = "compile"
 

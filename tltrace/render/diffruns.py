@@ -29,11 +29,11 @@ def render(data: dict[str, Any]) -> str:
 
 def write(data: dict[str, Any], out: Path) -> Path:
     """Write the report to `out` (through a temporary file) and return its path."""
-    from ..session.store import atomic_write_text
+    from .._atomic import atomic_write
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, render(data))
+    atomic_write(out, render(data).encode("utf-8", "surrogatepass"))
     return out
 
 

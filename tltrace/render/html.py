@@ -41,9 +41,9 @@ from typing import IO, Any
 from .._atomic import atomic_write
 from ..config import Settings
 from ..diff import line_changes
+from ..format.layout import text_hash
+from ..format.records import CHANGED, FAILED, PassRecord, RunManifest
 from ..session.events import Event, InvocationFinished, Notice, PassRecorded, RunFinished, RunStarted
-from ..session.records import CHANGED, FAILED, PassRecord, RunManifest
-from ..session.store import text_hash
 from .index import (
     END_CHUNK,
     INDEX_LOCK,

@@ -21,8 +21,8 @@ from typing import Any
 from .. import safe_read
 from .._atomic import atomic_write
 from ..errors import RecordsError
-from ..session.records import RunManifest
-from ..session.store import RUN_RECORDS
+from ..format.layout import RUN_RECORDS
+from ..format.records import RunManifest
 from .pages import _CHUNK_CLOSE, _CHUNK_OPEN, REPORT_NAME, chunk, index_head
 
 INDEX_LOCK = ".report.lock"

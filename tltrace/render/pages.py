@@ -13,7 +13,7 @@ import re
 import shlex
 from typing import Any
 
-from ..session.records import PassRecord, RunManifest
+from ..format.records import PassRecord, RunManifest
 from .bundle import asset_text, minify_css, minify_js, script_order
 from .delta import decode, text_fields
 from .safejson import script_json

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..session import sourcemap as sm
-from ..session import sourcemap_store as sms
-from ..session.records import RunManifest
+from ..format.records import RunManifest
+from ..format.sourcemap import LineMap, read_source
+from ..history.sourcemaps import load
 
 
 class ReportMaps:
@@ -25,8 +25,8 @@ class ReportMaps:
     def chunks(
         self,
         index: int,
-        before: sm.LineMap | None,
-        after: sm.LineMap | None,
+        before: LineMap | None,
+        after: LineMap | None,
         sources: dict[str, str] | None = None,
     ) -> list[dict[str, Any]]:
         """Return the chunks that give record `index` its maps (sources read at capture when not given)."""
@@ -47,7 +47,7 @@ class ReportMaps:
                 if f in self.files:
                     continue
                 self.files.add(f)
-                text = sources.get(f) if sources is not None else sms._read_source(f)
+                text = sources.get(f) if sources is not None else read_source(f)
                 if text is not None:
                     out.append({"t": "src", "path": f, "s": text})
             out.append({"t": "smap", "h": h, **lmap.to_json()})
@@ -57,7 +57,7 @@ class ReportMaps:
 
 def run_chunks(run_dir: Path, manifest: RunManifest) -> list[dict[str, Any]]:
     """Return every source-map chunk of a recorded run (for a rebuilt report); sources from the records."""
-    maps = sms.load(run_dir)
+    maps = load(run_dir)
     if not maps:
         return []
     rm = ReportMaps()

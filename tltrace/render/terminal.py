@@ -23,6 +23,18 @@ from rich.text import Text
 
 from ..config import Settings
 from ..diff import Diff, diff
+from ..format.layout import RUN_RECORDS
+from ..format.records import (
+    CHANGED,
+    CODEGEN,
+    COMPLETE,
+    FAILED,
+    INTERRUPTED,
+    NOOP,
+    RUNNING,
+    PassRecord,
+    RunManifest,
+)
 from ..session.children import process_label
 from ..session.events import (
     NOT_FINALISED,
@@ -36,17 +48,6 @@ from ..session.events import (
     RunStarted,
     ScriptOutput,
     WorkingFiles,
-)
-from ..session.records import (
-    CHANGED,
-    CODEGEN,
-    COMPLETE,
-    FAILED,
-    INTERRUPTED,
-    NOOP,
-    RUNNING,
-    PassRecord,
-    RunManifest,
 )
 from .fold import fold
 from .table import Column, cut_end, distinct_cut, fit
@@ -618,7 +619,7 @@ class TerminalView:
         own = [m for m, _ in self.finished if m.invocation == event.invocation]
         # event.runs also holds the compiles of the job's other processes (children, ranks).
         runs = list(event.runs) if len(event.runs) >= len(own) else own
-        records_dir = self.settings.script_dir / ".run_records"
+        records_dir = self.settings.script_dir / RUN_RECORDS
         if len(runs) == 1:
             m = runs[0]
             run_dir = finished.get(m.run_id) or records_dir / m.run_id

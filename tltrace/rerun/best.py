@@ -27,8 +27,8 @@ from typing import Any
 
 from .._atomic import atomic_write
 from ..errors import RecordsError, UsageError
-from ..session.names import is_safe_component
-from ..session.records import CODEGEN
+from ..format.names import is_safe_component
+from ..format.records import CODEGEN
 
 NOTES = ".best"
 
@@ -58,7 +58,7 @@ def note_best(result: Any) -> dict[str, Any] | None:
 
 def _note_of(result: Any) -> dict[str, Any]:
     """Return {hash, config, latency, kernel} of an AutotuneResult or a JITKernel."""
-    from ..session.store import text_hash
+    from ..format.layout import text_hash
 
     kernel = getattr(result, "kernel", None) or result
     source = None

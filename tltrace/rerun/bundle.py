@@ -31,8 +31,10 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import RecordsError, UsageError
-from ..session.names import safe_component
-from ..session.records import RunManifest
+from ..format.ids import is_run_name
+from ..format.layout import RUN_RECORDS
+from ..format.names import safe_component
+from ..format.records import RunManifest
 from . import archive, trust
 from .make import flags_of, repro_files
 
@@ -426,9 +428,9 @@ def _unloadable(cdir: Path) -> dict[str, Any] | None:
 
 
 def _run_dirs(trace_dir: Path, script: str) -> list[Path]:
-    root = Path(trace_dir) / script / ".run_records"
+    root = Path(trace_dir) / script / RUN_RECORDS
     try:
-        return [p for p in root.iterdir() if p.name.startswith("run_") and p.is_dir()]
+        return [p for p in root.iterdir() if is_run_name(p.name) and p.is_dir()]
     except OSError:
         return []
 

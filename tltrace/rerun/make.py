@@ -35,7 +35,7 @@ from typing import Any
 from .. import output_path
 from .._atomic import atomic_write
 from ..errors import EXIT_UNLOADABLE, RecordsError, TltraceError, UsageError
-from ..session.records import CODEGEN, FAILED, PassRecord, RunManifest
+from ..format.records import CODEGEN, FAILED, PassRecord, RunManifest
 from . import trust
 
 # Files tltrace writes into a repro directory; a directory holding anything else is not reused.
@@ -442,6 +442,6 @@ def repro(
 
 def default_dir(manifest: RunManifest, record: PassRecord) -> str:
     """Return the default repro directory name: repro-<kernel>-<NN>-<pass>."""
-    from ..session.names import safe_component
+    from ..format.names import safe_component
 
     return f"repro-{safe_component(manifest.kernel or 'kernel')}-{record.index:02d}-{safe_component(record.name)}"

@@ -4,9 +4,9 @@ tool.py is the TileLang instrumentation tool, feeding capture.py's TraceSession 
 per compile, threads apart) with snapshots (snapshot.py) that worker.py's background
 thread prints and records; codegen_call.py wraps a codegen call (reconcile, record);
 instrument.py the standalone TVM PassInstrument behind
-`tltrace.create_pass_instrument`; records.py the schema-versioned manifest and pass
-records; store.py the on-disk `.run_records` layout; invocation.py, signature.py,
-writer.py and scripts.py say which invocation, compile, process and script a run
-belongs to; runner.py runs the user's script under runpy; events.py is what the core
-tells listeners (it prints nothing itself).
+`tltrace.create_pass_instrument`; store.py and sourcemap_store.py write a run's files
+in the on-disk format, which is tltrace/format/'s (names, ids, the schema-versioned
+manifest and pass records, the source-map codec); invocation.py and signature.py say
+which invocation and compile a run belongs to; runner.py runs the user's script under
+runpy; events.py is what the core tells listeners (it prints nothing itself).
 """

@@ -28,20 +28,22 @@ from typing import Any
 from .._version import __version__
 from ..config import Settings
 from ..diff import line_changes
+from ..format import liveness
+from ..format.layout import text_hash
+from ..format.names import pass_display_name
+from ..format.records import CHANGED, COMPLETE, ERROR, FAILED, INTERRUPTED, NOOP, PassRecord, RunManifest
+from ..format.writer import writer_token
 from ..rerun.capture import ReproCapture
-from . import fatal, liveness
+from . import fatal
 from . import sourcemap as sm
 from . import sourcemap_store as sms
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
 from .factsjob import with_facts
 from .interrupt import interrupted
-from .names import pass_display_name
-from .records import CHANGED, COMPLETE, ERROR, FAILED, INTERRUPTED, NOOP, PassRecord, RunManifest
 from .signature import input_hash, launch_info, signature
 from .snapshot import Side, TextCache
-from .store import RunStore, text_hash
+from .store import RunStore
 from .worker import on_worker, worker
-from .writer import writer_token
 
 Emit = Callable[[Event], None]
 
@@ -345,7 +347,7 @@ class TraceSession:
     def _ensure_store(self) -> RunStore:
         if self.store is None:
             store = RunStore(self.settings.claim_script_dir())
-            from . import scripts
+            from ..format import scripts
 
             for problem in scripts.take_problems(self.settings.trace_dir):
                 self.warn(problem)  # a damaged script registry: said, never guessed

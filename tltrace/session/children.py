@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import DEFAULT, Settings
+from ..format.records import INTERRUPTED, RUNNING, RunManifest
 from .events import NOT_FINALISED, STILL_RUNNING, Notice
-from .records import INTERRUPTED, RUNNING, RunManifest
 
 ENV = "TLTRACE_CHILD"
 KERNELS_ENV = "TLTRACE_KERNELS"
@@ -48,7 +48,7 @@ _VERSION = 1
 # -- the parent's side ------------------------------------------------------------------------------
 def settings_json(settings: Settings, root_pid: int) -> str:
     """Return what a child needs to trace as `settings` does (TLTRACE_CHILD's value)."""
-    from .writer import process_start
+    from ..format.writer import process_start
 
     cg = settings.codegen_output
     data = {
@@ -211,9 +211,9 @@ def gather(script_dir: Path, invocation: str, own: Iterable[str]) -> Gathered:
     Only run directories made since the invocation began are read (run and invocation
     ids carry their start time). Never raises: unreadable runs are left out.
     """
+    from ..format.ids import time_of_id
+    from ..format.writer import writer_alive
     from ..history import runs
-    from .store import time_of_id
-    from .writer import writer_alive
 
     mine = set(own)
     out = Gathered()

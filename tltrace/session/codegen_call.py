@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..diff import count_changes
+from ..format.records import CODEGEN, PassRecord
 from . import codegen as cg
 from . import codegen_nvrtc as cgn
 from . import native
@@ -23,7 +24,6 @@ from . import sourcemap_store as sms
 from .capture import OpenPass, TraceSession
 from .events import Notice
 from .interrupt import interrupted
-from .records import CODEGEN, PassRecord
 from .signature import launch_info
 from .snapshot import Side
 

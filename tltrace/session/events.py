@@ -6,8 +6,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from .records import PassRecord, RunManifest
-from .sourcemap import LineMap
+from ..format.records import PassRecord, RunManifest
+from ..format.sourcemap import LineMap
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..facts import collect, ptxas
 from ..facts.registry import CODEGEN_INPUT, DEVICE
-from .records import PassRecord, RunManifest
+from ..format.records import PassRecord, RunManifest
 from .store import RunStore
 from .worker import late_worker
 

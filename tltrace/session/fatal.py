@@ -16,31 +16,21 @@ and both are removed when the compile ends in any ordinary way:
   which prints the native stack on stderr), so the process dies as it would have.
 
 Nothing runs at the signal but faulthandler's own C handler: the rest is written before.
-History (history/loading.py) reads both files of a run whose process is gone
-(`note_of`): "died inside pass 12 (tl.LowerTileOp): Segmentation fault".
+The names of both files, the inflight line's codec and the reading back are the
+format's (format/notes.py): history/loading.py reads both files of a run whose process
+is gone (`note_of`): "died inside pass 12 (tl.LowerTileOp): Segmentation fault".
 """
 
 from __future__ import annotations
 
 import atexit
 import faulthandler
-import json
 import os
-import re
-import stat
 import threading
 from pathlib import Path
 from typing import Any
 
-INFLIGHT = "inflight"
-FATAL = "fatal.txt"
-_WIDTH = 512  # the inflight line's fixed size: a rewrite always covers the last one
-_HEAD = b"tltrace: the stacks below are Python's faulthandler's, written when the process died\n\n"
-_FATAL_LINE = re.compile(r"^Fatal Python error: (.+?)\s*$", re.M)
-_MAX_READ = 1 << 20
-
-
-_quote = json.encoder.encode_basestring_ascii  # a JSON string literal, made in C
+from ..format.notes import FATAL, FATAL_HEAD, INFLIGHT, inflight_line
 
 
 class Inflight:
@@ -55,12 +45,7 @@ class Inflight:
     def mark(self, at: str, name: str, index: int | None = None, phase: str | None = None) -> None:
         """Say where the compile is ("in" or "after" a pass); never raises."""
         try:
-            text = f'{{"at":{_quote(at)},"name":{_quote(name[:200])}'
-            if index is not None:
-                text += f',"index":{int(index)}'
-            if phase:
-                text += f',"phase":{_quote(phase[:100])}'
-            line = (text + "}").encode("ascii")[: _WIDTH - 1].ljust(_WIDTH - 1) + b"\n"
+            line = inflight_line(at, name, index, phase)
             with self._lock:
                 self._line = line
                 if self._fd is not None:
@@ -148,7 +133,7 @@ def link(run_dir: Path) -> None:
                 if faulthandler.is_enabled():
                     return  # the user's (or pytest's) faulthandler: left as it is
                 fd = os.open(dest, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-                os.write(fd, _HEAD)
+                os.write(fd, FATAL_HEAD)
                 faulthandler.enable(file=fd, all_threads=True)
                 _state.update(fd=fd, owner=True, links=[dest])
                 return
@@ -203,67 +188,3 @@ def release() -> None:
     with _lock:
         if _state["pid"] == os.getpid():
             _unpark()
-
-
-# -- reading it back ----------------------------------------------------------------------------
-def _read(path: Path) -> str | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, _MAX_READ).decode("utf-8", "replace")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def where_of(run_dir: Path) -> dict[str, Any] | None:
-    """Return the `inflight` line of a run ({"at", "name", "index"?, "phase"?}), or None."""
-    text = _read(Path(run_dir) / INFLIGHT)
-    if not text or not text.strip():
-        return None
-    try:
-        data = json.loads(text.strip())
-    except ValueError:
-        return None
-    if (
-        not isinstance(data, dict)
-        or not isinstance(data.get("name"), str)
-        or data.get("at") not in ("in", "after")
-    ):
-        return None
-    if not isinstance(data.get("index"), int) or isinstance(data.get("index"), bool):
-        data.pop("index", None)
-    return data
-
-
-def signal_of(run_dir: Path) -> str | None:
-    """Return the fatal error faulthandler wrote into the run's `fatal.txt` ("Segmentation fault"), or None."""
-    text = _read(Path(run_dir) / FATAL)
-    m = _FATAL_LINE.search(text or "")
-    return m.group(1)[:200] if m else None
-
-
-def note_of(run_dir: Path) -> str | None:
-    """Return one line on how a run's process died, from the files above; None when they say nothing."""
-    where = where_of(run_dir)
-    fatal = signal_of(run_dir)
-    if where is None and fatal is None:
-        return None
-    from .names import pass_display_name
-
-    place = ""
-    if where is not None:
-        name = pass_display_name(where["name"])
-        what = f"pass {where['index']} ({name})" if "index" in where else name
-        place = f" inside {what}" if where["at"] == "in" else f" after {what}"
-    if fatal is not None:
-        return f"the process died{place}: {fatal} (the stacks: {FATAL})"
-    return (
-        f"the process ended{place} before the compile finished (no {FATAL}: killed, exited, "
-        "or its faulthandler wrote elsewhere)"
-    )

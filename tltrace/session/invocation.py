@@ -10,7 +10,7 @@ owner of the state that lives as long as that id:
   edits it has already reported (`reconcile.workflow.Ledger`);
 - with --use-cache, the kernels that came from TileLang's kernel cache (`cached`);
 - whether it is open: retention never removes an open invocation's runs (in another
-  process it reads the lock the invocation's writers hold, `session.liveness`).
+  process it reads the lock the invocation's writers hold, `format/liveness.py`).
 
 One lifecycle: `Invocation(settings, emit).open()`, then events pass through it
 (it is a listener wrapper), `rebind()` when `enable()` is called again inside the
@@ -31,11 +31,11 @@ import threading
 from collections.abc import Callable
 
 from ..config import Settings
+from ..format import liveness
+from ..format.records import RunManifest
 from ..reconcile.workflow import Ledger, report_unapplied
-from . import liveness
 from .cachewatch import CacheWatch
 from .events import Event, InvocationFinished, Notice, Pruned, RunFinished, RunStarted
-from .records import RunManifest
 from .worker import drain
 
 _registry_lock = threading.Lock()
@@ -179,7 +179,7 @@ class Invocation:
 
     def _check_owner(self, event: RunStarted) -> None:
         """In an os.fork() child: say once that a compile began after the invocation's process ended."""
-        from .writer import pid_alive
+        from ..format.writer import pid_alive
 
         if self._orphan_said or pid_alive(self.pid):
             return

@@ -16,111 +16,28 @@ Two sources, both from TileLang itself:
   itself is never touched.
 
 A `LineMap` holds, per line, None (no statement starts there), 0 (a statement with
-no Python line) or (file index, line). On disk: session/sourcemap_store.py.
+no Python line) or (file index, line): format/sourcemap.py, with its codec on disk;
+session/sourcemap_store.py writes it, history/sourcemaps.py reads it back.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
 import uuid
-from dataclasses import dataclass
 from typing import Any
+
+from ..format.sourcemap import LineMap, Loc
 
 ENV = "TLTRACE_SOURCE_MAP"  # "0" turns source mapping off
 LINE_DIRECTIVES = "tl.emit_line_directives"
-
-Loc = tuple[int, int] | int | None  # (file index, line), 0: a statement with no line, None: no statement
 
 
 def enabled(environ: dict[str, str] | None = None) -> bool:
     """Return False when TLTRACE_SOURCE_MAP asks for no source maps (0/off/false/no)."""
     env = os.environ if environ is None else environ
     return env.get(ENV, "1").strip().lower() not in ("0", "off", "false", "no")
-
-
-@dataclass(frozen=True)
-class LineMap:
-    """Per line of one text: None, 0 or (index into `files`, line).
-
-    `inferred`: the (0-based) lines whose Python line is inferred, not TileLang's own span
-    (a statement a pass rebuilt without one, given its enclosing statement's line).
-    """
-
-    files: tuple[str, ...]
-    lines: tuple[Loc, ...]
-    inferred: frozenset[int] = frozenset()
-
-    def src(self, i: int) -> tuple[str, int] | None:
-        """Return (file, line) behind line `i` (0-based) of the text, or None."""
-        if i < 0 or i >= len(self.lines):
-            return None
-        v = self.lines[i]
-        if isinstance(v, tuple):
-            return self.files[v[0]], v[1]
-        return None
-
-    def coverage(self) -> tuple[int, int]:
-        """Return (statement lines, statement lines with a Python line)."""
-        stmts = mapped = 0
-        for v in self.lines:
-            if v is not None:
-                stmts += 1
-                if isinstance(v, tuple):
-                    mapped += 1
-        return stmts, mapped
-
-    def exact(self) -> int:
-        """Return how many statement lines carry a Python line that is not inferred."""
-        return sum(1 for i, v in enumerate(self.lines) if isinstance(v, tuple) and i not in self.inferred)
-
-    def python_lines(self) -> set[tuple[str, int]]:
-        """Return every (file, line) some line of the text comes from."""
-        return {(self.files[v[0]], v[1]) for v in self.lines if isinstance(v, tuple)}
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "files": list(self.files),
-            "lines": [list(v) if isinstance(v, tuple) else v for v in self.lines],
-        }
-        if self.inferred:
-            out["inferred"] = sorted(self.inferred)
-        return out
-
-    @classmethod
-    def from_json(cls, data: Any) -> LineMap:
-        if not isinstance(data, dict):
-            raise TypeError("a line map is an object")
-        files = data.get("files")
-        lines = data.get("lines")
-        if not isinstance(files, list) or not isinstance(lines, list):
-            raise TypeError("a line map has 'files' and 'lines' lists")
-        out: list[Loc] = []
-        for v in lines:
-            if v is None or v == 0:
-                out.append(None if v is None else 0)
-            elif (
-                isinstance(v, list)
-                and len(v) == 2
-                and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
-                and 0 <= v[0] < len(files)
-            ):
-                out.append((v[0], v[1]))
-            else:
-                raise TypeError(f"bad line map entry {v!r}")
-        inferred = data.get("inferred") or []
-        if not isinstance(inferred, list) or not all(
-            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(out) for i in inferred
-        ):
-            raise TypeError("a line map's 'inferred' is a list of line indices")
-        return cls(tuple(str(f) for f in files), tuple(out), frozenset(inferred))
-
-    def digest(self) -> str:
-        from .store import text_hash
-
-        return text_hash(json.dumps(self.to_json(), separators=(",", ":")))
 
 
 class _Files:

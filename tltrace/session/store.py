@@ -1,4 +1,4 @@
-"""The on-disk run store: one directory per compilation under `<script>/.run_records/`.
+"""The run store, the writing side: one directory per compilation under `<script>/.run_records/`.
 
 Layout of a run directory::
 
@@ -12,92 +12,25 @@ Every distinct text is stored once, as a read-only file under
 stays plain text to grep while identical texts (a no-op pass's after, the next
 pass's before, an unchanged rerun) cost no bytes. Where hard links are not
 possible the text is copied.
+
+The names, ids and the manifest's codec are the format's (format/layout.py,
+format/ids.py, format/records.py); this module only writes them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
-import hashlib
 import json
 import os
-import re
 import shutil
 import threading
-import uuid
 from pathlib import Path
 from typing import IO
 
 from .._atomic import atomic_write, step
-from .records import PassRecord, RunManifest, record_file
-
-RUN_RECORDS = ".run_records"
-OBJECTS = ".objects"
-MANIFEST = "manifest.json"
-RECORDS_LOG = "records.jsonl"
-
-
-# hashlib gives the GIL away while it hashes 2048 bytes or more; for a text of a few KB the
-# hand-back costs far more than the hash (up to a switch interval, 5 ms, when the autotuner's
-# other compiling threads want the GIL), so texts are fed in smaller pieces.
-_HASH_PIECE = 2000
-
-
-def text_hash(text: str) -> str:
-    """Return the content hash used to name stored texts (BLAKE2b, 10 bytes, of the UTF-8 text)."""
-    data = memoryview(text.encode("utf-8", "surrogatepass"))
-    h = hashlib.blake2b(digest_size=10)
-    for i in range(0, len(data), _HASH_PIECE):
-        h.update(data[i : i + _HASH_PIECE])
-    return h.hexdigest()
-
-
-# Ids carry their start time in UTC, marked with a "Z" after the microseconds, so that
-# they sort by an absolute time whatever the time zone (TZ, DST, a container and its host
-# sharing a trace dir). Ids written before that carry naive local time and no "Z"; they stay
-# readable (`time_of_id` reads them as local time), and ordering prefers the absolute
-# `started` of their manifests (history.runs.start_of).
-def _stamp(now: _dt.datetime | None) -> str:
-    now = now.astimezone(_dt.timezone.utc) if now is not None else _dt.datetime.now(_dt.timezone.utc)
-    return f"{now:%Y%m%d_%H%M%S_%f}Z"
-
-
-def new_run_id(now: _dt.datetime | None = None) -> str:
-    """Return a fresh run directory name: run_<YYYYMMDD_HHMMSS_ffffff>Z_<pid>_<uid> (UTC)."""
-    return f"run_{_stamp(now)}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-
-
-_ID_TIME = re.compile(r"^[a-z]+_(\d{8})_(\d{6})(?:_(\d{6}))?(Z?)")
-
-
-def time_of_id(identifier: str) -> float | None:
-    """Return the start time (epoch seconds) a run or invocation id encodes, or None.
-
-    `<prefix>_YYYYMMDD_HHMMSS_ffffffZ_...` is UTC; without the "Z" (ids written before the
-    UTC ids) the time is naive local time, read in this machine's zone.
-    """
-    m = _ID_TIME.match(identifier)
-    if not m:
-        return None
-    try:
-        t = _dt.datetime.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S")
-        if m.group(4):
-            t = t.replace(tzinfo=_dt.timezone.utc)
-        stamp = t.timestamp()
-    except (ValueError, OverflowError, OSError):
-        return None
-    return stamp + (int(m.group(3)) / 1e6 if m.group(3) else 0.0)
-
-
-def id_time_is_absolute(identifier: str) -> bool:
-    """Return True when an id's time is UTC (a "Z" id), False for a naive local one (or none)."""
-    m = _ID_TIME.match(identifier)
-    return bool(m and m.group(4))
-
-
-def new_invocation_id(now: _dt.datetime | None = None) -> str:
-    """Return a fresh invocation id: inv_<YYYYMMDD_HHMMSS_ffffff>Z_<pid>_<uid> (UTC; sorts by time)."""
-    return f"inv_{_stamp(now)}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+from ..format.ids import new_run_id
+from ..format.layout import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS, record_file, text_hash
+from ..format.records import RUNNING, PassRecord, RunManifest
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -209,7 +142,7 @@ class RunStore:
         text = manifest.dumps()
         atomic_write_text(self.run_dir / MANIFEST, text)
         self.bytes_written += len(text)
-        if manifest.status != "running":
+        if manifest.status != RUNNING:
             self.close()
             try:
                 (self.run_dir / RECORDS_LOG).unlink()
@@ -259,30 +192,3 @@ def _write_object(path: str, data: bytes) -> None:
 
 def _is_link(path: Path) -> bool:
     return os.path.islink(path)
-
-
-def tree_bytes(path: Path, *, unique: bool = False) -> int:
-    """Return the bytes of the regular files under `path`, never following a symbolic link.
-
-    unique=True counts only files with no other hard link: what removing `path`
-    frees at once (a stored text linked from another run stays).
-    """
-    total = 0
-    stack = [os.fspath(path)]
-    while stack:
-        d = stack.pop()
-        try:
-            with os.scandir(d) as it:
-                for e in it:
-                    try:
-                        if e.is_dir(follow_symlinks=False):
-                            stack.append(e.path)
-                        elif e.is_file(follow_symlinks=False):
-                            st = e.stat(follow_symlinks=False)
-                            if not unique or st.st_nlink <= 1:
-                                total += st.st_size
-                    except OSError:
-                        pass
-        except OSError:
-            pass
-    return total

@@ -8,7 +8,7 @@
 
   var R = window.TLReport, S = R.S, C = window.TLCore;
 
-  // A run whose process died says where and of what (history/loading.py reads session/fatal.py's notes).
+  // A run whose process died says where and of what (history/loading.py reads them through format/notes.py).
   function diedNote(m) {
     var e = String(m.error || "");
     return e && !/^KeyboardInterrupt/.test(e) ? ": " + e.split("\n")[0] : "";

@@ -7,7 +7,7 @@ a killed process, whatever its pid, its host name or its container. Anyone else 
 by trying an exclusive lock without waiting (`state`), so a run killed in a
 container that had another host name reads as stopped, and `clean` can remove it.
 
-Runs written before this lock (no lock file) fall back to `writer.writer_alive`
+Runs written before this lock (no lock file) fall back to `format/writer.writer_alive`
 (pid, process start, host); `tltrace clean --force` removes those of another host too.
 """
 
@@ -21,7 +21,8 @@ import threading
 import time
 from pathlib import Path
 
-LIVE = ".live"  # under .run_records
+from .layout import LIVE
+
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
 
 _lock = threading.Lock()

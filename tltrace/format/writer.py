@@ -1,4 +1,4 @@
-"""Who writes a run, and whether that writer still lives.
+"""Who writes a run (a manifest's `writer`), and whether that writer still lives.
 
 A pid alone is not an identity: in a container the tracing process is often pid 1
 in every run, and pids are reused. A writer is (pid, process start time, host);
@@ -9,16 +9,16 @@ run whose pid was reused by another process reads as dead.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import threading
 import time
 from typing import Any
 
+from .ids import pid_of_run_id, time_of_id
+
 # Set when tltrace is imported, before this process can have made any run: a run id
 # dated earlier that names our pid was made by another process with the same pid.
 _LOADED_AT = time.time()
-_RUN_ID = re.compile(r"^run_(\d{8})_(\d{6})_(\d{6})Z?_(\d+)_")
 PID_LIMIT = 1 << 22  # Linux's largest pid_max; os.kill() overflows far above it
 _lock = threading.Lock()
 _token: dict[str, Any] | None = None
@@ -110,14 +110,6 @@ def writer_alive(writer: dict[str, Any] | None, run_id: str | None = None) -> bo
     if from_id is None:
         return False
     if from_id == os.getpid():
-        from .store import time_of_id
-
         made = time_of_id(run_id or "")
         return made is None or made >= _LOADED_AT - 2.0
     return pid_alive(from_id)
-
-
-def pid_of_run_id(run_id: str) -> int | None:
-    """Return the pid a run id names (run_<date>_<time>_<us>[Z]_<pid>_<uid>), or None."""
-    m = _RUN_ID.match(run_id)
-    return int(m.group(4)) if m else None

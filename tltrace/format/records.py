@@ -1,16 +1,18 @@
 """The data tltrace records: one PassRecord per pass, one RunManifest per compilation.
 
-Everything else (show, diff-runs, the HTML report) reads these, never file names.
+Their JSON codec and its schema version live here: session/store.py writes them
+(`RunManifest.dumps`, `PassRecord.to_stored`), history/loading.py reads them
+(`RunManifest.from_json`, `PassRecord.from_json`). Everything else (show, diff-runs,
+the HTML report) reads these, never file names.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import Any
 
-from .names import safe_component
+from .layout import record_file
 
 SCHEMA_VERSION = 4
 # Versions this tltrace reads. Version 1 lacks the invocation fields; they read as None.
@@ -20,6 +22,15 @@ SCHEMA_VERSION = 4
 # writes every field of every record again (RunManifest.dumps): `jq` and a plain
 # json.load read it as it is.
 READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
+
+
+def readable_schema(data: dict[str, Any]) -> int | None:
+    """Return a manifest's `schema_version` when this tltrace reads it, else None (missing, foreign, a bool)."""
+    version = data.get("schema_version")
+    if isinstance(version, bool) or version not in READABLE_SCHEMA_VERSIONS:
+        return None
+    return int(version)
+
 
 # Record statuses.
 CHANGED = "changed"
@@ -118,12 +129,6 @@ class PassRecord:
             if fkey not in data and known.get(hkey) is not None:
                 known[fkey] = record_file(known.get("phase"), known.get("index"), known.get("name"), side)
         return cls(**known)
-
-
-@lru_cache(maxsize=4096)
-def record_file(phase: str, index: int, name: str, side: str, ext: str = "tir") -> str:
-    """Return the run-relative file of one side of a record: `<phase>/<NN>_<name>_<side>.<ext>`."""
-    return f"{safe_component(phase)}/{index:02d}_{safe_component(name)}_{side}.{ext}"
 
 
 _SIDES = (("before", "before_file", "before_hash"), ("after", "after_file", "after_hash"))
@@ -241,9 +246,11 @@ class RunManifest:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunManifest:
-        version = data.get("schema_version")
-        if isinstance(version, bool) or version not in READABLE_SCHEMA_VERSIONS:
-            raise ValueError(f"manifest schema version {version!r} is not one of {READABLE_SCHEMA_VERSIONS}")
+        version = readable_schema(data)
+        if version is None:
+            raise ValueError(
+                f"manifest schema version {data.get('schema_version')!r} is not one of {READABLE_SCHEMA_VERSIONS}"
+            )
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "records"}
         _check_types(known, _MANIFEST_TYPES, "manifest")
         known["command"] = [str(c) for c in known.get("command") or []]

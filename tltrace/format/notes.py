@@ -1,0 +1,102 @@
+"""The notes a compile leaves while it runs, for when its process dies: their names, codec and reading.
+
+* `inflight`: one fixed-width JSON line (`inflight_line`), rewritten in place by the
+  compiling thread before and after each top-level pass and codegen call:
+  `{"at": "in", "index": 12, "name": "tl.LowerTileOp", "phase": "pipeline_c"}`.
+* `fatal.txt`: Python's faulthandler's file, headed by `FATAL_HEAD`.
+
+session/fatal.py writes them; history/loading.py reads them back (`note_of`) for a run
+whose process is gone. Reads never follow a link or wait on a special file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+from .layout import FATAL, INFLIGHT
+from .names import pass_display_name
+
+__all__ = ["FATAL", "FATAL_HEAD", "INFLIGHT", "inflight_line", "note_of", "signal_of", "where_of"]
+
+WIDTH = 512  # the inflight line's fixed size: a rewrite always covers the last one
+FATAL_HEAD = b"tltrace: the stacks below are Python's faulthandler's, written when the process died\n\n"
+_FATAL_LINE = re.compile(r"^Fatal Python error: (.+?)\s*$", re.M)
+_MAX_READ = 1 << 20
+
+_quote = json.encoder.encode_basestring_ascii  # a JSON string literal, made in C
+
+
+def inflight_line(at: str, name: str, index: int | None = None, phase: str | None = None) -> bytes:
+    """Return the `inflight` line: where the compile is ("in" or "after" a pass), WIDTH bytes, newline last."""
+    text = f'{{"at":{_quote(at)},"name":{_quote(name[:200])}'
+    if index is not None:
+        text += f',"index":{int(index)}'
+    if phase:
+        text += f',"phase":{_quote(phase[:100])}'
+    return (text + "}").encode("ascii")[: WIDTH - 1].ljust(WIDTH - 1) + b"\n"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, _MAX_READ).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def where_of(run_dir: Path) -> dict[str, Any] | None:
+    """Return the `inflight` line of a run ({"at", "name", "index"?, "phase"?}), or None."""
+    text = _read(Path(run_dir) / INFLIGHT)
+    if not text or not text.strip():
+        return None
+    try:
+        data = json.loads(text.strip())
+    except ValueError:
+        return None
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("name"), str)
+        or data.get("at") not in ("in", "after")
+    ):
+        return None
+    if not isinstance(data.get("index"), int) or isinstance(data.get("index"), bool):
+        data.pop("index", None)
+    return data
+
+
+def signal_of(run_dir: Path) -> str | None:
+    """Return the fatal error faulthandler wrote into the run's `fatal.txt` ("Segmentation fault"), or None."""
+    text = _read(Path(run_dir) / FATAL)
+    m = _FATAL_LINE.search(text or "")
+    return m.group(1)[:200] if m else None
+
+
+def note_of(run_dir: Path) -> str | None:
+    """Return one line on how a run's process died, from the files above; None when they say nothing."""
+    where = where_of(run_dir)
+    fatal = signal_of(run_dir)
+    if where is None and fatal is None:
+        return None
+    place = ""
+    if where is not None:
+        name = pass_display_name(where["name"])
+        what = f"pass {where['index']} ({name})" if "index" in where else name
+        place = f" inside {what}" if where["at"] == "in" else f" after {what}"
+    if fatal is not None:
+        return f"the process died{place}: {fatal} (the stacks: {FATAL})"
+    return (
+        f"the process ended{place} before the compile finished (no {FATAL}: killed, exited, "
+        "or its faulthandler wrote elsewhere)"
+    )

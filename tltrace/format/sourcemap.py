@@ -1,0 +1,223 @@
+"""Source maps on disk: the LineMap model and its codec (`sourcemap.jsonl`, `<working file>.map`).
+
+A `LineMap` holds, per line of one recorded text, None (no statement starts there), 0 (a
+statement with no Python line) or (file index, line). session/sourcemap.py makes them
+while a kernel compiles; session/sourcemap_store.py writes them with the encoders here;
+history/sourcemaps.py reads them back with `apply_line`.
+
+`<run_dir>/sourcemap.jsonl`, one JSON object a line:
+
+    {"t":"map","h":H,"files":[...],"lines":[...]}   a distinct map, once
+    {"t":"rec","index":I,"before":H|null,"after":H|null}   which maps a record's sides have
+    {"t":"src","path":P,"h":H,"file":F}   a Python source a map names, once (copied at capture)
+
+F, a run-relative `source_<H>.py`, is a hard link to `.objects/<H>`. Logs written before
+that (and a log without a store) carry the text in the line: {"t":"src","path":P,"text":T}.
+A kill leaves at worst a cut last line, which a reader skips.
+
+`<working file>.map`: {"format": "tltrace-sourcemap/1", "file": NAME, "files": [...], "lines": [...]}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import safe_read
+from .layout import SOURCE_PREFIX, SOURCEMAP_LOG, WORKING_MAP_SUFFIX, source_file, text_hash
+
+__all__ = [
+    "MAX_SOURCE_BYTES",
+    "SOURCEMAP_LOG",
+    "SOURCE_PREFIX",
+    "WORKING_MAP_FORMAT",
+    "WORKING_MAP_SUFFIX",
+    "LineMap",
+    "Loc",
+    "RunMaps",
+    "apply_line",
+    "is_working_map",
+    "map_line",
+    "read_source",
+    "rec_line",
+    "src_line",
+    "working_map",
+    "working_map_path",
+]
+
+Loc = tuple[int, int] | int | None  # (file index, line), 0: a statement with no line, None: no statement
+
+MAX_SOURCE_BYTES = 1 << 20  # Python sources larger than this are not copied into the records
+WORKING_MAP_FORMAT = "tltrace-sourcemap/1"
+
+
+@dataclass(frozen=True)
+class LineMap:
+    """Per line of one text: None, 0 or (index into `files`, line).
+
+    `inferred`: the (0-based) lines whose Python line is inferred, not TileLang's own span
+    (a statement a pass rebuilt without one, given its enclosing statement's line).
+    """
+
+    files: tuple[str, ...]
+    lines: tuple[Loc, ...]
+    inferred: frozenset[int] = frozenset()
+
+    def src(self, i: int) -> tuple[str, int] | None:
+        """Return (file, line) behind line `i` (0-based) of the text, or None."""
+        if i < 0 or i >= len(self.lines):
+            return None
+        v = self.lines[i]
+        if isinstance(v, tuple):
+            return self.files[v[0]], v[1]
+        return None
+
+    def coverage(self) -> tuple[int, int]:
+        """Return (statement lines, statement lines with a Python line)."""
+        stmts = mapped = 0
+        for v in self.lines:
+            if v is not None:
+                stmts += 1
+                if isinstance(v, tuple):
+                    mapped += 1
+        return stmts, mapped
+
+    def exact(self) -> int:
+        """Return how many statement lines carry a Python line that is not inferred."""
+        return sum(1 for i, v in enumerate(self.lines) if isinstance(v, tuple) and i not in self.inferred)
+
+    def python_lines(self) -> set[tuple[str, int]]:
+        """Return every (file, line) some line of the text comes from."""
+        return {(self.files[v[0]], v[1]) for v in self.lines if isinstance(v, tuple)}
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "files": list(self.files),
+            "lines": [list(v) if isinstance(v, tuple) else v for v in self.lines],
+        }
+        if self.inferred:
+            out["inferred"] = sorted(self.inferred)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> LineMap:
+        if not isinstance(data, dict):
+            raise TypeError("a line map is an object")
+        files = data.get("files")
+        lines = data.get("lines")
+        if not isinstance(files, list) or not isinstance(lines, list):
+            raise TypeError("a line map has 'files' and 'lines' lists")
+        out: list[Loc] = []
+        for v in lines:
+            if v is None or v == 0:
+                out.append(None if v is None else 0)
+            elif (
+                isinstance(v, list)
+                and len(v) == 2
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+                and 0 <= v[0] < len(files)
+            ):
+                out.append((v[0], v[1]))
+            else:
+                raise TypeError(f"bad line map entry {v!r}")
+        inferred = data.get("inferred") or []
+        if not isinstance(inferred, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(out) for i in inferred
+        ):
+            raise TypeError("a line map's 'inferred' is a list of line indices")
+        return cls(tuple(str(f) for f in files), tuple(out), frozenset(inferred))
+
+    def digest(self) -> str:
+        return text_hash(json.dumps(self.to_json(), separators=(",", ":")))
+
+
+# -- sourcemap.jsonl -----------------------------------------------------------------------------
+def map_line(digest: str, lmap: LineMap) -> dict[str, Any]:
+    """Return the line that stores a distinct map once (`digest`: its `LineMap.digest`)."""
+    return {"t": "map", "h": digest, **lmap.to_json()}
+
+
+def rec_line(index: int, before: str | None, after: str | None) -> dict[str, Any]:
+    """Return the line that says which maps (by digest) record `index`'s two sides have."""
+    return {"t": "rec", "index": index, "before": before, "after": after}
+
+
+def src_line(path: str, text: str, digest: str | None = None) -> dict[str, Any]:
+    """Return the line for a Python source: by its stored copy (`digest`) or, without a store, inline."""
+    if digest is None:
+        return {"t": "src", "path": path, "text": text}
+    return {"t": "src", "path": path, "h": digest, "file": source_file(digest)}
+
+
+@dataclass
+class RunMaps:
+    """One run's source maps as read back: maps by hash, each record's two, the sources."""
+
+    maps: dict[str, LineMap] = field(default_factory=dict)
+    records: dict[int, tuple[str | None, str | None]] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def of(self, index: int, side: str) -> LineMap | None:
+        """Return the map of one side ("before"/"after") of record `index`, or None."""
+        pair = self.records.get(index)
+        if pair is None:
+            return None
+        h = pair[0] if side == "before" else pair[1]
+        return self.maps.get(h) if h else None
+
+    def __bool__(self) -> bool:
+        return bool(self.records)
+
+
+def apply_line(maps: RunMaps, d: Any) -> tuple[str, Any] | None:
+    """Add one decoded sourcemap.jsonl line to `maps`.
+
+    A source line that names its stored copy instead of carrying the text returns (path,
+    its run-relative file) for the reader to fetch (history/sourcemaps.py); else None.
+    Raises ValueError, TypeError or AttributeError on a damaged line (the reader skips it).
+    """
+    t = d.get("t")
+    if t == "map" and isinstance(d.get("h"), str):
+        maps.maps[d["h"]] = LineMap.from_json(d)
+    elif t == "rec" and isinstance(d.get("index"), int):
+        b, a = d.get("before"), d.get("after")
+        maps.records[d["index"]] = (b if isinstance(b, str) else None, a if isinstance(a, str) else None)
+    elif t == "src" and isinstance(d.get("path"), str):
+        text = d.get("text")
+        if isinstance(text, str):
+            maps.sources[d["path"]] = text
+        else:
+            return d["path"], d.get("file")
+    return None
+
+
+def read_source(path: str) -> str | None:
+    """Return the text of a Python source a span names (None: missing, not a file, too large)."""
+    try:
+        with safe_read.open_binary(path) as fh:  # a FIFO is refused, never waited on
+            if not os.path.isfile(path) or os.fstat(fh.fileno()).st_size > MAX_SOURCE_BYTES:
+                return None
+            return fh.read().decode("utf-8", "surrogateescape")
+    except OSError:
+        return None
+
+
+# -- <working file>.map --------------------------------------------------------------------------
+def working_map_path(working_file: str | os.PathLike) -> Path:
+    """Return the map file beside a working file: `<working file>.map`."""
+    path = Path(working_file)
+    return path.with_name(path.name + WORKING_MAP_SUFFIX)
+
+
+def working_map(file_name: str, lmap: LineMap) -> bytes:
+    """Return the text of a working file's `.map` (the map of `file_name`, the working file's name)."""
+    data = {"format": WORKING_MAP_FORMAT, "file": file_name, **lmap.to_json()}
+    return json.dumps(data, separators=(",", ":")).encode("utf-8", "surrogateescape")
+
+
+def is_working_map(data: Any) -> bool:
+    """Return True when decoded JSON is a working-file map tltrace wrote (another `.map` is left alone)."""
+    return isinstance(data, dict) and data.get("format") == WORKING_MAP_FORMAT
