@@ -9,8 +9,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from tltrace.config import new_invocation_id
 from tltrace.session.records import SCHEMA_VERSION, PassRecord, RunManifest
-from tltrace.session.store import new_invocation_id, new_run_id
+from tltrace.session.store import new_run_id
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = (REPO / "docs" / "architecture.md").read_text()

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tltrace.config import Settings
+from tltrace.runner import Target, run_target
 from tltrace.session.events import PassRecorded
 from tltrace.session.records import RunManifest
-from tltrace.session.runner import Target, run_target
 from tltrace.session.store import RunStore
 
 from .conftest import EXAMPLES

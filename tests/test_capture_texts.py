@@ -17,8 +17,8 @@ import pytest
 
 from tltrace.config import Settings
 from tltrace.history.runs import text_of
+from tltrace.runner import Target, run_target
 from tltrace.session.records import CODEGEN, FAILED, RunManifest
-from tltrace.session.runner import Target, run_target
 
 from .conftest import EXAMPLES
 

@@ -22,8 +22,8 @@ import pytest
 
 from tltrace.config import build_settings
 from tltrace.history import runs
-from tltrace.session import children
 from tltrace.session.records import RunManifest
+from tltrace.tracing import children
 
 from ._kernels import KERNELS
 

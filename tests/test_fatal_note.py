@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from tltrace.history import runs
+from tltrace.names import pass_display_name
 from tltrace.session import fatal
-from tltrace.session.names import pass_display_name
 
 from ._records import run_dirs
 from .conftest import EXAMPLES

@@ -172,7 +172,7 @@ def test_a_script_named_like_an_option_is_a_script(run_cli, traced: Path, tmp_pa
     (tmp_path / "T" / "elementwise_add").rename(tmp_path / "T" / "-dash")
     (tmp_path / "-dash.py").write_text("")
     # The renamed dir is owned by -dash.py now (its owner record and the registry say whose a dir is).
-    from tltrace.session import scripts
+    from tltrace import scripts
 
     for stale in (tmp_path / "T" / scripts.REGISTRY, tmp_path / "T" / "-dash" / scripts.OWNER):
         stale.unlink(missing_ok=True)

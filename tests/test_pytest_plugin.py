@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import tltrace.session.names  # noqa: F401  # imported before pytester snapshots sys.modules (trace_name uses it)
+import tltrace.names  # noqa: F401  # imported before pytester snapshots sys.modules (trace_name uses it)
 from tltrace.pytest_plugin import trace_name
 
 from ._kernels import KERNELS

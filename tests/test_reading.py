@@ -171,7 +171,7 @@ def test_manifest_on_disk_has_every_field_of_every_record(traced: Path) -> None:
 
 
 def test_a_jupyter_kernel_traces_under_the_notebook_name(monkeypatch) -> None:
-    from tltrace.session.names import script_name_from_argv
+    from tltrace.names import script_name_from_argv
 
     launcher = "/venv/lib/python3.11/site-packages/ipykernel_launcher.py"
     monkeypatch.setenv("JPY_SESSION_NAME", "/home/me/work/GEMM tuning.ipynb")

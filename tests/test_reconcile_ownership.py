@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tltrace import scripts
 from tltrace.config import Settings
 from tltrace.reconcile import files
 from tltrace.reconcile.variant import Variant
 from tltrace.reconcile.workflow import Ledger, reconcile_codegen
-from tltrace.session import scripts
 
 G = "int k() { return 1 + 2; }\n"
 EDIT = G.replace("+", "-")

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from tltrace import scripts
 from tltrace.config import Settings
 from tltrace.errors import UsageError
+from tltrace.names import is_safe_component, safe_component
 from tltrace.reconcile import files
 from tltrace.reconcile.workflow import Ledger, reconcile_codegen, unapplied_edits
-from tltrace.session import scripts
-from tltrace.session.names import is_safe_component, safe_component
 
 _LEDGERS: dict[str, Ledger] = {}
 
 
 def _ledger(settings: Settings) -> Ledger:
-    """The ledger of `settings`' invocation (the part of session.invocation.Invocation that reconcile sees)."""
+    """The ledger of `settings`' invocation (the part of tracing.invocation.Invocation that reconcile sees)."""
     return _LEDGERS.setdefault(settings.invocation, Ledger())
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tltrace.config import Settings
+from tltrace.runner import Target, run_target
 from tltrace.session.records import RunManifest
-from tltrace.session.runner import Target, run_target
 from tltrace.session.signature import launch_info, signature, variant_key
 from tltrace.session.writer import process_start, writer_alive, writer_token
 

@@ -19,9 +19,9 @@ from rich.console import Console
 
 from tltrace.config import Settings
 from tltrace.render.terminal import TerminalView, summary_line, summary_table
-from tltrace.session.children import Gathered, gathered_notices
 from tltrace.session.events import NOT_FINALISED, STILL_RUNNING, InvocationFinished, Notice, PassRecorded
 from tltrace.session.records import INTERRUPTED, RUNNING, PassRecord, RunManifest
+from tltrace.tracing.children import Gathered, gathered_notices
 
 from ._kernels import KERNELS
 from ._records import EXAMPLES, read_manifest
@@ -81,7 +81,7 @@ def test_a_compile_whose_run_cannot_be_finalised_is_finished_not_finalised(
     """A real compile whose final manifest write fails (a full disk, from the codegen record on)."""
     from tltrace import _atomic
     from tltrace.session import controller
-    from tltrace.session.invocation import Invocation
+    from tltrace.tracing.invocation import Invocation
 
     settings = Settings(mode="terminal", trace_dir=tmp_path, script_name="k", quiet=True)
     out, err = io.StringIO(), io.StringIO()

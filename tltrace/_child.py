@@ -1,7 +1,7 @@
 """A child process of a traced job starts tracing here, once it imports TileLang.
 
 `_boot/sitecustomize.py` calls `activate()` right after the child's `import tilelang`
-(session/children.py says how the child was reached). The child traces with the
+(tracing/children.py says how the child was reached). The child traces with the
 settings in TLTRACE_CHILD, under the parent's invocation id and script directory,
 into an Invocation of its own that it never finishes: the parent summarises and
 prunes. This module sits above session/ and render/ (it wires them, as runner.py
@@ -17,8 +17,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .session.children import ENV, settings_from_json
 from .session.events import Event, Notice, RunStarted
+from .tracing.children import ENV, settings_from_json
 
 
 class ChildListener:
@@ -84,7 +84,7 @@ def activate() -> None:
                 tilelang.env.disable_cache()
             except Exception:
                 pass
-        from .session.invocation import Invocation
+        from .tracing.invocation import Invocation
 
         listeners = Listeners(settings)
         # The child's share of the invocation: its compiles find its reconcile ledger by the id.

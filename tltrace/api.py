@@ -75,7 +75,7 @@ def _resolve_mode(mode: Any, *, fallback: str = "terminal") -> str | None:
 
 def _settings(mode: str, trace_dir: Any, codegen_output: Any, **extra: Any) -> Settings:
     """Return validated Settings for the API: the same builder, and the same checks, as `tltrace run`."""
-    from .session.scripts import identity_of
+    from .scripts import identity_of
 
     argv0 = sys.argv[0] if sys.argv else ""
     return build_settings(
@@ -184,7 +184,7 @@ def enable(
         kernels=kernels,
     )
     from .session import controller
-    from .session.children import leave_parent_invocation
+    from .tracing.children import leave_parent_invocation
 
     leave_parent_invocation()  # this process traces on its own now, with these settings
     if importlib.util.find_spec("tilelang") is None:
@@ -194,7 +194,7 @@ def enable(
         )
     controller.set_up_tilelang(use_cache=use_cache)  # no seam: UsageError, one line
     from .render.listeners import Listeners
-    from .session.invocation import Invocation
+    from .tracing.invocation import Invocation
 
     global _span
     with _lock:
@@ -215,7 +215,7 @@ def enable(
     controller.install(settings, invocation)
     _stop_propagation()  # enable() again: the environment first gets back what it had
     if children:
-        from .session.children import Propagation
+        from .tracing.children import Propagation
 
         global _propagation
         prop = Propagation(settings).start()
@@ -293,7 +293,7 @@ def _as_module(tvm: Any, func_or_mod: Any) -> Any:
 
 
 def _named_passes(passes: Any) -> list[tuple[str, Any]]:
-    from .session.names import pass_display_name
+    from .names import pass_display_name
 
     if (isinstance(passes, tuple) and len(passes) == 2 and isinstance(passes[0], str)) or not isinstance(
         passes, (list, tuple)

@@ -2,21 +2,41 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 import os
 import re
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
-from .session.names import script_name_from_argv as script_name_from_argv  # re-exported
-from .session.store import new_invocation_id
+from .names import script_name_from_argv as script_name_from_argv  # re-exported
 
 MODES = ("terminal", "html", "both")
 DEFAULT_TRACE_DIR = "./tmp/lower_trace_dir"
 DEFAULT_KEEP = 20
+WORKING_STEM = "codegen"  # the default working file: <script dir>/codegen_device.cpp (reconcile/files.py)
+WORKING_EXT = ".cpp"
+CHILD_ENV = "TLTRACE_CHILD"  # a traced job's settings, for its child processes (tracing/children.py)
 
 _ON = {"1", "on", "true", "yes"}
 _OFF = {"0", "off", "false", "no", ""}
+
+
+# Ids carry their start time in UTC, marked with a "Z" after the microseconds, so that
+# they sort by an absolute time whatever the time zone (TZ, DST, a container and its host
+# sharing a trace dir). Ids written before that carry naive local time and no "Z"; they stay
+# readable (session/store.time_of_id reads them as local time), and ordering prefers the absolute
+# `started` of their manifests (history.runs.start_of).
+def id_stamp(now: _dt.datetime | None = None) -> str:
+    """Return the time part of a run or invocation id: YYYYMMDD_HHMMSS_ffffffZ (UTC)."""
+    now = now.astimezone(_dt.timezone.utc) if now is not None else _dt.datetime.now(_dt.timezone.utc)
+    return f"{now:%Y%m%d_%H%M%S_%f}Z"
+
+
+def new_invocation_id(now: _dt.datetime | None = None) -> str:
+    """Return a fresh invocation id: inv_<YYYYMMDD_HHMMSS_ffffff>Z_<pid>_<uid> (UTC; sorts by time)."""
+    return f"inv_{id_stamp(now)}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
 
 
 class _Default:
@@ -90,7 +110,7 @@ class Settings:
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
     invocation: str = field(default_factory=new_invocation_id)
-    script_key: str | None = None  # who the script is (session/scripts.py): its real path or module
+    script_key: str | None = None  # who the script is (scripts.py): its real path or module
 
     @property
     def terminal(self) -> bool:
@@ -103,13 +123,13 @@ class Settings:
     @property
     def script_dir(self) -> Path:
         """The script's directory under the trace dir (looked up; nothing is written)."""
-        from .session import scripts
+        from . import scripts
 
         return scripts.lookup(self.trace_dir, self.script_name, self._script_identity())
 
     def claim_script_dir(self) -> Path:
         """The script's directory, recorded in the trace dir's script registry on first use."""
-        from .session import scripts
+        from . import scripts
 
         return scripts.claim(self.trace_dir, self.script_name, self._script_identity())
 
@@ -192,8 +212,6 @@ def build_settings(
     elif codegen_output is not DEFAULT:
         if not isinstance(codegen_output, (str, os.PathLike)) or not str(codegen_output):
             raise UsageError(f"{spell['codegen_output']} must be a path, not {codegen_output!r}")
-        from .reconcile.files import check_codegen_output
-
         cg = check_codegen_output(codegen_output)
     return Settings(
         script_key=script_key,
@@ -215,3 +233,34 @@ def build_settings(
         sync=env_sync() if sync is None else bool(sync),
         command=tuple(command),
     )
+
+
+def check_codegen_output(path: str | os.PathLike) -> Path:
+    """Return `--codegen-output PATH` as an absolute path, or raise UsageError when writing there is unsafe.
+
+    Refused: a directory, a symbolic link, an existing file that is not a tltrace working
+    file (no `.original` or `.latest` beside it, reconcile/files.WorkingFile), e.g. the script being run.
+    """
+    p = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
+    shown = os.fspath(path)
+    if str(shown).endswith(os.sep) or p.is_dir():
+        raise UsageError(
+            f"--codegen-output {shown} is a directory; name a file in it, e.g. {p / (WORKING_STEM + WORKING_EXT)}"
+        )
+    if p.is_symlink():
+        raise UsageError(
+            f"--codegen-output {shown} is a symbolic link; tltrace does not write through links, "
+            "name the file itself"
+        )
+    if p.exists():
+        if not (p.with_name(p.name + ".original").is_file() or p.with_name(p.name + ".latest").is_file()):
+            raise UsageError(
+                f"--codegen-output {shown} is an existing file that tltrace did not write "
+                f"(no {p.name}.original beside it); choose a new path, or move the file away"
+            )
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"--codegen-output {shown}: {parent} is not a directory")
+            break
+    return p

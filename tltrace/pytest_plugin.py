@@ -172,7 +172,7 @@ _STASH: Any = pytest.StashKey["_Tracer"]()
 
 def trace_name(nodeid: str) -> str:
     """Return the script-directory name for a test node id: one safe path component, unique, at most 80."""
-    from .session.names import safe_component
+    from .names import safe_component
 
     name = safe_component(nodeid.replace("::", "__"), fallback="test")
     if len(name) > 70:  # cut ids (long parametrisations) would collide: keep a hash of the whole id
@@ -189,7 +189,7 @@ class _Test:
         self.existed = existed
         self.collector = collector
         self.html = html
-        self.invocation: Any = None  # the test's session.invocation.Invocation
+        self.invocation: Any = None  # the test's tracing.invocation.Invocation
         self.propagation: Any = None  # the child variables in os.environ while the test runs
 
     @property
@@ -248,7 +248,7 @@ class _Tracer:
         from .config import build_settings
         from .render.terminal import TerminalView
         from .session import controller
-        from .session.collector import RunCollector
+        from .tracing.collector import RunCollector
 
         # A fresh Settings per test: its own invocation id, and a script identity of its own.
         settings = build_settings(
@@ -277,14 +277,14 @@ class _Tracer:
                 except Exception as exc:  # a listener never breaks the user's test
                     sys.stderr.write(f"tltrace: warning: {type(exc).__name__}: {exc}\n")
 
-        from .session.invocation import Invocation
+        from .tracing.invocation import Invocation
 
         test = _Test(script_dir, script_dir.exists(), collector, html)
         test.invocation = Invocation(settings, emit).open()  # one invocation per test
         self.tests[item.nodeid] = test
         controller.install(settings, test.invocation)
         # Python processes the test starts trace into its invocation (from their `import tilelang`).
-        from .session.children import Propagation
+        from .tracing.children import Propagation
 
         test.propagation = Propagation(settings).start()
 
@@ -313,8 +313,8 @@ class _Tracer:
 
     def _add_children(self, test: _Test) -> None:
         """Count the compiles the test's child processes made (read from disk) with its own."""
-        from .session.children import gather
         from .session.events import InvocationFinished
+        from .tracing.children import gather
 
         own = test.collector.manifests()
         if test.invocation is None:
@@ -418,8 +418,8 @@ class _Tracer:
         Their worker never sent what it kept; a test's compiles are the runs under its script
         directory made since this session began whose command is that test's. Never raises.
         """
+        from . import scripts
         from .history.loading import load_manifest, run_dirs
-        from .session import scripts
         from .session.store import time_of_id
 
         with self._lock:

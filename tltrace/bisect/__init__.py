@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from .._atomic import atomic_write
+from ..config import new_invocation_id
 from ..errors import UsageError
 from ..session.records import CHANGED, RunManifest
-from ..session.store import new_invocation_id
 from .search import RIGHT, UNTESTABLE, WRONG, WindowSearch
 from .steps import Spec, Step, TopPass, manifests, run_step, top_passes
 

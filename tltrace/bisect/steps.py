@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import CHILD_ENV
 from ..history.loading import is_run_dir, is_script_dir, load_run
-from ..session.children import ENV as CHILD_ENV
 from ..session.records import CODEGEN, COMPLETE, RunManifest
 from ..session.skipping import ENV, SkipPlan
 from .search import RIGHT, UNTESTABLE, WRONG

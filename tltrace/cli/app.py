@@ -202,7 +202,7 @@ def run_cmd(
     else:
         target_name, is_module = script, False
 
-    from ..session.runner import Target, check_target, run_target
+    from ..runner import Target, check_target, run_target
 
     target = Target(target_name, tuple(rest), is_module)
     try:
@@ -219,7 +219,7 @@ def run_cmd(
     sink = emit if collector is None else _tee(emit, collector)
     with guard_lines():
         code = run_target(target, settings, sink, finalize=emit.close)
-    from ..session.children import forked
+    from ..tracing.children import forked
 
     if collector is not None and not forked():
         from .export import write_run_trace
@@ -245,7 +245,7 @@ def _chrome_collector(path: Optional[Path], force: bool):
         output_path.check(path, output_path.CHROME_TRACE, force=force)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
-    from ..session.collector import RunCollector
+    from ..tracing.collector import RunCollector
 
     return RunCollector()
 
@@ -263,7 +263,7 @@ def _settings(p: dict, target) -> Settings:
         raise TltraceError("--mode off makes no sense for 'tltrace run'; use terminal, html or both")
     if p["no_codegen_output"] and p["codegen_output"] is not None:
         raise TltraceError("--codegen-output and --no-codegen-output exclude each other")
-    from ..session.scripts import identity_of
+    from ..scripts import identity_of
 
     return build_settings(
         script_key=identity_of(target.launched)

@@ -29,9 +29,9 @@ from typing import TypeVar
 
 from .._shell import command
 from ..errors import RecordsError, UsageError
+from ..names import safe_component
 from ..reconcile.files import DEFAULT_STEM, EXT, REGISTRY_NAME
-from ..session.names import safe_component
-from ..session.scripts import script_dir_for
+from ..scripts import script_dir_for
 from ..session.store import RUN_RECORDS
 from .invocations import RecordedInvocation, invocation_key, invocations, label
 from .loading import Run, is_run_dir, is_script_dir, load_run, real_dir, run_dirs, start_of

@@ -39,7 +39,7 @@ from typing import Any
 
 from .. import safe_read
 from .._atomic import locked, remove_stale_temps
-from ..session.names import is_safe_component, safe_component
+from ..names import is_safe_component, safe_component
 from . import files
 from .variant import Variant, describe, file_label
 

@@ -42,8 +42,8 @@ class WatchSpec:
         return trace_dir_of(self.trace_dir).absolute()
 
     def script_dir(self) -> Path:
-        """The script's directory under the trace dir, as the runs find it (session/scripts.py)."""
-        from ..session import scripts
+        """The script's directory under the trace dir, as the runs find it (scripts.py)."""
+        from .. import scripts
 
         return scripts.lookup(
             self.resolved_trace_dir(),

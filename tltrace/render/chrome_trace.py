@@ -24,8 +24,8 @@ from typing import Any
 
 from .._version import __version__
 from ..history.profile import BACKEND, CompileTimes, invocation_of, timeline
-from ..session.children import process_label
 from ..session.records import RunManifest
+from ..tracing.children import process_label
 
 COMPILE_CAT = "compile"
 

@@ -23,7 +23,6 @@ from rich.text import Text
 
 from ..config import Settings
 from ..diff import Diff, diff
-from ..session.children import process_label
 from ..session.events import (
     NOT_FINALISED,
     STILL_RUNNING,
@@ -48,6 +47,7 @@ from ..session.records import (
     PassRecord,
     RunManifest,
 )
+from ..tracing.children import process_label
 from .fold import fold
 from .table import Column, cut_end, distinct_cut, fit
 from .visible import VisibleConsole, render_segments, segments
@@ -227,7 +227,7 @@ def pass_line(
 
 
 def _interrupted(manifest: RunManifest) -> bool:
-    """Ctrl+C stopped it, or its process ended before it did (session/children.py gather)."""
+    """Ctrl+C stopped it, or its process ended before it did (tracing/children.py gather)."""
     if manifest.status == INTERRUPTED:
         return True
     return manifest.status != COMPLETE and (manifest.error or "").startswith("KeyboardInterrupt")

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RecordsError, UsageError
-from ..session.names import safe_component
+from ..names import safe_component
 
 MIB = 1024 * 1024
 MAX_MEMBERS = 100_000

@@ -31,7 +31,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import RecordsError, UsageError
-from ..session.names import safe_component
+from ..names import safe_component
 from ..session.records import RunManifest
 from . import archive, trust
 from .make import flags_of, repro_files

@@ -442,6 +442,6 @@ def repro(
 
 def default_dir(manifest: RunManifest, record: PassRecord) -> str:
     """Return the default repro directory name: repro-<kernel>-<NN>-<pass>."""
-    from ..session.names import safe_component
+    from ..names import safe_component
 
     return f"repro-{safe_component(manifest.kernel or 'kernel')}-{record.index:02d}-{safe_component(record.name)}"

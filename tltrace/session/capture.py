@@ -28,13 +28,13 @@ from typing import Any
 from .._version import __version__
 from ..config import Settings
 from ..diff import line_changes
+from ..names import pass_display_name
 from ..rerun.capture import ReproCapture
 from . import fatal, liveness
 from . import sourcemap as sm
 from . import sourcemap_store as sms
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
 from .interrupt import interrupted
-from .names import pass_display_name
 from .records import CHANGED, COMPLETE, ERROR, FAILED, INTERRUPTED, NOOP, PassRecord, RunManifest
 from .signature import input_hash, launch_info, signature
 from .snapshot import Side, TextCache
@@ -344,7 +344,7 @@ class TraceSession:
     def _ensure_store(self) -> RunStore:
         if self.store is None:
             store = RunStore(self.settings.claim_script_dir())
-            from . import scripts
+            from .. import scripts
 
             for problem in scripts.take_problems(self.settings.trace_dir):
                 self.warn(problem)  # a damaged script registry: said, never guessed
@@ -402,7 +402,7 @@ class TraceSession:
         except Exception as exc:
             self._guard("finishing the run", exc)
             if not written:  # the compile ended; on disk its run still says running
-                from .invocation import note_not_finalised
+                from ..tracing.invocation import note_not_finalised
 
                 note_not_finalised(self.settings, self.store.run_dir.name)
         finally:

@@ -222,7 +222,7 @@ def _reconcile(
 ) -> Any:
     from ..reconcile.variant import variant_from_launch
     from ..reconcile.workflow import reconcile_codegen, settle
-    from .invocation import ledger_of
+    from ..tracing.invocation import ledger_of
 
     kernel = _kernel_name(s, event)
     # The launch read from the compile's input IR at its first pass (device and host share it);

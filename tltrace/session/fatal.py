@@ -254,7 +254,7 @@ def note_of(run_dir: Path) -> str | None:
     fatal = signal_of(run_dir)
     if where is None and fatal is None:
         return None
-    from .names import pass_display_name
+    from ..names import pass_display_name
 
     place = ""
     if where is not None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from .names import safe_component
+from ..names import safe_component
 
 SCHEMA_VERSION = 4
 # Versions this tltrace reads. Version 1 lacks the invocation fields; they read as None.

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from .._atomic import atomic_write, step
+from ..config import id_stamp
 from .records import PassRecord, RunManifest, record_file
 
 RUN_RECORDS = ".run_records"
@@ -52,19 +53,9 @@ def text_hash(text: str) -> str:
     return h.hexdigest()
 
 
-# Ids carry their start time in UTC, marked with a "Z" after the microseconds, so that
-# they sort by an absolute time whatever the time zone (TZ, DST, a container and its host
-# sharing a trace dir). Ids written before that carry naive local time and no "Z"; they stay
-# readable (`time_of_id` reads them as local time), and ordering prefers the absolute
-# `started` of their manifests (history.runs.start_of).
-def _stamp(now: _dt.datetime | None) -> str:
-    now = now.astimezone(_dt.timezone.utc) if now is not None else _dt.datetime.now(_dt.timezone.utc)
-    return f"{now:%Y%m%d_%H%M%S_%f}Z"
-
-
 def new_run_id(now: _dt.datetime | None = None) -> str:
     """Return a fresh run directory name: run_<YYYYMMDD_HHMMSS_ffffff>Z_<pid>_<uid> (UTC)."""
-    return f"run_{_stamp(now)}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    return f"run_{id_stamp(now)}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
 
 
 _ID_TIME = re.compile(r"^[a-z]+_(\d{8})_(\d{6})(?:_(\d{6}))?(Z?)")
@@ -93,11 +84,6 @@ def id_time_is_absolute(identifier: str) -> bool:
     """Return True when an id's time is UTC (a "Z" id), False for a naive local one (or none)."""
     m = _ID_TIME.match(identifier)
     return bool(m and m.group(4))
-
-
-def new_invocation_id(now: _dt.datetime | None = None) -> str:
-    """Return a fresh invocation id: inv_<YYYYMMDD_HHMMSS_ffffff>Z_<pid>_<uid> (UTC; sorts by time)."""
-    return f"inv_{_stamp(now)}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -15,13 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings
-from ..errors import EXIT_INTERRUPTED, TargetNotFound, UsageError
-from . import controller
-from .controller import MIN_TILELANG as MIN_TILELANG  # re-exported; the set-up lives in the controller
-from .controller import check_seam as check_seam
-from .controller import set_up_tilelang
-from .events import Event, Notice, ScriptOutput
+from .config import Settings
+from .errors import EXIT_INTERRUPTED, TargetNotFound, UsageError
+from .session import controller
+from .session.controller import (
+    MIN_TILELANG as MIN_TILELANG,  # re-exported; the set-up lives in the controller
+)
+from .session.controller import check_seam as check_seam
+from .session.controller import set_up_tilelang
+from .session.events import Event, Notice, ScriptOutput
 
 
 @dataclass(frozen=True)
@@ -48,13 +50,13 @@ class Target:
     def trace_name(self) -> str:
         """The name runs are filed under: the script's stem, or the module's last part."""
         if self.launched is not None:
-            from ..config import script_name_from_argv
+            from .config import script_name_from_argv
 
             return script_name_from_argv(self.launched)
         if self.module:
             last = self.name.rsplit(".", 1)[-1]
             return self.name.rsplit(".", 2)[-2] if last == "__main__" and "." in self.name else last
-        from ..config import script_name_from_argv
+        from .config import script_name_from_argv
 
         return script_name_from_argv(self.name)
 
@@ -153,7 +155,7 @@ class _Tracing:
         self._hook: Any = None
 
     def start(self) -> None:
-        from .importhook import AfterImport, seam_on_disk
+        from .tracing.importhook import AfterImport, seam_on_disk
 
         if "tilelang" in sys.modules:
             self._set_up()
@@ -207,8 +209,8 @@ def run_target(
     and what Python would print for them (traceback, exit message) leaves as a
     `ScriptOutput` event. Tracing is removed before returning. This function prints nothing.
     """
-    from . import children
-    from .invocation import Invocation
+    from .tracing import children
+    from .tracing.invocation import Invocation
 
     invocation = Invocation(settings, emit).open()
     emit = invocation

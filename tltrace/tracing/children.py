@@ -35,11 +35,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..config import DEFAULT, Settings
-from .events import NOT_FINALISED, STILL_RUNNING, Notice
-from .records import INTERRUPTED, RUNNING, RunManifest
+from ..config import CHILD_ENV, DEFAULT, Settings
+from ..session.events import NOT_FINALISED, STILL_RUNNING, Notice
+from ..session.records import INTERRUPTED, RUNNING, RunManifest
 
-ENV = "TLTRACE_CHILD"
+ENV = CHILD_ENV
 KERNELS_ENV = "TLTRACE_KERNELS"
 BOOT_DIR = str(Path(__file__).resolve().parent.parent / "_boot")
 _VERSION = 1
@@ -48,7 +48,7 @@ _VERSION = 1
 # -- the parent's side ------------------------------------------------------------------------------
 def settings_json(settings: Settings, root_pid: int) -> str:
     """Return what a child needs to trace as `settings` does (TLTRACE_CHILD's value)."""
-    from .writer import process_start
+    from ..session.writer import process_start
 
     cg = settings.codegen_output
     data = {
@@ -210,8 +210,8 @@ def gather(script_dir: Path, invocation: str, own: Iterable[str]) -> Gathered:
     ids carry their start time). Never raises: unreadable runs are left out.
     """
     from ..history import runs
-    from .store import time_of_id
-    from .writer import writer_alive
+    from ..session.store import time_of_id
+    from ..session.writer import writer_alive
 
     mine = set(own)
     out = Gathered()

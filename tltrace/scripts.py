@@ -1,7 +1,7 @@
 """Which directory under the trace dir belongs to which script.
 
 A script's traces go to `<trace_dir>/<name>/`, `<name>` being the script's stem made
-safe (`session/names.py`). Two scripts with one stem (`x/kernel.py`, `y/kernel.py`)
+safe (`names.py`). Two scripts with one stem (`x/kernel.py`, `y/kernel.py`)
 must not share it, so `<trace_dir>/.tltrace-scripts.json` maps each script's identity
 (its real path, or `-m` module name) to its directory: the first script keeps the plain
 name, a later one with the same name gets `<name>_2`, `<name>_3`, ... A program with no
@@ -27,8 +27,8 @@ import os
 import threading
 from pathlib import Path
 
-from .. import safe_read
-from .._atomic import atomic_write, locked, remove_stale_temps
+from . import safe_read
+from ._atomic import atomic_write, locked, remove_stale_temps
 from .names import is_safe_component, safe_component, script_name_from_argv
 
 REGISTRY = ".tltrace-scripts.json"

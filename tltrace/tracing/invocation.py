@@ -32,11 +32,11 @@ from collections.abc import Callable
 
 from ..config import Settings
 from ..reconcile.workflow import Ledger, report_unapplied
-from . import liveness
+from ..session import liveness
+from ..session.events import Event, InvocationFinished, Notice, Pruned, RunFinished, RunStarted
+from ..session.records import RunManifest
+from ..session.worker import drain
 from .cachewatch import CacheWatch
-from .events import Event, InvocationFinished, Notice, Pruned, RunFinished, RunStarted
-from .records import RunManifest
-from .worker import drain
 
 _registry_lock = threading.Lock()
 _open: dict[str, Invocation] = {}
@@ -179,7 +179,7 @@ class Invocation:
 
     def _check_owner(self, event: RunStarted) -> None:
         """In an os.fork() child: say once that a compile began after the invocation's process ended."""
-        from .writer import pid_alive
+        from ..session.writer import pid_alive
 
         if self._orphan_said or pid_alive(self.pid):
             return
