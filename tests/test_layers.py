@@ -48,6 +48,11 @@ LAYERS: list[tuple[str, ...]] = [
 ]
 
 
+# Known upward imports being removed on another branch: each must still exist (else delete it here).
+# session.capture -> rerun.capture: ReproCapture goes behind the recorder interface (issue 36 point 3).
+PENDING = {("tltrace.session.capture", "tltrace.rerun.capture")}
+
+
 def layer_of(module: str) -> int:
     """Return the index in LAYERS of the module's layer (0 is the top); the longest matching prefix wins."""
     best, best_len = -1, -1
@@ -85,11 +90,17 @@ def test_every_module_has_a_layer() -> None:
 def test_imports_go_downward_only() -> None:
     graph = import_graph()
     assert "tltrace.session.tool" in graph and graph["tltrace.session.tool"]  # the graph is real
-    up = upward_imports(graph)
+    up = [e for e in upward_imports(graph) if e not in PENDING]
     detail = "\n".join(f"  {a} -> {b}" for a, b in up)
     assert not up, (
         f"{len(up)} imports run up the package order (tests/test_layers.py, docs/architecture.md):\n{detail}"
     )
+
+
+def test_pending_upward_imports_still_exist() -> None:
+    up = set(upward_imports(import_graph()))
+    gone = PENDING - up
+    assert not gone, f"no longer imported upward; remove from PENDING: {sorted(gone)}"
 
 
 def test_config_imports_only_the_bottom() -> None:
