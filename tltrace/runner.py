@@ -221,7 +221,7 @@ def run_target(
     """
     from .tracing import children
 
-    listeners = list(emit) if isinstance(emit, (list, tuple)) else [emit]
+    listeners = [emit] if callable(emit) else list(emit)
     life = Lifecycle(settings, listeners).open()
     tracing: _Tracing | None = None
     if trace:
