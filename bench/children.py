@@ -57,7 +57,7 @@ def _alternated() -> tuple[float, float]:
     import time
 
     from tltrace.config import build_settings
-    from tltrace.session.children import child_environment
+    from tltrace.tracing.children import child_environment
 
     plain = dict(os.environ)
     settings = build_settings(mode="terminal", trace_dir=tempfile.gettempdir(), script_name="kids")

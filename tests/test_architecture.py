@@ -9,7 +9,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tltrace.format.ids import new_invocation_id, new_run_id
+from tltrace.config import new_invocation_id
+from tltrace.format.ids import new_run_id
 from tltrace.format.records import SCHEMA_VERSION, PassRecord, RunManifest
 
 REPO = Path(__file__).resolve().parent.parent

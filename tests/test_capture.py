@@ -10,11 +10,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from tltrace.session.runner import Target, run_target
 
 from tltrace.config import Settings
 from tltrace.format.records import RunManifest
 from tltrace.session.events import PassRecorded
-from tltrace.session.runner import Target, run_target
 from tltrace.session.store import RunStore
 
 from .conftest import EXAMPLES

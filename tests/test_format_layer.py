@@ -21,7 +21,7 @@ READERS = ("history", "render", "rerun", "reconcile")
 # notes, liveness, the script registry) comes from format/ only.
 NOT_FORMAT = {
     "tltrace.session.events": "what the core tells listeners (render's listeners; reconcile's notices)",
-    "tltrace.session.children": "process_label of a compile (orchestration, moving to tracing/)",
+    "tltrace.session.controller": "whether tracing is installed (rerun/best reads installed())",
     "tltrace.session.native": "the checks before native calls (rerun/capture runs inside a compile)",
     "tltrace.session.signature": "the launch shape read from live IR (reconcile/variant, rerun/best)",
     "tltrace.session.recorder": "the recorder interface per-compile extras implement (rerun/capture)",

@@ -9,8 +9,8 @@ import pytest
 
 import tltrace
 from tltrace.config import Settings
-from tltrace.session import invocation as inv_mod
 from tltrace.session.events import InvocationFinished, Notice
+from tltrace.tracing import invocation as inv_mod
 
 from ._records import EXAMPLES
 

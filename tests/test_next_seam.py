@@ -21,7 +21,7 @@ from pathlib import Path
 
 import tltrace
 from tltrace.config import build_settings
-from tltrace.session import children
+from tltrace.tracing import children
 
 # The stand-in: the installed TileLang's own __init__, run as this package's, then the
 # discovery a newer TileLang would add; its submodules are the installed ones.

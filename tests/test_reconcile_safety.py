@@ -19,7 +19,7 @@ _LEDGERS: dict[str, Ledger] = {}
 
 
 def _ledger(settings: Settings) -> Ledger:
-    """The ledger of `settings`' invocation (the part of session.invocation.Invocation that reconcile sees)."""
+    """The ledger of `settings`' invocation (the part of tracing.invocation.Invocation that reconcile sees)."""
     return _LEDGERS.setdefault(settings.invocation, Ledger())
 
 

@@ -278,7 +278,7 @@ def test_an_invocation_never_prunes_itself_when_a_newer_one_finished_first(tmp_p
     is newer; only invocations older than the kept ones go.
     """
     from tltrace.config import Settings
-    from tltrace.session.invocation import Invocation
+    from tltrace.tracing.invocation import Invocation
 
     td = tmp_path / "tr"
     settings = Settings(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.session.runner import MIN_TILELANG
+from tltrace.runner import MIN_TILELANG
 
 REPO = Path(__file__).resolve().parent.parent
 

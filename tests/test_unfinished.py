@@ -20,8 +20,8 @@ from rich.console import Console
 from tltrace.config import Settings
 from tltrace.format.records import INTERRUPTED, RUNNING, PassRecord, RunManifest
 from tltrace.render.terminal import TerminalView, summary_line, summary_table
-from tltrace.session.children import Gathered, gathered_notices
 from tltrace.session.events import NOT_FINALISED, STILL_RUNNING, InvocationFinished, Notice, PassRecorded
+from tltrace.tracing.children import Gathered, gathered_notices
 
 from ._kernels import KERNELS
 from ._records import EXAMPLES, read_manifest
@@ -81,7 +81,7 @@ def test_a_compile_whose_run_cannot_be_finalised_is_finished_not_finalised(
     """A real compile whose final manifest write fails (a full disk, from the codegen record on)."""
     from tltrace import _atomic
     from tltrace.session import controller
-    from tltrace.session.invocation import Invocation
+    from tltrace.tracing.lifecycle import Lifecycle
 
     settings = Settings(mode="terminal", trace_dir=tmp_path, script_name="k", quiet=True)
     out, err = io.StringIO(), io.StringIO()
@@ -107,15 +107,15 @@ def test_a_compile_whose_run_cannot_be_finalised_is_finished_not_finalised(
         view(event)
 
     finished: list[InvocationFinished] = []
-    inv = Invocation(settings, listener).open()
-    controller.install(settings, inv)
+    life = Lifecycle(settings, [listener]).open()
+    life.install()  # with the hooks: the invocation hears of a run that could not be finalised
     monkeypatch.setattr(_atomic, "STEP_HOOK", hook)
     try:
         kernel = _compile_add()
     finally:
         controller.uninstall()
     assert kernel is not None  # the compile itself finished
-    inv.finish(prune=False)
+    life.finish(prune=False)
     monkeypatch.setattr(_atomic, "STEP_HOOK", None)
     (run_dir,) = (tmp_path / "k" / ".run_records").glob("run_*")
     assert read_manifest(run_dir)["status"] == RUNNING  # on disk it was never finalised

@@ -1,9 +1,9 @@
 """A child process of a traced job starts tracing here, once it imports TileLang.
 
 `_boot/sitecustomize.py` calls `activate()` right after the child's `import tilelang`
-(session/children.py says how the child was reached). The child traces with the
+(tracing/children.py says how the child was reached). The child traces with the
 settings in TLTRACE_CHILD, under the parent's invocation id and script directory,
-into an Invocation of its own that it never finishes: the parent summarises and
+into a lifecycle of its own (tracing/lifecycle.py) that it never finishes: the parent summarises and
 prunes. This module sits above session/ and render/ (it wires them, as runner.py
 does); nothing in tltrace imports it.
 """
@@ -14,46 +14,12 @@ import atexit
 import os
 import sys
 import threading
-from collections.abc import Callable
 from typing import Any
 
-from .session.children import ENV, settings_from_json
-from .session.events import Event, Notice, RunStarted
-
-
-class ChildListener:
-    """A child's listener wrapper: forwards events; says once when the parent ended before a compile."""
-
-    def __init__(self, emit: Callable[[Event], None], root: dict[str, Any]) -> None:
-        self._emit = emit
-        self._root = root
-        self._said = False
-
-    def __call__(self, event: Event) -> None:
-        if isinstance(event, RunStarted) and not self._said and not self.root_alive():
-            self._said = True
-            self._emit(
-                Notice(
-                    "warning",
-                    f"process {os.getpid()} outlived the traced job (pid {self._root.get('pid')}); "
-                    f"its compiles are recorded under {event.script_dir} in invocation "
-                    f"{event.manifest.invocation}, but the job's summary and pruning are over",
-                    kernel=event.manifest.kernel,
-                )
-            )
-        self._emit(event)
-
-    def root_alive(self) -> bool:
-        from .format.writer import writer_alive
-
-        pid = self._root.get("pid")
-        if not isinstance(pid, int):
-            return True
-        return writer_alive({"pid": pid, "start": self._root.get("start")})
-
+from .tracing.children import ENV, settings_from_json
 
 _active_lock = threading.Lock()
-_active: list[Any] = []  # the child's listeners, closed at exit
+_active: list[Any] = []  # the child's invocation (Lifecycle), closed at exit
 
 
 def activate() -> None:
@@ -84,17 +50,15 @@ def activate() -> None:
                 tilelang.env.disable_cache()
             except Exception:
                 pass
-        from .session.invocation import Invocation
+        from .tracing.lifecycle import Lifecycle
 
-        listeners = Listeners(settings)
         # The child's share of the invocation: its compiles find its reconcile ledger by the id.
-        # It never finishes here (the parent summarises); ChildListener says an outlived parent.
-        invocation = Invocation(settings, ChildListener(listeners, root)).open()
-        invocation._orphan_said = True
-        controller.install(settings, invocation)
+        # It never finishes here (the parent summarises); the lifecycle says an outlived parent.
+        life = Lifecycle(settings, [Listeners(settings)], root=root).open()
+        life.install()
         with _active_lock:
             first = not _active
-            _active.append((invocation, listeners))
+            _active.append(life)
         if first:
             atexit.register(_close)
     except Exception as exc:
@@ -124,10 +88,9 @@ def discovered() -> None:
 def _close() -> None:
     with _active_lock:
         items, _active[:] = list(_active), []
-    for invocation, listeners in items:
+    for life in items:
         try:
-            invocation.close()
-            listeners.close()
+            life.close()
         except Exception:
             pass
 

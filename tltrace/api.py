@@ -89,34 +89,20 @@ def _settings(mode: str, trace_dir: Any, codegen_output: Any, **extra: Any) -> S
     )
 
 
-# The open enable()..disable() span: its settings, listeners and invocation.
-_span: tuple[Settings, Any, Any] | None = None
-_propagation: Any = None  # the child variables set in os.environ while the span is open
+# The open enable()..disable() span: its invocation's lifecycle (tracing/lifecycle.py).
+_span: Any = None
 
 
 def _close_span() -> None:
-    """End the open invocation: tell the listeners, prune older invocations, finish the reports."""
+    """End the open invocation: tell the listeners, prune older invocations, finish the reports.
+
+    In an os.fork() child nothing is reported: the process that called enable() ends the span.
+    """
     global _span
-    _stop_propagation()
     with _lock:
         span, _span = _span, None
-    if span is None:
-        return
-    _settings_, listeners, invocation = span
-    if getattr(invocation, "pid", os.getpid()) != os.getpid():
-        return  # an os.fork() child: the process that called enable() ends the span and its reports
-    try:
-        invocation.finish()
-    finally:
-        listeners.close()
-
-
-def _stop_propagation() -> None:
-    global _propagation
-    with _lock:
-        prop, _propagation = _propagation, None
-    if prop is not None:
-        prop.stop()
+    if span is not None:
+        span.finish()
 
 
 @atexit.register
@@ -184,7 +170,7 @@ def enable(
         kernels=kernels,
     )
     from .session import controller
-    from .session.children import leave_parent_invocation
+    from .tracing.children import leave_parent_invocation
 
     leave_parent_invocation()  # this process traces on its own now, with these settings
     if importlib.util.find_spec("tilelang") is None:
@@ -194,33 +180,22 @@ def enable(
         )
     controller.set_up_tilelang(use_cache=use_cache)  # no seam: UsageError, one line
     from .render.listeners import Listeners
-    from .session.invocation import Invocation
+    from .tracing.lifecycle import Lifecycle
 
     global _span
     with _lock:
         span = _span
-    if span is not None and span[0].script_dir == settings.script_dir:
+    if span is not None and span.settings.script_dir == settings.script_dir:
         # enable() again inside a span: new settings, the same invocation.
-        settings = replace(settings, invocation=span[0].invocation)
-        listeners = Listeners(settings)
-        invocation = span[2]
-        invocation.rebind(settings, listeners)
-        span[1].close()
+        settings = replace(settings, invocation=span.id)
+        span.rebind(settings, [Listeners(settings)])
     else:
         _close_span()
-        listeners = Listeners(settings)
-        invocation = Invocation(settings, listeners).open()
+        span = Lifecycle(settings, [Listeners(settings)]).open()
     with _lock:
-        _span = (settings, listeners, invocation)
-    controller.install(settings, invocation)
-    _stop_propagation()  # enable() again: the environment first gets back what it had
-    if children:
-        from .session.children import Propagation
-
-        global _propagation
-        prop = Propagation(settings).start()
-        with _lock:
-            _propagation = prop
+        _span = span
+    span.install()
+    span.propagate(children)  # enable() again: the environment first gets back what it had
 
 
 def disable() -> None:

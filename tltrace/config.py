@@ -8,12 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
-from .format.ids import new_invocation_id
+from .format.ids import new_invocation_id as new_invocation_id  # re-exported
+from .format.layout import DEFAULT_STEM as WORKING_STEM
+from .format.layout import EXT as WORKING_EXT
 from .format.names import script_name_from_argv as script_name_from_argv  # re-exported
 
 MODES = ("terminal", "html", "both")
 DEFAULT_TRACE_DIR = "./tmp/lower_trace_dir"
 DEFAULT_KEEP = 20
+CHILD_ENV = "TLTRACE_CHILD"  # a traced job's settings, for its child processes (tracing/children.py)
 
 _ON = {"1", "on", "true", "yes"}
 _OFF = {"0", "off", "false", "no", ""}
@@ -200,8 +203,6 @@ def build_settings(
     elif codegen_output is not DEFAULT:
         if not isinstance(codegen_output, (str, os.PathLike)) or not str(codegen_output):
             raise UsageError(f"{spell['codegen_output']} must be a path, not {codegen_output!r}")
-        from .reconcile.files import check_codegen_output
-
         cg = check_codegen_output(codegen_output)
     return Settings(
         script_key=script_key,
@@ -224,3 +225,34 @@ def build_settings(
         ptxas=env_ptxas() if ptxas is None else bool(ptxas),
         command=tuple(command),
     )
+
+
+def check_codegen_output(path: str | os.PathLike) -> Path:
+    """Return `--codegen-output PATH` as an absolute path, or raise UsageError when writing there is unsafe.
+
+    Refused: a directory, a symbolic link, an existing file that is not a tltrace working
+    file (no `.original` or `.latest` beside it, reconcile/files.WorkingFile), e.g. the script being run.
+    """
+    p = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
+    shown = os.fspath(path)
+    if str(shown).endswith(os.sep) or p.is_dir():
+        raise UsageError(
+            f"--codegen-output {shown} is a directory; name a file in it, e.g. {p / (WORKING_STEM + WORKING_EXT)}"
+        )
+    if p.is_symlink():
+        raise UsageError(
+            f"--codegen-output {shown} is a symbolic link; tltrace does not write through links, "
+            "name the file itself"
+        )
+    if p.exists():
+        if not (p.with_name(p.name + ".original").is_file() or p.with_name(p.name + ".latest").is_file()):
+            raise UsageError(
+                f"--codegen-output {shown} is an existing file that tltrace did not write "
+                f"(no {p.name}.original beside it); choose a new path, or move the file away"
+            )
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"--codegen-output {shown}: {parent} is not a directory")
+            break
+    return p

@@ -250,13 +250,11 @@ def trace_name(nodeid: str) -> str:
 class _Test:
     """One test's trace: its settings, listeners and the compiles it made."""
 
-    def __init__(self, script_dir: Path, existed: bool, collector: Any, html: Any) -> None:
+    def __init__(self, script_dir: Path, existed: bool, collector: Any) -> None:
         self.predicted = script_dir  # where the test's compiles are expected to go
         self.existed = existed
         self.collector = collector
-        self.html = html
-        self.invocation: Any = None  # the test's session.invocation.Invocation
-        self.propagation: Any = None  # the child variables in os.environ while the test runs
+        self.life: Any = None  # the test's invocation (tracing.lifecycle.Lifecycle)
 
     @property
     def script_dir(self) -> Path:
@@ -309,12 +307,10 @@ class _Tracer:
     def begin(self, item: Any) -> None:
         if self.off:
             return
-        import sys
-
         from .config import build_settings
         from .render.terminal import TerminalView
-        from .session import controller
-        from .session.collector import RunCollector
+        from .tracing.collector import RunCollector
+        from .tracing.lifecycle import Lifecycle
 
         # A fresh Settings per test: its own invocation id, and a script identity of its own.
         settings = build_settings(
@@ -329,30 +325,16 @@ class _Tracer:
         listeners: list[Any] = [collector]
         if settings.terminal:
             listeners.append(TerminalView(settings))
-        html = None
         if settings.html:
             from .render.html import HtmlReportListener
 
-            html = HtmlReportListener(settings)
-            listeners.append(html)
-
-        def emit(event: Any) -> None:
-            for listener in listeners:
-                try:
-                    listener(event)
-                except Exception as exc:  # a listener never breaks the user's test
-                    sys.stderr.write(f"tltrace: warning: {type(exc).__name__}: {exc}\n")
-
-        from .session.invocation import Invocation
-
-        test = _Test(script_dir, script_dir.exists(), collector, html)
-        test.invocation = Invocation(settings, emit).open()  # one invocation per test
+            listeners.append(HtmlReportListener(settings))
+        test = _Test(script_dir, script_dir.exists(), collector)
+        # One invocation per test; a listener that fails is said once and never breaks the test.
+        test.life = Lifecycle(settings, listeners).open()
         self.tests[item.nodeid] = test
-        controller.install(settings, test.invocation)
-        # Python processes the test starts trace into its invocation (from their `import tilelang`).
-        from .session.children import Propagation
-
-        test.propagation = Propagation(settings).start()
+        test.life.install()
+        test.life.propagate()  # Python processes the test starts trace into its invocation
 
     def end(self, item: Any) -> None:
         from .session import controller
@@ -361,12 +343,8 @@ class _Tracer:
         test = self.tests.pop(item.nodeid, None)
         if test is None:
             return
-        if test.propagation is not None:
-            test.propagation.stop()
-        if test.invocation is not None:
-            test.invocation.close()
-        if test.html is not None:
-            test.html.close()
+        if test.life is not None:
+            test.life.close()  # no reports: the test's section and the session summary say it
         self._add_children(test)
         runs = test.collector.manifests()
         if not runs:
@@ -379,15 +357,15 @@ class _Tracer:
 
     def _add_children(self, test: _Test) -> None:
         """Count the compiles the test's child processes made (read from disk) with its own."""
-        from .session.children import gather
         from .session.events import InvocationFinished
+        from .tracing.children import gather
 
         own = test.collector.manifests()
-        if test.invocation is None:
+        if test.life is None:
             return
-        g = gather(test.script_dir, test.invocation.id, (m.run_id for m in own))
+        g = gather(test.script_dir, test.life.id, (m.run_id for m in own))
         if g.runs:
-            test.collector(InvocationFinished(test.invocation.id, tuple(own) + tuple(g.runs)))
+            test.collector(InvocationFinished(test.life.id, tuple(own) + tuple(g.runs)))
 
     def _remove(self, test: _Test) -> None:
         """Remove a passing test's traces: its script dir if the test made it, else only its runs."""
@@ -409,10 +387,10 @@ class _Tracer:
                 collect_garbage(records)
             except OSError:
                 pass
-            if test.invocation is not None:
+            if test.life is not None:
                 from .format import liveness
 
-                liveness.forget(records, test.invocation.id)  # its lock file (the lock is released)
+                liveness.forget(records, test.life.id)  # its lock file (the lock is released)
         self.removed += 1
 
     # -- what the user reads -------------------------------------------------------------------------

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from .._atomic import atomic_write
+from ..config import new_invocation_id
 from ..errors import UsageError
-from ..format.ids import new_invocation_id
 from ..format.records import CHANGED, RunManifest
 from .search import RIGHT, UNTESTABLE, WRONG, WindowSearch
 from .steps import Spec, Step, TopPass, manifests, run_step, top_passes

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import CHILD_ENV
 from ..format.layout import RUN_RECORDS
 from ..format.records import CODEGEN, COMPLETE, RunManifest
 from ..history.loading import is_run_dir, is_script_dir, load_run
-from ..session.children import ENV as CHILD_ENV
 from ..session.skipping import ENV, SkipPlan
 from .search import RIGHT, UNTESTABLE, WRONG
 

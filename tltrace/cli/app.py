@@ -208,7 +208,7 @@ def run_cmd(
     else:
         target_name, is_module = script, False
 
-    from ..session.runner import Target, check_target, run_target
+    from ..runner import Target, check_target, run_target
 
     target = Target(target_name, tuple(rest), is_module)
     try:
@@ -220,14 +220,14 @@ def run_cmd(
     from ..render.listeners import Listeners
     from ..render.terminal import guard_lines
 
-    emit = Listeners(settings)
+    listeners = [Listeners(settings)]
     collector = _chrome_collector(p["chrome_trace"], p["force"])
-    sink = emit if collector is None else _tee(emit, collector)
+    if collector is not None:
+        listeners.append(collector)
+    ended: list[bool] = []  # the invocation ended here (not in an os.fork() child of the script)
     with guard_lines():
-        code = run_target(target, settings, sink, finalize=emit.close)
-    from ..session.children import forked
-
-    if collector is not None and not forked():
+        code = run_target(target, settings, listeners, finalize=lambda: ended.append(True))
+    if collector is not None and ended:
         from .export import write_run_trace
 
         typer.echo(write_run_trace(collector, p["chrome_trace"], force=p["force"]), err=True)
@@ -251,17 +251,9 @@ def _chrome_collector(path: Optional[Path], force: bool):
         output_path.check(path, output_path.CHROME_TRACE, force=force)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
-    from ..session.collector import RunCollector
+    from ..tracing.collector import RunCollector
 
     return RunCollector()
-
-
-def _tee(first, second):
-    def emit(event) -> None:
-        first(event)
-        second(event)
-
-    return emit
 
 
 def _settings(p: dict, target) -> Settings:

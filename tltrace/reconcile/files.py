@@ -37,7 +37,7 @@ from pathlib import Path
 
 from .. import safe_read
 from .._atomic import atomic_write, locked, remove_stale_temps, step
-from ..errors import UsageError
+from ..config import check_codegen_output as check_codegen_output  # re-exported; it lives with the settings
 from ..format.layout import DEFAULT_STEM, EXT
 from ..format.layout import KERNEL_REGISTRY as REGISTRY_NAME
 from ..format.names import is_safe_component
@@ -251,38 +251,6 @@ class Layout:
                 name.endswith("." + ext) if ext else "." not in name[len(base) :]
             )
         return name.startswith(DEFAULT_STEM) and name.endswith(EXT)
-
-
-def check_codegen_output(path: str | os.PathLike) -> Path:
-    """Return `--codegen-output PATH` as an absolute path, or raise UsageError when writing there is unsafe.
-
-    Refused: a directory, a symbolic link, an existing file that is not a tltrace working
-    file (no `.original` or `.latest` beside it), e.g. the script being run.
-    """
-    p = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
-    shown = os.fspath(path)
-    if str(shown).endswith(os.sep) or p.is_dir():
-        raise UsageError(
-            f"--codegen-output {shown} is a directory; name a file in it, e.g. {p / (DEFAULT_STEM + EXT)}"
-        )
-    if p.is_symlink():
-        raise UsageError(
-            f"--codegen-output {shown} is a symbolic link; tltrace does not write through links, "
-            "name the file itself"
-        )
-    if p.exists():
-        wf = WorkingFile(p)
-        if not (wf.original.is_file() or wf.latest.is_file()):
-            raise UsageError(
-                f"--codegen-output {shown} is an existing file that tltrace did not write "
-                f"(no {p.name}.original beside it); choose a new path, or move the file away"
-            )
-    for parent in p.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise UsageError(f"--codegen-output {shown}: {parent} is not a directory")
-            break
-    return p
 
 
 # -- atomic writes and reads ---------------------------------------------------------------------------

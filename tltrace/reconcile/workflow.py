@@ -110,7 +110,7 @@ def _stat(path: Path) -> tuple[int, int] | None:
 class Ledger:
     """What one invocation's reconciles left in the working files, and which edits it already reported.
 
-    The invocation owns it (`session.invocation.Invocation.ledger`) and hands it to every
+    The invocation owns it (`tracing.invocation.Invocation.ledger`) and hands it to every
     call below; a call given none reconciles with no memory of earlier compiles.
     `claimed`: the working-file suffixes its compiles hold, per registry (the lineage rule
     of `registry.py` never lets a new shape take a file another shape of this

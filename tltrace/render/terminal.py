@@ -228,7 +228,7 @@ def pass_line(
 
 
 def _interrupted(manifest: RunManifest) -> bool:
-    """Ctrl+C stopped it, or its process ended before it did (session/children.py gather)."""
+    """Ctrl+C stopped it, or its process ended before it did (tracing/children.py gather)."""
     if manifest.status == INTERRUPTED:
         return True
     return manifest.status != COMPLETE and (manifest.error or "").startswith("KeyboardInterrupt")

@@ -36,9 +36,9 @@ NOTES = ".best"
 def note_best(result: Any) -> dict[str, Any] | None:
     """Return the note recorded for `result` (an AutotuneResult or a JITKernel), or None when
     tracing is off or the kernel's source cannot be read (one warning then)."""
-    from ..api import enabled
+    from ..session.controller import installed
 
-    settings = enabled()
+    settings = installed()  # what tltrace.enabled() says
     if settings is None:
         return None
     try:

@@ -39,6 +39,7 @@ from . import sourcemap as sm
 from . import sourcemap_store as sms
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
 from .factsjob import with_facts
+from .hooks import NO_HOOKS, CaptureHooks
 from .interrupt import interrupted
 from .signature import input_hash, launch_info, signature
 from .snapshot import Side, TextCache
@@ -73,8 +74,10 @@ class TraceSession:
         *,
         session_name: str | None = None,
         background: bool = False,
+        hooks: CaptureHooks = NO_HOOKS,
     ) -> None:
         self.settings = settings
+        self.hooks = hooks  # what this compile calls above capture (session/hooks.py)
         self._emit_fn = emit
         self.background = background and not getattr(settings, "sync", False)
         self._worker = worker() if self.background else None  # the compiling thread's worker
@@ -405,10 +408,9 @@ class TraceSession:
             self._emit_now(RunFinished(final, self.store.run_dir, self.store.script_dir))
         except Exception as exc:
             self._guard("finishing the run", exc)
-            if not written:  # the compile ended; on disk its run still says running
-                from .invocation import note_not_finalised
-
-                note_not_finalised(self.settings, self.store.run_dir.name)
+            if not written and self.hooks.not_finalised is not None:
+                # The compile ended; on disk its run still says running: its invocation says which.
+                self.hooks.not_finalised(self.settings, self.store.run_dir.name)
         finally:
             if self.store is not None:
                 self.store.close()

@@ -1,5 +1,7 @@
 """One codegen call of a traced compile: snapshot its input, reconcile the working file, record it.
 
+The working-file step is the hooks' (session/hooks.py): reconcile/ lives above capture.
+
 The reconcile is synchronous (the compile must build the edited source, or be told
 it is not applied); the record (print, counts, store, listeners) is a job like a
 pass's. The two are guarded apart: a failure while recording never undoes the
@@ -23,6 +25,7 @@ from . import sourcemap as sm
 from . import sourcemap_store as sms
 from .capture import OpenPass, TraceSession
 from .events import Notice
+from .hooks import CodegenRequest
 from .interrupt import interrupted
 from .signature import launch_info
 from .snapshot import Side
@@ -90,7 +93,7 @@ def _reconcile_and_record(
     # whatever else a custom build returned goes back to its caller as it is.
     compiles = cg.compiles_source(ffi) and native.is_runtime_module(result)
     compiled, outcome, out_result = generated, None, result
-    if s.settings.working_files_enabled() and generated:
+    if s.settings.working_files_enabled() and generated and s.hooks.working_files is not None:
         try:
             why = None
             if cg.compiles_source(ffi) and not compiles:
@@ -220,10 +223,8 @@ def _kernel_name(s: TraceSession, event: Any) -> str:
 def _reconcile(
     s: TraceSession, event: Any, role: str | None, generated: str, compiles: bool, why: str | None
 ) -> Any:
-    from ..reconcile.variant import variant_from_launch
-    from ..reconcile.workflow import reconcile_codegen, settle
-    from .invocation import ledger_of
-
+    working_files = s.hooks.working_files
+    assert working_files is not None  # the caller checked
     kernel = _kernel_name(s, event)
     # The launch read from the compile's input IR at its first pass (device and host share it);
     # a compile whose first pass was not seen falls back to the codegen input.
@@ -233,17 +234,17 @@ def _reconcile(
         if launch is None:
             launch = launch_info(event.mod, kernel)
             s._wf_launch = launch  # type: ignore[attr-defined]
-    variant = variant_from_launch(kernel, launch)
-    outcome = reconcile_codegen(
-        s.settings,
-        kernel=kernel,
-        role=role,
-        generated=generated,
-        compiles_source=compiles,
-        backend=s.manifest.backend,
-        variant=variant,
-        ledger=ledger_of(s.settings),
-        not_compiled=why,
+    outcome = working_files.reconcile(
+        CodegenRequest(
+            s.settings,
+            kernel=kernel,
+            role=role,
+            generated=generated,
+            compiles_source=compiles,
+            backend=s.manifest.backend,
+            launch=launch,
+            not_compiled=why,
+        )
     )
     for w in outcome.warnings:
         s.warn(w)
@@ -261,5 +262,7 @@ def _reconcile(
             )
         )
         s.wait(30)  # printed (not only queued) before the journal lets go of it
-    settle(outcome)  # the tag was said: a kill from here on does not make the next run repeat it
+    working_files.settle(
+        outcome
+    )  # the tag was said: a kill from here on does not make the next run repeat it
     return outcome

@@ -9,16 +9,13 @@ from collections.abc import Callable
 from ..config import Settings
 from ..errors import TltraceError, UsageError
 from .events import Event
-from .interrupt import clear_interrupted, interrupted, mark_interrupted  # the Ctrl+C flag, re-exported
+from .hooks import NO_HOOKS, CaptureHooks
 
 __all__ = [
     "MIN_TILELANG",
     "check_seam",
-    "clear_interrupted",
     "install",
     "installed",
-    "interrupted",
-    "mark_interrupted",
     "set_up_tilelang",
     "silence_builtin_tracer",
     "uninstall",
@@ -28,7 +25,7 @@ TOOL_NAME = "tltrace"
 BUILTIN_TOOL_NAME = "lower_trace"
 
 _lock = threading.Lock()
-_installed: tuple[Settings, Callable[[Event], None]] | None = None
+_installed: tuple[Settings, Callable[[Event], None], CaptureHooks] | None = None
 
 
 def silence_builtin_tracer() -> bool:
@@ -119,8 +116,11 @@ def set_up_tilelang(*, use_cache: bool = False) -> list[str]:
     return notes
 
 
-def install(settings: Settings, emit: Callable[[Event], None]) -> None:
-    """Register (or replace) the factory: every later TileLang compilation is traced with `settings`."""
+def install(settings: Settings, emit: Callable[[Event], None], hooks: CaptureHooks = NO_HOOKS) -> None:
+    """Register (or replace) the factory: every later TileLang compilation is traced with `settings`.
+
+    `hooks`: what each compile calls above capture (the working files; tracing/hooks.py).
+    """
     global _installed
     from tilelang.instrumentation import register_pass_instrumentation_tool  # type: ignore
 
@@ -135,7 +135,7 @@ def install(settings: Settings, emit: Callable[[Event], None]) -> None:
 
         filter_cls = make_filter_class(PassInstrumentationTool)
     with _lock:
-        _installed = (settings, emit)
+        _installed = (settings, emit, hooks)
 
         def factory() -> object:
             # Snapshot: a compilation keeps the settings it started with.

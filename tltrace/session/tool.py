@@ -29,6 +29,7 @@ from tilelang.instrumentation import (  # type: ignore[import-not-found]
 from ..config import Settings
 from .capture import UNSCOPED, Emit, OpenPass, TraceSession
 from .codegen_call import CODEGEN_PHASE, record_codegen, say_failed_edit
+from .hooks import NO_HOOKS, CaptureHooks
 from .interrupt import interrupted
 
 _LOWER_NAMES = ("lower", "lower-with-context", "lower-to-host-device-ir")
@@ -39,8 +40,8 @@ class TltraceTool(PassInstrumentationTool):
 
     pass_instrument_priority = 1000  # after other tools: see their effects
 
-    def __init__(self, settings: Settings, emit: Emit) -> None:
-        self.session = TraceSession(settings, emit, background=True)
+    def __init__(self, settings: Settings, emit: Emit, hooks: CaptureHooks = NO_HOOKS) -> None:
+        self.session = TraceSession(settings, emit, background=True, hooks=hooks)
 
     def create_pass_instrument(self) -> object | None:
         s = self.session

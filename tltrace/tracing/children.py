@@ -22,7 +22,8 @@ nothing behind (there is no file to remove), and `Propagation.stop()` restores t
 environment of a process that goes on (`disable()`, a watch rerun).
 
 `os.fork()` children (and the fork start method) inherit the installed tool itself;
-`forked()` tells the code that ends an invocation that it runs in such a child.
+`Lifecycle.forked()` (tracing/lifecycle.py) tells the code that ends an invocation that it
+runs in such a child.
 """
 
 from __future__ import annotations
@@ -35,11 +36,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..config import DEFAULT, Settings
+from ..config import CHILD_ENV, DEFAULT, Settings
 from ..format.records import INTERRUPTED, RUNNING, RunManifest
-from .events import NOT_FINALISED, STILL_RUNNING, Notice
+from ..session.events import NOT_FINALISED, STILL_RUNNING, Notice
 
-ENV = "TLTRACE_CHILD"
+ENV = CHILD_ENV
 KERNELS_ENV = "TLTRACE_KERNELS"
 BOOT_DIR = str(Path(__file__).resolve().parent.parent / "_boot")
 _VERSION = 1
@@ -118,20 +119,6 @@ class Propagation:
 def leave_parent_invocation() -> None:
     """This process traces on its own (`tltrace run`, `enable()`): do not join a parent's invocation."""
     os.environ.pop(ENV, None)
-
-
-_owner_pid = os.getpid()
-
-
-def mark_owner() -> None:
-    """Remember this process as the one that opened the invocation (fork children are not)."""
-    global _owner_pid
-    _owner_pid = os.getpid()
-
-
-def forked(owner_pid: int | None = None) -> bool:
-    """Return True in an os.fork() child of the process that opened the invocation."""
-    return os.getpid() != (owner_pid if owner_pid is not None else _owner_pid)
 
 
 # -- the child's side --------------------------------------------------------------------------------

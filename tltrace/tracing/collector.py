@@ -19,7 +19,7 @@ class RunCollector:
         self.others: dict[str, Any] = {}  # run id -> manifest: the invocation's compiles in other processes
 
     def __call__(self, event: Any) -> None:
-        from .events import InvocationFinished, RunFinished, RunStarted
+        from ..session.events import InvocationFinished, RunFinished, RunStarted
 
         if isinstance(event, RunStarted):
             with self._lock:

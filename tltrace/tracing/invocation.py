@@ -12,15 +12,14 @@ owner of the state that lives as long as that id:
 - whether it is open: retention never removes an open invocation's runs (in another
   process it reads the lock the invocation's writers hold, `format/liveness.py`).
 
-One lifecycle: `Invocation(settings, emit).open()`, then events pass through it
-(it is a listener wrapper), `rebind()` when `enable()` is called again inside the
-span (new settings and listeners, the same id and the same state), and `finish()`
-once: it says every edit it did not compile (NOT-APPLIED), tells the listeners
+Its life (open, events, finish, close, the fork check) is `tracing.lifecycle.Lifecycle`'s,
+which every entry point uses; this object is the state and the reports at the end: `finish()`
+says every edit the invocation did not compile (NOT-APPLIED), tells the listeners
 (`InvocationFinished`), closes, and applies retention (`keep` N keeps the newest N
-invocations of the script, this one included; `Pruned` says what went).
-`close()` alone ends it without the reports (pytest's per-test invocations).
+invocations of the script, this one included; `Pruned` says what went). `close()` alone
+ends it without the reports (pytest's per-test invocations, a child process).
 
-The capture side finds the open invocation of a compile by its id (`find`); nothing
+Capture's hooks (tracing/hooks.py) find the open invocation of a compile by its id (`find`); nothing
 is keyed by the identity of a Settings object.
 """
 
@@ -34,9 +33,9 @@ from ..config import Settings
 from ..format import liveness
 from ..format.records import RunManifest
 from ..reconcile.workflow import Ledger, report_unapplied
+from ..session.events import Event, InvocationFinished, Notice, Pruned, RunFinished, RunStarted
+from ..session.worker import drain
 from .cachewatch import CacheWatch
-from .events import Event, InvocationFinished, Notice, Pruned, RunFinished, RunStarted
-from .worker import drain
 
 _registry_lock = threading.Lock()
 _open: dict[str, Invocation] = {}
@@ -81,8 +80,7 @@ class Invocation:
         self.not_finalised: set[str] = set()  # compiles that ended but whose final manifest was not written
         self._watch: CacheWatch | None = CacheWatch() if settings.use_cache else None
         self.finished = False
-        self.pid = os.getpid()  # an os.fork() child inherits this object: it is not the owner
-        self._orphan_said = False
+        self.pid = os.getpid()  # the process that opened it (its own compiles, `gathered_notices`)
 
     @property
     def id(self) -> str:
@@ -115,12 +113,9 @@ class Invocation:
         """Say the unapplied edits, tell the listeners the invocation is over, close, then prune (once).
 
         The compiles of the invocation's other processes (children, torchrun ranks) are
-        read from disk and counted with this one's. In an os.fork() child, which
-        inherits this object, finishing does nothing: the process that opened the
-        invocation summarises and prunes it.
+        read from disk and counted with this one's. Only the process that opened the
+        invocation calls this (`Lifecycle.finish` checks).
         """
-        if os.getpid() != self.pid:
-            return
         drain()  # every compile's records and events are in before the invocation ends
         with self._lock:
             if self.finished:
@@ -143,8 +138,6 @@ class Invocation:
     # -- events --------------------------------------------------------------------------------------
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
-            if os.getpid() != self.pid:
-                self._check_owner(event)
             self.check_cache()  # hits before this compile, in order
         if isinstance(event, RunFinished) and event.manifest.invocation == self.id:
             with self._lock:
@@ -176,23 +169,6 @@ class Invocation:
         with self.ledger.lock:
             self.ledger.told.update(working_files(g.runs))
         return tuple(sorted((*runs, *g.runs), key=lambda m: (m.started, m.run_id)))
-
-    def _check_owner(self, event: RunStarted) -> None:
-        """In an os.fork() child: say once that a compile began after the invocation's process ended."""
-        from ..format.writer import pid_alive
-
-        if self._orphan_said or pid_alive(self.pid):
-            return
-        self._orphan_said = True
-        self._emit(
-            Notice(
-                "warning",
-                f"process {os.getpid()} (forked from pid {self.pid}) outlived the traced job; its compiles "
-                f"are recorded under {event.script_dir} in invocation {self.id}, "
-                "but the job's summary and pruning are over",
-                kernel=event.manifest.kernel,
-            )
-        )
 
     def check_cache(self) -> int:
         """Emit one 'cached' notice per kernel that came from TileLang's kernel cache since the last check."""

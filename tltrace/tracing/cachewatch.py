@@ -6,7 +6,7 @@ compilation of that kernel is a hit. Best effort: if TileLang's internals differ
 it reports nothing. The claim that tltrace hooks TileLang only through its public
 instrumentation seam holds for tracing; this best-effort report, on only with
 --use-cache, is the one place that reads a private TileLang table. The invocation
-(`session.invocation.Invocation`) owns the watch and keeps the names of the hits, so
+(`tracing.invocation.Invocation`) owns the watch and keeps the names of the hits, so
 that its end can say that an edit of such a kernel's working file was not applied.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-from .events import Event, RunFinished
+from ..session.events import Event, RunFinished
 
 
 def _tables() -> list[dict]:

@@ -1,4 +1,8 @@
-"""Run a script or module as `__main__` under runpy, with tracing installed around it."""
+"""Run a script or module as `__main__` under runpy, with tracing installed around it.
+
+The top of the tracing layer (`tltrace run`, `tltrace watch`'s reruns): one invocation's
+`tracing.lifecycle.Lifecycle` around the script, with TileLang set up when the script imports it.
+"""
 
 from __future__ import annotations
 
@@ -10,18 +14,22 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings
-from ..errors import EXIT_INTERRUPTED, TargetNotFound, UsageError
-from . import controller
-from .controller import MIN_TILELANG as MIN_TILELANG  # re-exported; the set-up lives in the controller
-from .controller import check_seam as check_seam
-from .controller import set_up_tilelang
-from .events import Event, Notice, ScriptOutput
+from .config import Settings
+from .errors import EXIT_INTERRUPTED, TargetNotFound, UsageError
+from .session import controller
+from .session.controller import (
+    MIN_TILELANG as MIN_TILELANG,  # re-exported; the set-up lives in the controller
+)
+from .session.controller import check_seam as check_seam
+from .session.controller import set_up_tilelang
+from .session.events import Event, Notice, ScriptOutput
+from .session.interrupt import clear_interrupted, interrupted, mark_interrupted
+from .tracing.lifecycle import Lifecycle
 
 
 @dataclass(frozen=True)
@@ -48,13 +56,13 @@ class Target:
     def trace_name(self) -> str:
         """The name runs are filed under: the script's stem, or the module's last part."""
         if self.launched is not None:
-            from ..config import script_name_from_argv
+            from .config import script_name_from_argv
 
             return script_name_from_argv(self.launched)
         if self.module:
             last = self.name.rsplit(".", 1)[-1]
             return self.name.rsplit(".", 2)[-2] if last == "__main__" and "." in self.name else last
-        from ..config import script_name_from_argv
+        from .config import script_name_from_argv
 
         return script_name_from_argv(self.name)
 
@@ -147,13 +155,14 @@ class _Tracing:
     runs); the rest of the set-up runs right after the script's own `import tilelang`.
     """
 
-    def __init__(self, settings: Settings, emit: Callable[[Event], None]) -> None:
-        self.settings, self.emit = settings, emit
+    def __init__(self, life: Lifecycle) -> None:
+        self.life = life
+        self.settings, self.emit = life.settings, life
         self.installed = False
         self._hook: Any = None
 
     def start(self) -> None:
-        from .importhook import AfterImport, seam_on_disk
+        from .tracing.importhook import AfterImport, seam_on_disk
 
         if "tilelang" in sys.modules:
             self._set_up()
@@ -173,7 +182,7 @@ class _Tracing:
         try:
             if not prepare_tilelang(self.settings, self.emit):
                 return
-            controller.install(self.settings, self.emit)
+            self.life.install()
             self.installed = True
         except UsageError as exc:
             if self._hook is None:
@@ -194,43 +203,43 @@ class _Tracing:
 def run_target(
     target: Target,
     settings: Settings,
-    emit: Callable[[Event], None],
+    emit: Callable[[Event], None] | Sequence[Callable[[Event], None]],
     *,
     trace: bool = True,
     finalize: Callable[[], None] | None = None,
 ) -> int:
     """Run the target as __main__ with tracing installed; return its exit code.
 
-    The run is one invocation: its compiles share `settings.invocation`, and at its end
-    `InvocationFinished` is emitted and older invocations are pruned (`settings.keep`).
+    `emit`: a listener, or several (each is called in turn, a failing one is said once and
+    the others go on; those with a `close()` are finished at the end). The run is one
+    invocation (`Lifecycle`): its compiles share `settings.invocation`, and at its end
+    `InvocationFinished` is emitted and older invocations are pruned (`settings.keep`); then
+    `finalize` runs (not in an os.fork() child, which leaves the summary to its parent).
     SystemExit is honoured; an exception from the script returns 1, Ctrl+C returns 130,
     and what Python would print for them (traceback, exit message) leaves as a
     `ScriptOutput` event. Tracing is removed before returning. This function prints nothing.
     """
-    from . import children
-    from .invocation import Invocation
+    from .tracing import children
 
-    invocation = Invocation(settings, emit).open()
-    emit = invocation
+    listeners = [emit] if callable(emit) else list(emit)
+    life = Lifecycle(settings, listeners).open()
     tracing: _Tracing | None = None
-    propagation = None
     if trace:
         children.leave_parent_invocation()  # this process traces on its own, not as a child of a job
-        children.mark_owner()
         reason = check_trace_dir(settings)
         if reason:
-            emit(Notice("warning", reason))
+            life(Notice("warning", reason))
         else:
-            tracing = _Tracing(settings, invocation)
+            tracing = _Tracing(life)
             tracing.start()
-            propagation = children.Propagation(settings).start()
+            life.propagate()
 
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     code = 0
     output: str | None = None
-    controller.clear_interrupted()
+    clear_interrupted()
     try:
-        with _marking_sigint(controller.mark_interrupted):
+        with _marking_sigint(mark_interrupted):
             try:
                 if target.module:
                     sys.argv = [target.name, *target.args]
@@ -246,7 +255,7 @@ def run_target(
             except KeyboardInterrupt:
                 code, output = EXIT_INTERRUPTED, "KeyboardInterrupt\n"
             except BaseException as exc:  # the script's own error, or Ctrl+C turned into one by TVM
-                if controller.interrupted():
+                if interrupted():
                     code, output = EXIT_INTERRUPTED, "KeyboardInterrupt\n"
                 else:
                     code, output = 1, _user_traceback(exc)
@@ -254,36 +263,28 @@ def run_target(
         code, output = EXIT_INTERRUPTED, "KeyboardInterrupt\n"
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-        if propagation is not None:
-            propagation.stop()
+        life.stop_propagation()
         if tracing is not None:
             tracing.stop()
         installed = tracing is not None and tracing.installed
-        forked = invocation_forked(invocation)
+        forked = life.forked()
         if installed and forked:
             controller.uninstall()
         elif installed:
             # A compile from here on (a thread that outlived the script, an atexit handler) is said, not traced.
-            controller.retire(emit)
+            controller.retire(life)
         if not forked:
-            invocation.check_cache()
+            life.invocation.check_cache()
         if output:
-            emit(ScriptOutput(output))
-        if not forked:
-            # An os.fork() child that ran on to the script's end skips this: the parent summarises,
-            # prunes and writes the index (the child's compiles are on disk already).
-            invocation.finish(interrupted=code == EXIT_INTERRUPTED, prune=installed)
-            if finalize is not None:
-                try:
-                    finalize()
-                except Exception as exc:
-                    emit(Notice("warning", f"finishing the trace failed ({type(exc).__name__}: {exc})"))
+            life(ScriptOutput(output))
+        # An os.fork() child that ran on to the script's end skips this: the parent summarises,
+        # prunes and writes the index (the child's compiles are on disk already).
+        if life.finish(interrupted=code == EXIT_INTERRUPTED, prune=installed) and finalize is not None:
+            try:
+                finalize()
+            except Exception as exc:
+                life(Notice("warning", f"finishing the trace failed ({type(exc).__name__}: {exc})"))
     return code
-
-
-def invocation_forked(invocation) -> bool:  # noqa: ANN001
-    """Return True in an os.fork() child of the process that opened `invocation`."""
-    return os.getpid() != invocation.pid
 
 
 @contextlib.contextmanager

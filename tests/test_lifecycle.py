@@ -1,0 +1,167 @@
+"""tracing/lifecycle.py: the one fan-out, the one fork check, the one outlived notice, and who uses them."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tltrace.config import Settings
+from tltrace.format.records import RunManifest
+from tltrace.session.events import InvocationFinished, Notice, RunStarted, TltraceWarning
+from tltrace.tracing.invocation import find
+from tltrace.tracing.lifecycle import Fanout, Lifecycle
+
+PKG = Path(__file__).resolve().parent.parent / "tltrace"
+
+
+def _settings(tmp_path: Path) -> Settings:
+    return Settings(mode="terminal", trace_dir=tmp_path, script_name="s", quiet=True, keep=0)
+
+
+def _started(settings: Settings) -> RunStarted:
+    m = RunManifest(run_id="run_x", script="s", kernel="add", invocation=settings.invocation)
+    return RunStarted(m, settings.script_dir / ".run_records" / "run_x", settings.script_dir)
+
+
+class Broken:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.closed = 0
+
+    def __call__(self, event: object) -> None:
+        self.calls += 1
+        raise RuntimeError("listener bug")
+
+    def close(self) -> None:
+        self.closed += 1
+        raise OSError("disk full")
+
+
+def test_a_failing_listener_is_said_once_and_the_others_go_on(tmp_path: Path) -> None:
+    broken, seen = Broken(), []
+    fan = Fanout([broken, seen.append])
+    with pytest.warns(TltraceWarning) as said:
+        for i in range(3):
+            fan(Notice("info", f"n{i}"))
+        fan.close()  # its close fails too: still one warning for this listener
+    assert broken.calls == 3 and broken.closed == 1
+    assert [e.message for e in seen] == ["n0", "n1", "n2"]
+    texts = [str(w.message) for w in said]
+    assert len(texts) == 1 and "Broken" in texts[0] and "RuntimeError: listener bug" in texts[0]
+
+
+def test_finish_reports_once_and_closes_the_listeners(tmp_path: Path) -> None:
+    class Closing(list):
+        closed = 0
+
+        def __call__(self, event: object) -> None:
+            self.append(event)
+
+        def close(self) -> None:
+            self.closed += 1
+
+    seen = Closing()
+    s = _settings(tmp_path)
+    life = Lifecycle(s, [seen]).open()
+    assert find(life.id) is life.invocation
+    assert life.finish() is True
+    assert find(life.id) is None
+    assert [type(e) for e in seen] == [InvocationFinished] and seen.closed == 1
+    life.finish()  # once: a second finish reports nothing more
+    assert [type(e) for e in seen] == [InvocationFinished]
+
+
+def test_in_a_fork_child_nothing_is_reported_or_closed(tmp_path: Path) -> None:
+    """The one fork check: a child of os.fork() inherits the object; only the parent reports."""
+    seen: list[object] = []
+    life = Lifecycle(_settings(tmp_path), [seen.append]).open()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: say what it saw, then leave without running the parent's atexit
+        try:
+            out = {"forked": life.forked(), "finished": life.finish(), "events": len(seen)}
+            os.write(write, json.dumps(out).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        child = json.loads(f.read())
+    os.waitpid(pid, 0)
+    assert child == {"forked": True, "finished": False, "events": 0}
+    assert not life.forked() and find(life.id) is life.invocation  # the parent's is still open
+    assert life.finish() is True and [type(e) for e in seen] == [InvocationFinished]
+
+
+def test_a_process_that_outlived_its_job_says_so_once(tmp_path: Path) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    s = _settings(tmp_path)
+    seen: list[object] = []
+    life = Lifecycle(s, [seen.append], root={"pid": gone.pid, "start": None})
+    life(_started(s))
+    life(_started(s))
+    notices = [e for e in seen if isinstance(e, Notice)]
+    assert len(notices) == 1 and "outlived the traced job" in notices[0].message
+    assert f"pid {gone.pid}" in notices[0].message and s.invocation in notices[0].message
+    # The job's root itself never says it; nor does a child whose root still runs.
+    for root in (None, {"pid": os.getpid(), "start": None}):
+        seen.clear()
+        Lifecycle(s, [seen.append], root=root)(_started(s))
+        assert not [e for e in seen if isinstance(e, Notice)]
+
+
+def _calls(path: Path) -> set[str]:
+    """Return what a module calls anywhere: `name` for name(...), `obj.attr` for obj.attr(...);
+    tltrace's live Invocation and Propagation as `tracing.Invocation`, `tracing.Propagation`."""
+    out = set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    ours = {
+        a.asname or a.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and (node.module or "").split(".")[-1] in ("invocation", "children")
+        and ("tracing" in (node.module or "") or path.parent.name == "tracing")
+        for a in node.names
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and f.id in ours:
+                out.add(f"tracing.{f.id}")
+
+            f = node.func
+            if isinstance(f, ast.Name):
+                out.add(f.id)
+            elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+                out.add(f"{f.value.id}.{f.attr}")
+    return out
+
+
+def test_the_four_entry_points_share_the_lifecycle() -> None:
+    """run, enable(), the pytest plugin and a child open their invocation through Lifecycle, and nothing else does."""
+    entry = ["runner.py", "api.py", "pytest_plugin.py", "_child.py"]
+    for name in entry:
+        assert "Lifecycle" in _calls(PKG / name), f"tltrace/{name} does not open a Lifecycle"
+    for path in PKG.rglob("*.py"):
+        rel = path.relative_to(PKG).as_posix()
+        calls = _calls(path)
+        if rel == "tracing/lifecycle.py":
+            assert {
+                "tracing.Invocation",
+                "tracing.Propagation",
+                "controller.install",
+            } <= calls  # the checks are real
+            continue
+        assert "tracing.Invocation" not in calls, f"tltrace/{rel} makes an Invocation: use tracing.lifecycle"
+        assert "tracing.Propagation" not in calls, (
+            f"tltrace/{rel} propagates on its own: use Lifecycle.propagate"
+        )
+        assert "controller.install" not in calls, (
+            f"tltrace/{rel} installs the tool itself: use Lifecycle.install"
+        )

@@ -1,0 +1,191 @@
+"""One invocation's life, the same for every entry point: open, events to the listeners, finish, close.
+
+`tltrace run` (runner.py), `enable()`/`disable()` (api.py, and so `%%tltrace`), each test
+under `pytest --tltrace` (pytest_plugin.py) and a traced job's child process (_child.py)
+all go through a `Lifecycle`:
+
+    life = Lifecycle(settings, [listener, ...]).open()    # registered: its compiles find it by id
+    life.install()                                         # TileLang's compiles are traced into it
+    life.propagate()                                       # child processes trace into it too
+    ...                                                    # events: life(event)
+    life.finish(interrupted=...)                           # NOT-APPLIED, InvocationFinished, close, prune
+    # or life.close(): the end without the reports (a pytest test, a child process)
+
+It owns what was written once per entry point before:
+
+- the one fork check (`forked()`): an os.fork() child inherits the object, and then
+  neither reports, nor prunes, nor closes the listeners (the process that opened it does);
+- the one fan-out (`Fanout`): every event to each listener in order; a listener that
+  raises is said once (a TltraceWarning: no listener can say it) and the others, and the
+  compile, go on;
+- the one "outlived the job" notice: a process that is not the job's root (a fork child,
+  a child process) says once, at a compile's start, that the root has ended;
+- the invocation's state (`Invocation`: runs, reconcile ledger, cache hits) and through it
+  the NOT-APPLIED reports and retention at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..config import Settings
+from ..format.writer import process_start, writer_alive
+from ..session import controller
+from ..session.events import Event, Notice, RunStarted, fallback_warning
+from .children import Propagation
+from .hooks import CAPTURE_HOOKS
+from .invocation import Invocation
+
+Listener = Callable[[Event], Any]
+
+
+class Fanout:
+    """Calls each listener with every event, in order; a listener that raises is said once and the rest go on."""
+
+    def __init__(self, listeners: Iterable[Listener]) -> None:
+        self.listeners = list(listeners)
+        self._failed: set[int] = set()  # indexes of listeners already said to have failed
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Event) -> None:
+        for i, listener in enumerate(self.listeners):
+            try:
+                listener(event)
+            except Exception as exc:  # a listener never breaks the others, nor the user's compile
+                self._said(i, listener, "could not show an event", exc)
+
+    def close(self) -> None:
+        """Finish every listener that has a `close()` (the HTML reports); each failure is said once."""
+        for i, listener in enumerate(self.listeners):
+            close = getattr(listener, "close", None)
+            if not callable(close):
+                continue
+            try:
+                close()
+            except Exception as exc:
+                self._said(i, listener, "could not finish", exc)
+
+    def _said(self, i: int, listener: Listener, what: str, exc: Exception) -> None:
+        with self._lock:
+            if i in self._failed:
+                return
+            self._failed.add(i)
+        name = getattr(listener, "__qualname__", None) or type(listener).__name__
+        fallback_warning(
+            f"tltrace: a listener ({name}) {what} ({type(exc).__name__}: {exc}); "
+            "the other listeners go on and records are still written"
+        )
+
+
+class Lifecycle:
+    """Owns one invocation's life in one process: see the module's docstring."""
+
+    def __init__(
+        self, settings: Settings, listeners: Iterable[Listener], *, root: dict[str, Any] | None = None
+    ) -> None:
+        """`root`: the job's root process ({pid, start}) when this process is a child of a traced job."""
+        self.fanout = Fanout(listeners)
+        self.invocation = Invocation(settings, self.fanout)
+        self.pid = os.getpid()  # the process that opened it; an os.fork() child inherits this object
+        self.root = root if root is not None else {"pid": self.pid, "start": process_start(self.pid)}
+        self._propagation: Propagation | None = None
+        self._outlived_said = False
+        self._lock = threading.Lock()
+
+    @property
+    def settings(self) -> Settings:
+        return self.invocation.settings
+
+    @property
+    def id(self) -> str:
+        return self.invocation.id
+
+    # -- the one fork check ------------------------------------------------------------------------
+    def forked(self) -> bool:
+        """Return True in an os.fork() child of the process that opened this invocation."""
+        return os.getpid() != self.pid
+
+    def _is_root(self) -> bool:
+        return not self.forked() and self.root.get("pid") == self.pid
+
+    # -- open, install, propagate -------------------------------------------------------------------
+    def open(self) -> Lifecycle:
+        """Register the invocation as open in this process (its compiles find it; retention keeps it)."""
+        self.invocation.open()
+        return self
+
+    def install(self) -> None:
+        """Trace every later TileLang compile of this process into this invocation (TileLang is imported)."""
+        controller.install(self.settings, self, CAPTURE_HOOKS)
+
+    def propagate(self, on: bool = True) -> None:
+        """Have the Python processes started from here trace into this invocation (`on`), or stop that."""
+        self.stop_propagation()
+        if on:
+            prop = Propagation(self.settings).start()
+            with self._lock:
+                self._propagation = prop
+
+    def stop_propagation(self) -> None:
+        """Give the environment back what it had before `propagate()`."""
+        with self._lock:
+            prop, self._propagation = self._propagation, None
+        if prop is not None:
+            prop.stop()
+
+    def rebind(self, settings: Settings, listeners: Iterable[Listener]) -> None:
+        """Go on under the same id with new settings and new listeners (enable() again); the old ones finish."""
+        old = self.fanout
+        self.fanout = Fanout(listeners)
+        self.invocation.rebind(settings, self.fanout)
+        old.close()
+
+    # -- events -------------------------------------------------------------------------------------
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunStarted) and not self._is_root():
+            self._say_if_outlived(event)
+        self.invocation(event)
+
+    def _say_if_outlived(self, event: RunStarted) -> None:
+        """Outside the job's root process: say once when a compile begins after the root has ended."""
+        if self._outlived_said:
+            return
+        pid = self.root.get("pid")
+        if not isinstance(pid, int) or writer_alive({"pid": pid, "start": self.root.get("start")}):
+            return
+        self._outlived_said = True
+        self.fanout(
+            Notice(
+                "warning",
+                f"process {os.getpid()} outlived the traced job (pid {pid}); its compiles are recorded "
+                f"under {event.script_dir} in invocation {self.id}, but the job's summary and pruning are over",
+                kernel=event.manifest.kernel,
+            )
+        )
+
+    # -- the end ------------------------------------------------------------------------------------
+    def finish(self, *, interrupted: bool = False, prune: bool = True) -> bool:
+        """End the invocation with its reports: NOT-APPLIED, InvocationFinished, close, prune; the listeners finish.
+
+        Returns False (and does nothing but give the environment back) in an os.fork() child:
+        the process that opened the invocation summarises and prunes it.
+        """
+        self.stop_propagation()
+        if self.forked():
+            return False
+        try:
+            self.invocation.finish(interrupted=interrupted, prune=prune)
+        finally:
+            self.fanout.close()
+        return True
+
+    def close(self) -> None:
+        """End the invocation without reports (a pytest test, a child process): closed, listeners finished."""
+        self.stop_propagation()
+        if self.forked():
+            return
+        self.invocation.close()
+        self.fanout.close()
