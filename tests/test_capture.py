@@ -10,10 +10,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from tltrace.session.runner import Target, run_target
 
 from tltrace.config import Settings
 from tltrace.format.records import RunManifest
+from tltrace.runner import Target, run_target
 from tltrace.session.events import PassRecorded
 from tltrace.session.store import RunStore
 

@@ -14,11 +14,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from tltrace.session.runner import Target, run_target
 
 from tltrace.config import Settings
 from tltrace.format.records import CODEGEN, FAILED, RunManifest
 from tltrace.history.runs import text_of
+from tltrace.runner import Target, run_target
 
 from .conftest import EXAMPLES
 

@@ -23,7 +23,7 @@ import pytest
 from tltrace.config import build_settings
 from tltrace.format.records import RunManifest
 from tltrace.history import runs
-from tltrace.session import children
+from tltrace.tracing import children
 
 from ._kernels import KERNELS
 

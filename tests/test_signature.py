@@ -8,11 +8,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from tltrace.session.runner import Target, run_target
 
 from tltrace.config import Settings
 from tltrace.format.records import RunManifest
 from tltrace.format.writer import process_start, writer_alive, writer_token
+from tltrace.runner import Target, run_target
 from tltrace.session.signature import launch_info, signature, variant_key
 
 from .conftest import EXAMPLES

@@ -25,7 +25,7 @@ from typing import Any
 from .._version import __version__
 from ..format.records import RunManifest
 from ..history.profile import BACKEND, CompileTimes, invocation_of, timeline
-from ..session.children import process_label
+from ..tracing.children import process_label
 
 COMPILE_CAT = "compile"
 

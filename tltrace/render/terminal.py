@@ -35,7 +35,6 @@ from ..format.records import (
     PassRecord,
     RunManifest,
 )
-from ..session.children import process_label
 from ..session.events import (
     NOT_FINALISED,
     STILL_RUNNING,
@@ -49,6 +48,7 @@ from ..session.events import (
     ScriptOutput,
     WorkingFiles,
 )
+from ..tracing.children import process_label
 from .fold import fold
 from .table import Column, cut_end, distinct_cut, fit
 from .visible import VisibleConsole, render_segments, segments
