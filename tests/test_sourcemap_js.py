@@ -19,13 +19,13 @@ from typing import Any
 
 from tests._records import run_dirs
 from tests.test_index_js import run_node
+from tltrace.format import sourcemap as sms
 from tltrace.format.records import RunManifest
 from tltrace.history import sourcemaps as V
 from tltrace.history.texts import text_of
 from tltrace.render.pages import record_chunk
 from tltrace.render.sourcemap import ReportMaps
 from tltrace.session import sourcemap as sm
-from tltrace.session import sourcemap_store as sms
 
 KERNEL = "/home/u/examples/kernel.py"
 LIBRARY = "/venv/lib/python3.11/site-packages/tl/language/gemm.py"  # a library file by its site-packages
