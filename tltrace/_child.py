@@ -70,6 +70,7 @@ def activate() -> None:
         _stderr(f"cannot read {ENV} ({type(exc).__name__}: {exc}); this process is not traced")
         return
     try:
+        from .recorders import register_defaults
         from .render.listeners import Listeners
         from .session import controller
 
@@ -91,6 +92,7 @@ def activate() -> None:
         # It never finishes here (the parent summarises); ChildListener says an outlived parent.
         invocation = Invocation(settings, ChildListener(listeners, root)).open()
         invocation._orphan_said = True
+        register_defaults()
         controller.install(settings, invocation)
         with _active_lock:
             first = not _active

@@ -193,6 +193,7 @@ def enable(
             "for a plain TVM pipeline use tltrace.create_pass_instrument()"
         )
     controller.set_up_tilelang(use_cache=use_cache)  # no seam: UsageError, one line
+    from .recorders import register_defaults
     from .render.listeners import Listeners
     from .session.invocation import Invocation
 
@@ -212,6 +213,7 @@ def enable(
         invocation = Invocation(settings, listeners).open()
     with _lock:
         _span = (settings, listeners, invocation)
+    register_defaults()  # the per-compile recorders (tltrace/recorders.py)
     controller.install(settings, invocation)
     _stop_propagation()  # enable() again: the environment first gets back what it had
     if children:
@@ -261,9 +263,11 @@ def create_pass_instrument(mode: Any = _UNSET, trace_dir: Any = _UNSET, *, name:
     if trace_dir is _UNSET and current is not None:
         trace_dir = current.trace_dir
     settings = _settings(resolved, trace_dir, None)
+    from .recorders import register_defaults
     from .session.instrument import instrument_class
 
     cls = instrument_class(_tvm())
+    register_defaults()
     from .render.listeners import Listeners
 
     listeners = Listeners(settings)

@@ -246,6 +246,7 @@ class _Tracer:
         import sys
 
         from .config import build_settings
+        from .recorders import register_defaults
         from .render.terminal import TerminalView
         from .session import controller
         from .session.collector import RunCollector
@@ -282,6 +283,7 @@ class _Tracer:
         test = _Test(script_dir, script_dir.exists(), collector, html)
         test.invocation = Invocation(settings, emit).open()  # one invocation per test
         self.tests[item.nodeid] = test
+        register_defaults()
         controller.install(settings, test.invocation)
         # Python processes the test starts trace into its invocation (from their `import tilelang`).
         from .session.children import Propagation

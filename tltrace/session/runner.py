@@ -173,6 +173,9 @@ class _Tracing:
         try:
             if not prepare_tilelang(self.settings, self.emit):
                 return
+            from ..recorders import register_defaults  # the layer above's (tltrace/runner.py, #36)
+
+            register_defaults()
             controller.install(self.settings, self.emit)
             self.installed = True
         except UsageError as exc:
