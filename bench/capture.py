@@ -135,7 +135,10 @@ def _configure(cfg: str, sub: Path):
 
     from tltrace.config import Settings
     from tltrace.render.terminal import TerminalView
+    from tltrace.recorders import register_defaults
     from tltrace.session import controller
+
+    register_defaults()  # the recorders tltrace run and enable() register
 
     if cfg == "untraced":
         return (lambda: None), (lambda: None)

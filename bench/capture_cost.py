@@ -107,7 +107,10 @@ def configure(cfg: str, sub: Path):
 
     from tltrace.config import Settings
     from tltrace.render.listeners import Listeners
+    from tltrace.recorders import register_defaults
     from tltrace.session import controller
+
+    register_defaults()  # the recorders tltrace run and enable() register
 
     if cfg == "untraced":
         return (lambda: None), (lambda: None)

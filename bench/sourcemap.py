@@ -99,7 +99,10 @@ def upstream_funcs():
 def _session(sub: Path, mode: str = "terminal"):
     """Return (enter, leave) for tltrace records-only (or html) into `sub`."""
     from tltrace.config import Settings
+    from tltrace.recorders import register_defaults
     from tltrace.session import controller
+
+    register_defaults()  # the recorders tltrace run and enable() register
 
     s = Settings(mode=mode, trace_dir=sub, script_name="bench", quiet=True, keep=0, codegen_output=None)
     listeners: list = []

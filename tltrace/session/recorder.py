@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from .records import RunManifest
 from .snapshot import Side
 
 Job = Callable[[], object]
@@ -109,6 +110,7 @@ class Recorder:
 
 Factory = Callable[[Any], "Recorder | None"]  # Settings -> a recorder for one compile, or None (off)
 
+_MANIFEST_FIELDS = frozenset(RunManifest.__dataclass_fields__)
 _lock = threading.Lock()
 _factories: dict[str, Factory] = {}
 
@@ -144,8 +146,12 @@ class Recorders:
             except Exception as exc:
                 warn(f"recorder {key} not started for this kernel ({type(exc).__name__}: {exc})")
                 continue
-            if r is not None:
-                self.active.append(r)
+            if r is None:
+                continue
+            if r.field is not None and r.field not in _MANIFEST_FIELDS:
+                warn(f"recorder {key} not started: its field {r.field!r} is not a manifest field")
+                continue
+            self.active.append(r)
         self.printer = next((r for r in self.active if r.printer is not None), None)
 
     def __bool__(self) -> bool:
