@@ -134,8 +134,8 @@ def _configure(cfg: str, sub: Path):
     import tilelang.tools.lower_trace as lt
 
     from tltrace.config import Settings
-    from tltrace.render.terminal import TerminalView
     from tltrace.recorders import register_defaults
+    from tltrace.render.terminal import TerminalView
     from tltrace.session import controller
 
     register_defaults()  # the recorders tltrace run and enable() register

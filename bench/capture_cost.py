@@ -106,8 +106,8 @@ def configure(cfg: str, sub: Path):
     import tilelang.tools.lower_trace as lt
 
     from tltrace.config import Settings
-    from tltrace.render.listeners import Listeners
     from tltrace.recorders import register_defaults
+    from tltrace.render.listeners import Listeners
     from tltrace.session import controller
 
     register_defaults()  # the recorders tltrace run and enable() register

@@ -88,8 +88,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(a.reps + 1):
             for name, thunk in unit:
-                s = Settings(mode="terminal", trace_dir=Path(tmp) / f"{rep}_{name}", script_name="bench",
-                             quiet=True, keep=0, codegen_output=None)
+                s = Settings(
+                    mode="terminal",
+                    trace_dir=Path(tmp) / f"{rep}_{name}",
+                    script_name="bench",
+                    quiet=True,
+                    keep=0,
+                    codegen_output=None,
+                )
                 spent[0], passes[0], heads[0] = 0.0, 0, 0
                 controller.install(s, lambda e: None)
                 t0 = time.perf_counter()
@@ -101,10 +107,14 @@ def main() -> int:
                     n = max(passes[0], 1)
                     rows.setdefault(name, []).append((spent[0] / n * 1e6, heads[0] / n, wall))
     print(f"tltrace {tltrace.__file__}")
-    print(f"{'unit':8} {'passes':>6} {'us/pass (compiling thread)':>27} {'snapshots/pass':>15} {'compile s':>10}")
+    print(
+        f"{'unit':8} {'passes':>6} {'us/pass (compiling thread)':>27} {'snapshots/pass':>15} {'compile s':>10}"
+    )
     for name, rs in rows.items():
-        print(f"{name:8} {passes[0] if False else '':>6} {statistics.median(r[0] for r in rs):27.1f} "
-              f"{statistics.median(r[1] for r in rs):15.2f} {statistics.median(r[2] for r in rs):10.3f}")
+        print(
+            f"{name:8} {passes[0] if False else '':>6} {statistics.median(r[0] for r in rs):27.1f} "
+            f"{statistics.median(r[1] for r in rs):15.2f} {statistics.median(r[2] for r in rs):10.3f}"
+        )
     return 0
 
 

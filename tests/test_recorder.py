@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from tltrace.config import Settings
-from tltrace.session.events import Notice
 from tltrace.recorders import DEFAULTS, register_defaults
 from tltrace.session import recorder as rc
 from tltrace.session.capture import TraceSession
+from tltrace.session.events import Notice
 from tltrace.session.records import RunManifest
 from tltrace.session.snapshot import Side
 
@@ -125,7 +125,9 @@ def test_hooks_run_in_order_jobs_on_the_worker_and_the_field_lands_in_the_manife
 
 
 @pytest.mark.parametrize("where", ["started", "recorded"])
-def test_a_recorder_that_raises_is_said_once_and_stops_alone(tmp_path: Path, registry: dict, where: str) -> None:
+def test_a_recorder_that_raises_is_said_once_and_stops_alone(
+    tmp_path: Path, registry: dict, where: str
+) -> None:
     counting, raising = Counting(), Raising(where)
     rc.register("raising", lambda settings: raising)
     rc.register("counting", lambda settings: counting)
@@ -144,7 +146,9 @@ def test_a_recorder_that_raises_is_said_once_and_stops_alone(tmp_path: Path, reg
     assert not s.broken  # the compile's tracing went on
 
 
-def test_a_recorder_whose_field_is_not_a_manifest_field_is_not_started(tmp_path: Path, registry: dict) -> None:
+def test_a_recorder_whose_field_is_not_a_manifest_field_is_not_started(
+    tmp_path: Path, registry: dict
+) -> None:
     class Stray(Counting):
         field = "no_such_field"
 
@@ -160,7 +164,9 @@ def test_a_factory_may_say_no_and_registration_replaces(tmp_path: Path, registry
     assert not TraceSession(Settings(trace_dir=tmp_path, script_name="t"), lambda e: None).recorders
     rc.register("x", lambda settings: Counting())
     assert rc.registered() == ["x"]
-    assert len(TraceSession(Settings(trace_dir=tmp_path, script_name="t"), lambda e: None).recorders.active) == 1
+    assert (
+        len(TraceSession(Settings(trace_dir=tmp_path, script_name="t"), lambda e: None).recorders.active) == 1
+    )
 
 
 def test_every_default_recorder_field_is_a_documented_manifest_field(registry: dict) -> None:
