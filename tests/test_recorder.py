@@ -190,3 +190,15 @@ def test_capture_imports_no_recorder() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level >= 2:
                 assert node.module is None or not node.module.startswith(("rerun", "recorders")), path
+
+
+def test_an_oserror_in_attach_is_the_stores_and_stops_tracing_once(tmp_path: Path, registry: dict) -> None:
+    class FullDisk(rc.Recorder):
+        def attach(self, store: Any) -> None:
+            raise OSError(28, "No space left on device")
+
+    rc.register("full", lambda settings: FullDisk())
+    s, events = _compile(tmp_path, background=True)
+    warnings = [e for e in events if isinstance(e, Notice) and e.kind == "warning"]
+    assert len(warnings) == 1 and warnings[0].message.startswith("tracing stopped for this kernel:")
+    assert s.broken

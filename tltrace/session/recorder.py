@@ -25,7 +25,9 @@ recorder with one prints every snapshot; its extra comes back in `recorded`.
 
 Every call is guarded: a recorder that raises is said once (one warning notice, its own
 words: `stopped`) and is called no more in that compile; the compile, its records and the
-other recorders go on. What it wrote stays, and so does its manifest field.
+other recorders go on. What it wrote stays, and so does its manifest field. One exception:
+an OSError in `attach` is the store's (the run directory cannot be written), and stops the
+compile's tracing with one warning, as a record that cannot be written does.
 
 Registration is the layer above's (tltrace/recorders.py registers the defaults when
 tracing starts): capture imports no recorder, and no recorder is imported before tracing.
@@ -228,7 +230,14 @@ class Recorders:
 
     # worker
     def attach(self, store: Any) -> None:
-        self._each("attach", lambda r: r.attach(store))
+        """Hand every recorder the run's store; an OSError is the store's (raised: tracing stops)."""
+        for r in list(self.active):
+            try:
+                r.attach(store)
+            except OSError:
+                raise  # a store that cannot be written: the session's failure, said once by its guard
+            except Exception as exc:
+                self._fail(r, "attach", exc)
 
     def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
         self._each("recorded", lambda r: r.recorded(record, before, after, extras))
