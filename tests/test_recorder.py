@@ -197,8 +197,11 @@ def test_an_oserror_in_attach_is_the_stores_and_stops_tracing_once(tmp_path: Pat
         def attach(self, store: Any) -> None:
             raise OSError(28, "No space left on device")
 
+    counting = Counting()
+    rc.register("counting", lambda settings: counting)
     rc.register("full", lambda settings: FullDisk())
     s, events = _compile(tmp_path, background=True)
     warnings = [e for e in events if isinstance(e, Notice) and e.kind == "warning"]
     assert len(warnings) == 1 and warnings[0].message.startswith("tracing stopped for this kernel:")
     assert s.broken
+    assert counting.jobs == ["input job", "attach", "finish"]  # stopped with the records, not said again

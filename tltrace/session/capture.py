@@ -145,6 +145,7 @@ class TraceSession:
         """Turn a failure inside tltrace into one warning and stop tracing this compile."""
         if not self.broken:
             self.broken = True
+            self.recorders.halt()  # said once, here: the recorders stop with the records
             where = f" ({self.store.run_dir})" if self.store is not None else ""
             self.warn(f"tracing stopped for this kernel: {what} failed: {type(exc).__name__}: {exc}{where}")
 

@@ -159,6 +159,12 @@ class Recorders:
     def __bool__(self) -> bool:
         return bool(self.active)
 
+    def halt(self) -> None:
+        """The compile's tracing stopped (its guard said why): call no recorder again but `finish`."""
+        self._off.extend(self.active)
+        self.active.clear()
+        self.printer = None
+
     def _fail(self, r: Recorder, what: str, exc: BaseException) -> None:
         if r in self.active:
             self.active.remove(r)
