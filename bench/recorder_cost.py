@@ -84,7 +84,7 @@ def main() -> int:
 
     tool._Observer.pass_started, tool._Observer.pass_finished = started, finished
     unit = work_unit()
-    rows: dict[str, list[tuple[float, float, float]]] = {}
+    rows: dict[str, list[tuple[float, float, float, int]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(a.reps + 1):
             for name, thunk in unit:
@@ -105,7 +105,7 @@ def main() -> int:
                 wall = time.perf_counter() - t0
                 if rep:  # rep 0 warms up
                     n = max(passes[0], 1)
-                    rows.setdefault(name, []).append((spent[0] / n * 1e6, heads[0] / n, wall))
+                    rows.setdefault(name, []).append((spent[0] / n * 1e6, heads[0] / n, wall, passes[0]))
     print(f"tltrace {tltrace.__file__}")
     print(
         f"{'unit':8} {'passes':>6} {'us/pass (compiling thread)':>27} {'snapshots/pass':>15} {'compile s':>10}"
