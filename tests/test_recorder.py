@@ -93,7 +93,9 @@ def _compile(tmp_path: Path, *, background: bool) -> tuple[TraceSession, list[An
     events: list[Any] = []
     settings = Settings(trace_dir=tmp_path, script_name="t", quiet=True, sync=not background)
     s = TraceSession(settings, events.append, session_name="k", background=background)
-    first = s.capture("first input (a stand-in: no fields)")
+    first = Side.of_text("a\n")
+    # What capture() does at the compile's first input (its module check would import TileLang).
+    s._submit_all(s.recorders.input(first))
     for i, (before, after) in enumerate([("a\n", "b\n"), ("b\n", "b\n"), ("b\n", "c\n")]):
         s.pass_started(rc.PassEvent(i, f"P{i}", "p"), first if i == 0 else Side.of_text(before))
         s.pass_record(name=f"P{i}", index=i, phase="p", before=before, after=after)
