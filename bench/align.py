@@ -105,7 +105,7 @@ def section() -> str:
 
 def find_largest(root: Path) -> dict | None:
     """The changed pass (not codegen) with the most lines, in any trace under `root`."""
-    from tltrace.session.records import RunManifest
+    from tltrace.format.records import RunManifest
 
     best = None
     for m in root.rglob("manifest.json"):

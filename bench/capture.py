@@ -136,6 +136,9 @@ def _configure(cfg: str, sub: Path):
     from tltrace.config import Settings
     from tltrace.render.terminal import TerminalView
     from tltrace.session import controller
+    from tltrace.tracing.recorders import register_defaults
+
+    register_defaults()  # the recorders tltrace run and enable() register
 
     if cfg == "untraced":
         return (lambda: None), (lambda: None)

@@ -108,6 +108,9 @@ def configure(cfg: str, sub: Path):
     from tltrace.config import Settings
     from tltrace.render.listeners import Listeners
     from tltrace.session import controller
+    from tltrace.tracing.recorders import register_defaults
+
+    register_defaults()  # the recorders tltrace run and enable() register
 
     if cfg == "untraced":
         return (lambda: None), (lambda: None)

@@ -100,6 +100,9 @@ def _session(sub: Path, mode: str = "terminal"):
     """Return (enter, leave) for tltrace records-only (or html) into `sub`."""
     from tltrace.config import Settings
     from tltrace.session import controller
+    from tltrace.tracing.recorders import register_defaults
+
+    register_defaults()  # the recorders tltrace run and enable() register
 
     s = Settings(mode=mode, trace_dir=sub, script_name="bench", quiet=True, keep=0, codegen_output=None)
     listeners: list = []

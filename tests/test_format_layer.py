@@ -25,6 +25,7 @@ NOT_FORMAT = {
     "tltrace.session.native": "the checks before native calls (rerun/capture runs inside a compile)",
     "tltrace.session.signature": "the launch shape read from live IR (reconcile/variant, rerun/best)",
     "tltrace.session.recorder": "the recorder interface per-compile extras implement (rerun/capture)",
+    "tltrace.session.snapshot": "the one snapshot a recorder reads (rerun/capture's ReproRecorder)",
 }
 STRICT = ("history",)  # the reader of record: nothing of session/ at all
 

@@ -56,10 +56,8 @@ LAYERS: list[tuple[str, ...]] = [
 
 
 # Known upward imports being removed on another branch: each must still exist (else delete it here).
-# session.capture -> rerun.capture: ReproCapture goes behind the recorder interface (issue 36 point 3).
 # session.factsjob -> facts: the facts hook goes behind the recorder interface too (issue 37).
 PENDING = {
-    ("tltrace.session.capture", "tltrace.rerun.capture"),
     ("tltrace.session.factsjob", "tltrace.facts.collect"),
     ("tltrace.session.factsjob", "tltrace.facts.ptxas"),
     ("tltrace.session.factsjob", "tltrace.facts.registry"),

@@ -237,8 +237,10 @@ def create_pass_instrument(mode: Any = _UNSET, trace_dir: Any = _UNSET, *, name:
         trace_dir = current.trace_dir
     settings = _settings(resolved, trace_dir, None)
     from .session.instrument import instrument_class
+    from .tracing.recorders import register_defaults
 
     cls = instrument_class(_tvm())
+    register_defaults()
     from .render.listeners import Listeners
 
     listeners = Listeners(settings)

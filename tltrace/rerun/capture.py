@@ -1,11 +1,12 @@
-"""What a compile needs to be rerun, saved while it runs (IR modules change in place later).
+"""What a compile needs to be rerun, saved while it runs: the reproducer capture, a recorder.
 
-One ReproCapture per compile session. The frontend IR is the module the first pass
-receives, saved with `tvm.ir.save_json` at once; the PassContext (opt level,
-config) and the target are read at the same moment. Each pass's input module is
-remembered by its fields (attributes, function map, global infos: they change
-only by copy-on-write), so that when a pass fails its input can be rebuilt and
-saved although the pass may have updated the module object in place.
+One ReproRecorder per compile (session/recorder.py). The frontend IR is the module
+the first pass receives, saved with `tvm.ir.save_json`; the PassContext (opt level,
+config) and the target are the ones current at that moment. A pass's input is the
+snapshot capture took of it (its fields: attributes, function map, global infos,
+which change only by copy-on-write), so when a pass fails its input is rebuilt and
+saved although the pass may have updated the module object in place. The compiling
+thread only keeps references; the JSON is made on the worker.
 
 The files go into the run directory under `repro/`; the manifest's `repro` field
 names them. Everything here is best effort: a failure is one warning upstream,
@@ -14,16 +15,15 @@ never a broken compile.
 
 from __future__ import annotations
 
-import functools
 import json
 import platform
 import sys
-import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from .._version import __version__
-from ..session.native import is_module, is_object, is_target
+from ..session.native import is_object, is_target
+from ..session.recorder import Job, PassEvent, Recorder
+from ..session.snapshot import Side
 
 REPRO_DIR = "repro"
 FRONTEND = f"{REPRO_DIR}/frontend.json"
@@ -96,12 +96,8 @@ def versions() -> dict[str, str | None]:
     }
 
 
-def current_context() -> dict[str, Any]:
-    """Return the current PassContext and target as plain data (the compile's, at its first pass)."""
-    from tilelang import tvm  # type: ignore[import-not-found]
-
-    ctx = tvm.transform.PassContext.current()
-    target = tvm.target.Target.current(allow_none=True)
+def context_of(ctx: Any, target: Any) -> dict[str, Any]:
+    """Return a PassContext and a target (or None) as plain data (the compile's, at its first pass)."""
     return {
         "opt_level": int(ctx.opt_level),
         "config": {str(k): plain(v) for k, v in ctx.config.items()},
@@ -112,31 +108,10 @@ def current_context() -> dict[str, Any]:
     }
 
 
-def module_head(mod: Any) -> tuple | None:
-    """Return (functions, attrs, global infos) of an IRModule (field reads), or None."""
-    if not is_module(mod):
-        return None
+def bound_target(functions: Any) -> Any | None:
+    """Return the target a function of a module's function map is bound to (its "target" attribute), or None."""
     try:
-        return (mod.functions, mod.attrs, getattr(mod, "global_infos", None))
-    except Exception:
-        return None
-
-
-def rebuild(head: tuple, fallback: Any) -> Any:
-    """Return a module made of fields read earlier (what the pass received), else `fallback`."""
-    try:
-        from tilelang import tvm  # type: ignore[import-not-found]
-
-        functions, attrs, infos = head
-        return tvm.ir._ffi_api.IRModule(functions, attrs, infos)
-    except Exception:
-        return fallback
-
-
-def bound_target(mod: Any) -> Any | None:
-    """Return the target a function of `mod` is bound to (its "target" attribute), or None."""
-    try:
-        for _gv, func in mod.functions.items():
+        for _gv, func in functions.items():
             attrs = getattr(func, "attrs", None)
             if attrs is not None and "target" in attrs:
                 return attrs["target"]
@@ -145,108 +120,86 @@ def bound_target(mod: Any) -> Any | None:
     return None
 
 
-_F = TypeVar("_F", bound=Callable[..., Any])
+class ReproRecorder(Recorder):
+    """The frontend IR, context and failed-pass inputs of one compile (session/recorder.py).
 
-
-def _guarded(method: _F) -> _F:
-    """Turn a failure of a capture step into one warning (the first) and a stopped capture."""
-
-    @functools.wraps(method)
-    def run(self: ReproCapture, *args: Any) -> Any:
-        if self.broken:
-            return None
-        try:
-            return method(self, *args)
-        except Exception as exc:
-            self.broken = True
-            if self._warn is not None:
-                self._warn(
-                    f"reproducer data not saved for this kernel ({method.__name__}: "
-                    f"{type(exc).__name__}: {exc}); the trace is unharmed"
-                )
-            return None
-
-    return run  # type: ignore[return-value]
-
-
-class ReproCapture:
-    """The frontend IR, context and failed-pass inputs of one compile, until they are written.
-
-    Every public step is guarded: a failure is one warning and the capture stops;
-    the records and the user's compile go on.
+    On the compiling thread it only keeps references: the snapshot capture took, the
+    current PassContext and Target. Saving JSON, reading the context and looking for
+    the bound target run on the worker. A failure is one warning and the capture
+    stops (the recorder guard); the records and the user's compile go on.
     """
 
-    def __init__(self, warn: Callable[[str], None] | None = None) -> None:
-        self._warn = warn
-        self.broken = False
+    name = "reproducer capture"
+    field = "repro"
+
+    def __init__(self) -> None:
         self.frontend: str | None = None
         self.context: dict[str, Any] | None = None
         self.failed: dict[int, str] = {}  # record index -> input JSON
         self.written: dict[str, Any] = {}  # the manifest's `repro` field
-        self.cost_s = 0.0  # time spent saving JSON in the compiling thread
-        self._heads: dict[int, tuple[tuple | None, Any]] = {}
+        self._bound = False  # a bound target was found (or no context to put it in)
         self._store: Any = None
 
-    # -- capture (compiling thread) -----------------------------------------
-    @_guarded
-    def note_frontend(self, mod: Any) -> None:
-        """Save the compile's input module and context (called once, at the first pass)."""
-        if self.frontend is not None or not is_module(mod):
-            return  # a custom caller's stand-in for a module: nothing to save
+    def stopped(self, what: str, exc: BaseException) -> str:
+        return f"reproducer data not saved for this kernel ({what}: {type(exc).__name__}: {exc}); the trace is unharmed"
+
+    # -- compiling thread: references only ------------------------------------------
+    def input(self, snapshot: Side) -> Job | None:
+        """The compile's input module, and the PassContext and target it runs under (read on the worker)."""
+        if snapshot.head is None:
+            self._bound = True
+            return None  # a custom caller's stand-in for a module: nothing to save
         from tilelang import tvm  # type: ignore[import-not-found]
 
-        t0 = time.perf_counter()
-        self.frontend = tvm.ir.save_json(mod)
-        context = current_context()
+        ctx = tvm.transform.PassContext.current()
+        target = tvm.target.Target.current(allow_none=True)
+        return lambda: self._note_frontend(snapshot, ctx, target)
+
+    def pass_started(self, event: PassEvent, before: Side) -> Job | None:
+        """Until a pass's input has a function bound to a target: look for one (on the worker)."""
+        if self._bound or before.head is None:
+            return None
+        return lambda: self._look_for_target(before)
+
+    def pass_failed(self, event: PassEvent, before: Side) -> Job | None:
+        """Save the input of a pass (or codegen call) that raised: the module its snapshot makes."""
+        if event.index is None or before.head is None:
+            return None  # a stand-in has no IR to rerun
+        index = event.index
+        return lambda: self._save_failed(index, before)
+
+    # -- worker ---------------------------------------------------------------------
+    def _note_frontend(self, snapshot: Side, ctx: Any, target: Any) -> None:
+        from tilelang import tvm  # type: ignore[import-not-found]
+
+        if self.frontend is not None:
+            return
+        self.frontend = tvm.ir.save_json(snapshot.module())
+        context = context_of(ctx, target)
         context["versions"] = versions()
         context["schema"] = CONTEXT_SCHEMA
         self.context = context
-        self.cost_s += time.perf_counter() - t0
 
-    @_guarded
-    def pass_started(self, sequence: int, mod: Any) -> None:
-        """Remember what pass `sequence` receives; note the bound target once a pass has set it."""
-        self._heads[sequence] = (module_head(mod), mod)
+    def _look_for_target(self, before: Side) -> None:
         ctx = self.context
-        if ctx is not None and ctx.get("bound_target") is None:
-            target = bound_target(mod)
-            if target is not None and is_target(target):  # export() is Target's own
-                ctx["bound_target"] = plain(target.export())
-                if self._store is not None:
-                    self._write_context()
-
-    @_guarded
-    def pass_finished(self, sequence: int) -> None:
-        self._heads.pop(sequence, None)
-
-    @_guarded
-    def pass_failed(self, sequence: int) -> None:
-        """Save the input of a pass that raised (rebuilt from its fields) and write it if the store is open."""
-        head, mod = self._heads.pop(sequence, (None, None))
-        if mod is None:
+        if self._bound or ctx is None or before.head is None:
             return
-        self.codegen_failed(sequence, rebuild(head, mod) if head is not None else mod)
+        target = bound_target(before.head[1])
+        if target is not None and is_target(target):  # export() is Target's own
+            self._bound = True
+            ctx["bound_target"] = plain(target.export())
+            if self._store is not None:
+                self._write_context()
 
-    @_guarded
-    def codegen_failed(self, index: int, mod: Any) -> None:
-        if not is_module(mod):
-            return  # save_json takes TVM objects only; a stand-in has no IR to rerun
+    def _save_failed(self, index: int, before: Side) -> None:
         from tilelang import tvm  # type: ignore[import-not-found]
 
-        t0 = time.perf_counter()
-        self.failed[index] = tvm.ir.save_json(mod)
-        self.cost_s += time.perf_counter() - t0
+        self.failed[index] = tvm.ir.save_json(before.module())
         if self._store is not None:
             self._write_failed(index)
 
-    # -- files ----------------------------------------------------------------
-    def attach(self, store: Any) -> dict[str, Any] | None:
-        """Write what was captured into `store`'s run directory; return the manifest's `repro` field.
-
-        Not guarded: a store that cannot be written is the session's failure (it stops tracing).
-        """
-        if self.broken:
-            return None
+    def attach(self, store: Any) -> None:
+        """Write what was captured into `store`'s run directory."""
         self._store = store
         if self.frontend is not None:
             store.link_text(FRONTEND, compact_json(self.frontend))
@@ -255,12 +208,12 @@ class ReproCapture:
             self._write_context()
         for index in sorted(self.failed):
             self._write_failed(index)
-        return dict(self.written) or None
 
-    def info(self) -> dict[str, Any] | None:
-        """Return the manifest's `repro` field as it stands (None when nothing was captured)."""
+    def value(self) -> dict[str, Any] | None:
+        """The manifest's `repro` field as it stands (None when nothing was captured)."""
         return dict(self.written) if self.written else None
 
+    # -- files ----------------------------------------------------------------
     def _write_context(self) -> None:
         self._store.link_text(CONTEXT, json.dumps(self.context, indent=1, sort_keys=True) + "\n")
         self.written["context"] = CONTEXT

@@ -33,14 +33,12 @@ from ..format.layout import text_hash
 from ..format.names import pass_display_name
 from ..format.records import CHANGED, COMPLETE, ERROR, FAILED, INTERRUPTED, NOOP, PassRecord, RunManifest
 from ..format.writer import writer_token
-from ..rerun.capture import ReproCapture
 from . import fatal
-from . import sourcemap as sm
-from . import sourcemap_store as sms
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
 from .factsjob import with_facts
 from .hooks import NO_HOOKS, CaptureHooks
 from .interrupt import interrupted
+from .recorder import PassEvent, Recorders
 from .signature import input_hash, launch_info, signature
 from .snapshot import Side, TextCache
 from .store import RunStore
@@ -87,16 +85,12 @@ class TraceSession:
         self.store: RunStore | None = None
         self.broken = False  # set after a failure inside tltrace: stop tracing, keep compiling
         self.failed_pending: list[int] = []  # records whose error arrives in finish()
-        self._source_map = sm.enabled()
-        self._texts = TextCache(self._source_map)
-        self._maplog: sms.MapLog | None = None
         self._input_seen = False  # compiling thread: the first input was looked at
         self._input_hash: str | None = None  # job side: hash of the first input text
         self._first: Side | None = None  # the first input's snapshot, until its hash is taken
         self.edited = False
         self.pipelines = 0  # backend pipelines entered in this compile session
         self._listener_failed = False
-        self.repro = ReproCapture(self.warn)  # frontend IR, context, failed inputs (compiling thread)
         self.inflight = fatal.Inflight()  # the pass in flight, for a process that dies in it
         self.manifest = RunManifest(
             run_id="",
@@ -113,6 +107,9 @@ class TraceSession:
             thread=threading.current_thread().name,
             thread_id=threading.get_ident(),
         )
+        # The per-compile extras (session/recorder.py): reproducer data, source maps, ...
+        self.recorders = Recorders(settings, self.warn)
+        self._texts = TextCache(self.recorders.print if self.recorders.printer is not None else None)
 
     # -- jobs --------------------------------------------------------------------------
     def submit(self, job: Callable[[], object]) -> None:
@@ -154,6 +151,7 @@ class TraceSession:
         """Turn a failure inside tltrace into one warning and stop tracing this compile."""
         if not self.broken:
             self.broken = True
+            self.recorders.halt()  # said once, here: the recorders stop with the records
             where = f" ({self.store.run_dir})" if self.store is not None else ""
             self.warn(f"tracing stopped for this kernel: {what} failed: {type(exc).__name__}: {exc}{where}")
 
@@ -186,7 +184,7 @@ class TraceSession:
         """Launch and thread from the compile's first input IR (once), before any manifest is written."""
         self._input_seen = True
         self._first = side
-        self.repro.note_frontend(mod)
+        self._submit_all(self.recorders.input(side))
         try:
             launch = launch_info(mod, self.manifest.kernel)
         except Exception:
@@ -197,6 +195,20 @@ class TraceSession:
             thread=threading.current_thread().name,
             thread_id=threading.get_ident(),
         )
+
+    def _submit_all(self, jobs: list[Callable[[], object]]) -> None:
+        for job in jobs:
+            self.submit(job)
+
+    def pass_started(self, event: PassEvent, before: Side) -> None:
+        """Tell the recorders that a pass began, with the snapshot of its input (before it is printed)."""
+        self._submit_all(self.recorders.pass_started(event, before))
+
+    def pass_failed(self, p: OpenPass, *, codegen: bool = False, role: str | None = None) -> None:
+        """Tell the recorders that pass (or codegen call) `p` raised."""
+        if self.recorders:
+            event = PassEvent(p.index, p.name, p.phase, p.depth, p.parent, codegen=codegen, role=role)
+            self._submit_all(self.recorders.pass_failed(event, p.before))
 
     def text_of(self, mod: Any) -> str:
         """Return the IR text of `mod` now (the reuse rule of session/snapshot.py applies)."""
@@ -269,7 +281,7 @@ class TraceSession:
         try:
             before = self._resolve(p.before)
             after_text = self._resolve(after) if after is not None else None
-            maps = (p.before.map, after.map if after is not None else None)
+            extras = (p.before.extra, after.extra if after is not None else None)
             same = None
             if after_text is None:
                 status, added, removed = FAILED, 0, 0
@@ -292,7 +304,7 @@ class TraceSession:
                 start_s=round(p.start - self.t0, 6) if p.start >= 0 else None,
             )
             rec = self.add_record(
-                rec, before, after_text if after_text is not None else before, maps=maps, same=same
+                rec, before, after_text if after_text is not None else before, extras=extras, same=same
             )
             if pending_error:
                 self.failed_pending.append(rec.index)
@@ -305,10 +317,13 @@ class TraceSession:
         before: str,
         after: str,
         ext_after: str = "tir",
-        maps: tuple[Any, Any] = (None, None),
+        extras: tuple[Any, Any] = (None, None),
         same: list[tuple[int, int]] | None = None,
     ) -> PassRecord:
-        """Store both texts (and their source maps), log the record, tell the listeners (job side)."""
+        """Store both texts, log the record, hand it to the recorders, tell the listeners (job side).
+
+        `extras`: what the recorders' printer gave with each text (source maps: PassRecorded's maps).
+        """
         store = self._ensure_store()
         bh = text_hash(before)
         ah = bh if after == before else text_hash(after)
@@ -323,19 +338,10 @@ class TraceSession:
         )
         self.records.append(record)
         store.append_record(record)
-        if maps != (None, None) and self._source_map:
-            self._log_maps(store, record, maps)
-        self._emit_now(PassRecorded(self._header(), record, before, after, store.run_dir, *maps, same))
+        if self.recorders:
+            self.recorders.recorded(record, before, after, extras)
+        self._emit_now(PassRecorded(self._header(), record, before, after, store.run_dir, *extras, same))
         return record
-
-    def _log_maps(self, store: RunStore, record: PassRecord, maps: tuple) -> None:
-        try:
-            if self._maplog is None:
-                self._maplog = sms.MapLog(store.run_dir, store)
-            self._maplog.record(record.index, maps[0], maps[1] if record.after_file else None)
-        except Exception as exc:  # the records stand without their maps
-            self._source_map = False
-            self.warn(f"source maps stopped for this kernel: {type(exc).__name__}: {exc}")
 
     def _header(self) -> RunManifest:
         """The manifest as the job side writes it: the compiling thread's header plus its own fields."""
@@ -345,7 +351,7 @@ class TraceSession:
             self._resolve(self._first)
         digest = self._input_hash
         sig = signature(m.kernel, m.launch, digest) if digest is not None else None
-        return replace(m, run_id=run_id, input_hash=digest, signature=sig, repro=self.repro.info())
+        return replace(m, run_id=run_id, input_hash=digest, signature=sig, **self.recorders.fields())
 
     def _ensure_store(self) -> RunStore:
         if self.store is None:
@@ -362,8 +368,8 @@ class TraceSession:
             header = self._header()
             store.write_manifest(header)
             self._emit_now(RunStarted(header, store.run_dir, store.script_dir))
-            # What a rerun needs (repro/): a store failure here stops tracing like any other.
-            self.repro.attach(store)
+            # The recorders write what they kept (repro/: what a rerun needs), then their fields.
+            self.recorders.attach(store)
             store.write_manifest(self._header())
         return self.store
 
@@ -403,8 +409,7 @@ class TraceSession:
             self.store.write_manifest(final)
             written = True
             self.store.close()
-            if self._maplog is not None:
-                self._maplog.close()
+            self.recorders.finish()
             self._emit_now(RunFinished(final, self.store.run_dir, self.store.script_dir))
         except Exception as exc:
             self._guard("finishing the run", exc)

@@ -21,12 +21,11 @@ from ..format.records import CODEGEN, PassRecord
 from . import codegen as cg
 from . import codegen_nvrtc as cgn
 from . import native
-from . import sourcemap as sm
-from . import sourcemap_store as sms
 from .capture import OpenPass, TraceSession
 from .events import Notice
 from .hooks import CodegenRequest
 from .interrupt import interrupted
+from .recorder import CodegenCall, PassEvent
 from .signature import launch_info
 from .snapshot import Side
 
@@ -44,7 +43,7 @@ def record_codegen(
     # so an edit is compiled, or said not to be, whatever happened to the records.
     role = None
     before: Side | None = None
-    rerun: str | None = None  # the source-only codegen the source map may call again, if any
+    rerun: str | None = None  # the source-only codegen a recorder may call again (source maps), if any
     try:
         role = cg.classify_role(event)
         rerun = native.may_rerun_codegen(event, next_call)
@@ -66,8 +65,8 @@ def record_codegen(
     except BaseException as exc:
         if before is not None and not interrupted() and not isinstance(exc, KeyboardInterrupt):
             index = s.next_index()
-            s.repro.codegen_failed(index, event.mod)  # saved only when it is a real IRModule
             p = OpenPass(cg.record_name(role), index, 0, None, CODEGEN_PHASE, t0, before)
+            s.pass_failed(p, codegen=True, role=role)  # the reproducer saves its input (a real IRModule)
             s.record_pass(p, None, time.perf_counter() - t0, error=exc)
         raise
     duration = time.perf_counter() - t0
@@ -117,12 +116,20 @@ def _reconcile_and_record(
             )
     if s.broken or before is None:
         return out_result
-    amap = _codegen_map(s, event, rerun, generated, compiled)
-    if amap is not None and outcome is not None and outcome.path:
-        try:
-            sms.write_working_map(outcome.path, amap, compiled)
-        except Exception:
-            pass  # the working file and the records stand without it
+    amap = None  # the recorders' printer's value for the source (a source map)
+    if s.recorders:
+        call = CodegenCall(
+            ffi=ffi,
+            mod=event.mod,
+            target=event.target,
+            rerun=rerun,
+            generated=generated,
+            compiled=compiled,
+            working_file=str(outcome.path) if outcome is not None and outcome.path else None,
+        )
+        amap = s.recorders.codegen(
+            PassEvent(None, cg.record_name(role), CODEGEN_PHASE, codegen=True, role=role), call
+        )
     index = s.next_index()
     rec = PassRecord(
         index=index,
@@ -144,8 +151,8 @@ def _reconcile_and_record(
         try:
             text = s._resolve(side)
             added, removed = count_changes(text, compiled)
-            maps = (side.map, amap)
-            s.add_record(replace(rec, added=added, removed=removed), text, compiled, "cpp", maps=maps)
+            extras = (side.extra, amap)
+            s.add_record(replace(rec, added=added, removed=removed), text, compiled, "cpp", extras=extras)
         except Exception as exc:
             s._guard("recording codegen", exc)
 
@@ -169,23 +176,6 @@ def say_failed_edit(s: TraceSession, error: BaseException | None) -> None:
         s.emit(Notice("COMPILE-ERROR", found.text(), kernel=found.kernel, path=found.path))
     except Exception as exc:
         s.warn(f"could not say where the edit failed to compile ({type(exc).__name__}: {exc})")
-
-
-def _codegen_map(s: TraceSession, event: Any, rerun: str | None, generated: str, compiled: str) -> Any:
-    """Return the source map of the recorded source (None: off, no directives, or a failure).
-
-    `rerun`: the FFI `native.may_rerun_codegen` allowed for this event, else None (a custom
-    caller's build, a target that is not a Target, ...): then there is no map, and no native call.
-    """
-    if not s._source_map or not generated or rerun is None:
-        return None
-    try:
-        gmap = sm.codegen_map(str(event.name), event.mod, event.target, generated)
-        if gmap is not None and compiled != generated:
-            gmap = sm.carry(gmap, generated, compiled)
-        return gmap
-    except Exception:
-        return None
 
 
 def _target_str(target: Any) -> str | None:

@@ -17,6 +17,7 @@ skips most prints (passes that change nothing return the same map or functions).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 Head = tuple  # (attrs, function map, global infos) of an IRModule
@@ -25,13 +26,17 @@ Head = tuple  # (attrs, function map, global infos) of an IRModule
 class Side:
     """One side (before or after) of a record: a snapshot until printed, then its text."""
 
-    __slots__ = ("head", "map", "mod", "text")
+    __slots__ = ("extra", "head", "mod", "text")
 
     def __init__(self, head: Head | None = None, mod: Any = None, text: str | None = None) -> None:
         self.head = head  # the module's fields, held so that they cannot change (copy-on-write)
         self.mod = mod  # something that is not an IRModule: printed as it is
         self.text = text
-        self.map: Any = None  # the text's source map (session/sourcemap.py), when maps are on
+        self.extra: Any = None  # what the recorders' printer gave with the text (a source map)
+
+    def module(self) -> Any:
+        """Return the module these fields make (what the pass saw), or None for a stand-in."""
+        return module_of(self.head) if self.head is not None else None
 
     @classmethod
     def of(cls, mod: Any) -> Side:
@@ -54,19 +59,19 @@ class TextCache:
     what makes comparing them by identity sound.
     """
 
-    def __init__(self, source_map: bool = False) -> None:
-        self.source_map = source_map  # print with line tags (session/sourcemap.py)
-        self._map: Any = None  # the source map of the last text
+    def __init__(self, printer: Callable[[Any], tuple[str, Any] | None] | None = None) -> None:
+        self.printer = printer  # module -> (text, extra), or None: print plainly (session/recorder.py)
+        self._extra: Any = None  # the printer's extra of the last text
         self._text: str | None = None
         self._head: Head | None = None
         self._items: tuple | None = None  # ((global_var, func), ...) of the held map, once walked
 
     def resolve(self, side: Side) -> str:
-        """Set and return `side`'s text; drop its snapshot (the cache holds what it needs)."""
+        """Set and return `side`'s text (its fields stay, for the recorders, while the side is held)."""
         if side.text is None:
             side.text = self.text(side.head) if side.head is not None else str(side.mod)
-            side.map = self._map if side.head is not None else None
-        side.head = side.mod = None
+            side.extra = self._extra if side.head is not None else None
+        side.mod = None
         return side.text
 
     def text(self, head: Head) -> str:
@@ -81,12 +86,11 @@ class TextCache:
             if items is not None and self._items is not None and _same_items(items, self._items):
                 self._head, self._items = head, items
                 return self._text or ""
-        if self.source_map:
-            from .sourcemap import print_module
-
-            text, self._map = print_module(_module_of(head))
+        printed = self.printer(module_of(head)) if self.printer is not None else None
+        if printed is not None:
+            text, self._extra = printed
         else:
-            text = print_head(head)
+            text, self._extra = print_head(head), None
         self._text, self._head, self._items = text, head, None
         return text
 
@@ -109,10 +113,11 @@ def module_head(mod: Any) -> Head | None:
 
 def print_head(head: Head) -> str:
     """Return the TVMScript text of the IRModule made of these fields."""
-    return str(_module_of(head))
+    return str(module_of(head))
 
 
-def _module_of(head: Head) -> Any:
+def module_of(head: Head) -> Any:
+    """Return the IRModule made of these fields (TVM's constructor; the module the snapshot was of)."""
     attrs, funcs, infos = head
     make = _module_ctor()
     return make(funcs, attrs, infos if infos is not None else {})

@@ -31,6 +31,7 @@ from .capture import UNSCOPED, Emit, OpenPass, TraceSession
 from .codegen_call import CODEGEN_PHASE, record_codegen, say_failed_edit
 from .hooks import NO_HOOKS, CaptureHooks
 from .interrupt import interrupted
+from .recorder import PassEvent
 
 _LOWER_NAMES = ("lower", "lower-with-context", "lower-to-host-device-ir")
 
@@ -105,8 +106,11 @@ class _Observer(PassEventObserver):
             if name == "pass_fn":
                 name = anonymous_pass_name(name)
             before = s.capture(mod)
+            if s.recorders:
+                s.pass_started(
+                    PassEvent(event.sequence, name, event.phase, event.depth, event.parent_sequence), before
+                )
             s.resolve(before)
-            s.repro.pass_started(event.sequence, mod)
             return OpenPass(
                 name,
                 event.sequence,
@@ -127,7 +131,6 @@ class _Observer(PassEventObserver):
         if state is None or s.broken:
             return
         duration = time.perf_counter() - state.start
-        s.repro.pass_finished(event.sequence)
         try:
             after = s.capture(mod)
         except Exception as exc:
@@ -145,7 +148,7 @@ class _Observer(PassEventObserver):
             if frame.event is None or frame.state is None:
                 continue
             p = frame.state
-            s.repro.pass_failed(frame.event.sequence)
+            s.pass_failed(p)
             s.record_pass(p, None, time.perf_counter() - p.start, error=error, pending_error=error is None)
 
     def callback_mismatch(self, actual: str, expected: str | None) -> None:

@@ -38,6 +38,7 @@ from ..session.events import Event, Notice, RunStarted, fallback_warning
 from .children import Propagation
 from .hooks import CAPTURE_HOOKS
 from .invocation import Invocation
+from .recorders import register_defaults
 
 Listener = Callable[[Event], Any]
 
@@ -118,7 +119,11 @@ class Lifecycle:
         return self
 
     def install(self) -> None:
-        """Trace every later TileLang compile of this process into this invocation (TileLang is imported)."""
+        """Trace every later TileLang compile of this process into this invocation (TileLang is imported).
+
+        The per-compile recorders (tracing/recorders.py) are registered first: capture imports none.
+        """
+        register_defaults()
         controller.install(self.settings, self, CAPTURE_HOOKS)
 
     def propagate(self, on: bool = True) -> None:

@@ -1,0 +1,209 @@
+"""The recorder interface (session/recorder.py): hooks in order, the guard, the manifest field, registration."""
+
+from __future__ import annotations
+
+import ast
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tltrace.config import Settings
+from tltrace.format.records import RunManifest
+from tltrace.session import recorder as rc
+from tltrace.session.capture import TraceSession
+from tltrace.session.events import Notice
+from tltrace.session.snapshot import Side
+from tltrace.tracing.recorders import DEFAULTS, register_defaults
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEMA = json.loads((REPO / "docs" / "manifest.schema.json").read_text())
+
+
+class Counting(rc.Recorder):
+    """Counts what it is told; `field` is the manifest's `repro` (a real field) with its count."""
+
+    name = "counting"
+    field = "repro"
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []  # on the compiling thread
+        self.jobs: list[str] = []  # on the worker (the compiling thread with --sync)
+        self.threads: set[str] = set()
+        self.store: Any = None
+
+    def input(self, snapshot: Side) -> rc.Job:
+        self.calls.append("input")
+        return lambda: self.jobs.append("input job")
+
+    def pass_started(self, event: rc.PassEvent, before: Side) -> rc.Job:
+        self.calls.append(f"started {event.index}")
+        return lambda: self.threads.add(threading.current_thread().name)
+
+    def attach(self, store: Any) -> None:
+        self.store = store
+        store.link_text("counting/seen.txt", "attached\n")
+        self.jobs.append("attach")
+
+    def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
+        self.jobs.append(f"recorded {record.index} {record.status}")
+
+    def value(self) -> Any:
+        return {"seen": sum(c.startswith("recorded") for c in self.jobs)}
+
+    def finish(self) -> None:
+        self.jobs.append("finish")
+
+
+class Raising(rc.Recorder):
+    name = "raising"
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.calls = 0
+
+    def pass_started(self, event: rc.PassEvent, before: Side) -> rc.Job | None:
+        if self.where == "started":
+            raise RuntimeError("boom on the compiling thread")
+        return None
+
+    def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
+        self.calls += 1
+        if self.where == "recorded":
+            raise ValueError("boom on the worker")
+
+
+@pytest.fixture
+def registry() -> Iterator[dict[str, rc.Recorder]]:
+    """Only this test's recorders are registered; the registry is put back afterwards."""
+    made: dict[str, rc.Recorder] = {}
+    saved = dict(rc._factories)
+    rc._factories.clear()
+    try:
+        yield made
+    finally:
+        rc._factories.clear()
+        rc._factories.update(saved)
+
+
+def _compile(tmp_path: Path, *, background: bool) -> tuple[TraceSession, list[Any]]:
+    events: list[Any] = []
+    settings = Settings(trace_dir=tmp_path, script_name="t", quiet=True, sync=not background)
+    s = TraceSession(settings, events.append, session_name="k", background=background)
+    first = Side.of_text("a\n")
+    # What capture() does at the compile's first input (its module check would import TileLang).
+    s._submit_all(s.recorders.input(first))
+    for i, (before, after) in enumerate([("a\n", "b\n"), ("b\n", "b\n"), ("b\n", "c\n")]):
+        s.pass_started(rc.PassEvent(i, f"P{i}", "p"), first if i == 0 else Side.of_text(before))
+        s.pass_record(name=f"P{i}", index=i, phase="p", before=before, after=after)
+    s.finish(None)
+    return s, events
+
+
+@pytest.mark.parametrize("background", [True, False], ids=["worker", "sync"])
+def test_hooks_run_in_order_jobs_on_the_worker_and_the_field_lands_in_the_manifest(
+    tmp_path: Path, registry: dict, background: bool
+) -> None:
+    counting = Counting()
+    rc.register("counting", lambda settings: counting)
+    s, _ = _compile(tmp_path, background=background)
+    assert counting.calls == ["input", "started 0", "started 1", "started 2"]
+    assert counting.jobs == [
+        "input job",
+        "attach",
+        "recorded 0 changed",
+        "recorded 1 noop",
+        "recorded 2 changed",
+        "finish",
+    ]
+    assert counting.threads == ({"tltrace-capture"} if background else {threading.current_thread().name})
+    assert s.store is not None
+    manifest = json.loads((s.store.run_dir / "manifest.json").read_text())
+    assert manifest["repro"] == {"seen": 3}
+    assert (s.store.run_dir / "counting" / "seen.txt").read_text() == "attached\n"
+
+
+@pytest.mark.parametrize("where", ["started", "recorded"])
+def test_a_recorder_that_raises_is_said_once_and_stops_alone(
+    tmp_path: Path, registry: dict, where: str
+) -> None:
+    counting, raising = Counting(), Raising(where)
+    rc.register("raising", lambda settings: raising)
+    rc.register("counting", lambda settings: counting)
+    s, events = _compile(tmp_path, background=True)
+    said = [e for e in events if isinstance(e, Notice) and "raising stopped" in e.message]
+    assert len(said) == 1 and said[0].kind == "warning"
+    assert ("boom on the compiling thread" if where == "started" else "boom on the worker") in said[0].message
+    assert raising.calls == (1 if where == "recorded" else 0)  # not called again in this compile
+    assert [c for c in counting.jobs if c.startswith("recorded")] == [
+        "recorded 0 changed",
+        "recorded 1 noop",
+        "recorded 2 changed",
+    ]
+    manifest = json.loads((s.store.run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and len(manifest["records"]) == 3
+    assert not s.broken  # the compile's tracing went on
+
+
+def test_a_recorder_whose_field_is_not_a_manifest_field_is_not_started(
+    tmp_path: Path, registry: dict
+) -> None:
+    class Stray(Counting):
+        field = "no_such_field"
+
+    rc.register("stray", lambda settings: Stray())
+    s, events = _compile(tmp_path, background=False)
+    assert not s.recorders
+    assert any(isinstance(e, Notice) and "no_such_field" in e.message for e in events)
+    assert json.loads((s.store.run_dir / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_a_factory_may_say_no_and_registration_replaces(tmp_path: Path, registry: dict) -> None:
+    rc.register("x", lambda settings: None)
+    assert not TraceSession(Settings(trace_dir=tmp_path, script_name="t"), lambda e: None).recorders
+    rc.register("x", lambda settings: Counting())
+    assert rc.registered() == ["x"]
+    assert (
+        len(TraceSession(Settings(trace_dir=tmp_path, script_name="t"), lambda e: None).recorders.active) == 1
+    )
+
+
+def test_every_default_recorder_field_is_a_documented_manifest_field(registry: dict) -> None:
+    register_defaults()
+    assert set(rc.registered()) == set(DEFAULTS)
+    session = TraceSession(Settings(script_name="t"), lambda e: None)
+    names = {type(r).__name__ for r in session.recorders.active}
+    assert {"ReproRecorder", "SourceMapRecorder"} <= names
+    for r in session.recorders.active:
+        if r.field is not None:
+            assert r.field in RunManifest.__dataclass_fields__
+            assert "recorder" in SCHEMA["properties"][r.field]["description"], r.field
+    assert session.recorders.printer is not None  # the source maps print the IR
+
+
+def test_capture_imports_no_recorder() -> None:
+    """session/ never imports rerun/ or tltrace.tracing.recorders: the layer above registers recorders."""
+    for path in (REPO / "tltrace" / "session").glob("*.py"):
+        if path.stem == "runner":  # orchestration, leaving session/ for tltrace/runner.py (#36)
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level >= 2:
+                assert node.module is None or not node.module.startswith(("rerun", "recorders")), path
+
+
+def test_an_oserror_in_attach_is_the_stores_and_stops_tracing_once(tmp_path: Path, registry: dict) -> None:
+    class FullDisk(rc.Recorder):
+        def attach(self, store: Any) -> None:
+            raise OSError(28, "No space left on device")
+
+    counting = Counting()
+    rc.register("counting", lambda settings: counting)
+    rc.register("full", lambda settings: FullDisk())
+    s, events = _compile(tmp_path, background=True)
+    warnings = [e for e in events if isinstance(e, Notice) and e.kind == "warning"]
+    assert len(warnings) == 1 and warnings[0].message.startswith("tracing stopped for this kernel:")
+    assert s.broken
+    assert counting.jobs == ["input job", "attach", "finish"]  # stopped with the records, not said again

@@ -1,0 +1,270 @@
+"""Recorders: the per-compile extras (reproducer data, source maps, and what comes next).
+
+A recorder adds something to a compile's run beside its pass records: files in the run
+directory, and at most one manifest field. One instance per compile; the capture
+(session/capture.py) calls it at fixed points, always with the one field snapshot it
+already took (session/snapshot.py) and never with a second one:
+
+compiling thread (cheap: keep references; return a job for the expensive part)
+    `input(snapshot)`              the compile's first input IR, once
+    `pass_started(event, before)`  a pass begins; `before` is its input
+    `pass_failed(event, before)`   a pass or a codegen call raised; `before` is its input
+    `codegen(event, call)`         a codegen call returned (`CodegenCall`): its value travels
+                                   with the generated source, as `printer`'s does with the IR
+worker (session/worker.py: in order with the compile's records; the compiling thread
+with --sync)
+    the job a hook above returned
+    `attach(store)`                the run directory exists: write what was kept (RunStore.link_text)
+    `recorded(record, before, after, extras)`  a record and its texts are on disk
+    `value()`                      the manifest field `field` as it stands (JSON data or None)
+    `finish()`                     the run ended (its manifest is written): close files
+
+`printer`: a recorder may print the IR itself, `printer(module) -> (text, extra)`, the text
+byte for byte `str(module)` (source maps print with line tags and strip them). The first
+recorder with one prints every snapshot; its extra comes back in `recorded`.
+
+Every call is guarded: a recorder that raises is said once (one warning notice, its own
+words: `stopped`) and is called no more in that compile; the compile, its records and the
+other recorders go on. What it wrote stays, and so does its manifest field. One exception:
+an OSError in `attach` is the store's (the run directory cannot be written), and stops the
+compile's tracing with one warning, as a record that cannot be written does.
+
+Registration is the layer above's (tltrace/recorders.py registers the defaults when
+tracing starts): capture imports no recorder, and no recorder is imported before tracing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ..format.records import RunManifest
+from .snapshot import Side
+
+Job = Callable[[], object]
+
+
+@dataclass(frozen=True)
+class PassEvent:
+    """A pass or a codegen call, as a recorder is told of it."""
+
+    index: int | None  # the record's index; None for a codegen call that has none yet
+    name: str
+    phase: str | None
+    depth: int = 0
+    parent: int | None = None
+    codegen: bool = False  # a codegen call (then `role` is "device", "host" or None)
+    role: str | None = None
+
+
+@dataclass(frozen=True)
+class CodegenCall:
+    """A codegen call that returned, on the compiling thread."""
+
+    ffi: str  # the codegen's FFI name ("target.build.tilelang_cuda", ...)
+    mod: Any  # its input IRModule
+    target: Any
+    rerun: str | None  # the FFI that may be called again on (mod, target) (session/native.py), else None
+    generated: str  # the source the codegen returned
+    compiled: str  # the source compiled (an applied edit), else `generated`
+    working_file: str | None  # the working file of this source, when one was written
+
+
+class Recorder:
+    """Base class: every hook does nothing; override those you need."""
+
+    name: ClassVar[str] = "recorder"  # what its notice calls it
+    field: ClassVar[str | None] = None  # its manifest field (a RunManifest field, in manifest.schema.json)
+    printer: Callable[[Any], tuple[str, Any]] | None = None
+
+    # -- compiling thread --------------------------------------------------------
+    def input(self, snapshot: Side) -> Job | None:
+        return None
+
+    def pass_started(self, event: PassEvent, before: Side) -> Job | None:
+        return None
+
+    def pass_failed(self, event: PassEvent, before: Side) -> Job | None:
+        return None
+
+    def codegen(self, event: PassEvent, call: CodegenCall) -> Any:
+        return None
+
+    # -- worker ------------------------------------------------------------------
+    def attach(self, store: Any) -> None:
+        pass
+
+    def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
+        """`record` (session/records.PassRecord) is stored; `extras`: the printer's (or codegen's) for each side."""
+
+    def value(self) -> Any:
+        return None
+
+    def finish(self) -> None:
+        pass
+
+    def stopped(self, what: str, exc: BaseException) -> str:
+        """The one notice said when a hook raised."""
+        return f"{self.name} stopped for this kernel ({what}: {type(exc).__name__}: {exc}); the trace is unharmed"
+
+
+Factory = Callable[[Any], "Recorder | None"]  # Settings -> a recorder for one compile, or None (off)
+
+_MANIFEST_FIELDS = frozenset(RunManifest.__dataclass_fields__)
+_lock = threading.Lock()
+_factories: dict[str, Factory] = {}
+
+
+def register(key: str, factory: Factory) -> None:
+    """Make every compile traced from now on get `factory(settings)`'s recorder (replaces `key`'s)."""
+    with _lock:
+        _factories[key] = factory
+
+
+def unregister(key: str) -> None:
+    with _lock:
+        _factories.pop(key, None)
+
+
+def registered() -> list[str]:
+    with _lock:
+        return list(_factories)
+
+
+class Recorders:
+    """One compile's recorders, each guarded."""
+
+    def __init__(self, settings: Any, warn: Callable[[str], None]) -> None:
+        self._warn = warn
+        self.active: list[Recorder] = []
+        self._off: list[Recorder] = []
+        with _lock:
+            factories = list(_factories.items())
+        for key, make in factories:
+            try:
+                r = make(settings)
+            except Exception as exc:
+                warn(f"recorder {key} not started for this kernel ({type(exc).__name__}: {exc})")
+                continue
+            if r is None:
+                continue
+            if r.field is not None and r.field not in _MANIFEST_FIELDS:
+                warn(f"recorder {key} not started: its field {r.field!r} is not a manifest field")
+                continue
+            self.active.append(r)
+        self.printer = next((r for r in self.active if r.printer is not None), None)
+
+    def __bool__(self) -> bool:
+        return bool(self.active)
+
+    def halt(self) -> None:
+        """The compile's tracing stopped (its guard said why): call no recorder again but `finish`."""
+        self._off.extend(self.active)
+        self.active.clear()
+        self.printer = None
+
+    def _fail(self, r: Recorder, what: str, exc: BaseException) -> None:
+        if r in self.active:
+            self.active.remove(r)
+            self._off.append(r)
+            if self.printer is r:
+                self.printer = None
+            try:
+                self._warn(r.stopped(what, exc))
+            except Exception:
+                pass
+
+    def _guarded(self, r: Recorder, what: str, job: Job) -> Job:
+        def run() -> None:
+            if r not in self.active:
+                return
+            try:
+                job()
+            except Exception as exc:
+                self._fail(r, what, exc)
+
+        return run
+
+    def _each(self, what: str, call: Callable[[Recorder], Any]) -> list[Job]:
+        """Call every active recorder; return the jobs they handed back, each guarded."""
+        jobs: list[Job] = []
+        for r in list(self.active):
+            try:
+                job = call(r)
+            except Exception as exc:
+                self._fail(r, what, exc)
+                continue
+            if job is not None:
+                jobs.append(self._guarded(r, what, job))
+        return jobs
+
+    # compiling thread: the jobs to submit
+    def input(self, snapshot: Side) -> list[Job]:
+        return self._each("input", lambda r: r.input(snapshot))
+
+    def pass_started(self, event: PassEvent, before: Side) -> list[Job]:
+        return self._each("pass_started", lambda r: r.pass_started(event, before))
+
+    def pass_failed(self, event: PassEvent, before: Side) -> list[Job]:
+        return self._each("pass_failed", lambda r: r.pass_failed(event, before))
+
+    def codegen(self, event: PassEvent, call: CodegenCall) -> Any:
+        """Return the printer's value for the generated source (None: no printer, or none given)."""
+        out = None
+        for r in list(self.active):
+            try:
+                value = r.codegen(event, call)
+            except Exception as exc:
+                self._fail(r, "codegen", exc)
+                continue
+            if r is self.printer:
+                out = value
+        return out
+
+    def print(self, module: Any) -> tuple[str, Any] | None:
+        """Print with the printer: (text, extra); None when there is none or it failed (print plainly)."""
+        r = self.printer
+        if r is None or r.printer is None:
+            return None
+        try:
+            return r.printer(module)
+        except Exception as exc:
+            self._fail(r, "printing", exc)
+            return None
+
+    # worker
+    def attach(self, store: Any) -> None:
+        """Hand every recorder the run's store; an OSError is the store's (raised: tracing stops)."""
+        for r in list(self.active):
+            try:
+                r.attach(store)
+            except OSError:
+                raise  # a store that cannot be written: the session's failure, said once by its guard
+            except Exception as exc:
+                self._fail(r, "attach", exc)
+
+    def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
+        self._each("recorded", lambda r: r.recorded(record, before, after, extras))
+
+    def finish(self) -> None:
+        self._each("finish", lambda r: r.finish())
+        for r in self._off:
+            try:
+                r.finish()
+            except Exception:
+                pass
+
+    def fields(self) -> dict[str, Any]:
+        """The manifest fields, {field: value}: a stopped recorder's too (what it wrote stays)."""
+        out: dict[str, Any] = {}
+        for r in self.active + self._off:
+            if r.field is None:
+                continue
+            try:
+                out[r.field] = r.value()
+            except Exception as exc:
+                out[r.field] = None
+                self._fail(r, "value", exc)
+        return out

@@ -1,0 +1,65 @@
+"""Source maps as a recorder (session/recorder.py): the capture side of docs/sourcemap.md.
+
+Its printer prints every IR snapshot once, with line tags, and hands back the text
+(byte for byte the plain print) and its map (session/sourcemap.print_module). A codegen
+call's map comes from the codegen run again with `#line` directives (sourcemap.codegen_map),
+on the compiling thread where TileLang's own codegen just ran; it is written beside the
+working file too. Each record's maps go to the run's `sourcemap.jsonl`
+(session/sourcemap_store.MapLog). No manifest field. TLTRACE_SOURCE_MAP=0: no recorder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import sourcemap as sm
+from . import sourcemap_store as sms
+from .recorder import CodegenCall, PassEvent, Recorder
+
+
+class SourceMapRecorder(Recorder):
+    name = "source maps"
+
+    def __init__(self) -> None:
+        self.printer = sm.print_module
+        self._store: Any = None
+        self._log: sms.MapLog | None = None
+
+    def stopped(self, what: str, exc: BaseException) -> str:
+        return f"source maps stopped for this kernel: {type(exc).__name__}: {exc}"
+
+    def codegen(self, event: PassEvent, call: CodegenCall) -> Any:
+        """Return the map of the compiled source (None: no directives, not TileLang's codegen, a failure)."""
+        if not call.generated or call.rerun is None:
+            return None  # a custom caller's build: no map, and no native call
+        try:
+            gmap = sm.codegen_map(call.ffi, call.mod, call.target, call.generated)
+            if gmap is not None and call.compiled != call.generated:
+                gmap = sm.carry(gmap, call.generated, call.compiled)
+        except Exception:
+            return None
+        if gmap is not None and call.working_file:
+            try:
+                sms.write_working_map(call.working_file, gmap, call.compiled)
+            except Exception:
+                pass  # the working file and the records stand without it
+        return gmap
+
+    def attach(self, store: Any) -> None:
+        self._store = store
+
+    def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
+        if extras == (None, None) or self._store is None:
+            return
+        if self._log is None:
+            self._log = sms.MapLog(self._store.run_dir, self._store)
+        self._log.record(record.index, extras[0], extras[1] if record.after_file else None)
+
+    def finish(self) -> None:
+        if self._log is not None:
+            self._log.close()
+
+
+def make(settings: Any) -> SourceMapRecorder | None:
+    """The recorder for one compile; None when TLTRACE_SOURCE_MAP turns maps off."""
+    return SourceMapRecorder() if sm.enabled() else None

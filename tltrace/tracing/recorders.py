@@ -1,0 +1,36 @@
+"""The recorders every traced compile gets (session/recorder.py), registered when tracing starts (tracing/lifecycle.Lifecycle.install).
+
+Capture (session/) imports no recorder: the layer above registers them, here, before it
+installs the tool (`tltrace run`, `enable()`, the pytest plugin, a traced child). A new
+recorder (facts, layouts, remarks, PTX stages) is one line in `DEFAULTS`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _repro(settings: Any) -> Any:
+    from ..rerun.capture import ReproRecorder
+
+    return ReproRecorder()
+
+
+def _source_maps(settings: Any) -> Any:
+    from ..session import sourcemap_recorder
+
+    return sourcemap_recorder.make(settings)
+
+
+DEFAULTS = {
+    "repro": _repro,  # repro/: frontend IR, context, failed inputs; the manifest's `repro`
+    "sourcemap": _source_maps,  # sourcemap.jsonl, <working file>.map
+}
+
+
+def register_defaults() -> None:
+    """Register the default recorders (again: a no-op, they replace themselves)."""
+    from ..session import recorder
+
+    for key, factory in DEFAULTS.items():
+        recorder.register(key, factory)
