@@ -237,8 +237,8 @@ def test_pure_extraction_edges() -> None:
 
 
 def test_a_failure_computing_facts_never_breaks_the_run() -> None:
+    from tltrace.facts.recorder import with_facts
     from tltrace.format.records import RunManifest
-    from tltrace.session.factsjob import with_facts
 
     said: list[str] = []
     m = RunManifest(run_id="run_x", script="s")

@@ -56,12 +56,7 @@ LAYERS: list[tuple[str, ...]] = [
 
 
 # Known upward imports being removed on another branch: each must still exist (else delete it here).
-# session.factsjob -> facts: the facts hook goes behind the recorder interface too (issue 37).
-PENDING = {
-    ("tltrace.session.factsjob", "tltrace.facts.collect"),
-    ("tltrace.session.factsjob", "tltrace.facts.ptxas"),
-    ("tltrace.session.factsjob", "tltrace.facts.registry"),
-}
+PENDING: set[tuple[str, str]] = set()
 
 
 def layer_of(module: str) -> int:

@@ -35,7 +35,6 @@ from ..format.records import CHANGED, COMPLETE, ERROR, FAILED, INTERRUPTED, NOOP
 from ..format.writer import writer_token
 from . import fatal
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
-from .factsjob import with_facts
 from .hooks import NO_HOOKS, CaptureHooks
 from .interrupt import interrupted
 from .recorder import PassEvent, Recorders
@@ -405,7 +404,8 @@ class TraceSession:
                 status=(INTERRUPTED if error == "KeyboardInterrupt" else ERROR) if failed else COMPLETE,
                 error=error,
             )
-            final = with_facts(final, self.store, self.settings.ptxas, self.warn)  # docs/facts.md
+            self.recorders.ended(final)  # fields computed from the whole run (facts: docs/facts.md)
+            final = replace(final, **self.recorders.fields())
             self.store.write_manifest(final)
             written = True
             self.store.close()

@@ -16,6 +16,8 @@ with --sync)
     the job a hook above returned
     `attach(store)`                the run directory exists: write what was kept (RunStore.link_text)
     `recorded(record, before, after, extras)`  a record and its texts are on disk
+    `ended(manifest)`              the run's records are complete; its manifest is about to be
+                                   written (a field computed from the whole run: facts)
     `value()`                      the manifest field `field` as it stands (JSON data or None)
     `finish()`                     the run ended (its manifest is written): close files
 
@@ -78,6 +80,7 @@ class Recorder:
     name: ClassVar[str] = "recorder"  # what its notice calls it
     field: ClassVar[str | None] = None  # its manifest field (a RunManifest field, in manifest.schema.json)
     printer: Callable[[Any], tuple[str, Any]] | None = None
+    warn: Callable[[str], None] = staticmethod(lambda message: None)  # one warning notice (set by Recorders)
 
     # -- compiling thread --------------------------------------------------------
     def input(self, snapshot: Side) -> Job | None:
@@ -98,6 +101,9 @@ class Recorder:
 
     def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
         """`record` (session/records.PassRecord) is stored; `extras`: the printer's (or codegen's) for each side."""
+
+    def ended(self, manifest: RunManifest) -> None:
+        """The run's records are complete (`manifest`, before this recorder's field is read)."""
 
     def value(self) -> Any:
         return None
@@ -153,6 +159,7 @@ class Recorders:
             if r.field is not None and r.field not in _MANIFEST_FIELDS:
                 warn(f"recorder {key} not started: its field {r.field!r} is not a manifest field")
                 continue
+            r.warn = warn
             self.active.append(r)
         self.printer = next((r for r in self.active if r.printer is not None), None)
 
@@ -247,6 +254,9 @@ class Recorders:
 
     def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
         self._each("recorded", lambda r: r.recorded(record, before, after, extras))
+
+    def ended(self, manifest: RunManifest) -> None:
+        self._each("ended", lambda r: r.ended(manifest))
 
     def finish(self) -> None:
         self._each("finish", lambda r: r.finish())

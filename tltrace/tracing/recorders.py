@@ -22,9 +22,16 @@ def _source_maps(settings: Any) -> Any:
     return sourcemap_recorder.make(settings)
 
 
+def _facts(settings: Any) -> Any:
+    from ..facts import recorder
+
+    return recorder.make(settings)
+
+
 DEFAULTS = {
     "repro": _repro,  # repro/: frontend IR, context, failed inputs; the manifest's `repro`
     "sourcemap": _source_maps,  # sourcemap.jsonl, <working file>.map
+    "facts": _facts,  # the manifest's `facts` (docs/facts.md); run --ptxas's machine facts
 }
 
 

@@ -1,8 +1,9 @@
-"""A run's facts when it ends, and its machine facts after it: the printing worker's part of docs/facts.md.
+"""The facts recorder: a run's facts when it ends, and its machine facts after it (docs/facts.md).
 
-`with_facts` is called once, by the printing worker, on the manifest it is about to
-write when a compile ends (capture.TraceSession._finish): the facts are read off the
-texts just stored, in a few milliseconds, never on the compiling thread. With
+A recorder (session/recorder.py) registered by tracing/recorders.py. Its `ended` hook runs
+once, on the printing worker, with the manifest about to be written when a compile ends:
+the facts are read off the texts just stored, in a few milliseconds, never on the
+compiling thread; they are the manifest's `facts` field. With
 `settings.ptxas` it also queues the nvcc build on the late worker (session/worker.py),
 which rewrites the manifest with the machine facts seconds later; the compile has long
 returned, and the invocation's end waits for it. Nothing here can fail a compile: a
@@ -16,11 +17,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..facts import collect, ptxas
-from ..facts.registry import CODEGEN_INPUT, DEVICE
 from ..format.records import PassRecord, RunManifest
-from .store import RunStore
-from .worker import late_worker
+from ..session.recorder import Recorder
+from ..session.store import RunStore
+from ..session.worker import late_worker
+from . import collect, ptxas
+from .registry import CODEGEN_INPUT, DEVICE
 
 Warn = Callable[[str], None]
 
@@ -93,3 +95,31 @@ def _machine(manifest: RunManifest, store: RunStore, source: str | None, arch: A
             store.write_manifest(replace(manifest, facts=facts))
     except Exception as exc:
         _once("ptxas-write", warn, f"--ptxas: machine facts not written ({type(exc).__name__}: {exc})")
+
+
+class FactsRecorder(Recorder):
+    """The manifest's `facts`: computed on the worker when the run ends (`ended`)."""
+
+    name = "facts"
+    field = "facts"
+
+    def __init__(self, want_ptxas: bool) -> None:
+        self.want_ptxas = want_ptxas
+        self.store: RunStore | None = None
+        self.facts: dict[str, Any] | None = None
+
+    def attach(self, store: Any) -> None:
+        self.store = store
+
+    def ended(self, manifest: RunManifest) -> None:
+        if self.store is None:
+            return
+        self.facts = with_facts(manifest, self.store, self.want_ptxas, self.warn).facts
+
+    def value(self) -> Any:
+        return self.facts
+
+
+def make(settings: Any) -> FactsRecorder:
+    """The factory tracing/recorders.py registers: one recorder per compile."""
+    return FactsRecorder(bool(getattr(settings, "ptxas", False)))
