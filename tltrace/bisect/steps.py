@@ -62,6 +62,7 @@ class Step:
     invocation: str | None = None
     why: str | None = None  # untestable: the compile error's first line
     log: Path | None = None
+    probe: bool = False  # untestable by the probe's compile: the script did not run
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -76,6 +77,7 @@ class Step:
             "invocation": self.invocation,
             "why": self.why,
             "log": str(self.log) if self.log else None,
+            "probe": self.probe,
         }
 
 

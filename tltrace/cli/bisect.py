@@ -112,8 +112,9 @@ def _progress(p) -> None:  # noqa: ANN001  # tltrace.bisect.Progress
         extra = f": {s.why}" if s.why else ""
     left = f", ~{p.steps_left} step(s) to go" if p.steps_left else ""
     rng = f", {p.suspects} suspect(s) left" if p.suspects else ""
+    what = "probe (no script run)" if s.probe else f"step {s.number}"
     typer.echo(
-        f"bisect: step {s.number} [{s.purpose}] {s.outcome}{extra} in {s.seconds:.1f}s{rng}, "
+        f"bisect: {what} [{s.purpose}] {s.outcome}{extra} in {s.seconds:.1f}s{rng}, "
         f"{p.elapsed:.0f}s elapsed{left}",
         err=True,
     )
@@ -128,7 +129,12 @@ def _report(result, context: int, repro_dir: Optional[Path]) -> None:  # noqa: A
     from .. import bisect as core
 
     n = len(result.steps)
-    cost = f"{n} step(s), {result.seconds:.0f}s" + (
+    probed = (
+        f", {result.probe_compiles} probe compile(s) in one process ({result.probe_seconds:.0f}s)"
+        if result.probe_compiles
+        else ""
+    )
+    cost = f"{n} step(s){probed}, {result.seconds:.0f}s" + (
         " (what is required was known from an earlier bisection)" if result.learned_from_cache else ""
     )
     if result.kind == core.NOT_WRONG:

@@ -105,6 +105,7 @@ def _tool_class() -> Any:
             self.plan = plan
             self.position = 0
             self.skipped: list[dict[str, Any]] = []
+            self.names: list[str] = []  # every top-level pass reached, skipped or not
             self.applies: bool | None = None  # decided once the kernel's name is known
 
         def create_pass_instrument(self) -> object | None:
@@ -124,6 +125,7 @@ def _tool_class() -> Any:
             """Return True when the next top-level pass (`name`) is to be skipped; count it either way."""
             pos = self.position
             self.position += 1
+            self.names.append(name)
             if pos not in self.plan.positions:
                 return False
             from tilelang.instrumentation import current_pass_phase  # type: ignore[import-not-found]

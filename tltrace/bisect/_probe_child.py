@@ -1,0 +1,92 @@
+"""The probe's child: compiles a recorded kernel again and again, each time with a skip set; says which compile.
+
+    python -m tltrace.bisect._probe_child RUN_DIR [RUN_DIR ...]
+
+Each RUN_DIR is a compile of step 1 (nothing skipped); its `repro/frontend.json` and
+`repro/context.json` (saved while it ran, for `tltrace repro`) are the compile's input IR
+and PassContext. The child compiles each one as `repro.py --replay` does (lowering and
+source codegen, never a C or CUDA build), through TileLang's tool seam with the skipping
+tool of session/skipping.py, so positions mean what they mean in a step.
+
+Protocol, one JSON object a line: the child first writes `{"pipelines": [[name, ...], ...]}`
+(the top-level passes of each compile with nothing skipped) or `{"error": "..."}`; then for
+each line `{"skip": [position, ...]}` it reads, it writes `{"ok": bool, "why": str | null,
+"seconds": float}`: whether every compile ran with those passes skipped. Whatever TileLang
+prints goes to stderr: stdout is the protocol's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _compile(run: dict[str, Any], skip: tuple[int, ...]) -> tuple[list[str], str | None]:
+    """Compile one recorded kernel with `skip`; return the top-level pass names it reached and its error."""
+    from tilelang.instrumentation import register_pass_instrumentation_tool  # type: ignore
+
+    from ..rerun._standalone import compile_from, error_text
+    from ..session import skipping
+
+    tool = skipping._tool_class()(skipping.SkipPlan.of(skip))
+    register_pass_instrumentation_tool(skipping.TOOL_NAME, lambda: tool)
+    try:
+        compile_from(run["frontend"], run["context"], run["backend"], run["kernel"], {})
+        return tool.names, None
+    except Exception as exc:
+        return tool.names, error_text(exc).strip().splitlines()[-1][:200] if error_text(exc).strip() else "?"
+    finally:
+        skipping.uninstall()
+
+
+def main(argv: list[str]) -> int:
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # TileLang's prints go to the log, not into the protocol
+    sys.stdout = sys.stderr
+    try:
+        from ..rerun._standalone import Context
+
+        runs = []
+        for d in argv:
+            man = json.loads((Path(d) / "manifest.json").read_text())
+            files = man.get("repro") or {}
+            runs.append(
+                {
+                    "frontend": (Path(d) / files["frontend"]).read_text(),
+                    "context": Context(json.loads((Path(d) / files["context"]).read_text())),
+                    "backend": man.get("backend"),
+                    "kernel": man.get("kernel"),
+                }
+            )
+        pipelines = []
+        for r in runs:
+            names, err = _compile(r, ())
+            if err is not None:
+                raise RuntimeError(f"the recorded compile does not replay: {err}")
+            pipelines.append(names)
+    except Exception as exc:  # the parent goes on without the probe
+        out.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n")
+        return 1
+    out.write(json.dumps({"pipelines": pipelines}) + "\n")
+    for line in sys.stdin:
+        try:
+            skip = tuple(int(p) for p in json.loads(line)["skip"])
+        except (ValueError, KeyError, TypeError):
+            out.write(json.dumps({"error": "not a skip set"}) + "\n")
+            continue
+        t0 = time.perf_counter()
+        why = None
+        for r in runs:
+            _names, why = _compile(r, skip)
+            if why is not None:
+                break
+        out.write(json.dumps({"ok": why is None, "why": why, "seconds": time.perf_counter() - t0}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
