@@ -10,13 +10,17 @@ tool of session/skipping.py, so positions mean what they mean in a step.
 
 Protocol, one JSON object a line: the child first writes `{"pipelines": [[name, ...], ...]}`
 (the top-level passes of each compile with nothing skipped) or `{"error": "..."}`; then for
-each line `{"skip": [position, ...]}` it reads, it writes `{"ok": bool, "why": str | null,
-"seconds": float}`: whether every compile ran with those passes skipped. Whatever TileLang
+each line `{"skip": [position, ...], "configs": {name: value}}` it reads, it writes `{"ok":
+bool, "why": str | null, "code": str | null, "seconds": float}`: whether every compile ran
+with those passes skipped and those pass configs set (here the configs go straight into
+the PassContext this process makes), and a hash of the generated code (the kernel source,
+the host and device modules). Whatever TileLang
 prints goes to stderr: stdout is the protocol's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -25,20 +29,30 @@ from pathlib import Path
 from typing import Any
 
 
-def _compile(run: dict[str, Any], skip: tuple[int, ...]) -> tuple[list[str], str | None]:
-    """Compile one recorded kernel with `skip`; return the top-level pass names it reached and its error."""
+def _compile(
+    run: dict[str, Any], skip: tuple[int, ...], configs: dict[str, Any] | None = None
+) -> tuple[list[str], str | None, str | None]:
+    """Compile one recorded kernel with `skip` and `configs` set; return the top-level pass names it
+    reached, its error, and a hash of the generated code."""
     from tilelang.instrumentation import register_pass_instrumentation_tool  # type: ignore
 
-    from ..rerun._standalone import compile_from, error_text
+    from ..rerun._standalone import Context, compile_from, error_text
     from ..session import skipping
 
     tool = skipping._tool_class()(skipping.SkipPlan.of(skip))
     register_pass_instrumentation_tool(skipping.TOOL_NAME, lambda: tool)
+    context = run["context"]
+    if configs:  # this process owns the compile's PassContext: the flips go into its config
+        data = dict(context.data)
+        data["config"] = {**(data.get("config") or {}), **configs}
+        context = Context(data)
     try:
-        compile_from(run["frontend"], run["context"], run["backend"], run["kernel"], {})
-        return tool.names, None
+        art = compile_from(run["frontend"], context, run["backend"], run["kernel"], {})
+        code = f"{getattr(art, 'kernel_source', '')}\n{getattr(art, 'host_mod', '')}\n{getattr(art, 'device_mod', '')}"
+        return tool.names, None, hashlib.sha256(code.encode()).hexdigest()
     except Exception as exc:
-        return tool.names, error_text(exc).strip().splitlines()[-1][:200] if error_text(exc).strip() else "?"
+        text = error_text(exc).strip()
+        return tool.names, text.splitlines()[-1][:200] if text else "?", None
     finally:
         skipping.uninstall()
 
@@ -64,7 +78,7 @@ def main(argv: list[str]) -> int:
             )
         pipelines = []
         for r in runs:
-            names, err = _compile(r, ())
+            names, err, _code = _compile(r, ())
             if err is not None:
                 raise RuntimeError(f"the recorded compile does not replay: {err}")
             pipelines.append(names)
@@ -74,17 +88,25 @@ def main(argv: list[str]) -> int:
     out.write(json.dumps({"pipelines": pipelines}) + "\n")
     for line in sys.stdin:
         try:
-            skip = tuple(int(p) for p in json.loads(line)["skip"])
+            q = json.loads(line)
+            skip = tuple(int(p) for p in q["skip"])
+            configs = dict(q.get("configs") or {})
         except (ValueError, KeyError, TypeError):
             out.write(json.dumps({"error": "not a skip set"}) + "\n")
             continue
         t0 = time.perf_counter()
         why = None
+        codes = []
         for r in runs:
-            _names, why = _compile(r, skip)
+            _names, why, code = _compile(r, skip, configs)
             if why is not None:
                 break
-        out.write(json.dumps({"ok": why is None, "why": why, "seconds": time.perf_counter() - t0}) + "\n")
+            codes.append(code)
+        code = hashlib.sha256("/".join(map(str, codes)).encode()).hexdigest()[:16] if why is None else None
+        out.write(
+            json.dumps({"ok": why is None, "why": why, "code": code, "seconds": time.perf_counter() - t0})
+            + "\n"
+        )
     return 0
 
 

@@ -18,7 +18,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class Answer:
     ok: bool
     why: str | None
     seconds: float
+    code: str | None = None  # a hash of the generated code
 
 
 def _same(a: str, b: str) -> bool:
@@ -38,7 +39,7 @@ class Probe:
     """One probe child for the compiles of step 1; `ask(skip)` answers, or None when the probe is off."""
 
     def __init__(self, runs: list[Path], pipelines: list[list[str]], log: Path) -> None:
-        self.asked: dict[tuple[int, ...], Answer] = {}
+        self.asked: dict[tuple[tuple[int, ...], tuple[tuple[str, Any], ...]], Answer] = {}
         self.count = 0
         self.seconds = 0.0
         self.off: str | None = None
@@ -84,16 +85,17 @@ class Probe:
             return {"error": "not the probe's answer"}
         return data if isinstance(data, dict) else {"error": "not the probe's answer"}
 
-    def ask(self, skip: tuple[int, ...]) -> Answer | None:
-        """Return whether every recorded compile compiles with `skip` (cached), or None when the probe is off."""
-        key = tuple(sorted(skip))
+    def ask(self, skip: tuple[int, ...], configs: dict[str, Any] | None = None) -> Answer | None:
+        """Return whether every recorded compile compiles with `skip` (and `configs` set), cached; None when
+        the probe is off."""
+        key = (tuple(sorted(skip)), tuple(sorted((configs or {}).items())))
         if key in self.asked:
             return self.asked[key]
         if self.proc is None or self.proc.stdin is None:
             return None
         t0 = time.perf_counter()
         try:
-            self.proc.stdin.write(json.dumps({"skip": list(key)}) + "\n")
+            self.proc.stdin.write(json.dumps({"skip": list(key[0]), "configs": dict(key[1])}) + "\n")
             self.proc.stdin.flush()
             data = self._read()
         except OSError as exc:
@@ -105,7 +107,13 @@ class Probe:
             return None
         self.count += 1
         why = data.get("why")
-        a = Answer(data["ok"], why if isinstance(why, str) else None, float(data.get("seconds") or 0.0))
+        code = data.get("code")
+        a = Answer(
+            data["ok"],
+            why if isinstance(why, str) else None,
+            float(data.get("seconds") or 0.0),
+            code if isinstance(code, str) else None,
+        )
         self.asked[key] = a
         return a
 

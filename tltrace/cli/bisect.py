@@ -72,6 +72,18 @@ def bisect_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
     no_repro: bool = typer.Option(False, "--no-repro", help="Write no repro directory for the bad pass."),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in the diff."),
+    configs: bool = typer.Option(
+        False,
+        "--configs",
+        help="Flip boolean pass configs instead of skipping passes: name the smallest set that turns "
+        "the outcome (wrong into right, or right into wrong).",
+    ),
+    configs_matching: Optional[str] = typer.Option(
+        None,
+        "--configs-matching",
+        metavar="REGEX",
+        help="With --configs: flip only the configs whose name matches REGEX.",
+    ),
 ) -> None:
     """Find the first TileLang pass that makes SCRIPT's kernel wrong, by skipping passes."""
     from .. import bisect as core
@@ -86,9 +98,14 @@ def bisect_cmd(
         raise fail(f"script {script} does not exist")
     try:
         compile_regex(kernels, "--kernels")
+        compile_regex(configs_matching, "--configs-matching")
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
+    if configs_matching is not None and not configs:
+        raise fail("--configs-matching needs --configs")
     spec = core.Spec(script, tuple(rest), check, kernels, trace_dir_of(trace_dir))
+    if configs:
+        _configs(spec, configs_matching, as_json)
     try:
         result = core.bisect(spec, _progress)
     except TltraceError as exc:
@@ -103,6 +120,50 @@ def bisect_cmd(
     else:
         _report(result, context, repro_dir)
     raise typer.Exit({core.FOUND: 0, core.NOT_WRONG: EXIT_NOT_WRONG}.get(result.kind, 1))
+
+
+def _configs(spec, pattern: Optional[str], as_json: bool) -> None:  # noqa: ANN001
+    from ..bisect import configs as cfg
+
+    try:
+        result = cfg.bisect_configs(spec, _flip, pattern)
+    except TltraceError as exc:
+        raise fail(str(exc), exc.exit_code) from None
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=1))
+    else:
+        n = len(result.steps)
+        cost = f"{n} step(s), {result.seconds:.0f}s"
+        turned = "wrong into right" if result.recorded == "wrong" else "right into wrong"
+        if result.kind == cfg.NONE:
+            typer.echo(
+                f"no config flip turns the outcome ({result.recorded} with nothing flipped), alone or "
+                f"all together ({cost})"
+            )
+        else:
+            sets = ", ".join(f"{c}={result.values[c]}" for c in result.culprits)
+            if result.single:
+                typer.echo(
+                    f"each of these config flips alone turns {turned}: {sets}  ({cost})"
+                    if len(result.culprits) > 1
+                    else f"the config flip that turns {turned}: {sets}  ({cost})"
+                )
+            else:
+                typer.echo(f"the smallest set of config flips that turns {turned}: {sets}  ({cost})")
+        typer.echo(f"  recorded run: {result.good_run}")
+    raise typer.Exit(0 if result.kind == cfg.FOUND else 1)
+
+
+def _flip(f) -> None:  # noqa: ANN001  # tltrace.bisect.configs.Flip
+    s = f.step
+    extra = f" (exit {s.script_rc})" if s.check_rc is None else f" (check exit {s.check_rc})"
+    if s.outcome == "untestable":
+        extra = f": {s.why}" if s.why else ""
+    what = "probe (no script run)" if s.probe else f"step {s.number}"
+    typer.echo(
+        f"bisect: {what} [{s.purpose}] {s.outcome}{extra} in {s.seconds:.1f}s, {f.elapsed:.0f}s elapsed",
+        err=True,
+    )
 
 
 def _progress(p) -> None:  # noqa: ANN001  # tltrace.bisect.Progress
