@@ -48,6 +48,13 @@ def _compile(
         context = Context(data)
     try:
         art = compile_from(run["frontend"], context, run["backend"], run["kernel"], {})
+        if "split" not in run:
+            run["split"] = _split(art)
+        elif _split(art) != run["split"]:
+            # The build (the cython wrapper, the C compile) takes the recorded split of host
+            # and device functions: a device module left empty, or a function on both sides,
+            # fails there, after the lowering this process runs.
+            return tool.names, "the host/device split differs from the recorded compile's", None
         code = f"{getattr(art, 'kernel_source', '')}\n{getattr(art, 'host_mod', '')}\n{getattr(art, 'device_mod', '')}"
         return tool.names, None, hashlib.sha256(code.encode()).hexdigest()
     except Exception as exc:
@@ -55,6 +62,21 @@ def _compile(
         return tool.names, text.splitlines()[-1][:200] if text else "?", None
     finally:
         skipping.uninstall()
+
+
+def _split(art: Any) -> list[Any]:
+    """Return the host and device functions of a compile: name, parameter count, calling convention."""
+
+    def funcs(mod: Any) -> list[tuple[str, int, str]]:
+        if mod is None:
+            return []
+        return sorted(
+            (gv.name_hint, len(f.params), str((f.attrs or {}).get("calling_conv", "")))
+            for gv, f in mod.functions.items()
+            if hasattr(f, "params")
+        )
+
+    return [funcs(getattr(art, "host_mod", None)), funcs(getattr(art, "device_mod", None))]
 
 
 def main(argv: list[str]) -> int:
@@ -78,7 +100,7 @@ def main(argv: list[str]) -> int:
             )
         pipelines = []
         for r in runs:
-            names, err, _code = _compile(r, ())
+            names, err, _code = _compile(r, ())  # also notes the recorded split of host and device
             if err is not None:
                 raise RuntimeError(f"the recorded compile does not replay: {err}")
             pipelines.append(names)

@@ -21,20 +21,29 @@ Examples:
   tltrace bisect gemm.py                         right = the script exits 0
   tltrace bisect gemm.py --m 256 --check 'python check.py out.npy'
   tltrace bisect --kernels '^gemm' job.py        skip passes only in gemm* compiles
+  tltrace bisect --configs gemm.py               which pass configs, flipped, turn it
 
 Each step runs SCRIPT once as 'tltrace run --quiet' does, in a child process,
 with some top-level passes skipped through TileLang's instrumentation seam: each
 step is an invocation that 'tltrace show' and 'diff-runs' read (its compiles
-list what they skipped). Step 1 skips nothing and must be wrong; step 2 skips
-every candidate (a pass after the first that changed the IR) and must be right.
-When step 2 does not compile, one step per candidate learns which passes are
-required (kept per pipeline in TRACE_DIR/.bisect/learned.json). Then a binary
-search of the limit: about log2(candidates) steps; a step that does not compile
-is skipped over, as 'git bisect skip' does. CMD runs through the shell, as typed.
-Exit status: 0 the first bad pass was found; 1 the bug is in a pass that cannot
-be skipped (or before the pipeline), or untestable steps left several suspects;
-2 bad usage, or the script does not compile with nothing skipped; 6 the script
-is right with nothing skipped (nothing to bisect). docs/bisect.md says more.
+list what they skipped). Step 1 skips nothing and must be wrong. A probe (one
+process that recompiles the recorded kernel, no script run) learns which of the
+passes that changed the IR cannot be skipped alone (kept per pipeline in
+TRACE_DIR/.bisect/learned.json); step 2 skips every other one. Then a binary
+search over windows of them: about log2(candidates) steps; a window the probe
+cannot compile costs no step, and a step that does not compile is skipped over,
+as 'git bisect skip' does. CMD runs through the shell, as typed.
+
+With --configs, each boolean pass config of the installed TileLang is flipped
+alone (one step each, its outcome printed), then delta debugging narrows all
+the flips to the smallest set that turns the outcome: wrong into right, or
+right into wrong.
+
+Exit status: 0 the first bad pass (or a set of config flips) was found; 1 the
+bug is in a pass that cannot be skipped (or before the pipeline), untestable
+steps left several suspects, or no config flip turns the outcome; 2 bad usage,
+or the script does not compile with nothing skipped; 6 the script is right with
+nothing skipped (nothing to bisect). docs/bisect.md says more.
 """
 
 
@@ -85,7 +94,8 @@ def bisect_cmd(
         help="With --configs: flip only the configs whose name matches REGEX.",
     ),
 ) -> None:
-    """Find the first TileLang pass that makes SCRIPT's kernel wrong, by skipping passes."""
+    """Find the first TileLang pass that makes SCRIPT's kernel wrong, by skipping passes (or the pass configs
+    that turn it, with --configs)."""
     from .. import bisect as core
     from ..config import compile_regex, trace_dir_of
 
