@@ -94,8 +94,7 @@ def bisect_cmd(
         help="With --configs: flip only the configs whose name matches REGEX.",
     ),
 ) -> None:
-    """Find the first TileLang pass that makes SCRIPT's kernel wrong, by skipping passes (or the pass configs
-    that turn it, with --configs)."""
+    """Find the TileLang pass (or, with --configs, the pass configs) that makes SCRIPT's kernel wrong."""
     from .. import bisect as core
     from ..config import compile_regex, trace_dir_of
 
