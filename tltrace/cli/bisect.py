@@ -160,6 +160,9 @@ def _configs(spec, pattern: Optional[str], as_json: bool) -> None:  # noqa: ANN0
             else:
                 typer.echo(f"the smallest set of config flips that turns {turned}: {sets}  ({cost})")
         typer.echo(f"  recorded run: {result.good_run}")
+        typer.echo(f"each flip alone (the recorded run is {result.recorded}):")
+        for name, outcome in result.flips.items():
+            typer.echo(f"  {name}={result.values[name]}: {outcome}")
     raise typer.Exit(0 if result.kind == cfg.FOUND else 1)
 
 
