@@ -48,6 +48,26 @@ def test_required_passes_are_searched_around() -> None:
         assert s.required <= {1, 4, 10, 15}
 
 
+def test_interacting_skips_are_searched_around() -> None:
+    """Each candidate can be skipped alone, but some pairs cannot be skipped together (as on the gemm)."""
+    import math
+
+    pairs = [{2, 5}, {7, 9}, {0, 12}]
+    for c in range(13):
+        s = WindowSearch(13, proven=False)
+        steps = 0
+        while (w := s.next()) is not None:
+            steps += 1
+            assert steps < 60
+            if any(p <= set(w) for p in pairs):
+                s.record(w, UNTESTABLE)
+            else:
+                s.record(w, RIGHT if c in w else WRONG)
+        assert s.found() == c, (c, s.suspects)
+        assert not s.required, "a pass that compiles alone was called required"
+        assert steps <= 3 * math.ceil(math.log2(13)) + 2
+
+
 def test_a_bug_in_a_required_pass_is_not_blamed_on_another() -> None:
     s, _ = _simulate(12, 4, {4, 7}, proven=False)
     assert s.found() is None
@@ -261,7 +281,7 @@ def test_configs_names_the_config_that_turns_the_kernel_wrong(tmp_path: Path) ->
         "tl.disable_vectorize_256",
         "tl.disable_loop_unswitching",
     }
-    assert data["flips"]["tl.disable_vectorize_256"] == "right"
+    assert data["flips"]["tl.disable_vectorize_256"] == {"value": True, "outcome": "right"}
     assert "flip tl.disable_safe_memory_legalize=True] wrong" in p.stderr  # each flip's outcome, printed
     for s in data["steps"]:
         for r in s["runs"]:
