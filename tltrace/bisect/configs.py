@@ -3,8 +3,8 @@
 1. Step 1 sets nothing: its outcome (right or wrong) is the one to turn; its compile is the
    recorded run, whose PassContext config (repro/context.json) says each config's value.
 2. One step per boolean pass config of the installed TileLang (tilelang.transform.PassConfigKey,
-   read at run time, kept to the configs rerun/trust.py knows as booleans and that write no
-   files), flipped alone: set to the opposite of its recorded value (an unset one counts as
+   read at run time, kept to the configs rerun/trust.py knows as booleans, that TVM has
+   registered and that write no files), flipped alone: set to the opposite of its recorded value (an unset one counts as
    off). A flip the probe cannot compile is untestable without a script run.
 3. A flip that turns the outcome alone is the answer (every such flip is named). Otherwise
    every testable flip at once; when that turns it, ddmin narrows the set to a 1-minimal
@@ -86,6 +86,13 @@ def flippable(pattern: str | None = None) -> list[str]:
 
     names = [str(getattr(k, "value", k)) for k in PassConfigKey]
     out = [n for n in names if PASS_CONFIGS.get(n) == BOOL and n not in WRITES_FILES]
+    try:  # a key TVM has not registered is refused by every PassContext: nothing to flip
+        from tilelang import tvm  # type: ignore[import-not-found]
+
+        registered = {str(k) for k in tvm.transform.PassContext.list_configs()}
+        out = [n for n in out if n in registered]
+    except Exception:
+        pass
     if pattern is not None:
         out = [n for n in out if re.search(pattern, n)]
     return sorted(dict.fromkeys(out))
