@@ -3,7 +3,8 @@
 1. Two steps: nothing skipped (must be wrong), then every candidate skipped.
    Candidates are the top-level passes after position 0 that changed the IR in the
    recorded run (a pass that left the IR text as it was cannot have made it wrong), less
-   those known to be required.
+   those known to be required: the probe (probe.py, one process that recompiles the
+   recorded kernel) tries each alone first, and later each window before its step.
 2. A binary search over windows of the candidates (search.py): a step that does not
    compile is untestable, and the search goes on around it. What the steps learn (a
    candidate that cannot be skipped alone is required; candidates skipped in a step that
@@ -166,8 +167,11 @@ class Bisection:
         known = required | set(learned.get("skippable", ()))
         # One process that recompiles the recorded kernel answers "does this skip set compile?"
         # in a fraction of a step: first for each candidate alone (untestable alone = required).
+        by_id = {p.name: p for p in good.runs}
         self.probe = Probe(
-            list(good.runs), [[t.name for t in pl] for pl in pipelines], self.logs / "probe.log"
+            [by_id[m.run_id] for m in ms if m.run_id in by_id],
+            [[t.name for t in pl] for pl in pipelines],
+            self.logs / "probe.log",
         )
         out.probe_off = self.probe.off
         for p in changed:

@@ -172,8 +172,11 @@ class ConfigBisection:
             values[n] = not bool(v) if isinstance(v, (bool, int)) else True
         out = ConfigResult(NONE, base.outcome, self.steps, values=values, good_run=first)
         target = RIGHT if base.outcome == WRONG else WRONG
+        by_id = {p.name: p for p in base.runs}
         self.probe = Probe(
-            list(base.runs), [[t.name for t in top_passes(m)] for m in ms], self.logs / "probe.log"
+            [by_id[m.run_id] for m in ms if m.run_id in by_id],
+            [[t.name for t in top_passes(m)] for m in ms],
+            self.logs / "probe.log",
         )
         for n in names:
             s = self.step(f"flip {n}={values[n]}", {n: values[n]}, True)
