@@ -48,6 +48,26 @@ def test_required_passes_are_searched_around() -> None:
         assert s.required <= {1, 4, 10, 15}
 
 
+def test_interacting_skips_are_searched_around() -> None:
+    """Each candidate can be skipped alone, but some pairs cannot be skipped together (as on the gemm)."""
+    import math
+
+    pairs = [{2, 5}, {7, 9}, {0, 12}]
+    for c in range(13):
+        s = WindowSearch(13, proven=False)
+        steps = 0
+        while (w := s.next()) is not None:
+            steps += 1
+            assert steps < 60
+            if any(p <= set(w) for p in pairs):
+                s.record(w, UNTESTABLE)
+            else:
+                s.record(w, RIGHT if c in w else WRONG)
+        assert s.found() == c, (c, s.suspects)
+        assert not s.required, "a pass that compiles alone was called required"
+        assert steps <= 3 * math.ceil(math.log2(13)) + 2
+
+
 def test_a_bug_in_a_required_pass_is_not_blamed_on_another() -> None:
     s, _ = _simulate(12, 4, {4, 7}, proven=False)
     assert s.found() is None
@@ -64,14 +84,43 @@ def test_a_bug_outside_the_candidates_leaves_no_suspect() -> None:
 def test_the_skip_set_variable_round_trips_and_refuses_junk() -> None:
     plan = SkipPlan.of([5, 3, 3], "^gemm")
     assert SkipPlan.from_env(plan.to_env()) == SkipPlan(frozenset({3, 5}), "^gemm")
+    plan = SkipPlan.of([], None, {"tl.disable_vectorize_256": True, "tirx.noalias": False})
+    back = SkipPlan.from_env(plan.to_env())
+    assert back == plan and dict(back.configs) == {"tl.disable_vectorize_256": True, "tirx.noalias": False}
     for bad in (
         '{"v": 2, "skip": []}',
         '{"v": 1, "skip": ["x"]}',
         '{"v": 1, "skip": [], "kernels": "("}',
+        '{"v": 1, "skip": [], "configs": ["tl.x"]}',
+        '{"v": 1, "skip": [], "configs": {"tl.x": "yes"}}',
         "[]",
     ):
         with pytest.raises(ValueError):
             SkipPlan.from_env(bad)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 9, 16])
+def test_ddmin_finds_a_one_minimal_set(n: int) -> None:
+    from itertools import combinations
+
+    from tltrace.bisect.ddmin import ddmin
+
+    items = [f"c{i}" for i in range(n)]
+    for size in (1, 2, 3):
+        for wanted in list(combinations(items, size))[:12]:
+            calls: list[tuple[str, ...]] = []
+
+            def test(
+                s: tuple[str, ...], wanted: tuple[str, ...] = wanted, calls: list[tuple[str, ...]] = calls
+            ) -> bool:
+                calls.append(s)
+                return set(wanted) <= set(s)
+
+            got = ddmin(items, test)
+            assert set(got) == set(wanted)
+            assert len(calls) == len(set(calls)), "a subset was tested twice"
+    # an "or": either of two configs alone is enough; the answer is one of them
+    assert ddmin(items, lambda s: "c0" in s or f"c{n - 1}" in s) in (("c0",), (f"c{n - 1}",))
 
 
 def test_top_passes_put_the_skipped_ones_back_in_place() -> None:
@@ -97,49 +146,159 @@ import tltrace.testing
 tltrace.testing.miscompile_from_env()
 sys.path.insert(0, {examples!r})
 import runpy
-sys.argv = ["elementwise_add.py", "--n", "256", "--block", "64"]
+sys.argv = [{name!r}] + sys.argv[1:]
 runpy.run_path({script!r}, run_name="__main__")
 """
 
+# Small shapes: every step runs the script once (about 4 s on the CPU, mostly imports).
+ADD = ("elementwise_add", ("--n", "256", "--block", "64"))
+SOFTMAX = ("softmax", ("--m", "64", "--n", "64"))
+GEMM = ("gemm", ("--m", "64", "--n", "64", "--k", "32"))
 
-@pytest.mark.slow
-def test_bisect_names_the_pass_a_miscompile_was_injected_into(tmp_path: Path) -> None:
-    """A real bisection on the CPU (about 20 compiles): the pass named in TLTRACE_MISCOMPILE is blamed."""
+
+def _bisect(
+    tmp: Path, kernel: tuple[str, tuple[str, ...]], miscompile: str, *flags: str, as_json: bool = True
+) -> tuple[subprocess.CompletedProcess[str], dict | None]:
+    """Run `tltrace bisect` on an example with a miscompile injected; return the process and its --json."""
+    name, args = kernel
     examples = REPO / "examples"
-    script = tmp_path / "inj_add.py"
-    script.write_text(SCRIPT.format(examples=str(examples), script=str(examples / "elementwise_add.py")))
-    env = dict(
-        os.environ, PYTHONPATH=str(REPO), TILELANG_DISABLE_CACHE="1", TLTRACE_MISCOMPILE="LoopUnswitching"
+    script = tmp / f"inj_{name}.py"
+    script.write_text(
+        SCRIPT.format(examples=str(examples), name=f"{name}.py", script=str(examples / f"{name}.py"))
     )
-    td = tmp_path / "td"
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tltrace",
-            "bisect",
-            "--json",
-            "--no-repro",
-            "--trace-dir",
-            str(td),
-            str(script),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-    )
-    assert p.returncode == 0, p.stderr[-2000:]
-    data = json.loads(p.stdout)
-    assert data["kind"] == "found"
-    assert data["culprit"]["name"].rsplit(".", 1)[-1] == "LoopUnswitching"
-    # every step is a traced invocation; the steps that skipped list it in their manifests
+    env = dict(os.environ, PYTHONPATH=str(REPO), TILELANG_DISABLE_CACHE="1", TLTRACE_MISCOMPILE=miscompile)
+    cmd = [sys.executable, "-m", "tltrace", "bisect", *(["--json"] if as_json else []), "--no-repro"]
+    cmd += [*flags, "--trace-dir", str(tmp / "td"), str(script), *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp)
+    return p, (json.loads(p.stdout) if as_json and p.stdout.strip() else None)
+
+
+def _bound(data: dict) -> int:
+    """The issue's budget: ceil(log2(skippable candidates)) + 3 steps (script runs)."""
+    import math
+
+    return math.ceil(math.log2(max(2, len(data["candidates"])))) + 3
+
+
+def _assert_found(data: dict, name: str) -> None:
     from tltrace.history.loading import load_run
 
-    skipped = [load_run(Path(r)).manifest.skipped for s in data["steps"][1:] for r in s["runs"]]
-    assert any(skipped) and all(isinstance(x, list) for x in skipped)
+    assert data["kind"] == "found", data
+    assert data["culprit"]["name"].rsplit(".", 1)[-1] == name
     # the recorded run holds the pass the result names, at that index
     good = load_run(Path(data["recorded_run"])).manifest
     assert (
         next(r for r in good.records if r.index == data["culprit"]["index"]).name == data["culprit"]["name"]
     )
+    assert len(data["steps"]) <= _bound(data), [s["purpose"] for s in data["steps"]]
+
+
+@pytest.fixture(scope="module")
+def add_loop_unswitching(tmp_path_factory: pytest.TempPathFactory):
+    return _bisect(tmp_path_factory.mktemp("add"), ADD, "LoopUnswitching")
+
+
+@pytest.mark.slow
+@pytest.mark.compile
+def test_bisect_names_the_pass_a_miscompile_was_injected_into(add_loop_unswitching) -> None:
+    """elementwise add, LoopUnswitching: found within the budget; the probe learned the required passes."""
+    from tltrace.history.loading import load_run
+
+    p, data = add_loop_unswitching
+    assert p.returncode == 0, p.stderr[-2000:]
+    _assert_found(data, "LoopUnswitching")
+    assert data["probe"]["compiles"] > 0 and data["probe"]["off"] is None
+    assert data["required"], "the probe found no required pass"
+    # every step is a traced invocation; the steps that skipped list it in their manifests
+    skipped = [load_run(Path(r)).manifest.skipped for s in data["steps"][1:] for r in s["runs"]]
+    assert any(skipped) and all(isinstance(x, list) for x in skipped)
+
+
+@pytest.mark.slow
+@pytest.mark.compile
+def test_each_steps_records_read_with_show(add_loop_unswitching) -> None:
+    from typer.testing import CliRunner
+
+    from tltrace.cli.app import app
+
+    _p, data = add_loop_unswitching
+    runs = [(s, r) for s in data["steps"] for r in s["runs"]]
+    assert runs
+    for s, r in runs:
+        res = CliRunner().invoke(app, ["show", r])
+        assert res.exit_code == 0, res.output
+        if s["skipped"] and s["outcome"] != "untestable":
+            assert "bisect step: skipped" in res.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.compile
+def test_a_second_kernel_and_pass_softmax_legalize_safe_memory_access(tmp_path: Path) -> None:
+    p, data = _bisect(tmp_path, SOFTMAX, "LegalizeSafeMemoryAccess")
+    assert p.returncode == 0, p.stderr[-2000:]
+    _assert_found(data, "LegalizeSafeMemoryAccess")
+
+
+@pytest.mark.slow
+@pytest.mark.compile
+def test_a_miscompile_in_a_required_pass_cannot_be_skipped(tmp_path: Path) -> None:
+    """VectorizeLoop cannot be skipped on the add: the bisection says so, lists it, and exits 1."""
+    p, _ = _bisect(tmp_path, ADD, "VectorizeLoop", as_json=False)
+    assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "the bug is in a pass that cannot be skipped, or before the pipeline" in p.stdout
+    listed = p.stdout.split("passes that were not skipped", 1)[1]
+    assert "VectorizeLoop" in listed
+
+
+@pytest.mark.slow
+@pytest.mark.compile
+def test_a_gemm_where_skips_interact_still_finds_the_pass(tmp_path: Path) -> None:
+    """The gemm (where skipping many passes together does not compile): found within the budget, and the
+    passes the probe found required are not candidates. The search around interacting windows is
+    test_interacting_skips_are_searched_around's."""
+    p, data = _bisect(tmp_path, GEMM, "LoopUnswitching")
+    assert p.returncode == 0, p.stderr[-2000:]
+    _assert_found(data, "LoopUnswitching")
+    required = {t["position"] for t in data["required"]}
+    assert required and not required & {t["position"] for t in data["candidates"]}
+
+
+@pytest.mark.slow
+@pytest.mark.compile
+def test_configs_names_the_config_that_turns_the_kernel_wrong(tmp_path: Path) -> None:
+    """A kernel wrong only when tl.disable_safe_memory_legalize is on: --configs names that config."""
+    from typer.testing import CliRunner
+
+    from tltrace.cli.app import app
+
+    flags = ("--configs", "--configs-matching", r"disable_(safe_memory|vectorize_256|loop_unswitching)")
+    p, data = _bisect(tmp_path, ADD, "LoopUnswitching?tl.disable_safe_memory_legalize", *flags)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert data["mode"] == "configs" and data["recorded"] == "right" and data["turns_to"] == "wrong"
+    assert data["culprits"] == {"tl.disable_safe_memory_legalize": True}
+    assert set(data["flips"]) == {
+        "tl.disable_safe_memory_legalize",
+        "tl.disable_vectorize_256",
+        "tl.disable_loop_unswitching",
+    }
+    assert data["flips"]["tl.disable_vectorize_256"] == {"value": True, "outcome": "right"}
+    assert "flip tl.disable_safe_memory_legalize=True] wrong" in p.stderr  # each flip's outcome, printed
+    for s in data["steps"]:
+        for r in s["runs"]:
+            assert CliRunner().invoke(app, ["show", r]).exit_code == 0
+
+
+@pytest.mark.compile
+def test_the_flippable_configs_are_read_from_the_installed_tilelang() -> None:
+    from tilelang import tvm
+    from tilelang.transform import PassConfigKey
+
+    from tltrace.bisect.configs import flippable
+    from tltrace.rerun.trust import BOOL, PASS_CONFIGS, WRITES_FILES
+
+    names = flippable()
+    keys = {str(k.value) for k in PassConfigKey}
+    assert names and set(names) <= keys
+    assert set(names) <= {str(k) for k in tvm.transform.PassContext.list_configs()}
+    assert all(PASS_CONFIGS[n] == BOOL for n in names) and not set(names) & WRITES_FILES
+    assert flippable("disable_vectorize") == sorted(n for n in names if "disable_vectorize" in n)

@@ -15,6 +15,10 @@ to the pass: tltrace records it as the pass's output, and a compile that skips t
 is not corrupted. The name is matched as `tltrace show --pass` matches one (exact, any
 case, or the end of a dotted name: `BindTarget` for `tirx.BindTarget`); `NAME#k` corrupts
 only the k-th top-level pass of that name in a compile (1-based).
+
+`NAME?CONFIG` (or `miscompile(NAME, when_config=CONFIG)`) corrupts only while the pass
+config CONFIG is set to a true value in the PassContext the pass runs in: a kernel that is
+wrong only when a config is on, for `tltrace bisect --configs`.
 """
 
 from __future__ import annotations
@@ -38,18 +42,20 @@ def miscompile_from_env() -> str | None:
     return name
 
 
-def miscompile(name: str) -> None:
-    """From now on, every TileLang compile in this process corrupts the output of the top-level pass `name`."""
+def miscompile(name: str, when_config: str | None = None) -> None:
+    """From now on, every TileLang compile in this process corrupts the output of the top-level pass `name`
+    (only while the pass config `when_config` is true, when given; `NAME?CONFIG` says the same)."""
     from tilelang.instrumentation import (  # type: ignore[import-not-found]
         PassInstrumentationTool,
         register_pass_instrumentation_tool,
     )
     from tvm.ir.instrument import pass_instrument  # type: ignore[import-not-found]
 
-    m = re.fullmatch(r"(.+?)(?:#(\d+))?", name.strip())
+    m = re.fullmatch(r"([^#?]+?)(?:#(\d+))?(?:\?([A-Za-z0-9_.]+))?", name.strip())
     if not m or not m.group(1):
-        raise ValueError(f"{name!r} is not a pass name (NAME or NAME#k)")
+        raise ValueError(f"{name!r} is not a pass name (NAME, NAME#k, NAME?CONFIG)")
     wanted, k = m.group(1), int(m.group(2)) if m.group(2) else None
+    config = when_config or m.group(3)
 
     @pass_instrument
     class Corrupt:
@@ -68,7 +74,7 @@ def miscompile(name: str) -> None:
             if self.depth or not _same_pass(str(info.name), wanted):
                 return
             self.tool.seen += 1
-            if k is None or self.tool.seen == k:
+            if (k is None or self.tool.seen == k) and (config is None or _config_on(config)):
                 _corrupt(mod)
 
     class MiscompileTool(PassInstrumentationTool):
@@ -88,6 +94,16 @@ def stop() -> None:
     from tilelang.instrumentation import unregister_pass_instrumentation_tool  # type: ignore
 
     unregister_pass_instrumentation_tool(TOOL_NAME)
+
+
+def _config_on(name: str) -> bool:
+    from tvm.ir.transform import PassContext  # type: ignore[import-not-found]
+
+    value = PassContext.current().config.get(name)
+    try:
+        return bool(int(value)) if value is not None else False
+    except (TypeError, ValueError):
+        return bool(value)
 
 
 def _same_pass(name: str, wanted: str) -> bool:

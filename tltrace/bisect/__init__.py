@@ -3,7 +3,8 @@
 1. Two steps: nothing skipped (must be wrong), then every candidate skipped.
    Candidates are the top-level passes after position 0 that changed the IR in the
    recorded run (a pass that left the IR text as it was cannot have made it wrong), less
-   those known to be required.
+   those known to be required: the probe (probe.py, one process that recompiles the
+   recorded kernel) tries each alone first, and later each window before its step.
 2. A binary search over windows of the candidates (search.py): a step that does not
    compile is untestable, and the search goes on around it. What the steps learn (a
    candidate that cannot be skipped alone is required; candidates skipped in a step that
@@ -28,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from .._atomic import atomic_write
-from ..config import new_invocation_id
 from ..errors import UsageError
+from ..format.ids import new_invocation_id
 from ..format.records import CHANGED, RunManifest
+from .probe import Probe
 from .search import RIGHT, UNTESTABLE, WRONG, WindowSearch
 from .steps import Spec, Step, TopPass, manifests, run_step, top_passes
 
@@ -66,6 +68,10 @@ class Result:
     kernel: str | None = None
     learned_from_cache: bool = False
     seconds: float = 0.0
+    probes: list[Step] = field(default_factory=list)  # skip sets the probe found untestable (no script run)
+    probe_compiles: int = 0  # compiles the probe ran (in one process)
+    probe_seconds: float = 0.0
+    probe_off: str | None = None  # why the probe gave no answers, if it did not
 
     @property
     def compiles(self) -> int:
@@ -88,6 +94,12 @@ class Result:
             "learned_from_cache": self.learned_from_cache,
             "steps": [s.to_json() for s in self.steps],
             "seconds": round(self.seconds, 3),
+            "probe": {
+                "compiles": self.probe_compiles,
+                "seconds": round(self.probe_seconds, 3),
+                "untestable": [s.to_json() for s in self.probes],
+                "off": self.probe_off,
+            },
         }
 
 
@@ -102,8 +114,18 @@ class Bisection:
         self.dir = spec.trace_dir.absolute() / ".bisect"
         self.logs = self.dir / new_invocation_id()
         self.search: WindowSearch | None = None
+        self.probe: Probe | None = None
+        self.probed: list[Step] = []
 
     def step(self, purpose: str, skip: tuple[int, ...] | None, suspects: int) -> Step:
+        """Run one step (a script run); a skip set the probe says does not compile is untestable without one."""
+        a = self.probe.ask(skip) if self.probe is not None and skip else None
+        if a is not None and not a.ok:
+            s = Step(0, purpose, tuple(skip or ()), UNTESTABLE, seconds=a.seconds, why=a.why, probe=True)
+            self.probed.append(s)
+            left = self.search.steps_left() if self.search is not None else 0
+            self.on_step(Progress(s, suspects, time.perf_counter() - self.t0, left))
+            return s
         s = run_step(
             self.spec, len(self.steps) + 1, purpose, skip, self.logs / f"step_{len(self.steps) + 1:02d}.log"
         )
@@ -113,6 +135,13 @@ class Bisection:
         return s
 
     def run(self) -> Result:
+        try:
+            return self._run()
+        finally:
+            if self.probe is not None:
+                self.probe.close()
+
+    def _run(self) -> Result:
         good = self.step("nothing skipped", None, 0)
         if good.outcome == UNTESTABLE:
             raise UsageError(
@@ -135,6 +164,19 @@ class Bisection:
             {t.position for pl in pipelines for t in pl if t.status == CHANGED and t.position > 0}
         )
         required = set(learned.get("required", ()))
+        known = required | set(learned.get("skippable", ()))
+        # One process that recompiles the recorded kernel answers "does this skip set compile?"
+        # in a fraction of a step: first for each candidate alone (untestable alone = required).
+        by_id = {p.name: p for p in good.runs}
+        self.probe = Probe(
+            [by_id[m.run_id] for m in ms if m.run_id in by_id],
+            [[t.name for t in pl] for pl in pipelines],
+            self.logs / "probe.log",
+        )
+        out.probe_off = self.probe.off
+        for p in changed:
+            if p not in known and (a := self.probe.ask((p,))) is not None and not a.ok:
+                required.add(p)
         cands = [p for p in changed if p not in required]
         every = self.step("every candidate skipped", tuple(cands), len(cands))
         out.candidates = [_at(ref, p) for p in cands]
@@ -170,6 +212,10 @@ class Bisection:
 
     def _done(self, out: Result) -> Result:
         out.seconds = time.perf_counter() - self.t0
+        out.probes = self.probed
+        if self.probe is not None:
+            out.probe_compiles, out.probe_seconds = self.probe.count, self.probe.seconds
+            out.probe_off = self.probe.off
         return out
 
     # -- the learned cache: <trace dir>/.bisect/learned.json, by pipeline signature --------------------

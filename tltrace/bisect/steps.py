@@ -63,6 +63,8 @@ class Step:
     invocation: str | None = None
     why: str | None = None  # untestable: the compile error's first line
     log: Path | None = None
+    probe: bool = False  # untestable by the probe's compile: the script did not run
+    configs: dict[str, bool | int | float] = field(default_factory=dict)  # pass configs set (--configs)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +79,8 @@ class Step:
             "invocation": self.invocation,
             "why": self.why,
             "log": str(self.log) if self.log else None,
+            "probe": self.probe,
+            "configs": dict(self.configs),
         }
 
 
@@ -116,9 +120,17 @@ def _run_dirs(trace_dir: Path) -> set[Path]:
     return out
 
 
-def run_step(spec: Spec, number: int, purpose: str, skip: tuple[int, ...] | None, log: Path) -> Step:
-    """Run the script once with `skip` (None: the normal trace path, no TLTRACE_BISECT); return the step."""
-    step = Step(number, purpose, tuple(skip or ()), log=log)
+def run_step(
+    spec: Spec,
+    number: int,
+    purpose: str,
+    skip: tuple[int, ...] | None,
+    log: Path,
+    configs: dict[str, bool | int | float] | None = None,
+) -> Step:
+    """Run the script once with `skip` and `configs` set (both None: the normal trace path, no
+    TLTRACE_BISECT); return the step."""
+    step = Step(number, purpose, tuple(skip or ()), log=log, configs=dict(configs or {}))
     trace_dir = spec.trace_dir.absolute()
     before = _run_dirs(trace_dir)
     cmd = [sys.executable, "-m", "tltrace", "run", "--quiet", "--mode", "terminal", "--keep", "0"]
@@ -130,8 +142,8 @@ def run_step(spec: Spec, number: int, purpose: str, skip: tuple[int, ...] | None
     env = dict(os.environ)
     env.pop(CHILD_ENV, None)
     env.pop(ENV, None)
-    if skip is not None:
-        env[ENV] = SkipPlan.of(skip, spec.kernels).to_env()
+    if skip is not None or configs:
+        env[ENV] = SkipPlan.of(skip or (), spec.kernels, configs).to_env()
     t0 = time.perf_counter()
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as out:

@@ -21,20 +21,29 @@ Examples:
   tltrace bisect gemm.py                         right = the script exits 0
   tltrace bisect gemm.py --m 256 --check 'python check.py out.npy'
   tltrace bisect --kernels '^gemm' job.py        skip passes only in gemm* compiles
+  tltrace bisect --configs gemm.py               which pass configs, flipped, turn it
 
 Each step runs SCRIPT once as 'tltrace run --quiet' does, in a child process,
 with some top-level passes skipped through TileLang's instrumentation seam: each
 step is an invocation that 'tltrace show' and 'diff-runs' read (its compiles
-list what they skipped). Step 1 skips nothing and must be wrong; step 2 skips
-every candidate (a pass after the first that changed the IR) and must be right.
-When step 2 does not compile, one step per candidate learns which passes are
-required (kept per pipeline in TRACE_DIR/.bisect/learned.json). Then a binary
-search of the limit: about log2(candidates) steps; a step that does not compile
-is skipped over, as 'git bisect skip' does. CMD runs through the shell, as typed.
-Exit status: 0 the first bad pass was found; 1 the bug is in a pass that cannot
-be skipped (or before the pipeline), or untestable steps left several suspects;
-2 bad usage, or the script does not compile with nothing skipped; 6 the script
-is right with nothing skipped (nothing to bisect). docs/bisect.md says more.
+list what they skipped). Step 1 skips nothing and must be wrong. A probe (one
+process that recompiles the recorded kernel, no script run) learns which of the
+passes that changed the IR cannot be skipped alone (kept per pipeline in
+TRACE_DIR/.bisect/learned.json); step 2 skips every other one. Then a binary
+search over windows of them: about log2(candidates) steps; a window the probe
+cannot compile costs no step, and a step that does not compile is skipped over,
+as 'git bisect skip' does. CMD runs through the shell, as typed.
+
+With --configs, each boolean pass config of the installed TileLang is flipped
+alone (one step each, its outcome printed), then delta debugging narrows all
+the flips to the smallest set that turns the outcome: wrong into right, or
+right into wrong.
+
+Exit status: 0 the first bad pass (or a set of config flips) was found; 1 the
+bug is in a pass that cannot be skipped (or before the pipeline), untestable
+steps left several suspects, or no config flip turns the outcome; 2 bad usage,
+or the script does not compile with nothing skipped; 6 the script is right with
+nothing skipped (nothing to bisect). docs/bisect.md says more.
 """
 
 
@@ -72,8 +81,20 @@ def bisect_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
     no_repro: bool = typer.Option(False, "--no-repro", help="Write no repro directory for the bad pass."),
     context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in the diff."),
+    configs: bool = typer.Option(
+        False,
+        "--configs",
+        help="Flip boolean pass configs instead of skipping passes: name the smallest set that turns "
+        "the outcome (wrong into right, or right into wrong).",
+    ),
+    configs_matching: Optional[str] = typer.Option(
+        None,
+        "--configs-matching",
+        metavar="REGEX",
+        help="With --configs: flip only the configs whose name matches REGEX.",
+    ),
 ) -> None:
-    """Find the first TileLang pass that makes SCRIPT's kernel wrong, by skipping passes."""
+    """Find the TileLang pass (or, with --configs, the pass configs) that makes SCRIPT's kernel wrong."""
     from .. import bisect as core
     from ..config import compile_regex, trace_dir_of
 
@@ -86,9 +107,14 @@ def bisect_cmd(
         raise fail(f"script {script} does not exist")
     try:
         compile_regex(kernels, "--kernels")
+        compile_regex(configs_matching, "--configs-matching")
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
+    if configs_matching is not None and not configs:
+        raise fail("--configs-matching needs --configs")
     spec = core.Spec(script, tuple(rest), check, kernels, trace_dir_of(trace_dir))
+    if configs:
+        _configs(spec, configs_matching, as_json)
     try:
         result = core.bisect(spec, _progress)
     except TltraceError as exc:
@@ -105,6 +131,53 @@ def bisect_cmd(
     raise typer.Exit({core.FOUND: 0, core.NOT_WRONG: EXIT_NOT_WRONG}.get(result.kind, 1))
 
 
+def _configs(spec, pattern: Optional[str], as_json: bool) -> None:  # noqa: ANN001
+    from ..bisect import configs as cfg
+
+    try:
+        result = cfg.bisect_configs(spec, _flip, pattern)
+    except TltraceError as exc:
+        raise fail(str(exc), exc.exit_code) from None
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=1))
+    else:
+        n = len(result.steps)
+        cost = f"{n} step(s), {result.seconds:.0f}s"
+        turned = "wrong into right" if result.recorded == "wrong" else "right into wrong"
+        if result.kind == cfg.NONE:
+            typer.echo(
+                f"no config flip turns the outcome ({result.recorded} with nothing flipped), alone or "
+                f"all together ({cost})"
+            )
+        else:
+            sets = ", ".join(f"{c}={result.values[c]}" for c in result.culprits)
+            if result.single:
+                typer.echo(
+                    f"each of these config flips alone turns {turned}: {sets}  ({cost})"
+                    if len(result.culprits) > 1
+                    else f"the config flip that turns {turned}: {sets}  ({cost})"
+                )
+            else:
+                typer.echo(f"the smallest set of config flips that turns {turned}: {sets}  ({cost})")
+        typer.echo(f"  recorded run: {result.good_run}")
+        typer.echo(f"each flip alone (the recorded run is {result.recorded}):")
+        for name, outcome in result.flips.items():
+            typer.echo(f"  {name}={result.values[name]}: {outcome}")
+    raise typer.Exit(0 if result.kind == cfg.FOUND else 1)
+
+
+def _flip(f) -> None:  # noqa: ANN001  # tltrace.bisect.configs.Flip
+    s = f.step
+    extra = f" (exit {s.script_rc})" if s.check_rc is None else f" (check exit {s.check_rc})"
+    if s.outcome == "untestable":
+        extra = f": {s.why}" if s.why else ""
+    what = "probe (no script run)" if s.probe else f"step {s.number}"
+    typer.echo(
+        f"bisect: {what} [{s.purpose}] {s.outcome}{extra} in {s.seconds:.1f}s, {f.elapsed:.0f}s elapsed",
+        err=True,
+    )
+
+
 def _progress(p) -> None:  # noqa: ANN001  # tltrace.bisect.Progress
     s = p.step
     extra = f" (exit {s.script_rc})" if s.check_rc is None else f" (check exit {s.check_rc})"
@@ -112,8 +185,9 @@ def _progress(p) -> None:  # noqa: ANN001  # tltrace.bisect.Progress
         extra = f": {s.why}" if s.why else ""
     left = f", ~{p.steps_left} step(s) to go" if p.steps_left else ""
     rng = f", {p.suspects} suspect(s) left" if p.suspects else ""
+    what = "probe (no script run)" if s.probe else f"step {s.number}"
     typer.echo(
-        f"bisect: step {s.number} [{s.purpose}] {s.outcome}{extra} in {s.seconds:.1f}s{rng}, "
+        f"bisect: {what} [{s.purpose}] {s.outcome}{extra} in {s.seconds:.1f}s{rng}, "
         f"{p.elapsed:.0f}s elapsed{left}",
         err=True,
     )
@@ -128,7 +202,12 @@ def _report(result, context: int, repro_dir: Optional[Path]) -> None:  # noqa: A
     from .. import bisect as core
 
     n = len(result.steps)
-    cost = f"{n} step(s), {result.seconds:.0f}s" + (
+    probed = (
+        f", {result.probe_compiles} probe compile(s) in one process ({result.probe_seconds:.0f}s)"
+        if result.probe_compiles
+        else ""
+    )
+    cost = f"{n} step(s){probed}, {result.seconds:.0f}s" + (
         " (what is required was known from an earlier bisection)" if result.learned_from_cache else ""
     )
     if result.kind == core.NOT_WRONG:

@@ -9,6 +9,15 @@ position (0, 1, ... in the order the compile reaches its top-level passes, skipp
 counted) is in the set. A skipped pass runs no callback of any instrument, so the tool
 notes what it skipped in the compile's manifest (`skipped`: position, name, phase), which
 `show` prints. Nothing of TileLang is patched.
+
+`bisect --configs` passes pass configs the same way (`configs`: name -> value). The tool
+applies them through the seam: around each backend pipeline (`pipeline_scope`) and each
+codegen call (`run_codegen`) it enters a PassContext nested in the compile's own, with the
+same opt level and the compile's config updated by the plan's, and fresh instruments of
+the same compile session (as TileLang's nested helpers make them). The passes of the
+pipeline, and the pipeline code that reads `PassContext.current().config`, see the flipped
+values; what TileLang reads outside the pipelines (the pre-lowering semantic check, the
+host/device split, the build's compiler flags) keeps the script's.
 """
 
 from __future__ import annotations
@@ -16,8 +25,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from typing import Any
 
 ENV = "TLTRACE_BISECT"
@@ -31,14 +41,23 @@ class SkipPlan:
 
     positions: frozenset[int]
     kernels: str | None = None
+    configs: tuple[tuple[str, bool | int | float], ...] = field(default=())  # pass configs to set, sorted
 
     def to_env(self) -> str:
         """Return TLTRACE_BISECT's value for this plan."""
-        return json.dumps({"v": _VERSION, "skip": sorted(self.positions), "kernels": self.kernels})
+        data: dict[str, Any] = {"v": _VERSION, "skip": sorted(self.positions), "kernels": self.kernels}
+        if self.configs:
+            data["configs"] = dict(self.configs)
+        return json.dumps(data)
 
     @classmethod
-    def of(cls, positions: Iterable[int], kernels: str | None = None) -> SkipPlan:
-        return cls(frozenset(int(p) for p in positions), kernels)
+    def of(
+        cls,
+        positions: Iterable[int],
+        kernels: str | None = None,
+        configs: Mapping[str, bool | int | float] | None = None,
+    ) -> SkipPlan:
+        return cls(frozenset(int(p) for p in positions), kernels, tuple(sorted((configs or {}).items())))
 
     @classmethod
     def from_env(cls, text: str) -> SkipPlan:
@@ -59,7 +78,12 @@ class SkipPlan:
                 re.compile(kernels)
             except re.error as exc:
                 raise ValueError(f"{ENV}'s 'kernels' is not a regular expression ({exc})") from None
-        return cls(frozenset(skip), kernels)
+        configs = data.get("configs", {})
+        if not isinstance(configs, dict) or not all(
+            isinstance(k, str) and isinstance(v, (bool, int, float)) for k, v in configs.items()
+        ):
+            raise ValueError(f"{ENV}'s 'configs' is not a map of pass config names to values")
+        return cls(frozenset(skip), kernels, tuple(sorted(configs.items())))
 
 
 def plan_in(environ: Mapping[str, str] | None = None) -> SkipPlan | None:
@@ -105,6 +129,7 @@ def _tool_class() -> Any:
             self.plan = plan
             self.position = 0
             self.skipped: list[dict[str, Any]] = []
+            self.names: list[str] = []  # every top-level pass reached, skipped or not
             self.applies: bool | None = None  # decided once the kernel's name is known
 
         def create_pass_instrument(self) -> object | None:
@@ -120,10 +145,22 @@ def _tool_class() -> Any:
                 return None
             return SkipInstrument(self)
 
+        def pipeline_scope(self, base_phase: str) -> Any:
+            if not self.plan.configs or self.applies is False:
+                return nullcontext()
+            return _configs_applied(dict(self.plan.configs))
+
+        def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
+            if not self.plan.configs or self.applies is False:
+                return next_call()
+            with _configs_applied(dict(self.plan.configs)):
+                return next_call()
+
         def skip(self, name: str) -> bool:
             """Return True when the next top-level pass (`name`) is to be skipped; count it either way."""
             pos = self.position
             self.position += 1
+            self.names.append(name)
             if pos not in self.plan.positions:
                 return False
             from tilelang.instrumentation import current_pass_phase  # type: ignore[import-not-found]
@@ -154,6 +191,26 @@ def _tool_class() -> Any:
 
     _TOOL = SkipTool
     return SkipTool
+
+
+@contextmanager
+def _configs_applied(configs: dict[str, Any]) -> Iterator[None]:
+    """Run the body in a PassContext nested in the current one, its config updated by `configs`."""
+    from tilelang.instrumentation import create_pass_instruments  # type: ignore[import-not-found]
+    from tvm.ir.transform import PassContext  # type: ignore[import-not-found]
+
+    cur = PassContext.current()
+    config = {str(k): v for k, v in cur.config.items()}
+    config.update(configs)
+    ctx = PassContext(
+        opt_level=int(cur.opt_level),
+        config=config,
+        required_pass=[str(p) for p in cur.required_pass],
+        disabled_pass=[str(p) for p in cur.disabled_pass],
+        instruments=create_pass_instruments(context="tltrace-bisect: configs"),
+    )
+    with ctx:
+        yield
 
 
 def _note_skipped(skipped: list[dict[str, Any]]) -> None:
