@@ -186,13 +186,14 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
         _warn(f"skipped {link}: a symbolic link; tltrace does not follow links")
     invs = []
     for sd in loc.script_dirs:
-        for inv in runs.group_invocations([runs.load_run(p, size=True) for p in runs.run_dirs(sd)]):
+        loaded = [runs.load_run(p, size=True) for p in runs.run_dirs(sd)]
+        for inv in runs.group_invocations(loaded, runs.empty_invocations(sd), sd):
             compiles = [
                 r
                 for r in inv.runs
                 if kernel is None or (r.manifest is not None and r.manifest.kernel == kernel)
             ]
-            if compiles:
+            if compiles or (kernel is None and inv.empty is not None):
                 invs.append((inv, compiles))
     if kernel is not None:  # positions count only the invocations that compiled `kernel`
         by_script: dict[str, list] = {}
@@ -227,6 +228,15 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
     for inv, compiles in invs:
         if len(compiles) == 1 and len(inv.runs) == 1:
             table.add(_run_row(compiles[0]), str(inv.position))
+            continue
+        if not inv.runs:
+            why = inv.empty.reason if inv.empty is not None else "no compile recorded"
+            table.heading(
+                str(inv.position),
+                inv.script_dir.name if several else None,
+                f"invocation {inv.id}: no TileLang compile traced ({why})",
+                _when(inv.started),
+            )
             continue
         failed = sum(1 for r in compiles if r.status not in ("complete", "running"))
         head = f"invocation {inv.id}: {len(compiles)} compiles" + (
@@ -338,6 +348,9 @@ def _show_invocation(sel, as_json: bool) -> None:
     from rich.text import Text
 
     con = _console()
+    if not inv.runs:
+        _show_empty(con, sel)
+        return
     head = Text()
     head.append(f"{inv.script_dir.name}  ", style="bold")
     head.append(f"invocation {sel.spec}  {inv.id}")
@@ -355,6 +368,23 @@ def _show_invocation(sel, as_json: bool) -> None:
         ),
         soft_wrap=True,
     )
+
+
+def _show_empty(con: Any, sel) -> None:
+    """An invocation that traced no compile: when, the command, and why nothing was traced."""
+    from rich.text import Text
+
+    inv, e = sel.invocation, sel.invocation.empty
+    head = Text()
+    head.append(f"{inv.script_dir.name}  ", style="bold")
+    head.append(f"invocation {sel.spec}  {inv.id}")
+    head.append(f"\n0 compiles  {_when(inv.started)}  {inv.status}", style="dim")
+    if e is not None and e.command:
+        head.append("\n$ " + _command_line(e.command), style="dim")
+    head.append("\nno TileLang compile was traced", style="bold yellow")
+    if e is not None:
+        head.append(f": {e.reason}")
+    con.print(head, soft_wrap=not con.is_terminal)
 
 
 def _show_run(run, as_json: bool) -> None:
@@ -526,6 +556,8 @@ def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: b
 def _show_html(sel, as_json: bool) -> None:
     from ..render.html import write_index, write_report
 
+    if not sel.runs:
+        sel.one("--html")  # an invocation that traced no compile: one line, exit 2
     try:
         if sel.single is not None:
             run = sel.single

@@ -232,12 +232,23 @@ class Selection:
         """Return the one selected compile; UsageError naming the candidates when there are several."""
         if len(self.runs) == 1:
             return self.runs[0]
+        if not self.runs:
+            raise UsageError(no_compile_line(self.invocation, self.spec))
         names = ", ".join(label(r.manifest, r.run_id) for r in self.runs[:4])
         more = ", ..." if len(self.runs) > 4 else ""
         raise UsageError(
             f"invocation {self.spec} has {len(self.runs)} compiles ({names}{more}); {what} needs one: "
             "name it with --kernel NAME, a signature prefix or a run id"
         )
+
+
+def no_compile_line(inv: RecordedInvocation, spec: str) -> str:
+    """Return the one line for an invocation that traced no compile (there is nothing to open in it)."""
+    why = inv.empty.reason if inv.empty is not None else "no compile was recorded"
+    return (
+        f"invocation {spec} of {inv.script_dir.name} traced no TileLang compile ({why}); "
+        f"{command('tltrace', 'show', inv.script_dir.name)} lists the invocations"
+    )
 
 
 _T = TypeVar("_T")

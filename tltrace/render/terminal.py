@@ -275,6 +275,19 @@ def summary_line(
     return t
 
 
+def empty_line(event: InvocationFinished, settings: Settings) -> Text:
+    """Return the line for an invocation that traced no compile: why, and the command that shows it."""
+    from .._shell import command
+    from ..config import trace_dir_args
+
+    t = Text("no TileLang compile was traced", style="bold yellow")
+    t.append(f": {event.empty.reason}")
+    if event.empty_path is not None:
+        show = command("tltrace", "show", *trace_dir_args(settings.trace_dir), event.empty.script, "-1")
+        t.append(f"  recorded as invocation -1: {show}", style="dim")
+    return t
+
+
 def _short_path(path: Path) -> str:
     """Return a path relative to the working directory when it is under it, else as given."""
     try:
@@ -574,7 +587,9 @@ class TerminalView:
             report = self._report(event.run_dir)
             self._print_texts([summary_line(event.manifest, event.run_dir, report, label)])
         elif isinstance(event, InvocationFinished):
-            if self.settings.quiet:
+            if event.empty is not None and not event.runs:
+                self._print_texts([empty_line(event, self.settings)])
+            elif self.settings.quiet:
                 self._invocation_summary(event)
         elif isinstance(event, WorkingFiles):
             self._print_texts(working_files_lines(event))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 from .records import PassRecord, RunManifest
@@ -86,6 +87,10 @@ class InvocationFinished:
     # Run ids of compiles that ended but whose run tltrace could not finalise (the final manifest
     # write failed): on disk they still say running. Views call them "finished, not finalised".
     not_finalised: tuple[str, ...] = ()
+    # An invocation that traced no compile: what was recorded of it (session/empty.EmptyInvocation)
+    # and where (None when the record could not be written); `show -1` then names this run.
+    empty: Any = None
+    empty_path: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -272,7 +272,12 @@ def run_target(
         if not forked:
             # An os.fork() child that ran on to the script's end skips this: the parent summarises,
             # prunes and writes the index (the child's compiles are on disk already).
-            invocation.finish(interrupted=code == EXIT_INTERRUPTED, prune=installed)
+            invocation.finish(
+                interrupted=code == EXIT_INTERRUPTED,
+                prune=installed,
+                record_empty=tracing is not None,
+                imported=installed or "tilelang" in sys.modules,
+            )
             if finalize is not None:
                 try:
                     finalize()
