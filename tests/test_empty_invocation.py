@@ -10,6 +10,8 @@ from tltrace.history.runs import invocations
 from tltrace.history.retention import clean
 from tltrace.session import empty
 
+from ._schema import check
+
 NOTHING = "print('no kernel here')\n"
 
 
@@ -31,6 +33,9 @@ def test_a_script_that_compiles_nothing_says_so_and_is_minus_one(run_cli, tmp_pa
     assert "no TileLang compile was traced" in r.stdout
     assert "\n$ tltrace " in r.stdout  # the command line it ran (in-process here: pytest's argv)
     data = json.loads(run_cli("show", "--trace-dir", "traces", "nothing", "-1", "--json").stdout)
+    check(data, "one_invocation")  # docs/show.schema.json describes it
+    r = run_cli("show", "--trace-dir", "traces", "nothing", "--json")
+    check(json.loads(r.stdout), "listing")
     inv = data["invocation"]
     assert inv["status"] == "empty" and inv["compiles"] == []
     assert inv["empty"]["imported"] is False and inv["empty"]["cwd"] == str(tmp_path)
