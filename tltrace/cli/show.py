@@ -340,6 +340,8 @@ class _CompileTable:
 
 def _show_invocation(sel, as_json: bool) -> None:
     """One invocation with several compiles: list them (failed first), with how to open one."""
+    from ..history.resolve import script_words
+
     inv = sel.invocation
     runs = _ordered([r.measured() for r in sel.runs])  # sizes, as the listing gives them
     if as_json:
@@ -362,7 +364,8 @@ def _show_invocation(sel, as_json: bool) -> None:
     table.print(con)
     con.print(
         _t(
-            f"open one: {command('tltrace', 'show', inv.script_dir.name, sel.spec)} SIGNATURE (a prefix), "
+            f"open one: {command('tltrace', 'show', *script_words(inv.script_dir), sel.spec)} SIGNATURE "
+            "(a prefix), "
             "or --kernel NAME",
             "dim",
         ),

@@ -46,6 +46,7 @@ from .resolve import parse_run_ref as parse_run_ref
 from .resolve import resolve_run as resolve_run
 from .resolve import no_compile_line as no_compile_line
 from .resolve import select as select
+from .resolve import script_words as script_words
 from .resolve import skipped_links as skipped_links
 from .resolve import split_target as split_target
 from .texts import find_record as find_record
