@@ -6,8 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from tltrace.history.runs import invocations
 from tltrace.history.retention import clean
+from tltrace.history.runs import invocations
 from tltrace.session import empty
 
 from ._schema import check

@@ -23,7 +23,9 @@ def _report_meta(report: Path) -> dict:
     data = report.read_bytes()
     start = len(report_head())
     metas = []  # the page keeps the last one (a compile's header grows as it runs)
-    for m in re.finditer(rb'<script type="application/json" class="tl-d">(.*?)</script>\n', data[start:], re.S):
+    for m in re.finditer(
+        rb'<script type="application/json" class="tl-d">(.*?)</script>\n', data[start:], re.S
+    ):
         chunk = json.loads(m.group(1))
         if chunk.get("t") == "meta":
             metas.append(chunk)

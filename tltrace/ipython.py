@@ -15,6 +15,7 @@ import argparse
 import shlex
 from typing import Any
 
+
 class _BadArgs(Exception):
     pass
 

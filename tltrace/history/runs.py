@@ -40,13 +40,13 @@ from .resolve import Selection as Selection
 from .resolve import list_runs as list_runs
 from .resolve import locate as locate
 from .resolve import looks_like_run_spec as looks_like_run_spec
+from .resolve import no_compile_line as no_compile_line
 from .resolve import open_selection as open_selection
 from .resolve import parse_ref as parse_ref
 from .resolve import parse_run_ref as parse_run_ref
 from .resolve import resolve_run as resolve_run
-from .resolve import no_compile_line as no_compile_line
-from .resolve import select as select
 from .resolve import script_words as script_words
+from .resolve import select as select
 from .resolve import skipped_links as skipped_links
 from .resolve import split_target as split_target
 from .texts import find_record as find_record

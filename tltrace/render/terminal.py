@@ -264,7 +264,11 @@ def summary_line(
     elif manifest.status == RUNNING:
         t.append(f"{_unfinished_word(manifest, not_finalised)}: ", style="bold yellow")
     else:
-        t.append("interrupted: " if _interrupted(manifest) else "compile failed: ", style="bold red")
+        at = next((r.name for r in manifest.records if r.status == FAILED), None)
+        if _interrupted(manifest):
+            t.append("interrupted: ", style="bold red")
+        else:
+            t.append(f"compile failed at {at}: " if at else "compile failed: ", style="bold red")
     t.append(f"{total} passes, {changed} changed, {failed} failed, {c.get(CODEGEN, 0)} codegen")
     if isinstance(manifest.finished, (int, float)) and isinstance(manifest.started, (int, float)):
         took = manifest.finished - manifest.started
@@ -302,11 +306,9 @@ def stream_label(manifest: RunManifest) -> str:
 
     The signature starts with it, so it also works as a SIGNATURE prefix for `show`.
     """
-    kernel = manifest.kernel or "?"
-    sig = (manifest.signature or "").split(" ")
-    if len(sig) > 1 and sig[0] == kernel and sig[1] and sig[1][0].isdigit():
-        return f"{kernel} {sig[1].split(',')[0]}"
-    return kernel
+    from ..session.signature import short_label
+
+    return short_label(manifest.kernel, manifest.signature)
 
 
 def summary_table(
@@ -658,7 +660,11 @@ class TerminalView:
             style="bold red" if failed or stopped else "bold",
         )
         head.append(f"  invocation {event.invocation}", style="dim")
-        head.append(f"  records: {records_dir}", style="dim")
+        index = self.settings.script_dir / "report.html"
+        if self.settings.html and os.path.isfile(index) and not os.path.islink(index):
+            head.append(f"  index: {_short_path(index)}", style="dim")  # the compiles, failed first
+        else:
+            head.append(f"  records: {records_dir}", style="dim")
         self._print_texts(
             [
                 head,
@@ -694,8 +700,8 @@ class TerminalView:
         if n.kind == "warning":
             self._warn(n.message)
             return
-        if n.kernel:
-            t.append(f"[{n.kernel}] ", style="bold blue")
+        if n.label or n.kernel:
+            t.append(f"[{n.label or n.kernel}] ", style="bold blue")
         label = "cached: not traced" if n.kind == "cached" else n.kind
         t.append(label, style=style)
         if n.message:

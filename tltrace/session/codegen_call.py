@@ -24,7 +24,7 @@ from .capture import OpenPass, TraceSession
 from .events import Notice
 from .interrupt import interrupted
 from .records import CODEGEN, PassRecord
-from .signature import launch_info
+from .signature import launch_info, short_label, signature
 from .snapshot import Side
 
 CODEGEN_PHASE = "codegen"
@@ -247,8 +247,10 @@ def _reconcile(
     )
     for w in outcome.warnings:
         s.warn(w)
+    # The stream's name for this compile (`add 512`); the signature is set as the compile ends.
+    label = short_label(kernel, s.manifest.signature or signature(kernel, launch, None))
     for kind, message, path in outcome.notices:
-        s.emit(Notice(kind, message, kernel=kernel, path=path))
+        s.emit(Notice(kind, message, kernel=kernel, path=path, label=label))
     if outcome.tag:
         s.emit(
             Notice(
@@ -258,6 +260,7 @@ def _reconcile(
                 path=outcome.path,
                 diff=outcome.diff,
                 diff_names=outcome.diff_names,
+                label=label,
             )
         )
         s.wait(30)  # printed (not only queued) before the journal lets go of it

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from .records import PassRecord, RunManifest
 from .sourcemap import LineMap
@@ -49,6 +49,7 @@ class Notice:
     path: Path | None = None
     diff: tuple[str, str] | None = None  # (before, after): PATCHED shows the user's edit as a diff
     diff_names: tuple[str, str] = ("before", "after")  # the diff's header: the files it compares
+    label: str | None = None  # the compile's short label (`add 512`, signature.short_label), where known
 
 
 @dataclass(frozen=True)

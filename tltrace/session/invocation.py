@@ -135,6 +135,7 @@ class Invocation:
         self.check_cache()
         with self._lock:
             runs = tuple(self.runs)
+        own = {m.run_id for m in runs}
         runs = self._with_other_processes(runs)
         with self._lock:
             unfinalised = tuple(sorted(self.not_finalised))
@@ -142,7 +143,8 @@ class Invocation:
             self._record_empty(interrupted, imported) if record_empty and not runs else (None, None)
         )
         try:
-            report_unapplied(self.settings, self._emit, self.ledger, cached=frozenset(self.cached))
+            others = tuple(m for m in runs if m.run_id not in own)  # the job's other processes'
+            report_unapplied(self.settings, self._emit, self.ledger, cached=frozenset(self.cached), others=others)
             self._emit(InvocationFinished(self.id, runs, interrupted, unfinalised, empty, empty_path))
         finally:
             self.close()
