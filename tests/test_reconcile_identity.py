@@ -191,7 +191,7 @@ def test_edit_is_compiled_when_recording_fails(tmp_path, examples_dir):
     objects.write_text("not a directory")  # every record write now fails
     p = _tltrace_run(tmp_path, script, "--n", "512")
     assert "tracing stopped" in p.stderr
-    assert "[add] PATCHED" in p.stdout, p.stdout + p.stderr
+    assert "[add 512] PATCHED" in p.stdout, p.stdout + p.stderr
     assert "WRONG RESULT" in p.stdout + p.stderr or p.returncode != 0  # the edit (a-b) really ran
 
 
