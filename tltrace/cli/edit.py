@@ -11,7 +11,7 @@ import typer
 from ..config import trace_dir_of
 from ..errors import EXIT_CONFLICT, EXIT_OK, TltraceError
 from .shared import fail as _fail  # one `fail`, one --trace-dir for every command
-from .shared import trace_dir_option
+from .shared import no_such_option, trace_dir_option
 from .shared import warn as _warn
 
 WATCH_EPILOG = """\
@@ -107,7 +107,7 @@ def watch_cmd(
     if script is None:
         raise _fail("missing SCRIPT; try 'tltrace watch --help'")
     if script.startswith("-") and script != "-" and not Path(script).exists():
-        raise _fail(f"no such option: {script.split('=', 1)[0]}; try 'tltrace watch --help'")
+        raise _fail(no_such_option(script))
     try:
         m = parse_mode(p["mode"], source="--mode")
     except TltraceError as exc:

@@ -38,6 +38,26 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     return typer.Exit(code)
 
 
+def no_such_option(word: str) -> str:
+    """Return the message for an unknown option of the running command: the closest options (did
+    you mean) and the --help to try."""
+    import difflib
+
+    from typer._click.globals import get_current_context  # typer's own click
+
+    name = word.split("=", 1)[0]
+    ctx = get_current_context(silent=True)
+    opts: list[str] = []
+    path = "tltrace"
+    if ctx is not None:
+        path = ctx.command_path
+        for p in ctx.command.get_params(ctx):
+            opts += [o for o in (*p.opts, *p.secondary_opts) if o.startswith("--") and o != "--help"]
+    close = difflib.get_close_matches(name, opts, n=2, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    return f"no such option: {name}{hint}; try '{path} --help'"
+
+
 def warn(message: str) -> None:
     from ..render.visible import visible
 

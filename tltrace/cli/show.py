@@ -482,7 +482,7 @@ def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: b
     from ..history import runs
     from ..passref import ref_of, resolve
 
-    rec = runs.find_record(run.require(), spec)
+    rec = runs.find_record(run.require(), spec, run.path)
     found = resolve(run.manifest.records, spec)
     others = (
         [ref_of(run.manifest.records, i) for i in found.matches if i != found.pos] if found.others else []

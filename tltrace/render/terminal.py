@@ -619,10 +619,16 @@ class TerminalView:
         if getattr(self, "_only_warned", False):
             return
         self._only_warned = True
+        from .._shell import command
+        from ..history.resolve import script_words
+        from ..passref import did_you_mean
+
         names = list(dict.fromkeys(r.name for r in event.manifest.records))
+        lister = command("tltrace", "show", *script_words(Path(event.run_dir).parent.parent), event.manifest.run_id)
         self._warn(
             f"--only {only.pattern!r} matched none of the {len(names)} pass names of "
-            f"{stream_label(event.manifest)} (e.g. {', '.join(names[:4])}); 'tltrace show' lists them"
+            f"{stream_label(event.manifest)}{did_you_mean(names, only.pattern)} (e.g. {', '.join(names[:4])}); "
+            f"{lister} lists them"
         )
 
     def _report(self, run_dir: Path) -> Path | None:
