@@ -125,7 +125,7 @@ def test_failed_pass_is_recorded(run_cli, tmp_path):
     assert r.exit_code == 1
     assert "InternalError" in r.stderr and "Traceback" in r.stderr  # the compile error, unchanged
     assert "LayoutInference  FAILED" in r.stdout
-    assert "compile failed:" in r.stdout
+    assert "compile failed at LayoutInference:" in r.stdout  # the pass it failed at
     (run,) = (tmp_path / "tr" / "bad" / ".run_records").glob("run_*")
     m = read_manifest(run)
     assert m["status"] == "error" and "layout" in m["error"].lower()
