@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from .._version import __version__
 from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
@@ -349,6 +349,11 @@ def _register_commands() -> None:
     cli_export.register(app)
     cli_repro.register(app)
     cli_bisect.register(app)
+    from .shared import UsageCommand
+
+    for info in app.registered_commands:  # usage lines as the metavars say them (shared.UsageCommand)
+        if info.cls is None or info.cls is TyperCommand:
+            info.cls = UsageCommand
 
 
 _register_commands()

@@ -139,7 +139,21 @@ def _reparse(ctx, tokens: list[str]) -> None:
 
 
 # -- arguments that look like short options: `tltrace export -dash.py` -------------------------
-class PathArgsCommand(TyperCommand):
+class UsageCommand(TyperCommand):
+    """A command whose usage line shows a bracketed metavar as written: `[SCRIPT] [ARGS]...`,
+    `[SCRIPT_OR_DIR] [RUN] [SIGNATURE]`, not typer's `[[ARGS]...]...`."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:  # noqa: ANN001
+        import re
+
+        out = []
+        for piece in super().collect_usage_pieces(ctx):
+            m = re.fullmatch(r"\[(\[.*)\](?:\.\.\.)?", piece)
+            out.append(m.group(1) if m else piece)
+        return out
+
+
+class PathArgsCommand(UsageCommand):
     """A command whose SCRIPT/DIR arguments may start with '-' when a file of that name exists.
 
     Click reads `-dash.py` as the short options -d -a -s -h ..., and -h prints the help. An
