@@ -214,7 +214,9 @@ def test_installed_entry_point_subprocess(tmp_path):
     )
     assert p.returncode == 1
     passes = len(newest_manifest(tmp_path / "t" / "bad")["records"])
-    failed = next(r["name"] for r in newest_manifest(tmp_path / "t" / "bad")["records"] if r["status"] == "failed")
+    failed = next(
+        r["name"] for r in newest_manifest(tmp_path / "t" / "bad")["records"] if r["status"] == "failed"
+    )
     assert f"compile failed at {failed}: {passes} passes" in p.stdout
     assert p.stderr.splitlines()[0] == "Traceback (most recent call last):"
 

@@ -21,3 +21,41 @@ def test_a_bad_tltrace_magic_line_is_one_real_line(line, says, capsys):
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and out[0].startswith("tltrace: error: %%tltrace: "), out
     assert says in out[0] and "usage: %%tltrace" in out[0]
+
+
+@pytest.mark.parametrize("width", [80, 150])
+def test_the_show_list_keeps_its_time_and_says_the_edit(width):
+    import io
+
+    from rich.console import Console
+
+    from tltrace.cli.show import _CompileTable
+
+    table = _CompileTable(False)
+    base = {
+        "status": "complete",
+        "failed": 0,
+        "failed_at": None,
+        "target": "cuda -arch=sm_90a",
+        "backend": "tvm_ffi",
+        "passes": 62,
+        "changed": 21,
+        "size": 180_000,
+        "started": 1796406851.0,
+    }
+    for i, (sig, edit) in enumerate(
+        [
+            ("gemm 1024x1024,1024x1024,1024x1024 f16 grid 8x8 thr 128 smem 24K #a1b2c3", "PATCHED"),
+            ("gemm 1024x1024,1024x1024,1024x1024 f16 grid 8x8 thr 128 smem 24K #d4e5f6", "CONFLICT"),
+            ("gemm 1024x1024,1024x1024,1024x1024 f16 grid 8x8 thr 128 smem 24K #0a0b0c", None),
+        ]
+    ):
+        row = {**base, "run_id": f"run_20261204_17541{i}_169484Z_5385_6262c2b{i}", "label": sig, "edit": edit}
+        table.add(row, f"-{3 - i}")
+    buf = io.StringIO()
+    table.print(Console(file=buf, width=width, force_terminal=True, color_system=None))
+    lines = buf.getvalue().splitlines()
+    assert all(len(line) <= width for line in lines), lines
+    head = lines[0].split()
+    assert "time" in head and "edit" in head, lines[0]
+    assert "PATCHED" in lines[1] and "CONFLICT" in lines[2] and "#a1b2c3" in lines[1]  # cut where they agree

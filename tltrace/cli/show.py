@@ -263,6 +263,9 @@ def _ordered(runs: list) -> list:
     return [runs[s.position] for s in order(summaries)]
 
 
+_EDIT_STYLE = {"PATCHED": "bold magenta", "CONFLICT": "bold red", "UNRESOLVED": "bold red"}
+
+
 class _CompileTable:
     """The compiles table of `show`: fits the terminal (render/table.py), keeps # and status."""
 
@@ -289,6 +292,7 @@ class _CompileTable:
             (status, _STATUS_STYLE.get(status, "")),
             *((str(row[k]) if row[k] is not None else "-", "") for k in ("passes", "changed")),
             (failed, ""),
+            (row.get("edit") or "", _EDIT_STYLE.get(row.get("edit") or "", "")),
             (_size(row["size"]) if row["size"] else "-", ""),
         ]
         self.items.append(("row", cells))
@@ -303,8 +307,8 @@ class _CompileTable:
         columns = [
             Column("#", "right"),
             *([Column("script", cut=cut_middle, min_width=10)] if self.several else []),
-            Column("run", drop=5),
-            Column("time", drop=6),
+            Column("run", drop=6),  # the id goes before the time: '#' names the invocation
+            Column("time", drop=5, cut_first=True),
             Column("signature", cut=distinct_cut([r[sig_at][0] for r in rows]), min_width=14),
             Column("target", drop=8),
             Column("backend", drop=9),
@@ -312,6 +316,7 @@ class _CompileTable:
             Column("passes", "right", drop=3),
             Column("changed", "right", drop=2),
             Column("failed", "right", cut=cut_end, min_width=6),
+            Column("edit", drop=0 if any(r[-2][0] for r in rows) else 10),  # PATCHED, CONFLICT: your edit
             Column("size", "right", drop=7),
         ]
         width = con.width if con.is_terminal else None

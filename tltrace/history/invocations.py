@@ -118,7 +118,8 @@ def group_invocations(
     items.sort(key=lambda x: x[0])  # stable: compiles keep their start order
     n = len(items)
     return [
-        RecordedInvocation(inv.id, inv.runs, i - n, inv.empty, inv.where) for i, (_, _, inv) in enumerate(items)
+        RecordedInvocation(inv.id, inv.runs, i - n, inv.empty, inv.where)
+        for i, (_, _, inv) in enumerate(items)
     ]
 
 
@@ -130,5 +131,7 @@ def empty_invocations(script_dir: Path) -> list[EmptyInvocation]:
 def invocations(script_dir: Path, *, size: bool = False) -> list[RecordedInvocation]:
     """Return the invocations of one script, oldest first (those that traced no compile included)."""
     return group_invocations(
-        [load_run(p, size=size) for p in run_dirs(script_dir)], empty_invocations(script_dir), Path(script_dir)
+        [load_run(p, size=size) for p in run_dirs(script_dir)],
+        empty_invocations(script_dir),
+        Path(script_dir),
     )

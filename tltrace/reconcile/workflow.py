@@ -413,7 +413,9 @@ def held_by_others(settings: Any, runs: Any, have: set[Path]) -> list[HeldVarian
             hit = layout.suffix_of(path.name)
             entry = entries.get(hit[0]) if hit else None
             role = r.role or (hit[1] if hit else None)
-            out[path] = HeldVariant(path, m.kernel, role, entry.describe() if entry is not None else "", r.reconcile)
+            out[path] = HeldVariant(
+                path, m.kernel, role, entry.describe() if entry is not None else "", r.reconcile
+            )
     return sorted(out.values(), key=lambda h: (h.path.name, str(h.role)))
 
 

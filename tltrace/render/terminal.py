@@ -624,7 +624,9 @@ class TerminalView:
         from ..passref import did_you_mean
 
         names = list(dict.fromkeys(r.name for r in event.manifest.records))
-        lister = command("tltrace", "show", *script_words(Path(event.run_dir).parent.parent), event.manifest.run_id)
+        lister = command(
+            "tltrace", "show", *script_words(Path(event.run_dir).parent.parent), event.manifest.run_id
+        )
         self._warn(
             f"--only {only.pattern!r} matched none of the {len(names)} pass names of "
             f"{stream_label(event.manifest)}{did_you_mean(names, only.pattern)} (e.g. {', '.join(names[:4])}); "

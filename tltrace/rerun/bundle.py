@@ -88,7 +88,9 @@ class BundleCompile:
         """The compile's name in messages: the stream's label (`add 1024`), else its directory in the bundle."""
         from ..session.signature import short_label
 
-        return short_label(self.manifest.kernel, self.manifest.signature) if self.manifest.kernel else self.dir
+        return (
+            short_label(self.manifest.kernel, self.manifest.signature) if self.manifest.kernel else self.dir
+        )
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,12 @@ class Invocation:
         liveness.release(self.id)
 
     def finish(
-        self, *, interrupted: bool = False, prune: bool = True, record_empty: bool = False, imported: bool = True
+        self,
+        *,
+        interrupted: bool = False,
+        prune: bool = True,
+        record_empty: bool = False,
+        imported: bool = True,
     ) -> None:
         """Say the unapplied edits, tell the listeners the invocation is over, close, then prune (once).
 
@@ -144,7 +149,9 @@ class Invocation:
         )
         try:
             others = tuple(m for m in runs if m.run_id not in own)  # the job's other processes'
-            report_unapplied(self.settings, self._emit, self.ledger, cached=frozenset(self.cached), others=others)
+            report_unapplied(
+                self.settings, self._emit, self.ledger, cached=frozenset(self.cached), others=others
+            )
             self._emit(InvocationFinished(self.id, runs, interrupted, unfinalised, empty, empty_path))
         finally:
             self.close()
