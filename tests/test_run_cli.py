@@ -92,11 +92,11 @@ def test_script_exit_code_and_exception(run_cli, tmp_path):
         (["run", "x.py"], {"TL_LOWER_TRACE": "bogus"}, "TL_LOWER_TRACE='bogus' is not a trace mode"),
         (["run"], {}, "missing SCRIPT"),
         (["run", "x.py", "--only", "("], {}, "not a valid regular expression"),
-        (["run", "--keep", "-1", "x.py"], {}, "Invalid value for '--keep'"),
+        (["run", "--keep", "-1", "x.py"], {}, "invalid value for '--keep'"),
         (["run", "--context", "x", "x.py"], {}, "try 'tltrace run --help'"),
         (["run", "--bogus", "x.py"], {}, "no such option: --bogus"),
-        (["frob"], {}, "No such command 'frob'"),
-        (["diff-runs"], {}, "Missing argument"),
+        (["frob"], {}, "no such command 'frob'"),
+        (["diff-runs"], {}, "missing argument"),
     ],
 )
 def test_bad_input_is_one_line(run_cli, tmp_path, args, env, needle):

@@ -59,3 +59,51 @@ def test_the_show_list_keeps_its_time_and_says_the_edit(width):
     head = lines[0].split()
     assert "time" in head and "edit" in head, lines[0]
     assert "PATCHED" in lines[1] and "CONFLICT" in lines[2] and "#a1b2c3" in lines[1]  # cut where they agree
+
+
+def test_did_you_mean_for_commands_options_and_pass_names(run_cli, recorded):
+    from tltrace.passref import suggest
+
+    r = run_cli("rn")
+    assert r.exit_code == 2
+    assert r.stderr.strip() == "tltrace: error: no such command 'rn' (did you mean 'run'?); try 'tltrace --help'"
+    r = run_cli("run", "--skp", "x", "a.py")
+    assert "no such option: --skp (did you mean --skip" in r.stderr and "try 'tltrace run --help'" in r.stderr
+    r = run_cli("show", "--jsn")
+    assert "no such option: --jsn (did you mean --json?); try 'tltrace show --help'" in r.stderr
+    r = run_cli("clean", "--kep", "1")
+    assert "(did you mean --keep?)" in r.stderr
+    # A pass name: the closest names, and the command that does list the compile's passes.
+    r = run_cli("show", "--trace-dir", recorded, "elementwise_add", "-1", "--pass", "LowerTileOpp")
+    assert r.exit_code == 2
+    assert "(did you mean 'LowerTileOp'?)" in r.stderr
+    lister = r.stderr.split("; ")[-1].split(" lists its ")[0]
+    listed = run_cli(*lister.split()[1:])
+    assert listed.exit_code == 0 and "LowerTileOp" in listed.stdout  # it does list the passes
+    names = ["tirx.BindTarget", "LowerTileOp", "LayoutInference", "Simplify"]
+    assert suggest(names, "lowertileopp") == ["LowerTileOp"]
+    assert suggest(names, "bindtarget") == ["tirx.BindTarget"]
+    assert suggest(names, "zzz") == []
+
+
+@pytest.mark.parametrize(
+    ("command", "usage"),
+    [
+        ("run", "tltrace run [OPTIONS] [SCRIPT] [ARGS]..."),
+        ("show", "tltrace show [OPTIONS] [SCRIPT_OR_DIR] [RUN] [SIGNATURE]"),
+        ("clean", "tltrace clean [OPTIONS] [SCRIPT_OR_DIR]"),
+        ("repro", "tltrace repro [OPTIONS] [SCRIPT_OR_DIR] [RUN] [SIGNATURE]"),
+        ("watch", "tltrace watch [OPTIONS] [SCRIPT] [ARGS]..."),
+    ],
+)
+def test_usage_lines_read_as_written(run_cli, command, usage):
+    r = run_cli(command, "--help")
+    assert r.stdout.splitlines()[0] == f"Usage: {usage}"
+
+
+def test_repro_without_pass_takes_the_pass_a_compile_failed_at(run_cli, recorded):
+    r = run_cli("repro", "--trace-dir", recorded, "fails")
+    # It got past choosing the pass: the recorded run has no reproducer data (exit 3, one line).
+    assert r.exit_code == 3 and "--pass" not in r.stderr, r.stderr
+    r = run_cli("repro", "--trace-dir", recorded, "elementwise_add", "-1")
+    assert r.exit_code == 2 and "failed at no pass; name one with --pass" in r.stderr
