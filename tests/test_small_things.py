@@ -107,3 +107,13 @@ def test_repro_without_pass_takes_the_pass_a_compile_failed_at(run_cli, recorded
     assert r.exit_code == 3 and "--pass" not in r.stderr, r.stderr
     r = run_cli("repro", "--trace-dir", recorded, "elementwise_add", "-1")
     assert r.exit_code == 2 and "failed at no pass; name one with --pass" in r.stderr
+
+
+def test_watch_folds_long_lines_on_a_terminal(tmp_path):
+    from .test_terminal_fit import _pty
+
+    (tmp_path / "long.py").write_text("print('word ' * 80)\n")
+    lines = _pty("watch --max-runs 1 long.py", 60, tmp_path)
+    assert all(len(line) <= 60 for line in lines), lines
+    rows = [line for line in lines if "word" in line]
+    assert len(rows) == 4 and rows[1].startswith("\u21aa ") and rows[-1].endswith("chars")
