@@ -66,7 +66,9 @@ def test_did_you_mean_for_commands_options_and_pass_names(run_cli, recorded):
 
     r = run_cli("rn")
     assert r.exit_code == 2
-    assert r.stderr.strip() == "tltrace: error: no such command 'rn' (did you mean 'run'?); try 'tltrace --help'"
+    assert (
+        r.stderr.strip() == "tltrace: error: no such command 'rn' (did you mean 'run'?); try 'tltrace --help'"
+    )
     r = run_cli("run", "--skp", "x", "a.py")
     assert "no such option: --skp (did you mean --skip" in r.stderr and "try 'tltrace run --help'" in r.stderr
     r = run_cli("show", "--jsn")

@@ -111,6 +111,7 @@ def fit(
         return sum(widths[k] for k in shown) + gap * (len(shown) - 1)
 
     def cut() -> None:
+        assert width is not None
         while total() > width:
             cuttable = [
                 k
