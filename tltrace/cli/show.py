@@ -370,11 +370,10 @@ def _show_invocation(sel, as_json: bool) -> None:
     con.print(
         _t(
             f"open one: {command('tltrace', 'show', *script_words(inv.script_dir), sel.spec)} SIGNATURE "
-            "(a prefix), "
-            "or --kernel NAME",
+            "(a prefix), or --kernel NAME",
             "dim",
         ),
-        soft_wrap=True,
+        soft_wrap=not con.is_terminal,  # a terminal folds it (the command names --trace-dir), a pipe gets it whole
     )
 
 
