@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 from tltrace.history.retention import clean
@@ -24,7 +25,10 @@ def test_a_script_that_compiles_nothing_says_so_and_is_minus_one(run_cli, tmp_pa
     r = run_cli("run", "nothing.py", "--trace-dir", "traces")
     assert r.exit_code == 0, r.stderr  # the script's own status: it did not fail
     out = r.stdout + r.stderr
-    assert "no TileLang compile was traced: the script never imported tilelang" in out
+    # In-process, an earlier test may have imported tilelang already.
+    imported = "tilelang" in sys.modules
+    why = "the script compiled no kernel" if imported else "the script never imported tilelang"
+    assert f"no TileLang compile was traced: {why}" in out
     # The line names the command that shows it, with the trace dir it needs.
     shown = out.split("recorded as invocation -1: ", 1)[1].split()
     assert shown[:2] == ["tltrace", "show"] and "--trace-dir" in shown and shown[-2:] == ["nothing", "-1"]
@@ -38,7 +42,7 @@ def test_a_script_that_compiles_nothing_says_so_and_is_minus_one(run_cli, tmp_pa
     check(json.loads(r.stdout), "listing")
     inv = data["invocation"]
     assert inv["status"] == "empty" and inv["compiles"] == []
-    assert inv["empty"]["imported"] is False and inv["empty"]["cwd"] == str(tmp_path)
+    assert inv["empty"]["imported"] is imported and inv["empty"]["cwd"] == str(tmp_path)
     # Nothing to open in it: one line, exit 2, for every command that needs a compile.
     for args in (("--pass", "1"), ("--html",), ("--source-map",)):
         r = run_cli("show", "--trace-dir", "traces", "nothing", "-1", *args)

@@ -252,11 +252,17 @@ def test_use_cache_reports_hits(run_cli, examples_dir, tmp_path):
     assert "done:" not in p.stdout
 
 
-def test_script_without_kernels_leaves_no_trace_dirs(run_cli, tmp_path):
+def test_script_without_kernels_leaves_only_its_record(run_cli, tmp_path):
+    """No run directory, no working files: only the record that says it traced nothing (#32)."""
     s = _script(tmp_path, "plain.py", "print('no kernels')")
     r = run_cli("run", "--trace-dir", tmp_path / "tr" / "deep", s)
     assert r.exit_code == 0 and "no kernels" in r.stdout
-    assert not (tmp_path / "tr").exists()
+    assert "no TileLang compile was traced" in r.stdout
+    left = sorted(p.relative_to(tmp_path / "tr") for p in (tmp_path / "tr").rglob("*") if p.is_file())
+    assert [p.parts[:3] for p in left if p.suffix == ".json" and p.name.startswith("inv_")] == [
+        ("deep", "plain", ".run_records")
+    ]
+    assert not any(p.name.startswith("run_") for p in (tmp_path / "tr").rglob("*"))
 
 
 def test_module_that_is_a_package_without_main(run_cli, tmp_path):
