@@ -22,7 +22,7 @@ def cuda_env(need_gpu, monkeypatch):
 
 
 def _tags(stdout: str) -> list[str]:
-    return re.findall(r"^\[\w+\] (PATCHED|REGENERATED|SYNCED|CONFLICT|INIT-BACKUP|NOTE)\b", stdout, re.M)
+    return re.findall(r"^\[[^\]]+\] (PATCHED|REGENERATED|SYNCED|CONFLICT|INIT-BACKUP|NOTE)\b", stdout, re.M)
 
 
 def _flip_add(path: Path) -> None:
