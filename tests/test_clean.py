@@ -69,6 +69,7 @@ def test_keep_newest(run_cli, td: Path) -> None:
     assert res.exit_code == 0, res.output
     assert run_dirs(sd) == runs[-1:]
     assert "removed 2 run(s) of 2 invocation(s), kept 1" in res.stdout
+    assert res.stdout.count("\n") == 1  # the total alone; -v names each run
     for name in ("codegen_device.cpp", "codegen_device.cpp.bak", "codegen_device.cpp.original.bak"):
         assert (sd / name).read_text() == f"// {name}\n"
     # No stored text is left that no run links to, and the kept run still reads whole.
@@ -132,3 +133,12 @@ def test_usage_errors(run_cli, td: Path) -> None:
     run = run_dirs(td / "gemm")[0]
     res = run_cli("clean", str(run), "--all")
     assert res.exit_code == 2 and "rm -r" in res.stderr and run.is_dir()
+
+
+def test_verbose_names_each_run(run_cli, td: Path) -> None:
+    runs = run_dirs(td / "elementwise_add")
+    res = run_cli("clean", "--trace-dir", str(td), "elementwise_add", "--keep", "1", "-v")
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert lines[:-1] == [f"removed {p}" for p in runs[:-1]]
+    assert lines[-1].startswith("removed 2 run(s) of 2 invocation(s), kept 1")

@@ -23,13 +23,13 @@ def test_one_kernel_announced_patched_as_a_diff_conflict_on_a_new_block_markers_
 
     r = _run(run_cli, script, "--n", "512")  # the first --quiet run names the file it created
     assert r.exit_code == 0, r.stdout + r.stderr
-    assert f"[add] NEW  working file {w}" in r.stdout
+    assert f"[add 512] NEW  working file {w}" in r.stdout  # the stream's size label
     listed = r.stdout.split("working files", 1)[1].splitlines()
     assert any("codegen_device.cpp" in x and "add 512 f32" in x for x in listed), r.stdout
 
     w.write_text(w.read_text().replace(ADD, SUB))
     r = _run(run_cli, script, "--n", "512")  # PATCHED shows the edit as -/+ source lines
-    assert "[add] PATCHED" in r.stdout and "WRONG RESULT" in r.stdout
+    assert "[add 512] PATCHED" in r.stdout and "WRONG RESULT" in r.stdout
     minus = [x.strip() for x in r.stdout.splitlines() if x.strip().startswith("-  ")]
     plus = [x.strip() for x in r.stdout.splitlines() if x.strip().startswith("+  ")]
     assert len(minus) == len(plus) == 1 and ADD in minus[0] and SUB in plus[0], r.stdout
@@ -37,7 +37,7 @@ def test_one_kernel_announced_patched_as_a_diff_conflict_on_a_new_block_markers_
     assert header == ["--- codegen_device.cpp.original", "+++ codegen_device.cpp"], r.stdout
 
     r = _run(run_cli, script, "--n", "512", "--block", "64")  # the kernel changed under the edit
-    assert "[add] CONFLICT" in r.stdout and "WRONG RESULT" not in r.stdout  # the new code ran
+    assert "[add 512] CONFLICT" in r.stdout and "WRONG RESULT" not in r.stdout  # the new code ran
     assert "add changed (grid 4 thr 128 -> grid 8 thr 64)" in r.stdout
     assert SUB in (d / "codegen_device.cpp.bak").read_text() and SUB not in w.read_text()
     assert sorted(p.name for p in d.glob("codegen*.cpp")) == ["codegen_device.cpp"]
@@ -90,5 +90,5 @@ def test_lower_trace_edit_test_n128_gives_conflict(run_cli, examples_dir, tmp_pa
     assert _run(run_cli, script, "--n", "256").exit_code == 0
     w.write_text(w.read_text().replace(ADD, SUB))
     r = _run(run_cli, script, "--n", "128")
-    assert "[add] CONFLICT" in r.stdout and "add changed (256 -> 128)" in r.stdout
+    assert "[add 128] CONFLICT" in r.stdout and "add changed (256 -> 128)" in r.stdout
     assert r.exit_code == 0 and SUB in w.with_name(w.name + ".bak").read_text()

@@ -24,7 +24,7 @@ def _tags(stdout: str) -> list[str]:
     for line in stdout.splitlines():
         for tag in ("PATCHED", "REGENERATED", "SYNCED", "CONFLICT", "INIT-BACKUP", "NOTE"):
             if line.startswith("[") and f"] {tag}" in line:
-                out.append(f"{line.split(']')[0][1:]}:{tag}")
+                out.append(f"{line.split(']')[0][1:].split()[0]}:{tag}")  # the kernel of `[vadd 1024]`
     return out
 
 

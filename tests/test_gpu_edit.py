@@ -22,7 +22,7 @@ def cuda_env(need_gpu, monkeypatch):
 
 
 def _tags(stdout: str) -> list[str]:
-    return re.findall(r"^\[\w+\] (PATCHED|REGENERATED|SYNCED|CONFLICT|INIT-BACKUP|NOTE)\b", stdout, re.M)
+    return re.findall(r"^\[[^\]]+\] (PATCHED|REGENERATED|SYNCED|CONFLICT|INIT-BACKUP|NOTE)\b", stdout, re.M)
 
 
 def _flip_add(path: Path) -> None:
@@ -108,5 +108,5 @@ def test_nvcc_error_in_an_edit_names_the_working_files_line(need_gpu, examples_d
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     out = p.stdout + p.stderr
     print(out[-6000:])
-    assert p.returncode != 0 and re.search(r"^\[\w+\] PATCHED\b", p.stdout, re.M)
+    assert p.returncode != 0 and re.search(r"^\[\w+( \d+)?\] PATCHED\b", p.stdout, re.M)
     assert re.search(rf"{re.escape(str(working))}\({n}\): error", out), out

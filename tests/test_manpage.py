@@ -68,3 +68,25 @@ def test_help_has_examples(run_cli, name: str) -> None:
     res = run_cli(name, "--help")
     assert res.exit_code == 0
     assert "Examples:" in res.stdout and f"tltrace {name}" in res.stdout
+
+
+def test_the_python_api_section_names_every_public_name() -> None:
+    """Every name `import tltrace` offers (its __all__) has an entry, and so does %%tltrace (#32)."""
+    import inspect
+
+    import tltrace
+
+    text = _manpage.generate()
+    section = text.split(".SH PYTHON API", 1)[1].split(".SH ", 1)[0]
+    calls = [call for call, _ in _manpage.PYTHON_API]
+    for name in tltrace.__all__:
+        if name == "__version__":
+            continue
+        entry = next((c for c in calls if c.split("(")[0] == name), None)
+        assert entry is not None, name
+        assert _manpage.esc(entry) in section
+        params = [p for p in inspect.signature(getattr(tltrace, name)).parameters if p != "self"]
+        shown = entry.split("(", 1)[1].rstrip(")")
+        for p in params[:2]:  # the leading arguments are spelled as the function names them
+            assert p in shown, (name, p)
+    assert "%%tltrace" in section and "\\-\\-trace\\-dir" in section

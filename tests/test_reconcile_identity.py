@@ -85,10 +85,10 @@ def _tags(out: str) -> list[str]:
     tags = ("PATCHED", "REGENERATED", "SYNCED", "CONFLICT", "INIT-BACKUP", "NOT-APPLIED")
     found = []
     for line in out.splitlines():
-        words = line.split()
-        if line.startswith("[") and len(words) > 2 and words[1] in tags:
+        words = line.split("] ", 1)[-1].split()  # after the label: `[add 512] PATCHED ...`
+        if line.startswith("[") and len(words) > 1 and words[0] in tags:
             path = next(w for w in words if w.endswith(".cpp"))
-            found.append(f"{words[1]} {Path(path).name}")
+            found.append(f"{words[0]} {Path(path).name}")
     return sorted(found)
 
 
@@ -191,7 +191,7 @@ def test_edit_is_compiled_when_recording_fails(tmp_path, examples_dir):
     objects.write_text("not a directory")  # every record write now fails
     p = _tltrace_run(tmp_path, script, "--n", "512")
     assert "tracing stopped" in p.stderr
-    assert "[add] PATCHED" in p.stdout, p.stdout + p.stderr
+    assert "[add 512] PATCHED" in p.stdout, p.stdout + p.stderr
     assert "WRONG RESULT" in p.stdout + p.stderr or p.returncode != 0  # the edit (a-b) really ran
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -227,7 +228,10 @@ def test_report_offers_the_repro_command(traced: Path, open_page) -> None:
     assert p.returncode == 0, p.stderr
     page = open_page(run.path / "report.html")
     (failed,) = [r for r in m.records if r.status == "failed"]
-    command = f"tltrace repro {m.script} {m.run_id} --pass {failed.index}"
+    # The trace dir as an absolute path and the script dir: it works pasted anywhere (#32).
+    script_dir = run.path.absolute().parent.parent
+    where = ["--trace-dir", str(script_dir.parent), script_dir.name]
+    command = shlex.join(["tltrace", "repro", *where, m.run_id, "--pass", str(failed.index)])
     assert command in page.locator(".tl-error .tl-repro").text_content()
     assert page.locator(".tl-copy-repro").get_attribute("title") == command
 

@@ -92,11 +92,11 @@ def test_script_exit_code_and_exception(run_cli, tmp_path):
         (["run", "x.py"], {"TL_LOWER_TRACE": "bogus"}, "TL_LOWER_TRACE='bogus' is not a trace mode"),
         (["run"], {}, "missing SCRIPT"),
         (["run", "x.py", "--only", "("], {}, "not a valid regular expression"),
-        (["run", "--keep", "-1", "x.py"], {}, "Invalid value for '--keep'"),
+        (["run", "--keep", "-1", "x.py"], {}, "invalid value for '--keep'"),
         (["run", "--context", "x", "x.py"], {}, "try 'tltrace run --help'"),
         (["run", "--bogus", "x.py"], {}, "no such option: --bogus"),
-        (["frob"], {}, "No such command 'frob'"),
-        (["diff-runs"], {}, "Missing argument"),
+        (["frob"], {}, "no such command 'frob'"),
+        (["diff-runs"], {}, "missing argument"),
     ],
 )
 def test_bad_input_is_one_line(run_cli, tmp_path, args, env, needle):
@@ -125,7 +125,7 @@ def test_failed_pass_is_recorded(run_cli, tmp_path):
     assert r.exit_code == 1
     assert "InternalError" in r.stderr and "Traceback" in r.stderr  # the compile error, unchanged
     assert "LayoutInference  FAILED" in r.stdout
-    assert "compile failed:" in r.stdout
+    assert "compile failed at LayoutInference:" in r.stdout  # the pass it failed at
     (run,) = (tmp_path / "tr" / "bad" / ".run_records").glob("run_*")
     m = read_manifest(run)
     assert m["status"] == "error" and "layout" in m["error"].lower()
@@ -214,7 +214,10 @@ def test_installed_entry_point_subprocess(tmp_path):
     )
     assert p.returncode == 1
     passes = len(newest_manifest(tmp_path / "t" / "bad")["records"])
-    assert f"compile failed: {passes} passes" in p.stdout
+    failed = next(
+        r["name"] for r in newest_manifest(tmp_path / "t" / "bad")["records"] if r["status"] == "failed"
+    )
+    assert f"compile failed at {failed}: {passes} passes" in p.stdout
     assert p.stderr.splitlines()[0] == "Traceback (most recent call last):"
 
 
@@ -249,11 +252,17 @@ def test_use_cache_reports_hits(run_cli, examples_dir, tmp_path):
     assert "done:" not in p.stdout
 
 
-def test_script_without_kernels_leaves_no_trace_dirs(run_cli, tmp_path):
+def test_script_without_kernels_leaves_only_its_record(run_cli, tmp_path):
+    """No run directory, no working files: only the record that says it traced nothing (#32)."""
     s = _script(tmp_path, "plain.py", "print('no kernels')")
     r = run_cli("run", "--trace-dir", tmp_path / "tr" / "deep", s)
     assert r.exit_code == 0 and "no kernels" in r.stdout
-    assert not (tmp_path / "tr").exists()
+    assert "no TileLang compile was traced" in r.stdout
+    left = sorted(p.relative_to(tmp_path / "tr") for p in (tmp_path / "tr").rglob("*") if p.is_file())
+    assert [p.parts[:3] for p in left if p.suffix == ".json" and p.name.startswith("inv_")] == [
+        ("deep", "plain", ".run_records")
+    ]
+    assert not any(p.name.startswith("run_") for p in (tmp_path / "tr").rglob("*"))
 
 
 def test_module_that_is_a_package_without_main(run_cli, tmp_path):

@@ -190,6 +190,7 @@ def test_show_fits_a_real_terminal_keeping_handles_and_statuses(pool_trace, cols
     assert all(len(line) <= cols for line in listing), [line for line in listing if len(line) > cols]
     head = listing[0].split()
     assert head[0] == "#" and "status" in head and "signature" in head
+    assert "time" in head  # when a compile ran outlives the run id (#32)
     assert any(line.startswith("-1  ") for line in listing)  # the handle to type next
     compiles = [line for line in listing if "add " in line and "complete" in line]
     assert len(compiles) == 4 and len(set(compiles)) == 4  # the four still read differently

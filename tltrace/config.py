@@ -75,6 +75,22 @@ def trace_dir_of(value: str | os.PathLike | None) -> Path:
     return Path(value) if value is not None else Path(env_trace_dir())
 
 
+def trace_dir_args(trace_dir: str | os.PathLike | None, *, absolute: bool = False) -> list[str]:
+    """Return the `--trace-dir DIR` words a printed `tltrace` command needs to find `trace_dir` again.
+
+    None when it is the default (TL_LOWER_TRACE_DIR's, else ./tmp/lower_trace_dir) seen from
+    here; with `absolute` (a command copied from a report, run from anywhere) always the
+    absolute path.
+    """
+    if trace_dir is None:
+        trace_dir = trace_dir_of(None)
+    if absolute:
+        return ["--trace-dir", os.path.abspath(trace_dir)]
+    if os.path.abspath(trace_dir) == os.path.abspath(trace_dir_of(None)):
+        return []
+    return ["--trace-dir", os.fspath(trace_dir)]
+
+
 @dataclass(frozen=True)
 class Settings:
     """One snapshot of how to trace; a compilation keeps the snapshot it started with."""

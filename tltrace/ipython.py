@@ -15,7 +15,19 @@ import argparse
 import shlex
 from typing import Any
 
-_PARSER = argparse.ArgumentParser(prog="%%tltrace", add_help=False, exit_on_error=False)
+
+class _BadArgs(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting (SystemExit(2) read as `error: 2`)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise _BadArgs(message)
+
+
+_PARSER = _Parser(prog="%%tltrace", add_help=False, exit_on_error=False)
 _PARSER.add_argument("--mode", default="html", choices=("html", "both", "terminal"))
 _PARSER.add_argument("--trace-dir", default=None)
 _PARSER.add_argument("--codegen-output", default=None)
@@ -30,8 +42,8 @@ def tltrace_cell(line: str, cell: str, shell: Any) -> Any:
 
     try:
         args = _PARSER.parse_args(shlex.split(line))
-    except (argparse.ArgumentError, SystemExit, ValueError) as exc:
-        print(f"tltrace: error: {exc}; {_USAGE}")
+    except (argparse.ArgumentError, _BadArgs, ValueError) as exc:  # ValueError: shlex (an open quote)
+        print(f"tltrace: error: %%tltrace: {exc}; {_USAGE}")
         return None
     if api.enabled() is not None:
         print("tltrace: error: tracing is already on (tltrace.enable()); %%tltrace would end that span")

@@ -9,8 +9,9 @@ runs both over the same cases. Pure: no I/O.
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -125,3 +126,27 @@ def ref_of(records: Sequence[_Rec], pos: int) -> str:
     name = records[pos].name
     k = sum(1 for r in records[: pos + 1] if r.name == name)
     return f"{name}#{k}" if k > 1 else name
+
+
+def suggest(names: Iterable[str], word: str, n: int = 3) -> list[str]:
+    """Return the pass names closest to a mistyped `word` (any case; a dotted name's last part
+    counts too), best first: what a did-you-mean offers. Empty when none is close."""
+    by_key: dict[str, str] = {}
+    for name in names:
+        for key in (name.lower(), _tail(name).lower()):
+            by_key.setdefault(key, name)
+    low = parse(word).name or word
+    hits = difflib.get_close_matches(low.lower(), list(by_key), n=n * 2, cutoff=0.75)
+    out: list[str] = []
+    for h in hits:
+        if by_key[h] not in out:
+            out.append(by_key[h])
+    return out[:n]
+
+
+def did_you_mean(names: Iterable[str], word: str) -> str:
+    """Return ` (did you mean 'X'?)` (or 'X' or 'Y') for a mistyped pass name, '' when nothing is close."""
+    close = suggest(names, word)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"

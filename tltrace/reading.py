@@ -219,6 +219,9 @@ class Invocation:
     def _repr_html_(self) -> str:
         if len(self.compiles) == 1:
             return self.compiles[0]._repr_html_()
+        if not self.compiles and self._inv.empty is not None:
+            why = _html.escape(self._inv.empty.reason)
+            return f"<div>invocation <code>{_html.escape(self.id)}</code>: no TileLang compile was traced ({why})</div>"
         if not self.compiles:
             return f"<div>invocation <code>{_html.escape(self.id)}</code>: no readable compile</div>"
         ordered = _ordered(self.compiles)

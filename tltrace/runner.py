@@ -279,7 +279,13 @@ def run_target(
             life(ScriptOutput(output))
         # An os.fork() child that ran on to the script's end skips this: the parent summarises,
         # prunes and writes the index (the child's compiles are on disk already).
-        if life.finish(interrupted=code == EXIT_INTERRUPTED, prune=installed) and finalize is not None:
+        finished = life.finish(
+            interrupted=code == EXIT_INTERRUPTED,
+            prune=installed,
+            record_empty=tracing is not None,
+            imported=installed or "tilelang" in sys.modules,
+        )
+        if finished and finalize is not None:
             try:
                 finalize()
             except Exception as exc:

@@ -172,11 +172,11 @@ def generate() -> str:
     lines += [
         ".SH PYTHON API",
         ".PP",
-        esc(
-            'import tltrace; tltrace.enable(mode="both") traces every later TileLang compilation; '
-            "tltrace.disable() stops; tltrace.lower_trace(func, passes) diffs a chain of passes; "
-            "tltrace.create_pass_instrument() records a standalone TVM PassContext."
-        ),
+        esc("import tltrace is cheap and hooks nothing; every name below is tltrace.NAME (docs/api.md)."),
+    ]
+    for call, meaning in PYTHON_API:
+        lines += [".TP", "\\fB" + esc(call) + "\\fR", esc(meaning)]
+    lines += [
         ".SH PYTEST PLUGIN",
         ".PP",
         esc(
@@ -191,6 +191,46 @@ def generate() -> str:
         esc("python(1), diff(1)"),
     ]
     return "\n".join(lines) + "\n"
+
+
+# The Python API, one entry per public name of the package (tltrace.__all__; tests/test_manpage.py checks).
+PYTHON_API = (
+    (
+        "enable(mode, trace_dir, codegen_output, *, context, keep, quiet, use_cache, sync, kernels, children)",
+        "Trace every later TileLang compilation of this process (and of its children) as one invocation, "
+        "as 'tltrace run' does; the arguments are its options. Called again inside the span, it changes "
+        "the settings and keeps the invocation.",
+    ),
+    ("disable()", "End the span: the summary, the reports' indexes, retention (--keep)."),
+    ("enabled()", "The settings of the open span, or None."),
+    (
+        "lower_trace(func_or_mod, passes, mode, context, html_path)",
+        "Run a chain of TVM passes over a PrimFunc or IRModule and diff each step, without a compile.",
+    ),
+    ("create_pass_instrument(mode, trace_dir, name=None)", "Record a standalone TVM PassContext's passes."),
+    (
+        "load(path)",
+        "Read the traces under a trace dir, a script's trace dir or a run dir: "
+        ".invocations[i].compiles[j].passes[k] (.before, .after, .diff), oldest first; "
+        "in Jupyter a compile or an invocation shows as its report.",
+    ),
+    (
+        "repro(script_or_dir, run, pass_=NAME, out=None, trace_dir=None, kernel=None)",
+        "What 'tltrace repro' does: write a standalone repro.py for one recorded pass and run it once; "
+        "returns the directory, the path it took and whether the result matched.",
+    ),
+    (
+        "note_best(result)",
+        "Say which autotuner config won (an AutotuneResult or the best kernel), so that "
+        "'tltrace bundle --best' bundles it; a no-op when tracing is off.",
+    ),
+    (
+        "load_ipython_extension(ipython)",
+        "%load_ext tltrace: then a cell starting %%tltrace [--mode html|both|terminal] [--trace-dir DIR] "
+        "[--codegen-output FILE] traces the cell's compiles as one invocation and shows the report inline "
+        "(kept as _tltrace).",
+    ),
+)
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from .._version import __version__
 from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
@@ -18,6 +18,7 @@ from ..errors import TltraceError
 from .shared import (  # one `fail`, one --trace-dir for every command
     error_line,
     fail,
+    no_such_option,
     script_args,
     trace_dir_option,
 )
@@ -46,15 +47,37 @@ class _OneLineErrors(TyperGroup):
             exc.show()
             sys.exit(exc.exit_code)
         except cx.ClickException as exc:
-            msg = exc.format_message().strip().rstrip(".")
             ctx = getattr(exc, "ctx", None)
-            hint = f"; try '{ctx.command_path} --help'" if ctx is not None else ""
-            typer.echo(f"tltrace: error: {msg}{hint}", err=True)
+            typer.echo(f"tltrace: error: {_one_line(exc, ctx)}", err=True)
             sys.exit(exc.exit_code)
         except typer.Abort:
             typer.echo("Aborted!", err=True)
             sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _one_line(exc, ctx) -> str:  # noqa: ANN001
+    """Return click's usage error as tltrace says errors: lower case, did-you-mean in brackets, one hint."""
+    import difflib
+    import re
+
+    from typer._click import exceptions as cx
+
+    hint = f"; try '{ctx.command_path} --help'" if ctx is not None else ""
+    if isinstance(exc, cx.NoSuchOption):
+        options = sorted(o for o in exc.possibilities or () if o != "--help")
+        close = difflib.get_close_matches(exc.option_name, options, n=2, cutoff=0.6)
+        mean = f" (did you mean {' or '.join(close)}?)" if close else ""
+        return f"no such option: {exc.option_name}{mean}{hint}"
+    msg = exc.format_message().strip()
+    m = re.fullmatch(r"No such command '(.*)'\.(?:\s+Did you mean '(.*)'\?)?", msg)
+    if m:
+        mean = f" (did you mean '{m.group(2)}'?)" if m.group(2) else ""
+        return f"no such command '{m.group(1)}'{mean}{hint}"
+    msg = msg.rstrip(".")
+    if msg[:1].isupper() and msg[1:2].islower():
+        msg = msg[0].lower() + msg[1:]
+    return f"{msg}{hint}"
 
 
 app = typer.Typer(
@@ -204,7 +227,7 @@ def run_cmd(
     elif script is None:
         raise fail("missing SCRIPT (or -m MODULE); try 'tltrace run --help'")
     elif script.startswith("-") and script != "-" and not Path(script).exists():
-        raise fail(f"no such option: {script.split('=', 1)[0]}; try 'tltrace run --help'")
+        raise fail(no_such_option(script))
     else:
         target_name, is_module = script, False
 
@@ -327,6 +350,12 @@ def _register_commands() -> None:
     cli_repro.register(app)
     cli_bisect.register(app)
     cli_check.register(app)
+
+    from .shared import UsageCommand
+
+    for info in app.registered_commands:  # usage lines as the metavars say them (shared.UsageCommand)
+        if info.cls is None or info.cls is TyperCommand:
+            info.cls = UsageCommand
 
 
 _register_commands()

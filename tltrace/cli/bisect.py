@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from ..errors import TltraceError
-from .shared import fail, script_args, trace_dir_option, warn
+from .shared import fail, no_such_option, script_args, trace_dir_option, warn
 
 EXIT_NOT_WRONG = 6
 
@@ -102,7 +102,7 @@ def bisect_cmd(
     if script is None:
         raise fail("missing SCRIPT; try 'tltrace bisect --help'")
     if script.startswith("-") and not Path(script).exists():
-        raise fail(f"no such option: {script.split('=', 1)[0]}; try 'tltrace bisect --help'")
+        raise fail(no_such_option(script))
     if not Path(script).is_file():
         raise fail(f"script {script} does not exist")
     try:

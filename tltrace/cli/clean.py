@@ -22,6 +22,7 @@ Examples:
   tltrace clean gemm.py --older-than 7d         remove gemm's invocations older than a week
   tltrace clean --older-than 12h --dry-run      say what would go; remove nothing
   tltrace clean ./ci_traces --all               remove every run under ./ci_traces
+  tltrace clean --keep 5 -v                     also a line per run removed
 
 An invocation is one `tltrace run` (or one enable()..disable() span) with all
 its compiles. Only run directories under .run_records go, then the stored texts
@@ -31,7 +32,8 @@ an invocation that is still running, in this process or another: its writers
 hold a lock that dies with them, so a run killed anywhere (another container,
 another host name) can go. Runs of older tltrace versions killed on another host
 cannot be asked; --force removes those. What could not be removed is named on
-stderr, and the exit status is then 3.
+stderr, and the exit status is then 3. One line gives the total; -v (and
+--dry-run) also names each run.
 DURATION: 30s, 10m, 12h, 7d, 2w, 1d12h (a bare number means days).
 """
 
@@ -65,6 +67,9 @@ def clean_cmd(
         "tltrace's liveness lock by a process on another host (another container).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Also a line per run removed or kept (--dry-run lists them anyway)."
+    ),
 ) -> None:
     """Remove old invocations (never working files, never a running one), then stored texts no run uses.
 
@@ -97,10 +102,17 @@ def clean_cmd(
             raise typer.Exit(EXIT_RECORDS)
         return
     verb = "would remove" if dry_run else "removed"
-    for p in result.removed:
-        typer.echo(f"{verb} {p}")
-    for p in result.skipped_active:
-        _warn(f"kept {p}: its invocation may still be running (an old run of another host: --force)")
+    if verbose or dry_run:
+        for p in result.removed:
+            typer.echo(f"{verb} {p}")
+        for p in result.skipped_active:
+            _warn(f"kept {p}: its invocation may still be running (an old run of another host: --force)")
+    elif result.skipped_active:
+        n = len(result.skipped_active)
+        _warn(
+            f"kept {n} run(s) whose invocation may still be running, e.g. {result.skipped_active[0]} "
+            "(an old run of another host: --force; -v names each)"
+        )
     for line in result.failed:
         _warn(f"could not remove {line}")
     summary = (

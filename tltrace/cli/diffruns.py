@@ -84,6 +84,9 @@ def diff_runs_cmd(
             output_path.check(html, output_path.DIFF_HTML, force=force)
         sa = runs.parse_ref(a, td, script, kernel)
         sb = runs.parse_ref(b, td, script, kernel)
+        for sel in (sa, sb):
+            if not sel.runs:  # an invocation that traced no compile: nothing to compare
+                raise runs.UsageError(runs.no_compile_line(sel.invocation, sel.spec))
         for r in (*sa.runs, *sb.runs):
             r.require()
         if sa.single is None or sb.single is None:

@@ -11,7 +11,7 @@ import typer
 from ..config import trace_dir_of
 from ..errors import EXIT_CONFLICT, EXIT_OK, TltraceError
 from .shared import fail as _fail  # one `fail`, one --trace-dir for every command
-from .shared import trace_dir_option
+from .shared import no_such_option, trace_dir_option
 from .shared import warn as _warn
 
 WATCH_EPILOG = """\
@@ -74,6 +74,28 @@ def register(app: typer.Typer) -> None:
     app.command("resolve-conflict", epilog=RESOLVE_EPILOG)(resolve_cmd)
 
 
+_WIDTH: list = []  # the terminal's console, made once (None: stdout is not a terminal)
+
+
+def _echo_folded(line: str) -> None:
+    """Write one line of a watched run: on a terminal a line wider than it folds as the stream's lines do
+    (the run's own output reaches the watch through a pipe, so it could not fold there)."""
+    if not _WIDTH:
+        from .shared import console
+
+        con = console()
+        _WIDTH.append(con if con.is_terminal else None)
+    con = _WIDTH[0]
+    if con is None or len(line) <= con.width // 2 or (line.isascii() and len(line) <= con.width):
+        typer.echo(line)
+        return
+    from rich.text import Text
+
+    from ..render.terminal import write_texts
+
+    write_texts(con, [Text(line)])
+
+
 def watch_cmd(
     ctx: typer.Context,
     script: Optional[str] = typer.Argument(
@@ -107,7 +129,7 @@ def watch_cmd(
     if script is None:
         raise _fail("missing SCRIPT; try 'tltrace watch --help'")
     if script.startswith("-") and script != "-" and not Path(script).exists():
-        raise _fail(f"no such option: {script.split('=', 1)[0]}; try 'tltrace watch --help'")
+        raise _fail(no_such_option(script))
     try:
         m = parse_mode(p["mode"], source="--mode")
     except TltraceError as exc:
@@ -137,7 +159,7 @@ def watch_cmd(
                 why = ("saved: " + ", ".join(c.name for c in ev.changed)) if ev.changed else "first run"
                 typer.secho(f"── tltrace watch: run {ev.number} ({why}) ──", bold=True)
             elif isinstance(ev, OutputLine):
-                typer.echo(ev.text)
+                _echo_folded(ev.text)
             elif isinstance(ev, RunDone):
                 status = "ok" if ev.exit_code == 0 else f"exit {ev.exit_code}"
                 tags = ", ".join(ev.tags)

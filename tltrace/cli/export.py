@@ -14,7 +14,7 @@ import typer
 
 from ..config import trace_dir_of
 from ..errors import TltraceError, UsageError
-from .shared import PathArgsCommand, fail, trace_dir_option
+from .shared import PathArgsCommand, fail, no_such_option, trace_dir_option
 
 EXPORT_EPILOG = """\
 Examples:
@@ -74,7 +74,7 @@ def export_cmd(
     items = list(args or [])
     for a in items:
         if a.startswith("--") or (a.startswith("-") and len(a) > 1 and not a[1:].isdigit()):
-            raise fail(f"no such option: {a}; try 'tltrace export --help'", 2)
+            raise fail(no_such_option(a), 2)
     if chrome_trace is None:
         raise fail("say what to export: --chrome-trace PATH; try 'tltrace export --help'", 2)
     if len(items) > 2:

@@ -15,13 +15,13 @@ from typing import Any
 import typer
 
 from .shared import fail as _fail
-from .shared import trace_dir_option
+from .shared import no_such_option, trace_dir_option
 
 
 def _check_args(args: list[str]) -> None:
     for a in args:
         if a.startswith("--") or (a.startswith("-") and not a[1:].isdigit() and len(a) > 1):
-            raise _fail(f"no such option: {a}")
+            raise _fail(no_such_option(a))
 
 
 def _print_json(data: Any) -> None:

@@ -13,7 +13,7 @@ import typer
 
 from ..config import trace_dir_of
 from ..errors import EXIT_UNLOADABLE, TltraceError
-from .shared import fail, trace_dir_option
+from .shared import fail, no_such_option, trace_dir_option
 
 REPRO_EPILOG = """\
 Examples:
@@ -22,6 +22,7 @@ Examples:
   tltrace repro gemm.py --pass LowerTileOp                 the newest run of gemm.py
   tltrace repro gemm.py -2 --pass 37 -o /tmp/lowertileop   pass #37 of the run before
   tltrace repro two_kernels.py --kernel vmul --pass Simplify#2
+  tltrace repro bad.py                                     the pass a failed compile failed at
 
 Writes DIR (default ./repro-<kernel>-<NN>-<pass>) holding repro.py and what it
 reads: the pass's input IR (TVM JSON), the compile's frontend IR, target and
@@ -131,13 +132,32 @@ def _selection(args: list[str], trace_dir: Optional[Path], kernel: Optional[str]
 
     for a in args:
         if a.startswith("--") or (a.startswith("-") and len(a) > 1 and not a[1:].isdigit()):
-            raise fail(f"no such option: {a}", 2)
+            raise fail(no_such_option(a), 2)
     if len(args) > 3:
         raise fail(f"too many arguments: {' '.join(args[3:])}; give at most SCRIPT_OR_DIR, RUN and SIGNATURE")
     target, run = runs.split_target(args[0] if args else None, args[1] if len(args) > 1 else None)
     return runs.open_selection(
         target, run, trace_dir_of(trace_dir), kernel, args[2] if len(args) > 2 else None
     )
+
+
+def _failed_pass(run, manifest):  # noqa: ANN001, ANN202
+    """Return the one pass a compile failed at (what `repro` without --pass reruns); else UsageError."""
+    from .._shell import command
+    from ..errors import UsageError
+    from ..history.resolve import script_words
+
+    failed = [r for r in manifest.records if r.status == "failed"]
+    top = [r for r in failed if r.depth == 0] or failed
+    if len(top) == 1:
+        return top[0]
+    lister = command("tltrace", "show", *script_words(run.path.parent.parent), manifest.run_id)
+    if not failed:
+        raise UsageError(
+            f"run {manifest.run_id} failed at no pass; name one with --pass NAME|INDEX ({lister} lists its passes)"
+        )
+    names = ", ".join(f"{r.name} (#{r.index})" for r in top[:4])
+    raise UsageError(f"run {manifest.run_id} failed at {len(top)} passes ({names}); name one with --pass")
 
 
 def repro_cmd(
@@ -147,8 +167,11 @@ def repro_cmd(
         help="A script, script/trace/run directory; then a RUN; then a signature prefix.",
         show_default=False,
     ),
-    pass_: str = typer.Option(
-        ..., "--pass", metavar="NAME|INDEX", help="The pass (NAME, phase/NAME, NAME#k, or an index)."
+    pass_: Optional[str] = typer.Option(
+        None,
+        "--pass",
+        metavar="NAME|INDEX",
+        help="The pass (NAME, phase/NAME, NAME#k, or an index) [default: the pass the compile failed at].",
     ),
     out: Optional[Path] = typer.Option(
         None,
@@ -179,7 +202,7 @@ def repro_cmd(
     try:
         run = _selection(list(args or []), trace_dir, kernel).one("repro")
         manifest = run.require()
-        record = find_record(manifest, pass_)
+        record = find_record(manifest, pass_, run.path) if pass_ is not None else _failed_pass(run, manifest)
         dest = out or Path(default_dir(manifest, record))
         plan = plan_repro(run.path, manifest, build=build)  # no reproducer data, a refused target: one line
         check_out(dest, force=force)  # a refused DIR too

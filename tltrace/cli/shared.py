@@ -38,6 +38,26 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     return typer.Exit(code)
 
 
+def no_such_option(word: str) -> str:
+    """Return the message for an unknown option of the running command: the closest options (did
+    you mean) and the --help to try."""
+    import difflib
+
+    from typer._click.globals import get_current_context  # typer's own click
+
+    name = word.split("=", 1)[0]
+    ctx = get_current_context(silent=True)
+    opts: list[str] = []
+    path = "tltrace"
+    if ctx is not None:
+        path = ctx.command_path
+        for p in ctx.command.get_params(ctx):
+            opts += [o for o in (*p.opts, *p.secondary_opts) if o.startswith("--") and o != "--help"]
+    close = difflib.get_close_matches(name, opts, n=2, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    return f"no such option: {name}{hint}; try '{path} --help'"
+
+
 def warn(message: str) -> None:
     from ..render.visible import visible
 
@@ -119,7 +139,21 @@ def _reparse(ctx, tokens: list[str]) -> None:
 
 
 # -- arguments that look like short options: `tltrace export -dash.py` -------------------------
-class PathArgsCommand(TyperCommand):
+class UsageCommand(TyperCommand):
+    """A command whose usage line shows a bracketed metavar as written: `[SCRIPT] [ARGS]...`,
+    `[SCRIPT_OR_DIR] [RUN] [SIGNATURE]`, not typer's `[[ARGS]...]...`."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:  # noqa: ANN001
+        import re
+
+        out = []
+        for piece in super().collect_usage_pieces(ctx):
+            m = re.fullmatch(r"\[(\[.*)\](?:\.\.\.)?", piece)
+            out.append(m.group(1) if m else piece)
+        return out
+
+
+class PathArgsCommand(UsageCommand):
     """A command whose SCRIPT/DIR arguments may start with '-' when a file of that name exists.
 
     Click reads `-dash.py` as the short options -d -a -s -h ..., and -h prints the help. An

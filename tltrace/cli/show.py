@@ -214,13 +214,14 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
         _warn(f"skipped {link}: a symbolic link; tltrace does not follow links")
     invs = []
     for sd in loc.script_dirs:
-        for inv in runs.group_invocations([runs.load_run(p, size=True) for p in runs.run_dirs(sd)]):
+        loaded = [runs.load_run(p, size=True) for p in runs.run_dirs(sd)]
+        for inv in runs.group_invocations(loaded, runs.empty_invocations(sd), sd):
             compiles = [
                 r
                 for r in inv.runs
                 if kernel is None or (r.manifest is not None and r.manifest.kernel == kernel)
             ]
-            if compiles:
+            if compiles or (kernel is None and inv.empty is not None):
                 invs.append((inv, compiles))
     if kernel is not None:  # positions count only the invocations that compiled `kernel`
         by_script: dict[str, list] = {}
@@ -256,6 +257,15 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
         if len(compiles) == 1 and len(inv.runs) == 1:
             table.add(_run_row(compiles[0]), str(inv.position))
             continue
+        if not inv.runs:
+            why = inv.empty.reason if inv.empty is not None else "no compile recorded"
+            table.heading(
+                str(inv.position),
+                inv.script_dir.name if several else None,
+                f"invocation {inv.id}: no TileLang compile traced ({why})",
+                _when(inv.started),
+            )
+            continue
         failed = sum(1 for r in compiles if r.status not in ("complete", "running"))
         head = f"invocation {inv.id}: {len(compiles)} compiles" + (
             f" of {len(inv.runs)}" if len(compiles) != len(inv.runs) else ""
@@ -279,6 +289,9 @@ def _ordered(runs: list) -> list:
         CompileSummary.of(r.manifest, r.run_id, status=r.status, position=i) for i, r in enumerate(runs)
     ]
     return [runs[s.position] for s in order(summaries)]
+
+
+_EDIT_STYLE = {"PATCHED": "bold magenta", "CONFLICT": "bold red", "UNRESOLVED": "bold red"}
 
 
 class _CompileTable:
@@ -307,6 +320,7 @@ class _CompileTable:
             (status, _STATUS_STYLE.get(status, "")),
             *((str(row[k]) if row[k] is not None else "-", "") for k in ("passes", "changed")),
             (failed, ""),
+            (row.get("edit") or "", _EDIT_STYLE.get(row.get("edit") or "", "")),
             (_size(row["size"]) if row["size"] else "-", ""),
         ]
         self.items.append(("row", cells))
@@ -321,8 +335,8 @@ class _CompileTable:
         columns = [
             Column("#", "right"),
             *([Column("script", cut=cut_middle, min_width=10)] if self.several else []),
-            Column("run", drop=5),
-            Column("time", drop=6),
+            Column("run", drop=6),  # the id goes before the time: '#' names the invocation
+            Column("time", drop=5, cut_first=True),
             Column("signature", cut=distinct_cut([r[sig_at][0] for r in rows]), min_width=14),
             Column("target", drop=8),
             Column("backend", drop=9),
@@ -330,6 +344,7 @@ class _CompileTable:
             Column("passes", "right", drop=3),
             Column("changed", "right", drop=2),
             Column("failed", "right", cut=cut_end, min_width=6),
+            Column("edit", drop=0 if any(r[-2][0] for r in rows) else 10),  # PATCHED, CONFLICT: your edit
             Column("size", "right", drop=7),
         ]
         width = con.width if con.is_terminal else None
@@ -358,6 +373,8 @@ class _CompileTable:
 
 def _show_invocation(sel, as_json: bool) -> None:
     """One invocation with several compiles: list them (failed first), with how to open one."""
+    from ..history.resolve import script_words
+
     inv = sel.invocation
     runs = _ordered([r.measured() for r in sel.runs])  # sizes, as the listing gives them
     if as_json:
@@ -366,6 +383,9 @@ def _show_invocation(sel, as_json: bool) -> None:
     from rich.text import Text
 
     con = _console()
+    if not inv.runs:
+        _show_empty(con, sel)
+        return
     head = Text()
     head.append(f"{inv.script_dir.name}  ", style="bold")
     head.append(f"invocation {sel.spec}  {inv.id}")
@@ -377,12 +397,29 @@ def _show_invocation(sel, as_json: bool) -> None:
     table.print(con)
     con.print(
         _t(
-            f"open one: {command('tltrace', 'show', inv.script_dir.name, sel.spec)} SIGNATURE (a prefix), "
-            "or --kernel NAME",
+            f"open one: {command('tltrace', 'show', *script_words(inv.script_dir), sel.spec)} SIGNATURE "
+            "(a prefix), or --kernel NAME",
             "dim",
         ),
-        soft_wrap=True,
+        soft_wrap=not con.is_terminal,  # a terminal folds it (the command names --trace-dir), a pipe gets it whole
     )
+
+
+def _show_empty(con: Any, sel) -> None:
+    """An invocation that traced no compile: when, the command, and why nothing was traced."""
+    from rich.text import Text
+
+    inv, e = sel.invocation, sel.invocation.empty
+    head = Text()
+    head.append(f"{inv.script_dir.name}  ", style="bold")
+    head.append(f"invocation {sel.spec}  {inv.id}")
+    head.append(f"\n0 compiles  {_when(inv.started)}  {inv.status}", style="dim")
+    if e is not None and e.command:
+        head.append("\n$ " + _command_line(e.command), style="dim")
+    head.append("\nno TileLang compile was traced", style="bold yellow")
+    if e is not None:
+        head.append(f": {e.reason}")
+    con.print(head, soft_wrap=not con.is_terminal)
 
 
 def _show_run(run, as_json: bool) -> None:
@@ -477,7 +514,7 @@ def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: b
     from ..history import runs
     from ..passref import ref_of, resolve
 
-    rec = runs.find_record(run.require(), spec)
+    rec = runs.find_record(run.require(), spec, run.path)
     found = resolve(run.manifest.records, spec)
     others = (
         [ref_of(run.manifest.records, i) for i in found.matches if i != found.pos] if found.others else []
@@ -554,6 +591,8 @@ def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: b
 def _show_html(sel, as_json: bool) -> None:
     from ..render.html import write_index, write_report
 
+    if not sel.runs:
+        sel.one("--html")  # an invocation that traced no compile: one line, exit 2
     try:
         if sel.single is not None:
             run = sel.single

@@ -35,7 +35,7 @@ def show(run: Any, pass_spec: str | None, as_json: bool) -> None:
         if not any(data["codegen"].values()):
             console().print("(no generated source in this compile)", markup=False, highlight=False)
         return
-    rec = runs.find_record(manifest, pass_spec)
+    rec = runs.find_record(manifest, pass_spec, run.path)
     side = V.side_of(rec)
     lines = V.annotated(run, rec, side, maps)
     if as_json:

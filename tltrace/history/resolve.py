@@ -232,12 +232,31 @@ class Selection:
         """Return the one selected compile; UsageError naming the candidates when there are several."""
         if len(self.runs) == 1:
             return self.runs[0]
+        if not self.runs:
+            raise UsageError(no_compile_line(self.invocation, self.spec))
         names = ", ".join(label(r.manifest, r.run_id) for r in self.runs[:4])
         more = ", ..." if len(self.runs) > 4 else ""
         raise UsageError(
             f"invocation {self.spec} has {len(self.runs)} compiles ({names}{more}); {what} needs one: "
             "name it with --kernel NAME, a signature prefix or a run id"
         )
+
+
+def script_words(script_dir: Path) -> list[str]:
+    """Return the words that name a script in a printed command: `--trace-dir DIR` when DIR is not
+    the default (config.trace_dir_args), then the script directory's name."""
+    from ..config import trace_dir_args
+
+    return [*trace_dir_args(Path(script_dir).parent), Path(script_dir).name]
+
+
+def no_compile_line(inv: RecordedInvocation, spec: str) -> str:
+    """Return the one line for an invocation that traced no compile (there is nothing to open in it)."""
+    why = inv.empty.reason if inv.empty is not None else "no compile was recorded"
+    return (
+        f"invocation {spec} of {inv.script_dir.name} traced no TileLang compile ({why}); "
+        f"{command('tltrace', 'show', *script_words(inv.script_dir))} lists the invocations"
+    )
 
 
 _T = TypeVar("_T")
@@ -256,7 +275,7 @@ def _narrow(
         if not runs:
             raise UsageError(
                 f"no compile of kernel {kernel!r} in invocation {spec} of {inv.script_dir.name}; "
-                f"{command('tltrace', 'show', inv.script_dir.name, spec)} lists its compiles"
+                f"{command('tltrace', 'show', *script_words(inv.script_dir), spec)} lists its compiles"
             )
     if signature is not None:
         hits = [r for r in runs if label(r.manifest, r.run_id).startswith(signature)]
@@ -265,7 +284,7 @@ def _narrow(
         if not hits:
             raise UsageError(
                 f"no compile with signature {signature!r} in invocation {spec} of "
-                f"{inv.script_dir.name}; {command('tltrace', 'show', inv.script_dir.name, spec)} lists them"
+                f"{inv.script_dir.name}; {command('tltrace', 'show', *script_words(inv.script_dir), spec)} lists them"
             )
         if len(hits) > 1:
             names = ", ".join(label(r.manifest, r.run_id) for r in hits[:3]) + (
@@ -370,7 +389,7 @@ def open_selection(
             names = ", ".join(p.name for p in loc.script_dirs[:5])
             raise UsageError(
                 f"{loc.root} holds runs of several scripts ({names}); name one, "
-                f"e.g. {command('tltrace', 'show', loc.script_dirs[0].name, run or 'latest')}"
+                f"e.g. {command('tltrace', 'show', *script_words(loc.script_dirs[0]), run or 'latest')}"
             )
         sel = select(loc.script_dirs[0], run, kernel, signature)
     for r in sel.runs:

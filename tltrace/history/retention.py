@@ -9,7 +9,8 @@ What is never removed:
   still being written, a run whose writer process (pid, start time, host) still lives,
   or an invocation whose writers hold its lock (`format/liveness.py`), in any process
   on any host: its lock goes with the process, so a run killed anywhere can go;
-- anything but `run_*` directories under `.run_records` and the unreferenced stored
+- anything but `run_*` directories under `.run_records`, the records of invocations
+  that traced no compile (`inv_*.json`, format/empty.py) and the unreferenced stored
   texts in `.run_records/.objects` (working files, baselines and backups stay);
 - anything reached through a symbolic link: a linked `.run_records` or `.objects` is
   not tltrace's own, so nothing is removed or garbage-collected through it.
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UsageError
-from ..format import liveness
+from ..format import empty, liveness
 from ..format.ids import is_run_name
 from ..format.layout import OBJECTS, RUN_RECORDS, is_object_name, is_object_temp
 from ..format.records import RUNNING
@@ -92,6 +93,7 @@ class _OnDisk:
     started: float
     runs: list[Run] = field(default_factory=list)
     live: bool = False
+    marker: Path | None = None  # the record of an invocation that traced no compile (format/empty.py)
 
 
 def clean(
@@ -198,6 +200,14 @@ def _clean_script(
             result.skipped_active.extend(r.path for r in inv.runs)
             continue
         inv_gone = 0
+        if inv.marker is not None and not dry_run:
+            try:
+                os.unlink(inv.marker)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                result.failed.append(f"{inv.marker}: {exc.strerror or exc}")
+                continue
         for run in inv.runs:
             if dry_run:
                 result.removed.append(run.path)
@@ -246,6 +256,13 @@ def _invocations(root: Path, live: set[str], force: bool = False) -> list[_OnDis
         inv.runs.append(run)
         if key in live or _run_live(run, me, force):
             inv.live = True
+    for path, rec in empty.read_all(root):  # invocations that traced no compile count as invocations
+        if rec.invocation in by_key:
+            by_key[rec.invocation].marker = path  # goes with its runs
+        else:
+            by_key[rec.invocation] = _OnDisk(
+                rec.invocation, rec.started or _mtime(str(path)), live=rec.invocation in live, marker=path
+            )
     return sorted(by_key.values(), key=lambda i: (i.started, i.key))
 
 

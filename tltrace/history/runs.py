@@ -16,6 +16,7 @@ from __future__ import annotations
 from ..errors import RecordsError as RecordsError
 from ..errors import UsageError as UsageError
 from .invocations import RecordedInvocation as RecordedInvocation
+from .invocations import empty_invocations as empty_invocations
 from .invocations import group_invocations as group_invocations
 from .invocations import invocation_key as invocation_key
 from .invocations import invocations as invocations
@@ -39,10 +40,12 @@ from .resolve import Selection as Selection
 from .resolve import list_runs as list_runs
 from .resolve import locate as locate
 from .resolve import looks_like_run_spec as looks_like_run_spec
+from .resolve import no_compile_line as no_compile_line
 from .resolve import open_selection as open_selection
 from .resolve import parse_ref as parse_ref
 from .resolve import parse_run_ref as parse_run_ref
 from .resolve import resolve_run as resolve_run
+from .resolve import script_words as script_words
 from .resolve import select as select
 from .resolve import skipped_links as skipped_links
 from .resolve import split_target as split_target

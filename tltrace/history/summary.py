@@ -48,6 +48,9 @@ class CompileSummary:
     target: str | None = None
     backend: str | None = None
     position: int = 0  # the order it started in, among the compiles it is listed with
+    edit: str | None = (
+        None  # the reconcile tag of its codegen that says most about an edit (PATCHED, CONFLICT, ...)
+    )
 
     @property
     def label(self) -> str:
@@ -105,6 +108,7 @@ class CompileSummary:
             target=m.target,
             backend=m.backend,
             position=position,
+            edit=edit_tag(m),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -118,6 +122,18 @@ class CompileSummary:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "position"}
         data["label"] = self.label
         return data
+
+
+_EDIT_RANK = ("CONFLICT", "UNRESOLVED", "PATCHED", "SYNCED", "REGENERATED", "INIT-BACKUP")
+
+
+def edit_tag(m: RunManifest) -> str | None:
+    """Return the reconcile tag of a compile's codegen that says most about the user's edit, or None.
+
+    CONFLICT and UNRESOLVED first, then PATCHED (the edit was compiled), SYNCED, REGENERATED.
+    """
+    tags = {r.reconcile for r in m.records if r.reconcile}
+    return next((t for t in _EDIT_RANK if t in tags), None) or (min(tags) if tags else None)
 
 
 def order(summaries: Sequence[CompileSummary]) -> list[CompileSummary]:

@@ -104,9 +104,13 @@ def missing_files(run: Run) -> int:
     return n
 
 
-def find_record(manifest: RunManifest, spec: str) -> PassRecord:
-    """Return the record a --pass reference names (tltrace/passref.py: index, [phase/]NAME[#k], any case)."""
-    from ..passref import resolve
+def find_record(manifest: RunManifest, spec: str, run_dir: Path | None = None) -> PassRecord:
+    """Return the record a --pass reference names (tltrace/passref.py: index, [phase/]NAME[#k], any case).
+
+    An unknown name says the closest pass names (did you mean), and, given the run's
+    directory, the `tltrace show` command that lists the compile's passes.
+    """
+    from ..passref import did_you_mean, resolve
 
     found = resolve(manifest.records, spec)
     if found.pos < 0:
@@ -117,5 +121,12 @@ def find_record(manifest: RunManifest, spec: str) -> PassRecord:
             )
         if found.matches:
             raise UsageError(f"{found.error}; give the full name, NAME#k or an index")
-        raise UsageError(f"no pass {spec!r} in run {manifest.run_id}; 'tltrace show' lists its passes")
+        hint = did_you_mean(dict.fromkeys(r.name for r in manifest.records), spec)
+        if run_dir is not None:
+            from .._shell import command
+            from .resolve import script_words
+
+            lister = command("tltrace", "show", *script_words(Path(run_dir).parent.parent), manifest.run_id)
+            hint += f"; {lister} lists its {len(manifest.records)} passes"
+        raise UsageError(f"no pass {spec!r} in run {manifest.run_id}{hint}")
     return manifest.records[found.pos]

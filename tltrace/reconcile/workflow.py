@@ -396,18 +396,49 @@ def working_files_held(inv: Ledger) -> list[HeldVariant]:
     ]
 
 
+def held_by_others(settings: Any, runs: Any, have: set[Path]) -> list[HeldVariant]:
+    """Return the working files the compiles of the job's other processes (a process pool, torchrun
+    ranks) wrote, read from their records, leaving out those in `have`; the newest write wins."""
+    try:
+        layout = layout_for(settings)
+        entries = {e.suffix: e for e in registry.entries_of(layout).entries.values()}
+    except (OSError, ValueError):
+        return []
+    out: dict[Path, HeldVariant] = {}
+    for m in runs:
+        for r in m.records:
+            if not r.working_file or Path(r.working_file) in have:
+                continue
+            path = Path(r.working_file)
+            hit = layout.suffix_of(path.name)
+            entry = entries.get(hit[0]) if hit else None
+            role = r.role or (hit[1] if hit else None)
+            out[path] = HeldVariant(
+                path, m.kernel, role, entry.describe() if entry is not None else "", r.reconcile
+            )
+    return sorted(out.values(), key=lambda h: (h.path.name, str(h.role)))
+
+
 def report_unapplied(
-    settings: Any, emit: Any, ledger: Ledger | None = None, *, cached: set[str] | frozenset[str] = frozenset()
+    settings: Any,
+    emit: Any,
+    ledger: Ledger | None = None,
+    *,
+    cached: set[str] | frozenset[str] = frozenset(),
+    others: Any = (),
 ) -> int:
     """The edit loop's end-of-invocation report: which file holds which variant, then every edit not compiled.
 
-    Emits one WorkingFiles event (when this invocation compiled into working files), and
-    one NOT-APPLIED notice per edit `unapplied_edits` finds; returns how many. Never raises.
+    Emits one WorkingFiles event (when this invocation compiled into working files, in this
+    process or, read from `others`' records, in the job's other processes), and one
+    NOT-APPLIED notice per edit `unapplied_edits` finds; returns how many. Never raises.
     """
     from ..session.events import Notice
 
     try:
         held = working_files_held(ledger) if ledger is not None else []
+        if others:
+            held += held_by_others(settings, others, {h.path for h in held})
         if held:
             from ..session.events import WorkingFiles
 

@@ -132,7 +132,7 @@ class _Report:
         return b"".join(parts)
 
     def meta_if_changed(self, manifest: RunManifest) -> bytes:
-        meta = meta_of(manifest)
+        meta = meta_of(manifest, self.path.parent)  # the report lives in its run directory
         if meta == self.meta:
             return b""
         self.meta = meta
@@ -218,7 +218,7 @@ class HtmlReportListener:
             rep.append(rep.meta_if_changed(manifest))
             return rep
         path = run_dir / REPORT_NAME
-        meta = meta_of(manifest)
+        meta = meta_of(manifest, run_dir)
         first = chunk(meta)
         fh = _create_report(path, first)
         self.bytes_written += len(report_head()) + len(first)
@@ -401,7 +401,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     manifest = runs.load_manifest(run_dir)
     in_place = out is None or Path(out).absolute() == (run_dir / REPORT_NAME).absolute()
     out = Path(out) if out is not None else run_dir / REPORT_NAME
-    meta = meta_of(manifest)
+    meta = meta_of(manifest, run_dir)
     if not in_place:
         meta.pop("index", None)  # written elsewhere (lower_trace's report): no index two levels up
     parts = [chunk(meta)]

@@ -237,7 +237,7 @@ def write_index(script_dir: Path, run_dirs: list[Path], out: Path | None = None)
     runs = [load_run(Path(d)) for d in run_dirs]
     if not runs:
         raise RecordsError(f"no compiles to index under {script_dir}")
-    invs = invocations(script_dir)
+    invs = [i for i in invocations(script_dir) if i.runs]  # the newest invocation that has compiles
     newest = bool(invs) and {r.run_id for r in invs[-1].runs} == {r.run_id for r in runs}
     if out is None:
         out = script_dir / REPORT_NAME if newest else runs[0].path / "index.html"

@@ -11,6 +11,7 @@ import base64
 import hashlib
 import re
 import shlex
+from pathlib import Path
 from typing import Any
 
 from ..format.records import PassRecord, RunManifest
@@ -54,8 +55,13 @@ def chunk(value: dict[str, Any]) -> bytes:
     return _CHUNK_OPEN + body + _CHUNK_CLOSE
 
 
-def meta_of(manifest: RunManifest) -> dict[str, Any]:
-    """Return the run header the report shows (no records); O(1) in the number of records."""
+def meta_of(manifest: RunManifest, run_dir: Path | None = None) -> dict[str, Any]:
+    """Return the run header the report shows (no records); O(1) in the number of records.
+
+    With `run_dir` (where the compile's records are), the repro command the report copies
+    names the trace dir as an absolute `--trace-dir` and the script directory's name, so
+    that it works pasted anywhere, whatever --trace-dir the run had.
+    """
     out: dict[str, Any] = {"t": "meta"}
     for name in _META_FIELDS:
         value = getattr(manifest, name, None)
@@ -65,7 +71,11 @@ def meta_of(manifest: RunManifest) -> dict[str, Any]:
         out["command_line"] = shlex.join(str(c) for c in manifest.command)
     if manifest.repro and manifest.run_id:
         # `tltrace repro` for a pass of this compile: the report appends the pass's index.
-        out["repro"] = shlex.join(["tltrace", "repro", manifest.script, manifest.run_id, "--pass"])
+        where = [manifest.script]
+        if run_dir is not None:
+            script_dir = Path(run_dir).absolute().parent.parent
+            where = ["--trace-dir", str(script_dir.parent), script_dir.name]
+        out["repro"] = shlex.join(["tltrace", "repro", *where, manifest.run_id, "--pass"])
     values = manifest.facts.get("values") if isinstance(manifest.facts, dict) else None
     if isinstance(values, dict):  # the report's Facts strip (docs/facts.md), known values only
         out["facts"] = {k: v for k, v in values.items() if v is not None}

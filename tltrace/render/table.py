@@ -90,6 +90,7 @@ class Column:
     drop: int = 0  # 0: never dropped; otherwise the higher, the sooner it goes
     cut: Cut | None = None  # None: never cut
     min_width: int = 6
+    cut_first: bool = False  # a droppable column that goes only after the cuttable ones are cut
 
 
 def fit(
@@ -109,12 +110,8 @@ def fit(
     def total() -> int:
         return sum(widths[k] for k in shown) + gap * (len(shown) - 1)
 
-    if width is not None:
-        droppable = sorted((k for k in range(ncol) if columns[k].drop), key=lambda k: (-columns[k].drop, -k))
-        for k in droppable:
-            if total() <= width:
-                break
-            shown.remove(k)
+    def cut() -> None:
+        assert width is not None
         while total() > width:
             cuttable = [
                 k
@@ -127,6 +124,22 @@ def fit(
             k = max(cuttable, key=lambda c: widths[c])
             floor = max(columns[k].min_width, len(columns[k].header))
             widths[k] = max(floor, widths[k] - (total() - width))
+
+    if width is not None:
+        droppable = sorted((k for k in range(ncol) if columns[k].drop), key=lambda k: (-columns[k].drop, -k))
+        for k in droppable:
+            if total() <= width:
+                break
+            if columns[k].cut_first:
+                continue
+            shown.remove(k)
+        cut()
+        for k in droppable:  # the columns worth a cut: they go last
+            if total() <= width:
+                break
+            if columns[k].cut_first:
+                shown.remove(k)
+                cut()
     last = shown[-1] if shown else -1
 
     def line(cells: Sequence[Cell], bold: bool = False) -> Text:

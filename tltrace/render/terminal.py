@@ -265,7 +265,11 @@ def summary_line(
     elif manifest.status == RUNNING:
         t.append(f"{_unfinished_word(manifest, not_finalised)}: ", style="bold yellow")
     else:
-        t.append("interrupted: " if _interrupted(manifest) else "compile failed: ", style="bold red")
+        at = next((r.name for r in manifest.records if r.status == FAILED), None)
+        if _interrupted(manifest):
+            t.append("interrupted: ", style="bold red")
+        else:
+            t.append(f"compile failed at {at}: " if at else "compile failed: ", style="bold red")
     t.append(f"{total} passes, {changed} changed, {failed} failed, {c.get(CODEGEN, 0)} codegen")
     if isinstance(manifest.finished, (int, float)) and isinstance(manifest.started, (int, float)):
         took = manifest.finished - manifest.started
@@ -273,6 +277,19 @@ def summary_line(
             t.append(f" in {took:.2f}s")
     where = report if report is not None else run_dir
     t.append(f"  {'report' if report is not None else 'records'}: {_short_path(where)}", style="dim")
+    return t
+
+
+def empty_line(event: InvocationFinished, settings: Settings) -> Text:
+    """Return the line for an invocation that traced no compile: why, and the command that shows it."""
+    from .._shell import command
+    from ..config import trace_dir_args
+
+    t = Text("no TileLang compile was traced", style="bold yellow")
+    t.append(f": {event.empty.reason}")
+    if event.empty_path is not None:
+        show = command("tltrace", "show", *trace_dir_args(settings.trace_dir), event.empty.script, "-1")
+        t.append(f"  recorded as invocation -1: {show}", style="dim")
     return t
 
 
@@ -290,11 +307,9 @@ def stream_label(manifest: RunManifest) -> str:
 
     The signature starts with it, so it also works as a SIGNATURE prefix for `show`.
     """
-    kernel = manifest.kernel or "?"
-    sig = (manifest.signature or "").split(" ")
-    if len(sig) > 1 and sig[0] == kernel and sig[1] and sig[1][0].isdigit():
-        return f"{kernel} {sig[1].split(',')[0]}"
-    return kernel
+    from ..session.signature import short_label
+
+    return short_label(manifest.kernel, manifest.signature)
 
 
 def summary_table(
@@ -575,7 +590,9 @@ class TerminalView:
             report = self._report(event.run_dir)
             self._print_texts([summary_line(event.manifest, event.run_dir, report, label)])
         elif isinstance(event, InvocationFinished):
-            if self.settings.quiet:
+            if event.empty is not None and not event.runs:
+                self._print_texts([empty_line(event, self.settings)])
+            elif self.settings.quiet:
                 self._invocation_summary(event)
         elif isinstance(event, WorkingFiles):
             self._print_texts(working_files_lines(event))
@@ -603,10 +620,18 @@ class TerminalView:
         if getattr(self, "_only_warned", False):
             return
         self._only_warned = True
+        from .._shell import command
+        from ..history.resolve import script_words
+        from ..passref import did_you_mean
+
         names = list(dict.fromkeys(r.name for r in event.manifest.records))
+        lister = command(
+            "tltrace", "show", *script_words(Path(event.run_dir).parent.parent), event.manifest.run_id
+        )
         self._warn(
             f"--only {only.pattern!r} matched none of the {len(names)} pass names of "
-            f"{stream_label(event.manifest)} (e.g. {', '.join(names[:4])}); 'tltrace show' lists them"
+            f"{stream_label(event.manifest)}{did_you_mean(names, only.pattern)} (e.g. {', '.join(names[:4])}); "
+            f"{lister} lists them"
         )
 
     def _report(self, run_dir: Path) -> Path | None:
@@ -644,7 +669,11 @@ class TerminalView:
             style="bold red" if failed or stopped else "bold",
         )
         head.append(f"  invocation {event.invocation}", style="dim")
-        head.append(f"  records: {records_dir}", style="dim")
+        index = self.settings.script_dir / "report.html"
+        if self.settings.html and os.path.isfile(index) and not os.path.islink(index):
+            head.append(f"  index: {_short_path(index)}", style="dim")  # the compiles, failed first
+        else:
+            head.append(f"  records: {records_dir}", style="dim")
         self._print_texts(
             [
                 head,
@@ -680,8 +709,8 @@ class TerminalView:
         if n.kind == "warning":
             self._warn(n.message)
             return
-        if n.kernel:
-            t.append(f"[{n.kernel}] ", style="bold blue")
+        if n.label or n.kernel:
+            t.append(f"[{n.label or n.kernel}] ", style="bold blue")
         label = "cached: not traced" if n.kind == "cached" else n.kind
         t.append(label, style=style)
         if n.message:

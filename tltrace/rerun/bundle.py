@@ -87,8 +87,12 @@ class BundleCompile:
 
     @property
     def label(self) -> str:
-        """The compile's name in messages: its kernel, else its directory in the bundle."""
-        return self.manifest.kernel or self.dir
+        """The compile's name in messages: the stream's label (`add 1024`), else its directory in the bundle."""
+        from ..session.signature import short_label
+
+        return (
+            short_label(self.manifest.kernel, self.manifest.signature) if self.manifest.kernel else self.dir
+        )
 
 
 @dataclass(frozen=True)

@@ -435,7 +435,7 @@ def repro(
     target, run = runs.split_target(script_or_dir, run)
     chosen = runs.open_selection(target, run, trace_dir_of(trace_dir), kernel).one("repro")
     manifest = chosen.require()
-    record = runs.find_record(manifest, pass_)
+    record = runs.find_record(manifest, pass_, chosen.path)
     dest = os.fspath(out) if out is not None else default_dir(manifest, record)
     return make_repro(chosen.path, manifest, record, dest, force=force, build=build)
 

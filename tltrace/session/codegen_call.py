@@ -26,7 +26,7 @@ from .events import Notice
 from .hooks import CodegenRequest
 from .interrupt import interrupted
 from .recorder import CodegenCall, PassEvent
-from .signature import launch_info
+from .signature import launch_info, short_label, signature
 from .snapshot import Side
 
 CODEGEN_PHASE = "codegen"
@@ -238,8 +238,10 @@ def _reconcile(
     )
     for w in outcome.warnings:
         s.warn(w)
+    # The stream's name for this compile (`add 512`); the signature is set as the compile ends.
+    label = short_label(kernel, s.manifest.signature or signature(kernel, launch, None))
     for kind, message, path in outcome.notices:
-        s.emit(Notice(kind, message, kernel=kernel, path=path))
+        s.emit(Notice(kind, message, kernel=kernel, path=path, label=label))
     if outcome.tag:
         s.emit(
             Notice(
@@ -249,6 +251,7 @@ def _reconcile(
                 path=outcome.path,
                 diff=outcome.diff,
                 diff_names=outcome.diff_names,
+                label=label,
             )
         )
         s.wait(30)  # printed (not only queued) before the journal lets go of it

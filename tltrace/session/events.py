@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..format.records import PassRecord, RunManifest
 from ..format.sourcemap import LineMap
@@ -48,6 +49,7 @@ class Notice:
     path: Path | None = None
     diff: tuple[str, str] | None = None  # (before, after): PATCHED shows the user's edit as a diff
     diff_names: tuple[str, str] = ("before", "after")  # the diff's header: the files it compares
+    label: str | None = None  # the compile's short label (`add 512`, signature.short_label), where known
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,10 @@ class InvocationFinished:
     # Run ids of compiles that ended but whose run tltrace could not finalise (the final manifest
     # write failed): on disk they still say running. Views call them "finished, not finalised".
     not_finalised: tuple[str, ...] = ()
+    # An invocation that traced no compile: what was recorded of it (session/empty.EmptyInvocation)
+    # and where (None when the record could not be written); `show -1` then names this run.
+    empty: Any = None
+    empty_path: Path | None = None
 
 
 @dataclass(frozen=True)

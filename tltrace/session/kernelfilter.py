@@ -22,6 +22,13 @@ from .events import Event, Notice
 _GENERIC = ("lower", "lower-with-context", "lower-to-host-device-ir", "grouped-tvm-ffi")
 _said_lock = threading.Lock()
 _said: set[str] = set()  # the patterns this process has said its notice for
+_skipped: dict[str, list[str]] = {}  # invocation id -> kernels compiled untraced, in order
+
+
+def skipped(invocation: str) -> tuple[str, ...]:
+    """Return the kernels this process compiled untraced in `invocation` because --kernels did not match."""
+    with _said_lock:
+        return tuple(_skipped.get(invocation, ()))
 
 
 def kernel_name() -> str | None:
@@ -74,6 +81,9 @@ def make_filter_class(base: type) -> type:
                 with _said_lock:
                     first = pattern.pattern not in _said
                     _said.add(pattern.pattern)
+                    names = _skipped.setdefault(self._settings.invocation, [])
+                    if name not in names:
+                        names.append(name)
                 if first:
                     try:
                         self._emit(

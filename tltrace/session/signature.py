@@ -278,3 +278,16 @@ def variant_key(kernel: str | None, launch: dict[str, Any] | None) -> str:
     threads = _dims(launch.get("threads") or ())
     name = kernel or str(launch.get("function") or "kernel")
     return f"{name}|{bufs}|grid={grid}|threads={threads}"
+
+
+def short_label(kernel: str | None, signature: str | None) -> str:
+    """Return a compile's short label: its kernel and its first buffer's shape (`add 512`).
+
+    What the stream names a compile by (render/terminal.stream_label); the signature starts
+    with it, so it also works as a SIGNATURE prefix for `show`.
+    """
+    name = kernel or "?"
+    sig = (signature or "").split(" ")
+    if len(sig) > 1 and sig[0] == name and sig[1] and sig[1][0].isdigit():
+        return f"{name} {sig[1].split(',')[0]}"
+    return name

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 
 from ..config import Settings
@@ -81,6 +82,7 @@ class Invocation:
         self._watch: CacheWatch | None = CacheWatch() if settings.use_cache else None
         self.finished = False
         self.pid = os.getpid()  # the process that opened it (its own compiles, `gathered_notices`)
+        self.started = time.time()
 
     @property
     def id(self) -> str:
@@ -109,12 +111,22 @@ class Invocation:
                 del _open[self.id]
         liveness.release(self.id)
 
-    def finish(self, *, interrupted: bool = False, prune: bool = True) -> None:
+    def finish(
+        self,
+        *,
+        interrupted: bool = False,
+        prune: bool = True,
+        record_empty: bool = False,
+        imported: bool = True,
+    ) -> None:
         """Say the unapplied edits, tell the listeners the invocation is over, close, then prune (once).
 
         The compiles of the invocation's other processes (children, torchrun ranks) are
         read from disk and counted with this one's. Only the process that opened the
         invocation calls this (`Lifecycle.finish` checks).
+        With `record_empty`, an invocation that traced no compile is recorded
+        (format/empty.py) so that `-1` names it; `imported` says whether the script imported
+        tilelang at all.
         """
         drain()  # every compile's records and events are in before the invocation ends
         with self._lock:
@@ -124,16 +136,52 @@ class Invocation:
         self.check_cache()
         with self._lock:
             runs = tuple(self.runs)
+        own = {m.run_id for m in runs}
         runs = self._with_other_processes(runs)
         with self._lock:
             unfinalised = tuple(sorted(self.not_finalised))
+        empty, empty_path = (
+            self._record_empty(interrupted, imported) if record_empty and not runs else (None, None)
+        )
         try:
-            report_unapplied(self.settings, self._emit, self.ledger, cached=frozenset(self.cached))
-            self._emit(InvocationFinished(self.id, runs, interrupted, unfinalised))
+            others = tuple(m for m in runs if m.run_id not in own)  # the job's other processes'
+            report_unapplied(
+                self.settings, self._emit, self.ledger, cached=frozenset(self.cached), others=others
+            )
+            self._emit(InvocationFinished(self.id, runs, interrupted, unfinalised, empty, empty_path))
         finally:
             self.close()
-        if prune and self.settings.keep > 0:
+        if (prune or empty_path is not None) and self.settings.keep > 0:
             self._prune()
+
+    def _record_empty(self, interrupted: bool, imported: bool):  # noqa: ANN202
+        """Write the record of an invocation that traced no compile; return (record, path or None)."""
+        import sys
+        import time
+
+        from ..format import empty
+        from ..format.layout import RUN_RECORDS
+        from ..session import kernelfilter
+
+        s = self.settings
+        record = empty.EmptyInvocation(
+            invocation=self.id,
+            script=s.script_name,
+            started=self.started,
+            finished=time.time(),
+            command=list(s.command) or list(sys.argv),
+            cwd=os.getcwd(),
+            kernels=s.kernels.pattern if s.kernels is not None else None,
+            skipped=kernelfilter.skipped(self.id),
+            cached=tuple(sorted(self.cached)),
+            imported=imported,
+            interrupted=interrupted,
+        )
+        try:
+            return record, empty.write(s.claim_script_dir() / RUN_RECORDS, record)
+        except Exception as exc:
+            self._emit(Notice("warning", f"cannot record the empty invocation ({type(exc).__name__}: {exc})"))
+            return record, None
 
     # -- events --------------------------------------------------------------------------------------
     def __call__(self, event: Event) -> None:

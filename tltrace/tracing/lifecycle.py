@@ -172,7 +172,14 @@ class Lifecycle:
         )
 
     # -- the end ------------------------------------------------------------------------------------
-    def finish(self, *, interrupted: bool = False, prune: bool = True) -> bool:
+    def finish(
+        self,
+        *,
+        interrupted: bool = False,
+        prune: bool = True,
+        record_empty: bool = False,
+        imported: bool = True,
+    ) -> bool:
         """End the invocation with its reports: NOT-APPLIED, InvocationFinished, close, prune; the listeners finish.
 
         Returns False (and does nothing but give the environment back) in an os.fork() child:
@@ -182,7 +189,9 @@ class Lifecycle:
         if self.forked():
             return False
         try:
-            self.invocation.finish(interrupted=interrupted, prune=prune)
+            self.invocation.finish(
+                interrupted=interrupted, prune=prune, record_empty=record_empty, imported=imported
+            )
         finally:
             self.fanout.close()
         return True
