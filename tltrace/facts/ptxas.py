@@ -134,7 +134,11 @@ def machine_facts(source: str, arch: str | None, timeout: float = TIMEOUT_S) -> 
         cmd = command(compiler, arch, src, cubin)
         t0 = time.perf_counter()
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
+            # env: a copy taken now. This runs on a worker thread; with env=None the child would
+            # exec with the C `environ` as another thread left it mid-update (the lifecycle puts and
+            # takes PYTHONPATH around the job), which failed as EFAULT ("Bad address") in CI.
+            env = dict(os.environ)
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp, env=env)
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"nvcc took over {timeout:g} s") from None
         seconds = round(time.perf_counter() - t0, 3)

@@ -120,8 +120,15 @@ def record_path(records_root: Path, invocation: str) -> Path:
 
 
 def write(records_root: Path, record: EmptyInvocation) -> Path:
-    """Write the record (atomically) and return its path."""
+    """Write the record (atomically) and return its path.
+
+    Never through a symbolic link: a linked script directory or `.run_records` is refused
+    (OSError), as the run store refuses it: nothing is written outside the trace dir.
+    """
     path = record_path(records_root, record.invocation)
+    for d in (Path(records_root).parent, Path(records_root)):
+        if d.is_symlink():
+            raise OSError(f"{d} is a symbolic link; tltrace writes nothing through it")
     Path(records_root).mkdir(parents=True, exist_ok=True)
     atomic_write(path, (json.dumps(record.to_json(), indent=1) + "\n").encode())
     return path
