@@ -21,6 +21,10 @@
 #   cost       issue 17's in-process CPU table (bench/capture_cost.py: two small CPU compiles plus
 #              the sm_90a lowering; untraced, tltrace worker and --sync, built-in) on this
 #              machine's otherwise idle cores; REPS (default 7) interleaved reps -> cost.md
+#   profile    py-spy (`--threads --idle`, carried as a wheel in .whl/) over `tltrace run --quiet`
+#              and `--mode html --quiet` of a CONFIGS-config autotune (default 16); per-thread
+#              summaries (bench/profile_threads.py): the compiling threads' share in tltrace
+#              frames -> profile-MODE.md, raw stacks -> profile-MODE.txt
 #   all        check, autotune, builtin in a row (only where one call may run longer)
 #
 # CONFIGS=N runs `autotune` over an even N-config subset of the grid (bench/upstream_autotune.py;
@@ -106,8 +110,31 @@ run_proxy() {
     --configs "untraced,tltrace records,tltrace html" 2>"$out/proxy.log" | tee "$out/proxy.md"
 }
 
+run_profile() {
+  about profile
+  need_upstream || return 2
+  local spy=py-spy mode rc=0
+  if ! command -v py-spy >/dev/null; then
+    "$py" -m pip install -q --no-index --no-deps --target "$work/pyspy" .whl/py_spy-*.whl || return 2
+    spy="$work/pyspy/bin/py-spy"
+  fi
+  for mode in quiet html; do
+    local extra=()
+    [ "$mode" = html ] && extra=(--mode html)
+    rm -rf "$work/prof"
+    "$spy" record --format raw --threads --idle --subprocesses --full-filenames -r "${RATE:-50}" \
+      -o "$out/profile-$mode.txt" -- "$py" -m tltrace run --quiet ${extra[@]+"${extra[@]}"} \
+      --trace-dir "$work/prof" bench/upstream_autotune.py --configs "${CONFIGS:-16}" \
+      >"$out/profile-$mode.log" 2>&1 || rc=1
+    "$py" bench/profile_threads.py "$out/profile-$mode.txt" | tee "$out/profile-$mode.md"
+  done
+  rm -rf "$work/prof"
+  return $rc
+}
+
 case "$part" in
   check) run_check ;;
+  profile) run_profile ;;
   proxy) run_proxy ;;
   cost) about cost; "$py" bench/capture_cost.py --reps "${REPS:-7}" 2>"$out/cost.log" | tee "$out/cost.md" ;;
   autotune) run_autotune "${3:-a}" "${2:-untraced,quiet,html}" ;;
@@ -115,5 +142,5 @@ case "$part" in
   all) rc=0; run_check || rc=1; run_autotune a untraced,quiet,html || rc=1
        run_autotune b untraced,builtin-terminal,builtin-html || rc=1; exit $rc ;;
   -h|--help|help) usage ;;
-  *) usage >&2; echo "gpu.sh: error: say which part: check, autotune, builtin, proxy, cost or all" >&2; exit 2 ;;
+  *) usage >&2; echo "gpu.sh: error: say which part: check, autotune, builtin, proxy, cost, profile or all" >&2; exit 2 ;;
 esac
