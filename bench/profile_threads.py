@@ -6,8 +6,8 @@
 A thread is a *compiling* thread when one of its samples is inside TileLang's lowering
 (`tilelang/engine/lower.py`). For those threads it gives the share of their samples (idle
 ones included: a compiling thread waiting on tltrace is tltrace's cost) with a tltrace frame
-on the stack below a TileLang or TVM frame (a runner above the script is not a cost),
-and which tltrace function was outermost there. The same for the other
+below a TileLang or TVM frame (a runner above the script is not a cost) and no TileLang
+Python below that (the codegen tltrace wraps is TileLang's work), and which tltrace function was outermost there. The same for the other
 threads (tltrace's workers, the tuner's own threads) as a second table.
 """
 
@@ -71,6 +71,23 @@ def _below_tilelang(frames: list[str]) -> list[str]:
     return []
 
 
+def _wrapped_tilelang(frames: list[str]) -> bool:
+    """Whether tltrace, on this stack, is only wrapping TileLang's own work.
+
+    tltrace wraps TileLang's codegen call (the seam's run_codegen): the codegen and the nvcc
+    build under it are TileLang's Python (its package, not the TVM it bundles), and not
+    tltrace's cost; TVM called from tltrace (the source map's walks) is tltrace's cost.
+    """
+    seen = False
+    for f in frames:
+        path = _file(f)
+        if OURS in path:
+            seen = True
+        elif seen and "/tilelang/" in path and "/3rdparty/" not in path:
+            return True
+    return False
+
+
 def summarize(threads: dict[str, list[tuple[list[str], int]]]) -> dict:
     out: dict = {"compiling": Counter(), "other": Counter()}
     for group in out.values():
@@ -84,7 +101,7 @@ def summarize(threads: dict[str, list[tuple[list[str], int]]]) -> dict:
             out[key]["samples"] += n
             below = _below_tilelang(frames) if compiling else frames
             ours = [f for f in below if OURS in _file(f)]
-            if ours:
+            if ours and not _wrapped_tilelang(below):
                 out[key]["tltrace"] += n
                 outer[key][_func(ours[0])] += n
     return {"groups": out, "outer": outer}
