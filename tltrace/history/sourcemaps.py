@@ -188,7 +188,11 @@ def short(src: dict[str, Any] | None, kernel: str | None) -> str:
     if src is None:
         return ""
     mark = "~" if src.get("inferred") else ""
-    label = f"{src['line']}{mark}" if src["file"] == kernel else f"{os.path.basename(src['file'])}:{src['line']}{mark}"
+    label = (
+        f"{src['line']}{mark}"
+        if src["file"] == kernel
+        else f"{os.path.basename(src['file'])}:{src['line']}{mark}"
+    )
     via = src.get("via")
     if isinstance(via, dict):
         label += f" via {os.path.basename(str(via.get('file')))}:{via.get('line')}"

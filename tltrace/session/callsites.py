@@ -131,7 +131,9 @@ def _assign(sites: list[Where | None], count: int) -> list[Where | None]:
     return [None] * count
 
 
-def refine(calls: CallSites, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> tuple[Any, Any]:
+def refine(
+    calls: CallSites, record: Any, before: str, after: str, extras: tuple[Any, Any]
+) -> tuple[Any, Any]:
     """Return a record's two maps (`extras`) with their call sites (`after` of a codegen record is source)."""
     b, a = extras
     is_ir = getattr(record, "status", None) != CODEGEN
