@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-KERNEL = '''
+KERNEL = """
 import tilelang.language as T
 
 
@@ -41,12 +41,14 @@ def make(M=256, N=256, K=256, bM=128, bN=128, bK=64):
             T.copy(C_s, C[by * bM, bx * bN])
 
     return hgemm
-'''
+"""
 
 
 def body_lines(path: Path) -> set[int]:
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.FunctionDef) and any("prim_func" in ast.unparse(d) for d in node.decorator_list):
+        if isinstance(node, ast.FunctionDef) and any(
+            "prim_func" in ast.unparse(d) for d in node.decorator_list
+        ):
             return set(range(node.body[0].lineno, (node.end_lineno or 0) + 1))
     raise SystemExit("no T.prim_func")
 
@@ -57,7 +59,18 @@ def locs(source: str) -> list[tuple[str, int]]:
     with tempfile.TemporaryDirectory() as d:
         cu, ptx = os.path.join(d, "k.cu"), os.path.join(d, "k.ptx")
         Path(cu).write_text(source)
-        cmd = [nvcc() or "nvcc", "-ptx", "-lineinfo", "-arch=sm_90a", "-std=c++20", *_includes(), "-w", "-o", ptx, cu]
+        cmd = [
+            nvcc() or "nvcc",
+            "-ptx",
+            "-lineinfo",
+            "-arch=sm_90a",
+            "-std=c++20",
+            *_includes(),
+            "-w",
+            "-o",
+            ptx,
+            cu,
+        ]
         subprocess.run(cmd, check=True, capture_output=True)
         text = Path(ptx).read_text()
     files = {int(m.group(1)): m.group(2) for m in re.finditer(r'^\s*\.file\s+(\d+)\s+"([^"]+)"', text, re.M)}
