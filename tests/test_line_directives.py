@@ -222,3 +222,31 @@ def test_sm90a_ptx_locs_fall_in_the_kernel_body(tmp_path, monkeypatch):
     n_lines = source.count("\n") - source.count("#line ") + 1
     assert all(1 <= n <= n_lines for f, n in locs if f.endswith("codegen_device.cu")), n_lines
     assert json.dumps(m["line_directives"])
+
+
+@pytest.mark.compile
+def test_an_edit_is_compiled_with_directives_and_the_working_file_stays_clean(tmp_path):
+    """The edit loop: the working file holds no directive; an edit in it is compiled (PATCHED),
+    with directives for its unchanged lines, and an added line names the working file's own line."""
+    script = tmp_path / "ldedit.py"
+    script.write_text(CPU_SCRIPT)
+    out = tmp_path / "compiled.c"
+    env = {"TILELANG_DISABLE_CACHE": "1"}
+    args = ("run", "--line-directives", "--mode", "both", "--trace-dir", tmp_path / "t", script, out)
+    assert _cli(*args, env=env).exit_code == 0
+    working = tmp_path / "t" / "ldedit" / "codegen_device.cpp"
+    lines = working.read_text().split("\n")
+    at = next(i for i, ln in enumerate(lines) if "2.000000e+00f" in ln)
+    lines.insert(at, "  // my note")
+    edited = "\n".join(lines)
+    working.write_text(edited)
+    res = _cli(*args, env=env)
+    assert res.exit_code == 0, res.output
+    assert "PATCHED" in res.output and "--line-directives: compiled with" in res.output
+    compiled = out.read_text().split("\n")
+    assert "\n".join(ln for ln in compiled if not ln.startswith("#line ")) == edited
+    assert working.read_text() == edited  # no directive written into the user's file
+    note = compiled.index("  // my note")
+    body = next(i for i, ln in enumerate(CPU_SCRIPT.split("\n"), 1) if "# BODY" in ln)
+    assert compiled[note - 1] == f'#line {at + 1} "{working}"'  # back to the working file, its own line
+    assert compiled[note + 1] == f'#line {body} "{script}"'  # the store keeps its Python line
