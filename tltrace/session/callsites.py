@@ -71,11 +71,13 @@ class CallSites:
                 occ.setdefault((lmap.files[v[0]], v[1]), []).append(i)
         if not occ:
             return lmap
-        lines = text.split("\n") if ir else []
+        lines: list[str] | None = None  # split only when a line is first seen
         found: dict[int, Where] = {}
         for where, idxs in occ.items():
             sites = self._sites.get(where)
             if sites is None and ir:
+                if lines is None:
+                    lines = text.split("\n")
                 learned = [self._enclosing_call(lines, lmap, lib, i) for i in idxs]
                 if any(s is not None for s in learned):
                     sites = self._sites[where] = learned
