@@ -51,8 +51,8 @@ def scoped(text: str, lmap: LineMap, generated_name: str, library: Any = None) -
     files: set[str] = set()
     for i, ln in enumerate(lines):
         src = lmap.src(i)
-        if src is not None and library is not None and library(src[0]):
-            src = None
+        if src is not None and (src[1] < 1 or (library is not None and library(src[0]))):
+            src = None  # `#line 0` is no line
         if src is not None and i in lmap.inferred and src not in exact:
             src = None
         if src is not None:
