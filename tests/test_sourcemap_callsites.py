@@ -265,3 +265,61 @@ def test_a_kernel_in_a_tltrace_cell_has_its_source(tmp_path):
     store = next(i for i, ln in enumerate(CELL.split("\n"), 1) if "# CELL STORE" in ln)
     device = V.summary(R.load_run(run_dir))["codegen"]["device"]
     assert any(x["src"] and x["src"]["line"] == store for x in device)
+
+
+TWO_GEMMS = """
+import tilelang.language as T
+
+
+def make(M=256, N=128, K=128, bM=128, bN=128, bK=64):
+    @T.prim_func
+    def two(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), E: T.Tensor((N, N), "float16"), D: T.Tensor((M, N), "float16")):
+        with T.Kernel(1, T.ceildiv(M, bM), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            E_s = T.alloc_shared((bN, bN), "float16")
+            C_l = T.alloc_fragment((bM, bN), "float32")
+            C_s = T.alloc_shared((bM, bN), "float16")
+            D_l = T.alloc_fragment((bM, bN), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
+                T.copy(A[by * bM, k * bK], A_s)
+                T.copy(B[k * bK, 0], B_s)
+                T.gemm(A_s, B_s, C_l)  # G1
+            T.copy(C_l, C_s)
+            T.copy(E[0, 0], E_s)
+            T.clear(D_l)
+            T.gemm(C_s, E_s, D_l)  # G2
+            T.copy(D_l, D[by * bM, 0])
+
+    return two
+"""
+
+
+@pytest.mark.compile
+def test_two_gemms_into_the_same_library_lines_keep_their_own_calls(tmp_path):
+    """Both expand into the same wgmma_macro_generator.py lines: each WGMMA names its own T.gemm."""
+    import tilelang
+
+    import tltrace
+
+    from .test_sourcemap import _load
+
+    script = tmp_path / "two_gemms.py"
+    make = _load(script, TWO_GEMMS).make
+    g1, g2 = (
+        next(i for i, ln in enumerate(TWO_GEMMS.split("\n"), 1) if tag in ln) for tag in ("# G1", "# G2")
+    )
+    tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+    tltrace.enable(mode="terminal", trace_dir=tmp_path / "trace", quiet=True)
+    try:
+        with tgt:
+            tilelang.lower(make(), target=tgt, enable_device_compile=False)
+    finally:
+        tltrace.disable()
+    (run_dir,) = sorted((tmp_path / "trace").glob("*/.run_records/run_*"))
+    device = V.summary(R.load_run(run_dir))["codegen"]["device"]
+    mma = [x for x in device if "wgmma_ss<" in x["text"]]
+    assert len(mma) == 2
+    assert [(x["src"]["line"], "via" in x["src"]) for x in mma] == [(g1, True), (g2, True)]
+    assert "C_l" in mma[0]["text"] and "D_l" in mma[1]["text"]
