@@ -143,7 +143,7 @@ def _reconcile_and_record(
         working_file=str(outcome.path) if outcome and outcome.path else None,
         start_s=round(start - s.t0, 6),
     )
-    if s.settings.line_directives and role == cg.DEVICE and not s.broken:
+    if getattr(s.settings, "line_directives", False) and role == cg.DEVICE and not s.broken:
         if compiles:
             out_result = _with_line_directives(s, rec, result, out_result, compiled, amap)
         else:
