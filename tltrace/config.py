@@ -70,6 +70,12 @@ def env_ptxas(environ: dict[str, str] | None = None) -> bool:
     return env.get("TLTRACE_PTXAS", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
+def env_line_directives(environ: dict[str, str] | None = None) -> bool:
+    """TLTRACE_LINE_DIRECTIVES=1: device source compiled with scoped `#line` directives (as run --line-directives)."""
+    env = os.environ if environ is None else environ
+    return env.get("TLTRACE_LINE_DIRECTIVES", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def trace_dir_of(value: str | os.PathLike | None) -> Path:
     """Return the trace dir `value` names, else TL_LOWER_TRACE_DIR's, else the default (not made absolute)."""
     return Path(value) if value is not None else Path(env_trace_dir())
@@ -112,6 +118,8 @@ class Settings:
     use_cache: bool = False
     sync: bool = False  # print and record on the compiling thread (--sync); else on the worker
     ptxas: bool = False  # machine facts: nvcc -Xptxas -v over each CUDA compile's source (docs/facts.md)
+    # Compile the device source with scoped #line directives naming the user's lines (docs/sourcemap.md).
+    line_directives: bool = False
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
@@ -186,6 +194,7 @@ def build_settings(
     use_cache: bool = False,
     sync: bool | None = None,
     ptxas: bool | None = None,
+    line_directives: bool | None = None,
     command: tuple[str, ...] = (),
     names: dict[str, str] | None = None,
     script_key: str | None = None,
@@ -194,7 +203,7 @@ def build_settings(
 
     mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
-    working files) or a path. sync: None for TLTRACE_SYNC (else off). ptxas: None for TLTRACE_PTXAS (else off). kernels: None for TLTRACE_KERNELS (else every kernel). `names` maps a parameter to how the caller spells it in
+    working files) or a path. sync: None for TLTRACE_SYNC (else off). ptxas: None for TLTRACE_PTXAS (else off). line_directives: None for TLTRACE_LINE_DIRECTIVES (else off). kernels: None for TLTRACE_KERNELS (else every kernel). `names` maps a parameter to how the caller spells it in
     messages (`{"keep": "--keep"}`). Raises UsageError on a bad value, the same for both.
     """
     spell = {
@@ -239,6 +248,7 @@ def build_settings(
         use_cache=bool(use_cache),
         sync=env_sync() if sync is None else bool(sync),
         ptxas=env_ptxas() if ptxas is None else bool(ptxas),
+        line_directives=env_line_directives() if line_directives is None else bool(line_directives),
         command=tuple(command),
     )
 

@@ -119,6 +119,7 @@ Examples:
   tltrace run -m mypkg.kernels -- --mode fast   everything after -- goes to the script
   tltrace run --chrome-trace trace.json gemm.py   also write a Chrome trace (Perfetto)
   tltrace run --kernels '^gemm' job.py          trace only kernels named gemm*
+  tltrace run --line-directives gemm.py         compile with #line directives for Nsight
 
 Options may stand before SCRIPT or right after it; the script's own arguments
 follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
@@ -203,6 +204,13 @@ def run_cmd(
         "--ptxas",
         help="Machine facts: build each CUDA compile's source with nvcc -Xptxas -v after it (registers, "
         "spills; seconds each, off the compiling thread) [default: TLTRACE_PTXAS].",
+    ),
+    line_directives: bool = typer.Option(
+        False,
+        "--line-directives",
+        help="An Nsight-ready build: compile the device source with scoped #line directives naming your "
+        ".py lines (changes what is compiled by those lines; the records and working files stay "
+        "without them) [default: TLTRACE_LINE_DIRECTIVES].",
     ),
     codegen_output: Optional[Path] = typer.Option(
         None, "--codegen-output", metavar="PATH", help="Device working file (host: PATH with _host)."
@@ -309,6 +317,7 @@ def _settings(p: dict, target) -> Settings:
         use_cache=p["use_cache"],
         sync=True if p["sync"] else None,
         ptxas=True if p["ptxas"] else None,
+        line_directives=True if p["line_directives"] else None,
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
         names={
             "mode": "--mode",

@@ -214,6 +214,9 @@ class RunManifest:
     # What the compiler made of the kernel (docs/facts.md): {version, values, texts[, machine]},
     # computed by the printing worker when the run ends; None for runs recorded before facts.
     facts: dict[str, Any] | None = None
+    # `tltrace run --line-directives` (docs/sourcemap.md): per codegen call compiled with scoped
+    # `#line` directives, {role, file, directives, lines, files}; None when the compile got none.
+    line_directives: list[dict[str, Any]] | None = None
     records: tuple[PassRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
@@ -271,6 +274,7 @@ _MANIFEST_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
     "script": (_STR, False),
     "command": ((list,), True),
     "skipped": ((list,), True),
+    "line_directives": ((list,), True),
     "started": (_NUM, False),
     "finished": (_NUM, True),
     "status": (_STR, False),

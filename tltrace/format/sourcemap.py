@@ -15,6 +15,9 @@ F, a run-relative `source_<H>.py`, is a hard link to `.objects/<H>`. Logs writte
 that (and a log without a store) carry the text in the line: {"t":"src","path":P,"text":T}.
 A kill leaves at worst a cut last line, which a reader skips.
 
+A map may add "inferred" (line indices) and "via" ([line index, file index, line] triples:
+the library line behind a line mapped to its call site).
+
 `<working file>.map`: {"format": "tltrace-sourcemap/1", "file": NAME, "files": [...], "lines": [...]}.
 """
 
@@ -60,11 +63,16 @@ class LineMap:
 
     `inferred`: the (0-based) lines whose Python line is inferred, not TileLang's own span
     (a statement a pass rebuilt without one, given its enclosing statement's line).
+    `via`: {line: (file index, line)} for the lines whose span points into TileLang's own
+    code (a `T.gemm` expanded into `gemm_scalar.py:48`): their entry in `lines` is the
+    user's line that called the tile operator, and `via` keeps the library line
+    (session/callsites.py).
     """
 
     files: tuple[str, ...]
     lines: tuple[Loc, ...]
     inferred: frozenset[int] = frozenset()
+    via: dict[int, tuple[int, int]] = field(default_factory=dict, hash=False, compare=True)
 
     def src(self, i: int) -> tuple[str, int] | None:
         """Return (file, line) behind line `i` (0-based) of the text, or None."""
@@ -74,6 +82,11 @@ class LineMap:
         if isinstance(v, tuple):
             return self.files[v[0]], v[1]
         return None
+
+    def via_src(self, i: int) -> tuple[str, int] | None:
+        """Return the library (file, line) that line `i` went through to its call site, or None."""
+        v = self.via.get(i)
+        return (self.files[v[0]], v[1]) if v is not None else None
 
     def coverage(self) -> tuple[int, int]:
         """Return (statement lines, statement lines with a Python line)."""
@@ -100,6 +113,8 @@ class LineMap:
         }
         if self.inferred:
             out["inferred"] = sorted(self.inferred)
+        if self.via:
+            out["via"] = [[i, f, n] for i, (f, n) in sorted(self.via.items())]
         return out
 
     @classmethod
@@ -128,7 +143,18 @@ class LineMap:
             isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(out) for i in inferred
         ):
             raise TypeError("a line map's 'inferred' is a list of line indices")
-        return cls(tuple(str(f) for f in files), tuple(out), frozenset(inferred))
+        via: dict[int, tuple[int, int]] = {}
+        for v in data.get("via") or []:
+            if not (
+                isinstance(v, list)
+                and len(v) == 3
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+                and 0 <= v[0] < len(out)
+                and 0 <= v[1] < len(files)
+            ):
+                raise TypeError(f"bad line map 'via' entry {v!r}")
+            via[v[0]] = (v[1], v[2])
+        return cls(tuple(str(f) for f in files), tuple(out), frozenset(inferred), via)
 
     def digest(self) -> str:
         return text_hash(json.dumps(self.to_json(), separators=(",", ":")))
@@ -195,14 +221,37 @@ def apply_line(maps: RunMaps, d: Any) -> tuple[str, Any] | None:
 
 
 def read_source(path: str) -> str | None:
-    """Return the text of a Python source a span names (None: missing, not a file, too large)."""
+    """Return the text of a Python source a span names (None: missing, not a file, too large).
+
+    A name that is no file may be an IPython cell (`<ipython-input-3-...>`, which TileLang
+    makes absolute, or ipykernel's `/tmp/ipykernel_N/H.py`): its text is then the one
+    IPython put in this process's `linecache`.
+    """
     try:
         with safe_read.open_binary(path) as fh:  # a FIFO is refused, never waited on
             if not os.path.isfile(path) or os.fstat(fh.fileno()).st_size > MAX_SOURCE_BYTES:
                 return None
             return fh.read().decode("utf-8", "surrogateescape")
     except OSError:
-        return None
+        return _cell_source(path)
+
+
+def _cell_source(path: str) -> str | None:
+    """Return the text `linecache` holds for an interactive cell named `path`, or None.
+
+    Only entries already in the cache are read (never a file, never a lazy loader): IPython
+    stores each cell's text there under the name it compiles the cell with.
+    """
+    import linecache
+
+    base = os.path.basename(path)
+    for name in (path, base) if base.startswith("<") and base.endswith(">") else (path,):
+        entry = linecache.cache.get(name)
+        if isinstance(entry, tuple) and len(entry) == 4 and isinstance(entry[2], list):
+            text = "".join(x for x in entry[2] if isinstance(x, str))
+            if len(text.encode("utf-8", "surrogateescape")) <= MAX_SOURCE_BYTES:
+                return text
+    return None
 
 
 # -- <working file>.map --------------------------------------------------------------------------

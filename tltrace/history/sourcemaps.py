@@ -90,7 +90,9 @@ def side_of(rec: PassRecord) -> str:
 def annotated(run: runs.Run, rec: PassRecord, side: str, maps: RunMaps) -> list[dict[str, Any]]:
     """Return [{line, text, src}] for one side of a record: src is {file, line} or None.
 
-    src has `"inferred": true` when the line's Python line is inferred (session/sourcemap.py).
+    src has `"inferred": true` when the line's Python line is inferred (session/sourcemap.py),
+    and `"via": {file, line}` when it is the call site of a line in TileLang's library code
+    (session/callsites.py).
     """
     text = runs.read_text(run, rec, side)
     lmap = maps.of(rec.index, side)
@@ -103,6 +105,9 @@ def annotated(run: runs.Run, rec: PassRecord, side: str, maps: RunMaps) -> list[
         src: dict[str, Any] | None = {"file": s[0], "line": s[1]} if s else None
         if src is not None and lmap is not None and i in lmap.inferred:
             src["inferred"] = True
+        via = lmap.via_src(i) if src is not None and lmap is not None else None
+        if via is not None and src is not None:
+            src["via"] = {"file": via[0], "line": via[1]}
         out.append({"line": i + 1, "text": t, "src": src})
     return out
 
@@ -179,10 +184,16 @@ def summary(run: runs.Run) -> dict[str, Any]:
 
 def short(src: dict[str, Any] | None, kernel: str | None) -> str:
     """Return a gutter label: the line number alone in the kernel's file, else `file.py:N`;
-    `~` after an inferred one."""
+    `~` after an inferred one; ` via gemm_scalar.py:48` after a call site of library code."""
     if src is None:
         return ""
     mark = "~" if src.get("inferred") else ""
-    if src["file"] == kernel:
-        return f"{src['line']}{mark}"
-    return f"{os.path.basename(src['file'])}:{src['line']}{mark}"
+    label = (
+        f"{src['line']}{mark}"
+        if src["file"] == kernel
+        else f"{os.path.basename(src['file'])}:{src['line']}{mark}"
+    )
+    via = src.get("via")
+    if isinstance(via, dict):
+        label += f" via {os.path.basename(str(via.get('file')))}:{via.get('line')}"
+    return label

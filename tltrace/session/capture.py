@@ -338,6 +338,7 @@ class TraceSession:
         self.records.append(record)
         store.append_record(record)
         if self.recorders:
+            extras = self.recorders.refine(record, before, after, extras)
             self.recorders.recorded(record, before, after, extras)
         self._emit_now(PassRecorded(self._header(), record, before, after, store.run_dir, *extras, same))
         return record

@@ -143,6 +143,15 @@ def _reconcile_and_record(
         working_file=str(outcome.path) if outcome and outcome.path else None,
         start_s=round(start - s.t0, 6),
     )
+    if getattr(s.settings, "line_directives", False) and role == cg.DEVICE and not s.broken:
+        if compiles:
+            out_result = _with_line_directives(s, rec, result, out_result, compiled, amap)
+        else:
+            s.warn(
+                f"--line-directives: {ffi} builds the binary inside codegen (the tvm_ffi backend), so "
+                "no source can be handed back; compile with execution_backend='cython' for an "
+                "Nsight-ready build"
+            )
     side = before
 
     def job() -> None:
@@ -176,6 +185,27 @@ def say_failed_edit(s: TraceSession, error: BaseException | None) -> None:
         s.emit(Notice("COMPILE-ERROR", found.text(), kernel=found.kernel, path=found.path))
     except Exception as exc:
         s.warn(f"could not say where the edit failed to compile ({type(exc).__name__}: {exc})")
+
+
+def _with_line_directives(
+    s: TraceSession, rec: PassRecord, result: Any, out: Any, compiled: str, amap: Any
+) -> Any:
+    """Return the module to compile with --line-directives (session/line_directives.py); `out` when it fails."""
+    from . import line_directives
+
+    try:
+        return line_directives.apply(s, rec, result, compiled, amap) if amap is not None else _no_map(s, out)
+    except Exception as exc:
+        s.warn(f"--line-directives: not applied ({type(exc).__name__}: {exc}); compiled without directives")
+        return out
+
+
+def _no_map(s: TraceSession, out: Any) -> Any:
+    s.warn(
+        "--line-directives: no source map for this source (TLTRACE_SOURCE_MAP=0, or not TileLang's "
+        "own codegen); compiled without directives"
+    )
+    return out
 
 
 def _target_str(target: Any) -> str | None:

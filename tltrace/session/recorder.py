@@ -15,6 +15,9 @@ worker (session/worker.py: in order with the compile's records; the compiling th
 with --sync)
     the job a hook above returned
     `attach(store)`                the run directory exists: write what was kept (RunStore.link_text)
+    `refine(record, before, after, extras)`  the printer's recorder only: its two extras
+                                   again, now that the record's texts are known (the extras
+                                   it returns are what `recorded` and the listeners get)
     `recorded(record, before, after, extras)`  a record and its texts are on disk
     `ended(manifest)`              the run's records are complete; its manifest is about to be
                                    written (a field computed from the whole run: facts)
@@ -98,6 +101,10 @@ class Recorder:
     # -- worker ------------------------------------------------------------------
     def attach(self, store: Any) -> None:
         pass
+
+    def refine(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> tuple[Any, Any]:
+        """Return the printer's extras of a record's two texts, refined (the printer's recorder only)."""
+        return extras
 
     def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
         """`record` (session/records.PassRecord) is stored; `extras`: the printer's (or codegen's) for each side."""
@@ -251,6 +258,18 @@ class Recorders:
                 raise  # a store that cannot be written: the session's failure, said once by its guard
             except Exception as exc:
                 self._fail(r, "attach", exc)
+
+    def refine(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> tuple[Any, Any]:
+        """The printer's `refine` of a record's extras; `extras` unchanged without one, or when it fails."""
+        r = self.printer
+        if r is None:
+            return extras
+        try:
+            out = r.refine(record, before, after, extras)
+        except Exception as exc:
+            self._fail(r, "refine", exc)
+            return extras
+        return out if isinstance(out, tuple) and len(out) == 2 else extras
 
     def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
         self._each("recorded", lambda r: r.recorded(record, before, after, extras))

@@ -439,7 +439,8 @@ def stamped_map(fn: Any, mod: Any, target: Any, generated: str) -> LineMap | Non
 
 
 def carry(lmap: LineMap, old: str, new: str) -> LineMap:
-    """Return `lmap` (of `old`) moved onto `new`: equal lines keep their location, others have none."""
+    """Return `lmap` (of `old`) moved onto `new`: equal lines keep their location (and library
+    line), others have none."""
     import difflib
 
     a, b = old.split("\n"), new.split("\n")
@@ -458,7 +459,14 @@ def carry(lmap: LineMap, old: str, new: str) -> LineMap:
         for k in range(i2 - i1)
         if i1 + k in lmap.inferred
     )
-    return LineMap(lmap.files, tuple(out), inferred)
+    via = {
+        j1 + k: lmap.via[i1 + k]
+        for tag, i1, i2, j1, j2 in ops
+        if tag == "equal"
+        for k in range(i2 - i1)
+        if i1 + k in lmap.via
+    }
+    return LineMap(lmap.files, tuple(out), inferred, via)
 
 
 # -- errors --------------------------------------------------------------------------------------

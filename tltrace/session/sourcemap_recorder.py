@@ -6,12 +6,16 @@ call's map comes from the codegen run again with `#line` directives (sourcemap.c
 on the compiling thread where TileLang's own codegen just ran; it is written beside the
 working file too. Each record's maps go to the run's `sourcemap.jsonl`
 (session/sourcemap_store.MapLog). No manifest field. TLTRACE_SOURCE_MAP=0: no recorder.
+
+`refine` (worker, in record order) maps lines in TileLang's library code to the user's
+call site (session/callsites.py) in every map, the codegen's included.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from . import callsites as cs
 from . import sourcemap as sm
 from . import sourcemap_store as sms
 from .recorder import CodegenCall, PassEvent, Recorder
@@ -24,6 +28,7 @@ class SourceMapRecorder(Recorder):
         self.printer = sm.print_module
         self._store: Any = None
         self._log: sms.MapLog | None = None
+        self._calls: cs.CallSites | None = None
 
     def stopped(self, what: str, exc: BaseException) -> str:
         return f"source maps stopped for this kernel: {type(exc).__name__}: {exc}"
@@ -44,6 +49,20 @@ class SourceMapRecorder(Recorder):
             except Exception:
                 pass  # the working file and the records stand without it
         return gmap
+
+    def refine(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> tuple[Any, Any]:
+        """Return the record's maps with library lines mapped to their call sites (session/callsites.py)."""
+        if extras == (None, None):
+            return extras
+        if self._calls is None:
+            self._calls = cs.CallSites()
+        out = cs.refine(self._calls, record, before, after, extras)
+        if out[1] is not extras[1] and getattr(record, "working_file", None):
+            try:  # the working file's .map says the same as the records
+                sms.write_working_map(record.working_file, out[1], after)
+            except Exception:
+                pass
+        return out
 
     def attach(self, store: Any) -> None:
         self._store = store

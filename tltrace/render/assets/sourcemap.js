@@ -12,7 +12,8 @@
  *
  * The pure parts (no DOM) run under node too (module.exports, tests/test_sourcemap_js.py, against
  * history/sourcemaps.py): addChunk (a chunk into the maps), srcAt, stats, outSide, kernelFile,
- * lostKeys (the Python lines a pass loses) and badgeOf (what a pass's badge counts).
+ * lostKeys (the Python lines a pass loses), lostIn (the passes that lose a line for good), viaAt (the
+ * library line behind a call site) and badgeOf (what a pass's badge counts).
  * @requires core.js
  */
 (function (root) {
@@ -33,7 +34,7 @@
   function addChunk(m, d) {
     if (!d || typeof d !== "object") return;
     if (d.t === "smap" && typeof d.h === "string" && Array.isArray(d.files) && Array.isArray(d.lines)) {
-      m.maps.set(d.h, { files: d.files.map(String), lines: d.lines, inferred: new Set(Array.isArray(d.inferred) ? d.inferred : []) });
+      m.maps.set(d.h, { files: d.files.map(String), lines: d.lines, inferred: new Set(Array.isArray(d.inferred) ? d.inferred : []), via: viaOf(d.via) });
     } else if (d.t === "src" && typeof d.path === "string" && typeof d.s === "string") {
       m.srcs.set(d.path, d.s);
     } else if (d.t === "srec" && typeof d.i === "number") {
@@ -50,6 +51,18 @@
       addChunk(M, d);
     }
   }
+  // {line: [file index, line]} from a map's "via" triples (the library line behind a call site).
+  function viaOf(list) {
+    var out = new Map();
+    if (Array.isArray(list)) list.forEach(function (v) { if (Array.isArray(v) && v.length === 3) out.set(v[0], [v[1], v[2]]); });
+    return out;
+  }
+  // The library [file, line] that line i went through to its call site, or null (LineMap.via_src).
+  function viaAt(map, i) {
+    var v = map && map.via ? map.via.get(i) : undefined;
+    return v ? [map.files[v[0]], v[1]] : null;
+  }
+  function viaText(map, i) { var v = viaAt(map, i); return v ? " via " + base(v[0]) + ":" + v[1] : ""; }
   function mapOf(h) { return h ? M.maps.get(h) || null : null; }
   // [file, line] behind line i (0-based) of a text, or null (session/sourcemap.py LineMap.src).
   function srcAt(map, i) {
@@ -254,22 +267,18 @@
         var row = el("div", "tl-sm-genline");
         row.appendChild(el("span", "n", i + 1));
         row.appendChild(el("code", null, text.split("\n")[i].trim()));
+        if (viaAt(map, i)) row.appendChild(el("span", "tl-sm-via", viaText(map, i).trim()));
         row.title = "Open " + g.name + " at line " + (i + 1);
         row.addEventListener("click", function () { openCodegen(g, i); });
         box.appendChild(row);
       });
       info.appendChild(box);
     });
-    var lost = [];
-    M.recs.forEach(function (x, pos) {
-      var rm2 = M.byRec.get(x.index);
-      if (!rm2 || !rm2.b || !rm2.a || x.status === "codegen") return;
-      if (keys(rm2.b).has(k) && !keys(rm2.a).has(k)) lost.push(pos);
-    });
+    var lost = lostIn(M.recs, M.byRec, keys, k);
     var lb = el("div", "tl-sm-lost");
     if (!lost.length) lb.textContent = "no pass loses this line";
     else {
-      lb.appendChild(document.createTextNode("first lost in: "));
+      lb.appendChild(document.createTextNode("lost in: "));
       lost.forEach(function (pos, j) {
         var a = el("button", "tl-sm-lostpass", M.recs[pos].name + " #" + M.recs[pos].index);
         a.type = "button";
@@ -279,6 +288,19 @@
       });
     }
     info.appendChild(lb);
+  }
+  // The passes (positions in `recs`) that lose Python line `k` for good: its input has it, its output
+  // not, and no later text has it again (tirx.Filter's host half drops what the device half keeps).
+  function lostIn(recs, byRec, keysOf, k) {
+    var out = [], later = false;
+    for (var pos = recs.length - 1; pos >= 0; pos--) {
+      var rm = byRec.get(recs[pos].index);
+      if (!rm) continue;
+      var inB = rm.b ? keysOf(rm.b).has(k) : false, inA = rm.a ? keysOf(rm.a).has(k) : false;
+      if (!later && inB && rm.a && !inA && recs[pos].status !== "codegen") out.unshift(pos);
+      if (inB || inA) later = true;
+    }
+    return out;
   }
   function countLines(h, k) {
     var map = mapOf(h), n = 0;
@@ -369,7 +391,7 @@
       var s = srcAt(x[1], x[2]);
       x[3].setAttribute("data-py", s ? base(s[0]) + ":" + s[1] : "");
       var inf = s && x[1] && x[1].inferred && x[1].inferred.has(x[2]);
-      if (s) { x[3].title = (inf ? "inferred (enclosing statement): from " : "from ") + s[0] + ":" + s[1] + " (click to show it)"; x[3].classList.add("tl-sm-has"); }
+      if (s) { x[3].title = (inf ? "inferred (enclosing statement): from " : "from ") + s[0] + ":" + s[1] + viaText(x[1], x[2]) + " (click to show it)"; x[3].classList.add("tl-sm-has"); }
     });
   }
   function refresh() {
@@ -417,7 +439,8 @@
 
   var api = {
     attach: attach, pick: function (file, line) { pick(file, line, true); },
-    addChunk: addChunk, srcAt: srcAt, stats: stats, outSide: outSide, lostKeys: lostKeys, badgeOf: badgeOf, kernelFile: kernelFile
+    addChunk: addChunk, srcAt: srcAt, viaAt: viaAt, stats: stats, outSide: outSide, lostKeys: lostKeys, lostIn: lostIn,
+    badgeOf: badgeOf, kernelFile: kernelFile
   };
   if (typeof module === "object" && module.exports) module.exports = api;
   else root.tltraceSourceMap = api;

@@ -1,0 +1,116 @@
+"""Where PTX `.loc` entries land: TileLang's own `#line` directives against `tltrace run --line-directives`.
+
+A compile-only sm_90a GEMM (tilelang.lower, no GPU), built twice: once with the pass config
+`tl.emit_line_directives` (TileLang's directives, never scoped), once traced with
+TLTRACE_LINE_DIRECTIVES=1 (tltrace's scoped ones). Each source goes through
+`nvcc -ptx -lineinfo -arch=sm_90a`; the script prints, per build, the `.loc` entries, those
+naming the kernel's `.py`, and how many of those fall outside the kernel's body (drift).
+
+    python bench/line_directives.py          (needs nvcc; about 20 s on the CPU)
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+KERNEL = """
+import tilelang.language as T
+
+
+def make(M=256, N=256, K=256, bM=128, bN=128, bK=64):
+    @T.prim_func
+    def hgemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            C_l = T.alloc_fragment((bM, bN), "float32")
+            C_s = T.alloc_shared((bM, bN), "float16")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
+                T.copy(A[by * bM, k * bK], A_s)
+                T.copy(B[k * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C_s)
+            T.copy(C_s, C[by * bM, bx * bN])
+
+    return hgemm
+"""
+
+
+def body_lines(path: Path) -> set[int]:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef) and any(
+            "prim_func" in ast.unparse(d) for d in node.decorator_list
+        ):
+            return set(range(node.body[0].lineno, (node.end_lineno or 0) + 1))
+    raise SystemExit("no T.prim_func")
+
+
+def locs(source: str) -> list[tuple[str, int]]:
+    from tltrace.facts.ptxas import _includes, nvcc
+
+    with tempfile.TemporaryDirectory() as d:
+        cu, ptx = os.path.join(d, "k.cu"), os.path.join(d, "k.ptx")
+        Path(cu).write_text(source)
+        cmd = [
+            nvcc() or "nvcc",
+            "-ptx",
+            "-lineinfo",
+            "-arch=sm_90a",
+            "-std=c++20",
+            *_includes(),
+            "-w",
+            "-o",
+            ptx,
+            cu,
+        ]
+        subprocess.run(cmd, check=True, capture_output=True)
+        text = Path(ptx).read_text()
+    files = {int(m.group(1)): m.group(2) for m in re.finditer(r'^\s*\.file\s+(\d+)\s+"([^"]+)"', text, re.M)}
+    return [(files.get(int(f), "?"), int(n)) for f, n in re.findall(r"^\s*\.loc\s+(\d+)\s+(\d+)", text, re.M)]
+
+
+def main() -> int:
+    import tilelang
+
+    import tltrace
+
+    with tempfile.TemporaryDirectory() as d:
+        script = Path(d) / "bench_hgemm.py"
+        script.write_text(KERNEL)
+        spec = importlib.util.spec_from_file_location("bench_hgemm", script)
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        body = body_lines(script)
+        tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+        with tgt, tilelang.tvm.transform.PassContext(config={"tl.emit_line_directives": True}):
+            raw = tilelang.lower(mod.make(), target=tgt, enable_device_compile=False).kernel_source
+        os.environ["TLTRACE_LINE_DIRECTIVES"] = "1"
+        tltrace.enable(mode="terminal", trace_dir=Path(d) / "trace", quiet=True)
+        try:
+            with tgt:
+                ours = tilelang.lower(mod.make(), target=tgt, enable_device_compile=False).kernel_source
+        finally:
+            tltrace.disable()
+        for name, src in (("TileLang tl.emit_line_directives", raw), ("tltrace --line-directives", ours)):
+            all_locs = locs(src)
+            py = [n for f, n in all_locs if f == str(script)]
+            outside = [n for n in py if n not in body]
+            print(
+                f"{name}: {src.count(chr(10) + '#line ')} #line directives, {len(all_locs)} .loc, "
+                f"{len(py)} name the .py, {len(outside)} of them outside the kernel body "
+                f"(lines {sorted(set(outside))[:12]})"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

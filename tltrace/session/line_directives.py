@@ -1,0 +1,112 @@
+"""`tltrace run --line-directives`: the device source compiled with scoped `#line` directives.
+
+TileLang's own `tl.emit_line_directives` writes a directive before each statement with a
+span and never returns to the generated file: C's `#line` then carries on counting, and
+every line after a statement (its closing braces, the next statement without a span, the
+next function) is attributed to made-up lines of the user's script. Nsight Compute's
+source view and compute-sanitizer name those lines.
+
+Here each directive covers only its statement's lines (from tltrace's source map, with a
+`T.gemm`'s library code mapped to the user's call: session/callsites.py) and is followed by
+`#line N "<generated file>"`, N being that line's number in the source without directives:
+every other line keeps the generated file's own numbering. The generated file is the
+working file when there is one, so a line outside the kernel's statements names the line
+of `codegen_device.cu` (as tltrace wrote it) that it is.
+
+What is recorded (the codegen record, the working file) stays the source without
+directives; the run's manifest says the compile got them (`line_directives`), and the
+stream says so once per compile. Opt-in: it changes what is compiled (by `#line` lines only).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..format.sourcemap import LineMap
+from . import codegen as cg
+from .events import Notice
+
+
+def _quoted(name: str) -> str:
+    return '"' + str(name).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "?") + '"'
+
+
+def scoped(text: str, lmap: LineMap, generated_name: str, library: Any = None) -> tuple[str, dict[str, Any]]:
+    """Return (`text` with scoped `#line` directives, what they cover).
+
+    Each line with a Python line gets `#line L "file.py"` right before it (C counts on from a
+    directive, so a statement of three lines takes three), and the first line after a run of
+    them gets `#line N "generated_name"` (N: its number in `text`). The text starts with
+    `#line 1 "generated_name"`. Not covered: a line of TileLang's own code whose call site is
+    not known (`library(path)` True), and an inferred line (session/sourcemap.py) whose
+    Python line no exact line of the map has (a declaration given the `def` line).
+    Returns the summary {directives, lines, files}.
+    """
+    lines = text.split("\n")
+    exact = {lmap.src(i) for i in range(len(lmap.lines)) if i not in lmap.inferred} - {None}
+    out = [f"#line 1 {_quoted(generated_name)}"]
+    inside = False
+    directives = 0
+    files: set[str] = set()
+    for i, ln in enumerate(lines):
+        src = lmap.src(i)
+        if src is not None and (src[1] < 1 or (library is not None and library(src[0]))):
+            src = None  # `#line 0` is no line
+        if src is not None and i in lmap.inferred and src not in exact:
+            src = None
+        if src is not None:
+            out.append(f"#line {src[1]} {_quoted(src[0])}")
+            directives += 1
+            files.add(src[0])
+            inside = True
+        elif inside:
+            out.append(f"#line {i + 1} {_quoted(generated_name)}")
+            inside = False
+        out.append(ln)
+    return "\n".join(out), {"directives": directives, "lines": directives, "files": sorted(files)}
+
+
+def generated_name(working_file: str | None, role: str | None, ffi: str | None) -> str:
+    """The file name the directives return to: the working file, else `codegen_<role>.<ext>`."""
+    if working_file:
+        return str(working_file)
+    name = str(ffi or "")
+    ext = "cu" if "cuda" in name else "cpp" if "hip" in name else "c"
+    return f"{cg.record_name(role)}.{ext}"
+
+
+def apply(s: Any, rec: Any, result: Any, compiled: str, amap: LineMap) -> Any:
+    """Return the module to hand back: `result`'s source (`compiled`) with scoped directives, else `result`.
+
+    `s`: the TraceSession; its worker is drained first, so every IR text before this codegen
+    has taught the call sites (the recorders' `refine`). Says what it did in one notice, and
+    notes it in the manifest (`line_directives`).
+    """
+    s.wait()
+    amap = s.recorders.refine(rec, "", compiled, (None, amap))[1]
+    if not isinstance(amap, LineMap) or len(amap.lines) != len(compiled.split("\n")):
+        raise ValueError("the source map does not fit the compiled source")
+    name = generated_name(rec.working_file, rec.role, rec.ffi)
+    roots = _roots()
+    text, info = scoped(compiled, amap, name, lambda p: bool(roots) and os.path.abspath(p).startswith(roots))
+    module = cg.source_module(result, text)
+    info = {"file": os.path.basename(name), **info}
+    entry = {"role": rec.role or "device", **info}
+    s.note(line_directives=[*(s.manifest.line_directives or []), entry])
+    names = ", ".join(os.path.basename(f) for f in info["files"]) or "no Python file"
+    s.emit(
+        Notice(
+            "info",
+            f"--line-directives: compiled with {info['directives']} scoped #line directives "
+            f"({info['lines']} lines naming {names}); the recorded source is without them",
+            kernel=s.manifest.kernel,
+        )
+    )
+    return module
+
+
+def _roots() -> tuple[str, ...]:
+    from .callsites import package_roots
+
+    return package_roots()
