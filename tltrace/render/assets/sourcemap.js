@@ -13,7 +13,7 @@
  * The pure parts (no DOM) run under node too (module.exports, tests/test_sourcemap_js.py, against
  * history/sourcemaps.py): addChunk (a chunk into the maps), srcAt, stats, outSide, kernelFile,
  * lostKeys (the Python lines a pass loses) and badgeOf (what a pass's badge counts).
- * @requires core.js
+ * @requires core.js report-logic.js
  */
 (function (root) {
   "use strict";
