@@ -308,7 +308,11 @@ def test_index_narrow_labels_and_unfinished_counts(rows, tmp_path) -> None:
     started = {**rows[0], "status": "running", "passes": 0, "changed": 0, "failed": 0}
     got = run_node(NARROW, {"labels": labels, "rows": [started, rows[0]]}, tmp_path)
     assert got["shared"] == ["1024x1024", "f16", "thr 128"]
-    assert got["short"] == ["gemm grid 8x8 smem 32K #aaaaaa", "gemm grid 16x8 smem 32K #bbbbbb", "gemm grid 8x8 smem 16K #cccccc"]
+    assert got["short"] == [
+        "gemm grid 8x8 smem 32K #aaaaaa",
+        "gemm grid 16x8 smem 32K #bbbbbb",
+        "gemm grid 8x8 smem 16K #cccccc",
+    ]
     assert got["one"] == labels[:1]  # one compile: nothing is shared with another
     assert got["counts"][0] == ["running", True, None, None, None]  # not "0 passes"
     assert got["counts"][1][1] is False and got["counts"][1][2] == rows[0]["passes"]

@@ -317,7 +317,8 @@ def test_first_gemm_stream_is_short_and_says_how_to_see_the_rest(run_cli, exampl
     assert len(out) < 200, len(out)
     m = newest_manifest(tmp_path / "tmp" / "lower_trace_dir" / "gemm")
     changed = [x for x in m["records"] if x["status"] == "changed"]
-    assert sum(f"{x['name']}  CHANGED" in r.stdout for x in changed) == len(changed)  # every pass has its line
+    # every changed pass has its line
+    assert sum(f"{x['name']}  CHANGED" in r.stdout for x in changed) == len(changed)
     cuts = [ln for ln in out if ln.startswith("    \u2026 ")]
     assert cuts and sum("run -v" in ln for ln in cuts) == 1  # -v is named once
     for ln in cuts[:3]:  # `… N more lines: CMD`: CMD prints the whole diff, N lines more than the excerpt
@@ -337,7 +338,9 @@ def test_first_gemm_stream_is_short_and_says_how_to_see_the_rest(run_cli, exampl
     # The codegen: no TIR-to-C++ diff, but the source's size, the file it is in, and how to see it.
     at = next(i for i, ln in enumerate(out) if "codegen_device  CODEGEN" in ln)
     (cg,) = [x for x in m["records"] if x["status"] == "codegen"]
-    src = (tmp_path / "tmp" / "lower_trace_dir" / "gemm" / ".run_records" / m["run_id"] / cg["after_file"]).read_text()
+    src = (
+        tmp_path / "tmp" / "lower_trace_dir" / "gemm" / ".run_records" / m["run_id"] / cg["after_file"]
+    ).read_text()
     what = out[at + 1]
     assert what.startswith(f"    device source: {len(src.splitlines())} lines, ") and "of C++" in what
     assert what.endswith(str(Path("tmp/lower_trace_dir/gemm/.run_records") / m["run_id"] / cg["after_file"]))

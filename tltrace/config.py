@@ -109,7 +109,7 @@ class Settings:
     kernels: re.Pattern[str] | None = None
     quiet: bool = False
     all_passes: bool = False  # terminal stream: a line per no-op pass, not one per run of them
-    verbose: bool = False  # terminal stream: every diff whole (by default a long one is cut, render/terminal.py)
+    verbose: bool = False  # terminal stream: every diff whole (else a long one is cut)
     use_cache: bool = False
     sync: bool = False  # print and record on the compiling thread (--sync); else on the worker
     ptxas: bool = False  # machine facts: nvcc -Xptxas -v over each CUDA compile's source (docs/facts.md)
