@@ -164,7 +164,7 @@
   }
 
   // ---- the page ---------------------------------------------------------------------------------
-  // fit: 0 the whole table; 1 signatures without their shared words; 2 also without the # and run columns.
+  // fit: 0 the whole table; 1 without the # and run columns; 2 also signatures without their shared words.
   var S = { meta: {}, rows: [], byId: new Map(), sort: null, dir: 1, filter: "", status: "", bad: 0, fit: 0, labels: null };
   var el = C.el, safeId = C.safeId;
   C.initTheme();
@@ -223,7 +223,7 @@
         var td = el("td", (c.cls || "") + (c.num ? " num" : ""));
         var v = r[c.key];
         if (c.key === "label") {
-          var a = el("a", null, S.fit > 0 && S.labels ? S.labels.short.get(r.label) : r.label);
+          var a = el("a", null, S.fit > 1 && S.labels ? S.labels.short.get(r.label) : r.label);
           a.href = hrefOf(r);
           a.title = r.label;
           td.appendChild(a);
@@ -251,9 +251,9 @@
     body.appendChild(frag);
     document.querySelectorAll("#ix-head th").forEach(function (th) {
       var k = th.getAttribute("data-key");
-      th.hidden = S.fit > 1 && (k === "order" || k === "run_id");
+      th.hidden = S.fit > 0 && (k === "order" || k === "run_id");
     });
-    if (S.fit > 1) {
+    if (S.fit > 0) {
       body.querySelectorAll("tr").forEach(function (tr) {
         var cells = tr.children;
         COLS.forEach(function (c, i) { if (c.key === "order" || c.key === "run_id") cells[i].hidden = true; });
@@ -263,9 +263,9 @@
     document.documentElement.setAttribute("data-shown", String(rows.length));
   }
 
-  // A window too narrow for the table: signatures lose the words every compile shares (said above
-  // the table), then the # and run columns go (the link and its title keep the run); the page never
-  // scrolls sideways, and a cut signature is never cut where it differs.
+  // A window too narrow for the table: the # and run columns go (each row's link keeps its run), then
+  // signatures lose the words every compile shares (said above the table); the page never scrolls
+  // sideways, and a signature is never cut where it differs.
   function fit() {
     var main = document.querySelector(".ix-main"), table = $("ix-table"), note = $("ix-shared");
     S.fit = 0;
@@ -275,7 +275,7 @@
       S.fit++;
       render();
     }
-    var shared = S.fit > 0 && S.labels ? S.labels.shared : [];
+    var shared = S.fit > 1 && S.labels ? S.labels.shared : [];
     note.hidden = !shared.length;
     note.textContent = shared.length ? "every compile: " + shared.join(" ") : "";
   }
