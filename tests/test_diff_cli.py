@@ -13,14 +13,13 @@ def test_run_and_show_mark_reindents_and_ignore_whitespace_hides_them(
     run_cli, examples_dir: Path, tmp_path: Path
 ):
     td = tmp_path / "t"
-    res = run_cli("run", "--trace-dir", td, "--only", "LayoutInference", examples_dir / "gemm.py")
+    # -v: the whole diff (by default a long one shows its first changed lines, never a "~" line)
+    res = run_cli("run", "-v", "--trace-dir", td, "--only", "LayoutInference", examples_dir / "gemm.py")
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert any(line.startswith("    ~") for line in lines)
     assert "    +            T.reads()" in lines
-    res = run_cli(
-        "run", "--trace-dir", td, "--only", "LayoutInference", "--ignore-whitespace", examples_dir / "gemm.py"
-    )
+    res = run_cli("run", "-v", "--trace-dir", td, "--only", "LayoutInference", "-w", examples_dir / "gemm.py")
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert not any(line.startswith("    ~") for line in lines) and "    +            T.reads()" in lines

@@ -283,3 +283,36 @@ def test_index_facts_columns_sort(manifests, tmp_path) -> None:
     assert got["columns"] == [f"f_{k}" for k in INDEX_FACTS if k in ("smem_dynamic", "warp_specialized")]
     assert got["up"] == ["run_b", "run_a", "run_c"] and got["down"] == ["run_a", "run_b", "run_c"]
     assert got["ws"] == [1, 0, None]
+
+
+NARROW = r"""
+const I = require(process.argv[1] + "/index.js");
+const feed = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
+const d = I.distinctLabels(feed.labels);
+const rows = feed.rows.map(r => Object.assign({}, r));
+I.normalizeRows(rows, false);
+process.stdout.write(JSON.stringify({shared: d.shared, short: feed.labels.map(l => d.short.get(l)),
+  one: [...I.distinctLabels(feed.labels.slice(0, 1)).short.values()],
+  counts: rows.map(r => [r.status, r.unfinished, r.passes, r.changed, r.failed])}));
+"""
+
+
+def test_index_narrow_labels_and_unfinished_counts(rows, tmp_path) -> None:
+    """What a narrow index shows: signatures without the words all share (a field name goes with its
+    value), never without the words that differ; a compile that only started has no counts yet."""
+    labels = [
+        "gemm 1024x1024 f16 grid 8x8 thr 128 smem 32K #aaaaaa",
+        "gemm 1024x1024 f16 grid 16x8 thr 128 smem 32K #bbbbbb",
+        "gemm 1024x1024 f16 grid 8x8 thr 128 smem 16K #cccccc",
+    ]
+    started = {**rows[0], "status": "running", "passes": 0, "changed": 0, "failed": 0}
+    got = run_node(NARROW, {"labels": labels, "rows": [started, rows[0]]}, tmp_path)
+    assert got["shared"] == ["1024x1024", "f16", "thr 128"]
+    assert got["short"] == [
+        "gemm grid 8x8 smem 32K #aaaaaa",
+        "gemm grid 16x8 smem 32K #bbbbbb",
+        "gemm grid 8x8 smem 16K #cccccc",
+    ]
+    assert got["one"] == labels[:1]  # one compile: nothing is shared with another
+    assert got["counts"][0] == ["running", True, None, None, None]  # not "0 passes"
+    assert got["counts"][1][1] is False and got["counts"][1][2] == rows[0]["passes"]

@@ -94,6 +94,28 @@ out.start = [
   L.startPos(recs, {status: "complete"}), L.startPos(failed, {status: "error"}),
   L.startPos(recs, {status: "error"}), L.startPos(recs.slice(0, 1), {}), L.startPos([], {})
 ];
+// The first tile-level change: by what the pass changed (texts by hash), else by name.
+const texts = {
+  b0: "f:\n  T.func_attr({})\n  for i in T.thread_binding(4):\n    T.copy(A, B)\n",
+  a0: "f:\n  T.func_attr({\"target\": 1})\n  for i in T.thread_binding(4):\n    T.copy(A, B)\n",
+  a1: "f:\n  T.func_attr({\"target\": 1})\n  for i in T.grid(4):\n    with T.sblock():\n      T.copy(A, B)\n",
+  a2: "f:\n  T.func_attr({\"target\": 1})\n  for i in T.grid(4):\n    with T.sblock():\n      B[i] = A[i]\n"
+};
+const tiles = [
+  {index: 0, name: "tirx.BindTarget", phase: "p", status: "changed", before_hash: "b0", after_hash: "a0"},
+  {index: 1, name: "MaterializeKernelLaunch", phase: "p", status: "changed", before_hash: "a0", after_hash: "a1"},
+  {index: 2, name: "Pass2", phase: "p", status: "changed", before_hash: "a1", after_hash: "a2"},
+  {index: 3, name: "LowerTileOp", phase: "p", status: "noop", before_hash: "a2", after_hash: "a2"}
+];
+const textOf = h => texts[h];
+const noTexts = tiles.map(r => Object.assign({}, r, {name: r.index === 2 ? "tl.LowerTileOp" : r.name}));
+out.tile = [
+  L.startPos(tiles, {status: "complete"}, textOf),  // T.copy moved by 1 (re-indented): not a change; lowered by 2
+  L.startPos(noTexts, {status: "complete"}),  // no texts: by name
+  L.startPos(tiles, {status: "complete"}),  // no texts, no such name: the first changed
+  L.tileLevel(texts.a0, texts.a1), L.tileLevel(texts.a1, texts.a2),
+  L.tileLevel("x\n", "x\n  T.sblock_attr({\"layout_map\": {}})\n"), L.tileLevel("  T.gemm(a)\n", "T.gemm(a)\n")
+];
 out.firstFailed = [L.firstFailed(recs), L.firstFailed(failed)];
 out.labels = recs.concat([{status: "weird"}]).map(L.statusLabel);
 const field = (tagName, type, editable) => ({tagName: tagName, type: type, isContentEditable: !!editable});
@@ -117,6 +139,8 @@ def test_report_logic_pure_parts() -> None:
     assert got["frag"] == [1, 1, 2, 2, -1, 2, -1, -1]
     # failed first; a failure past the last pass opens the last codegen; else the first changed
     assert got["start"] == [1, 4, 3, 0, -1]
+    # the first tile-level change: by its changed lines, else the pass name, else the first changed
+    assert got["tile"] == [2, 2, 0, False, True, True, False]
     assert got["firstFailed"] == [-1, 4]
     assert got["labels"] == ["no-op", "changed", "changed", "codegen", "weird"]
     assert got["fields"] == [True, True, False, False, True, True, True, False]

@@ -150,7 +150,9 @@ def test_stream_filters_and_quiet(run_cli, examples_dir, tmp_path):
     assert any("LowerTileOp  CHANGED" in ln for ln in lines)
     assert any("codegen_device  CODEGEN" in ln for ln in lines)
     assert not any("Simplify" in ln for ln in lines)
-    assert any(ln.startswith("    @@") for ln in r.stdout.splitlines())
+    # LowerTileOp's diff is long: its first changed lines, then how many more and the command
+    body = r.stdout.split("LowerTileOp  CHANGED", 1)[1].splitlines()[1:]
+    assert body[0].startswith(("    -", "    +")) and any(ln.startswith("    \u2026 ") for ln in body[:6])
     assert "\x1b[" not in r.stdout  # not a tty: no colour
     assert f"done: {summary(newest_manifest(tmp_path / 't' / 'elementwise_add'))}" in r.stdout
     r = run_cli("run", script, "--quiet", "--trace-dir", tmp_path / "t")
@@ -301,3 +303,56 @@ def test_a_script_that_never_imports_tilelang_runs_without_it(tmp_path):
     r = subprocess.run([*cmd, "import"], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert "BEFORE False False" in r.stdout and "AFTER True" in r.stdout, r.stdout + r.stderr
+
+
+def test_first_gemm_stream_is_short_and_says_how_to_see_the_rest(run_cli, examples_dir, tmp_path):
+    """The gemm example's default stream: under 200 lines; a long diff is cut with the command that shows it
+    whole (which does), the codegen says its size and where it went, and -v streams every diff whole."""
+    import shlex
+
+    script = examples_dir / "gemm.py"
+    r = run_cli("run", script)
+    assert r.exit_code == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert len(out) < 200, len(out)
+    m = newest_manifest(tmp_path / "tmp" / "lower_trace_dir" / "gemm")
+    changed = [x for x in m["records"] if x["status"] == "changed"]
+    # every changed pass has its line
+    assert sum(f"{x['name']}  CHANGED" in r.stdout for x in changed) == len(changed)
+    cuts = [ln for ln in out if ln.startswith("    \u2026 ")]
+    assert cuts and sum("run -v" in ln for ln in cuts) == 1  # -v is named once
+    for ln in cuts[:3]:  # `… N more lines: CMD`: CMD prints the whole diff, N lines more than the excerpt
+        more, cmd = ln.split(": ", 1)
+        cmd = cmd.split("  (run -v")[0]
+        at = out.index(ln)
+        shown = next(i for i in range(at - 1, -1, -1) if out[i].startswith("["))
+        shown_lines = at - shown - 1
+        words = shlex.split(cmd)
+        assert words[:2] == ["tltrace", "show"]
+        whole = run_cli(*words[1:])
+        assert whole.exit_code == 0, whole.stderr
+        assert whole.stdout.splitlines()[0].split("] ", 1)[1] == out[shown].split("] ", 1)[1]  # that pass
+        body = [x for x in whole.stdout.splitlines()[1:] if x not in ("    --- before", "    +++ after")]
+        assert len(body) == shown_lines + int(more.split()[1])
+        assert all(x in body for x in out[shown + 1 : at])  # the excerpt is the diff's own lines
+    # The codegen: no TIR-to-C++ diff, but the source's size, the file it is in, and how to see it.
+    at = next(i for i, ln in enumerate(out) if "codegen_device  CODEGEN" in ln)
+    (cg,) = [x for x in m["records"] if x["status"] == "codegen"]
+    src = (
+        tmp_path / "tmp" / "lower_trace_dir" / "gemm" / ".run_records" / m["run_id"] / cg["after_file"]
+    ).read_text()
+    what = out[at + 1]
+    assert what.startswith(f"    device source: {len(src.splitlines())} lines, ") and "of C++" in what
+    assert what.endswith(str(Path("tmp/lower_trace_dir/gemm/.run_records") / m["run_id"] / cg["after_file"]))
+    see = out[at + 2]
+    assert see.startswith("    see it: tltrace show ")
+    shown = run_cli(*shlex.split(see.split(": ", 1)[1])[1:])
+    assert shown.exit_code == 0 and src.splitlines()[-2] in shown.stdout
+    assert not any(x.startswith(("    +#include", "    -# from tvm")) for x in out)  # no TIR vs C++ diff
+    # -v: every diff whole, every pass a line
+    r = run_cli("run", "-v", script)
+    assert r.exit_code == 0, r.stderr
+    full = r.stdout.splitlines()
+    assert not any(ln.startswith("    \u2026 ") for ln in full) and len(full) > len(out)
+    m = newest_manifest(tmp_path / "tmp" / "lower_trace_dir" / "gemm")
+    assert sum(ln.startswith("[gemm") and "done:" not in ln for ln in full) == len(m["records"])

@@ -299,6 +299,8 @@ def test_report_click_python_line_and_back(traced, open_page):
     """On a real GEMM report: a Python line marks IR lines before and after, and generated source; and back."""
     script, _, run_dir, _ = traced
     page = open_page(run_dir / "report.html", "#LowerTileOp", viewport={"width": 1600, "height": 1000})
+    assert page.locator("#tl-source").is_hidden()  # closed at first: the diff gets the page
+    page.keyboard.press("s")
     assert page.locator("#tl-source").is_visible()
     assert (
         page.locator(f'#tl-source tr[data-py="{STORE_LINE}"] td.code')

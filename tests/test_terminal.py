@@ -49,8 +49,6 @@ def test_plain_and_colour_render_the_same_text():
     assert ANSI.sub("", colour) == plain
     assert plain.splitlines() == [
         "[k] pipeline_c/00 Simplify  CHANGED +1/-1",
-        "    --- before",
-        "    +++ after",
         "    @@ -1,3 +1,3 @@",
         "     a = 1",
         "    -b = 2",
@@ -204,7 +202,7 @@ def test_progress_bar_line_is_never_split(tmp_path):
 
 def _stream(before: str, after: str, **settings) -> list[str]:
     buf = io.StringIO()
-    view = TerminalView(Settings(context=0, **settings), console=Console(file=buf, color_system=None))
+    view = TerminalView(Settings(**{"context": 0, **settings}), console=Console(file=buf, color_system=None))
     m = RunManifest(run_id="run_x", script="s", kernel="k")
     from tltrace.diff import count_changes
 
@@ -215,7 +213,7 @@ def _stream(before: str, after: str, **settings) -> list[str]:
             PassRecord(index=0, name="Wrap", phase="p", status="changed", added=added, removed=removed),
             before,
             after,
-            Path("/r"),
+            Path("/tr/s/.run_records/run_x"),
         )
     )
     return buf.getvalue().splitlines()
@@ -228,8 +226,6 @@ WRAP_AFTER = "def f():\n    with T.block():\n        a = 1\n        b = g(a)\n"
 def test_reindented_lines_get_a_tilde_gutter_and_a_dim_style():
     assert _stream(WRAP_BEFORE, WRAP_AFTER) == [
         "[k] p/00 Wrap  CHANGED +3/-2",
-        "    --- before",
-        "    +++ after",
         "    @@ -2,2 +2,3 @@",
         "    +    with T.block():",
         "    ~        a = 1",
@@ -278,3 +274,25 @@ def test_a_prune_that_removed_nothing_prints_only_its_failures():
     )
     out = buf.getvalue()
     assert "pruned 0" not in out and "could not prune .run_records/.objects" in out
+
+
+def test_a_long_diff_shows_its_first_changed_lines_and_the_command_that_shows_it_whole():
+    from tltrace.render.terminal import DIFF_LINES, EXCERPT
+
+    before = "".join(f"x{i} = {i}\n" for i in range(40))
+    after = "".join(f"x{i} = {i + (1 if i % 3 == 0 else 0)}\n" for i in range(40))
+    out = _stream(before, after, context=3)
+    changed = [ln for ln in out[1:-1]]
+    assert len(changed) == EXCERPT and all(ln.startswith(("    -", "    +")) for ln in changed)
+    assert changed[:2] == ["    -x0 = 0", "    +x0 = 1"]  # the first changes, no context or hunk line
+    from tltrace.diff import diff
+
+    whole = [k for k, _ in diff(before, after).unified(context=3) if k != "file"]
+    assert out[-1] == (
+        f"    \u2026 {len(whole) - EXCERPT} more lines: tltrace show --trace-dir /tr s k --pass Wrap  (run -v to stream every diff whole)"
+    )
+    # -v: whole, and a short diff is whole anyway
+    full = _stream(before, after, context=3, verbose=True)
+    assert len(full) == 1 + len(whole) and not any("\u2026" in ln for ln in full)
+    short = _stream(before[: len("x0 = 0\n")], after[: len("x0 = 1\n")])
+    assert len(short) - 1 <= DIFF_LINES and not any("\u2026" in ln for ln in short)

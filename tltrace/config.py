@@ -115,6 +115,7 @@ class Settings:
     kernels: re.Pattern[str] | None = None
     quiet: bool = False
     all_passes: bool = False  # terminal stream: a line per no-op pass, not one per run of them
+    verbose: bool = False  # terminal stream: every diff whole (else a long one is cut)
     use_cache: bool = False
     sync: bool = False  # print and record on the compiling thread (--sync); else on the worker
     ptxas: bool = False  # machine facts: nvcc -Xptxas -v over each CUDA compile's source (docs/facts.md)
@@ -190,6 +191,7 @@ def build_settings(
     kernels: str | None = None,
     quiet: bool = False,
     all_passes: bool = False,
+    verbose: bool = False,
     ignore_whitespace: bool = False,
     use_cache: bool = False,
     sync: bool | None = None,
@@ -243,7 +245,8 @@ def build_settings(
         if kernels is not None
         else compile_regex(os.environ.get("TLTRACE_KERNELS") or None, "TLTRACE_KERNELS"),
         quiet=bool(quiet),
-        all_passes=bool(all_passes),
+        all_passes=bool(all_passes or verbose),
+        verbose=bool(verbose),
         ignore_whitespace=bool(ignore_whitespace),
         use_cache=bool(use_cache),
         sync=env_sync() if sync is None else bool(sync),

@@ -176,6 +176,13 @@ def run_cmd(
     all_passes: bool = typer.Option(
         False, "--all-passes", help="A line for every no-op pass (by default a run of them is one line)."
     ),
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        "-v",
+        help="Every diff whole and a line for every pass (by default a diff over 10 lines shows its "
+        "first changed lines and the command that shows it whole).",
+    ),
     kernels: Optional[str] = typer.Option(
         None,
         "--kernels",
@@ -313,6 +320,7 @@ def _settings(p: dict, target) -> Settings:
         kernels=p["kernels"],
         quiet=p["quiet"],
         all_passes=p.get("all_passes", False),
+        verbose=p.get("verbose", False),
         ignore_whitespace=p["ignore_whitespace"],
         use_cache=p["use_cache"],
         sync=True if p["sync"] else None,

@@ -171,6 +171,54 @@ def diff_view(
     return Text(f"    ({note}{hidden})", style="dim")
 
 
+# The stream shows a pass's diff whole up to this many lines (no `--- before`/`+++ after`: the pass
+# line says it); a longer one shows its first EXCERPT changed lines and a line with the command that
+# shows it whole. `run -v` shows every diff whole.
+DIFF_LINES = 10
+EXCERPT = 4
+
+
+def stream_diff(
+    d: Diff, context: int, *, ignore_whitespace: bool = False, whole: bool = False
+) -> tuple[Text, int]:
+    """Return a pass's diff as the stream shows it, and how many of its lines it left out (0: whole).
+
+    Whole when `whole` or when it has at most DIFF_LINES lines (file headers dropped); else its
+    first EXCERPT added or removed lines (no context, no re-indented lines), in order.
+    """
+    lines = d.unified(context=context, ignore_whitespace=ignore_whitespace)
+    body = [(kind, line) for kind, line in lines if kind != "file"]
+    if not body:
+        return diff_view(d, context, ignore_whitespace=ignore_whitespace), 0
+    if whole or len(body) <= DIFF_LINES:
+        return lines_text(body), 0
+    shown = [(kind, line) for kind, line in body if kind in ("del", "add")][:EXCERPT]
+    return lines_text(shown), len(body) - len(shown)
+
+
+def codegen_lines(record: PassRecord, after: str, run_dir: Path, show: str) -> Text:
+    """Return what the stream says of a codegen: the generated source's size, where it went, how to see it.
+
+    Where: the working file when the compile wrote one, else the record's text in the run
+    directory. `show` is the command that prints it.
+    """
+    n = len(after.splitlines())
+    size = human_size(len(after.encode("utf-8", "surrogateescape")))
+    where: str | os.PathLike[str] | None = record.working_file
+    if where is None and record.after_file:
+        where = Path(run_dir) / record.after_file
+    kind = Path(record.after_file).suffix.lstrip(".") if record.after_file else ""
+    lang = {"cpp": "C++", "cu": "CUDA", "c": "C", "hip": "HIP", "ll": "LLVM IR", "ptx": "PTX"}.get(kind, kind)
+    t = Text(f"    {record.role or 'device'} source: {n} line{'s' if n != 1 else ''}, {size}", style="dim")
+    if lang:
+        t.append(f" of {lang}", style="dim")
+    if where is not None:
+        t.append(f", written to {_short_path(Path(where))}", style="dim")
+    t.append("\n")
+    t.append(f"    see it: {show}", style="dim")
+    return t
+
+
 def working_files_lines(event: WorkingFiles) -> list[Text]:
     """Which working file holds which kernel variant: a heading, then one line per file."""
     head = Text("working files", style="bold")
@@ -480,6 +528,8 @@ class TerminalView:
         # No-op passes not printed yet, per run: how many, and the last one (one alone gets its line).
         self._noops: dict[Path, tuple[int, PassRecord]] = {}
         self._matched: dict[Path, bool] = {}  # --only: whether any pass of the run matched
+        self._seen: dict[Path, list[PassRecord]] = {}  # per run, its records so far (a pass's NAME#k)
+        self._told_verbose = False  # a cut diff said once how to see every diff whole
 
     @property
     def console(self) -> Console:
@@ -537,6 +587,7 @@ class TerminalView:
             if self.settings.quiet or not self.settings.terminal:
                 return
             rec = event.record
+            self._seen.setdefault(event.run_dir, []).append(rec)
             label = self.label(event.manifest, event.run_dir)
             blocks: list[tuple[int, list[Text]]] = []
             if self._show(rec):
@@ -563,12 +614,19 @@ class TerminalView:
                     err = (rec.error or "see the run summary").rstrip().replace("\n", "\n           ")
                     parts.append(Text(f"    error: {err}", style="red"))
                 elif d is not None and d.changed:
-                    parts.append(
-                        diff_view(d, self.settings.context, ignore_whitespace=self.settings.ignore_whitespace)
+                    view, left = stream_diff(
+                        d,
+                        self.settings.context,
+                        ignore_whitespace=self.settings.ignore_whitespace,
+                        whole=self.settings.verbose,
                     )
-                elif rec.status == CODEGEN and rec.reconcile != "PATCHED" and event.before != event.after:
-                    # (PATCHED: the notice showed the user's edit; the TIR -> source view is in the report)
-                    parts.append(diff_text(event.before, event.after, self.settings.context))
+                    parts.append(view)
+                    if left:
+                        parts.append(self._cut_line(event, left))
+                elif rec.status == CODEGEN and event.after:
+                    # The generated source is not a diff of the TIR: its size, where it is, how to see it.
+                    show = self._show_command(event, "--source-map")
+                    parts.append(codegen_lines(rec, event.after, event.run_dir, show))
                 blocks.append((rec.index, parts))
             if rec.depth > 0:
                 self._nested.setdefault(event.run_dir, []).extend(blocks)
@@ -579,6 +637,7 @@ class TerminalView:
             self._notice(event)
         elif isinstance(event, RunFinished):
             self.finished.append((event.manifest, event.run_dir))
+            self._seen.pop(event.run_dir, None)
             label = self.label(event.manifest, event.run_dir)
             self._print_blocks(sorted(self._nested.pop(event.run_dir, []), key=lambda b: b[0]))
             if self.settings.quiet:
@@ -611,6 +670,29 @@ class TerminalView:
                     pass
         elif isinstance(event, RunStarted):
             pass
+
+    def _show_command(self, event: PassRecorded, *words: str) -> str:
+        """`tltrace show` for the event's compile: by its label (a signature prefix) when that names
+        it alone in this stream, else by its run id; then `words`."""
+        from .._shell import command
+        from ..history.resolve import script_words
+
+        label = self.label(event.manifest, event.run_dir)
+        which = label if label == stream_label(event.manifest) else Path(event.run_dir).name
+        return command("tltrace", "show", *script_words(Path(event.run_dir).parent.parent), which, *words)
+
+    def _cut_line(self, event: PassRecorded, left: int) -> Text:
+        """The line under a diff cut short: how many lines it left out and the command that shows it whole."""
+        from ..passref import ref_of
+
+        recs = sorted(self._seen.get(event.run_dir, []), key=lambda r: r.index)
+        ref = ref_of(recs, next(i for i, r in enumerate(recs) if r is event.record))
+        show = self._show_command(event, "--pass", ref)
+        t = Text(f"    \u2026 {left} more line{'s' if left != 1 else ''}: {show}", style="dim")
+        if not self._told_verbose:  # once per stream
+            self._told_verbose = True
+            t.append("  (run -v to stream every diff whole)", style="dim")
+        return t
 
     def _only_matched_nothing(self, event: RunFinished) -> None:
         """--only that matched no pass of a compile: say so once, never a silent empty stream."""

@@ -7,7 +7,8 @@
  *
  * The pure parts (no DOM) run under node too (module.exports, tests/test_index_js.py):
  * addRow (a compile chunk into the rows), normalizeRows (what the table shows of a row),
- * comparator (the default order, or by a column) and filterRows (the text and status filters).
+ * comparator (the default order, or by a column), filterRows (the text and status filters) and
+ * distinctLabels (signatures without the words every compile shares: what a narrow window shows).
  *
  * A compile row may carry `facts` (docs/facts.md; render/index.py INDEX_FACTS): each becomes a
  * sortable column `f_<name>` of the "facts" group, shown when some row knows it.
@@ -72,6 +73,10 @@
       if (r.status === "error") r.status = "failed";
       if (r.status === "running" && stale) r.status = "incomplete";  // as the compile's own report says
       r.label = str(r.signature || r.kernel || r.run_id);
+      // A compile that has not ended: its row is the one written when it started, whose counts are
+      // not known yet (not 0 passes).
+      r.unfinished = (r.status === "running" || r.status === "incomplete") && !(r.passes > 0);
+      if (r.unfinished) { r.passes = null; r.changed = null; r.failed = null; }
       r.failed_at = str(r.failed_at);
       r.seconds = typeof r.seconds === "number" && isFinite(r.seconds) ? Math.round(r.seconds * 1000) / 1000 : null;
       var facts = r.facts && typeof r.facts === "object" ? r.facts : {};
@@ -124,13 +129,43 @@
     });
   }
 
+  // Signatures without the words every one of them shares (the kernel, the first word, stays; a
+  // field name goes with its shared value): {shared: the words left out, short: label -> what is
+  // left}. render/table.py distinct_cut cuts the terminal's signature column the same way, so a
+  // row is never cut where it differs from the others.
+  var KEYED = { grid: 1, thr: 1, smem: 1 };
+  function distinctLabels(labels) {
+    var split = labels.filter(function (v) { return v; }).map(function (v) { return String(v).split(" "); });
+    var common = new Set(), shared = [], short = new Map();
+    if (split.length > 1) {
+      var n = Math.min.apply(null, split.map(function (w) { return w.length; }));
+      for (var i = 1; i < n; i++) {
+        if (split.every(function (w) { return w[i] === split[0][i]; })) common.add(i);
+      }
+    }
+    labels.forEach(function (v) {
+      var words = String(v).split(" "), keep = words.map(function (w, i) { return !common.has(i); });
+      words.forEach(function (w, i) {  // a field name goes and stays with its value
+        if (i > 0 && KEYED[w]) keep[i] = i + 1 < words.length && !common.has(i + 1);
+      });
+      short.set(v, words.filter(function (w, i) { return keep[i]; }).join(" ") || String(v));
+    });
+    if (split.length > 1) {
+      split[0].forEach(function (w, i) {
+        if (common.has(i) && !KEYED[w]) shared.push(i > 1 && KEYED[split[0][i - 1]] ? split[0][i - 1] + " " + w : w);
+      });
+    }
+    return { shared: shared, short: short };
+  }
+
   if (typeof module === "object" && module.exports) {
-    module.exports = { addRow: addRow, normalizeRows: normalizeRows, comparator: comparator, filterRows: filterRows, factColumns: factColumns, BAD: BAD };
+    module.exports = { addRow: addRow, normalizeRows: normalizeRows, comparator: comparator, filterRows: filterRows, factColumns: factColumns, distinctLabels: distinctLabels, BAD: BAD };
     return;
   }
 
   // ---- the page ---------------------------------------------------------------------------------
-  var S = { meta: {}, rows: [], byId: new Map(), sort: null, dir: 1, filter: "", status: "", bad: 0 };
+  // fit: 0 the whole table; 1 without the # and run columns; 2 also signatures without their shared words.
+  var S = { meta: {}, rows: [], byId: new Map(), sort: null, dir: 1, filter: "", status: "", bad: 0, fit: 0, labels: null };
   var el = C.el, safeId = C.safeId;
   C.initTheme();
   function $(id) { return document.getElementById(id); }
@@ -188,10 +223,14 @@
         var td = el("td", (c.cls || "") + (c.num ? " num" : ""));
         var v = r[c.key];
         if (c.key === "label") {
-          var a = el("a", null, r.label);
+          var a = el("a", null, S.fit > 1 && S.labels ? S.labels.short.get(r.label) : r.label);
           a.href = hrefOf(r);
           a.title = r.label;
           td.appendChild(a);
+        } else if ((c.key === "passes" || c.key === "changed" || c.key === "failed") && r.unfinished) {
+          // Not "0": the row was written when the compile started; its report shows the passes so far.
+          if (c.key === "passes") td.appendChild(el("span", "ix-soon", r.status === "running" ? "running" : "not finished"));
+          td.title = "not known until the compile ends: its report shows the passes recorded so far";
         } else if (c.key === "status") {
           td.appendChild(el("span", "ix-st " + r.status, r.status));
         } else if (c.key === "failed_at") {
@@ -210,8 +249,35 @@
     });
     while (body.firstChild) body.removeChild(body.firstChild);
     body.appendChild(frag);
+    document.querySelectorAll("#ix-head th").forEach(function (th) {
+      var k = th.getAttribute("data-key");
+      th.hidden = S.fit > 0 && (k === "order" || k === "run_id");
+    });
+    if (S.fit > 0) {
+      body.querySelectorAll("tr").forEach(function (tr) {
+        var cells = tr.children;
+        COLS.forEach(function (c, i) { if (c.key === "order" || c.key === "run_id") cells[i].hidden = true; });
+      });
+    }
     $("ix-empty").hidden = S.rows.length > 0;
     document.documentElement.setAttribute("data-shown", String(rows.length));
+  }
+
+  // A window too narrow for the table: the # and run columns go (each row's link keeps its run), then
+  // signatures lose the words every compile shares (said above the table); the page never scrolls
+  // sideways, and a signature is never cut where it differs.
+  function fit() {
+    var main = document.querySelector(".ix-main"), table = $("ix-table"), note = $("ix-shared");
+    S.fit = 0;
+    render();
+    while (S.fit < 2 && table.scrollWidth > main.clientWidth - 24) {
+      if (!S.labels) S.labels = distinctLabels(S.rows.map(function (r) { return r.label; }));
+      S.fit++;
+      render();
+    }
+    var shared = S.fit > 1 && S.labels ? S.labels.shared : [];
+    note.hidden = !shared.length;
+    note.textContent = shared.length ? "every compile: " + shared.join(" ") : "";
   }
 
   function buildHeader() {
@@ -263,7 +329,9 @@
     });
     sel.addEventListener("change", function () { S.status = sel.value; render(); });
     C.wireTheme($("tl-theme"));
-    render();
+    fit();
+    var resized = null;
+    window.addEventListener("resize", function () { clearTimeout(resized); resized = setTimeout(fit, 100); });
     if (window.tltraceProfile) window.tltraceProfile.attachIndex({ rows: S.rows });
     document.documentElement.setAttribute("data-ready-ms", String(Math.round(performance.now())));
     document.documentElement.setAttribute("data-ready", "1");

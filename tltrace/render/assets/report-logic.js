@@ -5,8 +5,12 @@
  *   "running" file untouched for staleMs belongs to a run that was killed);
  * posOfFragment(recs, posByIndex, frag, resolveRef): the pass a link names (as --pass does,
  *   through TLCore.resolveRef; old links' name@index still work), or -1;
- * startPos(recs, meta): the pass a report opens on without a link: the failed one; after a
- *   failure past the last pass, the last codegen; else the first changed; else the first;
+ * startPos(recs, meta, textOf): the pass a report opens on without a link: the failed one; after a
+ *   failure past the last pass, the last codegen; else the first tile-level change (tileLevel: its
+ *   changed lines hold a tile op or a layout; without the texts, the first LayoutInference or
+ *   LowerTileOp that changed); else the first changed; else the first;
+ * tileLevel(before, after): whether a change adds or removes (not only moves) a line with a tile op
+ *   (T.copy, T.gemm, T.fill, T.Parallel, ...) or a layout annotation;
  * firstFailed(recs), statusLabel(rec), isTextField(element): small answers the views share.
  * Runs in the report (window.TLReportLogic) and under node (module.exports).
  */
@@ -36,12 +40,45 @@
   }
   function firstFailed(recs) { return firstWith(recs, "failed"); }
 
-  function startPos(recs, meta) {
+  // A line of TileLang's tile level: a tile op's call, a tile loop, or a layout (annotation or map).
+  var TILE = /\bT\.(copy|c2d_im2col|gemm\w*|wgmma\w*|fill|clear|reduce\w*|cumsum|atomic\w*|Parallel|Pipelined|Persistent|annotate_layout|use_swizzle|tma_\w*)\s*\(|\blayout_map\b|\btl\.layout|\bFragment\(|\bLayout\(/;
+  // The lines a change adds or removes, whitespace aside (a re-indented line is neither).
+  function changedLines(before, after) {
+    var count = new Map(), out = [];
+    String(before).split("\n").forEach(function (l) { l = l.trim(); count.set(l, (count.get(l) || 0) + 1); });
+    String(after).split("\n").forEach(function (l) {
+      l = l.trim();
+      var n = count.get(l) || 0;
+      if (n > 0) count.set(l, n - 1); else out.push(l);
+    });
+    count.forEach(function (n, l) { while (n-- > 0) out.push(l); });
+    return out;
+  }
+  function tileLevel(before, after) {
+    if (typeof before !== "string" || typeof after !== "string") return false;
+    return changedLines(before, after).some(function (l) { return TILE.test(l); });
+  }
+  var TILE_PASS = /(^|\.)(LayoutInference|LowerTileOp)$/;
+  // The first change of the tile level: by what it changed when the texts are there, else by name.
+  function firstTileChange(recs, textOf) {
+    var byName = -1;
+    for (var i = 0; i < recs.length; i++) {
+      var r = recs[i];
+      if (r.status !== "changed") continue;
+      var b = textOf ? textOf(r.before_hash) : undefined, a = textOf ? textOf(r.after_hash) : undefined;
+      if (typeof b === "string" && typeof a === "string") { if (tileLevel(b, a)) return i; }
+      else if (byName < 0 && TILE_PASS.test(r.name)) byName = i;
+    }
+    return byName;
+  }
+
+  function startPos(recs, meta, textOf) {
     var pos = firstWith(recs, "failed");
     // Failed after the last pass (e.g. an edited source that does not compile): open the source.
     if (pos < 0 && meta.status === "error") {
       for (var c = recs.length - 1; c >= 0 && pos < 0; c--) if (recs[c].status === "codegen") pos = c;
     }
+    if (pos < 0) pos = firstTileChange(recs, textOf);
     if (pos < 0) pos = firstWith(recs, "changed");
     if (pos < 0) pos = recs.length ? 0 : -1;
     return pos;
@@ -61,7 +98,7 @@
   }
 
   var api = {
-    runStateOf: runStateOf, posOfFragment: posOfFragment, startPos: startPos, firstFailed: firstFailed,
+    runStateOf: runStateOf, posOfFragment: posOfFragment, startPos: startPos, tileLevel: tileLevel, firstFailed: firstFailed,
     statusLabel: statusLabel, isTextField: isTextField
   };
   if (typeof module === "object" && module.exports) module.exports = api;

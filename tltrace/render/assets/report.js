@@ -148,7 +148,7 @@
       return;
     }
     if (pos < 0) {
-      pos = window.TLReportLogic.startPos(S.recs, S.meta);  // failed, else changed, else the first
+      pos = window.TLReportLogic.startPos(S.recs, S.meta, R.textOf);  // failed, else the first tile-level change
     }
     S.sel = pos;
     R.applyFilters();

@@ -14,7 +14,7 @@
  * history/sourcemaps.py): addChunk (a chunk into the maps), srcAt, stats, outSide, kernelFile,
  * lostKeys (the Python lines a pass loses), lostIn (the passes that lose a line for good), viaAt (the
  * library line behind a call site) and badgeOf (what a pass's badge counts).
- * @requires core.js
+ * @requires core.js report-logic.js
  */
 (function (root) {
   "use strict";
@@ -150,8 +150,8 @@
     pick.addEventListener("change", function () { M.file = pick.value; renderSource(); });
     head.appendChild(pick);
     var close = el("button", "tl-source-close", "\u00D7");
-    close.type = "button"; close.title = "Hide the Source pane";
-    close.addEventListener("click", function () { show(false); });
+    close.type = "button"; close.title = "Hide the Source pane (s)";
+    close.addEventListener("click", function () { show(false, true); });
     head.appendChild(close);
     pane.appendChild(head);
     var info = el("div", "tl-source-info");
@@ -164,19 +164,33 @@
     main.appendChild(pane);
     var btn = el("button", null, "Source");
     btn.id = "tl-source-btn"; btn.type = "button";
-    btn.title = "Show the kernel's Python source: click a line to find it in every pass";
-    btn.addEventListener("click", function () { show(pane.hidden); });
+    btn.title = "Show or hide the kernel's Python source (s): click a line to find it in every pass";
+    btn.addEventListener("click", function () { show(pane.hidden, true); });
     var tools = document.querySelector(".tl-tools");
     if (tools) tools.insertBefore(btn, tools.firstChild);
     M.file = files.length ? files[0] : null;
     renderSource();
-    show(getPref(KEY_SHOWN) !== "0");
+    // Closed until the reader opens it: the first view gives the diff the page.
+    show(getPref(KEY_SHOWN) === "1", false);
+    root.document.addEventListener("keydown", onKey);
   }
-  function show(on) {
+  // `remember`: the reader's own choice (the button, the key, the close box), kept for the next report;
+  // a pane opened by clicking a line of IR is not.
+  function show(on, remember) {
     var pane = $("tl-source");
     pane.hidden = !on;
-    $("tl-source-btn").classList.toggle("active", on);
-    setPref(KEY_SHOWN, on ? "1" : "0");
+    var btn = $("tl-source-btn");
+    btn.classList.toggle("active", on);
+    btn.setAttribute("aria-pressed", on ? "true" : "false");
+    if (remember) setPref(KEY_SHOWN, on ? "1" : "0");
+  }
+  // `s` opens and closes the pane (not while typing in a field).
+  function onKey(ev) {
+    if (ev.key !== "s" || ev.ctrlKey || ev.metaKey || ev.altKey || ev.defaultPrevented) return;
+    var L = root.TLReportLogic;
+    if (L && L.isTextField(ev.target)) return;
+    ev.preventDefault();
+    show($("tl-source").hidden, true);
   }
   function renderSource() {
     var body = $("tl-source-body");
@@ -229,7 +243,7 @@
       if (sel) sel.value = file;
       renderSource();
     }
-    if (fromView && $("tl-source").hidden) show(true);
+    if (fromView && $("tl-source").hidden) show(true, false);
     markSource(fromView);
     var first = markView();
     if (!fromView && first) first.scrollIntoView({ block: "center" });
