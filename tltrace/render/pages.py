@@ -79,6 +79,8 @@ def meta_of(manifest: RunManifest, run_dir: Path | None = None) -> dict[str, Any
     values = manifest.facts.get("values") if isinstance(manifest.facts, dict) else None
     if isinstance(values, dict):  # the report's Facts strip (docs/facts.md), known values only
         out["facts"] = {k: v for k, v in values.items() if v is not None}
+    if isinstance(manifest.build, dict):  # the backend build: an edit's generated source, a failed build's errors
+        out["build"] = manifest.build
     if manifest.invocation:
         # The compile's way back: the script's index (two levels up) and, once known, its siblings.
         out["index"] = "../../" + REPORT_NAME
