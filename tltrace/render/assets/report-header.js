@@ -132,7 +132,7 @@
     box.hidden = false;
     var text = String(m.error);
     var fpos = firstFailed();
-    var bf = fpos < 0 && R.buildFailure(m);  // the backend build failed: its errors (report-edit.js)
+    var bf = fpos < 0 && m.build_error;  // the backend build failed: its errors first (render/pages.py)
     if (bf) text = bf.text;
     var head = C.el("div", "tl-runerror-head");
     head.appendChild(C.el("span", "tl-dot failed", R.DOTS.failed));
