@@ -455,8 +455,8 @@ def _show_run(run, as_json: bool) -> None:
     build = fbuild.of(m)
     if fbuild.failed(build) and not any(r.status == "failed" for r in m.records):
         head.append(f"\n{fbuild.headline(build)}:", style="bold red")  # errors at the working file's lines
-        for line in fbuild.error_lines(build):
-            head.append(f"\n  {line}", style="red")
+        for err in fbuild.error_lines(build):
+            head.append(f"\n  {err}", style="red")
     elif m.error:
         head.append(f"\nerror: {m.error.splitlines()[0] if m.error.strip() else m.error}", style="red")
     for e in fbuild.edits(build):
@@ -505,7 +505,8 @@ def _show_run(run, as_json: bool) -> None:
     con.print(
         _t(
             f"{len(m.records)} passes, {c.get('changed', 0)} changed, {c.get('failed', 0)} failed, "
-            f"{c.get('codegen', 0)} codegen" + (f", {fbuild.headline(build)}" if fbuild.failed(build) else ""),
+            f"{c.get('codegen', 0)} codegen"
+            + (f", {fbuild.headline(build)}" if fbuild.failed(build) else ""),
             "dim",
         )
     )

@@ -88,7 +88,8 @@ class RunDone:
     exit_code: int
     tags: tuple[str, ...]  # what the run decided per working file, from its records: "add: PATCHED"
     pid: int | None = None  # the run's process (its run dirs carry it)
-    errors: tuple[str, ...] = ()  # a failed backend build's errors, from its records: "add: build failed (g++, 1 error)", then each at its line
+    # A failed backend build's errors, from its records: "add: build failed (g++, 1 error)", then each at its line.
+    errors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

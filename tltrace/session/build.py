@@ -110,7 +110,7 @@ def _diag(line: str) -> re.Match[str] | None:
 def errors_first(log: str) -> str:
     """The log with each error's block (its context line, its line, the lines under it) before the others'."""
     blocks: list[list[str]] = []
-    lead: list[str] = []  # "FILE: In function ...", "In file included from ...": the next diagnostic's context
+    lead: list[str] = []  # "FILE: In function ...", "In file included from ...": context of the next one
     for ln in log.splitlines():
         if not ln.strip():
             continue
@@ -249,6 +249,8 @@ class BuildRecorder(Recorder):
         failure = parse_failed_build(message)
         if failure is not None:
             out: dict[str, Any] = {"status": fb.FAILED, "compiler": os.path.basename(failure.command[0])}
+            log: str | None
+            src: str | None
             if failure.captured.strip():
                 log, why, src = failure.captured, "", None
             else:
