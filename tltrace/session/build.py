@@ -108,28 +108,38 @@ def _diag(line: str) -> re.Match[str] | None:
 
 
 def errors_first(log: str) -> str:
-    """The log with each error's block (its context line, its line, the lines under it) before the others'."""
-    blocks: list[list[str]] = []
-    lead: list[str] = []  # "FILE: In function ...", "In file included from ...": context of the next one
+    """The log with each error's block (its line and the lines under it) before the others', each under
+    the context g++ gave it ("FILE: In function ...", "In file included from ..."), said once where it changes."""
+    blocks: list[tuple[tuple[str, ...], list[str]]] = []  # (context, lines)
+    context: list[str] = []
+    fresh = False  # the context lines seen since the last diagnostic (a new context starts)
     for ln in log.splitlines():
         if not ln.strip():
             continue
         if _diag(ln):
-            blocks.append([*lead, ln])
-            lead = []
+            blocks.append((tuple(context), [ln]))
+            fresh = False
         elif ln.startswith("In file included from") or re.match(r"^\S.*: In ", ln) or not blocks:
-            lead.append(ln)
+            context = [ln] if not fresh else [*context, ln]
+            fresh = True
         else:
-            blocks[-1].append(ln)
-    if lead:
-        blocks.append(lead)
+            blocks[-1][1].append(ln)
 
     def err(b: list[str]) -> bool:
-        m = next((m for m in map(_diag, b) if m), None)
+        m = _diag(b[0])
         return m is not None and m["severity"] in fb.ERROR_SEVERITIES
 
-    ordered = [b for b in blocks if err(b)] + [b for b in blocks if not err(b)]
-    return "\n".join(ln for b in ordered for ln in b)
+    ordered = [b for b in blocks if err(b[1])] + [b for b in blocks if not err(b[1])]
+    out: list[str] = []
+    said: tuple[str, ...] = ()
+    for ctx, lines in ordered:
+        if ctx != said:
+            out += ctx
+            said = ctx
+        out += lines
+    if not blocks:
+        out = context
+    return "\n".join(out)
 
 
 def _cut(log: str) -> str:
