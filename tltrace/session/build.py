@@ -14,7 +14,9 @@ runs g++ or nvcc; nvrtc: NVRTC). Two things of that stage are lost without this 
   is fetched as session/codegen_nvrtc.py does. The diagnostics are kept errors first, at
   the working file's lines (the edit carries `#line 1 "W"`; a source built as generated
   is mapped to its working file, else to the run's stored text). What TileLang built is
-  never changed; a failure here only means the diagnostics say why they are missing.
+  never changed; a failure here only means the diagnostics say why they are missing. A build
+  that failed without an edit is rebuilt at most `UNEDITED_REBUILDS` times per process (a
+  sweep of bad configs must not pay a second compile each).
 
 The field's shape and its readers are format/build.py's.
 """
@@ -26,6 +28,7 @@ import os
 import re
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,6 +197,21 @@ def rebuild(failure: FailedBuild, timeout: float = BUILD_TIMEOUT_S) -> tuple[str
     return log, "", src
 
 
+# A build that fails without an edit (an autotuner's bad config, a codegen bug) is rebuilt only this
+# many times per process: each rebuild costs a compile, and a sweep can fail many.
+UNEDITED_REBUILDS = 4
+_rebuilds = [0]
+_rebuilds_lock = threading.Lock()
+
+
+def _take_rebuild() -> bool:
+    with _rebuilds_lock:
+        if _rebuilds[0] >= UNEDITED_REBUILDS:
+            return False
+        _rebuilds[0] += 1
+        return True
+
+
 class BuildRecorder(Recorder):
     """The manifest's `build` (format/build.py): edits compiled in place of the generated source; a failed build's diagnostics."""
 
@@ -263,6 +281,12 @@ class BuildRecorder(Recorder):
             src: str | None
             if failure.captured.strip():
                 log, why, src = failure.captured, "", None
+            elif not self._edits and not _take_rebuild():
+                log, why, src = (
+                    None,
+                    f"not rebuilt: {UNEDITED_REBUILDS} builds failed already in this process",
+                    None,
+                )
             else:
                 log, why, src = rebuild(failure, self.timeout)
             return self._with_log(out, log, why, src, failure.code)
