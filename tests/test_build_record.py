@@ -116,7 +116,7 @@ def test_a_compiled_edit_keeps_the_generated_source_beside_it(edits):
     rec = next(r for r in patched["records"] if r["index"] == e["record"])
     assert rec["reconcile"] == "PATCHED" and e["working_file"] == rec["working_file"]
     generated = (edits["patched"] / e["generated_file"]).read_text()
-    assert generated == edits["generated"] and (e["added"], e["removed"]) == (1, 1)
+    assert generated == edits["generated"] and (e["added"], e["removed"]) == (1, 1) and e["compiled"] is True
     assert NOTE in (edits["patched"] / rec["after_file"]).read_text()  # the record's after: what was compiled
     assert "status" not in patched["build"]  # it built
 

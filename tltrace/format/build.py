@@ -7,7 +7,7 @@ built as it was, or the backend builds nothing). Otherwise an object::
     {"version": 1,
      "edits": [{"record": 61, "role": "device", "working_file": "/abs/codegen_device.cpp",
                 "generated_file": "codegen/61_codegen_device_generated.cpp",
-                "generated_hash": "...", "added": 1, "removed": 1}],
+                "generated_hash": "...", "added": 1, "removed": 1, "compiled": true}],
      "status": "failed",            # absent: the build did not fail (or was not seen)
      "compiler": "g++",             # the backend's compiler (g++, nvcc, hipcc, nvrtc, ...)
      "diagnostics": [{"file": "/abs/codegen_device.cpp", "line": 14, "column": 99,
@@ -15,9 +15,10 @@ built as it was, or the backend builds nothing). Otherwise an object::
      "log": "...",                  # the compiler's output, errors first, cut
      "why": "..."}                  # when the diagnostics could not be read: why not
 
-`edits`: each codegen call whose compiled source was the user's edit of a working file,
-with the source TileLang generated (a stored text, run-relative) and the edit's +/- lines
-against it. Diagnostics name the working file's own lines (not the backend's temporary
+`edits`: each codegen call whose recorded source (the record's after text) is the user's edit
+of a working file, with the source TileLang generated (a stored text, run-relative) and the
+edit's +/- lines against it; `compiled` is false where the backend builds a binary during
+codegen and the edit was kept for the diff view only (tag NOTE). Diagnostics name the working file's own lines (not the backend's temporary
 file); a line of TileLang's wrapper around the source is named as the compiler named it.
 """
 

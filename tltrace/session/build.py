@@ -259,6 +259,7 @@ class BuildRecorder(Recorder):
                 "working_file": call.working_file,
                 "generated_file": rel,
                 "generated_hash": digest,
+                "compiled": record.reconcile == "PATCHED",  # NOTE: kept for the diff view, not compiled
                 "added": added,
                 "removed": removed,
             }

@@ -19,9 +19,10 @@
       out.appendChild(cp);
       return out;
     }
-    cp.appendChild(R.pane("Compiled " + what + "source (after): your edit of " + String(r.working_file).split("/").pop(), after));
-    out.appendChild(C.el("div", "tl-notice tl-edited", "PATCHED: the backend compiled your edit, not the source TileLang generated" +
-      (e ? " (+" + e.added + " \u2212" + e.removed + " lines)" : "")));
+    var note = r.reconcile === "NOTE", f = String(r.working_file).split("/").pop();
+    cp.appendChild(R.pane(note ? "Your edit of " + f + " (after; not compiled)" : "Compiled " + what + "source (after): your edit of " + f, after));
+    out.appendChild(C.el("div", "tl-notice tl-edited", (note ? "NOTE: your edit is shown, but the backend built the source TileLang generated" :
+      "PATCHED: the backend compiled your edit, not the source TileLang generated") + (e ? " (+" + e.added + " \u2212" + e.removed + " lines)" : "")));
     var A = C.splitLines(e && R.textOf(e.generated_hash)), B = C.splitLines(after);
     if (A && B) {
       var box = C.el("div", "tl-editdiff"), st = { rows: R.lineDiff(A, B, []), A: A, B: B };
