@@ -254,3 +254,33 @@ def test_the_summary_line_names_the_build_stage():
     )
     line = summary_line(m, Path("/nowhere"), label="add 512").plain
     assert line.startswith("[add 512] build failed (g++): 0 passes, 0 changed, 0 failed, 0 codegen"), line
+
+
+def test_a_generated_source_that_fails_is_named_at_its_working_file(tmp_path):
+    """No edit, no `#line`: g++ names its temporary copy; the errors are moved to the working file's lines."""
+    from tltrace.format.records import CODEGEN, PassRecord
+    from tltrace.session.build import BuildRecorder
+    from tltrace.session.recorder import CodegenCall, PassEvent
+    from tltrace.session.store import RunStore
+
+    code = "int f() {\n  return 0\n}\n"
+    w = tmp_path / "codegen_device.cpp"
+    w.write_text(code)
+    store = RunStore(tmp_path / "script")
+    store.open()
+    r = BuildRecorder()
+    r.attach(store)
+    call = CodegenCall("target.build.tilelang_c", None, "c", None, code, code, str(w))
+    r.codegen(PassEvent(None, "codegen_device", "codegen", codegen=True, role="device"), call)
+    rec = PassRecord(
+        5, "codegen_device", "codegen", status=CODEGEN, after_file="codegen/5_codegen_device_after.cpp"
+    )
+    r.recorded(rec, "tir", code, (None, None))
+    src, lib = tmp_path / "tmpq.cpp", tmp_path / "tmpq.so"
+    cmd = ["g++", "-fPIC", "-shared", str(src), "-o", str(lib)]
+    error = f"RuntimeError: Compilation Failed! {cmd!r}\n\n{code}\nint call() {{ return f(); }}"
+    r.ended(RunManifest("run_x", "s", status="error", error=error, records=(rec,)))
+    b = r.value()
+    assert b["status"] == "failed" and "edits" not in b
+    (d,) = [x for x in b["diagnostics"] if x["severity"] == "error"]
+    assert (d["file"], d["line"]) == (str(w), 2) and "source.cpp" not in b["log"], b
