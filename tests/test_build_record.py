@@ -284,3 +284,14 @@ def test_a_generated_source_that_fails_is_named_at_its_working_file(tmp_path):
     assert b["status"] == "failed" and "edits" not in b
     (d,) = [x for x in b["diagnostics"] if x["severity"] == "error"]
     assert (d["file"], d["line"]) == (str(w), 2) and "source.cpp" not in b["log"], b
+
+
+def test_an_nvrtc_failure_with_its_log_is_a_failed_build_at_the_working_files_line():
+    """TileLang's nvrtc message (tests/test_edit_nvrtc.py builds it the same way) with a verbose log: no child."""
+    from tests.test_edit_nvrtc import OPTIONS, WORKING, injected, nvrtc_log, tilelang_message
+    from tltrace.session.build import BuildRecorder
+
+    r = BuildRecorder()
+    b = r._diagnose("RuntimeError: " + tilelang_message(injected(), OPTIONS, nvrtc_log(WORKING, 4)))
+    assert b is not None and b["status"] == "failed" and b["compiler"] == "nvrtc"
+    assert fb.error_lines(b) == [f'{WORKING}:4: error: expected a ";"']
