@@ -47,6 +47,12 @@ def test_watch_reruns_on_save(examples_dir, tmp_path):
     assert done.exit_code != 0
     assert done.tags == ("add: PATCHED",)  # read from the run's records, not scraped from its output
     assert "error" in out.lower()  # the C compiler's message reaches the user
+    # ... and its errors come again under the run's line, read from the records, at the file's line
+    n = len(good.splitlines()) + 1
+    assert done.errors[0].startswith("add: build failed (g++, "), done.errors
+    assert any(e.strip().startswith(f"{working}:{n}:") and ": error: " in e for e in done.errors[1:]), (
+        done.errors
+    )
 
     working.write_text(good.replace("))) + *(float4", "))) - *(float4"))
     start, out, done = _until_done(events, 3)
@@ -131,6 +137,23 @@ def test_watch_line_shows_tags_without_markup(monkeypatch, run_cli, tmp_path):
     r = run_cli("watch", p)
     assert "── run 1: ok (add: PATCHED, [x] odd: CONFLICT) ──" in r.stdout
     assert "[[" not in r.stdout
+
+
+def test_watch_prints_a_failed_builds_errors_under_the_runs_line(monkeypatch, run_cli, tmp_path):
+    import tltrace.reconcile.watch as W
+
+    p = _script(tmp_path)
+    errors = ("add: build failed (g++, 1 error)", "  /w/codegen_device.cpp:14:99: error: expected ')'")
+
+    def fake_runs(spec, **kw):
+        yield RunStarting(1, ())
+        yield OutputLine(1, "g++ said it here, far above")
+        yield RunDone(1, 1, ("add: PATCHED",), None, errors)
+
+    monkeypatch.setattr(W, "watch_runs", fake_runs)
+    out = run_cli("watch", p).stdout.splitlines()
+    at = out.index("── run 1: exit 1 (add: PATCHED) ──")
+    assert out[at + 1 : at + 3] == list(errors)
 
 
 def test_watch_refuses_a_codegen_output_it_did_not_write(run_cli, tmp_path):

@@ -168,6 +168,8 @@ def watch_cmd(
                     bold=True,
                     fg="green" if ev.exit_code == 0 else "red",
                 )
+                for line in ev.errors:  # a failed build's errors under the summary, not lines above it
+                    typer.secho(line, fg="red")
             elif isinstance(ev, Watching):
                 typer.echo(
                     f"watching {spec.script} and its working files in "

@@ -335,6 +335,8 @@ def replay_cmd(
         if c.problem is not None:
             _say(f"{name}: not replayed: {c.problem}")
             continue
+        for line in c.edit_lines():
+            _say(f"{name}: {line}")
         d = c.diff
         n = len(c.compile.manifest.records)
         if d.same:

@@ -423,6 +423,7 @@ def _show_empty(con: Any, sel) -> None:
 
 
 def _show_run(run, as_json: bool) -> None:
+    from ..format import build as fbuild
     from ..history import runs
 
     m = run.manifest
@@ -451,8 +452,19 @@ def _show_run(run, as_json: bool) -> None:
         head.append(f"  (kernel {m.kernel})", style="dim")
     if m.invocation:
         head.append(f"\ninvocation {m.invocation}", style="dim")
-    if m.error:
+    build = fbuild.of(m)
+    if fbuild.failed(build) and not any(r.status == "failed" for r in m.records):
+        head.append(f"\n{fbuild.headline(build)}:", style="bold red")  # errors at the working file's lines
+        for err in fbuild.error_lines(build):
+            head.append(f"\n  {err}", style="red")
+    elif m.error:
         head.append(f"\nerror: {m.error.splitlines()[0] if m.error.strip() else m.error}", style="red")
+    for e in fbuild.edits(build):
+        head.append(
+            f"\nedited: {e.get('working_file') or '?'} (+{e.get('added', 0)} -{e.get('removed', 0)} "
+            f"against the generated {e.get('generated_file')})",
+            style="yellow",
+        )
     if m.command:
         head.append("\n$ " + _command_line(m.command), style="dim")
     if m.skipped:  # a step of `tltrace bisect`
@@ -493,7 +505,8 @@ def _show_run(run, as_json: bool) -> None:
     con.print(
         _t(
             f"{len(m.records)} passes, {c.get('changed', 0)} changed, {c.get('failed', 0)} failed, "
-            f"{c.get('codegen', 0)} codegen",
+            f"{c.get('codegen', 0)} codegen"
+            + (f", {fbuild.headline(build)}" if fbuild.failed(build) else ""),
             "dim",
         )
     )

@@ -217,6 +217,10 @@ class RunManifest:
     # `tltrace run --line-directives` (docs/sourcemap.md): per codegen call compiled with scoped
     # `#line` directives, {role, file, directives, lines, files}; None when the compile got none.
     line_directives: list[dict[str, Any]] | None = None
+
+    # The backend build after codegen (format/build.py): an edit compiled in place of the generated
+    # source, a failed build's diagnostics; None when there is nothing to say.
+    build: dict[str, Any] | None = None
     records: tuple[PassRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
@@ -297,6 +301,6 @@ _MANIFEST_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
             "thread",
         )
     },
-    **{k: ((dict,), True) for k in ("launch", "params", "writer", "repro", "facts")},
+    **{k: ((dict,), True) for k in ("launch", "params", "writer", "repro", "facts", "build")},
     "thread_id": (_INT, True),
 }

@@ -50,6 +50,7 @@ from .resolve import select as select
 from .resolve import skipped_links as skipped_links
 from .resolve import split_target as split_target
 from .texts import find_record as find_record
+from .texts import generated_text as generated_text
 from .texts import missing_files as missing_files
 from .texts import object_path as object_path
 from .texts import read_text as read_text

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ..format import build as fbuild
 from ..format.records import CHANGED, CODEGEN, COMPLETE, FAILED, RUNNING, RunManifest
 from .loading import safe_time
 
@@ -40,8 +41,8 @@ class CompileSummary:
     changed: int | None
     failed: int | None
     codegen: int | None
-    failed_at: str | None = None  # the first failed pass
-    error: str | None = None  # the first line of the compile's error
+    failed_at: str | None = None  # the first failed pass; "build (g++)": the backend build after codegen
+    error: str | None = None  # the first line of the compile's error (a failed build: its first error)
     started: float | None = None  # epoch seconds; None when missing or implausible (loading.safe_time)
     seconds: float | None = None  # compile time: finished - started
     invocation: str | None = None
@@ -88,6 +89,12 @@ class CompileSummary:
         error = None
         if m.error:
             error = m.error.strip().splitlines()[0][:300] if m.error.strip() else m.error
+        failed_at = first_failed.name if first_failed else None
+        build = fbuild.of(m)
+        if first_failed is None and fbuild.failed(build):  # the backend build: a stage of its own
+            failed_at = f"build ({fbuild.compiler(build)})"
+            first = fbuild.errors(build)
+            error = fbuild.at(first[0])[:300] if first else error
         seconds = None
         if _finite(m.started) and m.finished is not None and _finite(m.finished) and m.finished >= m.started:
             seconds = round(m.finished - m.started, 4)
@@ -100,7 +107,7 @@ class CompileSummary:
             changed=c.get(CHANGED, 0),
             failed=c.get(FAILED, 0),
             codegen=c.get(CODEGEN, 0),
-            failed_at=first_failed.name if first_failed else None,
+            failed_at=failed_at,
             error=error,
             started=safe_time(m.started),
             seconds=seconds,

@@ -69,6 +69,21 @@ def text_of(run_dir: Path, record: PassRecord, side: str, *, errors: str = "stri
     return None
 
 
+def generated_text(run_dir: Path, edit: dict) -> str | None:
+    """Return the source TileLang generated for an edited codegen call (an entry of the manifest's
+    `build.edits`, format/build.py), or None when no copy is readable."""
+    run_dir = Path(run_dir)
+    rel, digest = edit.get("generated_file"), edit.get("generated_hash")
+    for p in (record_path(run_dir, rel), object_path(run_dir.parent.parent, digest)):
+        if p is None:
+            continue
+        try:
+            return safe_read.read_text(p, errors="surrogateescape")
+        except (OSError, UnicodeDecodeError):
+            continue
+    return None
+
+
 def read_text(run: Run, record: PassRecord, side: str) -> str:
     """Return one side ('before' or 'after') of a record's text; RecordsError when no copy is left.
 

@@ -88,6 +88,8 @@ class RunDone:
     exit_code: int
     tags: tuple[str, ...]  # what the run decided per working file, from its records: "add: PATCHED"
     pid: int | None = None  # the run's process (its run dirs carry it)
+    # A failed backend build's errors, from its records: "add: build failed (g++, 1 error)", then each at its line.
+    errors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,7 @@ def run_once(spec: WatchSpec, number: int, changed: tuple[Path, ...]) -> Iterato
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    yield RunDone(number, code, run_tags(spec, proc.pid), proc.pid)
+    yield RunDone(number, code, run_tags(spec, proc.pid), proc.pid, build_errors(spec, proc.pid))
 
 
 def _manifests(spec: WatchSpec, pid: int) -> list[Any]:
@@ -215,6 +217,19 @@ def run_tags(spec: WatchSpec, pid: int) -> tuple[str, ...]:
                 role = f" {r.role}" if r.role == "host" else ""
                 out.append(f"{m.kernel or '?'}{role}: {r.reconcile}")
     return tuple(dict.fromkeys(out))
+
+
+def build_errors(spec: WatchSpec, pid: int, limit: int = 5) -> tuple[str, ...]:
+    """Return what a run of process `pid` recorded of failed backend builds: per compile a head line, then its errors."""
+    from ..format import build as fb
+
+    out: list[str] = []
+    for m in _manifests(spec, pid):
+        b = fb.of(m)
+        if fb.failed(b):
+            out.append(f"{m.kernel or '?'}: {fb.headline(b)}")
+            out += [f"  {line}" for line in fb.error_lines(b, limit)]
+    return tuple(out)
 
 
 def run_files(spec: WatchSpec, pid: int) -> dict[Path, str | None]:

@@ -296,6 +296,7 @@ class HtmlReportListener:
                 for rec in event.manifest.records:
                     if rec.index in rep.failed and rec.error != rep.failed[rec.index]:
                         parts.append(record_chunk(rec))
+            parts.extend(edit_chunks(Path(event.run_dir), event.manifest, rep.seen))
             parts.append(rep.meta_if_changed(event.manifest))
             data = b"".join(parts)
             rep.append(data)
@@ -386,6 +387,25 @@ class HtmlReportListener:
             self.bytes_written += len(data)
 
 
+def edit_chunks(run_dir: Path, manifest: RunManifest, seen: set[str]) -> list[bytes]:
+    """The text chunks of the sources TileLang generated where an edit was compiled (the report's
+    "edit vs generated" view; format/build.py), each once; a text not readable is left out."""
+    from ..format import build as fb
+    from ..history import runs
+
+    out = []
+    for e in fb.edits(fb.of(manifest)):
+        digest = e.get("generated_hash")
+        if not isinstance(digest, str) or digest in seen:
+            continue
+        text = runs.generated_text(run_dir, e)
+        if text is None:
+            continue
+        seen.add(digest)
+        out.append(text_chunk(digest, text))
+    return out
+
+
 # -- rebuilding reports from the run records ----------------------------------------------------------
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
     """Return the path of a report rebuilt from a run directory (default `<run_dir>/report.html`).
@@ -428,6 +448,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
             if side == "before":
                 before = (digest, text)
         parts.append(record_chunk(replace(rec, **updates) if updates else rec))
+    parts.extend(edit_chunks(run_dir, manifest, seen))
     parts.extend(chunk(c) for c in run_chunks(run_dir, manifest))
     if manifest.invocation and in_place:
         sibs = [r for r in runs.invocations(run_dir.parent.parent) if r.id == manifest.invocation]

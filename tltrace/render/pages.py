@@ -79,9 +79,33 @@ def meta_of(manifest: RunManifest, run_dir: Path | None = None) -> dict[str, Any
     values = manifest.facts.get("values") if isinstance(manifest.facts, dict) else None
     if isinstance(values, dict):  # the report's Facts strip (docs/facts.md), known values only
         out["facts"] = {k: v for k, v in values.items() if v is not None}
+    out.update(_build_meta(manifest))
     if manifest.invocation:
         # The compile's way back: the script's index (two levels up) and, once known, its siblings.
         out["index"] = "../../" + REPORT_NAME
+    return out
+
+
+def _build_meta(manifest: RunManifest) -> dict[str, Any]:
+    """The backend build (format/build.py) as the report shows it: `build.edits` (report-edit.js draws
+    the edit against the generated source) and, when the build failed, `build_error`: the error box's
+    head, its first error at the working file's line, and its full text (the compiler's log first)."""
+    from ..format import build as fb
+
+    b = fb.of(manifest)
+    out: dict[str, Any] = {}
+    if fb.edits(b):
+        out["build"] = {"edits": fb.edits(b)}
+    if fb.failed(b) and not any(r.status == "failed" for r in manifest.records):
+        errs = fb.errors(b)
+        first = fb.at(errs[0]) if errs else (fb.error_lines(b) or [str(manifest.error or "")])[0]
+        head = fb.headline(b)
+        log = b.get("log") if isinstance(b, dict) and isinstance(b.get("log"), str) else ""
+        out["build_error"] = {
+            "head": head[0].upper() + head[1:] + ":",
+            "first": first.split("\n")[0],
+            "text": "\n\n".join(x for x in (log, str(manifest.error or "")) if x),
+        }
     return out
 
 

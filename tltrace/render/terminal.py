@@ -23,6 +23,7 @@ from rich.text import Text
 
 from ..config import Settings
 from ..diff import Diff, diff
+from ..format import build as fbuild
 from ..format.layout import RUN_RECORDS
 from ..format.records import (
     CHANGED,
@@ -316,6 +317,8 @@ def summary_line(
         at = next((r.name for r in manifest.records if r.status == FAILED), None)
         if _interrupted(manifest):
             t.append("interrupted: ", style="bold red")
+        elif fbuild.failed(fbuild.of(manifest)):  # the backend build after codegen: a stage of its own
+            t.append(f"{fbuild.headline(fbuild.of(manifest))}: ", style="bold red")
         else:
             t.append(f"compile failed at {at}: " if at else "compile failed: ", style="bold red")
     t.append(f"{total} passes, {changed} changed, {failed} failed, {c.get(CODEGEN, 0)} codegen")

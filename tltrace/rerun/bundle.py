@@ -7,7 +7,9 @@ A bundle is a zip file:
     compiles/<NN>_<kernel>/    manifest.json (as recorded), frontend.json, context.json,
                                inputs/<index>.json (failed passes' inputs)
     texts/<hash>               every recorded text (IR before/after each pass, generated
-                               source) once, named by its hash as the manifests name it
+                               source; where the user's edit was compiled, the edit and the
+                               source TileLang generated) once, named by its hash as the
+                               manifests name it (an edit's: the manifest's build.edits)
 
 write_bundle() returns what it wrote; read_bundle() checks a bundle and returns its
 compiles (member names are never used as paths); replay() recompiles each one in a
@@ -25,16 +27,17 @@ import subprocess
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .._version import __version__
 from ..errors import RecordsError, UsageError
+from ..format import build as fb
 from ..format.ids import is_run_name
 from ..format.layout import RUN_RECORDS
 from ..format.names import safe_component
-from ..format.records import RunManifest
+from ..format.records import PassRecord, RunManifest
 from . import archive, trust
 from .make import flags_of, repro_files
 
@@ -139,7 +142,7 @@ def write_bundle(
     bundle.json.
     """
     from .. import output_path
-    from ..history.runs import text_of
+    from ..history.runs import generated_text, text_of
 
     output_path.check(out, output_path.BUNDLE, force=force)  # before the work, and again at the write
     entries = []
@@ -163,6 +166,12 @@ def write_bundle(
                             f"{rec.name} (#{rec.index}) of run {m.run_id} has lost its {side} text; "
                             "rerun the script to record it again"
                         )
+                    texts[digest] = text.encode("utf-8", "surrogatepass")
+        for e in fb.edits(fb.of(m)):  # an edit compiled in place of the generated source: carry both
+            digest = e.get("generated_hash")
+            if isinstance(digest, str) and digest not in texts and _is_hash(digest):
+                text = generated_text(run.path, e)
+                if text is not None:
                     texts[digest] = text.encode("utf-8", "surrogatepass")
         entries.append(
             {"dir": d, "run_id": m.run_id, "kernel": m.kernel, "signature": m.signature, "flags": flags_of(m)}
@@ -262,6 +271,43 @@ class CompileReplay:
     @property
     def same(self) -> bool:
         return self.problem is None and self.diff is not None and self.diff.same
+
+    @property
+    def patched(self) -> tuple[PassRecord, ...]:
+        """The recording's codegen records that compiled the user's edit (PATCHED), not the generated source."""
+        return tuple(r for r in self.compile.manifest.records if r.reconcile == "PATCHED")
+
+    def edit_lines(self) -> tuple[str, ...]:
+        """What replay says of a PATCHED recording: whose edit was compiled, and what the comparison used."""
+        edits = {e["record"]: e for e in fb.edits(fb.of(self.compile.manifest))}
+        out = []
+        for r in self.patched:
+            e = edits.get(r.index)
+            where = os.path.basename(r.working_file or "") or "its working file"
+            if e is not None:
+                out.append(
+                    f"recorded PATCHED: {r.name} compiled the user's edit of {where} "
+                    f"(+{e.get('added', 0)} -{e.get('removed', 0)} lines against the source TileLang "
+                    "generated); the replay is compared with the generated source the bundle carries"
+                )
+            else:
+                out.append(
+                    f"recorded PATCHED: {r.name} compiled the user's edit of {where}, not the generated "
+                    "source (this bundle does not carry it): a difference at codegen is that edit"
+                )
+        return tuple(out)
+
+
+def as_generated(m: RunManifest, has_text: Any) -> RunManifest:
+    """Return the manifest with each edited codegen record's output the source TileLang generated
+    (the manifest's build.edits), where `has_text(hash)` says that text is at hand: what a replay compares."""
+    edits = {e["record"]: e for e in fb.edits(fb.of(m))}
+    records = []
+    for r in m.records:
+        e = edits.get(r.index)
+        h = e.get("generated_hash") if e is not None else None
+        records.append(replace(r, after_hash=h) if isinstance(h, str) and has_text(h) else r)
+    return m.with_records(records)
 
 
 @dataclass(frozen=True)
@@ -384,7 +430,8 @@ def replay(
             if replayed is None:
                 results.append(CompileReplay(c, problem=problem or "the replay recorded no compile"))
                 continue
-            d = diff_runs(c.manifest, replayed)
+            # A PATCHED recording compiled the user's edit: the replay generates; compare like with like.
+            d = diff_runs(as_generated(c.manifest, lambda h: bundle.text(h) is not None), replayed)
             detail = divergence(bundle, d.first_difference, run.path) if not d.same else ()
             results.append(CompileReplay(c, d, replayed, None, detail))
     finally:

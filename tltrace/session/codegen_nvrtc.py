@@ -280,6 +280,19 @@ def fetch_log(
     return str(reply.get("log") or ""), ""
 
 
+_FETCHED: dict[int, tuple[str | None, str]] = {}  # the last logs fetched, by (code, options)
+
+
+def fetch_log_once(code: str, options: tuple[str, ...]) -> tuple[str | None, str]:
+    """`fetch_log`, but a log this process fetched already (the live error's) is not fetched twice."""
+    key = hash((code, options))
+    if key not in _FETCHED:
+        if len(_FETCHED) >= 4:
+            _FETCHED.pop(next(iter(_FETCHED)))
+        _FETCHED[key] = fetch_log(code, options)
+    return _FETCHED[key]
+
+
 def _last_json(text: str) -> dict[str, Any] | None:
     for line in reversed((text or "").strip().splitlines()):
         try:
@@ -307,7 +320,7 @@ def note_patched(session: Any, path: Path | str, kernel: str | None) -> None:
 def explain_failed_edit(
     session: Any,
     error: BaseException | None,
-    fetch: Callable[[str, tuple[str, ...]], tuple[str | None, str]] = fetch_log,
+    fetch: Callable[[str, tuple[str, ...]], tuple[str | None, str]] | None = None,
 ) -> Explanation | None:
     """Return what to say when a compile that injected an edit failed in NVRTC (None: nothing). Never raises."""
     try:
@@ -317,7 +330,7 @@ def explain_failed_edit(
         for exc in failures_in(error):
             failure = parse_failure(str(exc))
             if failure is not None:
-                return explain(failure, dict(working), fetch)
+                return explain(failure, dict(working), fetch or fetch_log_once)
     except Exception:
         return None
     return None

@@ -28,10 +28,17 @@ def _facts(settings: Any) -> Any:
     return recorder.make(settings)
 
 
+def _build(settings: Any) -> Any:
+    from ..session import build
+
+    return build.make(settings)
+
+
 DEFAULTS = {
     "repro": _repro,  # repro/: frontend IR, context, failed inputs; the manifest's `repro`
     "sourcemap": _source_maps,  # sourcemap.jsonl, <working file>.map
     "facts": _facts,  # the manifest's `facts` (docs/facts.md); run --ptxas's machine facts
+    "build": _build,  # the manifest's `build`: an edit's generated source, a failed build's diagnostics
 }
 
 

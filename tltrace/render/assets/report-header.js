@@ -132,11 +132,13 @@
     box.hidden = false;
     var text = String(m.error);
     var fpos = firstFailed();
+    var bf = fpos < 0 && m.build_error;  // the backend build failed: its errors first (render/pages.py)
+    if (bf) text = bf.text;
     var head = C.el("div", "tl-runerror-head");
     head.appendChild(C.el("span", "tl-dot failed", R.DOTS.failed));
     head.appendChild(C.el("b", null, fpos >= 0 ? "Failed in " + S.recs[fpos].name + ":" :
-      "Compile failed after the last recorded pass:"));
-    var firstLine = text.split("\n")[0];
+      bf ? bf.head : "Compile failed after the last recorded pass:"));
+    var firstLine = bf ? bf.first : text.split("\n")[0];
     head.appendChild(C.el("span", "msg", firstLine));
     var full = C.el("pre", "tl-runerror-full", text);
     full.hidden = true;

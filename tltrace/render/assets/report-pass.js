@@ -159,11 +159,7 @@
       panes.appendChild(pane("IR before the failure", before));
       view.appendChild(panes);
     } else if (r.status === "codegen") {
-      var cp = C.el("div", "tl-panes");
-      cp.appendChild(pane("TIR (before codegen)", before));
-      if (r.role) cp.setAttribute("data-role", r.role);
-      cp.appendChild(pane("Generated " + (r.role ? r.role + " " : "") + "source (after)", after));
-      view.appendChild(cp);
+      view.appendChild(R.codegenPanes(r, before, after));  // generated, or your edit (report-edit.js)
     } else {
       var A = C.splitLines(before), B = C.splitLines(after);
       if (A === null || B === null) {
