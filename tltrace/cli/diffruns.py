@@ -506,7 +506,14 @@ def _write_diff_html(d, ra, rb, out: Path, context: int, force: bool = False) ->
     for p in d.pairs:
         if p.status == SAME or p.a is None or p.b is None:
             continue
-        if from_start and p.status == INPUT_DIFFERS and p.a.status == p.b.status and id(p) not in keep:
+        codegen = p.a.status == "codegen" or p.a.phase == "codegen"
+        if (
+            from_start
+            and p.status == INPUT_DIFFERS
+            and p.a.status == p.b.status
+            and id(p) not in keep
+            and not (codegen and p.a.after_hash != p.b.after_hash)  # the codegen diff is always shown
+        ):
             continue
         if p.a.after_hash == p.b.after_hash and p.a.status == p.b.status:
             note = "outputs are identical (the inputs differ)"
@@ -519,11 +526,13 @@ def _write_diff_html(d, ra, rb, out: Path, context: int, force: bool = False) ->
                 "a_index": p.a.index,
                 "b_index": p.b.index,
                 "note": note,
-                "open": p is first,
+                "open": p is first or (codegen and p.a.after_hash != p.b.after_hash),
+                "codegen": codegen,
                 "diff": _pair_diff(ra, rb, p, context, tilde=True),
             }
         )
     data["diffs"] = diffs
+    data["facts"] = _fact_changes(ra, rb)
     from .. import output_path
 
     page = diffruns.render(data).encode("utf-8", "surrogatepass")

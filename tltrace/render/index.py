@@ -220,6 +220,42 @@ def sibling_chunk(rows: list[dict[str, Any]]) -> bytes:
     return chunk({"t": "sibs", "runs": sibs})
 
 
+EARLIER_RUNS = 40  # run directories read (newest first) for a report's earlier invocations
+EARLIER_SIZE = 12  # compiles offered
+
+
+def earlier_chunk(run_dir: Path, manifest: RunManifest | None = None) -> bytes | None:
+    """Return the chunk that offers a compile report the earlier invocations of its script
+    (`{"t":"earlier","runs":[[run_id, signature, started, status], ...]}`, newest first), or None.
+
+    "Compare with…" then reaches a compile of the same kernel before an edit (block-k 16
+    against 8), not only this invocation's compiles. Reads at most EARLIER_RUNS manifests,
+    the run directories just before this one.
+    """
+    from ..history.loading import load_manifest, run_dirs
+
+    run_dir = Path(run_dir)
+    if manifest is None:
+        manifest = load_manifest(run_dir)
+    if not manifest.invocation:
+        return None
+    earlier = [d for d in run_dirs(run_dir.parent.parent) if d.name < run_dir.name]
+    out: list[list[Any]] = []
+    for d in reversed(earlier[-EARLIER_RUNS:]):
+        if not (d / REPORT_NAME).is_file():  # a terminal-mode run: no report to load in the frame
+            continue
+        try:
+            m = load_manifest(d)
+        except RecordsError:
+            continue
+        if m.invocation == manifest.invocation or (manifest.kernel and m.kernel != manifest.kernel):
+            continue
+        out.append([d.name, m.signature or m.kernel or d.name, m.started, m.status or "?"])
+        if len(out) >= EARLIER_SIZE:
+            break
+    return chunk({"t": "earlier", "runs": out}) if out else None
+
+
 def _row_of_run(run: Any) -> dict[str, Any]:
     return index_row(run.manifest, run.run_id)
 
