@@ -13,6 +13,7 @@ import fcntl  # tltrace is POSIX-only (_atomic.py locks the same way)
 import json
 import os
 import shlex
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,7 +227,7 @@ EARLIER_SIZE = 12  # compiles offered
 
 def earlier_chunk(run_dir: Path, manifest: RunManifest | None = None) -> bytes | None:
     """Return the chunk that offers a compile report the earlier invocations of its script
-    (`{"t":"earlier","runs":[[run_id, signature, started, status], ...]}`, newest first), or None.
+    (`{"t":"earlier","runs":[[run_id, "started signature (status)"], ...]}`, newest first), or None.
 
     "Compare with…" then reaches a compile of the same kernel before an edit (block-k 16
     against 8), not only this invocation's compiles. Reads at most EARLIER_RUNS manifests,
@@ -250,7 +251,9 @@ def earlier_chunk(run_dir: Path, manifest: RunManifest | None = None) -> bytes |
             continue
         if m.invocation == manifest.invocation or (manifest.kernel and m.kernel != manifest.kernel):
             continue
-        out.append([d.name, m.signature or m.kernel or d.name, m.started, m.status or "?"])
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.started)) if m.started else "?"
+        state = "" if m.status in (None, "complete") else f" ({m.status})"
+        out.append([d.name, f"{when} {m.signature or m.kernel or d.name}{state}"])
         if len(out) >= EARLIER_SIZE:
             break
     return chunk({"t": "earlier", "runs": out}) if out else None

@@ -3,12 +3,12 @@
  *
  * file:// pages cannot read each other, so the other report is loaded in a hidden sandboxed
  * frame ("#tl-embed"); it answers a pass reference (TLCore.refOf: name, name#k) with that pass's
- * output text, and "list" with every pass's reference and output hash, its signature and its
- * facts, by postMessage. Only the frame we made is listened to, and a framed report answers
+ * output text, and "list" with every pass's reference and output hash and its facts, by
+ * postMessage. Only the frame we made is listened to, and a framed report answers
  * only its parent. The page's CSP allows frames of local files (frame-src file:).
  *
  * The comparison is drawn at the top of the pass view and scrolled into view; it names the
- * signatures, the facts that changed (`wgmma 1 → 0`), how many passes' outputs differ, and
+ * facts that changed (`wgmma 1 → 0`), how many passes' outputs differ, and
  * steps from one differing pass to the next (codegen included). The select keeps its choice.
  *
  * create(ctx) -> {picker(sibs, runId), start(runId, label), stop(), onPass(), listen()}; ctx
@@ -29,16 +29,12 @@
   function hashOf(r) { return r ? (r.after_hash || r.before_hash || null) : null; }
   function isCodegen(r) { return !!r && (r.status === "codegen" || r.phase === "codegen"); }
   function show(v) { return typeof v === "boolean" ? (v ? "true" : "false") : String(v); }
-  // The facts known on both sides that differ, in this report's order: ["wgmma 1 → 0", ...].
+  // The facts known on both sides that differ, in this report's order: ["wgmma 1 \u2192 0", ...].
   function factChanges(a, b) {
     if (!a || !b || typeof a !== "object" || typeof b !== "object") return [];
     return Object.keys(a).filter(function (k) {
       return Object.prototype.hasOwnProperty.call(b, k) && a[k] !== null && b[k] !== null && show(a[k]) !== show(b[k]);
     }).map(function (k) { return k + " " + show(a[k]) + " \u2192 " + show(b[k]); });
-  }
-  function when(t) {
-    var d = typeof t === "number" ? new Date(t * 1000) : null;
-    return d && !isNaN(d.getTime()) ? d.toLocaleString() + " " : "";
   }
 
   function create(ctx) {
@@ -47,29 +43,22 @@
 
     function picker(sibs, runId) {
       var mine = (sibs || []).filter(function (x) { return String(x[0]) !== runId; });
-      var earlier = (ctx.earlier() || []).filter(function (x) {
-        return Array.isArray(x) && C.safeId(String(x[0])) && String(x[0]) !== runId;
-      });
+      var earlier = (ctx.earlier() || []).filter(function (x) { return C.safeId(String(x[0])); });
       if (!mine.length && !earlier.length) return null;
       var pick = C.el("select", "tl-compare-pick");
-      pick.title = "Compare this pass with the same pass of another compile: of this invocation, or an earlier one of the script";
+      pick.title = "Compare this pass with the same pass of another compile";
       var none = C.el("option", null, "compare with\u2026");
       none.value = "";
       pick.appendChild(none);
-      function group(label, rows, text) {
-        if (!rows.length) return;
+      [["this invocation", mine], ["earlier invocations", earlier]].forEach(function (x) {
         var g = C.el("optgroup");
-        g.label = label;
-        rows.forEach(function (x) {
-          var o = C.el("option", null, text(x));
-          o.value = String(x[0]);
+        g.label = x[0];
+        x[1].forEach(function (y) {  // [run id, label]
+          var o = C.el("option", null, String(y[1]));
+          o.value = String(y[0]);
           g.appendChild(o);
         });
-        pick.appendChild(g);
-      }
-      group("this invocation", mine, function (x) { return String(x[1]); });
-      group("earlier invocations", earlier, function (x) {
-        return when(x[2]) + String(x[1]) + (x[3] && x[3] !== "complete" ? " (" + x[3] + ")" : "");
+        if (x[1].length) pick.appendChild(g);
       });
       pick.addEventListener("change", function () {
         if (!pick.value) { stop(); return; }
@@ -92,7 +81,7 @@
       frame.hidden = true;
       frame.setAttribute("sandbox", "allow-scripts");
       frame.src = "../" + runId + "/report.html#tl-embed";
-      cur = { runId: runId, label: label, frame: frame, ready: false, asked: null, list: null, facts: null, signature: "" };
+      cur = { label: label, frame: frame, ready: false, asked: null, list: null, facts: null };
       root.document.body.appendChild(frame);
       var box = C.el("div", "tl-compare");
       box.id = "tl-compare";
@@ -122,46 +111,31 @@
       }, "*");
     }
     function answerList() {
-      var meta = ctx.meta();
       root.parent.postMessage({
-        tltrace: "list",
-        recs: ctx.recs().map(function (r, pos) { return [ctx.refOf(pos), hashOf(r), r.status]; }),
-        facts: meta.facts || null, signature: meta.signature || meta.kernel || ""
+        tltrace: "list", facts: ctx.meta().facts || null,
+        recs: ctx.recs().map(function (r, pos) { return [ctx.refOf(pos), hashOf(r)]; })
       }, "*");
     }
     // Positions of this report's passes whose output differs from the other compile's (or that it lacks).
     function differing() {
       if (!cur || !cur.list) return [];
-      var theirs = new Map();
-      cur.list.forEach(function (x) { if (Array.isArray(x)) theirs.set(String(x[0]), x[1]); });
-      var out = [];
-      ctx.recs().forEach(function (r, pos) {
-        var ref = ctx.refOf(pos);
-        if (!theirs.has(ref) || theirs.get(ref) !== hashOf(r)) out.push(pos);
-      });
+      var theirs = new Map(cur.list), out = [];
+      ctx.recs().forEach(function (r, pos) { if (theirs.get(ctx.refOf(pos)) !== hashOf(r)) out.push(pos); });
       return out;
     }
     function summary() {
       var box = C.el("div", "tl-compare-summary");
       if (!cur.list) return box;
-      var meta = ctx.meta(), mine = meta.signature || meta.kernel || "";
-      if (cur.signature && mine && cur.signature !== mine) {
-        box.appendChild(C.el("div", "tl-compare-sig", "signature: " + mine + " \u2192 " + cur.signature));
-      }
-      var facts = factChanges(meta.facts, cur.facts);
-      box.appendChild(C.el("div", "tl-compare-facts", facts.length ? "facts: " + facts.join(", ") :
-        (meta.facts && cur.facts ? "facts: the same" : "facts: not recorded on both sides")));
+      var facts = factChanges(ctx.meta().facts, cur.facts);
+      box.appendChild(C.el("div", "tl-compare-facts", "facts: " + (facts.join(", ") || "no change known")));
       var diff = differing(), recs = ctx.recs(), at = ctx.selected();
-      var step = C.el("div", "tl-compare-step");
-      step.appendChild(C.el("span", null, diff.length + " of " + recs.length + " passes' outputs differ "));
+      var step = C.el("div", "tl-compare-step", diff.length + " of " + recs.length + " passes' outputs differ ");
       var prev = diff.filter(function (p) { return p < at; }).pop();
       var next = diff.filter(function (p) { return p > at; })[0];
       var cg = diff.filter(function (p) { return isCodegen(recs[p]); })[0];
       [["\u2190 previous differing", prev, "tl-compare-prev"], ["next differing \u2192", next, "tl-compare-next"],
         ["codegen", cg, "tl-compare-codegen"]].forEach(function (x) {
-        var b = C.button(x[0], x[1] === undefined ? "No such pass" : "Go to " + ctx.refOf(x[1]), function () {
-          if (x[1] !== undefined) ctx.select(x[1]);
-        });
+        var b = C.button(x[0], x[0], function () { ctx.select(x[1]); });
         b.className = x[2];
         b.disabled = x[1] === undefined || x[1] === at;
         step.appendChild(b);
@@ -206,7 +180,6 @@
       } else if (d.tltrace === "list") {
         cur.list = Array.isArray(d.recs) ? d.recs : [];
         cur.facts = d.facts && typeof d.facts === "object" ? d.facts : null;
-        cur.signature = typeof d.signature === "string" ? d.signature : "";
         onPass();
       } else if (d.tltrace === "pass" && d.ref === cur.asked) draw(d);
     }
