@@ -24,6 +24,7 @@ Examples:
   tltrace diff-runs -2 -1 --kernel vmul --html diff.html --json
   tltrace diff-runs gemm.py:-2 gemm.py:-1 --html -     the HTML page on stdout
   tltrace diff-runs 'gemm:gemm 1024' 'gemm:gemm 2048'   two compiles by signature prefix
+  tltrace diff-runs gemm.py:-2 gemm.py:-1 -v    every differing pass, whole diffs
 
 Two invocations are compared compile by compile: compiles with identical input IR
 pair first, then by kernel name and launch shape (then a kernel's only compile on
@@ -33,10 +34,11 @@ different|only_a|only_b, "a_run_id", "b_run_id", "a_signature", "b_signature",
 ...}]}. When A and B are one compile each (a script that compiles one kernel,
 --kernel, a run dir), passes are compared as follows: aligned by phase, name and
 occurrence (the 2nd Simplify with the 2nd Simplify), not by index, and compared
-by the hashes of their input and output. The report names the first pass whose
-output differs, the first whose input matched but output differs (the pass that
-introduced the difference), and the first whose input differs, and shows the first
-difference as a diff of the two outputs; --pass and --html need one compile each.
+by the hashes of their input and output. Two compiles that differ lead with the
+effect, in under 40 lines: the signatures, the facts that changed, the passes whose
+work changed in kind (one side only, changed vs left alone, failed), the first pass
+whose output differs with its diff, and the codegen diff, each cut to fit; -v lists
+every differing pass with whole diffs. --pass and --html need one compile each.
 --html PATH replaces only a page tltrace wrote (--force: any file or link there);
 a pipe or device is written through; '-' is stdout.
 A and B: a run directory, a script (its newest invocation), SCRIPT:RUN, or a RUN
