@@ -108,7 +108,12 @@ def main() -> int:
                     walls.setdefault((name, facts), []).append(wall)
                     if facts:
                         spent.setdefault(name, []).append(
-                            (booked["compiling"] * 1e3, booked["worker"] * 1e3, calls["compiling"], calls["worker"])
+                            (
+                                booked["compiling"] * 1e3,
+                                booked["worker"] * 1e3,
+                                calls["compiling"],
+                                calls["worker"],
+                            )
                         )
         ptx: list[tuple[float, float, int]] = []
         sm90 = dict(unit)["sm90a"]
@@ -131,7 +136,9 @@ def main() -> int:
             f"{with_f:17.3f} {without:8.3f} {with_f / without:6.3f}"
         )
     for c, w, n in ptx:
-        print(f"--ptxas sm90a: compiling thread {c:.3f} ms in {n} calls; worker {w:.1f} ms (the facts and nvcc's wait)")
+        print(
+            f"--ptxas sm90a: compiling thread {c:.3f} ms in {n} calls; worker {w:.1f} ms (the facts and nvcc's wait)"
+        )
     return 0
 
 

@@ -63,7 +63,9 @@ def test_compare_with_an_earlier_invocation(open_page, two_invocations: Path, wi
     assert 0 <= top < 900
     # The facts that changed, named as diff-runs names them (an arrow between the values).
     facts_new, facts_old = m_new["facts"]["values"], m_old["facts"]["values"]
-    changed = [k for k in facts_new if None not in (facts_new[k], facts_old[k]) and facts_new[k] != facts_old[k]]
+    changed = [
+        k for k in facts_new if None not in (facts_new[k], facts_old[k]) and facts_new[k] != facts_old[k]
+    ]
     assert "smem_dynamic" in changed and "num_stages" in changed
     line = page.locator("#tl-compare .tl-compare-facts").text_content()
     for k in changed:

@@ -138,10 +138,16 @@ def test_a_kernel_change_leads_with_its_effect_in_under_40_lines(cli, traced: Pa
     assert all(p["a_status"] != p["b_status"] or p["status"] != INPUT_DIFFERS for p in kind)
     # the codegen diff is under its line: a changed line of each side
     after = lines[cg + 1 :]
-    assert any(ln.lstrip().startswith("-") for ln in after) and any(ln.lstrip().startswith("+") for ln in after)
+    assert any(ln.lstrip().startswith("-") for ln in after) and any(
+        ln.lstrip().startswith("+") for ln in after
+    )
     verbose = cli("elementwise_add:-3", "elementwise_add:-2", "-v").stdout
     rows = [ln for ln in verbose.splitlines() if re.match(r"^ *\d+ +\d+ ", ln)]
-    assert len(rows) == sum(1 for p in data["passes"] if p["status"] != SAME and p["a_index"] is not None and p["b_index"] is not None)
+    assert len(rows) == sum(
+        1
+        for p in data["passes"]
+        if p["status"] != SAME and p["a_index"] is not None and p["b_index"] is not None
+    )
 
 
 def test_block_size_change_json(cli) -> None:

@@ -282,7 +282,7 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int, verb
     work changed in kind, codegen), in LEAD_LINES lines; `verbose` or `show_all`: every pass, whole diffs."""
     from rich.text import Text
 
-    from ..history.compare import INPUT_DIFFERS, OUTPUT_DIFFERS, SAME
+    from ..history.compare import INPUT_DIFFERS, SAME
     from ..history.runs import label
 
     con = _console()
@@ -338,7 +338,9 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int, verb
         t = Text(f"passes whose work changed in kind: {len(kind)} of {len(d.pairs)}", style="bold")
         others = d.counts[INPUT_DIFFERS] - sum(1 for p in kind if p.status == INPUT_DIFFERS)
         if others:
-            t.append(f" ({others} more saw a different input and did the same kind of work; -v lists them)", "dim")
+            t.append(
+                f" ({others} more saw a different input and did the same kind of work; -v lists them)", "dim"
+            )
         out.append(t)
         rows = _pass_rows(kind, show_all=True, kinds=True) if kind else []
         cap = 10
@@ -399,7 +401,10 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int, verb
         out.append(lines_text([tuple(x) for x in shown]))  # type: ignore[misc]
         if len(shown) < len(lines):
             out.append(
-                Text(f"    ... {len(lines) - len(shown)} more lines: tltrace diff-runs A B {flag} (or -v)", "dim")
+                Text(
+                    f"    ... {len(lines) - len(shown)} more lines: tltrace diff-runs A B {flag} (or -v)",
+                    "dim",
+                )
             )
         if left is not None:
             left -= len(shown)

@@ -88,7 +88,9 @@ class RunDiff:
             p
             for p in self.pairs
             if p.status in (ONLY_A, ONLY_B, OUTPUT_DIFFERS)
-            or (p.status == INPUT_DIFFERS and p.a is not None and p.b is not None and p.a.status != p.b.status)
+            or (
+                p.status == INPUT_DIFFERS and p.a is not None and p.b is not None and p.a.status != p.b.status
+            )
         )
 
     def to_json(self) -> dict[str, Any]:
