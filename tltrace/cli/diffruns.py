@@ -314,13 +314,17 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int, verb
     sig = _signature_line(d.a, d.b)
     if sig is not None:
         out.append(sig)
-    changed = _fact_changes(ra, rb)
-    if changed:
-        from ..facts import describe
+    from ..facts import changes, describe, facts_of
 
-        t = Text("facts: ", style="bold")
+    fa, fb = facts_of(ra), facts_of(rb)
+    changed = changes(fa, fb)
+    known = sum(1 for k, v in fa.items() if v is not None and fb.get(k) is not None)
+    t = Text("facts: ", style="bold")
+    if changed:
         t.append(describe(changed))
-        out.append(t)
+    else:
+        t.append(f"the same ({known} known on both sides)" if known else "none known on both sides", "dim")
+    out.append(t)
     counts = ", ".join(f"{n} {s}" for s, n in d.counts.items() if n)
     out.append(Text(f"different: {counts}", style="bold red"))
     from_start = (
