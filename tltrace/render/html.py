@@ -57,6 +57,7 @@ from .index import (
     _window,
     append_index,
     earlier_chunk,
+    earlier_runs,
     index_invocation,
     index_meta,
     index_row,
@@ -375,9 +376,16 @@ class HtmlReportListener:
             rows = (
                 index_rows(path) if state is not None and index_invocation(path) == state.invocation else []
             )
-        for d in run_dirs:  # every compile report: the earlier invocations of its script ("Compare with…")
+        from ..history.runs import load_manifest
+
+        # Every compile report: the earlier invocations of its script ("Compare with…"), read once.
+        earlier: list[tuple[str, str | None, str]] | None = None
+        for d in run_dirs:
             try:
-                more = earlier_chunk(d)
+                m = load_manifest(d)
+                if earlier is None and m.invocation:
+                    earlier = earlier_runs(script_dir, m.invocation, min(x.name for x in run_dirs))
+                more = earlier_chunk(d, m, earlier or [])
             except (OSError, RecordsError):
                 more = None
             if more is not None:
