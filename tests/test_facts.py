@@ -169,8 +169,9 @@ def test_diff_runs_names_the_facts_a_flip_changes(traced) -> None:
     a, b = facts_of(s3), facts_of(s1)
     p = _tltrace("diff-runs", str(s3.path), str(s1.path), cwd=s3.path, check_rc=False)
     assert p.returncode == 1, p.stderr
-    assert f"smem_dynamic {a['smem_dynamic']} -> {b['smem_dynamic']}" in p.stdout
-    assert "num_stages 3 -> 1" in p.stdout
+    assert f"smem_dynamic {a['smem_dynamic']} \u2192 {b['smem_dynamic']}" in p.stdout
+    assert "num_stages 3 \u2192 1" in p.stdout
+    assert len(p.stdout.splitlines()) < 40  # the effect first (#32 item 6), not a row per pass
     p = _tltrace("diff-runs", "--json", str(s3.path), str(nows.path), cwd=s3.path, check_rc=False)
     named = {c["name"]: (c["a"], c["b"]) for c in json.loads(p.stdout)["facts"]}
     c = facts_of(nows)
@@ -233,7 +234,10 @@ def test_pure_extraction_edges() -> None:
     assert changes({"wgmma": 1, "registers": None}, {"wgmma": 0, "registers": 90}) == [
         {"name": "wgmma", "a": 1, "b": 0}
     ]
-    assert describe([{"name": "warp_specialized", "a": True, "b": False}]) == "warp_specialized true -> false"
+    assert (
+        describe([{"name": "warp_specialized", "a": True, "b": False}])
+        == "warp_specialized true \u2192 false"
+    )
 
 
 def test_a_failure_computing_facts_never_breaks_the_run() -> None:

@@ -434,7 +434,7 @@ def _signature_line(a, b):
     wa, wb = (sa or "-").split(" "), (sb or "-").split(" ")
     for i, w in enumerate(wa):
         t.append(("" if i == 0 else " ") + w, style="red" if i >= len(wb) or wb[i] != w else "")
-    t.append("  ->  ", style="bold")
+    t.append("  \u2192  ", style="bold")
     for i, w in enumerate(wb):
         t.append(("" if i == 0 else " ") + w, style="green" if i >= len(wa) or wa[i] != w else "")
     return t
