@@ -119,7 +119,35 @@ def test_block_size_change_names_and_shows_the_first_differing_pass(cli) -> None
     assert "the runs started from different IR" in out
     assert re.search(r"^ *-\s+for i in T\.parallel\(128\):$", out, re.M)  # indentation is the printer's
     assert re.search(r"^ *\+\s+for i in T\.parallel\(64\):$", out, re.M)
-    assert "codegen: device differs" in out
+    assert re.search(r"^codegen device: differs \(\+\d+/-\d+ lines\)$", out, re.M)
+
+
+def test_a_kernel_change_leads_with_its_effect_in_under_40_lines(cli, traced: Path) -> None:
+    """#32 item 6: signature, facts, the passes whose work changed in kind, codegen; -v for every pass."""
+    res = cli("elementwise_add:-3", "elementwise_add:-2")
+    lines = res.stdout.splitlines()
+    passes = len(read_manifest(run_dirs(traced / "elementwise_add")[-3])["records"])
+    assert len(lines) < 40 < passes
+    heads = [ln.split(":", 1)[0] for ln in lines]
+    sig, kinds, cg = heads.index("signature"), heads.index("passes whose work changed in kind"), -1
+    cg = next(i for i, ln in enumerate(lines) if ln.startswith("codegen device: differs"))
+    assert 1 < sig < heads.index("facts") < kinds < cg
+    assert "128" in lines[sig] and "64" in lines[sig]  # the block size, on each side of the arrow
+    data = json.loads(cli("elementwise_add:-3", "elementwise_add:-2", "--json").stdout)
+    kind = data["changed_in_kind"]
+    assert all(p["a_status"] != p["b_status"] or p["status"] != INPUT_DIFFERS for p in kind)
+    # the codegen diff is under its line: a changed line of each side
+    after = lines[cg + 1 :]
+    assert any(ln.lstrip().startswith("-") for ln in after) and any(
+        ln.lstrip().startswith("+") for ln in after
+    )
+    verbose = cli("elementwise_add:-3", "elementwise_add:-2", "-v").stdout
+    rows = [ln for ln in verbose.splitlines() if re.match(r"^ *\d+ +\d+ ", ln)]
+    assert len(rows) == sum(
+        1
+        for p in data["passes"]
+        if p["status"] != SAME and p["a_index"] is not None and p["b_index"] is not None
+    )
 
 
 def test_block_size_change_json(cli) -> None:
@@ -179,7 +207,15 @@ def test_html_report(cli, traced: Path, tmp_path: Path) -> None:
     firsts = {(data[k] or {}).get("a_index") for k in ("first_output_change", "first_input_divergence")}
     for d in data["diffs"]:
         p = by_a[d["a_index"]]
-        assert p["a_status"] != p["b_status"] or d["a_index"] in firsts or p["status"] != "input differs"
+        assert (
+            p["a_status"] != p["b_status"]
+            or d["a_index"] in firsts
+            or p["status"] != "input differs"
+            or d["codegen"]
+        )
+    # "codegen device: differs" has its diff on the page, open (#32 item 6)
+    (cg,) = [d for d in data["diffs"] if d["codegen"]]
+    assert cg["open"] and any(k == "add" for k, _ in cg["diff"]) and any(k == "del" for k, _ in cg["diff"])
     assert data["a"]["signature"] and data["b"]["signature"]  # the page names them
 
 

@@ -169,8 +169,9 @@ def test_diff_runs_names_the_facts_a_flip_changes(traced) -> None:
     a, b = facts_of(s3), facts_of(s1)
     p = _tltrace("diff-runs", str(s3.path), str(s1.path), cwd=s3.path, check_rc=False)
     assert p.returncode == 1, p.stderr
-    assert f"smem_dynamic {a['smem_dynamic']} -> {b['smem_dynamic']}" in p.stdout
-    assert "num_stages 3 -> 1" in p.stdout
+    assert f"smem_dynamic {a['smem_dynamic']} \u2192 {b['smem_dynamic']}" in p.stdout
+    assert "num_stages 3 \u2192 1" in p.stdout
+    assert len(p.stdout.splitlines()) < 40  # the effect first (#32 item 6), not a row per pass
     p = _tltrace("diff-runs", "--json", str(s3.path), str(nows.path), cwd=s3.path, check_rc=False)
     named = {c["name"]: (c["a"], c["b"]) for c in json.loads(p.stdout)["facts"]}
     c = facts_of(nows)
@@ -233,7 +234,10 @@ def test_pure_extraction_edges() -> None:
     assert changes({"wgmma": 1, "registers": None}, {"wgmma": 0, "registers": 90}) == [
         {"name": "wgmma", "a": 1, "b": 0}
     ]
-    assert describe([{"name": "warp_specialized", "a": True, "b": False}]) == "warp_specialized true -> false"
+    assert (
+        describe([{"name": "warp_specialized", "a": True, "b": False}])
+        == "warp_specialized true \u2192 false"
+    )
 
 
 def test_a_failure_computing_facts_never_breaks_the_run() -> None:
@@ -254,14 +258,39 @@ def test_machine_facts_need_a_cuda_arch() -> None:
         ptxas_mod.machine_facts("int main() {}", "x86")
 
 
+def test_the_build_configs_are_tilelangs_and_reach_the_nvcc_line() -> None:
+    """The pass configs TileLang's CUDA build reads, by its own names, and their place on the line."""
+    from tilelang.transform import PassConfigKey
+    from tvm.ir.transform import PassContext
+
+    assert ptxas_mod.FAST_MATH == PassConfigKey.TL_ENABLE_FAST_MATH.value
+    assert ptxas_mod.REGISTER_USAGE_LEVEL == PassConfigKey.TL_PTXAS_REGISTER_USAGE_LEVEL.value
+    assert ptxas_mod.DEVICE_COMPILE_FLAGS == PassConfigKey.TL_DEVICE_COMPILE_FLAGS.value
+    plain = ptxas_mod.command("nvcc", "sm_90a", "k.cu", "k.cubin")
+    config = {ptxas_mod.FAST_MATH: True, ptxas_mod.DEVICE_COMPILE_FLAGS: ["-DTILE=64 -DX"]}
+    with PassContext(config=config):
+        taken = ptxas_mod.configs_now()
+    assert taken == config and ptxas_mod.configs_now() == {}  # read from the PassContext in force
+    flipped = ptxas_mod.command("nvcc", "sm_90a", "k.cu", "k.cubin", taken)
+    added = [x for x in flipped if x not in plain]
+    assert added == ["-DTILE=64", "-DX", "--use_fast_math"]  # extra flags, then fast math (backend.py)
+    assert flipped.index("-DX") > max(i for i, x in enumerate(flipped) if x.startswith("-I"))
+    assert flipped[-5:] == ["-v", "-w", "-o", "k.cubin", "k.cu"]
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc (CI has one)")
 def test_run_ptxas_gives_registers_and_spills_as_ptxas_reports_them(tmp_path: Path) -> None:
     """One sm_90a compile with --ptxas (one nvcc build); ptxas -v run by hand on its source agrees."""
     (tmp_path / "gemm.py").write_text(GEMM)
-    _tltrace("run", "-q", "--ptxas", "gemm.py", json.dumps([CONFIGS["sm90_s3"]]), cwd=tmp_path)
+    # A build flag from a pass config: the nvcc line must carry it as TileLang's build would.
+    flags = {"tl.ptxas_register_usage_level": 5, "tl.enable_fast_math": True}
+    _tltrace("run", "-q", "--ptxas", "gemm.py", json.dumps([["sm_90a", 3, flags]]), cwd=tmp_path)
     (run,) = [runs.load_run(p) for p in runs.run_dirs(tmp_path / "tmp" / "lower_trace_dir" / "gemm")]
     facts = run.require().facts
     values, machine = facts["values"], facts["machine"]
+    assert machine["configs"] == flags
+    assert "--ptxas-options=--register-usage-level=5" in machine["command"]
+    assert "--use_fast_math" in machine["command"]
     assert isinstance(values["registers"], int) and values["registers"] > 0, machine
     assert values["spill_bytes"] == values["spill_store_bytes"] + values["spill_load_bytes"]
     cuda = _text(run, "device")

@@ -24,6 +24,7 @@ Examples:
   tltrace diff-runs -2 -1 --kernel vmul --html diff.html --json
   tltrace diff-runs gemm.py:-2 gemm.py:-1 --html -     the HTML page on stdout
   tltrace diff-runs 'gemm:gemm 1024' 'gemm:gemm 2048'   two compiles by signature prefix
+  tltrace diff-runs gemm.py:-2 gemm.py:-1 -v    every differing pass, whole diffs
 
 Two invocations are compared compile by compile: compiles with identical input IR
 pair first, then by kernel name and launch shape (then a kernel's only compile on
@@ -33,10 +34,11 @@ different|only_a|only_b, "a_run_id", "b_run_id", "a_signature", "b_signature",
 ...}]}. When A and B are one compile each (a script that compiles one kernel,
 --kernel, a run dir), passes are compared as follows: aligned by phase, name and
 occurrence (the 2nd Simplify with the 2nd Simplify), not by index, and compared
-by the hashes of their input and output. The report names the first pass whose
-output differs, the first whose input matched but output differs (the pass that
-introduced the difference), and the first whose input differs, and shows the first
-difference as a diff of the two outputs; --pass and --html need one compile each.
+by the hashes of their input and output. Two compiles that differ lead with the
+effect, in under 40 lines: the signatures, the facts that changed, the passes whose
+work changed in kind (one side only, changed vs left alone, failed), the first pass
+whose output differs with its diff, and the codegen diff, each cut to fit; -v lists
+every differing pass with whole diffs. --pass and --html need one compile each.
 --html PATH replaces only a page tltrace wrote (--force: any file or link there);
 a pipe or device is written through; '-' is stdout.
 A and B: a run directory, a script (its newest invocation), SCRIPT:RUN, or a RUN
@@ -59,6 +61,12 @@ def diff_runs_cmd(
         help="Print the cross-run diff of this pass's output (a pass of A).",
     ),
     show_all: bool = typer.Option(False, "--all", help="List every pass, not only the differing ones."),
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        "-v",
+        help="Every differing pass and whole diffs (default: the effect in about 40 lines).",
+    ),
     html: Optional[Path] = typer.Option(
         None, "--html", metavar="PATH", help="Write an HTML report of the differing passes to PATH."
     ),
@@ -125,8 +133,7 @@ def diff_runs_cmd(
             data["report"] = str(report)
         _print_json(data)
     else:
-        _print_diff(d, ra, rb, focus, focus_diff, show_all, context)
-        _print_fact_changes(_fact_changes(ra, rb))
+        _print_diff(d, ra, rb, focus, focus_diff, show_all, context, verbose or pass_ is not None)
         if report is not None:
             typer.echo(f"report: {report}")
     raise typer.Exit(code)
@@ -233,17 +240,6 @@ def _fact_changes(ra, rb) -> list[dict[str, Any]]:
     return changes(facts_of(ra), facts_of(rb))
 
 
-def _print_fact_changes(changed: list[dict[str, Any]]) -> None:
-    from rich.text import Text
-
-    from ..facts import describe
-
-    if changed:
-        t = Text("facts: ", style="bold")
-        t.append(describe(changed))
-        _console().print(t, soft_wrap=True)
-
-
 def _focus_pair(d, spec: str | None):
     """Return the pair to show as a diff: the --pass one, else the first whose output differs."""
     from ..history import runs
@@ -278,13 +274,19 @@ def _describe(p) -> str:
     return f"{p.label}  (A #{p.a.index if p.a else '-'}, B #{p.b.index if p.b else '-'})"
 
 
-def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> None:
+LEAD_LINES = 38  # the default view's budget: the effect of a change, not every pass
+
+
+def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int, verbose: bool = False) -> None:
+    """Print one compile against another: the effect first (signature, facts, the passes whose
+    work changed in kind, codegen), in LEAD_LINES lines; `verbose` or `show_all`: every pass, whole diffs."""
     from rich.text import Text
 
-    from ..history.compare import INPUT_DIFFERS, OUTPUT_DIFFERS, SAME
+    from ..history.compare import INPUT_DIFFERS, SAME
     from ..history.runs import label
 
     con = _console()
+    out: list[Text] = []
     for side, run in (("A", ra), ("B", rb)):
         m = run.manifest
         t = Text()
@@ -294,19 +296,171 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
             f"  {label(m, '?')}, {m.target or '?'}/{m.backend or '?'}, {len(m.records)} passes, {run.status}",
             style="dim",
         )
-        con.print(t, soft_wrap=not con.is_terminal)
+        out.append(t)
     if d.a.kernel != d.b.kernel and d.a.script == d.b.script:
-        con.print(
+        out.append(
             Text(
                 f"note: A and B compiled different kernels ({d.a.kernel}, {d.b.kernel}); "
                 "--kernel NAME compares the runs of one kernel",
                 style="yellow",
-            ),
-            soft_wrap=True,
+            )
         )
-    styles = {SAME: "dim", OUTPUT_DIFFERS: "bold yellow", INPUT_DIFFERS: "red"}
+    if d.same:
+        if show_all or verbose:
+            out.extend(_pass_rows(d.pairs, show_all=True))
+        out.append(Text(f"same: {len(d.pairs)} passes, inputs and outputs identical", style="bold green"))
+        _emit(con, out)
+        return
+    sig = _signature_line(d.a, d.b)
+    if sig is not None:
+        out.append(sig)
+    from ..facts import changes, describe, facts_of
+
+    fa, fb = facts_of(ra), facts_of(rb)
+    changed = changes(fa, fb)
+    known = sum(1 for k, v in fa.items() if v is not None and fb.get(k) is not None)
+    t = Text("facts: ", style="bold")
+    if changed:
+        t.append(describe(changed))
+    else:
+        t.append(f"the same ({known} known on both sides)" if known else "none known on both sides", "dim")
+    out.append(t)
+    counts = ", ".join(f"{n} {s}" for s, n in d.counts.items() if n)
+    out.append(Text(f"different: {counts}", style="bold red"))
+    from_start = (
+        d.first_input_divergence is not None
+        and d.first_input_divergence is d.first_difference
+        and d.first_input_divergence.a is not None
+        and d.first_input_divergence.a.index == min(r.index for r in d.a.records)
+    )
+    if from_start:
+        out.append(Text("  the runs started from different IR (the kernel itself differs)", style="dim"))
+    if verbose or show_all:
+        out.extend(_pass_rows(d.pairs, show_all=show_all))
+    else:
+        kind = d.changed_in_kind
+        t = Text(f"passes whose work changed in kind: {len(kind)} of {len(d.pairs)}", style="bold")
+        others = d.counts[INPUT_DIFFERS] - sum(1 for p in kind if p.status == INPUT_DIFFERS)
+        if others:
+            t.append(
+                f" ({others} more saw a different input and did the same kind of work; -v lists them)", "dim"
+            )
+        out.append(t)
+        rows = _pass_rows(kind, show_all=True, kinds=True) if kind else []
+        cap = 10
+        if len(rows) > cap + 1:  # the header line, then the rows
+            out.extend(rows[: cap + 1])
+            out.append(Text(f"   ... {len(rows) - cap - 1} more (-v lists every pass)", style="dim"))
+        else:
+            out.extend(rows)
+    lead = not (verbose or show_all)
+    firsts = []
+    if d.first_output_change is not None:
+        firsts.append(("first pass whose output differs", d.first_output_change))
+    if not lead or d.first_output_divergence is not None:
+        firsts.append(("first pass whose input matched but output differs", d.first_output_divergence))
+    if not lead or d.first_input_divergence is not d.first_output_change:
+        firsts.append(("first pass whose input differs", d.first_input_divergence))
+    for what, p in firsts:
+        t = Text(f"{what}: ", style="bold")
+        t.append(_describe(p) if p is not None else "none", style="" if p is not None else "dim")
+        out.append(t)
+    if lead:
+        context = min(context, 1)
+    diffs: list[tuple[Text, list[tuple[str, str]], str]] = []  # (title, tilde lines, the command for all)
+    if focus is not None and focus_diff is not None:
+        diffs.append(
+            (
+                Text(f"{focus.label}: output of A vs output of B", style="bold"),
+                _pair_diff(ra, rb, focus, context, tilde=True) if focus_diff else [],
+                f"--pass {focus.key[1]}" + (f"#{focus.key[2]}" if focus.key[2] > 1 else ""),
+            )
+        )
+    for role, status in d.codegen.items():
+        line = Text(f"codegen {role}: {status}", style="bold" if status != SAME else "dim")
+        pair = _codegen_pair(d, role)
+        if status != "differs" or pair is None or pair is focus:
+            out.append(line)
+            continue
+        lines = _pair_diff(ra, rb, pair, context, tilde=True)
+        plus = sum(1 for k, _ in lines if k == "add")
+        minus = sum(1 for k, _ in lines if k == "del")
+        line.append(f" (+{plus}/-{minus} lines)", style="dim")
+        diffs.append((line, lines, f"--pass {pair.key[1]}"))
+    if not diffs:
+        _emit(con, out)
+        return
+    from ..render.terminal import lines_text
+
+    left = None if verbose or show_all else max(LEAD_LINES - len(out) - 2 * len(diffs), 6 * len(diffs))
+    for n, (title, lines, flag) in enumerate(diffs):
+        out.append(title)
+        if not lines:
+            out.append(Text("    (outputs are identical)", style="dim"))
+            continue
+        share = None if left is None else max(4, left // (len(diffs) - n))
+        if left is not None:
+            lines = [x for x in lines if x[0] != "file"]  # the title names both sides
+        shown = lines if share is None or len(lines) <= share else lines[: share - 1]
+        out.append(lines_text([tuple(x) for x in shown]))  # type: ignore[misc]
+        if len(shown) < len(lines):
+            out.append(
+                Text(
+                    f"    ... {len(lines) - len(shown)} more lines: tltrace diff-runs A B {flag} (or -v)",
+                    "dim",
+                )
+            )
+        if left is not None:
+            left -= len(shown)
+    _emit(con, out)
+
+
+def _emit(con, lines) -> None:
+    for t in lines:
+        con.print(t, soft_wrap=True)
+
+
+def _signature_line(a, b):
+    """Return `signature: ...` naming the words that differ (None when both compiles have none)."""
+    from rich.text import Text
+
+    sa, sb = a.signature or a.kernel, b.signature or b.kernel
+    if not sa and not sb:
+        return None
+    t = Text("signature: ", style="bold")
+    if sa == sb:
+        t.append(f"{sa} (the same)", style="dim")
+        return t
+    wa, wb = (sa or "-").split(" "), (sb or "-").split(" ")
+    for i, w in enumerate(wa):
+        t.append(("" if i == 0 else " ") + w, style="red" if i >= len(wb) or wb[i] != w else "")
+    t.append("  \u2192  ", style="bold")
+    for i, w in enumerate(wb):
+        t.append(("" if i == 0 else " ") + w, style="green" if i >= len(wa) or wa[i] != w else "")
+    return t
+
+
+def _codegen_pair(d, role: str):
+    """Return the pair of the codegen record of `role` (as RunDiff.codegen names it), else None."""
+    for p in d.pairs:
+        rec = p.a or p.b
+        if rec is None or (rec.status != "codegen" and rec.phase != "codegen") or p.a is None or p.b is None:
+            continue
+        r = rec.role or (rec.name.removeprefix("codegen_") if rec.name.startswith("codegen_") else "codegen")
+        if p.key[2] > 1:
+            r = f"{r}#{p.key[2]}"
+        if r == role:
+            return p
+    return None
+
+
+def _pass_rows(pairs, *, show_all: bool, kinds: bool = False) -> list:
+    """Return the pass table's lines: every pair, or the differing ones with runs of same folded."""
+    from ..history.compare import INPUT_DIFFERS, OUTPUT_DIFFERS, SAME
     from ..render.table import Column, cut_middle, fit
 
+    con = _console()
+    styles = {SAME: "dim", OUTPUT_DIFFERS: "bold yellow", INPUT_DIFFERS: "red"}
     columns = [
         Column("A", "right"),
         Column("B", "right"),
@@ -314,66 +468,39 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int) -> N
         Column("pass", cut=cut_middle, min_width=14),
         Column("status"),
     ]
+    if kinds:
+        columns.append(Column("work A / B", drop=2))
     rows: list[list[tuple[str, str]]] = []
     hidden = 0
 
     def flush_hidden() -> None:
         nonlocal hidden
         if hidden:
-            rows.append([("", ""), ("", ""), ("", ""), (f"... {hidden} pass(es) the same", "dim"), ("", "")])
+            rows.append(
+                [("", ""), ("", ""), ("", ""), (f"... {hidden} pass(es) the same", "dim"), ("", "")]
+                + ([("", "")] if kinds else [])
+            )
             hidden = 0
 
-    for p in d.pairs:
+    for p in pairs:
         if p.status == SAME and not show_all:
             hidden += 1
             continue
         flush_hidden()
         rec = p.a or p.b
         name = p.key[1] + (f"#{p.key[2]}" if p.key[2] > 1 else "")
-        rows.append(
-            [
-                (str(p.a.index) if p.a else "-", ""),
-                (str(p.b.index) if p.b else "-", ""),
-                (p.key[0], ""),
-                ("  " * rec.depth + name, ""),
-                (p.status, styles.get(p.status, "italic dim")),
-            ]
-        )
+        row = [
+            (str(p.a.index) if p.a else "-", ""),
+            (str(p.b.index) if p.b else "-", ""),
+            (p.key[0], ""),
+            ("  " * rec.depth + name, ""),
+            (p.status, styles.get(p.status, "italic dim")),
+        ]
+        if kinds:
+            row.append((f"{p.a.status if p.a else '-'} / {p.b.status if p.b else '-'}", ""))
+        rows.append(row)
     flush_hidden()
-    if not d.same or show_all:
-        for line in fit(columns, rows, con.width if con.is_terminal else None, rule=False):
-            con.print(line, soft_wrap=True)
-    if d.same:
-        con.print(Text(f"same: {len(d.pairs)} passes, inputs and outputs identical", style="bold green"))
-        return
-    counts = ", ".join(f"{n} {s}" for s, n in d.counts.items() if n)
-    con.print(Text(f"different: {counts}", style="bold red"))
-    lines = []
-    if d.first_output_change is not None:
-        lines.append(("first pass whose output differs", d.first_output_change))
-    lines.append(("first pass whose input matched but output differs", d.first_output_divergence))
-    lines.append(("first pass whose input differs", d.first_input_divergence))
-    for what, p in lines:
-        t = Text(f"{what}: ", style="bold")
-        t.append(_describe(p) if p is not None else "none", style="" if p is not None else "dim")
-        con.print(t, soft_wrap=not con.is_terminal)
-    if (
-        d.first_input_divergence is not None
-        and d.first_input_divergence is d.first_difference
-        and d.first_input_divergence.a is not None
-        and d.first_input_divergence.a.index == min(r.index for r in d.a.records)
-    ):
-        con.print(Text("  the runs started from different IR (the kernel itself differs)", style="dim"))
-    if d.codegen:
-        con.print(Text("codegen: " + ", ".join(f"{role} {s}" for role, s in d.codegen.items())))
-    if focus is not None and focus_diff is not None:
-        con.print(Text(f"\n{focus.label}: output of A vs output of B", style="bold"))
-        if focus_diff:
-            from ..render.terminal import lines_text
-
-            con.print(lines_text(_pair_diff(ra, rb, focus, context, tilde=True)), soft_wrap=True)
-        else:
-            con.print(Text("    (outputs are identical)", style="dim"))
+    return list(fit(columns, rows, con.width if con.is_terminal else None, rule=False))
 
 
 def _write_diff_html(d, ra, rb, out: Path, context: int, force: bool = False) -> Path | None:
@@ -390,7 +517,14 @@ def _write_diff_html(d, ra, rb, out: Path, context: int, force: bool = False) ->
     for p in d.pairs:
         if p.status == SAME or p.a is None or p.b is None:
             continue
-        if from_start and p.status == INPUT_DIFFERS and p.a.status == p.b.status and id(p) not in keep:
+        codegen = p.a.status == "codegen" or p.a.phase == "codegen"
+        if (
+            from_start
+            and p.status == INPUT_DIFFERS
+            and p.a.status == p.b.status
+            and id(p) not in keep
+            and not (codegen and p.a.after_hash != p.b.after_hash)  # the codegen diff is always shown
+        ):
             continue
         if p.a.after_hash == p.b.after_hash and p.a.status == p.b.status:
             note = "outputs are identical (the inputs differ)"
@@ -403,11 +537,13 @@ def _write_diff_html(d, ra, rb, out: Path, context: int, force: bool = False) ->
                 "a_index": p.a.index,
                 "b_index": p.b.index,
                 "note": note,
-                "open": p is first,
+                "open": p is first or (codegen and p.a.after_hash != p.b.after_hash),
+                "codegen": codegen,
                 "diff": _pair_diff(ra, rb, p, context, tilde=True),
             }
         )
     data["diffs"] = diffs
+    data["facts"] = _fact_changes(ra, rb)
     from .. import output_path
 
     page = diffruns.render(data).encode("utf-8", "surrogatepass")

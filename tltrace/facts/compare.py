@@ -1,4 +1,4 @@
-"""Facts that changed between two compiles: `wgmma 1 -> 0`, `smem_dynamic 49152 -> 16384`. Pure."""
+"""Facts that changed between two compiles: `wgmma 1 → 0`, `smem_dynamic 49152 → 16384`. Pure."""
 
 from __future__ import annotations
 
@@ -28,5 +28,5 @@ def _show(v: Value) -> str:
 
 
 def describe(changed: list[dict[str, Any]]) -> str:
-    """Return the changes as one line: `wgmma 1 -> 0, smem_dynamic 49152 -> 16384`."""
-    return ", ".join(f"{c['name']} {_show(c['a'])} -> {_show(c['b'])}" for c in changed)
+    """Return the changes as one line: `wgmma 1 → 0, smem_dynamic 49152 → 16384` (the arrow the report draws)."""
+    return ", ".join(f"{c['name']} {_show(c['a'])} \u2192 {_show(c['b'])}" for c in changed)

@@ -1,11 +1,14 @@
 """Machine facts: registers, spills, stack frame and shared memory per kernel, from `nvcc -Xptxas -v`.
 
 The device source is compiled to a cubin the way TileLang's CUDA backend compiles it
-(tilelang/cuda/backend.py: `nvcc --cubin -O3 -lineinfo -arch=<the target's arch>
--std=c++20 -I<tl_templates> -I<cutlass>`), with `-Xptxas -v -w` added, in a child
-process under a time limit. Slow (seconds: the C++ front end over TileLang's headers),
-so it runs only when asked (`tltrace run --ptxas`, TLTRACE_PTXAS=1) and never on the
-compiling thread. Without nvcc it says so once and the facts stay null.
+(tilelang/cuda/backend.py `tilelang_callback_cuda_compile` and contrib/nvcc.py
+`compile_cuda`: `nvcc -ccbin=<c++> --cubin -O3 -lineinfo -arch=<the target's arch>
+-std=c++20 -I<tl_templates> -I<cutlass> <tl.device_compile_flags> [--use_fast_math]
+[--ptxas-options=--register-usage-level=N]`, the last three from the compile's pass
+configs), with `-Xptxas -v -w` added, in a child process under a time limit. Slow
+(seconds: the C++ front end over TileLang's headers), so it runs only when asked
+(`tltrace run --ptxas`, TLTRACE_PTXAS=1) and never on the compiling thread. Without nvcc
+it says so once and the facts stay null.
 """
 
 from __future__ import annotations
@@ -53,16 +56,60 @@ def _includes() -> list[str]:
         return []
 
 
-def command(compiler: str, arch: str, source: str, cubin: str) -> list[str]:
-    """Return the nvcc command line that builds `source` into `cubin` with ptxas's report on."""
+def _host_compiler() -> list[str]:
+    """Return `-ccbin=<c++>` as TileLang's compile_cuda passes it (none when TileLang cannot say)."""
+    try:
+        from tilelang.contrib.cc import get_cplus_compiler  # type: ignore[import-not-found]
+
+        found = get_cplus_compiler()
+        return [f"-ccbin={found}"] if found else []
+    except Exception:
+        return []
+
+
+# The pass configs TileLang's CUDA build reads (tilelang/transform/pass_config.py PassConfigKey).
+FAST_MATH = "tl.enable_fast_math"
+REGISTER_USAGE_LEVEL = "tl.ptxas_register_usage_level"
+DEVICE_COMPILE_FLAGS = "tl.device_compile_flags"
+BUILD_CONFIGS = (FAST_MATH, REGISTER_USAGE_LEVEL, DEVICE_COMPILE_FLAGS)
+
+
+def build_options(configs: dict[str, Any] | None) -> list[str]:
+    """Return the nvcc options the compile's pass configs add, in the order TileLang adds them.
+
+    tilelang/cuda/backend.py: the extra device flags (each shell-split) after the include
+    paths, then `--use_fast_math`, then `--ptxas-options=--register-usage-level=N`.
+    """
+    import shlex
+
+    cfg = configs or {}
+    out: list[str] = []
+    extra = cfg.get(DEVICE_COMPILE_FLAGS)
+    if extra:
+        for flag in [extra] if isinstance(extra, str) else extra:
+            out.extend(shlex.split(flag) if isinstance(flag, str) else [str(flag)])
+    if cfg.get(FAST_MATH):
+        out.append("--use_fast_math")
+    level = cfg.get(REGISTER_USAGE_LEVEL)
+    if level is not None:
+        out.append(f"--ptxas-options=--register-usage-level={int(level)}")
+    return out
+
+
+def command(
+    compiler: str, arch: str, source: str, cubin: str, configs: dict[str, Any] | None = None
+) -> list[str]:
+    """Return the nvcc command line that builds `source` into `cubin` as TileLang would, ptxas's report on."""
     return [
         compiler,
+        *_host_compiler(),
         "--cubin",
         "-O3",
         "-lineinfo",
         f"-arch={arch}",
         "-std=c++20",
         *_includes(),
+        *build_options(configs),
         "-Xptxas",
         "-v",
         "-w",
@@ -70,6 +117,32 @@ def command(compiler: str, arch: str, source: str, cubin: str) -> list[str]:
         cubin,
         source,
     ]
+
+
+def configs_now() -> dict[str, Any]:
+    """Return the build's pass configs of the PassContext in force (JSON values; {} outside TileLang).
+
+    Called on the compiling thread at the device codegen call (a few dictionary reads), so
+    the build later on the worker uses the configs that compile ran under.
+    """
+    try:
+        from tvm.ir.transform import PassContext  # type: ignore[import-not-found]
+
+        config = PassContext.current().config
+    except Exception:
+        return {}
+    out: dict[str, Any] = {}
+    for key in BUILD_CONFIGS:
+        if key not in config:
+            continue
+        v = config[key]
+        if key == DEVICE_COMPILE_FLAGS:
+            out[key] = [str(v)] if isinstance(v, str) else [str(x) for x in v]
+        elif key == FAST_MATH:
+            out[key] = bool(v)
+        else:
+            out[key] = int(v)
+    return out
 
 
 def parse(log: str) -> list[dict[str, Any]]:
@@ -116,8 +189,11 @@ def values_of(kernels: list[dict[str, Any]]) -> dict[str, Value]:
     }
 
 
-def machine_facts(source: str, arch: str | None, timeout: float = TIMEOUT_S) -> dict[str, Any]:
-    """Build `source` for `arch` with ptxas's report; return {tool, arch, seconds, kernels, values}.
+def machine_facts(
+    source: str, arch: str | None, timeout: float = TIMEOUT_S, configs: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Build `source` for `arch` (and the compile's pass `configs`) with ptxas's report;
+    return {tool, arch, seconds, command, configs, kernels, values}.
 
     Raises Unavailable without nvcc or an sm_ arch; RuntimeError when nvcc fails (its
     last lines in the message).
@@ -131,7 +207,7 @@ def machine_facts(source: str, arch: str | None, timeout: float = TIMEOUT_S) -> 
         src, cubin = os.path.join(tmp, "kernel.cu"), os.path.join(tmp, "kernel.cubin")
         with open(src, "w", encoding="utf-8") as f:
             f.write(source)
-        cmd = command(compiler, arch, src, cubin)
+        cmd = command(compiler, arch, src, cubin, configs)
         t0 = time.perf_counter()
         try:
             # env: a copy taken now. This runs on a worker thread; with env=None the child would
@@ -152,6 +228,7 @@ def machine_facts(source: str, arch: str | None, timeout: float = TIMEOUT_S) -> 
         "arch": arch,
         "seconds": seconds,
         "command": [os.path.basename(cmd[0]), *cmd[1:-3], "-o", "kernel.cubin", "kernel.cu"],
+        "configs": dict(configs or {}),
         "kernels": kernels,
         "values": values_of(kernels),
     }

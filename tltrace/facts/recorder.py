@@ -56,8 +56,15 @@ def _reader(store: RunStore) -> collect.Read:
     return read
 
 
-def with_facts(manifest: RunManifest, store: RunStore, want_ptxas: bool, warn: Warn) -> RunManifest:
-    """Return `manifest` with its `facts` (worker side); queue the machine facts when asked."""
+def with_facts(
+    manifest: RunManifest,
+    store: RunStore,
+    want_ptxas: bool,
+    warn: Warn,
+    configs: dict[str, Any] | None = None,
+) -> RunManifest:
+    """Return `manifest` with its `facts` (worker side); queue the machine facts when asked
+    (built with the pass `configs` TileLang's CUDA build reads, taken at the compile's codegen)."""
     try:
         read = _reader(store)
         facts = collect.compute(manifest, read, store.run_dir)
@@ -70,17 +77,24 @@ def with_facts(manifest: RunManifest, store: RunStore, want_ptxas: bool, warn: W
         if DEVICE in chosen and CODEGEN_INPUT in facts["texts"]:
             rec, side = chosen[DEVICE]
             arch = facts["values"].get("arch")
-            late_worker().submit(lambda: _machine(out, store, read(rec, side), arch, warn))
+            late_worker().submit(lambda: _machine(out, store, read(rec, side), arch, warn, configs))
     return out
 
 
-def _machine(manifest: RunManifest, store: RunStore, source: str | None, arch: Any, warn: Warn) -> None:
+def _machine(
+    manifest: RunManifest,
+    store: RunStore,
+    source: str | None,
+    arch: Any,
+    warn: Warn,
+    configs: dict[str, Any] | None = None,
+) -> None:
     """Build the device source with ptxas's report and rewrite the manifest with the machine facts."""
     if source is None:
         return
     facts = dict(manifest.facts or {})
     try:
-        report = ptxas.machine_facts(source, arch if isinstance(arch, str) else None)
+        report = ptxas.machine_facts(source, arch if isinstance(arch, str) else None, configs=configs)
     except ptxas.Unavailable as exc:
         _once("ptxas-unavailable", warn, f"--ptxas: {exc}; no machine facts")
         facts["machine"] = {"unavailable": str(exc)}
@@ -107,6 +121,14 @@ class FactsRecorder(Recorder):
         self.want_ptxas = want_ptxas
         self.store: RunStore | None = None
         self.facts: dict[str, Any] | None = None
+        self.configs: dict[str, Any] | None = None  # the build's pass configs (--ptxas only)
+
+    def codegen(self, event: Any, call: Any) -> Any:
+        # Compiling thread, --ptxas only: a few reads of the PassContext the compile runs under,
+        # so that the nvcc build on the worker uses the flags TileLang's build would.
+        if self.want_ptxas and self.configs is None and event.role != "host":
+            self.configs = ptxas.configs_now()
+        return None
 
     def attach(self, store: Any) -> None:
         self.store = store
@@ -114,7 +136,7 @@ class FactsRecorder(Recorder):
     def ended(self, manifest: RunManifest) -> None:
         if self.store is None:
             return
-        self.facts = with_facts(manifest, self.store, self.want_ptxas, self.warn).facts
+        self.facts = with_facts(manifest, self.store, self.want_ptxas, self.warn, self.configs).facts
 
     def value(self) -> Any:
         return self.facts

@@ -76,6 +76,23 @@ class RunDiff:
         """The first row (in pipeline order) that is not SAME."""
         return next((p for p in self.pairs if p.status != SAME), None)
 
+    @property
+    def changed_in_kind(self) -> tuple[PassPair, ...]:
+        """The rows whose pass did a different kind of work: ran on one side only, changed the IR
+        on one side and not the other (or failed on one), or made a different output of the same input.
+
+        After a change to the kernel every pass sees a different input; these are the passes
+        whose *work* differs, which is what a reader wants first (not every `input differs` row).
+        """
+        return tuple(
+            p
+            for p in self.pairs
+            if p.status in (ONLY_A, ONLY_B, OUTPUT_DIFFERS)
+            or (
+                p.status == INPUT_DIFFERS and p.a is not None and p.b is not None and p.a.status != p.b.status
+            )
+        )
+
     def to_json(self) -> dict[str, Any]:
         def ref(p: PassPair | None) -> dict[str, Any] | None:
             return p.to_json() if p is not None else None
@@ -90,6 +107,7 @@ class RunDiff:
             "first_output_change": ref(self.first_output_change),
             "first_difference": ref(self.first_difference),
             "codegen": dict(self.codegen),
+            "changed_in_kind": [p.to_json() for p in self.changed_in_kind],
             "passes": [p.to_json() for p in self.pairs],
         }
 

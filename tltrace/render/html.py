@@ -41,6 +41,7 @@ from typing import IO, Any
 from .._atomic import atomic_write
 from ..config import Settings
 from ..diff import line_changes
+from ..errors import RecordsError
 from ..format.layout import text_hash
 from ..format.records import CHANGED, FAILED, PassRecord, RunManifest
 from ..session.events import Event, InvocationFinished, Notice, PassRecorded, RunFinished, RunStarted
@@ -55,6 +56,8 @@ from .index import (
     _row_of_run,
     _window,
     append_index,
+    earlier_chunk,
+    earlier_runs,
     index_invocation,
     index_meta,
     index_row,
@@ -374,6 +377,22 @@ class HtmlReportListener:
             rows = (
                 index_rows(path) if state is not None and index_invocation(path) == state.invocation else []
             )
+        from ..history.runs import load_manifest
+
+        # Every compile report: the earlier invocations of its script ("Compare with…"), read once.
+        earlier: list[tuple[str, str | None, str]] | None = None
+        for d in run_dirs:
+            try:
+                m = load_manifest(d)
+                if earlier is None and m.invocation:
+                    earlier = earlier_runs(script_dir, m.invocation, min(x.name for x in run_dirs))
+                more = earlier_chunk(d, m, earlier or [])
+            except (OSError, RecordsError):
+                more = None
+            if more is not None:
+                with open(d / REPORT_NAME, "ab") as fh:
+                    fh.write(more)
+                self.bytes_written += len(more)
         position = {r["run_id"]: i for i, r in enumerate(rows)}
         mine = [d for d in run_dirs if d.name in position]
         if len(rows) < 2 or not mine:
@@ -456,6 +475,10 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
             rows = [_row_of_run(r) for r in sibs[0].runs]
             at = next((i for i, r in enumerate(rows) if r["run_id"] == run_dir.name), 0)
             parts.append(sibling_chunk(_window(rows, at, SWITCHER_SIZE)))
+    if in_place:
+        more = earlier_chunk(run_dir, manifest)
+        if more is not None:
+            parts.append(more)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(out, [report_head(), *parts])
     return out

@@ -13,6 +13,7 @@ import fcntl  # tltrace is POSIX-only (_atomic.py locks the same way)
 import json
 import os
 import shlex
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,6 +219,59 @@ def sibling_chunk(rows: list[dict[str, Any]]) -> bytes:
         if isinstance(r.get("run_id"), str)
     ]
     return chunk({"t": "sibs", "runs": sibs})
+
+
+EARLIER_RUNS = 40  # run directories read (newest first) for a report's earlier invocations
+EARLIER_SIZE = 12  # compiles offered
+
+
+def earlier_runs(script_dir: Path, invocation: str, before: str) -> list[tuple[str, str | None, str]]:
+    """Return (run_id, kernel, label) of the compiles of other invocations among the EARLIER_RUNS
+    run directories named before `before` that have a report, newest first.
+
+    Read once per invocation's close (`earlier_chunk` then filters by kernel), so an
+    invocation of many compiles reads at most EARLIER_RUNS manifests, not that many each.
+    """
+    from ..history.loading import load_manifest, run_dirs
+
+    earlier = [d for d in run_dirs(Path(script_dir)) if d.name < before]
+    out: list[tuple[str, str | None, str]] = []
+    for d in reversed(earlier[-EARLIER_RUNS:]):
+        if not (d / REPORT_NAME).is_file():  # a terminal-mode run: no report to load in the frame
+            continue
+        try:
+            m = load_manifest(d)
+        except RecordsError:
+            continue
+        if m.invocation == invocation:
+            continue
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.started)) if m.started else "?"
+        state = "" if m.status in (None, "complete") else f" ({m.status})"
+        out.append((d.name, m.kernel, f"{when} {m.signature or m.kernel or d.name}{state}"))
+    return out
+
+
+def earlier_chunk(
+    run_dir: Path, manifest: RunManifest | None = None, rows: list[tuple[str, str | None, str]] | None = None
+) -> bytes | None:
+    """Return the chunk that offers a compile report the earlier invocations of its script
+    (`{"t":"earlier","runs":[[run_id, "started signature (status)"], ...]}`, newest first), or None.
+
+    "Compare with…" then reaches a compile of the same kernel before an edit (block-k 16
+    against 8), not only this invocation's compiles: at most EARLIER_SIZE of the `rows` of
+    `earlier_runs` (read here when not given).
+    """
+    from ..history.loading import load_manifest
+
+    run_dir = Path(run_dir)
+    if manifest is None:
+        manifest = load_manifest(run_dir)
+    if not manifest.invocation:
+        return None
+    if rows is None:
+        rows = earlier_runs(run_dir.parent.parent, manifest.invocation, run_dir.name)
+    out = [[r, label] for r, kernel, label in rows if not manifest.kernel or kernel == manifest.kernel]
+    return chunk({"t": "earlier", "runs": out[:EARLIER_SIZE]}) if out else None
 
 
 def _row_of_run(run: Any) -> dict[str, Any]:

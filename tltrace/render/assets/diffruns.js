@@ -50,8 +50,19 @@
   say("first pass whose output differs", data.first_output_change);
   say("first pass whose input matched but output differs", data.first_output_divergence);
   say("first pass whose input differs", data.first_input_divergence);
+  // The facts that changed (docs/facts.md), as the terminal names them.
+  if (Array.isArray(data.facts) && data.facts.length) {
+    firsts.appendChild(el("li", { "class": "facts" }, "facts: " + data.facts.map(function (c) {
+      return c.name + " " + String(c.a) + " \u2192 " + String(c.b);
+    }).join(", ")));
+  }
+  // Each codegen role links to its diff below (a real diff under "codegen device: differs").
+  var cgDiffs = data.diffs.filter(function (d) { return d.codegen; });
   Object.keys(data.codegen || {}).forEach(function (role) {
-    firsts.appendChild(el("li", {}, "codegen " + role + ": " + data.codegen[role]));
+    var li = el("li", {}, "codegen " + role + ": " + data.codegen[role]);
+    var d = cgDiffs.filter(function (x) { return x.label.split("/").pop().replace(/^codegen_/, "") === role; })[0];
+    if (d) { li.appendChild(el("span", {}, "  ")); li.appendChild(el("a", { href: "#" + anchor(d) }, "see the diff")); }
+    firsts.appendChild(li);
   });
 
   // Two compiles of different inputs (two sizes): every pass's input differs, which says nothing.
@@ -91,13 +102,22 @@
 
   var diffs = document.getElementById("diffs");
   if (!data.diffs.length) diffs.appendChild(el("p", { "class": "dim" }, "No pass differs."));
-  data.diffs.forEach(function (d) {
+  data.diffs.forEach(function (d, i) {
     var det = el("details", { id: anchor(d) });
     if (d.open) det.open = true;
     var sum = el("summary");
     sum.appendChild(el("strong", {}, d.label));
     sum.appendChild(el("span", { "class": statusClass(d.status) }, "  " + d.status));
     if (d.note) sum.appendChild(el("span", { "class": "dim" }, "  " + d.note));
+    // Step pass by pass: the previous and next differing pass, opened and scrolled to.
+    [["\u2190 previous", i - 1], ["next \u2192", i + 1]].forEach(function (x) {
+      var to = data.diffs[x[1]];
+      if (!to) return;
+      var a = el("a", { href: "#" + anchor(to), "class": "tl-step" }, x[0]);
+      a.addEventListener("click", function () { var t = document.getElementById(anchor(to)); if (t) t.open = true; });
+      sum.appendChild(el("span", {}, "  "));
+      sum.appendChild(a);
+    });
     det.appendChild(sum);
     var pre = el("pre", { "class": "diff" });
     // Each line comes as [kind, text] from the diff engine; a bare string is an old-style line.

@@ -1,13 +1,19 @@
-/* tltrace compile report: compare a pass with the same pass of a sibling compile (window.TLCompare).
+/* tltrace compile report: compare a pass with the same pass of another compile (window.TLCompare):
+ * a sibling of this invocation, or a compile of an earlier invocation of the script ({"t":"earlier"}).
  *
- * file:// pages cannot read each other, so the sibling's report is loaded in a hidden sandboxed
+ * file:// pages cannot read each other, so the other report is loaded in a hidden sandboxed
  * frame ("#tl-embed"); it answers a pass reference (TLCore.refOf: name, name#k) with that pass's
- * output text by postMessage. Only the frame we made is listened to, and a framed report
- * answers only its parent. The page's CSP allows frames of local files (frame-src file:).
+ * output text, and "list" with every pass's reference and output hash and its facts, by
+ * postMessage. Only the frame we made is listened to, and a framed report answers
+ * only its parent. The page's CSP allows frames of local files (frame-src file:).
  *
- * create(ctx) -> {start(runId, label), stop(), onPass(), listen()}; ctx gives the report's
- * state: recs(), meta(), selected(), refOf(pos), textOf(hash), view(), embedded, and
- * diffTable(A, B) -> {same, table} for the side-by-side view.
+ * The comparison is drawn at the top of the pass view and scrolled into view; it names the
+ * facts that changed (`wgmma 1 → 0`), how many passes' outputs differ, and
+ * steps from one differing pass to the next (codegen included). The select keeps its choice.
+ *
+ * create(ctx) -> {picker(sibs, runId), start(runId, label), stop(), onPass(), listen()}; ctx
+ * gives the report's state: recs(), meta(), earlier(), selected(), select(pos), refOf(pos),
+ * textOf(hash), view(), embedded, and diffTable(A, B) -> {same, table}.
  * @requires core.js
  */
 (function (root) {
@@ -20,31 +26,75 @@
     var t = ctx.textOf(r.after_hash);
     return t !== undefined ? t : ctx.textOf(r.before_hash);  // a failed pass: the IR it was given
   }
+  function hashOf(r) { return r ? (r.after_hash || r.before_hash || null) : null; }
+  function isCodegen(r) { return !!r && (r.status === "codegen" || r.phase === "codegen"); }
+  function show(v) { return typeof v === "boolean" ? (v ? "true" : "false") : String(v); }
+  // The facts known on both sides that differ, in this report's order: ["wgmma 1 \u2192 0", ...].
+  function factChanges(a, b) {
+    if (!a || !b || typeof a !== "object" || typeof b !== "object") return [];
+    return Object.keys(a).filter(function (k) {
+      return Object.prototype.hasOwnProperty.call(b, k) && a[k] !== null && b[k] !== null && show(a[k]) !== show(b[k]);
+    }).map(function (k) { return k + " " + show(a[k]) + " \u2192 " + show(b[k]); });
+  }
 
   function create(ctx) {
-    var cur = null;  // {runId, label, frame, ready, asked}
+    var cur = null;  // {runId, label, frame, ready, asked, list, facts, signature}
+    var pickEl = null;
 
+    function picker(sibs, runId) {
+      var mine = (sibs || []).filter(function (x) { return String(x[0]) !== runId; });
+      var earlier = (ctx.earlier() || []).filter(function (x) { return C.safeId(String(x[0])); });
+      if (!mine.length && !earlier.length) return null;
+      var pick = C.el("select", "tl-compare-pick");
+      pick.title = "Compare this pass with the same pass of another compile";
+      var none = C.el("option", null, "compare with\u2026");
+      none.value = "";
+      pick.appendChild(none);
+      [["this invocation", mine], ["earlier invocations", earlier]].forEach(function (x) {
+        var g = C.el("optgroup");
+        g.label = x[0];
+        x[1].forEach(function (y) {  // [run id, label]
+          var o = C.el("option", null, String(y[1]));
+          o.value = String(y[0]);
+          g.appendChild(o);
+        });
+        if (x[1].length) pick.appendChild(g);
+      });
+      pick.addEventListener("change", function () {
+        if (!pick.value) { stop(); return; }
+        start(pick.value, pick.options[pick.selectedIndex].text);
+      });
+      pickEl = pick;
+      return pick;
+    }
+    function place(box) {
+      var old = root.document.getElementById("tl-compare");
+      if (old) old.parentNode.removeChild(old);
+      var view = ctx.view();
+      view.insertBefore(box, view.firstChild);  // where the reader is looking: the top of the pass
+      if (box.scrollIntoView) box.scrollIntoView({ block: "start" });
+    }
     function start(runId, label) {
-      stop();
+      stop(true);
       if (!runId || !C.safeId(runId)) return;
       var frame = C.el("iframe", "tl-cmp-frame");
       frame.hidden = true;
       frame.setAttribute("sandbox", "allow-scripts");
       frame.src = "../" + runId + "/report.html#tl-embed";
-      cur = { runId: runId, label: label, frame: frame, ready: false, asked: null };
+      cur = { label: label, frame: frame, ready: false, asked: null, list: null, facts: null };
       root.document.body.appendChild(frame);
       var box = C.el("div", "tl-compare");
       box.id = "tl-compare";
       box.appendChild(C.el("p", "tl-empty", "Loading " + label + "\u2026"));
-      ctx.view().appendChild(box);
+      place(box);
     }
-    function stop() {
+    // keepPick: a new choice replaces the old one; the select shows it (it does not spring back).
+    function stop(keepPick) {
       if (cur && cur.frame.parentNode) cur.frame.parentNode.removeChild(cur.frame);
       cur = null;
       var box = root.document.getElementById("tl-compare");
       if (box) box.parentNode.removeChild(box);
-      var pick = root.document.querySelector(".tl-compare-pick");
-      if (pick) pick.value = "";
+      if (pickEl && keepPick !== true) pickEl.value = "";
     }
     function onPass() {
       if (!cur || !cur.ready || ctx.selected() < 0) return;
@@ -60,18 +110,50 @@
         text: text === undefined ? null : text, signature: meta.signature || meta.kernel || ""
       }, "*");
     }
-    function show(d) {
-      var old = root.document.getElementById("tl-compare");
-      if (old) old.parentNode.removeChild(old);
+    function answerList() {
+      root.parent.postMessage({
+        tltrace: "list", facts: ctx.meta().facts || null,
+        recs: ctx.recs().map(function (r, pos) { return [ctx.refOf(pos), hashOf(r)]; })
+      }, "*");
+    }
+    // Positions of this report's passes whose output differs from the other compile's (or that it lacks).
+    function differing() {
+      if (!cur || !cur.list) return [];
+      var theirs = new Map(cur.list), out = [];
+      ctx.recs().forEach(function (r, pos) { if (theirs.get(ctx.refOf(pos)) !== hashOf(r)) out.push(pos); });
+      return out;
+    }
+    function summary() {
+      var box = C.el("div", "tl-compare-summary");
+      if (!cur.list) return box;
+      var facts = factChanges(ctx.meta().facts, cur.facts);
+      box.appendChild(C.el("div", "tl-compare-facts", "facts: " + (facts.join(", ") || "no change known")));
+      var diff = differing(), recs = ctx.recs(), at = ctx.selected();
+      var step = C.el("div", "tl-compare-step", diff.length + " of " + recs.length + " passes' outputs differ ");
+      var prev = diff.filter(function (p) { return p < at; }).pop();
+      var next = diff.filter(function (p) { return p > at; })[0];
+      var cg = diff.filter(function (p) { return isCodegen(recs[p]); })[0];
+      [["\u2190 previous differing", prev, "tl-compare-prev"], ["next differing \u2192", next, "tl-compare-next"],
+        ["codegen", cg, "tl-compare-codegen"]].forEach(function (x) {
+        var b = C.button(x[0], x[0], function () { ctx.select(x[1]); });
+        b.className = x[2];
+        b.disabled = x[1] === undefined || x[1] === at;
+        step.appendChild(b);
+      });
+      box.appendChild(step);
+      return box;
+    }
+    function draw(d) {
       var pos = ctx.selected(), r = ctx.recs()[pos];
       var box = C.el("div", "tl-compare");
       box.id = "tl-compare";
       var head = C.el("div", "tl-compare-head");
       head.appendChild(C.el("b", null, "Output of " + ctx.refOf(pos) + ": this compile (left) vs " + cur.label + " (right)"));
-      var btn = C.button("Stop comparing", "Close the comparison", stop);
+      var btn = C.button("Stop comparing", "Close the comparison", function () { stop(); });
       btn.className = "tl-compare-stop";
       head.appendChild(btn);
       box.appendChild(head);
+      box.appendChild(summary());
       var mine = output(ctx, r);
       if (!d.found || typeof d.text !== "string" || mine === undefined) {
         box.appendChild(C.el("p", "tl-empty", d.found ? "The text is not in one of the reports." :
@@ -81,22 +163,32 @@
         if (got.same) box.appendChild(C.el("p", "tl-notice", "The outputs are identical."));
         box.appendChild(got.table);
       }
-      ctx.view().appendChild(box);
+      place(box);
     }
     function onMessage(ev) {
       var d = ev.data;
       if (!d || typeof d !== "object" || typeof d.tltrace !== "string") return;
-      if (ctx.embedded && ev.source === root.parent && d.tltrace === "get") { answer(String(d.ref)); return; }
+      if (ctx.embedded && ev.source === root.parent) {
+        if (d.tltrace === "get") answer(String(d.ref));
+        else if (d.tltrace === "list") answerList();
+        return;
+      }
       if (!cur || ev.source !== cur.frame.contentWindow) return;
-      if (d.tltrace === "ready") { cur.ready = true; onPass(); }
-      else if (d.tltrace === "pass" && d.ref === cur.asked) show(d);
+      if (d.tltrace === "ready") {
+        cur.ready = true;
+        cur.frame.contentWindow.postMessage({ tltrace: "list" }, "*");
+      } else if (d.tltrace === "list") {
+        cur.list = Array.isArray(d.recs) ? d.recs : [];
+        cur.facts = d.facts && typeof d.facts === "object" ? d.facts : null;
+        onPass();
+      } else if (d.tltrace === "pass" && d.ref === cur.asked) draw(d);
     }
     function listen() {
       root.addEventListener("message", onMessage);
       if (ctx.embedded) root.parent.postMessage({ tltrace: "ready" }, "*");  // a sibling asks for our passes
     }
-    return { start: start, stop: stop, onPass: onPass, listen: listen };
+    return { picker: picker, start: start, stop: stop, onPass: onPass, listen: listen };
   }
 
-  root.TLCompare = { create: create };
+  root.TLCompare = { create: create, factChanges: factChanges };
 })(window);

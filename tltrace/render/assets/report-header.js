@@ -103,21 +103,11 @@
         location.href = "../" + sel.value + "/report.html" + (S.sel >= 0 ? "#" + encodeURIComponent(R.fragmentOf(S.sel)) : "");
       });
       nav.appendChild(sel);
-      // Compare: the same pass of a sibling compile, side by side with this one's.
-      var pick = C.el("select", "tl-compare-pick");
-      pick.title = "Compare this pass with the same pass of another compile of this invocation";
-      var none = C.el("option", null, "compare with\u2026");
-      none.value = "";
-      pick.appendChild(none);
-      sibs.forEach(function (x) {
-        if (String(x[0]) === runId) return;
-        var o = C.el("option", null, String(x[1]));
-        o.value = String(x[0]);
-        pick.appendChild(o);
-      });
-      pick.addEventListener("change", function () { R.cmp.start(pick.value, pick.options[pick.selectedIndex].text); });
-      nav.appendChild(pick);
     }
+    // Compare: the same pass of a sibling compile, or of an earlier invocation of the script
+    // (report-compare.js: the choice stays in the select until "Stop comparing").
+    var pick = R.cmp.picker(sibs, runId);
+    if (pick) nav.appendChild(pick);
     document.querySelector(".tl-title").appendChild(nav);
   }
   function firstFailed() { return window.TLReportLogic.firstFailed(S.recs); }

@@ -43,6 +43,8 @@
         else S.bad++;
       } else if (d.t === "sibs") {
         if (Array.isArray(d.runs)) S.sibs = d.runs;  // the invocation's compiles (for the switcher)
+      } else if (d.t === "earlier") {
+        if (Array.isArray(d.runs)) S.earlier = d.runs;  // the script's earlier invocations ("compare with")
       } else if (d.t === "rec") {
         if (typeof d.index !== "number") { S.bad++; return; }
         d.name = String(d.name); d.phase = String(d.phase || "unscoped"); d.status = String(d.status || "noop");
