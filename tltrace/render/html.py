@@ -70,6 +70,7 @@ from .pages import (
     _page_head,
     chunk,
     index_head,
+    late_script,
     meta_of,
     record_chunk,
     report_head,
@@ -301,6 +302,7 @@ class HtmlReportListener:
                         parts.append(record_chunk(rec))
             parts.extend(edit_chunks(Path(event.run_dir), event.manifest, rep.seen))
             parts.append(rep.meta_if_changed(event.manifest))
+            parts.append(late_script("profile.js"))  # the compile has ended: its profile (pages.LATE_SCRIPTS)
             data = b"".join(parts)
             rep.append(data)
             with self._count_lock:
@@ -479,6 +481,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
         more = earlier_chunk(run_dir, manifest)
         if more is not None:
             parts.append(more)
+    parts.append(late_script("profile.js"))  # the records are all there is: the profile (pages.LATE_SCRIPTS)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(out, [report_head(), *parts])
     return out

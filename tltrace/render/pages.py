@@ -150,8 +150,37 @@ def _sha256_b64(text: str) -> str:
     return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
 
-def _page_head(template: str, css_names: tuple[str, ...], entries: tuple[str, ...]) -> bytes:
-    """Return a page's head: `template` with its CSS and the scripts `entries` start, in order (render/bundle.py)."""
+# Scripts a compile report carries only where its data needs them: each is its own <script>
+# element among the data chunks (`late_script`), allowed by its hash in the head's CSP, and
+# registers itself on `window` for report.js to find at start (docs/report.md). The profile
+# goes in when the compile has ended (a profile of a compile that is still running would be
+# wrong), so the head that every report starts with does not carry it.
+LATE_SCRIPTS = ("profile.js",)
+
+
+def _late_js(name: str) -> str:
+    if name not in LATE_SCRIPTS:
+        raise KeyError(name)
+    key = "late:" + name
+    if key not in _HEAD_CACHE:
+        js = minify_js(asset_text(name))
+        if re.search(r"</(script|style)|<!--", js, re.I):
+            raise RuntimeError("report assets must not contain </script, </style or <!--")
+        _HEAD_CACHE[key] = js.encode("utf-8")
+    return _HEAD_CACHE[key].decode("utf-8")
+
+
+def late_script(name: str) -> bytes:
+    """Return one of LATE_SCRIPTS as the <script> element a report appends among its data chunks."""
+    return b"<script>" + _late_js(name).encode("utf-8") + b"</script>\n"
+
+
+def _page_head(
+    template: str, css_names: tuple[str, ...], entries: tuple[str, ...], late: tuple[str, ...] = ()
+) -> bytes:
+    """Return a page's head: `template` with its CSS and the scripts `entries` start, in order (render/bundle.py).
+
+    `late`: scripts the page may append later (`late_script`); the CSP allows them by hash."""
     # The skeleton's indentation goes: a line break alone separates as the blanks after it did
     # (the skeletons have no <pre> or <textarea>, where blanks would count).
     page = re.sub(r"\n[ \t]+", "\n", asset_text(template))
@@ -163,7 +192,7 @@ def _page_head(template: str, css_names: tuple[str, ...], entries: tuple[str, ..
             raise RuntimeError("report assets must not contain </script, </style or <!--")
     # The page runs only its own script: CSP names it by hash, so even markup smuggled into
     # the data (it cannot be: see safejson.script_json) could not run an inline handler.
-    csp = f"'sha256-{_sha256_b64(js)}'"
+    csp = " ".join(f"'sha256-{_sha256_b64(t)}'" for t in (js, *(_late_js(n) for n in late)))
     page = page.replace("script-src 'unsafe-inline'", f"script-src {csp}", 1)
     page = page.replace("style-src 'unsafe-inline'", f"style-src 'sha256-{_sha256_b64(css)}'", 1)
     page = page.replace("/*TLTRACE_CSS*/", css, 1).replace("/*TLTRACE_JS*/", js, 1)
@@ -173,9 +202,13 @@ def _page_head(template: str, css_names: tuple[str, ...], entries: tuple[str, ..
 def report_head() -> bytes:
     """Return a compile report's fixed head: skeleton, CSS and JS, ending where the data chunks start."""
     if "report" not in _HEAD_CACHE:
-        # report.js starts the page; its @requires bring the rest (diff engine, views, profile, source maps).
+        # report.js starts the page; its @requires bring the rest (diff engine, views, source maps);
+        # the profile comes with the compile's end (LATE_SCRIPTS).
         _HEAD_CACHE["report"] = _page_head(
-            "report.html", ("palette.css", "report.css", "profile.css", "sourcemap.css"), ("report.js",)
+            "report.html",
+            ("palette.css", "report.css", "profile.css", "sourcemap.css"),
+            ("report.js",),
+            LATE_SCRIPTS,
         )
     return _HEAD_CACHE["report"]
 
