@@ -214,6 +214,9 @@ class RunManifest:
     # What the compiler made of the kernel (docs/facts.md): {version, values, texts[, machine]},
     # computed by the printing worker when the run ends; None for runs recorded before facts.
     facts: dict[str, Any] | None = None
+    # Each block's layout map where a pass fixed or changed it, and a failure's buffers
+    # (docs/layouts.md), by the layouts recorder; None when the compile has no layouts.
+    layouts: dict[str, Any] | None = None
     records: tuple[PassRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
@@ -293,6 +296,6 @@ _MANIFEST_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
             "thread",
         )
     },
-    **{k: ((dict,), True) for k in ("launch", "params", "writer", "repro", "facts")},
+    **{k: ((dict,), True) for k in ("launch", "params", "writer", "repro", "facts", "layouts")},
     "thread_id": (_INT, True),
 }
