@@ -173,3 +173,53 @@ def leads(entry: dict[str, Any]) -> list[tuple[int, ...]]:
     """Return every value of the leading indices (the dims before the last two)."""
     shape = entry["input_shape"]
     return list(itertools.product(*(range(d) for d in shape[:-2]))) if len(shape) > 2 else [()]
+
+
+def final(layouts: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Return the layouts as the compile left them: each buffer's last recorded layout, with
+    `record` and `pass` (where it was fixed or last changed); the failure's when inference failed."""
+    if not isinstance(layouts, dict):
+        return []
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for snap in layouts.get("snapshots") or []:
+        for f in snap.get("funcs") or []:
+            for e in f.get("layouts") or []:
+                key = (f.get("func", ""), e.get("buffer", ""))
+                prev = out.get(key)
+                if prev is not None and _same_layout(prev, e):
+                    continue
+                out[key] = {**e, "func": f.get("func"), "record": snap.get("record"), "pass": snap.get("pass")}
+    failed = layouts.get("failed")
+    if isinstance(failed, dict):
+        for f in failed.get("funcs") or []:
+            for e in f.get("layouts") or []:
+                key = (f.get("func", ""), e.get("buffer", ""))
+                out.setdefault(key, {**e, "func": f.get("func"), "record": None, "pass": "fixed before the failure"})
+    return list(out.values())
+
+
+def _same_layout(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    from .capture import LAYOUT_KEYS
+
+    return all(a.get(k) == b.get(k) for k in LAYOUT_KEYS)
+
+
+def find(layouts: dict[str, Any] | None, buffer: str) -> dict[str, Any] | None:
+    """Return the final layout of the buffer named `buffer` (the last function's, when several have one)."""
+    hits = [e for e in final(layouts) if e.get("buffer") == buffer]
+    return hits[-1] if hits else None
+
+
+def changed(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Return the buffers whose final layout differs between two compiles' `layouts`:
+    [{"buffer", "func", "change": "changed"|"added"|"removed", "a", "b"}] (a, b: the entries)."""
+    fa = {(e.get("func"), e.get("buffer")): e for e in final(a)}
+    fb = {(e.get("func"), e.get("buffer")): e for e in final(b)}
+    out = []
+    for key in sorted(set(fa) | set(fb), key=lambda k: (str(k[0]), str(k[1]))):
+        ea, eb = fa.get(key), fb.get(key)
+        if ea is not None and eb is not None and _same_layout(ea, eb):
+            continue
+        change = "changed" if ea is not None and eb is not None else ("added" if ea is None else "removed")
+        out.append({"buffer": key[1], "func": key[0], "change": change, "a": ea, "b": eb})
+    return out
