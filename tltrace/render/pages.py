@@ -79,9 +79,27 @@ def meta_of(manifest: RunManifest, run_dir: Path | None = None) -> dict[str, Any
     values = manifest.facts.get("values") if isinstance(manifest.facts, dict) else None
     if isinstance(values, dict):  # the report's Facts strip (docs/facts.md), known values only
         out["facts"] = {k: v for k, v in values.items() if v is not None}
+    if isinstance(manifest.layouts, dict):  # the Layouts view (layouts.js; docs/layouts.md)
+        out["layouts"] = layouts_meta(manifest.layouts)
     if manifest.invocation:
         # The compile's way back: the script's index (two levels up) and, once known, its siblings.
         out["index"] = "../../" + REPORT_NAME
+    return out
+
+
+def layouts_meta(layouts: dict[str, Any]) -> dict[str, Any]:
+    """Return what the Layouts view draws: each buffer's final layout, and a failure's buffers."""
+    from ..layouts import model
+
+    out: dict[str, Any] = {"final": model.final(layouts)}
+    failed = layouts.get("failed")
+    if isinstance(failed, dict):
+        out["failed"] = {
+            "record": failed.get("record"),
+            "pass": failed.get("pass"),
+            "named": failed.get("named") or [],
+            "buffers": [b for f in failed.get("funcs") or [] for b in f.get("buffers") or []],
+        }
     return out
 
 
@@ -151,7 +169,7 @@ def report_head() -> bytes:
     if "report" not in _HEAD_CACHE:
         # report.js starts the page; its @requires bring the rest (diff engine, views, profile, source maps).
         _HEAD_CACHE["report"] = _page_head(
-            "report.html", ("palette.css", "report.css", "profile.css", "sourcemap.css"), ("report.js",)
+            "report.html", ("palette.css", "report.css", "profile.css", "sourcemap.css", "layouts.css"), ("report.js",)
         )
     return _HEAD_CACHE["report"]
 

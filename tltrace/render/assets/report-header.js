@@ -45,6 +45,7 @@
     else if (m.command && m.command.length) item("command", m.command.join(" "), true);
     buildNav();
     buildFacts();
+    if (window.TLLayouts) window.TLLayouts.mount(S.meta);  // layouts.js: the Layouts button
   }
   // ---- the Facts strip: what the compiler made of the kernel (docs/facts.md; meta.facts) ----------
   var FACTS = [
