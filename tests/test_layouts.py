@@ -135,6 +135,11 @@ def _tilelang_layouts(work: Path, arch: str) -> dict[str, Any]:
     return found
 
 
+def _int(x: Any) -> int:
+    """An int of what map_forward_thread gives (a PrimExpr, or an Array of one)."""
+    return int(x[0]) if hasattr(x, "__len__") else int(x)
+
+
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
 def test_elements_agree_with_tilelang(work: Path, arch: str) -> None:
     rec = {e["buffer"]: e for e in model.final(_layouts(work, f"gemm_{arch}_128"))}
@@ -157,10 +162,8 @@ def test_elements_agree_with_tilelang(work: Path, arch: str) -> None:
             if entry["kind"] == "fragment":
                 assert got["register"] == lin, (name, idx)
                 reps = entry["replicate"] or 1
-                want_t = [
-                    int(lay.map_forward_thread(([r] if len(entry["vars"]) > len(shape) else []) + idx))
-                    for r in range(reps if len(entry["vars"]) > len(shape) else 1)
-                ]
+                rep = len(entry["vars"]) > len(shape)
+                want_t = [_int(lay.map_forward_thread(([r] if rep else []) + idx)) for r in range(reps if rep else 1)]
                 assert got["thread"] == want_t, (name, idx)
             else:
                 assert got["offset"] == lin, (name, idx)

@@ -430,6 +430,9 @@ def _write_diff_html(d, ra, rb, out: Path, context: int, force: bool = False) ->
             }
         )
     data["diffs"] = diffs
+    from ..layouts import model
+
+    data["layouts"] = model.changed(ra.manifest.layouts, rb.manifest.layouts)  # both sides' entries: both grids
     from .. import output_path
 
     page = diffruns.render(data).encode("utf-8", "surrogatepass")
