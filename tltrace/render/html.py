@@ -67,6 +67,7 @@ from .pages import (
     _page_head,
     chunk,
     index_head,
+    layouts_tag,
     meta_of,
     record_chunk,
     report_head,
@@ -88,6 +89,7 @@ __all__ = [
     "index_meta",
     "index_row",
     "index_rows",
+    "layouts_tag",
     "meta_of",
     "record_chunk",
     "report_head",
@@ -297,6 +299,8 @@ class HtmlReportListener:
                     if rec.index in rep.failed and rec.error != rep.failed[rec.index]:
                         parts.append(record_chunk(rec))
             parts.append(rep.meta_if_changed(event.manifest))
+            if event.manifest.layouts:
+                parts.append(layouts_tag())  # the Layouts view, after the meta that names them
             data = b"".join(parts)
             rep.append(data)
             with self._count_lock:
@@ -435,6 +439,8 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
             rows = [_row_of_run(r) for r in sibs[0].runs]
             at = next((i for i, r in enumerate(rows) if r["run_id"] == run_dir.name), 0)
             parts.append(sibling_chunk(_window(rows, at, SWITCHER_SIZE)))
+    if manifest.layouts:
+        parts.append(layouts_tag())  # the Layouts view's script: only reports with layouts carry it
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(out, [report_head(), *parts])
     return out

@@ -144,8 +144,20 @@ def _sha256_b64(text: str) -> str:
     return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
 
-def _page_head(template: str, css_names: tuple[str, ...], entries: tuple[str, ...]) -> bytes:
-    """Return a page's head: `template` with its CSS and the scripts `entries` start, in order (render/bundle.py)."""
+def lazy_js(entry: str, head_entries: tuple[str, ...]) -> str:
+    """Return the minified scripts `entry` needs beyond those of `head_entries` (a script a page
+    carries after its data, only when its data needs it: layouts.js)."""
+    have = set(script_order(head_entries))
+    return "".join(minify_js(asset_text(n)) for n in script_order([entry]) if n not in have)
+
+
+def _page_head(
+    template: str, css_names: tuple[str, ...], entries: tuple[str, ...], lazy: tuple[str, ...] = ()
+) -> bytes:
+    """Return a page's head: `template` with its CSS and the scripts `entries` start, in order (render/bundle.py).
+
+    `lazy`: scripts not in the head that the page may carry later (`lazy_tag`): their hashes join the CSP.
+    """
     # The skeleton's indentation goes: a line break alone separates as the blanks after it did
     # (the skeletons have no <pre> or <textarea>, where blanks would count).
     page = re.sub(r"\n[ \t]+", "\n", asset_text(template))
@@ -157,7 +169,7 @@ def _page_head(template: str, css_names: tuple[str, ...], entries: tuple[str, ..
             raise RuntimeError("report assets must not contain </script, </style or <!--")
     # The page runs only its own script: CSP names it by hash, so even markup smuggled into
     # the data (it cannot be: see safejson.script_json) could not run an inline handler.
-    csp = f"'sha256-{_sha256_b64(js)}'"
+    csp = " ".join(f"'sha256-{_sha256_b64(t)}'" for t in (js, *(lazy_js(n, entries) for n in lazy)))
     page = page.replace("script-src 'unsafe-inline'", f"script-src {csp}", 1)
     page = page.replace("style-src 'unsafe-inline'", f"style-src 'sha256-{_sha256_b64(css)}'", 1)
     page = page.replace("/*TLTRACE_CSS*/", css, 1).replace("/*TLTRACE_JS*/", js, 1)
@@ -169,9 +181,20 @@ def report_head() -> bytes:
     if "report" not in _HEAD_CACHE:
         # report.js starts the page; its @requires bring the rest (diff engine, views, profile, source maps).
         _HEAD_CACHE["report"] = _page_head(
-            "report.html", ("palette.css", "report.css", "profile.css", "sourcemap.css", "layouts.css"), ("report.js",)
+            "report.html",
+            ("palette.css", "report.css", "profile.css", "sourcemap.css", "layouts.css"),
+            ("report.js",),
+            lazy=("layouts.js",),
         )
     return _HEAD_CACHE["report"]
+
+
+def layouts_tag() -> bytes:
+    """Return the Layouts view's script (layouts.js and what it needs beyond the head), to append
+    after the data of a compile that has layouts: every other report goes without its 11 KB."""
+    if "layouts" not in _HEAD_CACHE:
+        _HEAD_CACHE["layouts"] = ("<script>" + lazy_js("layouts.js", ("report.js",)) + "</script>\n").encode("utf-8")
+    return _HEAD_CACHE["layouts"]
 
 
 def index_head() -> bytes:

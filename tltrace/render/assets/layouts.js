@@ -1,7 +1,8 @@
 /* tltrace layouts view: which thread and register hold each element of a fragment, and how a
  * shared buffer is swizzled (window.TLLayouts; docs/layouts.md).
  *
- * meta.layouts (render/pages.py) is {final: [entry], failed}: each buffer's layout as the compile
+ * A report carries this script after its data, only when its compile has layouts (render/pages.py
+ * layouts_tag; the head's CSP names its hash). meta.layouts (render/pages.py) is {final: [entry], failed}: each buffer's layout as the compile
  * left it. A "Layouts" button in the Facts strip opens a panel: pick a buffer; a fragment is
  * drawn coloured by thread, a shared layout by bank. The whole buffer is one canvas (drawn in
  * one pass, whatever its size) and the labelled cells are a window of it (WIN x WIN, moved by
@@ -253,4 +254,8 @@
   }
 
   root.TLLayouts = { mount: mount, grid: grid, panel: panel, describe: describe };
+  // A report carries this script after its data (render/pages.py layouts_tag): the header may be
+  // built already, so mount now too (report-header.js mounts when it builds the header later).
+  var R = root.TLReport;
+  if (R && R.S && R.S.meta) mount(R.S.meta);
 })(window);

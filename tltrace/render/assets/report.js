@@ -16,7 +16,7 @@
  * report-pass.js, report-sidebar.js, report-reload.js, report-header.js, report-nav.js.
  * Each part puts its functions on window.TLReport and calls the others' there; it reaches
  * another module through its one handle (R.S, C.el, V.fmtDuration), never a copied alias.
- * @requires core.js report-state.js report-logic.js report-table.js report-compare.js report-diffview.js report-pass.js report-sidebar.js report-reload.js report-header.js report-nav.js profile.js sourcemap.js layouts.js
+ * @requires core.js report-state.js report-logic.js report-table.js report-compare.js report-diffview.js report-pass.js report-sidebar.js report-reload.js report-header.js report-nav.js profile.js sourcemap.js
  */
 (function () {
   "use strict";
