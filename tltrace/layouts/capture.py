@@ -40,13 +40,47 @@ def _buffer_info(buf: Any) -> dict[str, Any]:
     return {"buffer": str(buf.name), "scope": _scope_of(buf), "dtype": str(buf.dtype), "shape": _ints(buf.shape)}
 
 
-def entry(key: Any, layout: Any, buffers: dict[Any, Any]) -> dict[str, Any]:
+class Seen:
+    """The layouts already read, by object (a layout map keeps its Layout objects from pass to
+    pass; printing an expression goes through the script printer, a millisecond each)."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[Any, dict[str, Any]]] = []
+        self._maps: list[tuple[Any, list[dict[str, Any]]]] = []  # layout maps keyed by buffers
+
+    def entries(self, lm: Any, allocs: dict[Any, Any]) -> list[dict[str, Any]]:
+        """Return a layout map's entries (one map is often on many blocks, and kept by many passes)."""
+        for obj, data in self._maps:
+            if obj.same_as(lm):
+                return data
+        data = [entry(key, layout, allocs, self) for key, layout in lm.items()]
+        if all(hasattr(key, "data") for key in lm.keys()):  # keyed by buffers: allocs play no part
+            self._maps.append((lm, data))
+        return data
+
+    def layout(self, layout: Any) -> dict[str, Any]:
+        for obj, data in self._items:
+            if obj.same_as(layout):
+                return data
+        data = layout_data(layout)
+        self._items.append((layout, data))
+        return data
+
+
+def entry(key: Any, layout: Any, buffers: dict[Any, Any], seen: Seen | None = None) -> dict[str, Any]:
     """Return one buffer's layout as data: `key` a buffer or its data var, `buffers` data var -> buffer."""
     buf = key if hasattr(key, "data") else buffers.get(key)
     if buf is not None:
         out = _buffer_info(buf)
     else:  # a data var whose buffer is allocated elsewhere
         out = {"buffer": str(getattr(key, "name", key)), "scope": _scope_of(key), "dtype": None, "shape": None}
+    out.update(seen.layout(layout) if seen is not None else layout_data(layout))
+    return out
+
+
+def layout_data(layout: Any) -> dict[str, Any]:
+    """Return a Layout's or Fragment's shapes, expressions, replicate count and thread range."""
+    out: dict[str, Any] = {}
     out["input_shape"] = _ints(layout.get_input_shape())
     out["output_shape"] = _ints(layout.get_output_shape())
     out["vars"] = [str(v) for v in layout.get_forward_vars()]
@@ -80,17 +114,37 @@ def same_layout(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return all(a.get(k) == b.get(k) for k in LAYOUT_KEYS)
 
 
+
+
 def _blocks(func: Any) -> list[Any]:
+    """Return the blocks of a PrimFunc, walking statements only (never expressions: a walk of
+    every node through the FFI costs 10 ms on a lowered gemm, this one a fraction of that)."""
     from tilelang import tvm
 
     tirx = tvm.tirx
+    seq, realize, block, branch = tirx.SeqStmt, tirx.SBlockRealize, tirx.SBlock, tirx.IfThenElse
     found: list[Any] = []
-
-    def visit(node: Any) -> None:
-        if isinstance(node, tirx.SBlock):
+    stack = [func.body]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        if isinstance(node, seq):
+            stack.extend(reversed(list(node.seq)))
+        elif isinstance(node, realize):
+            stack.append(node.block)
+        elif isinstance(node, block):
             found.append(node)
-
-    tirx.stmt_functor.post_order_visit(func.body, visit)
+            stack.append(node.body)
+            if node.init is not None:
+                stack.append(node.init)
+        elif isinstance(node, branch):
+            stack.append(node.else_case)
+            stack.append(node.then_case)
+        else:
+            body = getattr(node, "body", None)  # attr, let, for, while, assert, allocate, decl_buffer
+            if isinstance(body, tirx.Stmt):
+                stack.append(body)
     return found
 
 
@@ -105,7 +159,7 @@ def prim_funcs(functions: Any) -> list[tuple[str, Any]]:
     return out
 
 
-def func_layouts(name: str, func: Any, with_buffers: bool = False) -> dict[str, Any]:
+def func_layouts(name: str, func: Any, with_buffers: bool = False, seen: Seen | None = None) -> dict[str, Any]:
     """Return {"func", "layouts": [entry + block], "buffers": [...]} of one PrimFunc's blocks.
 
     `buffers` (with_buffers): every fragment and shared allocation of its blocks, laid out or not.
@@ -113,7 +167,6 @@ def func_layouts(name: str, func: Any, with_buffers: bool = False) -> dict[str, 
     layouts: list[dict[str, Any]] = []
     buffers: list[dict[str, Any]] = []
     for block in _blocks(func):
-        allocs = {b.data: b for b in block.alloc_buffers}
         if with_buffers:
             for b in block.alloc_buffers:
                 scope = _scope_of(b) or ""
@@ -122,8 +175,10 @@ def func_layouts(name: str, func: Any, with_buffers: bool = False) -> dict[str, 
         lm = block.annotations.get("layout_map") if "layout_map" in block.annotations else None
         if lm is None:
             continue
-        for key, layout in lm.items():
-            e = entry(key, layout, allocs)
+        allocs = {b.data: b for b in block.alloc_buffers}
+        found = seen.entries(lm, allocs) if seen is not None else [entry(k, v, allocs) for k, v in lm.items()]
+        for e in found:
+            e = dict(e)
             same = next((x for x in layouts if same_layout(x, e)), None)
             if same is not None:  # one map on several blocks (a root block and its copy)
                 same["blocks"].append(str(block.name_hint))

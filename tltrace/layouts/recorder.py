@@ -40,6 +40,8 @@ class LayoutsRecorder(Recorder):
         self.failed: dict[str, Any] | None = None
         self._last: list[dict[str, Any]] = []  # the funcs of the last snapshot
         self._prev: tuple[int, str] | None = None  # the record stored last: it made the next input
+        self._seen = capture.Seen()
+        self._marked = True  # whether the last top-level record's output text shows a layout_map
         self._errors: dict[int, str] = {}  # failed records' errors, by index
         self._cache: dict[str, tuple[Any, dict[str, Any]]] = {}  # func name -> (func, its layouts)
 
@@ -65,15 +67,15 @@ class LayoutsRecorder(Recorder):
             if hit is not None and hit[0].same_as(func):
                 f = hit[1]
             else:
-                f = capture.func_layouts(name, func)
+                f = capture.func_layouts(name, func, seen=self._seen)
                 self._cache[name] = (func, f)
             if f["layouts"]:
                 out.append(f)
         return out
 
     def _look(self, before: Side) -> None:
-        if before.head is None:
-            return
+        if before.head is None or not self._marked:
+            return  # its text (the last record's output) has no layout_map: nothing to walk
         funcs = self._funcs(before.head[1])  # the function map: no module is built
         if funcs and not _same(funcs, self._last):
             prev = self._prev
@@ -94,6 +96,7 @@ class LayoutsRecorder(Recorder):
     def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
         if not record.depth:
             self._prev = (record.index, record.name)
+            self._marked = "layout_map" in after
         if record.error:
             self._errors[record.index] = record.error
             f = self.failed
@@ -120,7 +123,7 @@ def _same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
     if [f["func"] for f in a] != [f["func"] for f in b]:
         return False
     for fa, fb in zip(a, b):
-        la, lb = fa["layouts"], fb["layouts"]
+        la, lb = (sorted(f["layouts"], key=lambda e: str(e.get("buffer"))) for f in (fa, fb))
         if len(la) != len(lb) or not all(capture.same_layout(x, y) for x, y in zip(la, lb)):
             return False
     return True

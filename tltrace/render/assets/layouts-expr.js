@@ -82,6 +82,25 @@
     return ((a % b) + b) % b;
   }
 
+  // A tree made a function of env (what `at` runs for every cell: no tree walk per element).
+  function fn(n) {
+    var k = n[0];
+    if (k === "n") { var v = n[1]; return function () { return v; }; }
+    if (k === "v") {
+      var name = n[1];
+      return function (env) {
+        if (!Object.prototype.hasOwnProperty.call(env, name)) throw new Error("unknown variable " + name);
+        return env[name];
+      };
+    }
+    var a = fn(n[1]), b = fn(n[2]);
+    if (k === "+") return function (env) { return a(env) + b(env); };
+    if (k === "-") return function (env) { return a(env) - b(env); };
+    if (k === "*") return function (env) { return a(env) * b(env); };
+    if (k === "//") return function (env) { return Math.floor(a(env) / b(env)); };
+    return function (env) { var y = b(env); return ((a(env) % y) + y) % y; };
+  }
+
   function dtypeBytes(dtype) {
     if (!dtype) return 4;
     if (BITS[dtype]) return BITS[dtype] / 8;
@@ -98,8 +117,8 @@
       names: entry.vars.slice(extra),
       rep: extra > 0 ? entry.vars[0] : null,
       reps: extra > 0 ? (entry.replicate || 1) : 1,
-      index: entry.index.map(parse),
-      thread: entry.kind === "fragment" ? parse(entry.thread) : null,
+      index: entry.index.map(function (t) { return fn(parse(t)); }),
+      thread: entry.kind === "fragment" ? fn(parse(entry.thread)) : null,
       width: dtypeBytes(entry.dtype)
     };
   }
@@ -114,12 +133,12 @@
   function at(c, idx) {
     var env = {}, e = c.entry;
     c.names.forEach(function (n, i) { env[n] = idx[i]; });
-    var lin = linear(c.index.map(function (x) { return evaluate(x, env); }), e.output_shape);
+    var lin = linear(c.index.map(function (f) { return f(env); }), e.output_shape);
     if (c.fragment) {
       var th = [];
       for (var r = 0; r < c.reps; r++) {
         if (c.rep) env[c.rep] = r;
-        th.push(evaluate(c.thread, env));
+        th.push(c.thread(env));
       }
       return { thread: th, register: lin };
     }
@@ -162,7 +181,7 @@
   }
 
   var api = {
-    tokens: tokens, parse: parse, evaluate: evaluate, dtypeBytes: dtypeBytes, compile: compile,
+    tokens: tokens, parse: parse, evaluate: evaluate, fn: fn, dtypeBytes: dtypeBytes, compile: compile,
     at: at, dims: dims, cellIndex: cellIndex, conflicts: conflicts, BANKS: BANKS
   };
   if (typeof module === "object" && module.exports) module.exports = api;

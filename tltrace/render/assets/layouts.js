@@ -20,6 +20,20 @@
 
   function hue(v) { return (v * 137.508) % 360; }  // neighbours far apart on the wheel
   function colour(v, dim) { return "hsl(" + hue(v) + "," + (dim ? "12%" : "62%") + "," + (dim ? "88%" : "62%") + ")"; }
+  // The same colour as [r, g, b] (the canvas is filled pixel by pixel), cached by value.
+  var RGB = {};
+  function rgb(v, dim) {
+    var key = v + (dim ? "d" : ""), got = RGB[key];
+    if (got) return got;
+    var h = hue(v) / 360, s = dim ? 0.12 : 0.62, l = dim ? 0.88 : 0.62;
+    var q = l < 0.5 ? l * (1 + s) : l + s - l * s, p = 2 * l - q;
+    function ch(t) {
+      t = t < 0 ? t + 1 : t > 1 ? t - 1 : t;
+      var x = t < 1 / 6 ? p + (q - p) * 6 * t : t < 0.5 ? q : t < 2 / 3 ? p + (q - p) * (2 / 3 - t) * 6 : p;
+      return Math.round(x * 255);
+    }
+    return (RGB[key] = [ch(h + 1 / 3), ch(h), ch(h - 1 / 3)]);
+  }
 
   function shapeText(s) { return (s || []).join("\u00d7"); }
 
@@ -140,14 +154,18 @@
       var d = st.data, px = Math.max(1, Math.min(24, Math.floor(512 / Math.max(d.rows, d.cols))));
       canvas.width = d.cols * px; canvas.height = d.rows * px;
       canvas.setAttribute("data-px", String(px));
-      var g = canvas.getContext("2d");
+      var g = canvas.getContext("2d"), img = g.createImageData(canvas.width, canvas.height), buf = img.data;
       for (var r = 0; r < d.rows; r++) {
         for (var k = 0; k < d.cols; k++) {
-          var cell = d.cells[r * d.cols + k];
-          g.fillStyle = colour(keyOf(c, cell), !matches(c, cell, st.filter));
-          g.fillRect(k * px, r * px, px, px);
+          var cell = d.cells[r * d.cols + k], col = rgb(keyOf(c, cell), !matches(c, cell, st.filter));
+          for (var y = r * px; y < (r + 1) * px; y++) {
+            for (var x = k * px, o = (y * canvas.width + x) * 4; x < (k + 1) * px; x++, o += 4) {
+              buf[o] = col[0]; buf[o + 1] = col[1]; buf[o + 2] = col[2]; buf[o + 3] = 255;
+            }
+          }
         }
       }
+      g.putImageData(img, 0, 0);
       g.strokeStyle = "#000"; g.lineWidth = 1;
       g.strokeRect(st.c0 * px + 0.5, st.r0 * px + 0.5, Math.min(WIN, d.cols) * px - 1, Math.min(WIN, d.rows) * px - 1);
       C.clear(win);
