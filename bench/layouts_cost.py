@@ -88,7 +88,10 @@ def compile_cost(reps: int) -> list[str]:
     import tltrace
     from tltrace.session import recorder
 
-    lines = ["| compile | recorder, compiling thread (ms) | recorder, worker (ms) | compile traced, with / without the recorder (ms) | `layouts` bytes |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| compile | recorder, compiling thread (ms) | recorder, worker (ms) | compile traced, with / without the recorder (ms) | `layouts` bytes |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for arch in ("sm_90a", "sm_80"):
         run = gemm(arch)
         rows: dict[str, list[float]] = {"thread": [], "worker": [], "with": [], "without": [], "bytes": []}
@@ -121,7 +124,6 @@ def view_open() -> list[str]:
     from playwright.sync_api import sync_playwright
 
     from tests.test_layouts_browser import BIG
-
     from tltrace.render.html import write_report
 
     recorded = HERE.parent / "tests" / "data" / "traces" / "elementwise_add"
@@ -132,7 +134,10 @@ def view_open() -> list[str]:
         runs = Path(td) / "elementwise_add" / ".run_records"
         run = sorted(p for p in runs.iterdir() if (p / "manifest.json").is_file())[0]
         m = json.loads((run / "manifest.json").read_text())
-        m["layouts"] = {"version": 1, "snapshots": [{"record": 1, "pass": "P", "funcs": [{"func": "main", "layouts": [BIG]}]}]}
+        m["layouts"] = {
+            "version": 1,
+            "snapshots": [{"record": 1, "pass": "P", "funcs": [{"func": "main", "layouts": [BIG]}]}],
+        }
         (run / "manifest.json").write_text(json.dumps(m))
         write_report(run)
         ms = []
@@ -148,7 +153,9 @@ def view_open() -> list[str]:
                 ))  # fmt: skip
                 page.close()
             b.close()
-    return [f"256x256 fragment: the Layouts view drawn {statistics.median(ms):.0f} ms after the click (median of 5; canvas of 65,536 cells and a 16x16 labelled window)"]
+    return [
+        f"256x256 fragment: the Layouts view drawn {statistics.median(ms):.0f} ms after the click (median of 5; canvas of 65,536 cells and a 16x16 labelled window)"
+    ]
 
 
 def main() -> int:

@@ -84,12 +84,25 @@ def work(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("layouts")
     exe = require_tltrace_executable()
     procs = []
-    for arch, bm, bad in (("sm_90a", "128", ""), ("sm_80", "128", ""), ("sm_80", "64", ""), ("sm_80", "128", "1")):
+    for arch, bm, bad in (
+        ("sm_90a", "128", ""),
+        ("sm_80", "128", ""),
+        ("sm_80", "64", ""),
+        ("sm_80", "128", "1"),
+    ):
         name = f"gemm_{arch}_{bm}{'_bad' if bad else ''}"
         (work / f"{name}.py").write_text(GEMM)
         cmd = [exe, "run", "-q", "--trace-dir", "traces", f"{name}.py"]
         env = _env(ARCH=arch, BM=bm, BAD=bad)
-        procs.append((name, bad, subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        procs.append(
+            (
+                name,
+                bad,
+                subprocess.Popen(
+                    cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                ),
+            )
+        )
     for name, bad, p in procs:
         out, err = p.communicate(timeout=600)
         assert (p.returncode != 0) == bool(bad), f"{name}: {err[-2000:]}"
@@ -163,7 +176,10 @@ def test_elements_agree_with_tilelang(work: Path, arch: str) -> None:
                 assert got["register"] == lin, (name, idx)
                 reps = entry["replicate"] or 1
                 rep = len(entry["vars"]) > len(shape)
-                want_t = [_int(lay.map_forward_thread(([r] if rep else []) + idx)) for r in range(reps if rep else 1)]
+                want_t = [
+                    _int(lay.map_forward_thread(([r] if rep else []) + idx))
+                    for r in range(reps if rep else 1)
+                ]
                 assert got["thread"] == want_t, (name, idx)
             else:
                 assert got["offset"] == lin, (name, idx)
@@ -192,12 +208,27 @@ def test_show_layouts_cli(work: Path) -> None:
     data = json.loads(res.stdout)["compiles"][0]
     by = {e["buffer"]: e for e in data["layouts"]}
     assert by["C_l"]["thread"] and by["A_s"]["scope"].startswith("shared")
-    res = cli("show", "--trace-dir", "traces", "gemm_sm_90a_128", "-1", "--layouts", "--at", "C_l", "0,2", cwd=work)
+    res = cli(
+        "show", "--trace-dir", "traces", "gemm_sm_90a_128", "-1", "--layouts", "--at", "C_l", "0,2", cwd=work
+    )
     assert res.returncode == 0 and "thread 1 register 0" in res.stdout, res.stdout + res.stderr
-    res = cli("show", "--trace-dir", "traces", "gemm_sm_90a_128", "-1", "--layouts", "--at", "A_s", "0,1,0", cwd=work)
+    res = cli(
+        "show",
+        "--trace-dir",
+        "traces",
+        "gemm_sm_90a_128",
+        "-1",
+        "--layouts",
+        "--at",
+        "A_s",
+        "0,1,0",
+        cwd=work,
+    )
     assert "bank 16" in res.stdout, res.stdout + res.stderr
     for bad in (["C_l", "0,x"], ["C_l", "0,9999"], ["Nope", "0,0"]):
-        res = cli("show", "--trace-dir", "traces", "gemm_sm_90a_128", "-1", "--layouts", "--at", *bad, cwd=work)
+        res = cli(
+            "show", "--trace-dir", "traces", "gemm_sm_90a_128", "-1", "--layouts", "--at", *bad, cwd=work
+        )
         assert res.returncode == 2 and res.stdout == "", res
         assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr, res.stderr
 
@@ -207,7 +238,9 @@ def test_diff_runs_names_changed_layouts(work: Path) -> None:
     b = tltrace.load(work / "traces" / "gemm_sm_80_64").compiles[-1].manifest.layouts
     changed = {c["buffer"] for c in model.changed(a, b)}
     assert "A_s" in changed and "C_l" in changed, changed
-    res = cli("diff-runs", "--trace-dir", "traces", "gemm_sm_80_128:-1", "gemm_sm_80_64:-1", "--json", cwd=work)
+    res = cli(
+        "diff-runs", "--trace-dir", "traces", "gemm_sm_80_128:-1", "gemm_sm_80_64:-1", "--json", cwd=work
+    )
     assert res.returncode in (0, 1), res.stderr
     names = {c["buffer"] for c in json.loads(res.stdout)["layouts"]}
     assert names == changed

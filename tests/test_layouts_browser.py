@@ -81,7 +81,9 @@ def check_cells(got: list[dict[str, Any]], entry: dict[str, Any], lead: list[int
         idx = [*lead, int(c["row"]), int(c["col"])] if len(entry["input_shape"]) > 1 else [int(c["col"])]
         want = model.at(entry, idx)
         if entry["kind"] == "fragment":
-            assert c["thread"] == ",".join(map(str, want["thread"])) and int(c["register"]) == want["register"], (idx, c)
+            assert (
+                c["thread"] == ",".join(map(str, want["thread"])) and int(c["register"]) == want["register"]
+            ), (idx, c)
         else:
             assert int(c["offset"]) == want["offset"] and int(c["bank"]) == want["bank"], (idx, c)
 

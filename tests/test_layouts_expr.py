@@ -70,7 +70,9 @@ def run_node(job: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     f.write_text(json.dumps(job))
     assets = resources.files("tltrace.render").joinpath("assets")
     with resources.as_file(assets) as path:
-        proc = subprocess.run([exe, "-e", RUN, str(path), str(f)], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [exe, "-e", RUN, str(path), str(f)], capture_output=True, text=True, timeout=120
+        )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -118,7 +120,9 @@ def test_numpy_and_plain_grids_agree(i: int, monkeypatch) -> None:
     got = model.at(e, cell)
     if e["kind"] == "fragment":
         r, c = (0, 3) if len(e["input_shape"]) == 1 else (1, 2)
-        assert got["thread"] == [t[r][c] for t in fast["thread"]] and got["register"] == fast["register"][r][c]
+        assert (
+            got["thread"] == [t[r][c] for t in fast["thread"]] and got["register"] == fast["register"][r][c]
+        )
         assert len(got["thread"]) == (e["replicate"] if model.rep_var(e) else 1)
     else:
         assert got["offset"] == fast["offset"][1][2] and got["bank"] == fast["bank"][1][2]
@@ -126,8 +130,16 @@ def test_numpy_and_plain_grids_agree(i: int, monkeypatch) -> None:
 
 def test_changed_names_the_buffers_that_differ() -> None:
     es = entries()
-    a = {"version": 1, "snapshots": [{"record": 3, "pass": "P", "funcs": [{"func": "main", "layouts": es[:3]}]}]}
-    b = {"version": 1, "snapshots": [{"record": 3, "pass": "P", "funcs": [{"func": "main", "layouts": [es[3], es[1], es[4]]}]}]}
+    a = {
+        "version": 1,
+        "snapshots": [{"record": 3, "pass": "P", "funcs": [{"func": "main", "layouts": es[:3]}]}],
+    }
+    b = {
+        "version": 1,
+        "snapshots": [
+            {"record": 3, "pass": "P", "funcs": [{"func": "main", "layouts": [es[3], es[1], es[4]]}]}
+        ],
+    }
     got = {(c["buffer"], c["change"]) for c in model.changed(a, b)}
     assert got == {("A_s", "changed"), ("C_l", "changed")}
     assert model.changed(a, a) == []

@@ -251,7 +251,11 @@ def _print_layout_changes(changed: list[dict[str, Any]]) -> None:
 
     if changed:
         t = Text("layouts changed: ", style="bold")
-        t.append(", ".join(c["buffer"] + ("" if c["change"] == "changed" else f" ({c['change']})") for c in changed))
+        t.append(
+            ", ".join(
+                c["buffer"] + ("" if c["change"] == "changed" else f" ({c['change']})") for c in changed
+            )
+        )
         _console().print(t, soft_wrap=True)
 
 
@@ -432,7 +436,9 @@ def _write_diff_html(d, ra, rb, out: Path, context: int, force: bool = False) ->
     data["diffs"] = diffs
     from ..layouts import model
 
-    data["layouts"] = model.changed(ra.manifest.layouts, rb.manifest.layouts)  # both sides' entries: both grids
+    data["layouts"] = model.changed(
+        ra.manifest.layouts, rb.manifest.layouts
+    )  # both sides' entries: both grids
     from .. import output_path
 
     page = diffruns.render(data).encode("utf-8", "surrogatepass")

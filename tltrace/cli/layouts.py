@@ -17,7 +17,9 @@ def parse_at(spec: list[str] | None) -> tuple[str, list[int]] | None:
     try:
         index = [int(x) for x in idx.replace(" ", "").split(",")]
     except ValueError:
-        raise UsageError(f"--at {buf} {idx}: the indices are comma-separated integers, as in --at C_l 0,2") from None
+        raise UsageError(
+            f"--at {buf} {idx}: the indices are comma-separated integers, as in --at C_l 0,2"
+        ) from None
     if any(i < 0 for i in index):
         raise UsageError(f"--at {buf} {idx}: indices are not negative")
     return buf, index
@@ -79,11 +81,11 @@ def show(sel: Any, as_json: bool, at_spec: list[str] | None) -> None:
                 f"({answer['width']}-byte elements)"
             )
         return
-    data = [_compile_data(r) for r in runs]
+    compiles = [_compile_data(r) for r in runs]
     if as_json:
-        _print_json({"compiles": data})
+        _print_json({"compiles": compiles})
         return
-    _print(data)
+    _print(compiles)
 
 
 def _print(data: list[dict[str, Any]]) -> None:

@@ -179,7 +179,9 @@ def show_cmd(
         if at_spec is not None and not layouts:
             raise _fail("--at goes with --layouts: tltrace show SCRIPT [RUN] --layouts --at BUF I,J")
         if layouts and (pass_ is not None or html or source_map or facts):
-            raise _fail("--layouts is a compile's (or an invocation's): leave out --pass, --html, --source-map and --facts")
+            raise _fail(
+                "--layouts is a compile's (or an invocation's): leave out --pass, --html, --source-map and --facts"
+            )
         if layouts and at_spec is not None:
             from . import layouts as cli_layouts
 

@@ -37,7 +37,12 @@ def _scope_of(key: Any) -> str | None:
 
 
 def _buffer_info(buf: Any) -> dict[str, Any]:
-    return {"buffer": str(buf.name), "scope": _scope_of(buf), "dtype": str(buf.dtype), "shape": _ints(buf.shape)}
+    return {
+        "buffer": str(buf.name),
+        "scope": _scope_of(buf),
+        "dtype": str(buf.dtype),
+        "shape": _ints(buf.shape),
+    }
 
 
 class Seen:
@@ -73,7 +78,12 @@ def entry(key: Any, layout: Any, buffers: dict[Any, Any], seen: Seen | None = No
     if buf is not None:
         out = _buffer_info(buf)
     else:  # a data var whose buffer is allocated elsewhere
-        out = {"buffer": str(getattr(key, "name", key)), "scope": _scope_of(key), "dtype": None, "shape": None}
+        out = {
+            "buffer": str(getattr(key, "name", key)),
+            "scope": _scope_of(key),
+            "dtype": None,
+            "shape": None,
+        }
     out.update(seen.layout(layout) if seen is not None else layout_data(layout))
     return out
 
@@ -105,15 +115,23 @@ def layout_data(layout: Any) -> dict[str, Any]:
     return out
 
 
-LAYOUT_KEYS = ("buffer", "kind", "input_shape", "output_shape", "vars", "index", "thread", "replicate", "thread_range")
+LAYOUT_KEYS = (
+    "buffer",
+    "kind",
+    "input_shape",
+    "output_shape",
+    "vars",
+    "index",
+    "thread",
+    "replicate",
+    "thread_range",
+)
 
 
 def same_layout(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Whether two entries are one buffer's one layout (the buffer's own shape and scope aside: a
     later pass may replace the buffer by its physical one, the layout staying)."""
     return all(a.get(k) == b.get(k) for k in LAYOUT_KEYS)
-
-
 
 
 def _blocks(func: Any) -> list[Any]:
@@ -159,7 +177,9 @@ def prim_funcs(functions: Any) -> list[tuple[str, Any]]:
     return out
 
 
-def func_layouts(name: str, func: Any, with_buffers: bool = False, seen: Seen | None = None) -> dict[str, Any]:
+def func_layouts(
+    name: str, func: Any, with_buffers: bool = False, seen: Seen | None = None
+) -> dict[str, Any]:
     """Return {"func", "layouts": [entry + block], "buffers": [...]} of one PrimFunc's blocks.
 
     `buffers` (with_buffers): every fragment and shared allocation of its blocks, laid out or not.

@@ -28,7 +28,7 @@ def tokens(text: str) -> list[str]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None or m.end() == pos:
-            raise ExprError(f"cannot read {text[pos:pos + 20]!r} in {text!r}")
+            raise ExprError(f"cannot read {text[pos : pos + 20]!r} in {text!r}")
         out.append(m.group(m.lastindex or 0))
         pos = m.end()
     return out

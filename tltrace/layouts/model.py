@@ -91,7 +91,9 @@ def grid(entry: dict[str, Any], lead: tuple[int, ...] = ()) -> dict[str, Any]:
     np = expr.numpy()
     if np is None:  # element by element
         cells = [
-            at(entry, [*lead, c] if len(shape) == 1 else [*lead, r, c]) for r in range(rows) for c in range(cols)
+            at(entry, [*lead, c] if len(shape) == 1 else [*lead, r, c])
+            for r in range(rows)
+            for c in range(cols)
         ]
         return _plain_grid(entry, cells, rows, cols)
     env: dict[str, Any] = dict(zip(names, lead))
@@ -188,13 +190,20 @@ def final(layouts: dict[str, Any] | None) -> list[dict[str, Any]]:
                 prev = out.get(key)
                 if prev is not None and _same_layout(prev, e):
                     continue
-                out[key] = {**e, "func": f.get("func"), "record": snap.get("record"), "pass": snap.get("pass")}
+                out[key] = {
+                    **e,
+                    "func": f.get("func"),
+                    "record": snap.get("record"),
+                    "pass": snap.get("pass"),
+                }
     failed = layouts.get("failed")
     if isinstance(failed, dict):
         for f in failed.get("funcs") or []:
             for e in f.get("layouts") or []:
                 key = (f.get("func", ""), e.get("buffer", ""))
-                out.setdefault(key, {**e, "func": f.get("func"), "record": None, "pass": "fixed before the failure"})
+                out.setdefault(
+                    key, {**e, "func": f.get("func"), "record": None, "pass": "fixed before the failure"}
+                )
     return list(out.values())
 
 

@@ -193,7 +193,9 @@ def layouts_tag() -> bytes:
     """Return the Layouts view's script (layouts.js and what it needs beyond the head), to append
     after the data of a compile that has layouts: every other report goes without its 11 KB."""
     if "layouts" not in _HEAD_CACHE:
-        _HEAD_CACHE["layouts"] = ("<script>" + lazy_js("layouts.js", ("report.js",)) + "</script>\n").encode("utf-8")
+        _HEAD_CACHE["layouts"] = ("<script>" + lazy_js("layouts.js", ("report.js",)) + "</script>\n").encode(
+            "utf-8"
+        )
     return _HEAD_CACHE["layouts"]
 
 
