@@ -23,6 +23,7 @@ import tltrace
 from tltrace.layouts import capture, model
 
 from ._records import require_tltrace_executable
+from ._schema import check
 
 GEMM = textwrap.dedent(
     """
@@ -205,7 +206,7 @@ def test_recorded_where_layouts_appear_and_small(work: Path) -> None:
 def test_show_layouts_cli(work: Path) -> None:
     res = cli("show", "--trace-dir", "traces", "gemm_sm_90a_128", "-1", "--layouts", "--json", cwd=work)
     assert res.returncode == 0, res.stderr
-    data = json.loads(res.stdout)["compiles"][0]
+    data = check(json.loads(res.stdout), "layouts")["compiles"][0]
     by = {e["buffer"]: e for e in data["layouts"]}
     assert by["C_l"]["thread"] and by["A_s"]["scope"].startswith("shared")
     res = cli(
@@ -262,3 +263,6 @@ def test_failed_inference_keeps_the_buffers(work: Path) -> None:
     assert "A_s" in fixed  # the swizzle annotated before inference is shown
     res = cli("show", "--trace-dir", "traces", "gemm_sm_80_128_bad", "-1", "--layouts", cwd=work)
     assert res.returncode == 0 and "layout inference failed" in res.stdout and "C_l" in res.stdout, res
+    res = cli("show", "--trace-dir", "traces", "gemm_sm_80_128_bad", "-1", "--layouts", "--json", cwd=work)
+    data = check(json.loads(res.stdout), "layouts")["compiles"][0]
+    assert "C_l" in data["failed"]["named"] and any(e["buffer"] == "A_s" for e in data["layouts"])
