@@ -273,7 +273,13 @@
 
   root.TLLayouts = { mount: mount, grid: grid, panel: panel, describe: describe };
   // A report carries this script after its data (render/pages.py layouts_tag): the header may be
-  // built already, so mount now too (report-header.js mounts when it builds the header later).
-  var R = root.TLReport;
-  if (R && R.S && R.S.meta) mount(R.S.meta);
+  // built already, so mount now from the last meta chunk, and again each time report-header.js
+  // builds the header ("tl-header"; building it clears the Facts strip; mount adds the button once).
+  root.document.addEventListener("tl-header", function (ev) { mount(ev.detail); });
+  var chunks = root.document.querySelectorAll("script.tl-d"), meta = null;
+  for (var i = chunks.length - 1; i >= 0 && !meta; i--) {
+    var t = chunks[i].textContent;
+    if (t.slice(0, 12) === '{"t":"meta",') { try { meta = JSON.parse(t); } catch (e) { meta = null; } }
+  }
+  if (meta) mount(meta);
 })(window);
