@@ -21,6 +21,8 @@ from tltrace.render.html import REPORT_NAME
 from ._records import recorded_subset, run_dirs
 from .conftest import wait_js
 
+pytestmark = pytest.mark.browser
+
 RECORDED = Path(__file__).parent / "data" / "layouts" / "recorded.json"
 
 BIG = {
