@@ -266,3 +266,74 @@ def test_failed_inference_keeps_the_buffers(work: Path) -> None:
     res = cli("show", "--trace-dir", "traces", "gemm_sm_80_128_bad", "-1", "--layouts", "--json", cwd=work)
     data = check(json.loads(res.stdout), "layouts")["compiles"][0]
     assert "C_l" in data["failed"]["named"] and any(e["buffer"] == "A_s" for e in data["layouts"])
+
+
+REDUCE = textwrap.dedent(
+    """
+    import tilelang.language as T
+
+
+    @T.prim_func
+    def reduce(A: T.Tensor((128, 64), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_l = T.alloc_fragment((128, 64), "float32")
+            B_l = T.alloc_fragment((128,), "float32")
+            S = T.alloc_fragment((64,), "float32")
+            T.copy(A, A_l)
+            T.reduce_max(A_l, B_l, dim=1)
+            T.reduce_sum(A_l, S, dim=0)
+            T.copy(B_l, B)
+            for i in T.Parallel(64):
+                A[0, i] = S[i]
+    """
+)
+
+
+def test_replicated_fragments_agree_with_tilelang(tmp_path: Path) -> None:
+    """Reductions leave replicated fragments (each element in several threads): every replica's thread."""
+    import importlib.util
+
+    import tilelang
+    from tilelang import tvm
+
+    path = tmp_path / "reduce_lib.py"
+    path.write_text(REDUCE)
+    spec = importlib.util.spec_from_file_location("tl_layouts_reduce", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    found: list[Any] = []
+
+    @tvm.instrument.pass_instrument
+    class Grab:
+        def run_after_pass(self, m: Any, info: Any) -> None:
+            if found:
+                return
+            for name, func in capture.prim_funcs(m.functions):
+                f = capture.func_layouts(name, func)
+                if f["layouts"]:
+                    real = {}
+                    for block in capture._blocks(func):
+                        if "layout_map" in block.annotations:
+                            real.update({str(b.name): v for b, v in block.annotations["layout_map"].items()})
+                    found.append((f, real))
+
+    target = tvm.target.Target({"kind": "cuda", "arch": "sm_80"})
+    with target, tvm.transform.PassContext(instruments=[Grab()]):
+        tilelang.lower(mod.reduce, target=target)
+    f, real = found[0]
+    reps = [e for e in f["layouts"] if (e["replicate"] or 1) > 1]
+    assert reps, f["layouts"]
+    rng = random.Random(1)
+    for e in f["layouts"]:
+        lay = real[e["buffer"]]
+        rep = len(e["vars"]) > len(e["input_shape"])
+        for _ in range(200):
+            idx = [rng.randrange(d) for d in e["input_shape"]]
+            got = model.at(e, idx)
+            want = [
+                _int(lay.map_forward_thread(([r] if rep else []) + idx))
+                for r in range(e["replicate"] if rep else 1)
+            ]
+            assert got["thread"] == want, (e["buffer"], idx)
+            assert len(set(want)) == len(want)  # replicas are distinct threads
