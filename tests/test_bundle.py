@@ -44,10 +44,13 @@ def test_every_script_comes_after_what_it_requires_and_each_page_reaches_its_own
                 )
         reached.update(order)
     assert reached == set(scripts()), f"scripts no page loads: {set(scripts()) - reached}"
-    # The index needs neither the diff engine nor the report's views; diff-runs only the core.
+    # The index needs neither the diff engine nor the report's views; diff-runs the core and the
+    # layouts view (both grids of a changed layout). The report carries layouts.js after its data,
+    # only for compiles with layouts (render/pages.py layouts_tag): its head never does.
     index = script_order(["index.js"])
     assert not any(n == "diff.js" or n.startswith("report") for n in index)
-    assert script_order(["diffruns.js"]) == ["core.js", "diffruns.js"]
+    assert script_order(["diffruns.js"]) == ["core.js", "layouts-expr.js", "layouts.js", "diffruns.js"]
+    assert "layouts.js" not in script_order(["report.js"])
 
 
 def test_every_script_requires_the_scripts_whose_globals_it_uses() -> None:

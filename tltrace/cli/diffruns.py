@@ -127,6 +127,7 @@ def diff_runs_cmd(
         data["compiles"] = [CompilePair(d.a, d.b, "run", d).to_json()]
         data["facts"] = _fact_changes(ra, rb)
         data["compiles"][0]["facts"] = data["facts"]
+        data["layouts"] = _layout_changes(ra, rb)
         if focus is not None:
             data["focus"] = {**focus.to_json(), "diff": focus_diff}
         if report is not None:
@@ -134,6 +135,7 @@ def diff_runs_cmd(
         _print_json(data)
     else:
         _print_diff(d, ra, rb, focus, focus_diff, show_all, context, verbose or pass_ is not None)
+        _print_layout_changes(_layout_changes(ra, rb))
         if report is not None:
             typer.echo(f"report: {report}")
     raise typer.Exit(code)
@@ -168,6 +170,8 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
             c["a_path"] = paths.get(c["a_run_id"]) if c["a_run_id"] else None
             c["b_path"] = paths.get(c["b_run_id"]) if c["b_run_id"] else None
             c["facts"] = facts.get((c["a_run_id"], c["b_run_id"]), [])
+            ra, rb = by_id.get(c["a_run_id"]), by_id.get(c["b_run_id"])
+            c["layouts"] = _layout_changes(ra, rb) if ra is not None and rb is not None else []
         _print_json(data)
         return
     from rich.text import Text
@@ -238,6 +242,28 @@ def _fact_changes(ra, rb) -> list[dict[str, Any]]:
     from ..facts import changes, facts_of
 
     return changes(facts_of(ra), facts_of(rb))
+
+
+def _layout_changes(ra, rb) -> list[dict[str, Any]]:
+    """Return the buffers whose layout differs between two compiles ([{buffer, func, change}]; docs/layouts.md)."""
+    from ..layouts import model
+
+    ma, mb = getattr(ra, "manifest", None), getattr(rb, "manifest", None)
+    changed = model.changed(getattr(ma, "layouts", None), getattr(mb, "layouts", None))
+    return [{k: c[k] for k in ("buffer", "func", "change")} for c in changed]
+
+
+def _print_layout_changes(changed: list[dict[str, Any]]) -> None:
+    from rich.text import Text
+
+    if changed:
+        t = Text("layouts changed: ", style="bold")
+        t.append(
+            ", ".join(
+                c["buffer"] + ("" if c["change"] == "changed" else f" ({c['change']})") for c in changed
+            )
+        )
+        _console().print(t, soft_wrap=True)
 
 
 def _focus_pair(d, spec: str | None):
@@ -544,6 +570,11 @@ def _write_diff_html(d, ra, rb, out: Path, context: int, force: bool = False) ->
         )
     data["diffs"] = diffs
     data["facts"] = _fact_changes(ra, rb)
+    from ..layouts import model
+
+    data["layouts"] = model.changed(
+        ra.manifest.layouts, rb.manifest.layouts
+    )  # both sides' entries: both grids
     from .. import output_path
 
     page = diffruns.render(data).encode("utf-8", "surrogatepass")

@@ -47,6 +47,8 @@ Examples:
   tltrace show gemm.py -1 --json                the newest invocation as JSON
   tltrace show gemm.py -1 --facts               TMA, WGMMA, cp.async, shared memory, stages of each compile
   tltrace show gemm.py --facts --json           the same as JSON (docs/facts.md names every fact)
+  tltrace show gemm.py -1 --layouts             each fragment's and shared buffer's layout (docs/layouts.md)
+  tltrace show gemm.py -1 --layouts --at C_l 0,2   the thread and register holding C_l[0,2]
   tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
   tltrace show gemm.py -1 'gemm 1024' --profile --top 5 --json   one compile's 5 slowest, as JSON
   tltrace show --format markdown >> "$GITHUB_STEP_SUMMARY"   compiles + top passes for CI
@@ -123,6 +125,18 @@ def show_cmd(
         help="What the compiler made of each kernel: TMA, WGMMA, cp.async, barriers, shared memory, "
         "launch bounds, stages (and registers/spills after run --ptxas); docs/facts.md.",
     ),
+    layouts: bool = typer.Option(
+        False,
+        "--layouts",
+        help="Each fragment's and shared buffer's layout: thread and index expressions, replication, "
+        "thread range, the pass that fixed it; docs/layouts.md.",
+    ),
+    at: Optional[tuple[str, str]] = typer.Option(
+        None,
+        "--at",
+        metavar="BUF I,J",
+        help="With --layouts: the thread and register (fragment) or offset and bank (shared) of one element.",
+    ),
 ) -> None:
     """List invocations and their compiles, or one compile's passes, or one pass's diff."""
     from ..history import runs
@@ -161,13 +175,28 @@ def show_cmd(
             cli_profile.print_profile(chosen, top, as_json)
         return
     try:
-        if run_spec is None and pass_ is None and not html and not source_map and not facts:
+        at_spec = list(at) if at and all(x is not None for x in at) else None
+        if at_spec is not None and not layouts:
+            raise _fail("--at goes with --layouts: tltrace show SCRIPT [RUN] --layouts --at BUF I,J")
+        if layouts and (pass_ is not None or html or source_map or facts):
+            raise _fail(
+                "--layouts is a compile's (or an invocation's): leave out --pass, --html, --source-map and --facts"
+            )
+        if layouts and at_spec is not None:
+            from . import layouts as cli_layouts
+
+            cli_layouts.parse_at(at_spec)  # bad input says so before any record is read
+        if run_spec is None and pass_ is None and not html and not source_map and not facts and not layouts:
             loc = runs.locate(target, td)
             if loc.run_dir is None:
                 _show_list(loc, kernel, as_json)
                 return
         sel = runs.open_selection(target, run_spec, td, kernel, signature_prefix)
-        if facts:
+        if layouts:
+            from . import layouts as cli_layouts
+
+            cli_layouts.show(sel, as_json, at_spec)
+        elif facts:
             from . import facts as cli_facts
 
             if pass_ is not None or html or source_map:

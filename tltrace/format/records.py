@@ -221,6 +221,10 @@ class RunManifest:
     # The backend build after codegen (format/build.py): an edit compiled in place of the generated
     # source, a failed build's diagnostics; None when there is nothing to say.
     build: dict[str, Any] | None = None
+
+    # Each block's layout map where a pass fixed or changed it, and a failure's buffers
+    # (docs/layouts.md), by the layouts recorder; None when the compile has no layouts.
+    layouts: dict[str, Any] | None = None
     records: tuple[PassRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
@@ -301,6 +305,6 @@ _MANIFEST_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
             "thread",
         )
     },
-    **{k: ((dict,), True) for k in ("launch", "params", "writer", "repro", "facts", "build")},
+    **{k: ((dict,), True) for k in ("launch", "params", "writer", "repro", "facts", "build", "layouts")},
     "thread_id": (_INT, True),
 }

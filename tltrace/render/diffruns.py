@@ -19,7 +19,9 @@ PLACEHOLDER = "/*__TLTRACE_DATA__*/null"
 
 def page() -> str:
     """Return the page with its CSS and script inlined and the CSP naming their hashes (data not filled)."""
-    return _page_head("diffruns.html", ("palette.css", "diffruns.css"), ("diffruns.js",)).decode("utf-8")
+    return _page_head(
+        "diffruns.html", ("palette.css", "diffruns.css", "layouts.css"), ("diffruns.js",)
+    ).decode("utf-8")
 
 
 def render(data: dict[str, Any]) -> str:

@@ -71,6 +71,7 @@ from .pages import (
     chunk,
     index_head,
     late_script,
+    layouts_tag,
     meta_of,
     record_chunk,
     report_head,
@@ -92,6 +93,7 @@ __all__ = [
     "index_meta",
     "index_row",
     "index_rows",
+    "layouts_tag",
     "meta_of",
     "record_chunk",
     "report_head",
@@ -303,6 +305,8 @@ class HtmlReportListener:
             parts.extend(edit_chunks(Path(event.run_dir), event.manifest, rep.seen))
             parts.append(rep.meta_if_changed(event.manifest))
             parts.append(late_script("profile.js"))  # the compile has ended: its profile (pages.LATE_SCRIPTS)
+            if event.manifest.layouts:
+                parts.append(layouts_tag())  # the Layouts view, after the meta that names them
             data = b"".join(parts)
             rep.append(data)
             with self._count_lock:
@@ -481,6 +485,8 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
         more = earlier_chunk(run_dir, manifest)
         if more is not None:
             parts.append(more)
+    if manifest.layouts:
+        parts.append(layouts_tag())  # the Layouts view's script: only reports with layouts carry it
     parts.append(late_script("profile.js"))  # the records are all there is: the profile (pages.LATE_SCRIPTS)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(out, [report_head(), *parts])

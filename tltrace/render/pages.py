@@ -80,6 +80,8 @@ def meta_of(manifest: RunManifest, run_dir: Path | None = None) -> dict[str, Any
     if isinstance(values, dict):  # the report's Facts strip (docs/facts.md), known values only
         out["facts"] = {k: v for k, v in values.items() if v is not None}
     out.update(_build_meta(manifest))
+    if isinstance(manifest.layouts, dict):  # the Layouts view (layouts.js; docs/layouts.md)
+        out["layouts"] = layouts_meta(manifest.layouts)
     if manifest.invocation:
         # The compile's way back: the script's index (two levels up) and, once known, its siblings.
         out["index"] = "../../" + REPORT_NAME
@@ -105,6 +107,22 @@ def _build_meta(manifest: RunManifest) -> dict[str, Any]:
             "head": head[0].upper() + head[1:] + ":",
             "first": first.split("\n")[0],
             "text": "\n\n".join(x for x in (log, str(manifest.error or "")) if x),
+        }
+    return out
+
+
+def layouts_meta(layouts: dict[str, Any]) -> dict[str, Any]:
+    """Return what the Layouts view draws: each buffer's final layout, and a failure's buffers."""
+    from ..layouts import model
+
+    out: dict[str, Any] = {"final": model.final(layouts)}
+    failed = layouts.get("failed")
+    if isinstance(failed, dict):
+        out["failed"] = {
+            "record": failed.get("record"),
+            "pass": failed.get("pass"),
+            "named": failed.get("named") or [],
+            "buffers": [b for f in failed.get("funcs") or [] for b in f.get("buffers") or []],
         }
     return out
 
@@ -150,12 +168,20 @@ def _sha256_b64(text: str) -> str:
     return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
 
+def lazy_js(entry: str, head_entries: tuple[str, ...]) -> str:
+    """Return the minified scripts `entry` needs beyond those of `head_entries` (a script a page
+    carries after its data, only when its data needs it)."""
+    have = set(script_order(head_entries))
+    return "".join(minify_js(asset_text(n)) for n in script_order([entry]) if n not in have)
+
+
 # Scripts a compile report carries only where its data needs them: each is its own <script>
-# element among the data chunks (`late_script`), allowed by its hash in the head's CSP, and
-# registers itself on `window` for report.js to find at start (docs/report.md). The profile
-# goes in when the compile has ended (a profile of a compile that is still running would be
-# wrong), so the head that every report starts with does not carry it.
-LATE_SCRIPTS = ("profile.js",)
+# element among the data chunks (`late_script`: the script and what it requires beyond the
+# head), allowed by its hash in the head's CSP, and registers itself on `window` for report.js
+# to find at start (docs/report.md). The profile goes in when the compile has ended (a profile
+# of a compile still running would be wrong); the Layouts view only in reports of compiles
+# that have layouts. The head every report starts with carries neither.
+LATE_SCRIPTS = ("profile.js", "layouts.js")
 
 
 def _late_js(name: str) -> str:
@@ -163,7 +189,7 @@ def _late_js(name: str) -> str:
         raise KeyError(name)
     key = "late:" + name
     if key not in _HEAD_CACHE:
-        js = minify_js(asset_text(name))
+        js = lazy_js(name, ("report.js",))
         if re.search(r"</(script|style)|<!--", js, re.I):
             raise RuntimeError("report assets must not contain </script, </style or <!--")
         _HEAD_CACHE[key] = js.encode("utf-8")
@@ -180,7 +206,8 @@ def _page_head(
 ) -> bytes:
     """Return a page's head: `template` with its CSS and the scripts `entries` start, in order (render/bundle.py).
 
-    `late`: scripts the page may append later (`late_script`); the CSP allows them by hash."""
+    `late`: scripts not in the head that the page may carry later (`lazy_js`): their hashes join the CSP.
+    """
     # The skeleton's indentation goes: a line break alone separates as the blanks after it did
     # (the skeletons have no <pre> or <textarea>, where blanks would count).
     page = re.sub(r"\n[ \t]+", "\n", asset_text(template))
@@ -192,7 +219,7 @@ def _page_head(
             raise RuntimeError("report assets must not contain </script, </style or <!--")
     # The page runs only its own script: CSP names it by hash, so even markup smuggled into
     # the data (it cannot be: see safejson.script_json) could not run an inline handler.
-    csp = " ".join(f"'sha256-{_sha256_b64(t)}'" for t in (js, *(_late_js(n) for n in late)))
+    csp = " ".join(f"'sha256-{_sha256_b64(t)}'" for t in (js, *(lazy_js(n, entries) for n in late)))
     page = page.replace("script-src 'unsafe-inline'", f"script-src {csp}", 1)
     page = page.replace("style-src 'unsafe-inline'", f"style-src 'sha256-{_sha256_b64(css)}'", 1)
     page = page.replace("/*TLTRACE_CSS*/", css, 1).replace("/*TLTRACE_JS*/", js, 1)
@@ -203,14 +230,19 @@ def report_head() -> bytes:
     """Return a compile report's fixed head: skeleton, CSS and JS, ending where the data chunks start."""
     if "report" not in _HEAD_CACHE:
         # report.js starts the page; its @requires bring the rest (diff engine, views, source maps);
-        # the profile comes with the compile's end (LATE_SCRIPTS).
+        # the profile and the Layouts view come with their data (LATE_SCRIPTS).
         _HEAD_CACHE["report"] = _page_head(
             "report.html",
-            ("palette.css", "report.css", "profile.css", "sourcemap.css"),
+            ("palette.css", "report.css", "profile.css", "sourcemap.css", "layouts.css"),
             ("report.js",),
             LATE_SCRIPTS,
         )
     return _HEAD_CACHE["report"]
+
+
+def layouts_tag() -> bytes:
+    """Return the Layouts view's script, to append after the data of a compile that has layouts."""
+    return late_script("layouts.js")
 
 
 def index_head() -> bytes:

@@ -34,11 +34,18 @@ def _build(settings: Any) -> Any:
     return build.make(settings)
 
 
+def _layouts(settings: Any) -> Any:
+    from ..layouts import recorder
+
+    return recorder.make(settings)
+
+
 DEFAULTS = {
     "repro": _repro,  # repro/: frontend IR, context, failed inputs; the manifest's `repro`
     "sourcemap": _source_maps,  # sourcemap.jsonl, <working file>.map
     "facts": _facts,  # the manifest's `facts` (docs/facts.md); run --ptxas's machine facts
     "build": _build,  # the manifest's `build`: an edit's generated source, a failed build's diagnostics
+    "layouts": _layouts,  # the manifest's `layouts` (docs/layouts.md)
 }
 
 

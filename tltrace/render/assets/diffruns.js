@@ -1,6 +1,7 @@
 /* tltrace diff-runs page: built from the JSON data block with textContent only (never innerHTML),
  * under the same CSP as the pass report (this script is allowed by its hash, nothing else runs).
- * @requires core.js
+ * Layouts that changed (data.layouts, docs/layouts.md) are drawn side by side with layouts.js.
+ * @requires core.js layouts.js
  */
 (function () {
   "use strict";
@@ -20,6 +21,19 @@
   function statusClass(s) {
     return s === "same" ? "s-same" : s === "output differs" ? "s-output" : s === "input differs" ? "s-input" : "s-only";
   }
+
+  (data.layouts || []).forEach(function (ch) {  // both grids of each buffer whose layout changed
+    var box = document.getElementById("layouts"), row = el("div", { "class": "tl-lay-pair", "data-buffer": ch.buffer });
+    box.hidden = false;
+    box.appendChild(el("h3", {}, ch.buffer + " (" + ch.change + ")"));
+    [["A", ch.a], ["B", ch.b]].forEach(function (s) {
+      var side = el("div", { "class": "tl-lay-side", "data-side": s[0] });
+      side.appendChild(el("b", {}, s[0]));
+      if (s[1]) window.TLLayouts.grid(side, s[1]); else side.appendChild(el("p", {}, "no layout"));
+      row.appendChild(side);
+    });
+    box.appendChild(row);
+  });
 
   var runs = document.getElementById("runs");
   ["a", "b"].forEach(function (side) {

@@ -45,6 +45,8 @@
     else if (m.command && m.command.length) item("command", m.command.join(" "), true);
     buildNav();
     buildFacts();
+    // The header is built: views that add to it (layouts.js, when the report carries it) hear so.
+    document.dispatchEvent(new window.CustomEvent("tl-header", { detail: S.meta }));
   }
   // ---- the Facts strip: what the compiler made of the kernel (docs/facts.md; meta.facts) ----------
   var FACTS = [

@@ -1,0 +1,146 @@
+"""layouts-expr.js against tltrace/layouts/expr.py and model.py, on a corpus (the quick loop; nothing compiles).
+
+The corpus: every layout recorded from compile-only sm_90a and sm_80 compiles
+(tests/data/layouts/recorded.json: swizzled shared buffers, fragments, replicated ones), each
+answered at every element in Python and in node, and random expressions of `+ - * // %`
+evaluated on random values in both. The numpy path and the plain one agree too.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._records import REPO
+from tests.test_passref import node
+from tltrace.layouts import expr, model
+
+RECORDED = REPO / "tests" / "data" / "layouts" / "recorded.json"
+
+RUN = r"""
+const fs = require("fs");
+const X = require(process.argv[1] + "/layouts-expr.js");
+const job = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+const out = {exprs: job.exprs.map(c => { try { return X.evaluate(X.parse(c.text), c.env); } catch (e) { return "error"; } })};
+out.entries = job.entries.map(e => {
+  const c = X.compile(e.entry);
+  const cells = e.cells.map(idx => X.at(c, idx));
+  const conf = e.entry.kind === "fragment" ? null : ["row", "col"].map(a => X.conflicts(c, a, []));
+  return {cells: cells, conflicts: conf};
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def entries() -> list[dict[str, Any]]:
+    return json.loads(RECORDED.read_text())["entries"]
+
+
+def random_expr(rng: random.Random, depth: int = 0) -> str:
+    if depth > 3 or rng.random() < 0.3:
+        return rng.choice(["_i", "_j", "_rep", str(rng.randint(0, 40))])
+    op = rng.choice(["+", "-", "*", "//", "%"])
+    a = random_expr(rng, depth + 1)
+    b = str(rng.randint(1, 64)) if op in ("//", "%") else random_expr(rng, depth + 1)
+    text = f"{a} {op} {b}"
+    return f"({text})" if rng.random() < 0.5 else text
+
+
+def all_cells(e: dict[str, Any]) -> list[list[int]]:
+    shape = e["input_shape"]
+    if len(shape) == 1:
+        return [[i] for i in range(shape[0])]
+    lead = [0] * (len(shape) - 2)
+    cells = [[*lead, r, c] for r in range(shape[-2]) for c in range(shape[-1])]
+    if lead:  # and the last slice
+        last = [d - 1 for d in shape[:-2]]
+        cells += [[*last, r, c] for r in range(0, shape[-2], 7) for c in range(shape[-1])]
+    return cells
+
+
+def run_node(job: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    exe = node()
+    f = tmp_path / "job.json"
+    f.write_text(json.dumps(job))
+    assets = resources.files("tltrace.render").joinpath("assets")
+    with resources.as_file(assets) as path:
+        proc = subprocess.run(
+            [exe, "-e", RUN, str(path), str(f)], capture_output=True, text=True, timeout=120
+        )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def python_value(text: str, env: dict[str, int]) -> Any:
+    try:
+        return expr.value(text, env)
+    except (expr.ExprError, ZeroDivisionError):
+        return "error"
+
+
+def test_js_answers_as_python_on_the_corpus(tmp_path: Path) -> None:
+    rng = random.Random(30)
+    exprs = []
+    for _ in range(600):
+        env = {"_i": rng.randint(0, 300), "_j": rng.randint(0, 300), "_rep": rng.randint(0, 7)}
+        exprs.append({"text": random_expr(rng), "env": env})
+    for e in entries():
+        for text in [*e["index"], e.get("thread") or "0"]:
+            exprs.append({"text": text, "env": {v: rng.randint(0, 127) for v in e["vars"]}})
+    for bad in ("T.min(_i, 3)", "_i < 3", "_i +", "(_i", "_i ) ", "T.Cast('int32', _i)", "_k"):
+        exprs.append({"text": bad, "env": {"_i": 1}})
+    jobs = [{"entry": e, "cells": all_cells(e)} for e in entries()]
+    out = run_node({"exprs": exprs, "entries": jobs}, tmp_path)
+    want = [python_value(c["text"], c["env"]) for c in exprs]
+    assert out["exprs"] == want
+    assert want[-7:] == ["error"] * 7
+    assert len({json.dumps(w) for w in want}) > 100  # the corpus is not degenerate
+    for job, got in zip(jobs, out["entries"]):
+        e = job["entry"]
+        py = [model.at(e, idx) for idx in job["cells"]]
+        assert got["cells"] == py, e["buffer"]
+        if e["kind"] != "fragment":
+            assert got["conflicts"] == [model.conflicts(e, a) for a in ("row", "col")], e["buffer"]
+
+
+@pytest.mark.parametrize("i", range(len(json.loads(RECORDED.read_text())["entries"])))
+def test_numpy_and_plain_grids_agree(i: int, monkeypatch) -> None:
+    e = entries()[i]
+    lead = tuple(d - 1 for d in e["input_shape"][:-2])
+    fast = model.grid(e, lead)
+    monkeypatch.setattr(expr, "numpy", lambda: None)
+    assert model.grid(e, lead) == fast
+    cell = [*lead, 1, 2] if len(e["input_shape"]) > 1 else [3]
+    got = model.at(e, cell)
+    if e["kind"] == "fragment":
+        r, c = (0, 3) if len(e["input_shape"]) == 1 else (1, 2)
+        assert (
+            got["thread"] == [t[r][c] for t in fast["thread"]] and got["register"] == fast["register"][r][c]
+        )
+        assert len(got["thread"]) == (e["replicate"] if model.rep_var(e) else 1)
+    else:
+        assert got["offset"] == fast["offset"][1][2] and got["bank"] == fast["bank"][1][2]
+
+
+def test_changed_names_the_buffers_that_differ() -> None:
+    es = entries()
+    a = {
+        "version": 1,
+        "snapshots": [{"record": 3, "pass": "P", "funcs": [{"func": "main", "layouts": es[:3]}]}],
+    }
+    b = {
+        "version": 1,
+        "snapshots": [
+            {"record": 3, "pass": "P", "funcs": [{"func": "main", "layouts": [es[3], es[1], es[4]]}]}
+        ],
+    }
+    got = {(c["buffer"], c["change"]) for c in model.changed(a, b)}
+    assert got == {("A_s", "changed"), ("C_l", "changed")}
+    assert model.changed(a, a) == []
+    assert {c["change"] for c in model.changed(a, None)} == {"removed"}

@@ -1,0 +1,6 @@
+"""Layouts: each block's layout map as TileLang fixed it (docs/layouts.md).
+
+capture.py reads it off an IR module (the worker, from the snapshot), recorder.py is the
+recorder that stores it as the manifest's `layouts`, expr.py evaluates its expressions
+(thread, register, offset and bank of an element), model.py answers questions about it.
+"""

@@ -1,0 +1,221 @@
+"""Each block's layout map read off an IR module, as plain data (the layouts recorder's worker side).
+
+A block carries its layouts in the `layout_map` annotation: after layout inference the keys
+are buffers, before it (`T.annotate_layout`) the buffers' data variables. Each value is a
+`tilelang.layout.Layout` (shared memory) or `Fragment` (registers). What is kept is text and
+numbers only: the forward expressions as TileLang prints them (`+ * // %` on the index
+variables, expr.py evaluates them), the shapes, the replicate count and the thread range.
+Imports TileLang's tvm lazily: this runs on the printing worker of a traced compile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FRAGMENT_SCOPES = ("local.fragment",)
+
+
+def _ints(shape: Any) -> list[Any]:
+    out: list[Any] = []
+    for d in shape:
+        try:
+            out.append(int(d))
+        except Exception:
+            out.append(str(d))
+    return out
+
+
+def _scope_of(key: Any) -> str | None:
+    try:
+        return str(key.scope())
+    except Exception:
+        pass
+    try:
+        return str(key.type_annotation.storage_scope)
+    except Exception:
+        return None
+
+
+def _buffer_info(buf: Any) -> dict[str, Any]:
+    return {
+        "buffer": str(buf.name),
+        "scope": _scope_of(buf),
+        "dtype": str(buf.dtype),
+        "shape": _ints(buf.shape),
+    }
+
+
+class Seen:
+    """The layouts already read, by object (a layout map keeps its Layout objects from pass to
+    pass; printing an expression goes through the script printer, a millisecond each)."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[Any, dict[str, Any]]] = []
+        self._maps: list[tuple[Any, list[dict[str, Any]]]] = []  # layout maps keyed by buffers
+
+    def entries(self, lm: Any, allocs: dict[Any, Any]) -> list[dict[str, Any]]:
+        """Return a layout map's entries (one map is often on many blocks, and kept by many passes)."""
+        for obj, data in self._maps:
+            if obj.same_as(lm):
+                return data
+        data = [entry(key, layout, allocs, self) for key, layout in lm.items()]
+        if all(hasattr(key, "data") for key in lm.keys()):  # keyed by buffers: allocs play no part
+            self._maps.append((lm, data))
+        return data
+
+    def layout(self, layout: Any) -> dict[str, Any]:
+        for obj, data in self._items:
+            if obj.same_as(layout):
+                return data
+        data = layout_data(layout)
+        self._items.append((layout, data))
+        return data
+
+
+def entry(key: Any, layout: Any, buffers: dict[Any, Any], seen: Seen | None = None) -> dict[str, Any]:
+    """Return one buffer's layout as data: `key` a buffer or its data var, `buffers` data var -> buffer."""
+    buf = key if hasattr(key, "data") else buffers.get(key)
+    if buf is not None:
+        out = _buffer_info(buf)
+    else:  # a data var whose buffer is allocated elsewhere
+        out = {
+            "buffer": str(getattr(key, "name", key)),
+            "scope": _scope_of(key),
+            "dtype": None,
+            "shape": None,
+        }
+    out.update(seen.layout(layout) if seen is not None else layout_data(layout))
+    return out
+
+
+def layout_data(layout: Any) -> dict[str, Any]:
+    """Return a Layout's or Fragment's shapes, expressions, replicate count and thread range."""
+    out: dict[str, Any] = {}
+    out["input_shape"] = _ints(layout.get_input_shape())
+    out["output_shape"] = _ints(layout.get_output_shape())
+    out["vars"] = [str(v) for v in layout.get_forward_vars()]
+    out["index"] = [str(e) for e in layout.forward_index]
+    if hasattr(layout, "forward_thread"):
+        out["kind"] = "fragment"
+        out["thread"] = str(layout.forward_thread)
+        try:
+            out["replicate"] = int(layout.replicate_size)
+        except Exception:
+            out["replicate"] = None
+        rng = None
+        try:
+            r = layout.thread_range
+            if r is not None:
+                rng = [int(r.min), int(r.extent)]
+        except Exception:
+            rng = None
+        out["thread_range"] = rng
+    else:
+        out["kind"] = "layout"
+    return out
+
+
+LAYOUT_KEYS = (
+    "buffer",
+    "kind",
+    "input_shape",
+    "output_shape",
+    "vars",
+    "index",
+    "thread",
+    "replicate",
+    "thread_range",
+)
+
+
+def same_layout(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two entries are one buffer's one layout (the buffer's own shape and scope aside: a
+    later pass may replace the buffer by its physical one, the layout staying)."""
+    return all(a.get(k) == b.get(k) for k in LAYOUT_KEYS)
+
+
+def _blocks(func: Any) -> list[Any]:
+    """Return the blocks of a PrimFunc, walking statements only (never expressions: a walk of
+    every node through the FFI costs 10 ms on a lowered gemm, this one a fraction of that)."""
+    from tilelang import tvm
+
+    tirx = tvm.tirx
+    seq, realize, block, branch = tirx.SeqStmt, tirx.SBlockRealize, tirx.SBlock, tirx.IfThenElse
+    found: list[Any] = []
+    stack = [func.body]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        if isinstance(node, seq):
+            stack.extend(reversed(list(node.seq)))
+        elif isinstance(node, realize):
+            stack.append(node.block)
+        elif isinstance(node, block):
+            found.append(node)
+            stack.append(node.body)
+            if node.init is not None:
+                stack.append(node.init)
+        elif isinstance(node, branch):
+            stack.append(node.else_case)
+            stack.append(node.then_case)
+        else:
+            body = getattr(node, "body", None)  # attr, let, for, while, assert, allocate, decl_buffer
+            if isinstance(body, tirx.Stmt):
+                stack.append(body)
+    return found
+
+
+def prim_funcs(functions: Any) -> list[tuple[str, Any]]:
+    """Return (name, PrimFunc) of a module's function map (IRModule.functions, or a snapshot's)."""
+    from tilelang import tvm
+
+    out = []
+    for gv, func in functions.items():
+        if isinstance(func, tvm.tirx.PrimFunc):
+            out.append((str(gv.name_hint), func))
+    return out
+
+
+def func_layouts(
+    name: str, func: Any, with_buffers: bool = False, seen: Seen | None = None
+) -> dict[str, Any]:
+    """Return {"func", "layouts": [entry + block], "buffers": [...]} of one PrimFunc's blocks.
+
+    `buffers` (with_buffers): every fragment and shared allocation of its blocks, laid out or not.
+    """
+    layouts: list[dict[str, Any]] = []
+    buffers: list[dict[str, Any]] = []
+    for block in _blocks(func):
+        if with_buffers:
+            for b in block.alloc_buffers:
+                scope = _scope_of(b) or ""
+                if scope in FRAGMENT_SCOPES or scope.startswith("shared"):
+                    buffers.append(_buffer_info(b))
+        lm = block.annotations.get("layout_map") if "layout_map" in block.annotations else None
+        if lm is None:
+            continue
+        allocs = {b.data: b for b in block.alloc_buffers}
+        found = seen.entries(lm, allocs) if seen is not None else [entry(k, v, allocs) for k, v in lm.items()]
+        for e in found:
+            e = dict(e)
+            same = next((x for x in layouts if same_layout(x, e)), None)
+            if same is not None:  # one map on several blocks (a root block and its copy)
+                same["blocks"].append(str(block.name_hint))
+                continue
+            e["blocks"] = [str(block.name_hint)]
+            layouts.append(e)
+    out: dict[str, Any] = {"func": name, "layouts": layouts}
+    if with_buffers:
+        out["buffers"] = buffers
+    return out
+
+
+def module_layouts(functions: Any, with_buffers: bool = False) -> list[dict[str, Any]]:
+    """Return `func_layouts` of every PrimFunc of a function map (those with layouts, or buffers when asked)."""
+    out = []
+    for name, func in prim_funcs(functions):
+        f = func_layouts(name, func, with_buffers)
+        if f["layouts"] or f.get("buffers"):
+            out.append(f)
+    return out
