@@ -70,6 +70,12 @@ def env_ptxas(environ: dict[str, str] | None = None) -> bool:
     return env.get("TLTRACE_PTXAS", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
+def env_flag(name: str, environ: dict[str, str] | None = None) -> bool:
+    """Return True when the variable `name` is set to anything but "", 0, false, no or off."""
+    env = os.environ if environ is None else environ
+    return env.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def trace_dir_of(value: str | os.PathLike | None) -> Path:
     """Return the trace dir `value` names, else TL_LOWER_TRACE_DIR's, else the default (not made absolute)."""
     return Path(value) if value is not None else Path(env_trace_dir())
@@ -112,6 +118,8 @@ class Settings:
     use_cache: bool = False
     sync: bool = False  # print and record on the compiling thread (--sync); else on the worker
     ptxas: bool = False  # machine facts: nvcc -Xptxas -v over each CUDA compile's source (docs/facts.md)
+    ptx: bool = False  # the PTX stage of each CUDA compile (tltrace/stages/; --ptxas gives it too)
+    sass: bool = False  # the SASS stage (and the PTX one)
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
@@ -186,6 +194,8 @@ def build_settings(
     use_cache: bool = False,
     sync: bool | None = None,
     ptxas: bool | None = None,
+    ptx: bool | None = None,
+    sass: bool | None = None,
     command: tuple[str, ...] = (),
     names: dict[str, str] | None = None,
     script_key: str | None = None,
@@ -194,7 +204,7 @@ def build_settings(
 
     mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
-    working files) or a path. sync: None for TLTRACE_SYNC (else off). ptxas: None for TLTRACE_PTXAS (else off). kernels: None for TLTRACE_KERNELS (else every kernel). `names` maps a parameter to how the caller spells it in
+    working files) or a path. sync: None for TLTRACE_SYNC (else off). ptxas: None for TLTRACE_PTXAS (else off); ptx, sass: None for TLTRACE_PTX, TLTRACE_SASS. kernels: None for TLTRACE_KERNELS (else every kernel). `names` maps a parameter to how the caller spells it in
     messages (`{"keep": "--keep"}`). Raises UsageError on a bad value, the same for both.
     """
     spell = {
@@ -239,6 +249,8 @@ def build_settings(
         use_cache=bool(use_cache),
         sync=env_sync() if sync is None else bool(sync),
         ptxas=env_ptxas() if ptxas is None else bool(ptxas),
+        ptx=env_flag("TLTRACE_PTX") if ptx is None else bool(ptx),
+        sass=env_flag("TLTRACE_SASS") if sass is None else bool(sass),
         command=tuple(command),
     )
 

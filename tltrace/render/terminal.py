@@ -32,6 +32,7 @@ from ..format.records import (
     INTERRUPTED,
     NOOP,
     RUNNING,
+    STAGE_ROLES,
     PassRecord,
     RunManifest,
 )
@@ -566,7 +567,12 @@ class TerminalView:
                     parts.append(
                         diff_view(d, self.settings.context, ignore_whitespace=self.settings.ignore_whitespace)
                     )
-                elif rec.status == CODEGEN and rec.reconcile != "PATCHED" and event.before != event.after:
+                elif (
+                    rec.status == CODEGEN
+                    and rec.reconcile != "PATCHED"
+                    and rec.role not in STAGE_ROLES  # PTX, SASS: thousands of lines; shown by `show --pass`
+                    and event.before != event.after
+                ):
                     # (PATCHED: the notice showed the user's edit; the TIR -> source view is in the report)
                     parts.append(diff_text(event.before, event.after, self.settings.context))
                 blocks.append((rec.index, parts))
