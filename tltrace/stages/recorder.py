@@ -70,6 +70,13 @@ class StagesRecorder(Recorder):
 
 def build_stages(source: str, cmap: Any, arch: str | None, want_sass: bool, warn: Warn) -> list[Stage]:
     """Return the PTX stage (and the SASS stage) of one device source; [] when there is no toolchain."""
+    if not arch or not arch.startswith("sm_"):
+        _once(
+            "arch",
+            warn,
+            f"--ptx/--sass: not a CUDA compile for an sm_ arch ({arch or 'none'}): no PTX or SASS stage",
+        )
+        return []
     t0 = time.perf_counter()
     try:
         b = ptxas.build(source, arch)
