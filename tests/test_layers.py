@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tltrace.history",
         "tltrace.reconcile",
         "tltrace.facts",
+        "tltrace.stages",
         "tltrace.checking",
     ),
     ("tltrace.session",),

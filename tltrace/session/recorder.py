@@ -19,7 +19,7 @@ with --sync)
     `stages(manifest)`             the compile ended with its records on disk: codegen stages
                                    derived from them (`Stage`: PTX, SASS), recorded after them
                                    as codegen records (the compile waits: opt-in work only)
-    `ended(manifest)`              the run's records are complete; its manifest is about to be
+    `ended(manifest)`              the run's records (stages included) are complete; its manifest is about to be
                                    written (a field computed from the whole run: facts)
     `value()`                      the manifest field `field` as it stands (JSON data or None)
     `finish()`                     the run ended (its manifest is written): close files
