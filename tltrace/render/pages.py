@@ -126,22 +126,51 @@ def _sha256_b64(text: str) -> str:
     return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
 
-def _page_head(template: str, css_names: tuple[str, ...], entries: tuple[str, ...]) -> bytes:
-    """Return a page's head: `template` with its CSS and the scripts `entries` start, in order (render/bundle.py)."""
+# The PTX and SASS views (tltrace run --ptx, --sass): appended once to a report that has a stage
+# record, before it, rather than carried in every report's head; the head's CSP names them.
+STAGE_CSS, STAGE_JS = "report-machine.css", "report-machine.js"
+
+
+def _stage_assets() -> tuple[str, str]:
+    if "stage" not in _STAGE_CACHE:
+        _STAGE_CACHE["stage"] = (minify_css(asset_text(STAGE_CSS)), minify_js(asset_text(STAGE_JS)))
+    return _STAGE_CACHE["stage"]
+
+
+_STAGE_CACHE: dict[str, tuple[str, str]] = {}
+
+
+def stage_chunk() -> bytes:
+    """Return the PTX/SASS views' `<style>` and `<script>`, for a report's first stage record (STAGE_ROLES)."""
+    css, js = _stage_assets()
+    return f"<style>{css}</style><script>{js}</script>\n".encode()
+
+
+def _page_head(
+    template: str, css_names: tuple[str, ...], entries: tuple[str, ...], lazy: tuple[str, str] | None = None
+) -> bytes:
+    """Return a page's head: `template` with its CSS and the scripts `entries` start, in order (render/bundle.py).
+
+    `lazy`: (CSS, script) a page may append later (stage_chunk), named by the CSP beside its own.
+    """
     # The skeleton's indentation goes: a line break alone separates as the blanks after it did
     # (the skeletons have no <pre> or <textarea>, where blanks would count).
     page = re.sub(r"\n[ \t]+", "\n", asset_text(template))
     css = "".join(minify_css(asset_text(n)) for n in css_names)
     js = "".join(minify_js(asset_text(n)) for n in script_order(entries))
     # The assets are ours; still, keep them from closing their own elements early.
-    for text in (css, js):
+    for text in (css, js, *(lazy or ())):
         if re.search(r"</(script|style)|<!--", text, re.I):
             raise RuntimeError("report assets must not contain </script, </style or <!--")
     # The page runs only its own script: CSP names it by hash, so even markup smuggled into
     # the data (it cannot be: see safejson.script_json) could not run an inline handler.
     csp = f"'sha256-{_sha256_b64(js)}'"
+    css_csp = f"'sha256-{_sha256_b64(css)}'"
+    if lazy is not None:
+        css_csp += f" 'sha256-{_sha256_b64(lazy[0])}'"
+        csp += f" 'sha256-{_sha256_b64(lazy[1])}'"
     page = page.replace("script-src 'unsafe-inline'", f"script-src {csp}", 1)
-    page = page.replace("style-src 'unsafe-inline'", f"style-src 'sha256-{_sha256_b64(css)}'", 1)
+    page = page.replace("style-src 'unsafe-inline'", f"style-src {css_csp}", 1)
     page = page.replace("/*TLTRACE_CSS*/", css, 1).replace("/*TLTRACE_JS*/", js, 1)
     return page.encode("utf-8")
 
@@ -151,7 +180,10 @@ def report_head() -> bytes:
     if "report" not in _HEAD_CACHE:
         # report.js starts the page; its @requires bring the rest (diff engine, views, profile, source maps).
         _HEAD_CACHE["report"] = _page_head(
-            "report.html", ("palette.css", "report.css", "profile.css", "sourcemap.css"), ("report.js",)
+            "report.html",
+            ("palette.css", "report.css", "profile.css", "sourcemap.css"),
+            ("report.js",),
+            _stage_assets(),
         )
     return _HEAD_CACHE["report"]
 

@@ -160,9 +160,10 @@
       view.appendChild(panes);
     } else if (r.status === "codegen") {
       var cp = C.el("div", "tl-panes");
-      cp.appendChild(pane("TIR (before codegen)", before));
+      var stage = { ptx: ["CUDA source (its input)", "PTX (after)"], sass: ["PTX (its input)", "SASS (after)"] }[r.role];
+      cp.appendChild(pane(stage ? stage[0] : "TIR (before codegen)", before));
       if (r.role) cp.setAttribute("data-role", r.role);
-      cp.appendChild(pane("Generated " + (r.role ? r.role + " " : "") + "source (after)", after));
+      cp.appendChild(pane(stage ? stage[1] : "Generated " + (r.role ? r.role + " " : "") + "source (after)", after));
       view.appendChild(cp);
     } else {
       var A = C.splitLines(before), B = C.splitLines(after);
