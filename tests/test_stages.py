@@ -120,7 +120,16 @@ def traced(tmp_path_factory) -> tuple[Path, list[runs.Run], str]:
     (home / "gemm.py").write_text(GEMM)
     configs = [CONFIGS["sm90_s3"], CONFIGS["sm90_s1"]]
     p = _tltrace(
-        "run", "-q", "--no-codegen-output", "--ptx", "--sass", "gemm.py", json.dumps(configs), cwd=home
+        "run",
+        "-q",
+        "--mode",
+        "both",
+        "--no-codegen-output",
+        "--ptx",
+        "--sass",
+        "gemm.py",
+        json.dumps(configs),
+        cwd=home,
     )
     found = [runs.load_run(d) for d in runs.run_dirs(home / "tmp" / "lower_trace_dir" / "gemm")]
     assert len(found) == 2
@@ -237,3 +246,80 @@ def test_a_cpu_compile_with_ptx_says_so_once_and_compiles(tmp_path: Path) -> Non
         runs.load_run(d) for d in runs.run_dirs(tmp_path / "tmp" / "lower_trace_dir" / "elementwise_add")
     ]
     assert not [r for r in run.require().records if r.role in ("ptx", "sass")]
+
+
+NODE = r"""
+const fs = require("fs");
+const Mc = require(process.argv[1] + "/report-machine.js");
+const feed = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+process.stdout.write(JSON.stringify({
+  ptx: Mc.ptxCuLines(feed.ptx),
+  sass: Mc.sassCuLines(feed.sass),
+  classes: feed.sass.split("\n").map(Mc.opClass),
+  mix: Mc.mix(feed.sass, feed.map),
+}));
+"""
+
+
+def test_the_report_reads_kernel_cu_lines_and_the_mix_as_python_does(traced, tmp_path: Path) -> None:
+    from tests.test_index_js import run_node
+
+    _, found, _ = traced
+    run = found[0]
+    p, s = _stage(run, "ptx"), _stage(run, "sass")
+    ptx_text, sass_text = runs.text_of(run.path, p, "after"), runs.text_of(run.path, s, "after")
+    smap = load_maps(run.path).of(s.index, "after")
+    assert smap is not None
+    got = run_node(NODE, {"ptx": ptx_text, "sass": sass_text, "map": smap.to_json()}, tmp_path)
+    assert got["ptx"] == ptx.loc_lines(ptx_text)[0]
+    assert got["sass"] == sass.cu_lines(sass_text)
+    assert got["classes"] == [sass.opcode_class(line) for line in sass_text.split("\n")]
+    want: dict[tuple[str, int], dict[str, int]] = {}
+    for i, line in enumerate(sass_text.split("\n")):
+        src = smap.src(i)
+        if src is None or not sass._INSN.match(line):
+            continue
+        row = want.setdefault(src, {"insns": 0, **dict.fromkeys(sass.MIX, 0)})
+        row["insns"] += 1
+        c = sass.opcode_class(line)
+        if c:
+            row[c] += 1
+    assert {(r["file"], r["line"]): {k: r[k] for k in ("insns", *sass.MIX)} for r in got["mix"]} == want
+    assert sum(r["MMA"] for r in got["mix"]) > 0  # the GEMM's HGMMA reach a Python line
+
+
+@pytest.mark.browser
+def test_the_report_links_cuda_ptx_and_sass_and_shows_the_mix(traced, open_page) -> None:
+    from tests.conftest import wait_js
+    from tltrace.render.pages import stage_chunk
+
+    home, found, _ = traced
+    run = found[0]
+    live = (run.path / "report.html").read_bytes()
+    assert live.count(stage_chunk()) == 1  # the views' script, once, written as the compile ran
+    p = _tltrace("show", str(run.path), "--html", "--json", cwd=home)
+    report = Path(json.loads(p.stdout)["report"])
+    assert report.read_bytes().count(stage_chunk()) == 1
+    s = _stage(run, "sass")
+    page = open_page(run.path / "report.html", f"#pass-{s.index}")
+    page.click(f"li.tl-pass[data-index='{s.index}']")
+    wait_js(page, "document.querySelector('.tl-mc-mix tbody tr')")
+    rows = page.eval_on_selector_all(".tl-mc-mix tbody tr", "trs => trs.map(tr => tr.dataset.src)")
+    body = _kernel_body(home / "gemm.py")
+    mine = [r for r in rows if r.rsplit(":", 1)[0].endswith("gemm.py")]
+    assert mine and {int(r.rsplit(":", 1)[1]) for r in mine} <= body
+    # A SASS line under a kernel.cu mark: the strip names it and opens the CUDA source there.
+    text = runs.text_of(run.path, s, "after").split("\n")
+    cu = sass.cu_lines(text and "\n".join(text))
+    i = next(k for k, n in enumerate(cu) if n is not None and sass._INSN.match(text[k]))
+    page.locator("#tl-view .tl-pane").last.locator("tbody tr").nth(i).locator("td.code").click()
+    wait_js(page, "document.querySelector('.tl-mc-strip b')")
+    assert page.inner_text(".tl-mc-strip b") == f"kernel.cu:{cu[i]}"
+    assert page.locator("#tl-view .tl-pane").last.locator("tr.tl-mc-hit").count() >= 1
+    page.click(".tl-mc-strip button:has-text('CUDA')")
+    device = [r for r in run.require().records if r.role == "device"][-1]
+    wait_js(page, f"document.querySelector('li.tl-pass.selected[data-index=\"{device.index}\"]')")
+    hit = page.eval_on_selector_all(
+        "#tl-view .tl-pane:last-child tbody tr.tl-mc-hit", "trs => trs.map(tr => tr.rowIndex)"
+    )
+    assert hit == [cu[i] - 1]  # the one CUDA line (rowIndex counts from 0; the table has no head row)
