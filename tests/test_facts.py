@@ -264,6 +264,9 @@ def test_run_ptxas_gives_registers_and_spills_as_ptxas_reports_them(tmp_path: Pa
     values, machine = facts["values"], facts["machine"]
     assert isinstance(values["registers"], int) and values["registers"] > 0, machine
     assert values["spill_bytes"] == values["spill_store_bytes"] + values["spill_load_bytes"]
+    # --ptxas records the PTX of its build as a stage: one nvcc run, the stage's and the facts'.
+    (ptx_rec,) = [r for r in run.require().records if r.role == "ptx"]
+    assert ptx_rec.duration_s == machine["seconds"] and ".loc" in runs.text_of(run.path, ptx_rec, "after")
     cuda = _text(run, "device")
     names = re.findall(r"__global__ void(?: __launch_bounds__\([^)]*\))? (\w+)\(", cuda)
     assert [k["kernel"] for k in machine["kernels"]] == list(dict.fromkeys(names))
