@@ -22,6 +22,7 @@ from tltrace.history import runs
 from tltrace.history.sourcemaps import load as load_maps
 from tltrace.stages import maps, ptx, sass
 
+from ._schema import check
 from .test_facts import CONFIGS, GEMM, _env
 
 PTX_SAMPLE = """\
@@ -206,7 +207,13 @@ def test_every_ptx_loc_and_sass_line_that_names_the_script_is_in_the_kernel_body
 def test_show_check_and_diff_runs_see_the_stages(traced) -> None:
     home, found, _ = traced
     p = _tltrace("show", str(found[0].path), "--pass", "ptx", cwd=home)
-    assert ".loc" in p.stdout
+    assert ".loc" in p.stdout and "\n+" not in p.stdout  # the PTX itself, not a diff against the CUDA
+    p = _tltrace("show", str(found[0].path), "--pass", "sass", "--json", cwd=home)
+    shown = check(json.loads(p.stdout), "pass")
+    assert (
+        shown["text"] == runs.text_of(found[0].path, _stage(found[0], "sass"), "after")
+        and shown["diff"] == []
+    )
     p = _tltrace(
         "check",
         "gemm",
