@@ -405,8 +405,10 @@ class TraceSession:
         for st in self.recorders.stages(so_far):
             if self.broken:
                 return
+            # After every record, whichever numbered it (a caller holding texts gives its own indexes).
+            index = max(self.next_index(), max((r.index for r in self.records), default=-1) + 1)
             rec = PassRecord(
-                index=self.next_index(),
+                index=index,
                 name=st.name,
                 phase=CODEGEN_PHASE,
                 status=CODEGEN,
