@@ -427,7 +427,12 @@ class TraceSession:
         written = False
         try:
             if not failed and self.recorders:
-                self._add_stages()  # derived codegen stages (run --ptx, --sass), after the compile's records
+                try:
+                    self._add_stages()  # derived codegen stages (run --ptx, --sass), after the compile's records
+                except Exception as exc:  # the compile's own records stand: the manifest is written below
+                    self.warn(
+                        f"codegen stages not recorded ({type(exc).__name__}: {exc}); the records are complete"
+                    )
             records = sorted(self.records, key=lambda r: r.index)
             if self.failed_pending:
                 msg = error if error is not None else "pass did not complete"
