@@ -21,7 +21,7 @@ import pytest
 
 from tests.test_passref import node
 from tltrace.render.bundle import AssetError, minify_css, minify_js, requires_of, script_order
-from tltrace.render.pages import LATE_SCRIPTS, index_head, report_head
+from tltrace.render.pages import LATE_SCRIPTS, STAGE_JS, index_head, report_head
 
 ASSETS = resources.files("tltrace.render").joinpath("assets")
 PAGES = {"report.html": "report.js", "index.html": "index.js", "diffruns.html": "diffruns.js"}
@@ -43,6 +43,10 @@ def test_every_script_comes_after_what_it_requires_and_each_page_reaches_its_own
                     f"{name} requires {dep}, which {entry}'s page loads later or not at all"
                 )
         reached.update(order)
+    # The PTX/SASS views' script, appended to a report with a stage record: what it needs is in the head.
+    report = script_order(["report.js"])
+    assert set(requires_of(ASSETS.joinpath(STAGE_JS).read_text(encoding="utf-8"))) <= set(report)
+    reached.add(STAGE_JS)
     assert reached == set(scripts()), f"scripts no page loads: {set(scripts()) - reached}"
     # The index needs neither the diff engine nor the report's views; diff-runs the core and the
     # layouts view (both grids of a changed layout). The report carries layouts.js after its data,

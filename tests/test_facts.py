@@ -284,7 +284,7 @@ def test_run_ptxas_gives_registers_and_spills_as_ptxas_reports_them(tmp_path: Pa
     (tmp_path / "gemm.py").write_text(GEMM)
     # A build flag from a pass config: the nvcc line must carry it as TileLang's build would.
     flags = {"tl.ptxas_register_usage_level": 5, "tl.enable_fast_math": True}
-    _tltrace("run", "-q", "--ptxas", "gemm.py", json.dumps([["sm_90a", 3, flags]]), cwd=tmp_path)
+    _tltrace("run", "-q", "--ptxas", "--ptx", "gemm.py", json.dumps([["sm_90a", 3, flags]]), cwd=tmp_path)
     (run,) = [runs.load_run(p) for p in runs.run_dirs(tmp_path / "tmp" / "lower_trace_dir" / "gemm")]
     facts = run.require().facts
     values, machine = facts["values"], facts["machine"]
@@ -293,6 +293,9 @@ def test_run_ptxas_gives_registers_and_spills_as_ptxas_reports_them(tmp_path: Pa
     assert "--use_fast_math" in machine["command"]
     assert isinstance(values["registers"], int) and values["registers"] > 0, machine
     assert values["spill_bytes"] == values["spill_store_bytes"] + values["spill_load_bytes"]
+    # --ptxas with --ptx: one nvcc run (the pass configs' flags on it), the stage's and the facts'.
+    (ptx_rec,) = [r for r in run.require().records if r.role == "ptx"]
+    assert ptx_rec.duration_s == machine["seconds"] and ".loc" in runs.text_of(run.path, ptx_rec, "after")
     cuda = _text(run, "device")
     names = re.findall(r"__global__ void(?: __launch_bounds__\([^)]*\))? (\w+)\(", cuda)
     assert [k["kernel"] for k in machine["kernels"]] == list(dict.fromkeys(names))

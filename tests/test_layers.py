@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tltrace.reconcile",
         "tltrace.facts",
         "tltrace.layouts",
+        "tltrace.stages",
         "tltrace.checking",
     ),
     ("tltrace.session",),

@@ -207,3 +207,52 @@ def test_an_oserror_in_attach_is_the_stores_and_stops_tracing_once(tmp_path: Pat
     assert len(warnings) == 1 and warnings[0].message.startswith("tracing stopped for this kernel:")
     assert s.broken
     assert counting.jobs == ["input job", "attach", "finish"]  # stopped with the records, not said again
+
+
+class Staging(rc.Recorder):
+    """Derives one stage from the last text it saw (as stages/recorder.py derives PTX), or raises."""
+
+    name = "staging"
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.last: str | None = None
+
+    def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
+        self.last = after
+
+    def stages(self, manifest: RunManifest) -> list[rc.Stage] | None:
+        if self.fail:
+            raise RuntimeError("no toolchain")
+        assert self.last is not None and len(manifest.records) == 3  # the compile's records, stored
+        return [rc.Stage("ptx", self.last, self.last.upper(), "ptx", "ptx", "tool", 0.5)]
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["stage", "raises"])
+def test_a_recorders_stages_are_codegen_records_after_the_compiles(
+    tmp_path: Path, registry: dict, fail: bool
+) -> None:
+    counting, staging = Counting(), Staging(fail)
+    rc.register("staging", lambda settings: staging)
+    rc.register("counting", lambda settings: counting)
+    s, events = _compile(tmp_path, background=True)
+    manifest = json.loads((s.store.run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    said = [e for e in events if isinstance(e, Notice) and "staging stopped" in e.message]
+    if fail:
+        assert len(manifest["records"]) == 3 and len(said) == 1 and "no toolchain" in said[0].message
+        return
+    assert not said
+    last, stage = manifest["records"][-2:]
+    assert (stage["index"], stage["name"], stage["phase"], stage["status"]) == (
+        3,
+        "ptx",
+        "codegen",
+        "codegen",
+    )
+    assert (stage["role"], stage["ffi"], stage["duration_s"]) == ("ptx", "tool", 0.5)
+    assert stage["before_hash"] == last["after_hash"]  # its input: the text stored once
+    assert (s.store.run_dir / stage["after_file"]).read_text() == "C\n" and stage["after_file"].endswith(
+        ".ptx"
+    )
+    assert "recorded 3 codegen" in counting.jobs  # the other recorders see it as any record

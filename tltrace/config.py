@@ -76,6 +76,12 @@ def env_line_directives(environ: dict[str, str] | None = None) -> bool:
     return env.get("TLTRACE_LINE_DIRECTIVES", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
+def env_flag(name: str, environ: dict[str, str] | None = None) -> bool:
+    """Return True when the variable `name` is set to anything but "", 0, false, no or off."""
+    env = os.environ if environ is None else environ
+    return env.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def trace_dir_of(value: str | os.PathLike | None) -> Path:
     """Return the trace dir `value` names, else TL_LOWER_TRACE_DIR's, else the default (not made absolute)."""
     return Path(value) if value is not None else Path(env_trace_dir())
@@ -121,6 +127,8 @@ class Settings:
     ptxas: bool = False  # machine facts: nvcc -Xptxas -v over each CUDA compile's source (docs/facts.md)
     # Compile the device source with scoped #line directives naming the user's lines (docs/sourcemap.md).
     line_directives: bool = False
+    ptx: bool = False  # the PTX stage of each CUDA compile (tltrace/stages/; one build with --ptxas)
+    sass: bool = False  # the SASS stage (and the PTX one)
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
@@ -197,6 +205,8 @@ def build_settings(
     sync: bool | None = None,
     ptxas: bool | None = None,
     line_directives: bool | None = None,
+    ptx: bool | None = None,
+    sass: bool | None = None,
     command: tuple[str, ...] = (),
     names: dict[str, str] | None = None,
     script_key: str | None = None,
@@ -205,7 +215,7 @@ def build_settings(
 
     mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
-    working files) or a path. sync: None for TLTRACE_SYNC (else off). ptxas: None for TLTRACE_PTXAS (else off). line_directives: None for TLTRACE_LINE_DIRECTIVES (else off). kernels: None for TLTRACE_KERNELS (else every kernel). `names` maps a parameter to how the caller spells it in
+    working files) or a path. sync: None for TLTRACE_SYNC (else off). ptxas: None for TLTRACE_PTXAS (else off). line_directives: None for TLTRACE_LINE_DIRECTIVES (else off); ptx, sass: None for TLTRACE_PTX, TLTRACE_SASS. kernels: None for TLTRACE_KERNELS (else every kernel). `names` maps a parameter to how the caller spells it in
     messages (`{"keep": "--keep"}`). Raises UsageError on a bad value, the same for both.
     """
     spell = {
@@ -252,6 +262,8 @@ def build_settings(
         sync=env_sync() if sync is None else bool(sync),
         ptxas=env_ptxas() if ptxas is None else bool(ptxas),
         line_directives=env_line_directives() if line_directives is None else bool(line_directives),
+        ptx=env_flag("TLTRACE_PTX") if ptx is None else bool(ptx),
+        sass=env_flag("TLTRACE_SASS") if sass is None else bool(sass),
         command=tuple(command),
     )
 

@@ -219,6 +219,18 @@ def run_cmd(
         ".py lines (changes what is compiled by those lines; the records and working files stay "
         "without them) [default: TLTRACE_LINE_DIRECTIVES].",
     ),
+    ptx: bool = typer.Option(
+        False,
+        "--ptx",
+        help="Record each CUDA compile's PTX (nvcc -lineinfo, as TileLang builds it) as a codegen stage, "
+        "its lines mapped to Python; the compile waits for the build [default: TLTRACE_PTX].",
+    ),
+    sass: bool = typer.Option(
+        False,
+        "--sass",
+        help="Record the SASS too (nvdisasm or cuobjdump over the cubin), with the PTX "
+        "[default: TLTRACE_SASS].",
+    ),
     codegen_output: Optional[Path] = typer.Option(
         None, "--codegen-output", metavar="PATH", help="Device working file (host: PATH with _host)."
     ),
@@ -326,6 +338,8 @@ def _settings(p: dict, target) -> Settings:
         sync=True if p["sync"] else None,
         ptxas=True if p["ptxas"] else None,
         line_directives=True if p["line_directives"] else None,
+        ptx=True if p.get("ptx") else None,
+        sass=True if p.get("sass") else None,
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
         names={
             "mode": "--mode",

@@ -553,6 +553,7 @@ def show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: bo
 
 def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: bool = False) -> None:
     from ..diff import diff
+    from ..format.records import STAGE_ROLES
     from ..history import runs
     from ..passref import ref_of, resolve
 
@@ -563,6 +564,9 @@ def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: b
     )
     before = runs.read_text(run, rec, "before")
     after = runs.read_text(run, rec, "after") if rec.after_file or rec.after_hash else None
+    if rec.role in STAGE_ROLES and after is not None:
+        _show_stage(run, rec, after, as_json, others)
+        return
     d = diff(before, after) if after is not None else None
     if as_json:
         out = {
@@ -628,6 +632,33 @@ def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: b
         write_lines(con, lines, LINE_STYLE)
     else:
         con.print(diff_view(d, context, ignore_whitespace=ignore_whitespace), soft_wrap=True)
+
+
+def _show_stage(run, rec, text: str, as_json: bool, others: list[str]) -> None:
+    """Print a PTX or SASS stage (run --ptx, --sass): its text, not a diff against another language's."""
+    from ..history import runs
+
+    if as_json:
+        out = {
+            "run_id": run.run_id,
+            "signature": run.manifest.signature,
+            "path": str(run.path),
+            "record": rec.to_json(),
+            "diff": [],  # no diff: the stage's input is another language
+            "rows": None,
+            "note": None,
+            "text": text,
+        }
+        if others:
+            out["others"] = others
+        _print_json(out)
+        return
+    from ..render.terminal import pass_line
+    from ..render.visible import write_lines
+
+    con = _console()
+    con.print(pass_line(runs.label(run.manifest, "?"), rec, None, None), soft_wrap=True)
+    write_lines(con, (("", line) for line in text.splitlines()), {}, indent="")
 
 
 def _show_html(sel, as_json: bool) -> None:

@@ -9,16 +9,23 @@ configs), with `-Xptxas -v -w` added, in a child process under a time limit. Slo
 (seconds: the C++ front end over TileLang's headers), so it runs only when asked
 (`tltrace run --ptxas`, TLTRACE_PTXAS=1) and never on the compiling thread. Without nvcc
 it says so once and the facts stay null.
+ The same
+build keeps the PTX and the cubin for the PTX and SASS stages (tltrace/stages/): one nvcc run.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from .registry import Value
@@ -189,6 +196,111 @@ def values_of(kernels: list[dict[str, Any]]) -> dict[str, Value]:
     }
 
 
+@dataclass(frozen=True)
+class Build:
+    """One nvcc build of a device source: ptxas's report, the PTX nvcc kept on the way, the cubin."""
+
+    tool: str
+    arch: str
+    seconds: float
+    command: list[str]  # as a person reruns it (kernel.cu, kernel.cubin: relative names)
+    log: str
+    ptx: str | None  # nvcc --keep's .ptx, its temporary paths made relative (kernel.cu)
+    cubin: bytes | None
+
+
+_MEMO_SIZE = 4
+_memo: OrderedDict[tuple[str, str, str], Build | BaseException] = OrderedDict()
+_memo_lock = threading.Lock()
+
+
+def build(
+    source: str, arch: str | None, timeout: float = TIMEOUT_S, configs: dict[str, Any] | None = None
+) -> Build:
+    """Build `source` for `arch` with ptxas's report, keeping the PTX; one nvcc run per (source, arch).
+
+    The last few builds are kept: --ptxas's machine facts and the PTX/SASS stages (run --ptx,
+    --sass) of one compile share one nvcc run. Raises Unavailable without nvcc or an sm_ arch;
+    RuntimeError when nvcc fails (its last lines in the message).
+    """
+    if not arch or not _ARCH.match(arch):
+        raise Unavailable(f"no CUDA arch to build for ({arch or 'none'}): machine facts are for CUDA targets")
+    key = (
+        hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(),
+        arch,
+        json.dumps(configs or {}, sort_keys=True),
+    )
+    with _memo_lock:
+        hit = _memo.get(key)
+        if hit is not None:
+            _memo.move_to_end(key)
+    if hit is None:
+        try:
+            hit = _build(source, arch, timeout, configs)
+        except (Unavailable, RuntimeError) as exc:
+            hit = exc
+        with _memo_lock:
+            _memo[key] = hit
+            while len(_memo) > _MEMO_SIZE:
+                _memo.popitem(last=False)
+    if isinstance(hit, BaseException):
+        raise hit
+    return hit
+
+
+def _build(source: str, arch: str, timeout: float, configs: dict[str, Any] | None) -> Build:
+    compiler = nvcc()
+    if compiler is None:
+        raise Unavailable("no nvcc on PATH: machine facts (registers, spills) need the CUDA toolkit")
+    with tempfile.TemporaryDirectory(prefix="tltrace-ptxas-") as tmp:
+        src, cubin = os.path.join(tmp, "kernel.cu"), os.path.join(tmp, "kernel.cubin")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(source)
+        cmd = command(compiler, arch, src, cubin, configs)
+        keep = os.path.join(tmp, "keep")
+        os.mkdir(keep)
+        t0 = time.perf_counter()
+        try:
+            # env: a copy taken now. This runs on a worker thread; with env=None the child would
+            # exec with the C `environ` as another thread left it mid-update (the lifecycle puts and
+            # takes PYTHONPATH around the job), which failed as EFAULT ("Bad address") in CI.
+            env = dict(os.environ)
+            run = [*cmd[:-3], "--keep", "--keep-dir", keep, *cmd[-3:]]
+            p = subprocess.run(run, capture_output=True, text=True, timeout=timeout, cwd=tmp, env=env)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"nvcc took over {timeout:g} s") from None
+        seconds = round(time.perf_counter() - t0, 3)
+        log = (p.stdout or "") + (p.stderr or "")
+        if p.returncode != 0:
+            tail = " | ".join(ln.strip() for ln in log.strip().splitlines()[-3:])
+            raise RuntimeError(f"nvcc exited {p.returncode}: {tail}")
+        ptx = _read(os.path.join(keep, "kernel.ptx"))
+        if ptx is not None:
+            ptx = ptx.replace(src, "kernel.cu")  # the temporary path would differ on every build
+        try:
+            with open(cubin, "rb") as fb:
+                binary: bytes | None = fb.read()
+        except OSError:
+            binary = None
+    return Build(
+        tool=os.path.basename(compiler),
+        arch=arch,
+        seconds=seconds,
+        command=[os.path.basename(cmd[0]), *cmd[1:-3], "-o", "kernel.cubin", "kernel.cu"],
+        log=log,
+        ptx=ptx,
+        cubin=binary,
+    )
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def machine_facts(
     source: str, arch: str | None, timeout: float = TIMEOUT_S, configs: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -198,36 +310,13 @@ def machine_facts(
     Raises Unavailable without nvcc or an sm_ arch; RuntimeError when nvcc fails (its
     last lines in the message).
     """
-    if not arch or not _ARCH.match(arch):
-        raise Unavailable(f"no CUDA arch to build for ({arch or 'none'}): machine facts are for CUDA targets")
-    compiler = nvcc()
-    if compiler is None:
-        raise Unavailable("no nvcc on PATH: machine facts (registers, spills) need the CUDA toolkit")
-    with tempfile.TemporaryDirectory(prefix="tltrace-ptxas-") as tmp:
-        src, cubin = os.path.join(tmp, "kernel.cu"), os.path.join(tmp, "kernel.cubin")
-        with open(src, "w", encoding="utf-8") as f:
-            f.write(source)
-        cmd = command(compiler, arch, src, cubin, configs)
-        t0 = time.perf_counter()
-        try:
-            # env: a copy taken now. This runs on a worker thread; with env=None the child would
-            # exec with the C `environ` as another thread left it mid-update (the lifecycle puts and
-            # takes PYTHONPATH around the job), which failed as EFAULT ("Bad address") in CI.
-            env = dict(os.environ)
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp, env=env)
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"nvcc took over {timeout:g} s") from None
-        seconds = round(time.perf_counter() - t0, 3)
-    log = (p.stdout or "") + (p.stderr or "")
-    if p.returncode != 0:
-        tail = " | ".join(ln.strip() for ln in log.strip().splitlines()[-3:])
-        raise RuntimeError(f"nvcc exited {p.returncode}: {tail}")
-    kernels = parse(log)
+    b = build(source, arch, timeout, configs)
+    kernels = parse(b.log)
     return {
-        "tool": os.path.basename(compiler),
-        "arch": arch,
-        "seconds": seconds,
-        "command": [os.path.basename(cmd[0]), *cmd[1:-3], "-o", "kernel.cubin", "kernel.cu"],
+        "tool": b.tool,
+        "arch": b.arch,
+        "seconds": b.seconds,
+        "command": list(b.command),
         "configs": dict(configs or {}),
         "kernels": kernels,
         "values": values_of(kernels),

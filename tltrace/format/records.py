@@ -38,6 +38,9 @@ NOOP = "noop"
 FAILED = "failed"
 CODEGEN = "codegen"
 STATUSES = (CHANGED, NOOP, FAILED, CODEGEN)
+# The roles of codegen stages derived from the device source (tltrace run --ptx, --sass):
+# codegen records too, but not generated source (the working file, facts and source maps skip them).
+STAGE_ROLES = ("ptx", "sass")
 
 # Run statuses.
 RUNNING = "running"

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import safe_read
 from ..format.layout import OBJECTS, SOURCEMAP_LOG, source_hash
-from ..format.records import FAILED, PassRecord, RunManifest
+from ..format.records import FAILED, STAGE_ROLES, PassRecord, RunManifest
 from ..format.sourcemap import RunMaps, apply_line
 from . import runs
 
@@ -163,6 +163,8 @@ def codegen(run: runs.Run, manifest: RunManifest, maps: RunMaps) -> dict[str, li
     for rec in manifest.records:
         if rec.status != "codegen" or (rec.after_hash is None and rec.after_file is None):
             continue
+        if rec.role in STAGE_ROLES:
+            continue  # PTX, SASS: stages of the generated source, not it
         role = rec.role if rec.role in out else "device"
         out[role] = annotated(run, rec, "after", maps)
     return out

@@ -43,7 +43,7 @@ from ..config import Settings
 from ..diff import line_changes
 from ..errors import RecordsError
 from ..format.layout import text_hash
-from ..format.records import CHANGED, FAILED, PassRecord, RunManifest
+from ..format.records import CHANGED, FAILED, STAGE_ROLES, PassRecord, RunManifest
 from ..session.events import Event, InvocationFinished, Notice, PassRecorded, RunFinished, RunStarted
 from .index import (
     END_CHUNK,
@@ -75,6 +75,7 @@ from .pages import (
     meta_of,
     record_chunk,
     report_head,
+    stage_chunk,
     text_chunk,
 )
 from .sourcemap import ReportMaps, run_chunks
@@ -114,6 +115,7 @@ class _Report:
     meta: dict[str, Any] = field(default_factory=dict)
     failed: dict[int, str | None] = field(default_factory=dict)  # failed records: index -> error written
     smaps: ReportMaps = field(default_factory=ReportMaps)  # source maps already in the file
+    staged: bool = False  # the PTX/SASS views' script is in the file (pages.stage_chunk)
 
     def texts_and_record(
         self,
@@ -124,6 +126,9 @@ class _Report:
         same: list[tuple[int, int]] | None = None,
     ) -> bytes:
         parts: list[bytes] = []
+        if record.role in STAGE_ROLES and not self.staged:
+            self.staged = True
+            parts.append(stage_chunk())
         for digest, text in ((record.before_hash, before), (record.after_hash, after)):
             if digest is None:
                 continue
@@ -451,6 +456,8 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
         meta.pop("index", None)  # written elsewhere (lower_trace's report): no index two levels up
     parts = [chunk(meta)]
     seen: set[str] = set()
+    if any(rec.role in STAGE_ROLES for rec in manifest.records):
+        parts.append(stage_chunk())
     for rec in manifest.records:
         updates: dict[str, Any] = {}
         before: tuple[str, str] | None = None  # (hash, text) of this record's input, once in the report

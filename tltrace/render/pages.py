@@ -180,8 +180,13 @@ def lazy_js(entry: str, head_entries: tuple[str, ...]) -> str:
 # head), allowed by its hash in the head's CSP, and registers itself on `window` for report.js
 # to find at start (docs/report.md). The profile goes in when the compile has ended (a profile
 # of a compile still running would be wrong); the Layouts view only in reports of compiles
-# that have layouts. The head every report starts with carries neither.
-LATE_SCRIPTS = ("profile.js", "layouts.js")
+# that have layouts; the PTX/SASS views only in reports with a stage record. The head every
+# report starts with carries none of them.
+LATE_SCRIPTS = ("profile.js", "layouts.js", "report-machine.js")
+
+# The PTX and SASS views (tltrace run --ptx, --sass): appended once to a report that has a stage
+# record, before it (its CSS, 640 bytes, is in the head).
+STAGE_CSS, STAGE_JS = "report-machine.css", "report-machine.js"
 
 
 def _late_js(name: str) -> str:
@@ -199,6 +204,11 @@ def _late_js(name: str) -> str:
 def late_script(name: str) -> bytes:
     """Return one of LATE_SCRIPTS as the <script> element a report appends among its data chunks."""
     return b"<script>" + _late_js(name).encode("utf-8") + b"</script>\n"
+
+
+def stage_chunk() -> bytes:
+    """Return the PTX/SASS views' `<script>`, for a report's first stage record (STAGE_ROLES)."""
+    return late_script(STAGE_JS)
 
 
 def _page_head(
@@ -233,7 +243,7 @@ def report_head() -> bytes:
         # the profile and the Layouts view come with their data (LATE_SCRIPTS).
         _HEAD_CACHE["report"] = _page_head(
             "report.html",
-            ("palette.css", "report.css", "profile.css", "sourcemap.css", "layouts.css"),
+            ("palette.css", "report.css", "profile.css", "sourcemap.css", "layouts.css", STAGE_CSS),
             ("report.js",),
             LATE_SCRIPTS,
         )

@@ -33,6 +33,7 @@ from ..format.records import (
     INTERRUPTED,
     NOOP,
     RUNNING,
+    STAGE_ROLES,
     PassRecord,
     RunManifest,
 )
@@ -210,7 +211,8 @@ def codegen_lines(record: PassRecord, after: str, run_dir: Path, show: str) -> T
         where = Path(run_dir) / record.after_file
     kind = Path(record.after_file).suffix.lstrip(".") if record.after_file else ""
     lang = {"cpp": "C++", "cu": "CUDA", "c": "C", "hip": "HIP", "ll": "LLVM IR", "ptx": "PTX"}.get(kind, kind)
-    t = Text(f"    {record.role or 'device'} source: {n} line{'s' if n != 1 else ''}, {size}", style="dim")
+    what = record.role.upper() if record.role in STAGE_ROLES else f"{record.role or 'device'} source"
+    t = Text(f"    {what}: {n} line{'s' if n != 1 else ''}, {size}", style="dim")
     if lang:
         t.append(f" of {lang}", style="dim")
     if where is not None:
@@ -628,7 +630,9 @@ class TerminalView:
                         parts.append(self._cut_line(event, left))
                 elif rec.status == CODEGEN and event.after:
                     # The generated source is not a diff of the TIR: its size, where it is, how to see it.
-                    show = self._show_command(event, "--source-map")
+                    # PTX, SASS (STAGE_ROLES): `show --pass ptx` prints the stage's text itself.
+                    words = ("--pass", rec.role) if rec.role in STAGE_ROLES else ("--source-map",)
+                    show = self._show_command(event, *words)
                     parts.append(codegen_lines(rec, event.after, event.run_dir, show))
                 blocks.append((rec.index, parts))
             if rec.depth > 0:

@@ -31,7 +31,17 @@ from ..diff import line_changes
 from ..format import liveness
 from ..format.layout import text_hash
 from ..format.names import pass_display_name
-from ..format.records import CHANGED, COMPLETE, ERROR, FAILED, INTERRUPTED, NOOP, PassRecord, RunManifest
+from ..format.records import (
+    CHANGED,
+    CODEGEN,
+    COMPLETE,
+    ERROR,
+    FAILED,
+    INTERRUPTED,
+    NOOP,
+    PassRecord,
+    RunManifest,
+)
 from ..format.writer import writer_token
 from . import fatal
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
@@ -46,6 +56,7 @@ from .worker import on_worker, worker
 Emit = Callable[[Event], None]
 
 UNSCOPED = "unscoped"
+CODEGEN_PHASE = "codegen"  # the phase of codegen records (session/codegen_call.py) and stages
 
 
 @dataclass(frozen=True)
@@ -389,11 +400,40 @@ class TraceSession:
         self.submit(lambda: self._finish(msg, error is not None, finished))
         self.wait()
 
+    def _add_stages(self) -> None:
+        """Record the recorders' stages (session/recorder.Stage) as codegen records (job side)."""
+        so_far = self._header().with_records(sorted(self.records, key=lambda r: r.index))
+        for st in self.recorders.stages(so_far):
+            if self.broken:
+                return
+            # After every record, whichever numbered it (a caller holding texts gives its own indexes).
+            index = max(self.next_index(), max((r.index for r in self.records), default=-1) + 1)
+            rec = PassRecord(
+                index=index,
+                name=st.name,
+                phase=CODEGEN_PHASE,
+                status=CODEGEN,
+                added=st.after.count("\n") + 1,  # a whole new text: its lines, not a diff of two languages
+                removed=st.before.count("\n") + 1,
+                duration_s=round(st.duration_s, 6),
+                role=st.role,
+                ffi=st.ffi,
+                start_s=round(time.perf_counter() - self.t0 - st.duration_s, 6),
+            )
+            self.add_record(rec, st.before, st.after, st.ext, extras=st.maps)
+
     def _finish(self, error: str | None, failed: bool, finished: float) -> None:
         if self.store is None:
             return  # no pass ran: nothing to keep (e.g. an empty compile)
         written = False
         try:
+            if not failed and self.recorders:
+                try:
+                    self._add_stages()  # derived codegen stages (run --ptx, --sass), after the compile's records
+                except Exception as exc:  # the compile's own records stand: the manifest is written below
+                    self.warn(
+                        f"codegen stages not recorded ({type(exc).__name__}: {exc}); the records are complete"
+                    )
             records = sorted(self.records, key=lambda r: r.index)
             if self.failed_pending:
                 msg = error if error is not None else "pass did not complete"

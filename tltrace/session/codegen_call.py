@@ -21,7 +21,7 @@ from ..format.records import CODEGEN, PassRecord
 from . import codegen as cg
 from . import codegen_nvrtc as cgn
 from . import native
-from .capture import OpenPass, TraceSession
+from .capture import CODEGEN_PHASE, OpenPass, TraceSession
 from .events import Notice
 from .hooks import CodegenRequest
 from .interrupt import interrupted
@@ -29,7 +29,7 @@ from .recorder import CodegenCall, PassEvent
 from .signature import launch_info, short_label, signature
 from .snapshot import Side
 
-CODEGEN_PHASE = "codegen"
+__all__ = ["CODEGEN_PHASE", "record_codegen", "say_failed_edit"]
 
 
 def record_codegen(

@@ -19,7 +19,10 @@ with --sync)
                                    again, now that the record's texts are known (the extras
                                    it returns are what `recorded` and the listeners get)
     `recorded(record, before, after, extras)`  a record and its texts are on disk
-    `ended(manifest)`              the run's records are complete; its manifest is about to be
+    `stages(manifest)`             the compile ended with its records on disk: codegen stages
+                                   derived from them (`Stage`: PTX, SASS), recorded after them
+                                   as codegen records (the compile waits: opt-in work only)
+    `ended(manifest)`              the run's records (stages included) are complete; its manifest is about to be
                                    written (a field computed from the whole run: facts)
     `value()`                      the manifest field `field` as it stands (JSON data or None)
     `finish()`                     the run ended (its manifest is written): close files
@@ -77,6 +80,20 @@ class CodegenCall:
     working_file: str | None  # the working file of this source, when one was written
 
 
+@dataclass(frozen=True)
+class Stage:
+    """A codegen stage a recorder derived from recorded texts (the PTX of the CUDA source, its SASS)."""
+
+    name: str  # the record's name ("ptx", "sass"): `show --pass ptx`
+    before: str  # its input (the device source, the PTX)
+    after: str  # the stage's text
+    ext: str  # the after file's extension ("ptx", "sass")
+    role: str  # the record's role: its name (readers tell stages from the generated source by it)
+    ffi: str | None = None  # the tool that made it ("nvcc", "nvdisasm")
+    duration_s: float = 0.0
+    maps: tuple[Any, Any] = (None, None)  # the Python line of each line of before and after (LineMap)
+
+
 class Recorder:
     """Base class: every hook does nothing; override those you need."""
 
@@ -108,6 +125,10 @@ class Recorder:
 
     def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
         """`record` (session/records.PassRecord) is stored; `extras`: the printer's (or codegen's) for each side."""
+
+    def stages(self, manifest: RunManifest) -> list[Stage] | None:
+        """Codegen stages derived from the records (the compile's worker; the compile waits for them)."""
+        return None
 
     def ended(self, manifest: RunManifest) -> None:
         """The run's records are complete (`manifest`, before this recorder's field is read)."""
@@ -273,6 +294,16 @@ class Recorders:
 
     def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
         self._each("recorded", lambda r: r.recorded(record, before, after, extras))
+
+    def stages(self, manifest: RunManifest) -> list[Stage]:
+        """Return every recorder's stages, in registration order (a recorder that raises gives none)."""
+        out: list[Stage] = []
+        for r in list(self.active):
+            try:
+                out.extend(r.stages(manifest) or ())
+            except Exception as exc:
+                self._fail(r, "stages", exc)
+        return out
 
     def ended(self, manifest: RunManifest) -> None:
         self._each("ended", lambda r: r.ended(manifest))

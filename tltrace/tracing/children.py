@@ -68,6 +68,8 @@ def settings_json(settings: Settings, root_pid: int) -> str:
         "use_cache": settings.use_cache,
         "ptxas": settings.ptxas,
         "line_directives": settings.line_directives,
+        "ptx": settings.ptx,
+        "sass": settings.sass,
         "command": list(settings.command),
         "invocation": settings.invocation,
         "root": {"pid": root_pid, "start": process_start(root_pid)},
@@ -154,6 +156,8 @@ def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
         use_cache=bool(data.get("use_cache")),
         ptxas=bool(data.get("ptxas")),
         line_directives=bool(data.get("line_directives")),
+        ptx=bool(data.get("ptx")),
+        sass=bool(data.get("sass")),
         command=tuple(str(c) for c in data.get("command") or ()),
         invocation=str(data["invocation"]),
     )

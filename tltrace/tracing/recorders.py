@@ -40,12 +40,19 @@ def _layouts(settings: Any) -> Any:
     return recorder.make(settings)
 
 
+def _stages(settings: Any) -> Any:
+    from ..stages import recorder
+
+    return recorder.make(settings)
+
+
 DEFAULTS = {
     "repro": _repro,  # repro/: frontend IR, context, failed inputs; the manifest's `repro`
     "sourcemap": _source_maps,  # sourcemap.jsonl, <working file>.map
     "facts": _facts,  # the manifest's `facts` (docs/facts.md); run --ptxas's machine facts
     "build": _build,  # the manifest's `build`: an edit's generated source, a failed build's diagnostics
     "layouts": _layouts,  # the manifest's `layouts` (docs/layouts.md)
+    "stages": _stages,  # run --ptx, --sass: the PTX and SASS stages, as codegen records
 }
 
 

@@ -12,10 +12,12 @@
   R.codegenPanes = function (r, before, after) {
     var b = S.meta.build, out = C.el("div"), cp = C.el("div", "tl-panes"), what = r.role ? r.role + " " : "";
     var e = ((b && b.edits) || []).filter(function (x) { return x.record === r.index; })[0];
+    // PTX and SASS stages (run --ptx, --sass): built from the source before them, never edited.
+    var stage = { ptx: ["CUDA source (its input)", "PTX (after)"], sass: ["PTX (its input)", "SASS (after)"] }[r.role];
     if (r.role) cp.setAttribute("data-role", r.role);
-    cp.appendChild(R.pane("TIR (before codegen)", before));
-    if (!e && r.reconcile !== "PATCHED") {
-      cp.appendChild(R.pane("Generated " + what + "source (after)", after));
+    cp.appendChild(R.pane(stage ? stage[0] : "TIR (before codegen)", before));
+    if (stage || (!e && r.reconcile !== "PATCHED")) {
+      cp.appendChild(R.pane(stage ? stage[1] : "Generated " + what + "source (after)", after));
       out.appendChild(cp);
       return out;
     }
