@@ -16,6 +16,7 @@ from .._version import __version__
 from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
 from ..errors import TltraceError
 from .shared import (  # one `fail`, one --trace-dir for every command
+    OptionalValueCommand,
     error_line,
     fail,
     no_such_option,
@@ -135,6 +136,7 @@ Exit status: the script's own; 1 when it raises; 2 for bad usage;
 @app.command(
     "run",
     epilog=RUN_EPILOG,
+    cls=OptionalValueCommand,
     context_settings={
         "allow_interspersed_args": False,
         "ignore_unknown_options": True,
@@ -204,6 +206,14 @@ def run_cmd(
         help="Machine facts: build each CUDA compile's source with nvcc -Xptxas -v after it (registers, "
         "spills; seconds each, off the compiling thread) [default: TLTRACE_PTXAS].",
     ),
+    remarks: bool = typer.Option(
+        False,
+        "--remarks",
+        help="Keep what each top-level pass writes to stderr on its record (still shown as it comes); "
+        "--remarks=vectorize,reducer,smem (or all) also turns on TileLang's verbose planners. Top-level "
+        "passes of compiles in several threads run one at a time [default: TLTRACE_REMARKS].",
+    ),
+    remarks_value: Optional[str] = typer.Option(None, "--remarks-value", hidden=True),
     codegen_output: Optional[Path] = typer.Option(
         None, "--codegen-output", metavar="PATH", help="Device working file (host: PATH with _host)."
     ),
@@ -309,6 +319,7 @@ def _settings(p: dict, target) -> Settings:
         use_cache=p["use_cache"],
         sync=True if p["sync"] else None,
         ptxas=True if p["ptxas"] else None,
+        remarks=p.get("remarks_value") or ("" if p.get("remarks") else None),
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
         names={
             "mode": "--mode",
@@ -318,6 +329,7 @@ def _settings(p: dict, target) -> Settings:
             "skip": "--skip",
             "kernels": "--kernels",
             "codegen_output": "--codegen-output",
+            "remarks": "--remarks",
         },
     )
 

@@ -214,6 +214,10 @@ class RunManifest:
     # What the compiler made of the kernel (docs/facts.md): {version, values, texts[, machine]},
     # computed by the printing worker when the run ends; None for runs recorded before facts.
     facts: dict[str, Any] | None = None
+    # `tltrace run --remarks`: what each top-level pass wrote to stderr (session/remarks.py), else None.
+    remarks: dict[str, Any] | None = None
+    # The user's frames when the compile began, outermost first ({file, line, func}; session/callsite.py).
+    stack: list[dict[str, Any]] | None = None
     records: tuple[PassRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
@@ -271,6 +275,7 @@ _MANIFEST_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
     "script": (_STR, False),
     "command": ((list,), True),
     "skipped": ((list,), True),
+    "stack": ((list,), True),
     "started": (_NUM, False),
     "finished": (_NUM, True),
     "status": (_STR, False),
@@ -293,6 +298,6 @@ _MANIFEST_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
             "thread",
         )
     },
-    **{k: ((dict,), True) for k in ("launch", "params", "writer", "repro", "facts")},
+    **{k: ((dict,), True) for k in ("launch", "params", "writer", "repro", "facts", "remarks")},
     "thread_id": (_INT, True),
 }

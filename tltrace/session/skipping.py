@@ -194,7 +194,7 @@ def _tool_class() -> Any:
 
 
 @contextmanager
-def _configs_applied(configs: dict[str, Any]) -> Iterator[None]:
+def _configs_applied(configs: dict[str, Any], context: str = "tltrace-bisect: configs") -> Iterator[None]:
     """Run the body in a PassContext nested in the current one, its config updated by `configs`."""
     from tilelang.instrumentation import create_pass_instruments  # type: ignore[import-not-found]
     from tvm.ir.transform import PassContext  # type: ignore[import-not-found]
@@ -207,7 +207,7 @@ def _configs_applied(configs: dict[str, Any]) -> Iterator[None]:
         config=config,
         required_pass=[str(p) for p in cur.required_pass],
         disabled_pass=[str(p) for p in cur.disabled_pass],
-        instruments=create_pass_instruments(context="tltrace-bisect: configs"),
+        instruments=create_pass_instruments(context=context),
     )
     with ctx:
         yield

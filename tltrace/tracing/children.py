@@ -67,6 +67,7 @@ def settings_json(settings: Settings, root_pid: int) -> str:
         "quiet": settings.quiet,
         "use_cache": settings.use_cache,
         "ptxas": settings.ptxas,
+        "remarks": list(settings.remarks) if settings.remarks is not None else None,
         "command": list(settings.command),
         "invocation": settings.invocation,
         "root": {"pid": root_pid, "start": process_start(root_pid)},
@@ -152,6 +153,7 @@ def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
         quiet=bool(data.get("quiet")),
         use_cache=bool(data.get("use_cache")),
         ptxas=bool(data.get("ptxas")),
+        remarks=_remarks(data.get("remarks")),
         command=tuple(str(c) for c in data.get("command") or ()),
         invocation=str(data["invocation"]),
     )
@@ -283,3 +285,12 @@ def gathered_notices(g: Gathered, own_pid: int, not_finalised: frozenset[str] = 
 
 def _names(runs: list[RunManifest]) -> str:
     return ", ".join(sorted({m.kernel or "?" for m in runs}))
+
+
+def _remarks(value: object) -> tuple[str, ...] | None:
+    """The parent's --remarks planners (None: off); names this tltrace does not know are left out."""
+    from ..config import REMARK_PLANNERS
+
+    if not isinstance(value, list):
+        return None
+    return tuple(str(v) for v in value if str(v) in REMARK_PLANNERS)
