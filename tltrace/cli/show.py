@@ -117,6 +117,12 @@ def show_cmd(
         metavar="REF",
         help="With --format markdown: add the facts that changed against REF (a run, SCRIPT:RUN, -N).",
     ),
+    remarks: bool = typer.Option(
+        False,
+        "--remarks",
+        help="What the passes wrote to stderr (a compile run with 'tltrace run --remarks'): every pass's, "
+        "or with --pass P that pass's, under its diff.",
+    ),
     facts: bool = typer.Option(
         False,
         "--facts",
@@ -161,7 +167,7 @@ def show_cmd(
             cli_profile.print_profile(chosen, top, as_json)
         return
     try:
-        if run_spec is None and pass_ is None and not html and not source_map and not facts:
+        if run_spec is None and pass_ is None and not html and not source_map and not facts and not remarks:
             loc = runs.locate(target, td)
             if loc.run_dir is None:
                 _show_list(loc, kernel, as_json)
@@ -175,6 +181,10 @@ def show_cmd(
                     "--facts is a compile's (or an invocation's): leave out --pass, --html and --source-map"
                 )
             cli_facts.show(sel, as_json)
+        elif remarks and (html or source_map):
+            raise _fail("--remarks goes with a compile or --pass: leave out --html and --source-map")
+        elif remarks and pass_ is None:
+            _show_remarks(sel.one("--remarks"), as_json)
         elif source_map:
             from . import sourcemap as cli_sourcemap
 
@@ -182,7 +192,7 @@ def show_cmd(
         elif html:
             _show_html(sel, as_json)
         elif pass_ is not None:
-            _show_pass(sel.one("--pass"), pass_, context, as_json, ignore_whitespace)
+            _show_pass(sel.one("--pass"), pass_, context, as_json, ignore_whitespace, remarks)
         elif sel.single is not None:
             _show_run(sel.single, as_json)
         else:
@@ -272,13 +282,30 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
         )
         head += f", {failed} not complete" if failed else ""
         table.heading(str(inv.position), inv.script_dir.name if several else None, head, _when(inv.started))
-        for r in _ordered(compiles):
-            table.add(_run_row(r), "", indent=True)
+        _add_by_site(table, _ordered(compiles), indent=True)
     table.print(_console())
     for _inv, compiles in invs:
         for r in compiles:
             if r.problem:
                 _warn(r.problem)
+
+
+def _add_by_site(table: _CompileTable, runs: list, *, indent: bool = False) -> None:
+    """Add the compiles to the table, under their call sites as a tree when they came from more than one."""
+    from ..history import callsites
+
+    stacks = [r.manifest.stack if r.manifest is not None else None for r in runs]
+    if callsites.sites(stacks) < 2:
+        for r in runs:
+            table.add(_run_row(r), "", indent=indent)
+        return
+    root = callsites.build(stacks)
+    for r in (runs[i] for i in root.items):  # compiles with no recorded call site
+        table.add(_run_row(r), "", indent=indent)
+    for depth, node in callsites.walk(root):
+        table.site(("  " if indent else "") + "  " * depth + node.label())
+        for i in node.items:
+            table.add(_run_row(runs[i]), "", indent=indent, depth=depth + 1)
 
 
 def _ordered(runs: list) -> list:
@@ -304,7 +331,11 @@ class _CompileTable:
     def heading(self, position: str, script: str | None, text: str, when: str) -> None:
         self.items.append(("head", (position, script, text, when)))
 
-    def add(self, row: dict[str, Any], position: str, *, indent: bool = False) -> None:
+    def site(self, text: str) -> None:
+        """A call site above the compiles made there (`show` groups by call site)."""
+        self.items.append(("site", text))
+
+    def add(self, row: dict[str, Any], position: str, *, indent: bool = False, depth: int = 0) -> None:
         status = row["status"]
         failed = str(row["failed"]) if row["failed"] is not None else "-"
         if row.get("failed_at"):
@@ -312,7 +343,7 @@ class _CompileTable:
         cells = [
             (position, ""),
             *([(row["script"], "")] if self.several else []),
-            (("  " if indent else "") + row["run_id"], ""),
+            (("  " if indent else "") + "  " * depth + row["run_id"], ""),
             (_when(row["started"]), ""),
             (row["label"] if row["label"] != row["run_id"] else "?", ""),
             (row["target"] or "?", ""),
@@ -358,6 +389,12 @@ class _CompileTable:
             if kind == "row":
                 out.append(next(body))
                 continue
+            if kind == "site":
+                t = Text(" " * (pos_width + 2) + item, style="cyan")
+                if width is not None and len(t) > width:
+                    t = Text(cut_end(t.plain, width), style="cyan")
+                out.append(t)
+                continue
             position, script, text, when = item
             t = Text(position.rjust(pos_width) + "  ")
             if script:
@@ -392,8 +429,7 @@ def _show_invocation(sel, as_json: bool) -> None:
     head.append(f"\n{len(sel.runs)} compiles  {_when(inv.started)}  {inv.status}", style="dim")
     con.print(head, soft_wrap=not con.is_terminal)
     table = _CompileTable(False)
-    for r in runs:
-        table.add(_run_row(r), "")
+    _add_by_site(table, runs)
     table.print(con)
     con.print(
         _t(
@@ -451,6 +487,12 @@ def _show_run(run, as_json: bool) -> None:
         head.append(f"  (kernel {m.kernel})", style="dim")
     if m.invocation:
         head.append(f"\ninvocation {m.invocation}", style="dim")
+    from ..history.callsites import frames_of, label
+
+    frames = frames_of(m.stack)
+    if frames:
+        head.append("\ncalled from " + " > ".join(label(f) for f in frames[-3:]), style="dim")
+        head.append(f"  ({frames[-1][0]})" if not frames[-1][0].startswith("(") else "", style="dim")
     if m.error:
         head.append(f"\nerror: {m.error.splitlines()[0] if m.error.strip() else m.error}", style="red")
     if m.command:
@@ -509,7 +551,60 @@ def show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: bo
     _show_pass(run, spec, context, as_json, ignore_whitespace)
 
 
-def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: bool = False) -> None:
+def _remark_of(run, index: int) -> dict[str, Any] | None:
+    """The remark the pass of record `index` left (manifest `remarks`), or None."""
+    rem = run.manifest.remarks
+    for p in rem.get("passes") or () if isinstance(rem, dict) else ():
+        if isinstance(p, dict) and p.get("index") == index and isinstance(p.get("text"), str):
+            return p
+    return None
+
+
+def _no_remarks(run) -> str:
+    return (
+        f"{run.run_id} was not run with --remarks; "
+        f"rerun it with 'tltrace run --remarks' (or --remarks=vectorize) to keep what its passes print"
+    )
+
+
+def _print_remark(con: Any, p: dict[str, Any]) -> None:
+    from rich.text import Text
+
+    kinds = ", ".join(p.get("kinds") or ())
+    head = Text(f"#{p.get('index')} {p.get('name')}", style="bold")
+    head.append(f"  {p.get('lines', 0)} line(s) on stderr" + (f"  [{kinds}]" if kinds else ""), style="dim")
+    con.print(head, soft_wrap=True)
+    for line in p["text"].rstrip("\n").splitlines():
+        con.print(Text("  " + line), soft_wrap=True)  # data: never markup
+    if p.get("truncated"):
+        con.print(Text(f"  ... {p.get('bytes')} bytes in all (the first 64 KiB are kept)", style="dim"))
+
+
+def _show_remarks(run, as_json: bool) -> None:
+    """Every pass's remarks of one compile (`show RUN --remarks`)."""
+    rem = run.require().remarks
+    if as_json:
+        _print_json({"run_id": run.run_id, "signature": run.manifest.signature, "path": str(run.path), "remarks": rem})
+        return
+    if not isinstance(rem, dict):
+        raise TltraceError(_no_remarks(run))
+    con = _console()
+    passes = [p for p in rem.get("passes") or () if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    planners = ", ".join(rem.get("planners") or ()) or "none"
+    con.print(
+        _t(
+            f"{run.run_id}: {len(passes)} pass(es) wrote to stderr (planners: {planners}; "
+            "top-level passes serialised)",
+            "dim",
+        )
+    )
+    for p in passes:
+        _print_remark(con, p)
+
+
+def _show_pass(
+    run, spec: str, context: int, as_json: bool, ignore_whitespace: bool = False, remarks: bool = False
+) -> None:
     from ..diff import diff
     from ..history import runs
     from ..passref import ref_of, resolve
@@ -543,6 +638,8 @@ def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: b
             out["before"] = before
         if others:
             out["others"] = others
+        if remarks:
+            out["remarks"] = _remark_of(run, rec.index)
         _print_json(out)
         return
     from rich.text import Text
@@ -580,12 +677,21 @@ def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: b
     if d is None:
         con.print(Text("    (the pass failed: no output was recorded; the IR it was given:)", style="dim"))
         write_lines(con, (("", line) for line in before.splitlines()), {}, indent="")
-        return
-    lines = d.unified(context=context, a_name="before", b_name="after", ignore_whitespace=ignore_whitespace)
-    if lines:
-        write_lines(con, lines, LINE_STYLE)
     else:
-        con.print(diff_view(d, context, ignore_whitespace=ignore_whitespace), soft_wrap=True)
+        lines = d.unified(context=context, a_name="before", b_name="after", ignore_whitespace=ignore_whitespace)
+        if lines:
+            write_lines(con, lines, LINE_STYLE)
+        else:
+            con.print(diff_view(d, context, ignore_whitespace=ignore_whitespace), soft_wrap=True)
+    if remarks:
+        if not isinstance(run.manifest.remarks, dict):
+            _warn(_no_remarks(run))
+            return
+        p = _remark_of(run, rec.index)
+        if p is None:
+            con.print(Text(f"    (#{rec.index} {rec.name} wrote nothing to stderr)", style="dim"))
+        else:
+            _print_remark(con, p)
 
 
 def _show_html(sel, as_json: bool) -> None:
