@@ -41,6 +41,8 @@ _META_FIELDS = (
     "launch",
     "params",
     "thread",
+    "stack",  # the call site: the header's "called from" (callsites.js)
+    "remarks",  # run --remarks: each pass's stderr (report-remarks.js)
 )
 _CHUNK_OPEN = b'<script type="application/json" class="tl-d">'
 _CHUNK_CLOSE = b"</script>\n"
@@ -151,7 +153,7 @@ def report_head() -> bytes:
     if "report" not in _HEAD_CACHE:
         # report.js starts the page; its @requires bring the rest (diff engine, views, profile, source maps).
         _HEAD_CACHE["report"] = _page_head(
-            "report.html", ("palette.css", "report.css", "profile.css", "sourcemap.css"), ("report.js",)
+            "report.html", ("palette.css", "report.css", "profile.css", "sourcemap.css", "remarks.css"), ("report.js",)
         )
     return _HEAD_CACHE["report"]
 
@@ -161,7 +163,7 @@ def index_head() -> bytes:
     if "index" not in _HEAD_CACHE:
         _HEAD_CACHE["index"] = _page_head(
             "index.html",
-            ("palette.css", "report.css", "index.css", "profile.css"),
+            ("palette.css", "report.css", "index.css", "profile.css", "remarks.css"),
             ("index.js",),
         )
     return _HEAD_CACHE["index"]

@@ -416,7 +416,7 @@
   }
 
   var api = {
-    attach: attach, pick: function (file, line) { pick(file, line, true); },
+    attach: attach, pick: function (file, line) { pick(file, line, true); }, hasSource: function (file) { return M.srcs.has(file); },
     addChunk: addChunk, srcAt: srcAt, stats: stats, outSide: outSide, lostKeys: lostKeys, badgeOf: badgeOf, kernelFile: kernelFile
   };
   if (typeof module === "object" && module.exports) module.exports = api;
