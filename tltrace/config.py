@@ -285,7 +285,9 @@ def build_settings(
         ptxas=env_ptxas() if ptxas is None else bool(ptxas),
         remarks=env_remarks()
         if remarks is None
-        else parse_remarks(",".join(remarks) if isinstance(remarks, tuple) else remarks, source=spell["remarks"]),
+        else parse_remarks(
+            ",".join(remarks) if isinstance(remarks, tuple) else remarks, source=spell["remarks"]
+        ),
         command=tuple(command),
     )
 

@@ -584,7 +584,9 @@ def _show_remarks(run, as_json: bool) -> None:
     """Every pass's remarks of one compile (`show RUN --remarks`)."""
     rem = run.require().remarks
     if as_json:
-        _print_json({"run_id": run.run_id, "signature": run.manifest.signature, "path": str(run.path), "remarks": rem})
+        _print_json(
+            {"run_id": run.run_id, "signature": run.manifest.signature, "path": str(run.path), "remarks": rem}
+        )
         return
     if not isinstance(rem, dict):
         raise TltraceError(_no_remarks(run))
@@ -678,7 +680,9 @@ def _show_pass(
         con.print(Text("    (the pass failed: no output was recorded; the IR it was given:)", style="dim"))
         write_lines(con, (("", line) for line in before.splitlines()), {}, indent="")
     else:
-        lines = d.unified(context=context, a_name="before", b_name="after", ignore_whitespace=ignore_whitespace)
+        lines = d.unified(
+            context=context, a_name="before", b_name="after", ignore_whitespace=ignore_whitespace
+        )
         if lines:
             write_lines(con, lines, LINE_STYLE)
         else:

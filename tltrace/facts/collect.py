@@ -16,8 +16,8 @@ from typing import Any
 from ..format.layout import SOURCEMAP_LOG
 from ..format.records import FAILED, PassRecord, RunManifest
 from ..format.sourcemap import LineMap
-from .device import device_facts
 from ..session.remarks import kinds_of
+from .device import device_facts
 from .registry import CODEGEN_INPUT, DEVICE, FRONTEND, NAMES, REMARKS, SOURCE_MAP, Value
 from .tir import codegen_input_facts, frontend_facts
 
@@ -61,7 +61,11 @@ def compute(manifest: RunManifest, read: Read, run_dir: Path | None = None) -> d
     remarks = remark_facts(manifest.remarks)
     if remarks is not None:
         values.update(remarks)
-        texts[REMARKS] = {"file": "manifest.json", "field": "remarks", "passes": [p.get("index") for p in _remark_passes(manifest.remarks)]}
+        texts[REMARKS] = {
+            "file": "manifest.json",
+            "field": "remarks",
+            "passes": [p.get("index") for p in _remark_passes(manifest.remarks)],
+        }
     if run_dir is not None and DEVICE in chosen and DEVICE in texts:
         cov = _coverage(run_dir, chosen[DEVICE][0])
         if cov is not None:

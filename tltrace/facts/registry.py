@@ -223,7 +223,13 @@ FACTS: tuple[Fact, ...] = (
         "the most static shared memory ptxas gives a kernel (`N bytes smem`).",
     ),
     # -- remarks (what the passes said on stderr; run --remarks) ---------------------------------
-    _f("remarks", "int", "count", REMARKS, "lines the top-level passes wrote to stderr; null without --remarks."),
+    _f(
+        "remarks",
+        "int",
+        "count",
+        REMARKS,
+        "lines the top-level passes wrote to stderr; null without --remarks.",
+    ),
     _f(
         "ws_skipped",
         "str",

@@ -51,7 +51,9 @@ class CompileSummary:
     edit: str | None = (
         None  # the reconcile tag of its codegen that says most about an edit (PATCHED, CONFLICT, ...)
     )
-    stack: list[dict[str, Any]] | None = None  # its call site: the user's frames, outermost first (manifest `stack`)
+    stack: list[dict[str, Any]] | None = (
+        None  # its call site: the user's frames, outermost first (manifest `stack`)
+    )
 
     @property
     def label(self) -> str:

@@ -153,7 +153,9 @@ def report_head() -> bytes:
     if "report" not in _HEAD_CACHE:
         # report.js starts the page; its @requires bring the rest (diff engine, views, profile, source maps).
         _HEAD_CACHE["report"] = _page_head(
-            "report.html", ("palette.css", "report.css", "profile.css", "sourcemap.css", "remarks.css"), ("report.js",)
+            "report.html",
+            ("palette.css", "report.css", "profile.css", "sourcemap.css", "remarks.css"),
+            ("report.js",),
         )
     return _HEAD_CACHE["report"]
 

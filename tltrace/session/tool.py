@@ -12,8 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
@@ -30,11 +29,11 @@ from tilelang.instrumentation import (  # type: ignore[import-not-found]
 from ..config import Settings
 from .capture import UNSCOPED, Emit, OpenPass, TraceSession
 from .codegen_call import CODEGEN_PHASE, record_codegen, say_failed_edit
+from .configscope import configs_applied
 from .hooks import NO_HOOKS, CaptureHooks
 from .interrupt import interrupted
 from .recorder import PassEvent
 from .remarks import planner_configs
-from .skipping import _configs_applied
 
 _LOWER_NAMES = ("lower", "lower-with-context", "lower-to-host-device-ir")
 
@@ -76,11 +75,11 @@ class TltraceTool(PassInstrumentationTool):
             phase = pass_phase(f"run{s.pipelines}_{base_phase}")
         if not self._planners:
             return phase
-        return _both(phase, _configs_applied(self._planners, "tltrace --remarks: planners"))
+        return _both(phase, configs_applied(self._planners, "tltrace --remarks: planners"))
 
     def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
         if self._planners:
-            with _configs_applied(self._planners, "tltrace --remarks: planners"):
+            with configs_applied(self._planners, "tltrace --remarks: planners"):
                 return record_codegen(self.session, event, next_call, lambda: pass_phase(CODEGEN_PHASE))
         return record_codegen(self.session, event, next_call, lambda: pass_phase(CODEGEN_PHASE))
 

@@ -76,8 +76,8 @@
   }
 
   // ---- the compile report's header ------------------------------------------------------------
-  // meta.stack: "called from a.py:12 f", a link into the Source pane when it holds a.py.
-  function header(meta) {
+  // meta.stack: "called from a.py:12 f", a link into the Source pane (`sm`, sourcemap.js's) when it holds a.py.
+  function header(meta, sm) {
     var frames = framesOf(meta && meta.stack), box = root.document.getElementById("tl-meta");
     if (!frames.length || !box) return;
     var f = frames[frames.length - 1];
@@ -86,7 +86,6 @@
       return x.file.charAt(0) === "(" ? label(x) : x.file + ":" + x.line + " " + x.func;
     }).join("\n");
     s.appendChild(root.document.createTextNode("called from "));
-    var sm = root.tltraceSourceMap;
     if (sm && f.file.charAt(0) !== "(" && sm.hasSource && sm.hasSource(f.file)) {
       var a = C.el("a", null, label(f));
       a.href = "#";
