@@ -68,7 +68,7 @@ class _Tap:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.owner: int | None = None
-        self.saved: int | None = None  # a duplicate of the real fd 2, made at the first capture
+        self.saved: int | None = None  # a duplicate of fd 2 as it was when this capture began
         self.fd: int | None = None  # the temporary file
 
     def start(self) -> bool:
@@ -78,8 +78,7 @@ class _Tap:
         self.lock.acquire()
         try:
             _flush()
-            if self.saved is None:
-                self.saved = os.dup(2)
+            self.saved = os.dup(2)  # each time: whoever owns fd 2 may have pointed it elsewhere since
             if self.fd is None:
                 fd, path = tempfile.mkstemp(prefix="remarks-", suffix=".txt")
                 os.unlink(path)
@@ -88,6 +87,7 @@ class _Tap:
             os.lseek(self.fd, 0, os.SEEK_SET)
             os.dup2(self.fd, 2)
         except BaseException:
+            self._close_saved()
             self.lock.release()
             return False
         self.owner = threading.get_ident()
@@ -102,11 +102,20 @@ class _Tap:
                 os.dup2(self.saved, 2)
             if self.fd is not None:
                 data = _read_all(self.fd)
+            _write_all(2, data)  # under the lock: the next pass's capture cannot take it first
         finally:
+            self._close_saved()
             self.owner = None
             self.lock.release()
-        _write_all(2, data)
         return data
+
+    def _close_saved(self) -> None:
+        if self.saved is not None:
+            try:
+                os.close(self.saved)
+            except OSError:
+                pass
+            self.saved = None
 
 
 def _flush() -> None:
