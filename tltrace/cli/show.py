@@ -491,7 +491,7 @@ def _show_run(run, as_json: bool) -> None:
 
     frames = frames_of(m.stack)
     if frames:
-        head.append("\ncalled from " + " > ".join(label(f) for f in frames[-3:]), style="dim")
+        head.append("\ncalled from " + " \u203a ".join(label(f) for f in frames[-3:]), style="dim")
         head.append(f"  ({frames[-1][0]})" if not frames[-1][0].startswith("(") else "", style="dim")
     if m.error:
         head.append(f"\nerror: {m.error.splitlines()[0] if m.error.strip() else m.error}", style="red")

@@ -58,7 +58,7 @@ class Node:
     children: dict[Frame, Node] = field(default_factory=dict)
 
     def label(self) -> str:
-        return " > ".join(label(f) for f in self.frames)
+        return " \u203a ".join(label(f) for f in self.frames)
 
 
 def build(stacks: Sequence[Any]) -> Node:

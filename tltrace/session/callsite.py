@@ -10,7 +10,7 @@ A compile in a worker thread (a thread pool) has lost the call that submitted it
 stack starts in `threading`. Where the submitter can be known without patching anything,
 it is put first: TileLang's autotuner compiles in its pool while the submitting thread
 waits inside `tilelang/autotuner/`, so when exactly one other thread stands there, its
-user frames are the submitter's. Between the two halves stands the frame
+user frames outside the autotuner's outermost frame are the submitter's. Between the two halves stands the frame
 `{"file": "(worker thread)", "line": 0, "func": <thread name>}`; with no submitter known
 the stack starts with it.
 """
@@ -124,15 +124,17 @@ def _submitter() -> list[dict[str, Any]]:
     for ident, top in sys._current_frames().items():
         if ident == me:
             continue
+        entry: FrameType | None = None  # the outermost autotuner frame: the user called it
         f: FrameType | None = top
         while f is not None:
             if _AUTOTUNER in f.f_code.co_filename:
-                found.append(top)
-                break
+                entry = f
             f = f.f_back
-    if len(found) != 1:
+        if entry is not None:
+            found.append(entry)
+    if len(found) != 1 or found[0].f_back is None:
         return []
-    frames, _ = user_frames(found[0])
+    frames, _ = user_frames(found[0].f_back)
     return frames
 
 
