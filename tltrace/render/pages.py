@@ -165,7 +165,7 @@ def index_head() -> bytes:
     if "index" not in _HEAD_CACHE:
         _HEAD_CACHE["index"] = _page_head(
             "index.html",
-            ("palette.css", "report.css", "index.css", "profile.css", "remarks.css"),
+            ("palette.css", "report.css", "index.css", "profile.css"),
             ("index.js",),
         )
     return _HEAD_CACHE["index"]

@@ -1,9 +1,8 @@
-/* tltrace pages: the call site of each compile (the manifest's `stack`, session/callsite.py).
+/* tltrace invocation index: compiles grouped by call site (the manifest's `stack`, session/callsite.py).
  *
- * The compile report's header names the line that compiled the kernel, a link into the Source
- * pane when the pane holds that file (sourcemap.js); the invocation index groups its rows under
- * their call sites as a tree (tlparse's stack trie) when they came from more than one, in its
- * default order. The trie is the twin of tltrace/history/callsites.py: a branch with one child
+ * The index groups its rows under their call sites as a tree (tlparse's stack trie) when they
+ * came from more than one, in its default order (a click on a column sorts plainly). The compile
+ * report's header names the call site itself (report-remarks.js). The trie is the twin of tltrace/history/callsites.py: a branch with one child
  * and no compile of its own is folded into it.
  *
  * The pure parts (no DOM) run under node too (module.exports, tests/test_callsites.py):
@@ -75,28 +74,6 @@
     return;
   }
 
-  // ---- the compile report's header ------------------------------------------------------------
-  // meta.stack: "called from a.py:12 f", a link into the Source pane (`sm`, sourcemap.js's) when it holds a.py.
-  function header(meta, sm) {
-    var frames = framesOf(meta && meta.stack), box = root.document.getElementById("tl-meta");
-    if (!frames.length || !box) return;
-    var f = frames[frames.length - 1];
-    var s = C.el("span", "tl-callsite");
-    s.title = "The call that compiled this kernel:\n" + frames.map(function (x) {
-      return x.file.charAt(0) === "(" ? label(x) : x.file + ":" + x.line + " " + x.func;
-    }).join("\n");
-    s.appendChild(root.document.createTextNode("called from "));
-    if (sm && f.file.charAt(0) !== "(" && sm.hasSource && sm.hasSource(f.file)) {
-      var a = C.el("a", null, label(f));
-      a.href = "#";
-      a.addEventListener("click", function (ev) { ev.preventDefault(); sm.pick(f.file, f.line); });
-      s.appendChild(a);
-    } else {
-      s.appendChild(C.el("code", null, label(f)));
-    }
-    box.insertBefore(s, box.firstChild);
-  }
-
   // ---- the invocation index: rows under their call sites ---------------------------------------
   // After each render of the table (in its default order), rows are put under their call sites.
   function attachIndex(ctx) {
@@ -130,5 +107,5 @@
     group();
   }
 
-  root.tltraceCallSites = { header: header, attachIndex: attachIndex, build: build, walk: walk };
+  root.tltraceCallSites = { attachIndex: attachIndex };
 })(typeof window !== "undefined" ? window : this);
