@@ -189,3 +189,33 @@ def test_a_worker_thread_says_so_and_names_an_autotuner_submitter() -> None:
     stack = got[-1]
     hop = stack.index({"file": WORKER, "line": 0, "func": "pool_1"})
     assert hop > 0 and stack[hop - 1]["func"] == "submitter"
+
+
+@pytest.mark.browser
+def test_the_index_groups_by_call_site_and_a_header_links_into_the_source(two_sites: Path, open_page) -> None:
+    index = two_sites / "T" / "model" / "report.html"
+    page = open_page(index)
+    rows = page.evaluate(
+        "() => [...document.querySelectorAll('#ix-body tr')].map(tr => tr.classList.contains('ix-site') ? "
+        "'site ' + tr.textContent : 'run ' + tr.querySelector('td.sig').textContent)"
+    )
+    assert rows[0] == "site model.py:32 <module>"
+    assert rows[1] == "site model.py:28 main › model.py:20 layer_a › model.py:16 helper"
+    assert rows[2].startswith("run add 128")
+    assert rows[3] == "site model.py:29 main › model.py:24 layer_b › model.py:16 helper"
+    assert rows[4].startswith("run add 256")
+    page.click("#ix-head th[data-key='passes']")  # sorted by a column: plain rows
+    assert page.evaluate("() => document.querySelectorAll('#ix-body tr.ix-site').length") == 0
+    (report,) = [
+        m.parent / "report.html"
+        for m in (two_sites / "T").glob("*/.run_records/run_*/manifest.json")
+        if json.loads(m.read_text())["signature"].startswith("add 128")
+    ]
+    rep = open_page(report)
+    assert (
+        rep.evaluate("() => document.querySelector('.tl-callsite').textContent")
+        == "called from model.py:16 helper"
+    )
+    if rep.query_selector(".tl-callsite a"):  # the Source pane holds model.py: the link opens it there
+        rep.click(".tl-callsite a")
+        assert rep.evaluate("() => !document.getElementById('tl-source').hidden")

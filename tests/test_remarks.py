@@ -250,3 +250,37 @@ def test_a_bad_planner_name_is_one_line_and_exit_2(tmp_path: Path) -> None:
     )
     assert res.returncode == 2 and "not a planner" in res.stderr and "Traceback" not in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.browser
+def test_the_report_shows_remark_badges_and_the_text_under_the_diff(planner_runs: dict, open_page) -> None:
+    from tests.conftest import wait_js
+
+    d = planner_runs["dir"]
+    res = subprocess.run(
+        [sys.executable, "-m", "tltrace", "show", "--trace-dir", "T", "vec.py", "-1", "--html"],
+        cwd=d,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    (m,) = _manifests(d / "T")
+    passes = m["remarks"]["passes"]
+    (report,) = (d / "T").glob("*/.run_records/run_*/report.html")
+    page = open_page(report)
+    badged = page.evaluate(
+        "() => [...document.querySelectorAll('li.tl-pass')].filter(li => li.querySelector('.tl-remark-badge'))"
+        ".map(li => Number(li.getAttribute('data-index')))"
+    )
+    assert badged == [p["index"] for p in passes]  # the passes that printed, and no other
+    page.click(f"li.tl-pass[data-index='{passes[-1]['index']}']")
+    wait_js(page, "document.querySelector('.tl-remarks pre')")
+    assert page.evaluate("() => document.querySelector('.tl-remarks pre').textContent") == passes[-1]["text"]
+    silent = next(r["index"] for r in m["records"] if r["index"] not in {p["index"] for p in passes})
+    page.click(f"li.tl-pass[data-index='{silent}']")
+    wait_js(page, "!document.querySelector('.tl-remarks')")
+    assert page.evaluate("() => document.querySelector('.tl-callsite').textContent").startswith(
+        "called from vec.py:"
+    )
