@@ -120,10 +120,12 @@ Examples:
   tltrace run -m mypkg.kernels -- --mode fast   everything after -- goes to the script
   tltrace run --chrome-trace trace.json gemm.py   also write a Chrome trace (Perfetto)
   tltrace run --kernels '^gemm' job.py          trace only kernels named gemm*
+  tltrace run --remarks=vectorize gemm.py       keep what each pass prints on stderr, planner on
 
 Options may stand before SCRIPT or right after it; the script's own arguments
 follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
---trace-dir; TLTRACE_SYNC=1 that of --sync. Python processes the script starts
+--trace-dir; TLTRACE_SYNC=1 that of --sync; TLTRACE_REMARKS (1, or planner
+names) that of --remarks. Python processes the script starts
 (multiprocessing, subprocess, torchrun ranks) trace into the same invocation once
 they import TileLang. IR is printed and recorded by a
 background worker (everything is on disk when the script ends); a compiler that

@@ -47,6 +47,8 @@ Examples:
   tltrace show gemm.py -1 --json                the newest invocation as JSON
   tltrace show gemm.py -1 --facts               TMA, WGMMA, cp.async, shared memory, stages of each compile
   tltrace show gemm.py --facts --json           the same as JSON (docs/facts.md names every fact)
+  tltrace show gemm.py -1 --remarks             what the passes wrote to stderr (run --remarks)
+  tltrace show gemm.py --pass LowerTileOp --remarks   a pass's diff, its remark under it
   tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
   tltrace show gemm.py -1 'gemm 1024' --profile --top 5 --json   one compile's 5 slowest, as JSON
   tltrace show --format markdown >> "$GITHUB_STEP_SUMMARY"   compiles + top passes for CI
@@ -58,7 +60,8 @@ launch shape, input-IR hash. RUN: 'latest' or -N (-1 the newest invocation, -2
 the one before), a run id or a unique prefix of one (that compile), an invocation
 id, or a signature prefix (in the newest invocation that has one). SIGNATURE, or
 --kernel NAME, narrows an invocation to one compile; with --kernel, -N counts only
-invocations that compiled NAME. Runs of schema-1 manifests are invocations of their
+invocations that compiled NAME. An invocation's compiles made from several lines
+of the script are listed under their call sites, as a tree. Runs of schema-1 manifests are invocations of their
 own. A damaged run shows as 'damaged' in the list and gives a one-line error when
 opened. Exit status: 0; 2 for bad usage (-3 of 2 invocations, a signature prefix
 matching several compiles, --pass on an invocation of several); 3 for missing or
