@@ -64,7 +64,19 @@ def _run(d: Path, extra: list[str] | None, kernels: int) -> tuple[float, int]:
     if extra is None:
         cmd = [sys.executable, "k.py", str(kernels)]
     else:
-        cmd = [sys.executable, "-m", "tltrace", "run", "-q", "--trace-dir", "T", "--keep", "1", *extra, "k.py"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "tltrace",
+            "run",
+            "-q",
+            "--trace-dir",
+            "T",
+            "--keep",
+            "1",
+            *extra,
+            "k.py",
+        ]
         cmd.append(str(kernels))
     p = subprocess.run(cmd, cwd=d, env=env, capture_output=True, text=True, timeout=600)
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("BENCH"))

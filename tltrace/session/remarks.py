@@ -129,7 +129,7 @@ def _flush() -> None:
 
 
 def _read_all(fd: int) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     pos = 0
     while True:
         chunk = os.pread(fd, 1 << 16, pos)
