@@ -284,3 +284,15 @@ def test_the_report_shows_remark_badges_and_the_text_under_the_diff(planner_runs
     assert page.evaluate("() => document.querySelector('.tl-callsite').textContent").startswith(
         "called from vec.py:"
     )
+
+
+def test_a_child_process_gets_the_parents_remarks(tmp_path: Path) -> None:
+    from tltrace.config import build_settings
+    from tltrace.tracing.children import settings_from_json, settings_json
+
+    for value, want in (("vectorize,reducer", ("vectorize", "reducer")), ("", ()), (None, None)):
+        s = build_settings(mode="terminal", trace_dir=tmp_path, script_name="x", remarks=value)
+        if value is None:
+            assert s.remarks is None  # TLTRACE_REMARKS unset (the fixture's environment)
+        got, _ = settings_from_json(settings_json(s, os.getpid()))
+        assert got.remarks == want
