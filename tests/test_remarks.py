@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests._records import REPO
+from tests._schema import check
 from tltrace.config import REMARK_PLANNERS, parse_remarks
 from tltrace.errors import UsageError
 from tltrace.facts.collect import remark_facts
@@ -129,8 +130,17 @@ def test_show_remarks_reads_them_back(planner_runs: dict) -> None:
         timeout=120,
     )
     assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)
+    data = check(json.loads(out.stdout), "pass")  # docs/show.schema.json
     assert data["record"]["index"] == first["index"] and data["remarks"]["text"] == first["text"]
+    every = subprocess.run(
+        [sys.executable, "-m", "tltrace", "show", "--trace-dir", "T", "vec.py", "-1", "--remarks", "--json"],
+        cwd=d,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert check(json.loads(every.stdout), "remarks")["remarks"] == m["remarks"]
     text = subprocess.run(
         [sys.executable, "-m", "tltrace", "show", "--trace-dir", "T", "vec.py", "-1", "--remarks"],
         cwd=d,

@@ -3,8 +3,8 @@
 TileLang makes the tracing tool on the compiling thread once per compile, so a walk of
 `sys._getframe()` there sees the user's stack (tlparse groups compiles by theirs, as a
 stack trie). The walk keeps the frames outside TileLang, TVM, tltrace and Python's own
-library, outermost first, as `{file, line, func}`; one code object is classified once per
-process, so a walk costs tens of microseconds (docs/benchmarks.md).
+library, outermost first, as `{file, line, func}`; each file is classified once per process,
+so a walk costs tens of microseconds (docs/benchmarks.md).
 
 A compile in a worker thread (a thread pool) has lost the call that submitted it: its own
 stack starts in `threading`. Where the submitter can be known without patching anything,
@@ -56,16 +56,19 @@ _TLTRACE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _LAUNCHERS = tuple(f"{os.sep}{p}{os.sep}" for p in ("_pytest", "pluggy"))  # pytest --tltrace's frames
 _SITE = ("site-packages", "dist-packages")
 _packages: tuple[str, ...] = ()
+_settled = False  # _packages holds TileLang's and TVM's directories
 _AUTOTUNER = f"{os.sep}tilelang{os.sep}autotuner{os.sep}"
-_user: dict[CodeType, bool] = {}  # code object -> a user frame (filled as met; races only repeat work)
+_user: dict[str, bool] = {}  # a code's file -> the user's (filled as met; races only repeat work)
 
 
 def is_user(code: CodeType) -> bool:
     """Return True for code of the user's (not TileLang, TVM, tltrace, the standard library)."""
-    got = _user.get(code)
+    name = code.co_filename
+    got = _user.get(name)
     if got is None:
-        got = _classify(code.co_filename)
-        _user[code] = got
+        got = _classify(name)
+        if _settled or not got:  # a verdict made before TileLang was imported may change
+            _user[name] = got
     return got
 
 
@@ -74,9 +77,10 @@ def _classify(filename: str) -> bool:
         return False
     if filename.startswith("<"):
         return True  # <stdin>, <string>, a notebook cell: the user's
-    global _packages
-    if len(_packages) < 4:  # until TileLang, TVM and tvm_ffi are all imported
+    global _packages, _settled
+    if not _settled:  # until TileLang (and so its TVM) is imported
         _packages = _package_roots()
+        _settled = "tilelang" in sys.modules and "tvm" in sys.modules
     path = os.path.realpath(filename) if os.path.isabs(filename) else os.path.abspath(filename)
     if any(path.startswith(p) for p in _packages):
         return False
