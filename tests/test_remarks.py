@@ -306,3 +306,27 @@ def test_a_child_process_gets_the_parents_remarks(tmp_path: Path) -> None:
             assert s.remarks is None  # TLTRACE_REMARKS unset (the fixture's environment)
         got, _ = settings_from_json(settings_json(s, os.getpid()))
         assert got.remarks == want
+
+
+def test_a_pass_never_waits_forever_for_another_threads(capfd, monkeypatch) -> None:
+    from tltrace.session import remarks
+
+    monkeypatch.setattr(remarks, "WAIT_S", 0.2)
+    a, b = RemarksRecorder(()), RemarksRecorder(())
+    a.pass_started(_event(0, "A"), None)  # type: ignore[arg-type]  # held by this thread
+    done = threading.Event()
+
+    def other() -> None:
+        b.pass_started(_event(5, "B"), None)  # type: ignore[arg-type]  # waits 0.2 s, then runs uncaptured
+        os.write(2, b"B\n")
+        b.pass_finished(_event(5, "B"))
+        done.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    assert done.wait(30)
+    a.pass_finished(_event(0, "A"))
+    t.join()
+    assert b.value()["uncaptured"] == [5] and b.value()["passes"] == []
+    assert [p["text"] for p in a.value()["passes"]] == ["B\n"]  # it wrote while A held fd 2
+    assert capfd.readouterr().err == "B\n"

@@ -35,6 +35,7 @@ from .recorder import PassEvent, Recorder
 from .snapshot import Side
 
 VERSION = 1  # of the manifest's `remarks` object
+WAIT_S = 120.0  # the longest a pass waits for another thread's captured pass before it runs uncaptured
 MAX_TEXT = 64 * 1024  # bytes of one pass's remark kept in the manifest (all of it still reaches the terminal)
 
 # Known remarks, by kind: the first pattern that matches a line names it (docs/facts.md).
@@ -75,7 +76,8 @@ class _Tap:
         """Point fd 2 at the file (waiting for another thread's pass to end); False when not captured."""
         if self.owner == threading.get_ident():
             return False  # a pass inside this thread's captured pass: the outer capture has its text
-        self.lock.acquire()
+        if not self.lock.acquire(timeout=WAIT_S):
+            raise TimeoutError  # never hang a compile on another thread's pass: run this one uncaptured
         try:
             _flush()
             self.saved = os.dup(2)  # each time: whoever owns fd 2 may have pointed it elsewhere since
@@ -165,13 +167,18 @@ class RemarksRecorder(Recorder):
         self._lock = threading.Lock()
         self._passes: list[dict[str, Any]] = []
         self._open: PassEvent | None = None
+        self._uncaptured: list[int | None] = []  # passes that waited WAIT_S for the lock, then ran uncaptured
 
     def pass_started(self, event: PassEvent, before: Side) -> None:
         if event.depth != 0 or event.codegen:
             return None
         self._close(None)  # a pass whose after-callback never came (an unmatched callback)
-        if _tap.start():
-            self._open = event
+        try:
+            if _tap.start():
+                self._open = event
+        except TimeoutError:
+            with self._lock:
+                self._uncaptured.append(event.index)
         return None
 
     def pass_finished(self, event: PassEvent) -> None:
@@ -213,7 +220,11 @@ class RemarksRecorder(Recorder):
     def value(self) -> Any:
         with self._lock:
             passes = [dict(p) for p in self._passes]
-        return {"version": VERSION, "serialised": True, "planners": list(self.planners), "passes": passes}
+            uncaptured = list(self._uncaptured)
+        out = {"version": VERSION, "serialised": True, "planners": list(self.planners), "passes": passes}
+        if uncaptured:
+            out["uncaptured"] = uncaptured
+        return out
 
     def finish(self) -> None:
         self._close(None)  # the compile ended inside a pass: fd 2 goes back, the lock too
