@@ -330,3 +330,64 @@ def test_a_pass_never_waits_forever_for_another_threads(capfd, monkeypatch) -> N
     assert b.value()["uncaptured"] == [5] and b.value()["passes"] == []
     assert [p["text"] for p in a.value()["passes"]] == ["B\n"]  # it wrote while A held fd 2
     assert capfd.readouterr().err == "B\n"
+
+
+WS_SKIP = """
+import tilelang
+import tilelang.language as T
+from tvm.target import Target
+
+
+def make_add(n, block=128):
+    @T.prim_func
+    def add(A: T.Tensor((n,), "float16"), B: T.Tensor((n,), "float16"), C: T.Tensor((n,), "float16")):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                C[bx * block + i] = A[bx * block + i] + B[bx * block + i]
+
+    return add
+
+
+target = Target({"kind": "cuda", "arch": "sm_90a"})  # lowered on the CPU: no GPU needed
+config = {"tl.enable_auto_warp_specialization": "role_based"}
+with target, tilelang.transform.PassContext(opt_level=3, config=config):
+    tilelang.lower(make_add(1024), target=target)
+"""
+
+
+def test_a_warp_specialization_skip_is_named_and_a_fact(tmp_path: Path) -> None:
+    (tmp_path / "ws.py").write_text(WS_SKIP)
+    res = subprocess.run(
+        [sys.executable, "-m", "tltrace", "run", "-q", "--trace-dir", "T", "--remarks", "ws.py"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    (m,) = _manifests(tmp_path / "T")
+    ws = [p for p in m["remarks"]["passes"] if "ws_skipped" in p["kinds"]]
+    assert ws, m["remarks"]
+    assert ws[0]["text"] in res.stderr  # the terminal still got it
+    reason = ws[0]["text"].split("skipped:", 1)[1].strip()
+    assert m["facts"]["values"]["ws_skipped"] == reason
+    check = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tltrace",
+            "check",
+            "--trace-dir",
+            "T",
+            "ws.py",
+            "--expect",
+            "ws_skipped == none",
+        ],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert check.returncode == 1 and reason in check.stdout + check.stderr
