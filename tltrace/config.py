@@ -82,6 +82,44 @@ def env_flag(name: str, environ: dict[str, str] | None = None) -> bool:
     return env.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
+# `tltrace run --remarks=NAME,...`: TileLang's verbose planners, turned on by pass config for the
+# backend pipelines of a traced compile (tilelang/transform/pass_config.py's PassConfigKey).
+REMARK_PLANNERS: dict[str, str] = {
+    "vectorize": "tl.enable_vectorize_planner_verbose",
+    "reducer": "tl.enable_reducer_plan_verbose",
+    "smem": "tl.debug_merge_shared_memory_allocations",
+}
+
+
+def parse_remarks(value: str | None, *, source: str = "--remarks") -> tuple[str, ...] | None:
+    """Return the planners `--remarks[=NAME,...]` names: None off, () on without planners; UsageError on a bad name."""
+    if value is None:
+        return None
+    names: list[str] = []
+    for part in value.split(","):
+        name = part.strip().lower()
+        if not name:
+            continue
+        if name in ("all", "*"):
+            return tuple(REMARK_PLANNERS)
+        if name not in REMARK_PLANNERS:
+            raise UsageError(
+                f"{source}: {part.strip()!r} is not a planner; use {', '.join(REMARK_PLANNERS)} or all"
+            )
+        if name not in names:
+            names.append(name)
+    return tuple(names)
+
+
+def env_remarks(environ: dict[str, str] | None = None) -> tuple[str, ...] | None:
+    """TLTRACE_REMARKS: 1/on for remarks, or planner names (as run --remarks=...); unset or 0 for none."""
+    env = os.environ if environ is None else environ
+    v = env.get("TLTRACE_REMARKS", "").strip()
+    if v.lower() in _OFF:
+        return None
+    return () if v.lower() in _ON else parse_remarks(v, source="TLTRACE_REMARKS")
+
+
 def trace_dir_of(value: str | os.PathLike | None) -> Path:
     """Return the trace dir `value` names, else TL_LOWER_TRACE_DIR's, else the default (not made absolute)."""
     return Path(value) if value is not None else Path(env_trace_dir())
@@ -129,6 +167,9 @@ class Settings:
     line_directives: bool = False
     ptx: bool = False  # the PTX stage of each CUDA compile (tltrace/stages/; one build with --ptxas)
     sass: bool = False  # the SASS stage (and the PTX one)
+    # --remarks: what native code writes to stderr during each top-level pass, kept on the pass
+    # (session/remarks.py); the names are the verbose planners turned on (REMARK_PLANNERS). None: off.
+    remarks: tuple[str, ...] | None = None
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
@@ -207,6 +248,7 @@ def build_settings(
     line_directives: bool | None = None,
     ptx: bool | None = None,
     sass: bool | None = None,
+    remarks: str | tuple[str, ...] | None = None,
     command: tuple[str, ...] = (),
     names: dict[str, str] | None = None,
     script_key: str | None = None,
@@ -215,7 +257,8 @@ def build_settings(
 
     mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
-    working files) or a path. sync: None for TLTRACE_SYNC (else off). ptxas: None for TLTRACE_PTXAS (else off). line_directives: None for TLTRACE_LINE_DIRECTIVES (else off); ptx, sass: None for TLTRACE_PTX, TLTRACE_SASS. kernels: None for TLTRACE_KERNELS (else every kernel). `names` maps a parameter to how the caller spells it in
+    working files) or a path. sync: None for TLTRACE_SYNC (else off). ptxas: None for TLTRACE_PTXAS (else off). line_directives: None for TLTRACE_LINE_DIRECTIVES (else off); ptx, sass: None for TLTRACE_PTX, TLTRACE_SASS. kernels: None for TLTRACE_KERNELS (else every kernel). remarks: "" or planner names
+    ("vectorize,reducer"), None for TLTRACE_REMARKS (else off). `names` maps a parameter to how the caller spells it in
     messages (`{"keep": "--keep"}`). Raises UsageError on a bad value, the same for both.
     """
     spell = {
@@ -226,6 +269,7 @@ def build_settings(
         "skip": "skip",
         "kernels": "kernels",
         "codegen_output": "codegen_output",
+        "remarks": "remarks",
         **(names or {}),
     }
     m = parse_mode(mode, source=spell["mode"]) if mode is not None else env_mode() or "terminal"
@@ -264,6 +308,11 @@ def build_settings(
         line_directives=env_line_directives() if line_directives is None else bool(line_directives),
         ptx=env_flag("TLTRACE_PTX") if ptx is None else bool(ptx),
         sass=env_flag("TLTRACE_SASS") if sass is None else bool(sass),
+        remarks=env_remarks()
+        if remarks is None
+        else parse_remarks(
+            ",".join(remarks) if isinstance(remarks, tuple) else remarks, source=spell["remarks"]
+        ),
         command=tuple(command),
     )
 

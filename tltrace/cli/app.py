@@ -16,6 +16,7 @@ from .._version import __version__
 from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
 from ..errors import TltraceError
 from .shared import (  # one `fail`, one --trace-dir for every command
+    OptionalValueCommand,
     error_line,
     fail,
     no_such_option,
@@ -120,10 +121,12 @@ Examples:
   tltrace run --chrome-trace trace.json gemm.py   also write a Chrome trace (Perfetto)
   tltrace run --kernels '^gemm' job.py          trace only kernels named gemm*
   tltrace run --line-directives gemm.py         compile with #line directives for Nsight
+  tltrace run --remarks=vectorize gemm.py       keep what each pass prints on stderr, planner on
 
 Options may stand before SCRIPT or right after it; the script's own arguments
 follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
---trace-dir; TLTRACE_SYNC=1 that of --sync. Python processes the script starts
+--trace-dir; TLTRACE_SYNC=1 that of --sync; TLTRACE_REMARKS (1, or planner
+names) that of --remarks. Python processes the script starts
 (multiprocessing, subprocess, torchrun ranks) trace into the same invocation once
 they import TileLang. IR is printed and recorded by a
 background worker (everything is on disk when the script ends); a compiler that
@@ -136,6 +139,7 @@ Exit status: the script's own; 1 when it raises; 2 for bad usage;
 @app.command(
     "run",
     epilog=RUN_EPILOG,
+    cls=OptionalValueCommand,
     context_settings={
         "allow_interspersed_args": False,
         "ignore_unknown_options": True,
@@ -231,6 +235,14 @@ def run_cmd(
         help="Record the SASS too (nvdisasm or cuobjdump over the cubin), with the PTX "
         "[default: TLTRACE_SASS].",
     ),
+    remarks: bool = typer.Option(
+        False,
+        "--remarks",
+        help="Keep what each top-level pass writes to stderr on its record (still shown as it comes); "
+        "--remarks=vectorize,reducer,smem (or all) also turns on TileLang's verbose planners. Top-level "
+        "passes of compiles in several threads run one at a time [default: TLTRACE_REMARKS].",
+    ),
+    remarks_value: Optional[str] = typer.Option(None, "--remarks-value", hidden=True),
     codegen_output: Optional[Path] = typer.Option(
         None, "--codegen-output", metavar="PATH", help="Device working file (host: PATH with _host)."
     ),
@@ -340,6 +352,7 @@ def _settings(p: dict, target) -> Settings:
         line_directives=True if p["line_directives"] else None,
         ptx=True if p.get("ptx") else None,
         sass=True if p.get("sass") else None,
+        remarks=p.get("remarks_value") or ("" if p.get("remarks") else None),
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
         names={
             "mode": "--mode",
@@ -349,6 +362,7 @@ def _settings(p: dict, target) -> Settings:
             "skip": "--skip",
             "kernels": "--kernels",
             "codegen_output": "--codegen-output",
+            "remarks": "--remarks",
         },
     )
 

@@ -165,6 +165,39 @@ class PathArgsCommand(UsageCommand):
         return super().parse_args(ctx, dash_paths(self, list(args)))
 
 
+class OptionalValueCommand(UsageCommand):
+    """A command whose flags in `optional_values` also take `--flag=VALUE` (click's typer has no such option).
+
+    `--remarks=vectorize` among the command's own options (not the script's arguments after
+    SCRIPT) becomes `--remarks --remarks-value vectorize` before click parses it.
+    """
+
+    optional_values = {"--remarks": "--remarks-value"}
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, self.spread(list(args)))
+
+    def spread(self, args: list[str]) -> list[str]:
+        table = _option_table(self)
+        out: list[str] = []
+        i = 0
+        while i < len(args):
+            tok = args[i]
+            if tok == "--" or not tok.startswith("-"):
+                return out + args[i:]  # SCRIPT, or the script's own arguments: never rewritten
+            name, eq, value = tok.partition("=")
+            hidden = self.optional_values.get(name)
+            if hidden is not None and eq:
+                out += [name, hidden, value]
+            else:
+                out.append(tok)
+                if table.get(name) and not eq and i + 1 < len(args):
+                    out.append(args[i + 1])
+                    i += 1
+            i += 1
+        return out
+
+
 def dash_paths(command, args: list[str]) -> list[str]:
     """Return `args` with each existing path spelled like a short option cluster made `./NAME`."""
     table = _option_table(command)

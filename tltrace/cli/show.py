@@ -49,6 +49,8 @@ Examples:
   tltrace show gemm.py --facts --json           the same as JSON (docs/facts.md names every fact)
   tltrace show gemm.py -1 --layouts             each fragment's and shared buffer's layout (docs/layouts.md)
   tltrace show gemm.py -1 --layouts --at C_l 0,2   the thread and register holding C_l[0,2]
+  tltrace show gemm.py -1 --remarks             what the passes wrote to stderr (run --remarks)
+  tltrace show gemm.py --pass LowerTileOp --remarks   a pass's diff, its remark under it
   tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
   tltrace show gemm.py -1 'gemm 1024' --profile --top 5 --json   one compile's 5 slowest, as JSON
   tltrace show --format markdown >> "$GITHUB_STEP_SUMMARY"   compiles + top passes for CI
@@ -60,7 +62,8 @@ launch shape, input-IR hash. RUN: 'latest' or -N (-1 the newest invocation, -2
 the one before), a run id or a unique prefix of one (that compile), an invocation
 id, or a signature prefix (in the newest invocation that has one). SIGNATURE, or
 --kernel NAME, narrows an invocation to one compile; with --kernel, -N counts only
-invocations that compiled NAME. Runs of schema-1 manifests are invocations of their
+invocations that compiled NAME. An invocation's compiles made from several lines
+of the script are listed under their call sites, as a tree. Runs of schema-1 manifests are invocations of their
 own. A damaged run shows as 'damaged' in the list and gives a one-line error when
 opened. Exit status: 0; 2 for bad usage (-3 of 2 invocations, a signature prefix
 matching several compiles, --pass on an invocation of several); 3 for missing or
@@ -118,6 +121,12 @@ def show_cmd(
         "--baseline",
         metavar="REF",
         help="With --format markdown: add the facts that changed against REF (a run, SCRIPT:RUN, -N).",
+    ),
+    remarks: bool = typer.Option(
+        False,
+        "--remarks",
+        help="What the passes wrote to stderr (a compile run with 'tltrace run --remarks'): every pass's, "
+        "or with --pass P that pass's, under its diff.",
     ),
     facts: bool = typer.Option(
         False,
@@ -186,7 +195,15 @@ def show_cmd(
             from . import layouts as cli_layouts
 
             cli_layouts.parse_at(at_spec)  # bad input says so before any record is read
-        if run_spec is None and pass_ is None and not html and not source_map and not facts and not layouts:
+        if (
+            run_spec is None
+            and pass_ is None
+            and not html
+            and not source_map
+            and not facts
+            and not layouts
+            and not remarks
+        ):
             loc = runs.locate(target, td)
             if loc.run_dir is None:
                 _show_list(loc, kernel, as_json)
@@ -204,6 +221,10 @@ def show_cmd(
                     "--facts is a compile's (or an invocation's): leave out --pass, --html and --source-map"
                 )
             cli_facts.show(sel, as_json)
+        elif remarks and (html or source_map):
+            raise _fail("--remarks goes with a compile or --pass: leave out --html and --source-map")
+        elif remarks and pass_ is None:
+            _show_remarks(sel.one("--remarks"), as_json)
         elif source_map:
             from . import sourcemap as cli_sourcemap
 
@@ -211,7 +232,7 @@ def show_cmd(
         elif html:
             _show_html(sel, as_json)
         elif pass_ is not None:
-            _show_pass(sel.one("--pass"), pass_, context, as_json, ignore_whitespace)
+            _show_pass(sel.one("--pass"), pass_, context, as_json, ignore_whitespace, remarks)
         elif sel.single is not None:
             _show_run(sel.single, as_json)
         else:
@@ -301,13 +322,30 @@ def _show_list(loc, kernel: str | None, as_json: bool) -> None:
         )
         head += f", {failed} not complete" if failed else ""
         table.heading(str(inv.position), inv.script_dir.name if several else None, head, _when(inv.started))
-        for r in _ordered(compiles):
-            table.add(_run_row(r), "", indent=True)
+        _add_by_site(table, _ordered(compiles), indent=True)
     table.print(_console())
     for _inv, compiles in invs:
         for r in compiles:
             if r.problem:
                 _warn(r.problem)
+
+
+def _add_by_site(table: _CompileTable, runs: list, *, indent: bool = False) -> None:
+    """Add the compiles to the table, under their call sites as a tree when they came from more than one."""
+    from ..history import callsites
+
+    stacks = [r.manifest.stack if r.manifest is not None else None for r in runs]
+    if callsites.sites(stacks) < 2:
+        for r in runs:
+            table.add(_run_row(r), "", indent=indent)
+        return
+    root = callsites.build(stacks)
+    for r in (runs[i] for i in root.items):  # compiles with no recorded call site
+        table.add(_run_row(r), "", indent=indent)
+    for depth, node in callsites.walk(root):
+        table.site(("  " if indent else "") + "  " * depth + node.label())
+        for i in node.items:
+            table.add(_run_row(runs[i]), "", indent=indent, depth=depth + 1)
 
 
 def _ordered(runs: list) -> list:
@@ -333,7 +371,11 @@ class _CompileTable:
     def heading(self, position: str, script: str | None, text: str, when: str) -> None:
         self.items.append(("head", (position, script, text, when)))
 
-    def add(self, row: dict[str, Any], position: str, *, indent: bool = False) -> None:
+    def site(self, text: str) -> None:
+        """A call site above the compiles made there (`show` groups by call site)."""
+        self.items.append(("site", text))
+
+    def add(self, row: dict[str, Any], position: str, *, indent: bool = False, depth: int = 0) -> None:
         status = row["status"]
         failed = str(row["failed"]) if row["failed"] is not None else "-"
         if row.get("failed_at"):
@@ -341,7 +383,7 @@ class _CompileTable:
         cells = [
             (position, ""),
             *([(row["script"], "")] if self.several else []),
-            (("  " if indent else "") + row["run_id"], ""),
+            (("  " if indent else "") + "  " * depth + row["run_id"], ""),
             (_when(row["started"]), ""),
             (row["label"] if row["label"] != row["run_id"] else "?", ""),
             (row["target"] or "?", ""),
@@ -387,6 +429,12 @@ class _CompileTable:
             if kind == "row":
                 out.append(next(body))
                 continue
+            if kind == "site":
+                t = Text(" " * (pos_width + 2) + item, style="cyan")
+                if width is not None and len(t) > width:
+                    t = Text(cut_end(t.plain, width), style="cyan")
+                out.append(t)
+                continue
             position, script, text, when = item
             t = Text(position.rjust(pos_width) + "  ")
             if script:
@@ -421,8 +469,7 @@ def _show_invocation(sel, as_json: bool) -> None:
     head.append(f"\n{len(sel.runs)} compiles  {_when(inv.started)}  {inv.status}", style="dim")
     con.print(head, soft_wrap=not con.is_terminal)
     table = _CompileTable(False)
-    for r in runs:
-        table.add(_run_row(r), "")
+    _add_by_site(table, runs)
     table.print(con)
     con.print(
         _t(
@@ -481,6 +528,12 @@ def _show_run(run, as_json: bool) -> None:
         head.append(f"  (kernel {m.kernel})", style="dim")
     if m.invocation:
         head.append(f"\ninvocation {m.invocation}", style="dim")
+    from ..history.callsites import frames_of, label
+
+    frames = frames_of(m.stack)
+    if frames:
+        head.append("\ncalled from " + " \u203a ".join(label(f) for f in frames[-3:]), style="dim")
+        head.append(f"  ({frames[-1][0]})" if not frames[-1][0].startswith("(") else "", style="dim")
     build = fbuild.of(m)
     if fbuild.failed(build) and not any(r.status == "failed" for r in m.records):
         head.append(f"\n{fbuild.headline(build)}:", style="bold red")  # errors at the working file's lines
@@ -551,7 +604,62 @@ def show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: bo
     _show_pass(run, spec, context, as_json, ignore_whitespace)
 
 
-def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: bool = False) -> None:
+def _remark_of(run, index: int) -> dict[str, Any] | None:
+    """The remark the pass of record `index` left (manifest `remarks`), or None."""
+    rem = run.manifest.remarks
+    for p in rem.get("passes") or () if isinstance(rem, dict) else ():
+        if isinstance(p, dict) and p.get("index") == index and isinstance(p.get("text"), str):
+            return p
+    return None
+
+
+def _no_remarks(run) -> str:
+    return (
+        f"{run.run_id} was not run with --remarks; "
+        f"rerun it with 'tltrace run --remarks' (or --remarks=vectorize) to keep what its passes print"
+    )
+
+
+def _print_remark(con: Any, p: dict[str, Any]) -> None:
+    from rich.text import Text
+
+    kinds = ", ".join(p.get("kinds") or ())
+    head = Text(f"#{p.get('index')} {p.get('name')}", style="bold")
+    head.append(f"  {p.get('lines', 0)} line(s) on stderr" + (f"  [{kinds}]" if kinds else ""), style="dim")
+    con.print(head, soft_wrap=True)
+    for line in p["text"].rstrip("\n").splitlines():
+        con.print(Text("  " + line), soft_wrap=True)  # data: never markup
+    if p.get("truncated"):
+        con.print(Text(f"  ... {p.get('bytes')} bytes in all (the first 64 KiB are kept)", style="dim"))
+
+
+def _show_remarks(run, as_json: bool) -> None:
+    """Every pass's remarks of one compile (`show RUN --remarks`)."""
+    rem = run.require().remarks
+    if as_json:
+        _print_json(
+            {"run_id": run.run_id, "signature": run.manifest.signature, "path": str(run.path), "remarks": rem}
+        )
+        return
+    if not isinstance(rem, dict):
+        raise TltraceError(_no_remarks(run))
+    con = _console()
+    passes = [p for p in rem.get("passes") or () if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    planners = ", ".join(rem.get("planners") or ()) or "none"
+    con.print(
+        _t(
+            f"{run.run_id}: {len(passes)} pass(es) wrote to stderr (planners: {planners}; "
+            "top-level passes serialised)",
+            "dim",
+        )
+    )
+    for p in passes:
+        _print_remark(con, p)
+
+
+def _show_pass(
+    run, spec: str, context: int, as_json: bool, ignore_whitespace: bool = False, remarks: bool = False
+) -> None:
     from ..diff import diff
     from ..format.records import STAGE_ROLES
     from ..history import runs
@@ -589,6 +697,8 @@ def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: b
             out["before"] = before
         if others:
             out["others"] = others
+        if remarks:
+            out["remarks"] = _remark_of(run, rec.index)
         _print_json(out)
         return
     from rich.text import Text
@@ -626,12 +736,23 @@ def _show_pass(run, spec: str, context: int, as_json: bool, ignore_whitespace: b
     if d is None:
         con.print(Text("    (the pass failed: no output was recorded; the IR it was given:)", style="dim"))
         write_lines(con, (("", line) for line in before.splitlines()), {}, indent="")
-        return
-    lines = d.unified(context=context, a_name="before", b_name="after", ignore_whitespace=ignore_whitespace)
-    if lines:
-        write_lines(con, lines, LINE_STYLE)
     else:
-        con.print(diff_view(d, context, ignore_whitespace=ignore_whitespace), soft_wrap=True)
+        lines = d.unified(
+            context=context, a_name="before", b_name="after", ignore_whitespace=ignore_whitespace
+        )
+        if lines:
+            write_lines(con, lines, LINE_STYLE)
+        else:
+            con.print(diff_view(d, context, ignore_whitespace=ignore_whitespace), soft_wrap=True)
+    if remarks:
+        if not isinstance(run.manifest.remarks, dict):
+            _warn(_no_remarks(run))
+            return
+        p = _remark_of(run, rec.index)
+        if p is None:
+            con.print(Text(f"    (#{rec.index} {rec.name} wrote nothing to stderr)", style="dim"))
+        else:
+            _print_remark(con, p)
 
 
 def _show_stage(run, rec, text: str, as_json: bool, others: list[str]) -> None:

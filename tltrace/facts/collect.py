@@ -16,8 +16,9 @@ from typing import Any
 from ..format.layout import SOURCEMAP_LOG
 from ..format.records import FAILED, PassRecord, RunManifest
 from ..format.sourcemap import LineMap
+from ..session.remarks import kinds_of
 from .device import device_facts
-from .registry import CODEGEN_INPUT, DEVICE, FRONTEND, NAMES, SOURCE_MAP, Value
+from .registry import CODEGEN_INPUT, DEVICE, FRONTEND, NAMES, REMARKS, SOURCE_MAP, Value
 from .tir import codegen_input_facts, frontend_facts
 
 VERSION = 1  # of the stored `facts` object (docs/facts.md)
@@ -57,6 +58,14 @@ def compute(manifest: RunManifest, read: Read, run_dir: Path | None = None) -> d
             continue
         values.update(readers[source](text))
         texts[source] = _where(rec, side)
+    remarks = remark_facts(manifest.remarks)
+    if remarks is not None:
+        values.update(remarks)
+        texts[REMARKS] = {
+            "file": "manifest.json",
+            "field": "remarks",
+            "passes": [p.get("index") for p in _remark_passes(manifest.remarks)],
+        }
     if run_dir is not None and DEVICE in chosen and DEVICE in texts:
         cov = _coverage(run_dir, chosen[DEVICE][0])
         if cov is not None:
@@ -67,6 +76,30 @@ def compute(manifest: RunManifest, read: Read, run_dir: Path | None = None) -> d
                 "side": "after",
             }
     return {"version": VERSION, "values": values, "texts": texts}
+
+
+def _remark_passes(remarks: Any) -> list[dict[str, Any]]:
+    if not isinstance(remarks, dict) or not isinstance(remarks.get("passes"), list):
+        return []
+    return [p for p in remarks["passes"] if isinstance(p, dict) and isinstance(p.get("text"), str)]
+
+
+def remark_facts(remarks: Any) -> dict[str, Value] | None:
+    """Return the facts of a manifest's `remarks` (session/remarks.py); None when remarks were not captured."""
+    if not isinstance(remarks, dict):
+        return None
+    lines = 0
+    ws: str | None = None
+    fallbacks = 0
+    for p in _remark_passes(remarks):
+        text = p["text"]
+        lines += len(text.splitlines())
+        kinds = kinds_of(text)
+        if ws is None and kinds.get("ws_skipped"):
+            first = kinds["ws_skipped"][0]
+            ws = first.split("skipped:", 1)[1].strip() if "skipped:" in first else first
+        fallbacks += len(kinds.get("layout_fallback", ()))
+    return {"remarks": lines, "ws_skipped": ws, "layout_fallbacks": fallbacks}
 
 
 def _where(rec: PassRecord, side: str) -> dict[str, Any]:

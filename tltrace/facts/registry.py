@@ -14,7 +14,8 @@ CODEGEN_INPUT = "codegen_input"  # the IR handed to device codegen: that record'
 FRONTEND = "frontend"  # the compile's first input IR: the first record's before text
 SOURCE_MAP = "source_map"  # sourcemap.jsonl's map of the device source
 PTXAS = "ptxas"  # `nvcc -cubin -Xptxas -v` over the device source (tltrace run --ptxas)
-SOURCES = (DEVICE, CODEGEN_INPUT, FRONTEND, SOURCE_MAP, PTXAS)
+REMARKS = "remarks"  # what the passes wrote to stderr: the manifest's `remarks` (tltrace run --remarks)
+SOURCES = (DEVICE, CODEGEN_INPUT, FRONTEND, SOURCE_MAP, PTXAS, REMARKS)
 
 Value = int | bool | str | None
 
@@ -220,6 +221,29 @@ FACTS: tuple[Fact, ...] = (
         "bytes",
         PTXAS,
         "the most static shared memory ptxas gives a kernel (`N bytes smem`).",
+    ),
+    # -- remarks (what the passes said on stderr; run --remarks) ---------------------------------
+    _f(
+        "remarks",
+        "int",
+        "count",
+        REMARKS,
+        "lines the top-level passes wrote to stderr; null without --remarks.",
+    ),
+    _f(
+        "ws_skipped",
+        "str",
+        "",
+        REMARKS,
+        "why warp specialization was skipped: the first `AutoWarpSpecialization skipped: WHY` "
+        "(`[WS] skipped: WHY` in later TileLang) a pass printed; null when none did or without --remarks.",
+    ),
+    _f(
+        "layout_fallbacks",
+        "int",
+        "count",
+        REMARKS,
+        "remark lines that say a layout fell back (`layout ... falling back`); null without --remarks.",
     ),
 )
 

@@ -228,6 +228,11 @@ class RunManifest:
     # Each block's layout map where a pass fixed or changed it, and a failure's buffers
     # (docs/layouts.md), by the layouts recorder; None when the compile has no layouts.
     layouts: dict[str, Any] | None = None
+
+    # `tltrace run --remarks`: what each top-level pass wrote to stderr (session/remarks.py), else None.
+    remarks: dict[str, Any] | None = None
+    # The user's frames when the compile began, outermost first ({file, line, func}; session/callsite.py).
+    stack: list[dict[str, Any]] | None = None
     records: tuple[PassRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
@@ -286,6 +291,7 @@ _MANIFEST_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
     "command": ((list,), True),
     "skipped": ((list,), True),
     "line_directives": ((list,), True),
+    "stack": ((list,), True),
     "started": (_NUM, False),
     "finished": (_NUM, True),
     "status": (_STR, False),
@@ -308,6 +314,9 @@ _MANIFEST_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
             "thread",
         )
     },
-    **{k: ((dict,), True) for k in ("launch", "params", "writer", "repro", "facts", "build", "layouts")},
+    **{
+        k: ((dict,), True)
+        for k in ("launch", "params", "writer", "repro", "facts", "build", "layouts", "remarks")
+    },
     "thread_id": (_INT, True),
 }

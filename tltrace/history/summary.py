@@ -52,6 +52,9 @@ class CompileSummary:
     edit: str | None = (
         None  # the reconcile tag of its codegen that says most about an edit (PATCHED, CONFLICT, ...)
     )
+    stack: list[dict[str, Any]] | None = (
+        None  # its call site: the user's frames, outermost first (manifest `stack`)
+    )
 
     @property
     def label(self) -> str:
@@ -116,6 +119,7 @@ class CompileSummary:
             backend=m.backend,
             position=position,
             edit=edit_tag(m),
+            stack=m.stack if isinstance(m.stack, list) else None,
         )
 
     def to_json(self) -> dict[str, Any]:

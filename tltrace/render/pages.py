@@ -41,6 +41,8 @@ _META_FIELDS = (
     "launch",
     "params",
     "thread",
+    "stack",  # the call site: the header's "called from" (callsites.js)
+    "remarks",  # run --remarks: each pass's stderr (report-remarks.js)
 )
 _CHUNK_OPEN = b'<script type="application/json" class="tl-d">'
 _CHUNK_CLOSE = b"</script>\n"
@@ -243,7 +245,15 @@ def report_head() -> bytes:
         # the profile and the Layouts view come with their data (LATE_SCRIPTS).
         _HEAD_CACHE["report"] = _page_head(
             "report.html",
-            ("palette.css", "report.css", "profile.css", "sourcemap.css", "layouts.css", STAGE_CSS),
+            (
+                "palette.css",
+                "report.css",
+                "profile.css",
+                "sourcemap.css",
+                "layouts.css",
+                STAGE_CSS,
+                "remarks.css",
+            ),
             ("report.js",),
             LATE_SCRIPTS,
         )

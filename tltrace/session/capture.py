@@ -214,6 +214,11 @@ class TraceSession:
         """Tell the recorders that a pass began, with the snapshot of its input (before it is printed)."""
         self._submit_all(self.recorders.pass_started(event, before))
 
+    def pass_finished(self, p: OpenPass) -> None:
+        """Tell the recorders that pass `p` returned (first thing in its after-callback)."""
+        event = PassEvent(p.index, p.name, p.phase, p.depth, p.parent)
+        self._submit_all(self.recorders.pass_finished(event))
+
     def pass_failed(self, p: OpenPass, *, codegen: bool = False, role: str | None = None) -> None:
         """Tell the recorders that pass (or codegen call) `p` raised."""
         if self.recorders:

@@ -8,6 +8,7 @@ already took (session/snapshot.py) and never with a second one:
 compiling thread (cheap: keep references; return a job for the expensive part)
     `input(snapshot)`              the compile's first input IR, once
     `pass_started(event, before)`  a pass begins; `before` is its input
+    `pass_finished(event)`         a pass returned (before its output is looked at)
     `pass_failed(event, before)`   a pass or a codegen call raised; `before` is its input
     `codegen(event, call)`         a codegen call returned (`CodegenCall`): its value travels
                                    with the generated source, as `printer`'s does with the IR
@@ -107,6 +108,9 @@ class Recorder:
         return None
 
     def pass_started(self, event: PassEvent, before: Side) -> Job | None:
+        return None
+
+    def pass_finished(self, event: PassEvent) -> Job | None:
         return None
 
     def pass_failed(self, event: PassEvent, before: Side) -> Job | None:
@@ -241,6 +245,9 @@ class Recorders:
 
     def pass_started(self, event: PassEvent, before: Side) -> list[Job]:
         return self._each("pass_started", lambda r: r.pass_started(event, before))
+
+    def pass_finished(self, event: PassEvent) -> list[Job]:
+        return self._each("pass_finished", lambda r: r.pass_finished(event))
 
     def pass_failed(self, event: PassEvent, before: Side) -> list[Job]:
         return self._each("pass_failed", lambda r: r.pass_failed(event, before))

@@ -25,10 +25,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
+
+from .configscope import configs_applied
 
 ENV = "TLTRACE_BISECT"
 TOOL_NAME = "tltrace-bisect"
@@ -148,12 +150,12 @@ def _tool_class() -> Any:
         def pipeline_scope(self, base_phase: str) -> Any:
             if not self.plan.configs or self.applies is False:
                 return nullcontext()
-            return _configs_applied(dict(self.plan.configs))
+            return configs_applied(dict(self.plan.configs))
 
         def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
             if not self.plan.configs or self.applies is False:
                 return next_call()
-            with _configs_applied(dict(self.plan.configs)):
+            with configs_applied(dict(self.plan.configs)):
                 return next_call()
 
         def skip(self, name: str) -> bool:
@@ -191,26 +193,6 @@ def _tool_class() -> Any:
 
     _TOOL = SkipTool
     return SkipTool
-
-
-@contextmanager
-def _configs_applied(configs: dict[str, Any]) -> Iterator[None]:
-    """Run the body in a PassContext nested in the current one, its config updated by `configs`."""
-    from tilelang.instrumentation import create_pass_instruments  # type: ignore[import-not-found]
-    from tvm.ir.transform import PassContext  # type: ignore[import-not-found]
-
-    cur = PassContext.current()
-    config = {str(k): v for k, v in cur.config.items()}
-    config.update(configs)
-    ctx = PassContext(
-        opt_level=int(cur.opt_level),
-        config=config,
-        required_pass=[str(p) for p in cur.required_pass],
-        disabled_pass=[str(p) for p in cur.disabled_pass],
-        instruments=create_pass_instruments(context="tltrace-bisect: configs"),
-    )
-    with ctx:
-        yield
 
 
 def _note_skipped(skipped: list[dict[str, Any]]) -> None:

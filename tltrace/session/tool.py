@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from tilelang.instrumentation import (  # type: ignore[import-not-found]
@@ -29,9 +29,11 @@ from tilelang.instrumentation import (  # type: ignore[import-not-found]
 from ..config import Settings
 from .capture import UNSCOPED, Emit, OpenPass, TraceSession
 from .codegen_call import CODEGEN_PHASE, record_codegen, say_failed_edit
+from .configscope import configs_applied
 from .hooks import NO_HOOKS, CaptureHooks
 from .interrupt import interrupted
 from .recorder import PassEvent
+from .remarks import planner_configs
 
 _LOWER_NAMES = ("lower", "lower-with-context", "lower-to-host-device-ir")
 
@@ -43,6 +45,8 @@ class TltraceTool(PassInstrumentationTool):
 
     def __init__(self, settings: Settings, emit: Emit, hooks: CaptureHooks = NO_HOOKS) -> None:
         self.session = TraceSession(settings, emit, background=True, hooks=hooks)
+        # --remarks=vectorize,...: the verbose planners' pass configs, set around each pipeline
+        self._planners = planner_configs(settings) if settings.remarks else {}
 
     def create_pass_instrument(self) -> object | None:
         s = self.session
@@ -66,11 +70,17 @@ class TltraceTool(PassInstrumentationTool):
             s.note(target=base_phase[len("pipeline_") :] or None)
         # A second pipeline in one compile session is filed as run2_<phase>.
         s.pipelines += 1
+        phase: Any = nullcontext()
         if s.pipelines > 1 and isinstance(base_phase, str):
-            return pass_phase(f"run{s.pipelines}_{base_phase}")
-        return nullcontext()
+            phase = pass_phase(f"run{s.pipelines}_{base_phase}")
+        if not self._planners:
+            return phase
+        return _both(phase, configs_applied(self._planners, "tltrace --remarks: planners"))
 
     def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
+        if self._planners:
+            with configs_applied(self._planners, "tltrace --remarks: planners"):
+                return record_codegen(self.session, event, next_call, lambda: pass_phase(CODEGEN_PHASE))
         return record_codegen(self.session, event, next_call, lambda: pass_phase(CODEGEN_PHASE))
 
     def finish(self, error: BaseException | None) -> None:
@@ -78,6 +88,12 @@ class TltraceTool(PassInstrumentationTool):
             say_failed_edit(self.session, error)  # an edit NVRTC refused: its error at the file's line
         finally:  # (a Ctrl+C while NVRTC's log is fetched still ends the run's records)
             self.session.finish(error)
+
+
+@contextmanager
+def _both(first: Any, second: Any) -> Iterator[None]:
+    with first, second:
+        yield
 
 
 def make_tool_class() -> type:
@@ -131,6 +147,8 @@ class _Observer(PassEventObserver):
         if state is None or s.broken:
             return
         duration = time.perf_counter() - state.start
+        if s.recorders:
+            s.pass_finished(state)  # before the output is looked at: --remarks gives fd 2 back here
         try:
             after = s.capture(mod)
         except Exception as exc:

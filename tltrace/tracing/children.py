@@ -70,6 +70,7 @@ def settings_json(settings: Settings, root_pid: int) -> str:
         "line_directives": settings.line_directives,
         "ptx": settings.ptx,
         "sass": settings.sass,
+        "remarks": list(settings.remarks) if settings.remarks is not None else None,
         "command": list(settings.command),
         "invocation": settings.invocation,
         "root": {"pid": root_pid, "start": process_start(root_pid)},
@@ -158,6 +159,7 @@ def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
         line_directives=bool(data.get("line_directives")),
         ptx=bool(data.get("ptx")),
         sass=bool(data.get("sass")),
+        remarks=_remarks(data.get("remarks")),
         command=tuple(str(c) for c in data.get("command") or ()),
         invocation=str(data["invocation"]),
     )
@@ -289,3 +291,12 @@ def gathered_notices(g: Gathered, own_pid: int, not_finalised: frozenset[str] = 
 
 def _names(runs: list[RunManifest]) -> str:
     return ", ".join(sorted({m.kernel or "?" for m in runs}))
+
+
+def _remarks(value: object) -> tuple[str, ...] | None:
+    """The parent's --remarks planners (None: off); names this tltrace does not know are left out."""
+    from ..config import REMARK_PLANNERS
+
+    if not isinstance(value, list):
+        return None
+    return tuple(str(v) for v in value if str(v) in REMARK_PLANNERS)

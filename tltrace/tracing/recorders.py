@@ -46,9 +46,23 @@ def _stages(settings: Any) -> Any:
     return recorder.make(settings)
 
 
+def _remarks(settings: Any) -> Any:
+    from ..session import remarks
+
+    return remarks.make(settings)
+
+
+def _call_site(settings: Any) -> Any:
+    from ..session import callsite
+
+    return callsite.make(settings)
+
+
 DEFAULTS = {
     "repro": _repro,  # repro/: frontend IR, context, failed inputs; the manifest's `repro`
     "sourcemap": _source_maps,  # sourcemap.jsonl, <working file>.map
+    "callsite": _call_site,  # the manifest's `stack`: the user's frames when the compile began
+    "remarks": _remarks,  # run --remarks: the manifest's `remarks` (each top-level pass's stderr)
     "facts": _facts,  # the manifest's `facts` (docs/facts.md); run --ptxas's machine facts
     "build": _build,  # the manifest's `build`: an edit's generated source, a failed build's diagnostics
     "layouts": _layouts,  # the manifest's `layouts` (docs/layouts.md)

@@ -12,7 +12,7 @@
  *
  * A compile row may carry `facts` (docs/facts.md; render/index.py INDEX_FACTS): each becomes a
  * sortable column `f_<name>` of the "facts" group, shown when some row knows it.
- * @requires core.js profile.js
+ * @requires core.js profile.js callsites.js
  */
 (function (root) {
   "use strict";
@@ -333,6 +333,7 @@
     var resized = null;
     window.addEventListener("resize", function () { clearTimeout(resized); resized = setTimeout(fit, 100); });
     if (window.tltraceProfile) window.tltraceProfile.attachIndex({ rows: S.rows });
+    if (window.tltraceCallSites) window.tltraceCallSites.attachIndex({ rows: S.rows, sorted: function () { return S.sort !== null; } });
     document.documentElement.setAttribute("data-ready-ms", String(Math.round(performance.now())));
     document.documentElement.setAttribute("data-ready", "1");
   }

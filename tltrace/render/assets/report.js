@@ -16,7 +16,7 @@
  * report-pass.js, report-sidebar.js, report-reload.js, report-header.js, report-nav.js.
  * Each part puts its functions on window.TLReport and calls the others' there; it reaches
  * another module through its one handle (R.S, C.el, V.fmtDuration), never a copied alias.
- * @requires core.js report-state.js report-logic.js report-table.js report-compare.js report-diffview.js report-pass.js report-edit.js report-sidebar.js report-reload.js report-header.js report-nav.js sourcemap.js
+ * @requires core.js report-state.js report-logic.js report-table.js report-compare.js report-diffview.js report-pass.js report-edit.js report-sidebar.js report-reload.js report-header.js report-nav.js sourcemap.js report-remarks.js
  */
 (function () {
   "use strict";
@@ -162,6 +162,7 @@
     cmp.listen();
     if (window.tltraceProfile) window.tltraceProfile.attach({ recs: S.recs, texts: S.texts, meta: S.meta, select: R.select });
     if (window.tltraceSourceMap) window.tltraceSourceMap.attach({ recs: S.recs, items: S.items, texts: S.texts, select: R.select });
+    if (window.tltraceRemarks) window.tltraceRemarks.attach({ meta: S.meta, recs: S.recs, items: S.items, sm: window.tltraceSourceMap, selected: function () { return S.sel; } });
     if (saved) {  // back from a reload of a running report: where the reader was
       R.$("tl-view").scrollTop = saved.view || 0;
       R.$("tl-passes").scrollTop = saved.list || 0;

@@ -452,7 +452,7 @@
   }
 
   var api = {
-    attach: attach, pick: function (file, line) { pick(file, line, true); },
+    attach: attach, pick: function (file, line) { pick(file, line, true); }, hasSource: function (file) { return M.srcs.has(file); },
     addChunk: addChunk, srcAt: srcAt, viaAt: viaAt, stats: stats, outSide: outSide, lostKeys: lostKeys, lostIn: lostIn,
     badgeOf: badgeOf, kernelFile: kernelFile
   };
