@@ -64,6 +64,18 @@ def env_sync(environ: dict[str, str] | None = None) -> bool:
     return env.get("TLTRACE_SYNC", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
+def env_exact(environ: dict[str, str] | None = None) -> bool:
+    """TLTRACE_EXACT=1: print every IR text that is not provably the one before it (as --exact)."""
+    env = os.environ if environ is None else environ
+    return env.get("TLTRACE_EXACT", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def env_wait(environ: dict[str, str] | None = None) -> bool:
+    """TLTRACE_WAIT=1: a compile returns only once its records are on disk (else at once; docs/usage.md)."""
+    env = os.environ if environ is None else environ
+    return env.get("TLTRACE_WAIT", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def env_ptxas(environ: dict[str, str] | None = None) -> bool:
     """TLTRACE_PTXAS=1: machine facts from `nvcc -Xptxas -v` after each CUDA compile (as run --ptxas)."""
     env = os.environ if environ is None else environ
@@ -111,6 +123,7 @@ class Settings:
     all_passes: bool = False  # terminal stream: a line per no-op pass, not one per run of them
     use_cache: bool = False
     sync: bool = False  # print and record on the compiling thread (--sync); else on the worker
+    exact: bool = False  # no equality rule: reuse a text only for the very same fields (--exact)
     ptxas: bool = False  # machine facts: nvcc -Xptxas -v over each CUDA compile's source (docs/facts.md)
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
@@ -185,6 +198,7 @@ def build_settings(
     ignore_whitespace: bool = False,
     use_cache: bool = False,
     sync: bool | None = None,
+    exact: bool | None = None,
     ptxas: bool | None = None,
     command: tuple[str, ...] = (),
     names: dict[str, str] | None = None,
@@ -194,7 +208,7 @@ def build_settings(
 
     mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
-    working files) or a path. sync: None for TLTRACE_SYNC (else off). ptxas: None for TLTRACE_PTXAS (else off). kernels: None for TLTRACE_KERNELS (else every kernel). `names` maps a parameter to how the caller spells it in
+    working files) or a path. sync: None for TLTRACE_SYNC (else off). exact: None for TLTRACE_EXACT (else off). ptxas: None for TLTRACE_PTXAS (else off). kernels: None for TLTRACE_KERNELS (else every kernel). `names` maps a parameter to how the caller spells it in
     messages (`{"keep": "--keep"}`). Raises UsageError on a bad value, the same for both.
     """
     spell = {
@@ -238,6 +252,7 @@ def build_settings(
         ignore_whitespace=bool(ignore_whitespace),
         use_cache=bool(use_cache),
         sync=env_sync() if sync is None else bool(sync),
+        exact=env_exact() if exact is None else bool(exact),
         ptxas=env_ptxas() if ptxas is None else bool(ptxas),
         command=tuple(command),
     )

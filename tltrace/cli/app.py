@@ -198,6 +198,12 @@ def run_cmd(
         help="Print and record each pass before the next one runs (slower; for a compiler that "
         "crashes) [default: TLTRACE_SYNC, else a background worker].",
     ),
+    exact: bool = typer.Option(
+        False,
+        "--exact",
+        help="Print every IR text that is not the very same fields as the one before (no equality "
+        "rule; slower) [default: TLTRACE_EXACT].",
+    ),
     ptxas: bool = typer.Option(
         False,
         "--ptxas",
@@ -308,6 +314,7 @@ def _settings(p: dict, target) -> Settings:
         ignore_whitespace=p["ignore_whitespace"],
         use_cache=p["use_cache"],
         sync=True if p["sync"] else None,
+        exact=True if p.get("exact") else None,
         ptxas=True if p["ptxas"] else None,
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
         names={

@@ -67,6 +67,7 @@ def settings_json(settings: Settings, root_pid: int) -> str:
         "quiet": settings.quiet,
         "use_cache": settings.use_cache,
         "ptxas": settings.ptxas,
+        "exact": settings.exact,
         "command": list(settings.command),
         "invocation": settings.invocation,
         "root": {"pid": root_pid, "start": process_start(root_pid)},
@@ -152,6 +153,7 @@ def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
         quiet=bool(data.get("quiet")),
         use_cache=bool(data.get("use_cache")),
         ptxas=bool(data.get("ptxas")),
+        exact=bool(data.get("exact")),
         command=tuple(str(c) for c in data.get("command") or ()),
         invocation=str(data["invocation"]),
     )
