@@ -110,6 +110,12 @@ def table(res: dict[str, dict[str, list[float]]], reps: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def section(reps: int = 9) -> str:
+    """Return the markdown section (bench/run.py's `lowering`)."""
+    configs = ["untraced", "records", "records --exact", "html"]
+    return table(measure(reps, configs), reps)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=9)

@@ -139,13 +139,16 @@ def test_a_compile_returns_before_its_records_and_flush_completes_them(
     import tltrace
     from tltrace.session import controller, worker
 
+    from tltrace.config import build_settings
+
     if wait:
         monkeypatch.setenv("TLTRACE_WAIT", "1")
     else:
         monkeypatch.delenv("TLTRACE_WAIT", raising=False)
+    settings = build_settings(mode="terminal", trace_dir=tmp_path, script_name="early", quiet=True)
+    assert settings.wait is wait
     (tmp_path / "k.py").write_text(KERNELS)
     make_add = runpy.run_path(str(tmp_path / "k.py"))["make_add"]
-    settings = Settings(mode="terminal", trace_dir=tmp_path, script_name="early", quiet=True)
     controller.install(settings, lambda e: None)
     gate = threading.Event()
     try:

@@ -124,6 +124,10 @@ class Settings:
     use_cache: bool = False
     sync: bool = False  # print and record on the compiling thread (--sync); else on the worker
     exact: bool = False  # no equality rule: reuse a text only for the very same fields (--exact)
+    # A compile returns only once its records are on disk (else at once, the worker writes on):
+    # TLTRACE_WAIT=1, a traced child process (it may end in os._exit, as multiprocessing's do,
+    # which runs no atexit drain) and a test under the pytest plugin (it may crash its worker).
+    wait: bool = False
     ptxas: bool = False  # machine facts: nvcc -Xptxas -v over each CUDA compile's source (docs/facts.md)
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
@@ -199,6 +203,7 @@ def build_settings(
     use_cache: bool = False,
     sync: bool | None = None,
     exact: bool | None = None,
+    wait: bool | None = None,
     ptxas: bool | None = None,
     command: tuple[str, ...] = (),
     names: dict[str, str] | None = None,
@@ -208,7 +213,7 @@ def build_settings(
 
     mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
-    working files) or a path. sync: None for TLTRACE_SYNC (else off). exact: None for TLTRACE_EXACT (else off). ptxas: None for TLTRACE_PTXAS (else off). kernels: None for TLTRACE_KERNELS (else every kernel). `names` maps a parameter to how the caller spells it in
+    working files) or a path. sync: None for TLTRACE_SYNC (else off). exact: None for TLTRACE_EXACT (else off). wait: None for TLTRACE_WAIT (else off). ptxas: None for TLTRACE_PTXAS (else off). kernels: None for TLTRACE_KERNELS (else every kernel). `names` maps a parameter to how the caller spells it in
     messages (`{"keep": "--keep"}`). Raises UsageError on a bad value, the same for both.
     """
     spell = {
@@ -253,6 +258,7 @@ def build_settings(
         use_cache=bool(use_cache),
         sync=env_sync() if sync is None else bool(sync),
         exact=env_exact() if exact is None else bool(exact),
+        wait=env_wait() if wait is None else bool(wait),
         ptxas=env_ptxas() if ptxas is None else bool(ptxas),
         command=tuple(command),
     )

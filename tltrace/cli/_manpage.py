@@ -202,6 +202,11 @@ PYTHON_API = (
         "the settings and keeps the invocation.",
     ),
     ("disable()", "End the span: the summary, the reports' indexes, retention (--keep)."),
+    (
+        "flush(timeout=None)",
+        "Wait until every compile traced so far has its records on disk (a compile returns before its "
+        "worker wrote them all); False on timeout.",
+    ),
     ("enabled()", "The settings of the open span, or None."),
     (
         "lower_trace(func_or_mod, passes, mode, context, html_path)",

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .._version import __version__
-from ..config import Settings, env_wait
+from ..config import Settings
 from ..diff import line_changes
 from ..format import liveness
 from ..format.layout import text_hash
@@ -91,7 +91,8 @@ class TraceSession:
         self.pipelines = 0  # backend pipelines entered in this compile session
         self._listener_failed = False
         self._header_cache: tuple[RunManifest, tuple, RunManifest] | None = None  # (manifest, key, header)
-        self._wait_at_end = env_wait()  # TLTRACE_WAIT=1: return only once the records are on disk
+        # Settings.wait (TLTRACE_WAIT=1, a traced child, the pytest plugin): return once on disk.
+        self._wait_at_end = bool(getattr(settings, "wait", False))
         self.inflight = fatal.Inflight()  # the pass in flight, for a process that dies in it
         self.manifest = RunManifest(
             run_id="",
@@ -393,7 +394,8 @@ class TraceSession:
         """End the run. A compile that succeeded returns at once: its worker writes the rest, and
         the records are complete at `tltrace.flush()`, `disable()`, the end of `tltrace run`, the
         pytest plugin's test and interpreter exit (worker.drain). A failed compile, and every compile
-        under TLTRACE_WAIT=1, returns once its records are on disk."""
+        under Settings.wait (TLTRACE_WAIT=1, a traced child, the pytest plugin), returns once its
+        records are on disk."""
         if self.edited or self.settings.use_cache:
             # The cache would save this kernel right after the session ends, under the
             # unedited key; turning it off here keeps traced and edited builds out of it.

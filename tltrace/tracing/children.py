@@ -154,6 +154,7 @@ def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
         use_cache=bool(data.get("use_cache")),
         ptxas=bool(data.get("ptxas")),
         exact=bool(data.get("exact")),
+        wait=True,  # a child may end in os._exit (multiprocessing's do): no atexit drain there
         command=tuple(str(c) for c in data.get("command") or ()),
         invocation=str(data["invocation"]),
     )
