@@ -137,9 +137,8 @@ def test_a_compile_returns_before_its_records_and_flush_completes_them(
     import tilelang
 
     import tltrace
-    from tltrace.session import controller, worker
-
     from tltrace.config import build_settings
+    from tltrace.session import controller, worker
 
     if wait:
         monkeypatch.setenv("TLTRACE_WAIT", "1")
