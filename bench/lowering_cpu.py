@@ -35,11 +35,7 @@ def _configure(cfg: str, sub: Path):
     from capture_cost import configure
 
     name = {"untraced": "untraced", "records": "tltrace records", "html": "tltrace html"}[cfg.split()[0]]
-    if "--exact" in cfg:
-        os.environ["TLTRACE_EXACT"] = "1"
-    else:
-        os.environ.pop("TLTRACE_EXACT", None)
-    return configure(name + (" --sync" if "--sync" in cfg else ""), sub)
+    return configure(name + "".join(f" {f}" for f in ("--sync", "--exact") if f in cfg), sub)
 
 
 def measure(reps: int, configs: list[str]) -> dict[str, dict[str, list[float]]]:
@@ -74,7 +70,6 @@ def measure(reps: int, configs: list[str]) -> dict[str, dict[str, list[float]]]:
                 out[cfg]["main"].append(m1 - m0)
                 out[cfg]["wall"].append(w1 - w0)
             print(f"rep {rep + 1}/{reps}", file=sys.stderr)
-    os.environ.pop("TLTRACE_EXACT", None)
     return out
 
 
