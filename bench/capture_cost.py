@@ -126,6 +126,7 @@ def configure(cfg: str, sub: Path):
         keep=0,
         codegen_output=None,
         sync="--sync" in cfg,
+        exact="--exact" in cfg,  # issue 34: no equality rule
     )
     listeners = Listeners(s)
 

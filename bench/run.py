@@ -1,6 +1,6 @@
 """Run the benchmarks and write docs/benchmarks.md.
 
-    python bench/run.py [--reps N] [--only capture,cost,report,autotune,align,overheads,children] [--configs 24] [--autotune-reps 3]
+    python bench/run.py [--reps N] [--only capture,cost,lowering,report,autotune,align,overheads,children] [--configs 24] [--autotune-reps 3]
 
 Each section measures tltrace against TileLang's built-in tracer on the same
 work, in one run, as ratios; absolute times depend on the machine. With --only,
@@ -27,6 +27,7 @@ sys.path.insert(0, str(HERE))
 PRODUCERS = {
     "capture": "## Compile time and bytes on disk",
     "cost": "## Capture cost:",
+    "lowering": "## CPU added to one sm_90a lowering",
     "report": "## HTML report",
     "autotune": "## Scale: autotune-shaped invocation (CPU",
     "align": "## Diff alignment",
@@ -95,6 +96,10 @@ def measure(name: str, a: argparse.Namespace) -> str:
         import capture_cost
 
         return capture_cost.section(a.reps)
+    if name == "lowering":
+        import lowering_cpu
+
+        return lowering_cpu.section(a.reps)
     if name == "report":
         import report
 

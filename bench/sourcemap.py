@@ -376,9 +376,9 @@ def section_map_cost(tmp: Path, reps: int) -> list[str]:
     seen: list[tuple] = []
     real = sm.codegen_map
 
-    def spy(ffi, mod, target, generated):
-        seen.append((ffi, mod, target, generated))
-        return real(ffi, mod, target, generated)
+    def spy(ffi, mod, target, generated, context=None):
+        seen.append((ffi, mod, target, generated, context))
+        return real(ffi, mod, target, generated, context)
 
     def timed(f) -> float:
         ts = []
@@ -414,11 +414,12 @@ def section_map_cost(tmp: Path, reps: int) -> list[str]:
         for label, build in builds:
             seen.clear()
             _traced(tmp / "mapcost" / label.split()[0], build)
-            ffi, mod, target, generated = seen[-1]
+            ffi, mod, target, generated, ctx = seen[-1]
             fn = tvm_ffi.get_global_func(native.source_codegen(ffi))
             args = (fn, mod, target)
-            a = timed(lambda args=args, g=generated: sm.stamped_map(*args, g))
-            b = timed(lambda args=args: sm.directive_map(sm._codegen_with_directives(*args)))
+            ctx = ctx if ctx is not None else sm.codegen_context()
+            a = timed(lambda args=args, g=generated, c=ctx: sm.stamped_map(*args, g, c))
+            b = timed(lambda args=args, c=ctx: sm.directive_map(sm._codegen_with_directives(*args, c)))
             out.append(f"| {label} | {a:.1f} | {b:.1f} |")
     finally:
         sm.codegen_map = real

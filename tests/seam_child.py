@@ -160,6 +160,7 @@ def newest_run(label: str, work: Path) -> None:
     """Say which run directory the compile just finished wrote (the parent reads its maps)."""
     from tltrace.history.runs import run_dirs
 
+    tltrace.flush()  # a compile returns before its worker wrote its run
     print("run", label, run_dirs(work.parent.parent / "seam_child")[-1], flush=True)
 
 

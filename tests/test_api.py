@@ -136,6 +136,7 @@ def test_enable_disable_around_two_compiles(tl, make_add, tmp_path: Path) -> Non
     k1 = tilelang.compile(make_add(256, 128), **CPU)
     k2 = tilelang.compile(make_add(256, 64), **CPU)
     assert k1 is not None and k2 is not None
+    assert tltrace.flush()  # a compile returns before its worker wrote all of it: flush() waits
     runs = runs_under(td)
     assert len(runs) == 2
     kernels = [read_manifest(r) for r in runs]

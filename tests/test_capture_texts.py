@@ -75,10 +75,16 @@ class _InlinePrinter:
 
 
 def _trace_with_printer(
-    script: Path, tmp: Path, name: str, *, sync: bool = False
+    script: Path, tmp: Path, name: str, *, sync: bool = False, exact: bool = False
 ) -> tuple[list[tuple[RunManifest, Path]], list]:
     settings = Settings(
-        mode="terminal", trace_dir=tmp, script_name=name, quiet=True, codegen_output=None, sync=sync
+        mode="terminal",
+        trace_dir=tmp,
+        script_name=name,
+        quiet=True,
+        codegen_output=None,
+        sync=sync,
+        exact=exact,
     )
     import tilelang  # noqa: F401
 
@@ -125,10 +131,13 @@ def _wrong(runs: list[tuple[RunManifest, Path]], compiles: list) -> tuple[int, i
     return compared, len(wrong), wrong
 
 
-@pytest.mark.parametrize("sync", [False, True], ids=["worker", "sync"])
-def test_every_record_text_equals_an_inline_print_on_a_cpu_gemm(tmp_path, sync) -> None:
-    """With the background worker (snapshots printed later) and with --sync (printed at once)."""
-    runs, compiles = _trace_with_printer(EXAMPLES / "gemm.py", tmp_path, "gemm", sync=sync)
+@pytest.mark.parametrize(
+    ("sync", "exact"), [(False, False), (True, False), (False, True)], ids=["worker", "sync", "exact"]
+)
+def test_every_record_text_equals_an_inline_print_on_a_cpu_gemm(tmp_path, sync, exact) -> None:
+    """With the background worker (snapshots printed later), with --sync (printed at once), and
+    with --exact (no equality rule: tests/test_print_rule.py tests the rule on its own)."""
+    runs, compiles = _trace_with_printer(EXAMPLES / "gemm.py", tmp_path, "gemm", sync=sync, exact=exact)
     compared, wrong, what = _wrong(runs, compiles)
     assert wrong == 0, what
     names = {r.name for m, _ in runs for r in m.records}
@@ -169,11 +178,12 @@ SM90A = textwrap.dedent(
 )
 
 
-def test_every_record_text_equals_an_inline_print_on_an_sm90a_lowering(tmp_path) -> None:
+@pytest.mark.parametrize("exact", [False, True], ids=["rule", "exact"])
+def test_every_record_text_equals_an_inline_print_on_an_sm90a_lowering(tmp_path, exact) -> None:
     """CUDA codegen for sm_90a needs no GPU and no nvcc; SplitHostDevice runs here."""
     script = tmp_path / "sm90a.py"
     script.write_text(SM90A)
-    runs, compiles = _trace_with_printer(script, tmp_path / "trace", "sm90a")
+    runs, compiles = _trace_with_printer(script, tmp_path / "trace", "sm90a", exact=exact)
     compared, wrong, what = _wrong(runs, compiles)
     assert wrong == 0, what
     split = [r for m, _ in runs for r in m.records if "SplitHostDevice" in r.name]

@@ -125,6 +125,53 @@ def test_a_failed_compile_is_on_disk_before_its_error_reaches_the_caller(tmp_pat
         controller.uninstall()
 
 
+@pytest.mark.parametrize("wait", [False, True], ids=["early", "TLTRACE_WAIT"])
+def test_a_compile_returns_before_its_records_and_flush_completes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wait: bool
+) -> None:
+    """A compile that succeeded returns without waiting for its worker; tltrace.flush() waits.
+    Its worker is held on a gate first, so the order is certain, not a race. TLTRACE_WAIT=1: the
+    compile waits (here: with the gate opened by a timer, since it would wait for ever)."""
+    import runpy
+
+    import tilelang
+
+    import tltrace
+    from tltrace.config import build_settings
+    from tltrace.session import controller, worker
+
+    if wait:
+        monkeypatch.setenv("TLTRACE_WAIT", "1")
+    else:
+        monkeypatch.delenv("TLTRACE_WAIT", raising=False)
+    settings = build_settings(mode="terminal", trace_dir=tmp_path, script_name="early", quiet=True)
+    assert settings.wait is wait
+    (tmp_path / "k.py").write_text(KERNELS)
+    make_add = runpy.run_path(str(tmp_path / "k.py"))["make_add"]
+    controller.install(settings, lambda e: None)
+    gate = threading.Event()
+    try:
+        worker.worker().submit(gate.wait)  # this thread's worker: busy until the gate opens
+        timer = threading.Timer(1.0, gate.set) if wait else None
+        if timer is not None:
+            timer.start()
+        tilelang.compile(make_add(128), target="c", execution_backend="cython")
+        runs = list((tmp_path / "early" / ".run_records").glob("run_*"))
+        if wait:
+            (run_dir,) = runs
+            assert load_manifest(run_dir).status == COMPLETE
+        else:
+            assert not runs  # nothing written yet: the worker has not reached this compile's jobs
+            gate.set()
+            assert tltrace.flush(timeout=60)
+            (run_dir,) = (tmp_path / "early" / ".run_records").glob("run_*")
+            m = load_manifest(run_dir)
+            assert m.status == COMPLETE and m.records
+    finally:
+        gate.set()
+        controller.uninstall()
+
+
 EXITING = (
     KERNELS
     + """

@@ -100,7 +100,49 @@ def _compile(tmp_path: Path, *, background: bool) -> tuple[TraceSession, list[An
         s.pass_started(rc.PassEvent(i, f"P{i}", "p"), first if i == 0 else Side.of_text(before))
         s.pass_record(name=f"P{i}", index=i, phase="p", before=before, after=after)
     s.finish(None)
+    assert s.wait(60)  # a compile returns before its worker: its records are complete once drained
     return s, events
+
+
+def test_a_later_from_codegen_is_computed_when_resolved_and_a_raising_one_stops_its_recorder(
+    registry: dict,
+) -> None:
+    """`codegen` may return a Later: the compiling thread gets it back unrun; the worker's
+    `resolve` computes it; one that raises stops its recorder alone, said once."""
+    ran: list[str] = []
+
+    class Mapping(rc.Recorder):
+        name = "mapping"
+        printer = staticmethod(lambda module: (str(module), None))
+
+        def __init__(self, fail: bool) -> None:
+            self.fail = fail
+
+        def codegen(self, event: rc.PassEvent, call: rc.CodegenCall) -> Any:
+            def compute() -> str:
+                ran.append("computed")
+                if self.fail:
+                    raise RuntimeError("no map")
+                return "the map"
+
+            return rc.Later(compute)
+
+    event = rc.PassEvent(None, "codegen_device", "codegen", codegen=True)
+    call = rc.CodegenCall("target.build.x", None, None, None, "src", "src", None)
+    for fail in (False, True):
+        said: list[str] = []
+        ran.clear()
+        rc.register("mapping", lambda settings, fail=fail: Mapping(fail))
+        rs = rc.Recorders(Settings(), said.append)
+        value = rs.codegen(event, call)
+        assert ran == []  # nothing computed on the compiling thread
+        got = rs.resolve(value)
+        assert ran == ["computed"]
+        if fail:
+            assert got is None and not rs.active and len(said) == 1 and "no map" in said[0]
+            assert rs.resolve(value) is None and ran == ["computed"]  # a stopped recorder: not again
+        else:
+            assert got == "the map" and not said
 
 
 @pytest.mark.parametrize("background", [True, False], ids=["worker", "sync"])

@@ -204,6 +204,8 @@ def test_sm90a_gemm_and_copies_reach_cuda_via_wgmma(tmp_path):
 def test_report_lists_the_gemms_generated_lines_with_via(traced, open_page):
     script, _, run_dir = traced
     page = open_page(run_dir / "report.html", "#LowerTileOp", viewport={"width": 1600, "height": 1000})
+    if page.locator("#tl-source").is_hidden():  # closed at first (the diff gets the page): open it
+        page.keyboard.press("s")
     page.locator(f'#tl-source tr[data-py="{LINE["GEMM"]}"]').click()
     info = page.locator("#tl-source-info")
     wait_js(page, "document.querySelectorAll('.tl-sm-genline').length > 0")

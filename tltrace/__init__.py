@@ -1,7 +1,7 @@
 """tltrace: see, and change, what the TileLang compiler did to your kernel.
 
 `import tltrace` is cheap and hooks nothing; tracing starts with `tltrace.enable()`
-or `tltrace run`. The API (`lower_trace`, `enable`, `disable`,
+or `tltrace run`. The API (`lower_trace`, `enable`, `disable`, `flush`,
 `create_pass_instrument`, and `load` to read traces) is loaded on first attribute
 access. In IPython, `%load_ext tltrace` adds the `%%tltrace` cell magic.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 from ._version import __version__
 
-_API = ("lower_trace", "enable", "disable", "enabled", "create_pass_instrument")
+_API = ("lower_trace", "enable", "disable", "flush", "enabled", "create_pass_instrument")
 _RERUN = ("repro",)  # tltrace.repro(...): rerun/make.py
 _BEST = ("note_best",)  # tltrace.note_best(result): rerun/best.py
 _READING = ("load",)

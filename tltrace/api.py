@@ -131,6 +131,7 @@ def enable(
     quiet: bool = False,
     use_cache: bool = False,
     sync: bool | None = None,
+    exact: bool | None = None,
     kernels: str | None = None,
     children: bool = True,
 ) -> None:
@@ -148,6 +149,8 @@ def enable(
     turned off, so that every compilation runs its passes (a cache hit traces nothing).
     sync=True prints and records each pass on the compiling thread before the next one
     runs (for a compiler that crashes); None: TLTRACE_SYNC, else a background worker.
+    exact=True prints every text not made of the very same fields as the one before (no
+    equality rule, docs/usage.md); None: TLTRACE_EXACT, else the rule.
     kernels: a regular expression; only kernels whose name matches are traced, the
     others compile untraced (omitted: TLTRACE_KERNELS, else every kernel). children:
     Python processes started while tracing is on (multiprocessing, subprocess,
@@ -167,6 +170,7 @@ def enable(
         quiet=quiet,
         use_cache=use_cache,
         sync=sync,
+        exact=exact,
         kernels=kernels,
     )
     from .session import controller
@@ -208,6 +212,18 @@ def disable() -> None:
 
     controller.uninstall()
     _close_span()
+
+
+def flush(timeout: float | None = None) -> bool:
+    """Wait until every compile traced so far in this process has its records on disk; return
+    False when `timeout` seconds passed first.
+
+    A compile returns before its worker has written all of its records (docs/usage.md);
+    `disable()`, the end of `tltrace run` and the pytest plugin's test flush too.
+    """
+    from .session.worker import drain
+
+    return drain(timeout)
 
 
 def enabled() -> Settings | None:

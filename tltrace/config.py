@@ -64,6 +64,18 @@ def env_sync(environ: dict[str, str] | None = None) -> bool:
     return env.get("TLTRACE_SYNC", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
+def env_exact(environ: dict[str, str] | None = None) -> bool:
+    """TLTRACE_EXACT=1: print every IR text that is not provably the one before it (as --exact)."""
+    env = os.environ if environ is None else environ
+    return env.get("TLTRACE_EXACT", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def env_wait(environ: dict[str, str] | None = None) -> bool:
+    """TLTRACE_WAIT=1: a compile returns only once its records are on disk (else at once; docs/usage.md)."""
+    env = os.environ if environ is None else environ
+    return env.get("TLTRACE_WAIT", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def env_ptxas(environ: dict[str, str] | None = None) -> bool:
     """TLTRACE_PTXAS=1: machine facts from `nvcc -Xptxas -v` after each CUDA compile (as run --ptxas)."""
     env = os.environ if environ is None else environ
@@ -162,6 +174,11 @@ class Settings:
     verbose: bool = False  # terminal stream: every diff whole (else a long one is cut)
     use_cache: bool = False
     sync: bool = False  # print and record on the compiling thread (--sync); else on the worker
+    exact: bool = False  # no equality rule: reuse a text only for the very same fields (--exact)
+    # A compile returns only once its records are on disk (else at once, the worker writes on):
+    # TLTRACE_WAIT=1, a traced child process (it may end in os._exit, as multiprocessing's do,
+    # which runs no atexit drain) and a test under the pytest plugin (it may crash its worker).
+    wait: bool = False
     ptxas: bool = False  # machine facts: nvcc -Xptxas -v over each CUDA compile's source (docs/facts.md)
     # Compile the device source with scoped #line directives naming the user's lines (docs/sourcemap.md).
     line_directives: bool = False
@@ -244,6 +261,8 @@ def build_settings(
     ignore_whitespace: bool = False,
     use_cache: bool = False,
     sync: bool | None = None,
+    exact: bool | None = None,
+    wait: bool | None = None,
     ptxas: bool | None = None,
     line_directives: bool | None = None,
     ptx: bool | None = None,
@@ -257,7 +276,7 @@ def build_settings(
 
     mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
-    working files) or a path. sync: None for TLTRACE_SYNC (else off). ptxas: None for TLTRACE_PTXAS (else off). line_directives: None for TLTRACE_LINE_DIRECTIVES (else off); ptx, sass: None for TLTRACE_PTX, TLTRACE_SASS. kernels: None for TLTRACE_KERNELS (else every kernel). remarks: "" or planner names
+    working files) or a path. sync: None for TLTRACE_SYNC (else off). exact: None for TLTRACE_EXACT (else off). wait: None for TLTRACE_WAIT (else off). ptxas: None for TLTRACE_PTXAS (else off). line_directives: None for TLTRACE_LINE_DIRECTIVES (else off); ptx, sass: None for TLTRACE_PTX, TLTRACE_SASS. kernels: None for TLTRACE_KERNELS (else every kernel). remarks: "" or planner names
     ("vectorize,reducer"), None for TLTRACE_REMARKS (else off). `names` maps a parameter to how the caller spells it in
     messages (`{"keep": "--keep"}`). Raises UsageError on a bad value, the same for both.
     """
@@ -304,6 +323,8 @@ def build_settings(
         ignore_whitespace=bool(ignore_whitespace),
         use_cache=bool(use_cache),
         sync=env_sync() if sync is None else bool(sync),
+        exact=env_exact() if exact is None else bool(exact),
+        wait=env_wait() if wait is None else bool(wait),
         ptxas=env_ptxas() if ptxas is None else bool(ptxas),
         line_directives=env_line_directives() if line_directives is None else bool(line_directives),
         ptx=env_flag("TLTRACE_PTX") if ptx is None else bool(ptx),

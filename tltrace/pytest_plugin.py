@@ -319,6 +319,7 @@ class _Tracer:
             script_name=trace_name(item.nodeid),
             command=("pytest", item.nodeid),
             script_key=f"pytest:{item.nodeid}",
+            wait=True,  # a test may crash its worker right after a compile: its records are on disk
         )
         script_dir = settings.script_dir
         collector = RunCollector()

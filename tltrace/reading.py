@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html as _html
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -302,7 +303,11 @@ def load(path: str | os.PathLike) -> Trace:
 
     `.invocations[i].compiles[j].passes[k]`, oldest invocation first. Raises
     RecordsError (a TltraceError) when there are no run records under the path.
+    In a process that traces, the compiles traced so far are flushed first (`tltrace.flush()`).
     """
+    worker = sys.modules.get("tltrace.session.worker")  # tracing ran here: its records, complete
+    if worker is not None:
+        worker.drain()
     p = Path(path)
     if not p.is_dir():
         raise RecordsError(f"{p} is not a directory; give a trace dir, a script dir or a run dir")

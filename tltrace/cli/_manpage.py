@@ -196,12 +196,17 @@ def generate() -> str:
 # The Python API, one entry per public name of the package (tltrace.__all__; tests/test_manpage.py checks).
 PYTHON_API = (
     (
-        "enable(mode, trace_dir, codegen_output, *, context, keep, quiet, use_cache, sync, kernels, children)",
+        "enable(mode, trace_dir, codegen_output, *, context, keep, quiet, use_cache, sync, exact, kernels, children)",
         "Trace every later TileLang compilation of this process (and of its children) as one invocation, "
         "as 'tltrace run' does; the arguments are its options. Called again inside the span, it changes "
         "the settings and keeps the invocation.",
     ),
     ("disable()", "End the span: the summary, the reports' indexes, retention (--keep)."),
+    (
+        "flush(timeout=None)",
+        "Wait until every compile traced so far has its records on disk (a compile returns before its "
+        "worker wrote them all); False on timeout.",
+    ),
     ("enabled()", "The settings of the open span, or None."),
     (
         "lower_trace(func_or_mod, passes, mode, context, html_path)",

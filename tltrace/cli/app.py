@@ -210,6 +210,12 @@ def run_cmd(
         help="Print and record each pass before the next one runs (slower; for a compiler that "
         "crashes) [default: TLTRACE_SYNC, else a background worker].",
     ),
+    exact: bool = typer.Option(
+        False,
+        "--exact",
+        help="Print every IR text that is not the very same fields as the one before (no equality "
+        "rule; slower) [default: TLTRACE_EXACT].",
+    ),
     ptxas: bool = typer.Option(
         False,
         "--ptxas",
@@ -348,6 +354,7 @@ def _settings(p: dict, target) -> Settings:
         ignore_whitespace=p["ignore_whitespace"],
         use_cache=p["use_cache"],
         sync=True if p["sync"] else None,
+        exact=True if p.get("exact") else None,
         ptxas=True if p["ptxas"] else None,
         line_directives=True if p["line_directives"] else None,
         ptx=True if p.get("ptx") else None,

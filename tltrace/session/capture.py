@@ -101,6 +101,9 @@ class TraceSession:
         self.edited = False
         self.pipelines = 0  # backend pipelines entered in this compile session
         self._listener_failed = False
+        self._header_cache: tuple[RunManifest, tuple, RunManifest] | None = None  # (manifest, key, header)
+        # Settings.wait (TLTRACE_WAIT=1, a traced child, the pytest plugin): return once on disk.
+        self._wait_at_end = bool(getattr(settings, "wait", False))
         self.inflight = fatal.Inflight()  # the pass in flight, for a process that dies in it
         self.manifest = RunManifest(
             run_id="",
@@ -119,7 +122,10 @@ class TraceSession:
         )
         # The per-compile extras (session/recorder.py): reproducer data, source maps, ...
         self.recorders = Recorders(settings, self.warn)
-        self._texts = TextCache(self.recorders.print if self.recorders.printer is not None else None)
+        self._texts = TextCache(
+            self.recorders.print if self.recorders.printer is not None else None,
+            exact=bool(getattr(settings, "exact", False)),
+        )
 
     # -- jobs --------------------------------------------------------------------------
     def submit(self, job: Callable[[], object]) -> None:
@@ -366,8 +372,15 @@ class TraceSession:
         if self._input_hash is None and self._first is not None:
             self._resolve(self._first)
         digest = self._input_hash
+        fields = self.recorders.fields()
+        key = (run_id, digest, fields)
+        cached = self._header_cache
+        if cached is not None and cached[0] is m and cached[1] == key:
+            return cached[2]  # built once per change, not once per record
         sig = signature(m.kernel, m.launch, digest) if digest is not None else None
-        return replace(m, run_id=run_id, input_hash=digest, signature=sig, **self.recorders.fields())
+        header = replace(m, run_id=run_id, input_hash=digest, signature=sig, **fields)
+        self._header_cache = (m, key, header)
+        return header
 
     def _ensure_store(self) -> RunStore:
         if self.store is None:
@@ -395,7 +408,11 @@ class TraceSession:
 
     # -- finish ---------------------------------------------------------------------------
     def finish(self, error: BaseException | None) -> None:
-        """End the run; the compile returns once its records are on disk (its worker caught up)."""
+        """End the run. A compile that succeeded returns at once: its worker writes the rest, and
+        the records are complete at `tltrace.flush()`, `disable()`, the end of `tltrace run`, the
+        pytest plugin's test and interpreter exit (worker.drain). A failed compile, and every compile
+        under Settings.wait (TLTRACE_WAIT=1, a traced child, the pytest plugin), returns once its
+        records are on disk."""
         if self.edited or self.settings.use_cache:
             # The cache would save this kernel right after the session ends, under the
             # unedited key; turning it off here keeps traced and edited builds out of it.
@@ -403,7 +420,8 @@ class TraceSession:
         msg = error_text(error) if error is not None else None
         finished = time.time()
         self.submit(lambda: self._finish(msg, error is not None, finished))
-        self.wait()
+        if error is not None or self._wait_at_end:
+            self.wait()  # a failed compile's records are on disk before its error reaches the caller
 
     def _add_stages(self) -> None:
         """Record the recorders' stages (session/recorder.Stage) as codegen records (job side)."""

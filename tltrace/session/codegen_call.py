@@ -160,7 +160,7 @@ def _reconcile_and_record(
         try:
             text = s._resolve(side)
             added, removed = count_changes(text, compiled)
-            extras = (side.extra, amap)
+            extras = (side.extra, s.recorders.resolve(amap))  # a source map computed here, off the compile
             s.add_record(replace(rec, added=added, removed=removed), text, compiled, "cpp", extras=extras)
         except Exception as exc:
             s._guard("recording codegen", exc)

@@ -11,7 +11,9 @@ compiling thread (cheap: keep references; return a job for the expensive part)
     `pass_finished(event)`         a pass returned (before its output is looked at)
     `pass_failed(event, before)`   a pass or a codegen call raised; `before` is its input
     `codegen(event, call)`         a codegen call returned (`CodegenCall`): its value travels
-                                   with the generated source, as `printer`'s does with the IR
+                                   with the generated source, as `printer`'s does with the IR;
+                                   a `Later` is computed on the worker, in the record's job
+                                   (keep references here, do the work there)
 worker (session/worker.py: in order with the compile's records; the compiling thread
 with --sync)
     the job a hook above returned
@@ -95,6 +97,16 @@ class Stage:
     maps: tuple[Any, Any] = (None, None)  # the Python line of each line of before and after (LineMap)
 
 
+class Later:
+    """A value `codegen` hands back to be computed on the worker: `compute()` runs in the job
+    that stores the codegen record, before `recorded` sees it (guarded like any hook)."""
+
+    __slots__ = ("compute",)
+
+    def __init__(self, compute: Callable[[], Any]) -> None:
+        self.compute = compute
+
+
 class Recorder:
     """Base class: every hook does nothing; override those you need."""
 
@@ -146,6 +158,12 @@ class Recorder:
     def stopped(self, what: str, exc: BaseException) -> str:
         """The one notice said when a hook raised."""
         return f"{self.name} stopped for this kernel ({what}: {type(exc).__name__}: {exc}); the trace is unharmed"
+
+
+@dataclass(frozen=True)
+class _Pending:
+    recorder: Recorder
+    later: Later
 
 
 Factory = Callable[[Any], "Recorder | None"]  # Settings -> a recorder for one compile, or None (off)
@@ -253,7 +271,9 @@ class Recorders:
         return self._each("pass_failed", lambda r: r.pass_failed(event, before))
 
     def codegen(self, event: PassEvent, call: CodegenCall) -> Any:
-        """Return the printer's value for the generated source (None: no printer, or none given)."""
+        """Return the printer's value for the generated source (None: no printer, or none given).
+
+        A `Later` comes back as it is: `resolve` it on the worker."""
         out = None
         for r in list(self.active):
             try:
@@ -262,8 +282,21 @@ class Recorders:
                 self._fail(r, "codegen", exc)
                 continue
             if r is self.printer:
-                out = value
+                out = _Pending(r, value) if isinstance(value, Later) else value
         return out
+
+    def resolve(self, value: Any) -> Any:
+        """Worker: the value `codegen` returned, a `Later` computed (None when its recorder stopped or it raised)."""
+        if not isinstance(value, _Pending):
+            return value
+        r, later = value.recorder, value.later
+        if r not in self.active:
+            return None
+        try:
+            return later.compute()
+        except Exception as exc:
+            self._fail(r, "codegen", exc)
+            return None
 
     def print(self, module: Any) -> tuple[str, Any] | None:
         """Print with the printer: (text, extra); None when there is none or it failed (print plainly)."""

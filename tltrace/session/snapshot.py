@@ -59,12 +59,18 @@ class TextCache:
     what makes comparing them by identity sound.
     """
 
-    def __init__(self, printer: Callable[[Any], tuple[str, Any] | None] | None = None) -> None:
+    def __init__(
+        self, printer: Callable[[Any], tuple[str, Any] | None] | None = None, *, exact: bool = False
+    ) -> None:
         self.printer = printer  # module -> (text, extra), or None: print plainly (session/recorder.py)
         self._extra: Any = None  # the printer's extra of the last text
         self._text: str | None = None
         self._head: Head | None = None
         self._items: tuple | None = None  # ((global_var, func), ...) of the held map, once walked
+        self._mod: Any = None  # the module of the last text, for the equality rule
+        self._equal = None if exact else equal_rule()  # exact (--exact): identity alone
+        self.printed = 0  # prints made
+        self.equal_skips = 0  # prints the equality rule saved
 
     def resolve(self, side: Side) -> str:
         """Set and return `side`'s text (its fields stay, for the recorders, while the side is held)."""
@@ -86,13 +92,52 @@ class TextCache:
             if items is not None and self._items is not None and _same_items(items, self._items):
                 self._head, self._items = head, items
                 return self._text or ""
-        printed = self.printer(module_of(head)) if self.printer is not None else None
+        mod = module_of(head)
+        if self._equal is not None and self._mod is not None and self._text is not None:
+            try:
+                same = self._equal(mod, self._mod)
+            except Exception:
+                same = False
+            if same:  # rebuilt, not changed: the last text (and its map) again
+                self.equal_skips += 1
+                self._head, self._items, self._mod = head, None, mod
+                return self._text
+        printed = self.printer(mod) if self.printer is not None else None
         if printed is not None:
             text, self._extra = printed
         else:
-            text, self._extra = print_head(head), None
-        self._text, self._head, self._items = text, head, None
+            text, self._extra = str(mod), None
+        self.printed += 1
+        self._text, self._head, self._items, self._mod = text, head, None, mod
         return text
+
+
+_EQUAL: list[Callable[[Any, Any], bool] | None] = []
+
+
+def equal_rule() -> Callable[[Any, Any], bool] | None:
+    """The redundant-print rule: two modules print the same text when tvm_ffi's `RecursiveEq`
+    (every field by value: names, spans, dtypes, but not which variable a use binds to) and
+    TVM's `structural_equal` (the binding structure, but not names or spans) both call them
+    equal. Neither alone is enough; together they cover what the printer prints. Not a proof:
+    `--exact` (TLTRACE_EXACT=1) turns it off, and tests/test_capture_texts.py compares every
+    record's text with an inline print with and without it. None where either is missing.
+    """
+    if not _EQUAL:
+        try:
+            import tvm_ffi  # type: ignore[import-not-found]
+
+            recursive_eq = tvm_ffi.get_global_func("ffi.RecursiveEq")
+            structural = tvm_ffi.get_global_func("ffi.StructuralEqual")  # (a, b, assert, map_free_vars)
+
+            def equal(a: Any, b: Any) -> bool:
+                # RecursiveEq first: the cheaper of the two, and it tells most changed modules apart.
+                return bool(recursive_eq(a, b)) and bool(structural(a, b, False, False))
+
+            _EQUAL.append(equal)
+        except Exception:
+            _EQUAL.append(None)
+    return _EQUAL[0]
 
 
 def module_head(mod: Any) -> Head | None:

@@ -8,7 +8,8 @@ Two sources, both from TileLang itself:
   plain print byte for byte, and the tags say which line each statement landed on.
   `AttrStmt` is never tagged: a comment on it makes TVM print it as a `with` block
   instead of its one-line form, which would change the text.
-* **Generated source.** `codegen_map` runs the same device codegen a second time,
+* **Generated source.** `codegen_map` runs the same device codegen a second time, on the
+  worker (session/sourcemap_recorder.py),
   with the pass config `tl.emit_line_directives` on and TileLang's source-only entry
   point, and reads the `#line` directives. Only for TileLang's own codegen of a real
   module and Target (session/native.py): a custom caller's build gets no map. The map is kept only when the source
@@ -239,7 +240,19 @@ def directive_map(text: str) -> tuple[str, LineMap]:
     return "\n".join(out), LineMap(tuple(files.names), tuple(lines))
 
 
-def codegen_map(ffi: str, mod: Any, target: Any, generated: str) -> LineMap | None:
+def codegen_context() -> tuple[Any, Any]:
+    """The compiling thread's PassContext settings and current Target, for `codegen_map` run on
+    another thread (both are thread-local in TVM). Cheap: references and a dict copy."""
+    from tilelang import tvm  # type: ignore[import-not-found]
+
+    cur = tvm.transform.PassContext.current()
+    ctx = (cur.opt_level, list(cur.required_pass), list(cur.disabled_pass), dict(cur.config))
+    return ctx, tvm.target.Target.current(allow_none=True)
+
+
+def codegen_map(
+    ffi: str, mod: Any, target: Any, generated: str, context: tuple[Any, Any] | None = None
+) -> LineMap | None:
     """Return the map of `generated`, the source that codegen `ffi` made from `mod`, or None.
 
     Runs the source-only codegen again under a PassContext with `#line` directives on and
@@ -247,6 +260,9 @@ def codegen_map(ffi: str, mod: Any, target: Any, generated: str) -> LineMap | No
     First on a copy of `mod` whose every statement carries a span of its own (`stamped_map`),
     which says exactly which statement each line comes from; else on `mod` itself, whose
     directives name only the statements that kept a span (`directive_map`).
+
+    `context`: `codegen_context()` taken on the compiling thread, when this runs on another
+    (the worker); None: this thread's own.
 
     Native code sees only what it can take: `ffi` must be one of TileLang's own codegens
     (session/native.py `SOURCE_CODEGENS`), `mod` a real IRModule and `target` a real Target;
@@ -263,30 +279,35 @@ def codegen_map(ffi: str, mod: Any, target: Any, generated: str) -> LineMap | No
     fn = tvm_ffi.get_global_func(name, allow_missing=True)
     if fn is None:
         return None
+    ctx = context if context is not None else codegen_context()
     try:
-        lmap = stamped_map(fn, mod, target, generated)
+        lmap = stamped_map(fn, mod, target, generated, ctx)
     except Exception:
         lmap = None
     if lmap is not None:
         return lmap
-    plain, lmap = directive_map(_codegen_with_directives(fn, mod, target))
+    plain, lmap = directive_map(_codegen_with_directives(fn, mod, target, ctx))
     return lmap if plain == generated else None
 
 
-def _codegen_with_directives(fn: Any, mod: Any, target: Any) -> str:
+def _codegen_with_directives(fn: Any, mod: Any, target: Any, context: tuple[Any, Any]) -> str:
+    import contextlib
+
     from tilelang import tvm  # type: ignore[import-not-found]
 
     from .codegen import module_source
 
-    cur = tvm.transform.PassContext.current()
-    config = dict(cur.config)
+    (opt_level, required, disabled, config), current_target = context
+    config = dict(config)
     config[LINE_DIRECTIVES] = True
-    with tvm.transform.PassContext(
-        opt_level=cur.opt_level,
-        required_pass=list(cur.required_pass),
-        disabled_pass=list(cur.disabled_pass),
-        config=config,
-    ):
+    with contextlib.ExitStack() as stack:
+        if current_target is not None and tvm.target.Target.current(allow_none=True) is None:
+            stack.enter_context(current_target)  # the compile's `with target:`, on this thread too
+        stack.enter_context(
+            tvm.transform.PassContext(
+                opt_level=opt_level, required_pass=required, disabled_pass=disabled, config=config
+            )
+        )
         result = fn(mod, target)
     return module_source(result)
 
@@ -387,7 +408,9 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
     return origins
 
 
-def stamped_map(fn: Any, mod: Any, target: Any, generated: str) -> LineMap | None:
+def stamped_map(
+    fn: Any, mod: Any, target: Any, generated: str, context: tuple[Any, Any] | None = None
+) -> LineMap | None:
     """The map of `generated` from a codegen run on a stamped copy of `mod`, or None.
 
     The copy (a JSON round trip, so the compile's own IR is never touched) gives every
@@ -407,7 +430,7 @@ def stamped_map(fn: Any, mod: Any, target: Any, generated: str) -> LineMap | Non
     origins = _stmt_origins(copy)
     if origins is None:
         return None
-    text = _codegen_with_directives(fn, copy, target)
+    text = _codegen_with_directives(fn, copy, target, context if context is not None else codegen_context())
     files = _Files()
     out: list[str] = []
     lines: list[Loc] = []

@@ -3,8 +3,8 @@
 Its printer prints every IR snapshot once, with line tags, and hands back the text
 (byte for byte the plain print) and its map (session/sourcemap.print_module). A codegen
 call's map comes from the codegen run again with `#line` directives (sourcemap.codegen_map),
-on the compiling thread where TileLang's own codegen just ran; it is written beside the
-working file too. Each record's maps go to the run's `sourcemap.jsonl`
+on the worker, in the job that stores the codegen record (the compiling thread keeps only
+references and its PassContext and Target); it is written beside the working file too. Each record's maps go to the run's `sourcemap.jsonl`
 (session/sourcemap_store.MapLog). No manifest field. TLTRACE_SOURCE_MAP=0: no recorder.
 
 `refine` (worker, in record order) maps lines in TileLang's library code to the user's
@@ -18,7 +18,7 @@ from typing import Any
 from . import callsites as cs
 from . import sourcemap as sm
 from . import sourcemap_store as sms
-from .recorder import CodegenCall, PassEvent, Recorder
+from .recorder import CodegenCall, Later, PassEvent, Recorder
 
 
 class SourceMapRecorder(Recorder):
@@ -34,11 +34,17 @@ class SourceMapRecorder(Recorder):
         return f"source maps stopped for this kernel: {type(exc).__name__}: {exc}"
 
     def codegen(self, event: PassEvent, call: CodegenCall) -> Any:
-        """Return the map of the compiled source (None: no directives, not TileLang's codegen, a failure)."""
+        """Return the map of the compiled source, computed on the worker (a `Later`; None: no
+        directives, not TileLang's codegen, a failure). Here only references are kept."""
         if not call.generated or call.rerun is None:
             return None  # a custom caller's build: no map, and no native call
+        context = sm.codegen_context()  # thread-local in TVM: taken here, used there
+        return Later(lambda: self._codegen_map(call, context))
+
+    @staticmethod
+    def _codegen_map(call: CodegenCall, context: Any) -> Any:
         try:
-            gmap = sm.codegen_map(call.ffi, call.mod, call.target, call.generated)
+            gmap = sm.codegen_map(call.ffi, call.mod, call.target, call.generated, context)
             if gmap is not None and call.compiled != call.generated:
                 gmap = sm.carry(gmap, call.generated, call.compiled)
         except Exception:

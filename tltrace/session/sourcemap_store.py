@@ -41,6 +41,7 @@ class MapLog:
         self._fh: IO[str] | None = None
         self._maps: set[str] = set()
         self._files: set[str] = set()
+        self._recent: list[tuple[LineMap, str]] = []  # the last maps digested (the same object: no digest)
         self.bytes_written = 0
 
     def _write(self, obj: dict[str, Any]) -> None:
@@ -53,7 +54,11 @@ class MapLog:
     def _map(self, lmap: LineMap | None) -> str | None:
         if lmap is None:
             return None
+        for held, digest in self._recent:  # a pass's output map is the next pass's input map
+            if held is lmap:
+                return digest
         h = lmap.digest()
+        self._recent = [(lmap, h), *self._recent[:1]]
         if h not in self._maps:
             self._maps.add(h)
             for f in lmap.files:

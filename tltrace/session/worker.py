@@ -9,10 +9,12 @@ counts, stores, appends records.jsonl and calls the listeners.
   came, so records, the live stream and the report stay in pass order.
 - The queue is bounded (`MAX_JOBS`): a compile that outruns the worker waits for
   it rather than holding ever more IR.
-- A compile returns once its own records are on disk (it waits for its worker to
-  reach its last job: the worker's lag, usually milliseconds).
+- A compile that succeeds returns at once (its worker writes the rest while the
+  caller goes on: an autotuner's next compile or its benchmarks); a failed one, and
+  every one under TLTRACE_WAIT=1, waits for its worker to reach its last job.
 - `drain()` waits for every job handed in before it. The invocation drains when
-  it ends (disable(), the end of `tltrace run`, the pytest plugin's test), a failed
+  it ends (disable(), the end of `tltrace run`, the pytest plugin's test),
+  `tltrace.flush()` and `tltrace.load()` drain, a failed
   or interrupted compile drains before its error reaches the caller, and an atexit
   hook drains at interpreter exit. Nothing recorded is lost on a normal exit.
 - What a hard crash of the compiler (a segfault, an abort in C++) loses: the jobs

@@ -270,8 +270,9 @@
     });
     table.appendChild(tbody);
     box.appendChild(table);
-    var at = view.querySelector(".tl-panes");
-    view.insertBefore(box, at);
+    var at = view.querySelector(".tl-panes");  // inside the codegen view's wrapper (report-edit.js)
+    if (at && at.parentNode) at.parentNode.insertBefore(box, at);
+    else view.appendChild(box);
   }
 
   function refresh() {

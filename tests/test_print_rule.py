@@ -1,0 +1,136 @@
+"""The redundant-print rule (session/snapshot.equal_rule) against the truth, on real compiles.
+
+A corpus of modules: every pass callback's module (its input and its output) and every
+codegen input of real compiles (CPU add, gemm, softmax; two sm_90a GEMM lowerings),
+collected in callback order by an instrumentation tool beside nothing else. The
+capture's TextCache, with the rule and without it (--exact), turns the sequence into
+texts and source maps; each must be what printing that module inline gives. The rule
+must also skip prints, or this test proves nothing about it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import pytest
+
+from tltrace.session import snapshot
+from tltrace.session import sourcemap as sm
+
+from .conftest import EXAMPLES
+
+
+def _corpus(tmp) -> list:
+    import tilelang
+    from tilelang import tvm
+    from tilelang.instrumentation import (
+        PassEventObserver,
+        PassInstrumentationTool,
+        StackedPassInstrument,
+        register_pass_instrumentation_tool,
+        unregister_pass_instrumentation_tool,
+    )
+
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        from elementwise_add import make_add
+        from gemm import make_gemm
+        from softmax import make_softmax
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    from .test_capture_texts import SM90A
+
+    mods: list = []
+
+    class Obs(PassEventObserver):
+        def pass_started(self, mod, event):
+            mods.append(mod)
+
+        def pass_finished(self, mod, event, state):
+            mods.append(mod)
+
+    class Tool(PassInstrumentationTool):
+        def __init__(self) -> None:
+            self.counter = itertools.count()
+
+        def create_pass_instrument(self):
+            return StackedPassInstrument(Obs(), sequence_allocator=self.counter.__next__)
+
+        def run_codegen(self, event, next_call):
+            mods.append(event.mod)
+            return next_call()
+
+    import importlib.util
+
+    src = tmp / "sm90a_corpus.py"
+    src.write_text(SM90A.split("\n\ntarget = ")[0])
+    spec = importlib.util.spec_from_file_location("sm90a_corpus", src)
+    assert spec is not None and spec.loader is not None
+    sm90a = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sm90a)
+    register_pass_instrumentation_tool("test-print-rule", Tool)
+    try:
+        for func in (
+            make_add(1024, 128),
+            make_gemm(128, 128, 64, 32, 32, 16, "float32", "float32"),
+            make_softmax(64, 128, 8),
+        ):
+            tilelang.compile(func, target="c", execution_backend="cython")
+        target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+        for args in ((256, 256, 256, 128, 128, 32, 2, 128), (512, 512, 512, 64, 128, 64, 3, 256)):
+            with target:
+                tilelang.lower(sm90a.matmul(*args), target=target)
+    finally:
+        unregister_pass_instrumentation_tool("test-print-rule")
+    return [m for m in mods if snapshot.module_head(m) is not None]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> list:
+    return _corpus(tmp_path_factory.mktemp("corpus"))
+
+
+@pytest.mark.parametrize("exact", [False, True], ids=["rule", "exact"])
+def test_every_text_and_map_equals_an_inline_print(corpus, exact) -> None:
+    truth = [sm.print_module(m) for m in corpus]  # the annotated print of the module itself
+    assert all(text == str(m) for (text, _), m in zip(truth, corpus))  # the annotated print is the plain one
+    cache = snapshot.TextCache(sm.print_module, exact=exact)
+    wrong = []
+    for i, (m, (text, lmap)) in enumerate(zip(corpus, truth)):
+        side = snapshot.Side.of(m)
+        got = cache.resolve(side)
+        if got != text or side.extra != lmap:
+            wrong.append(f"{i}: text ok={got == text}, map ok={side.extra == lmap}")
+    assert not wrong, wrong
+    assert len(corpus) > 300
+    if exact:
+        assert cache.equal_skips == 0
+    else:
+        # The rule skips prints that identity alone does not (it is not idle).
+        assert cache.equal_skips > 20, (cache.equal_skips, cache.printed)
+
+
+def test_the_rule_tells_a_renamed_variable_apart(corpus) -> None:
+    """Structural equality alone calls a renamed parameter equal; the rule does not reuse its text."""
+    from tilelang import tvm
+
+    rule = snapshot.equal_rule()
+    assert rule is not None
+    mod = next(
+        m
+        for m in corpus
+        if any(isinstance(f, tvm.tirx.PrimFunc) and f.buffer_map for f in m.functions.values())
+    )
+    gv, func = next(
+        (g, f) for g, f in mod.functions.items() if isinstance(f, tvm.tirx.PrimFunc) and f.buffer_map
+    )
+    p = next(q for q in func.params if q in func.buffer_map)
+    renamed = tvm.tirx.Var(str(p.name) + "_renamed", p.dtype)
+    buffer_map = {(renamed if k.same_as(p) else k): v for k, v in func.buffer_map.items()}
+    params = [renamed if q.same_as(p) else q for q in func.params]
+    new = tvm.tirx.PrimFunc(params, func.body, func.ret_type, buffer_map, func.attrs)
+    mod2 = tvm.IRModule({**{g: f for g, f in mod.functions.items() if not g.same_as(gv)}, gv: new})
+    assert str(mod2) != str(mod)
+    assert tvm.ir.structural_equal(mod2, mod)  # what structural equality alone would do
+    assert not rule(mod2, mod)
