@@ -145,6 +145,8 @@ def _reconcile_and_record(
     )
     if getattr(s.settings, "line_directives", False) and role == cg.DEVICE and not s.broken:
         if compiles:
+            # The map is needed now, not on the worker (opt-in: this compile waits for it).
+            amap = s.recorders.resolve(amap) if s.recorders else amap
             out_result = _with_line_directives(s, rec, result, out_result, compiled, amap)
         else:
             s.warn(
