@@ -246,8 +246,8 @@ def test_a_failure_computing_facts_never_breaks_the_run() -> None:
 
     said: list[str] = []
     m = RunManifest(run_id="run_x", script="s")
-    assert with_facts(m, object(), False, said.append) is m  # type: ignore[arg-type]  # not a store
-    assert with_facts(m, object(), False, said.append) is m  # type: ignore[arg-type]
+    assert with_facts(m, object(), False, said.append)[0] is m  # type: ignore[arg-type]  # not a store
+    assert with_facts(m, object(), False, said.append)[0] is m  # type: ignore[arg-type]
     assert len(said) <= 1  # said once per process, never raised
 
 

@@ -12,11 +12,13 @@ failure is one notice per process and the manifest is written without (those) fa
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ..format.layout import MANIFEST
 from ..format.records import PassRecord, RunManifest
 from ..session.recorder import Recorder
 from ..session.store import RunStore
@@ -62,51 +64,63 @@ def with_facts(
     want_ptxas: bool,
     warn: Warn,
     configs: dict[str, Any] | None = None,
-) -> RunManifest:
-    """Return `manifest` with its `facts` (worker side); queue the machine facts when asked
-    (built with the pass `configs` TileLang's CUDA build reads, taken at the compile's codegen)."""
+) -> tuple[RunManifest, Callable[[], None] | None]:
+    """Return `manifest` with its `facts` (worker side), and, when asked, the job that adds the
+    machine facts (built with the pass `configs` TileLang's CUDA build reads, taken at the
+    compile's codegen) once the run's manifest is written: the recorder queues it at `finish`."""
     try:
         read = _reader(store)
         facts = collect.compute(manifest, read, store.run_dir)
     except Exception as exc:  # facts are extra: the run is written without them
         _once("facts", warn, f"facts not computed ({type(exc).__name__}: {exc}); the records are complete")
-        return manifest
+        return manifest, None
     out = replace(manifest, facts=facts)
+    job = None
     if want_ptxas:
         chosen = collect.select(manifest)
         if DEVICE in chosen and CODEGEN_INPUT in facts["texts"]:
             rec, side = chosen[DEVICE]
             arch = facts["values"].get("arch")
-            late_worker().submit(lambda: _machine(out, store, read(rec, side), arch, warn, configs))
-    return out
+            job = lambda: _machine(store, read(rec, side), arch, warn, configs)  # noqa: E731
+    return out, job
 
 
 def _machine(
-    manifest: RunManifest,
     store: RunStore,
     source: str | None,
     arch: Any,
     warn: Warn,
     configs: dict[str, Any] | None = None,
 ) -> None:
-    """Build the device source with ptxas's report and rewrite the manifest with the machine facts."""
+    """Build the device source with ptxas's report and rewrite the run's manifest with the machine facts.
+
+    Runs after the manifest is written (FactsRecorder.finish): it reads that manifest back, so
+    every other recorder's field stays, and only `facts` changes.
+    """
     if source is None:
         return
-    facts = dict(manifest.facts or {})
     try:
-        report = ptxas.machine_facts(source, arch if isinstance(arch, str) else None, configs=configs)
+        report: dict[str, Any] | None = ptxas.machine_facts(
+            source, arch if isinstance(arch, str) else None, configs=configs
+        )
+        machine: dict[str, Any] = {}
     except ptxas.Unavailable as exc:
         _once("ptxas-unavailable", warn, f"--ptxas: {exc}; no machine facts")
-        facts["machine"] = {"unavailable": str(exc)}
+        report, machine = None, {"unavailable": str(exc)}
     except Exception as exc:
         _once("ptxas-error", warn, f"--ptxas: the nvcc build failed, no machine facts: {exc}")
-        facts["machine"] = {"error": str(exc)}
-    else:
-        facts["values"] = {**facts.get("values", {}), **report.pop("values")}
-        facts["machine"] = report
+        report, machine = None, {"error": str(exc)}
     try:
-        if store.run_dir.is_dir():
-            store.write_manifest(replace(manifest, facts=facts))
+        path = store.run_dir / MANIFEST
+        if not path.is_file():
+            return
+        manifest = RunManifest.from_json(json.loads(path.read_text(encoding="utf-8")))
+        facts = dict(manifest.facts or {})
+        if report is not None:
+            facts["values"] = {**facts.get("values", {}), **report.pop("values")}
+            machine = report
+        facts["machine"] = machine
+        store.write_manifest(replace(manifest, facts=facts))
     except Exception as exc:
         _once("ptxas-write", warn, f"--ptxas: machine facts not written ({type(exc).__name__}: {exc})")
 
@@ -122,6 +136,7 @@ class FactsRecorder(Recorder):
         self.store: RunStore | None = None
         self.facts: dict[str, Any] | None = None
         self.configs: dict[str, Any] | None = None  # the build's pass configs (--ptxas only)
+        self.machine: Callable[[], None] | None = None  # the machine facts' job, queued at finish
 
     def codegen(self, event: Any, call: Any) -> Any:
         # Compiling thread, --ptxas only: a few reads of the PassContext the compile runs under,
@@ -136,10 +151,18 @@ class FactsRecorder(Recorder):
     def ended(self, manifest: RunManifest) -> None:
         if self.store is None:
             return
-        self.facts = with_facts(manifest, self.store, self.want_ptxas, self.warn, self.configs).facts
+        out, self.machine = with_facts(manifest, self.store, self.want_ptxas, self.warn, self.configs)
+        self.facts = out.facts
 
     def value(self) -> Any:
         return self.facts
+
+    def finish(self) -> None:
+        # The run's manifest is written: the slow nvcc build goes to the late worker, which no
+        # compile waits for and the invocation's end drains (session/worker.py).
+        if self.machine is not None:
+            late_worker().submit(self.machine)
+            self.machine = None
 
 
 def make(settings: Any) -> FactsRecorder:
