@@ -102,7 +102,8 @@ def check_cells(cells: list[dict[str, str]], entry: dict[str, Any]) -> None:
 
 def side_cells(page, side: str) -> list[dict[str, str]]:
     return page.eval_on_selector_all(
-        f"#tl-compare .tl-lay-side[data-side='{side}'] .tl-lay-win td", "tds => tds.map(td => Object.assign({}, td.dataset))"
+        f"#tl-compare .tl-lay-side[data-side='{side}'] .tl-lay-win td",
+        "tds => tds.map(td => Object.assign({}, td.dataset))",
     )
 
 
@@ -127,7 +128,9 @@ def test_compare_names_changed_layouts_and_draws_both_grids(open_page, compiles)
     assert [o.split(" (")[0] for o in opts] == names
     for pos, c in enumerate(changed):
         page.select_option("#tl-compare .tl-lay-pick", str(pos))
-        wait_js(page, f"document.querySelector('#tl-compare .tl-lay-pair').dataset.buffer === '{c['buffer']}'")
+        wait_js(
+            page, f"document.querySelector('#tl-compare .tl-lay-pair').dataset.buffer === '{c['buffer']}'"
+        )
         for side, entry in (("mine", c["a"]), ("theirs", c["b"])):
             if entry is None:
                 assert side_cells(page, side) == []
@@ -138,7 +141,9 @@ def test_compare_names_changed_layouts_and_draws_both_grids(open_page, compiles)
                 info = page.inner_text(f"#tl-compare .tl-lay-side[data-side='{side}'] .tl-lay-info")
                 assert "\u00d7".join(map(str, entry["input_shape"])) in info, (side, info)
         # one scale for both canvases: pixels per element alike, the bigger buffer drawn bigger
-        px = page.eval_on_selector_all("#tl-compare .tl-lay-canvas", "cs => cs.map(c => [+c.dataset.px, c.height])")
+        px = page.eval_on_selector_all(
+            "#tl-compare .tl-lay-canvas", "cs => cs.map(c => [+c.dataset.px, c.height])"
+        )
         if c["a"] and c["b"]:
             assert px[0][0] == px[1][0], px
             rows = [e["input_shape"][-2] for e in (c["a"], c["b"])]

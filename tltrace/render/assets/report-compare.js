@@ -142,8 +142,9 @@
         step.appendChild(b);
       });
       box.appendChild(step);
-      var L = root.TLLayouts;  // layouts.js: only in a report whose compile has layouts
-      if (L && cur.lay === undefined) cur.lay = L.compare((ctx.meta().layouts || {}).final, cur.layouts, cur.label);
+      if (window.TLLayouts) {  // layouts.js: only in a report whose compile has layouts
+        if (cur.lay === undefined) cur.lay = window.TLLayouts.compare((ctx.meta().layouts || {}).final, cur.layouts, cur.label);
+      }
       if (cur.lay) box.appendChild(cur.lay);
       return box;
     }
