@@ -144,3 +144,54 @@ def test_changed_names_the_buffers_that_differ() -> None:
     assert got == {("A_s", "changed"), ("C_l", "changed")}
     assert model.changed(a, a) == []
     assert {c["change"] for c in model.changed(a, None)} == {"removed"}
+
+
+CHANGED = r"""
+const fs = require("fs");
+const X = require(process.argv[1] + "/layouts-expr.js");
+const pairs = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+process.stdout.write(JSON.stringify(pairs.map(p => X.changed(p[0], p[1]))));
+"""
+
+
+def test_js_changed_is_the_twin_of_changed_final(tmp_path: Path) -> None:
+    """layouts-expr.js's `changed` (the report's comparison) names what model.changed_final names,
+    in its order, on random pairs of final lists drawn from the corpus: a field changed, a buffer
+    added or removed, two functions, a function without a name, the entries' own extras ignored."""
+    rng = random.Random(31)
+    es = entries()
+    pairs = []
+    for _ in range(120):
+        side = []
+        for e in rng.sample(es, rng.randint(0, len(es))):
+            e = {**e, "func": rng.choice(["main", "main", "other", None]), "record": rng.randint(0, 9)}
+            side.append(e)
+        other = []
+        for e in side:
+            roll = rng.random()
+            if roll < 0.15:
+                continue  # removed
+            e = {**e, "pass": "P"}  # not a layout field: no change
+            if roll < 0.35:
+                key = rng.choice(["thread", "replicate", "input_shape", "index", "thread_range", "kind"])
+                e[key] = rng.choice([None, "_i % 7", 3, [4, 4], ["_i"]])
+            elif roll < 0.45:
+                e.pop(rng.choice(["replicate", "thread_range", "thread"]), None)
+            other.append(e)
+        if rng.random() < 0.5:
+            other.append({**rng.choice(es), "func": "added", "record": 1})
+        rng.shuffle(other)
+        pairs.append([side, other])
+    f = tmp_path / "pairs.json"
+    f.write_text(json.dumps(pairs))
+    assets = resources.files("tltrace.render").joinpath("assets")
+    with resources.as_file(assets) as path:
+        proc = subprocess.run(
+            [node(), "-e", CHANGED, str(path), str(f)], capture_output=True, text=True, timeout=120
+        )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    want = [model.changed_final(a, b) for a, b in pairs]
+    assert got == json.loads(json.dumps(want))
+    kinds = {c["change"] for w in want for c in w}
+    assert kinds == {"changed", "added", "removed"} and sum(not w for w in want) >= 1  # not degenerate

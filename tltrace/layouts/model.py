@@ -222,8 +222,14 @@ def find(layouts: dict[str, Any] | None, buffer: str) -> dict[str, Any] | None:
 def changed(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Return the buffers whose final layout differs between two compiles' `layouts`:
     [{"buffer", "func", "change": "changed"|"added"|"removed", "a", "b"}] (a, b: the entries)."""
-    fa = {(e.get("func"), e.get("buffer")): e for e in final(a)}
-    fb = {(e.get("func"), e.get("buffer")): e for e in final(b)}
+    return changed_final(final(a), final(b))
+
+
+def changed_final(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`changed` on two compiles' final layouts (`final`'s lists: what the report carries). The
+    report's comparison asks layouts-expr.js's `changed`, its twin (tests/test_layouts_expr.py)."""
+    fa = {(e.get("func"), e.get("buffer")): e for e in a}
+    fb = {(e.get("func"), e.get("buffer")): e for e in b}
     out = []
     for key in sorted(set(fa) | set(fb), key=lambda k: (str(k[0]), str(k[1]))):
         ea, eb = fa.get(key), fb.get(key)

@@ -180,9 +180,35 @@
     };
   }
 
+  // The buffers whose final layout differs between two compiles (lists of meta.layouts.final):
+  // [{buffer, func, change: "changed"|"added"|"removed", a, b}]; model.changed_final's twin.
+  var KEYS = ["buffer", "kind", "input_shape", "output_shape", "vars", "index", "thread", "replicate", "thread_range"];
+  function changed(a, b) {
+    function s(v) { return v === undefined || v === null ? "None" : String(v); }
+    function byKey(list) {
+      var m = new Map();
+      (list || []).forEach(function (e) { m.set(JSON.stringify([s(e.func), s(e.buffer)]), e); });
+      return m;
+    }
+    function same(x, y) {
+      return KEYS.every(function (k) { return JSON.stringify(x[k] === undefined ? null : x[k]) === JSON.stringify(y[k] === undefined ? null : y[k]); });
+    }
+    var fa = byKey(a), fb = byKey(b), keys = [];
+    fa.forEach(function (v, k) { keys.push(k); });
+    fb.forEach(function (v, k) { if (!fa.has(k)) keys.push(k); });
+    function cmp(x, y) { return x < y ? -1 : x > y ? 1 : 0; }
+    keys.sort(function (x, y) { x = JSON.parse(x); y = JSON.parse(y); return cmp(x[0], y[0]) || cmp(x[1], y[1]); });
+    return keys.map(function (k) {
+      var ea = fa.get(k), eb = fb.get(k), e = ea || eb;
+      if (ea && eb && same(ea, eb)) return null;
+      return { buffer: e.buffer === undefined ? null : e.buffer, func: e.func === undefined ? null : e.func,
+        change: ea && eb ? "changed" : ea ? "removed" : "added", a: ea || null, b: eb || null };
+    }).filter(Boolean);
+  }
+
   var api = {
     tokens: tokens, parse: parse, evaluate: evaluate, fn: fn, dtypeBytes: dtypeBytes, compile: compile,
-    at: at, dims: dims, cellIndex: cellIndex, conflicts: conflicts, BANKS: BANKS
+    at: at, dims: dims, cellIndex: cellIndex, conflicts: conflicts, changed: changed, BANKS: BANKS
   };
   if (typeof module === "object" && module.exports) module.exports = api;
   else root.TLLayoutExpr = api;

@@ -10,7 +10,8 @@
  * cell but those of one thread or one register; a replicated fragment's cell names every thread
  * that holds it. A shared layout also shows the bank conflicts of a warp reading row-wise or
  * column-wise at the element width. `grid(box, entry)` draws one buffer into any box (the
- * diff-runs page draws both sides of a changed layout with it).
+ * diff-runs page draws both sides of a changed layout with it, and `compare` the report's
+ * "compare with…").
  * @requires core.js layouts-expr.js
  */
 (function (root) {
@@ -67,7 +68,8 @@
   }
 
   // One buffer's grid: canvas of the whole, a labelled window, filters. Returns the view's state.
-  function grid(box, entry) {
+  // `span`: scale the canvas as for a buffer this many elements across (two grids drawn alike).
+  function grid(box, entry, span) {
     var c;
     try { c = X.compile(entry); } catch (e) {
       box.appendChild(C.el("p", "tl-empty", "This layout's expressions cannot be evaluated here (" + e.message + "); tltrace show --layouts prints them."));
@@ -151,7 +153,7 @@
       moveTo(st.r0, st.c0);
     }
     function draw() {
-      var d = st.data, px = Math.max(1, Math.min(24, Math.floor(512 / Math.max(d.rows, d.cols))));
+      var d = st.data, px = Math.max(1, Math.min(24, Math.floor(512 / Math.max(d.rows, d.cols, span || 0))));
       canvas.width = d.cols * px; canvas.height = d.rows * px;
       canvas.setAttribute("data-px", String(px));
       var g = canvas.getContext("2d"), img = g.createImageData(canvas.width, canvas.height), buf = img.data;
@@ -255,6 +257,45 @@
     return box;
   }
 
+  // The report's comparison (report-compare.js): the buffers whose final layout differs between
+  // this compile's (`mine`) and the other's (`theirs`, lists of meta.layouts.final; the rule is
+  // model.changed's), and both grids of the one picked, drawn when first opened. Null when
+  // neither has layouts. The comparison keeps this box while it follows the selected pass.
+  function compare(mine, theirs, label) {
+    if (!(mine || []).length && !(theirs || []).length) return null;
+    var ch = X.changed(mine, theirs), box = C.el("details", "tl-compare-layouts");
+    box.appendChild(C.el("summary", null, ch.length ? "layouts changed: " + ch.map(function (x) {
+      return x.buffer + (x.change === "changed" ? "" : " (" + (x.change === "added" ? "only in " + label : "only here") + ")");
+    }).join(", ") : "layouts: the same in both compiles"));
+    if (!ch.length) return box;
+    var pick = C.el("select", "tl-lay-pick"), row = C.el("div", "tl-lay-pair");
+    ch.forEach(function (x, i) {
+      var o = C.el("option", null, x.buffer + (x.func && x.func !== "main" ? " (" + x.func + ")" : ""));
+      o.value = String(i); pick.appendChild(o);
+    });
+    box.appendChild(pick);
+    box.appendChild(row);
+    function show() {
+      var x = ch[parseInt(pick.value, 10) || 0];
+      var span = Math.max.apply(null, [x.a, x.b].map(function (e) {
+        var d = e && e.input_shape ? X.dims(e) : { rows: 0, cols: 0 };
+        return Math.max(d.rows, d.cols);
+      }));  // one scale for both canvases: a bigger buffer looks bigger
+      C.clear(row);
+      row.setAttribute("data-buffer", x.buffer);
+      [["this compile", x.a, "mine"], [label, x.b, "theirs"]].forEach(function (s) {
+        var side = C.el("div", "tl-lay-side");
+        side.setAttribute("data-side", s[2]);
+        side.appendChild(C.el("b", null, s[0]));
+        if (s[1]) grid(side, s[1], span); else side.appendChild(C.el("p", "tl-empty", "no layout for " + x.buffer));
+        row.appendChild(side);
+      });
+    }
+    pick.addEventListener("change", show);
+    box.addEventListener("toggle", function () { if (box.open && !row.firstChild) show(); });
+    return box;
+  }
+
   // The button at the head of the Facts strip (rebuilt with it); the panel is built when first opened.
   function mount(meta) {
     var data = meta && meta.layouts, strip = root.document.getElementById("tl-facts");
@@ -271,7 +312,7 @@
     strip.insertBefore(b, strip.firstChild);  // first: the strip cuts what does not fit
   }
 
-  root.TLLayouts = { mount: mount, grid: grid, panel: panel, describe: describe };
+  root.TLLayouts = { mount: mount, grid: grid, panel: panel, describe: describe, compare: compare };
   // A report carries this script after its data (render/pages.py layouts_tag): the header may be
   // built already, so mount now from the last meta chunk, and again each time report-header.js
   // builds the header ("tl-header"; building it clears the Facts strip; mount adds the button once).

@@ -9,7 +9,8 @@
  *
  * The comparison is drawn at the top of the pass view and scrolled into view; it names the
  * facts that changed (`wgmma 1 → 0`), how many passes' outputs differ, and
- * steps from one differing pass to the next (codegen included). The select keeps its choice.
+ * steps from one differing pass to the next (codegen included); with layouts.js, the layouts
+ * that changed and both grids (TLLayouts.compare). The select keeps its choice.
  *
  * create(ctx) -> {picker(sibs, runId), start(runId, label), stop(), onPass(), listen()}; ctx
  * gives the report's state: recs(), meta(), earlier(), selected(), select(pos), refOf(pos),
@@ -112,7 +113,7 @@
     }
     function answerList() {
       root.parent.postMessage({
-        tltrace: "list", facts: ctx.meta().facts || null,
+        tltrace: "list", facts: ctx.meta().facts || null, layouts: (ctx.meta().layouts || {}).final || null,
         recs: ctx.recs().map(function (r, pos) { return [ctx.refOf(pos), hashOf(r)]; })
       }, "*");
     }
@@ -141,6 +142,10 @@
         step.appendChild(b);
       });
       box.appendChild(step);
+      if (window.TLLayouts) {  // layouts.js: only in a report whose compile has layouts
+        if (cur.lay === undefined) cur.lay = window.TLLayouts.compare((ctx.meta().layouts || {}).final, cur.layouts, cur.label);
+      }
+      if (cur.lay) box.appendChild(cur.lay);
       return box;
     }
     function draw(d) {
@@ -180,6 +185,7 @@
       } else if (d.tltrace === "list") {
         cur.list = Array.isArray(d.recs) ? d.recs : [];
         cur.facts = d.facts && typeof d.facts === "object" ? d.facts : null;
+        cur.layouts = Array.isArray(d.layouts) ? d.layouts : null;
         onPass();
       } else if (d.tltrace === "pass" && d.ref === cur.asked) draw(d);
     }
