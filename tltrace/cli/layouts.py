@@ -35,14 +35,9 @@ def _compile_data(run: Any) -> dict[str, Any]:
         "kernel": m.kernel,
         "layouts": [_public(e) for e in model.final(m.layouts)],
     }
-    failed = (m.layouts or {}).get("failed") if isinstance(m.layouts, dict) else None
+    failed = model.failure_of(m.layouts)
     if failed:
-        out["failed"] = {
-            "record": failed.get("record"),
-            "pass": failed.get("pass"),
-            "named": failed.get("named") or [],
-            "buffers": [b for f in failed.get("funcs") or [] for b in f.get("buffers") or []],
-        }
+        out["failed"] = failed
     return out
 
 

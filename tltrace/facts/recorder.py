@@ -32,7 +32,8 @@ _said: set[str] = set()  # what was said once in this process (no toolchain, a f
 _said_lock = threading.Lock()
 
 
-def _once(key: str, warn: Warn, message: str) -> None:
+def say_once(key: str, warn: Warn, message: str) -> None:
+    """Say `message` through `warn` once per process for `key` (a missing toolchain, a failure)."""
     with _said_lock:
         if key in _said:
             return
@@ -72,7 +73,7 @@ def with_facts(
         read = _reader(store)
         facts = collect.compute(manifest, read, store.run_dir)
     except Exception as exc:  # facts are extra: the run is written without them
-        _once("facts", warn, f"facts not computed ({type(exc).__name__}: {exc}); the records are complete")
+        say_once("facts", warn, f"facts not computed ({type(exc).__name__}: {exc}); the records are complete")
         return manifest, None
     out = replace(manifest, facts=facts)
     job = None
@@ -105,10 +106,10 @@ def _machine(
         )
         machine: dict[str, Any] = {}
     except ptxas.Unavailable as exc:
-        _once("ptxas-unavailable", warn, f"--ptxas: {exc}; no machine facts")
+        say_once("ptxas-unavailable", warn, f"--ptxas: {exc}; no machine facts")
         report, machine = None, {"unavailable": str(exc)}
     except Exception as exc:
-        _once("ptxas-error", warn, f"--ptxas: the nvcc build failed, no machine facts: {exc}")
+        say_once("ptxas-error", warn, f"--ptxas: the nvcc build failed, no machine facts: {exc}")
         report, machine = None, {"error": str(exc)}
     try:
         path = store.run_dir / MANIFEST
@@ -122,7 +123,7 @@ def _machine(
         facts["machine"] = machine
         store.write_manifest(replace(manifest, facts=facts))
     except Exception as exc:
-        _once("ptxas-write", warn, f"--ptxas: machine facts not written ({type(exc).__name__}: {exc})")
+        say_once("ptxas-write", warn, f"--ptxas: machine facts not written ({type(exc).__name__}: {exc})")
 
 
 class FactsRecorder(Recorder):

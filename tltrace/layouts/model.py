@@ -238,3 +238,17 @@ def changed_final(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict
         change = "changed" if ea is not None and eb is not None else ("added" if ea is None else "removed")
         out.append({"buffer": key[1], "func": key[0], "change": change, "a": ea, "b": eb})
     return out
+
+
+def failure_of(layouts: Any) -> dict[str, Any] | None:
+    """Return what a failed layout inference left (`layouts["failed"]`) as the views show it:
+    {record, pass, named, buffers}; None when nothing failed."""
+    failed = layouts.get("failed") if isinstance(layouts, dict) else None
+    if not isinstance(failed, dict) or not failed:
+        return None
+    return {
+        "record": failed.get("record"),
+        "pass": failed.get("pass"),
+        "named": failed.get("named") or [],
+        "buffers": [b for f in failed.get("funcs") or [] for b in f.get("buffers") or []],
+    }

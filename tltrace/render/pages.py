@@ -118,14 +118,9 @@ def layouts_meta(layouts: dict[str, Any]) -> dict[str, Any]:
     from ..layouts import model
 
     out: dict[str, Any] = {"final": model.final(layouts)}
-    failed = layouts.get("failed")
-    if isinstance(failed, dict):
-        out["failed"] = {
-            "record": failed.get("record"),
-            "pass": failed.get("pass"),
-            "named": failed.get("named") or [],
-            "buffers": [b for f in failed.get("funcs") or [] for b in f.get("buffers") or []],
-        }
+    failed = model.failure_of(layouts)
+    if failed is not None:
+        out["failed"] = failed
     return out
 
 

@@ -13,12 +13,12 @@ notice per process, and the records stand without the stages.
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from ..facts import ptxas
+from ..facts.recorder import say_once
 from ..format.records import CODEGEN, STAGE_ROLES, PassRecord, RunManifest
 from ..session.recorder import Recorder, Stage
 from . import maps, ptx, sass
@@ -27,16 +27,6 @@ Warn = Callable[[str], None]
 PTX, SASS = STAGE_ROLES  # the records' names and roles
 
 _ARCH = re.compile(r'"arch"\s*:\s*"([^"]+)"')  # as facts/tir.py reads it
-_said: set[str] = set()
-_said_lock = threading.Lock()
-
-
-def _once(key: str, warn: Warn, message: str) -> None:
-    with _said_lock:
-        if key in _said:
-            return
-        _said.add(key)
-    warn(message)
 
 
 def arch_of(codegen_input: str) -> str | None:
@@ -86,7 +76,7 @@ def build_stages(
 ) -> list[Stage]:
     """Return the PTX stage (and the SASS stage) of one device source; [] when there is no toolchain."""
     if not arch or not arch.startswith("sm_"):
-        _once(
+        say_once(
             "arch",
             warn,
             f"--ptx/--sass: not a CUDA compile for an sm_ arch ({arch or 'none'}): no PTX or SASS stage",
@@ -96,13 +86,13 @@ def build_stages(
     try:
         b = ptxas.build(source, arch, configs=configs)
     except ptxas.Unavailable as exc:
-        _once("unavailable", warn, f"--ptx/--sass: {exc}; no PTX or SASS stage")
+        say_once("unavailable", warn, f"--ptx/--sass: {exc}; no PTX or SASS stage")
         return []
     except Exception as exc:
-        _once("build", warn, f"--ptx/--sass: the nvcc build failed, no PTX or SASS stage: {exc}")
+        say_once("build", warn, f"--ptx/--sass: the nvcc build failed, no PTX or SASS stage: {exc}")
         return []
     if b.ptx is None:
-        _once("no-ptx", warn, "--ptx/--sass: nvcc kept no PTX; no PTX or SASS stage")
+        say_once("no-ptx", warn, "--ptx/--sass: nvcc kept no PTX; no PTX or SASS stage")
         return []
     cu, _ = ptx.loc_lines(b.ptx)
     seconds = (
@@ -112,16 +102,16 @@ def build_stages(
     if not want_sass:
         return out
     if b.cubin is None:
-        _once("no-cubin", warn, "--sass: nvcc wrote no cubin; no SASS stage")
+        say_once("no-cubin", warn, "--sass: nvcc wrote no cubin; no SASS stage")
         return out
     t1 = time.perf_counter()
     try:
         text, tool = sass.disassemble(b.cubin)
     except sass.Unavailable as exc:
-        _once("no-sass", warn, f"--sass: {exc}")
+        say_once("no-sass", warn, f"--sass: {exc}")
         return out
     except Exception as exc:
-        _once("sass", warn, f"--sass: the disassembly failed, no SASS stage: {exc}")
+        say_once("sass", warn, f"--sass: the disassembly failed, no SASS stage: {exc}")
         return out
     smap = maps.through(sass.cu_lines(text), cmap)
     pmap = out[0].maps[1]
