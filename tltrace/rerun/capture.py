@@ -215,7 +215,17 @@ class ReproRecorder(Recorder):
 
     # -- files ----------------------------------------------------------------
     def _write_context(self) -> None:
-        self._store.link_text(CONTEXT, json.dumps(self.context, indent=1, sort_keys=True) + "\n")
+        """Write context.json: a stored text once the bound target is in it, a plain file before.
+
+        Until a pass binds the target, the context is provisional: it is written (a kill still
+        leaves one) as a plain file of the run directory, not a stored text, so that the rewrite
+        with the bound target leaves no object behind in `.objects` (a block per compile).
+        """
+        text = json.dumps(self.context, indent=1, sort_keys=True) + "\n"
+        if self._bound:
+            self._store.link_text(CONTEXT, text)
+        else:
+            self._store.write_plain(CONTEXT, text)
         self.written["context"] = CONTEXT
 
     def _write_failed(self, index: int) -> None:
