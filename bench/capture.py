@@ -4,6 +4,7 @@ All configurations run in one process, interleaved rep by rep on the same kernel
 so the ratios compare like with like on a noisy machine. Run:
 
     python bench/capture.py [--reps 7]
+    python bench/capture.py --bytes-only     # the bytes on disk alone (no timed compiles)
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ CONFIGS = [
 ]
 
 
-def measure(reps: int = 5) -> str:
+def measure(reps: int = 5, bytes_only: bool = False) -> str:
     import tilelang
     from _common import compile_kwargs
 
@@ -70,7 +71,7 @@ def measure(reps: int = 5) -> str:
         # Warm-up: first compiles pay one-off costs (imports, caches in TVM).
         for make in ks.values():
             tilelang.compile(make(), **kw)
-        for _ in range(reps):
+        for _ in range(0 if bytes_only else reps):
             for kname, make in ks.items():
                 for cfg in cfgs:
                     func = make()
@@ -105,7 +106,27 @@ def measure(reps: int = 5) -> str:
                     else:
                         first = sizes[(kname, cfg)]
                         reruns[(kname, cfg)] = (now[0] - first[0], now[1] - first[1])
+    if bytes_only:
+        return _bytes_table(ks, cfgs, sizes, kw) + _rerun_table(ks, cfgs, reruns)
     return _table(ks, cfgs, times, sizes, reps, kw) + _rerun_table(ks, cfgs, reruns)
+
+
+def _bytes_table(ks, cfgs, sizes, kw) -> str:
+    lines = [
+        f"Bytes on disk alone (target `{kw['target']}`, backend `{kw['execution_backend']}`): one "
+        "compile into a fresh directory; `file bytes` adds up file sizes, `du bytes` is blocks "
+        "allocated (directories included); hard links counted once.",
+        "",
+        "| kernel | configuration | file bytes | vs built-in | du bytes | vs built-in |",
+        "|---|---|---|---|---|---|",
+    ]
+    for kname in ks:
+        for cfg in cfgs[1:]:
+            size = sizes[(kname, cfg)]
+            ref = sizes[(kname, "built-in html" if "html" in cfg else "built-in terminal")]
+            ratio = [f"{size[i] / ref[i]:.2f}x" if cfg.startswith("tltrace") else "-" for i in (0, 1)]
+            lines.append(f"| {kname} | {cfg} | {size[0]:,} | {ratio[0]} | {size[1]:,} | {ratio[1]} |")
+    return "\n".join(lines) + "\n"
 
 
 def _rerun_table(ks, cfgs, reruns) -> str:
@@ -208,4 +229,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--gpu", action="store_true", help="compile for CUDA (examples' GPU shapes)")
-    print(measure(ap.parse_args().reps))
+    ap.add_argument("--bytes-only", action="store_true", help="measure the bytes on disk alone (no timing)")
+    args = ap.parse_args()
+    print(measure(args.reps, args.bytes_only))

@@ -124,7 +124,7 @@ def test_a_run_killed_under_another_host_name_can_be_removed(run_cli, tmp_path: 
     assert r.exit_code == 0 and '"interrupted"' in r.stdout, r.stdout
     r = run_cli("clean", "--trace-dir", td, "--all")
     assert r.exit_code == 0, r.stderr
-    assert not run.exists() and not (run.parent / liveness.LIVE / key).exists()
+    assert not run.exists() and not liveness.lock_path(run.parent, key).exists()  # type: ignore[union-attr]
 
 
 def test_an_old_run_of_another_host_goes_with_force(run_cli, tmp_path: Path) -> None:
@@ -146,3 +146,32 @@ def test_an_old_run_of_another_host_goes_with_force(run_cli, tmp_path: Path) -> 
     assert r.exit_code == 0 and d.is_dir() and "--force" in r.stderr, r.stderr
     r = run_cli("clean", "--trace-dir", tmp_path / "tr", "--all", "--force")
     assert r.exit_code == 0 and not d.exists(), r.stderr
+
+
+def test_the_lock_file_lies_beside_the_runs_and_an_older_writers_lock_is_still_asked(tmp_path: Path) -> None:
+    """The lock is `.run_records/.live.<id>` (no `.live/` directory: a block on disk for one empty
+    file). A lock an older writer holds in `.live/<id>` still says "running", and `forget_others`
+    removes free lock files of both kinds."""
+    import fcntl
+
+    root = tmp_path / ".run_records"
+    root.mkdir()
+    assert liveness.hold(root, "inv_new")
+    try:
+        assert (root / ".live.inv_new").is_file() and not (root / liveness.LIVE).exists()
+        assert liveness.state(root, "inv_new") is True
+        old = root / liveness.LIVE / "inv_old"
+        old.parent.mkdir()
+        old.touch()
+        (root / liveness.LIVE / "inv_gone").touch()
+        with open(old) as fh:
+            fcntl.flock(fh, fcntl.LOCK_SH)  # an older tltrace writing: its lock in .live/
+            assert liveness.state(root, "inv_old") is True
+            liveness.forget_others(root, set())
+            assert old.exists() and (root / ".live.inv_new").exists()  # held: kept
+        assert liveness.state(root, "inv_old") is False
+        assert not (root / liveness.LIVE / "inv_gone").exists()  # free: removed
+    finally:
+        liveness.release("inv_new")
+    liveness.forget_others(root, set())
+    assert not (root / ".live.inv_new").exists() and not old.exists()

@@ -107,6 +107,18 @@ def test_every_compile_saves_its_frontend_context_and_failed_input(traced: Path)
     assert runs.record_path(run.path, rel).read_text().startswith("{")  # type: ignore[union-attr]
 
 
+def test_the_context_written_before_the_target_is_bound_leaves_no_stored_text(traced: Path) -> None:
+    """context.json is rewritten once a pass binds the target; the first version was a stored
+    text that nothing linked any more (a block on disk per compile, until `clean`). Every stored
+    text is now linked from a run directory."""
+    run, m = _manifest(traced, "two.py", "vadd")
+    context = json.loads(runs.record_path(run.path, m.repro["context"]).read_text())  # type: ignore[index,union-attr]
+    assert "bound_target" in context  # the rewrite happened
+    objects = list((run.path.parent / ".objects").iterdir())
+    assert objects
+    assert [o.name for o in objects if o.stat().st_nlink < 2] == []
+
+
 def _standalone(src: Path, tmp: Path) -> subprocess.CompletedProcess:
     """Copy a repro directory away from the script and run it under `python -I` from elsewhere."""
     dest = tmp / "elsewhere" / src.name

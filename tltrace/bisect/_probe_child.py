@@ -2,8 +2,8 @@
 
     python -m tltrace.bisect._probe_child RUN_DIR [RUN_DIR ...]
 
-Each RUN_DIR is a compile of step 1 (nothing skipped); its `repro/frontend.json` and
-`repro/context.json` (saved while it ran, for `tltrace repro`) are the compile's input IR
+Each RUN_DIR is a compile of step 1 (nothing skipped); its `repro_frontend.json` and
+`repro_context.json` (saved while it ran, for `tltrace repro`) are the compile's input IR
 and PassContext. The child compiles each one as `repro.py --replay` does (lowering and
 source codegen, never a C or CUDA build), through TileLang's tool seam with the skipping
 tool of session/skipping.py, so positions mean what they mean in a step.

@@ -1,7 +1,7 @@
 """`tltrace bisect --configs`: which boolean pass configs, flipped, turn the outcome (wrong into right, or right into wrong).
 
 1. Step 1 sets nothing: its outcome (right or wrong) is the one to turn; its compile is the
-   recorded run, whose PassContext config (repro/context.json) says each config's value.
+   recorded run, whose PassContext config (repro_context.json) says each config's value.
 2. One step per boolean pass config of the installed TileLang (tilelang.transform.PassConfigKey,
    read at run time, kept to the configs rerun/trust.py knows as booleans, that TVM has
    registered and that write no files), flipped alone: set to the opposite of its recorded value (an unset one counts as
@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import UsageError
 from ..format.ids import new_invocation_id
 from .ddmin import ddmin
-from .probe import Probe
+from .probe import Probe, repro_file
 from .search import RIGHT, UNTESTABLE, WRONG
 from .steps import Spec, Step, manifests, run_step, top_passes
 
@@ -100,7 +100,10 @@ def flippable(pattern: str | None = None) -> list[str]:
 
 def _recorded_config(run: Path) -> dict[str, Any]:
     try:
-        data = json.loads((run / "repro" / "context.json").read_text())
+        where = repro_file(run, "context")
+        if where is None:
+            return {}
+        data = json.loads(where.read_text())
         config = data.get("config") if isinstance(data, dict) else None
         return config if isinstance(config, dict) else {}
     except (OSError, ValueError):

@@ -35,6 +35,25 @@ def _same(a: str, b: str) -> bool:
     return a == b or a.rsplit(".", 1)[-1] == b.rsplit(".", 1)[-1] or a.split("@", 1)[0] == b.split("@", 1)[0]
 
 
+def repro_file(run: Path, key: str) -> Path | None:
+    """Return a run's reproducer file `key` ('frontend', 'context') as its manifest's `repro` names it.
+
+    Runs before the manifest named them, or with a name that would leave the run directory:
+    the old place, `repro/<key>.json`. None when the manifest names no such file.
+    """
+    try:
+        man = json.loads((run / "manifest.json").read_text())
+        files = man.get("repro") if isinstance(man, dict) else None
+    except (OSError, ValueError):
+        files = None
+    rel = files.get(key) if isinstance(files, dict) else None
+    if isinstance(rel, str) and rel and "/" not in rel and "\\" not in rel and rel not in (".", ".."):
+        return run / rel
+    if isinstance(rel, str) and rel == f"repro/{key}.json":
+        return run / rel
+    return None if isinstance(files, dict) else run / "repro" / f"{key}.json"
+
+
 class Probe:
     """One probe child for the compiles of step 1; `ask(skip)` answers, or None when the probe is off."""
 
@@ -44,9 +63,9 @@ class Probe:
         self.seconds = 0.0
         self.off: str | None = None
         self.proc: subprocess.Popen[str] | None = None
-        ready = [r for r in runs if (r / "repro" / "frontend.json").is_file()]
+        ready = [r for r in runs if (f := repro_file(r, "frontend")) is not None and f.is_file()]
         if not runs or len(ready) != len(runs):
-            self.off = "the recorded run has no saved input IR (repro/)"
+            self.off = "the recorded run has no saved input IR (repro_frontend.json)"
             return
         t0 = time.perf_counter()
         log.parent.mkdir(parents=True, exist_ok=True)

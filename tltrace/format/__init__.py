@@ -12,6 +12,6 @@ bisect/ read through it, never through the writing package.
 - `sourcemap`: LineMap and the codec of `sourcemap.jsonl` and `<working file>.map`;
 - `notes`: the notes a compile in flight leaves for a process that dies (`inflight`, `fatal.txt`);
 - `writer`: who writes a run (a manifest's `writer`), and whether it still lives;
-- `liveness`: the lock under `.live` that says an invocation still runs;
+- `liveness`: the lock `.live.<invocation>` that says an invocation still runs;
 - `scripts`: which script dir belongs to which script (`.tltrace-scripts.json`).
 """

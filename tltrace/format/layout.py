@@ -9,7 +9,7 @@
         <working file>.map           its source map (format/sourcemap.py)
         .run_records/
           .objects/<hash>            each distinct text once (`text_hash`), read-only
-          .live/<invocation id>      the liveness lock (format/liveness.py)
+          .live.<invocation id>      the liveness lock (format/liveness.py; older: .live/<id>)
           run_<...>/                 one compile (format/ids.py)
             manifest.json            the run's RunManifest (format/records.py)
             records.jsonl            pass records while it runs
@@ -33,7 +33,7 @@ from .names import safe_component
 
 RUN_RECORDS = ".run_records"  # under a script dir
 OBJECTS = ".objects"  # under .run_records
-LIVE = ".live"  # under .run_records
+LIVE = ".live"  # under .run_records: `.live.<invocation id>`, the lock file (older writers: `.live/<id>`)
 MANIFEST = "manifest.json"  # in a run dir
 RECORDS_LOG = "records.jsonl"  # in a run dir, while the compile runs
 SOURCEMAP_LOG = "sourcemap.jsonl"  # in a run dir

@@ -1,11 +1,15 @@
 """Whether an invocation may still be writing runs: a lock its writers hold, not a host name.
 
 Each process that writes runs of an invocation holds a shared `flock` on
-`<script_dir>/.run_records/.live/<invocation id>` from its first run until the
+`<script_dir>/.run_records/.live.<invocation id>` from its first run until the
 invocation ends (`Invocation.close`) or the process dies: the kernel drops the lock of
 a killed process, whatever its pid, its host name or its container. Anyone else asks
 by trying an exclusive lock without waiting (`state`), so a run killed in a
 container that had another host name reads as stopped, and `clean` can remove it.
+
+The lock file sits beside the runs, not in a `.live/` directory of its own (a directory
+costs a block on disk for one empty file); the lock files older writers hold there,
+`.live/<invocation id>`, are still asked and removed.
 
 Runs written before this lock (no lock file) fall back to `format/writer.writer_alive`
 (pid, process start, host); `tltrace clean --force` removes those of another host too.
@@ -34,6 +38,11 @@ def lock_path(records_root: Path, invocation: str) -> Path | None:
     """Return the lock file of `invocation` under a `.run_records`, or None for a name that is no file name."""
     if not _NAME.match(invocation) or invocation in (".", ".."):
         return None
+    return Path(records_root) / f"{LIVE}.{invocation}"
+
+
+def _old_lock_path(records_root: Path, invocation: str) -> Path:
+    """The lock file older writers hold: `.live/<invocation id>` (name already checked)."""
     return Path(records_root) / LIVE / invocation
 
 
@@ -101,6 +110,11 @@ def state(records_root: Path, invocation: str) -> bool | None:
     path = lock_path(records_root, invocation)
     if path is None:
         return None
+    held = _state(path)
+    return held if held is not None else _state(_old_lock_path(records_root, invocation))
+
+
+def _state(path: Path) -> bool | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -126,6 +140,11 @@ def forget(records_root: Path, invocation: str) -> None:
     path = lock_path(records_root, invocation)
     if path is None:
         return
+    _forget(path)
+    _forget(_old_lock_path(records_root, invocation))
+
+
+def _forget(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -142,10 +161,15 @@ def forget(records_root: Path, invocation: str) -> None:
 
 def forget_others(records_root: Path, keep: set[str]) -> None:
     """Remove the free lock files of invocations not in `keep` (no run of theirs is left)."""
+    prefix = f"{LIVE}."
     try:
-        names = os.listdir(Path(records_root) / LIVE)
+        names = [n[len(prefix) :] for n in os.listdir(records_root) if n.startswith(prefix)]
     except OSError:
         return
-    for name in names:
+    try:
+        names += os.listdir(Path(records_root) / LIVE)  # older writers' lock files
+    except OSError:
+        pass
+    for name in dict.fromkeys(names):
         if name not in keep:
             forget(records_root, name)

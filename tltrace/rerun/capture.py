@@ -8,8 +8,9 @@ which change only by copy-on-write), so when a pass fails its input is rebuilt a
 saved although the pass may have updated the module object in place. The compiling
 thread only keeps references; the JSON is made on the worker.
 
-The files go into the run directory under `repro/`; the manifest's `repro` field
-names them. Everything here is best effort: a failure is one warning upstream,
+The files go into the run directory as `repro_frontend.json`, `repro_context.json` and
+`repro_NN_input.json` (runs before them: under `repro/`, a directory that cost a block
+for two files); the manifest's `repro` field names them, and readers follow it. Everything here is best effort: a failure is one warning upstream,
 never a broken compile.
 """
 
@@ -25,9 +26,9 @@ from ..session.native import is_object, is_target
 from ..session.recorder import Job, PassEvent, Recorder
 from ..session.snapshot import Side
 
-REPRO_DIR = "repro"
-FRONTEND = f"{REPRO_DIR}/frontend.json"
-CONTEXT = f"{REPRO_DIR}/context.json"
+REPRO_PREFIX = "repro_"  # older runs: a `repro/` directory; the manifest's `repro` field names either
+FRONTEND = f"{REPRO_PREFIX}frontend.json"
+CONTEXT = f"{REPRO_PREFIX}context.json"
 CONTEXT_SCHEMA = 1
 
 
@@ -215,11 +216,21 @@ class ReproRecorder(Recorder):
 
     # -- files ----------------------------------------------------------------
     def _write_context(self) -> None:
-        self._store.link_text(CONTEXT, json.dumps(self.context, indent=1, sort_keys=True) + "\n")
+        """Write context.json: a stored text once the bound target is in it, a plain file before.
+
+        Until a pass binds the target, the context is provisional: it is written (a kill still
+        leaves one) as a plain file of the run directory, not a stored text, so that the rewrite
+        with the bound target leaves no object behind in `.objects` (a block per compile).
+        """
+        text = json.dumps(self.context, indent=1, sort_keys=True) + "\n"
+        if self._bound:
+            self._store.link_text(CONTEXT, text)
+        else:
+            self._store.write_plain(CONTEXT, text)
         self.written["context"] = CONTEXT
 
     def _write_failed(self, index: int) -> None:
-        rel = f"{REPRO_DIR}/{index:02d}_input.json"
+        rel = f"{REPRO_PREFIX}{index:02d}_input.json"
         self._store.link_text(rel, self.failed[index])
         inputs = dict(self.written.get("inputs") or {})
         inputs[str(index)] = rel

@@ -122,6 +122,18 @@ class RunStore:
             self.bytes_written += os.stat(obj).st_size
         return digest
 
+    def write_plain(self, rel: str, text: str) -> None:
+        """Write `rel` (inside the run dir) as a plain file, atomically, not stored in `.objects`.
+
+        For a provisional text that a stored one replaces later (link_text): the first
+        version then leaves no object behind.
+        """
+        dest = os.path.join(self._run_dir, rel)
+        self._dir(os.path.dirname(dest))
+        data = text.encode("utf-8", "surrogatepass")
+        atomic_write(Path(dest), data)
+        self.bytes_written += len(data)
+
     # -- records -----------------------------------------------------------
     @staticmethod
     def record_path(phase: str, index: int, name: str, side: str, ext: str = "tir") -> str:
