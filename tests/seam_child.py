@@ -33,6 +33,12 @@ import tltrace
 C = "target.build.tilelang_c"
 
 
+def _say(line: str) -> None:
+    """One line in one write: a worker's stream output never lands inside it (compiles return early)."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def source_module(text: str):
     return tvm.runtime._ffi_api.CSourceModuleCreate(text, "c", [], None)
 
@@ -64,7 +70,7 @@ def seam(name, mod, target, build, kernel="custom"):
 
 def same(case: str, got, want) -> None:
     assert got is want, f"{case}: the caller got {got!r}, its build returned {want!r}"
-    print("ok", case, flush=True)
+    _say(f"ok {case}")
 
 
 def none_targets(mod, c, work) -> None:
@@ -117,7 +123,7 @@ def odd_builds(mod, c, work) -> None:
         seam(C, mod, None, broken)
     except ValueError as exc:
         assert str(exc) == "the build broke"
-        print("ok a build that raises", flush=True)
+        _say("ok a build that raises")
     else:
         raise AssertionError("a build that raises: no exception reached the caller")
 
@@ -144,7 +150,7 @@ def own_or_custom(mod, c, work) -> None:
     with compile_pass_instrumentation(name="wrapper"):
         global_func_device_codegen(C)(device.mod, device.target)
     newest_run("wrapper", work)
-    print("ok TileLang's wrapper called by a custom caller", flush=True)
+    _say("ok TileLang's wrapper called by a custom caller")
     real = None
 
     def custom():
@@ -161,7 +167,7 @@ def newest_run(label: str, work: Path) -> None:
     from tltrace.history.runs import run_dirs
 
     tltrace.flush()  # a compile returns before its worker wrote its run
-    print("run", label, run_dirs(work.parent.parent / "seam_child")[-1], flush=True)
+    _say(f"run {label} {run_dirs(work.parent.parent / 'seam_child')[-1]}")
 
 
 def threads(mod, c, work) -> None:
@@ -187,7 +193,7 @@ def threads(mod, c, work) -> None:
     for t in ts:
         t.join()
     assert not errors, errors
-    print("ok two threads sharing one working file", flush=True)
+    _say("ok two threads sharing one working file")
 
 
 def edit(mod, c, work) -> None:
@@ -201,7 +207,7 @@ def edit(mod, c, work) -> None:
     second = source_module(base)
     got = seam(C, mod, None, lambda: second, kernel="edit")
     assert got is not second and str(got.inspect_source()).endswith(mine), got
-    print("ok an edit through target.build.tilelang_c", flush=True)
+    _say("ok an edit through target.build.tilelang_c")
     fake = Fake(base)  # the same edit, but the build returns no TVM module: it comes back untouched
     same("an edit, a build returning a non-TVM object", seam(C, mod, None, lambda: fake, kernel="edit"), fake)
 
