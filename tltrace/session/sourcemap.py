@@ -463,7 +463,6 @@ def stamped_map(
     between two directives are one statement's, including the temporaries a vector
     expression expands into. Kept only when the output without directives is `generated`.
     """
-
     from . import native
 
     if not native.is_module(mod):
