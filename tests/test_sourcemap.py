@@ -437,6 +437,21 @@ def make(M=256, N=256, K=256, bM=128, bN=128, bK=64):
 """
 
 
+def test_the_stamped_copy_is_tvms_json_copy(tmp_path):
+    """The codegen map stamps a copy made through TVM's JSON graph without the Python re-indent:
+    the same graph as `tvm.ir.load_json(tvm.ir.save_json(mod))`, none of the module's own objects."""
+    import tilelang
+
+    tvm = tilelang.tvm
+    mod = tvm.IRModule({"main": _load(tmp_path / "k.py", KERNEL).make()})
+    copy = sm._json_copy(mod)
+    assert tvm.ir.save_json(copy) == tvm.ir.save_json(tvm.ir.load_json(tvm.ir.save_json(mod)))
+    assert str(copy) == str(mod) and not copy.same_as(mod)
+    (theirs,) = [f for _, f in copy.functions_items()]
+    (ours,) = [f for _, f in mod.functions_items()]
+    assert not theirs.body.same_as(ours.body)
+
+
 def test_sm90a_cuda_codegen_mapped_per_statement(tmp_path):
     """CUDA codegen for sm_90a, lowered on the CPU (no nvcc): the map comes from the stamped copy
     (each statement its own directive), the TMA store maps exactly to the store's Python line,

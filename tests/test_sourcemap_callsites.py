@@ -97,6 +97,25 @@ def test_call_site_learned_from_the_block_then_used_without_it():
     assert calls.apply("x", plain, True) is plain
 
 
+def test_a_map_applied_again_gives_what_it_gave_until_another_map_teaches():
+    calls = _calls()
+    lmap = LineMap((USER, LIB), ((0, 16), (0, 19), None, (1, 48), (1, 49), (0, 16), (1, 60)))
+    out = calls.apply(IR, lmap, True)
+    # A pass's output map is the next pass's input map: the same result, worked out afresh or not.
+    again = calls.apply(IR, lmap, True)
+    assert again is out and out == calls._apply(IR, lmap, True)
+    # Not the same text, or not IR: worked out again.
+    assert calls.apply("", lmap, False) == calls._apply("", lmap, False)
+    # Generated source seen before any IR taught its library line keeps it; once a later IR
+    # text has taught it, the same map is mapped.
+    fresh = _calls()
+    gen = LineMap((LIB,), ((0, 48), None))
+    assert fresh.apply("", gen, False) is gen
+    fresh.apply(IR, lmap, True)
+    taught = fresh.apply("", gen, False)
+    assert taught is not None and taught.src(0) == (USER, 19) and taught.via_src(0) == (LIB, 48)
+
+
 def test_two_calls_into_one_library_line():
     calls = _calls()
     text = 'with T.sblock("a"):\n    lib()\nwith T.sblock("b"):\n    lib()'

@@ -50,6 +50,9 @@ class CallSites:
     def __init__(self, roots: tuple[str, ...] | None = None) -> None:
         self.roots = package_roots() if roots is None else roots
         self._sites: dict[Where, list[Where | None]] = {}
+        # The last call's (map, text, ir, result), while `_sites` is as that call left it: a map
+        # applied again (a pass's output map is the next pass's input map) gives the same result.
+        self._last: tuple[LineMap, str, bool, LineMap] | None = None
 
     def library(self, path: str) -> bool:
         """True for a file of TileLang's (or TVM's) own package."""
@@ -64,6 +67,14 @@ class CallSites:
         """
         if lmap is None:
             return None
+        last = self._last
+        if last is not None and last[0] is lmap and last[2] == ir and last[1] == text:
+            return last[3]
+        out = self._apply(text, lmap, ir)
+        self._last = (lmap, text, ir, out)
+        return out
+
+    def _apply(self, text: str, lmap: LineMap, ir: bool) -> LineMap:
         occ: dict[Where, list[int]] = {}
         lib = [self.library(f) for f in lmap.files]
         for i, v in enumerate(lmap.lines):
@@ -80,6 +91,7 @@ class CallSites:
                     lines = text.split("\n")
                 learned = [self._enclosing_call(lines, lmap, lib, i) for i in idxs]
                 if any(s is not None for s in learned):
+                    # A map learns from itself only: applied again, it finds these same sites.
                     sites = self._sites[where] = learned
             if sites is None:
                 continue

@@ -69,19 +69,43 @@ _printer_state = {"verified": 0, "broken": False}
 _printer_lock = threading.Lock()
 
 
-_KID_FIELDS: dict[type, tuple[str, ...]] = {}  # statement type -> its fields that may hold statements
+# statement type -> (tagged: not a SeqStmt or AttrStmt, a SeqStmt, its fields that may hold statements)
+_KINDS: dict[type, tuple[bool, bool, tuple[str, ...]]] = {}
+_FFI: dict[str, Any] = {}  # global functions by name, looked up once (None: missing)
+
+
+def _ffi(name: str) -> Any:
+    f = _FFI.get(name, _FFI)
+    if f is _FFI:
+        import tvm_ffi  # type: ignore[import-not-found]
+
+        f = _FFI[name] = tvm_ffi.get_global_func(name, allow_missing=True)
+    return f
+
+
+def _kind(stmt: Any) -> tuple[bool, bool, tuple[str, ...]]:
+    kind = type(stmt)
+    info = _KINDS.get(kind)
+    if info is None:
+        name = kind.__name__
+        names = ("seq",) if name == "SeqStmt" else ("body", "then_case", "else_case", "block", "init")
+        fields = tuple(n for n in names if hasattr(stmt, n))
+        info = _KINDS[kind] = (name not in ("SeqStmt", "AttrStmt"), fields == ("seq",), fields)
+    return info
+
+
+def _items(arr: Any) -> list[Any]:
+    """The elements of an FFI Array, with one native call each (its Python iterator makes four)."""
+    get, size = _ffi("ffi.ArrayGetItem"), _ffi("ffi.ArraySize")
+    if get is None or size is None:
+        return list(arr)
+    return [get(arr, i) for i in range(size(arr))]
 
 
 def _stmt_kids(stmt: Any, stmt_type: type) -> list[Any]:
-    kind = type(stmt)
-    fields = _KID_FIELDS.get(kind)
-    if fields is None:
-        names = (
-            ("seq",) if kind.__name__ == "SeqStmt" else ("body", "then_case", "else_case", "block", "init")
-        )
-        fields = _KID_FIELDS[kind] = tuple(n for n in names if hasattr(stmt, n))
-    if fields == ("seq",):
-        return [c for c in stmt.seq if isinstance(c, stmt_type)]
+    _, seq, fields = _kind(stmt)
+    if seq:
+        return [c for c in _items(stmt.seq) if isinstance(c, stmt_type)]
     out = []
     for name in fields:
         c = getattr(stmt, name)
@@ -92,31 +116,38 @@ def _stmt_kids(stmt: Any, stmt_type: type) -> list[Any]:
 
 def _tags(mod: Any) -> tuple[dict[Any, str], list[tuple[str, int]]]:
     """Return ({statement: tag}, locations) for the statements of every PrimFunc in `mod`."""
-    import tvm_ffi  # type: ignore[import-not-found]
     from tilelang import tvm  # type: ignore[import-not-found]
 
-    get_span = tvm_ffi.get_global_func("tl.ir.GetStmtSpan", allow_missing=True)
+    get_span = _ffi("tl.ir.GetStmtSpan")
     if get_span is None:
         return {}, []
     stmt_type, func_type = tvm.tirx.Stmt, tvm.tirx.PrimFunc
     tags: dict[Any, str] = {}
     locs: list[tuple[str, int]] = []
+    no_loc = _TAG + _NO_LOC
     # Only real statements reach the span getter (it takes a Stmt; None is not one).
     stack = [
         f.body for _, f in mod.functions.items() if isinstance(f, func_type) and isinstance(f.body, stmt_type)
     ]
+    pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
-        s = stack.pop()
-        kind = type(s).__name__
-        if kind not in ("SeqStmt", "AttrStmt"):
+        s = pop()
+        tagged, seq, fields = _kind(s)
+        if tagged:
             span = get_span(s)
             name = span.source_name if span is not None else None
             if name is not None:
                 tags[s] = f"{_TAG}{len(locs)}"
                 locs.append((str(name.name), int(span.line)))
             else:
-                tags[s] = _TAG + _NO_LOC
-        stack.extend(_stmt_kids(s, stmt_type))
+                tags[s] = no_loc
+        if seq:
+            extend(c for c in _items(s.seq) if isinstance(c, stmt_type))
+            continue
+        for field in fields:
+            c = getattr(s, field)
+            if c is not None and isinstance(c, stmt_type):
+                push(c)
     return tags, locs
 
 
@@ -408,6 +439,20 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
     return origins
 
 
+def _json_copy(mod: Any) -> Any:
+    """A copy of `mod` through TVM's JSON graph: `tvm.ir.load_json(tvm.ir.save_json(mod))`
+    without the Python `upgrade_json` in between, which only re-indents JSON that is
+    already of this TVM's version (a parse and an indented dump, most of the copy's cost)."""
+    import tvm_ffi  # type: ignore[import-not-found]
+    from tilelang import tvm  # type: ignore[import-not-found]
+
+    save = tvm_ffi.get_global_func("node.SaveJSON", allow_missing=True)
+    load = tvm_ffi.get_global_func("node.LoadJSON", allow_missing=True)
+    if save is None or load is None:
+        return tvm.ir.load_json(tvm.ir.save_json(mod))
+    return load(save(mod))
+
+
 def stamped_map(
     fn: Any, mod: Any, target: Any, generated: str, context: tuple[Any, Any] | None = None
 ) -> LineMap | None:
@@ -418,13 +463,11 @@ def stamped_map(
     between two directives are one statement's, including the temporaries a vector
     expression expands into. Kept only when the output without directives is `generated`.
     """
-    from tilelang import tvm  # type: ignore[import-not-found]
-
     from . import native
 
     if not native.is_module(mod):
         return None
-    copy = tvm.ir.load_json(tvm.ir.save_json(mod))
+    copy = _json_copy(mod)
     if not native.is_module(copy):
         return None
     origins = _stmt_origins(copy)
