@@ -308,10 +308,12 @@ class HtmlReportListener:
                     if rec.index in rep.failed and rec.error != rep.failed[rec.index]:
                         parts.append(record_chunk(rec))
             parts.extend(edit_chunks(Path(event.run_dir), event.manifest, rep.seen))
-            parts.append(rep.meta_if_changed(event.manifest))
-            parts.append(late_script("profile.js"))  # the compile has ended: its profile (pages.LATE_SCRIPTS)
+            # The late scripts go before the final meta chunk, which stays the page's last word:
+            # a copy cut short anywhere before it still reads "incomplete".
             if event.manifest.layouts:
-                parts.append(layouts_tag())  # the Layouts view, after the meta that names them
+                parts.append(layouts_tag())  # the Layouts view's script: only reports with layouts
+            parts.append(late_script("profile.js"))  # the compile has ended: its profile (pages.LATE_SCRIPTS)
+            parts.append(rep.meta_if_changed(event.manifest))
             data = b"".join(parts)
             rep.append(data)
             with self._count_lock:
