@@ -69,6 +69,28 @@ def test_a_failing_job_does_not_stop_the_worker() -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own nice value is Linux's")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_fork_waits_for_the_workers_so_the_child_finds_no_lock_held() -> None:
+    """A job that holds a lock when the process forks would leave the child's copy held forever."""
+    from tltrace.session import worker as W
+
+    held = threading.Lock()
+    started = threading.Event()
+
+    def job() -> None:
+        with held:
+            started.set()
+            time.sleep(1.0)
+
+    W.worker().submit(job)
+    assert started.wait(10)
+    pid = os.fork()
+    if pid == 0:  # the child: the lock must be free (the fork waited for the job)
+        os._exit(0 if held.acquire(timeout=5) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+
+
 def test_the_worker_runs_at_a_lower_priority() -> None:
     w = Worker()
     tid: list[int] = []

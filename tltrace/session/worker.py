@@ -16,7 +16,8 @@ counts, stores, appends records.jsonl and calls the listeners.
   it ends (disable(), the end of `tltrace run`, the pytest plugin's test),
   `tltrace.flush()` and `tltrace.load()` drain, a failed
   or interrupted compile drains before its error reaches the caller, and an atexit
-  hook drains at interpreter exit. Nothing recorded is lost on a normal exit.
+  hook drains at interpreter exit. Nothing recorded is lost on a normal exit. An
+  `os.fork()` drains first (a worker holding a lock at the fork would hang the child).
 - What a hard crash of the compiler (a segfault, an abort in C++) loses: the jobs
   still queued, at most `MAX_JOBS` pass callbacks per worker, the passes just before
   the crash; everything the worker finished is on disk and readable, as after a
@@ -177,3 +178,26 @@ def _drain_at_exit() -> None:
         drain()
     except BaseException:
         pass
+
+
+FORK_DRAIN_S = 60.0  # the most a fork waits for the workers (then it goes on, as before)
+
+
+def _before_fork() -> None:
+    """os.fork() in a traced process: let the workers finish first.
+
+    Compiles return before their records (see above), so a fork could come while a worker
+    holds a lock (the store's, a listener's, stdout's, TVM's): the child, whose copy of that
+    lock is never released, would hang on its first compile. Waiting here leaves the workers
+    idle at the fork, as they were when every compile waited for them. A fork from a worker
+    thread itself (which would wait for itself) goes on at once.
+    """
+    try:
+        if not on_worker():
+            drain(FORK_DRAIN_S)
+    except BaseException:
+        pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork)
