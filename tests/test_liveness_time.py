@@ -116,6 +116,9 @@ def test_a_run_killed_under_another_host_name_can_be_removed(run_cli, tmp_path: 
         key = m.get("invocation") or run.name
         assert liveness.state(run.parent, key) is True  # alive: its writer holds the lock
         assert clean([run.parent.parent], remove_all=True).removed == [] and run.is_dir()
+        # `show` says a running compile's counts are counts so far.
+        r = run_cli("show", run.parent.parent, "-1")
+        assert r.exit_code == 0 and "so far (still running)" in r.stdout, r.stdout
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()

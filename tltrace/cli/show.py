@@ -389,7 +389,14 @@ class _CompileTable:
             (row["target"] or "?", ""),
             (row["backend"] or "?", ""),
             (status, _STATUS_STYLE.get(status, "")),
-            *((str(row[k]) if row[k] is not None else "-", "") for k in ("passes", "changed")),
+            # A compile still running: its counts so far, marked as such (never a bare 0).
+            *(
+                (
+                    "-" if row[k] is None else (f"{row[k]}\u2026" if status == "running" else str(row[k])),
+                    "",
+                )
+                for k in ("passes", "changed")
+            ),
             (failed, ""),
             (row.get("edit") or "", _EDIT_STYLE.get(row.get("edit") or "", "")),
             (_size(row["size"]) if row["size"] else "-", ""),
@@ -588,6 +595,7 @@ def _show_run(run, as_json: bool) -> None:
         _t(
             f"{len(m.records)} passes, {c.get('changed', 0)} changed, {c.get('failed', 0)} failed, "
             f"{c.get('codegen', 0)} codegen"
+            + (" so far (still running)" if run.status == "running" else "")
             + (f", {fbuild.headline(build)}" if fbuild.failed(build) else ""),
             "dim",
         )
