@@ -212,20 +212,32 @@ class Recorders:
             r.warn = warn
             self.active.append(r)
         self.printer = next((r for r in self.active if r.printer is not None), None)
+        self._hooked: dict[str, list[Recorder]] = {}  # hook -> the active recorders that override it
 
     def __bool__(self) -> bool:
         return bool(self.active)
+
+    def hooked(self, hook: str) -> list[Recorder]:
+        """The active recorders whose class overrides `hook` (the base's does nothing): the per-pass
+        hooks call only these, so a recorder that ignores passes costs the compiling thread nothing."""
+        out = self._hooked.get(hook)
+        if out is None:
+            base = getattr(Recorder, hook)
+            out = self._hooked[hook] = [r for r in self.active if getattr(type(r), hook, base) is not base]
+        return out
 
     def halt(self) -> None:
         """The compile's tracing stopped (its guard said why): call no recorder again but `finish`."""
         self._off.extend(self.active)
         self.active.clear()
+        self._hooked.clear()
         self.printer = None
 
     def _fail(self, r: Recorder, what: str, exc: BaseException) -> None:
         if r in self.active:
             self.active.remove(r)
             self._off.append(r)
+            self._hooked.clear()
             if self.printer is r:
                 self.printer = None
             try:
@@ -245,9 +257,9 @@ class Recorders:
         return run
 
     def _each(self, what: str, call: Callable[[Recorder], Any]) -> list[Job]:
-        """Call every active recorder; return the jobs they handed back, each guarded."""
+        """Call every active recorder that overrides hook `what`; return the jobs they handed back, each guarded."""
         jobs: list[Job] = []
-        for r in list(self.active):
+        for r in list(self.hooked(what)):
             try:
                 job = call(r)
             except Exception as exc:

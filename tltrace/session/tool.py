@@ -122,7 +122,7 @@ class _Observer(PassEventObserver):
             if name == "pass_fn":
                 name = anonymous_pass_name(name)
             before = s.capture(mod)
-            if s.recorders:
+            if s.recorders.hooked("pass_started"):
                 s.pass_started(
                     PassEvent(event.sequence, name, event.phase, event.depth, event.parent_sequence), before
                 )
@@ -147,7 +147,7 @@ class _Observer(PassEventObserver):
         if state is None or s.broken:
             return
         duration = time.perf_counter() - state.start
-        if s.recorders:
+        if s.recorders.hooked("pass_finished"):
             s.pass_finished(state)  # before the output is looked at: --remarks gives fd 2 back here
         try:
             after = s.capture(mod)
