@@ -286,8 +286,10 @@ def _reconcile(
                 label=label,
             )
         )
-        s.wait(30)  # printed (not only queued) before the journal lets go of it
-    working_files.settle(
-        outcome
-    )  # the tag was said: a kill from here on does not make the next run repeat it
+    if getattr(outcome, "unsaid", None) is not None:
+        # A CONFLICT or INIT-BACKUP keeps its journal until its tag is printed (not only queued):
+        # a kill before that has the next run say it again. Only these wait for the worker; a
+        # NEW or REGENERATED tag (an autotuner's every config) leaves no journal and goes on.
+        s.wait(30)
+        working_files.settle(outcome)  # said: a kill from here on does not make the next run repeat it
     return outcome

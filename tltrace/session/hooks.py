@@ -35,7 +35,8 @@ class WorkingFiles(Protocol):
     """The working-file step of a codegen call (reconcile/workflow, as tracing/hooks.py wires it)."""
 
     def reconcile(self, request: CodegenRequest) -> Any:
-        """Return the outcome: compile_text, origin, path, tag, message, diff, diff_names, warnings, notices."""
+        """Return the outcome: compile_text, origin, path, tag, message, diff, diff_names, warnings, notices,
+        and unsaid (not None: a journal waits for `settle` once the tag is printed)."""
 
     def settle(self, outcome: Any) -> None:
         """The outcome's tag was said: a kill from here on must not make the next run say it again."""

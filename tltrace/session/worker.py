@@ -36,7 +36,7 @@ import threading
 import weakref
 from collections.abc import Callable
 
-MAX_JOBS = 256  # pass callbacks waiting to be printed; each holds the fields of one module
+MAX_JOBS = 1024  # pass callbacks waiting to be printed; each holds the fields of one module
 NICE = 10
 
 Job = Callable[[], object]
