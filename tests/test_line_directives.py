@@ -3,9 +3,10 @@
 The pure part (where directives go) runs in the quick loop; a CPU compile checks what is
 compiled, recorded and written as working file; a compile-only sm_90a GEMM is built once as
 TileLang's CUDA backend builds it (`nvcc --cubin -lineinfo`, installed here, no GPU): every PTX
-`.loc` naming the kernel's `.py` falls on a line of the kernel's body, and so does every line
-the cubin's line table names (`nvdisasm -gi`: what Nsight Compute's source view reads; the ncu
-run itself is tests/test_gpu_line_directives.py, on a GPU).
+`.loc` naming the kernel's `.py` falls on a line of the kernel's body, and so does every
+instruction's row in the cubin's line table (`nvdisasm -gi`: what Nsight Compute's source view
+reads; its call-site frames add only the generated-file call sites ptxas writes under the
+`.py`). The ncu run itself is tests/test_gpu_line_directives.py, on a GPU.
 """
 
 from __future__ import annotations
