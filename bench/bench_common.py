@@ -19,6 +19,29 @@ CHROMIUM_ARGS = [
 ]
 
 
+def per_pass_floor(root: Path) -> int:
+    """Blocks (bytes, as `du` counts them) that the spec's layout alone takes in a tltrace trace dir.
+
+    Every directory but `.objects`, plus each distinct per-pass file (`<run>/<phase>/NN_<Pass>_<side>.<ext>`:
+    the before/after texts the spec requires, one inode per distinct text). No manifest, no
+    source map, no reproducer, no registry: what any store that keeps the per-pass files as
+    plain files must allocate. Hard links counted once.
+    """
+    alloc: dict[int, int] = {}
+    if not root.exists():
+        return 0
+    for p in [root, *root.rglob("*")]:
+        if p.is_symlink():
+            continue
+        st = p.stat()
+        if p.is_dir():
+            if p.name != ".objects":  # tltrace's own store of the texts, not the spec's layout
+                alloc[st.st_ino] = st.st_blocks * 512
+        elif len(p.parts) >= 3 and p.parts[-3].startswith("run_") and p.parent.name != ".objects":
+            alloc[st.st_ino] = st.st_blocks * 512
+    return sum(alloc.values())
+
+
 def disk_bytes(root: Path) -> tuple[int, int]:
     """Return (apparent bytes of distinct files, bytes allocated on disk as `du` counts them).
 
