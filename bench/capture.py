@@ -133,7 +133,9 @@ def _bytes_table(ks, cfgs, sizes, kw, floors) -> str:
             ratio = [f"{size[i] / ref[i]:.2f}x" if ours else "-" for i in (0, 1)]
             floor = floors.get((kname, cfg), 0)
             fcells = f"{floor:,} | {floor / ref[1]:.2f}x" if ours else "- | -"
-            lines.append(f"| {kname} | {cfg} | {size[0]:,} | {ratio[0]} | {size[1]:,} | {ratio[1]} | {fcells} |")
+            lines.append(
+                f"| {kname} | {cfg} | {size[0]:,} | {ratio[0]} | {size[1]:,} | {ratio[1]} | {fcells} |"
+            )
     return "\n".join(lines) + "\n"
 
 
