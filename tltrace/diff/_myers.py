@@ -91,10 +91,5 @@ def _middle(a: Sequence[int], a0: int, a1: int, b: Sequence[int], b0: int, b1: i
 
 def intern(items: Sequence[str], table: dict[str, int]) -> list[int]:
     """Return `items` as integers, equal strings as equal integers (ids shared through `table`)."""
-    out = []
-    for s in items:
-        i = table.get(s)
-        if i is None:
-            i = table[s] = len(table)
-        out.append(i)
-    return out
+    put = table.setdefault  # a new string gets the next id: the table's size before it goes in
+    return [put(s, len(table)) for s in items]

@@ -82,7 +82,7 @@ def align(
 def line_matches(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int]]:
     """Return the (i, j) of lines matched apart from indentation (rule 1), in order."""
     table: dict[str, int] = {}
-    return matches(intern([strip_indent(x) for x in a], table), intern([strip_indent(x) for x in b], table))
+    return matches(intern([x.lstrip(" \t") for x in a], table), intern([x.lstrip(" \t") for x in b], table))
 
 
 def matches(ka: Sequence[int], kb: Sequence[int]) -> list[tuple[int, int]]:
