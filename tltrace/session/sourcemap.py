@@ -75,11 +75,20 @@ _FFI: dict[str, Any] = {}  # global functions by name, looked up once (None: mis
 
 
 def _ffi(name: str) -> Any:
+    """tltrace's own handle on a global function, set to keep the GIL: each call takes a
+    microsecond, and giving the GIL away for it would make the worker wait for it again
+    behind the compiling threads, a statement at a time (a new handle: TileLang's are untouched)."""
     f = _FFI.get(name, _FFI)
     if f is _FFI:
         import tvm_ffi  # type: ignore[import-not-found]
 
-        f = _FFI[name] = tvm_ffi.get_global_func(name, allow_missing=True)
+        f = tvm_ffi.get_global_func(name, allow_missing=True)
+        if f is not None:
+            try:
+                f.release_gil = False
+            except AttributeError:
+                pass
+        _FFI[name] = f
     return f
 
 
