@@ -254,15 +254,11 @@ class Layout:
 
 
 # -- atomic writes and reads ---------------------------------------------------------------------------
-def write_atomic(path: Path, text: str, *, durable: bool = True) -> None:
-    """Write `text` (UTF-8, exact bytes) to `path` through a temp file and a rename.
-
-    `durable` (the default): flushed to disk before and after the rename, so a power loss
-    keeps the old file or the new one. False for a file that holds only generated text and
-    is rewritten on every run (`W.latest`): a kill is still safe, and it costs no fsync.
-    """
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` (UTF-8, exact bytes) to `path` through a temp file and a rename (durable:
+    flushed before and after the rename, so a power loss keeps the old file or the new one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, text.encode("utf-8", "surrogatepass"), fsync=FSYNC and durable)
+    atomic_write(path, text.encode("utf-8", "surrogatepass"), fsync=FSYNC)
 
 
 class Unreadable(Exception):
@@ -416,7 +412,7 @@ def reconcile(wf: WorkingFile, generated: str) -> Applied:
         interrupted = _read_journal(wf) if wf.journal.exists() else None
         managed_before = wf.latest.exists()
         try:
-            write_atomic(wf.latest, generated, durable=False)  # generated, rewritten every run
+            write_atomic(wf.latest, generated)  # durable: resolve-conflict merges against it
         except OSError as exc:
             warnings.append(f"could not write {wf.latest} ({exc.strerror or exc})")
         try:
