@@ -259,7 +259,10 @@ class Recorders:
     def _each(self, what: str, call: Callable[[Recorder], Any]) -> list[Job]:
         """Call every active recorder that overrides hook `what`; return the jobs they handed back, each guarded."""
         jobs: list[Job] = []
+        active = self.active
         for r in list(self.hooked(what)):
+            if r not in active:
+                continue  # stopped on another thread since the list was made
             try:
                 job = call(r)
             except Exception as exc:
