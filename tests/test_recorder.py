@@ -298,3 +298,44 @@ def test_a_recorders_stages_are_codegen_records_after_the_compiles(
         ".ptx"
     )
     assert "recorded 3 codegen" in counting.jobs  # the other recorders see it as any record
+
+
+class _Quiet(rc.Recorder):
+    """Overrides no per-pass hook: `hooked` leaves it out of them."""
+
+    name = "quiet"
+
+
+class _Failing(rc.Recorder):
+    name = "failing"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def pass_started(self, event: rc.PassEvent, before: Side) -> rc.Job | None:
+        self.calls += 1
+        raise RuntimeError("boom")
+
+
+def test_per_pass_hooks_call_only_the_recorders_that_override_them() -> None:
+    counting, quiet, failing = Counting(), _Quiet(), _Failing()
+    made = iter([counting, quiet, failing])
+    keys = ["t-counting", "t-quiet", "t-failing"]
+    saved = dict(rc._factories)
+    try:
+        rc._factories.clear()
+        for k in keys:
+            rc.register(k, lambda settings: next(made))
+        warnings: list[str] = []
+        recs = rc.Recorders(Settings(), warnings.append)
+    finally:
+        rc._factories.clear()
+        rc._factories.update(saved)
+    assert recs.hooked("pass_started") == [counting, failing]
+    assert recs.hooked("pass_finished") == []  # none overrides it: the compiling thread makes no event
+    event = rc.PassEvent(3, "Simplify", "pipeline_c", 0, None)
+    jobs = recs.pass_started(event, Side(text="x"))
+    assert counting.calls == ["started 3"] and len(jobs) == 1
+    assert failing.calls == 1 and len(warnings) == 1  # stopped, said once
+    recs.pass_started(event, Side(text="x"))
+    assert failing.calls == 1 and recs.hooked("pass_started") == [counting]
