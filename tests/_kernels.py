@@ -1,9 +1,9 @@
-"""Small CPU kernels for the profile, Chrome-trace and pytest-plugin tests (target c, cython)."""
+"""Small CPU kernels for the profile, Chrome-trace, pytest-plugin, remarks and call-site tests (target c, cython)."""
 
 from __future__ import annotations
 
-KERNELS = '''
-import tilelang
+# The elementwise add kernel's source, shared by the test scripts that compile it.
+ADD = """import tilelang
 import tilelang.language as T
 
 
@@ -15,7 +15,12 @@ def make_add(n, block=64):
                 C[bx * block + i] = A[bx * block + i] + B[bx * block + i]
 
     return add
+"""
 
+KERNELS = (
+    "\n"
+    + ADD
+    + '''
 
 def build(n, block=64):
     return compile_(make_add(n, block))
@@ -34,6 +39,7 @@ def build_in_threads(sizes, threads=2):
     with cf.ThreadPoolExecutor(threads, thread_name_prefix="compiler") as pool:
         return list(pool.map(compile_, funcs))
 '''
+)
 
 # A script compiling three variants in a pool of two named threads: one invocation, two tracks.
 THREADED_SCRIPT = (

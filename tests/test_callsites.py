@@ -17,25 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from tests._kernels import ADD
 from tests._records import REPO
 from tests.test_index_js import run_node
 from tltrace.history import callsites
 from tltrace.session.callsite import WORKER, call_site
 
-SCRIPT = """\
-import tilelang
-import tilelang.language as T
-
-
-def make_add(n, block=64):
-    @T.prim_func
-    def add(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32"), C: T.Tensor((n,), "float32")):
-        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
-            for i in T.Parallel(block):
-                C[bx * block + i] = A[bx * block + i] + B[bx * block + i]
-
-    return add
-
+SCRIPT = (
+    ADD
+    + """
 
 def helper(n):
     return tilelang.compile(make_add(n), target="c", execution_backend="cython")  # line 16
@@ -56,6 +46,7 @@ def main():
 
 main()  # line 32
 """
+)
 
 
 def _env() -> dict[str, str]:

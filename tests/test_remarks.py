@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._kernels import ADD
 from tests._records import REPO
 from tests._schema import check
 from tltrace.config import REMARK_PLANNERS, parse_remarks
@@ -27,26 +28,16 @@ from tltrace.facts.collect import remark_facts
 from tltrace.session.recorder import PassEvent
 from tltrace.session.remarks import RemarksRecorder, kinds_of
 
-KERNEL = """
-import os
-import tilelang
-import tilelang.language as T
-
-
-def make_add(n, block=64):
-    @T.prim_func
-    def add(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32"), C: T.Tensor((n,), "float32")):
-        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
-            for i in T.Parallel(block):
-                C[bx * block + i] = A[bx * block + i] + B[bx * block + i]
-
-    return add
-
+KERNEL = (
+    "\nimport os\n"
+    + ADD
+    + """
 
 configs = {"tl.enable_vectorize_planner_verbose": True} if os.environ.get("PLANNER_BY_SCRIPT") else {}
 tilelang.compile(make_add(256), target="c", execution_backend="cython", pass_configs=configs)
 print("compiled")
 """
+)
 
 
 def _env(**extra: str) -> dict[str, str]:
