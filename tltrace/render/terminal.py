@@ -55,7 +55,10 @@ from .fold import fold
 from .table import Column, cut_end, distinct_cut, fit
 from .visible import VisibleConsole, render_segments, segments
 
-_print_lock = threading.Lock()
+# Held while tltrace writes its lines, and by every write through a `_LineTracker`: a script's
+# progress bar (another thread) cannot redraw between tltrace ending the bar's line and writing
+# its own. Reentrant: tltrace's own console writes go through the trackers too.
+_print_lock = threading.RLock()
 
 STATUS_STYLE = {
     CHANGED: ("CHANGED", "bold yellow"),
@@ -452,14 +455,15 @@ class _LineTracker:
         self.bar = False  # ... and its open line is a carriage-return line (tqdm redraws it)
 
     def write(self, text: str) -> int:
-        n = self._stream.write(text)
-        if text:
-            tail = text.rsplit("\n", 1)[-1]
-            if text.endswith("\n"):
-                self.open_line = self.bar = False
-            else:
-                self.bar = "\r" in tail or (self.open_line and self.bar and "\n" not in text)
-                self.open_line = True
+        with _print_lock:
+            n = self._stream.write(text)
+            if text:
+                tail = text.rsplit("\n", 1)[-1]
+                if text.endswith("\n"):
+                    self.open_line = self.bar = False
+                else:
+                    self.bar = "\r" in tail or (self.open_line and self.bar and "\n" not in text)
+                    self.open_line = True
         return n
 
     def writelines(self, lines: Any) -> None:
