@@ -97,15 +97,22 @@ def test_a_damaged_kernel_registry_never_remaps_variants(tmp_path):
     trace = tmp_path / "t"
     s = _pool(trace)
     a = _compile(s, "256\n", V256).path
+    reg = a.parent / files.REGISTRY_NAME
+    first = reg.read_text()  # the index before the 512 variant
     b = _compile(s, "512\n", V512).path
     assert (a.name, b.name) == ("codegen_device.cpp", "codegen_add_512_device.cpp")
     b.write_text("512 EDITED\n")
-    reg = a.parent / files.REGISTRY_NAME
-    for damage in ("truncate", "rm", "swap"):
+    # A power loss can take the index's last writes (it is not fsync'd; the owner records are):
+    # an empty index, or the one before the 512 variant was added.
+    for damage in ("truncate", "rm", "swap", "empty", "stale"):
         if damage == "truncate":
             reg.write_text(reg.read_text()[:20])
         elif damage == "rm":
             reg.unlink()
+        elif damage == "empty":
+            reg.write_text("")
+        elif damage == "stale":
+            reg.write_text(first)
         else:  # a registry that swaps the two variants' files
             reg.write_text('{"version": 2, "kernels": {"add|bbbb": "", "add|aaaa": "_add_512"}}')
         s = _pool(trace)

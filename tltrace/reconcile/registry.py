@@ -10,7 +10,9 @@ one variant's edit to another:
                            `.codegen_device.cpp.owner`): the variant key that owns it
 
 The owner record is the authority; the index is rebuilt from owner records when it is
-missing or damaged (and the run says so). A working file that neither record claims
+missing or damaged (and the run says so), and completed from them when it is stale. Owner
+records are written durably (fsync'd), the index only atomically: a power loss that takes
+the index's last writes costs nothing the owner records do not hold. A working file that neither record claims
 (a damaged index and no owner record: a file from before owner records) is never handed
 to anyone: its edit is said to be not applied, and the variant gets a new file. Owner
 records are written before the index, so a kill between the two leaves the owner
@@ -38,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import safe_read
-from .._atomic import locked, remove_stale_temps
+from .._atomic import atomic_write, locked, remove_stale_temps
 from ..format.names import is_safe_component, safe_component
 from . import files
 from .variant import Variant, describe, file_label
@@ -260,7 +262,12 @@ def _write(layout: files.Layout, reg: Registry) -> None:
         "kernels": {k: e.suffix for k, e in reg.entries.items()},
         "variants": {k: e.parts for k, e in reg.entries.items() if e.parts},
     }
-    files.write_atomic(path, json.dumps(data, indent=2) + "\n")
+    # Replaced atomically (a killed process leaves the old index or the new one) but not
+    # fsync'd: the owner records, written durably and first, are the authority, and `load`
+    # rebuilds what a power loss takes from the index (an older index, an empty one) from
+    # them, and says so. Every compile of a new variant writes the index under the lock that
+    # all compiles take, so an autotuner's compiles would queue for this disk flush.
+    atomic_write(path, (json.dumps(data, indent=2) + "\n").encode("utf-8", "surrogatepass"))
 
 
 def _write_owner(layout: files.Layout, entry: Entry, invocation: str | None = None) -> None:
