@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..session.native import array_items
+
 FRAGMENT_SCOPES = ("local.fragment",)
 
 
@@ -148,7 +150,7 @@ def _blocks(func: Any) -> list[Any]:
         if node is None:
             continue
         if isinstance(node, seq):
-            stack.extend(reversed(list(node.seq)))
+            stack.extend(reversed(array_items(node.seq)))
         elif isinstance(node, realize):
             stack.append(node.block)
         elif isinstance(node, block):
@@ -187,15 +189,16 @@ def func_layouts(
     layouts: list[dict[str, Any]] = []
     buffers: list[dict[str, Any]] = []
     for block in _blocks(func):
+        alloc = array_items(block.alloc_buffers)
         if with_buffers:
-            for b in block.alloc_buffers:
+            for b in alloc:
                 scope = _scope_of(b) or ""
                 if scope in FRAGMENT_SCOPES or scope.startswith("shared"):
                     buffers.append(_buffer_info(b))
         lm = block.annotations.get("layout_map") if "layout_map" in block.annotations else None
         if lm is None:
             continue
-        allocs = {b.data: b for b in block.alloc_buffers}
+        allocs = {b.data: b for b in alloc}
         found = seen.entries(lm, allocs) if seen is not None else [entry(k, v, allocs) for k, v in lm.items()]
         for e in found:
             e = dict(e)

@@ -208,3 +208,34 @@ def may_rerun_codegen(event: Any, call: Any) -> str | None:
     if not is_module(getattr(event, "mod", None)) or not is_target(getattr(event, "target", None)):
         return None
     return name if is_tilelang_build(call, event) else None
+
+
+# -- handles that keep the GIL ------------------------------------------------------------------
+_HANDLES: dict[str, Any] = {}  # global functions by name, looked up once (None: missing)
+
+
+def ffi_handle(name: str) -> Any:
+    """tltrace's own handle on a global function, set to keep the GIL: each call takes a
+    microsecond, and giving the GIL away for it would make the worker wait for it again
+    behind the compiling threads, a statement at a time (a new handle: TileLang's are untouched)."""
+    f = _HANDLES.get(name, _HANDLES)
+    if f is _HANDLES:
+        try:
+            f = _ffi().get_global_func(name, allow_missing=True)
+        except Exception:
+            f = None
+        if f is not None:
+            try:
+                f.release_gil = False
+            except AttributeError:
+                pass
+        _HANDLES[name] = f
+    return f
+
+
+def array_items(arr: Any) -> list[Any]:
+    """The elements of an FFI Array, with one native call each (its Python iterator makes four)."""
+    get, size = ffi_handle("ffi.ArrayGetItem"), ffi_handle("ffi.ArraySize")
+    if get is None or size is None:
+        return list(arr)
+    return [get(arr, i) for i in range(size(arr))]

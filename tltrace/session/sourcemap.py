@@ -30,6 +30,8 @@ import uuid
 from typing import Any
 
 from ..format.sourcemap import LineMap, Loc
+from .native import array_items as _items
+from .native import ffi_handle as _ffi
 
 ENV = "TLTRACE_SOURCE_MAP"  # "0" turns source mapping off
 LINE_DIRECTIVES = "tl.emit_line_directives"
@@ -71,25 +73,6 @@ _printer_lock = threading.Lock()
 
 # statement type -> (tagged: not a SeqStmt or AttrStmt, a SeqStmt, its fields that may hold statements)
 _KINDS: dict[type, tuple[bool, bool, tuple[str, ...]]] = {}
-_FFI: dict[str, Any] = {}  # global functions by name, looked up once (None: missing)
-
-
-def _ffi(name: str) -> Any:
-    """tltrace's own handle on a global function, set to keep the GIL: each call takes a
-    microsecond, and giving the GIL away for it would make the worker wait for it again
-    behind the compiling threads, a statement at a time (a new handle: TileLang's are untouched)."""
-    f = _FFI.get(name, _FFI)
-    if f is _FFI:
-        import tvm_ffi  # type: ignore[import-not-found]
-
-        f = tvm_ffi.get_global_func(name, allow_missing=True)
-        if f is not None:
-            try:
-                f.release_gil = False
-            except AttributeError:
-                pass
-        _FFI[name] = f
-    return f
 
 
 def _kind(stmt: Any) -> tuple[bool, bool, tuple[str, ...]]:
@@ -101,14 +84,6 @@ def _kind(stmt: Any) -> tuple[bool, bool, tuple[str, ...]]:
         fields = tuple(n for n in names if hasattr(stmt, n))
         info = _KINDS[kind] = (name not in ("SeqStmt", "AttrStmt"), fields == ("seq",), fields)
     return info
-
-
-def _items(arr: Any) -> list[Any]:
-    """The elements of an FFI Array, with one native call each (its Python iterator makes four)."""
-    get, size = _ffi("ffi.ArrayGetItem"), _ffi("ffi.ArraySize")
-    if get is None or size is None:
-        return list(arr)
-    return [get(arr, i) for i in range(size(arr))]
 
 
 def _stmt_kids(stmt: Any, stmt_type: type) -> list[Any]:
