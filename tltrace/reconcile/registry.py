@@ -12,11 +12,11 @@ one variant's edit to another:
 The owner record is the authority; the index is rebuilt from owner records when it is
 missing or damaged (and the run says so), and completed from them when it is stale. Owner
 records are written durably (fsync'd), the index only atomically: a power loss that takes
-the index's last writes costs nothing the owner records do not hold. A working file that neither record claims
-(a damaged index and no owner record: a file from before owner records) is never handed
-to anyone: its edit is said to be not applied, and the variant gets a new file. Owner
-records are written before the index, so a kill between the two leaves the owner
-record right and the index corrected on the next load.
+the index's last writes costs nothing the owner records do not hold. A working file that
+neither record claims (a damaged index and no owner record: a file from before owner
+records) is never handed to anyone: its edit is said to be not applied, and the variant
+gets a new file. Owner records are written before the index, so a kill between the two
+leaves the owner record right and the index corrected on the next load.
 
 Which file a variant compiles into:
 1. a variant the registry knows keeps its file, in any order and in any thread;
@@ -263,10 +263,10 @@ def _write(layout: files.Layout, reg: Registry) -> None:
         "variants": {k: e.parts for k, e in reg.entries.items() if e.parts},
     }
     # Replaced atomically (a killed process leaves the old index or the new one) but not
-    # fsync'd: the owner records, written durably and first, are the authority, and `load`
-    # rebuilds what a power loss takes from the index (an older index, an empty one) from
-    # them, and says so. Every compile of a new variant writes the index under the lock that
-    # all compiles take, so an autotuner's compiles would queue for this disk flush.
+    # fsync'd: the owner records, written durably and first, are the authority. An index a
+    # power loss empties is said and rebuilt from them (`load`); one it leaves stale is
+    # completed from them. Every compile of a new variant writes the index under the lock
+    # that all compiles take, so an autotuner's compiles would queue for this disk flush.
     atomic_write(path, (json.dumps(data, indent=2) + "\n").encode("utf-8", "surrogatepass"))
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import native
+
 Head = tuple  # (attrs, function map, global infos) of an IRModule
 
 
@@ -207,23 +209,10 @@ def _map_items(funcs: Any) -> tuple | None:
         return None
 
 
-_MAP_FNS: list[tuple[Any, Any] | None] = []
-
-
 def _map_fns() -> tuple[Any, Any] | None:
     """(MapSize, MapForwardIterFunctor) as tltrace's own GIL-keeping handles, or None where unavailable."""
-    if not _MAP_FNS:
-        try:
-            import tvm_ffi  # type: ignore[import-not-found]
-
-            size_fn = tvm_ffi.get_global_func("ffi.MapSize")
-            iter_fn = tvm_ffi.get_global_func("ffi.MapForwardIterFunctor")
-            size_fn.release_gil = False
-            iter_fn.release_gil = False
-            _MAP_FNS.append((size_fn, iter_fn))
-        except Exception:
-            _MAP_FNS.append(None)
-    return _MAP_FNS[0]
+    size_fn, iter_fn = native.ffi_handle("ffi.MapSize"), native.ffi_handle("ffi.MapForwardIterFunctor")
+    return None if size_fn is None or iter_fn is None else (size_fn, iter_fn)
 
 
 def _same_items(a: tuple, b: tuple) -> bool:
