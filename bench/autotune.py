@@ -58,9 +58,35 @@ BYTES_TARGET = 0.25
 INDEX_OPEN_TARGET_MS = 1000.0
 
 
+# Experiments: MODE@VARIANT runs MODE with these settings in its environment (bench/timeline.py
+# tells where each one's wall went). Not in the tables, which list the plain modes.
+VARIANTS = {
+    "switch": {"BENCH_SWITCH_INTERVAL": "0.0005"},  # the GIL's switch interval, 0.5 ms (default 5 ms)
+    "defer": {"TLTRACE_DEFER": "1"},  # workers wait while compiles run side by side
+    "defer4k": {"TLTRACE_DEFER": "1", "TLTRACE_QUEUE": "4096"},
+    "w2": {"TLTRACE_WORKERS": "2"},
+    "wait": {"TLTRACE_WAIT": "1"},
+}
+
+
+def base_mode(mode: str) -> str:
+    """The plain mode of `mode` (`quiet@defer` -> `quiet`)."""
+    return mode.split("@", 1)[0]
+
+
+def label(mode: str) -> str:
+    base, _, variant = mode.partition("@")
+    return MODES[base] + (f" @{variant}" if variant else "")
+
+
 def command(mode: str, script: Path, args: list[str], trace_dir: Path) -> tuple[list[str], dict[str, str]]:
     """Return (argv, environment) that run `script` once in configuration `mode`."""
     env = {k: v for k, v in os.environ.items() if k not in ("TL_LOWER_TRACE", "TL_LOWER_TRACE_DIR")}
+    mode, _, variant = mode.partition("@")
+    if variant:
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+        env.update(VARIANTS[variant])
     env["TILELANG_DISABLE_CACHE"] = "1"
     env["TILELANG_AUTO_TUNING_DISABLE_CACHE"] = "1"
     py = sys.executable
@@ -119,10 +145,23 @@ def _manifests(trace_dir: Path) -> list[dict]:
 
 
 def invoke(
-    mode: str, script: Path, args: list[str], trace_dir: Path, cwd: Path, timeout: float | None = None
+    mode: str,
+    script: Path,
+    args: list[str],
+    trace_dir: Path,
+    cwd: Path,
+    timeout: float | None = None,
+    timeline: Path | None = None,
 ) -> Invocation:
-    """Run the script once in `mode` into the fresh `trace_dir`; time it and look at what it left."""
+    """Run the script once in `mode` into the fresh `trace_dir`; time it and look at what it left.
+
+    `timeline`: a file the script's sampler appends to (bench/timeline.py; upstream_autotune.py
+    starts one when BENCH_TIMELINE is set).
+    """
     argv, env = command(mode, script, args, trace_dir)
+    mode_run, mode = mode, base_mode(mode)
+    if timeline is not None:
+        env.update(BENCH_TIMELINE=str(timeline), BENCH_TIMELINE_MODE=mode_run)
     # Output goes to a file, not a pipe: the built-in's terminal mode prints every diff of every compile.
     log = cwd / f"{mode}.log"
     with open(log, "wb") as sink:
@@ -137,7 +176,7 @@ def invoke(
         seconds = time.perf_counter() - t0
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    inv = Invocation(mode=mode, seconds=seconds, returncode=rc, cpu_seconds=cpu)
+    inv = Invocation(mode=mode_run, seconds=seconds, returncode=rc, cpu_seconds=cpu)
     if rc != 0:
         with open(log, "rb") as f:
             f.seek(max(0, log.stat().st_size - 3000))
@@ -202,6 +241,7 @@ def measure(
     keep_dirs: bool = False,
     part: str = "",
     log=None,
+    timeline: Path | None = None,
 ) -> Result:
     """Run the script `reps` times in each mode, interleaved (the order rotates each rep).
 
@@ -212,7 +252,7 @@ def measure(
     args = list(args or [])
     modes = list(modes or MODES)
     for m in modes:
-        if m not in MODES:
+        if base_mode(m) not in MODES:
             raise ValueError(f"unknown mode {m!r}; known: {', '.join(MODES)}")
     res = Result(label=label, script=script.name, args=args, reps=reps)
     own = work is None
@@ -229,7 +269,7 @@ def measure(
                     guess = max((i.seconds for i in res.invocations), default=0.0) * 1.3
                     if left < guess or left < 1:
                         res.notes.append(
-                            f"{MODES[mode]}: rep {rep + 1} skipped, {left:.0f} s left of the "
+                            f"{label(mode)}: rep {rep + 1} skipped, {left:.0f} s left of the "
                             f"{budget_s:.0f} s budget"
                         )
                         continue
@@ -239,13 +279,13 @@ def measure(
                 cwd = work / "cwd"
                 cwd.mkdir(exist_ok=True)
                 left = None if budget_s is None else budget_s - (time.perf_counter() - start)
-                inv = invoke(mode, script, args, d, cwd, timeout=left)
+                inv = invoke(mode, script, args, d, cwd, timeout=left, timeline=timeline)
                 inv.part = part
                 res.invocations.append(inv)
                 last[mode] = inv
                 if log:
                     log(
-                        f"{MODES[mode]}: {inv.seconds:.1f} s rc={inv.returncode} compiles={inv.compiles} "
+                        f"{label(mode)}: {inv.seconds:.1f} s rc={inv.returncode} compiles={inv.compiles} "
                         f"bytes={inv.file_bytes:,}"
                     )
         if browser:
@@ -489,7 +529,7 @@ def table(res: Result) -> str:
     for i in failed[:3]:
         lines += [
             "",
-            f"{MODES[i.mode]} exited {i.returncode}; its output ended:",
+            f"{label(i.mode)} exited {i.returncode}; its output ended:",
             "",
             "```",
             i.tail.strip()[-1500:],

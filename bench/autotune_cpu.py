@@ -94,7 +94,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--configs", type=int, default=32, help="how many configs to compile (grid: 108)")
     ap.add_argument("--workers", type=int, default=max(2, os.cpu_count() or 1), help="compile threads")
     a = ap.parse_args(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import timeline  # BENCH_TIMELINE: where the wall goes (bench/timeline.py)
+
+    sampler = timeline.start()
     ok, failed = run(a.configs, a.workers)
+    if sampler is not None:
+        sampler.write("main-end")
     print(f"autotune_cpu: {ok} compiled, {failed} failed, {a.workers} threads")
     return 0 if ok else 1
 

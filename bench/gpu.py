@@ -82,6 +82,7 @@ def run_autotune(a: argparse.Namespace) -> int:
         keep_dirs=True,
         part=a.tag,
         log=lambda s: print(s, flush=True),
+        timeline=(out / f"timeline-{a.tag}.jsonl") if a.configs else None,
     )
     import socket
 
@@ -93,6 +94,12 @@ def run_autotune(a: argparse.Namespace) -> int:
         shutil.copyfile(index.resolve(), out / f"index-{a.tag}.html")
     if not a.keep_trace:
         shutil.rmtree(work, ignore_errors=True)
+    tl = out / f"timeline-{a.tag}.jsonl"
+    if tl.exists():
+        import timeline
+
+        (out / f"timeline-{a.tag}.md").write_text(timeline.summarize(tl))
+        print(timeline.summarize(tl))
     print(autotune.table(res))
     print(autotune.budget_table(autotune.budgets(res, time_is_target=True)))
     return 0 if all(i.returncode == 0 for i in res.invocations) else 1

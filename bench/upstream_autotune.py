@@ -16,7 +16,11 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+import timeline  # noqa: E402
+
 UPSTREAM = Path(os.environ.get("TLTRACE_UPSTREAM") or REPO / ".upstream")
 EXAMPLE = UPSTREAM / "examples/gemm/example_gemm_autotune.py"
 
@@ -49,7 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     spec.loader.exec_module(mod)
     full = mod.get_configs
     mod.get_configs = lambda *args, **kw: subset(full(*args, **kw), a.configs)
+    if os.environ.get("BENCH_SWITCH_INTERVAL"):  # an experiment: the GIL's switch interval, seconds
+        sys.setswitchinterval(float(os.environ["BENCH_SWITCH_INTERVAL"]))
+    sampler = timeline.start()  # BENCH_TIMELINE: where the wall goes (bench/timeline.py)
     mod.main(a.m, a.n, a.k, True, False, "event")
+    if sampler is not None:
+        sampler.write("main-end")
     return 0
 
 
