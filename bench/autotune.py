@@ -62,8 +62,6 @@ INDEX_OPEN_TARGET_MS = 1000.0
 # tells where each one's wall went). Not in the tables, which list the plain modes.
 VARIANTS = {
     "switch": {"BENCH_SWITCH_INTERVAL": "0.0005"},  # the GIL's switch interval, 0.5 ms (default 5 ms)
-    "defer": {"TLTRACE_DEFER": "1"},  # workers wait while compiles run side by side
-    "defer4k": {"TLTRACE_DEFER": "1", "TLTRACE_QUEUE": "4096"},
     "q4k": {"TLTRACE_QUEUE": "4096"},
     "w2": {"TLTRACE_WORKERS": "2"},
     "wait": {"TLTRACE_WAIT": "1"},

@@ -51,7 +51,7 @@ from .recorder import PassEvent, Recorders
 from .signature import input_hash, launch_info, signature
 from .snapshot import Side, TextCache
 from .store import RunStore
-from .worker import compile_began, compile_ended, on_worker, worker
+from .worker import on_worker, worker
 
 Emit = Callable[[Event], None]
 
@@ -89,8 +89,6 @@ class TraceSession:
         self._emit_fn = emit
         self.background = background and not getattr(settings, "sync", False)
         self._worker = worker() if self.background else None  # the compiling thread's worker
-        if self._worker is not None:
-            compile_began()
         self.t0 = time.perf_counter()  # record start_s is measured from here
         self._counter = itertools.count()
         self.records: list[PassRecord] = []
@@ -421,8 +419,6 @@ class TraceSession:
             _keep_out_of_cache(self)
         msg = error_text(error) if error is not None else None
         finished = time.time()
-        if self._worker is not None:
-            compile_ended()
         self.submit(lambda: self._finish(msg, error is not None, finished))
         if error is not None or self._wait_at_end:
             self.wait()  # a failed compile's records are on disk before its error reaches the caller

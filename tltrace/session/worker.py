@@ -44,14 +44,9 @@ def _env_int(name: str, default: int, low: int) -> int:
         return default
 
 
-# pass callbacks waiting to be printed; each holds the fields of one module (TLTRACE_QUEUE)
+# Pass callbacks waiting to be printed; each holds the fields of one module (TLTRACE_QUEUE).
 MAX_JOBS = _env_int("TLTRACE_QUEUE", 1024, 16)
 NICE = 10
-# TLTRACE_DEFER=1: while two or more compiles run at once (an autotuner's pool), a worker waits
-# until they end or its queue is DEFER_FILL full, so that its Python does not take the GIL
-# from the compiles; a lone compile's records stream as it runs.
-DEFER = os.environ.get("TLTRACE_DEFER", "") not in ("", "0")
-DEFER_FILL = 0.75
 
 Job = Callable[[], object]
 
@@ -64,8 +59,6 @@ class Worker:
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._pid = os.getpid()
-        self._high = int(max_jobs * DEFER_FILL) if max_jobs > 0 else 0
-        self._drains = 0  # drain() calls waiting: no deferring while one waits
 
     def submit(self, job: Job) -> None:
         """Queue `job`; waits while the queue is full."""
@@ -79,15 +72,8 @@ class Worker:
         if threading.current_thread() is self._thread:
             return True  # a job that drains (a listener ending the invocation): its jobs come next
         done = threading.Event()
-        with _busy:
-            self._drains += 1
-            _busy.notify_all()
-        try:
-            self._queue.put(done)
-            return done.wait(timeout)
-        finally:
-            with _busy:
-                self._drains -= 1
+        self._queue.put(done)
+        return done.wait(timeout)
 
     def _ensure_thread(self) -> None:
         t = self._thread
@@ -100,20 +86,10 @@ class Worker:
                 t.start()
                 self._thread = t
 
-    def _defer(self) -> None:
-        """TLTRACE_DEFER: wait while compiles run side by side, the queue has room and no drain waits."""
-        with _busy:
-            while (
-                _compiles >= 2 and not self._drains and (not self._high or self._queue.qsize() < self._high)
-            ):
-                _busy.wait(DEFER_POLL_S)
-
     def _run(self) -> None:
         _lower_priority()
         get = self._queue.get
         while True:
-            if DEFER:
-                self._defer()
             job = get()
             try:
                 if isinstance(job, threading.Event):
@@ -136,30 +112,11 @@ def _lower_priority() -> None:
         pass
 
 
-DEFER_POLL_S = 0.05  # a deferring worker looks at its queue's fill this often
-_busy = threading.Condition(threading.Lock())
-_compiles = 0  # compiles running now (TLTRACE_DEFER)
-
-
-def compile_began() -> None:
-    global _compiles
-    if DEFER:
-        with _busy:
-            _compiles += 1
-
-
-def compile_ended() -> None:
-    global _compiles
-    if DEFER:
-        with _busy:
-            _compiles = max(0, _compiles - 1)
-            _busy.notify_all()
-
-
 # One worker per compiling thread, up to MAX_WORKERS (then threads share them round-robin): a
 # thread's compiles stay in order on one worker, and an autotuner's compiling threads do not
 # queue behind one printer.
 WORKER_CAP = 8  # never more workers than this, whatever the machine (docs/usage.md quotes it)
+# TLTRACE_WORKERS=N lowers the cap (docs/usage.md).
 MAX_WORKERS = max(1, min(WORKER_CAP, (os.cpu_count() or 2) - 1, _env_int("TLTRACE_WORKERS", WORKER_CAP, 1)))
 
 _lock = threading.Lock()
