@@ -410,16 +410,22 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
         set_span(s, span_cls(stamp_name, n, n, 1, 1))
 
     # Any statement the walk above does not reach still gets a span of its own, with no line.
-    def visit(node: Any) -> None:
-        if isinstance(node, stmt_type) and node not in seen:
+    # A pre-order walk that goes no deeper than a statement's expressions (no statement lies
+    # inside an expression): one Python call per statement and per expression directly
+    # under one, not per node of every expression tree.
+    def visit(node: Any) -> bool:
+        if not isinstance(node, stmt_type):
+            return False
+        if node not in seen:
             seen.add(node)
             origins.append((None, False))
             n = len(origins)
             set_span(node, span_cls(stamp_name, n, n, 1, 1))
+        return True
 
     for f in funcs:
-        if isinstance(f.body, stmt_type):  # post_order_visit(None, ...) dies in native code
-            tvm.tirx.stmt_functor.post_order_visit(f.body, visit)
+        if isinstance(f.body, stmt_type):  # pre_order_visit(None, ...) dies in native code
+            tvm.tirx.stmt_functor.pre_order_visit(f.body, visit)
     return origins
 
 
