@@ -275,3 +275,24 @@ def test_kill_9_at_random_points_leaves_readable_records(tmp_path: Path) -> None
             total += len(m.records)
             json.dumps(m.to_json())
     assert total > 0  # at least one kill landed after records were written
+
+
+@pytest.mark.parametrize(
+    "env, workers, jobs",
+    [
+        ({"TLTRACE_WORKERS": "1", "TLTRACE_QUEUE": "40"}, 1, 40),
+        ({"TLTRACE_WORKERS": "0", "TLTRACE_QUEUE": "3"}, 1, 16),  # raised to the least allowed
+        ({"TLTRACE_WORKERS": "many", "TLTRACE_QUEUE": ""}, None, 1024),  # not a number: the default
+    ],
+)
+def test_worker_count_and_queue_bound_come_from_the_environment(env, workers, jobs) -> None:
+    code = (
+        "import os; from tltrace.session import worker as w; "
+        "print(w.MAX_WORKERS, w.MAX_JOBS, w.Worker()._queue.maxsize, max(1, min(8, (os.cpu_count() or 2) - 1)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, check=True
+    ).stdout.split()
+    max_workers, max_jobs, maxsize, default_workers = map(int, out)
+    assert max_workers == (workers if workers is not None else default_workers)
+    assert max_jobs == maxsize == jobs

@@ -131,6 +131,9 @@ names) that of --remarks. Python processes the script starts
 they import TileLang. IR is printed and recorded by a
 background worker (everything is on disk when the script ends); a compiler that
 segfaults can take the last queued passes with it: rerun with --sync.
+TLTRACE_WAIT=1 makes each compile return with its records on disk (before
+timing kernels on a machine whose workers fall behind); TLTRACE_WORKERS and
+TLTRACE_QUEUE size the workers (docs/usage.md).
 Exit status: the script's own; 1 when it raises; 2 for bad usage;
 130 after Ctrl+C (the run is recorded as interrupted).
 """
