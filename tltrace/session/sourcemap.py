@@ -86,14 +86,28 @@ def _kind(stmt: Any) -> tuple[bool, bool, tuple[str, ...]]:
     return info
 
 
+_IS_STMT: dict[type, bool] = {}
+
+
+def _is_stmt(node: Any, stmt_type: type) -> bool:
+    """isinstance(node, stmt_type) by a dict of types: TVM's classes have an ABC metaclass, whose
+    check for a class it has not cached (or has cached and forgotten) walks all of Stmt's
+    subclasses; in a busy process that was a twentieth of the worker's samples."""
+    t = type(node)
+    r = _IS_STMT.get(t)
+    if r is None:
+        r = _IS_STMT[t] = issubclass(t, stmt_type)
+    return r
+
+
 def _stmt_kids(stmt: Any, stmt_type: type) -> list[Any]:
     _, seq, fields = _kind(stmt)
     if seq:
-        return [c for c in _items(stmt.seq) if isinstance(c, stmt_type)]
+        return [c for c in _items(stmt.seq) if _is_stmt(c, stmt_type)]
     out = []
     for name in fields:
         c = getattr(stmt, name)
-        if c is not None and isinstance(c, stmt_type):
+        if c is not None and _is_stmt(c, stmt_type):
             out.append(c)
     return out
 
@@ -126,11 +140,11 @@ def _tags(mod: Any) -> tuple[dict[Any, str], list[tuple[str, int]]]:
             else:
                 tags[s] = no_loc
         if seq:
-            extend(c for c in _items(s.seq) if isinstance(c, stmt_type))
+            extend(c for c in _items(s.seq) if _is_stmt(c, stmt_type))
             continue
         for field in fields:
             c = getattr(s, field)
-            if c is not None and isinstance(c, stmt_type):
+            if c is not None and _is_stmt(c, stmt_type):
                 push(c)
     return tags, locs
 
@@ -414,7 +428,7 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
     # inside an expression): one Python call per statement and per expression directly
     # under one, not per node of every expression tree.
     def visit(node: Any) -> bool:
-        if not isinstance(node, stmt_type):
+        if not _is_stmt(node, stmt_type):
             return False
         if node not in seen:
             seen.add(node)
