@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import timeline  # BENCH_TIMELINE: where the wall goes (bench/timeline.py)
 
+    if os.environ.get("BENCH_SWITCH_INTERVAL"):  # an experiment: the GIL's switch interval, seconds
+        sys.setswitchinterval(float(os.environ["BENCH_SWITCH_INTERVAL"]))
     sampler = timeline.start()
     ok, failed = run(a.configs, a.workers)
     if sampler is not None:
