@@ -25,6 +25,10 @@
 #              and `--mode html --quiet` of a CONFIGS-config autotune (default 16); per-thread
 #              summaries (bench/profile_threads.py): the compiling threads' share in tltrace
 #              frames -> profile-MODE.md, raw stacks -> profile-MODE.txt
+#   startup    an empty script that imports TileLang, plain and under `tltrace run --quiet`,
+#              3 times each (wall, user, sys), then cProfile of the traced one -> startup.txt
+#              (the H200's traced start-up took 1.9 s more CPU before `main`; the CPU machine's
+#              does not)
 #   all        check, autotune, builtin in a row (only where one call may run longer)
 #
 # CONFIGS=N runs `autotune` over an even N-config subset of the grid (bench/upstream_autotune.py;
@@ -33,7 +37,11 @@
 #
 # `autotune` and `builtin` take MODES and a TAG (which names the files), to redo what a
 # part's budget skipped, e.g. `bash bench/gpu.sh autotune untraced,html c`; modes:
-# untraced, quiet, html, builtin-terminal, builtin-html.
+# untraced, quiet, html, builtin-terminal, builtin-html; MODE@VARIANT runs an experiment
+# (bench/autotune.py VARIANTS: @switch, the GIL's switch interval at 0.5 ms; @w2, two
+# workers; @q4k, 4096-job queues; @wait, TLTRACE_WAIT=1). With CONFIGS, every run's
+# wall is split into start-up, compiling, benchmarking and tail (bench/timeline.py) ->
+# timeline-TAG.md, e.g. `CONFIGS=48 bash bench/gpu.sh autotune quiet,untraced,quiet@switch,quiet@w2 e1`.
 #
 # Then, on the CPU machine, with the files of each part in one folder:
 #   python bench/gpu.py summarize FOLDER > bench/results/gpu_autotune.md
@@ -132,8 +140,36 @@ run_profile() {
   return $rc
 }
 
+run_startup() {
+  about startup
+  local e="$work/startup_empty.py" i
+  rm -rf "$work/startup"
+  printf 'import tilelang\n' >"$e"
+  {
+    for i in 1 2 3; do
+      /usr/bin/time -f "plain %e s %U user %S sys" "$py" "$e"
+      /usr/bin/time -f "traced %e s %U user %S sys" "$py" -m tltrace run --quiet --trace-dir "$work/startup" "$e"
+    done
+    "$py" -m cProfile -o "$work/startup.prof" -m tltrace run --quiet --trace-dir "$work/startup" "$e"
+    "$py" - "$work/startup.prof" <<'PY'
+import pstats, sys
+st = pstats.Stats(sys.argv[1])
+rows = sorted(st.stats.items(), key=lambda kv: -kv[1][3])
+print("cumulative s, own s, calls, function (the 40 largest; then tltrace's own, 40)")
+for (path, line, fn), (cc, nc, tt, ct, _) in rows[:40]:
+    print(f"{ct:8.3f} {tt:8.3f} {nc:8d}  {path}:{line}({fn})")
+print("--- tltrace's own frames")
+for (path, line, fn), (cc, nc, tt, ct, _) in [r for r in rows if "/tltrace/" in r[0][0]][:40]:
+    print(f"{ct:8.3f} {tt:8.3f} {nc:8d}  {path}:{line}({fn})")
+PY
+  } >"$out/startup.txt" 2>&1
+  grep -E "^(plain|traced)" "$out/startup.txt"
+  rm -rf "$work/startup"
+}
+
 case "$part" in
   check) run_check ;;
+  startup) run_startup ;;
   profile) run_profile ;;
   proxy) run_proxy ;;
   cost) about cost; "$py" bench/capture_cost.py --reps "${REPS:-7}" 2>"$out/cost.log" | tee "$out/cost.md" ;;
@@ -142,5 +178,5 @@ case "$part" in
   all) rc=0; run_check || rc=1; run_autotune a untraced,quiet,html || rc=1
        run_autotune b untraced,builtin-terminal,builtin-html || rc=1; exit $rc ;;
   -h|--help|help) usage ;;
-  *) usage >&2; echo "gpu.sh: error: say which part: check, autotune, builtin, proxy, cost, profile or all" >&2; exit 2 ;;
+  *) usage >&2; echo "gpu.sh: error: say which part: check, autotune, builtin, proxy, cost, profile, startup or all" >&2; exit 2 ;;
 esac
