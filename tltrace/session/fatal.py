@@ -71,7 +71,9 @@ class Inflight:
         with self._lock:
             self._fd, self._path = fd, path
             try:
-                os.ftruncate(fd, WIDTH)
+                # Written through once first, so that its block is allocated before it is
+                # mapped: a full disk then fails here, not as a SIGBUS at a later copy.
+                os.pwrite(fd, self._line or b" " * (WIDTH - 1) + b"\n", 0)
                 self._map = mmap.mmap(fd, WIDTH)
             except (OSError, ValueError):
                 self._map = None
