@@ -153,3 +153,43 @@ def test_align_finds_the_largest_changed_pass_in_a_real_trace(recorded, tmp_path
     index = int(found["label"].split(": ", 1)[1].split()[0])
     assert index in {r["index"] for r in changed}
     assert found["before"] != found["after"]
+
+
+def test_timeline_splits_the_wall_and_variants_set_their_environment(tmp_path):
+    import json
+
+    import timeline
+
+    def rec(kind, t, cpu, bars=None, queued=None, **extra):
+        return {
+            "run": "quiet-1",
+            "mode": "quiet",
+            "kind": kind,
+            "t": t,
+            "cpu": cpu,
+            "bars": bars or {},
+            "queued": queued,
+            **extra,
+        }
+
+    lines = [
+        rec("main-start", 5.0, {"main": 5.0, "compiling": 0.0, "workers": 0.0}),
+        rec("sample", 10.0, {"main": 5.1, "compiling": 20.0, "workers": 5.0}, queued=300),
+        rec("compile-done", 30.0, {"main": 5.2, "compiling": 50.0, "workers": 20.0}, queued=0),
+        rec("bench-done", 70.0, {"main": 5.6, "compiling": 50.0, "workers": 21.0}),
+        rec("main-end", 70.5, {"main": 5.7, "compiling": 50.0, "workers": 21.0}),
+        rec("exit", 71.0, {"main": 6.0, "compiling": 50.0, "workers": 21.5}, maxrss_mb=900),
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines) + "not json\n")
+    row = timeline.summarize(path).splitlines()[-1]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # run, wall, start-up, compiling, benchmarking, rest of main, tail, compiling CPU, workers, main, queued, RSS
+    assert cells[:7] == ["quiet-1", "71.0", "5.0", "25.0", "40.0", "0.5", "0.5"]
+    assert cells[7] == "50" and cells[8] == "20 / 1 / 0" and cells[10] == "0, 300" and cells[11] == "900"
+
+    argv, env = autotune.command("quiet@switch", Path("s.py"), [], tmp_path)
+    assert "--quiet" in argv and env["BENCH_SWITCH_INTERVAL"] == "0.0005"
+    assert autotune.base_mode("quiet@w2") == "quiet" and autotune.label("html@w2").endswith("@w2")
+    with pytest.raises(ValueError):
+        autotune.command("quiet@nope", Path("s.py"), [], tmp_path)
