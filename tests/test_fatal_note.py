@@ -191,25 +191,3 @@ def test_notes_read_back(tmp_path):
     assert not (tmp_path / fatal.INFLIGHT).exists()
     assert notes.note_of(tmp_path) == f"the process died: Aborted (the stacks: {fatal.FATAL})"
 
-
-def test_inflight_line_is_written_through_a_mapping(tmp_path):
-    """Attached before any mark: a blank line (no note), its block allocated; marks then land
-    in the mapped file, readable by another reader at once, with no system call."""
-    note = fatal.Inflight()
-    note.attach(tmp_path)
-    path = tmp_path / fatal.INFLIGHT
-    assert os.path.getsize(path) == 512 and os.stat(path).st_blocks > 0
-    assert notes.where_of(tmp_path) is None
-    assert note._map is not None  # Linux maps any regular file
-    note.mark("in", "tl.LowerTileOp", 12, "pipeline_c")
-    assert notes.where_of(tmp_path) == {
-        "at": "in",
-        "name": "tl.LowerTileOp",
-        "index": 12,
-        "phase": "pipeline_c",
-    }
-    note.mark("after", "x")  # a shorter line covers the longer one whole
-    assert notes.where_of(tmp_path) == {"at": "after", "name": "x"}
-    note.close()
-    assert not path.exists()
-    note.mark("in", "later")  # after close: in memory only, never raises

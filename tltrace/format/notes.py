@@ -21,7 +21,7 @@ from typing import Any
 from .layout import FATAL, INFLIGHT
 from .names import pass_display_name
 
-__all__ = ["FATAL", "FATAL_HEAD", "INFLIGHT", "WIDTH", "inflight_line", "note_of", "signal_of", "where_of"]
+__all__ = ["FATAL", "FATAL_HEAD", "INFLIGHT", "inflight_line", "note_of", "signal_of", "where_of"]
 
 WIDTH = 512  # the inflight line's fixed size: a rewrite always covers the last one
 FATAL_HEAD = b"tltrace: the stacks below are Python's faulthandler's, written when the process died\n\n"

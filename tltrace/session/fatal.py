@@ -4,14 +4,10 @@ A compiler that segfaults inside a pass kills the process; the records written s
 stay (`--sync` writes each at once). Two small files in the run directory say the rest,
 and both are removed when the compile ends in any ordinary way:
 
-* `inflight`: one fixed-width JSON line, rewritten in place by the compiling thread before
-  and after each top-level pass and codegen call:
-  `{"at": "in", "index": 12, "name": "tl.LowerTileOp", "phase": "pipeline_c"}`. The file is
-  mapped shared into memory and the line copied into the mapping: no system call, so the
-  compiling thread keeps the GIL (a `pwrite` gave it away twice a pass, and under an
-  autotuner's load each time it waited to get it back behind the other threads). The
-  kernel's page cache holds what was copied, whatever kills the process after it; where a
-  file cannot be mapped, `os.pwrite` writes the line as before.
+* `inflight`: one fixed-width JSON line, rewritten in place (`os.pwrite`, one system
+  call) by the compiling thread before and after each top-level pass and codegen call:
+  `{"at": "in", "index": 12, "name": "tl.LowerTileOp", "phase": "pipeline_c"}`. The
+  kernel keeps what a returned `pwrite` wrote, whatever kills the process after it.
 * `fatal.txt`: where Python's `faulthandler` writes the stacks of every thread on
   SIGSEGV, SIGFPE, SIGABRT, SIGBUS or SIGILL. One file per process, hard-linked into
   each open run (faulthandler writes to one file); tltrace turns faulthandler on only
@@ -29,13 +25,12 @@ from __future__ import annotations
 
 import atexit
 import faulthandler
-import mmap
 import os
 import threading
 from pathlib import Path
 from typing import Any
 
-from ..format.notes import FATAL, FATAL_HEAD, INFLIGHT, WIDTH, inflight_line
+from ..format.notes import FATAL, FATAL_HEAD, INFLIGHT, inflight_line
 
 
 class Inflight:
@@ -44,7 +39,6 @@ class Inflight:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._fd: int | None = None
-        self._map: mmap.mmap | None = None
         self._path: Path | None = None
         self._line = b""
 
@@ -54,9 +48,7 @@ class Inflight:
             line = inflight_line(at, name, index, phase)
             with self._lock:
                 self._line = line
-                if self._map is not None:
-                    self._map[: len(line)] = line
-                elif self._fd is not None:
+                if self._fd is not None:
                     os.pwrite(self._fd, line, 0)
         except Exception:
             pass
@@ -71,18 +63,8 @@ class Inflight:
         with self._lock:
             self._fd, self._path = fd, path
             try:
-                # Written through once first, so that its block is allocated before it is
-                # mapped: a full disk then fails here, not as a SIGBUS at a later copy.
-                os.pwrite(fd, self._line or b" " * (WIDTH - 1) + b"\n", 0)
-                self._map = mmap.mmap(fd, WIDTH)
-            except (OSError, ValueError):
-                self._map = None
-            try:
                 if self._line:
-                    if self._map is not None:
-                        self._map[: len(self._line)] = self._line
-                    else:
-                        os.pwrite(fd, self._line, 0)
+                    os.pwrite(fd, self._line, 0)
             except OSError:
                 pass
 
@@ -90,12 +72,6 @@ class Inflight:
         """The compile ended: remove the file."""
         with self._lock:
             fd, path, self._fd, self._path = self._fd, self._path, None, None
-            mapped, self._map = self._map, None
-        if mapped is not None:
-            try:
-                mapped.close()
-            except (OSError, BufferError):
-                pass
         if fd is not None:
             try:
                 os.close(fd)

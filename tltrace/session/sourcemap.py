@@ -437,12 +437,9 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
             set_span(node, span_cls(stamp_name, n, n, 1, 1))
         return True
 
-    # tltrace's own handle keeps the GIL for the whole walk: giving it away for the walk would
-    # make each callback into `visit` wait for it again behind the compiling threads.
-    pre_order = _ffi("tirx.PreOrderVisit") or tvm.tirx.stmt_functor.pre_order_visit
     for f in funcs:
         if isinstance(f.body, stmt_type):  # pre_order_visit(None, ...) dies in native code
-            pre_order(f.body, visit)
+            tvm.tirx.stmt_functor.pre_order_visit(f.body, visit)
     return origins
 
 
