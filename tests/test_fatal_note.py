@@ -190,4 +190,3 @@ def test_notes_read_back(tmp_path):
     note.close()
     assert not (tmp_path / fatal.INFLIGHT).exists()
     assert notes.note_of(tmp_path) == f"the process died: Aborted (the stacks: {fatal.FATAL})"
-
