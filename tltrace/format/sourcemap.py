@@ -44,6 +44,7 @@ __all__ = [
     "apply_line",
     "is_working_map",
     "map_line",
+    "map_line_text",
     "read_source",
     "rec_line",
     "src_line",
@@ -156,14 +157,32 @@ class LineMap:
             via[v[0]] = (v[1], v[2])
         return cls(tuple(str(f) for f in files), tuple(out), frozenset(inferred), via)
 
+    def json_text(self) -> str:
+        """`to_json()` as compact JSON, made once per map."""
+        t = self.__dict__.get("_json")
+        if t is None:
+            t = json.dumps(self.to_json(), separators=(",", ":"))
+            object.__setattr__(self, "_json", t)
+        return t
+
     def digest(self) -> str:
-        return text_hash(json.dumps(self.to_json(), separators=(",", ":")))
+        """The hash of the map's JSON; worked out once per map (the run's log and the report both ask)."""
+        h = self.__dict__.get("_digest")
+        if h is None:
+            h = text_hash(self.json_text())
+            object.__setattr__(self, "_digest", h)
+        return h
 
 
 # -- sourcemap.jsonl -----------------------------------------------------------------------------
 def map_line(digest: str, lmap: LineMap) -> dict[str, Any]:
     """Return the line that stores a distinct map once (`digest`: its `LineMap.digest`)."""
     return {"t": "map", "h": digest, **lmap.to_json()}
+
+
+def map_line_text(digest: str, lmap: LineMap) -> str:
+    """`map_line(digest, lmap)` as the compact JSON line (newline included) `sourcemap.jsonl` holds."""
+    return '{"t":"map","h":' + json.dumps(digest) + "," + lmap.json_text()[1:] + "\n"
 
 
 def rec_line(index: int, before: str | None, after: str | None) -> dict[str, Any]:

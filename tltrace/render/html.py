@@ -116,6 +116,7 @@ class _Report:
     failed: dict[int, str | None] = field(default_factory=dict)  # failed records: index -> error written
     smaps: ReportMaps = field(default_factory=ReportMaps)  # source maps already in the file
     staged: bool = False  # the PTX/SASS views' script is in the file (pages.stage_chunk)
+    meta_from: Any = None  # the manifest `meta` was made from: the capture's header, one object per change
 
     def texts_and_record(
         self,
@@ -143,6 +144,9 @@ class _Report:
         return b"".join(parts)
 
     def meta_if_changed(self, manifest: RunManifest) -> bytes:
+        if manifest is self.meta_from:
+            return b""  # the same header as last time (capture builds one per change, not per record)
+        self.meta_from = manifest
         meta = meta_of(manifest, self.path.parent)  # the report lives in its run directory
         if meta == self.meta:
             return b""

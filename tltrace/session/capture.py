@@ -102,6 +102,7 @@ class TraceSession:
         self.pipelines = 0  # backend pipelines entered in this compile session
         self._listener_failed = False
         self._header_cache: tuple[RunManifest, tuple, RunManifest] | None = None  # (manifest, key, header)
+        self._last_hash: tuple[str, str] | None = None  # (the last text stored as an output, its hash)
         # Settings.wait (TLTRACE_WAIT=1, a traced child, the pytest plugin): return once on disk.
         self._wait_at_end = bool(getattr(settings, "wait", False))
         self.inflight = fatal.Inflight()  # the pass in flight, for a process that dies in it
@@ -346,8 +347,10 @@ class TraceSession:
         `extras`: what the recorders' printer gave with each text (source maps: PassRecorded's maps).
         """
         store = self._ensure_store()
-        bh = text_hash(before)
+        last = self._last_hash  # a pass's input is most often the text the pass before it returned
+        bh = last[1] if last is not None and last[0] is before else text_hash(before)
         ah = bh if after == before else text_hash(after)
+        self._last_hash = (after, ah)
         bfile = store.record_path(record.phase, record.index, record.name, "before")
         afile = None
         store.link_text(bfile, before, bh)

@@ -17,7 +17,7 @@ from ..format.layout import SOURCEMAP_LOG, source_file, text_hash
 from ..format.sourcemap import (
     LineMap,
     is_working_map,
-    map_line,
+    map_line_text,
     read_source,
     rec_line,
     src_line,
@@ -45,9 +45,11 @@ class MapLog:
         self.bytes_written = 0
 
     def _write(self, obj: dict[str, Any]) -> None:
+        self._write_line(json.dumps(obj, separators=(",", ":")) + "\n")
+
+    def _write_line(self, line: str) -> None:
         if self._fh is None:
             self._fh = open(self.path, "a", encoding="utf-8", errors="surrogateescape")
-        line = json.dumps(obj, separators=(",", ":")) + "\n"
         self._fh.write(line)
         self.bytes_written += len(line.encode("utf-8", "surrogateescape"))
 
@@ -67,7 +69,7 @@ class MapLog:
                     text = read_source(f)
                     if text is not None:
                         self._write(self._source(f, text))
-            self._write(map_line(h, lmap))
+            self._write_line(map_line_text(h, lmap))
         return h
 
     def _source(self, path: str, text: str) -> dict[str, Any]:
