@@ -29,6 +29,9 @@
 #              3 times each (wall, user, sys), then cProfile of the traced one -> startup.txt
 #              (the H200's traced start-up took 1.9 s more CPU before `main`; the CPU machine's
 #              does not)
+#   gil        issue 34's GIL table (bench/gil_cost.py: py-spy `--gil` over sm_90a lowerings, TileLang's
+#              and tltrace's GIL time per lowering) and a traced compile's wall with the worker
+#              beside it (bench/compile_wall.py, switch intervals) -> gil.md, compile_wall.md
 #   all        check, autotune, builtin in a row (only where one call may run longer)
 #
 # CONFIGS=N runs `autotune` over an even N-config subset of the grid (bench/upstream_autotune.py;
@@ -118,14 +121,28 @@ run_proxy() {
     --configs "untraced,tltrace records,tltrace html" 2>"$out/proxy.log" | tee "$out/proxy.md"
 }
 
-run_profile() {
-  about profile
-  need_upstream || return 2
-  local spy=py-spy mode rc=0
+find_spy() {  # py-spy on PATH, else installed from the wheel carried in .whl/
+  spy=py-spy
   if ! command -v py-spy >/dev/null; then
     "$py" -m pip install -q --no-index --no-deps --target "$work/pyspy" .whl/py_spy-*.whl || return 2
     spy="$work/pyspy/bin/py-spy"
+    export PATH="$work/pyspy/bin:$PATH"
   fi
+}
+
+run_gil() {
+  about gil
+  find_spy || return 2
+  "$py" bench/gil_cost.py --reps "${REPS:-3}" 2>"$out/gil.log" | tee "$out/gil.md"
+  "$py" bench/compile_wall.py --reps "${REPS:-5}" \
+    --configs "untraced,records,records@0.0005,records@0.001,html" 2>>"$out/gil.log" | tee "$out/compile_wall.md"
+}
+
+run_profile() {
+  about profile
+  need_upstream || return 2
+  local spy mode rc=0
+  find_spy || return 2
   for mode in quiet html; do
     local extra=()
     [ "$mode" = html ] && extra=(--mode html)
@@ -171,6 +188,7 @@ case "$part" in
   check) run_check ;;
   startup) run_startup ;;
   profile) run_profile ;;
+  gil) run_gil ;;
   proxy) run_proxy ;;
   cost) about cost; "$py" bench/capture_cost.py --reps "${REPS:-7}" 2>"$out/cost.log" | tee "$out/cost.md" ;;
   autotune) run_autotune "${3:-a}" "${2:-untraced,quiet,html}" ;;
@@ -178,5 +196,5 @@ case "$part" in
   all) rc=0; run_check || rc=1; run_autotune a untraced,quiet,html || rc=1
        run_autotune b untraced,builtin-terminal,builtin-html || rc=1; exit $rc ;;
   -h|--help|help) usage ;;
-  *) usage >&2; echo "gpu.sh: error: say which part: check, autotune, builtin, proxy, cost, profile, startup or all" >&2; exit 2 ;;
+  *) usage >&2; echo "gpu.sh: error: say which part: check, autotune, builtin, proxy, cost, profile, startup, gil or all" >&2; exit 2 ;;
 esac

@@ -193,3 +193,34 @@ def test_timeline_splits_the_wall_and_variants_set_their_environment(tmp_path):
     assert autotune.base_mode("quiet@w2") == "quiet" and autotune.label("html@w2").endswith("@w2")
     with pytest.raises(ValueError):
         autotune.command("quiet@nope", Path("s.py"), [], tmp_path)
+
+
+def test_gil_cost_counts_the_loop_and_the_workers_only():
+    """bench/gil_cost.py: samples outside the traced loop (imports, set-up) are not counted;
+    a worker's samples are, and tltrace's are those with a tltrace frame on the stack."""
+    import gil_cost
+
+    raw = "\n".join(
+        [
+            "thread (1): MainThread;<module> (x.py:1);_find_and_load (<frozen>:1) 40",
+            "thread (1): MainThread;_traced_loop (/b/gil_cost.py:60);lower (/s/tilelang/engine/lower.py:9) 30",
+            "thread (1): MainThread;_traced_loop (/b/gil_cost.py:60);pass_started (/s/tltrace/session/tool.py:9) 5",
+            "thread (2): tltrace-capture;Worker._run (/s/tltrace/session/worker.py:98);job (/s/tltrace/x.py:1) 20",
+            "garbage line",
+        ]
+    )
+    assert gil_cost.count(raw) == (55, 25)
+    text = gil_cost.table(
+        {
+            "untraced": {"gil": [50.0], "tilelang": [50.0], "tltrace": [0.0], "cpu": [340.0]},
+            "records": {"gil": [150.0], "tilelang": [55.0], "tltrace": [95.0], "cpu": [500.0]},
+        },
+        1,
+        10,
+    )
+    assert "| records | 150.0 | 55.0 | 95.0 | 1.90x | 500 | 9.1 |" in text
+
+
+def test_gpu_sh_lists_the_gil_part():
+    p = subprocess.run(["bash", str(BENCH / "gpu.sh"), "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "gil " in p.stdout and "compile_wall.md" in p.stdout
