@@ -188,3 +188,54 @@ def test_every_record_text_equals_an_inline_print_on_an_sm90a_lowering(tmp_path,
     assert wrong == 0, what
     split = [r for m, _ in runs for r in m.records if "SplitHostDevice" in r.name]
     assert split and all(r.status == "changed" for r in split)
+
+
+def _trace_checked(tmp: Path, monkeypatch, *, broken_rule: bool) -> tuple[list, list, list]:
+    """The CPU gemm under --check-texts, beside the inline printer; optionally with an equality
+    rule that calls every pair of modules equal (the fault the check is for)."""
+    from tltrace.session import snapshot
+    from tltrace.session.events import Notice
+
+    if broken_rule:
+        monkeypatch.setattr(snapshot, "_EQUAL", [lambda a, b: True])
+    settings = Settings(
+        mode="terminal", trace_dir=tmp, script_name="gemm", quiet=True, codegen_output=None, check_texts=True
+    )
+    import tilelang  # noqa: F401
+
+    events: list = []
+    printer = _InlinePrinter()
+    printer.install()
+    try:
+        code = run_target(Target(str(EXAMPLES / "gemm.py")), settings, events.append)
+    finally:
+        printer.remove()
+    assert code == 0
+    runs = []
+    for run_dir in sorted((tmp / "gemm" / ".run_records").glob("run_*")):
+        runs.append((RunManifest.from_json(json.loads((run_dir / "manifest.json").read_text())), run_dir))
+    runs.sort(key=lambda r: r[0].started)
+    notices = [e for e in events if isinstance(e, Notice) and "inline print" in e.message]
+    return runs, [rows for rows in printer.compiles if rows], notices
+
+
+@pytest.mark.compile
+def test_check_texts_says_all_equal_on_a_cpu_gemm(tmp_path, monkeypatch) -> None:
+    runs, compiles, notices = _trace_checked(tmp_path, monkeypatch, broken_rule=False)
+    assert _wrong(runs, compiles)[1] == 0
+    assert len(notices) == len(runs) and all(n.kind == "info" and "all equal" in n.message for n in notices)
+    checked = int(notices[0].message.split()[0])
+    assert checked >= 2 * len(runs[0][0].records) - 5  # (nearly) every side of every pass; codegen aside
+
+
+@pytest.mark.compile
+def test_check_texts_catches_a_wrong_reuse_and_records_the_inline_print(tmp_path, monkeypatch) -> None:
+    """An equality rule that is wrong (every module 'equal' to the last): without the check the
+    records would repeat the first text; with it, each differing text is replaced by the inline
+    print, the records are right, and the run says how many differed and in which passes."""
+    runs, compiles, notices = _trace_checked(tmp_path, monkeypatch, broken_rule=True)
+    compared, wrong, what = _wrong(runs, compiles)
+    assert compared and wrong == 0, what
+    assert notices and all(n.kind == "warning" for n in notices)
+    differed = int(notices[0].message.split()[0])
+    assert differed > 0 and "the records hold the inline print" in notices[0].message

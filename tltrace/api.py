@@ -134,6 +134,7 @@ def enable(
     exact: bool | None = None,
     kernels: str | None = None,
     children: bool = True,
+    check_texts: bool | None = None,
 ) -> None:
     """Trace every later TileLang compilation in this process and in its children; return None.
 
@@ -150,7 +151,9 @@ def enable(
     sync=True prints and records each pass on the compiling thread before the next one
     runs (for a compiler that crashes); None: TLTRACE_SYNC, else a background worker.
     exact=True prints every text not made of the very same fields as the one before (no
-    equality rule, docs/usage.md); None: TLTRACE_EXACT, else the rule.
+    equality rule, docs/usage.md); None: TLTRACE_EXACT, else the rule. check_texts=True also
+    prints every module inline at its callback and checks each recorded text against it (a
+    differing text is replaced and said); None: TLTRACE_CHECK_TEXTS, else off.
     kernels: a regular expression; only kernels whose name matches are traced, the
     others compile untraced (omitted: TLTRACE_KERNELS, else every kernel). children:
     Python processes started while tracing is on (multiprocessing, subprocess,
@@ -171,6 +174,7 @@ def enable(
         use_cache=use_cache,
         sync=sync,
         exact=exact,
+        check_texts=check_texts,
         kernels=kernels,
     )
     from .session import controller

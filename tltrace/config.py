@@ -70,6 +70,12 @@ def env_exact(environ: dict[str, str] | None = None) -> bool:
     return env.get("TLTRACE_EXACT", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
+def env_check_texts(environ: dict[str, str] | None = None) -> bool:
+    """TLTRACE_CHECK_TEXTS=1: check every recorded IR text against an inline print (as --check-texts)."""
+    env = os.environ if environ is None else environ
+    return env.get("TLTRACE_CHECK_TEXTS", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def env_wait(environ: dict[str, str] | None = None) -> bool:
     """TLTRACE_WAIT=1: a compile returns only once its records are on disk (else at once; docs/usage.md)."""
     env = os.environ if environ is None else environ
@@ -175,6 +181,9 @@ class Settings:
     use_cache: bool = False
     sync: bool = False  # print and record on the compiling thread (--sync); else on the worker
     exact: bool = False  # no equality rule: reuse a text only for the very same fields (--exact)
+    # Print every module inline at its callback too, and check each recorded text against that
+    # print (--check-texts): the truth test of the reuse rules, on the user's own kernels.
+    check_texts: bool = False
     # A compile returns only once its records are on disk (else at once, the worker writes on):
     # TLTRACE_WAIT=1, a traced child process (it may end in os._exit, as multiprocessing's do,
     # which runs no atexit drain) and a test under the pytest plugin (it may crash its worker).
@@ -262,6 +271,7 @@ def build_settings(
     use_cache: bool = False,
     sync: bool | None = None,
     exact: bool | None = None,
+    check_texts: bool | None = None,
     wait: bool | None = None,
     ptxas: bool | None = None,
     line_directives: bool | None = None,
@@ -276,7 +286,7 @@ def build_settings(
 
     mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
-    working files) or a path. sync: None for TLTRACE_SYNC (else off). exact: None for TLTRACE_EXACT (else off). wait: None for TLTRACE_WAIT (else off). ptxas: None for TLTRACE_PTXAS (else off). line_directives: None for TLTRACE_LINE_DIRECTIVES (else off); ptx, sass: None for TLTRACE_PTX, TLTRACE_SASS. kernels: None for TLTRACE_KERNELS (else every kernel). remarks: "" or planner names
+    working files) or a path. sync: None for TLTRACE_SYNC (else off). exact: None for TLTRACE_EXACT (else off). check_texts: None for TLTRACE_CHECK_TEXTS (else off). wait: None for TLTRACE_WAIT (else off). ptxas: None for TLTRACE_PTXAS (else off). line_directives: None for TLTRACE_LINE_DIRECTIVES (else off); ptx, sass: None for TLTRACE_PTX, TLTRACE_SASS. kernels: None for TLTRACE_KERNELS (else every kernel). remarks: "" or planner names
     ("vectorize,reducer"), None for TLTRACE_REMARKS (else off). `names` maps a parameter to how the caller spells it in
     messages (`{"keep": "--keep"}`). Raises UsageError on a bad value, the same for both.
     """
@@ -324,6 +334,7 @@ def build_settings(
         use_cache=bool(use_cache),
         sync=env_sync() if sync is None else bool(sync),
         exact=env_exact() if exact is None else bool(exact),
+        check_texts=env_check_texts() if check_texts is None else bool(check_texts),
         wait=env_wait() if wait is None else bool(wait),
         ptxas=env_ptxas() if ptxas is None else bool(ptxas),
         line_directives=env_line_directives() if line_directives is None else bool(line_directives),

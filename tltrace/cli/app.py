@@ -219,6 +219,13 @@ def run_cmd(
         help="Print every IR text that is not the very same fields as the one before (no equality "
         "rule; slower) [default: TLTRACE_EXACT].",
     ),
+    check_texts: bool = typer.Option(
+        False,
+        "--check-texts",
+        help="Also print every IR inline at its pass callback and check each recorded text against "
+        "it; a text that differs is replaced by the inline print and said (slow; a test of the reuse "
+        "rules on your kernels) [default: TLTRACE_CHECK_TEXTS].",
+    ),
     ptxas: bool = typer.Option(
         False,
         "--ptxas",
@@ -358,6 +365,7 @@ def _settings(p: dict, target) -> Settings:
         use_cache=p["use_cache"],
         sync=True if p["sync"] else None,
         exact=True if p.get("exact") else None,
+        check_texts=True if p.get("check_texts") else None,
         ptxas=True if p["ptxas"] else None,
         line_directives=True if p["line_directives"] else None,
         ptx=True if p.get("ptx") else None,

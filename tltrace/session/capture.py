@@ -103,6 +103,8 @@ class TraceSession:
         self._listener_failed = False
         self._header_cache: tuple[RunManifest, tuple, RunManifest] | None = None  # (manifest, key, header)
         self._last_hash: tuple[str, str] | None = None  # (the last text stored as an output, its hash)
+        self._check_texts = bool(getattr(settings, "check_texts", False))
+        self._differed: list[str] = []  # --check-texts: where a text differed from the inline print
         # Settings.wait (TLTRACE_WAIT=1, a traced child, the pytest plugin): return once on disk.
         self._wait_at_end = bool(getattr(settings, "wait", False))
         self.inflight = fatal.Inflight()  # the pass in flight, for a process that dies in it
@@ -193,6 +195,8 @@ class TraceSession:
     def capture(self, mod: Any) -> Side:
         """Return a snapshot of `mod` to record later (the first one also fills the launch)."""
         side = Side.of(mod)
+        if self._check_texts and side.head is not None:
+            side.truth = _inline_print(mod)
         if not self._input_seen:
             self._note_input(mod, side)
         return side
@@ -301,8 +305,11 @@ class TraceSession:
             return
         name = p.name or "anonymous"
         try:
+            differed = self._texts.differed
             before = self._resolve(p.before)
             after_text = self._resolve(after) if after is not None else None
+            if self._texts.differed != differed:
+                self._differed.append(pass_display_name(name))
             extras = (p.before.extra, after.extra if after is not None else None)
             same = None
             if after_text is None:
@@ -367,6 +374,25 @@ class TraceSession:
             self.recorders.recorded(record, before, after, extras)
         self._emit_now(PassRecorded(self._header(), record, before, after, store.run_dir, *extras, same))
         return record
+
+    def _check_notice(self) -> Notice:
+        """--check-texts: what the check found in this compile (job side, at its end)."""
+        t = self._texts
+        rule = f"{t.printed} printed, {t.checked - t.differed} checked equal"
+        if not t.differed:
+            return Notice(
+                "info",
+                f"{t.checked} IR texts checked against an inline print: all equal ({t.printed} printed, "
+                f"the rest reused; {t.equal_skips} by the equality rule)",
+                kernel=self.manifest.kernel,
+            )
+        where = ", ".join(dict.fromkeys(self._differed[:5]))
+        return Notice(
+            "warning",
+            f"{t.differed} of {t.checked} IR texts differed from an inline print ({rule}; passes: {where}); "
+            "the records hold the inline print. Please report it: --exact avoids the equality rule",
+            kernel=self.manifest.kernel,
+        )
 
     def _header(self) -> RunManifest:
         """The manifest as the job side writes it: the compiling thread's header plus its own fields."""
@@ -477,6 +503,8 @@ class TraceSession:
             written = True
             self.store.close()
             self.recorders.finish()
+            if self._check_texts:
+                self._emit_now(self._check_notice())
             self._emit_now(RunFinished(final, self.store.run_dir, self.store.script_dir))
         except Exception as exc:
             self._guard("finishing the run", exc)
@@ -488,6 +516,14 @@ class TraceSession:
                 self.store.close()
                 self.inflight.close()  # ended in an ordinary way: no fatal note
                 fatal.unlink(self.store.run_dir)
+
+
+def _inline_print(mod: Any) -> str | None:
+    """--check-texts: the module printed now, on the compiling thread (what the record must hold)."""
+    try:
+        return str(mod)
+    except Exception:
+        return None  # nothing to check against: the record's own print says what it can
 
 
 def error_text(error: BaseException | str | None) -> str:

@@ -28,13 +28,14 @@ Head = tuple  # (attrs, function map, global infos) of an IRModule
 class Side:
     """One side (before or after) of a record: a snapshot until printed, then its text."""
 
-    __slots__ = ("extra", "head", "mod", "text")
+    __slots__ = ("extra", "head", "mod", "text", "truth")
 
     def __init__(self, head: Head | None = None, mod: Any = None, text: str | None = None) -> None:
         self.head = head  # the module's fields, held so that they cannot change (copy-on-write)
         self.mod = mod  # something that is not an IRModule: printed as it is
         self.text = text
         self.extra: Any = None  # what the recorders' printer gave with the text (a source map)
+        self.truth: str | None = None  # --check-texts: the module printed inline at its callback
 
     def module(self) -> Any:
         """Return the module these fields make (what the pass saw), or None for a stand-in."""
@@ -73,12 +74,23 @@ class TextCache:
         self._equal = None if exact else equal_rule()  # exact (--exact): identity alone
         self.printed = 0  # prints made
         self.equal_skips = 0  # prints the equality rule saved
+        self.checked = 0  # --check-texts: texts compared with an inline print
+        self.differed = 0  # ... and found different (then replaced by it)
 
     def resolve(self, side: Side) -> str:
         """Set and return `side`'s text (its fields stay, for the recorders, while the side is held)."""
         if side.text is None:
             side.text = self.text(side.head) if side.head is not None else str(side.mod)
             side.extra = self._extra if side.head is not None else None
+            truth, side.truth = side.truth, None
+            if truth is not None:
+                self.checked += 1
+                if truth != side.text:
+                    # The record keeps the truth, without a map made for another text; the next
+                    # module is printed, not compared with a text that was wrong.
+                    self.differed += 1
+                    side.text, side.extra = truth, None
+                    self._text = self._head = self._items = self._mod = None
         side.mod = None
         return side.text
 

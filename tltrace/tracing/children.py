@@ -72,6 +72,7 @@ def settings_json(settings: Settings, root_pid: int) -> str:
         "sass": settings.sass,
         "remarks": list(settings.remarks) if settings.remarks is not None else None,
         "exact": settings.exact,
+        "check_texts": settings.check_texts,
         "command": list(settings.command),
         "invocation": settings.invocation,
         "root": {"pid": root_pid, "start": process_start(root_pid)},
@@ -162,6 +163,7 @@ def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
         sass=bool(data.get("sass")),
         remarks=_remarks(data.get("remarks")),
         exact=bool(data.get("exact")),
+        check_texts=bool(data.get("check_texts")),
         wait=True,  # a child may end in os._exit (multiprocessing's do): no atexit drain there
         command=tuple(str(c) for c in data.get("command") or ()),
         invocation=str(data["invocation"]),
