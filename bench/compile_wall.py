@@ -35,17 +35,9 @@ DEFAULT_SWITCH = 0.005
 
 
 def measure(configs: list[str], reps: int, n: int) -> dict[str, dict[str, list[float]]]:
-    import tilelang
-    from capture_cost import configure, sm90a_gemm, sm90a_target
+    from capture_cost import configure, sm90a_lowerer
 
-    big, target = sm90a_gemm(), sm90a_target()
-
-    def lower() -> None:
-        with target:
-            tilelang.lower(big, target=target)
-
-    with contextlib.redirect_stdout(io.StringIO()):
-        lower()  # warm-up: imports, TVM caches
+    lower = sm90a_lowerer()
     res: dict[str, dict[str, list[float]]] = {c: {"wall": [], "thread": []} for c in configs}
     old = sys.getswitchinterval()
     with tempfile.TemporaryDirectory(prefix="tltrace-bench-cwall-") as td:

@@ -43,17 +43,9 @@ def child(cfg: str, n: int) -> int:
     os.environ["TILELANG_DISABLE_CACHE"] = "1"
     os.environ.pop("TL_LOWER_TRACE", None)
     sys.path.insert(0, str(HERE))
-    import tilelang
-    from capture_cost import configure, sm90a_gemm, sm90a_target
+    from capture_cost import configure, sm90a_lowerer
 
-    big, target = sm90a_gemm(), sm90a_target()
-
-    def lower() -> None:
-        with target:
-            tilelang.lower(big, target=target)
-
-    with contextlib.redirect_stdout(io.StringIO()):
-        lower()  # warm-up: imports, TVM caches
+    lower = sm90a_lowerer()
     with tempfile.TemporaryDirectory(prefix="tltrace-bench-gil-") as td:
         enter, leave = configure(cfg, Path(td))
         with contextlib.redirect_stdout(io.StringIO()):

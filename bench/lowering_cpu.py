@@ -39,19 +39,11 @@ def _configure(cfg: str, sub: Path):
 
 
 def measure(reps: int, configs: list[str]) -> dict[str, dict[str, list[float]]]:
-    import tilelang
-    from capture_cost import sm90a_gemm, sm90a_target
+    from capture_cost import sm90a_lowerer
 
     from tltrace.session import worker
 
-    big, target = sm90a_gemm(), sm90a_target()
-
-    def lower() -> None:
-        with target:
-            tilelang.lower(big, target=target)
-
-    with contextlib.redirect_stdout(io.StringIO()):
-        lower()  # warm-up: imports, TVM caches
+    lower = sm90a_lowerer()
     out: dict[str, dict[str, list[float]]] = {c: {"cpu": [], "main": [], "wall": []} for c in configs}
     with tempfile.TemporaryDirectory(prefix="tltrace-bench-lcpu-") as td:
         for rep in range(reps):

@@ -75,7 +75,14 @@ class _InlinePrinter:
 
 
 def _trace_with_printer(
-    script: Path, tmp: Path, name: str, *, sync: bool = False, exact: bool = False
+    script: Path,
+    tmp: Path,
+    name: str,
+    *,
+    sync: bool = False,
+    exact: bool = False,
+    check_texts: bool = False,
+    events: list | None = None,
 ) -> tuple[list[tuple[RunManifest, Path]], list]:
     settings = Settings(
         mode="terminal",
@@ -85,13 +92,16 @@ def _trace_with_printer(
         codegen_output=None,
         sync=sync,
         exact=exact,
+        check_texts=check_texts,
     )
     import tilelang  # noqa: F401
 
     printer = _InlinePrinter()
     printer.install()
     try:
-        code = run_target(Target(str(script)), settings, lambda e: None)
+        code = run_target(
+            Target(str(script)), settings, events.append if events is not None else lambda e: None
+        )
     finally:
         printer.remove()
     assert code == 0
@@ -198,25 +208,10 @@ def _trace_checked(tmp: Path, monkeypatch, *, broken_rule: bool) -> tuple[list, 
 
     if broken_rule:
         monkeypatch.setattr(snapshot, "_EQUAL", [lambda a, b: True])
-    settings = Settings(
-        mode="terminal", trace_dir=tmp, script_name="gemm", quiet=True, codegen_output=None, check_texts=True
-    )
-    import tilelang  # noqa: F401
-
     events: list = []
-    printer = _InlinePrinter()
-    printer.install()
-    try:
-        code = run_target(Target(str(EXAMPLES / "gemm.py")), settings, events.append)
-    finally:
-        printer.remove()
-    assert code == 0
-    runs = []
-    for run_dir in sorted((tmp / "gemm" / ".run_records").glob("run_*")):
-        runs.append((RunManifest.from_json(json.loads((run_dir / "manifest.json").read_text())), run_dir))
-    runs.sort(key=lambda r: r[0].started)
+    runs, compiles = _trace_with_printer(EXAMPLES / "gemm.py", tmp, "gemm", check_texts=True, events=events)
     notices = [e for e in events if isinstance(e, Notice) and "inline print" in e.message]
-    return runs, [rows for rows in printer.compiles if rows], notices
+    return runs, compiles, notices
 
 
 @pytest.mark.compile
