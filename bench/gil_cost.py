@@ -15,6 +15,9 @@ waits for tltrace's worker, under `py-spy record --gil` (a sample only while a t
 GIL). Counted: samples in the traced loop or on a `tltrace-capture` worker; tltrace's are those
 with a tltrace frame on the stack. Reported per lowering, in ms of GIL held: all of it, TileLang's
 (the rest) and tltrace's, medians over reps (interleaved). Needs `py-spy` (pip install py-spy).
+
+`records@print-only` is an experiment, not a mode: the texts are printed and nothing after
+the print runs in the process (see `_print_only`), the floor of a writer-process design.
 """
 
 from __future__ import annotations
@@ -39,12 +42,32 @@ WORKER = "Worker._run ("
 OURS = "/tltrace/"
 
 
+def _print_only() -> None:
+    """The `@print-only` experiment: each pass's two texts are printed (and source-mapped) as
+    tracing does, and nothing after the print runs in this process (no hash, store, counts,
+    logs, recorders' records or listeners): what a compile would still hold the GIL for if
+    the per-record work went to a writer process. Not a mode of tltrace's; a bench patch."""
+    from tltrace.session.capture import TraceSession
+
+    def record_pass(self, p, after, duration, err, pending_error):  # type: ignore[no-untyped-def]
+        self._resolve(p.before)
+        if after is not None:
+            self._resolve(after)
+
+    TraceSession._record_pass = record_pass  # type: ignore[method-assign]
+
+
 def child(cfg: str, n: int) -> int:
     os.environ["TILELANG_DISABLE_CACHE"] = "1"
     os.environ.pop("TL_LOWER_TRACE", None)
     sys.path.insert(0, str(HERE))
     from capture_cost import configure, sm90a_lowerer
 
+    cfg, _, variant = cfg.partition("@")
+    if variant == "print-only":
+        _print_only()
+    elif variant:
+        raise SystemExit(f"gil_cost: unknown variant @{variant} (known: @print-only)")
     lower = sm90a_lowerer()
     with tempfile.TemporaryDirectory(prefix="tltrace-bench-gil-") as td:
         enter, leave = configure(cfg, Path(td))
