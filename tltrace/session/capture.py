@@ -387,10 +387,11 @@ class TraceSession:
                 kernel=self.manifest.kernel,
             )
         where = ", ".join(dict.fromkeys(self._differed[:5]))
+        hint = "" if getattr(self.settings, "exact", False) else "; --exact turns the equality rule off"
         return Notice(
             "warning",
             f"{t.differed} of {t.checked} IR texts differed from an inline print ({rule}; passes: {where}); "
-            "the records hold the inline print. Please report it: --exact avoids the equality rule",
+            f"the records hold the inline print. Please report it to tltrace{hint}",
             kernel=self.manifest.kernel,
         )
 
