@@ -501,3 +501,22 @@ def test_sm90a_cuda_codegen_mapped_per_statement(tmp_path):
     # The clear's vector store and its broadcast temporary: one statement, both exact.
     clear = [x["src"] for x in device if "broadcast_var" in x["text"]]
     assert clear and all(s == {"file": str(script), "line": line_of["# CLEAR"]} for s in clear), clear
+
+
+def test_a_maps_json_line_is_made_once_and_is_the_json_of_its_fields() -> None:
+    """sourcemap.jsonl's map lines come from the map's JSON made once (format/sourcemap.py):
+    byte for byte what json.dumps of the line's fields gives, non-ASCII names and every field
+    included; the cached JSON and digest are not part of the map's equality."""
+    from tltrace.format.sourcemap import LineMap, map_line, map_line_text
+
+    maps = [
+        LineMap(("k.py",), ((0, 3), None, 0)),
+        LineMap(("ké.py", 'q"uote.py'), ((1, 3), None, 0, (0, 9)), frozenset({2}), {3: (0, 4)}),
+    ]
+    for lm in maps:
+        expected = json.dumps(map_line("h1", lm), separators=(",", ":")) + "\n"
+        assert map_line_text("h1", lm) == expected
+        assert lm.json_text() is lm.json_text() and lm.digest() == lm.digest()
+        twin = LineMap(lm.files, lm.lines, lm.inferred, dict(lm.via))
+        assert twin == lm and hash(twin) == hash(lm) and twin.digest() == lm.digest()
+        assert json.loads(map_line_text("h1", lm))["h"] == "h1"
