@@ -65,6 +65,10 @@ VARIANTS = {
     "q4k": {"TLTRACE_QUEUE": "4096"},
     "w2": {"TLTRACE_WORKERS": "2"},
     "wait": {"TLTRACE_WAIT": "1"},
+    "nomap": {"TLTRACE_SOURCE_MAP": "0"},  # no source maps (no annotated print, no codegen map)
+    # Texts printed (and mapped) as tracing does, and nothing after the print in the process:
+    # the floor of a writer-process design (bench/gil_cost.py's records@print-only; a bench patch).
+    "printonly": {"BENCH_PRINT_ONLY": "1"},
 }
 
 

@@ -41,7 +41,8 @@
 # `autotune` and `builtin` take MODES and a TAG (which names the files), to redo what a
 # part's budget skipped, e.g. `bash bench/gpu.sh autotune untraced,html c`; modes:
 # untraced, quiet, html, builtin-terminal, builtin-html; MODE@VARIANT runs an experiment
-# (bench/autotune.py VARIANTS: @switch, the GIL's switch interval at 0.5 ms; @w2, two
+# (bench/autotune.py VARIANTS: @switch, the GIL's switch interval at 0.5 ms; @nomap, no source maps;
+# @printonly, nothing after the print (a writer process's floor); @w2, two
 # workers; @q4k, 4096-job queues; @wait, TLTRACE_WAIT=1). With CONFIGS, every run's
 # wall is split into start-up, compiling, benchmarking and tail (bench/timeline.py) ->
 # timeline-TAG.md, e.g. `CONFIGS=48 bash bench/gpu.sh autotune quiet,untraced,quiet@switch,quiet@w2 e1`.

@@ -105,7 +105,7 @@ def _queued() -> int | None:
     if mod is None:
         return None
     try:
-        return sum(w._queue.qsize() for w in list(mod._workers))
+        return sum(w.pending() for w in list(mod._workers))
     except Exception:
         return None
 

@@ -55,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     mod.get_configs = lambda *args, **kw: subset(full(*args, **kw), a.configs)
     if os.environ.get("BENCH_SWITCH_INTERVAL"):  # an experiment: the GIL's switch interval, seconds
         sys.setswitchinterval(float(os.environ["BENCH_SWITCH_INTERVAL"]))
+    if os.environ.get("BENCH_PRINT_ONLY"):  # an experiment: nothing after the print (bench/gil_cost.py)
+        import gil_cost
+
+        gil_cost._print_only()
     sampler = timeline.start()  # BENCH_TIMELINE: where the wall goes (bench/timeline.py)
     mod.main(a.m, a.n, a.k, True, False, "event")
     if sampler is not None:

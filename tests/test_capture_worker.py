@@ -59,6 +59,32 @@ def test_a_full_queue_makes_the_submitter_wait() -> None:
     assert w.drain(timeout=10)
 
 
+def test_no_job_is_lost_or_reordered_when_threads_submit_while_the_worker_sleeps_and_wakes() -> None:
+    """The queue's wake-up: a worker that empties its queue sleeps; every submit after that must
+    wake it, and a full queue must hold its submitters back, however the threads interleave."""
+    w = Worker(max_jobs=16)
+    seen: dict[int, list[int]] = {t: [] for t in range(4)}
+
+    def submitter(t: int) -> None:
+        for i in range(3000):
+            w.submit(lambda t=t, i=i: seen[t].append(i))
+            if i % 97 == 0:
+                time.sleep(0.0005)  # let the worker run dry and sleep
+
+    threads = [threading.Thread(target=submitter, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert w.drain(timeout=30)
+    assert all(seen[t] == list(range(3000)) for t in seen)
+    for _ in range(50):  # a worker asleep wakes for a lone job every time
+        time.sleep(0.001)
+        got = threading.Event()
+        w.submit(got.set)
+        assert got.wait(10)
+
+
 def test_a_failing_job_does_not_stop_the_worker() -> None:
     w = Worker()
     seen: list[str] = []
@@ -288,7 +314,7 @@ def test_kill_9_at_random_points_leaves_readable_records(tmp_path: Path) -> None
 def test_worker_count_and_queue_bound_come_from_the_environment(env, workers, jobs) -> None:
     code = (
         "import os; from tltrace.session import worker as w; "
-        "print(w.MAX_WORKERS, w.MAX_JOBS, w.Worker()._queue.maxsize, max(1, min(8, (os.cpu_count() or 2) - 1)))"
+        "print(w.MAX_WORKERS, w.MAX_JOBS, w.Worker().max_jobs, max(1, min(8, (os.cpu_count() or 2) - 1)))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, check=True

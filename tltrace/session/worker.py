@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import atexit
 import os
-import queue
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable
 
 
@@ -52,18 +52,52 @@ Job = Callable[[], object]
 
 
 class Worker:
-    """One daemon thread running jobs in the order they were submitted."""
+    """One daemon thread running jobs in the order they were submitted.
+
+    The queue is a deque: a submit is an append and, only when the worker sleeps, the release
+    of a plain lock (`queue.Queue` took its mutex and notified a condition per job, on the
+    compiling thread, and shared that mutex with the worker). A full queue's submitters wait
+    on a condition that the worker signals only while one waits.
+    """
 
     def __init__(self, max_jobs: int = MAX_JOBS) -> None:
-        self._queue: queue.Queue[Job | threading.Event] = queue.Queue(max_jobs)
+        self.max_jobs = max_jobs  # 0: unbounded
+        self._jobs: deque[Job | threading.Event] = deque()
+        self._gate = threading.Lock()  # held while the worker sleeps on it; a submit releases it
+        self._sleeping = False  # the worker is (about to be) asleep on the gate
+        self._room = threading.Condition(threading.Lock())  # where a full queue's submitters wait
+        self._waiting = 0  # submitters waiting for room
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._pid = os.getpid()
 
-    def submit(self, job: Job) -> None:
+    def pending(self) -> int:
+        """Jobs queued and not yet started."""
+        return len(self._jobs)
+
+    def submit(self, job: Job | threading.Event) -> None:
         """Queue `job`; waits while the queue is full."""
-        self._ensure_thread()
-        self._queue.put(job)
+        t = self._thread
+        if t is None or not t.is_alive():
+            t = self._ensure_thread()
+        if self.max_jobs and len(self._jobs) >= self.max_jobs and threading.current_thread() is not t:
+            self._wait_for_room()
+        self._jobs.append(job)
+        if self._sleeping:  # wake it (see _run); a second release of the gate is harmless
+            self._sleeping = False
+            try:
+                self._gate.release()
+            except RuntimeError:
+                pass
+
+    def _wait_for_room(self) -> None:
+        with self._room:
+            self._waiting += 1
+            try:
+                while len(self._jobs) >= self.max_jobs:
+                    self._room.wait(0.5)  # the worker signals; the timeout is only a safety net
+            finally:
+                self._waiting -= 1
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every job submitted before this call has run; return False on timeout."""
@@ -72,25 +106,39 @@ class Worker:
         if threading.current_thread() is self._thread:
             return True  # a job that drains (a listener ending the invocation): its jobs come next
         done = threading.Event()
-        self._queue.put(done)
+        self.submit(done)
         return done.wait(timeout)
 
-    def _ensure_thread(self) -> None:
-        t = self._thread
-        if t is not None and t.is_alive():
-            return
+    def _ensure_thread(self) -> threading.Thread:
         with self._start_lock:
             t = self._thread
             if t is None or not t.is_alive():
                 t = threading.Thread(target=self._run, name="tltrace-capture", daemon=True)
                 t.start()
                 self._thread = t
+            return t
 
     def _run(self) -> None:
         _lower_priority()
-        get = self._queue.get
+        jobs, gate = self._jobs, self._gate
+        popleft = jobs.popleft
+        gate.acquire(False)  # this thread holds the gate; acquiring it again sleeps until a submit
         while True:
-            job = get()
+            try:
+                job = popleft()
+            except IndexError:
+                # Say so, then look again: a submit that appended before the flag is seen here,
+                # and one that appends after it sees the flag and releases the gate. A release
+                # that finds the worker awake only makes its next sleep end at once (it looks again).
+                self._sleeping = True
+                if jobs:
+                    self._sleeping = False
+                else:
+                    gate.acquire()
+                continue
+            if self._waiting:
+                with self._room:
+                    self._room.notify_all()
             try:
                 if isinstance(job, threading.Event):
                     job.set()
