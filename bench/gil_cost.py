@@ -57,6 +57,41 @@ def _print_only() -> None:
     TraceSession._record_pass = record_pass  # type: ignore[method-assign]
 
 
+def _pipe_writer() -> None:
+    """The `@pipe` experiment: `@print-only` plus what a writer process would cost the compile's
+    process, the texts and their records handed over a pipe (each text once, as UTF-8, with a
+    short header) to a child that reads them (and here drops them). Not a mode; a bench patch."""
+    import struct
+    import subprocess as sp
+
+    from tltrace.session.capture import TraceSession
+
+    reader = sp.Popen(
+        [sys.executable, "-c", "import sys\nr = sys.stdin.buffer.read\nwhile r(1 << 20):\n    pass"],
+        stdin=sp.PIPE,
+    )
+    assert reader.stdin is not None
+    fd = reader.stdin.fileno()
+    sent: list[object] = [None]  # the last text sent (a pass's input is most often the output before it)
+
+    def send(text: str) -> int:
+        if sent[0] is text:
+            return 0
+        sent[0] = text
+        data = text.encode("utf-8", "surrogateescape")
+        os.write(fd, struct.pack("<I", len(data)) + data)
+        return 1
+
+    def record_pass(self, p, after, duration, err, pending_error):  # type: ignore[no-untyped-def]
+        before = self._resolve(p.before)
+        a = self._resolve(after) if after is not None else None
+        flags = send(before) | (send(a) << 1 if a is not None else 0)
+        head = f"{p.index}\t{p.name}\t{p.phase}\t{p.depth}\t{duration:.6f}\t{flags}".encode()
+        os.write(fd, struct.pack("<I", len(head)) + head)
+
+    TraceSession._record_pass = record_pass  # type: ignore[method-assign]
+
+
 def child(cfg: str, n: int) -> int:
     os.environ["TILELANG_DISABLE_CACHE"] = "1"
     os.environ.pop("TL_LOWER_TRACE", None)
@@ -66,8 +101,10 @@ def child(cfg: str, n: int) -> int:
     cfg, _, variant = cfg.partition("@")
     if variant == "print-only":
         _print_only()
+    elif variant == "pipe":
+        _pipe_writer()
     elif variant:
-        raise SystemExit(f"gil_cost: unknown variant @{variant} (known: @print-only)")
+        raise SystemExit(f"gil_cost: unknown variant @{variant} (known: @print-only, @pipe)")
     lower = sm90a_lowerer()
     with tempfile.TemporaryDirectory(prefix="tltrace-bench-gil-") as td:
         enter, leave = configure(cfg, Path(td))
