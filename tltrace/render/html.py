@@ -267,7 +267,8 @@ class HtmlReportListener:
         # Every pass of every compiling thread comes here: the listener's lock is held only to
         # find the report, never across a write, so one thread's write (which gives the GIL
         # away) does not hold up the others' passes.
-        run_dir = Path(event.run_dir)
+        run_dir = event.run_dir if isinstance(event.run_dir, Path) else Path(event.run_dir)
+        # (the store's own Path object, the same for every record: its hash is cached on it)
         rep = self._open.get(run_dir)  # one dict read (atomic): no lock shared across compiles here
         if rep is None:
             with self._lock:
