@@ -61,7 +61,7 @@ def test_a_full_queue_makes_the_submitter_wait() -> None:
 
 def test_no_job_is_lost_or_reordered_when_threads_submit_while_the_worker_sleeps_and_wakes() -> None:
     """The queue's wake-up: a worker that empties its queue sleeps; every submit after that must
-    wake it, and a full queue must hold its submitters back, however the threads interleave."""
+    wake it, however the threads interleave (and through a small queue that fills: submitters wait)."""
     w = Worker(max_jobs=16)
     seen: dict[int, list[int]] = {t: [] for t in range(4)}
 

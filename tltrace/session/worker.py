@@ -8,7 +8,9 @@ counts, stores, appends records.jsonl and calls the listeners.
   worker one FIFO queue: the jobs of one compile run in the order its callbacks
   came, so records, the live stream and the report stay in pass order.
 - The queue is bounded (`MAX_JOBS`): a compile that outruns the worker waits for
-  it rather than holding ever more IR.
+  it rather than holding ever more IR. (Threads that share a worker, past MAX_WORKERS,
+  may each add one job at the same instant: the bound is then exceeded by at most
+  their number less one.)
 - A compile that succeeds returns at once (its worker writes the rest while the
   caller goes on: an autotuner's next compile or its benchmarks); a failed one, and
   every one under TLTRACE_WAIT=1, waits for its worker to reach its last job.
