@@ -77,7 +77,7 @@ def base_mode(mode: str) -> str:
     return mode.split("@", 1)[0]
 
 
-def label(mode: str) -> str:
+def mode_label(mode: str) -> str:
     base, _, variant = mode.partition("@")
     return MODES[base] + (f" @{variant}" if variant else "")
 
@@ -272,7 +272,7 @@ def measure(
                     guess = max((i.seconds for i in res.invocations), default=0.0) * 1.3
                     if left < guess or left < 1:
                         res.notes.append(
-                            f"{label(mode)}: rep {rep + 1} skipped, {left:.0f} s left of the "
+                            f"{mode_label(mode)}: rep {rep + 1} skipped, {left:.0f} s left of the "
                             f"{budget_s:.0f} s budget"
                         )
                         continue
@@ -288,7 +288,7 @@ def measure(
                 last[mode] = inv
                 if log:
                     log(
-                        f"{label(mode)}: {inv.seconds:.1f} s rc={inv.returncode} compiles={inv.compiles} "
+                        f"{mode_label(mode)}: {inv.seconds:.1f} s rc={inv.returncode} compiles={inv.compiles} "
                         f"bytes={inv.file_bytes:,}"
                     )
         if browser:
@@ -532,7 +532,7 @@ def table(res: Result) -> str:
     for i in failed[:3]:
         lines += [
             "",
-            f"{label(i.mode)} exited {i.returncode}; its output ended:",
+            f"{mode_label(i.mode)} exited {i.returncode}; its output ended:",
             "",
             "```",
             i.tail.strip()[-1500:],

@@ -22,7 +22,8 @@
 #              the sm_90a lowering; untraced, tltrace worker and --sync, built-in) on this
 #              machine's otherwise idle cores; REPS (default 7) interleaved reps -> cost.md
 #   profile    py-spy (`--threads --idle`, carried as a wheel in .whl/) over `tltrace run --quiet`
-#              and `--mode html --quiet` of a CONFIGS-config autotune (default 16); per-thread
+#              and `--mode html --quiet` of a CONFIGS-config autotune (default 16; PROFILE_MODES
+#              picks from untraced, quiet, html, default "quiet html"); per-thread
 #              summaries (bench/profile_threads.py): the compiling threads' share in tltrace
 #              frames -> profile-MODE.md, raw stacks -> profile-MODE.txt
 #   startup    an empty script that imports TileLang, plain and under `tltrace run --quiet`,
@@ -144,13 +145,13 @@ run_profile() {
   need_upstream || return 2
   local spy mode rc=0
   find_spy || return 2
-  for mode in quiet html; do
-    local extra=()
-    [ "$mode" = html ] && extra=(--mode html)
+  for mode in ${PROFILE_MODES:-quiet html}; do
+    local cmd=("$py" -m tltrace run --quiet --trace-dir "$work/prof")
+    [ "$mode" = html ] && cmd+=(--mode html)
+    [ "$mode" = untraced ] && cmd=("$py")
     rm -rf "$work/prof"
     "$spy" record --format raw --threads --idle --subprocesses --full-filenames -r "${RATE:-50}" \
-      -o "$out/profile-$mode.txt" -- "$py" -m tltrace run --quiet ${extra[@]+"${extra[@]}"} \
-      --trace-dir "$work/prof" bench/upstream_autotune.py --configs "${CONFIGS:-16}" \
+      -o "$out/profile-$mode.txt" -- "${cmd[@]}" bench/upstream_autotune.py --configs "${CONFIGS:-16}" \
       >"$out/profile-$mode.log" 2>&1 || rc=1
     "$py" bench/profile_threads.py "$out/profile-$mode.txt" | tee "$out/profile-$mode.md"
   done

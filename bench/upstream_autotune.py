@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import os
 import sys
 from pathlib import Path
@@ -60,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
 
         gil_cost._print_only()
     sampler = timeline.start()  # BENCH_TIMELINE: where the wall goes (bench/timeline.py)
-    mod.main(a.m, a.n, a.k, True, False, "event")
+    # (m, n, k, use_autotune, with_roller[, profile_backend]): older copies of the example lack the last
+    n_params = len(inspect.signature(mod.main).parameters)
+    mod.main(*[a.m, a.n, a.k, True, False, "event"][:n_params])
     if sampler is not None:
         sampler.write("main-end")
     return 0

@@ -190,7 +190,7 @@ def test_timeline_splits_the_wall_and_variants_set_their_environment(tmp_path):
 
     argv, env = autotune.command("quiet@switch", Path("s.py"), [], tmp_path)
     assert "--quiet" in argv and env["BENCH_SWITCH_INTERVAL"] == "0.0005"
-    assert autotune.base_mode("quiet@w2") == "quiet" and autotune.label("html@w2").endswith("@w2")
+    assert autotune.base_mode("quiet@w2") == "quiet" and autotune.mode_label("html@w2").endswith("@w2")
     with pytest.raises(ValueError):
         autotune.command("quiet@nope", Path("s.py"), [], tmp_path)
 
