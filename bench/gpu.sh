@@ -25,11 +25,12 @@
 #              and `--mode html --quiet` of a CONFIGS-config autotune (default 16; PROFILE_MODES
 #              picks from untraced, quiet, html, default "quiet html"); per-thread
 #              summaries (bench/profile_threads.py): the compiling threads' share in tltrace
-#              frames -> profile-MODE.md, raw stacks -> profile-MODE.txt
+#              frames -> profile-MODE.md, raw stacks -> profile-MODE.txt (two of them side by side:
+#              python bench/profile_diff.py profile-untraced.txt profile-quiet.txt)
 #   startup    an empty script that imports TileLang, plain and under `tltrace run --quiet`,
 #              3 times each (wall, user, sys), then cProfile of the traced one -> startup.txt
 #              (the H200's traced start-up took 1.9 s more CPU before `main`; the CPU machine's
-#              does not)
+#              does not), and bench/startup_diff.py (plain against traced, by function) -> startup_diff.txt
 #   gil        issue 34's GIL table (bench/gil_cost.py: py-spy `--gil` over sm_90a lowerings, TileLang's
 #              and tltrace's GIL time per lowering) and a traced compile's wall with the worker
 #              beside it (bench/compile_wall.py, switch intervals) -> gil.md, compile_wall.md

@@ -389,7 +389,8 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
         for f in funcs
         if isinstance(f.body, stmt_type)
     ]
-    order: list[tuple[Any, _Where, _Where]] = []
+    # (statement, its own line or None, the line it would inherit, the function's line, kind)
+    order: list[tuple[Any, _Where, _Where, _Where, str]] = []
     while stack:
         s, outer, fn_loc = stack.pop()
         own = loc(get_span(s))
@@ -398,21 +399,19 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
             own = of_buffer(getattr(s, "buffer", None))
             if own is not None:
                 data_vars[s.buffer.data] = own
-        order.append((s, own if own is not None else outer, fn_loc))
+        order.append((s, own, own if own is not None else outer, fn_loc, kind))
         # The function's line reaches only the declarations at its top (not inside a loop or branch).
         inner = fn_loc if kind in _SCOPES else None
         stack.extend(
             (c, own if own is not None else outer, inner) for c in reversed(_stmt_kids(s, stmt_type))
         )
-    for s, outer, fn_loc in order:
+    # No span is set before this loop reads them: a statement met twice (a shared subtree) is
+    # stamped once, at its first meeting, so `own` from the walk is still its span here.
+    for s, own, outer, fn_loc, kind in order:
         if s in seen:
             continue
         seen.add(s)
-        own = loc(get_span(s))
-        kind = type(s).__name__
         inferred = False
-        if own is None and kind in ("AllocBuffer", "DeclBuffer"):
-            own = of_buffer(getattr(s, "buffer", None))
         if own is None and kind == "Bind":
             own = data_vars.get(s.var)
         if own is None and outer is None and kind in ("AllocBuffer", "DeclBuffer", "Bind"):
