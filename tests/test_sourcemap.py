@@ -452,6 +452,30 @@ def test_the_stamped_copy_is_tvms_json_copy(tmp_path):
     assert not theirs.body.same_as(ours.body)
 
 
+def test_stamping_walk_with_gil_keeping_handles_matches_the_wrappers(tmp_path, monkeypatch):
+    """The codegen map's stamping walk calls TVM through handles that keep the GIL (an autotuner's
+    compiling threads no longer make it wait once per statement); with TVM's own Python wrappers
+    in their place it stamps the same spans and finds the same origins."""
+    import tilelang
+
+    from tltrace.session import native
+
+    tvm = tilelang.tvm
+    mod = tvm.IRModule({"main": _load(tmp_path / "k.py", KERNEL).make()})
+    for name in ("tl.ir.GetStmtSpan", "tl.ir.SetStmtSpan", "ir.Span", "tirx.PreOrderVisit"):
+        assert native.ffi_handle(name).release_gil is False
+    kept_copy = sm._json_copy(mod)
+    kept = sm._stmt_origins(kept_copy)
+    real = sm._ffi
+    monkeypatch.setattr(
+        sm, "_ffi", lambda name: None if name in ("ir.Span", "tirx.PreOrderVisit") else real(name)
+    )
+    plain_copy = sm._json_copy(mod)
+    plain = sm._stmt_origins(plain_copy)
+    assert kept and kept == plain
+    assert tvm.ir.save_json(kept_copy) == tvm.ir.save_json(plain_copy)
+
+
 def test_sm90a_cuda_codegen_mapped_per_statement(tmp_path):
     """CUDA codegen for sm_90a, lowered on the CPU (no nvcc): the map comes from the stamped copy
     (each statement its own directive), the TMA store maps exactly to the store's Python line,

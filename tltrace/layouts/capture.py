@@ -14,6 +14,24 @@ from typing import Any
 
 from ..session.native import array_items
 
+
+def _items(m: Any) -> Any:
+    """(key, value) pairs of an FFI map, walked with handles that keep the GIL (session/snapshot.py):
+    on a busy autotuner each native call that gave the GIL away waited for it again."""
+    from ..session.snapshot import _map_items
+
+    items = _map_items(m)
+    return items if items is not None else tuple(m.items())
+
+
+def _get(m: Any, key: str) -> Any:
+    """`m[key]`, or None (an FFI map of string keys, walked as `_items` does)."""
+    for k, v in _items(m):
+        if k == key:
+            return v
+    return None
+
+
 FRAGMENT_SCOPES = ("local.fragment",)
 
 
@@ -60,8 +78,9 @@ class Seen:
         for obj, data in self._maps:
             if obj.same_as(lm):
                 return data
-        data = [entry(key, layout, allocs, self) for key, layout in lm.items()]
-        if all(hasattr(key, "data") for key in lm.keys()):  # keyed by buffers: allocs play no part
+        pairs = _items(lm)
+        data = [entry(key, layout, allocs, self) for key, layout in pairs]
+        if all(hasattr(key, "data") for key, _ in pairs):  # keyed by buffers: allocs play no part
             self._maps.append((lm, data))
         return data
 
@@ -173,7 +192,7 @@ def prim_funcs(functions: Any) -> list[tuple[str, Any]]:
     from tilelang import tvm
 
     out = []
-    for gv, func in functions.items():
+    for gv, func in _items(functions):
         if isinstance(func, tvm.tirx.PrimFunc):
             out.append((str(gv.name_hint), func))
     return out
@@ -195,11 +214,11 @@ def func_layouts(
                 scope = _scope_of(b) or ""
                 if scope in FRAGMENT_SCOPES or scope.startswith("shared"):
                     buffers.append(_buffer_info(b))
-        lm = block.annotations.get("layout_map") if "layout_map" in block.annotations else None
+        lm = _get(block.annotations, "layout_map")
         if lm is None:
             continue
         allocs = {b.data: b for b in alloc}
-        found = seen.entries(lm, allocs) if seen is not None else [entry(k, v, allocs) for k, v in lm.items()]
+        found = seen.entries(lm, allocs) if seen is not None else [entry(k, v, allocs) for k, v in _items(lm)]
         for e in found:
             e = dict(e)
             same = next((x for x in layouts if same_layout(x, e)), None)

@@ -139,10 +139,14 @@ def equal_rule() -> Callable[[Any, Any], bool] | None:
     """
     if not _EQUAL:
         try:
-            import tvm_ffi  # type: ignore[import-not-found]
+            from .native import ffi_handle
 
-            recursive_eq = tvm_ffi.get_global_func("ffi.RecursiveEq")
-            structural = tvm_ffi.get_global_func("ffi.StructuralEqual")  # (a, b, assert, map_free_vars)
+            # Handles that keep the GIL: a comparison takes about a tenth of a print, and one that
+            # gave the GIL away waited for it again behind the compiling threads (round 6).
+            recursive_eq = ffi_handle("ffi.RecursiveEq")
+            structural = ffi_handle("ffi.StructuralEqual")  # (a, b, assert, map_free_vars)
+            if recursive_eq is None or structural is None:
+                raise LookupError("ffi.RecursiveEq or ffi.StructuralEqual missing")
 
             def equal(a: Any, b: Any) -> bool:
                 # RecursiveEq first: the cheaper of the two, and it tells most changed modules apart.

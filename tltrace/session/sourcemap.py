@@ -124,9 +124,7 @@ def _tags(mod: Any) -> tuple[dict[Any, str], list[tuple[str, int]]]:
     locs: list[tuple[str, int]] = []
     no_loc = _TAG + _NO_LOC
     # Only real statements reach the span getter (it takes a Stmt; None is not one).
-    stack = [
-        f.body for _, f in mod.functions.items() if isinstance(f, func_type) and isinstance(f.body, stmt_type)
-    ]
+    stack = [f.body for _, f in _functions(mod) if isinstance(f, func_type) and isinstance(f.body, stmt_type)]
     pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
         s = pop()
@@ -147,6 +145,14 @@ def _tags(mod: Any) -> tuple[dict[Any, str], list[tuple[str, int]]]:
             if c is not None and _is_stmt(c, stmt_type):
                 push(c)
     return tags, locs
+
+
+def _functions(mod: Any) -> Any:
+    """(global var, function) pairs of a module, walked with handles that keep the GIL."""
+    from .snapshot import _map_items
+
+    items = _map_items(mod.functions)
+    return items if items is not None else mod.functions.items()
 
 
 def _tag_value(s: str, locs: list[tuple[str, int]]) -> tuple[str, int] | int:
@@ -359,18 +365,20 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
     (outside any loop or branch) whose buffer lost its span takes the function's line (the
     `def`), marked inferred.
     """
-    import tvm_ffi  # type: ignore[import-not-found]
     from tilelang import tvm  # type: ignore[import-not-found]
 
-    get_span = tvm_ffi.get_global_func("tl.ir.GetStmtSpan", allow_missing=True)
-    func_span = tvm_ffi.get_global_func("tl.ir.GetPrimFuncSpan", allow_missing=True)
-    set_span = tvm_ffi.get_global_func("tl.ir.SetStmtSpan", allow_missing=True)
-    buf_span = tvm_ffi.get_global_func("tl.ir.GetBufferSpan", allow_missing=True)
+    # Handles that keep the GIL (session/native.ffi_handle): the walk makes a few native calls
+    # a statement, each a microsecond; on a busy autotuner each one that gave the GIL away
+    # waited for it again behind the compiling threads (the H100 profile of round 6).
+    get_span, set_span = _ffi("tl.ir.GetStmtSpan"), _ffi("tl.ir.SetStmtSpan")
+    func_span, buf_span = _ffi("tl.ir.GetPrimFuncSpan"), _ffi("tl.ir.GetBufferSpan")
+    make_span, visit_pre = _ffi("ir.Span"), _ffi("tirx.PreOrderVisit")
     if get_span is None or set_span is None:
         return None
     stmt_type, func_type = tvm.tirx.Stmt, tvm.tirx.PrimFunc
-    span_cls, name_cls = tvm.ir.Span, tvm.ir.SourceName
-    stamp_name = name_cls(_STAMP)
+    if make_span is None:
+        make_span = tvm.ir.Span
+    stamp_name = tvm.ir.SourceName(_STAMP)
 
     def loc(span: Any) -> tuple[str, int] | None:
         if span is None or span.source_name is None or int(span.line) <= 0:
@@ -380,7 +388,7 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
     def of_buffer(buf: Any) -> tuple[str, int] | None:
         return loc(buf_span(buf)) if buf_span is not None and buf is not None else None
 
-    funcs = [f for _, f in copy.functions.items() if isinstance(f, func_type)]
+    funcs = [f for _, f in _functions(copy) if isinstance(f, func_type)]
     data_vars: dict[Any, tuple[str, int]] = {}  # a buffer's data pointer -> the buffer's line
     origins: list[tuple[tuple[str, int] | None, bool]] = []
     seen: set[Any] = set()
@@ -420,7 +428,7 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
             own, inferred = outer, True
         origins.append((own, inferred))
         n = len(origins)
-        set_span(s, span_cls(stamp_name, n, n, 1, 1))
+        set_span(s, make_span(stamp_name, n, n, 1, 1))
 
     # Any statement the walk above does not reach still gets a span of its own, with no line.
     # A pre-order walk that goes no deeper than a statement's expressions (no statement lies
@@ -433,12 +441,15 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
             seen.add(node)
             origins.append((None, False))
             n = len(origins)
-            set_span(node, span_cls(stamp_name, n, n, 1, 1))
+            set_span(node, make_span(stamp_name, n, n, 1, 1))
         return True
 
     for f in funcs:
         if isinstance(f.body, stmt_type):  # pre_order_visit(None, ...) dies in native code
-            tvm.tirx.stmt_functor.pre_order_visit(f.body, visit)
+            if visit_pre is not None:
+                visit_pre(f.body, visit)  # its callbacks run with the GIL this thread keeps
+            else:
+                tvm.tirx.stmt_functor.pre_order_visit(f.body, visit)
     return origins
 
 
