@@ -13,15 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..session.native import array_items
-
-
-def _items(m: Any) -> Any:
-    """(key, value) pairs of an FFI map, walked with handles that keep the GIL (session/snapshot.py):
-    on a busy autotuner each native call that gave the GIL away waited for it again."""
-    from ..session.snapshot import _map_items
-
-    items = _map_items(m)
-    return items if items is not None else tuple(m.items())
+from ..session.native import map_pairs as _items  # walked with handles that keep the GIL
 
 
 def _get(m: Any, key: str) -> Any:

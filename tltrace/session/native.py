@@ -239,3 +239,34 @@ def array_items(arr: Any) -> list[Any]:
     if get is None or size is None:
         return list(arr)
     return [get(arr, i) for i in range(size(arr))]
+
+
+def map_items(m: Any) -> tuple | None:
+    """Return ((key, value), ...) of an FFI map, or None when it cannot be walked.
+
+    Walked through tltrace's own handles on tvm_ffi's map functions, set to keep the GIL:
+    each call takes microseconds, and giving the GIL away for it would make this thread
+    wait for it again behind the compiling threads, a pass at a time.
+    """
+    try:
+        size_fn, iter_fn = ffi_handle("ffi.MapSize"), ffi_handle("ffi.MapForwardIterFunctor")
+        if size_fn is None or iter_fn is None:
+            return tuple(m.items())
+        n = size_fn(m)
+        out = []
+        if n:
+            it = iter_fn(m)
+            it.release_gil = False
+            for _ in range(n):
+                out.append((it(0), it(1)))
+                if not it(2):
+                    break
+        return tuple(out)
+    except Exception:
+        return None
+
+
+def map_pairs(m: Any) -> Any:
+    """`map_items(m)`, or the map's own `items()` where that walk fails."""
+    items = map_items(m)
+    return items if items is not None else tuple(m.items())

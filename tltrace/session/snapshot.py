@@ -100,9 +100,9 @@ class TextCache:
         if lh is not None and _same_obj(head[0], lh[0]) and _same_obj(head[2], lh[2]):
             if _same_obj(head[1], lh[1]):
                 return self._text or ""
-            items = _map_items(head[1])
+            items = native.map_items(head[1])
             if self._items is None:
-                self._items = _map_items(lh[1])
+                self._items = native.map_items(lh[1])
             if items is not None and self._items is not None and _same_items(items, self._items):
                 self._head, self._items = head, items
                 return self._text or ""
@@ -139,12 +139,10 @@ def equal_rule() -> Callable[[Any, Any], bool] | None:
     """
     if not _EQUAL:
         try:
-            from .native import ffi_handle
-
             # Handles that keep the GIL: a comparison takes about a tenth of a print, and one that
             # gave the GIL away waited for it again behind the compiling threads (round 6).
-            recursive_eq = ffi_handle("ffi.RecursiveEq")
-            structural = ffi_handle("ffi.StructuralEqual")  # (a, b, assert, map_free_vars)
+            recursive_eq = native.ffi_handle("ffi.RecursiveEq")
+            structural = native.ffi_handle("ffi.StructuralEqual")  # (a, b, assert, map_free_vars)
             if recursive_eq is None or structural is None:
                 raise LookupError("ffi.RecursiveEq or ffi.StructuralEqual missing")
 
@@ -197,38 +195,6 @@ def _module_ctor() -> Any:
             import tvm  # type: ignore[import-not-found,no-redef]
         _CTOR.append(tvm.ir._ffi_api.IRModule)
     return _CTOR[0]
-
-
-def _map_items(funcs: Any) -> tuple | None:
-    """Return ((global_var, func), ...) of a function map, or None when it cannot be walked.
-
-    Walked through tltrace's own handles on tvm_ffi's map functions, set to keep the GIL:
-    each call takes microseconds, and giving the GIL away for it would make this thread
-    wait for it again behind the compiling threads, a pass at a time.
-    """
-    try:
-        fns = _map_fns()
-        if fns is None:
-            return tuple(funcs.items())
-        size_fn, iter_fn = fns
-        n = size_fn(funcs)
-        out = []
-        if n:
-            it = iter_fn(funcs)
-            it.release_gil = False
-            for _ in range(n):
-                out.append((it(0), it(1)))
-                if not it(2):
-                    break
-        return tuple(out)
-    except Exception:
-        return None
-
-
-def _map_fns() -> tuple[Any, Any] | None:
-    """(MapSize, MapForwardIterFunctor) as tltrace's own GIL-keeping handles, or None where unavailable."""
-    size_fn, iter_fn = native.ffi_handle("ffi.MapSize"), native.ffi_handle("ffi.MapForwardIterFunctor")
-    return None if size_fn is None or iter_fn is None else (size_fn, iter_fn)
 
 
 def _same_items(a: tuple, b: tuple) -> bool:

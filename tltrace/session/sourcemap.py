@@ -32,6 +32,7 @@ from typing import Any
 from ..format.sourcemap import LineMap, Loc
 from .native import array_items as _items
 from .native import ffi_handle as _ffi
+from .native import map_pairs as _map_pairs
 
 ENV = "TLTRACE_SOURCE_MAP"  # "0" turns source mapping off
 LINE_DIRECTIVES = "tl.emit_line_directives"
@@ -124,7 +125,11 @@ def _tags(mod: Any) -> tuple[dict[Any, str], list[tuple[str, int]]]:
     locs: list[tuple[str, int]] = []
     no_loc = _TAG + _NO_LOC
     # Only real statements reach the span getter (it takes a Stmt; None is not one).
-    stack = [f.body for _, f in _functions(mod) if isinstance(f, func_type) and isinstance(f.body, stmt_type)]
+    stack = [
+        f.body
+        for _, f in _map_pairs(mod.functions)
+        if isinstance(f, func_type) and isinstance(f.body, stmt_type)
+    ]
     pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
         s = pop()
@@ -145,14 +150,6 @@ def _tags(mod: Any) -> tuple[dict[Any, str], list[tuple[str, int]]]:
             if c is not None and _is_stmt(c, stmt_type):
                 push(c)
     return tags, locs
-
-
-def _functions(mod: Any) -> Any:
-    """(global var, function) pairs of a module, walked with handles that keep the GIL."""
-    from .snapshot import _map_items
-
-    items = _map_items(mod.functions)
-    return items if items is not None else mod.functions.items()
 
 
 def _tag_value(s: str, locs: list[tuple[str, int]]) -> tuple[str, int] | int:
@@ -388,7 +385,7 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
     def of_buffer(buf: Any) -> tuple[str, int] | None:
         return loc(buf_span(buf)) if buf_span is not None and buf is not None else None
 
-    funcs = [f for _, f in _functions(copy) if isinstance(f, func_type)]
+    funcs = [f for _, f in _map_pairs(copy.functions) if isinstance(f, func_type)]
     data_vars: dict[Any, tuple[str, int]] = {}  # a buffer's data pointer -> the buffer's line
     origins: list[tuple[tuple[str, int] | None, bool]] = []
     seen: set[Any] = set()
