@@ -200,6 +200,33 @@ def test_an_os_fork_child_leaves_the_summary_and_the_index_to_its_parent(tmp_pat
 
 
 @pytest.mark.slow
+def test_a_tltrace_run_inside_a_traced_job_traces_on_its_own(tmp_path):
+    """A traced job's child that runs `tltrace run` itself: both start-up hooks find TileLang
+    (they asked each other for its spec until the recursion limit), and the inner run traces
+    into its own script dir, not the job's."""
+    _job(tmp_path, "inner.py", "from kern import build\nbuild(64)\nprint('INNER ok')\n")
+    _job(
+        tmp_path,
+        "outer.py",
+        """
+        import subprocess, sys
+        from kern import build
+        build(128)
+        r = subprocess.run([sys.executable, "-m", "tltrace", "run", "-q", "--trace-dir", "I", "inner.py"],
+                           capture_output=True, text=True)
+        print("INNER rc", r.returncode, r.stdout, r.stderr[-3000:])
+        """,
+    )
+    r = _tltrace(tmp_path, "run", "-q", "--trace-dir", "T", "outer.py")
+    assert r.returncode == 0, r.stderr
+    assert "INNER rc 0" in r.stdout and "INNER ok" in r.stdout, r.stdout
+    outer, inner = _manifests(tmp_path / "T" / "outer"), _manifests(tmp_path / "I" / "inner")
+    assert [m.kernel for m in outer] == ["add"] and [m.kernel for m in inner] == ["add"]
+    assert outer[0].invocation != inner[0].invocation
+    assert not (tmp_path / "T" / "inner").exists()
+
+
+@pytest.mark.slow
 def test_kernels_traces_only_the_matching_kernel_and_says_so_once(tmp_path):
     _job(
         tmp_path,

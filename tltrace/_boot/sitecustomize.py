@@ -12,6 +12,7 @@ The sitecustomize this one shadows (the interpreter's or a virtualenv's) is then
 imported as if this one were not there. Standard library only; never raises.
 """
 
+import _thread
 import os
 import sys
 
@@ -19,19 +20,33 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class _TileLangImportHook:
-    """A meta-path finder that only ever answers for `tilelang`: it wraps the real loader's exec_module."""
+    """A meta-path finder that only ever answers for `tilelang`: it wraps the real loader's exec_module.
+
+    It asks the other finders for the real spec; one that asks the rest in turn (`tltrace run`'s
+    own hook, in a traced job's child that runs `tltrace run`) gets None from it meanwhile.
+    """
+
+    def __init__(self):
+        self._asking = set()  # threads inside find_spec
 
     def find_spec(self, name, path=None, target=None):
         if name != "tilelang":
             return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                break
-        else:
+        me = _thread.get_ident()
+        if me in self._asking:
             return None
+        self._asking.add(me)
+        try:
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(name, path, target)
+                if spec is not None:
+                    break
+            else:
+                return None
+        finally:
+            self._asking.discard(me)
         loader = spec.loader
         if loader is None or not hasattr(loader, "exec_module"):
             return spec

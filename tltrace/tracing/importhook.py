@@ -9,6 +9,7 @@ script itself imports `tilelang` (`AfterImport`), as a traced child process does
 
 from __future__ import annotations
 
+import _thread
 import importlib.util
 import sys
 import threading
@@ -29,6 +30,7 @@ class AfterImport:
         self.name = name
         self._callback = callback
         self._fired = threading.Event()
+        self._asking: set[int] = set()  # threads inside find_spec, asking the other finders
 
     def install(self) -> AfterImport:
         if self not in sys.meta_path:
@@ -48,14 +50,21 @@ class AfterImport:
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name != self.name or self._fired.is_set():
             return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
+        me = _thread.get_ident()
+        if me in self._asking:
+            return None  # another finder that asks the rest (a traced parent's child hook) asked us
+        self._asking.add(me)
+        try:
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(name, path, target)
+                if spec is not None:
+                    break
+            else:
+                return None
+        finally:
+            self._asking.discard(me)
         loader = spec.loader
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
