@@ -73,9 +73,16 @@ def work(tmp_path_factory) -> Path:
         script.write_text(CUDA.replace("ARCH", arch))
         procs.append((arch, _start(work, script)))
     procs.append(("cpu", _start(work, EXAMPLES / "elementwise_add.py")))
+    said = {}
     for what, p in procs:
         out, err = p.communicate(timeout=600)
         assert p.returncode == 0, f"{what}: {err[-2000:]}"
+        said[what] = f"--- {what}: stdout\n{out[-1500:]}\n--- {what}: stderr\n{err[-3000:]}"
+    for name in ("gemm_sm_90a", "gemm_sm_80", "elementwise_add"):  # each run traced into its own dir
+        listing = sorted(str(q.relative_to(work)) for q in (work / "traces").glob("*/*"))
+        assert (work / "traces" / name).is_dir(), f"{name} missing; traces: {listing}\n" + "\n".join(
+            said.values()
+        )
     return work
 
 
