@@ -65,6 +65,7 @@ VARIANTS = {
     "q4k": {"TLTRACE_QUEUE": "4096"},
     "w2": {"TLTRACE_WORKERS": "2"},
     "wait": {"TLTRACE_WAIT": "1"},
+    "nodefer": {"TLTRACE_DEFER": "0"},  # the workers write while compiles crowd the process (before round 7)
     "nomap": {"TLTRACE_SOURCE_MAP": "0"},  # no source maps (no annotated print, no codegen map)
     # Texts printed (and mapped) as tracing does, and nothing after the print in the process:
     # the floor of a writer-process design (bench/gil_cost.py's records@print-only; a bench patch).
@@ -134,7 +135,18 @@ class Invocation:
     report: str | None = None  # <trace-dir>/<script>/report.html, resolved
     report_bytes: int = 0
     tail: str = ""  # the end of the output, when the script failed
+    said: str = ""  # what the tuner said it chose: its lines naming a latency or a config
     part: str = ""  # which run of the benchmark it came from (GPU runs come in parts)
+
+
+def _tuner_said(log: Path) -> str:
+    """The output's lines about the chosen config and its latency (upstream example: a dict, `... latency: x`)."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    keep = [ln.strip() for ln in lines if "latency" in ln.lower() or ln.strip().startswith("{")]
+    return "\n".join(keep[-6:])
 
 
 def _manifests(trace_dir: Path) -> list[dict]:
@@ -184,6 +196,7 @@ def invoke(
         with open(log, "rb") as f:
             f.seek(max(0, log.stat().st_size - 3000))
             inv.tail = f.read().decode(errors="replace")
+    inv.said = _tuner_said(log)
     log.unlink()
     if mode == "untraced":
         return inv

@@ -34,6 +34,9 @@
 #   gil        issue 34's GIL table (bench/gil_cost.py: py-spy `--gil` over sm_90a lowerings, TileLang's
 #              and tltrace's GIL time per lowering) and a traced compile's wall with the worker
 #              beside it (bench/compile_wall.py, switch intervals) -> gil.md, compile_wall.md
+#   fidelity   issue 34 round 7: a GEMM's do_bench latency while tltrace's workers write what a
+#              CONFIGS-thread pool (default 16) left them (bench/bench_fidelity.py), with deferral
+#              on and off (TLTRACE_DEFER=2, 0), twice each -> fidelity.md
 #   all        check, autotune, builtin in a row (only where one call may run longer)
 #
 # CONFIGS=N runs `autotune` over an even N-config subset of the grid (bench/upstream_autotune.py;
@@ -187,9 +190,22 @@ PY
   rm -rf "$work/startup"
 }
 
+run_fidelity() {
+  about fidelity
+  local d
+  for d in 2 0 2 0; do  # deferral on (default), off; twice each, interleaved
+    echo "### TLTRACE_DEFER=$d" >>"$out/fidelity.md"
+    TLTRACE_DEFER=$d "$py" -m tltrace run --quiet --trace-dir "$work/fidelity" bench/bench_fidelity.py \
+      --configs "${CONFIGS:-16}" --out "$out/fidelity.md" >>"$out/fidelity.log" 2>&1 || echo "fidelity: DEFER=$d failed" >&2
+    rm -rf "$work/fidelity"
+  done
+  cat "$out/fidelity.md"
+}
+
 case "$part" in
   check) run_check ;;
   startup) run_startup ;;
+  fidelity) run_fidelity ;;
   profile) run_profile ;;
   gil) run_gil ;;
   proxy) run_proxy ;;
@@ -199,5 +215,5 @@ case "$part" in
   all) rc=0; run_check || rc=1; run_autotune a untraced,quiet,html || rc=1
        run_autotune b untraced,builtin-terminal,builtin-html || rc=1; exit $rc ;;
   -h|--help|help) usage ;;
-  *) usage >&2; echo "gpu.sh: error: say which part: check, autotune, builtin, proxy, cost, profile, startup, gil or all" >&2; exit 2 ;;
+  *) usage >&2; echo "gpu.sh: error: say which part: check, autotune, builtin, proxy, cost, profile, startup, gil, fidelity or all" >&2; exit 2 ;;
 esac

@@ -18,6 +18,7 @@ import pytest
 from tltrace.config import Settings
 from tltrace.format.records import COMPLETE, ERROR
 from tltrace.history.runs import load_manifest, text_of
+from tltrace.session import worker as worker_mod
 from tltrace.session.worker import NICE, Worker
 
 from ._kernels import KERNELS
@@ -83,6 +84,101 @@ def test_no_job_is_lost_or_reordered_when_threads_submit_while_the_worker_sleeps
         got = threading.Event()
         w.submit(got.set)
         assert got.wait(10)
+
+
+@pytest.fixture
+def crowd():
+    """Two compiles in flight (worker.compile_started): the process is crowded; both end after the test."""
+    assert worker_mod.in_flight() == 0 and worker_mod.DEFER_AT == 2
+    started = [0]
+
+    def start(n: int = 1) -> None:
+        for _ in range(n):
+            worker_mod.compile_started()
+            started[0] += 1
+
+    def finish() -> None:
+        worker_mod.compile_finished()
+        started[0] -= 1
+
+    yield start, finish
+    for _ in range(started[0]):
+        worker_mod.compile_finished()
+
+
+def test_a_crowd_of_compiles_defers_the_jobs_until_it_thins(crowd) -> None:
+    start, finish = crowd
+    w = Worker(max_jobs=64)
+    seen: list[int] = []
+    start()
+    w.submit(lambda: seen.append(0))  # one compile in flight: no crowd, the job runs
+    assert _until(lambda: seen == [0])
+    start()  # two: the next jobs wait
+    for i in range(1, 4):
+        w.submit(lambda i=i: seen.append(i))
+    time.sleep(0.3)
+    assert seen == [0] and w.pending() == 3
+    finish()  # one left: they run, in order
+    assert _until(lambda: seen == [0, 1, 2, 3])
+
+
+def test_a_drain_writes_through_the_crowd_and_the_worker_defers_again_after(crowd) -> None:
+    start, _finish = crowd
+    w = Worker(max_jobs=64)
+    seen: list[int] = []
+    start(3)
+    for i in range(3):
+        w.submit(lambda i=i: seen.append(i))
+    assert w.drain(timeout=10)  # the flush, a failed compile, the end of the run: written now
+    assert seen == [0, 1, 2]
+    w.submit(lambda: seen.append(3))  # the crowd is still there: deferred again
+    time.sleep(0.3)
+    assert seen == [0, 1, 2] and w.pending() == 1
+
+
+def test_deferred_jobs_never_make_a_compile_wait_they_run_at_half_the_bound(crowd) -> None:
+    start, _finish = crowd
+    w = Worker(max_jobs=8)
+    assert w.defer_cap == 4
+    seen: list[int] = []
+    start(2)
+    for i in range(3):
+        w.submit(lambda i=i: seen.append(i))
+    time.sleep(0.3)
+    assert seen == []
+    submitted = threading.Event()
+
+    def more() -> None:
+        for i in range(3, 20):  # past the bound: returns only if the worker writes
+            w.submit(lambda i=i: seen.append(i))
+        submitted.set()
+
+    threading.Thread(target=more, daemon=True).start()
+    assert submitted.wait(10)
+    assert _until(lambda: len(seen) >= 20 - w.defer_cap + 1)
+    assert seen == list(range(len(seen)))  # in order
+
+
+def test_a_forked_child_does_not_inherit_its_parents_crowd(crowd) -> None:
+    start, _finish = crowd
+    start(2)
+    assert worker_mod._crowded()
+    r, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no compile of its own in flight
+        os.write(wfd, b"%d" % int(worker_mod._crowded() or worker_mod.in_flight() != 0))
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(r, 8) == b"0"
+
+
+def _until(cond, timeout: float = 10.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return cond()
 
 
 def test_a_failing_job_does_not_stop_the_worker() -> None:
