@@ -65,7 +65,7 @@ VARIANTS = {
     "q4k": {"TLTRACE_QUEUE": "4096"},
     "w2": {"TLTRACE_WORKERS": "2"},
     "wait": {"TLTRACE_WAIT": "1"},
-    "nodefer": {"TLTRACE_DEFER": "0"},  # the workers write while compiles crowd the process (before round 7)
+    "defer": {"TLTRACE_DEFER": "2"},  # the workers defer their writes while 2+ compiles are in flight
     "nomap": {"TLTRACE_SOURCE_MAP": "0"},  # no source maps (no annotated print, no codegen map)
     # Texts printed (and mapped) as tracing does, and nothing after the print in the process:
     # the floor of a writer-process design (bench/gil_cost.py's records@print-only; a bench patch).

@@ -87,9 +87,10 @@ def test_no_job_is_lost_or_reordered_when_threads_submit_while_the_worker_sleeps
 
 
 @pytest.fixture
-def crowd():
-    """Two compiles in flight (worker.compile_started): the process is crowded; both end after the test."""
-    assert worker_mod.in_flight() == 0 and worker_mod.DEFER_AT == 2
+def crowd(monkeypatch):
+    """Deferral at 2 (TLTRACE_DEFER=2); start(n) puts n compiles in flight; they end after the test."""
+    assert worker_mod.in_flight() == 0
+    monkeypatch.setattr(worker_mod, "DEFER_AT", 2)
     started = [0]
 
     def start(n: int = 1) -> None:
@@ -157,6 +158,20 @@ def test_deferred_jobs_never_make_a_compile_wait_they_run_at_half_the_bound(crow
     assert submitted.wait(10)
     assert _until(lambda: len(seen) >= 20 - w.defer_cap + 1)
     assert seen == list(range(len(seen)))  # in order
+
+
+def test_without_tltrace_defer_a_crowd_defers_nothing() -> None:
+    assert worker_mod.DEFER_AT == 0  # the default (docs/usage.md): off until the device measures it
+    w = Worker(max_jobs=64)
+    seen: list[int] = []
+    for _ in range(3):
+        worker_mod.compile_started()
+    try:
+        w.submit(lambda: seen.append(1))
+        assert _until(lambda: seen == [1])
+    finally:
+        for _ in range(3):
+            worker_mod.compile_finished()
 
 
 def test_a_forked_child_does_not_inherit_its_parents_crowd(crowd) -> None:
@@ -338,10 +353,13 @@ def _env() -> dict[str, str]:
     return env
 
 
-def test_a_thread_pool_script_loses_no_record_at_exit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("defer", ["0", "2"])
+def test_a_thread_pool_script_loses_no_record_at_exit(tmp_path: Path, defer: str) -> None:
+    """Four compiles in four threads; with TLTRACE_DEFER=2 their workers defer the writing to the exit's drain."""
     script = tmp_path / "pool.py"
     script.write_text(EXITING.replace("TRACE_DIR", repr(str(tmp_path / "trace"))))
-    r = subprocess.run([sys.executable, str(script)], env=_env(), capture_output=True, text=True, timeout=300)
+    env = {**_env(), "TLTRACE_DEFER": defer}
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     runs = sorted((tmp_path / "trace" / "pool" / ".run_records").glob("run_*"))
     assert len(runs) == 4

@@ -133,8 +133,8 @@ background worker (everything is on disk when the script ends); a compiler that
 segfaults can take the last queued passes with it: rerun with --sync.
 TLTRACE_WAIT=1 makes each compile return with its records on disk (before
 timing kernels on a machine whose workers fall behind); TLTRACE_WORKERS and
-TLTRACE_QUEUE size the workers, and TLTRACE_DEFER=0 stops them from
-deferring their writes while compiles crowd the process (docs/usage.md).
+TLTRACE_QUEUE size the workers, and TLTRACE_DEFER=N has them defer
+their writes while N compiles or more are in flight (docs/usage.md).
 Exit status: the script's own; 1 when it raises; 2 for bad usage;
 130 after Ctrl+C (the run is recorded as interrupted).
 """

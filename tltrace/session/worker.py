@@ -27,13 +27,13 @@ counts, stores, appends records.jsonl and calls the listeners.
   next one runs, for debugging a crashing compiler or tltrace itself.
 - On Linux the worker runs at a lower priority (nice +10), so a machine whose cores
   nvcc keeps busy gives them to the compile first.
-- **Crowded compiles defer the writing.** While `DEFER_AT` (2) or more compiles are in flight
-  in the process (an autotuner's compiling phase: its threads lower, and nvcc builds, all at
-  once), the workers hold their jobs instead of taking CPU, and the GIL, from them; they
-  write once fewer are in flight (an autotuner's benchmarking, on one core), at a drain, or
-  when a queue reaches half its bound (`defer_cap`: a compile never waits for a deferred
-  worker). A process that compiles one kernel at a time never defers. TLTRACE_DEFER=N moves
-  the threshold; TLTRACE_DEFER=0 turns deferral off.
+- **Crowded compiles may defer the writing** (opt-in: TLTRACE_DEFER=N, off by default until
+  the device has measured it). While N or more compiles are in flight in the process (an
+  autotuner's compiling phase: its threads lower, and nvcc builds, all at once), the workers
+  hold their jobs instead of taking CPU, and the GIL, from them; they write once fewer are
+  in flight (an autotuner's benchmarking, on one core), at a drain, or when a queue reaches
+  half its bound (`defer_cap`: a compile never waits for a deferred worker). A process that
+  compiles one kernel at a time never defers.
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ def _env_int(name: str, default: int, low: int) -> int:
 # Pass callbacks waiting to be printed; each holds the fields of one module (TLTRACE_QUEUE).
 MAX_JOBS = _env_int("TLTRACE_QUEUE", 1024, 16)
 NICE = 10
-# The workers hold their jobs while this many compiles or more are in flight (TLTRACE_DEFER; 0: never).
-DEFER_AT = _env_int("TLTRACE_DEFER", 2, 0)
+# The workers hold their jobs while this many compiles or more are in flight (TLTRACE_DEFER; 0: never,
+# the default until the device says it pays: docs/benchmarks.md, issue 34 round 7).
+DEFER_AT = _env_int("TLTRACE_DEFER", 0, 0)
 DEFER_CAP_UNBOUNDED = 256  # an unbounded queue (the late worker) defers this many jobs at most
 DEFER_POLL_S = 0.5  # a deferring worker looks again this often (every wake-up also signals)
 
