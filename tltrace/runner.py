@@ -109,23 +109,42 @@ def _has_main(locations) -> bool:
 
 
 def check_trace_dir(settings: Settings) -> str | None:
-    """Return why the trace directory cannot be written, or None when it can."""
+    """Return why the trace directory cannot be written, or None when it can.
+
+    The probe writes a file in the script's directory and removes it. Of the directories it
+    had to make, it removes the script's own again when it is still empty (the first compile
+    makes it), never the trace dir or a directory above it: other `tltrace run`s starting at
+    the same moment may be making their own script directories there, and a parent removed
+    under one of them made that run untraced ("No such file or directory"). A probe that finds
+    a directory removed under it (another run's probe of the same script) tries again.
+    """
     d = settings.script_dir
-    created = [p for p in (d, *d.parents) if not p.exists()]  # the probe leaves no empty dirs behind
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        probe = d / f".tltrace-probe-{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        return f"cannot write to trace dir {settings.trace_dir} ({exc.strerror or exc}); running untraced"
-    finally:
-        for p in created:  # innermost first; the first compile recreates them
-            try:
-                p.rmdir()
-            except OSError:
-                break
+    made_it = not d.exists()
+    error: OSError | None = None
+    for _ in range(_PROBE_TRIES):
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            probe = d / f".tltrace-probe-{os.getpid()}"
+            probe.write_text("")
+            probe.unlink()
+            error = None
+            break
+        except FileNotFoundError as exc:  # a directory went away under us: make it again
+            error = exc
+        except OSError as exc:
+            error = exc
+            break
+    if made_it and error is None:
+        try:
+            d.rmdir()  # only when still empty; the first compile makes it again
+        except OSError:
+            pass
+    if error is not None:
+        return f"cannot write to trace dir {settings.trace_dir} ({error.strerror or error}); running untraced"
     return None
+
+
+_PROBE_TRIES = 5
 
 
 def prepare_tilelang(settings: Settings, emit: Callable[[Event], None]) -> bool:

@@ -1,0 +1,62 @@
+"""`tltrace run`'s probe of the trace dir (runner.check_trace_dir) beside other runs starting at once.
+
+CI's stop 46 lost a run's records: three `tltrace run`s into one new trace dir, and one ran
+untraced ("cannot write to trace dir ... No such file or directory"): another run's probe had
+removed the trace dir it had just made, empty for an instant, between this run's making of it
+and of its script directory. The probe now never removes the trace dir or what is above it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from pathlib import Path
+
+import pytest
+
+from tltrace.config import build_settings
+from tltrace.runner import check_trace_dir
+
+
+def _probe(trace_dir: str, name: str, barrier, results) -> None:  # noqa: ANN001
+    s = build_settings(mode="terminal", trace_dir=trace_dir, script_name=name)
+    barrier.wait()
+    results.put(check_trace_dir(s) or "")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork start method")
+def test_runs_starting_together_in_a_new_trace_dir_all_trace(tmp_path: Path) -> None:
+    """Six probes at once, forty times over (before the fix, about one round in 25 failed one)."""
+    ctx = mp.get_context("fork")
+    failed = []
+    for i in range(40):
+        td = str(tmp_path / f"r{i}" / "traces")
+        barrier, results = ctx.Barrier(6), ctx.Queue()
+        procs = [ctx.Process(target=_probe, args=(td, f"s{k % 4}", barrier, results)) for k in range(6)]
+        for p in procs:
+            p.start()
+        said = [results.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(60)
+        failed += [s for s in said if s]
+    assert failed == []
+
+
+def test_the_probe_leaves_the_trace_dir_and_removes_only_the_script_dir_it_made(tmp_path: Path) -> None:
+    td = tmp_path / "a" / "traces"
+    s = build_settings(mode="terminal", trace_dir=td, script_name="k")
+    assert check_trace_dir(s) is None
+    assert td.is_dir() and list(td.iterdir()) == []  # its own script dir went; the shared dir stays
+    (td / "k").mkdir()
+    (td / "k" / "mine.txt").write_text("x")
+    assert check_trace_dir(s) is None
+    assert (td / "k" / "mine.txt").read_text() == "x"  # an existing script dir is kept whole
+    assert sorted(p.name for p in (td / "k").iterdir()) == ["mine.txt"]  # no probe left behind
+
+
+def test_a_trace_dir_that_cannot_be_made_is_said_once_without_retrying(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    s = build_settings(mode="terminal", trace_dir=tmp_path / "file" / "traces", script_name="k")
+    reason = check_trace_dir(s)
+    assert reason and "cannot write to trace dir" in reason and "running untraced" in reason
+    assert (tmp_path / "file").read_text() == "not a directory"
