@@ -109,7 +109,7 @@ def is_object(value: Any) -> bool:
 
 
 # -- TileLang's own codegen call ----------------------------------------------------------------
-_codes: dict[str, frozenset[CodeType]] = {}
+_codes: list[tuple[frozenset[CodeType], frozenset[CodeType]]] = []  # one entry, set whole (threads read it)
 
 
 def _lambdas(code: CodeType) -> set[CodeType]:
@@ -132,23 +132,27 @@ def _import(name: str) -> Any:
 
 def _known_codes() -> tuple[frozenset[CodeType], frozenset[CodeType]]:
     """(the `call` lambdas TileLang's codegen wrappers pass to the seam, the seam's own chaining closure)."""
-    if not _codes:
-        builds: set[CodeType] = set()
-        chain: set[CodeType] = set()
-        for module, name in (
-            ("tilelang.backend.device_codegen", "global_func_device_codegen"),
-            ("tilelang.backend.host_codegen", "global_func_host_codegen"),
-        ):
-            fn = getattr(_import(module), name, None)
-            code = getattr(fn, "__code__", None)
-            if isinstance(code, CodeType):
-                builds |= _lambdas(code)
-        bind = getattr(_import("tilelang.instrumentation.session"), "_bind_codegen_tool", None)
-        code = getattr(bind, "__code__", None)
+    if _codes:
+        return _codes[0]
+    # Both sets are made before either is seen: a thread never reads one without the other.
+    builds: set[CodeType] = set()
+    chain: set[CodeType] = set()
+    for module, name in (
+        ("tilelang.backend.device_codegen", "global_func_device_codegen"),
+        ("tilelang.backend.host_codegen", "global_func_host_codegen"),
+    ):
+        fn = getattr(_import(module), name, None)
+        code = getattr(fn, "__code__", None)
         if isinstance(code, CodeType):
-            chain |= {k for k in code.co_consts if isinstance(k, CodeType) and k.co_name == "run"}
-        _codes["build"], _codes["chain"] = frozenset(builds), frozenset(chain)
-    return _codes["build"], _codes["chain"]
+            builds |= _lambdas(code)
+    bind = getattr(_import("tilelang.instrumentation.session"), "_bind_codegen_tool", None)
+    code = getattr(bind, "__code__", None)
+    if isinstance(code, CodeType):
+        chain |= {k for k in code.co_consts if isinstance(k, CodeType) and k.co_name == "run"}
+    found = (frozenset(builds), frozenset(chain))
+    if not _codes:
+        _codes.append(found)
+    return _codes[0]
 
 
 def _cells(fn: Any) -> dict[str, Any]:
