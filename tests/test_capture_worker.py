@@ -185,8 +185,43 @@ def test_a_forked_child_does_not_inherit_its_parents_crowd(crowd) -> None:
     if pid == 0:  # the child: no compile of its own in flight
         os.write(wfd, b"%d" % int(worker_mod._crowded() or worker_mod.in_flight() != 0))
         os._exit(0)
+    os.close(wfd)
     os.waitpid(pid, 0)
-    assert os.read(r, 8) == b"0"
+    said = os.read(r, 8)
+    os.close(r)
+    assert said == b"0"
+
+
+def test_a_fork_while_another_thread_holds_the_flight_lock_leaves_the_child_free() -> None:
+    """The count's lock, held by another thread at the fork, would never be released in the child."""
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with worker_mod._flight:
+            held.set()
+            release.wait(30)
+
+    t = threading.Thread(target=holder, daemon=True)
+    t.start()
+    assert held.wait(10)
+    try:
+        r, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: count a compile, then say so (a hang is killed by the alarm)
+            signal.alarm(10)
+            worker_mod.compile_started()
+            worker_mod.compile_finished()
+            worker_mod.worker()
+            os.write(wfd, b"ok")
+            os._exit(0)
+        os.close(wfd)
+        _, status = os.waitpid(pid, 0)
+        said = os.read(r, 8)
+        os.close(r)
+        assert said == b"ok" and os.waitstatus_to_exitcode(status) == 0, (said, status)
+    finally:
+        release.set()
+        t.join(10)
 
 
 def _until(cond, timeout: float = 10.0) -> bool:

@@ -342,5 +342,15 @@ def _before_fork() -> None:
         pass
 
 
+def _after_fork_in_child() -> None:
+    """The child's own locks: another thread of the parent may have held one at the fork
+    (counting a compile in flight, looking up its worker), and no thread of the child would
+    ever release it. The child has no compile in flight and no worker yet."""
+    global _flight, _inflight, _inflight_pid, _lock
+    _flight = threading.Condition(threading.Lock())
+    _inflight, _inflight_pid = 0, os.getpid()
+    _lock = threading.Lock()
+
+
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork)
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
