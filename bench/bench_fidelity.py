@@ -7,7 +7,7 @@ its launch counts the wait as kernel time. This measures it, on the GPU:
 
     python bench/bench_fidelity.py [--configs 16] [--samples 7] [--out FILE]
 
-1. compiles one 4096^3 fp16 GEMM (upstream example's kernel) and benchmarks it with
+1. compiles one 4096^3 fp16 GEMM (the upstream autotuner's kernel) and benchmarks it with
    TileLang's `do_bench` (events), SAMPLES times, with tltrace tracing and idle: `idle`;
 2. compiles CONFIGS more configs in a CONFIGS-thread pool under tracing, then at once
    benchmarks the first kernel SAMPLES times while the workers write what the pool left
@@ -26,27 +26,9 @@ import statistics
 import sys
 import threading
 import time
+from pathlib import Path
 
-
-def matmul(M, N, K, bm, bn, bk, stages, threads):  # noqa: ANN001, ANN201
-    import tilelang.language as T
-
-    dtype, accum = "float16", "float32"
-
-    @T.prim_func
-    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), dtype)
-            B_s = T.alloc_shared((bn, bk), dtype)
-            C_l = T.alloc_fragment((bm, bn), accum)
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
-                T.copy(A[by * bm, k * bk], A_s)
-                T.copy(B[bx * bn, k * bk], B_s)
-                T.gemm(A_s, B_s, C_l, transpose_B=True)
-            T.copy(C_l, C[by * bm, bx * bn])
-
-    return main
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 GRID = [
@@ -66,8 +48,12 @@ def compile_(func):  # noqa: ANN001, ANN201
 
 
 def make(cfg):  # noqa: ANN001, ANN201
-    """The prim_func of one config, made on the calling thread (T.prim_func parses source: not in a pool)."""
-    return matmul(4096, 4096, 4096, *cfg)
+    """The prim_func of one config (the upstream autotuner's GEMM, bench/capture_cost.py), made on
+    the calling thread (T.prim_func parses source: not in a pool)."""
+    from capture_cost import sm90a_gemm
+
+    bm, bn, bk, stages, threads = cfg
+    return sm90a_gemm(4096, 4096, 4096, bm, bn, bk, stages, threads)
 
 
 def bench(kernel, samples: int) -> list[float]:  # noqa: ANN001
