@@ -111,15 +111,15 @@ def _has_main(locations) -> bool:
 def check_trace_dir(settings: Settings) -> str | None:
     """Return why the trace directory cannot be written, or None when it can.
 
-    The probe writes a file in the script's directory and removes it. Of the directories it
-    had to make, it removes the script's own again when it is still empty (the first compile
-    makes it), never the trace dir or a directory above it: other `tltrace run`s starting at
-    the same moment may be making their own script directories there, and a parent removed
-    under one of them made that run untraced ("No such file or directory"). A probe that finds
-    a directory removed under it (another run's probe of the same script) tries again.
+    The probe makes the script's directory, writes a file in it and removes the file. It
+    removes no directory: the run records its invocation there at its end (even one that
+    compiled nothing), and other `tltrace run`s starting at the same moment may be making or
+    probing directories there. (It used to remove the ones it had made, the trace dir
+    included, and a run whose directory went away under it ran untraced: CI's stop 46.) A
+    directory that goes away under it all the same (FileNotFoundError, or the FileExistsError
+    of a directory gone between mkdir's two looks) is made again.
     """
     d = settings.script_dir
-    made_it = not d.exists()
     error: OSError | None = None
     for _ in range(_PROBE_TRIES):
         try:
@@ -127,21 +127,14 @@ def check_trace_dir(settings: Settings) -> str | None:
             probe = d / f".tltrace-probe-{os.getpid()}"
             probe.write_text("")
             probe.unlink()
-            error = None
-            break
-        except FileNotFoundError as exc:  # a directory went away under us: make it again
+            return None
+        except (FileNotFoundError, FileExistsError) as exc:  # a directory went away under us
             error = exc
         except OSError as exc:
             error = exc
             break
-    if made_it and error is None:
-        try:
-            d.rmdir()  # only when still empty; the first compile makes it again
-        except OSError:
-            pass
-    if error is not None:
-        return f"cannot write to trace dir {settings.trace_dir} ({error.strerror or error}); running untraced"
-    return None
+    assert error is not None
+    return f"cannot write to trace dir {settings.trace_dir} ({error.strerror or error}); running untraced"
 
 
 _PROBE_TRIES = 5
