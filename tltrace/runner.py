@@ -108,6 +108,9 @@ def _has_main(locations) -> bool:
     return False
 
 
+_PROBE_TRIES = 5  # a directory that goes away under the probe is made again this often
+
+
 def check_trace_dir(settings: Settings) -> str | None:
     """Return why the trace directory cannot be written, or None when it can.
 
@@ -135,9 +138,6 @@ def check_trace_dir(settings: Settings) -> str | None:
             break
     assert error is not None
     return f"cannot write to trace dir {settings.trace_dir} ({error.strerror or error}); running untraced"
-
-
-_PROBE_TRIES = 5
 
 
 def prepare_tilelang(settings: Settings, emit: Callable[[Event], None]) -> bool:
