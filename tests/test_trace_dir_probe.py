@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,28 @@ def test_a_trace_dir_that_cannot_be_made_is_said_once_without_retrying(tmp_path:
     reason = check_trace_dir(s)
     assert reason and "cannot write to trace dir" in reason and "running untraced" in reason
     assert (tmp_path / "file").read_text() == "not a directory"
+
+
+def test_a_probe_killed_before_removing_its_file_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
+    """A kill between the probe's write and its unlink leaves `.tltrace-probe-PID`; the next run's
+    probe removes it once that process is gone, and leaves a live run's and a look-alike link."""
+    td = tmp_path / "traces"
+    s = build_settings(mode="terminal", trace_dir=td, script_name="k")
+    d = td / "k"
+    d.mkdir(parents=True)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    dead = d / f".tltrace-probe-{int(gone.stdout)}"
+    dead.write_text("")
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        alive = d / f".tltrace-probe-{live.pid}"
+        alive.write_text("")
+        link = d / ".tltrace-probe-999999999"  # no such process: only its being a link keeps it
+        link.symlink_to(tmp_path / "elsewhere")
+        assert check_trace_dir(s) is None
+        assert not dead.exists() and alive.exists() and link.is_symlink()
+    finally:
+        live.kill()
+        live.wait()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import re
 import runpy
 import signal
 import sys
@@ -109,6 +110,29 @@ def _has_main(locations) -> bool:
 
 
 _PROBE_TRIES = 5  # a directory that goes away under the probe is made again this often
+_PROBE_NAME = re.compile(r"\.tltrace-probe-(\d+)")
+
+
+def _remove_dead_probes(d: Path) -> None:
+    """Remove the probe files of runs killed between writing and removing theirs (plain files
+    named as tltrace names them, whose process is gone); a live run's probe is left alone."""
+    try:
+        entries = list(os.scandir(d))
+    except OSError:
+        return
+    for e in entries:
+        m = _PROBE_NAME.fullmatch(e.name)
+        if m is None or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            if not e.is_file(follow_symlinks=False):
+                continue
+            os.kill(int(m.group(1)), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                os.unlink(e.path)
+        except (OSError, OverflowError):
+            continue  # alive (another user's), or no such pid number: left alone
 
 
 def check_trace_dir(settings: Settings) -> str | None:
@@ -130,6 +154,7 @@ def check_trace_dir(settings: Settings) -> str | None:
             probe = d / f".tltrace-probe-{os.getpid()}"
             probe.write_text("")
             probe.unlink()
+            _remove_dead_probes(d)
             return None
         except (FileNotFoundError, FileExistsError) as exc:  # a directory went away under us
             error = exc
