@@ -551,7 +551,8 @@ def _show_run(run, as_json: bool) -> None:
     for e in fbuild.edits(build):
         head.append(
             f"\nedited: {e.get('working_file') or '?'} (+{e.get('added', 0)} -{e.get('removed', 0)} "
-            f"against the generated {e.get('generated_file')})",
+            f"against the generated {e.get('generated_file')})"
+            + ("; kept for the diff view, not compiled" if e.get("compiled") is False else ""),
             style="yellow",
         )
     if m.command:

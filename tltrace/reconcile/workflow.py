@@ -21,7 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,8 @@ from . import files, registry
 from .decide import Action
 from .merge import marker_line
 from .variant import Variant
+
+NOTE = "NOTE"  # a PATCHED edit that was not compiled (kept for the diff view): said, recorded and listed so
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,8 @@ def reconcile_codegen(
             left = None
         seen = _Seen(wf, left, _stat(wf.path), c.entry)
     else:
+        if d is not None and d.action is Action.PATCHED and not compiles_source:
+            tag = NOTE  # the one place a working file's status is decided: PATCHED only when compiled
         seen = _Seen(wf, d.working if d is not None else None, _stat(wf.path), c.entry, tag)
     with inv.lock:
         inv.reconciled[wf.path] = seen
@@ -225,13 +229,13 @@ def reconcile_codegen(
     if d.action is Action.PATCHED:
         origin, diff = path, (d.baseline, d.working)
         diff_names = (wf.original.name, path.name)
-    if d.action is Action.PATCHED and not compiles_source:
-        tag = "NOTE"
+    if tag == NOTE:
         origin = None
-        message = f"edits in {path} are kept for the diff view but not compiled: " + (
+        message = _not_compiled_message(
+            path,
             not_compiled
             or f"the {backend or 'current'} backend builds a binary during codegen; use "
-            'execution_backend="nvrtc" (CUDA) or "cython" (C, HIP) to compile edits'
+            'execution_backend="nvrtc" (CUDA) or "cython" (C, HIP) to compile edits',
         )
     return CodegenOutcome(
         compile_text,
@@ -245,6 +249,26 @@ def reconcile_codegen(
         diff_names=diff_names,
         unsaid=wf if applied.unsaid else None,
     )
+
+
+def _not_compiled_message(path: Path, why: str) -> str:
+    return f"edits in {path} are kept for the diff view but not compiled: {why}"
+
+
+def not_compiled(outcome: CodegenOutcome, why: str, ledger: Ledger | None = None) -> CodegenOutcome:
+    """Return `outcome` (PATCHED) as NOTE: the edit could not be handed back to the build after all.
+
+    The ledger's status of the working file changes with it, so the end-of-run list says NOTE too.
+    An outcome that is not PATCHED comes back as it is.
+    """
+    if outcome.tag != Action.PATCHED.value or outcome.path is None:
+        return outcome
+    if ledger is not None:
+        with ledger.lock:
+            seen = ledger.reconciled.get(outcome.path)
+            if seen is not None:
+                ledger.reconciled[outcome.path] = replace(seen, tag=NOTE)
+    return replace(outcome, tag=NOTE, origin=None, message=_not_compiled_message(outcome.path, why))
 
 
 def settle(outcome: CodegenOutcome) -> None:

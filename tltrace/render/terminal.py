@@ -689,7 +689,8 @@ class TerminalView:
         from ..history.resolve import script_words
 
         label = self.label(event.manifest, event.run_dir)
-        which = label if label == stream_label(event.manifest) else Path(event.run_dir).name
+        unique = label == stream_label(event.manifest) and label != "?"
+        which = label if unique else Path(event.run_dir).name
         return command("tltrace", "show", *script_words(Path(event.run_dir).parent.parent), which, *words)
 
     def _cut_line(self, event: PassRecorded, left: int) -> Text:

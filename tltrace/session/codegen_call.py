@@ -102,9 +102,18 @@ def _reconcile_and_record(
                 )
             outcome = _reconcile(s, event, role, generated, compiles, why)
             if outcome.compile_text != generated and compiles:
-                out_result = cg.source_module(result, outcome.compile_text, origin=outcome.origin)
-                if outcome.origin is not None:
-                    cgn.note_patched(s, outcome.origin, _kernel_name(s, event))
+                try:
+                    out_result = cg.source_module(result, outcome.compile_text, origin=outcome.origin)
+                except Exception as exc:  # the build's own result goes on: the edit is then not compiled
+                    outcome = s.hooks.working_files.not_compiled(
+                        s.settings,
+                        outcome,
+                        f"handing it back to the build failed ({type(exc).__name__}: {exc})",
+                    )
+                else:
+                    if outcome.origin is not None:
+                        cgn.note_patched(s, outcome.origin, _kernel_name(s, event))
+            _say(s, event, outcome)  # after the hand-back: its tag is what was compiled
             if outcome.compile_text != generated:
                 compiled = outcome.compile_text  # on a binary backend: kept for the diff view only
                 s.mark_edited()
@@ -270,6 +279,15 @@ def _reconcile(
     )
     for w in outcome.warnings:
         s.warn(w)
+    return outcome
+
+
+def _say(s: TraceSession, event: Any, outcome: Any) -> None:
+    """Emit the outcome's notices and tag, and settle its journal once said."""
+    working_files = s.hooks.working_files
+    assert working_files is not None  # the caller checked
+    kernel = _kernel_name(s, event)
+    launch = s.manifest.launch if s.manifest.launch is not None else getattr(s, "_wf_launch", None)
     # The stream's name for this compile (`add 512`); the signature is set as the compile ends.
     label = short_label(kernel, s.manifest.signature or signature(kernel, launch, None))
     for kind, message, path in outcome.notices:
@@ -292,4 +310,3 @@ def _reconcile(
         # NEW or REGENERATED tag (an autotuner's every config) leaves no journal and goes on.
         s.wait(30)
         working_files.settle(outcome)  # said: a kill from here on does not make the next run repeat it
-    return outcome

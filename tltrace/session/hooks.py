@@ -38,6 +38,9 @@ class WorkingFiles(Protocol):
         """Return the outcome: compile_text, origin, path, tag, message, diff, diff_names, warnings, notices,
         and unsaid (not None: a journal waits for `settle` once the tag is printed)."""
 
+    def not_compiled(self, settings: Settings, outcome: Any, why: str) -> Any:
+        """Return the outcome as NOTE (its edit was not handed back after all), its working file's status too."""
+
     def settle(self, outcome: Any) -> None:
         """The outcome's tag was said: a kill from here on must not make the next run say it again."""
 

@@ -284,10 +284,12 @@ def short_label(kernel: str | None, signature: str | None) -> str:
     """Return a compile's short label: its kernel and its first buffer's shape (`add 512`).
 
     What the stream names a compile by (render/terminal.stream_label); the signature starts
-    with it, so it also works as a SIGNATURE prefix for `show`.
+    with it, so it also works as a SIGNATURE prefix for `show`. A compile with no name of its
+    own (`tilelang.lower`, a custom caller of the seam) is named as its signature is: by the
+    lowered function (`vec_scale 1024`); "?" only while there is no signature yet.
     """
-    name = kernel or "?"
     sig = (signature or "").split(" ")
+    name = kernel or sig[0] or "?"
     if len(sig) > 1 and sig[0] == name and sig[1] and sig[1][0].isdigit():
         return f"{name} {sig[1].split(',')[0]}"
     return name

@@ -31,6 +31,11 @@ class WorkingFiles:
             not_compiled=request.not_compiled,
         )
 
+    def not_compiled(self, settings: Any, outcome: Any, why: str) -> Any:
+        from ..reconcile.workflow import not_compiled
+
+        return not_compiled(outcome, why, ledger_of(settings))
+
     def settle(self, outcome: Any) -> None:
         from ..reconcile.workflow import settle
 

@@ -1,0 +1,54 @@
+"""Compiles that carry no name of their own (`tilelang.lower`, `compile_only.compile_kernel_source`)
+are named in the stream by their kernel, like other compiles, and every `tltrace show` command the
+stream prints for them works (#48: they read `[?]`, and `show SCRIPT '?'` exited 2)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import pytest
+
+KERNEL = """
+import tilelang.language as T
+
+
+@T.prim_func
+def vec_twice(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+    with T.Kernel(2, threads=128) as bx:
+        for i in T.Parallel(128):
+            B[bx * 128 + i] = A[bx * 128 + i] * 2.0
+
+
+print("SYMBOL", vec_twice.attrs["global_symbol"], "SHAPE", vec_twice.buffer_map[vec_twice.params[0]].shape[0])
+"""
+
+CALLS = {
+    "lower": (
+        "import tilelang\nfrom tilelang import tvm\n\ntarget = tvm.target.Target('c')\n"
+        "with target:\n    tilelang.lower(vec_twice, target=target)\n"
+    ),
+    "compile_only": (
+        "from tilelang.tools.compile_only import compile_kernel_source\n\ncompile_kernel_source(vec_twice)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("how", sorted(CALLS))
+def test_a_compile_with_no_name_is_labelled_by_its_kernel_and_its_hints_work(tmp_path, run_cli, how):
+    script = tmp_path / f"unnamed_{how}.py"
+    script.write_text(KERNEL + CALLS[how])
+    r = run_cli("run", script, env={"COLUMNS": "300"})
+    assert r.exit_code == 0, r.stdout + r.stderr
+    # The oracle: TileLang's own PrimFunc, as the script printed it.
+    symbol, shape = re.search(r"^SYMBOL (\S+) SHAPE (\d+)$", r.stdout, re.M).groups()
+    stream = [x for x in r.stdout.splitlines() if x.startswith("[")]
+    assert stream, r.stdout
+    assert all(x.startswith(f"[{symbol} {shape}] ") for x in stream), r.stdout
+    hints = sorted({m.split("  (", 1)[0] for m in re.findall(r"tltrace show .*$", r.stdout, re.M)})
+    assert any("--pass" in h for h in hints) and any("--source-map" in h for h in hints), r.stdout
+    for hint in hints:
+        words = shlex.split(hint)
+        assert words[:2] == ["tltrace", "show"]
+        s = run_cli(*words[1:])
+        assert s.exit_code == 0, (hint, s.stderr)
