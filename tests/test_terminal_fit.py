@@ -294,3 +294,36 @@ def test_show_pass_lines_fold_on_a_terminal_as_the_stream_does():
         out[terminal] = ANSI_ANY.sub("", buf.getvalue()).splitlines()
     assert all(len(r) <= 50 for r in out[True]) and len(out[True]) > 2
     assert _unfold(out[True]) == out[False] == ["     short", "    +" + long]
+
+
+def test_a_plain_indented_line_folds(tmp_path: Path) -> None:
+    """`watch` echoes its run's output as plain text: a folded line whose indentation has no style
+    (Style.combine of no styles raised StopIteration)."""
+    from rich.segment import Segment
+
+    from tltrace.render.fold import MARK, fold
+
+    line = "    +      x = a + b;  // " + "long words " * 12
+    rows = fold([Segment(line)], 40)
+    assert len(rows) > 1 and all(sum(len(s.text) for s in r) <= 40 for r in rows)
+    assert _unfold(["".join(s.text for s in r) for r in rows]) == [line]
+    assert all(MARK in "".join(s.text for s in r) for r in rows[1:])
+
+
+def test_watch_prints_a_patched_diff_with_long_lines_at_80_columns(examples_dir, tmp_path: Path) -> None:
+    """A real `tltrace watch` in an 80-column pty, whose run prints a PATCHED diff whose lines fold."""
+    _pty("run -q --mode both examples/elementwise_add.py --n 512", 80, tmp_path)
+    w = tmp_path / "tmp" / "lower_trace_dir" / "elementwise_add" / "codegen_device.cpp"
+    lines = w.read_text().split("\n")
+    at = next(i for i, x in enumerate(lines) if "))) + *(float4" in x)
+    comment = "  // " + " ".join(["a long comment that wraps at eighty columns"] * 3)
+    lines[at] = lines[at].replace("))) + *(float4", "))) - *(float4") + comment
+    w.write_text("\n".join(lines))
+    rows = _pty("watch --max-runs 1 examples/elementwise_add.py --n 512", 80, tmp_path)
+    text = "\n".join(rows)
+    assert "Traceback" not in text and "StopIteration" not in text, text[-3000:]
+    ours = [r for r in rows if "[TileLang:" not in r]
+    assert all(len(r) <= 80 for r in ours), [r for r in ours if len(r) > 80]
+    plus = [x for x in _unfold(ours) if x.lstrip().startswith("+ ") or x.startswith("    +  ")]
+    assert any(x.replace(" ", "").endswith(comment.replace(" ", "")) for x in plus), text[-3000:]
+    assert any("run 1: exit" in r and "PATCHED" in r for r in rows), text[-3000:]

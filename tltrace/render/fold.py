@@ -137,7 +137,8 @@ def fold(line: list[Segment], width: int, rows: int | None = None) -> list[list[
     cells_at = (lambda i: i) if ascii_ else (lambda i: cell_len(plain[:i]))
     pieces = list(Segment.divide(line, [cells_at(e) for _, e in spans]))
     prefix = next(iter(Segment.divide(line, [cells_at(hang)])), []) if hang else []
-    lead = Style.combine(s.style for s in prefix if s.style) if prefix else None
+    styles = [s.style for s in prefix if s.style]  # none: a plain line (`watch` echoes the run's output)
+    lead = Style.combine(styles) if styles else None
     out: list[list[Segment]] = []
     for n, piece in enumerate(pieces[: len(spans)]):
         row = list(piece) if n == 0 else [*prefix, Segment(MARK, lead + _DIM if lead else _DIM), *piece]
