@@ -302,3 +302,47 @@ def test_the_flippable_configs_are_read_from_the_installed_tilelang() -> None:
     assert set(names) <= {str(k) for k in tvm.transform.PassContext.list_configs()}
     assert all(PASS_CONFIGS[n] == BOOL for n in names) and not set(names) & WRITES_FILES
     assert flippable("disable_vectorize") == sorted(n for n in names if "disable_vectorize" in n)
+
+
+def test_the_answer_names_the_pass_in_the_numbering_its_command_accepts(recorded, capsys) -> None:
+    """bisect printed `#23 Simplify (tl, record 25)` then `--pass 25`: two numberings. Now the pass reads as
+    `--pass` names it, and the printed command shows that very record (the manifest is the oracle)."""
+    import re
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from tltrace import bisect as core
+    from tltrace.bisect.steps import top_passes
+    from tltrace.cli.app import app
+    from tltrace.cli.bisect import _report
+    from tltrace.history.loading import load_run
+
+    from ._records import recorded_runs
+
+    run = recorded_runs(recorded, "elementwise_add")[-1]
+    m = load_run(run).require()
+    pipeline = top_passes(m)
+    names = [t.name for t in pipeline]
+    # a pass whose name came before, so that its record index, its position and its k all differ
+    t = next(
+        t
+        for i, t in enumerate(pipeline)
+        if t.name in names[:i] and t.index is not None and t.index != t.position and t.status == "changed"
+    )
+    _report(core.Result(core.FOUND, [], good_run=run, kernel=m.kernel, culprit=t), 0, None)
+    out = capsys.readouterr().out
+    head = out.split("\n", 1)[0]
+    assert (
+        head.startswith(f"first bad pass: {t.ref} ({t.phase}) in kernel")
+        and "#" + str(t.position) not in head
+    )
+    assert "record" not in head
+    again = re.search(r"^  again: (.*)$", out, re.M).group(1)
+    words = shlex.split(again)
+    assert words[:3] == ["tltrace", "show", str(run)] and words[3:] == ["--pass", t.ref]
+    r = CliRunner().invoke(app, [*words[1:], "--json"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    got = got.get("record", got)
+    assert (got["index"], got["name"]) == (t.index, next(x.name for x in m.records if x.index == t.index))

@@ -81,7 +81,7 @@ class Result:
         def p(t: TopPass | None) -> dict[str, Any] | None:
             if t is None:
                 return None
-            return {"position": t.position, "index": t.index, "phase": t.phase, "name": t.name}
+            return {"position": t.position, "index": t.index, "phase": t.phase, "name": t.name, "ref": t.ref}
 
         return {
             "kind": self.kind,
@@ -190,9 +190,7 @@ class Bisection:
             skippable.update(cands)
         while (window := search.next()) is not None:
             skip = tuple(cands[i] for i in window)
-            what = f"#{skip[0]} {_name(ref, skip[0])}" + (
-                f" .. #{skip[-1]} {_name(ref, skip[-1])}" if len(skip) > 1 else " alone"
-            )
+            what = _name(ref, skip[0]) + (f" .. {_name(ref, skip[-1])}" if len(skip) > 1 else " alone")
             s = self.step(f"skip {len(skip)}: {what}", skip, len(search.suspects))
             search.record(window, s.outcome)
             if s.outcome != UNTESTABLE:
@@ -259,7 +257,9 @@ def _at(pipeline: list[TopPass], position: int) -> TopPass:
 
 
 def _name(pipeline: list[TopPass], position: int) -> str:
-    return _at(pipeline, position).name
+    """The pass as `--pass` names it in the recorded run (`Simplify#3`): the one numbering bisect prints."""
+    t = _at(pipeline, position)
+    return t.ref or t.name
 
 
 def bisect(spec: Spec, on_step: Callable[[Progress], None] | None = None) -> Result:

@@ -21,6 +21,7 @@ from ..config import CHILD_ENV
 from ..format.layout import RUN_RECORDS
 from ..format.records import CODEGEN, COMPLETE, RunManifest
 from ..history.loading import is_run_dir, is_script_dir, load_run
+from ..passref import ref_of
 from ..session.skipping import ENV, SkipPlan
 from .search import RIGHT, UNTESTABLE, WRONG
 
@@ -46,6 +47,9 @@ class TopPass:
     phase: str
     status: str  # the record's status, or "skipped"
     index: int | None  # the record's index (None: skipped, no record)
+    ref: str | None = (
+        None  # how `--pass` names its record in its run (passref: `Simplify#3`); None: no record
+    )
 
 
 @dataclass
@@ -87,6 +91,7 @@ class Step:
 def top_passes(manifest: RunManifest) -> list[TopPass]:
     """Return a compile's top-level passes in order, the skipped ones (manifest `skipped`) put back in place."""
     recs = [r for r in manifest.records if r.depth == 0 and r.status != CODEGEN]
+    at = {id(r): i for i, r in enumerate(manifest.records)}
     skipped = {
         int(s["position"]): s for s in manifest.skipped or () if isinstance(s, dict) and "position" in s
     }
@@ -101,7 +106,7 @@ def top_passes(manifest: RunManifest) -> list[TopPass]:
             r = next(it, None)
             if r is None:
                 break
-            out.append(TopPass(pos, r.name, r.phase, r.status, r.index))
+            out.append(TopPass(pos, r.name, r.phase, r.status, r.index, ref_of(manifest.records, at[id(r)])))
         pos += 1
     return out
 

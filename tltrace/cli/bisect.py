@@ -194,8 +194,8 @@ def _progress(p) -> None:  # noqa: ANN001  # tltrace.bisect.Progress
 
 
 def _where(t) -> str:  # noqa: ANN001
-    rec = f", record {t.index}" if t.index is not None else ""
-    return f"#{t.position} {t.name} ({t.phase}{rec})"
+    """A pass as `--pass` names it in the recorded run (`Simplify#3`), and its phase: one numbering."""
+    return f"{t.ref or t.name} ({t.phase})"
 
 
 def _report(result, context: int, repro_dir: Optional[Path]) -> None:  # noqa: ANN001
@@ -241,13 +241,16 @@ def _report(result, context: int, repro_dir: Optional[Path]) -> None:  # noqa: A
     )
     typer.echo(f"  recorded run: {result.good_run}")
     if t.index is not None and result.good_run is not None:
-        typer.echo(f"  again: tltrace show {result.good_run} --pass {t.index}")
+        from .._shell import command
         from ..history.loading import load_run
         from .show import show_pass
 
+        typer.echo(
+            f"  again: {command('tltrace', 'show', str(result.good_run), '--pass', t.ref or str(t.index))}"
+        )
         sys.stdout.flush()
         try:
-            show_pass(load_run(result.good_run), str(t.index), context, False)
+            show_pass(load_run(result.good_run), t.ref or str(t.index), context, False)
         except TltraceError as exc:
             warn(f"cannot show the pass's diff: {exc}")
     if repro_dir is not None:
