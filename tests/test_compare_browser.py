@@ -107,3 +107,39 @@ def test_diff_runs_page_has_the_codegen_diff_and_steps(open_page, run_cli, two_i
     first.locator("a.tl-step", has_text="next").click()
     second_id = page.locator("#diffs details").nth(1).get_attribute("id")
     wait_js(page, f"document.getElementById('{second_id}').open")
+
+
+def test_compare_with_a_run_that_clean_removed_says_it_is_gone(
+    open_page, run_cli, recorded, tmp_path
+) -> None:
+    """A report written before `tltrace clean --keep 3` still lists the runs clean removed; picking one
+    says the run is gone (it stayed on "Loading…" for ever), and a run that is there still compares."""
+    from ._records import recorded_subset
+
+    trace = recorded_subset(recorded, tmp_path / "traces", elementwise_add=None)
+    runs = run_dirs(trace / "elementwise_add")
+    assert len(runs) >= 5, runs
+    for run in runs:  # each compile's report, the newest last: it offers the four before it
+        res = run_cli("show", "--trace-dir", trace, run, "--html")
+        assert res.exit_code == 0, res.stderr
+    newest = runs[-1]
+    res = run_cli("clean", "--trace-dir", trace, "--keep", "3", "elementwise_add")
+    assert res.exit_code == 0, res.output
+    gone = [r for r in runs if not r.exists()]
+    kept = [r for r in runs[:-1] if r.exists()]
+    assert gone and kept and newest.exists()
+
+    page = open_page(newest / REPORT_NAME)
+    offered = page.eval_on_selector_all(".tl-compare-pick option", "os => os.map(o => o.value)")
+    assert gone[0].name in offered and kept[0].name in offered  # written before the clean
+    page.select_option(".tl-compare-pick", gone[0].name)
+    wait_js(page, "document.querySelector('#tl-compare.tl-compare-gone')")
+    text = page.locator("#tl-compare").text_content()
+    assert "gone" in text and gone[0].name in text and "Loading" not in text
+    assert page.eval_on_selector(
+        f".tl-compare-pick option[value='{gone[0].name}']", "o => o.disabled && o.text.endsWith('(gone)')"
+    )
+    page.select_option(".tl-compare-pick", kept[0].name)  # one that is there compares as before
+    wait_js(page, "document.querySelector('#tl-compare .tl-compare-step')")
+    page.wait_for_timeout(2500)  # its frame said it is there: never called gone afterwards
+    assert page.locator("#tl-compare.tl-compare-gone").count() == 0

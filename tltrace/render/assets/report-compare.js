@@ -38,9 +38,15 @@
     }).map(function (k) { return k + " " + show(a[k]) + " \u2192 " + show(b[k]); });
   }
 
+  // A frame that loaded and said nothing within this time is not a report: its run is gone
+  // (`tltrace clean` removed it after this page was written); one that never loads, GIVE_UP_MS.
+  var SILENT_MS = 1500, GIVE_UP_MS = 20000;
+
   function create(ctx) {
-    var cur = null;  // {runId, label, frame, ready, asked, list, facts, signature}
+    var cur = null;  // {runId, label, frame, alive, ready, asked, list, facts, signature}
     var pickEl = null;
+    // A framed report says it is there as its script starts, before its frame's load event.
+    if (ctx.embedded) root.parent.postMessage({ tltrace: "alive" }, "*");
 
     function picker(sibs, runId) {
       var mine = (sibs || []).filter(function (x) { return String(x[0]) !== runId; });
@@ -82,12 +88,36 @@
       frame.hidden = true;
       frame.setAttribute("sandbox", "allow-scripts");
       frame.src = "../" + runId + "/report.html#tl-embed";
-      cur = { label: label, frame: frame, ready: false, asked: null, list: null, facts: null };
+      var mine = { runId: runId, label: label, frame: frame, alive: false, ready: false, asked: null, list: null, facts: null };
+      cur = mine;
+      function silent() { if (cur === mine && !mine.alive && !mine.ready) gone(mine); }
+      frame.addEventListener("load", function () { root.setTimeout(silent, SILENT_MS); });
+      root.setTimeout(silent, GIVE_UP_MS);
       root.document.body.appendChild(frame);
       var box = C.el("div", "tl-compare");
       box.id = "tl-compare";
       box.appendChild(C.el("p", "tl-empty", "Loading " + label + "\u2026"));
       place(box);
+    }
+    // The other compile's report is not there: say so (not "Loading…" for ever) and offer it no more.
+    function gone(which) {
+      if (which.frame.parentNode) which.frame.parentNode.removeChild(which.frame);
+      var box = C.el("div", "tl-compare tl-compare-gone");
+      box.id = "tl-compare";
+      var head = C.el("div", "tl-compare-head");
+      head.appendChild(C.el("b", null, which.label + ": its report is gone"));
+      var btn = C.button("Stop comparing", "Close the comparison", function () { stop(); });
+      btn.className = "tl-compare-stop";
+      head.appendChild(btn);
+      box.appendChild(head);
+      box.appendChild(C.el("p", "tl-notice", "The run " + which.runId + " is no longer in the trace dir " +
+        "(removed by 'tltrace clean', or moved) and cannot be compared; pick another compile."));
+      place(box);
+      if (pickEl) {
+        Array.prototype.forEach.call(pickEl.options, function (o) {
+          if (o.value === which.runId) { o.disabled = true; o.text = o.text + " (gone)"; }
+        });
+      }
     }
     // keepPick: a new choice replaces the old one; the select shows it (it does not spring back).
     function stop(keepPick) {
@@ -179,7 +209,9 @@
         return;
       }
       if (!cur || ev.source !== cur.frame.contentWindow) return;
-      if (d.tltrace === "ready") {
+      if (d.tltrace === "alive") {
+        cur.alive = true;
+      } else if (d.tltrace === "ready") {
         cur.ready = true;
         cur.frame.contentWindow.postMessage({ tltrace: "list" }, "*");
       } else if (d.tltrace === "list") {
