@@ -228,11 +228,14 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
         con.print(Text(f"same: {len(inv.compiles)} compile(s), every pass identical", style="bold green"))
     else:
         con.print(Text(f"different: {counts}", style="bold red"))
+        kernels = {m.kernel for c in inv.compiles for m in (c.a, c.b) if m is not None}
+        how = (  # --kernel NAME picks no pair where every compile is of one kernel
+            "tltrace diff-runs A B --kernel NAME, or SCRIPT:RUN_ID for each side"
+            if len(kernels) > 1
+            else "tltrace diff-runs SCRIPT:RUN_ID SCRIPT:RUN_ID (one compile for each side)"
+        )
         con.print(
-            _t(
-                "one pair pass by pass: tltrace diff-runs A B --kernel NAME, or SCRIPT:RUN_ID for each side",
-                "dim",
-            ),
+            _t(f"one pair pass by pass: {how}", "dim"),
             soft_wrap=True,
         )
 

@@ -481,7 +481,9 @@ def _show_invocation(sel, as_json: bool) -> None:
     con.print(
         _t(
             f"open one: {command('tltrace', 'show', *script_words(inv.script_dir), sel.spec)} SIGNATURE "
-            "(a prefix), or --kernel NAME",
+            "(a prefix)"
+            # --kernel NAME opens one compile only where the compiles are of several kernels
+            + (", or --kernel NAME" if len({r.manifest.kernel for r in sel.runs if r.manifest}) > 1 else ""),
             "dim",
         ),
         soft_wrap=not con.is_terminal,  # a terminal folds it (the command names --trace-dir), a pipe gets it whole
