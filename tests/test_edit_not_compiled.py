@@ -39,6 +39,7 @@ def add_one(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
 
 
 mod = tvm.IRModule({"main": add_one})
+print("SYMBOL", add_one.attrs["global_symbol"])
 BASE = "int edited(void) {\\n  return 5;\\n}\\n"
 
 
@@ -102,6 +103,22 @@ def test_an_edit_not_compiled_is_never_called_patched(noted, run_cli, tmp_path):
         assert "PATCHED" not in s.stdout, (args, s.stdout)
         assert "NOTE" in s.stdout, (args, s.stdout)
     assert "not compiled" in run_cli("show", "seam_note", "-1").stdout  # its "edited:" line says so
+
+
+def test_the_seams_compile_is_named_by_its_primfunc_and_its_hints_work(noted, run_cli):
+    """A custom caller's compile has no name of its own: the stream names it by the PrimFunc's
+    global_symbol (not its key in the IRModule, `main`), as the working file's notices do."""
+    import shlex
+
+    r, _ = noted
+    symbol = re.search(r"^SYMBOL (\S+)$", r.stdout, re.M).group(1)
+    stream = [x for x in r.stdout.splitlines() if x.startswith("[")]
+    assert stream and all(x.startswith(f"[{symbol} 16") for x in stream), r.stdout
+    hints = {h.split("  (", 1)[0] for h in re.findall(r"tltrace show .*$", r.stdout, re.M)}
+    assert hints, r.stdout
+    for hint in hints:
+        s = run_cli(*shlex.split(hint)[1:])
+        assert s.exit_code == 0, (hint, s.stderr)
 
 
 def test_not_compiled_turns_a_patched_outcome_and_its_working_file_into_note(tmp_path):

@@ -69,7 +69,8 @@ def _functions(mod: Any) -> list[tuple[str, Any]]:
         out = []
         for gv, func in mod.functions.items():
             if hasattr(func, "buffer_map") and hasattr(func, "body"):
-                out.append((str(getattr(gv, "name_hint", gv)), func))
+                # The PrimFunc's own name (global_symbol), as codegen names it; else its key in the module
+                out.append((_global_symbol(func) or str(getattr(gv, "name_hint", gv)), func))
         return out
     if hasattr(mod, "buffer_map") and hasattr(mod, "body"):
         return [(_global_symbol(mod) or "main", mod)]
