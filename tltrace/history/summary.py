@@ -135,13 +135,14 @@ class CompileSummary:
         return data
 
 
-_EDIT_RANK = ("CONFLICT", "UNRESOLVED", "PATCHED", "SYNCED", "REGENERATED", "INIT-BACKUP")
+_EDIT_RANK = ("CONFLICT", "UNRESOLVED", "PATCHED", "NOTE", "SYNCED", "REGENERATED", "INIT-BACKUP")
 
 
 def edit_tag(m: RunManifest) -> str | None:
     """Return the reconcile tag of a compile's codegen that says most about the user's edit, or None.
 
-    CONFLICT and UNRESOLVED first, then PATCHED (the edit was compiled), SYNCED, REGENERATED.
+    CONFLICT and UNRESOLVED first, then PATCHED (the edit was compiled), NOTE (an edit kept for the
+    diff view, not compiled), SYNCED, REGENERATED.
     """
     tags = {r.reconcile for r in m.records if r.reconcile}
     return next((t for t in _EDIT_RANK if t in tags), None) or (min(tags) if tags else None)
