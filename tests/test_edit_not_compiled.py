@@ -50,6 +50,9 @@ def seam(build):
 
 if sys.argv[1:] == ["first"]:
     seam(lambda: tvm.runtime._ffi_api.CSourceModuleCreate(BASE, "c", [], None))
+elif sys.argv[1:] == ["real"]:
+    built = tvm.runtime._ffi_api.CSourceModuleCreate(BASE, "c", [], None)
+    print("HANDED BACK" if seam(lambda: built) is not built else "BUILD RESULT UNTOUCHED")
 else:
     fake = Fake(BASE)
     assert seam(lambda: fake) is fake, "the build's own result must come back: the edit is not compiled"
@@ -139,3 +142,32 @@ def test_not_compiled_turns_a_patched_outcome_and_its_working_file_into_note(tmp
     assert [h.tag for h in working_files_held(ledger)] == ["NOTE"]
     other = CodegenOutcome("gen", "REGENERATED", "m", path)
     assert not_compiled(other, "why", ledger) is other
+
+
+def test_an_edit_whose_hand_back_fails_is_note_not_patched(tmp_path, run_cli, monkeypatch):
+    """The decision said PATCHED, then handing the edit back to the build failed (a fault injected
+    into tltrace's own step): the build's result goes on, and every view says NOTE."""
+    from tltrace.session import codegen
+
+    script = tmp_path / "seam_note.py"
+    script.write_text(SCRIPT)
+    assert run_cli("run", "--mode", "both", script, "first").exit_code == 0
+    (w,) = (tmp_path / "tmp" / "lower_trace_dir" / "seam_note").glob("codegen*.cpp")
+    w.write_text(w.read_text().replace("return 5", "return 6"))
+    r = run_cli("run", "--mode", "both", script, "real")  # unbroken: the edit is handed back
+    assert "HANDED BACK" in r.stdout and "PATCHED" in r.stdout, r.stdout
+
+    def broken(*args, **kwargs):
+        raise OSError("no room for the module")
+
+    monkeypatch.setattr(codegen, "source_module", broken)
+    r = run_cli("run", "--mode", "both", script, "real")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert "BUILD RESULT UNTOUCHED" in r.stdout  # the oracle: the edit did not run
+    assert "PATCHED" not in r.stdout + r.stderr, r.stdout
+    assert "not compiled: handing it back failed (OSError: no room for the module)" in r.stdout
+    listed = r.stdout.split("working files", 1)[1].splitlines()
+    assert any(w.name in x and x.rstrip().endswith("NOTE") for x in listed), r.stdout
+    runs = sorted((tmp_path / "tmp" / "lower_trace_dir" / "seam_note" / ".run_records").glob("run_*"))
+    manifest = json.loads((runs[-1] / "manifest.json").read_text())
+    assert [x.get("reconcile") for x in manifest["records"]] == ["NOTE"]

@@ -92,7 +92,8 @@ def _reconcile_and_record(
     # whatever else a custom build returned goes back to its caller as it is.
     compiles = cg.compiles_source(ffi) and native.is_runtime_module(result)
     compiled, outcome, out_result = generated, None, result
-    if s.settings.working_files_enabled() and generated and s.hooks.working_files is not None:
+    working_files = s.hooks.working_files
+    if s.settings.working_files_enabled() and generated and working_files is not None:
         try:
             why = None
             if cg.compiles_source(ffi) and not compiles:
@@ -102,27 +103,34 @@ def _reconcile_and_record(
                 )
             outcome = _reconcile(s, event, role, generated, compiles, why)
             if outcome.compile_text != generated and compiles:
-                try:
-                    out_result = cg.source_module(result, outcome.compile_text, origin=outcome.origin)
-                except Exception as exc:  # the build's own result goes on: the edit is then not compiled
-                    outcome = s.hooks.working_files.not_compiled(
-                        s.settings,
-                        outcome,
-                        f"handing it back to the build failed ({type(exc).__name__}: {exc})",
-                    )
-                else:
-                    if outcome.origin is not None:
-                        cgn.note_patched(s, outcome.origin, _kernel_name(s, event))
-            _say(s, event, outcome)  # after the hand-back: its tag is what was compiled
+                out_result = cg.source_module(result, outcome.compile_text, origin=outcome.origin)
             if outcome.compile_text != generated:
                 compiled = outcome.compile_text  # on a binary backend: kept for the diff view only
-                s.mark_edited()
         except Exception as exc:
             out_result, compiled = result, generated
-            s.warn(
-                f"working files skipped for {_kernel_name(s, event)} ({type(exc).__name__}: {exc}); "
-                "an edit there is not applied in this run"
-            )
+            said = False
+            if outcome is not None:  # decided, then not handed back: the build's own result goes on
+                try:
+                    outcome = working_files.not_compiled(
+                        s.settings, outcome, f"handing it back failed ({type(exc).__name__}: {exc})"
+                    )
+                    said = outcome.tag == "NOTE"
+                except Exception:
+                    outcome = None
+            if not said:
+                s.warn(
+                    f"working files skipped for {_kernel_name(s, event)} ({type(exc).__name__}: {exc}); "
+                    "an edit there is not applied in this run"
+                )
+        if outcome is not None:
+            try:
+                if out_result is not result and outcome.origin is not None:
+                    cgn.note_patched(s, outcome.origin, _kernel_name(s, event))
+                if outcome.compile_text != generated:
+                    s.mark_edited()
+                _say(s, event, outcome)  # after the hand-back: its tag is what was compiled
+            except Exception as exc:
+                s.warn(f"could not say what the working file of {_kernel_name(s, event)} holds ({exc})")
     if s.broken or before is None:
         return out_result
     amap = None  # the recorders' printer's value for the source (a source map)
