@@ -28,6 +28,10 @@ CALLS = {
         "import tilelang\nfrom tilelang import tvm\n\ntarget = tvm.target.Target('c')\n"
         "with target:\n    tilelang.lower(vec_twice, target=target)\n"
     ),
+    "lower_sm90a": (  # the case: a compile-only CUDA lowering, no GPU needed
+        "import tilelang\nfrom tilelang import tvm\n\ntarget = tvm.target.Target({'kind': 'cuda', 'arch': 'sm_90a'})\n"
+        "with target:\n    tilelang.lower(vec_twice, target=target)\n"
+    ),
     "compile_only": (
         "from tilelang.tools.compile_only import compile_kernel_source\n\ncompile_kernel_source(vec_twice)\n"
     ),
