@@ -80,8 +80,24 @@ def run_node(job: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
 def python_value(text: str, env: dict[str, int]) -> Any:
     try:
         return expr.value(text, env)
-    except (expr.ExprError, ZeroDivisionError):
+    except expr.ExprError:
         return "error"
+
+
+# Crafted expressions (issue 49): each is an ExprError in Python and an error in node, never a
+# RecursionError, a ZeroDivisionError, a 10,000-digit integer or an int64 that wraps.
+HOSTILE = [
+    "(" * 5000 + "_i" + ")" * 5000,  # parentheses nested past any recursion limit
+    "+".join(["_i"] * 3000),  # a chain 3000 deep: a tree evaluate would recurse through
+    "(" * 65 + "_i" + ")" * 65,  # one past MAX_DEPTH parentheses
+    "_i // 0",
+    "_i % (_j - _j)",  # a zero divisor computed, not written
+    "9" * 5000,  # past int()'s digit limit
+    "9007199254740992",  # MAX_INT + 1
+    "_i * 4294967296 * 4294967296",  # 2**64 * _i: wraps in int64
+    "_j * 3037000500 * 3037000500 - _j * 3037000500 * 3037000500",  # wraps, and would cancel
+    "_i " + "+ 1 " * 6000,  # longer than MAX_TEXT
+]
 
 
 def test_js_answers_as_python_on_the_corpus(tmp_path: Path) -> None:
@@ -93,13 +109,16 @@ def test_js_answers_as_python_on_the_corpus(tmp_path: Path) -> None:
     for e in entries():
         for text in [*e["index"], e.get("thread") or "0"]:
             exprs.append({"text": text, "env": {v: rng.randint(0, 127) for v in e["vars"]}})
-    for bad in ("T.min(_i, 3)", "_i < 3", "_i +", "(_i", "_i ) ", "T.Cast('int32', _i)", "_k"):
-        exprs.append({"text": bad, "env": {"_i": 1}})
+    bads = ["T.min(_i, 3)", "_i < 3", "_i +", "(_i", "_i ) ", "T.Cast('int32', _i)", "_k", *HOSTILE]
+    for bad in bads:
+        exprs.append({"text": bad, "env": {"_i": 1, "_j": 3}})
+    within = "(" * 64 + "_i" + ")" * 64  # MAX_DEPTH parentheses: still evaluated
+    exprs.append({"text": within, "env": {"_i": 5}})
     jobs = [{"entry": e, "cells": all_cells(e)} for e in entries()]
     out = run_node({"exprs": exprs, "entries": jobs}, tmp_path)
     want = [python_value(c["text"], c["env"]) for c in exprs]
     assert out["exprs"] == want
-    assert want[-7:] == ["error"] * 7
+    assert want[-len(bads) - 1 : -1] == ["error"] * len(bads) and want[-1] == 5
     assert len({json.dumps(w) for w in want}) > 100  # the corpus is not degenerate
     for job, got in zip(jobs, out["entries"]):
         e = job["entry"]
@@ -107,6 +126,17 @@ def test_js_answers_as_python_on_the_corpus(tmp_path: Path) -> None:
         assert got["cells"] == py, e["buffer"]
         if e["kind"] != "fragment":
             assert got["conflicts"] == [model.conflicts(e, a) for a in ("row", "col")], e["buffer"]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_expressions_are_expr_errors_on_arrays_too(text: str) -> None:
+    """The numpy path (a whole grid at once) refuses what the element path refuses."""
+    np = expr.numpy()
+    if np is None:
+        pytest.skip("numpy is not installed")
+    env = {"_i": np.arange(4, dtype=np.int64)[:, None] + 1, "_j": np.arange(3, dtype=np.int64)[None, :] + 1}
+    with pytest.raises(expr.ExprError):
+        expr.value(text, env)
 
 
 @pytest.mark.parametrize("i", range(len(json.loads(RECORDED.read_text())["entries"])))

@@ -145,7 +145,7 @@ def evaluate(node: Node, env: dict[str, Any]) -> Any:
 
 def _most(v: Any, unit: Any) -> Any:
     """The largest magnitude of an int or an array (`unit` 1.0: in floats)."""
-    if isinstance(v, int):
+    if isinstance(v, (int, float)):
         return abs(v) * unit
     return abs(v * unit).max() if v.size else 0
 
