@@ -237,12 +237,12 @@ def test_show_at_and_thread_name_physical_threads(work: Path) -> None:
     assert res.returncode == 0 and res.stdout.startswith("C_l[3,5]: thread 142 register 1 "), res
     assert want[(142, 1)] == (3, 5)
     res = cli(*base, "--at", "C_l", "3,5", "--json", cwd=work)
-    data = json.loads(res.stdout)
+    data = check(json.loads(res.stdout), "layout_at")
     assert (data["thread"], data["register"], data["logical_thread"]) == ([142], 1, [14])
     assert data["thread_range"] == [128, 128]
     res = cli(*base, "--thread", "142", "--json", cwd=work)
     assert res.returncode == 0, res.stderr
-    data = json.loads(res.stdout)
+    data = check(json.loads(res.stdout), "layout_thread")
     c_l = next(b for b in data["buffers"] if b["buffer"] == "C_l")
     assert {(tuple(x["index"]), x["register"]) for x in c_l["elements"]} == {
         (cell, reg) for (t, reg), cell in want.items() if t == 142

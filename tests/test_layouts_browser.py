@@ -33,7 +33,13 @@ BIG = {
 }  # fmt: skip
 
 
-HUGE = {**BIG, "buffer": "Huge", "shape": [10**30] * 3, "input_shape": [10**30] * 3, "vars": ["_i", "_j", "_k"]}
+HUGE = {
+    **BIG,
+    "buffer": "Huge",
+    "shape": [10**30] * 3,
+    "input_shape": [10**30] * 3,
+    "vars": ["_i", "_j", "_k"],
+}
 WIDE = {**BIG, "buffer": "Wide", "shape": [2048, 1024], "input_shape": [2048, 1024]}  # valid, 2M cells
 
 
