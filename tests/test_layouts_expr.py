@@ -8,6 +8,7 @@ evaluated on random values in both. The numpy path and the plain one agree too.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import subprocess
@@ -225,3 +226,64 @@ def test_js_changed_is_the_twin_of_changed_final(tmp_path: Path) -> None:
     assert got == json.loads(json.dumps(want))
     kinds = {c["change"] for w in want for c in w}
     assert kinds == {"changed", "added", "removed"} and sum(not w for w in want) >= 1  # not degenerate
+
+
+def test_held_by_reads_at_the_other_way(monkeypatch) -> None:
+    """`held_by` (numpy and element by element) lists exactly the cells whose `at` names the thread,
+    for threads of every recorded fragment and one past each end (replicated ones too)."""
+    for e in entries():
+        if e["kind"] != "fragment":
+            continue
+        first, count = e["thread_range"]
+        want: dict[int, set] = {}
+        g = model.grid(e)  # at's answers, a whole grid at once (the corpus' fragments are 1-D or 2-D)
+        for r, c in itertools.product(range(g["rows"]), range(g["cols"])):
+            idx = (r, c) if len(e["input_shape"]) == 2 else (c,)
+            for rep in g["thread"]:
+                want.setdefault(rep[r][c], set()).add((idx, g["register"][r][c]))
+        assert min(want) == first and max(want) == first + count - 1, e["buffer"]
+        for t in [
+            first - 1,
+            *random.Random(e["buffer"]).sample(range(first, first + count), 8),
+            first + count,
+        ]:
+            fast = model.held_by(e, t)
+            assert {(tuple(x["index"]), x["register"]) for x in fast["elements"]} == want.get(t, set())
+            assert fast["logical_thread"] == (t - first if t in want else None)
+        fast = model.held_by(e, first + count - 1)
+        with monkeypatch.context() as m:
+            m.setattr(expr, "numpy", lambda: None)
+            assert model.held_by(e, first + count - 1) == fast
+
+
+CHECK = r"""
+const fs = require("fs");
+const X = require(process.argv[1] + "/layouts-expr.js");
+const job = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+process.stdout.write(JSON.stringify(job.map(e => {
+  try { return X.at(X.compile(e), [1, 1]); } catch (err) { return "error"; }
+})));
+"""
+
+
+def test_js_refuses_the_crafted_entries_python_refuses(tmp_path: Path) -> None:
+    """layouts-expr.js's `compile` + `at` and check.py + model.at on tests/test_layouts_hostile.py's
+    crafted entries: the same ones refused, the same answer from the honest one."""
+    from tests.test_layouts_hostile import CRAFTED
+
+    want = []
+    for e in CRAFTED:
+        try:
+            want.append(model.at(e, [1, 1]))
+        except expr.ExprError:
+            want.append("error")
+    f = tmp_path / "crafted.json"
+    f.write_text(json.dumps(CRAFTED))
+    assets = resources.files("tltrace.render").joinpath("assets")
+    with resources.as_file(assets) as path:
+        proc = subprocess.run(
+            [node(), "-e", CHECK, str(path), str(f)], capture_output=True, text=True, timeout=120
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == json.loads(json.dumps(want))
+    assert want.count("error") == len(CRAFTED) - 2  # all but Wide and Good

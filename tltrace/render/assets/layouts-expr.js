@@ -128,7 +128,17 @@
         return env[name];
       };
     }
+    // One closure per operator, checks inlined (op's): the view runs these for every cell.
     var a = fn(n[1]), b = fn(n[2]);
+    function ok(v) { if (v > MAX_INT || v < -MAX_INT) throw new Error("a value beyond " + MAX_INT); return v; }
+    if (k === "+") return function (env) { return ok(a(env) + b(env)); };
+    if (k === "-") return function (env) { return ok(a(env) - b(env)); };
+    if (k === "*") return function (env) { return ok(a(env) * b(env)); };
+    if (n[2][0] === "n" && n[2][1] !== 0) {  // a literal divisor (TileLang's are): no zero to look for
+      var d = n[2][1];
+      if (k === "//") return function (env) { return Math.floor(a(env) / d); };
+      return function (env) { return ((a(env) % d) + d) % d; };
+    }
     return function (env) { return op(k, a(env), b(env)); };
   }
 
