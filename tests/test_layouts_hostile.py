@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tltrace.errors import EXIT_RECORDS, EXIT_USAGE
+from tltrace.layouts import check, model
 
 from ._records import recorded_subset, require_tltrace_executable, run_dirs
 
@@ -106,3 +107,11 @@ def test_thread_on_crafted_layouts(work: Path) -> None:
     res = show(work, "--at", "Good", "3,9")
     assert res.returncode == 0 and res.stdout.startswith("Good[3,9]: thread 71 register 1 "), res
     one_line(show(work, "--at", "Good", "16,0"), EXIT_USAGE)  # outside the shape: the question's fault
+
+
+def test_a_buffer_too_big_to_walk() -> None:
+    """--thread walks the whole buffer: past check.MAX_CELLS it refuses (one element still answers)."""
+    wide = next(e for e in CRAFTED if e["buffer"] == "Wide")
+    with pytest.raises(check.LayoutError, match="more than the 16777216 walked"):
+        model.held_by(wide, 64)
+    assert model.at(wide, [8191, 4095])["thread"] == [64 + 8191 * 2 + 4095 // 8]
