@@ -22,6 +22,7 @@ import pytest
 import tltrace
 from tltrace.layouts import capture, model
 
+from ._cuda_stores import launch_threads, stores
 from ._records import require_tltrace_executable
 from ._schema import check
 
@@ -60,7 +61,9 @@ GEMM = textwrap.dedent(
         target = tvm.target.Target({"kind": "cuda", "arch": os.environ["ARCH"]})
         bm = int(os.environ.get("BM", "128"))
         with target:
-            tilelang.lower(matmul(256, 256, 256, bm, 128, 32, 3, 128, bad=bool(os.environ.get("BAD"))), target=target)
+            art = tilelang.lower(matmul(256, 256, 256, bm, 128, 32, 3, 128, bad=bool(os.environ.get("BAD"))), target=target)
+        with open(os.environ["SRC"], "w") as f:  # the generated CUDA: the oracle of the thread tests
+            f.write(art.kernel_source)
     """
 )
 
@@ -94,7 +97,7 @@ def work(tmp_path_factory) -> Path:
         name = f"gemm_{arch}_{bm}{'_bad' if bad else ''}"
         (work / f"{name}.py").write_text(GEMM)
         cmd = [exe, "run", "-q", "--trace-dir", "traces", f"{name}.py"]
-        env = _env(ARCH=arch, BM=bm, BAD=bad)
+        env = _env(ARCH=arch, BM=bm, BAD=bad, SRC=str(work / f"{name}.cu"))
         procs.append(
             (
                 name,
@@ -181,7 +184,9 @@ def test_elements_agree_with_tilelang(work: Path, arch: str) -> None:
                     _int(lay.map_forward_thread(([r] if rep else []) + idx))
                     for r in range(reps if rep else 1)
                 ]
-                assert got["thread"] == want_t, (name, idx)
+                assert got["logical_thread"] == want_t, (name, idx)
+                first = int(lay.thread_range.min)  # the threadIdx.x the fragment's threads start at
+                assert got["thread"] == [t + first for t in want_t], (name, idx)
             else:
                 assert got["offset"] == lin, (name, idx)
                 width = 2  # float16
@@ -189,7 +194,68 @@ def test_elements_agree_with_tilelang(work: Path, arch: str) -> None:
     # the numbers the issue measured on sm_90: banks of A_s[0, i, 0] and two cells of C_l
     if arch == "sm_90a":
         assert [model.at(rec["A_s"], [0, i, 0])["bank"] for i in range(8)] == [0, 16, 4, 20, 8, 24, 12, 28]
-        assert model.at(rec["C_l"], [0, 2]) == {"thread": [1], "register": 0}
+        assert model.at(rec["C_l"], [0, 2]) == {
+            "thread": [129],
+            "register": 0,
+            "logical_thread": [1],
+            "thread_range": [128, 128],
+        }
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_threads_are_those_of_the_generated_store(work: Path, arch: str) -> None:
+    """Every element of C_l: the threadIdx.x and register `--at` names are the ones whose generated
+    store writes it (tests/_cuda_stores.py evaluates the CUDA for every threadIdx.x), and each
+    thread's elements (`--thread`) are the ones it stores; on sm_90a the gemm is warp-specialized:
+    threads 0..127 load with TMA and hold no C_l (issue 48)."""
+    src = (work / f"gemm_{arch}_128.cu").read_text()
+    want = stores(src, "C_l", "C", 256)  # (threadIdx.x, register) -> (row, col)
+    by_cell = {cell: key for key, cell in want.items()}
+    assert sorted(by_cell) == [(r, c) for r in range(128) for c in range(128)]
+    entry = model.find(_layouts(work, f"gemm_{arch}_128"), "C_l")
+    assert entry is not None
+    for (r, c), (tx, reg) in by_cell.items():
+        got = model.at(entry, [r, c])
+        assert (got["thread"], got["register"]) == ([tx], reg), (r, c, got)
+    for tx in range(launch_threads(src)):
+        held = model.held_by(entry, tx)
+        assert {(tuple(x["index"]), x["register"]) for x in held["elements"]} == {
+            (cell, reg) for (t, reg), cell in want.items() if t == tx
+        }, tx
+    first = min(t for t, _ in want)
+    assert first == (128 if arch == "sm_90a" else 0)  # the consumers of a warp-specialized kernel
+    assert model.held_by(entry, 14)["elements"] == [] if arch == "sm_90a" else True
+
+
+def test_show_at_and_thread_name_physical_threads(work: Path) -> None:
+    """The CLI on the warp-specialized sm_90a gemm: the issue's element, as text and JSON, and a
+    thread's elements both ways (a consumer's, read against the generated store; a producer's: none)."""
+    src = (work / "gemm_sm_90a_128.cu").read_text()
+    want = stores(src, "C_l", "C", 256)
+    base = ("show", "--trace-dir", "traces", "gemm_sm_90a_128", "-1", "--layouts")
+    res = cli(*base, "--at", "C_l", "3,5", cwd=work)
+    assert res.returncode == 0 and res.stdout.startswith("C_l[3,5]: thread 142 register 1 "), res
+    assert want[(142, 1)] == (3, 5)
+    res = cli(*base, "--at", "C_l", "3,5", "--json", cwd=work)
+    data = check(json.loads(res.stdout), "layout_at")
+    assert (data["thread"], data["register"], data["logical_thread"]) == ([142], 1, [14])
+    assert data["thread_range"] == [128, 128]
+    res = cli(*base, "--thread", "142", "--json", cwd=work)
+    assert res.returncode == 0, res.stderr
+    data = check(json.loads(res.stdout), "layout_thread")
+    c_l = next(b for b in data["buffers"] if b["buffer"] == "C_l")
+    assert {(tuple(x["index"]), x["register"]) for x in c_l["elements"]} == {
+        (cell, reg) for (t, reg), cell in want.items() if t == 142
+    }
+    assert data["thread"] == 142 and c_l["logical_thread"] == 14 and c_l["thread_range"] == [128, 128]
+    res = cli(*base, "--thread", "142", cwd=work)
+    assert res.returncode == 0 and "register 1: [3,5]" in res.stdout, res
+    res = cli(*base, "--thread", "14", cwd=work)
+    assert res.returncode == 0 and "C_l: none" in res.stdout and "128..255" in res.stdout, res
+    for bad in (["--thread", "-1"], ["--thread", "x"], ["--thread", "1", "--at", "C_l", "0,0"]):
+        res = cli(*base, *bad, cwd=work)
+        assert res.returncode == 2 and res.stdout == "", res
+        assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr, res.stderr
 
 
 def test_recorded_where_layouts_appear_and_small(work: Path) -> None:
@@ -212,7 +278,7 @@ def test_show_layouts_cli(work: Path) -> None:
     res = cli(
         "show", "--trace-dir", "traces", "gemm_sm_90a_128", "-1", "--layouts", "--at", "C_l", "0,2", cwd=work
     )
-    assert res.returncode == 0 and "thread 1 register 0" in res.stdout, res.stdout + res.stderr
+    assert res.returncode == 0 and "thread 129 register 0" in res.stdout, res.stdout + res.stderr
     res = cli(
         "show",
         "--trace-dir",
@@ -335,5 +401,7 @@ def test_replicated_fragments_agree_with_tilelang(tmp_path: Path) -> None:
                 _int(lay.map_forward_thread(([r] if rep else []) + idx))
                 for r in range(e["replicate"] if rep else 1)
             ]
-            assert got["thread"] == want, (e["buffer"], idx)
+            first = int(lay.thread_range.min)
+            assert got["logical_thread"] == want, (e["buffer"], idx)
+            assert got["thread"] == [t + first for t in want], (e["buffer"], idx)
             assert len(set(want)) == len(want)  # replicas are distinct threads

@@ -33,9 +33,21 @@ BIG = {
 }  # fmt: skip
 
 
+HUGE = {
+    **BIG,
+    "buffer": "Huge",
+    "shape": [10**30] * 3,
+    "input_shape": [10**30] * 3,
+    "vars": ["_i", "_j", "_k"],
+}
+WIDE = {**BIG, "buffer": "Wide", "shape": [2048, 1024], "input_shape": [2048, 1024]}  # valid, 2M cells
+
+
 def entries() -> list[dict[str, Any]]:
+    """A swizzled A_s, a warp-specialized C_l (threads 128..255), a replicated fragment, BIG, and
+    two the view refuses: a shape of 1e30 (issue 49) and a valid one of more cells than it draws."""
     out = json.loads(RECORDED.read_text())["entries"]
-    return [out[0], out[2], next(e for e in out if (e.get("replicate") or 1) > 1), BIG]
+    return [out[0], out[2], next(e for e in out if (e.get("replicate") or 1) > 1), BIG, HUGE, WIDE]
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +152,34 @@ def test_failure_lists_the_buffers(open_page, report: Path) -> None:
     named = page.eval_on_selector_all(".tl-lay-failed .tl-lay-named", "ns => ns.map(n => n.dataset.buffer)")
     assert named == ["C_l"]
     assert "A_s" in page.inner_text(".tl-lay-failed")
+
+
+def test_warp_specialized_fragment_numbers_threads_by_threadidx(open_page, report: Path) -> None:
+    """C_l of a warp-specialized sm_90a gemm: the cells name threadIdx.x 128..255, as the header
+    says (issue 48); C_l[3,5] is thread 142, as the generated store has it (tests/test_layouts.py)."""
+    e = entries()[1]
+    assert e["thread_range"] == [128, 128]
+    page = open_layouts(open_page, report, 1)
+    got = cells(page)
+    check_cells(got, e, [])
+    assert all(128 <= int(c["thread"]) <= 255 for c in got)
+    assert "threads 128\u2013255" in page.inner_text(".tl-lay-info")
+    cell = next(c for c in got if (c["row"], c["col"]) == ("3", "5"))
+    assert (cell["thread"], cell["register"]) == ("142", "1")
+    page.fill("input[data-filter='thread']", "142")
+    wait_js(page, "document.querySelector('.tl-lay-win td.tl-lay-dim')")
+    assert {c["thread"] for c in cells(page) if not c["dim"]} == {"142"}
+
+
+@pytest.mark.parametrize("pos, words", [(4, "cannot be evaluated here"), (5, "more than the 1048576 cells")])
+def test_refused_shapes_say_so(open_page, report: Path, pos: int, words: str) -> None:
+    """A 1e30 x 1e30 x 1e30 buffer threw "Invalid array length"; now it, and a valid buffer of more
+    cells than the view draws, are a line in the panel (docs/layouts.md); no page error."""
+    page = open_page(report)
+    wait_js(page, "document.getElementById('tl-layouts-btn')")
+    page.click("#tl-layouts-btn")
+    page.select_option(".tl-lay-pick", str(pos))
+    wait_js(page, "document.querySelector('.tl-lay-body p.tl-empty')")
+    text = page.inner_text(".tl-lay-body")
+    assert words in text and "tltrace show --layouts" in text, text
+    assert page.eval_on_selector_all(".tl-lay-win td", "tds => tds.length") == 0

@@ -8,6 +8,7 @@ evaluated on random values in both. The numpy path and the plain one agree too.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import subprocess
@@ -80,8 +81,24 @@ def run_node(job: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
 def python_value(text: str, env: dict[str, int]) -> Any:
     try:
         return expr.value(text, env)
-    except (expr.ExprError, ZeroDivisionError):
+    except expr.ExprError:
         return "error"
+
+
+# Crafted expressions (issue 49): each is an ExprError in Python and an error in node, never a
+# RecursionError, a ZeroDivisionError, a 10,000-digit integer or an int64 that wraps.
+HOSTILE = [
+    "(" * 5000 + "_i" + ")" * 5000,  # parentheses nested past any recursion limit
+    "+".join(["_i"] * 3000),  # a chain 3000 deep: a tree evaluate would recurse through
+    "(" * 65 + "_i" + ")" * 65,  # one past MAX_DEPTH parentheses
+    "_i // 0",
+    "_i % (_j - _j)",  # a zero divisor computed, not written
+    "9" * 5000,  # past int()'s digit limit
+    "9007199254740992",  # MAX_INT + 1
+    "_i * 4294967296 * 4294967296",  # 2**64 * _i: wraps in int64
+    "_j * 3037000500 * 3037000500 - _j * 3037000500 * 3037000500",  # wraps, and would cancel
+    "_i " + "+ 1 " * 6000,  # longer than MAX_TEXT
+]
 
 
 def test_js_answers_as_python_on_the_corpus(tmp_path: Path) -> None:
@@ -93,13 +110,16 @@ def test_js_answers_as_python_on_the_corpus(tmp_path: Path) -> None:
     for e in entries():
         for text in [*e["index"], e.get("thread") or "0"]:
             exprs.append({"text": text, "env": {v: rng.randint(0, 127) for v in e["vars"]}})
-    for bad in ("T.min(_i, 3)", "_i < 3", "_i +", "(_i", "_i ) ", "T.Cast('int32', _i)", "_k"):
-        exprs.append({"text": bad, "env": {"_i": 1}})
+    bads = ["T.min(_i, 3)", "_i < 3", "_i +", "(_i", "_i ) ", "T.Cast('int32', _i)", "_k", *HOSTILE]
+    for bad in bads:
+        exprs.append({"text": bad, "env": {"_i": 1, "_j": 3}})
+    within = "(" * 64 + "_i" + ")" * 64  # MAX_DEPTH parentheses: still evaluated
+    exprs.append({"text": within, "env": {"_i": 5}})
     jobs = [{"entry": e, "cells": all_cells(e)} for e in entries()]
     out = run_node({"exprs": exprs, "entries": jobs}, tmp_path)
     want = [python_value(c["text"], c["env"]) for c in exprs]
     assert out["exprs"] == want
-    assert want[-7:] == ["error"] * 7
+    assert want[-len(bads) - 1 : -1] == ["error"] * len(bads) and want[-1] == 5
     assert len({json.dumps(w) for w in want}) > 100  # the corpus is not degenerate
     for job, got in zip(jobs, out["entries"]):
         e = job["entry"]
@@ -107,6 +127,17 @@ def test_js_answers_as_python_on_the_corpus(tmp_path: Path) -> None:
         assert got["cells"] == py, e["buffer"]
         if e["kind"] != "fragment":
             assert got["conflicts"] == [model.conflicts(e, a) for a in ("row", "col")], e["buffer"]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_expressions_are_expr_errors_on_arrays_too(text: str) -> None:
+    """The numpy path (a whole grid at once) refuses what the element path refuses."""
+    np = expr.numpy()
+    if np is None:
+        pytest.skip("numpy is not installed")
+    env = {"_i": np.arange(4, dtype=np.int64)[:, None] + 1, "_j": np.arange(3, dtype=np.int64)[None, :] + 1}
+    with pytest.raises(expr.ExprError):
+        expr.value(text, env)
 
 
 @pytest.mark.parametrize("i", range(len(json.loads(RECORDED.read_text())["entries"])))
@@ -195,3 +226,64 @@ def test_js_changed_is_the_twin_of_changed_final(tmp_path: Path) -> None:
     assert got == json.loads(json.dumps(want))
     kinds = {c["change"] for w in want for c in w}
     assert kinds == {"changed", "added", "removed"} and sum(not w for w in want) >= 1  # not degenerate
+
+
+def test_held_by_reads_at_the_other_way(monkeypatch) -> None:
+    """`held_by` (numpy and element by element) lists exactly the cells whose `at` names the thread,
+    for threads of every recorded fragment and one past each end (replicated ones too)."""
+    for e in entries():
+        if e["kind"] != "fragment":
+            continue
+        first, count = e["thread_range"]
+        want: dict[int, set] = {}
+        g = model.grid(e)  # at's answers, a whole grid at once (the corpus' fragments are 1-D or 2-D)
+        for r, c in itertools.product(range(g["rows"]), range(g["cols"])):
+            idx = (r, c) if len(e["input_shape"]) == 2 else (c,)
+            for rep in g["thread"]:
+                want.setdefault(rep[r][c], set()).add((idx, g["register"][r][c]))
+        assert min(want) == first and max(want) == first + count - 1, e["buffer"]
+        for t in [
+            first - 1,
+            *random.Random(e["buffer"]).sample(range(first, first + count), 8),
+            first + count,
+        ]:
+            fast = model.held_by(e, t)
+            assert {(tuple(x["index"]), x["register"]) for x in fast["elements"]} == want.get(t, set())
+            assert fast["logical_thread"] == (t - first if t in want else None)
+        fast = model.held_by(e, first + count - 1)
+        with monkeypatch.context() as m:
+            m.setattr(expr, "numpy", lambda: None)
+            assert model.held_by(e, first + count - 1) == fast
+
+
+CHECK = r"""
+const fs = require("fs");
+const X = require(process.argv[1] + "/layouts-expr.js");
+const job = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+process.stdout.write(JSON.stringify(job.map(e => {
+  try { return X.at(X.compile(e), [1, 1]); } catch (err) { return "error"; }
+})));
+"""
+
+
+def test_js_refuses_the_crafted_entries_python_refuses(tmp_path: Path) -> None:
+    """layouts-expr.js's `compile` + `at` and check.py + model.at on tests/test_layouts_hostile.py's
+    crafted entries: the same ones refused, the same answer from the honest one."""
+    from tests.test_layouts_hostile import CRAFTED
+
+    want = []
+    for e in CRAFTED:
+        try:
+            want.append(model.at(e, [1, 1]))
+        except expr.ExprError:
+            want.append("error")
+    f = tmp_path / "crafted.json"
+    f.write_text(json.dumps(CRAFTED))
+    assets = resources.files("tltrace.render").joinpath("assets")
+    with resources.as_file(assets) as path:
+        proc = subprocess.run(
+            [node(), "-e", CHECK, str(path), str(f)], capture_output=True, text=True, timeout=120
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == json.loads(json.dumps(want))
+    assert want.count("error") == len(CRAFTED) - 2  # all but Wide and Good

@@ -6,7 +6,8 @@ Exit codes (documented in README and man page):
      repro: not reproduced; bisect: the bug is in a pass that cannot be skipped
   2  usage error: bad option, bad value, nothing to act on (replay: a --trace-dir that
      is not a directory; check: a bad expression or directive, an unknown fact or stage)
-  3  a file or record problem: missing/damaged run records, unreadable trace dir; replay,
+  3  a file or record problem: missing/damaged run records, unreadable trace dir (show
+     --layouts --at/--thread: a recorded layout beyond the limits of layouts/check.py); replay,
      repro: a damaged bundle (flipped byte, zip bomb, wrong types, a frontend IR that does
      not load) or a refused context or target (rerun/trust.py)
   4  merge conflicts left in a working file (resolve-conflict)

@@ -1,10 +1,15 @@
-"""`tltrace show ... --layouts [--at BUF I,J]`: each buffer's layout (docs/layouts.md), or what holds one element."""
+"""`tltrace show ... --layouts [--at BUF I,J | --thread T]`: each buffer's layout (docs/layouts.md),
+what holds one element, or what one thread holds.
+
+Threads are threadIdx.x (layouts/model.py). A recorded layout that cannot be evaluated (damaged,
+or beyond layouts/check.py's limits) is a records problem: one line, exit 3.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import RecordsError, UsageError
 from .records import _print_json
 from .shared import console
 
@@ -47,34 +52,110 @@ def _public(e: dict[str, Any]) -> dict[str, Any]:
     return {k: e.get(k) for k in keys if k in e}
 
 
-def show(sel: Any, as_json: bool, at_spec: list[str] | None) -> None:
-    """Print the selected compiles' layouts, or (`at_spec`) what holds one element of one buffer."""
+def _span(rng: list[int] | None) -> str:
+    return f"{rng[0]}..{rng[0] + rng[1] - 1}" if rng else "?"
+
+
+def _unreadable(buf: Any, exc: Exception) -> RecordsError:
+    return RecordsError(f"the recorded layout of {str(buf)[:80]} cannot be evaluated: {exc}")
+
+
+def _where(buf: str, answer: dict[str, Any]) -> str:
+    """The parenthesis after `thread T register R`: the thread's warp and place among the fragment's."""
+    rng = answer.get("thread_range")
+    if not rng:
+        return "(thread range not recorded: threads as TileLang numbers them, from 0)"
+    if len(answer["thread"]) == 1:
+        t, lt = answer["thread"][0], answer["logical_thread"][0]
+        return f"(warp {t // 32} lane {t % 32}; thread {lt} of {buf}'s threads {_span(rng)})"
+    return f"({buf}'s threads {_span(rng)})"
+
+
+def _at(run: Any, buf: str, index: list[int], as_json: bool) -> None:
     from ..layouts import expr, model
+
+    entry = model.find(run.manifest.layouts, buf)
+    if entry is None:
+        names = (
+            ", ".join(str(e.get("buffer"))[:80] for e in model.final(run.manifest.layouts)) or "none recorded"
+        )
+        raise UsageError(f"--at: no layout of a buffer {buf!r} in this compile (layouts: {names})")
+    try:
+        answer = model.at(entry, index)
+    except expr.ExprError as exc:  # check.LayoutError too: the record, not the question
+        raise _unreadable(buf, exc) from None
+    except ValueError as exc:
+        raise UsageError(f"--at: {exc}") from None
+    data = {"buffer": buf, "index": index, "kind": entry.get("kind"), **answer}
+    where = f"{buf}[{','.join(map(str, index))}]"
+    if as_json:
+        _print_json(data)
+    elif "thread" in answer:
+        threads = ",".join(str(t) for t in answer["thread"])
+        print(f"{where}: thread {threads} register {answer['register']} {_where(buf, answer)}")
+    else:
+        print(f"{where}: offset {answer['offset']} bank {answer['bank']} ({answer['width']}-byte elements)")
+
+
+def held(run: Any, thread: int) -> dict[str, Any]:
+    """Return what threadIdx.x `thread` holds of each final fragment layout of one compile."""
+    from ..layouts import expr, model
+
+    out: dict[str, Any] = {"run_id": run.run_id, "thread": thread, "warp": thread // 32, "lane": thread % 32}
+    buffers = []
+    for e in model.final(run.manifest.layouts):
+        if e.get("kind") != "fragment":
+            continue
+        try:
+            got = model.held_by(e, thread)
+        except expr.ExprError as exc:
+            raise _unreadable(e.get("buffer"), exc) from None
+        buffers.append({
+            "func": e.get("func"), "buffer": e.get("buffer"), "dtype": e.get("dtype"),
+            "input_shape": e.get("input_shape"), "thread_range": got["thread_range"],
+            "logical_thread": got["logical_thread"], "elements": got["elements"],
+        })  # fmt: skip
+    out["buffers"] = buffers
+    return out
+
+
+def _print_held(data: dict[str, Any]) -> None:
+    t = data["thread"]
+    print(f"thread {t} (warp {data['warp']} lane {data['lane']})")
+    if not data["buffers"]:
+        print("no fragment layouts recorded (shared buffers are not held by threads)")
+    for b in data["buffers"]:
+        name, rng = b["buffer"], b["thread_range"]
+        if not b["elements"]:
+            print(f"{name}: none ({name}'s threads are {_span(rng)})")
+            continue
+        of = (
+            f"thread {b['logical_thread']} of {name}'s threads {_span(rng)}"
+            if rng
+            else "thread range not recorded"
+        )
+        print(f"{name}: {len(b['elements'])} elements ({of})")
+        for x in b["elements"]:
+            print(f"  register {x['register']}: [{','.join(map(str, x['index']))}]")
+
+
+def show(sel: Any, as_json: bool, at_spec: list[str] | None, thread: int | None = None) -> None:
+    """Print the selected compiles' layouts, or (`at_spec`) what holds one element of one buffer,
+    or (`thread`) what one threadIdx.x holds of each fragment."""
 
     runs = [r for r in sel.runs if r.manifest is not None]
     at = parse_at(at_spec)
+    if at is not None and thread is not None:
+        raise UsageError("--at and --thread exclude each other: ask for one element or one thread")
     if at is not None:
-        run = sel.one("--at")
-        buf, index = at
-        entry = model.find(run.manifest.layouts, buf)
-        if entry is None:
-            names = ", ".join(e["buffer"] for e in model.final(run.manifest.layouts)) or "none recorded"
-            raise UsageError(f"--at: no layout of a buffer {buf!r} in this compile (layouts: {names})")
-        try:
-            answer = model.at(entry, index)
-        except (ValueError, expr.ExprError) as exc:
-            raise UsageError(f"--at: {exc}") from None
-        data = {"buffer": buf, "index": index, "kind": entry.get("kind"), **answer}
+        _at(sel.one("--at"), at[0], at[1], as_json)
+        return
+    if thread is not None:
+        data = held(sel.one("--thread"), thread)
         if as_json:
             _print_json(data)
-        elif "thread" in answer:
-            threads = ",".join(str(t) for t in answer["thread"])
-            print(f"{buf}[{','.join(map(str, index))}]: thread {threads} register {answer['register']}")
         else:
-            print(
-                f"{buf}[{','.join(map(str, index))}]: offset {answer['offset']} bank {answer['bank']} "
-                f"({answer['width']}-byte elements)"
-            )
+            _print_held(data)
         return
     compiles = [_compile_data(r) for r in runs]
     if as_json:
@@ -103,7 +184,10 @@ def _print(data: list[dict[str, Any]]) -> None:
                 rng = e.get("thread_range")
                 what = f"threads {rng[0]}..{rng[0] + rng[1] - 1}" if rng else "threads ?"
                 what += f", replicate {e.get('replicate')}"
-                expr_text = f"thread = {e.get('thread')}"
+                first = rng[0] if rng else 0  # threadIdx.x of the expression's thread 0
+                expr_text = (
+                    f"thread = {first} + ({e.get('thread')})" if first else f"thread = {e.get('thread')}"
+                )
             else:
                 what = "offset = " + ", ".join(e.get("index") or [])
                 expr_text = ""

@@ -48,7 +48,8 @@ Examples:
   tltrace show gemm.py -1 --facts               TMA, WGMMA, cp.async, shared memory, stages of each compile
   tltrace show gemm.py --facts --json           the same as JSON (docs/facts.md names every fact)
   tltrace show gemm.py -1 --layouts             each fragment's and shared buffer's layout (docs/layouts.md)
-  tltrace show gemm.py -1 --layouts --at C_l 0,2   the thread and register holding C_l[0,2]
+  tltrace show gemm.py -1 --layouts --at C_l 0,2   the thread (threadIdx.x) and register holding C_l[0,2]
+  tltrace show gemm.py -1 --layouts --thread 128   the elements and registers threadIdx.x 128 holds
   tltrace show gemm.py -1 --remarks             what the passes wrote to stderr (run --remarks)
   tltrace show gemm.py --pass LowerTileOp --remarks   a pass's diff, its remark under it
   tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
@@ -144,7 +145,15 @@ def show_cmd(
         None,
         "--at",
         metavar="BUF I,J",
-        help="With --layouts: the thread and register (fragment) or offset and bank (shared) of one element.",
+        help="With --layouts: the thread (threadIdx.x) and register (fragment) or offset and bank (shared) "
+        "of one element.",
+    ),
+    thread: Optional[int] = typer.Option(
+        None,
+        "--thread",
+        metavar="T",
+        min=0,
+        help="With --layouts: the elements (and registers) of each fragment that threadIdx.x T holds.",
     ),
 ) -> None:
     """List invocations and their compiles, or one compile's passes, or one pass's diff."""
@@ -187,6 +196,10 @@ def show_cmd(
         at_spec = list(at) if at and all(x is not None for x in at) else None
         if at_spec is not None and not layouts:
             raise _fail("--at goes with --layouts: tltrace show SCRIPT [RUN] --layouts --at BUF I,J")
+        if thread is not None and not layouts:
+            raise _fail("--thread goes with --layouts: tltrace show SCRIPT [RUN] --layouts --thread T")
+        if thread is not None and at_spec is not None:
+            raise _fail("--at and --thread exclude each other: ask for one element or one thread")
         if layouts and (pass_ is not None or html or source_map or facts):
             raise _fail(
                 "--layouts is a compile's (or an invocation's): leave out --pass, --html, --source-map and --facts"
@@ -212,7 +225,7 @@ def show_cmd(
         if layouts:
             from . import layouts as cli_layouts
 
-            cli_layouts.show(sel, as_json, at_spec)
+            cli_layouts.show(sel, as_json, at_spec, thread)
         elif facts:
             from . import facts as cli_facts
 

@@ -1,9 +1,16 @@
 """Questions about one recorded layout (capture.py's entry): which thread and register, or
-which offset and bank, hold an element; a whole grid of them; bank conflicts of an access.
+which offset and bank, hold an element; a whole grid of them; which elements one thread
+holds; bank conflicts of an access.
+
+Threads are physical: `threadIdx.x`, the forward thread expression's value (TileLang's
+`map_forward_thread`, numbered from the fragment's first thread) plus the first thread of the
+fragment's `thread_range` (a warp-specialized kernel's consumers start at 128). Answers carry
+the expression's value too, as `logical_thread`.
 
 Plain data in, plain data out; numpy when it is there (a grid in one pass), else element by
-element with the same expressions (expr.py). The report's layouts.js asks the same questions
-of the same entry and must answer alike (tests/test_layouts_expr.py).
+element with the same expressions (expr.py). Every entry is checked first (check.py: a
+manifest is anyone's file). The report's layouts.js asks the same questions of the same entry
+and must answer alike (tests/test_layouts_expr.py).
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from . import expr
+from . import check, expr
 
 BANKS = 32  # 4-byte banks of shared memory
 WARP = 32
@@ -43,6 +50,12 @@ def index_vars(entry: dict[str, Any]) -> list[str]:
     return entry["vars"][len(entry["vars"]) - len(entry["input_shape"]) :]
 
 
+def first_thread(entry: dict[str, Any]) -> int:
+    """Return the threadIdx.x a fragment's threads start at (its thread_range's first; 0 when unrecorded)."""
+    rng = entry.get("thread_range")
+    return rng[0] if rng else 0
+
+
 def _linear(values: list[Any], shape: list[int]) -> Any:
     out: Any = 0
     for v, d in zip(values, shape):
@@ -51,7 +64,9 @@ def _linear(values: list[Any], shape: list[int]) -> Any:
 
 
 def at(entry: dict[str, Any], index: list[int]) -> dict[str, Any]:
-    """Return what holds element `index`: {thread: [t per replica], register} or {offset, bank}."""
+    """Return what holds element `index`: {thread: [threadIdx.x per replica], register,
+    logical_thread: [the expression's value per replica], thread_range} or {offset, bank, width}."""
+    check.entry(entry)
     shape = entry["input_shape"]
     if len(index) != len(shape):
         raise ValueError(f"{entry['buffer']} has {len(shape)} dimensions ({shape}); got {len(index)} indices")
@@ -68,7 +83,13 @@ def at(entry: dict[str, Any], index: list[int]) -> dict[str, Any]:
             if rv:
                 env[rv] = r
             threads.append(int(expr.value(entry["thread"], env)))
-        return {"thread": threads, "register": int(_linear(out_idx, entry["output_shape"]))}
+        first = first_thread(entry)
+        return {
+            "thread": [t + first for t in threads],
+            "register": int(_linear(out_idx, entry["output_shape"])),
+            "logical_thread": threads,
+            "thread_range": entry.get("thread_range"),
+        }
     offset = int(_linear(out_idx, entry["output_shape"]))
     width = dtype_bytes(entry.get("dtype"))
     return {"offset": offset, "bank": offset * width // 4 % BANKS, "width": width}
@@ -78,8 +99,9 @@ def grid(entry: dict[str, Any], lead: tuple[int, ...] = ()) -> dict[str, Any]:
     """Return the last two dims' answers for fixed leading indices `lead` (1-D: one row).
 
     {"rows", "cols", and per cell (lists of rows): "thread" ([replica][row][col]) and "register",
-    or "offset" and "bank"}.
+    or "offset" and "bank"}; threads are threadIdx.x, as `at` gives them.
     """
+    check.entry(entry)
     shape = entry["input_shape"]
     if len(lead) != max(0, len(shape) - 2):
         lead = tuple(lead[: len(shape) - 2]) + (0,) * max(0, len(shape) - 2 - len(lead))
@@ -87,6 +109,10 @@ def grid(entry: dict[str, Any], lead: tuple[int, ...] = ()) -> dict[str, Any]:
         rows, cols = 1, shape[0]
     else:
         rows, cols = shape[-2], shape[-1]
+    if rows * cols > check.MAX_CELLS:
+        raise check.LayoutError(
+            f"{entry['buffer']}: a {rows}x{cols} grid is more than {check.MAX_CELLS} cells"
+        )
     names = index_vars(entry)
     np = expr.numpy()
     if np is None:  # element by element
@@ -113,7 +139,7 @@ def grid(entry: dict[str, Any], lead: tuple[int, ...] = ()) -> dict[str, Any]:
         for r in range(reps):
             if rv:
                 env[rv] = r
-            threads.append((full + expr.value(entry["thread"], env)).tolist())
+            threads.append((full + expr.value(entry["thread"], env) + first_thread(entry)).tolist())
         out["thread"], out["register"] = threads, linear.tolist()
     else:
         width = dtype_bytes(entry.get("dtype"))
@@ -133,6 +159,51 @@ def _plain_grid(entry: dict[str, Any], cells: list[dict[str, Any]], rows: int, c
     else:
         out["offset"] = shaped([c["offset"] for c in cells])
         out["bank"] = shaped([c["bank"] for c in cells])
+    return out
+
+
+def held_by(entry: dict[str, Any], thread: int) -> dict[str, Any]:
+    """Return the elements of a fragment that threadIdx.x `thread` holds, `at` read the other way:
+    {thread, logical_thread (None outside the fragment's threads), thread_range,
+    elements: [{index, register}] by register, then index}. LayoutError beyond check.MAX_CELLS."""
+    check.entry(entry)
+    if not is_fragment(entry):
+        raise ValueError(f"{entry['buffer']} is a shared buffer: no thread holds it")
+    check.cells(entry)
+    shape = entry["input_shape"]
+    first = first_thread(entry)
+    rng = entry.get("thread_range")
+    inside = 0 <= thread < check.MAX_THREADS and (rng is None or first <= thread < first + rng[1])
+    out: dict[str, Any] = {
+        "thread": thread,
+        "logical_thread": thread - first if inside else None,
+        "thread_range": rng,
+        "elements": [],
+    }
+    if not inside:
+        return out
+    np = expr.numpy()
+    found: list[tuple[int, list[int]]] = []
+    if np is None:
+        for idx in itertools.product(*(range(d) for d in shape)):
+            got = at(entry, list(idx))
+            if thread in got["thread"]:
+                found.append((got["register"], list(idx)))
+    else:
+        grids = np.indices(shape, dtype=np.int64)
+        env: dict[str, Any] = dict(zip(index_vars(entry), grids))
+        full = np.zeros(tuple(shape), dtype=np.int64)
+        regs = full + _linear([full + expr.value(t, env) for t in entry["index"]], entry["output_shape"])
+        rv = rep_var(entry)
+        hit = np.zeros(tuple(shape), dtype=bool)
+        for r in range((entry.get("replicate") or 1) if rv else 1):
+            if rv:
+                env[rv] = r
+            hit |= (full + expr.value(entry["thread"], env)) == thread - first
+        if hit.any():
+            for idx in zip(*(a.tolist() for a in np.nonzero(hit))):
+                found.append((int(regs[idx]), list(idx)))
+    out["elements"] = [{"index": idx, "register": reg} for reg, idx in sorted(found)]
     return out
 
 
@@ -183,10 +254,10 @@ def final(layouts: dict[str, Any] | None) -> list[dict[str, Any]]:
     if not isinstance(layouts, dict):
         return []
     out: dict[tuple[str, str], dict[str, Any]] = {}
-    for snap in layouts.get("snapshots") or []:
-        for f in snap.get("funcs") or []:
-            for e in f.get("layouts") or []:
-                key = (f.get("func", ""), e.get("buffer", ""))
+    for snap in _dicts(layouts.get("snapshots")):
+        for f in _dicts(snap.get("funcs")):
+            for e in _dicts(f.get("layouts")):
+                key = (str(f.get("func", "")), str(e.get("buffer", "")))
                 prev = out.get(key)
                 if prev is not None and _same_layout(prev, e):
                     continue
@@ -198,13 +269,18 @@ def final(layouts: dict[str, Any] | None) -> list[dict[str, Any]]:
                 }
     failed = layouts.get("failed")
     if isinstance(failed, dict):
-        for f in failed.get("funcs") or []:
-            for e in f.get("layouts") or []:
-                key = (f.get("func", ""), e.get("buffer", ""))
+        for f in _dicts(failed.get("funcs")):
+            for e in _dicts(f.get("layouts")):
+                key = (str(f.get("func", "")), str(e.get("buffer", "")))
                 out.setdefault(
                     key, {**e, "func": f.get("func"), "record": None, "pass": "fixed before the failure"}
                 )
     return list(out.values())
+
+
+def _dicts(items: Any) -> list[dict[str, Any]]:
+    """The objects of a manifest's list (a damaged one's other items, or a non-list: none)."""
+    return [x for x in items if isinstance(x, dict)] if isinstance(items, list) else []
 
 
 def _same_layout(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -11,7 +11,8 @@
  * that holds it. A shared layout also shows the bank conflicts of a warp reading row-wise or
  * column-wise at the element width. `grid(box, entry)` draws one buffer into any box (the
  * diff-runs page draws both sides of a changed layout with it, and `compare` the report's
- * "compare with…").
+ * "compare with…"). Threads are threadIdx.x, as the header's "threads 128–383" counts them. A
+ * slice of more than X.MAX_VIEW cells, or a damaged entry, is a line saying so, not a grid.
  * @requires core.js layouts-expr.js
  */
 (function (root) {
@@ -73,6 +74,14 @@
     var c;
     try { c = X.compile(entry); } catch (e) {
       box.appendChild(C.el("p", "tl-empty", "This layout's expressions cannot be evaluated here (" + e.message + "); tltrace show --layouts prints them."));
+      return null;
+    }
+    var size = X.dims(entry);
+    if (size.rows * size.cols > X.MAX_VIEW) {  // docs/layouts.md: refused, not drawn in pieces
+      var p = C.el("p", "tl-empty tl-lay-too-big", entry.buffer + " is " + size.rows + "\u00d7" + size.cols +
+        " per slice, more than the " + X.MAX_VIEW + " cells this view draws; ask for one element with " +
+        "tltrace show --layouts --at " + entry.buffer + " I,J");
+      box.appendChild(p);
       return null;
     }
     var st = { c: c, lead: [], r0: 0, c0: 0, filter: { what: "thread", value: null }, data: null };
