@@ -2,11 +2,20 @@
 into a C, C++ or CUDA source, the file names of `#line` directives (session/line_directives.py).
 
 A script's path is the user's: any character but NUL can be in it. `c_string` writes a literal
-that every C and C++ compiler reads back as the same bytes: printable ASCII as it is, but for
-`\\`, `"` and `?` (a trigraph in older C), escaped with a backslash; every other byte of its
-UTF-8 (the control characters 0x00-0x1f and 0x7f, and all of non-ASCII, U+2028/U+2029
-among it) as a three-digit octal escape, which no following digit can extend. `c_unstring`
-reads such a literal's body back (and the plainer ones TileLang writes).
+that C, C++ and CUDA compilers (GCC, nvcc, ptxas after it) all take, whatever the name:
+
+- printable ASCII as it is, but `\\` and `?` (a trigraph in older C) after a backslash;
+- every other byte of its UTF-8 (the control characters 0x01-0x1f and 0x7f, all of
+  non-ASCII, U+2028/U+2029 among it) as a three-digit octal escape, which no following
+  digit can extend; the compiler reads back the same bytes;
+- but three that a toolchain cannot carry, spelt otherwise: NUL and CR as `^@` and `^M`
+  (as `cat -v` shows them; GCC, which builds the host side of a CUDA source too, re-quotes
+  the name for `__FILE__`, an `assert` in the kernel, without escaping a CR and dies on
+  the broken literal, and a NUL ends the name), and `"` as `'` (ptxas cannot read the `\"`
+  nvcc writes for it in the PTX's `.file`).
+
+So the build never breaks on a name; a debugger shows a path holding a CR or a `"` with
+`^M` or `'` in their place. `c_unstring` reads a literal's body back (TileLang's too).
 """
 
 from __future__ import annotations
@@ -18,7 +27,8 @@ __all__ = ["c_string", "c_unstring"]
 
 def _table() -> dict[int, str]:
     table = {b: f"\\{b:03o}" for b in range(256) if not 0x20 <= b < 0x7F}
-    table.update({ord("\\"): "\\\\", ord('"'): '\\"', ord("?"): "\\?"})
+    table.update({ord("\\"): "\\\\", ord("?"): "\\?"})
+    table.update({0x00: "^@", 0x0D: "^M", ord('"'): "'"})  # what a toolchain cannot carry
     return table
 
 

@@ -488,6 +488,14 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
                 visit_pre(f.body, visit)  # its callbacks run with the GIL this thread keeps
             else:
                 tvm.tirx.stmt_functor.pre_order_visit(f.body, visit)
+    # A function's own span too (TileLang's directive at its entry): every directive of the
+    # copy then names the stamp, never a user's file name, which TileLang writes unescaped.
+    set_func_span = _ffi("tl.ir.SetPrimFuncSpan")
+    if set_func_span is not None and func_span is not None:
+        for f in funcs:
+            origins.append((loc(func_span(f)), False))
+            n = len(origins)
+            set_func_span(f, make_span(stamp_name, n, n, 1, 1))
     return origins
 
 
@@ -538,7 +546,7 @@ def stamped_map(
                 if ln.endswith(_STAMP_DIRECTIVE):
                     k = int(m.group(1)) - 1
                     cur = origins[k] if 0 <= k < len(origins) else (None, False)
-                else:  # a function's own span (its entry)
+                else:  # a function's own span (its entry), where TileLang cannot stamp it
                     name = c_unstring(m.group(2))
                     cur = ((name, int(m.group(1))), False)
                 continue
