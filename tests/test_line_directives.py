@@ -385,7 +385,7 @@ HARD = [chr(c) for c in range(0x20)] + ["\x7f", "\u2028", "\u2029", '"', "\\", "
 SPELT = {"\x00": "^@", "\r": "^M", '"': "'"}  # what no toolchain can carry (session/cstring.py)
 
 
-def _named(ch: str) -> str:
+def _hard_name(ch: str) -> str:
     return f"/tmp/k{ch}1/x.py"
 
 
@@ -393,11 +393,11 @@ def test_c_string_escapes_every_control_character():
     from tltrace.session.cstring import c_string, c_unstring
 
     for ch in HARD:
-        lit = c_string(_named(ch))
+        lit = c_string(_hard_name(ch))
         assert lit[0] == lit[-1] == '"' and all(" " <= c <= "~" for c in lit), (repr(ch), lit)
         body = lit[1:-1]
         assert '"' not in body.replace('\\"', ""), lit  # no quote ends it early
-        assert c_unstring(body) == _named(SPELT.get(ch, ch)), (repr(ch), lit)
+        assert c_unstring(body) == _hard_name(SPELT.get(ch, ch)), (repr(ch), lit)
     assert c_string("plain/k.py") == '"plain/k.py"'
 
 
@@ -409,11 +409,11 @@ def _directive_program(lang: str) -> str:
     if lang == "cuda":
         out = ["#include <cassert>", "__global__ void k(int *p) {"]
         for k, ch in enumerate(HARD):
-            out += [f"#line 1 {c_string(_named(ch))}", f"  assert(p[{k}] == {k}); p[{k}] = {k} + 1;"]
+            out += [f"#line 1 {c_string(_hard_name(ch))}", f"  assert(p[{k}] == {k}); p[{k}] = {k} + 1;"]
         return "\n".join([*out, '#line 100 "main.cu"', "}", ""])
     out = ["#include <stdio.h>"]
     for k, ch in enumerate(HARD):
-        out += [f"#line 1 {c_string(_named(ch))}", f"static const char f{k}[] = __FILE__;"]
+        out += [f"#line 1 {c_string(_hard_name(ch))}", f"static const char f{k}[] = __FILE__;"]
     out += ['#line 100 "main.c"', "int main(void) {"]
     out += [f"  fwrite(f{k}, 1, sizeof f{k} - 1, stdout); fputc(0xff, stdout);" for k in range(len(HARD))]
     return "\n".join([*out, "  return 0;", "}", ""])
@@ -426,7 +426,7 @@ def test_gcc_reads_every_name_back(tmp_path):
     src.write_text(_directive_program("c"))
     subprocess.run(["gcc", "-Wall", "-Werror", "-o", str(exe), str(src)], check=True, capture_output=True)
     got = subprocess.run([str(exe)], check=True, capture_output=True).stdout.split(b"\xff")[:-1]
-    assert got == [_named(SPELT.get(ch, ch)).encode() for ch in HARD]
+    assert got == [_hard_name(SPELT.get(ch, ch)).encode() for ch in HARD]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc")
