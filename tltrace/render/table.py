@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
+from .fold import ELLIPSIS
+
 Cell = tuple[str, str]  # (text, style)
 Cut = Callable[[str, int], str]
-
-ELLIPSIS = "\u2026"
 
 
 def cut_end(text: str, width: int) -> str:
