@@ -109,9 +109,10 @@ def _statement_spans(func) -> set[tuple[str, int]]:
 
 @pytest.mark.compile
 @pytest.mark.parametrize("path", ["compile_only", "lower"])
-def test_each_mapped_line_lies_in_the_spans_of_the_ir_it_came_from(tmp_path, path):
+def test_each_mapped_line_lies_in_the_spans_of_the_ir_it_came_from(tmp_path, monkeypatch, path):
     """Under TileLang's own directives (the compile-only tool; `tilelang.lower` in a PassContext
-    that turns them on), the generated source is mapped: each statement line right after one of
+    that turns them on), --line-directives compiles the code with tltrace's scoped directives in
+    their place, each naming a line of the kernel's body, and the generated source is mapped: each statement line right after one of
     TileLang's directives has that directive's line (TileLang writes it right before the
     statement whose span it names; a library line may be mapped to its call site, `via`), and
     every mapped line's Python line is a line some statement of the kernel spans (TileLang's span
@@ -124,6 +125,7 @@ def test_each_mapped_line_lies_in_the_spans_of_the_ir_it_came_from(tmp_path, pat
     script.write_text(SCRIPT)
     func = _load(script).cogemm
     target = "cuda -arch=sm_80"
+    monkeypatch.setenv("TLTRACE_LINE_DIRECTIVES", "1")  # --line-directives, on both paths too
     tltrace.enable(mode="terminal", trace_dir=tmp_path / "t", quiet=True)
     try:
         if path == "compile_only":
@@ -138,7 +140,16 @@ def test_each_mapped_line_lies_in_the_spans_of_the_ir_it_came_from(tmp_path, pat
         tltrace.disable()
     (run_dir,) = sorted((tmp_path / "t").glob("*/.run_records/run_*"))
     text, lmap = _device_codegen(run_dir)
-    assert text == source and "#line " in text  # TileLang's own directives, recorded as generated
+    assert "#line " in text  # TileLang's own directives, recorded as generated
+
+    # What was compiled: the same code, with tltrace's scoped directives in place of TileLang's.
+    def code(t: str) -> list[str]:
+        return [ln for ln in t.split("\n") if not ln.startswith("#line ")]
+
+    assert code(source) == code(text)
+    named = [(m.group(2), int(m.group(1))) for m in map(_DIRECTIVE.match, source.split("\n")) if m]
+    assert {f for f, _ in named} == {str(script), "codegen_device.cu"}
+    assert all(n in _body(script) for f, n in named if f == str(script)), named
     assert lmap is not None and len(lmap.lines) == len(text.split("\n"))
     lines = text.split("\n")
     spans = _statement_spans(func)
