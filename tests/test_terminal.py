@@ -349,5 +349,8 @@ def test_a_name_holding_any_control_character_prints_on_one_line():
         view = TerminalView(Settings(all_passes=True), console=Console(file=buf, color_system=None))
         view(Notice("NEW", "a message", kernel=name, path=Path(f"/w{ch}/codegen_device.cpp")))
         assert buf.getvalue().count("\n") == 1 and ch not in buf.getvalue()[:-1], repr(ch)
+        buf.seek(0), buf.truncate()
+        view(Notice("NOTE", f"compiled {name}", kernel="k"))  # a name inside a message
+        assert all(ln.startswith(("[k] NOTE", "    ")) for ln in buf.getvalue().splitlines()), buf.getvalue()
         (head, row) = fit([Column("kernel"), Column("n")], [[(name, ""), ("1", "")]], None, rule=False)
         assert "\n" not in row.plain and ch not in row.plain, repr(ch)

@@ -811,7 +811,10 @@ class TerminalView:
         label = "cached: not traced" if n.kind == "cached" else n.kind
         t.append(label, style=style)
         if n.message:
-            t.append("  " + n.message)
+            # A message of several lines (an NVRTC log) goes on indented: no line of it, and no
+            # name in it, starts at the margin, where tltrace's own lines start.
+            first, *rest = n.message.splitlines()
+            t.append("  " + "".join([first, *("\n" + (ln if ln[:1] == " " else "    " + ln) for ln in rest)]))
         if n.path is not None and str(n.path) not in (n.message or ""):
             t.append(f"  {visible(str(n.path), one_line=True)}", style="dim")
         texts = [t]
