@@ -376,3 +376,101 @@ def test_an_edit_is_compiled_with_directives_and_the_working_file_stays_clean(tm
     body = next(i for i, ln in enumerate(CPU_SCRIPT.split("\n"), 1) if "# BODY" in ln)
     assert compiled[note - 1] == f'#line {at + 1} "{working}"'  # back to the working file, its own line
     assert compiled[note + 1] == f'#line {body} "{script}"'  # the store keeps its Python line
+
+
+# -- file names in `#line`: session/cstring.py, the one C string escaper ----------------------------
+# Every control character, DEL, the Unicode line and paragraph separators, and what C itself
+# escapes: each in a name of its own.
+HARD = [chr(c) for c in range(0x20)] + ["\x7f", "\u2028", "\u2029", '"', "\\", "?", "é"]
+SPELT = {"\x00": "^@", "\r": "^M", '"': "'"}  # what no toolchain can carry (session/cstring.py)
+
+
+def _hard_name(ch: str) -> str:
+    return f"/tmp/k{ch}1/x.py"
+
+
+def test_c_string_escapes_every_control_character():
+    from tltrace.session.cstring import c_string, c_unstring
+
+    for ch in HARD:
+        lit = c_string(_hard_name(ch))
+        assert lit[0] == lit[-1] == '"' and all(" " <= c <= "~" for c in lit), (repr(ch), lit)
+        body = lit[1:-1]
+        assert '"' not in body.replace('\\"', ""), lit  # no quote ends it early
+        assert c_unstring(body) == _hard_name(SPELT.get(ch, ch)), (repr(ch), lit)
+    assert c_string("plain/k.py") == '"plain/k.py"'
+
+
+def _directive_program(lang: str) -> str:
+    """A program with one `#line` per hard name, each followed by what takes `__FILE__` (an assert in
+    a CUDA kernel; a string in C), and which prints every name it got, in C."""
+    from tltrace.session.cstring import c_string
+
+    if lang == "cuda":
+        out = ["#include <cassert>", "__global__ void k(int *p) {"]
+        for k, ch in enumerate(HARD):
+            out += [f"#line 1 {c_string(_hard_name(ch))}", f"  assert(p[{k}] == {k}); p[{k}] = {k} + 1;"]
+        return "\n".join([*out, '#line 100 "main.cu"', "}", ""])
+    out = ["#include <stdio.h>"]
+    for k, ch in enumerate(HARD):
+        out += [f"#line 1 {c_string(_hard_name(ch))}", f"static const char f{k}[] = __FILE__;"]
+    out += ['#line 100 "main.c"', "int main(void) {"]
+    out += [f"  fwrite(f{k}, 1, sizeof f{k} - 1, stdout); fputc(0xff, stdout);" for k in range(len(HARD))]
+    return "\n".join([*out, "  return 0;", "}", ""])
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")
+def test_gcc_reads_every_name_back(tmp_path):
+    """GCC takes each `#line` tltrace writes (with -Werror) and its `__FILE__` is the name's bytes."""
+    src, exe = tmp_path / "names.c", tmp_path / "names"
+    src.write_text(_directive_program("c"))
+    subprocess.run(["gcc", "-Wall", "-Werror", "-o", str(exe), str(src)], check=True, capture_output=True)
+    got = subprocess.run([str(exe)], check=True, capture_output=True).stdout.split(b"\xff")[:-1]
+    assert got == [_hard_name(SPELT.get(ch, ch)).encode() for ch in HARD]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc")
+def test_nvcc_builds_a_cubin_under_every_name(tmp_path):
+    """nvcc -lineinfo (and ptxas after it, and the host GCC's `__FILE__` for the asserts) builds a
+    kernel under each name; the PTX's `.file`s hold them all."""
+    src = tmp_path / "names.cu"
+    src.write_text(_directive_program("cuda"))
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    cmd = ["nvcc", "-lineinfo", "-arch=sm_80", "--cubin", "--keep", "--keep-dir", str(keep)]
+    subprocess.run(
+        [*cmd, "-o", str(tmp_path / "n.cubin"), str(src)], check=True, capture_output=True, cwd=tmp_path
+    )
+    ptx = (keep / "names.ptx").read_text(errors="replace")
+    assert (tmp_path / "n.cubin").stat().st_size > 0
+    assert len(re.findall(r'^\s*\.file\s+\d+\s+"/tmp/k', ptx, re.M)) == len(HARD)
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("where", ["a\rb", 'a\rb\nc\td\x1be"f\\g\u2028h\x7fi'], ids=["cr", "many"])
+def test_a_script_path_with_control_characters_compiles_with_directives(tmp_path, where):
+    """A real CPU compile (`c`, cython: gcc builds it) of a script whose directory name holds a CR
+    (the build broke on it), or a CR, a newline, a tab, an ESC, a quote, a backslash, DEL and
+    U+2028: --line-directives applies (the map reads TileLang's directives through a stamp, never
+    the raw name) and the build works (the script checks the kernel's result)."""
+    from tltrace.session.cstring import c_string
+
+    d = tmp_path / 'a\rb\nc\td\x1be"f\\g\u2028h\x7fi'
+    d.mkdir()
+    script = d / "ldesc.py"
+    script.write_text(CPU_SCRIPT)
+    out = tmp_path / "compiled.c"
+    res = _cli(
+        "run",
+        "-q",
+        "--line-directives",
+        "--trace-dir",
+        tmp_path / "t",
+        script,
+        out,
+        env={"TILELANG_DISABLE_CACHE": "1"},
+    )
+    assert res.exit_code == 0, res.output
+    assert "--line-directives: compiled with" in res.output, res.output
+    body = next(i for i, ln in enumerate(CPU_SCRIPT.split("\n"), 1) if "# BODY" in ln)
+    assert f"#line {body} {c_string(str(script))}" in out.read_text().split("\n")

@@ -98,3 +98,23 @@ def test_hints_in_errors_carry_the_trace_dir(recorded, tmp_path, run_cli):
     assert shlex.split(hint)[2:4] == ["--trace-dir", str(trace)]
     r = run_cli(*shlex.split(hint)[1:], "--kernel", "vadd", "--json")
     assert r.exit_code == 0, r.stderr
+
+
+def test_a_command_word_with_any_control_character_is_one_line_and_pastes_back():
+    """Each word holding a control character, DEL, a C1 control or U+2028/9 is quoted `$'...'`:
+    the command is one line of printable text, and bash (the oracle) reads every word back."""
+    import shutil
+
+    from tltrace._shell import command
+
+    if shutil.which("bash") is None:
+        pytest.skip("no bash")
+    hard = [chr(c) for c in (*range(1, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029)]
+    words = [f"k{ch}'\\ x" for ch in hard] + ["my dir", "plain", "it's"]
+    line = command(*words)
+    assert line.isprintable() and "\u2028" not in line
+    got = subprocess.run(
+        ["bash", "-c", "printf '%s\\0' " + line], capture_output=True, check=True, env={"LC_ALL": "C.UTF-8"}
+    ).stdout
+    assert got.decode("utf-8").split("\0")[:-1] == words
+    assert command("a b", "c") == "'a b' c"  # plain words quoted as before

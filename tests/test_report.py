@@ -54,6 +54,41 @@ def test_chunk_escapes_markup_so_data_cannot_close_the_script():
     assert json.loads(body)["s"] == text
 
 
+# Every control character, DEL, the C1 controls, U+2028/U+2029 and the markup characters, in a
+# value and in a key.
+HARD = "".join(chr(c) for c in (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029)) + "<>&'\"\\/"
+
+
+def test_chunk_escapes_every_control_character_and_the_page_reads_it_back():
+    """Oracles: Python's HTML parser finds the element's text to be the body whole (nothing in it
+    ends the script element), the body holds no byte below 0x20, DEL, C1 or U+2028/9, and
+    JSON.parse (Node's, as the page's; else Python's) gives the value back."""
+    import html.parser
+    import shutil
+    import subprocess
+
+    value = {"t": "text", "s": HARD, HARD: [HARD]}
+    raw = chunk(value)
+    body = raw[len(b'<script type="application/json" class="tl-d">') : -len(b"</script>\n")].decode()
+    assert not [c for c in body if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029<>&"]
+
+    class Script(html.parser.HTMLParser):
+        data: list[str] = []
+
+        def handle_data(self, data: str) -> None:
+            self.data.append(data)
+
+    p = Script()
+    p.feed(raw.decode())
+    p.close()
+    assert p.data == [body, "\n"]
+    assert json.loads(body) == value
+    if shutil.which("node"):
+        js = "let s='';process.stdin.on('data',d=>s+=d).on('end',()=>process.stdout.write(JSON.stringify(JSON.parse(s))))"
+        out = subprocess.run(["node", "-e", js], input=body.encode(), capture_output=True, check=True).stdout
+        assert json.loads(out) == value
+
+
 def test_chunk_keeps_lone_surrogates_as_json_escapes():
     text = "bad byte: " + b"\xff".decode("utf-8", "surrogateescape")
     body = chunk({"s": text})[len(b'<script type="application/json" class="tl-d">') : -len(b"</script>\n")]

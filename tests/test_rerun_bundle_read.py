@@ -207,6 +207,25 @@ def test_control_characters_in_a_kernel_name_are_shown_not_sent(run_cli, tmp_pat
     assert "add^[]0;owned^G^[[2J: same: " in r.stdout
 
 
+@pytest.mark.compile
+def test_a_newline_in_a_kernel_name_cannot_forge_a_line(run_cli, tmp_path: Path) -> None:
+    """A bundle's kernel name holding a newline (or U+2028) prints on its compile's line, spelt
+    `^J`: no line of the output is one the bundle wrote."""
+    name = "add\nreplay records: /forged\u2028x"
+    with zipfile.ZipFile(DATA) as zf:
+        manifest = json.loads(zf.read(MANIFEST))
+        info = json.loads(zf.read("bundle.json"))
+    manifest["kernel"] = info["compiles"][0]["kernel"] = name
+    bundle = _rewrite(
+        tmp_path / "b.zip",
+        {MANIFEST: json.dumps(manifest).encode(), "bundle.json": json.dumps(info).encode()},
+    )
+    r = run_cli("replay", str(bundle))
+    assert r.exit_code == 0, r.output
+    assert not any(line.startswith("replay records: /forged") for line in r.output.splitlines())
+    assert "add^Jreplay records: /forged<U+2028>x" in r.stdout and "\u2028" not in r.output
+
+
 def _bomb(dest: Path, members: dict[str, int]) -> Path:
     """The bundle plus members of `size` zero bytes each (a zip bomb: each deflates about 1000:1)."""
     chunk = b"\0" * (1 << 20)

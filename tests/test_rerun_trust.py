@@ -418,8 +418,9 @@ def test_replay_refuses_a_bundle_whose_target_reaches_a_command_line(run_cli, tm
 def test_standalone_repro_shows_control_characters_as_tltrace_does() -> None:
     from tltrace.rerun import _standalone
 
-    text = "".join(chr(c) for c in range(0x00, 0xA0)) + "é"
+    text = "".join(chr(c) for c in range(0x00, 0xA0)) + "é\u2028\u2029"
     assert _standalone.visible(text) == visible(text)
+    assert _standalone.visible(text, one_line=True) == visible(text, one_line=True)
 
 
 @pytest.mark.compile

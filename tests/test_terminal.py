@@ -296,3 +296,61 @@ def test_a_long_diff_shows_its_first_changed_lines_and_the_command_that_shows_it
     assert len(full) == 1 + len(whole) and not any("\u2026" in ln for ln in full)
     short = _stream(before[: len("x0 = 0\n")], after[: len("x0 = 1\n")])
     assert len(short) - 1 <= DIFF_LINES and not any("\u2026" in ln for ln in short)
+
+
+# -- names are one line: render/visible.py `visible(..., one_line=True)` ---------------------------
+HARD = [chr(c) for c in range(0x20)] + ["\x7f", "\u2028", "\u2029", "\x85", "\x9b"]
+
+
+def test_visible_spells_every_control_character_as_cat_v_does():
+    """The terminal's one escaper against `cat -vT` (the oracle): every C0 control but newline, and
+    DEL; a newline too in a name (^J); U+2028/U+2029 spelt out (no terminal line breaks on them)."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    from tltrace.render.visible import visible
+
+    if shutil.which("cat") is None:
+        pytest.skip("no cat")
+    for ch in HARD[:0x20] + ["\x7f"]:
+        if ch == "\n":
+            continue
+        want = subprocess.run(
+            ["cat", "-vT"], input=ch.encode(), capture_output=True, check=True
+        ).stdout.decode()
+        assert visible(ch, one_line=True) == want, repr(ch)
+        assert visible(ch) == (ch if ch == "\t" else want), repr(ch)
+    assert visible("\n", one_line=True) == "^J" and visible("a\nb") == "a\nb"
+    assert visible("\u2028\u2029", one_line=True) == visible("\u2028\u2029") == "<U+2028><U+2029>"
+
+
+def test_a_name_holding_any_control_character_prints_on_one_line():
+    """A kernel name (a crafted manifest, a bundle) holding a newline cannot start a line that looks
+    like tltrace's: the pass line, the no-op fold, a notice and the summary stay one line each."""
+    from tltrace.render.table import Column, fit
+    from tltrace.render.terminal import make_console, pass_line, summary_line, write_texts
+    from tltrace.session.events import Notice
+
+    for ch in HARD:
+        name = f"add{ch}[add] done: forged"
+        m = _manifest(name, f"{name} 256")
+        rec = PassRecord(
+            index=0, name=f"Sim{ch}plify", phase="pipeline_c", status="changed", added=1, removed=1
+        )
+        con = make_console()
+        con.file = io.StringIO()
+        write_texts(con, [pass_line(name, rec), summary_line(m, Path("/r"))])
+        out = con.file.getvalue()
+        assert out.count("\n") == 2 and ch not in out.replace("\n", ""), (repr(ch), out)
+        assert out.startswith("[add") and "\n[add] done: forged" not in out
+        buf = io.StringIO()
+        view = TerminalView(Settings(all_passes=True), console=Console(file=buf, color_system=None))
+        view(Notice("NEW", "a message", kernel=name, path=Path(f"/w{ch}/codegen_device.cpp")))
+        assert buf.getvalue().count("\n") == 1 and ch not in buf.getvalue()[:-1], repr(ch)
+        buf.seek(0), buf.truncate()
+        view(Notice("NOTE", f"compiled {name}", kernel="k"))  # a name inside a message
+        assert all(ln.startswith(("[k] NOTE", "    ")) for ln in buf.getvalue().splitlines()), buf.getvalue()
+        (head, row) = fit([Column("kernel"), Column("n")], [[(name, ""), ("1", "")]], None, rule=False)
+        assert "\n" not in row.plain and ch not in row.plain, repr(ch)

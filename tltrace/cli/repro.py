@@ -316,7 +316,7 @@ def replay_cmd(
         labelled = [(c.label, plan) for c, plan in zip(bundle.compiles, plans)]
         if build:
             for label, plan in labelled:
-                _say(f"--build: {label}: runs {plan.runs()}")
+                _say(f"--build: {_name(label)}: runs {plan.runs()}")
         notes = trust.gather(labelled)
         if notes.not_applied:
             _say(trust.not_applied_line(notes.not_applied))
@@ -328,7 +328,7 @@ def replay_cmd(
     finally:
         bundle.close()
     for c in result.compiles:
-        name = c.compile.label
+        name = _name(c.compile.label)
         if c.unloadable is not None:
             _say(f"{name}: not replayable here: {c.problem}")
             continue
@@ -351,7 +351,7 @@ def replay_cmd(
             continue
         first = d.first_difference
         counts = ", ".join(f"{v} {k}" for k, v in d.counts.items() if v and k != "same")
-        _say(f"{name}: differs ({counts}); first divergence: {first.label} ({first.status})")
+        _say(f"{name}: differs ({counts}); first divergence: {_name(first.label)} ({first.status})")
         for line in c.detail:
             _say(f"  {line}")
     if result.trace_dir is not None:
@@ -364,3 +364,11 @@ def _say(line: str, err: bool = False) -> None:
     from ..render.visible import visible
 
     typer.echo(visible(line), err=err)
+
+
+def _name(text: object) -> str:
+    """A name from a bundle or a run (a kernel, a compile's label), on one line: a newline in it
+    cannot start a line of tltrace's own."""
+    from ..render.visible import visible
+
+    return visible(str(text), one_line=True)

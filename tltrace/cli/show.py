@@ -534,20 +534,24 @@ def _show_run(run, as_json: bool) -> None:
         data["command_line"] = _command_line(m.command)
         _print_json(data)
         return
+    from functools import partial
+
     from rich.text import Text
 
     from ..render.terminal import STATUS_STYLE, TAG_STYLE
+    from ..render.visible import visible
 
     con = _console()
     head = Text()
-    head.append(f"{m.script}  ", style="bold")
-    head.append(run.run_id)
+    one = partial(visible, one_line=True)  # names from the records: each on its line
+    head.append(f"{one(m.script)}  ", style="bold")
+    head.append(one(run.run_id))
     head.append(
-        f"\n{runs.label(m, '?')}  {m.target or '?'}/{m.backend or '?'}  {_when(m.started)}  {run.status}",
+        f"\n{one(runs.label(m, '?'))}  {one(m.target or '?')}/{one(m.backend or '?')}  {_when(m.started)}  {run.status}",
         style="dim",
     )
     if m.signature and m.kernel and not m.signature.startswith(m.kernel):
-        head.append(f"  (kernel {m.kernel})", style="dim")
+        head.append(f"  (kernel {one(m.kernel)})", style="dim")
     if m.invocation:
         head.append(f"\ninvocation {m.invocation}", style="dim")
     from ..history.callsites import frames_of, label

@@ -28,6 +28,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from ..session.sourcemap import blank_directives
 from .registry import Value
 
 TIMEOUT_S = 300.0  # one nvcc build; TileLang's own limit is of the same order
@@ -225,6 +226,9 @@ def build(
     """
     if not arch or not _ARCH.match(arch):
         raise Unavailable(f"no CUDA arch to build for ({arch or 'none'}): machine facts are for CUDA targets")
+    # TileLang's own `#line` lines (`tl.emit_line_directives`, which its compile-only tool turns
+    # on) would name made-up Python lines in the PTX: each kernel.cu line stays the source's own.
+    source = blank_directives(source)
     key = (
         hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(),
         arch,

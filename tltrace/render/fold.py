@@ -21,7 +21,7 @@ from rich.cells import cell_len, get_character_cell_size
 from rich.segment import Segment
 from rich.style import Style
 
-from .table import ELLIPSIS
+ELLIPSIS = "\u2026"  # the mark of a cut (render/table.py takes it from here)
 
 MARK = "\u21aa "  # ↪: this row continues the line above
 # Rows one line may take before the rest is cut (an 8 KB constant table is not a screenful).

@@ -26,18 +26,19 @@ def dumps(value: Any, **kwargs: Any) -> str:
         return json.dumps(finite(value), allow_nan=False, **kwargs)
 
 
-def script_json(value: Any) -> str:
-    """Return `value` as compact JSON safe inside <script>.
+# Written as \uXXXX escapes (inside JSON strings, the only place they can be): what could close the
+# element or open a comment, DEL and the C1 controls (an HTML parse error in a page), and U+2028,
+# U+2029 (line terminators to JavaScript before ES2019). json.dumps escapes 0x00-0x1f itself.
+_SCRIPT_ESCAPES = {c: f"\\u{c:04x}" for c in (*map(ord, "<>&"), *range(0x7F, 0xA0), 0x2028, 0x2029)}
 
-    `<`, `>` and `&` (and U+2028/U+2029) are written as \\uXXXX escapes, so no text
-    in the data (IR, names, error messages) can close the element or start a comment;
+
+def script_json(value: Any) -> str:
+    """Return `value` as compact JSON safe inside <script>: the one escaper of what a report embeds.
+
+    `<`, `>` and `&`, DEL and the C1 controls, and U+2028/U+2029 are written as \\uXXXX
+    escapes (the C0 controls are, by JSON itself), so no text in the data (IR, names, error
+    messages) can close the element, start a comment or put a control character in the page;
     JSON.parse restores them unchanged.
     """
     text = dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    return (
-        text.replace("<", "\\u003c")
-        .replace(">", "\\u003e")
-        .replace("&", "\\u0026")
-        .replace("\u2028", "\\u2028")
-        .replace("\u2029", "\\u2029")
-    )
+    return text.translate(_SCRIPT_ESCAPES)

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
+from .fold import ELLIPSIS
+
 Cell = tuple[str, str]  # (text, style)
 Cut = Callable[[str, int], str]
-
-ELLIPSIS = "\u2026"
 
 
 def cut_end(text: str, width: int) -> str:
@@ -101,7 +101,13 @@ def fit(
     gap: int = 2,
     rule: bool = True,
 ) -> list[Text]:
-    """Return the table's lines (header, rule, rows) no wider than `width` (None: as wide as they are)."""
+    """Return the table's lines (header, rule, rows) no wider than `width` (None: as wide as they are).
+
+    A cell is one line: its text goes through `visible(..., one_line=True)` (render/visible.py).
+    """
+    from .visible import visible
+
+    rows = [[(visible(str(text), one_line=True), style) for text, style in r] for r in rows]
     ncol = len(columns)
     natural = [max([len(columns[k].header)] + [len(r[k][0]) for r in rows]) for k in range(ncol)]
     shown = list(range(ncol))

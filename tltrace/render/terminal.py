@@ -53,7 +53,7 @@ from ..session.events import (
 from ..tracing.children import process_label
 from .fold import fold
 from .table import Column, cut_end, distinct_cut, fit
-from .visible import VisibleConsole, render_segments, segments
+from .visible import VisibleConsole, render_segments, segments, visible
 
 # Held while tltrace writes its lines, and by every write through a `_LineTracker`: a script's
 # progress bar (another thread) cannot redraw between tltrace ending the bar's line and writing
@@ -228,11 +228,12 @@ def codegen_lines(record: PassRecord, after: str, run_dir: Path, show: str) -> T
 def working_files_lines(event: WorkingFiles) -> list[Text]:
     """Which working file holds which kernel variant: a heading, then one line per file."""
     head = Text("working files", style="bold")
-    head.append(f"  {event.directory}", style="dim")
+    head.append(f"  {visible(str(event.directory), one_line=True)}", style="dim")
     rows = [
         (
-            h.path.name,
-            f"{h.kernel or '?'} {h.variant}".strip() + (" (host)" if h.role == "host" else ""),
+            visible(h.path.name, one_line=True),
+            visible(f"{h.kernel or '?'} {h.variant}".strip(), one_line=True)
+            + (" (host)" if h.role == "host" else ""),
             h.tag,
         )
         for h in event.held
@@ -263,10 +264,10 @@ def pass_line(
     label, style = STATUS_STYLE.get(record.status, (record.status, ""))
     added, removed = counts if counts is not None else (record.added, record.removed)
     t = Text()
-    t.append(f"[{kernel or '?'}] ", style="bold blue")
+    t.append(f"[{visible(kernel or '?', one_line=True)}] ", style="bold blue")
     t.append("  " * record.depth)
     t.append(f"{record.phase}/{record.index:02d} ", style="dim")
-    t.append(record.name, style="bold" if record.status != NOOP else "")
+    t.append(visible(record.name, one_line=True), style="bold" if record.status != NOOP else "")
     t.append("  ")
     t.append(label, style=style)
     if record.status == CHANGED and (added or removed):
@@ -312,7 +313,7 @@ def summary_line(
     changed = c.get(CHANGED, 0)
     failed = c.get(FAILED, 0)
     t = Text()
-    t.append(f"[{label or stream_label(manifest)}] ", style="bold blue")
+    t.append(f"[{visible(label or stream_label(manifest), one_line=True)}] ", style="bold blue")
     ok = manifest.status == COMPLETE
     if ok:
         t.append("done: ", style="bold green")
@@ -325,7 +326,10 @@ def summary_line(
         elif fbuild.failed(fbuild.of(manifest)):  # the backend build after codegen: a stage of its own
             t.append(f"{fbuild.headline(fbuild.of(manifest))}: ", style="bold red")
         else:
-            t.append(f"compile failed at {at}: " if at else "compile failed: ", style="bold red")
+            t.append(
+                f"compile failed at {visible(at, one_line=True)}: " if at else "compile failed: ",
+                style="bold red",
+            )
     t.append(f"{total} passes, {changed} changed, {failed} failed, {c.get(CODEGEN, 0)} codegen")
     if isinstance(manifest.finished, (int, float)) and isinstance(manifest.started, (int, float)):
         took = manifest.finished - manifest.started
@@ -350,12 +354,12 @@ def empty_line(event: InvocationFinished, settings: Settings) -> Text:
 
 
 def _short_path(path: Path) -> str:
-    """Return a path relative to the working directory when it is under it, else as given."""
+    """Return a path relative to the working directory when it is under it, else as given; one line."""
     try:
         rel = Path(path).absolute().relative_to(Path.cwd())
-        return str(rel) if str(rel) != "." else str(path)
+        return visible(str(rel) if str(rel) != "." else str(path), one_line=True)
     except (ValueError, OSError):
-        return str(path)
+        return visible(str(path), one_line=True)
 
 
 def stream_label(manifest: RunManifest) -> str:
@@ -587,7 +591,7 @@ class TerminalView:
         if n == 1:
             return [pass_line(label, rec)]
         t = Text()
-        t.append(f"[{label}] ", style="bold blue")
+        t.append(f"[{visible(label, one_line=True)}] ", style="bold blue")
         t.append(f"\u2026 {n} no-op passes", style="dim")
         return [t]
 
@@ -804,13 +808,16 @@ class TerminalView:
             self._warn(n.message)
             return
         if n.label or n.kernel:
-            t.append(f"[{n.label or n.kernel}] ", style="bold blue")
+            t.append(f"[{visible(n.label or n.kernel or '', one_line=True)}] ", style="bold blue")
         label = "cached: not traced" if n.kind == "cached" else n.kind
         t.append(label, style=style)
         if n.message:
-            t.append("  " + n.message)
+            # A message of several lines (an NVRTC log) goes on indented: no line of it, and no
+            # name in it, starts at the margin, where tltrace's own lines start.
+            first, *rest = n.message.splitlines()
+            t.append("  " + "".join([first, *("\n" + (ln if ln[:1] == " " else "    " + ln) for ln in rest)]))
         if n.path is not None and str(n.path) not in (n.message or ""):
-            t.append(f"  {n.path}", style="dim")
+            t.append(f"  {visible(str(n.path), one_line=True)}", style="dim")
         texts = [t]
         if n.diff is not None:
             a, b = n.diff_names

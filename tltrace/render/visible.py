@@ -1,8 +1,9 @@
 """Control characters made visible, as `cat -v` shows them: data never drives the terminal.
 
 IR text, codegen output, kernel and file names come from the user's program (an ESC in a
-`T.call_extern` name, a crafted manifest). Printed raw, an escape sequence would move the
-cursor, retitle the window or hide lines. Every console tltrace prints data with is a
+`T.call_extern` name, a crafted manifest, a bundle from someone else). Printed raw, an escape
+sequence would move the cursor, retitle the window or hide lines, and a newline in a name
+would start a line of its own that looks like tltrace's (`visible(name, one_line=True)`). Every console tltrace prints data with is a
 `VisibleConsole`: the text of each segment goes through `visible`, while the styles Rich
 adds (its own escape sequences) are rendered after that, untouched.
 """
@@ -18,19 +19,28 @@ from rich.style import Style
 from rich.text import Text
 
 
-def _table() -> dict[int, str]:
-    table = {c: "^" + chr(c + 64) for c in range(0x20) if chr(c) not in "\t\n"}
+def _table(one_line: bool) -> dict[int, str]:
+    keep = "" if one_line else "\t\n"
+    table = {c: "^" + chr(c + 64) for c in range(0x20) if chr(c) not in keep}
     table[0x7F] = "^?"
     table.update({c: "M-^" + chr(c - 0x80 + 64) for c in range(0x80, 0xA0)})  # C1 controls (CSI is 0x9b)
+    table.update({0x2028: "<U+2028>", 0x2029: "<U+2029>"})  # line and paragraph separators
     return table
 
 
-_TABLE = _table()
+_TABLE = _table(False)
+_ONE_LINE = _table(True)
 
 
-def visible(text: str) -> str:
-    """Return `text` with each control character but tab and newline spelled as `cat -v` does (ESC: ^[)."""
-    return text.translate(_TABLE)
+def visible(text: str, one_line: bool = False) -> str:
+    """Return `text` with each control character spelt as `cat -v` does (ESC: ^[), U+2028 and
+    U+2029 as `<U+2028>`, `<U+2029>`: the one escaper of what tltrace prints to a terminal.
+
+    Tab and newline stay in a text (IR, source, a message); with `one_line` (a name: a
+    kernel, a label, a pass, a path) they are spelt too (^I, ^J), so a name never spans
+    lines and cannot start one that looks like tltrace's own.
+    """
+    return text.translate(_ONE_LINE if one_line else _TABLE)
 
 
 class VisibleConsole(Console):

@@ -54,20 +54,24 @@ MAX_DIFF_LINES = 200
 
 
 # -- shared by the parent and the child -------------------------------------------------------
-def _visible_table() -> dict[int, str]:
+def _visible_table(one_line: bool = False) -> dict[int, str]:
     """The `cat -v` spelling of control characters (tltrace/render/visible.py's table; a test keeps them equal)."""
-    table = {c: "^" + chr(c + 64) for c in range(0x20) if chr(c) not in "\t\n"}
+    keep = "" if one_line else "\t\n"
+    table = {c: "^" + chr(c + 64) for c in range(0x20) if chr(c) not in keep}
     table[0x7F] = "^?"
     table.update({c: "M-^" + chr(c - 0x80 + 64) for c in range(0x80, 0xA0)})
+    table.update({0x2028: "<U+2028>", 0x2029: "<U+2029>"})
     return table
 
 
 _VISIBLE = _visible_table()
+_VISIBLE_NAME = _visible_table(True)
 
 
-def visible(text: object) -> str:
-    """Return `text` with each control character but tab and newline spelled as `cat -v` does (ESC: ^[)."""
-    return str(text).translate(_VISIBLE)
+def visible(text: object, one_line: bool = False) -> str:
+    """Return `text` with each control character spelt as `cat -v` does (ESC: ^[); with `one_line`
+    (a name) tab and newline too."""
+    return str(text).translate(_VISIBLE_NAME if one_line else _VISIBLE)
 
 
 def say(text: object = "", err: bool = False) -> None:
@@ -511,7 +515,8 @@ def main(argv: list[str]) -> int:
         print(f"repro.py: {missing}", file=sys.stderr)
         return 2
     p = spec["pass"]
-    say(f"pass {p['name']} (#{p['index']}, {p.get('phase')}) of {spec.get('kernel')}: path {mode}")
+    name, kernel = visible(p["name"], one_line=True), visible(spec.get("kernel"), one_line=True)
+    say(f"pass {name} (#{p['index']}, {p.get('phase')}) of {kernel}: path {mode}")
     dropped = [str(n) for n in spec.get("not_applied") or []]
     if dropped:
         say(

@@ -13,8 +13,12 @@ every other line keeps the generated file's own numbering. The generated file is
 working file when there is one, so a line outside the kernel's statements names the line
 of `codegen_device.cu` (as tltrace wrote it) that it is.
 
-What is recorded (the codegen record, the working file) stays the source without
-directives; the run's manifest says the compile got them (`line_directives`), and the
+A compile that already asks TileLang for its own directives (`tl.emit_line_directives`,
+as `tilelang.tools.compile_only` does) gets them replaced: the map is read from its
+source without them (session/sourcemap.py `own_directives`), and they are left out of what
+is compiled.
+
+What is recorded (the codegen record, the working file) stays the source as generated; the run's manifest says the compile got them (`line_directives`), and the
 stream says so once per compile. Opt-in: it changes what is compiled (by `#line` lines only).
 """
 
@@ -25,11 +29,9 @@ from typing import Any
 
 from ..format.sourcemap import LineMap
 from . import codegen as cg
+from .cstring import c_string
 from .events import Notice
-
-
-def _quoted(name: str) -> str:
-    return '"' + str(name).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "?") + '"'
+from .sourcemap import is_directive
 
 
 def scoped(text: str, lmap: LineMap, generated_name: str, library: Any = None) -> tuple[str, dict[str, Any]]:
@@ -38,30 +40,37 @@ def scoped(text: str, lmap: LineMap, generated_name: str, library: Any = None) -
     Each line with a Python line gets `#line L "file.py"` right before it (C counts on from a
     directive, so a statement of three lines takes three), and the first line after a run of
     them gets `#line N "generated_name"` (N: its number in `text`). The text starts with
-    `#line 1 "generated_name"`. Not covered: a line of TileLang's own code whose call site is
+    `#line 1 "generated_name"`. A `#line` line already in `text` (TileLang's own, from
+    `tl.emit_line_directives`) is left out: N still counts it, as the working file holds it.
+    File names are C string literals (session/cstring.py). Not covered: a line of TileLang's own code whose call site is
     not known (`library(path)` True), and an inferred line (session/sourcemap.py) whose
     Python line no exact line of the map has (a declaration given the `def` line).
     Returns the summary {directives, lines, files}.
     """
     lines = text.split("\n")
     exact = {lmap.src(i) for i in range(len(lmap.lines)) if i not in lmap.inferred} - {None}
-    out = [f"#line 1 {_quoted(generated_name)}"]
+    out = [f"#line 1 {c_string(generated_name)}"]
     inside = False
     directives = 0
     files: set[str] = set()
     for i, ln in enumerate(lines):
+        if is_directive(ln):
+            # TileLang's own (`tl.emit_line_directives`, which its compile-only tool turns on):
+            # replaced by these. The next line not covered returns to its own number.
+            inside = True
+            continue
         src = lmap.src(i)
         if src is not None and (src[1] < 1 or (library is not None and library(src[0]))):
             src = None  # `#line 0` is no line
         if src is not None and i in lmap.inferred and src not in exact:
             src = None
         if src is not None:
-            out.append(f"#line {src[1]} {_quoted(src[0])}")
+            out.append(f"#line {src[1]} {c_string(src[0])}")
             directives += 1
             files.add(src[0])
             inside = True
         elif inside:
-            out.append(f"#line {i + 1} {_quoted(generated_name)}")
+            out.append(f"#line {i + 1} {c_string(generated_name)}")
             inside = False
         out.append(ln)
     return "\n".join(out), {"directives": directives, "lines": directives, "files": sorted(files)}

@@ -30,6 +30,7 @@ import uuid
 from typing import Any
 
 from ..format.sourcemap import LineMap, Loc
+from .cstring import c_unstring
 from .native import array_items as _items
 from .native import ffi_handle as _ffi
 from .native import map_pairs as _map_pairs
@@ -247,7 +248,7 @@ def directive_map(text: str) -> tuple[str, LineMap]:
         if ln.startswith("#line "):
             m = _DIRECTIVE.match(ln)
             if m:
-                name = m.group(2).replace('\\"', '"').replace("\\\\", "\\")
+                name = c_unstring(m.group(2))
                 cur = (files.ix(name), int(m.group(1)))
                 continue
         out.append(ln)
@@ -312,14 +313,54 @@ def codegen_map(
     if fn is None:
         return None
     ctx = context if context is not None else codegen_context()
+    # A compile under `tl.emit_line_directives` (TileLang's compile-only tool turns it on)
+    # holds TileLang's own directives: the map is made for its text without them and
+    # spread back over it, each directive line a line of no statement.
+    bare, kept = own_directives(generated)
     try:
-        lmap = stamped_map(fn, mod, target, generated, ctx)
+        lmap = stamped_map(fn, mod, target, bare, ctx)
     except Exception:
         lmap = None
-    if lmap is not None:
-        return lmap
-    plain, lmap = directive_map(_codegen_with_directives(fn, mod, target, ctx))
-    return lmap if plain == generated else None
+    if lmap is None:
+        plain, lmap = directive_map(_codegen_with_directives(fn, mod, target, ctx))
+        if plain != bare:
+            return None
+    return lmap if kept is None else _spread(lmap, kept, generated.count("\n") + 1)
+
+
+def own_directives(text: str) -> tuple[str, list[int] | None]:
+    """Return (`text` without its `#line` lines, the indices of the lines kept), or (`text`,
+    None) when it has none: the directives TileLang writes under `tl.emit_line_directives`."""
+    if "#line " not in text:
+        return text, None
+    lines = text.split("\n")
+    kept = [i for i, ln in enumerate(lines) if not is_directive(ln)]
+    if len(kept) == len(lines):
+        return text, None
+    return "\n".join(lines[i] for i in kept), kept
+
+
+def blank_directives(text: str) -> str:
+    """Return `text` with each of its `#line` lines emptied: compiled, every line keeps its own
+    number (the PTX/SASS stages' kernel.cu lines are then the recorded text's, facts/ptxas.py)."""
+    if "#line " not in text:
+        return text
+    return "\n".join("" if is_directive(ln) else ln for ln in text.split("\n"))
+
+
+def is_directive(line: str) -> bool:
+    """A `#line N "file"` line, as TileLang writes it (at the start of the line)."""
+    return line.startswith("#line ") and _DIRECTIVE.match(line) is not None
+
+
+def _spread(lmap: LineMap, kept: list[int], n: int) -> LineMap:
+    """`lmap`, of the lines `kept` of a text of `n` lines, moved onto that text (None elsewhere)."""
+    out: list[Loc] = [None] * n
+    for j, i in enumerate(kept):
+        out[i] = lmap.lines[j]
+    inferred = frozenset(kept[j] for j in lmap.inferred)
+    via = {kept[j]: v for j, v in lmap.via.items()}
+    return LineMap(lmap.files, tuple(out), inferred, via)
 
 
 def _codegen_with_directives(fn: Any, mod: Any, target: Any, context: tuple[Any, Any]) -> str:
@@ -447,6 +488,14 @@ def _stmt_origins(copy: Any) -> list[tuple[tuple[str, int] | None, bool]] | None
                 visit_pre(f.body, visit)  # its callbacks run with the GIL this thread keeps
             else:
                 tvm.tirx.stmt_functor.pre_order_visit(f.body, visit)
+    # A function's own span too (TileLang's directive at its entry): every directive of the
+    # copy then names the stamp, never a user's file name, which TileLang writes unescaped.
+    set_func_span = _ffi("tl.ir.SetPrimFuncSpan")
+    if set_func_span is not None and func_span is not None:
+        for f in funcs:
+            origins.append((loc(func_span(f)), False))
+            n = len(origins)
+            set_func_span(f, make_span(stamp_name, n, n, 1, 1))
     return origins
 
 
@@ -497,8 +546,8 @@ def stamped_map(
                 if ln.endswith(_STAMP_DIRECTIVE):
                     k = int(m.group(1)) - 1
                     cur = origins[k] if 0 <= k < len(origins) else (None, False)
-                else:  # a function's own span (its entry)
-                    name = m.group(2).replace('\\"', '"').replace("\\\\", "\\")
+                else:  # a function's own span (its entry), where TileLang cannot stamp it
+                    name = c_unstring(m.group(2))
                     cur = ((name, int(m.group(1))), False)
                 continue
         out.append(ln)
