@@ -109,7 +109,7 @@ def parse(checks: str | Iterable[str]) -> list[Directive]:
             bad = _ALMOST.search(line)
             if bad is not None:
                 raise CheckSyntaxError(
-                    f"unknown directive CHECK-{bad.group(1)} in {line.strip()!r}; known: CHECK, CHECK-NEXT, "
+                    f"unknown directive CHECK-{bad.group(1)[:40]} in {_cut(line.strip())}; known: CHECK, CHECK-NEXT, "
                     "CHECK-SAME, CHECK-NOT, CHECK-COUNT-n, CHECK-DAG, CHECK-EMPTY, CHECK-LABEL"
                 )
             continue
@@ -118,21 +118,23 @@ def parse(checks: str | Iterable[str]) -> list[Directive]:
         n = int(count) if count is not None else 1
         if kind == "COUNT" and not 1 <= n <= _MAX_COUNT:
             raise CheckSyntaxError(
-                f"CHECK-COUNT-{count} in {line.strip()!r}: the count must be 1..{_MAX_COUNT}"
+                f"CHECK-COUNT-{count} in {_cut(line.strip())}: the count must be 1..{_MAX_COUNT}"
             )
         if kind != "EMPTY" and not pattern:
             raise CheckSyntaxError(
-                f"{line.strip()!r} has an empty pattern (CHECK-EMPTY checks an empty line)"
+                f"{_cut(line.strip())} has an empty pattern (CHECK-EMPTY checks an empty line)"
             )
         if kind == "EMPTY" and pattern:
-            raise CheckSyntaxError(f"{line.strip()!r}: CHECK-EMPTY takes no pattern")
+            raise CheckSyntaxError(f"{_cut(line.strip())}: CHECK-EMPTY takes no pattern")
         d = Directive(kind, pattern, line.strip(), len(out) + 1, n)
         _compile(d, {}, check_only=True)
         out.append(d)
     if not out:
         raise CheckSyntaxError("no CHECK directive given (e.g. 'CHECK: tl::wgmma_ss', 'CHECK-NOT: cp_async')")
     if out[0].kind in ("NEXT", "SAME", "EMPTY"):
-        raise CheckSyntaxError(f"{out[0].text!r} cannot be the first directive: it needs a previous match")
+        raise CheckSyntaxError(
+            f"{_cut(out[0].text)} cannot be the first directive: it needs a previous match"
+        )
     return out
 
 
@@ -149,7 +151,7 @@ def _compile(d: Directive, variables: dict[str, str], *, check_only: bool = Fals
         elif definition is not None:
             group = _group(name)
             if group in defined:
-                raise CheckSyntaxError(f"{d.text!r} defines [[{name}]] twice")
+                raise CheckSyntaxError(f"{_cut(d.text)} defines [[{name}]] twice")
             defined.add(group)
             parts.append(f"(?P<{group}>{definition})")
         elif _group(name) in defined:
@@ -159,13 +161,13 @@ def _compile(d: Directive, variables: dict[str, str], *, check_only: bool = Fals
         elif check_only:
             parts.append("(?:)")  # defined by an earlier directive, known only while matching
         else:
-            raise CheckSyntaxError(f"{d.text!r} uses [[{name}]], which no earlier directive defined")
+            raise CheckSyntaxError(f"{_cut(d.text)} uses [[{name}]], which no earlier directive defined")
         at = m.end()
     parts.append(_literal(d.pattern[at:]))
     try:
         return re.compile("".join(parts))
     except re.error as exc:
-        raise CheckSyntaxError(f"{d.text!r}: bad regex ({exc})") from None
+        raise CheckSyntaxError(f"{_cut(d.text)}: bad regex ({exc})") from None
 
 
 def _group(name: str) -> str:
@@ -353,6 +355,25 @@ def _near(t: _Text, d: Directive, pos: int, limit: int = 4000) -> int | None:
         if r > best_ratio:
             best, best_ratio = first + n, r
     return best
+
+
+def has_regex(directives: Sequence[Directive]) -> bool:
+    """Return True when a directive holds a regex (`{{...}}`, `[[NAME:...]]`): matching it may take any time.
+
+    Literal patterns (variables used included) match in time linear in the text; a regex
+    can backtrack without end (`{{(.*)*(.*)*QQQ}}`), which `tltrace check` bounds
+    (checking.py runs such a match in a child process under a deadline).
+    """
+    for d in directives:
+        for m in _PART.finditer(d.pattern):
+            if m.group(1) is not None or m.group(3) is not None:
+                return True
+    return False
+
+
+def _cut(text: str, limit: int = 120) -> str:
+    """Return `text` as a message quotes it: repr, cut to `limit` characters with its length said."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text):,} characters)"
 
 
 def check(text: str, checks: str | Iterable[str]) -> Result:
