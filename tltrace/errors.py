@@ -5,7 +5,8 @@ Exit codes (documented in README and man page):
   1  the traced script raised; diff-runs, replay: the runs differ; check: a check fails;
      repro: not reproduced; bisect: the bug is in a pass that cannot be skipped
   2  usage error: bad option, bad value, nothing to act on (replay: a --trace-dir that
-     is not a directory; check: a bad expression or directive, an unknown fact or stage)
+     is not a directory; check: a bad expression or directive, an unknown fact, a regex
+     past --match-timeout)
   3  a file or record problem: missing/damaged run records, unreadable trace dir; replay,
      repro: a damaged bundle (flipped byte, zip bomb, wrong types, a frontend IR that does
      not load) or a refused context or target (rerun/trust.py)
