@@ -7,13 +7,14 @@
     CHECK-COUNT-3: mbarrier        three times, one after the other (three CHECKs)
     CHECK-DAG: ...                 a run of DAGs matches in any order, none overlapping
     CHECK-EMPTY:                   the next line is empty
-    CHECK-LABEL: ...               as CHECK (LLVM also cuts the input into blocks there)
+    CHECK-LABEL: ...               labels match first, in order, and cut the input into blocks
 
 A pattern is literal text with `{{regex}}` (Python `re`) and `[[NAME:regex]]` (define) /
 `[[NAME]]` (use) parts; any run of spaces or tabs in the literal text matches any run in the
 input, and leading and trailing spaces are ignored, as FileCheck does without
---strict-whitespace. No match crosses a line end. Why not PyPI's `filecheck`: docs/facts.md
-("Checks"). Pure: no I/O.
+--strict-whitespace. No match crosses a line end; an empty text fails (FileCheck without
+--allow-empty). tests/test_filecheck_semantics.py holds the matcher to LLVM's FileCheck on a
+table of cases. Why not PyPI's `filecheck`: docs/facts.md ("Checks"). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -30,7 +31,62 @@ KINDS = ("CHECK", "NEXT", "SAME", "NOT", "COUNT", "DAG", "EMPTY", "LABEL")
 # `CHECK:`, `CHECK-NEXT:`, `CHECK-COUNT-3:` anywhere in a line (a check file's comment marker before it is fine)
 _DIRECTIVE = re.compile(r"(?<![A-Za-z0-9_-])CHECK(?:-(NEXT|SAME|NOT|DAG|EMPTY|LABEL|COUNT-(\d+)))?:(.*)$")
 _ALMOST = re.compile(r"(?<![A-Za-z0-9_-])CHECK-([A-Za-z0-9-]*)\s*:")
-_PART = re.compile(r"\{\{(.*?)\}\}|\[\[([A-Za-z_$][A-Za-z0-9_]*)(?::(.*?))?\]\]")
+_VAR = re.compile(r"\[\[([A-Za-z_$][A-Za-z0-9_]*)(:|\]\])")
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A `{{regex}}` or `[[NAME]]` / `[[NAME:regex]]` of a pattern: where it is, and what it holds."""
+
+    start: int
+    end: int
+    regex: str | None = None
+    name: str | None = None
+    definition: str | None = None
+
+
+def _parts(pattern: str) -> list[_Part]:
+    """Return the regex and variable parts of a pattern, as LLVM's FileCheck finds them.
+
+    `{{` runs to the first `}}`; `[[NAME:` runs to the first `]]` outside brackets, so
+    `[[N:[0-9]]]` defines N as `[0-9]` (LLVM's FindRegexVarEnd). A `[[` that starts no
+    variable name is literal text. CheckSyntaxError for a part with no end.
+    """
+    out: list[_Part] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        if pattern.startswith("{{", i):
+            end = pattern.find("}}", i + 2)
+            if end < 0:
+                raise CheckSyntaxError(f"{_cut(pattern)}: a {{{{regex}}}} with no closing }}}}")
+            out.append(_Part(i, end + 2, regex=pattern[i + 2 : end]))
+            i = end + 2
+            continue
+        m = _VAR.match(pattern, i)
+        if m is None:
+            i += 1
+            continue
+        if m.group(2) == "]]":
+            out.append(_Part(i, m.end(), name=m.group(1)))
+            i = m.end()
+            continue
+        j, depth = m.end(), 0
+        while j < n and not (depth == 0 and pattern.startswith("]]", j)):
+            c = pattern[j]
+            if c == "\\":
+                j += 2
+                continue
+            depth += 1 if c == "[" else -1 if c == "]" else 0
+            if depth < 0:
+                raise CheckSyntaxError(f"{_cut(pattern)}: a ']' with no '[' in [[{m.group(1)}:...]]")
+            j += 1
+        if j >= n:
+            raise CheckSyntaxError(f"{_cut(pattern)}: [[{m.group(1)}:... with no closing ]]")
+        out.append(_Part(i, j + 2, name=m.group(1), definition=pattern[m.end() : j]))
+        i = j + 2
+    return out
+
+
 _MAX_COUNT = 100_000
 
 
@@ -143,9 +199,9 @@ def _compile(d: Directive, variables: dict[str, str], *, check_only: bool = Fals
     parts: list[str] = []
     at = 0
     defined: set[str] = set()
-    for m in _PART.finditer(d.pattern):
-        parts.append(_literal(d.pattern[at : m.start()]))
-        regex, name, definition = m.group(1), m.group(2), m.group(3)
+    for m in _parts(d.pattern):
+        parts.append(_literal(d.pattern[at : m.start]))
+        regex, name, definition = m.regex, str(m.name), m.definition
         if regex is not None:
             parts.append(f"(?:{regex})")
         elif definition is not None:
@@ -162,7 +218,7 @@ def _compile(d: Directive, variables: dict[str, str], *, check_only: bool = Fals
             parts.append("(?:)")  # defined by an earlier directive, known only while matching
         else:
             raise CheckSyntaxError(f"{_cut(d.text)} uses [[{name}]], which no earlier directive defined")
-        at = m.end()
+        at = m.end
     parts.append(_literal(d.pattern[at:]))
     try:
         return re.compile("".join(parts))
@@ -206,15 +262,48 @@ class _Text:
 
 
 def match(text: str, directives: Sequence[Directive]) -> Result:
-    """Return whether `text` satisfies the directives, in FileCheck's order; the first failure when not."""
+    """Return whether `text` satisfies the directives, in FileCheck's order; the first failure when not.
+
+    An empty text fails, as FileCheck fails on empty input (without --allow-empty): a
+    CHECK-NOT over nothing proves nothing.
+    """
+    if not text and directives:
+        return Result(False, Failure(directives[0], "the text is empty (FileCheck fails on empty input)", 1))
     t = _Text(text)
     variables: dict[str, str] = {}
-    pos = 0  # where the previous match ended
-    prev_end: int | None = None
-    nots: list[Directive] = []  # CHECK-NOTs waiting for the next positive match
-    not_from = 0
-    i = 0
     ds = list(directives)
+    labels = [i for i, d in enumerate(ds) if d.kind == "LABEL"]
+    # LLVM matches the labels first, in order: each cuts the input, and the directives up to a
+    # label (itself included) match between the previous label's match and the end of its own.
+    cuts: list[int] = []
+    pos = 0
+    for i in labels:
+        rx = _compile(ds[i], {})
+        m = t.search(rx, pos)
+        if m is None:
+            return _not_found(t, ds[i], pos, rx)
+        cuts.append(m.end())
+        pos = m.end()
+    bounds = [0, *cuts, len(t.text)]
+    firsts = [0, *(i + 1 for i in labels)]
+    lasts = [*(i + 1 for i in labels), len(ds)]
+    for k, (a, b) in enumerate(zip(firsts, lasts)):
+        if a < b:
+            r = _match_range(t, ds[a:b], bounds[k], bounds[k + 1], variables, after_label=k > 0)
+            if not r.ok:
+                return r
+    return Result(True)
+
+
+def _match_range(
+    t: _Text, ds: list[Directive], start: int, stop: int, variables: dict[str, str], after_label: bool
+) -> Result:
+    """Match directives (none of them a label but the last) within t.text[start:stop]."""
+    pos = start  # where the previous match ended
+    prev_end: int | None = start if after_label else None
+    nots: list[Directive] = []  # CHECK-NOTs waiting for the next positive match
+    not_from = start
+    i = 0
     while i < len(ds):
         d = ds[i]
         if d.kind == "NOT":
@@ -231,7 +320,7 @@ def match(text: str, directives: Sequence[Directive]) -> Result:
             taken: list[tuple[int, int]] = []
             for g in group:
                 rx = _compile(g, variables)
-                m = _dag_match(t, rx, pos, taken)
+                m = _dag_match(t, rx, pos, taken, stop)
                 if m is None:
                     return _not_found(t, g, pos, rx)
                 taken.append((m.start(), m.end()))
@@ -246,7 +335,11 @@ def match(text: str, directives: Sequence[Directive]) -> Result:
             continue
         if d.kind == "EMPTY":
             line, _ = t.where(pos)
-            if line >= len(t.starts) or t.text[t.starts[line] : t.starts[line] + 1] not in ("\n", ""):
+            if (
+                line >= len(t.starts)
+                or t.starts[line] > stop
+                or t.text[t.starts[line] : t.starts[line] + 1] not in ("\n", "")
+            ):
                 nxt = min(line + 1, len(t.starts))
                 return Result(
                     False, Failure(d, "CHECK-EMPTY: the line after the previous match is not empty", nxt)
@@ -261,7 +354,7 @@ def match(text: str, directives: Sequence[Directive]) -> Result:
             continue
         rx = _compile(d, variables)
         for k in range(d.count):
-            m = t.search(rx, pos)
+            m = t.search(rx, pos, stop)
             if m is None:
                 what = f" (match {k + 1} of {d.count})" if d.count > 1 else ""
                 return _not_found(t, d, pos, rx, what)
@@ -282,14 +375,16 @@ def match(text: str, directives: Sequence[Directive]) -> Result:
             _capture(m, variables)
             pos = prev_end = m.end()
         i += 1
-    bad = _check_nots(t, nots, not_from, len(t.text), variables)
+    bad = _check_nots(t, nots, not_from, stop, variables)
     return bad if bad is not None else Result(True)
 
 
-def _dag_match(t: _Text, rx: re.Pattern[str], pos: int, taken: list[tuple[int, int]]) -> re.Match[str] | None:
+def _dag_match(
+    t: _Text, rx: re.Pattern[str], pos: int, taken: list[tuple[int, int]], stop: int
+) -> re.Match[str] | None:
     start = pos
     while True:
-        m = t.search(rx, start)
+        m = t.search(rx, start, stop)
         if m is None:
             return None
         if not any(m.start() < e and s < max(m.end(), m.start() + 1) for s, e in taken):
@@ -336,7 +431,10 @@ def _not_found(t: _Text, d: Directive, pos: int, rx: re.Pattern[str], what: str 
 
 def _near(t: _Text, d: Directive, pos: int, limit: int = 4000) -> int | None:
     """Return the line after `pos` most like the pattern's literal text (FileCheck's 'possible intended match')."""
-    literal = _PART.sub(" ", d.pattern).strip()
+    literal, at = "", 0
+    for p in _parts(d.pattern):
+        literal, at = literal + d.pattern[at : p.start] + " ", p.end
+    literal = (literal + d.pattern[at:]).strip()
     if len(literal) < 3:
         return None
     first, _ = t.where(pos)
@@ -365,9 +463,8 @@ def has_regex(directives: Sequence[Directive]) -> bool:
     (checking.py runs such a match in a child process under a deadline).
     """
     for d in directives:
-        for m in _PART.finditer(d.pattern):
-            if m.group(1) is not None or m.group(3) is not None:
-                return True
+        if any(p.regex is not None or p.definition is not None for p in _parts(d.pattern)):
+            return True
     return False
 
 
