@@ -483,3 +483,20 @@ def test_a_huge_text_fact_is_cut_in_error_lines_and_tables(run_cli, recorded: Pa
     assert "--json prints them whole" in res.stdout
     res = run_cli("show", "--trace-dir", str(traces), "gemm", "-1", "--facts", "--json")
     assert json.loads(res.stdout)["compiles"][0]["values"]["arch"] == huge
+
+
+def test_a_huge_line_is_cut_around_the_failure_point() -> None:
+    """A recorded text with a megabyte line: the lines around a failure stay short, the carets under the match."""
+    line = "x" * 500_000 + " cp_async " + "y" * 500_000
+    text = f"a\n{line}\nb\n"
+    r = filecheck.check(text, ["CHECK: a", "CHECK-NOT: cp_async", "CHECK: b"])
+    assert not r.ok and r.failure is not None and r.failure.line == 2
+    out = r.explain(text, "codegen_device")
+    assert max(len(ln) for ln in out) < 600
+    marked = next(i for i, ln in enumerate(out) if ln.startswith(">"))
+    bar = out[marked].index("| ") + 2
+    carets = out[marked + 1]
+    start = carets.index("^")
+    assert out[marked][start : start + len("cp_async")] == "cp_async"
+    assert carets[start:].strip() == "^" * len("cp_async")
+    assert start >= bar and "(1,000,010 characters)" in out[marked]

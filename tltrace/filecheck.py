@@ -138,17 +138,34 @@ class Result:
         return out
 
 
+LINE_WIDTH = 400  # characters of a text's line shown around a failure; a longer one is cut around the point
+
+
 def _excerpt(lines: list[str], line: int, col: int | None, end_col: int | None, context: int) -> list[str]:
     lo, hi = max(1, line - context), min(len(lines), line + context)
     width = len(str(hi))
     out = []
     for n in range(lo, hi + 1):
         mark = ">" if n == line else " "
-        out.append(f"{mark} {str(n).rjust(width)} | {lines[n - 1]}")
+        at = (col or 1) - 1 if n == line else 0
+        shown, shift = _window(lines[n - 1], at)
+        out.append(f"{mark} {str(n).rjust(width)} | {shown}")
         if n == line and col is not None:
-            carets = "^" * max(1, (end_col or col + 1) - col)
-            out.append(f"  {' ' * width} | {' ' * (col - 1)}{carets}")
+            carets = "^" * max(1, min((end_col or col + 1) - col, LINE_WIDTH))
+            out.append(f"  {' ' * width} | {' ' * (col - 1 - shift)}{carets}")
     return out
+
+
+def _window(text: str, at: int) -> tuple[str, int]:
+    """Return (the part of a line shown, how many characters fewer precede `at`): the whole line when short,
+    else LINE_WIDTH characters from a little before `at`, with '…' where it was cut and the length said."""
+    if len(text) <= LINE_WIDTH:
+        return text, 0
+    start = max(0, min(at - 40, len(text) - LINE_WIDTH))
+    body = text[start : start + LINE_WIDTH]
+    head = "…" if start else ""
+    tail = f"… ({len(text):,} characters)" if start + LINE_WIDTH < len(text) else ""
+    return head + body + tail, start - len(head)
 
 
 def parse(checks: str | Iterable[str]) -> list[Directive]:
