@@ -15,6 +15,8 @@ input, and leading and trailing spaces are ignored, as FileCheck does without
 --strict-whitespace. No match crosses a line end; an empty text fails (FileCheck without
 --allow-empty). tests/test_filecheck_semantics.py holds the matcher to LLVM's FileCheck on a
 table of cases. Why not PyPI's `filecheck`: docs/facts.md ("Checks"). Pure: no I/O.
+
+`patterns` parses the directives and turns patterns into regexes; this module matches them.
 """
 
 from __future__ import annotations
@@ -24,85 +26,19 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .errors import UsageError
+from .patterns import KINDS, CheckSyntaxError, Directive, compile_directive, has_regex, parse, pattern_parts
 
-KINDS = ("CHECK", "NEXT", "SAME", "NOT", "COUNT", "DAG", "EMPTY", "LABEL")
-
-# `CHECK:`, `CHECK-NEXT:`, `CHECK-COUNT-3:` anywhere in a line (a check file's comment marker before it is fine)
-_DIRECTIVE = re.compile(r"(?<![A-Za-z0-9_-])CHECK(?:-(NEXT|SAME|NOT|DAG|EMPTY|LABEL|COUNT-(\d+)))?:(.*)$")
-_ALMOST = re.compile(r"(?<![A-Za-z0-9_-])CHECK-([A-Za-z0-9-]*)\s*:")
-_VAR = re.compile(r"\[\[([A-Za-z_$][A-Za-z0-9_]*)(:|\]\])")
-
-
-@dataclass(frozen=True)
-class _Part:
-    """A `{{regex}}` or `[[NAME]]` / `[[NAME:regex]]` of a pattern: where it is, and what it holds."""
-
-    start: int
-    end: int
-    regex: str | None = None
-    name: str | None = None
-    definition: str | None = None
-
-
-def _parts(pattern: str) -> list[_Part]:
-    """Return the regex and variable parts of a pattern, as LLVM's FileCheck finds them.
-
-    `{{` runs to the first `}}`; `[[NAME:` runs to the first `]]` outside brackets, so
-    `[[N:[0-9]]]` defines N as `[0-9]` (LLVM's FindRegexVarEnd). A `[[` that starts no
-    variable name is literal text. CheckSyntaxError for a part with no end.
-    """
-    out: list[_Part] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        if pattern.startswith("{{", i):
-            end = pattern.find("}}", i + 2)
-            if end < 0:
-                raise CheckSyntaxError(f"{_cut(pattern)}: a {{{{regex}}}} with no closing }}}}")
-            out.append(_Part(i, end + 2, regex=pattern[i + 2 : end]))
-            i = end + 2
-            continue
-        m = _VAR.match(pattern, i)
-        if m is None:
-            i += 1
-            continue
-        if m.group(2) == "]]":
-            out.append(_Part(i, m.end(), name=m.group(1)))
-            i = m.end()
-            continue
-        j, depth = m.end(), 0
-        while j < n and not (depth == 0 and pattern.startswith("]]", j)):
-            c = pattern[j]
-            if c == "\\":
-                j += 2
-                continue
-            depth += 1 if c == "[" else -1 if c == "]" else 0
-            if depth < 0:
-                raise CheckSyntaxError(f"{_cut(pattern)}: a ']' with no '[' in [[{m.group(1)}:...]]")
-            j += 1
-        if j >= n:
-            raise CheckSyntaxError(f"{_cut(pattern)}: [[{m.group(1)}:... with no closing ]]")
-        out.append(_Part(i, j + 2, name=m.group(1), definition=pattern[m.end() : j]))
-        i = j + 2
-    return out
-
-
-_MAX_COUNT = 100_000
-
-
-class CheckSyntaxError(UsageError):
-    """A directive that does not parse (an unknown suffix, a bad regex, an undefined variable)."""
-
-
-@dataclass(frozen=True)
-class Directive:
-    """One check line: its kind (CHECK, NEXT, SAME, NOT, COUNT, DAG, EMPTY, LABEL), its pattern, where it was."""
-
-    kind: str
-    pattern: str
-    text: str  # the directive as written, for messages
-    number: int  # 1-based among the directives given
-    count: int = 1  # CHECK-COUNT-n
+__all__ = [
+    "KINDS",
+    "CheckSyntaxError",
+    "Directive",
+    "Failure",
+    "Result",
+    "check",
+    "has_regex",
+    "match",
+    "parse",
+]
 
 
 @dataclass(frozen=True)
@@ -168,89 +104,6 @@ def _window(text: str, at: int) -> tuple[str, int]:
     return head + body + tail, start - len(head)
 
 
-def parse(checks: str | Iterable[str]) -> list[Directive]:
-    """Return the directives in `checks` (a text or lines); lines without one are comments.
-
-    Raises CheckSyntaxError (exit 2) for a `CHECK-SOMETHING:` this matcher does not know,
-    a CHECK-COUNT of 0, or no directive at all.
-    """
-    lines = checks.split("\n") if isinstance(checks, str) else [ln for c in checks for ln in c.split("\n")]
-    out: list[Directive] = []
-    for line in lines:
-        m = _DIRECTIVE.search(line)
-        if m is None:
-            bad = _ALMOST.search(line)
-            if bad is not None:
-                raise CheckSyntaxError(
-                    f"unknown directive CHECK-{bad.group(1)[:40]} in {_cut(line.strip())}; known: CHECK, CHECK-NEXT, "
-                    "CHECK-SAME, CHECK-NOT, CHECK-COUNT-n, CHECK-DAG, CHECK-EMPTY, CHECK-LABEL"
-                )
-            continue
-        suffix, count, pattern = m.group(1), m.group(2), m.group(3).strip()
-        kind = "COUNT" if count is not None else (suffix or "CHECK")
-        n = int(count) if count is not None else 1
-        if kind == "COUNT" and not 1 <= n <= _MAX_COUNT:
-            raise CheckSyntaxError(
-                f"CHECK-COUNT-{count} in {_cut(line.strip())}: the count must be 1..{_MAX_COUNT}"
-            )
-        if kind != "EMPTY" and not pattern:
-            raise CheckSyntaxError(
-                f"{_cut(line.strip())} has an empty pattern (CHECK-EMPTY checks an empty line)"
-            )
-        if kind == "EMPTY" and pattern:
-            raise CheckSyntaxError(f"{_cut(line.strip())}: CHECK-EMPTY takes no pattern")
-        d = Directive(kind, pattern, line.strip(), len(out) + 1, n)
-        _compile(d, {}, check_only=True)
-        out.append(d)
-    if not out:
-        raise CheckSyntaxError("no CHECK directive given (e.g. 'CHECK: tl::wgmma_ss', 'CHECK-NOT: cp_async')")
-    if out[0].kind in ("NEXT", "SAME", "EMPTY"):
-        raise CheckSyntaxError(
-            f"{_cut(out[0].text)} cannot be the first directive: it needs a previous match"
-        )
-    return out
-
-
-def _compile(d: Directive, variables: dict[str, str], *, check_only: bool = False) -> re.Pattern[str]:
-    """Return the directive's pattern as a regex (variables substituted); CheckSyntaxError when it is bad."""
-    parts: list[str] = []
-    at = 0
-    defined: set[str] = set()
-    for m in _parts(d.pattern):
-        parts.append(_literal(d.pattern[at : m.start]))
-        regex, name, definition = m.regex, str(m.name), m.definition
-        if regex is not None:
-            parts.append(f"(?:{regex})")
-        elif definition is not None:
-            group = _group(name)
-            if group in defined:
-                raise CheckSyntaxError(f"{_cut(d.text)} defines [[{name}]] twice")
-            defined.add(group)
-            parts.append(f"(?P<{group}>{definition})")
-        elif _group(name) in defined:
-            parts.append(f"(?P={_group(name)})")
-        elif name in variables:
-            parts.append(re.escape(variables[name]))
-        elif check_only:
-            parts.append("(?:)")  # defined by an earlier directive, known only while matching
-        else:
-            raise CheckSyntaxError(f"{_cut(d.text)} uses [[{name}]], which no earlier directive defined")
-        at = m.end
-    parts.append(_literal(d.pattern[at:]))
-    try:
-        return re.compile("".join(parts))
-    except re.error as exc:
-        raise CheckSyntaxError(f"{_cut(d.text)}: bad regex ({exc})") from None
-
-
-def _group(name: str) -> str:
-    return "g_" + name[1:] if name.startswith("$") else "v_" + name
-
-
-def _literal(text: str) -> str:
-    return r"[ \t]+".join(re.escape(w) for w in re.split(r"[ \t]+", text))
-
-
 class _Text:
     """The input and its line starts: positions to (line, column), the line of a position."""
 
@@ -295,7 +148,7 @@ def match(text: str, directives: Sequence[Directive]) -> Result:
     cuts: list[int] = []
     pos = 0
     for i in labels:
-        rx = _compile(ds[i], {})
+        rx = compile_directive(ds[i], {})
         m = t.search(rx, pos)
         if m is None:
             return _not_found(t, ds[i], pos, rx)
@@ -336,7 +189,7 @@ def _match_range(
                 i += 1
             taken: list[tuple[int, int]] = []
             for g in group:
-                rx = _compile(g, variables)
+                rx = compile_directive(g, variables)
                 m = _dag_match(t, rx, pos, taken, stop)
                 if m is None:
                     return _not_found(t, g, pos, rx)
@@ -369,7 +222,7 @@ def _match_range(
             pos = prev_end = end
             i += 1
             continue
-        rx = _compile(d, variables)
+        rx = compile_directive(d, variables)
         for k in range(d.count):
             m = t.search(rx, pos, stop)
             if m is None:
@@ -413,7 +266,7 @@ def _check_nots(
     t: _Text, nots: list[Directive], start: int, end: int, variables: dict[str, str]
 ) -> Result | None:
     for d in nots:
-        m = t.search(_compile(d, variables), start, end)
+        m = t.search(compile_directive(d, variables), start, end)
         if m is not None:
             line, col = t.where(m.start())
             return Result(
@@ -449,7 +302,7 @@ def _not_found(t: _Text, d: Directive, pos: int, rx: re.Pattern[str], what: str 
 def _near(t: _Text, d: Directive, pos: int, limit: int = 4000) -> int | None:
     """Return the line after `pos` most like the pattern's literal text (FileCheck's 'possible intended match')."""
     literal, at = "", 0
-    for p in _parts(d.pattern):
+    for p in pattern_parts(d.pattern):
         literal, at = literal + d.pattern[at : p.start] + " ", p.end
     literal = (literal + d.pattern[at:]).strip()
     if len(literal) < 3:
@@ -470,24 +323,6 @@ def _near(t: _Text, d: Directive, pos: int, limit: int = 4000) -> int | None:
         if r > best_ratio:
             best, best_ratio = first + n, r
     return best
-
-
-def has_regex(directives: Sequence[Directive]) -> bool:
-    """Return True when a directive holds a regex (`{{...}}`, `[[NAME:...]]`): matching it may take any time.
-
-    Literal patterns (variables used included) match in time linear in the text; a regex
-    can backtrack without end (`{{(.*)*(.*)*QQQ}}`), which `tltrace check` bounds
-    (checking.py runs such a match in a child process under a deadline).
-    """
-    for d in directives:
-        if any(p.regex is not None or p.definition is not None for p in _parts(d.pattern)):
-            return True
-    return False
-
-
-def _cut(text: str, limit: int = 120) -> str:
-    """Return `text` as a message quotes it: repr, cut to `limit` characters with its length said."""
-    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text):,} characters)"
 
 
 def check(text: str, checks: str | Iterable[str]) -> Result:
