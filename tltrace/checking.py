@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import pickle
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,12 +147,13 @@ def match_bounded(
     """
     if not filecheck.has_regex(directives):
         return filecheck.match(text, directives)
-    from ._pychild import python_code
-
     root = str(Path(__file__).resolve().parent.parent)
     try:
+        # -I -S: isolated (no PYTHON* variables, no cwd or user site on sys.path) and no site
+        # (no sitecustomize, such as a traced job's boot directory): the child imports nothing
+        # but the standard library and tltrace.filecheck, from this tltrace.
         p = subprocess.run(
-            python_code(_CHILD, root),
+            [sys.executable, "-I", "-S", "-c", _CHILD, root],
             input=pickle.dumps((text, list(directives))),
             capture_output=True,
             timeout=timeout,
@@ -162,7 +164,7 @@ def match_bounded(
             f"the patterns ran over {timeout:g} s and were stopped: a regex that backtracks without end "
             "(nested repeats such as {{(.*)*}}); rewrite it, or give --match-timeout more seconds"
         ) from None
-    except OSError:
+    except OSError:  # no interpreter to start
         return filecheck.match(text, directives)
     try:
         kind, value = pickle.loads(p.stdout)
