@@ -12,6 +12,7 @@ the next match, and line numbers of a late match.
 from __future__ import annotations
 
 import glob
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -113,6 +114,28 @@ CASES: list[tuple[str, str, list[str], bool]] = [
     ("ws-not-inserted", "a b\n", ["CHECK: ab"], False),
     ("ws-trailing-ignored", "a\n", ["CHECK:    a    "], True),
     ("ws-tab-in-pattern", "a b\n", ["CHECK: a\tb"], True),
+    # ... the input and the whole pattern are canonicalized, so a regex sees one space for any run.
+    ("ws-in-a-regex", "a   b\n", ["CHECK: {{a b}}"], True),
+    ("ws-tab-is-a-space-to-a-regex", "a\tb\n", ["CHECK: a{{[ ]}}b"], True),
+    ("ws-regex-star", "a  b\n", ["CHECK: a{{ *}}b"], True),
+    (
+        "ws-variable-captures-canonical",
+        "x = a  b\ny = a b\n",
+        ["CHECK: x = [[V:a.*]]", "CHECK: y = [[V]]"],
+        True,
+    ),
+    # ^ and $ match at line ends (LLVM's regexes are compiled with REG_NEWLINE); ^ also where the
+    # search starts, right after the previous match.
+    ("anchor-end-of-line", "a\nb\n", ["CHECK: a", "CHECK-SAME: {{$}}"], True),
+    ("anchor-end-of-the-same-line", "ab\n", ["CHECK: a", "CHECK-SAME: {{$}}"], True),
+    ("anchor-end-is-on-the-matched-line", "a\nb\n", ["CHECK: a", "CHECK-NEXT: {{$}}"], False),
+    ("anchor-start-of-line", "x\nb\n", ["CHECK: {{^}}b"], True),
+    ("anchor-not-start-of-line", "ab\n", ["CHECK: {{^}}b"], False),
+    ("anchor-start-after-previous-match", "ab\n", ["CHECK: a", "CHECK: {{^}}b"], True),
+    ("anchor-whole-line", "ab\nb\n", ["CHECK: a", "CHECK: {{^b$}}"], True),
+    # CHECK-NEXT after a DAG run: "on the line after" the DAGs' last match.
+    ("next-after-dag", "a\nb\nc\n", ["CHECK: a", "CHECK-DAG: b", "CHECK-NEXT: c"], True),
+    ("next-after-dag-too-far", "a\nc\nb\n", ["CHECK: a", "CHECK-DAG: c", "CHECK-NEXT: a"], False),
     # A late match: the line numbers PyPI's filecheck printed wrong (the failure is at line 20 here).
     (
         "late-failure-line",
@@ -133,6 +156,36 @@ def _llvm_filecheck() -> str | None:
         glob.glob("/usr/lib/llvm-*/bin/FileCheck"), key=lambda p: int(p.split("llvm-")[1].split("/")[0])
     )
     return versions[-1] if versions else None
+
+
+# Check files LLVM refuses (exit 2): tltrace refuses them too, as usage errors.
+REFUSED: list[tuple[str, list[str], str]] = [
+    ("next-first", ["CHECK-NEXT: a"], "cannot be the first directive"),
+    ("same-after-not-only", ["CHECK-NOT: x", "CHECK-SAME: a"], "after CHECK-DAG or CHECK-NOT alone"),
+    (
+        "next-after-dag-only",
+        ["CHECK-DAG: c", "CHECK-DAG: a", "CHECK-NEXT: b"],
+        "after CHECK-DAG or CHECK-NOT alone",
+    ),
+    ("regex-unclosed", ["CHECK: {{a"], "no closing }}"),
+    ("variable-unclosed", ["CHECK: [[N:[0-9]"], "no closing ]]"),
+]
+
+
+@pytest.mark.parametrize("name, checks, needle", REFUSED, ids=[c[0] for c in REFUSED])
+def test_check_files_llvm_refuses_are_refused(
+    tmp_path: Path, name: str, checks: list[str], needle: str
+) -> None:
+    with pytest.raises(filecheck.CheckSyntaxError, match=re.escape(needle)):
+        filecheck.check("a\nb\nc\n", checks)
+    exe = _llvm_filecheck()
+    if exe is not None:
+        (tmp_path / "input").write_text("a\nb\nc\n")
+        (tmp_path / "checks").write_text("\n".join(checks) + "\n")
+        p = subprocess.run(
+            [exe, str(tmp_path / "checks"), "--input-file", str(tmp_path / "input")], capture_output=True
+        )
+        assert p.returncode == 2, (name, p.stderr[-1000:])
 
 
 @pytest.mark.parametrize("name, text, checks, ok", CASES, ids=[c[0] for c in CASES])

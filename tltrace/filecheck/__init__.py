@@ -104,29 +104,81 @@ def _window(text: str, at: int) -> tuple[str, int]:
     return head + body + tail, start - len(head)
 
 
+@dataclass(frozen=True)
+class _Hit:
+    """A match in the text: where it starts and ends, what it matched, its named groups."""
+
+    begin: int
+    stop: int
+    matched: str
+    groups: dict[str, str | None]
+
+    def start(self) -> int:
+        return self.begin
+
+    def end(self) -> int:
+        return self.stop
+
+    def group(self, _: int = 0) -> str:
+        return self.matched
+
+    def groupdict(self) -> dict[str, str | None]:
+        return self.groups
+
+
+def _hit(m: re.Match[str], shift: int = 0) -> _Hit:
+    return _Hit(m.start() + shift, m.end() + shift, m.group(0), m.groupdict())
+
+
 class _Text:
-    """The input and its line starts: positions to (line, column), the line of a position."""
+    """The input as FileCheck matches it (each run of spaces and tabs one space, without
+    --strict-whitespace), its line starts, and positions back to the input's lines and columns."""
 
     def __init__(self, text: str) -> None:
-        self.text = text.replace("\r\n", "\n")
+        self.raw = text.replace("\r\n", "\n")
+        self.text = re.sub(r"[ \t]+", " ", self.raw)
         self.starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        self._raw_lines: list[str] | None = None
 
     def where(self, pos: int) -> tuple[int, int]:
+        """Return the 1-based line and column in the input (not the canonical text) of a position."""
         import bisect
 
         i = bisect.bisect_right(self.starts, pos) - 1
-        return i + 1, pos - self.starts[i] + 1
+        if self._raw_lines is None:
+            self._raw_lines = self.raw.split("\n")
+        raw = self._raw_lines[i] if i < len(self._raw_lines) else ""
+        want, c, j = pos - self.starts[i], 0, 0
+        while c < want and j < len(raw):
+            if raw[j] in " \t":
+                while j < len(raw) and raw[j] in " \t":
+                    j += 1
+            else:
+                j += 1
+            c += 1
+        return i + 1, j + 1
 
-    def search(self, rx: re.Pattern[str], start: int, end: int | None = None) -> re.Match[str] | None:
-        """Return the first match of rx at or after `start` (before `end`) that stays on one line."""
+    def search(self, rx: re.Pattern[str], start: int, end: int | None = None) -> _Hit | None:
+        """Return the first match of rx at or after `start` (before `end`) that stays on one line.
+
+        `^` matches where the search starts too, as in LLVM's FileCheck (it matches the
+        rest of the input from there): the rest of that line is searched on its own first.
+        """
         stop = len(self.text) if end is None else end
         pos = start
+        if "^" in rx.pattern and 0 < pos < stop and self.text[pos - 1] != "\n":
+            eol = self.text.find("\n", pos, stop)
+            eol = stop if eol < 0 else eol
+            m = rx.search(self.text[pos:eol])
+            if m is not None:
+                return _hit(m, pos)
+            pos = eol
         while pos <= stop:
             m = rx.search(self.text, pos, stop)
             if m is None:
                 return None
             if "\n" not in m.group(0):
-                return m
+                return _hit(m)
             pos = m.start() + 1
         return None
 
@@ -237,7 +289,7 @@ def _match_range(
                     why = f"CHECK-{d.kind}: the match is not {where} the previous match"
                     if d.kind == "NEXT" and between == 0:
                         why = "CHECK-NEXT: the match is on the same line as the previous match"
-                    return Result(False, Failure(d, why, line, col, col + len(m.group(0))))
+                    return Result(False, Failure(d, why, line, col, t.where(m.end())[1]))
             bad = _check_nots(t, nots, not_from, m.start(), variables)
             if bad is not None:
                 return bad
@@ -251,7 +303,7 @@ def _match_range(
 
 def _dag_match(
     t: _Text, rx: re.Pattern[str], pos: int, taken: list[tuple[int, int]], stop: int
-) -> re.Match[str] | None:
+) -> _Hit | None:
     start = pos
     while True:
         m = t.search(rx, start, stop)
@@ -271,12 +323,12 @@ def _check_nots(
             line, col = t.where(m.start())
             return Result(
                 False,
-                Failure(d, "CHECK-NOT: excluded string found", line, col, col + max(1, len(m.group(0)))),
+                Failure(d, "CHECK-NOT: excluded string found", line, col, max(col + 1, t.where(m.end())[1])),
             )
     return None
 
 
-def _capture(m: re.Match[str], variables: dict[str, str]) -> None:
+def _capture(m: _Hit, variables: dict[str, str]) -> None:
     for group, value in m.groupdict().items():
         if value is not None and group[:2] in ("v_", "g_"):
             variables[("$" if group[0] == "g" else "") + group[2:]] = value

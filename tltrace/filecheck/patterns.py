@@ -111,7 +111,9 @@ def parse(checks: str | Iterable[str]) -> list[Directive]:
                     "CHECK-SAME, CHECK-NOT, CHECK-COUNT-n, CHECK-DAG, CHECK-EMPTY, CHECK-LABEL"
                 )
             continue
-        suffix, count, pattern = m.group(1), m.group(2), m.group(3).strip()
+        # FileCheck without --strict-whitespace: a run of spaces and tabs is one space (in the
+        # input too: filecheck/__init__.py's _Text), leading and trailing ones ignored.
+        suffix, count, pattern = m.group(1), m.group(2), re.sub(r"[ \t]+", " ", m.group(3).strip())
         kind = "COUNT" if count is not None else (suffix or "CHECK")
         n = int(count) if count is not None else 1
         if kind == "COUNT" and not 1 <= n <= _MAX_COUNT:
@@ -129,10 +131,14 @@ def parse(checks: str | Iterable[str]) -> list[Directive]:
         out.append(d)
     if not out:
         raise CheckSyntaxError("no CHECK directive given (e.g. 'CHECK: tl::wgmma_ss', 'CHECK-NOT: cp_async')")
-    if out[0].kind in ("NEXT", "SAME", "EMPTY"):
-        raise CheckSyntaxError(
-            f"{quoted(out[0].text)} cannot be the first directive: it needs a previous match"
-        )
+    positive = False  # LLVM: CHECK-NEXT, -SAME and -EMPTY need a CHECK (not a DAG or NOT) before them
+    for d in out:
+        if d.kind in ("NEXT", "SAME", "EMPTY") and not positive:
+            first = "the first directive" if d is out[0] else "after CHECK-DAG or CHECK-NOT alone"
+            raise CheckSyntaxError(
+                f"{quoted(d.text)} cannot be {first}: it needs a previous CHECK match (as in LLVM's FileCheck)"
+            )
+        positive = positive or d.kind not in ("DAG", "NOT")
     return out
 
 
@@ -165,7 +171,7 @@ def compile_directive(
         at = m.end
     parts.append(_literal(d.pattern[at:]))
     try:
-        return re.compile("".join(parts))
+        return re.compile("".join(parts), re.MULTILINE)  # ^ and $ at line ends, as LLVM's REG_NEWLINE
     except re.error as exc:
         raise CheckSyntaxError(f"{quoted(d.text)}: bad regex ({exc})") from None
 
