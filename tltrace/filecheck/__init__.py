@@ -10,9 +10,10 @@
     CHECK-LABEL: ...               labels match first, in order, and cut the input into blocks
 
 A pattern is literal text with `{{regex}}` (Python `re`) and `[[NAME:regex]]` (define) /
-`[[NAME]]` (use) parts; any run of spaces or tabs in the literal text matches any run in the
-input, and leading and trailing spaces are ignored, as FileCheck does without
---strict-whitespace. No match crosses a line end; an empty text fails (FileCheck without
+`[[NAME]]` (use) parts. As FileCheck without --strict-whitespace, each run of spaces and
+tabs in the text and in the pattern is one space (`_Text` keeps the text's own columns for
+reports), leading and trailing spaces ignored. No match crosses a line end; ^ and $ match
+at line ends, ^ also where the search starts; an empty text fails (FileCheck without
 --allow-empty). tests/test_filecheck_semantics.py holds the matcher to LLVM's FileCheck on a
 table of cases. Why not PyPI's `filecheck`: docs/facts.md ("Checks"). Pure: no I/O.
 
