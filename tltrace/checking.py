@@ -70,7 +70,11 @@ def parse_match(stage: str, directives: Sequence[str]) -> Match:
 
 
 def stage_text(manifest: Any, run: runs.Run, stage: str) -> tuple[str, str]:
-    """Return (the pass's reference, its after-text) for a STAGE; UsageError when no pass, RecordsError when unreadable.
+    """Return (the pass's reference, its after-text) for a STAGE.
+
+    Raises _NoStage when the compile has no such pass (an Outcome with `missing`; the
+    closest names said), _NoText when it has no text, UsageError for a reference that names
+    several passes or an occurrence past the last, RecordsError when the text is unreadable.
 
     STAGE is a pass reference (passref.py: NAME, phase/NAME, NAME#k, an index): a pass's
     output IR, or for a codegen call (codegen_device, codegen_host) the generated source.
