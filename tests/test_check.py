@@ -161,6 +161,22 @@ FACTS = {"wgmma": 1, "tma_load": 0, "warp_specialized": True, "spill_bytes": Non
         ("spill_bytes == 0", False),
         ("spill_bytes == none", True),
         ("wgmma <= 0x10", True),
+        # Both sides facts, or a literal on the left (#48).
+        ("wgmma <= tma_load", False),
+        ("tma_load < wgmma", True),
+        ("wgmma == warp_specialized", True),  # a flag counts as 1
+        ("1 <= wgmma", True),
+        ("0x10 < wgmma", False),
+        ("arch == arch", True),
+        ("'sm_90a' == arch", True),
+        ("sm_80 != arch", True),
+        # A fact that is none fails its term whatever the other side, != included; only none asks about it.
+        ("spill_bytes <= wgmma", False),
+        ("wgmma >= spill_bytes", False),
+        ("spill_bytes != 3", False),
+        ("none == spill_bytes", True),
+        ("wgmma != none", True),
+        ("wgmma == none", False),
     ],
 )
 def test_expectations(text: str, ok: bool) -> None:
@@ -178,15 +194,22 @@ def test_expectations(text: str, ok: bool) -> None:
         ("wgmma => 1", "unexpected '='"),
         ("wgmma >= <= 1", "expected a value"),
         ("wgmma = 1", "unexpected '='"),
-        ("1 >= wgmma", "not a fact name"),
+        (">= wgmma and", "expected a fact or a value before '>='"),
+        pytest.param("wgmma == " + "9" * 5000, "an integer of 5,000 digits; at most 40", id="huge-int"),
+        pytest.param(
+            "arch == '" + "x" * 5000 + "'", "a text of 5,000 characters; at most 4,096", id="huge-text"
+        ),
+        pytest.param("arch == " + "x" * 5000, "a word of 5,000 characters", id="huge-word"),
+        pytest.param("wgmma >= 1 and " * 800 + "wgmma >= 1", "is over 10,000 characters", id="huge-expr"),
         ("wgmma >= 1 or tma_load == 0", "expected 'and'"),
         ("__import__('os') == 1", "unexpected '('"),
         ("", "empty"),
     ],
 )
 def test_expressions_that_do_not_parse(text: str, needle: str) -> None:
-    with pytest.raises(expect.ExpressionError, match=re.escape(needle)):
+    with pytest.raises(expect.ExpressionError, match=re.escape(needle)) as info:
         expect.parse(text)
+    assert len(str(info.value)) < 400  # the expression quoted in the line is cut, whatever its length
 
 
 @pytest.mark.parametrize(
@@ -196,6 +219,12 @@ def test_expressions_that_do_not_parse(text: str, needle: str) -> None:
         ("arch < 3", "compare it with a quoted text"),
         ("wgmma == 'x'", "a number or flag"),
         ("arch > 'a'", "== and != only"),
+        ("wgmma < arch", "are not both numbers or both texts"),
+        ("wgmma < none", "none compares with == and != only"),
+        ("1 == 2", "compares no fact"),
+        ("wgmmma >= 1", "unknown fact 'wgmmma' in --expect 'wgmmma >= 1' (did you mean 'wgmma'?)"),
+        ("wgmma <= tma_lod", "unknown fact 'tma_lod'"),
+        ("arch == tma_lod", "(did you mean 'tma_load'?)"),  # a bare word like a fact is a typo, not a text
     ],
 )
 def test_expressions_of_the_wrong_kind(text: str, needle: str) -> None:
@@ -264,7 +293,18 @@ def test_every_compile_of_an_invocation_is_checked(check) -> None:
         (("gemm", "CHECK: x"), 2, "comes before any --match"),
         (("gemm", "--match", "codegen_device"), 2, "has no directive after it"),
         (("gemm", "--match", "codegen_device", "CHECK-NOPE: x"), 2, "unknown directive"),
-        (("gemm", "--match", "NoSuchPass", "CHECK: x"), 2, "no pass named 'NoSuchPass'"),
+        (("gemm", "--match", "NoSuchPass", "CHECK: x"), 7, "no pass named 'NoSuchPass'"),
+        (("gemm", "--match", "LowerTileOpp", "CHECK: x"), 7, "(did you mean 'LowerTileOp'?)"),
+        (("gemm", "--expect", "wgmmma >= 1"), 2, "(did you mean 'wgmma'?)"),
+        (("gemm", "--kernel", "nosuch", "--expect", "wgmma >= 0"), 7, "nothing to check: no run of kernel"),
+        (
+            ("gemm", "-1", "nosuch", "--expect", "wgmma >= 0"),
+            7,
+            "nothing to check: no compile with signature",
+        ),
+        pytest.param(
+            ("gemm", "--expect", "wgmma == " + "9" * 5000), 2, "an integer of 5,000 digits", id="huge-int"
+        ),
         (("gemm", "--expect", "wgmma =>"), 2, "--expect 'wgmma =>'"),
         (("gemm", "--bogus"), 2, "no such option"),
         (("nosuch", "--match", "codegen_device", "CHECK: x"), 3, "nosuch"),
@@ -331,3 +371,132 @@ def test_a_pass_that_failed_has_no_text_to_match(check, recorded: Path) -> None:
     res = check("fails", "--match", str(failed.index), "CHECK: x")
     assert res.exit_code == 1, res.output
     assert "produced no text (the pass failed)" in res.stdout
+
+
+# -- nothing passes vacuously (#48) ----------------------------------------------------------------
+
+
+def test_an_invocation_that_compiled_nothing_is_nothing_to_check(run_cli) -> None:
+    Path("nothing.py").write_text("print('no kernel here')\n")  # run_cli's cwd
+    assert run_cli("run", "-q", "nothing.py", "--trace-dir", "traces").exit_code == 0
+    for extra in ((), ("--json",)):
+        res = run_cli("check", "--trace-dir", "traces", "nothing", "--expect", "wgmma >= 1", *extra)
+        assert res.exit_code == 7, res.output
+        assert res.stdout == "" and "all 0 checks passed" not in res.output
+        assert res.stderr.startswith("tltrace: error: nothing to check: invocation -1 of nothing traced no")
+        assert res.stderr.count("\n") == 1
+
+
+def _rename_pass(script_dir: Path, run_id: str, old: str, new: str) -> None:
+    path = script_dir / ".run_records" / run_id / "manifest.json"
+    data = json.loads(path.read_text())
+    for rec in data["records"]:
+        if rec["name"] == old:
+            rec["name"] = new
+    path.write_text(json.dumps(data))
+
+
+def test_a_stage_some_compiles_lack_fails_there_and_one_all_lack_is_nothing_to_check(
+    check, recorded: Path, tmp_path: Path
+) -> None:
+    from ._records import copy_tree
+
+    traces = copy_tree(recorded, tmp_path / "traces")
+    inv = tltrace.load(traces / "two_kernels").invocations[-1]
+    first, second = inv.compiles
+    _rename_pass(traces / "two_kernels", first.run_id, "codegen_device", "OnlyInTheFirst")
+    res = check(
+        "--trace-dir", str(traces), "two_kernels", "--json", "--match", "OnlyInTheFirst", "CHECK: {{.}}"
+    )
+    assert res.exit_code == 1, res.output  # the second compile has no such stage: its check fails
+    data = json.loads(res.stdout)
+    assert [c["ok"] for c in data["compiles"]] == [True, False]
+    assert (
+        f"no pass named 'OnlyInTheFirst' in run {second.run_id}"
+        in data["compiles"][1]["checks"][0]["message"]
+    )
+    res = check("--trace-dir", str(traces), "two_kernels", "--match", "OnlyInTheSecond", "CHECK: x")
+    assert res.exit_code == 7 and "nor in the other compile" in res.stderr, res.output
+
+
+def test_the_api_says_what_is_not_there(recorded: Path) -> None:
+    from tltrace.errors import NothingToCheck
+
+    c = tltrace.load(recorded / "gemm").compiles[-1]
+    with pytest.raises(
+        NothingToCheck, match=re.escape("no pass named 'LowerTileOpp'") + ".*did you mean 'LowerTileOp'"
+    ):
+        c.check("LowerTileOpp", "CHECK-NOT: anything")
+    with pytest.raises(expect.ExpressionError, match=re.escape("did you mean 'wgmma'")):
+        c.expect("wgmmma >= 1")
+    c.expect("smem_dynamic <= smem_dynamic and 0 <= smem_dynamic")
+
+
+# -- hostile input (#49) ----------------------------------------------------------------------------
+
+
+CATASTROPHIC = "CHECK: {{(.*)*(.*)*(.*)*QQQ}}"
+
+
+def test_a_regex_that_backtracks_without_end_is_stopped(check) -> None:
+    res = check("gemm", "--match-timeout", "1", "--match", "codegen_device", CATASTROPHIC)
+    assert res.exit_code == 2, res.output
+    assert "ran over 1 s and were stopped" in res.stderr and res.stderr.count("\n") == 1
+
+
+def test_the_bounded_match_answers_as_the_matcher_does(recorded: Path) -> None:
+    """A regex match runs in a child: the same Result, the same syntax error, as in-process."""
+    from tltrace import checking
+
+    text = _device_text(recorded)
+    for checks in (["CHECK: {{gemm_[a-z]+}}", "CHECK-NOT: {{cp_async}}"], ["CHECK: {{no_such_[a-z]+}}"]):
+        ds = filecheck.parse(checks)
+        assert filecheck.has_regex(ds)
+        assert checking.match_bounded(text, ds, 60) == filecheck.match(text, ds)
+    ds = filecheck.parse(["CHECK: {{[a-z]+}}", "CHECK: [[M]]"])
+    with pytest.raises(UsageError, match=re.escape("uses [[M]], which no earlier directive defined")):
+        checking.match_bounded(text, ds, 60)
+
+
+def _craft_fact(script_dir: Path, name: str, value: object) -> None:
+    """Store a fact value in the newest compile's manifest, as a crafted or runaway trace might hold it."""
+    path = sorted((script_dir / ".run_records").glob("run_*/manifest.json"))[-1]
+    data = json.loads(path.read_text())
+    data["facts"] = {"version": 1, "values": {name: value}, "texts": {}}
+    path.write_text(json.dumps(data))
+
+
+def test_a_huge_text_fact_is_cut_in_error_lines_and_tables(run_cli, recorded: Path, tmp_path: Path) -> None:
+    from ._records import copy_tree
+
+    traces = copy_tree(recorded, tmp_path / "traces")
+    huge = "x" * 1_000_000
+    _craft_fact(traces / "gemm", "arch", huge)
+    res = run_cli("check", "--trace-dir", str(traces), "gemm", "--expect", "arch < 3")
+    assert res.exit_code == 2 and len(res.stderr) < 500, res.stderr[:300]
+    assert "(1,000,000 characters)" in res.stderr
+    res = run_cli("check", "--trace-dir", str(traces), "gemm", "--expect", "arch == 'sm_90a'")
+    assert res.exit_code == 1 and len(res.stdout) < 1000 and "(1,000,000 characters)" in res.stdout
+    res = run_cli("show", "--trace-dir", str(traces), "gemm", "-1", "--facts")
+    assert res.exit_code == 0, res.output
+    assert max(len(line) for line in res.stdout.splitlines()) < 300
+    assert "--json prints them whole" in res.stdout
+    res = run_cli("show", "--trace-dir", str(traces), "gemm", "-1", "--facts", "--json")
+    assert json.loads(res.stdout)["compiles"][0]["values"]["arch"] == huge
+
+
+def test_a_huge_line_is_cut_around_the_failure_point() -> None:
+    """A recorded text with a megabyte line: the lines around a failure stay short, the carets under the match."""
+    line = "x" * 500_000 + " cp_async " + "y" * 500_000
+    text = f"a\n{line}\nb\n"
+    r = filecheck.check(text, ["CHECK: a", "CHECK-NOT: cp_async", "CHECK: b"])
+    assert not r.ok and r.failure is not None and r.failure.line == 2
+    out = r.explain(text, "codegen_device")
+    assert max(len(ln) for ln in out) < 600
+    marked = next(i for i, ln in enumerate(out) if ln.startswith(">"))
+    bar = out[marked].index("| ") + 2
+    carets = out[marked + 1]
+    start = carets.index("^")
+    assert out[marked][start : start + len("cp_async")] == "cp_async"
+    assert carets[start:].strip() == "^" * len("cp_async")
+    assert start >= bar and "(1,000,010 characters)" in out[marked]

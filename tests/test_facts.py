@@ -348,3 +348,27 @@ def test_the_compile_report_has_a_facts_strip(traced, open_page) -> None:
     values = facts_of(run)
     assert shown["cp_async"] == str(values["cp_async"]) and shown["mma"] == str(values["mma"])
     assert shown["smem_dynamic"] == str(values["smem_dynamic"]) and shown["warp_specialized"] == "no"
+
+
+def test_the_facts_table_says_ptxas_facts_come_from_ptxas(run_cli, recorded: Path, tmp_path: Path) -> None:
+    """Registers and spills are ptxas's report (stored as facts.machine), never 'read from' the .cpp it built (#48)."""
+    from ._records import copy_tree
+
+    traces = copy_tree(recorded, tmp_path / "traces")
+    path = sorted((traces / "gemm" / ".run_records").glob("run_*/manifest.json"))[-1]
+    data = json.loads(path.read_text())
+    kernels = [{"kernel": "k", "registers": 40, "spill_store_bytes": 0, "spill_load_bytes": 0}]
+    data["facts"] = {
+        "version": 1,
+        "values": {"registers": 40, "spill_bytes": 0, "wgmma": 0},
+        "texts": {"device": {"file": "codegen/61_codegen_device_after.cpp"}},
+        "machine": {"tool": "nvcc", "arch": "sm_90a", "kernels": kernels},
+    }
+    path.write_text(json.dumps(data))
+    res = run_cli("show", "--trace-dir", str(traces), "gemm", "-1", "--facts", "--json")
+    rows = {f["name"]: f for f in json.loads(res.stdout)["compiles"][0]["facts"]}
+    assert rows["registers"]["text"] == rows["spill_bytes"]["text"] == "manifest.json"
+    assert rows["wgmma"]["text"].endswith(".cpp")  # a device-source fact still names the source
+    res = run_cli("show", "--trace-dir", str(traces), "gemm", "-1", "--facts")
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("registers "))
+    assert "ptxas" in line and ".cpp" not in line, line

@@ -5,7 +5,8 @@ Exit codes (documented in README and man page):
   1  the traced script raised; diff-runs, replay: the runs differ; check: a check fails;
      repro: not reproduced; bisect: the bug is in a pass that cannot be skipped
   2  usage error: bad option, bad value, nothing to act on (replay: a --trace-dir that
-     is not a directory; check: a bad expression or directive, an unknown fact or stage)
+     is not a directory; check: a bad expression or directive, an unknown fact, a regex
+     past --match-timeout)
   3  a file or record problem: missing/damaged run records, unreadable trace dir (show
      --layouts --at/--thread: a recorded layout beyond the limits of layouts/check.py); replay,
      repro: a damaged bundle (flipped byte, zip bomb, wrong types, a frontend IR that does
@@ -14,6 +15,8 @@ Exit codes (documented in README and man page):
   5  replay, repro: the recorded IR does not load on this TileLang (an operator or node
      type the recording's release has and this one lacks)
   6  bisect: the script is right with nothing skipped (nothing to bisect)
+  7  check: nothing to check: the selection holds no compile (the script compiled nothing,
+     a --kernel or signature that matched none), or no compile selected has the --match stage
   130  tltrace run: interrupted (Ctrl+C), also inside a compiler pass
 """
 
@@ -25,6 +28,7 @@ EXIT_USAGE = 2
 EXIT_RECORDS = 3
 EXIT_CONFLICT = 4
 EXIT_UNLOADABLE = 5
+EXIT_NOTHING = 7  # check: nothing to check (no compile selected, a stage no compile has)
 EXIT_INTERRUPTED = 130  # Ctrl+C under `tltrace run`, as a shell reports SIGINT
 
 
@@ -36,6 +40,16 @@ class TltraceError(Exception):
 
 class UsageError(TltraceError):
     exit_code = EXIT_USAGE
+
+
+class NothingSelected(UsageError):
+    """A --kernel or signature that selects no compile: a usage error (2), `check`'s nothing to check (7)."""
+
+
+class NothingToCheck(TltraceError):
+    """`check` found nothing to check: no compile selected, or a --match stage no compile has (exit 7)."""
+
+    exit_code = EXIT_NOTHING
 
 
 class TargetNotFound(TltraceError):

@@ -142,28 +142,35 @@ class Compile:
 
         return facts_of(self._run)
 
-    def check(self, stage: str | int, *checks: str, context: int = 2) -> None:
+    def check(self, stage: str | int, *checks: str, context: int = 2, timeout: float = 10.0) -> None:
         """Match FileCheck directives against the text `stage` produced; AssertionError when they fail.
 
         `stage` is a pass reference (`codegen_device`, `LowerTileOp`, `tl/Simplify#2`, an index),
         `checks` directive lines (`"CHECK: tl::wgmma_ss"`, `"CHECK-NOT: cp_async"`; a text of
         several lines is fine). The error carries FileCheck's message and the lines around
-        the failure point. A bad directive or an unknown stage raises UsageError.
+        the failure point. A bad directive raises UsageError; a stage this compile does not
+        have, NothingToCheck (the closest pass names said): nothing passes unchecked. A regex
+        match is stopped after `timeout` seconds (MatchTimeout, a UsageError).
         """
         __tracebackhide__ = True  # pytest shows the test's line, not this one
         from . import checking
 
         m = checking.parse_match(str(stage), checks)
-        (out,) = checking.run_checks(self._run, (), (m,), context=context)
+        ((_, (out,)),) = checking.check_runs(
+            [self._run], (), (m,), context=context, nothing=self.label, timeout=timeout
+        )
         if not out.ok:
             raise AssertionError(_failure_text(self.label, out))
 
     def expect(self, expression: str) -> None:
-        """Assert a fact expression (`"wgmma >= 1 and spill_bytes == 0"`, as `check --expect`)."""
-        __tracebackhide__ = True
-        from . import checking, expect
+        """Assert a fact expression (`"wgmma >= 1 and max_nreg <= registers"`, as `check --expect`).
 
-        (out,) = checking.run_checks(self._run, (expect.parse(expression),), ())
+        An unknown fact raises ExpressionError (a UsageError) naming the closest ones.
+        """
+        __tracebackhide__ = True
+        from . import checking
+
+        (out,) = checking.run_checks(self._run, (checking.parse_expect(expression),), ())
         if not out.ok:
             raise AssertionError(_failure_text(self.label, out))
 

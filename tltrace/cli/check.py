@@ -9,7 +9,7 @@ from typing import Any, Optional
 import typer
 
 from ..config import trace_dir_of as _trace_dir
-from ..errors import EXIT_OK, EXIT_SCRIPT_FAILED, TltraceError
+from ..errors import EXIT_NOTHING, EXIT_OK, EXIT_SCRIPT_FAILED, NothingSelected, TltraceError
 from .records import KERNEL_OPT, TRACE_DIR_OPT, _check_args, _print_json
 from .shared import PathArgsCommand
 from .shared import console as _console
@@ -24,19 +24,25 @@ Examples:
   tltrace check gemm.py -2 'gemm 1024' --expect 'smem_dynamic <= 49152 and warp_specialized == true'
   tltrace check gemm.py --match LowerTileOp 'CHECK: T.ptx_wgmma' --match codegen_device 'CHECK-COUNT-2: tl::tma_load'
   tltrace check gemm.py --expect 'tma_load >= 1' --json
+  tltrace check gemm.py --expect 'max_nreg <= registers' --expect 'smem_dynamic <= 232448'
 
---expect EXPR: NAME OP VALUE (== != < <= > >=; VALUE an integer, true, false,
-none or a 'text'), several joined by 'and'; NAME is a fact (docs/facts.md,
-'tltrace show SCRIPT --facts' lists them). --match STAGE DIRECTIVE...: LLVM
-FileCheck directives (CHECK, CHECK-NEXT, CHECK-SAME, CHECK-NOT, CHECK-COUNT-n,
-CHECK-DAG, CHECK-EMPTY, CHECK-LABEL; {{regex}}, [[VAR:regex]] and [[VAR]]) over
-the text STAGE produced: a pass's output IR (NAME, phase/NAME, NAME#k, an index)
-or a codegen call's source (codegen_device, codegen_host). The directives are
-the words after --match that start with CHECK. SCRIPT [RUN] [SIGNATURE] as
-'tltrace show' takes them; every compile selected is checked. Exit status: 0
-every check holds; 1 one fails (printed with the lines around the failure); 2
-bad usage (an expression or directive that does not parse, an unknown fact or
-stage); 3 missing or damaged records.
+--expect EXPR: A OP B (== != < <= > >=), each side a fact NAME or a value (an
+integer, true, false, none or a 'text'), at least one a fact; several joined by
+'and'. NAME is a fact (docs/facts.md, 'tltrace show SCRIPT --facts' lists them);
+a fact that is none fails its term, except against none. --match STAGE
+DIRECTIVE...: LLVM FileCheck directives (CHECK, CHECK-NEXT, CHECK-SAME,
+CHECK-NOT, CHECK-COUNT-n, CHECK-DAG, CHECK-EMPTY, CHECK-LABEL; {{regex}},
+[[VAR:regex]] and [[VAR]]) over the text STAGE produced: a pass's output IR
+(NAME, phase/NAME, NAME#k, an index) or a codegen call's source
+(codegen_device, codegen_host). The directives are the words after --match
+that start with CHECK; a match with a regex is stopped after --match-timeout
+seconds. SCRIPT [RUN] [SIGNATURE] as 'tltrace show' takes them; every compile
+selected is checked. Exit status: 0 every check holds; 1 one fails (printed
+with the lines around the failure); 2 bad usage (an expression or directive
+that does not parse, an unknown fact, a regex past --match-timeout); 3 missing
+or damaged records; 7 nothing to check (no compile selected: the script
+compiled nothing, or --kernel or SIGNATURE matched none; or no compile has the
+--match stage).
 """
 
 _DIRECTIVE = re.compile(r"^\s*CHECK(?:-[A-Za-z0-9-]*)?\s*:")
@@ -77,10 +83,17 @@ def check_cmd(
     trace_dir: Optional[Path] = TRACE_DIR_OPT,
     kernel: Optional[str] = KERNEL_OPT,
     context: int = typer.Option(2, "--context", metavar="N", min=0, help="Lines shown around a failure."),
+    match_timeout: float = typer.Option(
+        10.0,
+        "--match-timeout",
+        metavar="SECONDS",
+        min=0.1,
+        help="Stop a --match whose regex runs longer (per compile; exit 2).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the outcomes as JSON."),
 ) -> None:
     """Check a recorded compile: its facts (--expect) and its texts (--match, FileCheck)."""
-    from .. import checking, expect
+    from .. import checking
     from ..history import runs
 
     raw = ctx.meta.get("tltrace_check_argv", [])
@@ -95,18 +108,26 @@ def check_cmd(
             )
         if not expects and not groups:
             raise _fail("nothing to check: give --expect EXPR or --match STAGE 'CHECK: ...'")
-        parsed_expects = [expect.parse(e) for e in expects or []]
-        checking.check_names(parsed_expects)
+        parsed_expects = [checking.parse_expect(e) for e in expects or []]
         parsed_matches = [checking.parse_match(stage, ds) for stage, ds in groups]
         target = positional[0] if positional else None
         run_spec = positional[1] if len(positional) > 1 else None
         signature = positional[2] if len(positional) > 2 else None
         target, run_spec = runs.split_target(target, run_spec)
-        sel = runs.open_selection(target, run_spec, _trace_dir(trace_dir), kernel, signature)
-        results = []
+        try:
+            sel = runs.open_selection(target, run_spec, _trace_dir(trace_dir), kernel, signature)
+        except NothingSelected as exc:
+            raise _fail(f"nothing to check: {exc}", EXIT_NOTHING) from None
         for run in sel.runs:
             run.require()
-            results.append((run, checking.run_checks(run, parsed_expects, parsed_matches, context=context)))
+        results = checking.check_runs(
+            sel.runs,
+            parsed_expects,
+            parsed_matches,
+            context,
+            nothing=runs.no_compile_line(sel.invocation, sel.spec),
+            timeout=match_timeout,
+        )
     except TltraceError as exc:
         raise _fail(str(exc), exc.exit_code) from None
     failed = sum(1 for _, outs in results for o in outs if not o.ok)

@@ -44,10 +44,23 @@ def show(sel: Any, as_json: bool) -> None:
         _print_table(data)
 
 
+VALUE_WIDTH = 60  # a longer value (a crafted or runaway text fact) is cut in the tables; --json has it whole
+
+
 def _value(v: Any) -> str:
     if v is None:
         return "-"
-    return str(v).lower() if isinstance(v, bool) else str(v)
+    text = str(v).lower() if isinstance(v, bool) else str(v)
+    text = text.replace("\n", " ").replace("\r", " ")
+    return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 1] + "…"
+
+
+def _cut_note(values: Any) -> str | None:
+    """Return the line that says values were cut and how to see them whole, or None when none was."""
+    long = [v for v in values if isinstance(v, str) and len(v) > VALUE_WIDTH]
+    if not long:
+        return None
+    return f"values over {VALUE_WIDTH} characters are cut (…); --json prints them whole"
 
 
 def _print_one(one: dict[str, Any]) -> None:
@@ -64,10 +77,16 @@ def _print_one(one: dict[str, Any]) -> None:
         if f["value"] is None and f["source"] == "ptxas":
             continue  # machine facts: only with run --ptxas (said below)
         unit = f["unit"] if f["unit"] not in ("", "count") else ""
-        rows.append([(f["name"], ""), (_value(f["value"]), "bold"), (unit, "dim"), (f["text"] or "-", "dim")])
+        where = f["text"] or "-"
+        if f["source"] == "ptxas" and f["text"]:
+            where = f"ptxas -v report ({f['text']} facts.machine)"
+        rows.append([(f["name"], ""), (_value(f["value"]), "bold"), (unit, "dim"), (where, "dim")])
     columns = [Column("fact"), Column("value", "right"), Column("unit"), Column("read from", cut=cut_end)]
     for line in fit(columns, rows, con.width if con.is_terminal else None, rule=False):
         con.print(line, soft_wrap=True)
+    note = _cut_note(f["value"] for f in one["facts"])
+    if note:
+        con.print(Text(note, style="dim"), soft_wrap=True)
     machine = one.get("machine") or {}
     if machine.get("unavailable") or machine.get("error"):
         con.print(
@@ -92,3 +111,6 @@ def _print_table(data: list[dict[str, Any]]) -> None:
     ]
     for line in fit(columns, rows, con.width if con.is_terminal else None, rule=False):
         con.print(line, soft_wrap=True)
+    note = _cut_note(d["values"].get(n) for d in data for n in shown)
+    if note:
+        con.print(note, style="dim", soft_wrap=True)

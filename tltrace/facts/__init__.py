@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..format.layout import MANIFEST
 from .collect import compute, stored_values
 from .compare import changes, describe
 from .registry import BY_NAME, FACTS, MACHINE, NAMES, SOURCES, Fact, Value
@@ -63,7 +64,8 @@ def facts_json(run: Any) -> dict[str, Any]:
 
     {run_id, path, signature, kernel, values: {name: value}, facts: [{name, value, type,
     unit, source, text, doc}], machine}: `text` is the run-relative file the fact was read
-    from (null when that text was not recorded).
+    from (null when that text was not recorded); for a ptxas fact, manifest.json, where
+    ptxas's report of the device source's build is stored (`facts.machine`).
     """
     rec = facts_record(run)
     texts = rec.get("texts") or {}
@@ -72,8 +74,8 @@ def facts_json(run: Any) -> dict[str, Any]:
     for f in FACTS:
         where = texts.get(f.source) if isinstance(texts, dict) else None
         text = where.get("file") if isinstance(where, dict) else None
-        if f.source == "ptxas" and rec["values"].get(f.name) is not None:
-            text = texts.get("device", {}).get("file") if isinstance(texts.get("device"), dict) else None
+        if f.source == "ptxas":  # ptxas's report (facts.machine), not the device source it built
+            text = MANIFEST if rec["values"].get(f.name) is not None and rec.get("machine") else None
         rows.append({**f.to_json(), "value": rec["values"].get(f.name), "text": text})
     return {
         "run_id": run.path.name,

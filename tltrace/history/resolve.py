@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from .._shell import command
-from ..errors import RecordsError, UsageError
+from ..errors import NothingSelected, RecordsError, UsageError
 from ..format.ids import RUN_PREFIX, is_run_name
 from ..format.layout import DEFAULT_STEM, EXT, KERNEL_REGISTRY, RUN_RECORDS
 from ..format.names import safe_component
@@ -273,7 +273,7 @@ def _narrow(
     if kernel is not None:
         runs = tuple(r for r in runs if r.manifest is not None and r.manifest.kernel == kernel)
         if not runs:
-            raise UsageError(
+            raise NothingSelected(
                 f"no compile of kernel {kernel!r} in invocation {spec} of {inv.script_dir.name}; "
                 f"{command('tltrace', 'show', *script_words(inv.script_dir), spec)} lists its compiles"
             )
@@ -282,7 +282,7 @@ def _narrow(
         exact = [r for r in hits if label(r.manifest, r.run_id) == signature]
         hits = exact if len(exact) == 1 else hits
         if not hits:
-            raise UsageError(
+            raise NothingSelected(
                 f"no compile with signature {signature!r} in invocation {spec} of "
                 f"{inv.script_dir.name}; {command('tltrace', 'show', *script_words(inv.script_dir), spec)} lists them"
             )
@@ -318,7 +318,7 @@ def select(
             i for i in invs if any(r.manifest is not None and r.manifest.kernel == kernel for r in i.runs)
         ]
         if not invs:
-            raise UsageError(
+            raise NothingSelected(
                 f"no run of kernel {kernel!r} under {script_dir}; {command('tltrace', 'show', script_dir)} "
                 "lists the kernels"
             )

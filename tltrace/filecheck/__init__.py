@@ -7,13 +7,17 @@
     CHECK-COUNT-3: mbarrier        three times, one after the other (three CHECKs)
     CHECK-DAG: ...                 a run of DAGs matches in any order, none overlapping
     CHECK-EMPTY:                   the next line is empty
-    CHECK-LABEL: ...               as CHECK (LLVM also cuts the input into blocks there)
+    CHECK-LABEL: ...               labels match first, in order, and cut the input into blocks
 
 A pattern is literal text with `{{regex}}` (Python `re`) and `[[NAME:regex]]` (define) /
-`[[NAME]]` (use) parts; any run of spaces or tabs in the literal text matches any run in the
-input, and leading and trailing spaces are ignored, as FileCheck does without
---strict-whitespace. No match crosses a line end. Why not PyPI's `filecheck`: docs/facts.md
-("Checks"). Pure: no I/O.
+`[[NAME]]` (use) parts. As FileCheck without --strict-whitespace, each run of spaces and
+tabs in the text and in the pattern is one space (`_Text` keeps the text's own columns for
+reports), leading and trailing spaces ignored. No match crosses a line end; ^ and $ match
+at line ends, ^ also where the search starts; an empty text fails (FileCheck without
+--allow-empty). tests/test_filecheck_semantics.py holds the matcher to LLVM's FileCheck on a
+table of cases. Why not PyPI's `filecheck`: docs/facts.md ("Checks"). Pure: no I/O.
+
+`patterns` parses the directives and turns patterns into regexes; this module matches them.
 """
 
 from __future__ import annotations
@@ -23,30 +27,19 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .errors import UsageError
+from .patterns import KINDS, CheckSyntaxError, Directive, compile_directive, has_regex, parse, pattern_parts
 
-KINDS = ("CHECK", "NEXT", "SAME", "NOT", "COUNT", "DAG", "EMPTY", "LABEL")
-
-# `CHECK:`, `CHECK-NEXT:`, `CHECK-COUNT-3:` anywhere in a line (a check file's comment marker before it is fine)
-_DIRECTIVE = re.compile(r"(?<![A-Za-z0-9_-])CHECK(?:-(NEXT|SAME|NOT|DAG|EMPTY|LABEL|COUNT-(\d+)))?:(.*)$")
-_ALMOST = re.compile(r"(?<![A-Za-z0-9_-])CHECK-([A-Za-z0-9-]*)\s*:")
-_PART = re.compile(r"\{\{(.*?)\}\}|\[\[([A-Za-z_$][A-Za-z0-9_]*)(?::(.*?))?\]\]")
-_MAX_COUNT = 100_000
-
-
-class CheckSyntaxError(UsageError):
-    """A directive that does not parse (an unknown suffix, a bad regex, an undefined variable)."""
-
-
-@dataclass(frozen=True)
-class Directive:
-    """One check line: its kind (CHECK, NEXT, SAME, NOT, COUNT, DAG, EMPTY, LABEL), its pattern, where it was."""
-
-    kind: str
-    pattern: str
-    text: str  # the directive as written, for messages
-    number: int  # 1-based among the directives given
-    count: int = 1  # CHECK-COUNT-n
+__all__ = [
+    "KINDS",
+    "CheckSyntaxError",
+    "Directive",
+    "Failure",
+    "Result",
+    "check",
+    "has_regex",
+    "match",
+    "parse",
+]
 
 
 @dataclass(frozen=True)
@@ -82,137 +75,158 @@ class Result:
         return out
 
 
+LINE_WIDTH = 400  # characters of a text's line shown around a failure; a longer one is cut around the point
+
+
 def _excerpt(lines: list[str], line: int, col: int | None, end_col: int | None, context: int) -> list[str]:
     lo, hi = max(1, line - context), min(len(lines), line + context)
     width = len(str(hi))
     out = []
     for n in range(lo, hi + 1):
         mark = ">" if n == line else " "
-        out.append(f"{mark} {str(n).rjust(width)} | {lines[n - 1]}")
+        at = (col or 1) - 1 if n == line else 0
+        shown, shift = _window(lines[n - 1], at)
+        out.append(f"{mark} {str(n).rjust(width)} | {shown}")
         if n == line and col is not None:
-            carets = "^" * max(1, (end_col or col + 1) - col)
-            out.append(f"  {' ' * width} | {' ' * (col - 1)}{carets}")
+            carets = "^" * max(1, min((end_col or col + 1) - col, LINE_WIDTH))
+            out.append(f"  {' ' * width} | {' ' * (col - 1 - shift)}{carets}")
     return out
 
 
-def parse(checks: str | Iterable[str]) -> list[Directive]:
-    """Return the directives in `checks` (a text or lines); lines without one are comments.
-
-    Raises CheckSyntaxError (exit 2) for a `CHECK-SOMETHING:` this matcher does not know,
-    a CHECK-COUNT of 0, or no directive at all.
-    """
-    lines = checks.split("\n") if isinstance(checks, str) else [ln for c in checks for ln in c.split("\n")]
-    out: list[Directive] = []
-    for line in lines:
-        m = _DIRECTIVE.search(line)
-        if m is None:
-            bad = _ALMOST.search(line)
-            if bad is not None:
-                raise CheckSyntaxError(
-                    f"unknown directive CHECK-{bad.group(1)} in {line.strip()!r}; known: CHECK, CHECK-NEXT, "
-                    "CHECK-SAME, CHECK-NOT, CHECK-COUNT-n, CHECK-DAG, CHECK-EMPTY, CHECK-LABEL"
-                )
-            continue
-        suffix, count, pattern = m.group(1), m.group(2), m.group(3).strip()
-        kind = "COUNT" if count is not None else (suffix or "CHECK")
-        n = int(count) if count is not None else 1
-        if kind == "COUNT" and not 1 <= n <= _MAX_COUNT:
-            raise CheckSyntaxError(
-                f"CHECK-COUNT-{count} in {line.strip()!r}: the count must be 1..{_MAX_COUNT}"
-            )
-        if kind != "EMPTY" and not pattern:
-            raise CheckSyntaxError(
-                f"{line.strip()!r} has an empty pattern (CHECK-EMPTY checks an empty line)"
-            )
-        if kind == "EMPTY" and pattern:
-            raise CheckSyntaxError(f"{line.strip()!r}: CHECK-EMPTY takes no pattern")
-        d = Directive(kind, pattern, line.strip(), len(out) + 1, n)
-        _compile(d, {}, check_only=True)
-        out.append(d)
-    if not out:
-        raise CheckSyntaxError("no CHECK directive given (e.g. 'CHECK: tl::wgmma_ss', 'CHECK-NOT: cp_async')")
-    if out[0].kind in ("NEXT", "SAME", "EMPTY"):
-        raise CheckSyntaxError(f"{out[0].text!r} cannot be the first directive: it needs a previous match")
-    return out
+def _window(text: str, at: int) -> tuple[str, int]:
+    """Return (the part of a line shown, how many characters fewer precede `at`): the whole line when short,
+    else LINE_WIDTH characters from a little before `at`, with '…' where it was cut and the length said."""
+    if len(text) <= LINE_WIDTH:
+        return text, 0
+    start = max(0, min(at - 40, len(text) - LINE_WIDTH))
+    body = text[start : start + LINE_WIDTH]
+    head = "…" if start else ""
+    tail = f"… ({len(text):,} characters)" if start + LINE_WIDTH < len(text) else ""
+    return head + body + tail, start - len(head)
 
 
-def _compile(d: Directive, variables: dict[str, str], *, check_only: bool = False) -> re.Pattern[str]:
-    """Return the directive's pattern as a regex (variables substituted); CheckSyntaxError when it is bad."""
-    parts: list[str] = []
-    at = 0
-    defined: set[str] = set()
-    for m in _PART.finditer(d.pattern):
-        parts.append(_literal(d.pattern[at : m.start()]))
-        regex, name, definition = m.group(1), m.group(2), m.group(3)
-        if regex is not None:
-            parts.append(f"(?:{regex})")
-        elif definition is not None:
-            group = _group(name)
-            if group in defined:
-                raise CheckSyntaxError(f"{d.text!r} defines [[{name}]] twice")
-            defined.add(group)
-            parts.append(f"(?P<{group}>{definition})")
-        elif _group(name) in defined:
-            parts.append(f"(?P={_group(name)})")
-        elif name in variables:
-            parts.append(re.escape(variables[name]))
-        elif check_only:
-            parts.append("(?:)")  # defined by an earlier directive, known only while matching
-        else:
-            raise CheckSyntaxError(f"{d.text!r} uses [[{name}]], which no earlier directive defined")
-        at = m.end()
-    parts.append(_literal(d.pattern[at:]))
-    try:
-        return re.compile("".join(parts))
-    except re.error as exc:
-        raise CheckSyntaxError(f"{d.text!r}: bad regex ({exc})") from None
+@dataclass(frozen=True)
+class _Hit:
+    """A match in the text: where it starts and ends, what it matched, its named groups."""
+
+    begin: int
+    stop: int
+    matched: str
+    groups: dict[str, str | None]
+
+    def start(self) -> int:
+        return self.begin
+
+    def end(self) -> int:
+        return self.stop
+
+    def group(self, _: int = 0) -> str:
+        return self.matched
+
+    def groupdict(self) -> dict[str, str | None]:
+        return self.groups
 
 
-def _group(name: str) -> str:
-    return "g_" + name[1:] if name.startswith("$") else "v_" + name
-
-
-def _literal(text: str) -> str:
-    return r"[ \t]+".join(re.escape(w) for w in re.split(r"[ \t]+", text))
+def _hit(m: re.Match[str], shift: int = 0) -> _Hit:
+    return _Hit(m.start() + shift, m.end() + shift, m.group(0), m.groupdict())
 
 
 class _Text:
-    """The input and its line starts: positions to (line, column), the line of a position."""
+    """The input as FileCheck matches it (each run of spaces and tabs one space, without
+    --strict-whitespace), its line starts, and positions back to the input's lines and columns."""
 
     def __init__(self, text: str) -> None:
-        self.text = text.replace("\r\n", "\n")
+        self.raw = text.replace("\r\n", "\n")
+        self.text = re.sub(r"[ \t]+", " ", self.raw)
         self.starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        self._raw_lines: list[str] | None = None
 
     def where(self, pos: int) -> tuple[int, int]:
+        """Return the 1-based line and column in the input (not the canonical text) of a position."""
         import bisect
 
         i = bisect.bisect_right(self.starts, pos) - 1
-        return i + 1, pos - self.starts[i] + 1
+        if self._raw_lines is None:
+            self._raw_lines = self.raw.split("\n")
+        raw = self._raw_lines[i] if i < len(self._raw_lines) else ""
+        want, c, j = pos - self.starts[i], 0, 0
+        while c < want and j < len(raw):
+            if raw[j] in " \t":
+                while j < len(raw) and raw[j] in " \t":
+                    j += 1
+            else:
+                j += 1
+            c += 1
+        return i + 1, j + 1
 
-    def search(self, rx: re.Pattern[str], start: int, end: int | None = None) -> re.Match[str] | None:
-        """Return the first match of rx at or after `start` (before `end`) that stays on one line."""
+    def search(self, rx: re.Pattern[str], start: int, end: int | None = None) -> _Hit | None:
+        """Return the first match of rx at or after `start` (before `end`) that stays on one line.
+
+        `^` matches where the search starts too, as in LLVM's FileCheck (it matches the
+        rest of the input from there): the rest of that line is searched on its own first.
+        """
         stop = len(self.text) if end is None else end
         pos = start
+        if "^" in rx.pattern and 0 < pos < stop and self.text[pos - 1] != "\n":
+            eol = self.text.find("\n", pos, stop)
+            eol = stop if eol < 0 else eol
+            m = rx.search(self.text[pos:eol])
+            if m is not None:
+                return _hit(m, pos)
+            pos = eol
         while pos <= stop:
             m = rx.search(self.text, pos, stop)
             if m is None:
                 return None
             if "\n" not in m.group(0):
-                return m
+                return _hit(m)
             pos = m.start() + 1
         return None
 
 
 def match(text: str, directives: Sequence[Directive]) -> Result:
-    """Return whether `text` satisfies the directives, in FileCheck's order; the first failure when not."""
+    """Return whether `text` satisfies the directives, in FileCheck's order; the first failure when not.
+
+    An empty text fails, as FileCheck fails on empty input (without --allow-empty): a
+    CHECK-NOT over nothing proves nothing.
+    """
+    if not text and directives:
+        return Result(False, Failure(directives[0], "the text is empty (FileCheck fails on empty input)", 1))
     t = _Text(text)
     variables: dict[str, str] = {}
-    pos = 0  # where the previous match ended
-    prev_end: int | None = None
-    nots: list[Directive] = []  # CHECK-NOTs waiting for the next positive match
-    not_from = 0
-    i = 0
     ds = list(directives)
+    labels = [i for i, d in enumerate(ds) if d.kind == "LABEL"]
+    # LLVM matches the labels first, in order: each cuts the input, and the directives up to a
+    # label (itself included) match between the previous label's match and the end of its own.
+    cuts: list[int] = []
+    pos = 0
+    for i in labels:
+        rx = compile_directive(ds[i], {})
+        m = t.search(rx, pos)
+        if m is None:
+            return _not_found(t, ds[i], pos, rx)
+        cuts.append(m.end())
+        pos = m.end()
+    bounds = [0, *cuts, len(t.text)]
+    firsts = [0, *(i + 1 for i in labels)]
+    lasts = [*(i + 1 for i in labels), len(ds)]
+    for k, (a, b) in enumerate(zip(firsts, lasts)):
+        if a < b:
+            r = _match_range(t, ds[a:b], bounds[k], bounds[k + 1], variables, after_label=k > 0)
+            if not r.ok:
+                return r
+    return Result(True)
+
+
+def _match_range(
+    t: _Text, ds: list[Directive], start: int, stop: int, variables: dict[str, str], after_label: bool
+) -> Result:
+    """Match directives (none of them a label but the last) within t.text[start:stop]."""
+    pos = start  # where the previous match ended
+    prev_end: int | None = start if after_label else None
+    nots: list[Directive] = []  # CHECK-NOTs waiting for the next positive match
+    not_from = start
+    i = 0
     while i < len(ds):
         d = ds[i]
         if d.kind == "NOT":
@@ -228,8 +242,8 @@ def match(text: str, directives: Sequence[Directive]) -> Result:
                 i += 1
             taken: list[tuple[int, int]] = []
             for g in group:
-                rx = _compile(g, variables)
-                m = _dag_match(t, rx, pos, taken)
+                rx = compile_directive(g, variables)
+                m = _dag_match(t, rx, pos, taken, stop)
                 if m is None:
                     return _not_found(t, g, pos, rx)
                 taken.append((m.start(), m.end()))
@@ -244,7 +258,11 @@ def match(text: str, directives: Sequence[Directive]) -> Result:
             continue
         if d.kind == "EMPTY":
             line, _ = t.where(pos)
-            if line >= len(t.starts) or t.text[t.starts[line] : t.starts[line] + 1] not in ("\n", ""):
+            if (
+                line >= len(t.starts)
+                or t.starts[line] > stop
+                or t.text[t.starts[line] : t.starts[line] + 1] not in ("\n", "")
+            ):
                 nxt = min(line + 1, len(t.starts))
                 return Result(
                     False, Failure(d, "CHECK-EMPTY: the line after the previous match is not empty", nxt)
@@ -257,9 +275,9 @@ def match(text: str, directives: Sequence[Directive]) -> Result:
             pos = prev_end = end
             i += 1
             continue
-        rx = _compile(d, variables)
+        rx = compile_directive(d, variables)
         for k in range(d.count):
-            m = t.search(rx, pos)
+            m = t.search(rx, pos, stop)
             if m is None:
                 what = f" (match {k + 1} of {d.count})" if d.count > 1 else ""
                 return _not_found(t, d, pos, rx, what)
@@ -272,7 +290,7 @@ def match(text: str, directives: Sequence[Directive]) -> Result:
                     why = f"CHECK-{d.kind}: the match is not {where} the previous match"
                     if d.kind == "NEXT" and between == 0:
                         why = "CHECK-NEXT: the match is on the same line as the previous match"
-                    return Result(False, Failure(d, why, line, col, col + len(m.group(0))))
+                    return Result(False, Failure(d, why, line, col, t.where(m.end())[1]))
             bad = _check_nots(t, nots, not_from, m.start(), variables)
             if bad is not None:
                 return bad
@@ -280,14 +298,16 @@ def match(text: str, directives: Sequence[Directive]) -> Result:
             _capture(m, variables)
             pos = prev_end = m.end()
         i += 1
-    bad = _check_nots(t, nots, not_from, len(t.text), variables)
+    bad = _check_nots(t, nots, not_from, stop, variables)
     return bad if bad is not None else Result(True)
 
 
-def _dag_match(t: _Text, rx: re.Pattern[str], pos: int, taken: list[tuple[int, int]]) -> re.Match[str] | None:
+def _dag_match(
+    t: _Text, rx: re.Pattern[str], pos: int, taken: list[tuple[int, int]], stop: int
+) -> _Hit | None:
     start = pos
     while True:
-        m = t.search(rx, start)
+        m = t.search(rx, start, stop)
         if m is None:
             return None
         if not any(m.start() < e and s < max(m.end(), m.start() + 1) for s, e in taken):
@@ -299,17 +319,17 @@ def _check_nots(
     t: _Text, nots: list[Directive], start: int, end: int, variables: dict[str, str]
 ) -> Result | None:
     for d in nots:
-        m = t.search(_compile(d, variables), start, end)
+        m = t.search(compile_directive(d, variables), start, end)
         if m is not None:
             line, col = t.where(m.start())
             return Result(
                 False,
-                Failure(d, "CHECK-NOT: excluded string found", line, col, col + max(1, len(m.group(0)))),
+                Failure(d, "CHECK-NOT: excluded string found", line, col, max(col + 1, t.where(m.end())[1])),
             )
     return None
 
 
-def _capture(m: re.Match[str], variables: dict[str, str]) -> None:
+def _capture(m: _Hit, variables: dict[str, str]) -> None:
     for group, value in m.groupdict().items():
         if value is not None and group[:2] in ("v_", "g_"):
             variables[("$" if group[0] == "g" else "") + group[2:]] = value
@@ -334,7 +354,10 @@ def _not_found(t: _Text, d: Directive, pos: int, rx: re.Pattern[str], what: str 
 
 def _near(t: _Text, d: Directive, pos: int, limit: int = 4000) -> int | None:
     """Return the line after `pos` most like the pattern's literal text (FileCheck's 'possible intended match')."""
-    literal = _PART.sub(" ", d.pattern).strip()
+    literal, at = "", 0
+    for p in pattern_parts(d.pattern):
+        literal, at = literal + d.pattern[at : p.start] + " ", p.end
+    literal = (literal + d.pattern[at:]).strip()
     if len(literal) < 3:
         return None
     first, _ = t.where(pos)
