@@ -152,3 +152,24 @@ def choose(flags: list[str]) -> View:
 def _combined(a: str, b: str) -> bool:
     """Return True when a view picked by `a` uses `b` or one picked by `b` uses `a`."""
     return any((v.flag == a and b in v.uses) or (v.flag == b and a in v.uses) for v in VIEWS)
+
+
+def _flag_list(flags: frozenset[str]) -> str:
+    shown = ["--json" if f in JSON else ("-w" if f == "--ignore-whitespace" else f) for f in sorted(flags)]
+    return ", ".join(dict.fromkeys(shown)) or "-"
+
+
+def epilog() -> str:
+    """Return the table as `show --help` tells it (the man page has it from there)."""
+    rows = [(v.flag or "(none)", _flag_list(v.uses)) for v in VIEWS]
+    width = max(len(a) for a, _ in rows) + 2
+    lines = [f"  {a.ljust(width)}{b}" for a, b in rows]
+    return (
+        "Views: show prints one at a time; the flag that picks each, and what else it takes\n"
+        "(every view takes --kernel and --trace-dir; --json also as --format json):\n\n\b\n"
+        + "\n".join(lines)
+        + "\n\nTwo views go together only as --pass P --remarks (the diff, its remark under it),\n"
+        "--pass P --source-map (that pass's IR with its Python lines) and --format markdown\n"
+        "--profile (the summary's top passes are the profile). Any other flag a view does not\n"
+        "take, or a second view, is one line naming both, exit 2, before a record is read.\n"
+    )
