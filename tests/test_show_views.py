@@ -230,3 +230,22 @@ def test_pass_with_source_map_is_that_pass_s_ir_with_python_lines(run_cli, live:
     script = (EXAMPLES / "elementwise_add.py").read_text().splitlines()
     src = [x["src"] for x in data["lines"] if x["src"]]
     assert src and all(0 < s["line"] <= len(script) for s in src)
+
+
+def test_usage_md_tells_the_table() -> None:
+    """docs/usage.md's table of views: each view's row names the flags the code lets it take."""
+    import re
+
+    from tltrace.cli import views
+
+    from ._records import REPO
+
+    doc = (REPO / "docs" / "usage.md").read_text().split("### show's views", 1)[1].split("\n\n", 3)[2]
+    rows = [r.split(" | ") for r in doc.splitlines() if r.startswith("| ") and "---" not in r][1:]
+    picked = {}
+    for _what, by, takes in rows:
+        flag = None if by == "no view flag" else re.sub(r" [A-Z]+$", "", by.strip("`"))
+        picked[flag] = {"--ignore-whitespace" if t == "-w" else t for t in re.findall(r"--[a-z-]+|-w", takes)}
+    assert picked == {
+        v.flag: {f for f in v.uses if f in ("--json",) or f not in views.JSON} for v in views.VIEWS
+    }

@@ -1,5 +1,7 @@
-"""`tltrace show`: the listing of invocations, one invocation's compiles, one compile's passes,
-one pass's diff, a rebuilt report, or (cli/profile.py) where the compile time went."""
+"""`tltrace show`: the command, its options and examples; the one view its flags pick (declared in
+cli/views.py, checked before a record is read), opened on the selected records and printed by the
+module that owns it (listing.py, passes.py, sourcemap.py, facts.py, layouts.py, profile.py) or
+here (the rebuilt report)."""
 
 from __future__ import annotations
 
