@@ -29,7 +29,7 @@ def test_the_show_list_keeps_its_time_and_says_the_edit(width):
 
     from rich.console import Console
 
-    from tltrace.cli.show import _CompileTable
+    from tltrace.cli.listing import CompileTable as _CompileTable
 
     table = _CompileTable(False)
     base = {
