@@ -13,6 +13,7 @@ generated code equal to that source. Each way is tried several times: the race l
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from tltrace.history.runs import load_manifest, run_dirs, text_of
 from tltrace.tracing.children import pid_of
 
 from ._kernels import KERNELS
+from ._schema import validator
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -250,6 +252,17 @@ def test_an_exit_that_cannot_wait_for_the_records_says_so_and_not_interrupted(tm
         timeout=120,
     )
     assert "exited" in show.stdout and "interrupted" not in show.stdout, show.stdout + show.stderr
+    listed = subprocess.run(
+        [sys.executable, "-m", "tltrace", "show", "--json", "--trace-dir", "T", "bound"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    data = json.loads(listed.stdout)
+    validator(strict=False).validate(data)  # "exited" is a status the published schema names
+    assert [c["status"] for inv in data["invocations"] for c in inv["compiles"]] == [EXITED], data
 
 
 def test_the_os_exit_wrapper_is_there_only_while_tracing_and_leaves_a_later_wrapper_alone() -> None:
