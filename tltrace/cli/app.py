@@ -245,7 +245,8 @@ def run_cmd(
         False,
         "--ptx",
         help="Record each CUDA compile's PTX (nvcc -lineinfo, as TileLang builds it) as a codegen stage, "
-        "its lines mapped to Python; the compile waits for the build [default: TLTRACE_PTX].",
+        "its lines mapped to Python; built on the compile's worker after the compile returns, on disk when "
+        "the run ends [default: TLTRACE_PTX].",
     ),
     sass: bool = typer.Option(
         False,
