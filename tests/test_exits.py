@@ -20,6 +20,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tltrace.format.records import COMPLETE, EXITED, EXITED_NOTE, INTERRUPTED
 from tltrace.history.runs import load_manifest, run_dirs, text_of
 from tltrace.tracing.children import pid_of
@@ -219,24 +221,30 @@ life = Lifecycle(settings, [slow]).open()
 life.install()
 from kern import compile_and_note
 compile_and_note(64)
+if sys.argv[1:] == ["kill"]:
+    os.kill(os.getpid(), 9)
 os._exit(0)
 """
 
 
-def test_an_exit_that_cannot_wait_for_the_records_says_so_and_not_interrupted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["os._exit", "kill"])
+def test_an_exit_that_cannot_wait_for_the_records_says_so_and_not_interrupted(
+    tmp_path: Path, how: str
+) -> None:
     """The drain is bounded (TLTRACE_EXIT_WAIT): past it the process exits, and its compile,
-    which had returned, reads as exited before its records were written, never interrupted."""
+    which had returned, reads as exited before its records were written, never interrupted;
+    so does one whose process a kill -9 ended after the compile returned."""
     (tmp_path / "kern.py").write_text(KERN)
     (tmp_path / "bound.py").write_text(BOUND)
     r = subprocess.run(
-        [sys.executable, "bound.py"],
+        [sys.executable, "bound.py", how],
         cwd=tmp_path,
         env=_env(TLTRACE_EXIT_WAIT="1"),
         capture_output=True,
         text=True,
         timeout=90,  # the listener sleeps 120 s: an exit that waited for it would time out here
     )
-    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.returncode == (0 if how == "os._exit" else -9), r.stderr[-3000:]
     assert list(tmp_path.glob("src_*.c"))  # the compile returned and the kernel ran
     (d,) = run_dirs(tmp_path / "T" / "bound")
     m = load_manifest(d)
@@ -285,3 +293,14 @@ def test_the_os_exit_wrapper_is_there_only_while_tracing_and_leaves_a_later_wrap
     )
     out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True", "True", "True", "False"]
+
+
+def test_the_summary_says_exited_neither_failed_nor_interrupted() -> None:
+    from tltrace.format.records import RunManifest
+    from tltrace.render.terminal import summary_line
+
+    m = RunManifest(
+        "run_x", "s", kernel="add", status=EXITED, error=f"the compile returned, but its {EXITED_NOTE}"
+    )
+    line = summary_line(m, Path("/nowhere"), label="add 64").plain
+    assert line.startswith("[add 64] exited before its records were written: 0 passes"), line

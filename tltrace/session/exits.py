@@ -66,7 +66,10 @@ def _drain_before_exit() -> bool:
             pass
 
     helper = threading.Thread(target=run, name="tltrace-exit-drain", daemon=True)
-    helper.start()
+    try:
+        helper.start()
+    except RuntimeError:  # no new thread now (the interpreter is finalising): wait here, still bounded
+        return worker.drain(EXIT_DRAIN_S)
     helper.join(EXIT_DRAIN_S)
     return done.is_set()
 
