@@ -284,7 +284,7 @@ def unusable(trace_dir: str | os.PathLike, script_dir: Path) -> str | None:
     for d in (Path(script_dir), Path(script_dir) / RUN_RECORDS):
         if d.is_symlink():
             return (
-                f"cannot write to trace dir {td} ({d} is a symbolic link, and tltrace writes nothing "
-                "through one: remove the link, or choose another trace dir)"
+                f"cannot write to trace dir {td} ({d} is a symbolic link; tltrace writes nothing "
+                "through it: remove the link, or choose another trace dir)"
             )
     return None
