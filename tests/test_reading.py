@@ -156,6 +156,46 @@ def test_cell_magic_traces_the_cell_and_shows_it(tmp_path: Path, monkeypatch) ->
         InteractiveShell.clear_instance()
 
 
+def test_cell_magic_refuses_a_trace_dir_it_could_not_record_into_before_running_the_cell(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A trace dir that is a file, and a script dir that is a symbolic link (the store never writes
+    through one): one line, and the cell does not run (it compiled and ran, and then ended on
+    "the cell compiled no kernel")."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from tltrace.config import build_settings, script_name_from_argv
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("mine")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    td = tmp_path / "nb"
+    script_dir = build_settings(mode="html", trace_dir=td, script_name=script_name_from_argv()).script_dir
+    td.mkdir()
+    script_dir.symlink_to(elsewhere, target_is_directory=True)
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_line_magic("load_ext", "tltrace")
+        for where, says in (
+            (tmp_path / "afile", "(it is a file, not a directory)"),
+            (td, "is a symbolic link"),
+        ):
+            with capture_output() as out:
+                shell.run_cell(f"%%tltrace --trace-dir {where}\nran = True\n")
+            lines = out.stdout.splitlines()
+            assert len(lines) == 1 and lines[0].startswith("tltrace: error: cannot write to trace dir"), (
+                out.stdout
+            )
+            assert says in lines[0] and "compiled no kernel" not in out.stdout
+            assert "ran" not in shell.user_ns and tltrace.enabled() is None
+        assert (tmp_path / "afile").read_text() == "mine" and list(elsewhere.iterdir()) == []
+    finally:
+        tltrace.disable()
+        InteractiveShell.clear_instance()
+
+
 def test_manifest_on_disk_has_every_field_of_every_record(traced: Path) -> None:
     """Schema 4: json.load and jq read what is on disk, no field left for a reader to restore."""
     from tltrace.format.records import PassRecord

@@ -78,7 +78,7 @@ const meta = (status, error) => ({status: status, error: error});
 out.state = [
   L.runStateOf(meta("complete"), 9e9, 1000), L.runStateOf(meta("error", "boom"), 0, 1000),
   L.runStateOf(meta("error", "KeyboardInterrupt: ^C"), 0, 1000), L.runStateOf(meta(undefined), 10, 1000),
-  L.runStateOf(meta("running"), 5000, 1000)
+  L.runStateOf(meta("running"), 5000, 1000), L.runStateOf(meta("exited"), 0, 1000)
 ];
 const recs = [
   {index: 0, name: "tirx.Simplify", phase: "p", status: "noop"},
@@ -134,7 +134,9 @@ def test_report_logic_pure_parts() -> None:
             [node(), "-e", LOGIC, str(d)], capture_output=True, text=True, check=True, timeout=60
         )
     got = json.loads(proc.stdout)
-    assert got["state"] == ["complete", "error", "interrupted", "running", "incomplete"]
+    # "exited": a rebuilt report of a compile whose process went before its records were written
+    # (fresh, yet not running: it read "running" before)
+    assert got["state"] == ["complete", "error", "interrupted", "running", "incomplete", "exited"]
     # by name in any case, NAME#k, an old link's name@index, an index; unknown and empty: -1
     assert got["frag"] == [1, 1, 2, 2, -1, 2, -1, -1]
     # failed first; a failure past the last pass opens the last codegen; else the first changed

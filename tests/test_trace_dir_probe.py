@@ -88,3 +88,32 @@ def test_a_probe_killed_before_removing_its_file_is_cleaned_up_by_the_next(tmp_p
     finally:
         live.kill()
         live.wait()
+
+
+def test_a_trace_dir_that_is_a_file_is_said_before_any_probe(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    s = build_settings(mode="terminal", trace_dir=tmp_path / "file", script_name="k")
+    reason = check_trace_dir(s)
+    assert (
+        reason
+        == f"cannot write to trace dir {tmp_path / 'file'} (it is a file, not a directory); running untraced"
+    )
+    assert (tmp_path / "file").read_text() == "not a directory"
+
+
+def test_a_linked_script_dir_is_refused_up_front_and_a_linked_trace_dir_is_used(tmp_path: Path) -> None:
+    """The store never writes through a linked script dir (each compile was refused, and the run
+    ended on "compiled no kernel"); the probe says so before the script runs."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    td = tmp_path / "traces"
+    td.mkdir()
+    (td / "k").symlink_to(elsewhere, target_is_directory=True)
+    s = build_settings(mode="terminal", trace_dir=td, script_name="k")
+    reason = check_trace_dir(s)
+    assert reason is not None and "is a symbolic link" in reason and str(td / "k") in reason, reason
+    assert list(elsewhere.iterdir()) == []  # no probe written through the link
+    linked = tmp_path / "linked"
+    linked.symlink_to(elsewhere, target_is_directory=True)
+    assert check_trace_dir(build_settings(mode="terminal", trace_dir=linked, script_name="k")) is None
+    assert [p.name for p in elsewhere.iterdir()] == ["k"]

@@ -140,7 +140,9 @@ def enable(
 
     mode: "terminal", "html" or "both"; omitted: TL_LOWER_TRACE, else "terminal";
     None: the same as disable(). trace_dir: omitted or None: TL_LOWER_TRACE_DIR, else
-    ./tmp/lower_trace_dir. codegen_output: omitted: <script_dir>/codegen_device.cpp
+    ./tmp/lower_trace_dir; a trace dir that is a file, or whose script directory (or
+    its .run_records) is a symbolic link, which tltrace never writes through, is a
+    UsageError (one line). codegen_output: omitted: <script_dir>/codegen_device.cpp
     (and _host) in html/both mode; a path: that file (host: path with _host); None:
     no working files. context, keep: counts of 0 or more, checked as `tltrace run`
     checks --context and --keep (UsageError otherwise). Idempotent; a compilation
@@ -177,9 +179,13 @@ def enable(
         check_texts=check_texts,
         kernels=kernels,
     )
+    from .format.scripts import unusable
     from .session import controller
     from .tracing.children import leave_parent_invocation
 
+    problem = unusable(settings.trace_dir, settings.script_dir)
+    if problem is not None:  # it would record nothing: said now, in one line, not at each compile
+        raise UsageError(problem)
     leave_parent_invocation()  # this process traces on its own now, with these settings
     if importlib.util.find_spec("tilelang") is None:
         raise TltraceError(

@@ -186,7 +186,8 @@ class Settings:
     check_texts: bool = False
     # A compile returns only once its records are on disk (else at once, the worker writes on):
     # TLTRACE_WAIT=1, a traced child process (it may end in os._exit, as multiprocessing's do,
-    # which runs no atexit drain) and a test under the pytest plugin (it may crash its worker).
+    # which runs no atexit drain) and a test under the pytest plugin (it may crash its worker);
+    # a forked child's compiles wait too (session/exits.forked_settings).
     wait: bool = False
     ptxas: bool = False  # machine facts: nvcc -Xptxas -v over each CUDA compile's source (docs/facts.md)
     # Compile the device source with scoped #line directives naming the user's lines (docs/sourcemap.md).

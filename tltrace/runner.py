@@ -146,7 +146,12 @@ def check_trace_dir(settings: Settings) -> str | None:
     directory that goes away under it all the same (FileNotFoundError, or the FileExistsError
     of a directory gone between mkdir's two looks) is made again.
     """
+    from .format.scripts import unusable
+
     d = settings.script_dir
+    problem = unusable(settings.trace_dir, d)  # a file, a linked script dir: said before any probe
+    if problem is not None:
+        return f"{problem}; running untraced"
     error: OSError | None = None
     for _ in range(_PROBE_TRIES):
         try:

@@ -129,7 +129,8 @@ follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
 names) that of --remarks. Python processes the script starts
 (multiprocessing, subprocess, torchrun ranks) trace into the same invocation once
 they import TileLang. IR is printed and recorded by a
-background worker (everything is on disk when the script ends); a compiler that
+background worker (everything is on disk when the script ends, also by os._exit,
+which waits for it at most TLTRACE_EXIT_WAIT seconds, default 30); a compiler that
 segfaults can take the last queued passes with it: rerun with --sync.
 TLTRACE_WAIT=1 makes each compile return with its records on disk (before
 timing kernels on a machine whose workers fall behind); TLTRACE_WORKERS and
@@ -244,7 +245,8 @@ def run_cmd(
         False,
         "--ptx",
         help="Record each CUDA compile's PTX (nvcc -lineinfo, as TileLang builds it) as a codegen stage, "
-        "its lines mapped to Python; the compile waits for the build [default: TLTRACE_PTX].",
+        "its lines mapped to Python; built on the compile's worker after the compile returns, on disk when "
+        "the run ends [default: TLTRACE_PTX].",
     ),
     sass: bool = typer.Option(
         False,

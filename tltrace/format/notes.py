@@ -2,7 +2,9 @@
 
 * `inflight`: one fixed-width JSON line (`inflight_line`), rewritten in place by the
   compiling thread before and after each top-level pass and codegen call:
-  `{"at": "in", "index": 12, "name": "tl.LowerTileOp", "phase": "pipeline_c"}`.
+  `{"at": "in", "index": 12, "name": "tl.LowerTileOp", "phase": "pipeline_c"}`; once the
+  compile has returned or raised, `{"at": "ended", "name": "returned"}` (or "raised"): a
+  process gone after that exited before its records were written (records.EXITED).
 * `fatal.txt`: Python's faulthandler's file, headed by `FATAL_HEAD`.
 
 session/fatal.py writes them; history/loading.py reads them back (`note_of`) for a run
@@ -20,6 +22,7 @@ from typing import Any
 
 from .layout import FATAL, INFLIGHT
 from .names import pass_display_name
+from .records import EXITED_NOTE
 
 __all__ = ["FATAL", "FATAL_HEAD", "INFLIGHT", "inflight_line", "note_of", "signal_of", "where_of"]
 
@@ -68,7 +71,7 @@ def where_of(run_dir: Path) -> dict[str, Any] | None:
     if (
         not isinstance(data, dict)
         or not isinstance(data.get("name"), str)
-        or data.get("at") not in ("in", "after")
+        or data.get("at") not in ("in", "after", "ended")
     ):
         return None
     if not isinstance(data.get("index"), int) or isinstance(data.get("index"), bool):
@@ -83,12 +86,23 @@ def signal_of(run_dir: Path) -> str | None:
     return m.group(1)[:200] if m else None
 
 
+def ended(run_dir: Path) -> bool:
+    """Return True when the run's `inflight` note says its compile had ended (returned or raised)."""
+    where = where_of(run_dir)
+    return where is not None and where["at"] == "ended"
+
+
 def note_of(run_dir: Path) -> str | None:
     """Return one line on how a run's process died, from the files above; None when they say nothing."""
     where = where_of(run_dir)
     fatal = signal_of(run_dir)
     if where is None and fatal is None:
         return None
+    if where is not None and where["at"] == "ended":  # the compile was over: only its records were cut
+        how = "raised" if where["name"] == "raised" else "returned"
+        if fatal is not None:
+            return f"the compile {how}, then the process died before its records were written: {fatal} (the stacks: {FATAL})"
+        return f"the compile {how}, but its {EXITED_NOTE}"
     place = ""
     if where is not None:
         name = pass_display_name(where["name"])

@@ -47,6 +47,10 @@ RUNNING = "running"
 COMPLETE = "complete"
 ERROR = "error"  # the compilation raised
 INTERRUPTED = "interrupted"  # Ctrl+C stopped the compilation (or its process is gone: history/runs.py)
+# Read, never written: the compile had ended, but its process exited before its records were
+# all written (its `inflight` note says "ended"; session/exits.py, history/loading.py).
+EXITED = "exited"
+EXITED_NOTE = "process exited before its records were written"
 
 
 @dataclass(frozen=True)

@@ -263,3 +263,28 @@ def script_dir_for(trace_dir: str | os.PathLike, script: str | os.PathLike) -> P
         ident = identity_of(text)
         return Path(trace_dir) / _load(Path(trace_dir)).get(ident, safe_component(name))
     return Path(trace_dir) / safe_component(p.name or text)
+
+
+def unusable(trace_dir: str | os.PathLike, script_dir: Path) -> str | None:
+    """Return why tltrace could record nothing under `script_dir` of `trace_dir` (one line), or None.
+
+    Looks, never writes: a trace dir (or a folder above it) that is a file, and a script
+    directory or `.run_records` that is a symbolic link, which the store refuses to write
+    through (nothing is written outside the trace dir). A trace dir that is itself a link
+    is used (the link was the user's choice of place). Permissions are left to a probe.
+    """
+    td = Path(trace_dir)
+    for p in (td, *td.parents):
+        try:
+            if p.exists() and not p.is_dir():
+                what = "it" if p == td else str(p)
+                return f"cannot write to trace dir {td} ({what} is a file, not a directory)"
+        except OSError:
+            break
+    for d in (Path(script_dir), Path(script_dir) / RUN_RECORDS):
+        if d.is_symlink():
+            return (
+                f"cannot write to trace dir {td} ({d} is a symbolic link; tltrace writes nothing "
+                "through it: remove the link, or choose another trace dir)"
+            )
+    return None

@@ -18,7 +18,7 @@ from typing import Any
 from ..format import empty as _empty
 from ..format.empty import EMPTY_STATUS, EmptyInvocation
 from ..format.layout import RUN_RECORDS
-from ..format.records import RUNNING, RunManifest
+from ..format.records import EXITED, RUNNING, RunManifest
 from .loading import DAMAGED, INTERRUPTED, Run, load_run, run_dirs, start_of
 
 
@@ -64,7 +64,7 @@ class RecordedInvocation:
         if not self.runs:
             return EMPTY_STATUS
         statuses = {r.status for r in self.runs}
-        for s in (RUNNING, DAMAGED, INTERRUPTED, "error"):
+        for s in (RUNNING, DAMAGED, INTERRUPTED, EXITED, "error"):
             if s in statuses:
                 return s
         return next(iter(statuses)) if len(statuses) == 1 else "complete"

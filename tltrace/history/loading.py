@@ -27,6 +27,7 @@ from ..format import liveness, notes
 from ..format.ids import id_time_is_absolute, is_run_name, time_of_id
 from ..format.layout import MANIFEST, RECORDS_LOG, RUN_RECORDS
 from ..format.records import (
+    EXITED,
     READABLE_SCHEMA_VERSIONS,
     RUNNING,
     SCHEMA_VERSION,
@@ -204,7 +205,9 @@ def _merge_log(run_dir: Path, manifest: RunManifest) -> RunManifest:
     if not writer_may_live(run_dir, manifest):
         # A process that died left its notes (session/fatal.py wrote them; format/notes.py): where, and of what.
         note = None if manifest.error else notes.note_of(run_dir)
-        manifest = replace(manifest, status=INTERRUPTED, error=note or manifest.error)
+        # Its compile had ended: only the records were cut (session/exits.py), not the compile.
+        status = EXITED if notes.ended(run_dir) else INTERRUPTED
+        manifest = replace(manifest, status=status, error=note or manifest.error)
     return manifest
 
 

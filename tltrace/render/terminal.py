@@ -29,6 +29,7 @@ from ..format.records import (
     CHANGED,
     CODEGEN,
     COMPLETE,
+    EXITED,
     FAILED,
     INTERRUPTED,
     NOOP,
@@ -319,6 +320,8 @@ def summary_line(
         t.append("done: ", style="bold green")
     elif manifest.status == RUNNING:
         t.append(f"{_unfinished_word(manifest, not_finalised)}: ", style="bold yellow")
+    elif manifest.status == EXITED:  # the compile ended; its process did not write all its records
+        t.append("exited before its records were written: ", style="bold yellow")
     else:
         at = next((r.name for r in manifest.records if r.status == FAILED), None)
         if _interrupted(manifest):
@@ -403,7 +406,9 @@ def summary_table(
     rows: list[list[tuple[str, str]]] = []
     for s in summaries:
         word, style = (
-            ("ok", "green") if s.ok else (s.status if s.status == "interrupted" else "FAILED", "bold red")
+            ("ok", "green")
+            if s.ok
+            else (s.status if s.status in (INTERRUPTED, EXITED) else "FAILED", "bold red")
         )
         if s.status == RUNNING:
             word, style = _unfinished_word(runs[s.position], not_finalised), "yellow"
@@ -756,13 +761,15 @@ class TerminalView:
         unfinished = [m for m in runs if m.status == RUNNING]
         ended = sum(1 for m in unfinished if m.run_id in event.not_finalised)
         running = len(unfinished) - ended
-        failed = sum(1 for m in runs if m.status != COMPLETE) - stopped - len(unfinished)
+        exited = sum(1 for m in runs if m.status == EXITED)
+        failed = sum(1 for m in runs if m.status != COMPLETE) - stopped - len(unfinished) - exited
         procs = {process_label(m) for m in runs}
         head = Text(
             f"{len(runs)} compiles, {failed} failed"
             + (f", {stopped} interrupted" if stopped else "")
             + (f", {running} {STILL_RUNNING}" if running else "")
             + (f", {ended} {NOT_FINALISED}" if ended else "")
+            + (f", {exited} exited before their records were written" if exited else "")
             + (f", in {len(procs)} processes" if len(procs) > 1 else ""),
             style="bold red" if failed or stopped else "bold",
         )

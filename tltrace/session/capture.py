@@ -455,6 +455,9 @@ class TraceSession:
             _keep_out_of_cache(self)
         msg = error_text(error) if error is not None else None
         finished = time.time()
+        # On disk at once (or when the run directory is made): a process that exits before the
+        # worker writes the rest reads as "exited", not as a compile cut short (session/exits.py).
+        self.inflight.mark("ended", "raised" if error is not None else "returned")
         self.submit(lambda: self._finish(msg, error is not None, finished))
         if error is not None or self._wait_at_end:
             self.wait()  # a failed compile's records are on disk before its error reaches the caller

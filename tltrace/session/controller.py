@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from ..config import Settings
 from ..errors import TltraceError, UsageError
+from . import exits
 from .events import Event
 from .hooks import NO_HOOKS, CaptureHooks
 
@@ -134,6 +135,7 @@ def install(settings: Settings, emit: Callable[[Event], None], hooks: CaptureHoo
         from .kernelfilter import make_filter_class
 
         filter_cls = make_filter_class(PassInstrumentationTool)
+    installed_pid = os.getpid()
     with _lock:
         _installed = (settings, emit, hooks)
 
@@ -141,6 +143,9 @@ def install(settings: Settings, emit: Callable[[Event], None], hooks: CaptureHoo
             # Snapshot: a compilation keeps the settings it started with.
             with _lock:
                 current = _installed
+            if current is not None and os.getpid() != installed_pid:
+                # A forked child (os.fork, multiprocessing's fork): its compiles wait for their records.
+                current = (exits.forked_settings(current[0], installed_pid), current[1], current[2])
             if current is None:  # disabled between registration and this compile
                 from tilelang.instrumentation import PassInstrumentationTool  # type: ignore
 
@@ -151,6 +156,7 @@ def install(settings: Settings, emit: Callable[[Event], None], hooks: CaptureHoo
             return tool_cls(*current)
 
         register_pass_instrumentation_tool(TOOL_NAME, factory)
+    exits.install()  # os._exit waits (bounded) for the records of the compiles before it
     if os.environ.get("TLTRACE_BISECT"):  # a step of `tltrace bisect`: its skip set (session/skipping.py)
         from . import skipping
 
@@ -167,6 +173,7 @@ def uninstall() -> None:
     global _installed
     with _lock:
         _installed = None
+    exits.uninstall()
     try:
         from tilelang.instrumentation import unregister_pass_instrumentation_tool  # type: ignore
 
@@ -227,6 +234,7 @@ def retire(emit: Callable[[Event], None]) -> None:
     with _lock:
         _installed = None
         register_pass_instrumentation_tool(TOOL_NAME, LateCompile)
+    exits.uninstall()  # the caller drains next (the end of the run)
 
 
 def installed() -> Settings | None:

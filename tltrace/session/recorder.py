@@ -143,7 +143,7 @@ class Recorder:
         """`record` (session/records.PassRecord) is stored; `extras`: the printer's (or codegen's) for each side."""
 
     def stages(self, manifest: RunManifest) -> list[Stage] | None:
-        """Codegen stages derived from the records (the compile's worker; the compile waits for them)."""
+        """Codegen stages derived from the records (the compile's worker, after the compile returned)."""
         return None
 
     def ended(self, manifest: RunManifest) -> None:

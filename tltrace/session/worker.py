@@ -18,7 +18,8 @@ counts, stores, appends records.jsonl and calls the listeners.
   it ends (disable(), the end of `tltrace run`, the pytest plugin's test),
   `tltrace.flush()` and `tltrace.load()` drain, a failed
   or interrupted compile drains before its error reaches the caller, and an atexit
-  hook drains at interpreter exit. Nothing recorded is lost on a normal exit. An
+  hook drains at interpreter exit. Nothing recorded is lost on a normal exit, nor at an
+  `os._exit` while tracing (session/exits.py: it drains first, bounded). An
   `os.fork()` drains first (a worker holding a lock at the fork would hang the child).
 - What a hard crash of the compiler (a segfault, an abort in C++) loses: the jobs
   still queued, at most `MAX_JOBS` pass callbacks per worker, the passes just before

@@ -3,7 +3,8 @@
 A recorder (session/recorder.py) registered by tracing/recorders.py, on with `tltrace run
 --ptx` / `--sass` (TLTRACE_PTX=1, TLTRACE_SASS=1; --sass records the PTX too). It keeps the
 device codegen record's text and map as they are recorded (`recorded`, the worker), and when
-the compile ends (`stages`, the same worker; the compile waits for it) it builds the source
+the compile ends (`stages`, the same worker, after the compile has returned: only a compile
+under Settings.wait waits for it; docs/usage.md) it builds the source
 once with nvcc (facts/ptxas.build: the build --ptxas's machine facts reuse) and hands back
 the PTX stage and, from the cubin, the SASS stage, each with its Python lines
 (stages/maps.py). Nothing here can fail a compile: no toolchain, a failed build, each is one

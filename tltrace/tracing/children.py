@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import CHILD_ENV, DEFAULT, Settings
-from ..format.records import INTERRUPTED, RUNNING, RunManifest
+from ..format.records import EXITED, EXITED_NOTE, INTERRUPTED, RUNNING, RunManifest
 from ..session.events import NOT_FINALISED, STILL_RUNNING, Notice
 
 ENV = CHILD_ENV
@@ -211,6 +211,7 @@ def gather(script_dir: Path, invocation: str, own: Iterable[str]) -> Gathered:
     Only run directories made since the invocation began are read (run and invocation
     ids carry their start time). Never raises: unreadable runs are left out.
     """
+    from ..format import notes
     from ..format.ids import time_of_id
     from ..format.writer import writer_alive
     from ..history import runs
@@ -239,6 +240,11 @@ def gather(script_dir: Path, invocation: str, own: Iterable[str]) -> Gathered:
         if m.status == RUNNING:
             if writer_alive(m.writer, d.name):
                 out.running.append(m)
+            elif notes.ended(d):
+                # The compile had ended; its process exited before writing all its records (session/exits.py).
+                m = replace(
+                    m, status=EXITED, error=f"the compile ended, but its {EXITED_NOTE} (pid {pid_of(m)})"
+                )
             else:
                 # Its process is gone: interrupted, as `show` calls it (history/loading.py), not failed.
                 m = replace(

@@ -42,7 +42,7 @@
     { key: "registers", title: "regs" },
     { key: "spill_bytes", title: "spills" }
   ];
-  var BAD = { failed: 1, error: 1, damaged: 1, interrupted: 1, incomplete: 1 };
+  var BAD = { failed: 1, error: 1, damaged: 1, interrupted: 1, exited: 1, incomplete: 1 };
   var STALE_MS = 120000;  // an index untouched this long while compiles say "running": their process was killed
   var C = root.TLCore || (typeof module === "object" && module.exports ? require("./core.js") : null);
   var str = C.str;

@@ -23,6 +23,8 @@
     rs.className = "tl-runstatus " + status;
     rs.textContent = status === "complete" ? "complete" : status === "error" ? "compile failed" :
       status === "interrupted" ? "interrupted (" + n + " pass" + (n === 1 ? "" : "es") + " recorded)" + diedNote(m) :
+      status === "exited" ? "the compile ended, but its process exited before its records were written (" + n +
+        " pass" + (n === 1 ? "" : "es") + " recorded)" :
       status === "running" ? "running \u2014 " + n + " pass" + (n === 1 ? "" : "es") + " so far" :
       "incomplete: the run did not finish (" + n + " passes recorded; no change to this file for " +
         Math.round(R.fileAge() / 60000) + " min)";

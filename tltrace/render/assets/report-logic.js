@@ -1,7 +1,7 @@
 /* tltrace compile report: the pure parts of the page's logic (no DOM), tested under node
  * (tests/test_report_js.py).
  *
- * runStateOf(meta, ageMs, staleMs): complete | error | interrupted | running | incomplete (a
+ * runStateOf(meta, ageMs, staleMs): complete | error | interrupted | exited | running | incomplete (a
  *   "running" file untouched for staleMs belongs to a run that was killed);
  * posOfFragment(recs, posByIndex, frag, resolveRef): the pass a link names (as --pass does,
  *   through TLCore.resolveRef; old links' name@index still work), or -1;
@@ -20,7 +20,8 @@
   function runStateOf(meta, ageMs, staleMs) {
     var st = meta.status || "running";
     if (st === "error" && /^KeyboardInterrupt/.test(String(meta.error || ""))) return "interrupted";
-    if (st === "complete" || st === "error" || st === "interrupted") return st;  // "interrupted": the records say so
+    // "interrupted", "exited" (its process went before its records were all written): the records say so
+    if (st === "complete" || st === "error" || st === "interrupted" || st === "exited") return st;
     return ageMs < staleMs ? "running" : "incomplete";
   }
 
