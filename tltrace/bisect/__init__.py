@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .._atomic import atomic_write
+from .._procgroup import on_signals
 from ..errors import UsageError
 from ..format.ids import new_invocation_id
 from ..format.records import CHANGED, RunManifest
@@ -135,11 +136,14 @@ class Bisection:
         return s
 
     def run(self) -> Result:
-        try:
-            return self._run()
-        finally:
-            if self.probe is not None:
-                self.probe.close()
+        # SIGINT, SIGTERM and SIGHUP raise here (KeyboardInterrupt, Terminated) while the
+        # bisection runs: the step's process group and the probe's go down on the way out.
+        with on_signals():
+            try:
+                return self._run()
+            finally:
+                if self.probe is not None:
+                    self.probe.close()
 
     def _run(self) -> Result:
         good = self.step("nothing skipped", None, 0)

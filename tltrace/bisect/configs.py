@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._procgroup import on_signals
 from ..errors import UsageError
 from ..format.ids import new_invocation_id
 from .ddmin import ddmin
@@ -145,11 +146,14 @@ class ConfigBisection:
         return s
 
     def run(self) -> ConfigResult:
-        try:
-            return self._run()
-        finally:
-            if self.probe is not None:
-                self.probe.close()
+        # SIGINT, SIGTERM and SIGHUP raise here (KeyboardInterrupt, Terminated) while the
+        # bisection runs: the step's process group and the probe's go down on the way out.
+        with on_signals():
+            try:
+                return self._run()
+            finally:
+                if self.probe is not None:
+                    self.probe.close()
 
     def _run(self) -> ConfigResult:
         names = flippable(self.pattern)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import _procgroup
 from ..config import CHILD_ENV
 from ..format.layout import RUN_RECORDS
 from ..format.records import CODEGEN, COMPLETE, RunManifest
@@ -147,7 +148,8 @@ def run_step(
     t0 = time.perf_counter()
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as out:
-        step.script_rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+        # Its own process group, taken down with whatever the script left running (_procgroup).
+        step.script_rc = _procgroup.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
         runs = sorted(_run_dirs(trace_dir) - before)
         loaded = [load_run(p) for p in runs]
         errors = [
@@ -165,7 +167,7 @@ def run_step(
         elif spec.check is not None:
             out.write(f"\n$ {spec.check}\n".encode())
             out.flush()
-            step.check_rc = subprocess.run(
+            step.check_rc = _procgroup.run(
                 spec.check, shell=True, stdout=out, stderr=subprocess.STDOUT
             ).returncode
             step.outcome = RIGHT if step.check_rc == 0 else WRONG

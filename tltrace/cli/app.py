@@ -12,6 +12,7 @@ from typing import Optional
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from .._procgroup import Terminated
 from .._version import __version__
 from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
 from ..errors import TltraceError
@@ -54,6 +55,8 @@ class _OneLineErrors(TyperGroup):
         except typer.Abort:
             typer.echo("Aborted!", err=True)
             sys.exit(1)
+        except Terminated as exc:  # SIGTERM or SIGHUP while children ran: they are down (_procgroup)
+            sys.exit(exc.exit_code)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 

@@ -32,7 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .. import output_path
+from .. import _procgroup, output_path
 from .._atomic import atomic_write
 from ..errors import EXIT_UNLOADABLE, RecordsError, TltraceError, UsageError
 from ..format.records import CODEGEN, FAILED, PassRecord, RunManifest
@@ -320,7 +320,7 @@ def probe(out_dir: Path) -> dict[str, Any]:
         # Neither the cwd nor repro.py's directory goes on its sys.path (_pychild).
         cmd = python_script(out_dir / "repro.py", "--child", "probe", tmp)
         try:
-            proc = subprocess.run(
+            proc = _procgroup.run(
                 cmd,
                 capture_output=True,
                 text=True,
