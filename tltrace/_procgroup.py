@@ -46,6 +46,9 @@ _lock = threading.RLock()  # a signal handler may take it in the main thread whi
 # The process group ids of the children started here and not yet taken down, each with the
 # signal already forwarded to it (0: none), so that take_down does not send it twice.
 _live: dict[int, int] = {}
+_forwarded = [0, 0]  # how many signals went to the live groups, and the last one
+_deferring = [False]  # the main thread is in Popen: its signal handler waits (start() raises it again)
+_deferred: list[int] = []
 
 
 class Terminated(BaseException):
@@ -80,6 +83,8 @@ def _forward(signum: int) -> None:
         groups = [g for g, sent in _live.items() if not sent]
         for g in groups:
             _live[g] = signum
+        _forwarded[0] += 1
+        _forwarded[1] = signum
     for pgid in groups:
         _killpg(pgid, signum)
 
@@ -109,6 +114,9 @@ def on_signals(mark: Callable[[int], None] | None = None) -> Iterator[None]:
         return
 
     def handler(signum: int, frame: Any) -> None:
+        if _deferring[0]:
+            _deferred.append(signum)
+            return
         if mark is not None:
             mark(signum)
         _forward(signum)
@@ -203,19 +211,37 @@ def _signal_for(exc: BaseException | None) -> int:
 def start(argv: Sequence[str] | str, **kwargs: Any) -> subprocess.Popen:
     """Return a Popen of `argv` in a new session (a process group of its own), registered as live.
 
-    The caller ends it with `take_down(proc)`; `started()` does that itself.
+    The caller ends it with `take_down(proc)`; `started()` does that itself. Signals are not
+    blocked around the fork (the child would inherit the blocked mask, and its children
+    too); instead a signal that arrives in the main thread while Popen runs waits for the
+    registration (then it is raised again), and one forwarded meanwhile from another
+    thread's start is forwarded to this group too.
     """
     kwargs.pop("start_new_session", None)
+    main = threading.current_thread() is threading.main_thread()
     proc: subprocess.Popen | None = None
+    with _lock:
+        forwards = _forwarded[0]
+    if main:
+        _deferring[0] = True
     try:
-        with _signals_blocked():  # a signal between the fork and the registration would miss the group
-            proc = subprocess.Popen(argv, start_new_session=True, **kwargs)
-            with _lock:
-                _live[proc.pid] = 0
-    except BaseException as exc:  # a signal that waited for the unblocking: the group goes at once
-        if proc is not None:
-            take_down(proc, _signal_for(exc))
-        raise
+        proc = subprocess.Popen(argv, start_new_session=True, **kwargs)
+        with _lock:
+            _live[proc.pid] = 0
+            if _forwarded[0] != forwards:  # a signal went to the live groups while this one started
+                _live[proc.pid] = _forwarded[1]
+                _killpg(proc.pid, _forwarded[1])
+    finally:
+        if main:
+            _deferring[0] = False
+            pending, _deferred[:] = list(_deferred), []
+            for signum in pending:
+                try:
+                    signal.raise_signal(signum)  # its handler forwards it (to this group too), and raises
+                except BaseException as exc:
+                    if proc is not None:
+                        take_down(proc, _signal_for(exc))
+                    raise
     return proc
 
 
