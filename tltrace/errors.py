@@ -11,9 +11,12 @@ Exit codes (documented in README and man page):
      not load) or a refused context or target (rerun/trust.py)
   4  merge conflicts left in a working file (resolve-conflict)
   5  replay, repro: the recorded IR does not load on this TileLang (an operator or node
-     type the recording's release has and this one lacks)
+     type the recording's release has and this one lacks); repro: the replayed compile
+     does not reach the recorded pass
   6  bisect: the script is right with nothing skipped (nothing to bisect)
-  130  tltrace run: interrupted (Ctrl+C), also inside a compiler pass
+  7  bisect: the script is flaky (a deciding step, run again, gave another outcome)
+  130  tltrace run: interrupted (Ctrl+C), also inside a compiler pass; bisect: Ctrl+C
+  143, 129  run, bisect, watch: ended by SIGTERM, SIGHUP (128 + the signal, as a shell says)
 """
 
 from __future__ import annotations

@@ -66,6 +66,7 @@ class Step:
     log: Path | None = None
     probe: bool = False  # untestable by the probe's compile: the script did not run
     configs: dict[str, bool | int | float] = field(default_factory=dict)  # pass configs set (--configs)
+    recheck_of: int | None = None  # this step runs step N's skip set again (a deciding step, re-checked)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -82,6 +83,7 @@ class Step:
             "log": str(self.log) if self.log else None,
             "probe": self.probe,
             "configs": dict(self.configs),
+            "recheck_of": self.recheck_of,
         }
 
 

@@ -139,7 +139,9 @@ timing kernels on a machine whose workers fall behind); TLTRACE_WORKERS and
 TLTRACE_QUEUE size the workers, and TLTRACE_DEFER=N has them defer
 their writes while N compiles or more are in flight (docs/usage.md).
 Exit status: the script's own; 1 when it raises; 2 for bad usage;
-130 after Ctrl+C (the run is recorded as interrupted).
+130 after Ctrl+C, 143 after SIGTERM, 129 after SIGHUP (the run is recorded as
+interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its
+finally blocks run).
 """
 
 

@@ -13,6 +13,7 @@ from ..errors import TltraceError
 from .shared import fail, no_such_option, script_args, trace_dir_option, warn
 
 EXIT_NOT_WRONG = 6
+EXIT_FLAKY = 7
 
 BISECT_EPILOG = """\
 Examples:
@@ -43,7 +44,8 @@ Exit status: 0 the first bad pass (or a set of config flips) was found; 1 the
 bug is in a pass that cannot be skipped (or before the pipeline), untestable
 steps left several suspects, or no config flip turns the outcome; 2 bad usage,
 or the script does not compile with nothing skipped; 6 the script is right with
-nothing skipped (nothing to bisect). docs/bisect.md says more.
+nothing skipped (nothing to bisect); 7 the script is flaky: a deciding step, run
+again before the answer, gave another outcome. docs/bisect.md says more.
 """
 
 
@@ -128,7 +130,9 @@ def bisect_cmd(
         typer.echo(json.dumps(data, indent=1))
     else:
         _report(result, context, repro_dir)
-    raise typer.Exit({core.FOUND: 0, core.NOT_WRONG: EXIT_NOT_WRONG}.get(result.kind, 1))
+    raise typer.Exit(
+        {core.FOUND: 0, core.NOT_WRONG: EXIT_NOT_WRONG, core.FLAKY: EXIT_FLAKY}.get(result.kind, 1)
+    )
 
 
 def _configs(spec, pattern: Optional[str], as_json: bool) -> None:  # noqa: ANN001
@@ -225,6 +229,14 @@ def _report(result, context: int, repro_dir: Optional[Path]) -> None:  # noqa: A
         for t in result.required:
             typer.echo(f"  {_where(t)}")
         typer.echo("(and every pass that left the IR unchanged in the recorded run)")
+        return
+    if result.kind == core.FLAKY:
+        (r,) = [r for r in result.rechecks if not r.agrees][:1]
+        blamed = f"; the search alone would have blamed {_where(result.answer)}" if result.answer else ""
+        typer.echo(
+            f"the script is flaky: step {r.step} was {r.outcome}, and run again (step {r.again}) "
+            f"{r.again_outcome}; no answer can be trusted{blamed} ({cost})"
+        )
         return
     if result.kind == core.UNSETTLED:
         typer.echo(

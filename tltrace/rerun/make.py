@@ -295,8 +295,9 @@ def _make_repro(
     except OSError as exc:
         raise RecordsError(f"cannot write {out_dir} ({exc.strerror or exc})") from None
     result = probe(out_dir)
-    if isinstance(result.get("unloadable"), dict):
-        raise UnloadableError(f"{out_dir}/ written, but {result['unloadable'].get('line')}")
+    for why in ("unloadable", "diverged"):  # the recording does not fit this TileLang (exit 5)
+        if isinstance(result.get(why), dict):
+            raise UnloadableError(f"{out_dir}/ written, but {result[why].get('line')}")
     path, reproduced, lines, built = decide(result, after, record.error if record.status == FAILED else None)
     _write_spec(out_dir, spec_of(manifest, record, path, (out_dir / "input.json").exists(), plan))
     return ReproOutcome(
