@@ -168,6 +168,8 @@ HELPER = textwrap.dedent(
             _procgroup.run(argv, capture_output=True, timeout=1)
         except subprocess.TimeoutExpired:
             print("timed out")
+    elif what == "library":  # tltrace.enable() in a script: ptxas in the main thread, no handler around
+        _procgroup.run(argv)
     elif what == "thread":
         t = threading.Thread(target=_procgroup.run, args=(argv,), kwargs=dict(capture_output=True), daemon=True)
         t.start()
@@ -236,6 +238,32 @@ def test_sigterm_reaches_a_group_a_worker_thread_started(tmp_path: Path) -> None
             time.sleep(0.1)
         assert not _running(seen)
         assert proc.returncode == 1  # Terminated unwound the main thread (the helper has no CLI to map it)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _kill_all(_running(_descendants(proc.pid) | ({gc} if gc else set())))
+
+
+def test_sigterm_during_a_library_call_kills_the_group_then_the_process_as_sigterm_does(
+    tmp_path: Path,
+) -> None:
+    """No tltrace command around (tltrace.enable() in a script): the group goes down, then the process dies
+    of SIGTERM's default action, as it would have without tltrace (no Terminated traceback, no exit 1)."""
+    proc = _helper(tmp_path, "library")
+    gc = None
+    try:
+        gc = _grandchild(tmp_path)
+        seen = _descendants(proc.pid)
+        assert gc in seen
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+        deadline = time.monotonic() + 10
+        while _running(seen) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _running(seen)
+        assert proc.returncode == -signal.SIGTERM, err
+        assert "Traceback" not in err
     finally:
         if proc.poll() is None:
             proc.kill()

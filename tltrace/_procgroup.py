@@ -40,7 +40,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 GRACE = 5.0  # seconds the group leader gets to exit after the signal, before SIGKILL
-HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+HANDLED = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+POSIX = hasattr(os, "killpg") and hasattr(os, "waitid")  # elsewhere: the child alone, killed as Popen can
 
 _lock = threading.RLock()  # a signal handler may take it in the main thread while it holds it
 # The process group ids of the children started here and not yet taken down, each with the
@@ -91,23 +92,26 @@ def _forward(signum: int) -> None:
 
 def _killpg(pgid: int, signum: int) -> bool:
     """Send `signum` to group `pgid`; return False when the group is gone."""
+    if not POSIX:
+        return False
     try:
         os.killpg(pgid, signum)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+    except (ProcessLookupError, PermissionError):
         return False
     return True
 
 
 @contextlib.contextmanager
-def on_signals(mark: Callable[[int], None] | None = None) -> Iterator[None]:
+def on_signals(mark: Callable[[int], None] | None = None, redeliver: bool = False) -> Iterator[None]:
     """While inside, SIGINT/SIGTERM/SIGHUP forward to the live groups and raise (KeyboardInterrupt, Terminated).
 
     Only in the main thread, and only for a signal whose handler is still the default one:
     an outer `on_signals` (its handler is not the default), SIG_IGN or a handler of the
     script's is kept. `mark(signum)` runs first (the runner remembers the interruption).
     The handlers put back at the end are those found, unless someone replaced ours since.
+    `redeliver`: a Terminated that leaves is turned back into the signal's default action
+    once the handlers are back (a library caller, say tltrace.enable() in a script, dies
+    of SIGTERM as it would have without tltrace, its child groups down first).
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -134,8 +138,13 @@ def on_signals(mark: Callable[[int], None] | None = None) -> Iterator[None]:
                 saved[sig] = now
         except (ValueError, OSError):
             continue
+    again = 0
     try:
         yield
+    except Terminated as exc:
+        if not (redeliver and exc.signum in saved):
+            raise
+        again = exc.signum
     finally:
         for num, previous in saved.items():
             try:
@@ -143,13 +152,16 @@ def on_signals(mark: Callable[[int], None] | None = None) -> Iterator[None]:
                     signal.signal(num, previous)
             except (ValueError, OSError):
                 pass
+    if again:
+        signal.raise_signal(again)  # the default action: this process ends as the signal says
+        raise Terminated(again)  # (a default action that did not end it)
 
 
 @contextlib.contextmanager
 def _signals_blocked() -> Iterator[None]:
     try:
         old = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED)
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         yield
         return
     try:
@@ -178,6 +190,13 @@ def take_down(proc: subprocess.Popen, signum: int = signal.SIGTERM, grace: float
                 return  # taken down already
             sent = _live[pgid]
             _live[pgid] = sent or signum
+        if not POSIX:
+            with contextlib.suppress(Exception):
+                proc.kill()
+                proc.wait()
+            with _lock:
+                _live.pop(pgid, None)
+            return
         try:
             if proc.returncode is None and not _exited(pgid):
                 if not sent:  # a signal handler forwarded one already: do not send a second
@@ -225,7 +244,7 @@ def start(argv: Sequence[str] | str, **kwargs: Any) -> subprocess.Popen:
     if main:
         _deferring[0] = True
     try:
-        proc = subprocess.Popen(argv, start_new_session=True, **kwargs)
+        proc = subprocess.Popen(argv, start_new_session=POSIX, **kwargs)
         with _lock:
             _live[proc.pid] = 0
             if _forwarded[0] != forwards:  # a signal went to the live groups while this one started
@@ -248,7 +267,7 @@ def start(argv: Sequence[str] | str, **kwargs: Any) -> subprocess.Popen:
 @contextlib.contextmanager
 def started(argv: Sequence[str] | str, **kwargs: Any) -> Iterator[subprocess.Popen]:
     """Yield a Popen of `argv` in a process group of its own; on leaving, by any way, the group is taken down."""
-    with on_signals():
+    with on_signals(redeliver=True):
         proc: subprocess.Popen | None = None
         try:
             proc = start(argv, **kwargs)

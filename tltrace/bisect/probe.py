@@ -83,6 +83,9 @@ class Probe:
             first = self._read()
         except OSError as exc:
             first = {"error": str(exc)}
+        except BaseException:  # Ctrl+C, SIGTERM while it starts: the caller never gets it to close
+            self.close()
+            raise
         self.seconds += time.perf_counter() - t0
         if "error" in first or not isinstance(first.get("pipelines"), list):
             self.off = str(first.get("error") or "no answer")
