@@ -119,6 +119,7 @@ def _signal_and_check(cmd: list[str], cwd: Path, sig: int, want: int) -> tuple[i
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 
 
+@pytest.mark.compile  # its step traces the script under `tltrace run`
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
 def test_a_signal_to_bisect_takes_the_steps_process_group_down(tmp_path: Path, sig: int) -> None:
     (tmp_path / "spawn.py").write_text(SPAWN)
@@ -168,7 +169,7 @@ HELPER = textwrap.dedent(
             _procgroup.run(argv, capture_output=True, timeout=1)
         except subprocess.TimeoutExpired:
             print("timed out")
-    elif what == "library":  # tltrace.enable() in a script: ptxas in the main thread, no handler around
+    elif what == "library":  # the Python API in a script: ptxas in the main thread, no handler around
         _procgroup.run(argv)
     elif what == "thread":
         t = threading.Thread(target=_procgroup.run, args=(argv,), kwargs=dict(capture_output=True), daemon=True)
@@ -248,7 +249,7 @@ def test_sigterm_reaches_a_group_a_worker_thread_started(tmp_path: Path) -> None
 def test_sigterm_during_a_library_call_kills_the_group_then_the_process_as_sigterm_does(
     tmp_path: Path,
 ) -> None:
-    """No tltrace command around (tltrace.enable() in a script): the group goes down, then the process dies
+    """No tltrace command around (the Python API in a script): the group goes down, then the process dies
     of SIGTERM's default action, as it would have without tltrace (no Terminated traceback, no exit 1)."""
     proc = _helper(tmp_path, "library")
     gc = None
