@@ -161,8 +161,8 @@ HELPER = textwrap.dedent(
     argv = ["sh", "-c", "sleep 600 & echo $! > grandchild; sleep 600"]
     if what == "exception":
         with _procgroup.started(argv):
-            while not os.path.exists("grandchild"):
-                time.sleep(0.05)
+            while not (os.path.exists("grandchild") and open("grandchild").read().strip()):
+                time.sleep(0.05)  # its pid written, not only the file made
             raise ValueError("boom")
     elif what == "timeout":
         try:
@@ -270,3 +270,18 @@ def test_sigterm_during_a_library_call_kills_the_group_then_the_process_as_sigte
             proc.kill()
             proc.wait()
         _kill_all(_running(_descendants(proc.pid) | ({gc} if gc else set())))
+
+
+def test_the_documented_exit_codes_are_what_a_shell_reports_for_the_signals() -> None:
+    from tltrace import _procgroup, errors
+
+    # POSIX sh: a command killed by signal N exits with 128+N, as the shell reports it
+    for sig, documented in [
+        (signal.SIGINT, errors.EXIT_INTERRUPTED),
+        (signal.SIGTERM, errors.EXIT_TERMINATED),
+        (signal.SIGHUP, errors.EXIT_HANGUP),
+    ]:
+        said = subprocess.run(
+            ["sh", "-c", f'sh -c "kill -{int(sig)} \\$\\$"; echo $?'], capture_output=True, text=True
+        ).stdout
+        assert int(said) == _procgroup.exit_code(sig) == documented == EXIT[sig]

@@ -16,7 +16,8 @@ Exit codes (documented in README and man page):
   6  bisect: the script is right with nothing skipped (nothing to bisect)
   7  bisect: the script is flaky (a deciding step, run again, gave another outcome)
   130  tltrace run: interrupted (Ctrl+C), also inside a compiler pass; bisect: Ctrl+C
-  143, 129  run, bisect, watch: ended by SIGTERM, SIGHUP (128 + the signal, as a shell says)
+  129  run, bisect, watch: ended by SIGHUP (128 + the signal, as a shell says)
+  143  run, bisect, watch: ended by SIGTERM
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ EXIT_RECORDS = 3
 EXIT_CONFLICT = 4
 EXIT_UNLOADABLE = 5
 EXIT_INTERRUPTED = 130  # Ctrl+C under `tltrace run`, as a shell reports SIGINT
+EXIT_HANGUP = 129  # SIGHUP (_procgroup.exit_code: 128 + the signal)
+EXIT_TERMINATED = 143  # SIGTERM
 
 
 class TltraceError(Exception):
