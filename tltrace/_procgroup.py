@@ -107,7 +107,8 @@ def on_signals(mark: Callable[[int], None] | None = None, redeliver: bool = Fals
 
     Only in the main thread, and only for a signal whose handler is still the default one:
     an outer `on_signals` (its handler is not the default), SIG_IGN or a handler of the
-    script's is kept. `mark(signum)` runs first (the runner remembers the interruption).
+    script's is kept; with `mark`, an outer `on_signals`'s handler is stood in for (the
+    runner's, inside the CLI's). `mark(signum)` runs first (the runner remembers the interruption).
     The handlers put back at the end are those found, unless someone replaced ours since.
     `redeliver`: a Terminated that leaves is turned back into the signal's default action
     once the handlers are back (a library caller, say tltrace.enable() in a script, dies
@@ -128,21 +129,25 @@ def on_signals(mark: Callable[[int], None] | None = None, redeliver: bool = Fals
             raise KeyboardInterrupt
         raise Terminated(signum)
 
+    handler._tltrace = True  # type: ignore[attr-defined]  # ours: a marking on_signals may stand in for it
     saved: dict[int, Any] = {}
+    defaults: set[int] = set()
     for sig in HANDLED:
         try:
             now = signal.getsignal(sig)
             default = signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
-            if now is default:
+            if now is default or (mark is not None and getattr(now, "_tltrace", False)):
                 signal.signal(sig, handler)
                 saved[sig] = now
+                if now is default:
+                    defaults.add(sig)
         except (ValueError, OSError):
             continue
     again = 0
     try:
         yield
     except Terminated as exc:
-        if not (redeliver and exc.signum in saved):
+        if not (redeliver and exc.signum in defaults):
             raise
         again = exc.signum
     finally:

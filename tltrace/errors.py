@@ -16,8 +16,8 @@ Exit codes (documented in README and man page):
   6  bisect: the script is right with nothing skipped (nothing to bisect)
   7  bisect: the script is flaky (a deciding step, run again, gave another outcome)
   130  tltrace run: interrupted (Ctrl+C), also inside a compiler pass; bisect: Ctrl+C
-  129  run, bisect, watch: ended by SIGHUP (128 + the signal, as a shell says)
-  143  run, bisect, watch: ended by SIGTERM
+  129  any command ended by SIGHUP (128 + the signal, as a shell says); run: recorded interrupted
+  143  any command ended by SIGTERM; run: recorded interrupted
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from .._procgroup import Terminated
+from .._procgroup import Terminated, on_signals
 from .._version import __version__
 from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
 from ..errors import TltraceError
@@ -44,7 +44,10 @@ class _OneLineErrors(TyperGroup):
         from typer._click import exceptions as cx
 
         try:
-            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            # SIGTERM and SIGHUP raise (Terminated) in every command, as Ctrl+C does: the children
+            # it started go down on the way out (_procgroup), and the exit status says the signal.
+            with on_signals():
+                rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except cx.NoArgsIsHelpError as exc:
             exc.show()
             sys.exit(exc.exit_code)
