@@ -376,3 +376,28 @@ def test_a_flaky_script_is_called_flaky_not_blamed_on_a_pass(tmp_path: Path) -> 
     )
     assert plain.returncode == 7
     assert plain.stdout.startswith("the script is flaky: step 1 was wrong, and run again (step ")
+
+
+@pytest.mark.slow
+@pytest.mark.compile
+def test_a_flaky_script_under_configs_is_called_flaky(tmp_path: Path) -> None:
+    """Wrong on its first run only: every flip 'turned' it, and before the re-checks each was named, exit 0."""
+    examples = REPO / "examples"
+    script = tmp_path / "flaky.py"
+    counter = tmp_path / "runs"
+    script.write_text(
+        FLAKY.format(
+            examples=str(examples), script=str(examples / "elementwise_add.py"), counter=str(counter)
+        )
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO), TILELANG_DISABLE_CACHE="1", NO_COLOR="1")
+    cmd = [sys.executable, "-m", "tltrace", "bisect", "--json", "--configs", "--configs-matching"]
+    cmd += [r"disable_(vectorize_256|loop_unswitching)", "--trace-dir", "td", str(script)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
+    assert p.returncode == 7, p.stdout[-2000:] + p.stderr[-2000:]
+    data = json.loads(p.stdout)
+    assert data["kind"] == "flaky" and data["culprits"] == {}
+    assert data["recorded"] == "wrong" and {f["outcome"] for f in data["flips"].values()} == {"right"}
+    (r,) = data["rechecks"]
+    assert (r["step"], r["outcome"], r["again_outcome"], r["agrees"]) == (1, "wrong", "right", False)
+    assert int(counter.read_text()) == len(data["steps"])  # the script's own count of its runs

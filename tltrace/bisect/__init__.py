@@ -38,6 +38,7 @@ from ..errors import UsageError
 from ..format.ids import new_invocation_id
 from ..format.records import CHANGED, RunManifest
 from .probe import Probe
+from .recheck import Recheck
 from .search import RIGHT, UNTESTABLE, WRONG, WindowSearch
 from .steps import Spec, Step, TopPass, manifests, run_step, top_passes
 
@@ -60,31 +61,6 @@ UNSKIPPABLE = "unskippable"  # exit 1: still wrong with every candidate skipped
 UNSETTLED = "unsettled"  # exit 1: untestable steps left more than one suspect
 NOT_WRONG = "not-wrong"  # exit 6: right with nothing skipped
 FLAKY = "flaky"  # exit 7: a deciding step, run again, gave another outcome
-
-
-@dataclass(frozen=True)
-class Recheck:
-    """A deciding step run again: the step, its outcome, the re-run's number and outcome."""
-
-    step: int
-    outcome: str
-    again: int
-    again_outcome: str
-    skipped: tuple[int, ...]
-
-    @property
-    def agrees(self) -> bool:
-        return self.outcome == self.again_outcome
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "outcome": self.outcome,
-            "again": self.again,
-            "again_outcome": self.again_outcome,
-            "skipped": list(self.skipped),
-            "agrees": self.agrees,
-        }
 
 
 @dataclass(frozen=True)

@@ -148,7 +148,13 @@ def _configs(spec, pattern: Optional[str], as_json: bool) -> None:  # noqa: ANN0
         n = len(result.steps)
         cost = f"{n} step(s), {result.seconds:.0f}s"
         turned = "wrong into right" if result.recorded == "wrong" else "right into wrong"
-        if result.kind == cfg.NONE:
+        if result.kind == cfg.FLAKY:
+            (r,) = [r for r in result.rechecks if not r.agrees][:1]
+            typer.echo(
+                f"the script is flaky: step {r.step} was {r.outcome}, and run again (step {r.again}) "
+                f"{r.again_outcome}; no config flip can be trusted ({cost})"
+            )
+        elif result.kind == cfg.NONE:
             typer.echo(
                 f"no config flip turns the outcome ({result.recorded} with nothing flipped), alone or "
                 f"all together ({cost})"
@@ -167,7 +173,7 @@ def _configs(spec, pattern: Optional[str], as_json: bool) -> None:  # noqa: ANN0
         typer.echo(f"each flip alone (the recorded run is {result.recorded}):")
         for name, outcome in result.flips.items():
             typer.echo(f"  {name}={result.values[name]}: {outcome}")
-    raise typer.Exit(0 if result.kind == cfg.FOUND else 1)
+    raise typer.Exit({cfg.FOUND: 0, cfg.FLAKY: EXIT_FLAKY}.get(result.kind, 1))
 
 
 def _flip(f) -> None:  # noqa: ANN001  # tltrace.bisect.configs.Flip
