@@ -50,6 +50,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tltrace.output_path",
         "tltrace._shell",
         "tltrace._pychild",
+        "tltrace._procgroup",
         "tltrace.testing",
         "tltrace.filecheck",
         "tltrace.expect",

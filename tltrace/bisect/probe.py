@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from .. import _procgroup
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -71,7 +73,7 @@ class Probe:
         log.parent.mkdir(parents=True, exist_ok=True)
         self._log: IO[bytes] = open(log, "ab")
         try:
-            self.proc = subprocess.Popen(
+            self.proc = _procgroup.start(
                 [sys.executable, "-m", "tltrace.bisect._probe_child", *map(str, ready)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -81,6 +83,9 @@ class Probe:
             first = self._read()
         except OSError as exc:
             first = {"error": str(exc)}
+        except BaseException:  # Ctrl+C, SIGTERM while it starts: the caller never gets it to close
+            self.close()
+            raise
         self.seconds += time.perf_counter() - t0
         if "error" in first or not isinstance(first.get("pipelines"), list):
             self.off = str(first.get("error") or "no answer")
@@ -137,14 +142,16 @@ class Probe:
         return a
 
     def close(self) -> None:
+        """End the probe: its stdin closed, 30 s to finish its compile, then its process group taken down."""
         if self.proc is not None:
             try:
                 if self.proc.stdin is not None:
                     self.proc.stdin.close()
                 self.proc.wait(timeout=30)
             except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
+                pass
+            finally:
+                _procgroup.take_down(self.proc)
             self.proc = None
         log = getattr(self, "_log", None)
         if log is not None:

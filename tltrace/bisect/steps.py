@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import _procgroup
 from ..config import CHILD_ENV
 from ..format.layout import RUN_RECORDS
 from ..format.records import CODEGEN, COMPLETE, RunManifest
@@ -69,6 +70,7 @@ class Step:
     log: Path | None = None
     probe: bool = False  # untestable by the probe's compile: the script did not run
     configs: dict[str, bool | int | float] = field(default_factory=dict)  # pass configs set (--configs)
+    recheck_of: int | None = None  # this step runs step N's skip set again (a deciding step, re-checked)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,6 +87,7 @@ class Step:
             "log": str(self.log) if self.log else None,
             "probe": self.probe,
             "configs": dict(self.configs),
+            "recheck_of": self.recheck_of,
         }
 
 
@@ -152,7 +155,8 @@ def run_step(
     t0 = time.perf_counter()
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as out:
-        step.script_rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+        # Its own process group, taken down with whatever the script left running (_procgroup).
+        step.script_rc = _procgroup.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
         runs = sorted(_run_dirs(trace_dir) - before)
         loaded = [load_run(p) for p in runs]
         errors = [
@@ -170,7 +174,7 @@ def run_step(
         elif spec.check is not None:
             out.write(f"\n$ {spec.check}\n".encode())
             out.flush()
-            step.check_rc = subprocess.run(
+            step.check_rc = _procgroup.run(
                 spec.check, shell=True, stdout=out, stderr=subprocess.STDOUT
             ).returncode
             step.outcome = RIGHT if step.check_rc == 0 else WRONG

@@ -12,6 +12,7 @@ from typing import Optional
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from .._procgroup import Terminated, on_signals
 from .._version import __version__
 from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
 from ..errors import TltraceError
@@ -43,7 +44,10 @@ class _OneLineErrors(TyperGroup):
         from typer._click import exceptions as cx
 
         try:
-            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            # SIGTERM and SIGHUP raise (Terminated) in every command, as Ctrl+C does: the children
+            # it started go down on the way out (_procgroup), and the exit status says the signal.
+            with on_signals():
+                rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except cx.NoArgsIsHelpError as exc:
             exc.show()
             sys.exit(exc.exit_code)
@@ -54,6 +58,8 @@ class _OneLineErrors(TyperGroup):
         except typer.Abort:
             typer.echo("Aborted!", err=True)
             sys.exit(1)
+        except Terminated as exc:  # SIGTERM or SIGHUP while children ran: they are down (_procgroup)
+            sys.exit(exc.exit_code)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
@@ -137,7 +143,9 @@ timing kernels on a machine whose workers fall behind); TLTRACE_WORKERS and
 TLTRACE_QUEUE size the workers, and TLTRACE_DEFER=N has them defer
 their writes while N compiles or more are in flight (docs/usage.md).
 Exit status: the script's own; 1 when it raises; 2 for bad usage;
-130 after Ctrl+C (the run is recorded as interrupted).
+130 after Ctrl+C, 143 after SIGTERM, 129 after SIGHUP (the run is recorded as
+interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its
+finally blocks run).
 """
 
 

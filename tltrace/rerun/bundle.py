@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .. import _procgroup
 from .._version import __version__
 from ..errors import RecordsError, UsageError
 from ..format import build as fb
@@ -497,7 +498,7 @@ def _run_child(cdir: Path, trace_dir: Path) -> str | None:
 
     cmd = tltrace_code("tltrace.rerun.replay_child", str(cdir), str(Path(trace_dir).absolute()))
     try:
-        proc = subprocess.run(
+        proc = _procgroup.run(
             cmd,
             capture_output=True,
             text=True,

@@ -32,7 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .. import output_path
+from .. import _procgroup, output_path
 from .._atomic import atomic_write
 from ..errors import EXIT_UNLOADABLE, RecordsError, TltraceError, UsageError
 from ..format.records import CODEGEN, FAILED, PassRecord, RunManifest
@@ -295,8 +295,9 @@ def _make_repro(
     except OSError as exc:
         raise RecordsError(f"cannot write {out_dir} ({exc.strerror or exc})") from None
     result = probe(out_dir)
-    if isinstance(result.get("unloadable"), dict):
-        raise UnloadableError(f"{out_dir}/ written, but {result['unloadable'].get('line')}")
+    for why in ("unloadable", "diverged"):  # the recording does not fit this TileLang (exit 5)
+        if isinstance(result.get(why), dict):
+            raise UnloadableError(f"{out_dir}/ written, but {result[why].get('line')}")
     path, reproduced, lines, built = decide(result, after, record.error if record.status == FAILED else None)
     _write_spec(out_dir, spec_of(manifest, record, path, (out_dir / "input.json").exists(), plan))
     return ReproOutcome(
@@ -320,7 +321,7 @@ def probe(out_dir: Path) -> dict[str, Any]:
         # Neither the cwd nor repro.py's directory goes on its sys.path (_pychild).
         cmd = python_script(out_dir / "repro.py", "--child", "probe", tmp)
         try:
-            proc = subprocess.run(
+            proc = _procgroup.run(
                 cmd,
                 capture_output=True,
                 text=True,

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import _procgroup
+
 _MARK = "\nCompilation error:\n"
 _HINT = "Turn on verbose to see the full compilation log."
 _OPTIONS = "Options: "
@@ -256,7 +258,7 @@ def fetch_log(
     request = json.dumps({"code": code, "options": list(options), "name": PROGRAM_NAME})
     try:
         with tempfile.TemporaryDirectory(prefix="tltrace-nvrtc-") as tmp:
-            done = subprocess.run(
+            done = _procgroup.run(
                 command or child_command(),
                 input=request,
                 capture_output=True,

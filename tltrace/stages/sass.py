@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tempfile
 
+from .. import _procgroup
 from .ptx import CU_NAME
 
 TIMEOUT_S = 120.0
@@ -77,7 +78,7 @@ def disassemble(cubin: bytes, timeout: float = TIMEOUT_S) -> tuple[str, str]:
         else:
             cmd, name = [str(cuobjdump), "-sass", path], "cuobjdump"
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
+            p = _procgroup.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"{name} took over {timeout:g} s") from None
     if p.returncode != 0:
