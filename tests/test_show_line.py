@@ -169,6 +169,11 @@ def test_the_gemm_line_s_cuda_lines_are_where_tilelang_s_own_directives_put_it(g
     }
     assert mine <= {h["line"] for h in got}
     assert any("wgmma" in h["text"] for h in got)
+    # Its facts: the WGMMA call sites among its CUDA lines (counted here), its SASS instructions.
+    assert (
+        data["facts"]["wgmma"] == sum(len(re.findall(r"\bwgmma_(?!desc)\w+\s*<", h["text"])) for h in got) > 0
+    )
+    assert data["facts"]["sass_instructions"] == data["sass"]["mix"]["insns"]
     # The passes that changed it: its IR before and after differ in each; LowerTileOp expands it.
     assert data["passes"] and all(
         [x["text"].strip() for x in p["before"]] != [x["text"].strip() for x in p["after"]]
@@ -323,3 +328,67 @@ def _nvdisasm() -> str:
     if found is None:
         pytest.skip("no nvdisasm")
     return found
+
+
+PANE = r"""
+const fs = require("fs");
+const Sm = require(process.argv[1] + "/sourcemap.js");
+const Mc = require(process.argv[1] + "/report-machine.js");
+const feed = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+const maps = new Map(Object.entries(feed.maps));
+const keysOf = function (h) {
+  const set = new Set(), m = maps.get(h);
+  if (m) m.lines.forEach(function (v) { if (Array.isArray(v)) set.add(m.files[v[0]] + "\u0000" + v[1]); });
+  return set;
+};
+const byRec = new Map(feed.recs.map(function (r) { return [r.index, { b: r.b, a: r.a }]; }));
+const out = {};
+feed.lines.forEach(function (n) {
+  out[n] = Sm.lostIn(feed.recs, byRec, keysOf, feed.file + "\u0000" + n).map(function (p) { return feed.recs[p].index; });
+});
+process.stdout.write(JSON.stringify({ lost: out, mix: Mc.mix(feed.sass, feed.smap) }));
+"""
+
+
+def test_lost_in_and_the_mix_are_the_report_s(gemm, tmp_path: Path) -> None:
+    """The report's own code (sourcemap.js lostIn, report-machine.js mix, run under node) on the
+    same records gives, line by line, the pass that loses it and the SASS mix `--line` prints."""
+    from tests.test_index_js import run_node
+
+    home, run, _ = gemm
+    maps = load_maps(run.path)
+    recs = []
+    for r in run.require().records:
+        if r.index in maps.records:
+            b, a = maps.records[r.index]
+            recs.append({"index": r.index, "status": r.status, "b": b, "a": a})
+    sass_rec = _record(run, "sass")
+    script = str((home / "gemm.py").resolve())
+    smap = maps.of(sass_rec.index, "after")
+    assert smap is not None
+    file = next(f for m in maps.maps.values() for f in m.files if Path(f).resolve() == Path(script))
+    lines = list(range(1, len(GEMM.split("\n"))))
+    feed = {
+        "maps": {h: m.to_json() for h, m in maps.maps.items()},
+        "recs": recs,
+        "file": file,
+        "lines": lines,
+        "sass": runs.text_of(run.path, sass_rec, "after"),
+        "smap": smap.to_json(),
+    }
+    got = run_node(PANE, feed, tmp_path)
+    mix = {r["line"]: r for r in got["mix"] if r["file"] == file}
+    lost_somewhere = 0
+    from tltrace.history import byline
+
+    for n in lines:
+        data = byline.forward(run, str(n))
+        if not data["code"]:
+            assert got["lost"][str(n)] == [] and n not in mix
+            continue
+        assert [x["index"] for x in data["lost_in"]] == got["lost"][str(n)], n
+        lost_somewhere += bool(data["lost_in"])
+        want = mix.get(n)
+        for k in ("insns", "LDG", "STG", "LDS", "STS", "MMA", "BAR", "LDL", "STL"):
+            assert data["sass"]["mix"][k] == (want[k] if want else 0), (n, k)
+    assert lost_somewhere  # the pipelined loop's lines are lost in ProducerConsumerWarpSpecialized

@@ -87,6 +87,9 @@ def show(run: Any, spec: str, as_json: bool) -> None:
         rest = sum(1 for h in lines if role == "ptx" or h.get("insn")) - len(shown)
         if rest > 0:
             _say(f"  … {rest} more (--json)")
+    facts = data["facts"]
+    if facts:
+        _say("facts: " + ", ".join(f"{k} {v}" for k, v in facts.items()), bold=True)
     lost = data["lost_in"]
     _say(
         "lost in: " + ", ".join(f"{x['name']} (#{x['index']})" for x in lost)

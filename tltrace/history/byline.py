@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from ..errors import RecordsError, UsageError
+from ..facts.device import device_facts
 from ..format.records import CODEGEN, STAGE_ROLES, PassRecord, RunManifest
 from ..format.sourcemap import LineMap, RunMaps
 from ..stages import ptx as ptx_text
@@ -205,6 +206,7 @@ def forward(run: runs.Run, spec: str) -> dict[str, Any]:
         "sass": None,
         "absent": {},
         "lost_in": [],
+        "facts": {},
     }
     if not out["code"]:
         out["nearest"] = sorted(sorted(known, key=lambda x: (abs(x - n), x))[:NEAREST])
@@ -246,6 +248,24 @@ def forward(run: runs.Run, spec: str) -> dict[str, Any]:
         if out[role] is None:
             out["absent"][role] = _absent(manifest, role)
     out["lost_in"] = _lost_in(manifest, maps, key)
+    out["facts"] = line_facts(out)
+    return out
+
+
+def line_facts(data: dict[str, Any]) -> dict[str, Any]:
+    """The facts of docs/facts.md that belong to the line: the device-source facts counted over its
+    generated device lines alone (call sites: wgmma 1, tma_load 2, ...; the widest vector load and
+    store), only those it has, and with a SASS stage its instructions and spill instructions."""
+    dev = data["generated"].get("device")
+    out: dict[str, Any] = {}
+    if dev and dev["lines"]:
+        for name, value in device_facts("\n".join(h["text"] for h in dev["lines"])).items():
+            if name in ("kernels", "launch_bounds", "launch_min_blocks") or not value:
+                continue
+            out[name] = value
+    if data["sass"] is not None:
+        out["sass_instructions"] = data["sass"]["mix"]["insns"]
+        out["spill_instructions"] = data["sass"]["spills"]
     return out
 
 
