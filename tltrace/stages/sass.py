@@ -127,6 +127,12 @@ def cu_lines(sass: str) -> list[int | None]:
     return out
 
 
+def opcode(line: str) -> str | None:
+    """Return the opcode of one SASS line's instruction ("HGMMA"), else None (a mark, a label)."""
+    m = _INSN.match(line)
+    return m.group(1) if m else None
+
+
 def opcode_class(line: str) -> str | None:
     """Return the mix class (MIX) of one SASS line's instruction, else None."""
     m = _INSN.match(line)
