@@ -56,3 +56,15 @@ def test_a_compile_with_no_name_is_labelled_by_its_kernel_and_its_hints_work(tmp
         assert words[:2] == ["tltrace", "show"]
         s = run_cli(*words[1:])
         assert s.exit_code == 0, (hint, s.stderr)
+    # The name it is labelled by selects it, as a named compile's does (it said "no run of kernel").
+    name = script.stem
+    for args in (
+        ("check", name, "--kernel", symbol, "--match", "codegen_device", f"CHECK: {symbol}"),
+        ("show", name, "--kernel", symbol),
+        ("show", name, "-1", "--kernel", symbol, "--facts"),
+    ):
+        s = run_cli(*args)
+        assert s.exit_code == 0, (args, s.stdout, s.stderr)
+    assert f"{symbol} {shape}" in run_cli("show", name, "--kernel", symbol).stdout
+    s = run_cli("check", name, "--kernel", symbol + "_nope", "--match", "codegen_device", f"CHECK: {symbol}")
+    assert s.exit_code == 7 and "no run of kernel" in s.stderr, (s.stdout, s.stderr)
