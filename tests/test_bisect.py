@@ -445,3 +445,58 @@ def test_a_flaky_script_under_configs_is_called_flaky(tmp_path: Path) -> None:
     (r,) = data["rechecks"]
     assert (r["step"], r["outcome"], r["again_outcome"], r["agrees"]) == (1, "wrong", "right", False)
     assert int(counter.read_text()) == len(data["steps"])  # the script's own count of its runs
+
+
+def test_a_steps_show_names_what_it_skipped_without_a_second_numbering(recorded, tmp_path: Path) -> None:
+    """`show` of a bisect step printed `#43 tirx.AnnotateEntryFunc, #14 tl.LayoutInference`: a top-level
+    position under a table whose `#` is the record index (46 for that pass in the recorded run), and
+    the passes spelt as TVM names them (`tl.`), not as the table and `--pass` do. Now: the names as
+    the run that ran them spells them, in order, and no number. Oracle: a recorded run's manifest."""
+    import re
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from tltrace.bisect.steps import top_passes
+    from tltrace.cli.app import app
+    from tltrace.history.loading import load_run
+
+    from ._records import recorded_subset
+
+    trace = recorded_subset(recorded, tmp_path / "t", elementwise_add=None)
+    full = run_dirs_of(trace / "elementwise_add")[-1]
+    m = load_run(full).require()
+    top = [t for t in top_passes(m) if t.index is not None]
+    # two top-level passes of TileLang's own (named `tl.X` by TVM) whose position is not their index
+    picked = [t for t in top if t.index != t.position and t.name in top_names(m)][:2]
+    assert len(picked) == 2, [(t.position, t.index, t.name) for t in top]
+    step = full.with_name(full.name[:-8] + "5ca1ab1e")
+    shutil.copytree(full, step)
+    raw = json.loads((step / "manifest.json").read_text())
+    raw["run_id"] = step.name
+    raw["skipped"] = [{"position": t.position, "name": f"tl.{t.name}", "phase": t.phase} for t in picked]
+    gone = {t.index for t in picked}
+    raw["records"] = [r for r in raw["records"] if r["index"] not in gone]
+    (step / "manifest.json").write_text(json.dumps(raw))
+    res = CliRunner().invoke(app, ["show", str(step)])
+    assert res.exit_code == 0, res.output
+    (head,) = [x for x in res.stdout.splitlines() if x.startswith("bisect step: skipped")]
+    assert not re.search(r"#\d", head), head
+    listed = head.rsplit(": ", 1)[1].split(", ")
+    assert listed == [t.name for t in picked], head
+    for t, name in zip(picked, listed, strict=True):  # `--pass NAME` in the run that ran it: that pass
+        got = CliRunner().invoke(app, ["show", str(full), "--pass", t.ref or name, "--json"])
+        assert got.exit_code == 0, got.output
+        data = json.loads(got.stdout)
+        assert data.get("record", data)["name"] == name
+
+
+def run_dirs_of(script_dir: Path) -> list[Path]:
+    from ._records import recorded_runs
+
+    return recorded_runs(script_dir.parent, script_dir.name)
+
+
+def top_names(m: RunManifest) -> set[str]:
+    """The top-level records' names that TVM spells with TileLang's `tl.` namespace: none has a dot."""
+    return {r.name for r in m.records if r.depth == 0 and "." not in r.name}

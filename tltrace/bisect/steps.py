@@ -20,6 +20,7 @@ from typing import Any
 from .. import _procgroup
 from ..config import CHILD_ENV
 from ..format.layout import RUN_RECORDS
+from ..format.names import pass_display_name
 from ..format.records import CODEGEN, COMPLETE, RunManifest
 from ..history.loading import is_run_dir, is_script_dir, load_run
 from ..passref import ref_of
@@ -104,7 +105,8 @@ def top_passes(manifest: RunManifest) -> list[TopPass]:
     while True:
         if pos in skipped:
             s = skipped[pos]
-            out.append(TopPass(pos, str(s.get("name")), str(s.get("phase")), "skipped", None))
+            name = pass_display_name(str(s.get("name")))  # as the records spell it (TVM's says `tl.`)
+            out.append(TopPass(pos, name, str(s.get("phase")), "skipped", None))
         else:
             r = next(it, None)
             if r is None:

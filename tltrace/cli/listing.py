@@ -40,7 +40,7 @@ def show_list(loc, kernel: str | None, as_json: bool) -> None:
             compiles = [
                 r
                 for r in inv.runs
-                if kernel is None or (r.manifest is not None and r.manifest.kernel == kernel)
+                if kernel is None or (r.manifest is not None and r.manifest.kernel_name == kernel)
             ]
             if compiles or (kernel is None and inv.empty is not None):
                 invs.append((inv, compiles))
