@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import tltrace
+import tltrace.errors
 
 from ._records import EXAMPLES, read_manifest
 
@@ -124,7 +125,7 @@ def test_lower_trace_failing_pass_reraises(tl, make_add, capsys) -> None:
 
 
 def test_lower_trace_bad_mode(make_add) -> None:
-    with pytest.raises(tltrace.api.UsageError, match="mode must be"):
+    with pytest.raises(tltrace.errors.UsageError, match="mode must be"):
         tltrace.lower_trace(make_add(256, 64), [], mode="pdf")
 
 
@@ -213,7 +214,7 @@ def test_create_pass_instrument_standalone(tl, make_add, tmp_path: Path) -> None
 def test_enable_validates_as_the_cli_does(kwargs, tmp_path: Path, run_cli) -> None:
     pytest.importorskip("tilelang")
     kwargs.setdefault("trace_dir", tmp_path)
-    with pytest.raises((tltrace.api.UsageError, TypeError)):
+    with pytest.raises((tltrace.errors.UsageError, TypeError)):
         tltrace.enable(**kwargs)
     assert tltrace.enabled() is None
     for flag in ("--keep", "--context"):

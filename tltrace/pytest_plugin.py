@@ -181,9 +181,9 @@ class TracedCompiles:
 
     @property
     def compiles(self) -> list[Any]:
-        """Return this test's compiles (tltrace.reading.Compile), in the order they started."""
+        """Return this test's compiles (tltrace.api.reading.Compile), in the order they started."""
+        from .api.reading import Compile
         from .history import runs
-        from .reading import Compile
         from .session.worker import drain
 
         drain()  # the records of a compile on another thread are on disk too

@@ -19,9 +19,9 @@ from typing import Any
 
 from ..config import CHILD_ENV
 from ..format.layout import RUN_RECORDS
+from ..format.passref import ref_of
 from ..format.records import CODEGEN, COMPLETE, RunManifest
 from ..history.loading import is_run_dir, is_script_dir, load_run
-from ..passref import ref_of
 from ..session.skipping import ENV, SkipPlan
 from .search import RIGHT, UNTESTABLE, WRONG
 

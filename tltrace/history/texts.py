@@ -120,12 +120,12 @@ def missing_files(run: Run) -> int:
 
 
 def find_record(manifest: RunManifest, spec: str, run_dir: Path | None = None) -> PassRecord:
-    """Return the record a --pass reference names (tltrace/passref.py: index, [phase/]NAME[#k], any case).
+    """Return the record a --pass reference names (tltrace/format/passref.py: index, [phase/]NAME[#k], any case).
 
     An unknown name says the closest pass names (did you mean), and, given the run's
     directory, the `tltrace show` command that lists the compile's passes.
     """
-    from ..passref import did_you_mean, resolve
+    from ..format.passref import did_you_mean, resolve
 
     found = resolve(manifest.records, spec)
     if found.pos < 0:

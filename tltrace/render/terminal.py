@@ -704,7 +704,7 @@ class TerminalView:
 
     def _cut_line(self, event: PassRecorded, left: int) -> Text:
         """The line under a diff cut short: how many lines it left out and the command that shows it whole."""
-        from ..passref import ref_of
+        from ..format.passref import ref_of
 
         recs = sorted(self._seen.get(event.run_dir, []), key=lambda r: r.index)
         ref = ref_of(recs, next(i for i, r in enumerate(recs) if r is event.record))
@@ -724,8 +724,8 @@ class TerminalView:
             return
         self._only_warned = True
         from .._shell import command
+        from ..format.passref import did_you_mean
         from ..history.resolve import script_words
-        from ..passref import did_you_mean
 
         names = list(dict.fromkeys(r.name for r in event.manifest.records))
         lister = command(
