@@ -41,13 +41,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("tltrace.format",),  # the on-disk format
     (
         "tltrace.diff",
-        "tltrace.safe_read",
-        "tltrace._atomic",
+        "tltrace.fs",
+        "tltrace.proc",
         "tltrace.errors",
         "tltrace._version",
-        "tltrace.output_path",
-        "tltrace._shell",
-        "tltrace._pychild",
     ),
 ]
 

@@ -422,7 +422,7 @@ class _Tracer:
                 else ""
             )
             lines.append(f"  {label}: {m.status}, {len(m.records)} passes{failed}  {m.run_id}")
-        from ._shell import command  # here: without --tltrace the plugin imports nothing of tltrace
+        from .proc.shell import command  # here: without --tltrace the plugin imports nothing of tltrace
 
         lines.append(f"show: {command('tltrace', 'show', '--trace-dir', td, test.script_dir.name)}")
         return "\n".join(lines)

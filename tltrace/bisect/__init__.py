@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._atomic import atomic_write
 from ..errors import UsageError
 from ..format.ids import new_invocation_id
 from ..format.records import CHANGED, RunManifest
+from ..fs.atomic import atomic_write
 from .probe import Probe
 from .search import RIGHT, UNTESTABLE, WRONG, WindowSearch
 from .steps import Spec, Step, TopPass, manifests, run_step, top_passes

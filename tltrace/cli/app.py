@@ -326,7 +326,7 @@ def _chrome_collector(path: Optional[Path], force: bool):
         raise fail(
             "--chrome-trace - is for 'tltrace export'; under 'run' the script owns stdout, give a file"
         )
-    from .. import output_path
+    from ..fs import output_path
 
     try:
         output_path.check(path, output_path.CHROME_TRACE, force=force)

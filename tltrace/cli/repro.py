@@ -143,9 +143,9 @@ def _selection(args: list[str], trace_dir: Optional[Path], kernel: Optional[str]
 
 def _failed_pass(run, manifest):  # noqa: ANN001, ANN202
     """Return the one pass a compile failed at (what `repro` without --pass reruns); else UsageError."""
-    from .._shell import command
     from ..errors import UsageError
     from ..history.resolve import script_words
+    from ..proc.shell import command
 
     failed = [r for r in manifest.records if r.status == "failed"]
     top = [r for r in failed if r.depth == 0] or failed

@@ -27,8 +27,8 @@ import os
 import threading
 from pathlib import Path
 
-from .. import safe_read
-from .._atomic import atomic_write, locked, remove_stale_temps
+from ..fs import safe_read
+from ..fs.atomic import atomic_write, locked, remove_stale_temps
 from .layout import KERNEL_REGISTRY, RUN_RECORDS
 from .names import is_safe_component, safe_component, script_name_from_argv
 

@@ -345,8 +345,8 @@ def summary_line(
 
 def empty_line(event: InvocationFinished, settings: Settings) -> Text:
     """Return the line for an invocation that traced no compile: why, and the command that shows it."""
-    from .._shell import command
     from ..config import trace_dir_args
+    from ..proc.shell import command
 
     t = Text("no TileLang compile was traced", style="bold yellow")
     t.append(f": {event.empty.reason}")
@@ -694,8 +694,8 @@ class TerminalView:
     def _show_command(self, event: PassRecorded, *words: str) -> str:
         """`tltrace show` for the event's compile: by its label (a signature prefix) when that names
         it alone in this stream, else by its run id; then `words`."""
-        from .._shell import command
         from ..history.resolve import script_words
+        from ..proc.shell import command
 
         label = self.label(event.manifest, event.run_dir)
         unique = label == stream_label(event.manifest) and label != "?"
@@ -723,9 +723,9 @@ class TerminalView:
         if getattr(self, "_only_warned", False):
             return
         self._only_warned = True
-        from .._shell import command
         from ..format.passref import did_you_mean
         from ..history.resolve import script_words
+        from ..proc.shell import command
 
         names = list(dict.fromkeys(r.name for r in event.manifest.records))
         lister = command(

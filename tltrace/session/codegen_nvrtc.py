@@ -234,8 +234,8 @@ print(json.dumps({"compiled": compiled, "log": log.rstrip(b"\0").decode("utf-8",
 
 
 def child_command() -> list[str]:
-    """Return the NVRTC child's command line: no current directory on its sys.path (_pychild)."""
-    from .._pychild import python_code
+    """Return the NVRTC child's command line: no current directory on its sys.path (proc/pychild.py)."""
+    from ..proc.pychild import python_code
 
     return python_code(_CHILD)
 
