@@ -369,29 +369,24 @@ class _Tracer:
             test.collector(InvocationFinished(test.life.id, tuple(own) + tuple(g.runs)))
 
     def _remove(self, test: _Test) -> None:
-        """Remove a passing test's traces: its script dir if the test made it, else only its runs."""
-        from .history.retention import _remove_run, collect_garbage
+        """Remove a passing test's traces: its script dir if the test made it, else its invocation.
+
+        The invocation goes through history's one pruner (retention.clean with the test's
+        invocation named): its runs, its child processes' runs, its lock file and the stored
+        texts no run links any more; a run that may still be written stays.
+        """
+        from .history.retention import clean
 
         sd = test.script_dir
         if not _inside(sd, self.trace_dir) or sd.is_symlink():
             return
         if not test.existed and sd == test.predicted:
             shutil.rmtree(sd, ignore_errors=True)
-        else:
-            records = sd / ".run_records"
-            children = [records / rid for rid in list(test.collector.others)]  # child processes' compiles
-            for run_dir in [*test.collector.started, *children]:
-                p = Path(run_dir)
-                if p.parent == records and _inside(p, records):
-                    _remove_run(p)  # never follows a link
+        elif test.life is not None:
             try:
-                collect_garbage(records)
+                clean([sd], invocations={test.life.id})
             except OSError:
                 pass
-            if test.life is not None:
-                from .format import liveness
-
-                liveness.forget(records, test.life.id)  # its lock file (the lock is released)
         self.removed += 1
 
     # -- what the user reads -------------------------------------------------------------------------
