@@ -402,12 +402,14 @@ class _Tracer:
         if not runs:
             lines[0] = "no TileLang compile ran in this test (nothing traced)"
             return "\n".join(lines)
-        index = test.script_dir / "report.html"
+        from .format.layout import REPORT, RUN_RECORDS
+
+        index = test.script_dir / REPORT
         if self.mode in ("html", "both"):
             lines.append(f"index report: {index}")
         else:
             lines.append("no HTML report in terminal mode (--tltrace=html or both writes one)")
-        lines.append(f"records: {test.script_dir / '.run_records'}")
+        lines.append(f"records: {test.script_dir / RUN_RECORDS}")
         for m in runs:
             counts = m.counts
             label = m.signature or m.kernel or "?"
@@ -490,6 +492,8 @@ class _Tracer:
         return out
 
     def summary(self) -> list[str]:
+        from .format.layout import REPORT
+
         kept = self.kept + self._left_on_disk()
         n = sum(k[2] for k in kept)
         out = [f"tltrace: {n} compile(s) of {len(kept)} test(s) traced under {self.trace_dir}"]
@@ -498,7 +502,7 @@ class _Tracer:
         for nodeid, sd, _ in kept:
             if nodeid not in self.failed:
                 continue
-            where = sd / "report.html" if self.mode in ("html", "both") else sd
+            where = sd / REPORT if self.mode in ("html", "both") else sd
             worker = self.crashed.get(nodeid)
             why = f" (worker {worker} crashed while running it)" if worker is not None else ""
             out.append(f"tltrace: FAILED {nodeid}{why}: {where}")

@@ -176,7 +176,9 @@ class Compile:
 
     def report(self) -> Path:
         """Return the compile's report.html, written from the records when it is not there."""
-        path = self.path / "report.html"
+        from ..format.layout import REPORT
+
+        path = self.path / REPORT
         if not path.is_file():
             from ..render.html import write_report
 

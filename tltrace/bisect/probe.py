@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from ..format.layout import MANIFEST
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -42,7 +44,7 @@ def repro_file(run: Path, key: str) -> Path | None:
     the old place, `repro/<key>.json`. None when the manifest names no such file.
     """
     try:
-        man = json.loads((run / "manifest.json").read_text())
+        man = json.loads((run / MANIFEST).read_text())
         files = man.get("repro") if isinstance(man, dict) else None
     except (OSError, ValueError):
         files = None

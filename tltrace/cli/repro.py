@@ -19,8 +19,8 @@ REPRO_EPILOG = """\
 Examples:
 
 \b
-  tltrace repro gemm.py --pass LowerTileOp                 the newest run of gemm.py
-  tltrace repro gemm.py -2 --pass 37 -o /tmp/lowertileop   pass #37 of the run before
+  tltrace repro gemm.py --pass LowerTileOp                 in the newest invocation of gemm.py
+  tltrace repro gemm.py -2 --pass 37 -o /tmp/lowertileop   pass #37, one invocation back
   tltrace repro two_kernels.py --kernel vmul --pass Simplify#2
   tltrace repro bad.py                                     the pass a failed compile failed at
 

@@ -190,6 +190,7 @@ def run_once(spec: WatchSpec, number: int, changed: tuple[Path, ...]) -> Iterato
 
 def _manifests(spec: WatchSpec, pid: int) -> list[Any]:
     """The manifests of the compiles process `pid` recorded."""
+    from ..format.ids import pid_of_run_id
     from ..history.runs import load_manifest, run_dirs
 
     out = []
@@ -198,8 +199,7 @@ def _manifests(spec: WatchSpec, pid: int) -> list[Any]:
     except Exception:
         return []
     for d in dirs:
-        parts = d.name.split("_")
-        if len(parts) < 6 or parts[4] != str(pid):
+        if pid_of_run_id(d.name) != pid:  # the one id parser (format/ids.py)
             continue
         try:
             out.append(load_manifest(d))

@@ -24,7 +24,7 @@ from rich.text import Text
 from ..config import Settings
 from ..diff import Diff, diff
 from ..format import build as fbuild
-from ..format.layout import RUN_RECORDS
+from ..format.layout import REPORT, RUN_RECORDS
 from ..format.records import (
     CHANGED,
     CODEGEN,
@@ -739,7 +739,7 @@ class TerminalView:
 
     def _report(self, run_dir: Path) -> Path | None:
         """The run's report when html mode wrote one (a report that could not be written is not named)."""
-        path = Path(run_dir) / "report.html"
+        path = Path(run_dir) / REPORT
         return path if self.settings.html and os.path.isfile(path) and not os.path.islink(path) else None
 
     def _invocation_summary(self, event: InvocationFinished) -> None:
@@ -774,7 +774,7 @@ class TerminalView:
             style="bold red" if failed or stopped else "bold",
         )
         head.append(f"  invocation {event.invocation}", style="dim")
-        index = self.settings.script_dir / "report.html"
+        index = self.settings.script_dir / REPORT
         if self.settings.html and os.path.isfile(index) and not os.path.islink(index):
             head.append(f"  index: {_short_path(index)}", style="dim")  # the compiles, failed first
         else:
