@@ -56,6 +56,21 @@ def test_import_is_cheap_and_hooks_nothing() -> None:
         tltrace.no_such_thing  # noqa: B018
 
 
+def test_the_public_api_is_listed_in_one_place() -> None:
+    """tltrace.__all__ is tltrace/api/__init__.py's list; every name resolves, none imports TileLang."""
+    import tltrace.api
+
+    assert set(tltrace.__all__) == {"__version__", *tltrace.api.__all__}
+    code = (
+        "import sys, tltrace\n"
+        "got = {n: getattr(tltrace, n) for n in tltrace.__all__}\n"
+        "assert all(callable(v) for n, v in got.items() if n != '__version__'), got\n"
+        "print(sorted(m for m in ('tilelang', 'tvm') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.splitlines() == ["[]"], out.stderr
+
+
 def test_lower_trace_single_pass(tl, make_add, capsys) -> None:
     _, _, transform = tl
     results = tltrace.lower_trace(make_add(256, 64), transform.Simplify())
