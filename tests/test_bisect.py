@@ -142,8 +142,8 @@ def test_top_passes_put_the_skipped_ones_back_in_place() -> None:
 
 SCRIPT = """
 import sys
-import tltrace.testing
-tltrace.testing.miscompile_from_env()
+from tltrace.bisect import miscompile
+miscompile.miscompile_from_env()
 sys.path.insert(0, {examples!r})
 import runpy
 sys.argv = [{name!r}] + sys.argv[1:]

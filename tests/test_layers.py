@@ -12,17 +12,16 @@ from tests.test_import_cycles import import_graph
 
 # Top to bottom. A module belongs to the first entry its dotted name falls under.
 LAYERS: list[tuple[str, ...]] = [
-    ("tltrace", "tltrace.__main__", "tltrace._boot"),
+    ("tltrace", "tltrace.__main__", "tltrace.tracing._boot"),
     ("tltrace.cli",),
     # The entry points: each opens an invocation (tracing.lifecycle) with render's listeners.
-    # rerun.replay_child is the main of `tltrace replay`'s child process (nothing imports it).
+    # rerun.replay_child is the main of `tltrace replay`'s child process, tracing.child the start of a
+    # traced job's child (nothing imports either).
     (
         "tltrace.api",
         "tltrace.runner",
         "tltrace.pytest_plugin",
-        "tltrace.ipython",
-        "tltrace._child",
-        "tltrace.reading",
+        "tltrace.tracing.child",
         "tltrace.rerun.replay_child",
     ),
     ("tltrace.render",),
@@ -35,25 +34,17 @@ LAYERS: list[tuple[str, ...]] = [
         "tltrace.facts",
         "tltrace.layouts",
         "tltrace.stages",
-        "tltrace.checking",
+        "tltrace.check",
     ),
     ("tltrace.session",),
     ("tltrace.config",),  # the settings read format/'s names, ids and script dirs
     ("tltrace.format",),  # the on-disk format
     (
         "tltrace.diff",
-        "tltrace.passref",
-        "tltrace.safe_read",
-        "tltrace._atomic",
+        "tltrace.fs",
+        "tltrace.proc",
         "tltrace.errors",
         "tltrace._version",
-        "tltrace.output_path",
-        "tltrace._shell",
-        "tltrace._pychild",
-        "tltrace._procgroup",
-        "tltrace.testing",
-        "tltrace.filecheck",
-        "tltrace.expect",
     ),
 ]
 

@@ -154,27 +154,27 @@ HELPER = textwrap.dedent(
     """
     import os, sys, subprocess, threading, time
     sys.path.insert(0, {root!r})
-    from tltrace import _procgroup
+    from tltrace.proc import group as procgroup
 
     what = sys.argv[1]
     # A shell whose own child (the grandchild) sleeps and holds the pipes.
     argv = ["sh", "-c", "sleep 600 & echo $! > grandchild; sleep 600"]
     if what == "exception":
-        with _procgroup.started(argv):
+        with procgroup.started(argv):
             while not (os.path.exists("grandchild") and open("grandchild").read().strip()):
                 time.sleep(0.05)  # its pid written, not only the file made
             raise ValueError("boom")
     elif what == "timeout":
         try:
-            _procgroup.run(argv, capture_output=True, timeout=1)
+            procgroup.run(argv, capture_output=True, timeout=1)
         except subprocess.TimeoutExpired:
             print("timed out")
     elif what == "library":  # the Python API in a script: ptxas in the main thread, no handler around
-        _procgroup.run(argv)
+        procgroup.run(argv)
     elif what == "thread":
-        t = threading.Thread(target=_procgroup.run, args=(argv,), kwargs=dict(capture_output=True), daemon=True)
+        t = threading.Thread(target=procgroup.run, args=(argv,), kwargs=dict(capture_output=True), daemon=True)
         t.start()
-        with _procgroup.on_signals():
+        with procgroup.on_signals():
             time.sleep(600)
     """
 )
@@ -273,7 +273,8 @@ def test_sigterm_during_a_library_call_kills_the_group_then_the_process_as_sigte
 
 
 def test_the_documented_exit_codes_are_what_a_shell_reports_for_the_signals() -> None:
-    from tltrace import _procgroup, errors
+    from tltrace import errors
+    from tltrace.proc import group as procgroup
 
     # POSIX sh: a command killed by signal N exits with 128+N, as the shell reports it
     for sig, documented in [
@@ -284,4 +285,4 @@ def test_the_documented_exit_codes_are_what_a_shell_reports_for_the_signals() ->
         said = subprocess.run(
             ["sh", "-c", f'sh -c "kill -{int(sig)} \\$\\$"; echo $?'], capture_output=True, text=True
         ).stdout
-        assert int(said) == _procgroup.exit_code(sig) == documented == EXIT[sig]
+        assert int(said) == procgroup.exit_code(sig) == documented == EXIT[sig]

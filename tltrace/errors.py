@@ -34,7 +34,7 @@ EXIT_CONFLICT = 4
 EXIT_UNLOADABLE = 5
 EXIT_NOTHING = 7  # check: nothing to check (no compile selected, a stage no compile has)
 EXIT_INTERRUPTED = 130  # Ctrl+C under `tltrace run`, as a shell reports SIGINT
-EXIT_HANGUP = 129  # SIGHUP (_procgroup.exit_code: 128 + the signal)
+EXIT_HANGUP = 129  # SIGHUP (procgroup.exit_code: 128 + the signal)
 EXIT_TERMINATED = 143  # SIGTERM
 
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._procgroup import Terminated, on_signals
-from ._procgroup import exit_code as signal_exit_code
 from .config import Settings
 from .errors import EXIT_INTERRUPTED, TargetNotFound, UsageError
+from .proc.group import Terminated, on_signals
+from .proc.group import exit_code as signal_exit_code
 from .session import controller
 from .session.controller import (
     MIN_TILELANG as MIN_TILELANG,  # re-exported; the set-up lives in the controller
@@ -285,7 +285,7 @@ def run_target(
     try:
         # Ctrl+C, SIGTERM and SIGHUP (where their default action is in place) raise in the
         # script, so that its `finally` blocks run and the run is recorded as interrupted;
-        # the children tltrace started (_procgroup) go down with it.
+        # the children tltrace started (proc/group) go down with it.
         with on_signals(mark_interrupted):
             try:
                 if target.module:

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._atomic import atomic_write
-from .._procgroup import on_signals
 from ..errors import UsageError
 from ..format.ids import new_invocation_id
 from ..format.records import CHANGED, RunManifest
+from ..fs.atomic import atomic_write
+from ..proc.group import on_signals
 from .probe import Probe
 from .recheck import Recheck
 from .search import RIGHT, UNTESTABLE, WRONG, WindowSearch

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._procgroup import on_signals
 from ..errors import UsageError
 from ..format.ids import new_invocation_id
+from ..proc.group import on_signals
 from .ddmin import ddmin
 from .probe import Probe, repro_file
 from .recheck import Recheck

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .. import _procgroup
+from ..format.layout import MANIFEST
+from ..proc import group as procgroup
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ def repro_file(run: Path, key: str) -> Path | None:
     the old place, `repro/<key>.json`. None when the manifest names no such file.
     """
     try:
-        man = json.loads((run / "manifest.json").read_text())
+        man = json.loads((run / MANIFEST).read_text())
         files = man.get("repro") if isinstance(man, dict) else None
     except (OSError, ValueError):
         files = None
@@ -73,7 +74,7 @@ class Probe:
         log.parent.mkdir(parents=True, exist_ok=True)
         self._log: IO[bytes] = open(log, "ab")
         try:
-            self.proc = _procgroup.start(
+            self.proc = procgroup.start(
                 [sys.executable, "-m", "tltrace.bisect._probe_child", *map(str, ready)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -151,7 +152,7 @@ class Probe:
             except (OSError, subprocess.TimeoutExpired):
                 pass
             finally:
-                _procgroup.take_down(self.proc)
+                procgroup.take_down(self.proc)
             self.proc = None
         log = getattr(self, "_log", None)
         if log is not None:

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import _procgroup
 from ..config import CHILD_ENV
 from ..format.layout import RUN_RECORDS
 from ..format.names import pass_display_name
+from ..format.passref import ref_of
 from ..format.records import CODEGEN, COMPLETE, RunManifest
 from ..history.loading import is_run_dir, is_script_dir, load_run
-from ..passref import ref_of
+from ..proc import group as procgroup
 from ..session.skipping import ENV, SkipPlan
 from .search import RIGHT, UNTESTABLE, WRONG
 
@@ -157,8 +157,8 @@ def run_step(
     t0 = time.perf_counter()
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as out:
-        # Its own process group, taken down with whatever the script left running (_procgroup).
-        step.script_rc = _procgroup.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+        # Its own process group, taken down with whatever the script left running (proc/group).
+        step.script_rc = procgroup.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
         runs = sorted(_run_dirs(trace_dir) - before)
         loaded = [load_run(p) for p in runs]
         errors = [
@@ -176,7 +176,7 @@ def run_step(
         elif spec.check is not None:
             out.write(f"\n$ {spec.check}\n".encode())
             out.flush()
-            step.check_rc = _procgroup.run(
+            step.check_rc = procgroup.run(
                 spec.check, shell=True, stdout=out, stderr=subprocess.STDOUT
             ).returncode
             step.outcome = RIGHT if step.check_rc == 0 else WRONG

@@ -12,10 +12,10 @@ from typing import Optional
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from .._procgroup import Terminated, on_signals
 from .._version import __version__
 from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
 from ..errors import TltraceError
+from ..proc.group import Terminated, on_signals
 from .shared import (  # one `fail`, one --trace-dir for every command
     OptionalValueCommand,
     error_line,
@@ -45,7 +45,7 @@ class _OneLineErrors(TyperGroup):
 
         try:
             # SIGTERM and SIGHUP raise (Terminated) in every command, as Ctrl+C does: the children
-            # it started go down on the way out (_procgroup), and the exit status says the signal.
+            # it started go down on the way out (proc/group), and the exit status says the signal.
             with on_signals():
                 rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except cx.NoArgsIsHelpError as exc:
@@ -58,7 +58,7 @@ class _OneLineErrors(TyperGroup):
         except typer.Abort:
             typer.echo("Aborted!", err=True)
             sys.exit(1)
-        except Terminated as exc:  # SIGTERM or SIGHUP while children ran: they are down (_procgroup)
+        except Terminated as exc:  # SIGTERM or SIGHUP while children ran: they are down (proc/group)
             sys.exit(exc.exit_code)
         sys.exit(rv if isinstance(rv, int) else 0)
 
@@ -334,7 +334,7 @@ def _chrome_collector(path: Optional[Path], force: bool):
         raise fail(
             "--chrome-trace - is for 'tltrace export'; under 'run' the script owns stdout, give a file"
         )
-    from .. import output_path
+    from ..fs import output_path
 
     try:
         output_path.check(path, output_path.CHROME_TRACE, force=force)

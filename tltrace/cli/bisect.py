@@ -259,8 +259,8 @@ def _report(result, context: int, repro_dir: Optional[Path]) -> None:  # noqa: A
     )
     typer.echo(f"  recorded run: {result.good_run}")
     if t.index is not None and result.good_run is not None:
-        from .._shell import command
         from ..history.loading import load_run
+        from ..proc.shell import command
         from .show import show_pass
 
         typer.echo(

@@ -8,9 +8,9 @@ from typing import Optional
 
 import typer
 
-from .._procgroup import Terminated, on_signals
 from ..config import trace_dir_of
 from ..errors import EXIT_CONFLICT, EXIT_OK, TltraceError
+from ..proc.group import Terminated, on_signals
 from .shared import fail as _fail  # one `fail`, one --trace-dir for every command
 from .shared import no_such_option, trace_dir_option
 from .shared import warn as _warn
@@ -155,7 +155,7 @@ def watch_cmd(
         )
     spec = WatchSpec(path, tuple(rest), m, p["trace_dir"], p["codegen_output"])
     # SIGTERM and SIGHUP end the watch, as Ctrl+C does, and the run going on with everything it
-    # started (its own process group: _procgroup); the exit status says which (143, 129).
+    # started (its own process group: proc/group); the exit status says which (143, 129).
     events = watch_runs(spec, debounce_ms=p["debounce"], max_runs=p["max_runs"])
     try:
         with on_signals(), contextlib.closing(events):

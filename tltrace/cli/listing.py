@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._shell import command
+from ..proc.shell import command
 from .records import _STATUS_STYLE, _command_line, _print_json, _size, _t, _when
 from .shared import console as _console
 from .shared import warn as _warn

@@ -181,9 +181,9 @@ def show_pass(
     """Print one pass of `run` as `show --pass` does: its line and its diff (`bisect` reuses it), with
     `remarks` its remark under it."""
     from ..diff import diff
+    from ..format.passref import ref_of, resolve
     from ..format.records import STAGE_ROLES
     from ..history import runs
-    from ..passref import ref_of, resolve
 
     rec = runs.find_record(run.require(), spec, run.path)
     found = resolve(run.manifest.records, spec)

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from .._shell import command
 from ..errors import NothingSelected, RecordsError, UsageError
 from ..format.ids import RUN_PREFIX, is_run_name
 from ..format.layout import DEFAULT_STEM, EXT, KERNEL_REGISTRY, RUN_RECORDS
 from ..format.names import safe_component
 from ..format.scripts import script_dir_for
+from ..proc.shell import command
 from .invocations import RecordedInvocation, invocation_key, invocations, label
 from .loading import Run, is_run_dir, is_script_dir, load_run, real_dir, run_dirs, start_of
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import _procgroup
 from ..config import script_name_from_argv, trace_dir_of
+from ..proc import group as procgroup
 from . import files
 from .workflow import layout_at
 
@@ -165,8 +165,8 @@ def run_once(spec: WatchSpec, number: int, changed: tuple[Path, ...]) -> Iterato
     yield RunStarting(number, changed)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     # Its own process group: the run and whatever it started go down when it ends, when this
-    # generator is closed, or when tltrace watch gets SIGINT, SIGTERM or SIGHUP (_procgroup).
-    with _procgroup.started(
+    # generator is closed, or when tltrace watch gets SIGINT, SIGTERM or SIGHUP (proc/group).
+    with procgroup.started(
         spec.command(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -184,6 +184,7 @@ def run_once(spec: WatchSpec, number: int, changed: tuple[Path, ...]) -> Iterato
 
 def _manifests(spec: WatchSpec, pid: int) -> list[Any]:
     """The manifests of the compiles process `pid` recorded."""
+    from ..format.ids import pid_of_run_id
     from ..history.runs import load_manifest, run_dirs
 
     out = []
@@ -192,8 +193,7 @@ def _manifests(spec: WatchSpec, pid: int) -> list[Any]:
     except Exception:
         return []
     for d in dirs:
-        parts = d.name.split("_")
-        if len(parts) < 6 or parts[4] != str(pid):
+        if pid_of_run_id(d.name) != pid:  # the one id parser (format/ids.py)
             continue
         try:
             out.append(load_manifest(d))

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import _procgroup
 from ..diff import count_changes
 from ..format import build as fb
 from ..format.records import CODEGEN, ERROR, FAILED, RunManifest
+from ..proc import group as procgroup
 from . import codegen_nvrtc as cgn
 from .recorder import CodegenCall, PassEvent, Recorder
 
@@ -178,7 +178,7 @@ def rebuild(failure: FailedBuild, timeout: float = BUILD_TIMEOUT_S) -> tuple[str
             Path(src).write_text(failure.code, encoding="utf-8")
             cmd[src_at] = src
             cmd[o + 1] = os.path.join(tmp, "out" + os.path.splitext(out)[1])
-            done = _procgroup.run(
+            done = procgroup.run(
                 cmd,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,

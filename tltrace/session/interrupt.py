@@ -1,7 +1,7 @@
 """Whether the user pressed Ctrl+C (or tltrace got SIGTERM or SIGHUP) during the current `tltrace run`.
 
 SIGINT raises KeyboardInterrupt in whatever Python code runs next (SIGTERM and SIGHUP
-raise `_procgroup.Terminated` there, under `tltrace run`); during a compile that is
+raise `procgroup.Terminated` there, under `tltrace run`); during a compile that is
 tltrace's pass callback, called from TVM's C++, which turns it into a RuntimeError. The
 flag below remembers the signal, so that the run is recorded and reported as
 interrupted (exit 130, 143 or 129), not as a failed pass.

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import tempfile
 
-from .. import _procgroup
+from ..proc import group as procgroup
 from .ptx import CU_NAME
 
 TIMEOUT_S = 120.0
@@ -78,7 +78,7 @@ def disassemble(cubin: bytes, timeout: float = TIMEOUT_S) -> tuple[str, str]:
         else:
             cmd, name = [str(cuobjdump), "-sass", path], "cuobjdump"
         try:
-            p = _procgroup.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
+            p = procgroup.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"{name} took over {timeout:g} s") from None
     if p.returncode != 0:
