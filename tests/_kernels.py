@@ -1,4 +1,5 @@
-"""Small CPU kernels for the profile, Chrome-trace, pytest-plugin, remarks and call-site tests (target c, cython)."""
+"""Test kernels: small CPU kernels for the profile, Chrome-trace, pytest-plugin, remarks and call-site
+tests (target c, cython), and the pipelined GEMM that the CUDA-codegen tests lower on the CPU."""
 
 from __future__ import annotations
 
@@ -50,3 +51,31 @@ if __name__ == "__main__":
     build_in_threads([64, 128, 192])
 """
 )
+
+
+# A pipelined GEMM's `make`, with its imports, for the tests that lower it for CUDA on the CPU
+# (no GPU): each test's script is its own docstring, then this, then its own lowering.
+GEMM_MAKE = """
+import json
+import sys
+
+import tilelang
+import tilelang.language as T
+from tilelang import tvm
+
+
+def make(M=512, N=512, K=512, bm=128, bn=128, bk=32, stages=3):
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            C_l = T.alloc_fragment((bm, bn), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                T.copy(A[by * bm, k * bk], A_s)
+                T.copy(B[k * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * bm, bx * bn])
+    return gemm
+"""

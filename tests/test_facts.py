@@ -26,41 +26,23 @@ from tltrace.facts.device import device_facts, vector_bits
 from tltrace.facts.tir import dtype_bytes
 from tltrace.history import runs
 
+from ._kernels import GEMM_MAKE
 from ._schema import check
 
 REPO = Path(__file__).resolve().parent.parent
 
-GEMM = '''
-"""A pipelined GEMM lowered for CUDA on the CPU (no GPU): one compile per config in argv."""
-import json
-import sys
-
-import tilelang
-import tilelang.language as T
-from tilelang import tvm
-
-
-def make(stages, M=512, N=512, K=512, bm=128, bn=128, bk=32):
-    @T.prim_func
-    def gemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), "float16")
-            B_s = T.alloc_shared((bk, bn), "float16")
-            C_l = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
-                T.copy(A[by * bm, k * bk], A_s)
-                T.copy(B[k * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C[by * bm, bx * bn])
-    return gemm
+GEMM = (
+    '"""A pipelined GEMM lowered for CUDA on the CPU (no GPU): one compile per config in argv."""\n'
+    + GEMM_MAKE
+    + """
 
 
 for arch, stages, config in json.loads(sys.argv[1]):
     target = tvm.target.Target({"kind": "cuda", "arch": arch})
     with tvm.transform.PassContext(config=config), target:
-        tilelang.lower(make(stages), target=target)
-'''
+        tilelang.lower(make(stages=stages), target=target)
+"""
+)
 
 CONFIGS = {
     "sm90_s3": ("sm_90a", 3, {}),

@@ -30,31 +30,14 @@ import pytest
 from tltrace.history import runs
 from tltrace.stages.sass import tool
 
+from ._kernels import GEMM_MAKE
+
 REPO = Path(__file__).resolve().parent.parent
 
-GEMM = '''
-"""A pipelined GEMM lowered for sm_90a on the CPU; argv[1]: where to write TileLang's host module."""
-import sys
-
-import tilelang
-import tilelang.language as T
-from tilelang import tvm
-
-
-def make(M=512, N=512, K=512, bm=128, bn=128, bk=32, stages=3):
-    @T.prim_func
-    def gemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), "float16")
-            B_s = T.alloc_shared((bk, bn), "float16")
-            C_l = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
-                T.copy(A[by * bm, k * bk], A_s)
-                T.copy(B[k * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C[by * bm, bx * bn])
-    return gemm
+GEMM = (
+    '"""A pipelined GEMM lowered for sm_90a on the CPU; argv[1]: where to write TileLang\'s host module."""\n'
+    + GEMM_MAKE
+    + """
 
 
 target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
@@ -62,7 +45,8 @@ with target:
     artifact = tilelang.lower(make(), target=target)
 with open(sys.argv[1], "w") as f:
     f.write(str(artifact.host_mod))
-'''
+"""
+)
 
 
 def _env() -> dict[str, str]:

@@ -28,45 +28,27 @@ import pytest
 from tltrace.history import runs
 from tltrace.history.sourcemaps import load as load_maps
 
+from ._kernels import GEMM_MAKE
 from ._schema import check
 from .test_facts import _env
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
-GEMM = '''\
-"""A GEMM lowered for sm_90a on the CPU (no GPU); argv: the PassContext config, then a file for the source."""
-import json
-import sys
-
-import tilelang
-import tilelang.language as T
-from tilelang import tvm
-
-
-def make(M=256, N=256, K=256, bm=128, bn=128, bk=32):
-    @T.prim_func
-    def gemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), "float16")
-            B_s = T.alloc_shared((bk, bn), "float16")
-            C_l = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=1):
-                T.copy(A[by * bm, k * bk], A_s)
-                T.copy(B[k * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C[by * bm, bx * bn])
-    return gemm
+GEMM = (
+    '"""A GEMM lowered for sm_90a on the CPU (no GPU); argv: the PassContext config, then a file for the source."""\n'
+    + GEMM_MAKE
+    + """
 
 
 if __name__ == "__main__":
     target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
     with tvm.transform.PassContext(config=json.loads(sys.argv[1])), target:
-        art = tilelang.lower(make(), target=target)
+        art = tilelang.lower(make(M=256, N=256, K=256, stages=1), target=target)
     if len(sys.argv) > 2:
         with open(sys.argv[2], "w") as f:
             f.write(art.kernel_source)
-'''
+"""
+)
 
 GEMM_LINE = next(i for i, ln in enumerate(GEMM.split("\n"), 1) if "T.gemm(" in ln)
 BLANK_LINE = next(i for i, ln in enumerate(GEMM.split("\n"), 1) if i > GEMM_LINE and not ln.strip())
