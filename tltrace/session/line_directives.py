@@ -30,7 +30,7 @@ from typing import Any
 from ..format.sourcemap import LineMap
 from . import codegen as cg
 from .cstring import c_string
-from .events import Notice
+from .recorder import Handback, PassEvent, Recorder
 from .sourcemap import is_directive
 
 
@@ -85,34 +85,67 @@ def generated_name(working_file: str | None, role: str | None, ffi: str | None) 
     return f"{cg.record_name(role)}.{ext}"
 
 
-def apply(s: Any, rec: Any, result: Any, compiled: str, amap: LineMap) -> Any:
-    """Return the module to hand back: `result`'s source (`compiled`) with scoped directives, else `result`.
+class LineDirectivesRecorder(Recorder):
+    """The device source handed back to TileLang with scoped `#line` directives; the manifest's `line_directives`."""
 
-    `s`: the TraceSession; its worker is drained first, so every IR text before this codegen
-    has taught the call sites (the recorders' `refine`). Says what it did in one notice, and
-    notes it in the manifest (`line_directives`).
-    """
-    s.wait()
-    amap = s.recorders.refine(rec, "", compiled, (None, amap))[1]
-    if not isinstance(amap, LineMap) or len(amap.lines) != len(compiled.split("\n")):
-        raise ValueError("the source map does not fit the compiled source")
-    name = generated_name(rec.working_file, rec.role, rec.ffi)
-    roots = _roots()
-    text, info = scoped(compiled, amap, name, lambda p: bool(roots) and os.path.abspath(p).startswith(roots))
-    module = cg.source_module(result, text)
-    info = {"file": os.path.basename(name), **info}
-    entry = {"role": rec.role or "device", **info}
-    s.note(line_directives=[*(s.manifest.line_directives or []), entry])
-    names = ", ".join(os.path.basename(f) for f in info["files"]) or "no Python file"
-    s.emit(
-        Notice(
-            "info",
-            f"--line-directives: compiled with {info['directives']} scoped #line directives "
-            f"({info['lines']} lines naming {names}); the recorded source is without them",
-            kernel=s.manifest.kernel,
+    name = "--line-directives"
+    field = "line_directives"
+
+    def __init__(self) -> None:
+        self._entries: list[dict[str, Any]] = []
+
+    def handback(self, event: PassEvent, back: Handback) -> Any:
+        if back.role != cg.DEVICE:
+            return None
+        if not back.compiles:
+            self.warn(
+                f"--line-directives: {back.call.ffi} builds the binary inside codegen (the tvm_ffi backend), so "
+                "no source can be handed back; compile with execution_backend='cython' for an "
+                "Nsight-ready build"
+            )
+            return None
+        try:
+            amap = back.source_map()
+            if amap is None:
+                self.warn(
+                    "--line-directives: no source map for this source (TLTRACE_SOURCE_MAP=0, or not TileLang's "
+                    "own codegen); compiled without directives"
+                )
+                return None
+            return self._apply(back, amap)
+        except Exception as exc:
+            self.warn(
+                f"--line-directives: not applied ({type(exc).__name__}: {exc}); compiled without directives"
+            )
+            return None
+
+    def _apply(self, back: Handback, amap: Any) -> Any:
+        """Return `back.result`'s source (`call.compiled`) with scoped directives; say what it did once."""
+        compiled = back.call.compiled
+        if not isinstance(amap, LineMap) or len(amap.lines) != len(compiled.split("\n")):
+            raise ValueError("the source map does not fit the compiled source")
+        name = generated_name(back.call.working_file, back.role, back.call.ffi)
+        roots = _roots()
+        text, info = scoped(
+            compiled, amap, name, lambda p: bool(roots) and os.path.abspath(p).startswith(roots)
         )
-    )
-    return module
+        module = cg.source_module(back.result, text)
+        info = {"file": os.path.basename(name), **info}
+        self._entries.append({"role": back.role or "device", **info})
+        names = ", ".join(os.path.basename(f) for f in info["files"]) or "no Python file"
+        back.say(
+            f"--line-directives: compiled with {info['directives']} scoped #line directives "
+            f"({info['lines']} lines naming {names}); the recorded source is without them"
+        )
+        return module
+
+    def value(self) -> Any:
+        return [dict(e) for e in self._entries] or None
+
+
+def make(settings: Any) -> LineDirectivesRecorder | None:
+    """The recorder for one compile under --line-directives, else None (nothing made, nothing paid)."""
+    return LineDirectivesRecorder() if getattr(settings, "line_directives", False) else None
 
 
 def _roots() -> tuple[str, ...]:

@@ -2,8 +2,10 @@
 
 The bisector (tltrace/bisect/) runs each step as a traced child process with TLTRACE_BISECT
 in its environment: the positions of the top-level passes to skip, and the kernels this
-applies to. `controller.install()` reads the variable (one dict lookup when it is unset)
-and registers `SkipTool` next to the tracing tool. TileLang makes one per compile session;
+applies to. When tracing is installed, tracing/recorders.py reads the variable (one dict
+lookup when it is unset) and `SkipTool` is registered next to the tracing tool, as a seam
+tool of its own (session/recorder.register_tool): skipping a pass is answering TVM's
+`should_run`, which TileLang's stacked instrument does not carry. TileLang makes one per compile session;
 its instrument answers TVM's `should_run(mod, info)` with False for a top-level pass whose
 position (0, 1, ... in the order the compile reaches its top-level passes, skipped ones
 counted) is in the set. A skipped pass runs no callback of any instrument, so the tool
@@ -94,12 +96,16 @@ def plan_in(environ: Mapping[str, str] | None = None) -> SkipPlan | None:
     return SkipPlan.from_env(text) if text else None
 
 
-def install(plan: SkipPlan) -> None:
-    """Register the skipping tool: every later TileLang compile (of a matching kernel) skips `plan`'s passes."""
-    from tilelang.instrumentation import register_pass_instrumentation_tool  # type: ignore[import-not-found]
+def tool_factory(environ: Mapping[str, str] | None = None) -> Callable[[], Any] | None:
+    """TLTRACE_BISECT's skipping tool, as TileLang's tool factory (None when it is unset).
 
+    Registered beside the tracing tool (tracing/recorders.py, session/recorder.register_tool):
+    every later TileLang compile (of a matching kernel) skips the plan's passes."""
+    plan = plan_in(environ)
+    if plan is None:
+        return None
     tool_cls = _tool_class()
-    register_pass_instrumentation_tool(TOOL_NAME, lambda: tool_cls(plan))
+    return lambda: tool_cls(plan)
 
 
 def uninstall() -> None:

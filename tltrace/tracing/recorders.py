@@ -52,6 +52,12 @@ def _remarks(settings: Any) -> Any:
     return remarks.make(settings)
 
 
+def _line_directives(settings: Any) -> Any:
+    from ..session import line_directives
+
+    return line_directives.make(settings)
+
+
 def _call_site(settings: Any) -> Any:
     from ..session import callsite
 
@@ -67,12 +73,32 @@ DEFAULTS = {
     "build": _build,  # the manifest's `build`: an edit's generated source, a failed build's diagnostics
     "layouts": _layouts,  # the manifest's `layouts` (docs/layouts.md)
     "stages": _stages,  # run --ptx, --sass: the PTX and SASS stages, as codegen records
+    "line_directives": _line_directives,  # run --line-directives: the device source handed back with #line
+}
+
+
+def _bisect_tool(settings: Any) -> Any:
+    """A step of `tltrace bisect` (TLTRACE_BISECT set): the seam tool that skips its passes, else None."""
+    import os
+
+    if not os.environ.get("TLTRACE_BISECT"):
+        return None  # one dict lookup: the normal trace path imports nothing of bisect/
+    from ..session import skipping
+
+    return skipping.tool_factory()
+
+
+# The features' own seam tools (session/recorder.register_tool), by TileLang's name for them.
+TOOLS = {
+    "tltrace-bisect": _bisect_tool,  # bisect's skip set and config flips (TVM's should_run)
 }
 
 
 def register_defaults() -> None:
-    """Register the default recorders (again: a no-op, they replace themselves)."""
+    """Register the default recorders and seam tools (again: a no-op, they replace themselves)."""
     from ..session import recorder
 
     for key, factory in DEFAULTS.items():
         recorder.register(key, factory)
+    for name, tool in TOOLS.items():
+        recorder.register_tool(name, tool)
