@@ -1,6 +1,6 @@
 """A PassContext nested in the compile's own, its config updated: how tltrace sets pass configs through the seam.
 
-`bisect --configs` (session/skipping.py) flips configs this way around each backend pipeline
+`bisect --configs` (bisect/skipping.py) flips configs this way around each backend pipeline
 and codegen call, and `run --remarks=vectorize,...` (session/tool.py) turns on TileLang's
 verbose planners. The nested context keeps the compile's opt level, required and disabled
 passes and config, and gets fresh instruments of the same compile session (as TileLang's

@@ -83,7 +83,7 @@ def _bisect_tool(settings: Any) -> Any:
 
     if not os.environ.get("TLTRACE_BISECT"):
         return None  # one dict lookup: the normal trace path imports nothing of bisect/
-    from ..session import skipping
+    from ..bisect import skipping
 
     return skipping.tool_factory()
 

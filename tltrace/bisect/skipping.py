@@ -32,7 +32,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from .configscope import configs_applied
+from ..session.configscope import configs_applied
 
 ENV = "TLTRACE_BISECT"
 TOOL_NAME = "tltrace-bisect"
@@ -142,7 +142,7 @@ def _tool_class() -> Any:
 
         def create_pass_instrument(self) -> object | None:
             if self.applies is None:
-                from .kernelfilter import kernel_name
+                from ..session.kernelfilter import kernel_name
 
                 name = kernel_name()
                 if self.plan.kernels is None:
@@ -205,7 +205,7 @@ def _note_skipped(skipped: list[dict[str, Any]]) -> None:
     """Put the skipped passes so far into the manifest of this compile's trace (when it is traced)."""
     from tilelang.instrumentation import current_compile_pass_instrumentation  # type: ignore
 
-    from .tool import TltraceTool
+    from ..session.tool import TltraceTool
 
     session = current_compile_pass_instrumentation()
     for tool in getattr(session, "tools", ()):
