@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tltrace.layouts",
         "tltrace.stages",
         "tltrace.checking",
+        "tltrace.remarks",
     ),
     ("tltrace.session",),
     ("tltrace.config",),  # the settings read format/'s names, ids and script dirs

@@ -16,7 +16,7 @@ from typing import Any
 from ..format.layout import SOURCEMAP_LOG
 from ..format.records import FAILED, PassRecord, RunManifest
 from ..format.sourcemap import LineMap
-from ..session.remarks import kinds_of
+from ..remarks.recorder import kinds_of
 from .device import device_facts
 from .registry import CODEGEN_INPUT, DEVICE, FRONTEND, NAMES, REMARKS, SOURCE_MAP, Value
 from .tir import codegen_input_facts, frontend_facts
@@ -85,7 +85,7 @@ def _remark_passes(remarks: Any) -> list[dict[str, Any]]:
 
 
 def remark_facts(remarks: Any) -> dict[str, Value] | None:
-    """Return the facts of a manifest's `remarks` (session/remarks.py); None when remarks were not captured."""
+    """Return the facts of a manifest's `remarks` (remarks/recorder.py); None when remarks were not captured."""
     if not isinstance(remarks, dict):
         return None
     lines = 0

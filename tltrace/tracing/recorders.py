@@ -47,7 +47,7 @@ def _stages(settings: Any) -> Any:
 
 
 def _remarks(settings: Any) -> Any:
-    from ..session import remarks
+    from ..remarks import recorder as remarks
 
     return remarks.make(settings)
 

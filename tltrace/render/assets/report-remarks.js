@@ -1,4 +1,4 @@
-/* tltrace compile report: remarks (`tltrace run --remarks`; the manifest's `remarks`, session/remarks.py)
+/* tltrace compile report: remarks (`tltrace run --remarks`; the manifest's `remarks`, remarks/recorder.py)
  * and the call site (the manifest's `stack`, session/callsite.py).
  *
  * meta.remarks.passes holds what each top-level pass wrote to stderr: {index, name, lines, kinds,

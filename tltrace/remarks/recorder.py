@@ -31,8 +31,8 @@ import threading
 from typing import Any
 
 from ..format.names import pass_display_name
-from .recorder import PassEvent, Recorder
-from .snapshot import Side
+from ..session.recorder import PassEvent, Recorder
+from ..session.snapshot import Side
 
 VERSION = 1  # of the manifest's `remarks` object
 WAIT_S = 120.0  # the longest a pass waits for another thread's captured pass before it runs uncaptured
