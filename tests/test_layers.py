@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tltrace.stages",
         "tltrace.checking",
         "tltrace.remarks",
+        "tltrace.sourcemap",
     ),
     ("tltrace.session",),
     ("tltrace.config",),  # the settings read format/'s names, ids and script dirs

@@ -116,7 +116,7 @@ def _coverage(run_dir: Path, rec: PassRecord) -> int | None:
     """Return the percent of the device source's lines that have a Python line, None without a map.
 
     Reads only the two lines of sourcemap.jsonl it needs (the record's, then its map's), not
-    the whole log (session/sourcemap_store.load parses every map and source: milliseconds).
+    the whole log (sourcemap/store.load parses every map and source: milliseconds).
     """
     path = Path(run_dir) / SOURCEMAP_LOG
     if path.is_symlink() or not path.is_file():

@@ -28,7 +28,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ..session.sourcemap import blank_directives
+from ..sourcemap.lines import blank_directives
 from .registry import Value
 
 TIMEOUT_S = 300.0  # one nvcc build; TileLang's own limit is of the same order

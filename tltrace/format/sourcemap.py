@@ -1,8 +1,8 @@
 """Source maps on disk: the LineMap model and its codec (`sourcemap.jsonl`, `<working file>.map`).
 
 A `LineMap` holds, per line of one recorded text, None (no statement starts there), 0 (a
-statement with no Python line) or (file index, line). session/sourcemap.py makes them
-while a kernel compiles; session/sourcemap_store.py writes them with the encoders here;
+statement with no Python line) or (file index, line). sourcemap/lines.py makes them
+while a kernel compiles; sourcemap/store.py writes them with the encoders here;
 history/sourcemaps.py reads them back with `apply_line`.
 
 `<run_dir>/sourcemap.jsonl`, one JSON object a line:

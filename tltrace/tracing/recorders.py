@@ -17,9 +17,9 @@ def _repro(settings: Any) -> Any:
 
 
 def _source_maps(settings: Any) -> Any:
-    from ..session import sourcemap_recorder
+    from ..sourcemap import recorder
 
-    return sourcemap_recorder.make(settings)
+    return recorder.make(settings)
 
 
 def _facts(settings: Any) -> Any:
@@ -53,7 +53,7 @@ def _remarks(settings: Any) -> Any:
 
 
 def _line_directives(settings: Any) -> Any:
-    from ..session import line_directives
+    from ..sourcemap import line_directives
 
     return line_directives.make(settings)
 

@@ -1,11 +1,11 @@
 """Source maps as a recorder (session/recorder.py): the capture side of docs/sourcemap.md.
 
 Its printer prints every IR snapshot once, with line tags, and hands back the text
-(byte for byte the plain print) and its map (session/sourcemap.print_module). A codegen
+(byte for byte the plain print) and its map (sourcemap/lines.print_module). A codegen
 call's map comes from the codegen run again with `#line` directives (sourcemap.codegen_map),
 on the worker, in the job that stores the codegen record (the compiling thread keeps only
 references and its PassContext and Target); it is written beside the working file too. Each record's maps go to the run's `sourcemap.jsonl`
-(session/sourcemap_store.MapLog). No manifest field. TLTRACE_SOURCE_MAP=0: no recorder.
+(sourcemap/store.MapLog). No manifest field. TLTRACE_SOURCE_MAP=0: no recorder.
 
 `refine` (worker, in record order) maps lines in TileLang's library code to the user's
 call site (session/callsites.py) in every map, the codegen's included.
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import callsites as cs
-from . import sourcemap as sm
-from . import sourcemap_store as sms
-from .recorder import CodegenCall, Later, PassEvent, Recorder
+from ..session import callsites as cs
+from ..session.recorder import CodegenCall, Later, PassEvent, Recorder
+from . import lines as sm
+from . import store as sms
 
 
 class SourceMapRecorder(Recorder):

@@ -15,7 +15,7 @@ of `codegen_device.cu` (as tltrace wrote it) that it is.
 
 A compile that already asks TileLang for its own directives (`tl.emit_line_directives`,
 as `tilelang.tools.compile_only` does) gets them replaced: the map is read from its
-source without them (session/sourcemap.py `own_directives`), and they are left out of what
+source without them (sourcemap/lines.py `own_directives`), and they are left out of what
 is compiled.
 
 What is recorded (the codegen record, the working file) stays the source as generated; the run's manifest says the compile got them (`line_directives`), and the
@@ -28,10 +28,10 @@ import os
 from typing import Any
 
 from ..format.sourcemap import LineMap
-from . import codegen as cg
+from ..session import codegen as cg
+from ..session.recorder import Handback, PassEvent, Recorder
 from .cstring import c_string
-from .recorder import Handback, PassEvent, Recorder
-from .sourcemap import is_directive
+from .lines import is_directive
 
 
 def scoped(text: str, lmap: LineMap, generated_name: str, library: Any = None) -> tuple[str, dict[str, Any]]:
@@ -42,8 +42,8 @@ def scoped(text: str, lmap: LineMap, generated_name: str, library: Any = None) -
     them gets `#line N "generated_name"` (N: its number in `text`). The text starts with
     `#line 1 "generated_name"`. A `#line` line already in `text` (TileLang's own, from
     `tl.emit_line_directives`) is left out: N still counts it, as the working file holds it.
-    File names are C string literals (session/cstring.py). Not covered: a line of TileLang's own code whose call site is
-    not known (`library(path)` True), and an inferred line (session/sourcemap.py) whose
+    File names are C string literals (sourcemap/cstring.py). Not covered: a line of TileLang's own code whose call site is
+    not known (`library(path)` True), and an inferred line (sourcemap/lines.py) whose
     Python line no exact line of the map has (a declaration given the `def` line).
     Returns the summary {directives, lines, files}.
     """
@@ -149,6 +149,6 @@ def make(settings: Any) -> LineDirectivesRecorder | None:
 
 
 def _roots() -> tuple[str, ...]:
-    from .callsites import package_roots
+    from ..session.callsites import package_roots
 
     return package_roots()
