@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tltrace.checking",
         "tltrace.remarks",
         "tltrace.sourcemap",
+        "tltrace.callsites",
     ),
     ("tltrace.session",),
     ("tltrace.config",),  # the settings read format/'s names, ids and script dirs

@@ -235,7 +235,7 @@ class RunManifest:
 
     # `tltrace run --remarks`: what each top-level pass wrote to stderr (remarks/recorder.py), else None.
     remarks: dict[str, Any] | None = None
-    # The user's frames when the compile began, outermost first ({file, line, func}; session/callsite.py).
+    # The user's frames when the compile began, outermost first ({file, line, func}; callsites/stack.py).
     stack: list[dict[str, Any]] | None = None
     records: tuple[PassRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION

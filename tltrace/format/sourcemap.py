@@ -67,7 +67,7 @@ class LineMap:
     `via`: {line: (file index, line)} for the lines whose span points into TileLang's own
     code (a `T.gemm` expanded into `gemm_scalar.py:48`): their entry in `lines` is the
     user's line that called the tile operator, and `via` keeps the library line
-    (session/callsites.py).
+    (callsites/library.py).
     """
 
     files: tuple[str, ...]

@@ -92,7 +92,7 @@ def annotated(run: runs.Run, rec: PassRecord, side: str, maps: RunMaps) -> list[
 
     src has `"inferred": true` when the line's Python line is inferred (sourcemap/lines.py),
     and `"via": {file, line}` when it is the call site of a line in TileLang's library code
-    (session/callsites.py).
+    (callsites/library.py).
     """
     text = runs.read_text(run, rec, side)
     lmap = maps.of(rec.index, side)

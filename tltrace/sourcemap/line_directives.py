@@ -7,7 +7,7 @@ next function) is attributed to made-up lines of the user's script. Nsight Compu
 source view and compute-sanitizer name those lines.
 
 Here each directive covers only its statement's lines (from tltrace's source map, with a
-`T.gemm`'s library code mapped to the user's call: session/callsites.py) and is followed by
+`T.gemm`'s library code mapped to the user's call: callsites/library.py) and is followed by
 `#line N "<generated file>"`, N being that line's number in the source without directives:
 every other line keeps the generated file's own numbering. The generated file is the
 working file when there is one, so a line outside the kernel's statements names the line
@@ -149,6 +149,6 @@ def make(settings: Any) -> LineDirectivesRecorder | None:
 
 
 def _roots() -> tuple[str, ...]:
-    from ..session.callsites import package_roots
+    from ..callsites.library import package_roots
 
     return package_roots()

@@ -8,14 +8,14 @@ references and its PassContext and Target); it is written beside the working fil
 (sourcemap/store.MapLog). No manifest field. TLTRACE_SOURCE_MAP=0: no recorder.
 
 `refine` (worker, in record order) maps lines in TileLang's library code to the user's
-call site (session/callsites.py) in every map, the codegen's included.
+call site (callsites/library.py) in every map, the codegen's included.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..session import callsites as cs
+from ..callsites import library as cs
 from ..session.recorder import CodegenCall, Later, PassEvent, Recorder
 from . import lines as sm
 from . import store as sms
@@ -57,7 +57,7 @@ class SourceMapRecorder(Recorder):
         return gmap
 
     def refine(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> tuple[Any, Any]:
-        """Return the record's maps with library lines mapped to their call sites (session/callsites.py)."""
+        """Return the record's maps with library lines mapped to their call sites (callsites/library.py)."""
         if extras == (None, None):
             return extras
         if self._calls is None:

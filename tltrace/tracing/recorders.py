@@ -59,7 +59,7 @@ def _line_directives(settings: Any) -> Any:
 
 
 def _call_site(settings: Any) -> Any:
-    from ..session import callsite
+    from ..callsites import stack as callsite
 
     return callsite.make(settings)
 
