@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tltrace.remarks",
         "tltrace.sourcemap",
         "tltrace.callsites",
+        "tltrace.toolchain",
     ),
     ("tltrace.session",),
     ("tltrace.config",),  # the settings read format/'s names, ids and script dirs

@@ -164,7 +164,7 @@ def nvcc_build(source: str, d: Path, arch: str = "sm_90a") -> tuple[str, Path]:
     """Build `source` into a cubin as TileLang's CUDA backend does for a profiling build
     (`nvcc --cubin -O3 -lineinfo`, its host compiler and include dirs); return (the PTX nvcc
     kept on the way, the cubin's path). One nvcc run gives both."""
-    from tltrace.facts.ptxas import _host_compiler, _includes, nvcc
+    from tltrace.toolchain.nvcc import _host_compiler, _includes, nvcc
 
     cu, cubin, keep = d / "k.cu", d / "k.cubin", d / "keep"
     cu.write_text(source)

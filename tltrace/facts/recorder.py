@@ -23,6 +23,7 @@ from ..format.records import PassRecord, RunManifest
 from ..session.recorder import Recorder
 from ..session.store import RunStore
 from ..session.worker import late_worker
+from ..toolchain import nvcc
 from . import collect, ptxas
 from .registry import CODEGEN_INPUT, DEVICE
 
@@ -143,7 +144,7 @@ class FactsRecorder(Recorder):
         # Compiling thread, --ptxas only: a few reads of the PassContext the compile runs under,
         # so that the nvcc build on the worker uses the flags TileLang's build would.
         if self.want_ptxas and self.configs is None and event.role != "host":
-            self.configs = ptxas.configs_now()
+            self.configs = nvcc.configs_now()
         return None
 
     def attach(self, store: Any) -> None:

@@ -342,7 +342,7 @@ def own_directives(text: str) -> tuple[str, list[int] | None]:
 
 def blank_directives(text: str) -> str:
     """Return `text` with each of its `#line` lines emptied: compiled, every line keeps its own
-    number (the PTX/SASS stages' kernel.cu lines are then the recorded text's, facts/ptxas.py)."""
+    number (the PTX/SASS stages' kernel.cu lines are then the recorded text's, toolchain/nvcc.py)."""
     if "#line " not in text:
         return text
     return "\n".join("" if is_directive(ln) else ln for ln in text.split("\n"))
