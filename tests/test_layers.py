@@ -15,7 +15,6 @@ LAYERS: list[tuple[str, ...]] = [
     ("tltrace", "tltrace.__main__", "tltrace._boot"),
     ("tltrace.cli",),
     # The entry points: each opens an invocation (tracing.lifecycle) with render's listeners.
-    # rerun.replay_child is the main of `tltrace replay`'s child process (nothing imports it).
     (
         "tltrace.api",
         "tltrace.runner",
@@ -23,7 +22,6 @@ LAYERS: list[tuple[str, ...]] = [
         "tltrace.ipython",
         "tltrace._child",
         "tltrace.reading",
-        "tltrace.rerun.replay_child",
     ),
     ("tltrace.render",),
     ("tltrace.tracing",),
@@ -64,6 +62,38 @@ LAYERS: list[tuple[str, ...]] = [
 # Known upward imports being removed on another branch: each must still exist (else delete it here).
 PENDING: set[tuple[str, str]] = set()
 
+# The imports meant between two entries of one layer (importer, imported), each with its reason.
+# Any other import across entries of a layer fails, as an upward one does; each listed one must
+# still be made (else delete it here), and the entries' graph they draw has no cycle.
+SIDEWAYS: dict[tuple[str, str], str] = {
+    # the entry points
+    ("tltrace.ipython", "tltrace.api"): "the %%tltrace cell magic traces through enable()",
+    ("tltrace.ipython", "tltrace.reading"): "the cell's compiles shown as tltrace.load's views",
+    ("tltrace.pytest_plugin", "tltrace.reading"): "a test's compiles handed to it as tltrace.load's",
+    # the features and the readers
+    ("tltrace.bisect", "tltrace.history"): "a step's runs read back",
+    (
+        "tltrace.bisect",
+        "tltrace.rerun",
+    ): "the probe recompiles the recorded kernel as repro.py does; the config allow-list",
+    ("tltrace.checking", "tltrace.facts"): "checks over facts",
+    ("tltrace.checking", "tltrace.history"): "the compiles checked, resolved from a REF",
+    ("tltrace.facts", "tltrace.history"): "facts_of(run) reads recorded texts (the reader's half)",
+    ("tltrace.facts", "tltrace.remarks"): "the remarks' kinds counted as facts",
+    ("tltrace.facts", "tltrace.toolchain"): "--ptxas's machine facts: ptxas's report of the nvcc build",
+    ("tltrace.reconcile", "tltrace.history"): "watch reruns and reads the runs it made",
+    ("tltrace.rerun", "tltrace.history"): "repro and bundle read the recorded runs",
+    ("tltrace.sourcemap", "tltrace.callsites"): "library lines mapped to the user's call in every map",
+    ("tltrace.stages", "tltrace.toolchain"): "the PTX and SASS stages: the nvcc build's PTX and cubin",
+    ("tltrace.toolchain", "tltrace.sourcemap"): "TileLang's own #line directives blanked before the build",
+    # the bottom
+    ("tltrace.expect", "tltrace.errors"): "a bad --expect is a UsageError",
+    ("tltrace.expect", "tltrace.passref"): "--expect names passes in the one pass grammar",
+    ("tltrace.filecheck", "tltrace.errors"): "a bad check file is a UsageError",
+    ("tltrace.output_path", "tltrace._atomic"): "outputs written atomically",
+    ("tltrace.output_path", "tltrace.errors"): "a bad output path is a UsageError",
+}
+
 
 def layer_of(module: str) -> int:
     """Return the index in LAYERS of the module's layer (0 is the top); the longest matching prefix wins."""
@@ -77,6 +107,22 @@ def layer_of(module: str) -> int:
             f"{module} is in no layer of tests/test_layers.py: add it where docs/architecture.md puts it"
         )
     return best
+
+
+def entry_of(module: str) -> str:
+    """Return the LAYERS entry the module falls under (the longest matching prefix)."""
+    layer = LAYERS[layer_of(module)]
+    return max((n for n in layer if module == n or module.startswith(n + ".")), key=len)
+
+
+def sideways_imports(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """Return (importer's entry, imported's entry) for every import between two entries of one layer."""
+    return {
+        (entry_of(a), entry_of(b))
+        for a, targets in graph.items()
+        for b in targets
+        if layer_of(a) == layer_of(b) and entry_of(a) != entry_of(b) and entry_of(a) != "tltrace"
+    }
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
@@ -131,3 +177,68 @@ def test_the_layers_match_the_tree() -> None:
             assert (root / rel).is_dir() or (root / rel).with_suffix(".py").is_file(), (
                 f"{name} no longer exists"
             )
+
+
+def test_the_checker_finds_a_sideways_import() -> None:
+    graph = {
+        "tltrace.facts.collect": {"tltrace.layouts.model", "tltrace.facts.registry", "tltrace.session.store"}
+    }
+    assert sideways_imports(graph) == {("tltrace.facts", "tltrace.layouts")}
+
+
+def test_sideways_imports_are_the_listed_ones() -> None:
+    found = sideways_imports(import_graph())
+    unlisted = sorted(found - set(SIDEWAYS))
+    detail = "\n".join(f"  {a} -> {b}" for a, b in unlisted)
+    assert not unlisted, (
+        f"{len(unlisted)} imports between two entries of one layer are not in SIDEWAYS "
+        f"(tests/test_layers.py): list each with its reason, or take it out:\n{detail}"
+    )
+    gone = sorted(set(SIDEWAYS) - found)
+    assert not gone, f"no longer imported; remove from SIDEWAYS: {gone}"
+
+
+def test_the_sideways_imports_draw_no_cycle() -> None:
+    edges: dict[str, set[str]] = {}
+    for a, b in SIDEWAYS:
+        edges.setdefault(a, set()).add(b)
+    seen: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def visit(node: str, path: list[str]) -> None:
+        seen[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            assert seen.get(nxt) != 1, (
+                f"a cycle among entries of one layer: {' -> '.join([*path, node, nxt])}"
+            )
+            if nxt not in seen:
+                visit(nxt, [*path, node])
+        seen[node] = 2
+
+    for node in sorted(edges):
+        if node not in seen:
+            visit(node, [])
+
+
+def test_session_is_the_capture_engine_only() -> None:
+    """No feature's compile-time half lives in session/: each is its own package's (docs/architecture.md)."""
+    root = Path(__file__).resolve().parent.parent / "tltrace" / "session"
+    features = {
+        "remarks",
+        "line_directives",
+        "skipping",
+        "sourcemap",
+        "sourcemap_recorder",
+        "sourcemap_store",
+    }
+    features |= {"callsite", "callsites", "cstring"}
+    left = sorted(p.stem for p in root.glob("*.py") if p.stem in features)
+    assert not left, f"features' modules in session/: {left}"
+    graph = import_graph()
+    named = sorted(
+        (a, b)
+        for a, targets in graph.items()
+        if a.startswith("tltrace.session")
+        for b in targets
+        if b.startswith("tltrace.") and layer_of(b) < layer_of(a)
+    )
+    assert not named, named

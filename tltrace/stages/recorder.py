@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..facts.recorder import say_once
 from ..format.records import CODEGEN, STAGE_ROLES, PassRecord, RunManifest
 from ..session.recorder import Recorder, Stage
 from ..toolchain import nvcc
+from ..toolchain.nvcc import say_once
 from . import maps, ptx, sass
 
 Warn = Callable[[str], None]

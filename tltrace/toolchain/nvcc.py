@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,19 @@ from ..sourcemap.lines import blank_directives
 
 TIMEOUT_S = 300.0  # one nvcc build; TileLang's own limit is of the same order
 _ARCH = re.compile(r"^sm_\d+[a-z]?$")
+
+
+_said: set[str] = set()  # what was said once in this process (no toolchain, a failure)
+_said_lock = threading.Lock()
+
+
+def say_once(key: str, warn: Callable[[str], None], message: str) -> None:
+    """Say `message` through `warn` once per process for `key` (a missing toolchain, a failed build)."""
+    with _said_lock:
+        if key in _said:
+            return
+        _said.add(key)
+    warn(message)
 
 
 class Unavailable(Exception):
