@@ -29,7 +29,7 @@ def _facts(settings: Any) -> Any:
 
 
 def _build(settings: Any) -> Any:
-    from ..session import build
+    from ..reconcile import build
 
     return build.make(settings)
 
