@@ -36,6 +36,7 @@ from ..session.configscope import configs_applied
 
 ENV = "TLTRACE_BISECT"
 TOOL_NAME = "tltrace-bisect"
+_CONTEXT = "tltrace-bisect: configs"  # the nested PassContext's name
 _VERSION = 1
 
 
@@ -156,12 +157,12 @@ def _tool_class() -> Any:
         def pipeline_scope(self, base_phase: str) -> Any:
             if not self.plan.configs or self.applies is False:
                 return nullcontext()
-            return configs_applied(dict(self.plan.configs))
+            return configs_applied(dict(self.plan.configs), _CONTEXT)
 
         def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
             if not self.plan.configs or self.applies is False:
                 return next_call()
-            with configs_applied(dict(self.plan.configs)):
+            with configs_applied(dict(self.plan.configs), _CONTEXT):
                 return next_call()
 
         def skip(self, name: str) -> bool:

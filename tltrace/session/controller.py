@@ -164,7 +164,7 @@ _tools_installed: set[str] = set()  # the seam tools of features installed besid
 
 
 def _install_tools(settings: Settings) -> None:
-    """Install the features' own seam tools (session/recorder.register_tool: bisect's skipped passes)."""
+    """Install the features' own seam tools (session/recorder.register_tool), as their factories give them."""
     from tilelang.instrumentation import register_pass_instrumentation_tool  # type: ignore
 
     from .recorder import tools
