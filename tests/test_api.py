@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import tltrace
+import tltrace.errors
 
 from ._records import EXAMPLES, read_manifest
 
@@ -53,6 +54,21 @@ def test_import_is_cheap_and_hooks_nothing() -> None:
     assert out.splitlines() == ["[]", "0.1.0 True True"]
     with pytest.raises(AttributeError):
         tltrace.no_such_thing  # noqa: B018
+
+
+def test_the_public_api_is_listed_in_one_place() -> None:
+    """tltrace.__all__ is tltrace/api/__init__.py's list; every name resolves, none imports TileLang."""
+    import tltrace.api
+
+    assert set(tltrace.__all__) == {"__version__", *tltrace.api.__all__}
+    code = (
+        "import sys, tltrace\n"
+        "got = {n: getattr(tltrace, n) for n in tltrace.__all__}\n"
+        "assert all(callable(v) for n, v in got.items() if n != '__version__'), got\n"
+        "print(sorted(m for m in ('tilelang', 'tvm') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.splitlines() == ["[]"], out.stderr
 
 
 def test_lower_trace_single_pass(tl, make_add, capsys) -> None:
@@ -124,7 +140,7 @@ def test_lower_trace_failing_pass_reraises(tl, make_add, capsys) -> None:
 
 
 def test_lower_trace_bad_mode(make_add) -> None:
-    with pytest.raises(tltrace.api.UsageError, match="mode must be"):
+    with pytest.raises(tltrace.errors.UsageError, match="mode must be"):
         tltrace.lower_trace(make_add(256, 64), [], mode="pdf")
 
 
@@ -213,7 +229,7 @@ def test_create_pass_instrument_standalone(tl, make_add, tmp_path: Path) -> None
 def test_enable_validates_as_the_cli_does(kwargs, tmp_path: Path, run_cli) -> None:
     pytest.importorskip("tilelang")
     kwargs.setdefault("trace_dir", tmp_path)
-    with pytest.raises((tltrace.api.UsageError, TypeError)):
+    with pytest.raises((tltrace.errors.UsageError, TypeError)):
         tltrace.enable(**kwargs)
     assert tltrace.enabled() is None
     for flag in ("--keep", "--context"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import tltrace
-from tltrace import expect, filecheck
+from tltrace.check import expect, filecheck
 from tltrace.errors import UsageError
 
 
@@ -446,7 +446,7 @@ def test_a_regex_that_backtracks_without_end_is_stopped(check) -> None:
 
 def test_the_bounded_match_answers_as_the_matcher_does(recorded: Path) -> None:
     """A regex match runs in a child: the same Result, the same syntax error, as in-process."""
-    from tltrace import checking
+    from tltrace.check import checks as checking
 
     text = _device_text(recorded)
     for checks in (["CHECK: {{gemm_[a-z]+}}", "CHECK-NOT: {{cp_async}}"], ["CHECK: {{no_such_[a-z]+}}"]):

@@ -131,7 +131,10 @@ def test_every_exit_code_is_in_the_readme_and_the_manual() -> None:
     """The README's table, errors.py's docstring (the man page's source) and the code's constants agree."""
     readme = _exit_table(README.read_text())
     manual = {int(m.group(1)) for m in re.finditer(r"^\s+(\d+)\s+\S", errors.__doc__ or "", re.M)}
-    defined = {v for k, v in vars(errors).items() if k.startswith("EXIT_")} | {bisect_cli.EXIT_NOT_WRONG}
+    defined = {v for k, v in vars(errors).items() if k.startswith("EXIT_")} | {
+        bisect_cli.EXIT_NOT_WRONG,
+        bisect_cli.EXIT_FLAKY,
+    }
     assert set(readme) == manual == defined, (sorted(readme), sorted(manual), sorted(defined))
     assert "bisect" in readme[bisect_cli.EXIT_NOT_WRONG] and "Ctrl+C" in readme[errors.EXIT_INTERRUPTED]
 

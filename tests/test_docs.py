@@ -227,3 +227,18 @@ def test_checker_catches(bad: str) -> None:
     """The checker itself fails on a missing command, a misspelt option and a bad value."""
     with pytest.raises(pytest.fail.Exception):
         _check(Example("test", bad, True))
+
+
+def test_a_relative_run_is_an_invocation_in_every_help() -> None:
+    """RUN -N counts invocations (docs/runs.md): an example with one never calls it a run."""
+    said = []
+    for name, cmd in ROOT.commands.items():
+        for line in (cmd.epilog or "").splitlines():
+            parts = re.split(r"\s{2,}", line.strip(), maxsplit=1)
+            if len(parts) == 2 and re.search(r"(^|\s)-\d+(\s|$)", parts[0]):
+                said.append((name, parts[1]))
+    assert said  # the extraction finds the examples (show, repro)
+    back = [(n, d) for n, d in said if re.search(r"\b(before|back|previous|earlier|older)\b", d)]
+    assert back  # the examples that go back (show -2, repro -2)
+    wrong = [(n, d) for n, d in back if "invocation" not in d]
+    assert not wrong, f"-N is an invocation, not a run: {wrong}"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tltrace import filecheck
+from tltrace.check import filecheck
 
 # (id, input text, directives, LLVM's answer: True = passes)
 CASES: list[tuple[str, str, list[str], bool]] = [

@@ -47,3 +47,27 @@ def test_stored_text_names() -> None:
     assert layout.is_object_name(h) and layout.is_hash(h) and not layout.is_object_name(h[:8])
     assert layout.is_object_temp(f".{h}.123-456.tmp") and not layout.is_object_temp(h)
     assert layout.source_hash(layout.source_file(h)) == h and layout.source_hash("../x.py") is None
+
+
+def test_no_module_splits_an_id_by_hand() -> None:
+    """docs/architecture.md: every id is read by one parser, `format/ids.parse_id` (no `name.split("_")`)."""
+    import ast
+    from pathlib import Path
+
+    pkg = Path(ids.__file__).resolve().parent.parent
+    for path in pkg.rglob("*.py"):
+        rel = path.relative_to(pkg).as_posix()
+        if rel == "format/ids.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("split", "rsplit", "partition", "rpartition")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value == "_"
+            ):
+                raise AssertionError(
+                    f"tltrace/{rel}:{node.lineno} splits on '_' by hand: use format/ids.parse_id"
+                )

@@ -3,7 +3,7 @@
 Counted on every import, module level and inside functions (tests/test_import_cycles.py's
 graph): `history/` imports nothing of `tltrace.session`; `render/`, `rerun/` and
 `reconcile/` import from it only what is not the format (below); `format/` imports
-nothing above config, errors, _atomic and safe_read, and nothing outside the standard library.
+nothing above config, errors, fs.atomic and fs.safe_read, and nothing outside the standard library.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ NOT_FORMAT = {
 }
 STRICT = ("history",)  # the reader of record: nothing of session/ at all
 
-BOTTOM = {"tltrace.config", "tltrace.errors", "tltrace._atomic", "tltrace.safe_read"}
+BOTTOM = {"tltrace.config", "tltrace.errors", "tltrace.fs.atomic", "tltrace.fs.safe_read"}
 
 
 def reader_violations(edges: dict[str, set[str]]) -> list[str]:
@@ -67,7 +67,7 @@ def test_the_checkers_find_what_they_forbid() -> None:
         "tltrace.render.y": {"tltrace.session.events", "tltrace.session.store"},
         "tltrace.rerun.z": {"tltrace.session"},
         "tltrace.cli.w": {"tltrace.session.store"},
-        "tltrace.format.v": {"tltrace.safe_read", "tltrace.format.names", "tltrace.history.runs"},
+        "tltrace.format.v": {"tltrace.fs.safe_read", "tltrace.format.names", "tltrace.history.runs"},
     }
     assert reader_violations(edges) == [
         "tltrace.history.x -> tltrace.session.events",

@@ -28,13 +28,14 @@ SCRIPT = textwrap.dedent(
     from elementwise_add import make_add
 
     AT = sys.argv[1]
+    SIG = getattr(signal, sys.argv[2]) if len(sys.argv) > 2 else signal.SIGINT
     seen = [0]
 
     class Obs(PassEventObserver):
         def pass_started(self, mod, event):
             seen[0] += 1
             if AT != "codegen" and seen[0] == int(AT):
-                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), SIG)
 
     class Tool(PassInstrumentationTool):
         def create_pass_instrument(self):
@@ -42,7 +43,7 @@ SCRIPT = textwrap.dedent(
 
         def run_codegen(self, event, next_call):
             if AT == "codegen":
-                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), SIG)
             return next_call()
 
     register_pass_instrumentation_tool("sigint-helper", Tool)
@@ -72,5 +73,30 @@ def test_ctrl_c_mid_compile_is_interrupted(tmp_path: Path, at: str) -> None:
     (run,) = (tmp_path / "tr" / "stop" / ".run_records").glob("run_*")
     m = read_manifest(run)
     assert m["status"] == "interrupted" and m["error"] == "KeyboardInterrupt"
+    assert [r for r in m["records"] if r["status"] == "failed"] == []
+    assert "] interrupted: " in p.stdout and "[add " in p.stdout
+
+
+@pytest.mark.parametrize("sig,code", [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_sigterm_or_sighup_mid_compile_is_interrupted_too(tmp_path: Path, sig: str, code: int) -> None:
+    """Before, SIGTERM and SIGHUP killed `tltrace run` at once: no manifest, the compile left `running`."""
+    script = tmp_path / "stop.py"
+    script.write_text(SCRIPT.format(examples=str(EXAMPLES)))
+    env = {**os.environ, "TILELANG_DISABLE_CACHE": "1", "NO_COLOR": "1"}
+    p = subprocess.run(
+        [sys.executable, "-m", "tltrace", "run", "-q", "--trace-dir", "tr", str(script), "25", sig],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert p.returncode == code, p.stderr[-2000:]
+    assert "not reached" not in p.stdout
+    assert p.stderr.rstrip().splitlines()[-1] == f"{sig} (tltrace run was terminated)"
+    assert "Traceback" not in p.stderr and "RuntimeError" not in p.stderr
+    (run,) = (tmp_path / "tr" / "stop" / ".run_records").glob("run_*")
+    m = read_manifest(run)
+    assert m["status"] == "interrupted" and m["error"] == f"KeyboardInterrupt ({sig})"
     assert [r for r in m["records"] if r["status"] == "failed"] == []
     assert "] interrupted: " in p.stdout and "[add " in p.stdout

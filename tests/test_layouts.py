@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import textwrap
 from pathlib import Path
@@ -252,10 +253,19 @@ def test_show_at_and_thread_name_physical_threads(work: Path) -> None:
     assert res.returncode == 0 and "register 1: [3,5]" in res.stdout, res
     res = cli(*base, "--thread", "14", cwd=work)
     assert res.returncode == 0 and "C_l: none" in res.stdout and "128..255" in res.stdout, res
-    for bad in (["--thread", "-1"], ["--thread", "x"], ["--thread", "1", "--at", "C_l", "0,0"]):
+    block = launch_threads(src)  # the generated source's __launch_bounds__: the producers counted
+    res = cli(*base, "--thread", block - 1, cwd=work)  # the last thread: a consumer
+    assert res.returncode == 0 and re.search(r"^C_l: \d+ elements", res.stdout, re.M), res
+    for bad in (
+        ["--thread", "-1"],
+        ["--thread", "x"],
+        ["--thread", "1", "--at", "C_l", "0,0"],
+        ["--thread", str(block)],  # past the block: it said "C_l: none", as for a producer thread
+    ):
         res = cli(*base, *bad, cwd=work)
         assert res.returncode == 2 and res.stdout == "", res
         assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr, res.stderr
+    assert f"launches {block} threads a block (threadIdx.x 0..{block - 1})" in res.stderr, res.stderr
 
 
 def test_recorded_where_layouts_appear_and_small(work: Path) -> None:

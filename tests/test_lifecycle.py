@@ -145,7 +145,7 @@ def _calls(path: Path) -> set[str]:
 
 def test_the_four_entry_points_share_the_lifecycle() -> None:
     """run, enable(), the pytest plugin and a child open their invocation through Lifecycle, and nothing else does."""
-    entry = ["runner.py", "api.py", "pytest_plugin.py", "_child.py"]
+    entry = ["runner.py", "api/trace.py", "pytest_plugin.py", "tracing/child.py"]
     for name in entry:
         assert "Lifecycle" in _calls(PKG / name), f"tltrace/{name} does not open a Lifecycle"
     for path in PKG.rglob("*.py"):

@@ -78,7 +78,7 @@ def _registered(env: dict[str, str], code: str = "import tilelang") -> list[str]
 def test_tltrace_is_registered_as_a_tilelang_instrumentation_tool():
     eps = importlib.metadata.entry_points(group="tilelang.instrumentation_tools")
     assert [(e.name, e.value) for e in eps if e.name == "tltrace"] == [
-        ("tltrace", "tltrace._child:discovered")
+        ("tltrace", "tltrace.tracing.child:discovered")
     ]
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tltrace import output_path
+from tltrace.fs import output_path
 
 from ._records import recorded_subset
 

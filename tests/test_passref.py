@@ -1,4 +1,4 @@
-"""The one pass-name grammar: tltrace/passref.py and its twin in the report (core.js), on the same cases.
+"""The one pass-name grammar: tltrace/format/passref.py and its twin in the report (core.js), on the same cases.
 
 Pure: a list of (index, name, phase) and references; the JS side runs under node.
 """
@@ -14,7 +14,7 @@ from importlib import resources
 
 import pytest
 
-from tltrace import passref
+from tltrace.format import passref
 
 
 @dataclass(frozen=True)

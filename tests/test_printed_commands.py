@@ -105,7 +105,7 @@ def test_a_command_word_with_any_control_character_is_one_line_and_pastes_back()
     the command is one line of printable text, and bash (the oracle) reads every word back."""
     import shutil
 
-    from tltrace._shell import command
+    from tltrace.proc.shell import command
 
     if shutil.which("bash") is None:
         pytest.skip("no bash")

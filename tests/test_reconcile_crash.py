@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tltrace import _atomic
 from tltrace.config import Settings
+from tltrace.fs import atomic as _atomic
 from tltrace.reconcile import files
 from tltrace.reconcile.resolve import pending, resolve
 from tltrace.reconcile.variant import Variant

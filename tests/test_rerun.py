@@ -186,6 +186,43 @@ def test_a_changed_recording_is_not_reproduced(repros, tmp_path: Path) -> None:
     assert p.returncode == 1 and "not reproduced" in p.stdout and "+++ rerun" in p.stdout
 
 
+@pytest.mark.parametrize("edit", ["name", "ordinal"])
+def test_a_recorded_pass_this_tilelang_does_not_reach_is_one_line_exit_5(
+    repros, tmp_path: Path, edit: str
+) -> None:
+    """repro.json naming a pass the replayed compile does not have there: one line, exit 5, no traceback.
+
+    Before, the replay child raised RuntimeError and repro.py printed its traceback under
+    "not reproduced: the rerun did not finish (exit status 1)".
+    """
+    out = tmp_path / "r"
+    shutil.copytree(repros[0][0], out)
+    spec_path = out / "repro.json"
+    spec_path.chmod(0o644)
+    spec = json.loads(spec_path.read_text())
+    recorded = spec["pass"]["name"]
+    if edit == "name":
+        spec["pass"]["name"] = "tl.NoSuchPass"
+    else:
+        spec["pass"]["ordinal"] = 100000
+    spec_path.write_text(json.dumps(spec))
+    p = subprocess.run(
+        [sys.executable, "-I", str(out / "repro.py"), "--replay"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=600,
+    )
+    assert p.returncode == 5, p.stdout + p.stderr
+    assert "Traceback" not in p.stdout + p.stderr and "RuntimeError" not in p.stdout + p.stderr
+    (line,) = p.stderr.strip().splitlines()
+    assert line.startswith("repro.py: the replay on TileLang ") and "does not reach the pass" in line
+    if edit == "name":  # the pass this TileLang runs there, as its own compile names it: the recorded one
+        assert f"is {recorded} here, the recording has tl.NoSuchPass there" in line
+    else:
+        assert "fewer than 100001" in line
+
+
 def test_bundle_replays_in_another_directory_without_the_script(traced: Path, tmp_path: Path) -> None:
     bundle = tmp_path / "two.zip"
     p = _tltrace("bundle", "--trace-dir", "tr", "two.py", "-o", str(bundle), cwd=traced)

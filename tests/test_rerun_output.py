@@ -1,4 +1,4 @@
-"""`repro -o` and `bundle -o` under the one output-path rule (tltrace/output_path.py).
+"""`repro -o` and `bundle -o` under the one output-path rule (tltrace/fs/output_path.py).
 
 A bundle: a new file is created, a bundle tltrace wrote is rewritten, a character device
 or pipe is written through, '-' is stdout; a file tltrace did not write, a link or a

@@ -1,4 +1,4 @@
-"""Retention by invocation: one pruner for `run --keep` and `clean`, live invocations and links left alone."""
+"""Retention by invocation: one pruner for `run --keep`, `clean` and the pytest plugin, live invocations and links left alone."""
 
 from __future__ import annotations
 
@@ -129,6 +129,38 @@ def _fake_run(sd: Path, name: str, **fields) -> Path:
     }
     (run / "manifest.json").write_text(json.dumps(data))
     return run
+
+
+def test_a_named_invocation_goes_whatever_its_age(multi, tmp_path) -> None:
+    """The pytest plugin's policy (--tltrace-only-failed): one named invocation goes, the others stay."""
+    td, _ = multi
+    td = copy_tree(td, tmp_path / "traces")
+    sd = td / "multi"
+    older, newer = sorted(
+        _invocations(sd), key=lambda i: min(m.started for m in _manifests(sd) if m.invocation == i)
+    )
+    res = clean([sd], invocations={older})
+    assert res.invocations_removed == 1 and len(res.removed) == 3 and not res.failed
+    assert _invocations(sd) == {newer: 3}
+    # Its stored texts went too where no run of the other links them; the other reads whole.
+    assert all(o.stat().st_nlink > 1 for o in (sd / ".run_records" / ".objects").iterdir())
+
+
+def test_history_retention_is_the_one_pruner() -> None:
+    """No module but history/retention.py removes runs or collects stored texts (docs/architecture.md)."""
+    import ast
+
+    pkg = Path(__file__).resolve().parent.parent / "tltrace"
+    for path in pkg.rglob("*.py"):
+        rel = path.relative_to(pkg).as_posix()
+        if rel == "history/retention.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("retention"):
+                names = {a.name for a in node.names}
+                assert not names & {"_remove_run", "collect_garbage"}, (
+                    f"tltrace/{rel} prunes on its own ({sorted(names)}): use retention.clean or prune"
+                )
 
 
 def test_a_live_writer_keeps_its_invocation(tmp_path) -> None:

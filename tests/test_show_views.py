@@ -25,6 +25,10 @@ USES = {
     None: JSON,  # the listing, an invocation's compiles, a compile's passes
     "--pass": JSON | {"--context", "--ignore-whitespace"},
     "--source-map": JSON,
+    "--line": JSON,
+    "--cuda-line": JSON,
+    "--ptx-line": JSON,
+    "--sass-line": JSON,
     "--remarks": JSON,
     "--html": JSON,
     "--facts": JSON,

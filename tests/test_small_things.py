@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tltrace.ipython import tltrace_cell
+from tltrace.api.ipython import tltrace_cell
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,7 @@ def test_the_show_list_keeps_its_time_and_says_the_edit(width):
 
 
 def test_did_you_mean_for_commands_options_and_pass_names(run_cli, recorded):
-    from tltrace.passref import suggest
+    from tltrace.format.passref import suggest
 
     r = run_cli("rn")
     assert r.exit_code == 2

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tltrace import safe_read
+from tltrace.fs import safe_read
 
 from ._records import EXAMPLES, copy_tree, read_manifest, recorded_subset, run_dirs
 

@@ -79,7 +79,7 @@ def test_a_compile_whose_run_cannot_be_finalised_is_finished_not_finalised(
     tmp_path: Path, monkeypatch
 ) -> None:
     """A real compile whose final manifest write fails (a full disk, from the codegen record on)."""
-    from tltrace import _atomic
+    from tltrace.fs import atomic as _atomic
     from tltrace.session import controller
     from tltrace.tracing.lifecycle import Lifecycle
 

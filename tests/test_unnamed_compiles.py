@@ -56,3 +56,31 @@ def test_a_compile_with_no_name_is_labelled_by_its_kernel_and_its_hints_work(tmp
         assert words[:2] == ["tltrace", "show"]
         s = run_cli(*words[1:])
         assert s.exit_code == 0, (hint, s.stderr)
+    # The name it is labelled by selects it, as a named compile's does (it said "no run of kernel").
+    name = script.stem
+    for args in (
+        ("check", name, "--kernel", symbol, "--match", "codegen_device", f"CHECK: {symbol}"),
+        ("show", name, "--kernel", symbol),
+        ("show", name, "-1", "--kernel", symbol, "--facts"),
+    ):
+        s = run_cli(*args)
+        assert s.exit_code == 0, (args, s.stdout, s.stderr)
+    assert f"{symbol} {shape}" in run_cli("show", name, "--kernel", symbol).stdout
+    s = run_cli("check", name, "--kernel", symbol + "_nope", "--match", "codegen_device", f"CHECK: {symbol}")
+    assert s.exit_code == 7 and "no run of kernel" in s.stderr, (s.stdout, s.stderr)
+
+
+def test_a_kernels_filter_that_cannot_apply_to_an_unnamed_compile_says_so(tmp_path, run_cli):
+    """`run --kernels` decides before the first pass; a `tilelang.lower` compile has no name then and
+    is traced. It was traced in silence, so `--kernels '^nomatch'` looked honoured (and `check` then
+    passed on a kernel the filter should have left out). Now a warning names the kernel it did not
+    match; one it matches is traced without a word."""
+    script = tmp_path / "unnamed_filter.py"
+    script.write_text(KERNEL + CALLS["lower"])
+    r = run_cli("run", "--kernels", "^nomatch", script, env={"COLUMNS": "300"})
+    assert r.exit_code == 0, r.stdout + r.stderr
+    symbol = re.search(r"^SYMBOL (\S+) ", r.stdout, re.M).group(1)
+    said = [x for x in (r.stdout + r.stderr).splitlines() if "--kernels '^nomatch'" in x]
+    assert len(said) == 1 and f"does not match {symbol}, traced anyway" in said[0], r.stdout + r.stderr
+    r = run_cli("run", "--kernels", f"^{symbol}$", script, env={"COLUMNS": "300"})
+    assert r.exit_code == 0 and "--kernels" not in r.stdout + r.stderr, r.stdout + r.stderr

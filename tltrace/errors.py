@@ -13,11 +13,15 @@ Exit codes (documented in README and man page):
      not load) or a refused context or target (rerun/trust.py)
   4  merge conflicts left in a working file (resolve-conflict)
   5  replay, repro: the recorded IR does not load on this TileLang (an operator or node
-     type the recording's release has and this one lacks)
+     type the recording's release has and this one lacks); repro: the replayed compile
+     does not reach the recorded pass
   6  bisect: the script is right with nothing skipped (nothing to bisect)
   7  check: nothing to check: the selection holds no compile (the script compiled nothing,
      a --kernel or signature that matched none), or no compile selected has the --match stage
-  130  tltrace run: interrupted (Ctrl+C), also inside a compiler pass
+  8  bisect: the script is flaky (a deciding step, run again, gave another outcome)
+  130  tltrace run: interrupted (Ctrl+C), also inside a compiler pass; bisect: Ctrl+C
+  129  any command ended by SIGHUP (128 + the signal, as a shell says); run: recorded interrupted
+  143  any command ended by SIGTERM; run: recorded interrupted
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ EXIT_CONFLICT = 4
 EXIT_UNLOADABLE = 5
 EXIT_NOTHING = 7  # check: nothing to check (no compile selected, a stage no compile has)
 EXIT_INTERRUPTED = 130  # Ctrl+C under `tltrace run`, as a shell reports SIGINT
+EXIT_HANGUP = 129  # SIGHUP (procgroup.exit_code: 128 + the signal)
+EXIT_TERMINATED = 143  # SIGTERM
 
 
 class TltraceError(Exception):

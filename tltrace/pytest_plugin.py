@@ -181,9 +181,9 @@ class TracedCompiles:
 
     @property
     def compiles(self) -> list[Any]:
-        """Return this test's compiles (tltrace.reading.Compile), in the order they started."""
+        """Return this test's compiles (tltrace.api.reading.Compile), in the order they started."""
+        from .api.reading import Compile
         from .history import runs
-        from .reading import Compile
         from .session.worker import drain
 
         drain()  # the records of a compile on another thread are on disk too
@@ -369,29 +369,24 @@ class _Tracer:
             test.collector(InvocationFinished(test.life.id, tuple(own) + tuple(g.runs)))
 
     def _remove(self, test: _Test) -> None:
-        """Remove a passing test's traces: its script dir if the test made it, else only its runs."""
-        from .history.retention import _remove_run, collect_garbage
+        """Remove a passing test's traces: its script dir if the test made it, else its invocation.
+
+        The invocation goes through history's one pruner (retention.clean with the test's
+        invocation named): its runs, its child processes' runs, its lock file and the stored
+        texts no run links any more; a run that may still be written stays.
+        """
+        from .history.retention import clean
 
         sd = test.script_dir
         if not _inside(sd, self.trace_dir) or sd.is_symlink():
             return
         if not test.existed and sd == test.predicted:
             shutil.rmtree(sd, ignore_errors=True)
-        else:
-            records = sd / ".run_records"
-            children = [records / rid for rid in list(test.collector.others)]  # child processes' compiles
-            for run_dir in [*test.collector.started, *children]:
-                p = Path(run_dir)
-                if p.parent == records and _inside(p, records):
-                    _remove_run(p)  # never follows a link
+        elif test.life is not None:
             try:
-                collect_garbage(records)
+                clean([sd], invocations={test.life.id})
             except OSError:
                 pass
-            if test.life is not None:
-                from .format import liveness
-
-                liveness.forget(records, test.life.id)  # its lock file (the lock is released)
         self.removed += 1
 
     # -- what the user reads -------------------------------------------------------------------------
@@ -407,12 +402,14 @@ class _Tracer:
         if not runs:
             lines[0] = "no TileLang compile ran in this test (nothing traced)"
             return "\n".join(lines)
-        index = test.script_dir / "report.html"
+        from .format.layout import REPORT, RUN_RECORDS
+
+        index = test.script_dir / REPORT
         if self.mode in ("html", "both"):
             lines.append(f"index report: {index}")
         else:
             lines.append("no HTML report in terminal mode (--tltrace=html or both writes one)")
-        lines.append(f"records: {test.script_dir / '.run_records'}")
+        lines.append(f"records: {test.script_dir / RUN_RECORDS}")
         for m in runs:
             counts = m.counts
             label = m.signature or m.kernel or "?"
@@ -422,7 +419,7 @@ class _Tracer:
                 else ""
             )
             lines.append(f"  {label}: {m.status}, {len(m.records)} passes{failed}  {m.run_id}")
-        from ._shell import command  # here: without --tltrace the plugin imports nothing of tltrace
+        from .proc.shell import command  # here: without --tltrace the plugin imports nothing of tltrace
 
         lines.append(f"show: {command('tltrace', 'show', '--trace-dir', td, test.script_dir.name)}")
         return "\n".join(lines)
@@ -495,6 +492,8 @@ class _Tracer:
         return out
 
     def summary(self) -> list[str]:
+        from .format.layout import REPORT
+
         kept = self.kept + self._left_on_disk()
         n = sum(k[2] for k in kept)
         out = [f"tltrace: {n} compile(s) of {len(kept)} test(s) traced under {self.trace_dir}"]
@@ -503,7 +502,7 @@ class _Tracer:
         for nodeid, sd, _ in kept:
             if nodeid not in self.failed:
                 continue
-            where = sd / "report.html" if self.mode in ("html", "both") else sd
+            where = sd / REPORT if self.mode in ("html", "both") else sd
             worker = self.crashed.get(nodeid)
             why = f" (worker {worker} crashed while running it)" if worker is not None else ""
             out.append(f"tltrace: FAILED {nodeid}{why}: {where}")

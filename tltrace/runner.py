@@ -13,7 +13,6 @@ import re
 import runpy
 import signal
 import sys
-import threading
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,8 @@ from typing import Any
 
 from .config import Settings
 from .errors import EXIT_INTERRUPTED, TargetNotFound, UsageError
+from .proc.group import Terminated, on_signals
+from .proc.group import exit_code as signal_exit_code
 from .session import controller
 from .session.controller import (
     MIN_TILELANG as MIN_TILELANG,  # re-exported; the set-up lives in the controller
@@ -29,7 +30,7 @@ from .session.controller import (
 from .session.controller import check_seam as check_seam
 from .session.controller import set_up_tilelang
 from .session.events import Event, Notice, ScriptOutput
-from .session.interrupt import clear_interrupted, interrupted, mark_interrupted
+from .session.interrupt import clear_interrupted, interrupted, interrupting_signal, mark_interrupted
 from .tracing.lifecycle import Lifecycle
 
 
@@ -280,8 +281,12 @@ def run_target(
     code = 0
     output: str | None = None
     clear_interrupted()
+    signalled = False  # SIGINT, SIGTERM or SIGHUP ended the script
     try:
-        with _marking_sigint(mark_interrupted):
+        # Ctrl+C, SIGTERM and SIGHUP (where their default action is in place) raise in the
+        # script, so that its `finally` blocks run and the run is recorded as interrupted;
+        # the children tltrace started (proc/group) go down with it.
+        with on_signals(mark_interrupted):
             try:
                 if target.module:
                     sys.argv = [target.name, *target.args]
@@ -295,14 +300,18 @@ def run_target(
             except SystemExit as exc:
                 code, output = _exit_code(exc)
             except KeyboardInterrupt:
-                code, output = EXIT_INTERRUPTED, "KeyboardInterrupt\n"
-            except BaseException as exc:  # the script's own error, or Ctrl+C turned into one by TVM
+                code, output, signalled = EXIT_INTERRUPTED, "KeyboardInterrupt\n", True
+            except Terminated as exc:
+                code, output, signalled = exc.exit_code, f"{exc} (tltrace run was terminated)\n", True
+            except BaseException as exc:  # the script's own error, or a signal turned into one by TVM
                 if interrupted():
-                    code, output = EXIT_INTERRUPTED, "KeyboardInterrupt\n"
+                    code, output, signalled = _interrupted_by(interrupting_signal())
                 else:
                     code, output = 1, _user_traceback(exc)
     except KeyboardInterrupt:  # a second Ctrl+C, between the script's end and here
-        code, output = EXIT_INTERRUPTED, "KeyboardInterrupt\n"
+        code, output, signalled = EXIT_INTERRUPTED, "KeyboardInterrupt\n", True
+    except Terminated as exc:
+        code, output, signalled = exc.exit_code, f"{exc} (tltrace run was terminated)\n", True
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
         life.stop_propagation()
@@ -322,7 +331,7 @@ def run_target(
         # An os.fork() child that ran on to the script's end skips this: the parent summarises,
         # prunes and writes the index (the child's compiles are on disk already).
         finished = life.finish(
-            interrupted=code == EXIT_INTERRUPTED,
+            interrupted=signalled or code == EXIT_INTERRUPTED,
             prune=installed,
             record_empty=tracing is not None,
             imported=installed or "tilelang" in sys.modules,
@@ -335,30 +344,11 @@ def run_target(
     return code
 
 
-@contextlib.contextmanager
-def _marking_sigint(mark: Callable[[], None]):
-    """While the script runs, have Ctrl+C also set a flag (only where Python's default handler is in place)."""
-    try:
-        in_main = threading.current_thread() is threading.main_thread()
-        previous = signal.getsignal(signal.SIGINT) if in_main else None
-    except Exception:
-        previous = None
-    if previous is not signal.default_int_handler:
-        yield
-        return
-
-    def handler(signum, frame):  # noqa: ANN001
-        mark()
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        try:
-            signal.signal(signal.SIGINT, previous)
-        except Exception:
-            pass
+def _interrupted_by(signum: int) -> tuple[int, str, bool]:
+    """Return the exit status, the message and True for a run a signal ended inside a compile."""
+    if signum == signal.SIGINT:
+        return EXIT_INTERRUPTED, "KeyboardInterrupt\n", True
+    return signal_exit_code(signum), f"{signal.Signals(signum).name} (tltrace run was terminated)\n", True
 
 
 def _exit_code(exc: SystemExit) -> tuple[int, str | None]:

@@ -12,7 +12,11 @@
    `<trace dir>/.bisect/learned.json`: a later bisection of that pipeline leaves the
    required ones out from the start.
 3. A single suspect no step has shown right is verified alone.
-4. The result: the first bad pass (position, record index, phase, name) in the recorded
+4. The deciding steps are run again (a flaky script gives two outcomes for one step): for
+   a found pass, the last right step that skipped it and the last wrong step; for "still
+   wrong with every candidate skipped", that step. Two outcomes for one skip set make the
+   answer FLAKY (exit 8), never a pass to blame.
+5. The result: the first bad pass (position, record index, phase, name) in the recorded
    run, which `show --pass` and `repro` take.
 
 The core returns data and reports each step through `on_step`; cli/bisect.py prints.
@@ -28,20 +32,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._atomic import atomic_write
 from ..errors import UsageError
 from ..format.ids import new_invocation_id
 from ..format.records import CHANGED, RunManifest
+from ..fs.atomic import atomic_write
+from ..proc.group import on_signals
 from .probe import Probe
+from .recheck import Recheck
 from .search import RIGHT, UNTESTABLE, WRONG, WindowSearch
 from .steps import Spec, Step, TopPass, manifests, run_step, top_passes
 
-__all__ = ["FOUND", "NOT_WRONG", "UNSKIPPABLE", "UNSETTLED", "Bisection", "Result", "Spec", "Step", "bisect"]
+__all__ = [
+    "FLAKY",
+    "FOUND",
+    "NOT_WRONG",
+    "UNSKIPPABLE",
+    "UNSETTLED",
+    "Bisection",
+    "Recheck",
+    "Result",
+    "Spec",
+    "Step",
+    "bisect",
+]
 
 FOUND = "found"  # exit 0
 UNSKIPPABLE = "unskippable"  # exit 1: still wrong with every candidate skipped
 UNSETTLED = "unsettled"  # exit 1: untestable steps left more than one suspect
 NOT_WRONG = "not-wrong"  # exit 6: right with nothing skipped
+FLAKY = "flaky"  # exit 8: a deciding step, run again, gave another outcome
 
 
 @dataclass(frozen=True)
@@ -72,6 +91,8 @@ class Result:
     probe_compiles: int = 0  # compiles the probe ran (in one process)
     probe_seconds: float = 0.0
     probe_off: str | None = None  # why the probe gave no answers, if it did not
+    rechecks: list[Recheck] = field(default_factory=list)  # the deciding steps, run again
+    answer: TopPass | None = None  # FLAKY: the pass the search would have blamed
 
     @property
     def compiles(self) -> int:
@@ -94,6 +115,8 @@ class Result:
             "learned_from_cache": self.learned_from_cache,
             "steps": [s.to_json() for s in self.steps],
             "seconds": round(self.seconds, 3),
+            "rechecks": [r.to_json() for r in self.rechecks],
+            "answer_before_recheck": p(self.answer),
             "probe": {
                 "compiles": self.probe_compiles,
                 "seconds": round(self.probe_seconds, 3),
@@ -117,9 +140,11 @@ class Bisection:
         self.probe: Probe | None = None
         self.probed: list[Step] = []
 
-    def step(self, purpose: str, skip: tuple[int, ...] | None, suspects: int) -> Step:
+    def step(
+        self, purpose: str, skip: tuple[int, ...] | None, suspects: int, recheck_of: int | None = None
+    ) -> Step:
         """Run one step (a script run); a skip set the probe says does not compile is untestable without one."""
-        a = self.probe.ask(skip) if self.probe is not None and skip else None
+        a = self.probe.ask(skip) if self.probe is not None and skip and recheck_of is None else None
         if a is not None and not a.ok:
             s = Step(0, purpose, tuple(skip or ()), UNTESTABLE, seconds=a.seconds, why=a.why, probe=True)
             self.probed.append(s)
@@ -129,17 +154,21 @@ class Bisection:
         s = run_step(
             self.spec, len(self.steps) + 1, purpose, skip, self.logs / f"step_{len(self.steps) + 1:02d}.log"
         )
+        s.recheck_of = recheck_of
         self.steps.append(s)
         left = self.search.steps_left() if self.search is not None else 0
         self.on_step(Progress(s, suspects, time.perf_counter() - self.t0, left))
         return s
 
     def run(self) -> Result:
-        try:
-            return self._run()
-        finally:
-            if self.probe is not None:
-                self.probe.close()
+        # SIGINT, SIGTERM and SIGHUP raise here (KeyboardInterrupt, Terminated) while the
+        # bisection runs: the step's process group and the probe's go down on the way out.
+        with on_signals():
+            try:
+                return self._run()
+            finally:
+                if self.probe is not None:
+                    self.probe.close()
 
     def _run(self) -> Result:
         good = self.step("nothing skipped", None, 0)
@@ -183,6 +212,8 @@ class Bisection:
         if every.outcome == WRONG:
             out.kind = UNSKIPPABLE
             out.required = [_at(ref, p) for p in [0, *sorted(required)] if p < len(ref)]
+            if not self._recheck(out, [every]):
+                out.kind = FLAKY
             return self._done(out)
         self.search = search = WindowSearch(len(cands), proven=every.outcome == RIGHT)
         skippable = set(learned.get("skippable", ()))
@@ -201,12 +232,32 @@ class Bisection:
         found = search.found()
         if found is not None:
             out.kind, out.culprit = FOUND, out.candidates[found]
+            if not self._recheck(out, self._deciding(cands[found])):
+                out.kind, out.culprit, out.answer = FLAKY, None, out.culprit
         elif not search.suspects or set(search.suspects) <= search.required:
             out.kind = UNSKIPPABLE  # every suspect left is required: skipping cannot tell
         else:
             out.kind = UNSETTLED
             out.suspects = [out.candidates[i] for i in search.suspects]
         return self._done(out)
+
+    def _deciding(self, culprit: int) -> list[Step]:
+        """Return the steps an answer blaming position `culprit` rests on: the last right step that skipped
+        it, then the last wrong step (step 1 at least)."""
+        ran = [s for s in self.steps if s.recheck_of is None]
+        right = next((s for s in reversed(ran) if s.outcome == RIGHT and culprit in s.skipped), None)
+        wrong = next((s for s in reversed(ran) if s.outcome == WRONG), None)
+        return [s for s in (right, wrong) if s is not None]
+
+    def _recheck(self, out: Result, deciding: list[Step]) -> bool:
+        """Run each deciding step again; return False as soon as one gives another outcome (flaky)."""
+        for s in deciding:
+            again = self.step(f"re-check step {s.number}", s.skipped or None, 1, recheck_of=s.number)
+            r = Recheck(s.number, s.outcome, again.number, again.outcome, s.skipped)
+            out.rechecks.append(r)
+            if not r.agrees:
+                return False
+        return True
 
     def _done(self, out: Result) -> Result:
         out.seconds = time.perf_counter() - self.t0

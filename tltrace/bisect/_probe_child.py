@@ -84,11 +84,12 @@ def main(argv: list[str]) -> int:
     os.dup2(2, 1)  # TileLang's prints go to the log, not into the protocol
     sys.stdout = sys.stderr
     try:
+        from ..format.layout import MANIFEST
         from ..rerun._standalone import Context
 
         runs = []
         for d in argv:
-            man = json.loads((Path(d) / "manifest.json").read_text())
+            man = json.loads((Path(d) / MANIFEST).read_text())
             files = man.get("repro") or {}
             runs.append(
                 {

@@ -26,13 +26,16 @@ from typing import Any
 
 from ..errors import UsageError
 from ..format.ids import new_invocation_id
+from ..proc.group import on_signals
 from .ddmin import ddmin
 from .probe import Probe, repro_file
+from .recheck import Recheck
 from .search import RIGHT, UNTESTABLE, WRONG
 from .steps import Spec, Step, manifests, run_step, top_passes
 
 FOUND = "found"  # exit 0: a set of flips turns the outcome
 NONE = "none"  # exit 1: no flip, alone or together, turns it
+FLAKY = "flaky"  # exit 8: a deciding step, run again, gave another outcome
 
 Value = bool | int | float
 
@@ -61,6 +64,8 @@ class ConfigResult:
     seconds: float = 0.0
     probe_compiles: int = 0
     probe_off: str | None = None
+    rechecks: list[Recheck] = field(default_factory=list)  # the deciding steps, run again
+    answer: list[str] = field(default_factory=list)  # FLAKY: the flips the search would have named
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +80,8 @@ class ConfigResult:
             "steps": [s.to_json() for s in self.steps],
             "seconds": round(self.seconds, 3),
             "probe": {"compiles": self.probe_compiles, "off": self.probe_off},
+            "rechecks": [r.to_json() for r in self.rechecks],
+            "answer_before_recheck": {c: self.values.get(c) for c in self.answer},
         }
 
 
@@ -124,8 +131,10 @@ class ConfigBisection:
         self.logs = spec.trace_dir.absolute() / ".bisect" / new_invocation_id()
         self.probe: Probe | None = None
 
-    def step(self, purpose: str, configs: dict[str, Value] | None, alone: bool) -> Step:
-        a = self.probe.ask((), configs) if self.probe is not None and configs else None
+    def step(
+        self, purpose: str, configs: dict[str, Value] | None, alone: bool, recheck_of: int | None = None
+    ) -> Step:
+        a = self.probe.ask((), configs) if self.probe is not None and configs and recheck_of is None else None
         if a is not None and not a.ok:
             s = Step(
                 0,
@@ -140,16 +149,20 @@ class ConfigBisection:
         else:
             n = len(self.steps) + 1
             s = run_step(self.spec, n, purpose, None, self.logs / f"step_{n:02d}.log", configs)
+            s.recheck_of = recheck_of
             self.steps.append(s)
         self.on_step(Flip(s, time.perf_counter() - self.t0, alone))
         return s
 
     def run(self) -> ConfigResult:
-        try:
-            return self._run()
-        finally:
-            if self.probe is not None:
-                self.probe.close()
+        # SIGINT, SIGTERM and SIGHUP raise here (KeyboardInterrupt, Terminated) while the
+        # bisection runs: the step's process group and the probe's go down on the way out.
+        with on_signals():
+            try:
+                return self._run()
+            finally:
+                if self.probe is not None:
+                    self.probe.close()
 
     def _run(self) -> ConfigResult:
         names = flippable(self.pattern)
@@ -187,7 +200,7 @@ class ConfigBisection:
         hits = [n for n in names if out.flips[n] == target]
         if hits:
             out.kind, out.culprits, out.single = FOUND, hits, True
-            return self._done(out)
+            return self._done(self._recheck(out, base, {hits[0]: values[hits[0]]}))
         pool = [n for n in names if out.flips[n] != UNTESTABLE]
         if len(pool) > 1:
             every = self.step(f"flip all {len(pool)} testable configs", {n: values[n] for n in pool}, False)
@@ -203,7 +216,27 @@ class ConfigBisection:
                     return s.outcome == target
 
                 out.kind, out.culprits = FOUND, list(ddmin(pool, turns))
+                return self._done(self._recheck(out, base, {n: values[n] for n in out.culprits}))
         return self._done(out)
+
+    def _recheck(self, out: ConfigResult, base: Step, flips: dict[str, Value]) -> ConfigResult:
+        """Run the deciding steps again (nothing flipped, then the answer's flips); two outcomes for one
+        step make the answer FLAKY."""
+        turned = next(
+            (s for s in reversed(self.steps) if s.configs == flips and s.recheck_of is None),
+            None,
+        )
+        for s in (base, turned):
+            if s is None:
+                continue
+            what = "nothing flipped" if s is base else ", ".join(f"{k}={v}" for k, v in flips.items())
+            again = self.step(f"re-check step {s.number} ({what})", s.configs or None, s is base, s.number)
+            r = Recheck(s.number, s.outcome, again.number, again.outcome, ())
+            out.rechecks.append(r)
+            if not r.agrees:
+                out.kind, out.answer, out.culprits = FLAKY, out.culprits, []
+                break
+        return out
 
     def _done(self, out: ConfigResult) -> ConfigResult:
         out.seconds = time.perf_counter() - self.t0

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from ..format.layout import MANIFEST
+from ..proc import group as procgroup
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -42,7 +45,7 @@ def repro_file(run: Path, key: str) -> Path | None:
     the old place, `repro/<key>.json`. None when the manifest names no such file.
     """
     try:
-        man = json.loads((run / "manifest.json").read_text())
+        man = json.loads((run / MANIFEST).read_text())
         files = man.get("repro") if isinstance(man, dict) else None
     except (OSError, ValueError):
         files = None
@@ -71,7 +74,7 @@ class Probe:
         log.parent.mkdir(parents=True, exist_ok=True)
         self._log: IO[bytes] = open(log, "ab")
         try:
-            self.proc = subprocess.Popen(
+            self.proc = procgroup.start(
                 [sys.executable, "-m", "tltrace.bisect._probe_child", *map(str, ready)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -81,6 +84,9 @@ class Probe:
             first = self._read()
         except OSError as exc:
             first = {"error": str(exc)}
+        except BaseException:  # Ctrl+C, SIGTERM while it starts: the caller never gets it to close
+            self.close()
+            raise
         self.seconds += time.perf_counter() - t0
         if "error" in first or not isinstance(first.get("pipelines"), list):
             self.off = str(first.get("error") or "no answer")
@@ -137,14 +143,16 @@ class Probe:
         return a
 
     def close(self) -> None:
+        """End the probe: its stdin closed, 30 s to finish its compile, then its process group taken down."""
         if self.proc is not None:
             try:
                 if self.proc.stdin is not None:
                     self.proc.stdin.close()
                 self.proc.wait(timeout=30)
             except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
+                pass
+            finally:
+                procgroup.take_down(self.proc)
             self.proc = None
         log = getattr(self, "_log", None)
         if log is not None:

@@ -19,9 +19,11 @@ from typing import Any
 
 from ..config import CHILD_ENV
 from ..format.layout import RUN_RECORDS
+from ..format.names import pass_display_name
+from ..format.passref import ref_of
 from ..format.records import CODEGEN, COMPLETE, RunManifest
 from ..history.loading import is_run_dir, is_script_dir, load_run
-from ..passref import ref_of
+from ..proc import group as procgroup
 from .search import RIGHT, UNTESTABLE, WRONG
 from .skipping import ENV, SkipPlan
 
@@ -69,6 +71,7 @@ class Step:
     log: Path | None = None
     probe: bool = False  # untestable by the probe's compile: the script did not run
     configs: dict[str, bool | int | float] = field(default_factory=dict)  # pass configs set (--configs)
+    recheck_of: int | None = None  # this step runs step N's skip set again (a deciding step, re-checked)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,6 +88,7 @@ class Step:
             "log": str(self.log) if self.log else None,
             "probe": self.probe,
             "configs": dict(self.configs),
+            "recheck_of": self.recheck_of,
         }
 
 
@@ -101,7 +105,8 @@ def top_passes(manifest: RunManifest) -> list[TopPass]:
     while True:
         if pos in skipped:
             s = skipped[pos]
-            out.append(TopPass(pos, str(s.get("name")), str(s.get("phase")), "skipped", None))
+            name = pass_display_name(str(s.get("name")))  # as the records spell it (TVM's says `tl.`)
+            out.append(TopPass(pos, name, str(s.get("phase")), "skipped", None))
         else:
             r = next(it, None)
             if r is None:
@@ -152,7 +157,8 @@ def run_step(
     t0 = time.perf_counter()
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as out:
-        step.script_rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+        # Its own process group, taken down with whatever the script left running (proc/group).
+        step.script_rc = procgroup.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
         runs = sorted(_run_dirs(trace_dir) - before)
         loaded = [load_run(p) for p in runs]
         errors = [
@@ -170,7 +176,7 @@ def run_step(
         elif spec.check is not None:
             out.write(f"\n$ {spec.check}\n".encode())
             out.flush()
-            step.check_rc = subprocess.run(
+            step.check_rc = procgroup.run(
                 spec.check, shell=True, stdout=out, stderr=subprocess.STDOUT
             ).returncode
             step.outcome = RIGHT if step.check_rc == 0 else WRONG

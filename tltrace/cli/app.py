@@ -15,6 +15,7 @@ from typer.core import TyperCommand, TyperGroup
 from .._version import __version__
 from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
 from ..errors import TltraceError
+from ..proc.group import Terminated, on_signals
 from .shared import (  # one `fail`, one --trace-dir for every command
     OptionalValueCommand,
     error_line,
@@ -43,7 +44,10 @@ class _OneLineErrors(TyperGroup):
         from typer._click import exceptions as cx
 
         try:
-            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            # SIGTERM and SIGHUP raise (Terminated) in every command, as Ctrl+C does: the children
+            # it started go down on the way out (proc/group), and the exit status says the signal.
+            with on_signals():
+                rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except cx.NoArgsIsHelpError as exc:
             exc.show()
             sys.exit(exc.exit_code)
@@ -54,6 +58,8 @@ class _OneLineErrors(TyperGroup):
         except typer.Abort:
             typer.echo("Aborted!", err=True)
             sys.exit(1)
+        except Terminated as exc:  # SIGTERM or SIGHUP while children ran: they are down (proc/group)
+            sys.exit(exc.exit_code)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
@@ -137,7 +143,9 @@ timing kernels on a machine whose workers fall behind); TLTRACE_WORKERS and
 TLTRACE_QUEUE size the workers, and TLTRACE_DEFER=N has them defer
 their writes while N compiles or more are in flight (docs/usage.md).
 Exit status: the script's own; 1 when it raises; 2 for bad usage;
-130 after Ctrl+C (the run is recorded as interrupted).
+130 after Ctrl+C, 143 after SIGTERM, 129 after SIGHUP (the run is recorded as
+interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its
+finally blocks run).
 """
 
 
@@ -326,7 +334,7 @@ def _chrome_collector(path: Optional[Path], force: bool):
         raise fail(
             "--chrome-trace - is for 'tltrace export'; under 'run' the script owns stdout, give a file"
         )
-    from .. import output_path
+    from ..fs import output_path
 
     try:
         output_path.check(path, output_path.CHROME_TRACE, force=force)

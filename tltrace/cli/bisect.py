@@ -13,6 +13,7 @@ from ..errors import TltraceError
 from .shared import fail, no_such_option, script_args, trace_dir_option, warn
 
 EXIT_NOT_WRONG = 6
+EXIT_FLAKY = 8
 
 BISECT_EPILOG = """\
 Examples:
@@ -43,7 +44,8 @@ Exit status: 0 the first bad pass (or a set of config flips) was found; 1 the
 bug is in a pass that cannot be skipped (or before the pipeline), untestable
 steps left several suspects, or no config flip turns the outcome; 2 bad usage,
 or the script does not compile with nothing skipped; 6 the script is right with
-nothing skipped (nothing to bisect). docs/bisect.md says more.
+nothing skipped (nothing to bisect); 8 the script is flaky: a deciding step, run
+again before the answer, gave another outcome. docs/bisect.md says more.
 """
 
 
@@ -128,7 +130,9 @@ def bisect_cmd(
         typer.echo(json.dumps(data, indent=1))
     else:
         _report(result, context, repro_dir)
-    raise typer.Exit({core.FOUND: 0, core.NOT_WRONG: EXIT_NOT_WRONG}.get(result.kind, 1))
+    raise typer.Exit(
+        {core.FOUND: 0, core.NOT_WRONG: EXIT_NOT_WRONG, core.FLAKY: EXIT_FLAKY}.get(result.kind, 1)
+    )
 
 
 def _configs(spec, pattern: Optional[str], as_json: bool) -> None:  # noqa: ANN001
@@ -144,7 +148,13 @@ def _configs(spec, pattern: Optional[str], as_json: bool) -> None:  # noqa: ANN0
         n = len(result.steps)
         cost = f"{n} step(s), {result.seconds:.0f}s"
         turned = "wrong into right" if result.recorded == "wrong" else "right into wrong"
-        if result.kind == cfg.NONE:
+        if result.kind == cfg.FLAKY:
+            (r,) = [r for r in result.rechecks if not r.agrees][:1]
+            typer.echo(
+                f"the script is flaky: step {r.step} was {r.outcome}, and run again (step {r.again}) "
+                f"{r.again_outcome}; no config flip can be trusted ({cost})"
+            )
+        elif result.kind == cfg.NONE:
             typer.echo(
                 f"no config flip turns the outcome ({result.recorded} with nothing flipped), alone or "
                 f"all together ({cost})"
@@ -163,7 +173,7 @@ def _configs(spec, pattern: Optional[str], as_json: bool) -> None:  # noqa: ANN0
         typer.echo(f"each flip alone (the recorded run is {result.recorded}):")
         for name, outcome in result.flips.items():
             typer.echo(f"  {name}={result.values[name]}: {outcome}")
-    raise typer.Exit(0 if result.kind == cfg.FOUND else 1)
+    raise typer.Exit({cfg.FOUND: 0, cfg.FLAKY: EXIT_FLAKY}.get(result.kind, 1))
 
 
 def _flip(f) -> None:  # noqa: ANN001  # tltrace.bisect.configs.Flip
@@ -226,6 +236,14 @@ def _report(result, context: int, repro_dir: Optional[Path]) -> None:  # noqa: A
             typer.echo(f"  {_where(t)}")
         typer.echo("(and every pass that left the IR unchanged in the recorded run)")
         return
+    if result.kind == core.FLAKY:
+        (r,) = [r for r in result.rechecks if not r.agrees][:1]
+        blamed = f"; the search alone would have blamed {_where(result.answer)}" if result.answer else ""
+        typer.echo(
+            f"the script is flaky: step {r.step} was {r.outcome}, and run again (step {r.again}) "
+            f"{r.again_outcome}; no answer can be trusted{blamed} ({cost})"
+        )
+        return
     if result.kind == core.UNSETTLED:
         typer.echo(
             f"could not narrow to one pass: the steps between did not compile; the first bad pass "
@@ -241,8 +259,8 @@ def _report(result, context: int, repro_dir: Optional[Path]) -> None:  # noqa: A
     )
     typer.echo(f"  recorded run: {result.good_run}")
     if t.index is not None and result.good_run is not None:
-        from .._shell import command
         from ..history.loading import load_run
+        from ..proc.shell import command
         from .show import show_pass
 
         typer.echo(

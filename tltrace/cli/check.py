@@ -93,7 +93,7 @@ def check_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the outcomes as JSON."),
 ) -> None:
     """Check a recorded compile: its facts (--expect) and its texts (--match, FileCheck)."""
-    from .. import checking
+    from ..check import checks
     from ..history import runs
 
     raw = ctx.meta.get("tltrace_check_argv", [])
@@ -108,8 +108,8 @@ def check_cmd(
             )
         if not expects and not groups:
             raise _fail("nothing to check: give --expect EXPR or --match STAGE 'CHECK: ...'")
-        parsed_expects = [checking.parse_expect(e) for e in expects or []]
-        parsed_matches = [checking.parse_match(stage, ds) for stage, ds in groups]
+        parsed_expects = [checks.parse_expect(e) for e in expects or []]
+        parsed_matches = [checks.parse_match(stage, ds) for stage, ds in groups]
         target = positional[0] if positional else None
         run_spec = positional[1] if len(positional) > 1 else None
         signature = positional[2] if len(positional) > 2 else None
@@ -120,7 +120,7 @@ def check_cmd(
             raise _fail(f"nothing to check: {exc}", EXIT_NOTHING) from None
         for run in sel.runs:
             run.require()
-        results = checking.check_runs(
+        results = checks.check_runs(
             sel.runs,
             parsed_expects,
             parsed_matches,

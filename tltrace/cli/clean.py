@@ -7,9 +7,9 @@ from typing import Optional
 
 import typer
 
-from .._shell import command
 from ..config import trace_dir_of as _trace_dir
 from ..errors import EXIT_RECORDS, TltraceError
+from ..proc.shell import command
 from .records import TRACE_DIR_OPT, _print_json, _size
 from .shared import fail as _fail
 from .shared import warn as _warn

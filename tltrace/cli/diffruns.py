@@ -78,7 +78,7 @@ def diff_runs_cmd(
     ),
 ) -> None:
     """Compare two invocations compile by compile (or two compiles pass by pass)."""
-    from .. import output_path
+    from ..fs import output_path
     from ..history import runs
     from ..history.compare import diff_invocations, diff_runs
 
@@ -578,7 +578,7 @@ def _write_diff_html(d, ra, rb, out: Path, context: int, force: bool = False) ->
     data["layouts"] = model.changed(
         ra.manifest.layouts, rb.manifest.layouts
     )  # both sides' entries: both grids
-    from .. import output_path
+    from ..fs import output_path
 
     page = diffruns.render(data).encode("utf-8", "surrogatepass")
     return output_path.write(out, output_path.DIFF_HTML, page, force=force).path

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import signal
+import contextlib
 from pathlib import Path
 from typing import Optional
 
@@ -10,6 +10,7 @@ import typer
 
 from ..config import trace_dir_of
 from ..errors import EXIT_CONFLICT, EXIT_OK, TltraceError
+from ..proc.group import Terminated, on_signals
 from .shared import fail as _fail  # one `fail`, one --trace-dir for every command
 from .shared import no_such_option, trace_dir_option
 from .shared import warn as _warn
@@ -27,8 +28,9 @@ each time SCRIPT or one of its working files (codegen_device.cpp, codegen_host.c
 codegen_<kernel>_device.cpp, ...) gets new content; a save made while a run is going
 leads to the next run, and each rerun says what was saved. Each run ends with one line:
 its exit status and what it decided per working file, e.g. (add: PATCHED). A failing
-run does not end the watch. Ctrl+C ends it (exit 0); SIGTERM ends it and the run going
-on (exit 143).
+run does not end the watch. Ctrl+C ends it (exit 0); SIGTERM and SIGHUP end it (exit
+143, 129). Each run goes in a process group of its own: the watch ending takes it
+down with every process it started.
 """
 
 RESOLVE_EPILOG = """\
@@ -121,7 +123,7 @@ def watch_cmd(
 ) -> None:
     """Rerun SCRIPT under tltrace each time it or one of its working files is saved."""
     from ..config import parse_mode
-    from ..reconcile.watch import OutputLine, RunDone, RunStarting, Watching, WatchSpec, watch_runs
+    from ..reconcile.watch import WatchSpec, watch_runs
     from .shared import script_args
 
     rest = script_args(ctx, script, args)
@@ -152,50 +154,44 @@ def watch_cmd(
             "script trigger a rerun (use --mode both, or --codegen-output PATH)"
         )
     spec = WatchSpec(path, tuple(rest), m, p["trace_dir"], p["codegen_output"])
-    previous = _exit_on_sigterm()  # a run going on is stopped with the watch, not left running
+    # SIGTERM and SIGHUP end the watch, as Ctrl+C does, and the run going on with everything it
+    # started (its own process group: proc/group); the exit status says which (143, 129).
+    events = watch_runs(spec, debounce_ms=p["debounce"], max_runs=p["max_runs"])
     try:
-        for ev in watch_runs(spec, debounce_ms=p["debounce"], max_runs=p["max_runs"]):
-            if isinstance(ev, RunStarting):
-                why = ("saved: " + ", ".join(c.name for c in ev.changed)) if ev.changed else "first run"
-                typer.secho(f"── tltrace watch: run {ev.number} ({why}) ──", bold=True)
-            elif isinstance(ev, OutputLine):
-                _echo_folded(ev.text)
-            elif isinstance(ev, RunDone):
-                status = "ok" if ev.exit_code == 0 else f"exit {ev.exit_code}"
-                tags = ", ".join(ev.tags)
-                typer.secho(
-                    f"── run {ev.number}: {status}" + (f" ({tags})" if tags else "") + " ──",
-                    bold=True,
-                    fg="green" if ev.exit_code == 0 else "red",
-                )
-                for line in ev.errors:  # a failed build's errors under the summary, not lines above it
-                    typer.secho(line, fg="red")
-            elif isinstance(ev, Watching):
-                typer.echo(
-                    f"watching {spec.script} and its working files in "
-                    f"{spec.layout().directory} (Ctrl+C to stop)"
-                )
+        with on_signals(), contextlib.closing(events):
+            for ev in events:
+                _show_event(spec, ev)
     except KeyboardInterrupt:
         typer.echo("tltrace watch: stopped")
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+    except Terminated as exc:
+        typer.echo(f"tltrace watch: stopped ({exc})")
+        raise typer.Exit(exc.exit_code) from None
     raise typer.Exit(EXIT_OK)
 
 
-def _exit_on_sigterm():
-    """SIGTERM becomes SystemExit(143), so the run in progress is terminated on the way out.
+def _show_event(spec, ev) -> None:  # noqa: ANN001
+    """Print one event of the watch."""
+    from ..reconcile.watch import OutputLine, RunDone, RunStarting, Watching
 
-    Returns the handler it replaced (None when none was set: not the main thread).
-    """
-
-    def terminated(signum, frame):
-        raise SystemExit(128 + signum)
-
-    try:
-        return signal.signal(signal.SIGTERM, terminated)
-    except (ValueError, OSError):
-        return None
+    if isinstance(ev, RunStarting):
+        why = ("saved: " + ", ".join(c.name for c in ev.changed)) if ev.changed else "first run"
+        typer.secho(f"── tltrace watch: run {ev.number} ({why}) ──", bold=True)
+    elif isinstance(ev, OutputLine):
+        _echo_folded(ev.text)
+    elif isinstance(ev, RunDone):
+        status = "ok" if ev.exit_code == 0 else f"exit {ev.exit_code}"
+        tags = ", ".join(ev.tags)
+        typer.secho(
+            f"── run {ev.number}: {status}" + (f" ({tags})" if tags else "") + " ──",
+            bold=True,
+            fg="green" if ev.exit_code == 0 else "red",
+        )
+        for line in ev.errors:  # a failed build's errors under the summary, not lines above it
+            typer.secho(line, fg="red")
+    elif isinstance(ev, Watching):
+        typer.echo(
+            f"watching {spec.script} and its working files in {spec.layout().directory} (Ctrl+C to stop)"
+        )
 
 
 def _layout(script_or_dir: Optional[str], trace_dir: Optional[Path], codegen_output: Optional[Path]):

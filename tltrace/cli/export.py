@@ -126,7 +126,7 @@ def select_manifests(
 
 def write_json(data: Any, out: Path, *, force: bool = False) -> Path | None:
     """Write `data` as JSON to `out` under the output-path rule ('-': stdout, returns None); return the path."""
-    from .. import output_path
+    from ..fs import output_path
 
     text = json.dumps(data, separators=(",", ":"))
     target = output_path.write(out, output_path.CHROME_TRACE, (text + "\n").encode("utf-8"), force=force)

@@ -101,6 +101,12 @@ def held(run: Any, thread: int) -> dict[str, Any]:
     """Return what threadIdx.x `thread` holds of each final fragment layout of one compile."""
     from ..layouts import expr, model
 
+    block = _block_threads(run)
+    if block is not None and thread >= block:
+        raise UsageError(
+            f"--thread {thread}: no such thread in this compile: its kernel launches {block} threads a block "
+            f"(threadIdx.x 0..{block - 1})"
+        )
     out: dict[str, Any] = {"run_id": run.run_id, "thread": thread, "warp": thread // 32, "lane": thread % 32}
     buffers = []
     for e in model.final(run.manifest.layouts):
@@ -117,6 +123,18 @@ def held(run: Any, thread: int) -> dict[str, Any]:
         })  # fmt: skip
     out["buffers"] = buffers
     return out
+
+
+def _block_threads(run: Any) -> int | None:
+    """The threads of one block the compiled kernel launches (the `threads` fact: the device IR's
+    threadIdx.x extents, producers of a warp-specialized kernel included); None when not known."""
+    from ..facts import facts_of
+
+    try:
+        n = facts_of(run).get("threads")
+    except Exception:
+        return None
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
 
 
 def _print_held(data: dict[str, Any]) -> None:

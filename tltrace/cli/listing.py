@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._shell import command
+from ..proc.shell import command
 from .records import _STATUS_STYLE, _command_line, _print_json, _size, _t, _when
 from .shared import console as _console
 from .shared import warn as _warn
@@ -40,7 +40,7 @@ def show_list(loc, kernel: str | None, as_json: bool) -> None:
             compiles = [
                 r
                 for r in inv.runs
-                if kernel is None or (r.manifest is not None and r.manifest.kernel == kernel)
+                if kernel is None or (r.manifest is not None and r.manifest.kernel_name == kernel)
             ]
             if compiles or (kernel is None and inv.empty is not None):
                 invs.append((inv, compiles))

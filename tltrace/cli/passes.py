@@ -67,8 +67,12 @@ def show_run(run, as_json: bool) -> None:
         )
     if m.command:
         head.append("\n$ " + _command_line(m.command), style="dim")
-    if m.skipped:  # a step of `tltrace bisect`
-        names = ", ".join(f"#{s.get('position')} {s.get('name')}" for s in m.skipped if isinstance(s, dict))
+    if (
+        m.skipped
+    ):  # a step of `tltrace bisect`: the passes as the table spells them; the one numbering is its #
+        from ..format.names import pass_display_name
+
+        names = ", ".join(pass_display_name(str(s.get("name"))) for s in m.skipped if isinstance(s, dict))
         head.append(f"\nbisect step: skipped {len(m.skipped)} top-level pass(es): {names}", style="yellow")
     con.print(head, soft_wrap=not con.is_terminal)
     from ..render.table import Column, cut_end, cut_middle, fit
@@ -177,9 +181,9 @@ def show_pass(
     """Print one pass of `run` as `show --pass` does: its line and its diff (`bisect` reuses it), with
     `remarks` its remark under it."""
     from ..diff import diff
+    from ..format.passref import ref_of, resolve
     from ..format.records import STAGE_ROLES
     from ..history import runs
-    from ..passref import ref_of, resolve
 
     rec = runs.find_record(run.require(), spec, run.path)
     found = resolve(run.manifest.records, spec)

@@ -19,8 +19,8 @@ REPRO_EPILOG = """\
 Examples:
 
 \b
-  tltrace repro gemm.py --pass LowerTileOp                 the newest run of gemm.py
-  tltrace repro gemm.py -2 --pass 37 -o /tmp/lowertileop   pass #37 of the run before
+  tltrace repro gemm.py --pass LowerTileOp                 in the newest invocation of gemm.py
+  tltrace repro gemm.py -2 --pass 37 -o /tmp/lowertileop   pass #37, one invocation back
   tltrace repro two_kernels.py --kernel vmul --pass Simplify#2
   tltrace repro bad.py                                     the pass a failed compile failed at
 
@@ -143,9 +143,9 @@ def _selection(args: list[str], trace_dir: Optional[Path], kernel: Optional[str]
 
 def _failed_pass(run, manifest):  # noqa: ANN001, ANN202
     """Return the one pass a compile failed at (what `repro` without --pass reruns); else UsageError."""
-    from .._shell import command
     from ..errors import UsageError
     from ..history.resolve import script_words
+    from ..proc.shell import command
 
     failed = [r for r in manifest.records if r.status == "failed"]
     top = [r for r in failed if r.depth == 0] or failed

@@ -35,6 +35,10 @@ Examples:
   tltrace show gemm.py --pass LowerTileOp --source-map   that pass's IR with its Python lines
   tltrace show gemm.py --source-map --json      source, codegen lines with "src", per-pass coverage
   tltrace show ./tmp/lower_trace_dir/gemm/.run_records/run_2026...   a run directory (one compile)
+  tltrace show gemm.py -1 --line 22            what came of line 22: passes, CUDA, PTX, SASS (mix, spills)
+  tltrace show gemm.py -1 --line gemm.py:22 --json   the same as JSON
+  tltrace show gemm.py -1 --sass-line 140       the kernel.cu and Python lines of SASS line 140
+  tltrace show gemm.py -1 --cuda-line 73        the Python line of kernel.cu:73 (--ptx-line for the PTX)
   tltrace show gemm.py --html                   (re)write the compile's report, or the invocation's index
   tltrace show gemm.py -1 --json                the newest invocation as JSON
   tltrace show gemm.py -1 --facts               TMA, WGMMA, cp.async, shared memory, stages of each compile
@@ -112,6 +116,26 @@ def show_cmd(
         help="The generated source (with --pass: that pass's IR) with the Python line of each line "
         "(N~: inferred from an enclosing statement).",
     ),
+    line: Optional[str] = typer.Option(
+        None,
+        "--line",
+        metavar="N|FILE:N",
+        help="What came of this Python line: the IR of each pass that changed it, the generated source's "
+        "lines, the PTX and SASS lines (run --ptx --sass) with the SASS instruction mix and spills.",
+    ),
+    cuda_line: Optional[int] = typer.Option(
+        None,
+        "--cuda-line",
+        metavar="N",
+        min=1,
+        help="The Python line behind line N of the generated device source (kernel.cu; C on a CPU compile).",
+    ),
+    ptx_line: Optional[int] = typer.Option(
+        None, "--ptx-line", metavar="N", min=1, help="The kernel.cu and Python lines behind PTX line N."
+    ),
+    sass_line: Optional[int] = typer.Option(
+        None, "--sass-line", metavar="N", min=1, help="The kernel.cu and Python lines behind SASS line N."
+    ),
     baseline: Optional[str] = typer.Option(
         None,
         "--baseline",
@@ -185,6 +209,8 @@ def show_cmd(
         at=at_spec,
         thread=thread,
         top=top,
+        line=line,
+        back={"cuda line": cuda_line, "ptx line": ptx_line, "sass line": sass_line},
     )
     try:
         if view.name in ("profile", "markdown"):  # where the time went, the CI summary: cli/profile.py
@@ -240,6 +266,22 @@ def _show_source_map(sel, o) -> None:
     cli_sourcemap.show(sel.one("--source-map"), o.pass_, o.as_json)
 
 
+def _show_line(sel, o) -> None:
+    from . import byline
+
+    byline.show(sel.one("--line"), o.line, o.as_json)
+
+
+def _show_back(view: str) -> Callable[[Any, Any], None]:
+    def show_back(sel, o) -> None:
+        from . import byline
+
+        kind = view.split(" ")[0]
+        byline.back(sel.one(f"--{kind}-line"), kind, o.back[view], o.as_json)
+
+    return show_back
+
+
 def _show_remarks(sel, o) -> None:
     from .passes import show_remarks
 
@@ -289,6 +331,10 @@ _SHOW: dict[str, Callable[[Any, Any], None]] = {
     "pass": _show_pass,
     "source map": _show_source_map,
     "remarks": _show_remarks,
+    "line": _show_line,
+    "cuda line": _show_back("cuda line"),
+    "ptx line": _show_back("ptx line"),
+    "sass line": _show_back("sass line"),
     "report": _show_html,
     "facts": _show_facts,
     "layouts": _show_layouts,

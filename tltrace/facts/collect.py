@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..format.layout import SOURCEMAP_LOG
+from ..format.layout import MANIFEST, SOURCEMAP_LOG
 from ..format.records import FAILED, PassRecord, RunManifest
 from ..format.sourcemap import LineMap
 from ..remarks.recorder import kinds_of
@@ -62,7 +62,7 @@ def compute(manifest: RunManifest, read: Read, run_dir: Path | None = None) -> d
     if remarks is not None:
         values.update(remarks)
         texts[REMARKS] = {
-            "file": "manifest.json",
+            "file": MANIFEST,
             "field": "remarks",
             "passes": [p.get("index") for p in _remark_passes(manifest.remarks)],
         }
@@ -71,7 +71,7 @@ def compute(manifest: RunManifest, read: Read, run_dir: Path | None = None) -> d
         if cov is not None:
             values["sourcemap_coverage"] = cov
             texts[SOURCE_MAP] = {
-                "file": "sourcemap.jsonl",
+                "file": SOURCEMAP_LOG,
                 "record": chosen[DEVICE][0].index,
                 "side": "after",
             }

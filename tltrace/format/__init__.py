@@ -1,6 +1,6 @@
 """The on-disk format: what tltrace leaves under a trace dir, and the one way to name, write and read it.
 
-The bottom of the house: it imports only config, errors, _atomic, safe_read and the
+The bottom of the house: it imports only config, errors, fs.atomic, fs.safe_read and the
 standard library. session/ writes through it; history/, render/, rerun/, reconcile/ and
 bisect/ read through it, never through the writing package.
 
@@ -13,5 +13,7 @@ bisect/ read through it, never through the writing package.
 - `notes`: the notes a compile in flight leaves for a process that dies (`inflight`, `fatal.txt`);
 - `writer`: who writes a run (a manifest's `writer`), and whether it still lives;
 - `liveness`: the lock `.live.<invocation>` that says an invocation still runs;
-- `scripts`: which script dir belongs to which script (`.tltrace-scripts.json`).
+- `scripts`: which script dir belongs to which script (`.tltrace-scripts.json`);
+- `passref`: the one pass-name grammar (index, [phase/]NAME[#k], any case), how records
+  are named by `--pass` and read back.
 """

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import safe_read
-from .._atomic import atomic_write
+from ..fs import safe_read
+from ..fs.atomic import atomic_write
 
 EMPTY_STATUS = "empty"
 _NAME = re.compile(r"^inv_[0-9A-Za-z_]+\.json$")

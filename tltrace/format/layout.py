@@ -40,6 +40,8 @@ SOURCEMAP_LOG = "sourcemap.jsonl"  # in a run dir
 SOURCE_PREFIX = "source_"  # run-relative name of a copied Python source: source_<hash>.py
 INFLIGHT = "inflight"  # in a run dir, while the compile runs
 FATAL = "fatal.txt"  # in a run dir: faulthandler's file
+REPORT = "report.html"  # in a run dir (the compile's report) and a script dir (the invocation index)
+SCRIPTS_REGISTRY = ".tltrace-scripts.json"  # in a trace dir: script identity -> script dir name
 
 # Working files (reconcile/files.py writes them; history/resolve.py recognises a script dir by them).
 DEFAULT_STEM = "codegen"  # codegen_device.cpp, codegen_host.cpp
@@ -57,8 +59,10 @@ __all__ = [
     "MANIFEST",
     "OBJECTS",
     "RECORDS_LOG",
+    "REPORT",
     "RUN_PREFIX",
     "RUN_RECORDS",
+    "SCRIPTS_REGISTRY",
     "SOURCEMAP_LOG",
     "SOURCE_PREFIX",
     "WORKING_MAP_SUFFIX",

@@ -244,6 +244,16 @@ class RunManifest:
         return replace(self, records=tuple(records))
 
     @property
+    def kernel_name(self) -> str | None:
+        """The kernel's name as every view names the compile: its own (`kernel`), else, for a compile
+        with none (`tilelang.lower`, the compile-only tool), the lowered function the signature starts
+        with, as the stream labels it (session/signature.short_label). What `--kernel NAME` selects."""
+        if self.kernel:
+            return self.kernel
+        first = (self.signature or "").split(" ", 1)[0]
+        return first or None
+
+    @property
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in STATUSES}
         for r in self.records:

@@ -27,12 +27,12 @@ import os
 import threading
 from pathlib import Path
 
-from .. import safe_read
-from .._atomic import atomic_write, locked, remove_stale_temps
-from .layout import KERNEL_REGISTRY, RUN_RECORDS
+from ..fs import safe_read
+from ..fs.atomic import atomic_write, locked, remove_stale_temps
+from .layout import KERNEL_REGISTRY, RUN_RECORDS, SCRIPTS_REGISTRY
 from .names import is_safe_component, safe_component, script_name_from_argv
 
-REGISTRY = ".tltrace-scripts.json"
+REGISTRY = SCRIPTS_REGISTRY
 
 _claimed: dict[tuple[str, str], str] = {}  # (trace_dir, identity) -> dir name, claimed by this process
 _claimed_lock = threading.Lock()

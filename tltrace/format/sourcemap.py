@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import safe_read
+from ..fs import safe_read
 from .layout import SOURCE_PREFIX, SOURCEMAP_LOG, WORKING_MAP_SUFFIX, source_file, text_hash
 
 __all__ = [

@@ -20,8 +20,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import safe_read
-from .._shell import command
 from ..errors import RecordsError
 from ..format import liveness, notes
 from ..format.ids import id_time_is_absolute, is_run_name, time_of_id
@@ -36,6 +34,8 @@ from ..format.records import (
     readable_schema,
 )
 from ..format.writer import writer_alive, writer_token
+from ..fs import safe_read
+from ..proc.shell import command
 
 INTERRUPTED = "interrupted"  # shown for a run whose process is gone but never finished
 

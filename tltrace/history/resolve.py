@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from .._shell import command
 from ..errors import NothingSelected, RecordsError, UsageError
 from ..format.ids import RUN_PREFIX, is_run_name
 from ..format.layout import DEFAULT_STEM, EXT, KERNEL_REGISTRY, RUN_RECORDS
 from ..format.names import safe_component
 from ..format.scripts import script_dir_for
+from ..proc.shell import command
 from .invocations import RecordedInvocation, invocation_key, invocations, label
 from .loading import Run, is_run_dir, is_script_dir, load_run, real_dir, run_dirs, start_of
 
@@ -212,7 +212,7 @@ def list_runs(location: Location, *, size: bool = True, kernel: str | None = Non
             sorted((load_run(p, size=size) for p in run_dirs(sd)), key=lambda r: (start_of(r), r.run_id))
         )
     if kernel is not None:
-        out = [r for r in out if r.manifest is not None and r.manifest.kernel == kernel]
+        out = [r for r in out if r.manifest is not None and r.manifest.kernel_name == kernel]
     return out
 
 
@@ -271,7 +271,7 @@ def _narrow(
     inv: RecordedInvocation, runs: tuple[Run, ...], kernel: str | None, signature: str | None, spec: str
 ) -> tuple[Run, ...]:
     if kernel is not None:
-        runs = tuple(r for r in runs if r.manifest is not None and r.manifest.kernel == kernel)
+        runs = tuple(r for r in runs if r.manifest is not None and r.manifest.kernel_name == kernel)
         if not runs:
             raise NothingSelected(
                 f"no compile of kernel {kernel!r} in invocation {spec} of {inv.script_dir.name}; "
@@ -315,7 +315,9 @@ def select(
         raise RecordsError(f"no run records under {script_dir}; run 'tltrace run SCRIPT' first")
     if kernel is not None:
         invs = [
-            i for i in invs if any(r.manifest is not None and r.manifest.kernel == kernel for r in i.runs)
+            i
+            for i in invs
+            if any(r.manifest is not None and r.manifest.kernel_name == kernel for r in i.runs)
         ]
         if not invs:
             raise NothingSelected(
@@ -477,7 +479,7 @@ def selected_runs(
             out.extend(
                 r
                 for r in invs[-1].runs
-                if r.manifest is not None and (kernel is None or r.manifest.kernel == kernel)
+                if r.manifest is not None and (kernel is None or r.manifest.kernel_name == kernel)
             )
     if not out:
         where = loc.root or loc.script_dirs[0]

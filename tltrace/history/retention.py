@@ -1,4 +1,5 @@
-"""Retention: the one pruner, shared by `tltrace run --keep`, `enable(keep=)` and `tltrace clean`.
+"""Retention: the one pruner, shared by `tltrace run --keep`, `enable(keep=)`, `tltrace clean` and the
+pytest plugin's `--tltrace-only-failed` (a passing test's invocation goes: `clean(invocations=)`).
 
 The unit is the invocation (one `tltrace run`, one watch rerun, one enable()..disable()
 span): `keep` N keeps the newest N invocations of a script with all their compiles.
@@ -106,8 +107,12 @@ def clean(
     now: float | None = None,
     live: set[str] | frozenset[str] | None = None,
     force: bool = False,
+    invocations: set[str] | frozenset[str] | None = None,
 ) -> CleanResult:
     """Remove invocations of each script dir: beyond the newest `keep`, started over `older_than` s ago, or all.
+
+    `invocations` names invocations that go whatever their age (the pytest plugin's
+    `--tltrace-only-failed`: a passing test's); the rules below keep what may still run.
 
     `keep` 0 means what it means on `tltrace run` and `enable()`: no limit (keep all).
 
@@ -125,7 +130,7 @@ def clean(
                 "--keep 0 keeps every invocation (as on 'tltrace run'), so nothing would go; "
                 "say --all to remove every run, or --keep N to keep the newest N"
             )
-    if keep is None and older_than is None and not remove_all:
+    if keep is None and older_than is None and not remove_all and not invocations:
         raise UsageError("say what to remove: --keep N, --older-than DURATION, or --all")
     now = time.time() if now is None else now
     live = set(live or ())
@@ -141,6 +146,7 @@ def clean(
             now=now,
             live=live,
             force=force,
+            named=frozenset(invocations or ()),
         )
     return result
 
@@ -173,6 +179,7 @@ def _clean_script(
     now: float,
     live: set[str],
     force: bool = False,
+    named: frozenset[str] = frozenset(),
 ) -> None:
     root = sd / RUN_RECORDS
     if not os.path.lexists(root):
@@ -187,7 +194,7 @@ def _clean_script(
     doomed: list[_OnDisk] = []
     for i, inv in enumerate(invocations):
         newer = len(invocations) - 1 - i  # how many invocations are newer than this one
-        go = remove_all or (keep is not None and newer >= keep)
+        go = remove_all or (keep is not None and newer >= keep) or inv.key in named
         if older_than is not None and now - inv.started > older_than:
             go = True
         if go:

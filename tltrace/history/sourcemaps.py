@@ -14,10 +14,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .. import safe_read
 from ..format.layout import OBJECTS, SOURCEMAP_LOG, source_hash
 from ..format.records import FAILED, STAGE_ROLES, PassRecord, RunManifest
 from ..format.sourcemap import RunMaps, apply_line
+from ..fs import safe_read
 from . import runs
 
 

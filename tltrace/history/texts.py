@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .. import safe_read
 from ..errors import RecordsError, UsageError
 from ..format.layout import OBJECTS, RUN_RECORDS, is_hash
 from ..format.records import PassRecord, RunManifest
+from ..fs import safe_read
 from .loading import Run
 
 
@@ -120,12 +120,12 @@ def missing_files(run: Run) -> int:
 
 
 def find_record(manifest: RunManifest, spec: str, run_dir: Path | None = None) -> PassRecord:
-    """Return the record a --pass reference names (tltrace/passref.py: index, [phase/]NAME[#k], any case).
+    """Return the record a --pass reference names (tltrace/format/passref.py: index, [phase/]NAME[#k], any case).
 
     An unknown name says the closest pass names (did you mean), and, given the run's
     directory, the `tltrace show` command that lists the compile's passes.
     """
-    from ..passref import did_you_mean, resolve
+    from ..format.passref import did_you_mean, resolve
 
     found = resolve(manifest.records, spec)
     if found.pos < 0:
@@ -138,7 +138,7 @@ def find_record(manifest: RunManifest, spec: str, run_dir: Path | None = None) -
             raise UsageError(f"{found.error}; give the full name, NAME#k or an index")
         hint = did_you_mean(dict.fromkeys(r.name for r in manifest.records), spec)
         if run_dir is not None:
-            from .._shell import command
+            from ..proc.shell import command
             from .resolve import script_words
 
             lister = command("tltrace", "show", *script_words(Path(run_dir).parent.parent), manifest.run_id)

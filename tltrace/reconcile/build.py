@@ -36,6 +36,7 @@ from typing import Any
 from ..diff import count_changes
 from ..format import build as fb
 from ..format.records import CODEGEN, ERROR, FAILED, RunManifest
+from ..proc import group as procgroup
 from ..session import codegen_nvrtc as cgn
 from ..session.recorder import CodegenCall, PassEvent, Recorder
 
@@ -177,7 +178,7 @@ def rebuild(failure: FailedBuild, timeout: float = BUILD_TIMEOUT_S) -> tuple[str
             Path(src).write_text(failure.code, encoding="utf-8")
             cmd[src_at] = src
             cmd[o + 1] = os.path.join(tmp, "out" + os.path.splitext(out)[1])
-            done = subprocess.run(
+            done = procgroup.run(
                 cmd,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,

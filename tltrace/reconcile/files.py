@@ -35,12 +35,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import safe_read
-from .._atomic import atomic_write, locked, remove_stale_temps, step
 from ..config import check_codegen_output as check_codegen_output  # re-exported; it lives with the settings
 from ..format.layout import DEFAULT_STEM, EXT
 from ..format.layout import KERNEL_REGISTRY as REGISTRY_NAME
 from ..format.names import is_safe_component
+from ..fs import safe_read
+from ..fs.atomic import atomic_write, locked, remove_stale_temps, step
 from .decide import Action, Decision, decide
 
 ROLES = ("device", "host")

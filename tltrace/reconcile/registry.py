@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import safe_read
-from .._atomic import atomic_write, locked, remove_stale_temps
 from ..format.names import is_safe_component, safe_component
+from ..fs import safe_read
+from ..fs.atomic import atomic_write, locked, remove_stale_temps
 from . import files
 from .variant import Variant, describe, file_label
 

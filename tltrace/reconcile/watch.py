@@ -16,12 +16,13 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..config import script_name_from_argv, trace_dir_of
+from ..proc import group as procgroup
 from . import files
 from .workflow import layout_at
 
@@ -163,7 +164,9 @@ def run_once(spec: WatchSpec, number: int, changed: tuple[Path, ...]) -> Iterato
     """Run the script once under `tltrace run` in a fresh process, yielding its output line by line."""
     yield RunStarting(number, changed)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
+    # Its own process group: the run and whatever it started go down when it ends, when this
+    # generator is closed, or when tltrace watch gets SIGINT, SIGTERM or SIGHUP (proc/group).
+    with procgroup.started(
         spec.command(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -171,25 +174,17 @@ def run_once(spec: WatchSpec, number: int, changed: tuple[Path, ...]) -> Iterato
         errors="replace",
         bufsize=1,
         env=env,
-    )
-    try:
+    ) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
             yield OutputLine(number, line.rstrip("\n"))
         code = proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
     yield RunDone(number, code, run_tags(spec, proc.pid), proc.pid, build_errors(spec, proc.pid))
 
 
 def _manifests(spec: WatchSpec, pid: int) -> list[Any]:
     """The manifests of the compiles process `pid` recorded."""
+    from ..format.ids import pid_of_run_id
     from ..history.runs import load_manifest, run_dirs
 
     out = []
@@ -198,8 +193,7 @@ def _manifests(spec: WatchSpec, pid: int) -> list[Any]:
     except Exception:
         return []
     for d in dirs:
-        parts = d.name.split("_")
-        if len(parts) < 6 or parts[4] != str(pid):
+        if pid_of_run_id(d.name) != pid:  # the one id parser (format/ids.py)
             continue
         try:
             out.append(load_manifest(d))
@@ -244,7 +238,7 @@ def run_files(spec: WatchSpec, pid: int) -> dict[Path, str | None]:
 
 def watch_runs(
     spec: WatchSpec, *, debounce_ms: int = 300, max_runs: int | None = None, stop_event: Any = None
-) -> Iterator[WatchEvent]:
+) -> Generator[WatchEvent, None, None]:
     """Run once, then rerun on every content change until `max_runs` runs, `stop_event`, or Ctrl+C."""
     import watchfiles
 

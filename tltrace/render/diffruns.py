@@ -31,7 +31,7 @@ def render(data: dict[str, Any]) -> str:
 
 def write(data: dict[str, Any], out: Path) -> Path:
     """Write the report to `out` (through a temporary file) and return its path."""
-    from .._atomic import atomic_write
+    from ..fs.atomic import atomic_write
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

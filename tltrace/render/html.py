@@ -38,12 +38,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-from .._atomic import atomic_write
 from ..config import Settings
 from ..diff import line_changes
 from ..errors import RecordsError
 from ..format.layout import text_hash
 from ..format.records import CHANGED, FAILED, STAGE_ROLES, PassRecord, RunManifest
+from ..fs.atomic import atomic_write
 from ..session.events import Event, InvocationFinished, Notice, PassRecorded, RunFinished, RunStarted
 from .index import (
     END_CHUNK,

@@ -9,7 +9,7 @@ A compile report's sibling switcher is read from it.
 from __future__ import annotations
 
 import contextlib
-import fcntl  # tltrace is POSIX-only (_atomic.py locks the same way)
+import fcntl  # tltrace is POSIX-only (fs/atomic.py locks the same way)
 import json
 import os
 import shlex
@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import safe_read
-from .._atomic import atomic_write
 from ..errors import RecordsError
 from ..format.layout import RUN_RECORDS
 from ..format.records import RunManifest
+from ..fs import safe_read
+from ..fs.atomic import atomic_write
 from .pages import _CHUNK_CLOSE, _CHUNK_OPEN, REPORT_NAME, chunk, index_head
 
 INDEX_LOCK = ".report.lock"

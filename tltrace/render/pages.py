@@ -14,12 +14,13 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from ..format.layout import REPORT
 from ..format.records import PassRecord, RunManifest
 from .bundle import asset_text, minify_css, minify_js, script_order
 from .delta import decode, text_fields
 from .safejson import script_json
 
-REPORT_NAME = "report.html"
+REPORT_NAME = REPORT
 _META_FIELDS = (
     "run_id",
     "script",
@@ -239,7 +240,7 @@ def report_head() -> bytes:
         # report.js starts the page; its @requires bring the rest (diff engine, views, source maps);
         # the profile and the Layouts view come with their data (LATE_SCRIPTS).
         _HEAD_CACHE["report"] = _page_head(
-            "report.html",
+            REPORT,
             (
                 "palette.css",
                 "report.css",

@@ -24,7 +24,7 @@ from rich.text import Text
 from ..config import Settings
 from ..diff import Diff, diff
 from ..format import build as fbuild
-from ..format.layout import RUN_RECORDS
+from ..format.layout import REPORT, RUN_RECORDS
 from ..format.records import (
     CHANGED,
     CODEGEN,
@@ -345,8 +345,8 @@ def summary_line(
 
 def empty_line(event: InvocationFinished, settings: Settings) -> Text:
     """Return the line for an invocation that traced no compile: why, and the command that shows it."""
-    from .._shell import command
     from ..config import trace_dir_args
+    from ..proc.shell import command
 
     t = Text("no TileLang compile was traced", style="bold yellow")
     t.append(f": {event.empty.reason}")
@@ -694,8 +694,8 @@ class TerminalView:
     def _show_command(self, event: PassRecorded, *words: str) -> str:
         """`tltrace show` for the event's compile: by its label (a signature prefix) when that names
         it alone in this stream, else by its run id; then `words`."""
-        from .._shell import command
         from ..history.resolve import script_words
+        from ..proc.shell import command
 
         label = self.label(event.manifest, event.run_dir)
         unique = label == stream_label(event.manifest) and label != "?"
@@ -704,7 +704,7 @@ class TerminalView:
 
     def _cut_line(self, event: PassRecorded, left: int) -> Text:
         """The line under a diff cut short: how many lines it left out and the command that shows it whole."""
-        from ..passref import ref_of
+        from ..format.passref import ref_of
 
         recs = sorted(self._seen.get(event.run_dir, []), key=lambda r: r.index)
         ref = ref_of(recs, next(i for i, r in enumerate(recs) if r is event.record))
@@ -723,9 +723,9 @@ class TerminalView:
         if getattr(self, "_only_warned", False):
             return
         self._only_warned = True
-        from .._shell import command
+        from ..format.passref import did_you_mean
         from ..history.resolve import script_words
-        from ..passref import did_you_mean
+        from ..proc.shell import command
 
         names = list(dict.fromkeys(r.name for r in event.manifest.records))
         lister = command(
@@ -739,7 +739,7 @@ class TerminalView:
 
     def _report(self, run_dir: Path) -> Path | None:
         """The run's report when html mode wrote one (a report that could not be written is not named)."""
-        path = Path(run_dir) / "report.html"
+        path = Path(run_dir) / REPORT
         return path if self.settings.html and os.path.isfile(path) and not os.path.islink(path) else None
 
     def _invocation_summary(self, event: InvocationFinished) -> None:
@@ -774,7 +774,7 @@ class TerminalView:
             style="bold red" if failed or stopped else "bold",
         )
         head.append(f"  invocation {event.invocation}", style="dim")
-        index = self.settings.script_dir / "report.html"
+        index = self.settings.script_dir / REPORT
         if self.settings.html and os.path.isfile(index) and not os.path.islink(index):
             head.append(f"  index: {_short_path(index)}", style="dim")  # the compiles, failed first
         else:

@@ -19,7 +19,9 @@ pass raises the recorded error again); 1 with a diff or the new error otherwise;
 2 for bad usage, missing files, or a Python that cannot import TileLang (`python -I`
 ignores PYTHONPATH: where TileLang is found through it, run without -I); 5 when the
 recorded IR does not load on this TileLang (it uses an operator or node type this
-release does not have: one line names it and both releases).
+release does not have: one line names it and both releases), or when the replayed
+compile does not reach the recorded pass at its position (another pass there, fewer
+passes, or the compile fails before it: one line says which, and both releases).
 
 What it applies is what tltrace wrote here: context.json holds the PassContext config
 the rerun gets (without `tltrace repro --build`, only the configs known to be data;
@@ -293,6 +295,31 @@ class Unloadable(RuntimeError):
         }
 
 
+class Diverged(RuntimeError):
+    """The replayed compile does not reach the recorded pass at its position (another pipeline, an edited repro.json)."""
+
+    def __init__(self, detail: str, context: dict[str, Any]) -> None:
+        self.detail = detail
+        self.here = str(getattr(sys.modules.get("tilelang"), "__version__", "?"))
+        self.recorded = str((context.get("versions") or {}).get("tilelang") or "?")
+        super().__init__(self.line())
+
+    def line(self) -> str:
+        """Return the one line: where the replay left the recording, on which releases."""
+        fix = (
+            f"; use TileLang {self.recorded} to rerun it"
+            if self.recorded != self.here
+            else "; the same release: is repro.json the one tltrace wrote?"
+        )
+        return (
+            f"the replay on TileLang {self.here} does not reach the pass recorded on TileLang "
+            f"{self.recorded}: {self.detail}{fix}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line(), "detail": self.detail, "tilelang": self.here, "recorded": self.recorded}
+
+
 class _Stop(Exception):
     """Raised by the catching instrument once the pass has run: the rest of the compile is not needed."""
 
@@ -337,15 +364,12 @@ def replay_through(spec: dict[str, Any], frontend: str, context: Context) -> dic
         if "name" in caught and "after" not in caught:
             caught["error"] = error_text(exc)
         elif "name" not in caught:
-            raise RuntimeError(
-                f"the replayed compile ended before pass #{want} ({name}): {error_text(exc)}"
-            ) from None
+            line = (error_text(exc).strip().splitlines() or ["?"])[-1][:300]
+            raise Diverged(f"the compile ended before pass #{want} ({name}): {line}", context.data) from None
     if "name" not in caught:
-        raise RuntimeError(f"the replayed compile ran {caught['seen']} passes, fewer than {want + 1}")
+        raise Diverged(f"the compile ran {caught['seen']} passes, fewer than {want + 1}", context.data)
     if display_name(caught["name"]) != display_name(name):
-        raise RuntimeError(
-            f"the replay diverged: pass #{want} is {caught['name']}, the recording has {name} there"
-        )
+        raise Diverged(f"pass #{want} is {caught['name']} here, the recording has {name} there", context.data)
     return caught
 
 
@@ -372,26 +396,35 @@ def child(mode: str, out_dir: str) -> int:
     if mode in ("replay", "probe") or not os.path.exists(input_file):
         frontend = read_text(os.path.join(HERE, files["frontend"]))
         try:
-            caught = replay_through(spec, frontend, context)
+            caught: dict[str, Any] | None = replay_through(spec, frontend, context)
         except Unloadable as exc:
             with open(os.path.join(out_dir, RESULT), "w", encoding="utf-8") as f:
                 json.dump({"failure": exc.line(), "unloadable": exc.to_json()}, f)
             return 0
-        registered = caught["name"]
-        if mode == "probe" and not os.path.exists(input_file):
-            with open(input_file, "w", encoding="utf-8") as f:
-                f.write(caught["input_json"])
-            result["input_written"] = True
-        if mode != "json":
-            result["attempts"].append(
-                {
-                    "path": "replay",
-                    "built": "the replayed compile, up to and through the pass",
-                    "before": caught["before"],
-                    "after": caught.get("after"),
-                    "error": caught.get("error"),
-                }
-            )
+        except Diverged as exc:
+            if mode == "replay" or not os.path.exists(input_file):
+                with open(os.path.join(out_dir, RESULT), "w", encoding="utf-8") as f:
+                    json.dump({"failure": exc.line(), "diverged": exc.to_json()}, f)
+                return 0
+            # The probe tries the json path next: the replay is said as not run.
+            result["attempts"].append({"path": "replay", "built": None, "skipped": exc.line()})
+            caught = None
+        if caught is not None:
+            registered = caught["name"]
+            if mode == "probe" and not os.path.exists(input_file):
+                with open(input_file, "w", encoding="utf-8") as f:
+                    f.write(caught["input_json"])
+                result["input_written"] = True
+            if mode != "json":
+                result["attempts"].append(
+                    {
+                        "path": "replay",
+                        "built": "the replayed compile, up to and through the pass",
+                        "before": caught["before"],
+                        "after": caught.get("after"),
+                        "error": caught.get("error"),
+                    }
+                )
     if mode in ("json", "probe"):
         p, how = pass_by_name(registered)
         if p is None:
@@ -533,6 +566,9 @@ def main(argv: list[str]) -> int:
         return 0
     if result.get("unloadable"):
         say(f"repro.py: {result['unloadable']['line']}", err=True)
+        return EXIT_UNLOADABLE
+    if result.get("diverged"):  # this TileLang's pipeline does not reach the recorded pass
+        say(f"repro.py: {result['diverged']['line']}", err=True)
         return EXIT_UNLOADABLE
     attempt = next((a for a in result["attempts"] if a["path"] == mode), None)
     if attempt is None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RecordsError, UsageError
+from ..format.layout import MANIFEST
 from ..format.names import safe_component
 
 MIB = 1024 * 1024
@@ -39,7 +40,7 @@ MAX_TOTAL_BYTES = 1024 * MIB  # all members, inflated
 MAX_RATIO = 200  # inflated : compressed, for a member over 1 MiB and for the whole bundle over 16 MiB
 MEMBER_CAPS = {  # the most a member of each role may hold, inflated
     "bundle.json": 16 * MIB,
-    "manifest.json": 64 * MIB,
+    MANIFEST: 64 * MIB,
     "context.json": 1 * MIB,
     "frontend.json": 256 * MIB,  # streamed to a file, one compile at a time
     "text": 256 * MIB,  # a recorded text, read for the diff of a divergent pass

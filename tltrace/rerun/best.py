@@ -25,10 +25,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from .._atomic import atomic_write
 from ..errors import RecordsError, UsageError
 from ..format.names import is_safe_component
 from ..format.records import CODEGEN
+from ..fs.atomic import atomic_write
 
 NOTES = ".best"
 

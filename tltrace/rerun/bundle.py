@@ -38,6 +38,7 @@ from ..format.ids import is_run_name
 from ..format.layout import RUN_RECORDS
 from ..format.names import safe_component
 from ..format.records import PassRecord, RunManifest
+from ..proc import group as procgroup
 from . import archive, trust
 from .make import flags_of, repro_files
 
@@ -141,7 +142,7 @@ def write_bundle(
     says so) unless `force`. `best` (the autotuner's report, see autotune.py) goes into
     bundle.json.
     """
-    from .. import output_path
+    from ..fs import output_path
     from ..history.runs import generated_text, text_of
 
     output_path.check(out, output_path.BUNDLE, force=force)  # before the work, and again at the write
@@ -489,15 +490,15 @@ def _run_dirs(trace_dir: Path, script: str) -> list[Path]:
 def _run_child(cdir: Path, trace_dir: Path) -> str | None:
     """Run the replay of one compile in a child process; return None, or one line on why it failed.
 
-    The child starts in `cdir` with no current directory on its sys.path (_pychild), so a
+    The child starts in `cdir` with no current directory on its sys.path (proc/pychild.py), so a
     `tilelang.py` beside the bundle or in the cwd is never imported; PYTHONPATH is kept.
     """
-    from .._pychild import traced_tltrace_code
+    from ..proc.pychild import traced_tltrace_code
     from .make import child_env
 
     cmd = traced_tltrace_code("tltrace.rerun.replay_child", str(cdir), str(Path(trace_dir).absolute()))
     try:
-        proc = subprocess.run(
+        proc = procgroup.run(
             cmd,
             capture_output=True,
             text=True,

@@ -32,10 +32,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .. import output_path
-from .._atomic import atomic_write
 from ..errors import EXIT_UNLOADABLE, RecordsError, TltraceError, UsageError
 from ..format.records import CODEGEN, FAILED, PassRecord, RunManifest
+from ..fs import output_path
+from ..fs.atomic import atomic_write
+from ..proc import group as procgroup
 from . import trust
 
 # Files tltrace writes into a repro directory; a directory holding anything else is not reused.
@@ -155,7 +156,7 @@ def plan_repro(run_dir: Path, manifest: RunManifest, *, build: bool = False) -> 
     RecordsError (exit 3) when the run has no reproducer data, or its context, target or
     backend is refused; the context file is read only as a regular file under 1 MiB.
     """
-    from .. import safe_read
+    from ..fs import safe_read
 
     path = repro_files(run_dir, manifest)["context"]
     try:
@@ -295,8 +296,9 @@ def _make_repro(
     except OSError as exc:
         raise RecordsError(f"cannot write {out_dir} ({exc.strerror or exc})") from None
     result = probe(out_dir)
-    if isinstance(result.get("unloadable"), dict):
-        raise UnloadableError(f"{out_dir}/ written, but {result['unloadable'].get('line')}")
+    for why in ("unloadable", "diverged"):  # the recording does not fit this TileLang (exit 5)
+        if isinstance(result.get(why), dict):
+            raise UnloadableError(f"{out_dir}/ written, but {result[why].get('line')}")
     path, reproduced, lines, built = decide(result, after, record.error if record.status == FAILED else None)
     _write_spec(out_dir, spec_of(manifest, record, path, (out_dir / "input.json").exists(), plan))
     return ReproOutcome(
@@ -312,15 +314,15 @@ def _make_repro(
 
 def probe(out_dir: Path) -> dict[str, Any]:
     """Run repro.py's probe in a child process; return its result (attempts of both paths)."""
-    from .._pychild import python_script
+    from ..proc.pychild import python_script
 
     with tempfile.TemporaryDirectory(prefix="tltrace-repro-") as tmp:
         # Not `-I`: that drops PYTHONPATH and the user site, where TileLang may be (the device
         # machine's TileLang is on PYTHONPATH only); the child says when it imported tltrace.
-        # Neither the cwd nor repro.py's directory goes on its sys.path (_pychild).
+        # Neither the cwd nor repro.py's directory goes on its sys.path (proc/pychild.py).
         cmd = python_script(out_dir / "repro.py", "--child", "probe", tmp)
         try:
-            proc = subprocess.run(
+            proc = procgroup.run(
                 cmd,
                 capture_output=True,
                 text=True,

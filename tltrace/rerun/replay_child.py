@@ -1,7 +1,7 @@
 """The child process of `tltrace replay`: recompile one bundled compile, traced by tltrace.
 
     main([COMPILE_DIR, TRACE_DIR], enable, disable)
-        (started as `python -P -c ...`: _pychild.traced_tltrace_code, which hands it
+        (started as `python -P -c ...`: proc.pychild.traced_tltrace_code, which hands it
         `tltrace.api.enable` and `disable`: the child's entry point is the Python API, and
         this module, rerun/'s, imports nothing above rerun/'s layer)
 
@@ -9,7 +9,7 @@ COMPILE_DIR holds frontend.json, context.json and job.json (kernel, backend, cod
 flags, the script name to record under, whether --build was given). The parent wrote
 them from the bundle under the trust rule (rerun/trust.py): context.json holds only
 what is applied, and without --build the device compile stays off here too. The
-parent starts this child with no current directory on sys.path (_pychild.py). The
+parent starts this child with no current directory on sys.path (proc/pychild.py). The
 compile runs through the same code as a standalone repro.py (rerun/_standalone.py),
 with tltrace's tracing on, so its records land under TRACE_DIR/<script> like any
 traced run. Exit status: 0 when the compile finished, 1 when it raised (its records

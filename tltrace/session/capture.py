@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -46,7 +47,7 @@ from ..format.writer import writer_token
 from . import fatal
 from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
 from .hooks import NO_HOOKS, CaptureHooks
-from .interrupt import interrupted
+from .interrupt import interrupted, interrupting_signal
 from .recorder import PassEvent, Recorders
 from .signature import input_hash, launch_info, signature
 from .snapshot import Side, TextCache
@@ -504,7 +505,9 @@ class TraceSession:
             final = replace(
                 self._header().with_records(records),
                 finished=finished,
-                status=(INTERRUPTED if error == "KeyboardInterrupt" else ERROR) if failed else COMPLETE,
+                status=(INTERRUPTED if (error or "").startswith("KeyboardInterrupt") else ERROR)
+                if failed
+                else COMPLETE,
                 error=error,
             )
             self.recorders.ended(final)  # fields computed from the whole run (facts: docs/facts.md)
@@ -544,7 +547,11 @@ def error_text(error: BaseException | str | None) -> str:
     """
     if interrupted() or isinstance(error, KeyboardInterrupt):
         # Ctrl+C inside a pass callback reaches TileLang as TVM's RuntimeError: say what happened.
-        return "KeyboardInterrupt"
+        # SIGTERM and SIGHUP (under `tltrace run`) interrupt alike; the readers key on the prefix.
+        sig = interrupting_signal() if interrupted() else signal.SIGINT
+        return (
+            "KeyboardInterrupt" if sig == signal.SIGINT else f"KeyboardInterrupt ({signal.Signals(sig).name})"
+        )
     if error is None:
         return "pass raised (no exception was passed to the instrument)"
     if isinstance(error, str):

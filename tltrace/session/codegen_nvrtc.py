@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..proc import group as procgroup
+
 _MARK = "\nCompilation error:\n"
 _HINT = "Turn on verbose to see the full compilation log."
 _OPTIONS = "Options: "
@@ -234,8 +236,8 @@ print(json.dumps({"compiled": compiled, "log": log.rstrip(b"\0").decode("utf-8",
 
 
 def child_command() -> list[str]:
-    """Return the NVRTC child's command line: no current directory on its sys.path (_pychild)."""
-    from .._pychild import python_code
+    """Return the NVRTC child's command line: no current directory on its sys.path (proc/pychild.py)."""
+    from ..proc.pychild import python_code
 
     return python_code(_CHILD)
 
@@ -256,7 +258,7 @@ def fetch_log(
     request = json.dumps({"code": code, "options": list(options), "name": PROGRAM_NAME})
     try:
         with tempfile.TemporaryDirectory(prefix="tltrace-nvrtc-") as tmp:
-            done = subprocess.run(
+            done = procgroup.run(
                 command or child_command(),
                 input=request,
                 capture_output=True,

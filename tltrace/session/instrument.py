@@ -1,6 +1,6 @@
 """A standalone TVM PassInstrument that feeds a TraceSession: capture for plain TVM pipelines.
 
-`tltrace.create_pass_instrument()` (api.py) returns an instance; each `with
+`tltrace.create_pass_instrument()` (api/trace.py) returns an instance; each `with
 PassContext(instruments=[...])` block becomes one run, recorded like a TileLang compile.
 """
 

@@ -6,7 +6,8 @@ instrument (`tilelang.compile`, `@jit` and the autotuner name the kernel there) 
 only then makes the tracing tool. A kernel that does not match gets no pass
 instrument and no codegen middleware: its compile runs as it would untraced. The
 first such kernel of a process is said once. A compile whose kernel is not named
-there (a bare `tilelang.lower`) is traced, so that nothing is dropped unsaid.
+there (a bare `tilelang.lower`) is traced, so that nothing is dropped unsaid; when the name it
+turns out to have does not match, a warning says the filter did not apply to it.
 """
 
 from __future__ import annotations
@@ -121,6 +122,30 @@ def make_filter_class(base: type) -> type:
 
         def finish(self, error: BaseException | None) -> None:
             if self._inner is not None:
+                self._unnamed_traced()
                 self._inner.finish(error)
+
+        def _unnamed_traced(self) -> None:
+            """A compile TileLang named no kernel for (`tilelang.lower`) was traced before its name was
+            known; when the name it turned out to have does not match, say so: the filter did not apply."""
+            pattern = self._settings.kernels
+            if self._skip is not None or pattern is None:
+                return
+            try:
+                m = self._inner.session.manifest
+                launch = m.launch if isinstance(m.launch, dict) else {}
+                name = m.kernel or launch.get("function")  # as the signature names it (signature.py)
+                if not name or pattern.search(name) is not None:
+                    return
+                self._emit(
+                    Notice(
+                        "warning",
+                        f"--kernels {pattern.pattern!r} does not match {name}, traced anyway: this compile "
+                        "(a tilelang.lower or the compile-only tool) names its kernel only after tracing began",
+                        kernel=name,
+                    )
+                )
+            except Exception:
+                pass  # a notice never breaks the compile
 
     return KernelFilter

@@ -27,10 +27,10 @@ import threading
 from pathlib import Path
 from typing import IO
 
-from .._atomic import atomic_write, step
 from ..format.ids import new_run_id
 from ..format.layout import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS, record_file, text_hash
 from ..format.records import RUNNING, PassRecord, RunManifest
+from ..fs.atomic import atomic_write, step
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -11,8 +11,6 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from .. import safe_read
-from .._atomic import atomic_write
 from ..format.layout import SOURCEMAP_LOG, source_file, text_hash
 from ..format.sourcemap import (
     LineMap,
@@ -24,6 +22,8 @@ from ..format.sourcemap import (
     working_map,
     working_map_path,
 )
+from ..fs import safe_read
+from ..fs.atomic import atomic_write
 
 
 class MapLog:

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tempfile
 
+from ..proc import group as procgroup
 from .ptx import CU_NAME
 
 TIMEOUT_S = 120.0
@@ -77,7 +78,7 @@ def disassemble(cubin: bytes, timeout: float = TIMEOUT_S) -> tuple[str, str]:
         else:
             cmd, name = [str(cuobjdump), "-sass", path], "cuobjdump"
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
+            p = procgroup.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"{name} took over {timeout:g} s") from None
     if p.returncode != 0:
@@ -124,6 +125,12 @@ def cu_lines(sass: str) -> list[int | None]:
         else:
             out.append(cur if _INSN.match(line) else None)
     return out
+
+
+def opcode(line: str) -> str | None:
+    """Return the opcode of one SASS line's instruction ("HGMMA"), else None (a mark, a label)."""
+    m = _INSN.match(line)
+    return m.group(1) if m else None
 
 
 def opcode_class(line: str) -> str | None:

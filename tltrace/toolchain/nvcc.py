@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..proc import group as procgroup
 from ..sourcemap.lines import blank_directives
 
 TIMEOUT_S = 300.0  # one nvcc build; TileLang's own limit is of the same order
@@ -235,7 +236,7 @@ def _build(source: str, arch: str, timeout: float, configs: dict[str, Any] | Non
             # takes PYTHONPATH around the job), which failed as EFAULT ("Bad address") in CI.
             env = dict(os.environ)
             run = [*cmd[:-3], "--keep", "--keep-dir", keep, *cmd[-3:]]
-            p = subprocess.run(run, capture_output=True, text=True, timeout=timeout, cwd=tmp, env=env)
+            p = procgroup.run(run, capture_output=True, text=True, timeout=timeout, cwd=tmp, env=env)
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"nvcc took over {timeout:g} s") from None
         seconds = round(time.perf_counter() - t0, 3)

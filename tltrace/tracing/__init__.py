@@ -2,5 +2,7 @@
 
 `lifecycle.Lifecycle` opens an invocation, installs the tool with the hooks capture calls
 (`hooks`), propagates it to child processes (`children`), fans its events out to the
-listeners, and finishes it (`invocation`: NOT-APPLIED, retention). See docs/architecture.md.
+listeners, and finishes it (`invocation`: NOT-APPLIED, retention). A traced job's child
+process starts at `_boot/sitecustomize.py` (on its PYTHONPATH) and traces through `child`,
+an entry point that sits above render/ in the layer order. See docs/architecture.md.
 """

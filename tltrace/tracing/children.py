@@ -11,7 +11,7 @@ its `.pth` file in site-packages):
 - At start-up a child's `site` imports `_boot/sitecustomize.py`. It adds one
   meta-path finder and imports nothing else (the sitecustomize it shadows is imported
   after it). A child that never imports TileLang pays that and nothing more.
-- When the child imports `tilelang`, the finder calls `tltrace._child.activate()`: the
+- When the child imports `tilelang`, the finder calls `tltrace.tracing.child.activate()`: the
   child traces with the parent's settings (`settings_from_json`), under the parent's
   invocation id and script directory. It never prunes and prints no summary: the parent reads the children's
   compiles from disk when the invocation ends (`gather`).
@@ -42,7 +42,7 @@ from ..session.events import NOT_FINALISED, STILL_RUNNING, Notice
 
 ENV = CHILD_ENV
 KERNELS_ENV = "TLTRACE_KERNELS"
-BOOT_DIR = str(Path(__file__).resolve().parent.parent / "_boot")
+BOOT_DIR = str(Path(__file__).resolve().parent / "_boot")
 _VERSION = 1
 
 

@@ -1,7 +1,7 @@
 """One invocation's life, the same for every entry point: open, events to the listeners, finish, close.
 
-`tltrace run` (runner.py), `enable()`/`disable()` (api.py, and so `%%tltrace`), each test
-under `pytest --tltrace` (pytest_plugin.py) and a traced job's child process (_child.py)
+`tltrace run` (runner.py), `enable()`/`disable()` (api/trace.py, and so `%%tltrace`), each test
+under `pytest --tltrace` (pytest_plugin.py) and a traced job's child process (tracing/child.py)
 all go through a `Lifecycle`:
 
     life = Lifecycle(settings, [listener, ...]).open()    # registered: its compiles find it by id

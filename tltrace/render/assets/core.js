@@ -6,7 +6,7 @@
  * - safeId: a run id that may go into a relative link;
  * - el / setText: DOM built with textContent only, invisible bidi controls shown as boxes;
  * - passRef: the one pass-name grammar (name, phase/name, name#k, index, any case), the twin
- *   of tltrace/passref.py (tests/test_passref.py runs both over the same cases).
+ *   of tltrace/format/passref.py (tests/test_passref.py runs both over the same cases).
  * Runs in the pages (window.TLCore) and under node (module.exports) for the pure parts.
  */
 (function (root) {
@@ -121,7 +121,7 @@
     return b;
   }
 
-  // ---- pass references (twin of tltrace/passref.py) --------------------------------------------------
+  // ---- pass references (twin of tltrace/format/passref.py) --------------------------------------------------
   // parseRef("LowerTileOp#2") -> {index: null, phase: null, name: "LowerTileOp", k: 2}
   function parseRef(ref) {
     ref = String(ref).trim();

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import NothingToCheck, UsageError
+from ..history import runs
 from . import expect, filecheck
-from .errors import NothingToCheck, UsageError
-from .history import runs
 
 MATCH_TIMEOUT_S = 10.0  # one --match on one compile's text (`check --match-timeout`)
 
@@ -52,7 +52,7 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Match:
-    """A parsed --match: the stage (a pass reference: passref.py's grammar) and its directives."""
+    """A parsed --match: the stage (a pass reference: format/passref.py's grammar) and its directives."""
 
     stage: str
     directives: tuple[filecheck.Directive, ...]
@@ -76,10 +76,10 @@ def stage_text(manifest: Any, run: runs.Run, stage: str) -> tuple[str, str]:
     closest names said), _NoText when it has no text, UsageError for a reference that names
     several passes or an occurrence past the last, RecordsError when the text is unreadable.
 
-    STAGE is a pass reference (passref.py: NAME, phase/NAME, NAME#k, an index): a pass's
+    STAGE is a pass reference (format/passref.py: NAME, phase/NAME, NAME#k, an index): a pass's
     output IR, or for a codegen call (codegen_device, codegen_host) the generated source.
     """
-    from .passref import ref_of, resolve
+    from ..format.passref import ref_of, resolve
 
     found = resolve(manifest.records, stage)
     if found.pos < 0 and not found.matches and manifest.status != "complete":
@@ -97,7 +97,7 @@ def stage_text(manifest: Any, run: runs.Run, stage: str) -> tuple[str, str]:
 
 def missing_stage(manifest: Any, stage: str) -> str:
     """Return the line for a --match STAGE a compile does not have: the closest pass names, its codegen stages."""
-    from .passref import did_you_mean
+    from ..format.passref import did_you_mean
 
     hint = did_you_mean(dict.fromkeys(r.name for r in manifest.records), stage)
     names = sorted({r.name for r in manifest.records if r.phase == "codegen"})
@@ -108,7 +108,7 @@ def missing_stage(manifest: Any, stage: str) -> str:
 def parse_expect(text: str) -> expect.Expectation:
     """Return an --expect parsed and bound to the registry's facts; ExpressionError (exit 2) for an unknown
     fact (the closest names said), before any run is read."""
-    from .facts import NAMES
+    from ..facts import NAMES
 
     return expect.parse(text, NAMES)
 
@@ -129,7 +129,7 @@ class MatchTimeout(UsageError):
 _CHILD = """
 import pickle, sys
 sys.path.insert(0, sys.argv[1])
-from tltrace import filecheck
+from tltrace.check import filecheck
 text, directives = pickle.loads(sys.stdin.buffer.read())
 try:
     out = ("ok", filecheck.match(text, directives))
@@ -151,11 +151,11 @@ def match_bounded(
     """
     if not filecheck.has_regex(directives):
         return filecheck.match(text, directives)
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     try:
         # -I -S: isolated (no PYTHON* variables, no cwd or user site on sys.path) and no site
         # (no sitecustomize, such as a traced job's boot directory): the child imports nothing
-        # but the standard library and tltrace.filecheck, from this tltrace.
+        # but the standard library and tltrace.check.filecheck, from this tltrace.
         p = subprocess.run(
             [sys.executable, "-I", "-S", "-c", _CHILD, root],
             input=pickle.dumps((text, list(directives))),
@@ -227,7 +227,7 @@ def run_checks(
     manifest = run.require()
     out: list[Outcome] = []
     if expectations:
-        from .facts import MACHINE, facts_of
+        from ..facts import MACHINE, facts_of
 
         facts = facts_of(run)
         for e in expectations:

@@ -1,11 +1,11 @@
 """A child process of a traced job starts tracing here, once it imports TileLang.
 
 `_boot/sitecustomize.py` calls `activate()` right after the child's `import tilelang`
-(tracing/children.py says how the child was reached). The child traces with the
+(children.py says how the child was reached). The child traces with the
 settings in TLTRACE_CHILD, under the parent's invocation id and script directory,
-into a lifecycle of its own (tracing/lifecycle.py) that it never finishes: the parent summarises and
-prunes. This module sits above session/ and render/ (it wires them, as runner.py
-does); nothing in tltrace imports it.
+into a lifecycle of its own (lifecycle.py) that it never finishes: the parent summarises and
+prunes. This module is an entry point: it sits above session/ and render/ (it wires them, as runner.py
+does; tests/test_layers.py puts it with the entry points); nothing in tltrace imports it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 import threading
 from typing import Any
 
-from .tracing.children import ENV, settings_from_json
+from .children import ENV, settings_from_json
 
 _active_lock = threading.Lock()
 _active: list[Any] = []  # the child's invocation (Lifecycle), closed at exit
@@ -36,8 +36,8 @@ def activate() -> None:
         _stderr(f"cannot read {ENV} ({type(exc).__name__}: {exc}); this process is not traced")
         return
     try:
-        from .render.listeners import Listeners
-        from .session import controller
+        from ..render.listeners import Listeners
+        from ..session import controller
 
         if controller.installed() is not None:
             return  # this process traces on its own already
@@ -50,7 +50,7 @@ def activate() -> None:
                 tilelang.env.disable_cache()
             except Exception:
                 pass
-        from .tracing.lifecycle import Lifecycle
+        from .lifecycle import Lifecycle
 
         # The child's share of the invocation: its compiles find its reconcile ledger by the id.
         # It never finishes here (the parent summarises); the lifecycle says an outlived parent.

@@ -36,8 +36,8 @@ _USAGE = "usage: %%tltrace [--mode html|both|terminal] [--trace-dir DIR] [--code
 
 def tltrace_cell(line: str, cell: str, shell: Any) -> Any:
     """Run `cell` in `shell` with tracing on; return the invocation it made (None when it compiled nothing)."""
-    from . import api
-    from .errors import TltraceError
+    from ..errors import TltraceError
+    from . import trace as api
     from .reading import load
 
     try:

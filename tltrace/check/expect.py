@@ -24,8 +24,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .errors import UsageError
-from .passref import did_you_mean
+from ..errors import UsageError
+from ..format.passref import did_you_mean
 
 OPS = ("==", "!=", "<=", ">=", "<", ">")
 MAX_EXPR = 10_000  # characters of one --expect

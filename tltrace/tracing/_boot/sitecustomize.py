@@ -6,7 +6,7 @@ trace settings in TLTRACE_CHILD. Every Python child started from there imports t
 module at start-up, as `site` imports any sitecustomize. It then costs one dict lookup
 and one entry on `sys.meta_path`: it imports nothing. Only when the child itself
 imports `tilelang` does it import tltrace, right after TileLang's own `__init__`, and
-start tracing (tltrace._child.activate).
+start tracing (tltrace.tracing.child.activate).
 
 The sitecustomize this one shadows (the interpreter's or a virtualenv's) is then
 imported as if this one were not there. Standard library only; never raises.
@@ -71,7 +71,7 @@ def _activate():
     if not os.environ.get("TLTRACE_CHILD"):
         return  # turned off since start-up (tracing ended, or this process traces on its own)
     try:
-        from tltrace._child import activate
+        from tltrace.tracing.child import activate
     except Exception as exc:
         sys.stderr.write(
             f"tltrace: warning: this process (pid {os.getpid()}) imports tilelang but cannot import "

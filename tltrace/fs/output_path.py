@@ -37,8 +37,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._atomic import atomic_write
-from .errors import TltraceError, UsageError
+from ..errors import TltraceError, UsageError
+from .atomic import atomic_write
 
 STDOUT = "-"
 _PEEK = 4096  # bytes read from the start of an existing file to find its marker

@@ -3,10 +3,10 @@
 `tltrace bisect` finds the pass that makes a kernel wrong. To try it (or test it) on a
 kernel with no known bug, a script makes one pass "miscompile" on purpose:
 
-    import tltrace.testing
-    tltrace.testing.miscompile_from_env()      # TLTRACE_MISCOMPILE=LoopUnswitching, say
+    from tltrace.bisect import miscompile
+    miscompile.miscompile_from_env()    # TLTRACE_MISCOMPILE=LoopUnswitching, say
 
-or `tltrace.testing.miscompile("LoopUnswitching")`. It registers a tool through TileLang's
+or `miscompile.miscompile("LoopUnswitching")`. It registers a tool through TileLang's
 public seam (`tilelang.instrumentation.register_pass_instrumentation_tool`), nothing is
 patched: right after each top-level pass of that name runs, the tool's instrument rewrites
 the module the pass returned, turning the first floating-point `a + b` into `a - b` (or,

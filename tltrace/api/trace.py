@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .config import (
+from ..config import (
     DEFAULT,
     DEFAULT_KEEP,
     MODES,
@@ -29,7 +29,7 @@ from .config import (
     parse_mode,
     script_name_from_argv,
 )
-from .errors import TltraceError, UsageError
+from ..errors import TltraceError, UsageError
 
 __all__ = ["create_pass_instrument", "disable", "enable", "lower_trace"]
 
@@ -75,7 +75,7 @@ def _resolve_mode(mode: Any, *, fallback: str = "terminal") -> str | None:
 
 def _settings(mode: str, trace_dir: Any, codegen_output: Any, **extra: Any) -> Settings:
     """Return validated Settings for the API: the same builder, and the same checks, as `tltrace run`."""
-    from .format.scripts import identity_of
+    from ..format.scripts import identity_of
 
     argv0 = sys.argv[0] if sys.argv else ""
     return build_settings(
@@ -107,7 +107,7 @@ def _close_span() -> None:
 
 @atexit.register
 def _close_reports() -> None:
-    from .session import controller
+    from ..session import controller
 
     controller.uninstall()
     _close_span()
@@ -179,9 +179,9 @@ def enable(
         check_texts=check_texts,
         kernels=kernels,
     )
-    from .format.scripts import unusable
-    from .session import controller
-    from .tracing.children import leave_parent_invocation
+    from ..format.scripts import unusable
+    from ..session import controller
+    from ..tracing.children import leave_parent_invocation
 
     problem = unusable(settings.trace_dir, settings.script_dir)
     if problem is not None:  # it would record nothing: said now, in one line, not at each compile
@@ -193,8 +193,8 @@ def enable(
             "for a plain TVM pipeline use tltrace.create_pass_instrument()"
         )
     controller.set_up_tilelang(use_cache=use_cache)  # no seam: UsageError, one line
-    from .render.listeners import Listeners
-    from .tracing.lifecycle import Lifecycle
+    from ..render.listeners import Listeners
+    from ..tracing.lifecycle import Lifecycle
 
     global _span
     with _lock:
@@ -218,7 +218,7 @@ def disable() -> None:
     A compilation in progress finishes in its own session. Older invocations are
     pruned here (enable's `keep`).
     """
-    from .session import controller
+    from ..session import controller
 
     controller.uninstall()
     _close_span()
@@ -231,14 +231,14 @@ def flush(timeout: float | None = None) -> bool:
     A compile returns before its worker has written all of its records (docs/usage.md);
     `disable()`, the end of `tltrace run` and the pytest plugin's test flush too.
     """
-    from .session.worker import drain
+    from ..session.worker import drain
 
     return drain(timeout)
 
 
 def enabled() -> Settings | None:
     """Return the settings later compilations will be traced with, or None when tracing is off."""
-    from .session import controller
+    from ..session import controller
 
     return controller.installed()
 
@@ -262,12 +262,12 @@ def create_pass_instrument(mode: Any = _UNSET, trace_dir: Any = _UNSET, *, name:
     if trace_dir is _UNSET and current is not None:
         trace_dir = current.trace_dir
     settings = _settings(resolved, trace_dir, None)
-    from .session.instrument import instrument_class
-    from .tracing.recorders import register_defaults
+    from ..session.instrument import instrument_class
+    from ..tracing.recorders import register_defaults
 
     cls = instrument_class(_tvm())
     register_defaults()
-    from .render.listeners import Listeners
+    from ..render.listeners import Listeners
 
     listeners = Listeners(settings)
     with _lock:
@@ -296,7 +296,7 @@ def _as_module(tvm: Any, func_or_mod: Any) -> Any:
 
 
 def _named_passes(passes: Any) -> list[tuple[str, Any]]:
-    from .format.names import pass_display_name
+    from ..format.names import pass_display_name
 
     if (isinstance(passes, tuple) and len(passes) == 2 and isinstance(passes[0], str)) or not isinstance(
         passes, (list, tuple)
@@ -344,7 +344,7 @@ def lower_trace(
     coloured diff per step, "html" writes a report to html_path, "both" does both.
     A step that raises is returned with an "error" key, printed, and re-raised.
     """
-    from .diff import diff
+    from ..diff import diff
 
     if not isinstance(mode, str):
         raise TypeError(f"mode must be a string (terminal, html or both), not {type(mode).__name__}")
@@ -363,7 +363,7 @@ def lower_trace(
     results: list[dict[str, Any]] = []
     console = None
     if m in ("terminal", "both"):
-        from .render.terminal import make_console
+        from ..render.terminal import make_console
 
         console = make_console()
     failure: BaseException | None = None
@@ -427,7 +427,7 @@ def lower_trace(
             except Exception as exc:
                 if failure is None:
                     raise
-                from .session.events import fallback_warning
+                from ..session.events import fallback_warning
 
                 fallback_warning(f"tltrace: could not write the HTML report: {exc}")
     return results
@@ -435,7 +435,7 @@ def lower_trace(
 
 def _short_error(exc: BaseException) -> str:
     """Return 'ExcType: message' on one line (the formatter the capture records use)."""
-    from .session.capture import error_text
+    from ..session.capture import error_text
 
     return error_text(exc).splitlines()[0]
 
@@ -443,8 +443,8 @@ def _short_error(exc: BaseException) -> str:
 def _print_step(console: Any, i: int, step: dict[str, Any], context: int) -> None:
     from rich.text import Text
 
-    from .format.records import CHANGED, FAILED, NOOP, PassRecord
-    from .render.terminal import diff_text, pass_line
+    from ..format.records import CHANGED, FAILED, NOOP, PassRecord
+    from ..render.terminal import diff_text, pass_line
 
     status = FAILED if "error" in step else CHANGED if step["changed"] else NOOP
     rec = PassRecord(
@@ -464,8 +464,8 @@ def _print_step(console: Any, i: int, step: dict[str, Any], context: int) -> Non
 
 def _write_html(results: list[dict[str, Any]], out: Path, context: int) -> Path:
     """Record the steps as a run in a scratch directory and render it with the HTML report writer."""
-    from .render.html import write_report
-    from .session.capture import TraceSession
+    from ..render.html import write_report
+    from ..session.capture import TraceSession
 
     scratch = Path(tempfile.mkdtemp(prefix="tltrace-lower-trace-"))
     try:

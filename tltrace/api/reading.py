@@ -4,7 +4,7 @@
     inv = t.invocations[-1]                               # oldest first
     c = inv.compiles[0]                                   # in the order they started
     p = c.passes[16]                                      # p.name, p.phase, p.status, p.before, p.after
-    c.pass_("Simplify#2")                                 # the one pass-name grammar (passref.py)
+    c.pass_("Simplify#2")                                 # the one pass-name grammar (format/passref.py)
     p.rows                                                # the line alignment (diff rows)
     c.facts["wgmma"]                                      # its facts (docs/facts.md)
     c.check("codegen_device", "CHECK: tl::wgmma_ss")      # FileCheck directives; AssertionError when not
@@ -26,10 +26,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .errors import RecordsError
-from .format.records import PassRecord, RunManifest
-from .history import runs
-from .history.summary import CompileSummary
+from ..errors import RecordsError
+from ..format.records import PassRecord, RunManifest
+from ..history import runs
+from ..history.summary import CompileSummary
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class Pass:
     @property
     def ref(self) -> str:
         """Return the name `--pass` and the report's URL use for this pass (`Simplify#2`)."""
-        from .passref import ref_of
+        from ..format.passref import ref_of
 
         return ref_of(self.compile.manifest.records, self.compile._pos[self.index])
 
@@ -72,7 +72,7 @@ class Pass:
     @cached_property
     def diff(self) -> Any:
         """Return the diff of before and after (tltrace.diff.Diff), None when the pass failed."""
-        from .diff import diff
+        from ..diff import diff
 
         return None if self.after is None else diff(self.before, self.after)
 
@@ -128,7 +128,7 @@ class Compile:
 
     def pass_(self, ref: str | int) -> Pass:
         """Return the pass a reference names: an index, `[phase/]NAME[#k]`, any case (as `--pass`)."""
-        from .passref import resolve
+        from ..format.passref import resolve
 
         found = resolve(self.manifest.records, str(ref))
         if found.pos < 0:
@@ -138,7 +138,7 @@ class Compile:
     @cached_property
     def facts(self) -> dict[str, Any]:
         """Return the compile's facts by name (docs/facts.md): `c.facts["wgmma"]`."""
-        from .facts import facts_of
+        from ..facts import facts_of
 
         return facts_of(self._run)
 
@@ -153,7 +153,7 @@ class Compile:
         match is stopped after `timeout` seconds (MatchTimeout, a UsageError).
         """
         __tracebackhide__ = True  # pytest shows the test's line, not this one
-        from . import checking
+        from ..check import checks as checking
 
         m = checking.parse_match(str(stage), checks)
         ((_, (out,)),) = checking.check_runs(
@@ -168,7 +168,7 @@ class Compile:
         An unknown fact raises ExpressionError (a UsageError) naming the closest ones.
         """
         __tracebackhide__ = True
-        from . import checking
+        from ..check import checks as checking
 
         (out,) = checking.run_checks(self._run, (checking.parse_expect(expression),), ())
         if not out.ok:
@@ -176,9 +176,11 @@ class Compile:
 
     def report(self) -> Path:
         """Return the compile's report.html, written from the records when it is not there."""
-        path = self.path / "report.html"
+        from ..format.layout import REPORT
+
+        path = self.path / REPORT
         if not path.is_file():
-            from .render.html import write_report
+            from ..render.html import write_report
 
             write_report(self.path)
         return path
@@ -220,7 +222,7 @@ class Invocation:
 
     def index(self) -> Path:
         """Return an index page of this invocation's compiles, written from the records."""
-        from .render.html import write_index
+        from ..render.html import write_index
 
         return write_index(self.script_dir, [r.path for r in self._inv.runs])
 
@@ -272,7 +274,7 @@ def _failure_text(label: str, out: Any) -> str:
 
 
 def _ordered(compiles: list[Compile]) -> list[CompileSummary]:
-    from .history.summary import order
+    from ..history.summary import order
 
     return order(
         [CompileSummary.of(c.manifest, c.run_id, status=c.status, position=i) for i, c in enumerate(compiles)]
