@@ -210,3 +210,25 @@ def test_manifests_validate(form: str) -> None:
     assert RunManifest.from_json(data).records[3].working_file == "/w/codegen_device.cpp"
     with pytest.raises(jsonschema.ValidationError):
         validator.validate({**data, "status": "bogus"})  # the schema can fail
+
+
+def _hook_table() -> list[str]:
+    """Return the hook names of the Recorders section's table, in order."""
+    section = DOC.split("## Recorders", 1)[1].split("\n## ", 1)[0]
+    table = section.split("| hook | thread | when | given |", 1)[1].split("\n\n", 1)[0]
+    return re.findall(r"^\| `(\w+)\(", table, re.M)
+
+
+def test_the_hook_table_is_the_recorder_interface() -> None:
+    """Every method of session/recorder.Recorder is a row of the table, and every row is a method."""
+    from tltrace.session.recorder import Recorder
+
+    methods = {
+        name for name, value in vars(Recorder).items() if not name.startswith("_") and callable(value)
+    } - {"warn"}  # an attribute the guard sets (the warning notice), not a hook
+    rows = _hook_table()
+    assert len(rows) == len(set(rows)), rows
+    assert set(rows) == methods, (
+        f"not in the table: {sorted(methods - set(rows))}; not a hook: {sorted(set(rows) - methods)}"
+    )
+    assert {"pass_configs", "handback", "refine", "stopped"} <= set(rows)  # the table is really read

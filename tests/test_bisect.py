@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tltrace.bisect.search import RIGHT, UNTESTABLE, WRONG, WindowSearch
+from tltrace.bisect.skipping import SkipPlan
 from tltrace.bisect.steps import top_passes
 from tltrace.format.records import PassRecord, RunManifest
-from tltrace.session.skipping import SkipPlan
 
 REPO = Path(__file__).resolve().parent.parent
 

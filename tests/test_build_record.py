@@ -20,7 +20,7 @@ import pytest
 from tests._schema import validator
 from tltrace.format import build as fb
 from tltrace.format.records import RunManifest
-from tltrace.session.build import errors_first, parse_diagnostics, parse_failed_build, rebuild
+from tltrace.reconcile.build import errors_first, parse_diagnostics, parse_failed_build, rebuild
 
 ADD = "))) + *(float4"
 NOTE = "  // my edit"  # an edit that keeps the result (a wrong result would fail the run)
@@ -259,7 +259,7 @@ def test_the_summary_line_names_the_build_stage():
 def test_a_generated_source_that_fails_is_named_at_its_working_file(tmp_path):
     """No edit, no `#line`: g++ names its temporary copy; the errors are moved to the working file's lines."""
     from tltrace.format.records import CODEGEN, PassRecord
-    from tltrace.session.build import BuildRecorder
+    from tltrace.reconcile.build import BuildRecorder
     from tltrace.session.recorder import CodegenCall, PassEvent
     from tltrace.session.store import RunStore
 
@@ -289,7 +289,7 @@ def test_a_generated_source_that_fails_is_named_at_its_working_file(tmp_path):
 def test_an_nvrtc_failure_with_its_log_is_a_failed_build_at_the_working_files_line():
     """TileLang's nvrtc message (tests/test_edit_nvrtc.py builds it the same way) with a verbose log: no child."""
     from tests.test_edit_nvrtc import OPTIONS, WORKING, injected, nvrtc_log, tilelang_message
-    from tltrace.session.build import BuildRecorder
+    from tltrace.reconcile.build import BuildRecorder
 
     r = BuildRecorder()
     b = r._diagnose("RuntimeError: " + tilelang_message(injected(), OPTIONS, nvrtc_log(WORKING, 4)))

@@ -20,8 +20,8 @@ import pytest
 from tests._kernels import ADD
 from tests._records import REPO
 from tests.test_index_js import run_node
+from tltrace.callsites.stack import WORKER, call_site
 from tltrace.history import callsites
-from tltrace.session.callsite import WORKER, call_site
 
 SCRIPT = (
     ADD

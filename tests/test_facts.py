@@ -25,6 +25,7 @@ from tltrace.facts import ptxas as ptxas_mod
 from tltrace.facts.device import device_facts, vector_bits
 from tltrace.facts.tir import dtype_bytes
 from tltrace.history import runs
+from tltrace.toolchain import nvcc as nvcc_mod
 
 from ._kernels import GEMM_MAKE
 from ._schema import check
@@ -245,15 +246,15 @@ def test_the_build_configs_are_tilelangs_and_reach_the_nvcc_line() -> None:
     from tilelang.transform import PassConfigKey
     from tvm.ir.transform import PassContext
 
-    assert ptxas_mod.FAST_MATH == PassConfigKey.TL_ENABLE_FAST_MATH.value
-    assert ptxas_mod.REGISTER_USAGE_LEVEL == PassConfigKey.TL_PTXAS_REGISTER_USAGE_LEVEL.value
-    assert ptxas_mod.DEVICE_COMPILE_FLAGS == PassConfigKey.TL_DEVICE_COMPILE_FLAGS.value
-    plain = ptxas_mod.command("nvcc", "sm_90a", "k.cu", "k.cubin")
-    config = {ptxas_mod.FAST_MATH: True, ptxas_mod.DEVICE_COMPILE_FLAGS: ["-DTILE=64 -DX"]}
+    assert nvcc_mod.FAST_MATH == PassConfigKey.TL_ENABLE_FAST_MATH.value
+    assert nvcc_mod.REGISTER_USAGE_LEVEL == PassConfigKey.TL_PTXAS_REGISTER_USAGE_LEVEL.value
+    assert nvcc_mod.DEVICE_COMPILE_FLAGS == PassConfigKey.TL_DEVICE_COMPILE_FLAGS.value
+    plain = nvcc_mod.command("nvcc", "sm_90a", "k.cu", "k.cubin")
+    config = {nvcc_mod.FAST_MATH: True, nvcc_mod.DEVICE_COMPILE_FLAGS: ["-DTILE=64 -DX"]}
     with PassContext(config=config):
-        taken = ptxas_mod.configs_now()
-    assert taken == config and ptxas_mod.configs_now() == {}  # read from the PassContext in force
-    flipped = ptxas_mod.command("nvcc", "sm_90a", "k.cu", "k.cubin", taken)
+        taken = nvcc_mod.configs_now()
+    assert taken == config and nvcc_mod.configs_now() == {}  # read from the PassContext in force
+    flipped = nvcc_mod.command("nvcc", "sm_90a", "k.cu", "k.cubin", taken)
     added = [x for x in flipped if x not in plain]
     assert added == ["-DTILE=64", "-DX", "--use_fast_math"]  # extra flags, then fast math (backend.py)
     assert flipped.index("-DX") > max(i for i, x in enumerate(flipped) if x.startswith("-I"))

@@ -26,6 +26,7 @@ NOT_FORMAT = {
     "tltrace.session.signature": "the launch shape read from live IR (reconcile/variant, rerun/best)",
     "tltrace.session.recorder": "the recorder interface per-compile extras implement (rerun/capture)",
     "tltrace.session.snapshot": "the one snapshot a recorder reads (rerun/capture's ReproRecorder)",
+    "tltrace.session.codegen_nvrtc": "NVRTC's log of an edit it refused (reconcile/build's recorder, in the compile)",
 }
 STRICT = ("history",)  # the reader of record: nothing of session/ at all
 

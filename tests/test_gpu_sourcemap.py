@@ -19,7 +19,7 @@ import pytest
 
 from tltrace.history import runs
 from tltrace.history import sourcemaps as V
-from tltrace.session import sourcemap as sm
+from tltrace.sourcemap import lines as sm
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("need_gpu")]
 

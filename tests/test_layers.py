@@ -15,14 +15,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("tltrace", "tltrace.__main__", "tltrace.tracing._boot"),
     ("tltrace.cli",),
     # The entry points: each opens an invocation (tracing.lifecycle) with render's listeners.
-    # rerun.replay_child is the main of `tltrace replay`'s child process, tracing.child the start of a
-    # traced job's child (nothing imports either).
+    # tracing.child is the start of a traced job's child (nothing imports it).
     (
         "tltrace.api",
         "tltrace.runner",
         "tltrace.pytest_plugin",
         "tltrace.tracing.child",
-        "tltrace.rerun.replay_child",
     ),
     ("tltrace.render",),
     ("tltrace.tracing",),
@@ -35,6 +33,10 @@ LAYERS: list[tuple[str, ...]] = [
         "tltrace.layouts",
         "tltrace.stages",
         "tltrace.check",
+        "tltrace.remarks",
+        "tltrace.sourcemap",
+        "tltrace.callsites",
+        "tltrace.toolchain",
     ),
     ("tltrace.session",),
     ("tltrace.config",),  # the settings read format/'s names, ids and script dirs
@@ -52,6 +54,43 @@ LAYERS: list[tuple[str, ...]] = [
 # Known upward imports being removed on another branch: each must still exist (else delete it here).
 PENDING: set[tuple[str, str]] = set()
 
+# The imports meant between two entries of one layer (importer, imported), each with its reason.
+# Any other import across entries of a layer fails, as an upward one does; each listed one must
+# still be made (else delete it here), and the entries' graph they draw has no cycle.
+SIDEWAYS: dict[tuple[str, str], str] = {
+    # the entry points
+    (
+        "tltrace.pytest_plugin",
+        "tltrace.api",
+    ): "a test's compiles handed to it as tltrace.load's (api/reading)",
+    # the features and the readers
+    ("tltrace.bisect", "tltrace.history"): "a step's runs read back",
+    (
+        "tltrace.bisect",
+        "tltrace.rerun",
+    ): "the probe recompiles the recorded kernel as repro.py does; the config allow-list",
+    ("tltrace.check", "tltrace.facts"): "checks over facts",
+    ("tltrace.check", "tltrace.history"): "the compiles checked, resolved from a REF",
+    ("tltrace.facts", "tltrace.history"): "facts_of(run) reads recorded texts (the reader's half)",
+    ("tltrace.facts", "tltrace.remarks"): "the remarks' kinds counted as facts",
+    ("tltrace.facts", "tltrace.toolchain"): "--ptxas's machine facts: ptxas's report of the nvcc build",
+    (
+        "tltrace.history",
+        "tltrace.facts",
+    ): "show --line: the device source's facts beside its lines (history/byline)",
+    (
+        "tltrace.history",
+        "tltrace.stages",
+    ): "show --ptx-line, --sass-line: the stages' texts read (history/byline)",
+    ("tltrace.reconcile", "tltrace.history"): "watch reruns and reads the runs it made",
+    ("tltrace.rerun", "tltrace.history"): "repro and bundle read the recorded runs",
+    ("tltrace.sourcemap", "tltrace.callsites"): "library lines mapped to the user's call in every map",
+    ("tltrace.stages", "tltrace.toolchain"): "the PTX and SASS stages: the nvcc build's PTX and cubin",
+    ("tltrace.toolchain", "tltrace.sourcemap"): "TileLang's own #line directives blanked before the build",
+    # the bottom
+    ("tltrace.fs", "tltrace.errors"): "a bad output path is a UsageError",
+}
+
 
 def layer_of(module: str) -> int:
     """Return the index in LAYERS of the module's layer (0 is the top); the longest matching prefix wins."""
@@ -65,6 +104,22 @@ def layer_of(module: str) -> int:
             f"{module} is in no layer of tests/test_layers.py: add it where docs/architecture.md puts it"
         )
     return best
+
+
+def entry_of(module: str) -> str:
+    """Return the LAYERS entry the module falls under (the longest matching prefix)."""
+    layer = LAYERS[layer_of(module)]
+    return max((n for n in layer if module == n or module.startswith(n + ".")), key=len)
+
+
+def sideways_imports(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """Return (importer's entry, imported's entry) for every import between two entries of one layer."""
+    return {
+        (entry_of(a), entry_of(b))
+        for a, targets in graph.items()
+        for b in targets
+        if layer_of(a) == layer_of(b) and entry_of(a) != entry_of(b) and entry_of(a) != "tltrace"
+    }
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
@@ -119,3 +174,82 @@ def test_the_layers_match_the_tree() -> None:
             assert (root / rel).is_dir() or (root / rel).with_suffix(".py").is_file(), (
                 f"{name} no longer exists"
             )
+
+
+def test_the_checker_finds_a_sideways_import() -> None:
+    graph = {
+        "tltrace.facts.collect": {"tltrace.layouts.model", "tltrace.facts.registry", "tltrace.session.store"}
+    }
+    assert sideways_imports(graph) == {("tltrace.facts", "tltrace.layouts")}
+
+
+def test_sideways_imports_are_the_listed_ones() -> None:
+    found = sideways_imports(import_graph())
+    unlisted = sorted(found - set(SIDEWAYS))
+    detail = "\n".join(f"  {a} -> {b}" for a, b in unlisted)
+    assert not unlisted, (
+        f"{len(unlisted)} imports between two entries of one layer are not in SIDEWAYS "
+        f"(tests/test_layers.py): list each with its reason, or take it out:\n{detail}"
+    )
+    gone = sorted(set(SIDEWAYS) - found)
+    assert not gone, f"no longer imported; remove from SIDEWAYS: {gone}"
+
+
+# Pairs of one layer's entries that import each other, sideways: each is to be broken (else
+# delete it here). facts/ reads recorded texts through history/texts (facts_of), and history/byline
+# (show --line) reads facts/device: the second arrived with show --line.
+PENDING_CYCLES: set[frozenset[str]] = {frozenset({"tltrace.facts", "tltrace.history"})}
+
+
+def sideways_cycles(edges: set[tuple[str, str]]) -> set[frozenset[str]]:
+    """Return the sets of entries that reach each other through `edges` (strongly connected, more than one)."""
+    nodes = sorted({n for e in edges for n in e})
+    reach = {n: {b for a, b in edges if a == n} for n in nodes}
+    changed = True
+    while changed:
+        changed = False
+        for n in nodes:
+            more = set().union(*(reach[m] for m in reach[n])) - reach[n] if reach[n] else set()
+            if more:
+                reach[n] |= more
+                changed = True
+    return {frozenset({n} | {m for m in reach[n] if n in reach[m]}) for n in nodes if n in reach[n]}
+
+
+def test_the_checker_finds_a_sideways_cycle() -> None:
+    edges = {("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")}
+    assert sideways_cycles(edges) == {frozenset({"a", "b", "c"})}
+
+
+def test_the_sideways_imports_draw_no_cycle_but_the_pending() -> None:
+    cycles = sideways_cycles(set(SIDEWAYS))
+    assert cycles <= PENDING_CYCLES, (
+        f"entries of one layer that import each other: {sorted(map(sorted, cycles - PENDING_CYCLES))}"
+    )
+    gone = PENDING_CYCLES - cycles
+    assert not gone, f"no longer a cycle; remove from PENDING_CYCLES: {sorted(map(sorted, gone))}"
+
+
+def test_session_is_the_capture_engine_only() -> None:
+    """No feature's compile-time half lives in session/: each is its own package's (docs/architecture.md)."""
+    root = Path(__file__).resolve().parent.parent / "tltrace" / "session"
+    features = {
+        "remarks",
+        "line_directives",
+        "skipping",
+        "sourcemap",
+        "sourcemap_recorder",
+        "sourcemap_store",
+    }
+    features |= {"callsite", "callsites", "cstring", "build"}
+    left = sorted(p.stem for p in root.glob("*.py") if p.stem in features)
+    assert not left, f"features' modules in session/: {left}"
+    graph = import_graph()
+    named = sorted(
+        (a, b)
+        for a, targets in graph.items()
+        if a.startswith("tltrace.session")
+        for b in targets
+        if b.startswith("tltrace.") and layer_of(b) < layer_of(a)
+    )
+    assert not named, named

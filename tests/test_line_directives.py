@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from tltrace.cli.app import app
 from tltrace.format.sourcemap import LineMap
-from tltrace.session.line_directives import generated_name, scoped
+from tltrace.sourcemap.line_directives import generated_name, scoped
 from tltrace.stages.sass import tool
 
 from ._records import read_manifest, run_dirs
@@ -164,7 +164,7 @@ def nvcc_build(source: str, d: Path, arch: str = "sm_90a") -> tuple[str, Path]:
     """Build `source` into a cubin as TileLang's CUDA backend does for a profiling build
     (`nvcc --cubin -O3 -lineinfo`, its host compiler and include dirs); return (the PTX nvcc
     kept on the way, the cubin's path). One nvcc run gives both."""
-    from tltrace.facts.ptxas import _host_compiler, _includes, nvcc
+    from tltrace.toolchain.nvcc import _host_compiler, _includes, nvcc
 
     cu, cubin, keep = d / "k.cu", d / "k.cubin", d / "keep"
     cu.write_text(source)
@@ -378,11 +378,11 @@ def test_an_edit_is_compiled_with_directives_and_the_working_file_stays_clean(tm
     assert compiled[note + 1] == f'#line {body} "{script}"'  # the store keeps its Python line
 
 
-# -- file names in `#line`: session/cstring.py, the one C string escaper ----------------------------
+# -- file names in `#line`: sourcemap/cstring.py, the one C string escaper ----------------------------
 # Every control character, DEL, the Unicode line and paragraph separators, and what C itself
 # escapes: each in a name of its own.
 HARD = [chr(c) for c in range(0x20)] + ["\x7f", "\u2028", "\u2029", '"', "\\", "?", "é"]
-SPELT = {"\x00": "^@", "\r": "^M", '"': "'"}  # what no toolchain can carry (session/cstring.py)
+SPELT = {"\x00": "^@", "\r": "^M", '"': "'"}  # what no toolchain can carry (sourcemap/cstring.py)
 
 
 def _hard_name(ch: str) -> str:
@@ -390,7 +390,7 @@ def _hard_name(ch: str) -> str:
 
 
 def test_c_string_escapes_every_control_character():
-    from tltrace.session.cstring import c_string, c_unstring
+    from tltrace.sourcemap.cstring import c_string, c_unstring
 
     for ch in HARD:
         lit = c_string(_hard_name(ch))
@@ -404,7 +404,7 @@ def test_c_string_escapes_every_control_character():
 def _directive_program(lang: str) -> str:
     """A program with one `#line` per hard name, each followed by what takes `__FILE__` (an assert in
     a CUDA kernel; a string in C), and which prints every name it got, in C."""
-    from tltrace.session.cstring import c_string
+    from tltrace.sourcemap.cstring import c_string
 
     if lang == "cuda":
         out = ["#include <cassert>", "__global__ void k(int *p) {"]
@@ -453,7 +453,7 @@ def test_a_script_path_with_control_characters_compiles_with_directives(tmp_path
     (the build broke on it), or a CR, a newline, a tab, an ESC, a quote, a backslash, DEL and
     U+2028: --line-directives applies (the map reads TileLang's directives through a stamp, never
     the raw name) and the build works (the script checks the kernel's result)."""
-    from tltrace.session.cstring import c_string
+    from tltrace.sourcemap.cstring import c_string
 
     d = tmp_path / 'a\rb\nc\td\x1be"f\\g\u2028h\x7fi'
     d.mkdir()

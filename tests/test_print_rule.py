@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from tltrace.session import snapshot
-from tltrace.session import sourcemap as sm
+from tltrace.sourcemap import lines as sm
 
 from .conftest import EXAMPLES
 

@@ -25,8 +25,8 @@ from tests._schema import check
 from tltrace.config import REMARK_PLANNERS, parse_remarks
 from tltrace.errors import UsageError
 from tltrace.facts.collect import remark_facts
+from tltrace.remarks.recorder import RemarksRecorder, kinds_of
 from tltrace.session.recorder import PassEvent
-from tltrace.session.remarks import RemarksRecorder, kinds_of
 
 KERNEL = (
     "\nimport os\n"
@@ -300,7 +300,7 @@ def test_a_child_process_gets_the_parents_remarks(tmp_path: Path) -> None:
 
 
 def test_a_pass_never_waits_forever_for_another_threads(capfd, monkeypatch) -> None:
-    from tltrace.session import remarks
+    from tltrace.remarks import recorder as remarks
 
     monkeypatch.setattr(remarks, "WAIT_S", 0.2)
     a, b = RemarksRecorder(()), RemarksRecorder(())

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from tltrace.cli.app import app
 from tltrace.history import sourcemaps
-from tltrace.session import sourcemap as sm
-from tltrace.session import sourcemap_store as sms
+from tltrace.sourcemap import lines as sm
+from tltrace.sourcemap import store as sms
 
 from ._records import read_manifest, run_dirs
 from ._schema import check

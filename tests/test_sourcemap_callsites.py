@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tltrace.callsites.library import CallSites
 from tltrace.cli.app import app
 from tltrace.format.sourcemap import LineMap
 from tltrace.history import runs as R
 from tltrace.history import sourcemaps as V
-from tltrace.session.callsites import CallSites
 
 from .conftest import wait_js
 from .test_index_js import run_node

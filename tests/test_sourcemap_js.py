@@ -1,9 +1,9 @@
-"""Node unit tests for sourcemap.js's pure logic, against history/sourcemaps.py and session/sourcemap.py.
+"""Node unit tests for sourcemap.js's pure logic, against history/sourcemaps.py and sourcemap/lines.py.
 
 The recorded traces (tests/data/traces) keep no source maps, so each run gets maps the way a
 compile grows them: a map of the first text a pass sees (every statement line given a Python
 line of the kernel's file or of TileLang's, some none, some inferred) carried through each
-pass's real change by session/sourcemap.py `carry`, which is what drops lines. The report's
+pass's real change by sourcemap/lines.py `carry`, which is what drops lines. The report's
 chunk writer (render/sourcemap.py `ReportMaps`) turns them into the chunks the page reads; one
 node process feeds them to sourcemap.js and answers, per pass, what its badge counts, the Python
 lines it loses, each line's Python line, and the kernel's file. Each must be the Python side's.
@@ -25,7 +25,7 @@ from tltrace.history import sourcemaps as V
 from tltrace.history.texts import text_of
 from tltrace.render.pages import record_chunk
 from tltrace.render.sourcemap import ReportMaps
-from tltrace.session import sourcemap as sm
+from tltrace.sourcemap import lines as sm
 
 KERNEL = "/home/u/examples/kernel.py"
 LIBRARY = "/venv/lib/python3.11/site-packages/tl/language/gemm.py"  # a library file by its site-packages

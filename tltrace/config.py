@@ -195,7 +195,7 @@ class Settings:
     ptx: bool = False  # the PTX stage of each CUDA compile (tltrace/stages/; one build with --ptxas)
     sass: bool = False  # the SASS stage (and the PTX one)
     # --remarks: what native code writes to stderr during each top-level pass, kept on the pass
-    # (session/remarks.py); the names are the verbose planners turned on (REMARK_PLANNERS). None: off.
+    # (remarks/recorder.py); the names are the verbose planners turned on (REMARK_PLANNERS). None: off.
     remarks: tuple[str, ...] | None = None
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()

@@ -6,7 +6,7 @@ Each RUN_DIR is a compile of step 1 (nothing skipped); its `repro_frontend.json`
 `repro_context.json` (saved while it ran, for `tltrace repro`) are the compile's input IR
 and PassContext. The child compiles each one as `repro.py --replay` does (lowering and
 source codegen, never a C or CUDA build), through TileLang's tool seam with the skipping
-tool of session/skipping.py, so positions mean what they mean in a step.
+tool of bisect/skipping.py, so positions mean what they mean in a step.
 
 Protocol, one JSON object a line: the child first writes `{"pipelines": [[name, ...], ...]}`
 (the top-level passes of each compile with nothing skipped) or `{"error": "..."}`; then for
@@ -37,7 +37,7 @@ def _compile(
     from tilelang.instrumentation import register_pass_instrumentation_tool  # type: ignore
 
     from ..rerun._standalone import Context, compile_from, error_text
-    from ..session import skipping
+    from . import skipping
 
     tool = skipping._tool_class()(skipping.SkipPlan.of(skip))
     register_pass_instrumentation_tool(skipping.TOOL_NAME, lambda: tool)

@@ -11,7 +11,7 @@
    one: leaving out any config of it loses the turn.
 
 Each step is a traced child invocation (steps.py) with the configs in TLTRACE_BISECT; the
-child's skipping tool applies them through the seam (session/skipping.py).
+child's skipping tool applies them through the seam (bisect/skipping.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One step of `tltrace bisect`: the user's script run once, traced, with a skip set; its outcome.
 
 A step is `python -m tltrace run --quiet ...` in a child process with TLTRACE_BISECT set
-(session/skipping.py), so each step is an invocation of its own that `show` and
+(bisect/skipping.py), so each step is an invocation of its own that `show` and
 `diff-runs` read. "Right" is `--check CMD` exiting 0 (CMD runs through the shell, as
 the user typed it), else the script's own exit status 0. A step whose compile (of a
 kernel `--kernels` matches) raised is untestable.
@@ -24,8 +24,8 @@ from ..format.passref import ref_of
 from ..format.records import CODEGEN, COMPLETE, RunManifest
 from ..history.loading import is_run_dir, is_script_dir, load_run
 from ..proc import group as procgroup
-from ..session.skipping import ENV, SkipPlan
 from .search import RIGHT, UNTESTABLE, WRONG
+from .skipping import ENV, SkipPlan
 
 
 @dataclass(frozen=True)

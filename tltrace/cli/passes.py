@@ -244,7 +244,7 @@ def show_pass(
     )
     if rec.error:
         con.print(Text(f"    error: {rec.error}", style="red"), soft_wrap=True)
-        from ..session.sourcemap import error_location
+        from ..sourcemap.lines import error_location
 
         at = error_location(rec.error)
         if at is not None:

@@ -14,7 +14,7 @@ def show(run: Any, pass_spec: str | None, as_json: bool) -> None:
     """Print one compile's source map: its generated source, or with `pass_spec` that pass's IR."""
     from ..history import runs
     from ..history import sourcemaps as V
-    from ..session import sourcemap as sm
+    from ..sourcemap import lines as sm
 
     manifest = run.require()
     maps = V.load(run.path)

@@ -16,7 +16,7 @@ from typing import Any
 from ..format.layout import MANIFEST, SOURCEMAP_LOG
 from ..format.records import FAILED, PassRecord, RunManifest
 from ..format.sourcemap import LineMap
-from ..session.remarks import kinds_of
+from ..remarks.recorder import kinds_of
 from .device import device_facts
 from .registry import CODEGEN_INPUT, DEVICE, FRONTEND, NAMES, REMARKS, SOURCE_MAP, Value
 from .tir import codegen_input_facts, frontend_facts
@@ -85,7 +85,7 @@ def _remark_passes(remarks: Any) -> list[dict[str, Any]]:
 
 
 def remark_facts(remarks: Any) -> dict[str, Value] | None:
-    """Return the facts of a manifest's `remarks` (session/remarks.py); None when remarks were not captured."""
+    """Return the facts of a manifest's `remarks` (remarks/recorder.py); None when remarks were not captured."""
     if not isinstance(remarks, dict):
         return None
     lines = 0
@@ -116,7 +116,7 @@ def _coverage(run_dir: Path, rec: PassRecord) -> int | None:
     """Return the percent of the device source's lines that have a Python line, None without a map.
 
     Reads only the two lines of sourcemap.jsonl it needs (the record's, then its map's), not
-    the whole log (session/sourcemap_store.load parses every map and source: milliseconds).
+    the whole log (sourcemap/store.load parses every map and source: milliseconds).
     """
     path = Path(run_dir) / SOURCEMAP_LOG
     if path.is_symlink() or not path.is_file():

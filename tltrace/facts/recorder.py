@@ -13,7 +13,6 @@ failure is one notice per process and the manifest is written without (those) fa
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -23,22 +22,12 @@ from ..format.records import PassRecord, RunManifest
 from ..session.recorder import Recorder
 from ..session.store import RunStore
 from ..session.worker import late_worker
+from ..toolchain import nvcc
+from ..toolchain.nvcc import say_once
 from . import collect, ptxas
 from .registry import CODEGEN_INPUT, DEVICE
 
 Warn = Callable[[str], None]
-
-_said: set[str] = set()  # what was said once in this process (no toolchain, a failure)
-_said_lock = threading.Lock()
-
-
-def say_once(key: str, warn: Warn, message: str) -> None:
-    """Say `message` through `warn` once per process for `key` (a missing toolchain, a failure)."""
-    with _said_lock:
-        if key in _said:
-            return
-        _said.add(key)
-    warn(message)
 
 
 def _reader(store: RunStore) -> collect.Read:
@@ -143,7 +132,7 @@ class FactsRecorder(Recorder):
         # Compiling thread, --ptxas only: a few reads of the PassContext the compile runs under,
         # so that the nvcc build on the worker uses the flags TileLang's build would.
         if self.want_ptxas and self.configs is None and event.role != "host":
-            self.configs = ptxas.configs_now()
+            self.configs = nvcc.configs_now()
         return None
 
     def attach(self, store: Any) -> None:

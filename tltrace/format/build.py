@@ -1,6 +1,6 @@
 """The manifest's `build`: what the backend built after codegen, and how the build ended.
 
-Written by the build recorder (session/build.py), read by `show`, the summary line, the
+Written by the build recorder (reconcile/build.py), read by `show`, the summary line, the
 report, `watch` and bundles. Null when there is nothing to say (the generated source was
 built as it was, or the backend builds nothing). Otherwise an object::
 

@@ -233,9 +233,9 @@ class RunManifest:
     # (docs/layouts.md), by the layouts recorder; None when the compile has no layouts.
     layouts: dict[str, Any] | None = None
 
-    # `tltrace run --remarks`: what each top-level pass wrote to stderr (session/remarks.py), else None.
+    # `tltrace run --remarks`: what each top-level pass wrote to stderr (remarks/recorder.py), else None.
     remarks: dict[str, Any] | None = None
-    # The user's frames when the compile began, outermost first ({file, line, func}; session/callsite.py).
+    # The user's frames when the compile began, outermost first ({file, line, func}; callsites/stack.py).
     stack: list[dict[str, Any]] | None = None
     records: tuple[PassRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION

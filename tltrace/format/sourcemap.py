@@ -1,8 +1,8 @@
 """Source maps on disk: the LineMap model and its codec (`sourcemap.jsonl`, `<working file>.map`).
 
 A `LineMap` holds, per line of one recorded text, None (no statement starts there), 0 (a
-statement with no Python line) or (file index, line). session/sourcemap.py makes them
-while a kernel compiles; session/sourcemap_store.py writes them with the encoders here;
+statement with no Python line) or (file index, line). sourcemap/lines.py makes them
+while a kernel compiles; sourcemap/store.py writes them with the encoders here;
 history/sourcemaps.py reads them back with `apply_line`.
 
 `<run_dir>/sourcemap.jsonl`, one JSON object a line:
@@ -67,7 +67,7 @@ class LineMap:
     `via`: {line: (file index, line)} for the lines whose span points into TileLang's own
     code (a `T.gemm` expanded into `gemm_scalar.py:48`): their entry in `lines` is the
     user's line that called the tile operator, and `via` keeps the library line
-    (session/callsites.py).
+    (callsites/library.py).
     """
 
     files: tuple[str, ...]

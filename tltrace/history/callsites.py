@@ -1,6 +1,6 @@
 """Compiles grouped by call site: the stack trie of their manifests' `stack` (tlparse's view).
 
-Every compile's stack (session/callsite.py) is a path from the script's outermost frame to
+Every compile's stack (callsites/stack.py) is a path from the script's outermost frame to
 the call that compiled; compiles that share a prefix share a branch. A branch with one
 child and no compile of its own is folded into that child, so a tree of two call sites
 under one helper reads as three lines. Pure: data in, a tree out.

@@ -90,9 +90,9 @@ def side_of(rec: PassRecord) -> str:
 def annotated(run: runs.Run, rec: PassRecord, side: str, maps: RunMaps) -> list[dict[str, Any]]:
     """Return [{line, text, src}] for one side of a record: src is {file, line} or None.
 
-    src has `"inferred": true` when the line's Python line is inferred (session/sourcemap.py),
+    src has `"inferred": true` when the line's Python line is inferred (sourcemap/lines.py),
     and `"via": {file, line}` when it is the call site of a line in TileLang's library code
-    (session/callsites.py).
+    (callsites/library.py).
     """
     text = runs.read_text(run, rec, side)
     lmap = maps.of(rec.index, side)
@@ -116,7 +116,7 @@ def passes(manifest: RunManifest, maps: RunMaps) -> list[dict[str, Any]]:
     """Return [{index, name, phase, status, side, lines, mapped, exact, lost}] for the records with a map.
 
     lines: statement lines of the text; mapped: those with a Python line; exact: those
-    whose Python line is not inferred (session/sourcemap.py); lost: the
+    whose Python line is not inferred (sourcemap/lines.py); lost: the
     Python lines the pass's input had and its output has not.
     """
     out = []

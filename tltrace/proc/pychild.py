@@ -40,3 +40,15 @@ def tltrace_code(module: str, *args: str) -> list[str]:
     root = str(Path(__file__).resolve().parent.parent)
     code = f"sys.path.append({root!r})\nfrom {module} import main\nsys.exit(main(sys.argv[1:]))\n"
     return python_code(code, *args)
+
+
+def traced_tltrace_code(module: str, *args: str) -> list[str]:
+    """As `tltrace_code`, for a child whose `main(argv, enable, disable)` runs traced: the child's
+    entry point is the Python API (`tltrace.api.enable` and `disable` handed to `main`), so the
+    module below it imports no entry point."""
+    root = str(Path(__file__).resolve().parent.parent)
+    code = (
+        f"sys.path.append({root!r})\nfrom tltrace import api\nfrom {module} import main\n"
+        "sys.exit(main(sys.argv[1:], api.enable, api.disable))\n"
+    )
+    return python_code(code, *args)

@@ -493,10 +493,10 @@ def _run_child(cdir: Path, trace_dir: Path) -> str | None:
     The child starts in `cdir` with no current directory on its sys.path (proc/pychild.py), so a
     `tilelang.py` beside the bundle or in the cwd is never imported; PYTHONPATH is kept.
     """
-    from ..proc.pychild import tltrace_code
+    from ..proc.pychild import traced_tltrace_code
     from .make import child_env
 
-    cmd = tltrace_code("tltrace.rerun.replay_child", str(cdir), str(Path(trace_dir).absolute()))
+    cmd = traced_tltrace_code("tltrace.rerun.replay_child", str(cdir), str(Path(trace_dir).absolute()))
     try:
         proc = procgroup.run(
             cmd,

@@ -1,6 +1,9 @@
 """The child process of `tltrace replay`: recompile one bundled compile, traced by tltrace.
 
-    main([COMPILE_DIR, TRACE_DIR])    (started as `python -P -c ...`: proc.pychild.tltrace_code)
+    main([COMPILE_DIR, TRACE_DIR], enable, disable)
+        (started as `python -P -c ...`: proc.pychild.traced_tltrace_code, which hands it
+        `tltrace.api.enable` and `disable`: the child's entry point is the Python API, and
+        this module, rerun/'s, imports nothing above rerun/'s layer)
 
 COMPILE_DIR holds frontend.json, context.json and job.json (kernel, backend, codegen
 flags, the script name to record under, whether --build was given). The parent wrote
@@ -19,18 +22,19 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], enable: Callable[..., Any], disable: Callable[[], Any]) -> int:
     cdir, trace_dir = Path(argv[0]), Path(argv[1])
     job = json.loads((cdir / "job.json").read_text(encoding="utf-8"))
     sys.argv = [job["script"]]  # the records are filed under this name
 
-    from .. import api
     from . import _standalone as S
 
-    api.enable(mode="terminal", trace_dir=trace_dir, codegen_output=None, quiet=True, keep=0)
+    enable(mode="terminal", trace_dir=trace_dir, codegen_output=None, quiet=True, keep=0)
     try:
         context = S.Context(json.loads((cdir / "context.json").read_text(encoding="utf-8")))
         try:
@@ -52,7 +56,7 @@ def main(argv: list[str]) -> int:
         print(f"replay: {S.error_text(exc)}", file=sys.stderr)
         return 1
     finally:
-        api.disable()
+        disable()
     return 0
 
 
@@ -61,7 +65,3 @@ def _flags(job: dict) -> dict:
     flags = dict(job.get("flags") or {})
     flags["device_compile"] = bool(flags.get("device_compile")) and job.get("build") is True
     return flags
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -25,7 +25,7 @@ from .capture import CODEGEN_PHASE, OpenPass, TraceSession
 from .events import Notice
 from .hooks import CodegenRequest
 from .interrupt import interrupted
-from .recorder import CodegenCall, PassEvent
+from .recorder import CodegenCall, Handback, PassEvent
 from .signature import launch_info, short_label, signature
 from .snapshot import Side
 
@@ -134,6 +134,8 @@ def _reconcile_and_record(
     if s.broken or before is None:
         return out_result
     amap = None  # the recorders' printer's value for the source (a source map)
+    call: CodegenCall | None = None
+    event_of_call = PassEvent(None, cg.record_name(role), CODEGEN_PHASE, codegen=True, role=role)
     if s.recorders:
         call = CodegenCall(
             ffi=ffi,
@@ -144,9 +146,7 @@ def _reconcile_and_record(
             compiled=compiled,
             working_file=str(outcome.path) if outcome is not None and outcome.path else None,
         )
-        amap = s.recorders.codegen(
-            PassEvent(None, cg.record_name(role), CODEGEN_PHASE, codegen=True, role=role), call
-        )
+        amap = s.recorders.codegen(event_of_call, call)
     index = s.next_index()
     rec = PassRecord(
         index=index,
@@ -160,17 +160,25 @@ def _reconcile_and_record(
         working_file=str(outcome.path) if outcome and outcome.path else None,
         start_s=round(start - s.t0, 6),
     )
-    if getattr(s.settings, "line_directives", False) and role == cg.DEVICE and not s.broken:
-        if compiles:
-            # The map is needed now, not on the worker (opt-in: this compile waits for it).
-            amap = s.recorders.resolve(amap) if s.recorders else amap
-            out_result = _with_line_directives(s, rec, result, out_result, compiled, amap)
-        else:
-            s.warn(
-                f"--line-directives: {ffi} builds the binary inside codegen (the tvm_ffi backend), so "
-                "no source can be handed back; compile with execution_backend='cython' for an "
-                "Nsight-ready build"
-            )
+    if call is not None and s.recorders.hooked("handback") and not s.broken:
+        # A recorder that changes what is compiled (--line-directives): opt-in, this compile waits.
+        made: list[Any] = []
+
+        def source_map() -> Any:
+            # The map is needed now, not on the worker: computed here once, refined once every
+            # IR text before this codegen is recorded (the worker drained).
+            if not made:
+                made.append(s.recorders.resolve(amap))
+                s.wait()
+            return s.recorders.refine(rec, "", compiled, (None, made[0]))[1]
+
+        def say(message: str) -> None:
+            s.emit(Notice("info", message, kernel=s.manifest.kernel))
+
+        back = Handback(call, role, compiles, result, out_result, source_map, say)
+        out_result = s.recorders.handback(event_of_call, back)
+        if made:
+            amap = made[0]
     side = before
 
     def job() -> None:
@@ -204,27 +212,6 @@ def say_failed_edit(s: TraceSession, error: BaseException | None) -> None:
         s.emit(Notice("COMPILE-ERROR", found.text(), kernel=found.kernel, path=found.path))
     except Exception as exc:
         s.warn(f"could not say where the edit failed to compile ({type(exc).__name__}: {exc})")
-
-
-def _with_line_directives(
-    s: TraceSession, rec: PassRecord, result: Any, out: Any, compiled: str, amap: Any
-) -> Any:
-    """Return the module to compile with --line-directives (session/line_directives.py); `out` when it fails."""
-    from . import line_directives
-
-    try:
-        return line_directives.apply(s, rec, result, compiled, amap) if amap is not None else _no_map(s, out)
-    except Exception as exc:
-        s.warn(f"--line-directives: not applied ({type(exc).__name__}: {exc}); compiled without directives")
-        return out
-
-
-def _no_map(s: TraceSession, out: Any) -> Any:
-    s.warn(
-        "--line-directives: no source map for this source (TLTRACE_SOURCE_MAP=0, or not TileLang's "
-        "own codegen); compiled without directives"
-    )
-    return out
 
 
 def _target_str(target: Any) -> str | None:

@@ -1,8 +1,8 @@
 """A PassContext nested in the compile's own, its config updated: how tltrace sets pass configs through the seam.
 
-`bisect --configs` (session/skipping.py) flips configs this way around each backend pipeline
-and codegen call, and `run --remarks=vectorize,...` (session/tool.py) turns on TileLang's
-verbose planners. The nested context keeps the compile's opt level, required and disabled
+The tracing tool (session/tool.py) sets the recorders' `pass_configs` this way around each
+backend pipeline and codegen call (`run --remarks=vectorize,...`: TileLang's verbose
+planners), and `bisect --configs`' seam tool (bisect/skipping.py) its flips. The nested context keeps the compile's opt level, required and disabled
 passes and config, and gets fresh instruments of the same compile session (as TileLang's
 nested helpers make them), so its passes are traced as the compile's.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 
 @contextmanager
-def configs_applied(configs: dict[str, Any], context: str = "tltrace-bisect: configs") -> Iterator[None]:
+def configs_applied(configs: dict[str, Any], context: str) -> Iterator[None]:
     """Run the body in a PassContext nested in the current one, its config updated by `configs`."""
     from tilelang.instrumentation import create_pass_instruments  # type: ignore[import-not-found]
     from tvm.ir.transform import PassContext  # type: ignore[import-not-found]

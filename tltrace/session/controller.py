@@ -157,12 +157,23 @@ def install(settings: Settings, emit: Callable[[Event], None], hooks: CaptureHoo
 
         register_pass_instrumentation_tool(TOOL_NAME, factory)
     exits.install()  # os._exit waits (bounded) for the records of the compiles before it
-    if os.environ.get("TLTRACE_BISECT"):  # a step of `tltrace bisect`: its skip set (session/skipping.py)
-        from . import skipping
+    _install_tools(settings)
 
-        plan = skipping.plan_in()
-        if plan is not None:
-            skipping.install(plan)
+
+_tools_installed: set[str] = set()  # the seam tools of features installed beside the tracing tool
+
+
+def _install_tools(settings: Settings) -> None:
+    """Install the features' own seam tools (session/recorder.register_tool), as their factories give them."""
+    from tilelang.instrumentation import register_pass_instrumentation_tool  # type: ignore
+
+    from .recorder import tools
+
+    for name, make in tools().items():
+        tool_factory = make(settings)
+        if tool_factory is not None:
+            register_pass_instrumentation_tool(name, tool_factory)
+            _tools_installed.add(name)
 
 
 def uninstall() -> None:
@@ -178,10 +189,14 @@ def uninstall() -> None:
         from tilelang.instrumentation import unregister_pass_instrumentation_tool  # type: ignore
 
         unregister_pass_instrumentation_tool(TOOL_NAME)
-        if os.environ.get("TLTRACE_BISECT"):
-            unregister_pass_instrumentation_tool("tltrace-bisect")
     except Exception:
         pass
+    for name in sorted(_tools_installed):
+        _tools_installed.discard(name)
+        try:
+            unregister_pass_instrumentation_tool(name)
+        except Exception:
+            pass
     from .worker import drain
 
     drain()

@@ -29,7 +29,7 @@ class PassRecorded:
     before: str
     after: str
     run_dir: Path
-    before_map: LineMap | None = None  # source maps of the two texts (session/sourcemap.py)
+    before_map: LineMap | None = None  # source maps of the two texts (sourcemap/lines.py)
     after_map: LineMap | None = None
     # The (i, j) lines of `after` that are line i of `before` (diff.line_changes, from the +/-
     # count): the report stores `after` as its changes (render/delta.py). None: not known.

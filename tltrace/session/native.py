@@ -6,7 +6,7 @@ dies with SIGSEGV in `TargetNode::str`, `tirx.stmt_functor.post_order_visit(None
 likewise. A Python exception is something tltrace can turn into a warning; a segfault
 kills the user's program with nothing recorded. So every such call is preceded by an
 `isinstance` check against TileLang's own classes, and the second codegen of the source
-map (session/sourcemap.py) runs only on what TileLang's own codegen already accepted
+map (sourcemap/lines.py) runs only on what TileLang's own codegen already accepted
 (`may_rerun_codegen`). docs/architecture.md ("Native calls tltrace makes") lists every call.
 
 Nothing here imports TVM until a check is asked for; a check that cannot import it says no.

@@ -6,6 +6,10 @@ directory, and at most one manifest field. One instance per compile; the capture
 already took (session/snapshot.py) and never with a second one:
 
 compiling thread (cheap: keep references; return a job for the expensive part)
+    `pass_configs(where)`          pass configs to set around each backend pipeline
+                                   (`where` "pipeline") or codegen call ("codegen"), in a
+                                   PassContext nested in the compile's (session/configscope.py);
+                                   asked once, when the compile's tool is made
     `input(snapshot)`              the compile's first input IR, once
     `pass_started(event, before)`  a pass begins; `before` is its input
     `pass_finished(event)`         a pass returned (before its output is looked at)
@@ -14,6 +18,10 @@ compiling thread (cheap: keep references; return a job for the expensive part)
                                    with the generated source, as `printer`'s does with the IR;
                                    a `Later` is computed on the worker, in the record's job
                                    (keep references here, do the work there)
+    `handback(event, back)`        a codegen call's result is about to go back to TileLang
+                                   (`Handback`): return a module to hand back in its place, or
+                                   None (opt-in work that changes what is compiled: the compile
+                                   waits for it)
 worker (session/worker.py: in order with the compile's records; the compiling thread
 with --sync)
     the job a hook above returned
@@ -40,14 +48,21 @@ other recorders go on. What it wrote stays, and so does its manifest field. One 
 an OSError in `attach` is the store's (the run directory cannot be written), and stops the
 compile's tracing with one warning, as a record that cannot be written does.
 
-Registration is the layer above's (tltrace/recorders.py registers the defaults when
+Registration is the layer above's (tracing/recorders.py registers the defaults when
 tracing starts): capture imports no recorder, and no recorder is imported before tracing.
+A feature that must answer TVM's `should_run` (bisect's skipped passes: TileLang's stacked
+instrument carries no such callback) registers a seam tool of its own beside the tracing
+tool (`register_tool`): the controller installs and removes it with the tracing tool.
+
+A hook no recorder overrides costs nothing: the per-pass hooks call only the recorders
+that override them (`Recorders.hooked`), `pass_configs` is asked once per compile and
+`handback` once per codegen call, each only of those that override it.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -97,6 +112,21 @@ class Stage:
     maps: tuple[Any, Any] = (None, None)  # the Python line of each line of before and after (LineMap)
 
 
+@dataclass
+class Handback:
+    """A codegen call's result on its way back to TileLang (`Recorder.handback`), on the compiling thread."""
+
+    call: CodegenCall
+    role: str | None  # "device", "host" or None
+    compiles: bool  # a TVM module of source, made the way TileLang's own is: a source may be handed back
+    result: Any  # the build's own module
+    out: Any  # what goes back now: an applied edit's module, else `result` (another recorder's, before it)
+    source_map: Callable[
+        [], Any
+    ]  # the printer's value for `call.compiled`, made now (the worker drained first)
+    say: Callable[[str], None]  # one info notice on the stream, for this compile
+
+
 class Later:
     """A value `codegen` hands back to be computed on the worker: `compute()` runs in the job
     that stores the codegen record, before `recorded` sees it (guarded like any hook)."""
@@ -116,6 +146,10 @@ class Recorder:
     warn: Callable[[str], None] = staticmethod(lambda message: None)  # one warning notice (set by Recorders)
 
     # -- compiling thread --------------------------------------------------------
+    def pass_configs(self, where: str) -> Mapping[str, Any] | None:
+        """Pass configs to set around each backend pipeline (`where` "pipeline") or codegen call ("codegen")."""
+        return None
+
     def input(self, snapshot: Side) -> Job | None:
         return None
 
@@ -129,6 +163,10 @@ class Recorder:
         return None
 
     def codegen(self, event: PassEvent, call: CodegenCall) -> Any:
+        return None
+
+    def handback(self, event: PassEvent, back: Handback) -> Any:
+        """Return the module to hand TileLang in place of `back.out`, or None to leave it."""
         return None
 
     # -- worker ------------------------------------------------------------------
@@ -187,6 +225,32 @@ def unregister(key: str) -> None:
 def registered() -> list[str]:
     with _lock:
         return list(_factories)
+
+
+ToolFactory = Callable[
+    [Any], "Callable[[], object] | None"
+]  # Settings -> TileLang's tool factory, or None (off)
+_tools: dict[str, ToolFactory] = {}
+
+
+def register_tool(name: str, factory: ToolFactory) -> None:
+    """Install a seam tool of a feature's own beside the tracing tool, under TileLang's name `name`.
+
+    `factory(settings)` is called when tracing is installed: it returns the factory TileLang
+    calls once per compile session (a `PassInstrumentationTool`), or None (off). The tool is
+    removed with the tracing tool (`controller.uninstall`)."""
+    with _lock:
+        _tools[name] = factory
+
+
+def unregister_tool(name: str) -> None:
+    with _lock:
+        _tools.pop(name, None)
+
+
+def tools() -> dict[str, ToolFactory]:
+    with _lock:
+        return dict(_tools)
 
 
 class Recorders:
@@ -284,6 +348,30 @@ class Recorders:
 
     def pass_failed(self, event: PassEvent, before: Side) -> list[Job]:
         return self._each("pass_failed", lambda r: r.pass_failed(event, before))
+
+    def pass_configs(self, where: str) -> dict[str, Any]:
+        """The pass configs every recorder that overrides `pass_configs` sets around `where`, merged in order."""
+        out: dict[str, Any] = {}
+        for r in list(self.hooked("pass_configs")):
+            try:
+                out.update(r.pass_configs(where) or {})
+            except Exception as exc:
+                self._fail(r, "pass_configs", exc)
+        return out
+
+    def handback(self, event: PassEvent, back: Handback) -> Any:
+        """Return the module to hand back: `back.out`, as each recorder that overrides `handback` replaced it."""
+        for r in list(self.hooked("handback")):
+            if r not in self.active:
+                continue
+            try:
+                out = r.handback(event, back)
+            except Exception as exc:
+                self._fail(r, "handback", exc)
+                continue
+            if out is not None:
+                back.out = out
+        return back.out
 
     def codegen(self, event: PassEvent, call: CodegenCall) -> Any:
         """Return the printer's value for the generated source (None: no printer, or none given).

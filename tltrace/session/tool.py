@@ -33,9 +33,9 @@ from .configscope import configs_applied
 from .hooks import NO_HOOKS, CaptureHooks
 from .interrupt import interrupted
 from .recorder import PassEvent
-from .remarks import planner_configs
 
 _LOWER_NAMES = ("lower", "lower-with-context", "lower-to-host-device-ir")
+_CONFIGS_CONTEXT = "tltrace: recorders' pass configs"
 
 
 class TltraceTool(PassInstrumentationTool):
@@ -45,8 +45,12 @@ class TltraceTool(PassInstrumentationTool):
 
     def __init__(self, settings: Settings, emit: Emit, hooks: CaptureHooks = NO_HOOKS) -> None:
         self.session = TraceSession(settings, emit, background=True, hooks=hooks)
-        # --remarks=vectorize,...: the verbose planners' pass configs, set around each pipeline
-        self._planners = planner_configs(settings) if settings.remarks else {}
+        # The recorders' pass configs (--remarks=vectorize,...: the verbose planners), asked once:
+        # set around each pipeline and codegen call in a nested PassContext; none, nothing nested.
+        r = self.session.recorders
+        self._configs = (
+            (r.pass_configs("pipeline"), r.pass_configs("codegen")) if r.hooked("pass_configs") else ({}, {})
+        )
 
     def create_pass_instrument(self) -> object | None:
         s = self.session
@@ -73,13 +77,15 @@ class TltraceTool(PassInstrumentationTool):
         phase: Any = nullcontext()
         if s.pipelines > 1 and isinstance(base_phase, str):
             phase = pass_phase(f"run{s.pipelines}_{base_phase}")
-        if not self._planners:
+        configs = self._configs[0]
+        if not configs:
             return phase
-        return _both(phase, configs_applied(self._planners, "tltrace --remarks: planners"))
+        return _both(phase, configs_applied(configs, _CONFIGS_CONTEXT))
 
     def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
-        if self._planners:
-            with configs_applied(self._planners, "tltrace --remarks: planners"):
+        configs = self._configs[1]
+        if configs:
+            with configs_applied(configs, _CONFIGS_CONTEXT):
                 return record_codegen(self.session, event, next_call, lambda: pass_phase(CODEGEN_PHASE))
         return record_codegen(self.session, event, next_call, lambda: pass_phase(CODEGEN_PHASE))
 

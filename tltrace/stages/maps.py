@@ -1,6 +1,6 @@
 """A stage's Python lines: each line's kernel.cu line, looked up in the CUDA source's map.
 
-Pure. The CUDA map (session/sourcemap.py's, recorded with the device codegen) gives the
+Pure. The CUDA map (sourcemap/lines.py's, recorded with the device codegen) gives the
 Python line of each generated line; a PTX or SASS line gets the one of its kernel.cu line.
 """
 

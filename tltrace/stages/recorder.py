@@ -5,7 +5,7 @@ A recorder (session/recorder.py) registered by tracing/recorders.py, on with `tl
 device codegen record's text and map as they are recorded (`recorded`, the worker), and when
 the compile ends (`stages`, the same worker, after the compile has returned: only a compile
 under Settings.wait waits for it; docs/usage.md) it builds the source
-once with nvcc (facts/ptxas.build: the build --ptxas's machine facts reuse) and hands back
+once with nvcc (toolchain/nvcc.build: the build --ptxas's machine facts reuse) and hands back
 the PTX stage and, from the cubin, the SASS stage, each with its Python lines
 (stages/maps.py). Nothing here can fail a compile: no toolchain, a failed build, each is one
 notice per process, and the records stand without the stages.
@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..facts import ptxas
-from ..facts.recorder import say_once
 from ..format.records import CODEGEN, STAGE_ROLES, PassRecord, RunManifest
 from ..session.recorder import Recorder, Stage
+from ..toolchain import nvcc
+from ..toolchain.nvcc import say_once
 from . import maps, ptx, sass
 
 Warn = Callable[[str], None]
@@ -47,13 +47,13 @@ class StagesRecorder(Recorder):
         self.source: str | None = None
         self.cmap: Any = None
         self.arch: str | None = None
-        self.configs: dict[str, Any] | None = None  # the build's pass configs (facts/ptxas.configs_now)
+        self.configs: dict[str, Any] | None = None  # the build's pass configs (toolchain/nvcc.configs_now)
 
     def codegen(self, event: Any, call: Any) -> Any:
         # Compiling thread: a few reads of the PassContext, so that the build uses TileLang's flags
         # (and is the one build --ptxas's machine facts share).
         if self.configs is None and event.role != "host":
-            self.configs = ptxas.configs_now()
+            self.configs = nvcc.configs_now()
         return None
 
     def recorded(self, record: PassRecord, before: str, after: str, extras: tuple[Any, Any]) -> None:
@@ -85,8 +85,8 @@ def build_stages(
         return []
     t0 = time.perf_counter()
     try:
-        b = ptxas.build(source, arch, configs=configs)
-    except ptxas.Unavailable as exc:
+        b = nvcc.build(source, arch, configs=configs)
+    except nvcc.Unavailable as exc:
         say_once("unavailable", warn, f"--ptx/--sass: {exc}; no PTX or SASS stage")
         return []
     except Exception as exc:

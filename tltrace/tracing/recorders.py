@@ -17,9 +17,9 @@ def _repro(settings: Any) -> Any:
 
 
 def _source_maps(settings: Any) -> Any:
-    from ..session import sourcemap_recorder
+    from ..sourcemap import recorder
 
-    return sourcemap_recorder.make(settings)
+    return recorder.make(settings)
 
 
 def _facts(settings: Any) -> Any:
@@ -29,7 +29,7 @@ def _facts(settings: Any) -> Any:
 
 
 def _build(settings: Any) -> Any:
-    from ..session import build
+    from ..reconcile import build
 
     return build.make(settings)
 
@@ -47,13 +47,19 @@ def _stages(settings: Any) -> Any:
 
 
 def _remarks(settings: Any) -> Any:
-    from ..session import remarks
+    from ..remarks import recorder as remarks
 
     return remarks.make(settings)
 
 
+def _line_directives(settings: Any) -> Any:
+    from ..sourcemap import line_directives
+
+    return line_directives.make(settings)
+
+
 def _call_site(settings: Any) -> Any:
-    from ..session import callsite
+    from ..callsites import stack as callsite
 
     return callsite.make(settings)
 
@@ -67,12 +73,32 @@ DEFAULTS = {
     "build": _build,  # the manifest's `build`: an edit's generated source, a failed build's diagnostics
     "layouts": _layouts,  # the manifest's `layouts` (docs/layouts.md)
     "stages": _stages,  # run --ptx, --sass: the PTX and SASS stages, as codegen records
+    "line_directives": _line_directives,  # run --line-directives: the device source handed back with #line
+}
+
+
+def _bisect_tool(settings: Any) -> Any:
+    """A step of `tltrace bisect` (TLTRACE_BISECT set): the seam tool that skips its passes, else None."""
+    import os
+
+    if not os.environ.get("TLTRACE_BISECT"):
+        return None  # one dict lookup: the normal trace path imports nothing of bisect/
+    from ..bisect import skipping
+
+    return skipping.tool_factory()
+
+
+# The features' own seam tools (session/recorder.register_tool), by TileLang's name for them.
+TOOLS = {
+    "tltrace-bisect": _bisect_tool,  # bisect's skip set and config flips (TVM's should_run)
 }
 
 
 def register_defaults() -> None:
-    """Register the default recorders (again: a no-op, they replace themselves)."""
+    """Register the default recorders and seam tools (again: a no-op, they replace themselves)."""
     from ..session import recorder
 
     for key, factory in DEFAULTS.items():
         recorder.register(key, factory)
+    for name, tool in TOOLS.items():
+        recorder.register_tool(name, tool)

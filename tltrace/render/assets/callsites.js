@@ -1,4 +1,4 @@
-/* tltrace invocation index: compiles grouped by call site (the manifest's `stack`, session/callsite.py).
+/* tltrace invocation index: compiles grouped by call site (the manifest's `stack`, callsites/stack.py).
  *
  * The index groups its rows under their call sites as a tree (tlparse's stack trie) when they
  * came from more than one, in its default order (a click on a column sorts plainly). The compile

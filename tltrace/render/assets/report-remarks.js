@@ -1,5 +1,5 @@
-/* tltrace compile report: remarks (`tltrace run --remarks`; the manifest's `remarks`, session/remarks.py)
- * and the call site (the manifest's `stack`, session/callsite.py).
+/* tltrace compile report: remarks (`tltrace run --remarks`; the manifest's `remarks`, remarks/recorder.py)
+ * and the call site (the manifest's `stack`, callsites/stack.py).
  *
  * meta.remarks.passes holds what each top-level pass wrote to stderr: {index, name, lines, kinds,
  * text, truncated}. Each such pass gets a badge in the pass list (its line count; its kinds in the

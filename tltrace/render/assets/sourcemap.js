@@ -64,7 +64,7 @@
   }
   function viaText(map, i) { var v = viaAt(map, i); return v ? " via " + base(v[0]) + ":" + v[1] : ""; }
   function mapOf(h) { return h ? M.maps.get(h) || null : null; }
-  // [file, line] behind line i (0-based) of a text, or null (session/sourcemap.py LineMap.src).
+  // [file, line] behind line i (0-based) of a text, or null (sourcemap/lines.py LineMap.src).
   function srcAt(map, i) {
     if (!map || i < 0 || i >= map.lines.length) return null;
     var v = map.lines[i];

@@ -10,7 +10,7 @@ is gone after `LowerOpaqueBlock`) and the generated source take it from there, b
 occurrence. The map then holds the call site, and `LineMap.via` the library line.
 
 Pure: no TileLang, no I/O. One `CallSites` per compile, fed its texts in record order
-(session/sourcemap_recorder.py, on the worker).
+(sourcemap/recorder.py, on the worker).
 """
 
 from __future__ import annotations

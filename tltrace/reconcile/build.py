@@ -37,8 +37,8 @@ from ..diff import count_changes
 from ..format import build as fb
 from ..format.records import CODEGEN, ERROR, FAILED, RunManifest
 from ..proc import group as procgroup
-from . import codegen_nvrtc as cgn
-from .recorder import CodegenCall, PassEvent, Recorder
+from ..session import codegen_nvrtc as cgn
+from ..session.recorder import CodegenCall, PassEvent, Recorder
 
 BUILD_TIMEOUT_S = 60.0  # the rebuild is a courtesy: the user's error is not held up for long
 LOG_LINES = 200

@@ -31,8 +31,8 @@ import threading
 from typing import Any
 
 from ..format.names import pass_display_name
-from .recorder import PassEvent, Recorder
-from .snapshot import Side
+from ..session.recorder import PassEvent, Recorder
+from ..session.snapshot import Side
 
 VERSION = 1  # of the manifest's `remarks` object
 WAIT_S = 120.0  # the longest a pass waits for another thread's captured pass before it runs uncaptured
@@ -169,6 +169,10 @@ class RemarksRecorder(Recorder):
         self._open: PassEvent | None = None
         self._uncaptured: list[int | None] = []  # passes that waited WAIT_S for the lock, then ran uncaptured
 
+    def pass_configs(self, where: str) -> dict[str, bool]:
+        """--remarks=vectorize,...: the verbose planners, on around each pipeline and codegen call."""
+        return configs_of(self.planners)
+
     def pass_started(self, event: PassEvent, before: Side) -> None:
         if event.depth != 0 or event.codegen:
             return None
@@ -238,14 +242,13 @@ def make(settings: Any) -> RemarksRecorder | None:
     return RemarksRecorder(tuple(planners))
 
 
-def planner_configs(settings: Any) -> dict[str, bool]:
-    """Return the pass configs that turn on the planners --remarks names ({} for none).
+def configs_of(names: tuple[str, ...]) -> dict[str, bool]:
+    """Return the pass configs that turn on the planners `names` ({} for none).
 
     A config this TileLang does not register is left out (a PassContext would refuse it).
     """
     from ..config import REMARK_PLANNERS
 
-    names = getattr(settings, "remarks", None) or ()
     if not names:
         return {}
     known = _registered_configs()

@@ -24,7 +24,7 @@ import threading
 from types import CodeType, FrameType
 from typing import Any
 
-from .recorder import Recorder
+from ..session.recorder import Recorder
 
 WORKER = "(worker thread)"  # the file of the frame that marks a thread hop
 MAX_FRAMES = 40  # the innermost ones are kept

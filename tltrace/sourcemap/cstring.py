@@ -1,5 +1,5 @@
 """C string literals in generated code: the one escaper (and its reader) for what tltrace writes
-into a C, C++ or CUDA source, the file names of `#line` directives (session/line_directives.py).
+into a C, C++ or CUDA source, the file names of `#line` directives (sourcemap/line_directives.py).
 
 A script's path is the user's: any character but NUL can be in it. `c_string` writes a literal
 that C, C++ and CUDA compilers (GCC, nvcc, ptxas after it) all take, whatever the name:

@@ -1,24 +1,24 @@
 """Source maps as a recorder (session/recorder.py): the capture side of docs/sourcemap.md.
 
 Its printer prints every IR snapshot once, with line tags, and hands back the text
-(byte for byte the plain print) and its map (session/sourcemap.print_module). A codegen
+(byte for byte the plain print) and its map (sourcemap/lines.print_module). A codegen
 call's map comes from the codegen run again with `#line` directives (sourcemap.codegen_map),
 on the worker, in the job that stores the codegen record (the compiling thread keeps only
 references and its PassContext and Target); it is written beside the working file too. Each record's maps go to the run's `sourcemap.jsonl`
-(session/sourcemap_store.MapLog). No manifest field. TLTRACE_SOURCE_MAP=0: no recorder.
+(sourcemap/store.MapLog). No manifest field. TLTRACE_SOURCE_MAP=0: no recorder.
 
 `refine` (worker, in record order) maps lines in TileLang's library code to the user's
-call site (session/callsites.py) in every map, the codegen's included.
+call site (callsites/library.py) in every map, the codegen's included.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import callsites as cs
-from . import sourcemap as sm
-from . import sourcemap_store as sms
-from .recorder import CodegenCall, Later, PassEvent, Recorder
+from ..callsites import library as cs
+from ..session.recorder import CodegenCall, Later, PassEvent, Recorder
+from . import lines as sm
+from . import store as sms
 
 
 class SourceMapRecorder(Recorder):
@@ -57,7 +57,7 @@ class SourceMapRecorder(Recorder):
         return gmap
 
     def refine(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> tuple[Any, Any]:
-        """Return the record's maps with library lines mapped to their call sites (session/callsites.py)."""
+        """Return the record's maps with library lines mapped to their call sites (callsites/library.py)."""
         if extras == (None, None):
             return extras
         if self._calls is None:

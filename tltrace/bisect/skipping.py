@@ -2,8 +2,10 @@
 
 The bisector (tltrace/bisect/) runs each step as a traced child process with TLTRACE_BISECT
 in its environment: the positions of the top-level passes to skip, and the kernels this
-applies to. `controller.install()` reads the variable (one dict lookup when it is unset)
-and registers `SkipTool` next to the tracing tool. TileLang makes one per compile session;
+applies to. When tracing is installed, tracing/recorders.py reads the variable (one dict
+lookup when it is unset) and `SkipTool` is registered next to the tracing tool, as a seam
+tool of its own (session/recorder.register_tool): skipping a pass is answering TVM's
+`should_run`, which TileLang's stacked instrument does not carry. TileLang makes one per compile session;
 its instrument answers TVM's `should_run(mod, info)` with False for a top-level pass whose
 position (0, 1, ... in the order the compile reaches its top-level passes, skipped ones
 counted) is in the set. A skipped pass runs no callback of any instrument, so the tool
@@ -30,10 +32,11 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from .configscope import configs_applied
+from ..session.configscope import configs_applied
 
 ENV = "TLTRACE_BISECT"
 TOOL_NAME = "tltrace-bisect"
+_CONTEXT = "tltrace-bisect: configs"  # the nested PassContext's name
 _VERSION = 1
 
 
@@ -94,12 +97,16 @@ def plan_in(environ: Mapping[str, str] | None = None) -> SkipPlan | None:
     return SkipPlan.from_env(text) if text else None
 
 
-def install(plan: SkipPlan) -> None:
-    """Register the skipping tool: every later TileLang compile (of a matching kernel) skips `plan`'s passes."""
-    from tilelang.instrumentation import register_pass_instrumentation_tool  # type: ignore[import-not-found]
+def tool_factory(environ: Mapping[str, str] | None = None) -> Callable[[], Any] | None:
+    """TLTRACE_BISECT's skipping tool, as TileLang's tool factory (None when it is unset).
 
+    Registered beside the tracing tool (tracing/recorders.py, session/recorder.register_tool):
+    every later TileLang compile (of a matching kernel) skips the plan's passes."""
+    plan = plan_in(environ)
+    if plan is None:
+        return None
     tool_cls = _tool_class()
-    register_pass_instrumentation_tool(TOOL_NAME, lambda: tool_cls(plan))
+    return lambda: tool_cls(plan)
 
 
 def uninstall() -> None:
@@ -136,7 +143,7 @@ def _tool_class() -> Any:
 
         def create_pass_instrument(self) -> object | None:
             if self.applies is None:
-                from .kernelfilter import kernel_name
+                from ..session.kernelfilter import kernel_name
 
                 name = kernel_name()
                 if self.plan.kernels is None:
@@ -150,12 +157,12 @@ def _tool_class() -> Any:
         def pipeline_scope(self, base_phase: str) -> Any:
             if not self.plan.configs or self.applies is False:
                 return nullcontext()
-            return configs_applied(dict(self.plan.configs))
+            return configs_applied(dict(self.plan.configs), _CONTEXT)
 
         def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
             if not self.plan.configs or self.applies is False:
                 return next_call()
-            with configs_applied(dict(self.plan.configs)):
+            with configs_applied(dict(self.plan.configs), _CONTEXT):
                 return next_call()
 
         def skip(self, name: str) -> bool:
@@ -199,7 +206,7 @@ def _note_skipped(skipped: list[dict[str, Any]]) -> None:
     """Put the skipped passes so far into the manifest of this compile's trace (when it is traced)."""
     from tilelang.instrumentation import current_compile_pass_instrumentation  # type: ignore
 
-    from .tool import TltraceTool
+    from ..session.tool import TltraceTool
 
     session = current_compile_pass_instrumentation()
     for tool in getattr(session, "tools", ()):

@@ -7,7 +7,7 @@ next function) is attributed to made-up lines of the user's script. Nsight Compu
 source view and compute-sanitizer name those lines.
 
 Here each directive covers only its statement's lines (from tltrace's source map, with a
-`T.gemm`'s library code mapped to the user's call: session/callsites.py) and is followed by
+`T.gemm`'s library code mapped to the user's call: callsites/library.py) and is followed by
 `#line N "<generated file>"`, N being that line's number in the source without directives:
 every other line keeps the generated file's own numbering. The generated file is the
 working file when there is one, so a line outside the kernel's statements names the line
@@ -15,7 +15,7 @@ of `codegen_device.cu` (as tltrace wrote it) that it is.
 
 A compile that already asks TileLang for its own directives (`tl.emit_line_directives`,
 as `tilelang.tools.compile_only` does) gets them replaced: the map is read from its
-source without them (session/sourcemap.py `own_directives`), and they are left out of what
+source without them (sourcemap/lines.py `own_directives`), and they are left out of what
 is compiled.
 
 What is recorded (the codegen record, the working file) stays the source as generated; the run's manifest says the compile got them (`line_directives`), and the
@@ -28,10 +28,10 @@ import os
 from typing import Any
 
 from ..format.sourcemap import LineMap
-from . import codegen as cg
+from ..session import codegen as cg
+from ..session.recorder import Handback, PassEvent, Recorder
 from .cstring import c_string
-from .events import Notice
-from .sourcemap import is_directive
+from .lines import is_directive
 
 
 def scoped(text: str, lmap: LineMap, generated_name: str, library: Any = None) -> tuple[str, dict[str, Any]]:
@@ -42,8 +42,8 @@ def scoped(text: str, lmap: LineMap, generated_name: str, library: Any = None) -
     them gets `#line N "generated_name"` (N: its number in `text`). The text starts with
     `#line 1 "generated_name"`. A `#line` line already in `text` (TileLang's own, from
     `tl.emit_line_directives`) is left out: N still counts it, as the working file holds it.
-    File names are C string literals (session/cstring.py). Not covered: a line of TileLang's own code whose call site is
-    not known (`library(path)` True), and an inferred line (session/sourcemap.py) whose
+    File names are C string literals (sourcemap/cstring.py). Not covered: a line of TileLang's own code whose call site is
+    not known (`library(path)` True), and an inferred line (sourcemap/lines.py) whose
     Python line no exact line of the map has (a declaration given the `def` line).
     Returns the summary {directives, lines, files}.
     """
@@ -85,37 +85,70 @@ def generated_name(working_file: str | None, role: str | None, ffi: str | None) 
     return f"{cg.record_name(role)}.{ext}"
 
 
-def apply(s: Any, rec: Any, result: Any, compiled: str, amap: LineMap) -> Any:
-    """Return the module to hand back: `result`'s source (`compiled`) with scoped directives, else `result`.
+class LineDirectivesRecorder(Recorder):
+    """The device source handed back to TileLang with scoped `#line` directives; the manifest's `line_directives`."""
 
-    `s`: the TraceSession; its worker is drained first, so every IR text before this codegen
-    has taught the call sites (the recorders' `refine`). Says what it did in one notice, and
-    notes it in the manifest (`line_directives`).
-    """
-    s.wait()
-    amap = s.recorders.refine(rec, "", compiled, (None, amap))[1]
-    if not isinstance(amap, LineMap) or len(amap.lines) != len(compiled.split("\n")):
-        raise ValueError("the source map does not fit the compiled source")
-    name = generated_name(rec.working_file, rec.role, rec.ffi)
-    roots = _roots()
-    text, info = scoped(compiled, amap, name, lambda p: bool(roots) and os.path.abspath(p).startswith(roots))
-    module = cg.source_module(result, text)
-    info = {"file": os.path.basename(name), **info}
-    entry = {"role": rec.role or "device", **info}
-    s.note(line_directives=[*(s.manifest.line_directives or []), entry])
-    names = ", ".join(os.path.basename(f) for f in info["files"]) or "no Python file"
-    s.emit(
-        Notice(
-            "info",
-            f"--line-directives: compiled with {info['directives']} scoped #line directives "
-            f"({info['lines']} lines naming {names}); the recorded source is without them",
-            kernel=s.manifest.kernel,
+    name = "--line-directives"
+    field = "line_directives"
+
+    def __init__(self) -> None:
+        self._entries: list[dict[str, Any]] = []
+
+    def handback(self, event: PassEvent, back: Handback) -> Any:
+        if back.role != cg.DEVICE:
+            return None
+        if not back.compiles:
+            self.warn(
+                f"--line-directives: {back.call.ffi} builds the binary inside codegen (the tvm_ffi backend), so "
+                "no source can be handed back; compile with execution_backend='cython' for an "
+                "Nsight-ready build"
+            )
+            return None
+        try:
+            amap = back.source_map()
+            if amap is None:
+                self.warn(
+                    "--line-directives: no source map for this source (TLTRACE_SOURCE_MAP=0, or not TileLang's "
+                    "own codegen); compiled without directives"
+                )
+                return None
+            return self._apply(back, amap)
+        except Exception as exc:
+            self.warn(
+                f"--line-directives: not applied ({type(exc).__name__}: {exc}); compiled without directives"
+            )
+            return None
+
+    def _apply(self, back: Handback, amap: Any) -> Any:
+        """Return `back.result`'s source (`call.compiled`) with scoped directives; say what it did once."""
+        compiled = back.call.compiled
+        if not isinstance(amap, LineMap) or len(amap.lines) != len(compiled.split("\n")):
+            raise ValueError("the source map does not fit the compiled source")
+        name = generated_name(back.call.working_file, back.role, back.call.ffi)
+        roots = _roots()
+        text, info = scoped(
+            compiled, amap, name, lambda p: bool(roots) and os.path.abspath(p).startswith(roots)
         )
-    )
-    return module
+        module = cg.source_module(back.result, text)
+        info = {"file": os.path.basename(name), **info}
+        self._entries.append({"role": back.role or "device", **info})
+        names = ", ".join(os.path.basename(f) for f in info["files"]) or "no Python file"
+        back.say(
+            f"--line-directives: compiled with {info['directives']} scoped #line directives "
+            f"({info['lines']} lines naming {names}); the recorded source is without them"
+        )
+        return module
+
+    def value(self) -> Any:
+        return [dict(e) for e in self._entries] or None
+
+
+def make(settings: Any) -> LineDirectivesRecorder | None:
+    """The recorder for one compile under --line-directives, else None (nothing made, nothing paid)."""
+    return LineDirectivesRecorder() if getattr(settings, "line_directives", False) else None
 
 
 def _roots() -> tuple[str, ...]:
-    from .callsites import package_roots
+    from ..callsites.library import package_roots
 
     return package_roots()

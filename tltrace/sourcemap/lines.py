@@ -9,7 +9,7 @@ Two sources, both from TileLang itself:
   `AttrStmt` is never tagged: a comment on it makes TVM print it as a `with` block
   instead of its one-line form, which would change the text.
 * **Generated source.** `codegen_map` runs the same device codegen a second time, on the
-  worker (session/sourcemap_recorder.py),
+  worker (sourcemap/recorder.py),
   with the pass config `tl.emit_line_directives` on and TileLang's source-only entry
   point, and reads the `#line` directives. Only for TileLang's own codegen of a real
   module and Target (session/native.py): a custom caller's build gets no map. The map is kept only when the source
@@ -18,7 +18,7 @@ Two sources, both from TileLang itself:
 
 A `LineMap` holds, per line, None (no statement starts there), 0 (a statement with
 no Python line) or (file index, line): format/sourcemap.py, with its codec on disk;
-session/sourcemap_store.py writes it, history/sourcemaps.py reads it back.
+sourcemap/store.py writes it, history/sourcemaps.py reads it back.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ import uuid
 from typing import Any
 
 from ..format.sourcemap import LineMap, Loc
+from ..session.native import array_items as _items
+from ..session.native import ffi_handle as _ffi
+from ..session.native import map_pairs as _map_pairs
 from .cstring import c_unstring
-from .native import array_items as _items
-from .native import ffi_handle as _ffi
-from .native import map_pairs as _map_pairs
 
 ENV = "TLTRACE_SOURCE_MAP"  # "0" turns source mapping off
 LINE_DIRECTIVES = "tl.emit_line_directives"
@@ -302,7 +302,7 @@ def codegen_map(
     anything else is no map. The caller (session/codegen_call.py) also asks that the source
     came from TileLang's own codegen of this very module and target (`native.may_rerun_codegen`).
     """
-    from . import native
+    from ..session import native
 
     name = native.source_codegen(ffi)
     if not generated or name is None or not native.is_module(mod) or not native.is_target(target):
@@ -342,7 +342,7 @@ def own_directives(text: str) -> tuple[str, list[int] | None]:
 
 def blank_directives(text: str) -> str:
     """Return `text` with each of its `#line` lines emptied: compiled, every line keeps its own
-    number (the PTX/SASS stages' kernel.cu lines are then the recorded text's, facts/ptxas.py)."""
+    number (the PTX/SASS stages' kernel.cu lines are then the recorded text's, toolchain/nvcc.py)."""
     if "#line " not in text:
         return text
     return "\n".join("" if is_directive(ln) else ln for ln in text.split("\n"))
@@ -368,7 +368,7 @@ def _codegen_with_directives(fn: Any, mod: Any, target: Any, context: tuple[Any,
 
     from tilelang import tvm  # type: ignore[import-not-found]
 
-    from .codegen import module_source
+    from ..session.codegen import module_source
 
     (opt_level, required, disabled, config), current_target = context
     config = dict(config)
@@ -523,7 +523,7 @@ def stamped_map(
     between two directives are one statement's, including the temporaries a vector
     expression expands into. Kept only when the output without directives is `generated`.
     """
-    from . import native
+    from ..session import native
 
     if not native.is_module(mod):
         return None
