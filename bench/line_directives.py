@@ -54,7 +54,7 @@ def body_lines(path: Path) -> set[int]:
 
 
 def locs(source: str) -> list[tuple[str, int]]:
-    from tltrace.facts.ptxas import _includes, nvcc
+    from tltrace.toolchain.nvcc import _includes, nvcc
 
     with tempfile.TemporaryDirectory() as d:
         cu, ptx = os.path.join(d, "k.cu"), os.path.join(d, "k.ptx")

@@ -94,9 +94,9 @@ def _median_us(fn, n: int) -> float:
 
 def capture_costs() -> list[tuple[str, float]]:
     sys.path.insert(0, str(TREE))
-    from tltrace.session.callsite import call_site
+    from tltrace.callsites.stack import call_site
     from tltrace.session.recorder import PassEvent
-    from tltrace.session.remarks import RemarksRecorder
+    from tltrace.remarks.recorder import RemarksRecorder
 
     ev = PassEvent(1, "tl.Bench", "pipeline_c", 0, None)
     out = []

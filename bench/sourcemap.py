@@ -143,7 +143,7 @@ def coverage(run_dir: Path) -> dict:
     """
     from tltrace.history import runs
     from tltrace.history import sourcemaps as V
-    from tltrace.session import sourcemap_store as sm
+    from tltrace.sourcemap import store as sm
 
     m = runs.load_manifest(run_dir)
     maps = sm.load(run_dir)
@@ -186,7 +186,7 @@ _DECL = re.compile(
 
 
 def _is_statement(line: str) -> bool:
-    from tltrace.session.sourcemap import _is_statement as is_stmt
+    from tltrace.sourcemap.lines import _is_statement as is_stmt
 
     return is_stmt(line)
 
@@ -371,7 +371,7 @@ def section_map_cost(tmp: Path, reps: int) -> list[str]:
     from _common import compile_kwargs
 
     from tltrace.session import native
-    from tltrace.session import sourcemap as sm
+    from tltrace.sourcemap import lines as sm
 
     seen: list[tuple] = []
     real = sm.codegen_map
