@@ -95,8 +95,8 @@ def _median_us(fn, n: int) -> float:
 def capture_costs() -> list[tuple[str, float]]:
     sys.path.insert(0, str(TREE))
     from tltrace.callsites.stack import call_site
-    from tltrace.session.recorder import PassEvent
     from tltrace.remarks.recorder import RemarksRecorder
+    from tltrace.session.recorder import PassEvent
 
     ev = PassEvent(1, "tl.Bench", "pipeline_c", 0, None)
     out = []

@@ -143,10 +143,8 @@ def coverage(run_dir: Path) -> dict:
     """
     from tltrace.history import runs
     from tltrace.history import sourcemaps as V
-    from tltrace.sourcemap import store as sm
-
     m = runs.load_manifest(run_dir)
-    maps = sm.load(run_dir)
+    maps = V.load(run_dir)
     rows = V.passes(m, maps)
     lost: Counter[str] = Counter()
     for r in rows:
