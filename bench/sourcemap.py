@@ -141,8 +141,10 @@ def coverage(run_dir: Path) -> dict:
     (the host source is not counted), those with a Python line, those with an exact one;
     "codegen_body": the same without declaration lines (`float acc_o[128];`: no `=`, no call).
     """
+    from tltrace.format.layout import SOURCEMAP_LOG
     from tltrace.history import runs
     from tltrace.history import sourcemaps as V
+
     m = runs.load_manifest(run_dir)
     maps = V.load(run_dir)
     rows = V.passes(m, maps)
@@ -172,9 +174,7 @@ def coverage(run_dir: Path) -> dict:
             sum(r["exact"] for r in cg),
         ),
         "lost": lost,
-        "smap_bytes": (run_dir / sm.SOURCEMAP_LOG).stat().st_size
-        if (run_dir / sm.SOURCEMAP_LOG).exists()
-        else 0,
+        "smap_bytes": (run_dir / SOURCEMAP_LOG).stat().st_size if (run_dir / SOURCEMAP_LOG).exists() else 0,
     }
 
 
