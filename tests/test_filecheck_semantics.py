@@ -222,3 +222,19 @@ def test_llvm_filecheck_agrees_with_the_table(
         timeout=60,
     )
     assert (p.returncode == 0) is ok, (name, p.stderr[-2000:])
+
+
+@pytest.mark.parametrize(
+    "check, words",
+    [
+        ("CHECK: {{" + "(" * 3000 + "x" + ")" * 3000 + "}}", "nested too deep"),
+        ("CHECK: {{a{4294967296}b}}", "too large"),
+        ("CHECK: [[V:" + "(" * 3000 + "x" + ")" * 3000 + "]]", "nested too deep"),
+    ],
+)
+def test_a_regex_python_cannot_compile_is_a_syntax_error(check: str, words: str) -> None:
+    """A pattern Python's re refuses with RecursionError or OverflowError, not re.error, is still
+    one CheckSyntaxError (`tltrace check`: one line, exit 2), never a traceback (issue 49)."""
+    with pytest.raises(filecheck.CheckSyntaxError, match=words) as info:
+        filecheck.parse([check])
+    assert "\n" not in str(info.value) and len(str(info.value)) < 300

@@ -45,6 +45,9 @@ CRAFTED = [
     frag("Wide", input_shape=[8192, 4096], shape=[8192, 4096]),
     frag("Nums", index=[7], output_shape=["x"]),
     frag("Good"),
+    frag("Esc\x1b]0;owned\x07\n\rtltrace: error: forged\u2028"),
+    frag("U" + "x" * 9000, thread="_i + " + "y" * 9000),
+    frag("Digit", thread="\u0663 + _i"),
 ]
 
 
@@ -115,3 +118,38 @@ def test_a_buffer_too_big_to_walk() -> None:
     with pytest.raises(check.LayoutError, match="more than the 16777216 walked"):
         model.held_by(wide, 64)
     assert model.at(wide, [8191, 4095])["thread"] == [64 + 8191 * 2 + 4095 // 8]
+
+
+ESC_NAME = "Esc\x1b]0;owned\x07\n\rtltrace: error: forged\u2028"
+SPELT = "Esc^[]0;owned^G^J^Mtltrace: error: forged<U+2028>"
+
+
+def test_a_crafted_buffer_name_is_spelt_on_one_line(work: Path) -> None:
+    """A buffer name with ESC, BEL, a newline, a CR and U+2028: `--at`, `--thread`, the table and
+    an error naming it print it as render/visible.py spells it, one line, never the raw bytes."""
+    res = show(work, "--at", ESC_NAME, "1,1")
+    assert res.returncode == 0 and res.stdout.count("\n") == 1, res
+    assert SPELT + "[1,1]: thread 66 register 1 " in res.stdout and f"of {SPELT}'s threads" in res.stdout, res
+    res = show(work)  # the table
+    assert res.returncode == 0 and SPELT in res.stdout, res
+    line = one_line(show(work, "--at", "Nope", "1,1"), EXIT_USAGE)
+    assert SPELT in line and line.endswith(")"), line  # the list of layouts goes on past the name
+    for res in (show(work, "--at", ESC_NAME, "1,1"), show(work)):
+        raw = res.stdout + res.stderr
+        assert not any(c in raw for c in "\x1b\x07\r\u2028"), res
+
+
+def test_long_names_and_expressions_are_cut(work: Path) -> None:
+    """A 9,000-character name or expression: the error line and the table's rows stay short."""
+    line = one_line(show(work, "--at", "U" + "x" * 9000, "1,1"), EXIT_RECORDS)
+    assert "unknown variable" in line, line
+    res = show(work)
+    assert res.returncode == 0 and max(map(len, res.stdout.splitlines())) < 1000, max(
+        map(len, res.stdout.splitlines())
+    )
+
+
+def test_only_ascii_digits_are_literals(work: Path) -> None:
+    """U+0663 (ARABIC-INDIC DIGIT THREE) is no literal: the report's JavaScript twin reads \\d as ASCII."""
+    line = one_line(show(work, "--at", "Digit", "1,1"), EXIT_RECORDS)
+    assert "cannot read" in line, line

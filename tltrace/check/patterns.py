@@ -174,6 +174,10 @@ def compile_directive(
         return re.compile("".join(parts), re.MULTILINE)  # ^ and $ at line ends, as LLVM's REG_NEWLINE
     except re.error as exc:
         raise CheckSyntaxError(f"{quoted(d.text)}: bad regex ({exc})") from None
+    except OverflowError as exc:  # a{4294967296}: Python's re says so in an OverflowError
+        raise CheckSyntaxError(f"{quoted(d.text)}: bad regex ({exc})") from None
+    except RecursionError:  # parentheses nested thousands deep: Python's re parser recurses
+        raise CheckSyntaxError(f"{quoted(d.text)}: bad regex (nested too deep for Python's re)") from None
 
 
 def _group(name: str) -> str:

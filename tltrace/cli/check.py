@@ -184,12 +184,14 @@ def _directive_groups(raw: list[str], stages: list[str]) -> list[tuple[str, list
 def _print(results: list[tuple[Any, list[Any]]]) -> None:
     from rich.text import Text
 
+    from ..render.visible import visible
+
     con = _console()
     several = len(results) > 1
     for run, outs in results:
         if several:
             label = run.manifest.signature or run.run_id
-            con.print(Text(f"{label}  {run.run_id}", style="bold"), soft_wrap=True)
+            con.print(Text(visible(f"{label}  {run.run_id}", one_line=True), style="bold"), soft_wrap=True)
         for o in outs:
             t = Text("  " if several else "")
             t.append("ok    " if o.ok else "FAIL  ", style="green" if o.ok else "bold red")

@@ -220,7 +220,7 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
     for c in inv.compiles:
         changed = facts.get((c.a.run_id, c.b.run_id)) if c.a is not None and c.b is not None else None
         if changed:
-            t = Text(f"facts of {runs.label(c.a, c.a.run_id)}: ", style="bold")
+            t = Text(f"facts of {_one(runs.label(c.a, c.a.run_id))}: ", style="bold")
             t.append(describe(changed))
             con.print(t, soft_wrap=True)
     counts = ", ".join(f"{n} {s.replace('_', '-')}" for s, n in inv.counts.items() if n)
@@ -320,16 +320,17 @@ def _print_diff(d, ra, rb, focus, focus_diff, show_all: bool, context: int, verb
         m = run.manifest
         t = Text()
         t.append(f"{side}: ", style="bold")
-        t.append(f"{m.script}  {run.run_id}")
+        t.append(f"{_one(m.script)}  {_one(run.run_id)}")
         t.append(
-            f"  {label(m, '?')}, {m.target or '?'}/{m.backend or '?'}, {len(m.records)} passes, {run.status}",
+            f"  {_one(label(m, '?'))}, {_one(m.target or '?')}/{_one(m.backend or '?')}, {len(m.records)} passes,"
+            f" {run.status}",
             style="dim",
         )
         out.append(t)
     if d.a.kernel != d.b.kernel and d.a.script == d.b.script:
         out.append(
             Text(
-                f"note: A and B compiled different kernels ({d.a.kernel}, {d.b.kernel}); "
+                f"note: A and B compiled different kernels ({_one(d.a.kernel)}, {_one(d.b.kernel)}); "
                 "--kernel NAME compares the runs of one kernel",
                 style="yellow",
             )
@@ -449,11 +450,19 @@ def _emit(con, lines) -> None:
         con.print(t, soft_wrap=True)
 
 
+def _one(text: object) -> str:
+    """A name from the records (kernel, signature, script, run id) as one visible line (render/visible.py)."""
+    from ..render.visible import visible
+
+    return visible(str(text), one_line=True)
+
+
 def _signature_line(a, b):
     """Return `signature: ...` naming the words that differ (None when both compiles have none)."""
     from rich.text import Text
 
     sa, sb = a.signature or a.kernel, b.signature or b.kernel
+    sa, sb = (_one(x) if x else x for x in (sa, sb))
     if not sa and not sb:
         return None
     t = Text("signature: ", style="bold")

@@ -69,8 +69,10 @@ def _print_one(one: dict[str, Any]) -> None:
     from ..render.table import Column, cut_end, fit
 
     con = console()
-    head = Text(one["signature"] or one["run_id"], style="bold")
-    head.append(f"  {one['run_id']}", style="dim")
+    from ..render.visible import visible
+
+    head = Text(visible(one["signature"] or one["run_id"], one_line=True), style="bold")
+    head.append(f"  {visible(one['run_id'], one_line=True)}", style="dim")
     con.print(head, soft_wrap=True)
     rows = []
     for f in one["facts"]:

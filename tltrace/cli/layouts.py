@@ -52,16 +52,31 @@ def _public(e: dict[str, Any]) -> dict[str, Any]:
     return {k: e.get(k) for k in keys if k in e}
 
 
+NAME_WIDTH = 80  # a longer buffer name (a crafted manifest) is cut where it is printed; --json has it whole
+TEXT_WIDTH = 200  # a longer layout expression is cut in the table (TileLang's longest: ~120)
+
+
+def _name(buf: Any, width: int = NAME_WIDTH) -> str:
+    """A buffer name as printed: one line, control characters spelt (render/visible.py), cut to `width`."""
+    from ..render.table import cut_end
+    from ..render.visible import visible
+
+    return visible(cut_end(str(buf), width), one_line=True)
+
+
 def _span(rng: list[int] | None) -> str:
     return f"{rng[0]}..{rng[0] + rng[1] - 1}" if rng else "?"
 
 
 def _unreadable(buf: Any, exc: Exception) -> RecordsError:
-    return RecordsError(f"the recorded layout of {str(buf)[:80]} cannot be evaluated: {exc}")
+    return RecordsError(
+        f"the recorded layout of {_name(buf)} cannot be evaluated: {_name(exc, 2 * TEXT_WIDTH)}"
+    )
 
 
 def _where(buf: str, answer: dict[str, Any]) -> str:
     """The parenthesis after `thread T register R`: the thread's warp and place among the fragment's."""
+    buf = _name(buf)
     rng = answer.get("thread_range")
     if not rng:
         return "(thread range not recorded: threads as TileLang numbers them, from 0)"
@@ -77,9 +92,9 @@ def _at(run: Any, buf: str, index: list[int], as_json: bool) -> None:
     entry = model.find(run.manifest.layouts, buf)
     if entry is None:
         names = (
-            ", ".join(str(e.get("buffer"))[:80] for e in model.final(run.manifest.layouts)) or "none recorded"
+            ", ".join(_name(e.get("buffer")) for e in model.final(run.manifest.layouts)) or "none recorded"
         )
-        raise UsageError(f"--at: no layout of a buffer {buf!r} in this compile (layouts: {names})")
+        raise UsageError(f"--at: no layout of a buffer {_name(repr(buf))} in this compile (layouts: {names})")
     try:
         answer = model.at(entry, index)
     except expr.ExprError as exc:  # check.LayoutError too: the record, not the question
@@ -87,7 +102,7 @@ def _at(run: Any, buf: str, index: list[int], as_json: bool) -> None:
     except ValueError as exc:
         raise UsageError(f"--at: {exc}") from None
     data = {"buffer": buf, "index": index, "kind": entry.get("kind"), **answer}
-    where = f"{buf}[{','.join(map(str, index))}]"
+    where = f"{_name(buf)}[{','.join(map(str, index))}]"
     if as_json:
         _print_json(data)
     elif "thread" in answer:
@@ -143,7 +158,7 @@ def _print_held(data: dict[str, Any]) -> None:
     if not data["buffers"]:
         print("no fragment layouts recorded (shared buffers are not held by threads)")
     for b in data["buffers"]:
-        name, rng = b["buffer"], b["thread_range"]
+        name, rng = _name(b["buffer"]), b["thread_range"]
         if not b["elements"]:
             print(f"{name}: none ({name}'s threads are {_span(rng)})")
             continue
@@ -189,8 +204,8 @@ def _print(data: list[dict[str, Any]]) -> None:
 
     con = console()
     for one in data:
-        head = Text(one["signature"] or one["run_id"], style="bold")
-        head.append(f"  {one['run_id']}", style="dim")
+        head = Text(_name(one["signature"] or one["run_id"], TEXT_WIDTH), style="bold")
+        head.append(f"  {_name(one['run_id'])}", style="dim")
         con.print(head, soft_wrap=True)
         if not one["layouts"] and not one.get("failed"):
             con.print(Text("no layouts recorded (no fragment or shared buffer was laid out)", style="dim"))
@@ -209,10 +224,16 @@ def _print(data: list[dict[str, Any]]) -> None:
             else:
                 what = "offset = " + ", ".join(e.get("index") or [])
                 expr_text = ""
-            rows.append([
+            cells = [
                 (e.get("buffer") or "", "bold"), (e.get("scope") or "", ""), (e.get("dtype") or "", ""),
                 (shape, ""), (what, "dim"), (expr_text, "dim"), (str(e.get("pass") or "input"), "dim"),
-            ])  # fmt: skip
+            ]  # fmt: skip
+            rows.append(
+                [
+                    (_name(text, TEXT_WIDTH if k in (4, 5) else NAME_WIDTH), st)
+                    for k, (text, st) in enumerate(cells)
+                ]
+            )
         columns = [
             Column("buffer"), Column("scope"), Column("dtype"), Column("shape"),
             Column("layout", cut=cut_end), Column("thread", cut=cut_end), Column("fixed by", cut=cut_end),
@@ -221,7 +242,7 @@ def _print(data: list[dict[str, Any]]) -> None:
             con.print(line, soft_wrap=True)
         failed = one.get("failed")
         if failed:
-            named = ", ".join(failed["named"]) or "none named"
+            named = ", ".join(map(_name, failed["named"])) or "none named"
             con.print(
                 Text(f"layout inference failed at pass {failed['pass']} (#{failed['record']}): buffers named {named}",
                      style="red"),
@@ -229,6 +250,5 @@ def _print(data: list[dict[str, Any]]) -> None:
             )  # fmt: skip
             for b in failed["buffers"]:
                 mark = " (named in the error)" if b["buffer"] in failed["named"] else ""
-                con.print(
-                    Text(f"  {b['buffer']} {b['scope']} {b['dtype']} {b['shape']}{mark}"), soft_wrap=True
-                )
+                what = " ".join(_name(b[k]) for k in ("buffer", "scope", "dtype", "shape"))
+                con.print(Text(f"  {what}{mark}"), soft_wrap=True)

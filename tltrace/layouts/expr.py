@@ -20,7 +20,8 @@ from typing import Any
 
 Node = tuple  # ("n", int) | ("v", name) | (op, Node, Node)
 
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(//|[-+*%()]))")
+# ASCII only, as the report's JavaScript twin reads \d and \w: no other script's digits as literals.
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(//|[-+*%()]))", re.ASCII)
 
 
 MAX_TEXT = 10_000  # characters of one expression (TileLang's longest swizzle: ~120)
@@ -39,7 +40,7 @@ def tokens(text: str) -> list[str]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None or m.end() == pos:
-            raise ExprError(f"cannot read {text[pos : pos + 20]!r} in {text!r}")
+            raise ExprError(f"cannot read {text[pos : pos + 20]!r} in {_short(text)}")
         out.append(m.group(m.lastindex or 0))
         pos = m.end()
     return out
@@ -126,7 +127,7 @@ def evaluate(node: Node, env: dict[str, Any]) -> Any:
         try:
             return env[node[1]]
         except KeyError:
-            raise ExprError(f"unknown variable {node[1]!r}") from None
+            raise ExprError(f"unknown variable {_short(node[1])}") from None
     a, b = evaluate(node[1], env), evaluate(node[2], env)
     if kind == "*":
         if _most(a, 1.0) * _most(b, 1.0) > MAX_INT:  # in floats: no int64 wraps before the check
