@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 SCRIPT = textwrap.dedent(
     """
-    import os, signal, sys
+    import os, signal, sys, threading
     sys.path.insert(0, {examples!r})
     import tilelang
     from tilelang.instrumentation import (PassEventObserver, PassInstrumentationTool, StackedPassInstrument,
@@ -48,7 +48,9 @@ SCRIPT = textwrap.dedent(
                 seen[0] += 1
                 if AT != "codegen" and seen[0] == int(AT):
                     print("dying in", event.sequence, event.name, flush=True)
-                    os.kill(os.getpid(), signal.SIGSEGV)
+                    # To this thread, as a fault in the pass would be: a signal sent to the
+                    # process may land on any thread, one inside malloc among them.
+                    signal.pthread_kill(threading.get_ident(), signal.SIGSEGV)
 
     class Tool(PassInstrumentationTool):
         pass_instrument_priority = 2000  # after tltrace's callbacks: the pass has begun
