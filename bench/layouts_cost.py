@@ -124,6 +124,7 @@ def view_open() -> list[str]:
     from playwright.sync_api import sync_playwright
 
     from tests.test_layouts_browser import BIG
+    from tltrace.history.report_reads import compile_report
     from tltrace.render.html import write_report
 
     recorded = HERE.parent / "tests" / "data" / "traces" / "elementwise_add"
@@ -139,7 +140,7 @@ def view_open() -> list[str]:
             "snapshots": [{"record": 1, "pass": "P", "funcs": [{"func": "main", "layouts": [BIG]}]}],
         }
         (run / "manifest.json").write_text(json.dumps(m))
-        write_report(run)
+        write_report(compile_report(run))
         ms = []
         with sync_playwright() as p:
             b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tltrace.history.report_reads import compile_report, earlier_compiles
 from tltrace.render.html import write_report
-from tltrace.render.index import earlier_chunk
 
 from ._records import read_manifest, recorded_subset, run_dirs
 
@@ -27,11 +27,16 @@ def test_a_report_offers_the_earlier_compiles_of_its_kernel_that_have_reports(
     td = recorded_subset(recorded, tmp_path / "traces", elementwise_add=slice(0, 3))
     first, second, third = run_dirs(td / "elementwise_add")
     assert len({read_manifest(d)["invocation"] for d in (first, second, third)}) == 3
-    write_report(first)  # the second has no report (a terminal-mode run): it is not offered
-    newest = write_report(third)
+    write_report(compile_report(first))  # the second has no report (a terminal-mode run): it is not offered
+    newest = write_report(compile_report(third))
     offered = _earlier(newest)
     assert [r[0] for r in offered] == [first.name]
     assert read_manifest(first)["signature"] in offered[0][1]
-    write_report(second)
-    assert [r[0] for r in _earlier(write_report(third))] == [second.name, first.name]  # newest first
-    assert earlier_chunk(first) is None  # nothing before the first
+    write_report(compile_report(second))
+    assert [r[0] for r in _earlier(write_report(compile_report(third)))] == [
+        second.name,
+        first.name,
+    ]  # newest first
+    assert (
+        earlier_compiles(td / "elementwise_add", read_manifest(first)["invocation"], first.name) == []
+    )  # nothing before the first

@@ -306,10 +306,13 @@ def test_run_ptxas_gives_registers_and_spills_as_ptxas_reports_them(tmp_path: Pa
 @pytest.mark.browser
 def test_the_index_ranks_compiles_by_a_fact(traced, open_page, tmp_path: Path) -> None:
     """The invocation index of the four compiles: a facts column group, sortable (an autotune ranked)."""
+    from tltrace.history.report_reads import index_report
     from tltrace.render.index import write_index
 
     first = next(iter(traced.values()))
-    out = write_index(first.script_dir, [r.path for r in traced.values()], tmp_path / "index.html")
+    out = write_index(
+        index_report(first.script_dir, [r.path for r in traced.values()]), tmp_path / "index.html"
+    )
     page = open_page(out)
     heads = page.eval_on_selector_all("#ix-head th.ix-fact", "ths => ths.map(th => th.textContent)")
     assert "smem dyn" in heads and "cp.async" in heads and "wgmma" in heads

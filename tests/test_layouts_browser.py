@@ -52,6 +52,7 @@ def entries() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def report(recorded: Path, tmp_path_factory) -> Path:
+    from tltrace.history.report_reads import compile_report
     from tltrace.render.html import write_report
 
     td = recorded_subset(recorded, tmp_path_factory.mktemp("layouts") / "traces", elementwise_add=slice(0, 1))
@@ -69,7 +70,7 @@ def report(recorded: Path, tmp_path_factory) -> Path:
         },
     }  # fmt: skip
     (run / "manifest.json").write_text(json.dumps(m))
-    write_report(run)
+    write_report(compile_report(run))
     return run / REPORT_NAME
 
 

@@ -157,11 +157,12 @@ def test_diff_runs_of_the_two_invocations_pairs_their_compiles(run_cli, recorded
 
 
 def test_index_built_from_records_lists_the_invocation(recorded: Path, tmp_path: Path) -> None:
+    from tltrace.history.report_reads import index_report
     from tltrace.render.index import index_rows, write_index
 
     sd = recorded / "two_kernels"
     first = runs.invocations(sd)[0]
-    out = write_index(sd, [r.path for r in first.runs], tmp_path / "index.html")
+    out = write_index(index_report(sd, [r.path for r in first.runs]), tmp_path / "index.html")
     rows = index_rows(out)
     assert sorted(r["run_id"] for r in rows) == sorted(r.path.name for r in first.runs)
     assert all(r["status"] == "complete" for r in rows)

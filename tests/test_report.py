@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tltrace.history.report_reads import compile_report
 from tltrace.render.html import (
     REPORT_NAME,
     HtmlReportListener,
@@ -323,7 +324,7 @@ def test_write_report_rebuilds_the_same_data(tmp_path: Path):
     run_dir = _store_run(tmp_path / "s", 40, hostile=True, listener=listener)
     listener.close()
     live = run_dir / REPORT_NAME
-    out = write_report(run_dir, tmp_path / "rebuilt.html")
+    out = write_report(compile_report(run_dir), tmp_path / "rebuilt.html")
     rebuilt = chunks(out)
     want = [c for c in chunks(live) if c["t"] == "rec"]
     got = [c for c in rebuilt if c["t"] == "rec"]
@@ -340,7 +341,7 @@ def test_write_report_reads_records_log_of_an_unfinished_run(tmp_path: Path):
     run_dir = _store_run(tmp_path, 25, finish=False)
     with open(run_dir / "records.jsonl", "a") as fh:
         fh.write('{"index": 99, "na')  # cut short by a kill
-    out = write_report(run_dir)
+    out = write_report(compile_report(run_dir))
     assert out == run_dir / REPORT_NAME
     data = chunks(out)
     assert len([c for c in data if c["t"] == "rec"]) == 25
@@ -351,7 +352,7 @@ def test_write_report_names_the_problem(tmp_path: Path):
     from tltrace.errors import RecordsError
 
     with pytest.raises(RecordsError, match="no manifest.json"):
-        write_report(tmp_path)
+        write_report(compile_report(tmp_path))
 
 
 def test_real_run_writes_a_report(run_cli, examples_dir: Path, tmp_path: Path):
@@ -370,7 +371,7 @@ def test_real_run_writes_a_report(run_cli, examples_dir: Path, tmp_path: Path):
     assert len(recs) > 20 and any(r["status"] == "codegen" for r in recs)
     assert data[-1]["t"] == "meta" and data[-1]["status"] == "complete" and data[-1]["kernel"] == "add"
     # Rebuilt from the stored records, the report carries the same passes.
-    rebuilt = chunks(write_report(report.parent, tmp_path / "again.html"))
+    rebuilt = chunks(write_report(compile_report(report.parent), tmp_path / "again.html"))
     assert [c["index"] for c in rebuilt if c["t"] == "rec"] == sorted(r["index"] for r in recs)
 
 

@@ -555,12 +555,13 @@ def test_keys_work_after_clicking_a_checkbox_or_a_button_not_in_the_search_field
 @pytest.fixture(scope="module")
 def real_report(recorded, tmp_path_factory):
     """The recorded CPU gemm's compile report, rebuilt from its records."""
+    from tltrace.history.report_reads import compile_report
     from tltrace.render.html import write_report
 
     from ._records import recorded_subset, run_dirs
 
     td = recorded_subset(recorded, tmp_path_factory.mktemp("real") / "traces", gemm=None)
-    return write_report(run_dirs(td / "gemm")[-1])
+    return write_report(compile_report(run_dirs(td / "gemm")[-1]))
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from tests._records import REPO, run_dirs
+from tltrace.history.report_reads import compile_report
 from tltrace.render.html import write_report
 from tltrace.render.pages import _CHUNK_OPEN, report_head
 
@@ -32,7 +33,7 @@ def test_report_head_size_is_measured_and_held(recorded: Path, tmp_path: Path) -
     run = run_dirs(recorded / "gemm")[0]
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["kernel"]  # one kernel, one compile
-    data = write_report(run, tmp_path / "report.html").read_bytes()
+    data = write_report(compile_report(run), tmp_path / "report.html").read_bytes()
     head = report_head()
     # The head is every byte before the first compile's data: the file starts with it and the
     # first data chunk follows at once.

@@ -162,6 +162,7 @@ def _summary_keys() -> set[str]:
 
 def test_listing_and_index_rows_carry_every_summary_field(show, corpus: Path, tmp_path: Path) -> None:
     """A field added to the summary model reaches `show --json`, the index and the schema."""
+    from tltrace.history.report_reads import index_report
     from tltrace.render.index import index_rows, write_index
 
     keys = _summary_keys()
@@ -170,7 +171,7 @@ def test_listing_and_index_rows_carry_every_summary_field(show, corpus: Path, tm
     assert rows and all(keys <= set(r) for r in rows)
     for sd in (corpus / "elementwise_add", corpus / "two_kernels"):
         for i, inv in enumerate(runs.invocations(sd)):
-            out = write_index(sd, [r.path for r in inv.runs], tmp_path / f"{sd.name}{i}.html")
+            out = write_index(index_report(sd, [r.path for r in inv.runs]), tmp_path / f"{sd.name}{i}.html")
             index = index_rows(out)
             assert len(index) == len(inv.runs) and all(keys <= set(r) for r in index)
     assert any(r["status"] == "damaged" for r in rows)

@@ -20,13 +20,14 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def html_trace(recorded: Path, tmp_path_factory) -> Path:
     """The first recorded compile of elementwise_add, with its report and its script's index."""
+    from tltrace.history.report_reads import compile_report, index_report
     from tltrace.render.html import write_report
     from tltrace.render.index import write_index
 
     td = recorded_subset(recorded, tmp_path_factory.mktemp("views") / "traces", elementwise_add=slice(0, 1))
     (run,) = run_dirs(td / "elementwise_add")
-    write_report(run)
-    write_index(td / "elementwise_add", [run])
+    write_report(compile_report(run))
+    write_index(index_report(td / "elementwise_add", [run]))
     return td
 
 

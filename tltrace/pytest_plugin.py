@@ -327,9 +327,10 @@ class _Tracer:
         if settings.terminal:
             listeners.append(TerminalView(settings))
         if settings.html:
+            from .history.report_reads import LiveReads
             from .render.html import HtmlReportListener
 
-            listeners.append(HtmlReportListener(settings))
+            listeners.append(HtmlReportListener(settings, reads=LiveReads()))
         test = _Test(script_dir, script_dir.exists(), collector)
         # One invocation per test; a listener that fails is said once and never breaks the test.
         test.life = Lifecycle(settings, listeners).open()

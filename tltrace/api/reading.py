@@ -180,9 +180,10 @@ class Compile:
 
         path = self.path / REPORT
         if not path.is_file():
+            from ..history.report_reads import compile_report
             from ..render.html import write_report
 
-            write_report(self.path)
+            write_report(compile_report(self.path))
         return path
 
     def _repr_html_(self) -> str:
@@ -222,9 +223,10 @@ class Invocation:
 
     def index(self) -> Path:
         """Return an index page of this invocation's compiles, written from the records."""
+        from ..history.report_reads import index_report
         from ..render.html import write_index
 
-        return write_index(self.script_dir, [r.path for r in self._inv.runs])
+        return write_index(index_report(self.script_dir, [r.path for r in self._inv.runs]))
 
     def _repr_html_(self) -> str:
         if len(self.compiles) == 1:

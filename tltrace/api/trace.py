@@ -464,6 +464,7 @@ def _print_step(console: Any, i: int, step: dict[str, Any], context: int) -> Non
 
 def _write_html(results: list[dict[str, Any]], out: Path, context: int) -> Path:
     """Record the steps as a run in a scratch directory and render it with the HTML report writer."""
+    from ..history.report_reads import compile_report
     from ..render.html import write_report
     from ..session.capture import TraceSession
 
@@ -494,6 +495,6 @@ def _write_html(results: list[dict[str, Any]], out: Path, context: int) -> Path:
             raise TltraceError("lower_trace recorded no steps; nothing to report")
         out = Path(out).absolute()
         out.parent.mkdir(parents=True, exist_ok=True)
-        return Path(write_report(session.store.run_dir, out=out))
+        return Path(write_report(compile_report(session.store.run_dir, linked=False), out=out))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

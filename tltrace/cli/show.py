@@ -301,6 +301,7 @@ def _show_layouts(sel, o) -> None:
 
 
 def _show_html(sel, o) -> None:
+    from ..history.report_reads import compile_report, index_report
     from ..render.html import write_index, write_report
 
     if not sel.runs:
@@ -309,9 +310,9 @@ def _show_html(sel, o) -> None:
         if sel.single is not None:
             run = sel.single
             run.require()
-            path = write_report(run.path, out=None)
+            path = write_report(compile_report(run.path), out=None)
         else:
-            path = write_index(sel.invocation.script_dir, [r.path for r in sel.invocation.runs])
+            path = write_index(index_report(sel.invocation.script_dir, [r.path for r in sel.invocation.runs]))
     except TltraceError:
         raise
     except OSError as exc:

@@ -34,16 +34,16 @@ import os
 import sys
 import threading
 import uuid
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from ..config import Settings
 from ..diff import line_changes
-from ..errors import RecordsError
-from ..format.layout import text_hash
 from ..format.records import CHANGED, FAILED, STAGE_ROLES, PassRecord, RunManifest
 from ..fs.atomic import atomic_write
+from ..history.report_model import CompileReport, Earlier, Text
 from ..session.events import Event, InvocationFinished, Notice, PassRecorded, RunFinished, RunStarted
 from .index import (
     END_CHUNK,
@@ -53,16 +53,15 @@ from .index import (
     _file_lock,
     _ident,
     _Index,
-    _row_of_run,
     _window,
     append_index,
     earlier_chunk,
-    earlier_runs,
     index_invocation,
     index_meta,
     index_row,
     index_rows,
     sibling_chunk,
+    siblings_chunk,
     write_index,
 )
 from .pages import (
@@ -78,7 +77,7 @@ from .pages import (
     stage_chunk,
     text_chunk,
 )
-from .sourcemap import ReportMaps, run_chunks
+from .sourcemap import ReportMaps, no_source, run_chunks
 
 __all__ = [
     "END_CHUNK",
@@ -117,6 +116,7 @@ class _Report:
     smaps: ReportMaps = field(default_factory=ReportMaps)  # source maps already in the file
     staged: bool = False  # the PTX/SASS views' script is in the file (pages.stage_chunk)
     meta_from: Any = None  # the manifest `meta` was made from: the capture's header, one object per change
+    source: Callable[[str], str | None] = no_source  # a Python source a map names (Reads.source)
 
     def texts_and_record(
         self,
@@ -138,7 +138,7 @@ class _Report:
                 base = record.before_hash if digest != record.before_hash else None
                 parts.append(text_chunk(digest, text, base, before, same))
         parts.append(record_chunk(record))
-        parts.extend(chunk(c) for c in self.smaps.chunks(record.index, *maps))
+        parts.extend(chunk(c) for c in self.smaps.chunks(record.index, maps[0], maps[1], self.source))
         if record.status == FAILED:
             self.failed[record.index] = record.error
         return b"".join(parts)
@@ -173,6 +173,16 @@ def _stderr(line: str) -> None:
         pass
 
 
+class Reads(Protocol):
+    """What the report written while a compile runs asks of the records (history/report_reads.LiveReads)."""
+
+    def generated(self, run_dir: Path, manifest: RunManifest) -> list[Text]: ...
+
+    def earlier(self, script_dir: Path, invocation: str, before: str) -> list[Earlier]: ...
+
+    def source(self, path: str) -> str | None: ...
+
+
 class HtmlReportListener:
     """Listener that appends every run's events to `<run_dir>/report.html` as they happen.
 
@@ -181,11 +191,19 @@ class HtmlReportListener:
     (the default) it also keeps `<script_dir>/report.html`, the invocation's index,
     one row per compile as it starts and as it ends. I/O problems become one warning
     line on stderr per run, never an exception.
+
+    It reads nothing itself: what the report needs beyond the events (the sources generated
+    where an edit was compiled, the earlier invocations' compiles, the Python sources the
+    maps name) it asks of `reads`, which the entry points' listeners hand it
+    (render/listeners.py: history/report_reads.LiveReads); without it those are left out.
     """
 
-    def __init__(self, settings: Settings | None = None, *, link: bool = True) -> None:
+    def __init__(
+        self, settings: Settings | None = None, *, link: bool = True, reads: Reads | None = None
+    ) -> None:
         self.settings = settings
         self.link = link
+        self.reads = reads
         self._lock = threading.Lock()
         self._open: dict[Path, _Report] = {}
         self._broken: set[Path] = set()
@@ -193,6 +211,7 @@ class HtmlReportListener:
         self._fallback_invocation = f"proc-{os.getpid()}-{uuid.uuid4().hex[:12]}"  # manifests without one
         self._indexes: dict[Path, _Index] = {}  # script dir -> the index this listener appends to
         self._written: dict[Path, list[Path]] = {}  # script dir -> compile reports written, in start order
+        self._heads: dict[Path, tuple[str | None, str | None]] = {}  # run dir -> (invocation, kernel), latest
         self.bytes_written = 0
         self._count_lock = threading.Lock()
 
@@ -228,6 +247,7 @@ class HtmlReportListener:
         run_dir = Path(run_dir)
         if run_dir in self._broken:
             return None
+        self._heads[run_dir] = (manifest.invocation, manifest.kernel)
         rep = self._open.get(run_dir)
         if rep is not None:
             rep.append(rep.meta_if_changed(manifest))
@@ -237,7 +257,7 @@ class HtmlReportListener:
         first = chunk(meta)
         fh = _create_report(path, first)
         self.bytes_written += len(report_head()) + len(first)
-        rep = _Report(path, fh, meta=meta)
+        rep = _Report(path, fh, meta=meta, source=self.reads.source if self.reads is not None else no_source)
         self._open[run_dir] = rep
         if self.link and script_dir is not None:
             self._written.setdefault(Path(script_dir), []).append(run_dir)
@@ -280,6 +300,8 @@ class HtmlReportListener:
         with rep.lock:
             if rep.fh.closed:
                 return  # finished or given up meanwhile
+            if event.manifest is not rep.meta_from:  # a new header: the kernel may be named now
+                self._heads[run_dir] = (event.manifest.invocation, event.manifest.kernel)
             same = event.same_lines
             if same is None and event.record.status == CHANGED and event.record.after_hash not in rep.seen:
                 same = line_changes(event.before, event.after)[2]  # a producer that did not count
@@ -299,6 +321,7 @@ class HtmlReportListener:
         rep = self._open.pop(run_dir, None)
         if rep is None:
             return
+        self._heads[run_dir] = (event.manifest.invocation, event.manifest.kernel)
         with rep.lock:
             self._finish_report(rep, event)
         if self.link and event.script_dir is not None:
@@ -312,7 +335,8 @@ class HtmlReportListener:
                 for rec in event.manifest.records:
                     if rec.index in rep.failed and rec.error != rep.failed[rec.index]:
                         parts.append(record_chunk(rec))
-            parts.extend(edit_chunks(Path(event.run_dir), event.manifest, rep.seen))
+            if self.reads is not None:
+                parts.extend(edit_chunks(self.reads.generated(Path(event.run_dir), event.manifest), rep.seen))
             # The late scripts go before the final meta chunk, which stays the page's last word:
             # a copy cut short anywhere before it still reads "incomplete".
             if event.manifest.layouts:
@@ -381,33 +405,41 @@ class HtmlReportListener:
         with self._lock:
             written, self._written = self._written, {}
             indexes = dict(self._indexes)
+            heads = dict(self._heads)
+            for run_dirs in written.values():
+                for d in run_dirs:
+                    self._heads.pop(d, None)
         for script_dir, run_dirs in written.items():
             try:
-                self._siblings(script_dir, run_dirs, indexes.get(script_dir))
+                self._siblings(script_dir, run_dirs, indexes.get(script_dir), heads)
             except Exception as exc:
                 _stderr(
                     f"tltrace: could not list the sibling compiles in {script_dir}: {type(exc).__name__}: {exc}"
                 )
 
-    def _siblings(self, script_dir: Path, run_dirs: list[Path], state: _Index | None) -> None:
+    def _siblings(
+        self,
+        script_dir: Path,
+        run_dirs: list[Path],
+        state: _Index | None,
+        heads: dict[Path, tuple[str | None, str | None]],
+    ) -> None:
         path = script_dir / REPORT_NAME
         with _file_lock(script_dir):
             rows = (
                 index_rows(path) if state is not None and index_invocation(path) == state.invocation else []
             )
-        from ..history.runs import load_manifest
-
         # Every compile report: the earlier invocations of its script ("Compare with…"), read once.
-        earlier: list[tuple[str, str | None, str]] | None = None
+        earlier: list[Earlier] | None = None
         for d in run_dirs:
-            try:
-                m = load_manifest(d)
-                if earlier is None and m.invocation:
-                    earlier = earlier_runs(script_dir, m.invocation, min(x.name for x in run_dirs))
-                more = earlier_chunk(d, m, earlier or [])
-            except (OSError, RecordsError):
-                more = None
-            if more is not None:
+            invocation, kernel = heads.get(d, (None, None))
+            if earlier is None and invocation and self.reads is not None:
+                try:
+                    earlier = self.reads.earlier(script_dir, invocation, min(x.name for x in run_dirs))
+                except OSError:
+                    earlier = []
+            more = earlier_chunk(invocation, kernel, earlier or [])
+            if more is not None and (d / REPORT_NAME).is_file():
                 with open(d / REPORT_NAME, "ab") as fh:
                     fh.write(more)
                 self.bytes_written += len(more)
@@ -424,38 +456,29 @@ class HtmlReportListener:
             self.bytes_written += len(data)
 
 
-def edit_chunks(run_dir: Path, manifest: RunManifest, seen: set[str]) -> list[bytes]:
+def edit_chunks(generated: Iterable[Text], seen: set[str]) -> list[bytes]:
     """The text chunks of the sources TileLang generated where an edit was compiled (the report's
-    "edit vs generated" view; format/build.py), each once; a text not readable is left out."""
-    from ..format import build as fb
-    from ..history import runs
-
+    "edit vs generated" view; format/build.py), each once (`seen`: the hashes already in the report)."""
     out = []
-    for e in fb.edits(fb.of(manifest)):
-        digest = e.get("generated_hash")
-        if not isinstance(digest, str) or digest in seen:
+    for t in generated:
+        if t.digest in seen:
             continue
-        text = runs.generated_text(run_dir, e)
-        if text is None:
-            continue
-        seen.add(digest)
-        out.append(text_chunk(digest, text))
+        seen.add(t.digest)
+        out.append(text_chunk(t.digest, t.text))
     return out
 
 
-# -- rebuilding reports from the run records ----------------------------------------------------------
-def write_report(run_dir: Path, out: Path | None = None) -> Path:
-    """Return the path of a report rebuilt from a run directory (default `<run_dir>/report.html`).
+# -- writing a report from its model ------------------------------------------------------------------
+def write_report(report: CompileReport, out: Path | None = None) -> Path:
+    """Write a compile's report from its model (history/report_reads.compile_report); return its path.
 
-    Reads through history/runs.py (the one reader: paths stay inside the run directory, a
-    deleted per-pass file falls back to the stored object by hash). The file is
-    written through a temporary file and a rename. Texts no longer on disk show in
-    the report as missing. Sibling compiles of its invocation get the switcher.
+    Default `out`: `<run_dir>/report.html`. Nothing is read: the model holds every text. The
+    file is written through a temporary file and a rename. Texts no longer on disk when the
+    model was read show in the report as missing. A report in its run directory gets its
+    index link, the switcher of its invocation's compiles and the earlier invocations'.
     """
-    from ..history import runs
-
-    run_dir = Path(run_dir)
-    manifest = runs.load_manifest(run_dir)
+    manifest = report.manifest
+    run_dir = report.run_dir
     in_place = out is None or Path(out).absolute() == (run_dir / REPORT_NAME).absolute()
     out = Path(out) if out is not None else run_dir / REPORT_NAME
     meta = meta_of(manifest, run_dir)
@@ -463,20 +486,14 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
         meta.pop("index", None)  # written elsewhere (lower_trace's report): no index two levels up
     parts = [chunk(meta)]
     seen: set[str] = set()
-    if any(rec.role in STAGE_ROLES for rec in manifest.records):
+    if any(r.record.role in STAGE_ROLES for r in report.records):
         parts.append(stage_chunk())
-    for rec in manifest.records:
-        updates: dict[str, Any] = {}
+    for r in report.records:
+        rec = r.record
         before: tuple[str, str] | None = None  # (hash, text) of this record's input, once in the report
-        for side in ("before", "after"):
-            if side == "after" and rec.after_file is None and rec.after_hash is None:
+        for side, digest, text in (("before", rec.before_hash, r.before), ("after", rec.after_hash, r.after)):
+            if text is None or digest is None:
                 continue
-            text = runs.text_of(run_dir, rec, side, errors="surrogateescape")
-            if text is None:
-                continue
-            key = f"{side}_hash"
-            digest = getattr(rec, key) or text_hash(text)
-            updates[key] = digest
             if digest not in seen:
                 seen.add(digest)
                 if before is not None and before[0] != digest:
@@ -486,17 +503,14 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
                     parts.append(text_chunk(digest, text))
             if side == "before":
                 before = (digest, text)
-        parts.append(record_chunk(replace(rec, **updates) if updates else rec))
-    parts.extend(edit_chunks(run_dir, manifest, seen))
-    parts.extend(chunk(c) for c in run_chunks(run_dir, manifest))
-    if manifest.invocation and in_place:
-        sibs = [r for r in runs.invocations(run_dir.parent.parent) if r.id == manifest.invocation]
-        if sibs and len(sibs[0].runs) > 1:
-            rows = [_row_of_run(r) for r in sibs[0].runs]
-            at = next((i for i, r in enumerate(rows) if r["run_id"] == run_dir.name), 0)
-            parts.append(sibling_chunk(_window(rows, at, SWITCHER_SIZE)))
+        parts.append(record_chunk(rec))
+    parts.extend(edit_chunks(report.generated, seen))
+    parts.extend(chunk(c) for c in run_chunks(report))
+    if manifest.invocation and in_place and len(report.siblings) > 1:
+        at = next((i for i, s in enumerate(report.siblings) if s.run_id == run_dir.name), 0)
+        parts.append(siblings_chunk(_window(report.siblings, at, SWITCHER_SIZE)))
     if in_place:
-        more = earlier_chunk(run_dir, manifest)
+        more = earlier_chunk(manifest.invocation, manifest.kernel, report.earlier)
         if more is not None:
             parts.append(more)
     if manifest.layouts:

@@ -13,19 +13,19 @@ import fcntl  # tltrace is POSIX-only (fs/atomic.py locks the same way)
 import json
 import os
 import shlex
-import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ..errors import RecordsError
 from ..format.layout import RUN_RECORDS
 from ..format.records import RunManifest
 from ..fs import safe_read
 from ..fs.atomic import atomic_write
+from ..history.report_model import Earlier, IndexReport, Sibling
 from .pages import _CHUNK_CLOSE, _CHUNK_OPEN, REPORT_NAME, chunk, index_head
 
+_T = TypeVar("_T")
 INDEX_LOCK = ".report.lock"
 # The facts the index shows as a sortable column group (index.js FACT_COLS names the same, in order):
 # an autotune's configs ranked by the path they took, shared memory, spills.
@@ -206,105 +206,57 @@ def append_index(state: _Index, script_dir: Path, manifest: RunManifest, run_id:
 SWITCHER_SIZE = 41  # compiles a report's switcher lists: all of a small invocation, else the nearest
 
 
-def _window(rows: list[dict[str, Any]], at: int, size: int) -> list[dict[str, Any]]:
+def _window(rows: Sequence[_T], at: int, size: int) -> list[_T]:
     lo = max(0, min(at - size // 2, len(rows) - size))
-    return rows[lo : lo + size]
+    return list(rows[lo : lo + size])
 
 
 def sibling_chunk(rows: list[dict[str, Any]]) -> bytes:
+    """Return the chunk that gives a compile report its switcher, from index rows."""
+    return siblings_chunk([s for s in map(Sibling.of_row, rows) if s is not None])
+
+
+def siblings_chunk(siblings: Sequence[Sibling]) -> bytes:
     """Return the chunk that gives a compile report its switcher: [run_id, label, status] per sibling."""
-    sibs = [
-        [r["run_id"], r.get("signature") or r.get("kernel") or r["run_id"], r.get("status") or "?"]
-        for r in rows
-        if isinstance(r.get("run_id"), str)
-    ]
-    return chunk({"t": "sibs", "runs": sibs})
+    return chunk({"t": "sibs", "runs": [[s.run_id, s.label, s.status] for s in siblings]})
 
 
-EARLIER_RUNS = 40  # run directories read (newest first) for a report's earlier invocations
 EARLIER_SIZE = 12  # compiles offered
 
 
-def earlier_runs(script_dir: Path, invocation: str, before: str) -> list[tuple[str, str | None, str]]:
-    """Return (run_id, kernel, label) of the compiles of other invocations among the EARLIER_RUNS
-    run directories named before `before` that have a report, newest first.
-
-    Read once per invocation's close (`earlier_chunk` then filters by kernel), so an
-    invocation of many compiles reads at most EARLIER_RUNS manifests, not that many each.
-    """
-    from ..history.loading import load_manifest, run_dirs
-
-    earlier = [d for d in run_dirs(Path(script_dir)) if d.name < before]
-    out: list[tuple[str, str | None, str]] = []
-    for d in reversed(earlier[-EARLIER_RUNS:]):
-        if not (d / REPORT_NAME).is_file():  # a terminal-mode run: no report to load in the frame
-            continue
-        try:
-            m = load_manifest(d)
-        except RecordsError:
-            continue
-        if m.invocation == invocation:
-            continue
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.started)) if m.started else "?"
-        state = "" if m.status in (None, "complete") else f" ({m.status})"
-        out.append((d.name, m.kernel, f"{when} {m.signature or m.kernel or d.name}{state}"))
-    return out
-
-
-def earlier_chunk(
-    run_dir: Path, manifest: RunManifest | None = None, rows: list[tuple[str, str | None, str]] | None = None
-) -> bytes | None:
+def earlier_chunk(invocation: str | None, kernel: str | None, earlier: Sequence[Earlier]) -> bytes | None:
     """Return the chunk that offers a compile report the earlier invocations of its script
     (`{"t":"earlier","runs":[[run_id, "started signature (status)"], ...]}`, newest first), or None.
 
     "Compare with…" then reaches a compile of the same kernel before an edit (block-k 16
-    against 8), not only this invocation's compiles: at most EARLIER_SIZE of the `rows` of
-    `earlier_runs` (read here when not given).
+    against 8), not only this invocation's compiles: at most EARLIER_SIZE of `earlier`
+    (history/report_reads.earlier_compiles), those of the report's kernel.
     """
-    from ..history.loading import load_manifest
-
-    run_dir = Path(run_dir)
-    if manifest is None:
-        manifest = load_manifest(run_dir)
-    if not manifest.invocation:
+    if not invocation:
         return None
-    if rows is None:
-        rows = earlier_runs(run_dir.parent.parent, manifest.invocation, run_dir.name)
-    out = [[r, label] for r, kernel, label in rows if not manifest.kernel or kernel == manifest.kernel]
+    out = [[e.run_id, e.label] for e in earlier if not kernel or e.kernel == kernel]
     return chunk({"t": "earlier", "runs": out[:EARLIER_SIZE]}) if out else None
 
 
-def _row_of_run(run: Any) -> dict[str, Any]:
-    return index_row(run.manifest, run.run_id)
-
-
-def write_index(script_dir: Path, run_dirs: list[Path], out: Path | None = None) -> Path:
-    """Rebuild the index of one invocation (its compiles' run dirs) from the run records; return its path.
+def write_index(index: IndexReport, out: Path | None = None) -> Path:
+    """Write the index of one invocation (its model, history/report_reads.index_report); return its path.
 
     Default `out`: `<script_dir>/report.html` when the invocation is the script's
     newest, else `index.html` in the directory of its first compile (so the newest
     index is never replaced by an older one).
     """
-    from ..history.runs import invocation_key, invocations, load_run
-
-    script_dir = Path(script_dir)
-    runs = [load_run(Path(d)) for d in run_dirs]
-    if not runs:
-        raise RecordsError(f"no compiles to index under {script_dir}")
-    invs = [i for i in invocations(script_dir) if i.runs]  # the newest invocation that has compiles
-    newest = bool(invs) and {r.run_id for r in invs[-1].runs} == {r.run_id for r in runs}
+    script_dir = index.script_dir
     if out is None:
-        out = script_dir / REPORT_NAME if newest else runs[0].path / "index.html"
+        out = script_dir / REPORT_NAME if index.newest else index.first_run_dir / "index.html"
     out = Path(out)
     base = os.path.relpath(script_dir / RUN_RECORDS, out.parent).replace(os.sep, "/") + "/"
-    first = next((r.manifest for r in runs if r.manifest is not None), None)
-    invocation = invocation_key(runs[0])
+    first = next((r.manifest for r in index.runs if r.manifest is not None), None)
     meta = (
-        index_meta(first, invocation, base)
+        index_meta(first, index.invocation, base)
         if first is not None
-        else {"t": "imeta", "script": script_dir.name, "invocation": invocation, "base": base}
+        else {"t": "imeta", "script": script_dir.name, "invocation": index.invocation, "base": base}
     )
-    parts = [chunk(meta), *(chunk(_row_of_run(r)) for r in runs), END_CHUNK]
+    parts = [chunk(meta), *(chunk(index_row(r.manifest, r.run_id)) for r in index.runs), END_CHUNK]
     if out == script_dir / REPORT_NAME:
         with _file_lock(script_dir):
             atomic_write(out, [index_head(), *parts])

@@ -21,9 +21,10 @@ class Listeners:
         self.html: Any = None
         self._all: list[Any] = [self.terminal]
         if settings.html:
+            from ..history.report_reads import LiveReads
             from .html import HtmlReportListener
 
-            self.html = HtmlReportListener(settings)
+            self.html = HtmlReportListener(settings, reads=LiveReads())
             self._all.append(self.html)
 
     def __call__(self, event: Event) -> None:

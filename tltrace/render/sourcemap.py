@@ -7,12 +7,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-from ..format.records import RunManifest
-from ..format.sourcemap import LineMap, read_source
-from ..history.sourcemaps import load
+from ..format.sourcemap import LineMap
+from ..history.report_model import CompileReport
+
+
+def no_source(path: str) -> str | None:
+    """A source left unread: the report shows the maps without it."""
+    return None
 
 
 class ReportMaps:
@@ -27,9 +31,10 @@ class ReportMaps:
         index: int,
         before: LineMap | None,
         after: LineMap | None,
-        sources: dict[str, str] | None = None,
+        source: Callable[[str], str | None] = no_source,
     ) -> list[dict[str, Any]]:
-        """Return the chunks that give record `index` its maps (sources read at capture when not given)."""
+        """Return the chunks that give record `index` its maps; `source(path)`: the text of a Python
+        source they name, the first time (None: left out)."""
         if before is None and after is None:
             return []
         out: list[dict[str, Any]] = []
@@ -47,7 +52,7 @@ class ReportMaps:
                 if f in self.files:
                     continue
                 self.files.add(f)
-                text = sources.get(f) if sources is not None else read_source(f)
+                text = source(f)
                 if text is not None:
                     out.append({"t": "src", "path": f, "s": text})
             out.append({"t": "smap", "h": h, **lmap.to_json()})
@@ -55,15 +60,10 @@ class ReportMaps:
         return out
 
 
-def run_chunks(run_dir: Path, manifest: RunManifest) -> list[dict[str, Any]]:
-    """Return every source-map chunk of a recorded run (for a rebuilt report); sources from the records."""
-    maps = load(run_dir)
-    if not maps:
-        return []
+def run_chunks(report: CompileReport) -> list[dict[str, Any]]:
+    """Return every source-map chunk of a compile's report model (a rebuilt report); sources from the records."""
     rm = ReportMaps()
     out: list[dict[str, Any]] = []
-    for rec in manifest.records:
-        out.extend(
-            rm.chunks(rec.index, maps.of(rec.index, "before"), maps.of(rec.index, "after"), maps.sources)
-        )
+    for r in report.records:
+        out.extend(rm.chunks(r.record.index, r.before_map, r.after_map, report.sources.get))
     return out

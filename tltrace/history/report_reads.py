@@ -1,0 +1,165 @@
+"""The report model read from the records: every read the HTML report needs, in one place.
+
+`compile_report(run_dir)` and `index_report(script_dir, run_dirs)` build the report
+model (history/report_model.py) that render/html.py and render/index.py turn into HTML
+without reading anything. `LiveReads` is what the report written while a compile runs
+asks of the records: the sources generated where an edit was compiled (when the compile
+ends), the earlier invocations' compiles (when the invocation closes), a Python source a
+source map names.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import RecordsError
+from ..format import build as fb
+from ..format.layout import REPORT, text_hash
+from ..format.records import RunManifest
+from ..format.sourcemap import read_source
+from .invocations import invocation_key, invocations
+from .loading import load_manifest, load_run, run_dirs
+from .report_model import CompileReport, Earlier, IndexedRun, IndexReport, RecordTexts, Sibling, Text
+from .sourcemaps import load as load_maps
+from .summary import CompileSummary
+from .texts import generated_text, text_of
+
+EARLIER_RUNS = 40  # run directories read (newest first) for a report's earlier invocations
+
+
+def compile_report(run_dir: Path, *, linked: bool = True) -> CompileReport:
+    """Return the report model of one run directory; RecordsError when it holds no readable manifest.
+
+    Texts are read through history/texts.py (paths stay inside the run directory, a deleted
+    per-pass file falls back to the stored object by hash); a text no longer on disk is None.
+    `linked`: the report will live in its run directory, so its invocation's compiles and
+    the earlier invocations' are read too.
+    """
+    run_dir = Path(run_dir)
+    manifest = load_manifest(run_dir)
+    maps = load_maps(run_dir)
+    records = []
+    for rec in manifest.records:
+        texts: dict[str, str | None] = {"before": None, "after": None}
+        updates: dict[str, Any] = {}
+        for side in ("before", "after"):
+            if side == "after" and rec.after_file is None and rec.after_hash is None:
+                continue
+            text = text_of(run_dir, rec, side, errors="surrogateescape")
+            if text is None:
+                continue
+            texts[side] = text
+            key = f"{side}_hash"
+            updates[key] = getattr(rec, key) or text_hash(text)
+        records.append(
+            RecordTexts(
+                replace(rec, **updates) if updates else rec,
+                texts["before"],
+                texts["after"],
+                maps.of(rec.index, "before"),
+                maps.of(rec.index, "after"),
+            )
+        )
+    siblings: tuple[Sibling, ...] = ()
+    earlier: tuple[Earlier, ...] = ()
+    if linked and manifest.invocation:
+        siblings = invocation_siblings(run_dir.parent.parent, manifest.invocation)
+        earlier = tuple(earlier_compiles(run_dir.parent.parent, manifest.invocation, run_dir.name))
+    return CompileReport(
+        run_dir=run_dir,
+        manifest=manifest,
+        records=tuple(records),
+        sources=dict(maps.sources),
+        generated=tuple(generated_texts(run_dir, manifest)),
+        linked=linked,
+        siblings=siblings,
+        earlier=earlier,
+    )
+
+
+def sibling_of(manifest: RunManifest | None, run_id: str) -> Sibling:
+    """Return how the switcher lists one compile (its compile summary's label and status)."""
+    s = CompileSummary.of(manifest, run_id, status=manifest.status if manifest is not None else None)
+    found = Sibling.of_row(s.to_json())
+    return found if found is not None else Sibling(run_id, run_id, "?")
+
+
+def invocation_siblings(script_dir: Path, invocation: str) -> tuple[Sibling, ...]:
+    """Return the compiles of one invocation of a script, in start order, when it has more than one."""
+    found = [inv for inv in invocations(script_dir) if inv.id == invocation]
+    if not found or len(found[0].runs) < 2:
+        return ()
+    return tuple(sibling_of(r.manifest, r.run_id) for r in found[0].runs)
+
+
+def generated_texts(run_dir: Path, manifest: RunManifest) -> list[Text]:
+    """Return the sources TileLang generated where an edit was compiled (format/build.py's `edits`),
+    in order; one whose copy is not readable is left out."""
+    out = []
+    for e in fb.edits(fb.of(manifest)):
+        digest = e.get("generated_hash")
+        if not isinstance(digest, str):
+            continue
+        text = generated_text(run_dir, e)
+        if text is not None:
+            out.append(Text(digest, text))
+    return out
+
+
+def earlier_compiles(script_dir: Path, invocation: str, before: str) -> list[Earlier]:
+    """Return the compiles of other invocations among the EARLIER_RUNS run directories named before
+    `before` that have a report, newest first.
+
+    Read once per invocation's close (render/index.py `earlier_chunk` then filters by kernel),
+    so an invocation of many compiles reads at most EARLIER_RUNS manifests, not that many each.
+    """
+    earlier = [d for d in run_dirs(Path(script_dir)) if d.name < before]
+    out: list[Earlier] = []
+    for d in reversed(earlier[-EARLIER_RUNS:]):
+        if not (d / REPORT).is_file():  # a terminal-mode run: no report to load in the frame
+            continue
+        try:
+            m = load_manifest(d)
+        except RecordsError:
+            continue
+        if m.invocation == invocation:
+            continue
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.started)) if m.started else "?"
+        state = "" if m.status in (None, "complete") else f" ({m.status})"
+        out.append(Earlier(d.name, m.kernel, f"{when} {m.signature or m.kernel or d.name}{state}"))
+    return out
+
+
+def index_report(script_dir: Path, run_dirs_: list[Path]) -> IndexReport:
+    """Return the index model of one invocation (its compiles' run dirs, in order); RecordsError
+    when there are none."""
+    script_dir = Path(script_dir)
+    runs = [load_run(Path(d)) for d in run_dirs_]
+    if not runs:
+        raise RecordsError(f"no compiles to index under {script_dir}")
+    invs = [i for i in invocations(script_dir) if i.runs]  # the newest invocation that has compiles
+    newest = bool(invs) and {r.run_id for r in invs[-1].runs} == {r.run_id for r in runs}
+    return IndexReport(
+        script_dir=script_dir,
+        invocation=invocation_key(runs[0]),
+        runs=tuple(IndexedRun(r.run_id, r.manifest) for r in runs),
+        newest=newest,
+        first_run_dir=runs[0].path,
+    )
+
+
+class LiveReads:
+    """What the report written while a compile runs reads of the records (render/html.py's listener
+    is handed one by the entry points' listeners; without it, it reads nothing)."""
+
+    def generated(self, run_dir: Path, manifest: RunManifest) -> list[Text]:
+        return generated_texts(run_dir, manifest)
+
+    def earlier(self, script_dir: Path, invocation: str, before: str) -> list[Earlier]:
+        return earlier_compiles(script_dir, invocation, before)
+
+    def source(self, path: str) -> str | None:
+        return read_source(path)
