@@ -181,9 +181,10 @@ def _configure(cfg: str, sub: Path):
     s = Settings(mode=mode, trace_dir=sub, script_name="bench", quiet=quiet, keep=0, codegen_output=None)
     listeners: list = [TerminalView(s)]
     if s.html:
+        from tltrace.history.report_reads import LiveReads
         from tltrace.render.html import HtmlReportListener
 
-        listeners.append(HtmlReportListener(s))
+        listeners.append(HtmlReportListener(s, reads=LiveReads()))  # as tltrace run's
 
     def emit(e):
         for li in listeners:

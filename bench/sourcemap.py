@@ -107,9 +107,10 @@ def _session(sub: Path, mode: str = "terminal"):
     s = Settings(mode=mode, trace_dir=sub, script_name="bench", quiet=True, keep=0, codegen_output=None)
     listeners: list = []
     if s.html:
+        from tltrace.history.report_reads import LiveReads
         from tltrace.render.html import HtmlReportListener
 
-        listeners.append(HtmlReportListener(s))
+        listeners.append(HtmlReportListener(s, reads=LiveReads()))  # as tltrace run's
 
     def emit(e):
         for li in listeners:

@@ -12,6 +12,7 @@ earlier invocations) is in it.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -20,11 +21,14 @@ import pytest
 
 from tltrace.format.layout import text_hash
 from tltrace.format.sourcemap import LineMap, map_line, rec_line, src_line
+from tltrace.history.report_model import Earlier, Text
 from tltrace.history.report_reads import compile_report, index_report
-from tltrace.render.html import write_report
+from tltrace.render.html import REPORT_NAME, HtmlReportListener, write_report
 from tltrace.render.index import write_index
+from tltrace.session.events import PassRecorded
 
 from ._records import read_manifest, recorded_subset, run_dirs
+from .synthetic import synthetic_events
 
 PKG = Path(__file__).resolve().parent.parent / "tltrace"
 # render/'s report path: the listener and the writers, the pages and their chunks.
@@ -160,3 +164,51 @@ def test_the_rebuilt_report_is_the_one_written_from_the_model(traces: Path, tmp_
     b = write_report(compile_report(third, linked=False), tmp_path / "b.html").read_bytes()
     assert a == b  # written elsewhere: no switcher, no earlier compiles, no index link either way
     assert not any(c["t"] in ("earlier", "sibs") or (c["t"] == "meta" and "index" in c) for c in _chunks(a))
+
+
+class _Reads:
+    """A live report's reads (history/report_reads.LiveReads' interface), answering what this test made."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def generated(self, run_dir: Path, manifest) -> list[Text]:
+        self.asked.append("generated")
+        return [Text(text_hash(GENERATED), GENERATED)]
+
+    def earlier(self, script_dir: Path, invocation: str, before: str) -> list[Earlier]:
+        self.asked.append("earlier")
+        return [Earlier("run_then", "synthetic_kernel", "then"), Earlier("run_other", "other", "other")]
+
+    def source(self, path: str) -> str | None:
+        self.asked.append("source")
+        return SOURCE if path == "/work/kernel.py" else None
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_the_live_report_asks_its_reads_and_reads_nothing_without(tmp_path: Path, given: bool) -> None:
+    """The listener's report during a compile: the generated source, the earlier compiles and a map's
+    Python source come from the reads it is handed, and only from them."""
+    reads = _Reads()
+    listener = HtmlReportListener(reads=reads if given else None)
+    lmap = LineMap(("/work/kernel.py",), (None, (0, 4), 0))
+    run_dir = None
+    for event in synthetic_events(12, tmp_path / "s", invocation="inv-1"):
+        if isinstance(event, PassRecorded) and event.record.index == 0:
+            event = dataclasses.replace(event, before_map=lmap, after_map=lmap)
+        run_dir = getattr(event, "run_dir", run_dir)
+        listener(event)
+    listener.close()
+    assert run_dir is not None
+    got = _chunks((Path(run_dir) / REPORT_NAME).read_bytes())
+    assert any(c["t"] == "smap" for c in got)  # the maps come with the events either way
+    sources = [c for c in got if c["t"] == "src"]
+    earlier = [c for c in got if c["t"] == "earlier"]
+    generated = [c for c in got if c["t"] == "text" and c.get("s") == GENERATED]
+    if given:
+        assert sorted(reads.asked) == ["earlier", "generated", "source"]
+        assert sources == [{"t": "src", "path": "/work/kernel.py", "s": SOURCE}]
+        assert earlier == [{"t": "earlier", "runs": [["run_then", "then"]]}]  # its kernel's only
+        assert len(generated) == 1
+    else:
+        assert (sources, earlier, generated) == ([], [], [])

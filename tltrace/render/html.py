@@ -24,8 +24,9 @@ parser closes the open elements at end of file.
 The script's `report.html` is the newest invocation's index: a table of every
 compile of that invocation, each row linking to the compile's own report
 (render/index.py). The page heads and the chunk encoding are render/pages.py's;
-this module is the listener that writes while the compile runs, and the rebuild
-from run records (`write_report`).
+this module is the listener that writes while the compile runs, and the report
+written from its model (`write_report`: history/report_reads.py reads the run into
+history/report_model.py's CompileReport; nothing here reads the records).
 """
 
 from __future__ import annotations
@@ -247,7 +248,7 @@ class HtmlReportListener:
         run_dir = Path(run_dir)
         if run_dir in self._broken:
             return None
-        self._heads[run_dir] = (manifest.invocation, manifest.kernel)
+        self._head(run_dir, manifest)
         rep = self._open.get(run_dir)
         if rep is not None:
             rep.append(rep.meta_if_changed(manifest))
@@ -261,8 +262,14 @@ class HtmlReportListener:
         self._open[run_dir] = rep
         if self.link and script_dir is not None:
             self._written.setdefault(Path(script_dir), []).append(run_dir)
+            self._heads[run_dir] = (manifest.invocation, manifest.kernel)
             self._index(Path(script_dir), manifest, run_dir)
         return rep
+
+    def _head(self, run_dir: Path, manifest: RunManifest) -> None:
+        """Keep the invocation and kernel of a compile whose report gets the earlier compiles (`_siblings`)."""
+        if run_dir in self._heads:  # a compile report not yet given them
+            self._heads[run_dir] = (manifest.invocation, manifest.kernel)
 
     def _index(self, script_dir: Path, manifest: RunManifest, run_dir: Path) -> None:
         invocation = manifest.invocation or self._fallback_invocation
@@ -301,7 +308,7 @@ class HtmlReportListener:
             if rep.fh.closed:
                 return  # finished or given up meanwhile
             if event.manifest is not rep.meta_from:  # a new header: the kernel may be named now
-                self._heads[run_dir] = (event.manifest.invocation, event.manifest.kernel)
+                self._head(run_dir, event.manifest)
             same = event.same_lines
             if same is None and event.record.status == CHANGED and event.record.after_hash not in rep.seen:
                 same = line_changes(event.before, event.after)[2]  # a producer that did not count
@@ -321,7 +328,7 @@ class HtmlReportListener:
         rep = self._open.pop(run_dir, None)
         if rep is None:
             return
-        self._heads[run_dir] = (event.manifest.invocation, event.manifest.kernel)
+        self._head(run_dir, event.manifest)
         with rep.lock:
             self._finish_report(rep, event)
         if self.link and event.script_dir is not None:

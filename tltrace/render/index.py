@@ -3,7 +3,8 @@
 Built like a compile report (a head written through a rename when the invocation
 starts, then one appended chunk per compile event), under a file lock, so the
 threads of one process and several processes of one invocation can append to it.
-A compile report's sibling switcher is read from it.
+A compile report's sibling switcher is read from it (this module's own file; the run
+records are read by history/report_reads.py, into the model `write_index` takes).
 """
 
 from __future__ import annotations
