@@ -118,7 +118,7 @@ def test_sourcemap_js_reads_the_maps_as_the_python_side(recorded: Path, tmp_path
             for rec in manifest.records:
                 chunks.extend(
                     rm.chunks(
-                        rec.index, maps.of(rec.index, "before"), maps.of(rec.index, "after"), maps.sources
+                        rec.index, maps.of(rec.index, "before"), maps.of(rec.index, "after"), maps.sources.get
                     )
                 )
             recs = [
