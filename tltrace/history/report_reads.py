@@ -42,18 +42,23 @@ def compile_report(run_dir: Path, *, linked: bool = True) -> CompileReport:
     manifest = load_manifest(run_dir)
     maps = load_maps(run_dir)
     records = []
+    known: dict[str, str] = {}  # hash -> text: a pass's input is read once, as the output before it
     for rec in manifest.records:
         texts: dict[str, str | None] = {"before": None, "after": None}
         updates: dict[str, Any] = {}
         for side in ("before", "after"):
             if side == "after" and rec.after_file is None and rec.after_hash is None:
                 continue
-            text = text_of(run_dir, rec, side, errors="surrogateescape")
+            key = f"{side}_hash"
+            digest = getattr(rec, key)
+            text = known.get(digest) if digest else None
+            if text is None:
+                text = text_of(run_dir, rec, side, errors="surrogateescape")
             if text is None:
                 continue
             texts[side] = text
-            key = f"{side}_hash"
-            updates[key] = getattr(rec, key) or text_hash(text)
+            updates[key] = digest = digest or text_hash(text)
+            known[digest] = text
         records.append(
             RecordTexts(
                 replace(rec, **updates) if updates else rec,
