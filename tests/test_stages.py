@@ -303,6 +303,9 @@ def test_the_report_links_cuda_ptx_and_sass_and_shows_the_mix(traced, open_page)
     run = found[0]
     live = (run.path / "report.html").read_bytes()
     assert live.count(stage_chunk()) == 1  # the views' script, once, written as the compile ran
+    assert (
+        b"tltraceMachine" not in live
+    )  # packed (pages.packed): the page unpacks it, as the view below shows
     p = _tltrace("show", str(run.path), "--html", "--json", cwd=home)
     report = Path(json.loads(p.stdout)["report"])
     assert report.read_bytes().count(stage_chunk()) == 1
