@@ -1,9 +1,8 @@
 """README.md's stream sample, made from a real run: `python tests/readme_stream.py` rewrites it.
 
-The sample sits between `<!-- stream-sample -->` and `<!-- /stream-sample -->` in README.md: an
+The sample is the first code block after README.md's paragraph that starts `**The stream.**`: an
 excerpt of what `tltrace run examples/gemm.py --mode both` prints on the CPU, cut by a fixed rule
-(`excerpt`): everything up to the first diff cut short, LowerTileOp's pass, and everything from
-the working file on; tltrace's lines only (TileLang's log lines and the script's own output fall
+(`excerpt`): the first line, LowerTileOp's pass, and everything from the working file on; tltrace's lines only (TileLang's log lines and the script's own output fall
 among them as the pipe's buffering goes). Paths are made relative to where it ran and run ids read `run_...`;
 tests/test_readme_stream.py traces the example again and compares, times and dates masked.
 """
@@ -19,7 +18,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
-OPEN, CLOSE = "<!-- stream-sample -->", "<!-- /stream-sample -->"
+ANCHOR = "**The stream.**"  # the sample is the first code block after the paragraph that starts so
 GAP = "..."  # lines of the stream the sample leaves out
 
 
@@ -62,7 +61,7 @@ def _blocks(lines: list[str]) -> list[list[str]]:
 
 
 def excerpt(text: str) -> list[str]:
-    """Return the sample: up to the first diff cut short, LowerTileOp's pass, the working file on."""
+    """Return the sample: the first line, LowerTileOp's pass, and from the working file on."""
     # tltrace's own lines only: TileLang's log and the script's prints interleave with them as the
     # pipe's buffering falls, differently from run to run.
     blocks = [
@@ -70,11 +69,10 @@ def excerpt(text: str) -> list[str]:
         for b in _blocks([line.rstrip() for line in text.rstrip("\n").split("\n")])
         if b[0].startswith(("[", "working files", "  "))
     ]
-    first_cut = next(i for i, b in enumerate(blocks) if any("more lines: tltrace show" in x for x in b))
     lower = next(i for i, b in enumerate(blocks) if " LowerTileOp " in b[0])
     new = next(i for i, b in enumerate(blocks) if "working file" in b[0] and b[0].startswith("["))
-    assert first_cut < lower < new, (first_cut, lower, new)
-    picked = [*blocks[: first_cut + 1], [GAP], blocks[lower], [GAP], *blocks[new:]]
+    assert 0 < lower < new, (lower, new)
+    picked = [blocks[0], [GAP], blocks[lower], [GAP], *blocks[new:]]
     return [line for b in picked for line in b]
 
 
@@ -88,17 +86,25 @@ def comparable(lines: list[str]) -> list[str]:
     return out
 
 
+def _fence(readme: str) -> tuple[int, int]:
+    """The sample's code block in README: the first after the paragraph that starts `**The stream.**`."""
+    lines = readme.split("\n")
+    para = next(i for i, line in enumerate(lines) if line.startswith(ANCHOR))
+    start = next(i for i in range(para, len(lines)) if lines[i] == "```")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i] == "```")
+    return start, end
+
+
 def readme_sample(readme: str) -> list[str]:
-    """Return the lines of README's sample (between the markers, inside its code fence)."""
-    body = readme.split(OPEN, 1)[1].split(CLOSE, 1)[0].strip("\n").split("\n")
-    assert body[0] == "```" and body[-1] == "```", "the sample is one code block between the markers"
-    return body[1:-1]
+    """Return the lines of README's sample (inside its code fence)."""
+    start, end = _fence(readme)
+    return readme.split("\n")[start + 1 : end]
 
 
 def rewrite(readme: str, lines: list[str]) -> str:
-    head, rest = readme.split(OPEN, 1)
-    _, tail = rest.split(CLOSE, 1)
-    return head + OPEN + "\n```\n" + "\n".join(lines) + "\n```\n" + CLOSE + tail
+    start, end = _fence(readme)
+    old = readme.split("\n")
+    return "\n".join([*old[: start + 1], *lines, *old[end:]])
 
 
 def main() -> int:
