@@ -36,14 +36,15 @@
 
   // Return the bytes a raw deflate stream (a Uint8Array) holds; throws on a stream that is cut or corrupt.
   function inflate(src) {
-    var out = [], pos = 0, bit = 0;
+    var out = [], pos = 0, buf = 0, cnt = 0;  // cnt bits not yet used in buf, from src[pos - 1] and before
     function bits(n) {
-      var v = 0;
-      for (var i = 0; i < n; i++) {
+      while (cnt < n) {
         if (pos >= src.length) throw new Error("inflate: the stream ends early");
-        v |= ((src[pos] >> bit) & 1) << i;
-        if (++bit === 8) { bit = 0; pos++; }
+        buf |= src[pos++] << cnt;
+        cnt += 8;
       }
+      var v = buf & ((1 << n) - 1);
+      buf >>>= n; cnt -= n;
       return v;
     }
     function decode(h) {
@@ -61,7 +62,7 @@
       last = bits(1);
       var type = bits(2);
       if (type === 0) {  // stored: whole bytes after the block's header
-        if (bit) { bit = 0; pos++; }
+        buf = 0; cnt = 0;  // the rest of the byte (fewer than 8 bits are ever held)
         if (pos + 4 > src.length) throw new Error("inflate: the stream ends early");
         n = src[pos] | (src[pos + 1] << 8);
         pos += 4;
