@@ -21,7 +21,7 @@ import pytest
 
 from tests.test_passref import node
 from tltrace.render.bundle import AssetError, minify_css, minify_js, requires_of, script_order
-from tltrace.render.pages import LATE_SCRIPTS, STAGE_JS, index_head, report_head
+from tltrace.render.pages import LATE_SCRIPTS, STAGE_JS, UNPACK_JS, index_head, report_head
 
 ASSETS = resources.files("tltrace.render").joinpath("assets")
 PAGES = {"report.html": "report.js", "index.html": "index.js", "diffruns.html": "diffruns.js"}
@@ -47,6 +47,8 @@ def test_every_script_comes_after_what_it_requires_and_each_page_reaches_its_own
     report = script_order(["report.js"])
     assert set(requires_of(ASSETS.joinpath(STAGE_JS).read_text(encoding="utf-8"))) <= set(report)
     reached.add(STAGE_JS)
+    reached.add(UNPACK_JS)  # the report's head runs it before its (packed) script: it requires nothing
+    assert not requires_of(ASSETS.joinpath(UNPACK_JS).read_text(encoding="utf-8"))
     assert reached == set(scripts()), f"scripts no page loads: {set(scripts()) - reached}"
     # The index needs neither the diff engine nor the report's views; diff-runs the core and the
     # layouts view (both grids of a changed layout). The report carries layouts.js after its data,
@@ -215,12 +217,18 @@ process.stdout.write(JSON.stringify(out));
 def test_the_heads_carry_no_comments_and_their_csp_names_the_script() -> None:
     import base64
     import hashlib
+    import zlib
 
     for head in (report_head(), index_head()):
         page = head.decode("utf-8")
         script = re.search(r"<script>(.*?)</script>", page, re.S)
         assert script, "the page's one inline script"
-        js = script.group(1)
-        assert "@requires" not in js and "\n  " not in js  # no comments, no indentation
-        digest = base64.b64encode(hashlib.sha256(js.encode()).digest()).decode()
-        assert f"'sha256-{digest}'" in page
+        js = [script.group(1)]
+        # The report's script travels packed (render/pages.py `packed`), before unpack.js.
+        for m in re.finditer(r'<script type="text/x-tltrace-z">([^<]*)</script>', page):
+            js.append(zlib.decompress(base64.b64decode(m.group(1)), -15).decode("utf-8"))
+        assert len(js) == (2 if head == report_head() else 1)
+        for text in js:
+            assert "@requires" not in text and "\n  " not in text  # no comments, no indentation
+            digest = base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+            assert f"'sha256-{digest}'" in page

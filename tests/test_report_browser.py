@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tltrace.render.html import REPORT_NAME, report_head
-from tltrace.render.pages import LATE_SCRIPTS, late_script
+from tltrace.render.pages import LATE_SCRIPTS, PACK_TYPE, late_script
 from tltrace.session.events import PassRecorded
 
 from .conftest import wait_js
@@ -118,6 +118,28 @@ def test_j_k_move_between_visible_passes_and_keep_the_fragment(open_report, trac
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("j")
     assert selected(page)["status"] != "noop" and selected(page)["index"] > before
+
+
+def test_n_p_jump_to_the_next_and_previous_pass_that_changed_the_ir(open_report, trace):
+    """Issue 54: j/k step every pass; n/p (and J/K) skip the no-ops, as the records' statuses say."""
+    report, passes = trace
+    statuses = [p.record.status for p in passes]
+    start = next(i for i in range(1, len(statuses)) if statuses[i] == "noop" and statuses[i - 1] != "noop")
+    page = open_report(report, f"#{passes[start].record.name}@{start}")
+    assert selected(page)["index"] == start
+    want = next(i for i in range(start + 1, len(statuses)) if statuses[i] != "noop")
+    page.keyboard.press("n")
+    assert selected(page)["index"] == want
+    page.keyboard.press("p")
+    back = max(i for i in range(want) if statuses[i] != "noop")
+    assert back < start and selected(page)["index"] == back
+    page.keyboard.press("Shift+J")  # J/K: the same, beside j/k
+    assert selected(page)["index"] == want
+    for _ in range(len(statuses)):  # at the end it stays on the last pass that is not a no-op
+        page.keyboard.press("n")
+    assert selected(page)["index"] == max(i for i, s in enumerate(statuses) if s != "noop")
+    page.keyboard.press("?")
+    assert "n/p" in page.locator("#tl-help").inner_text().replace(" ", "")
 
 
 def test_fragment_selects_a_pass(open_report, trace):
@@ -298,7 +320,9 @@ def test_hostile_names_show_as_text_and_never_run(open_report, tmp_path: Path):
     # Scripts: the head's and the late ones tltrace appended (pages.LATE_SCRIPTS), nothing else.
     data = report.read_bytes()
     ours = 1 + sum(late_script(n) in data for n in LATE_SCRIPTS)
-    assert page.locator("img").count() == 0 and page.locator("script:not(.tl-d)").count() == ours
+    # Each travels packed (pages.packed): the pack, the script that unpacks it, the script it becomes.
+    assert page.locator(f'script[type="{PACK_TYPE}"]').count() == ours
+    assert page.locator("img").count() == 0 and page.locator("script:not(.tl-d)").count() == 3 * ours
     assert page.locator("#tl-kernel").text_content() == shown(kernel)
     hostile = next(e.record for e in events if isinstance(e, PassRecorded) and "</script>" in e.record.name)
     page = open_report(report, f"#{hostile.name.replace('%', '%25').replace('#', '%23')}")

@@ -1,6 +1,6 @@
 """A page cut short anywhere, its head included, shows the page or says it is incomplete; nothing throws.
 
-Issue 27: a report cut inside its ~95 KB head (CSS and script inlined before the page skeleton)
+Issue 27: a report cut inside its head (CSS and script inlined before the page skeleton)
 showed a blank page, and cuts inside the skeleton threw `Cannot set properties of null`. Every
 page now starts with a notice (#tl-incomplete) placed before its CSS and script; the script
 hides it once it runs, and shows it again, without starting, when the skeleton is cut short. A

@@ -36,6 +36,14 @@ const recs = [
   {status: "failed", before_hash: "h3"}
 ];
 out.search = V.searchHits(recs, texts, "foo");
+texts.set("cu", "tma_load(x)"); texts.set("ptx", "cp.async.bulk.tensor"); texts.set("sass", "UTMALDG tma_load");
+const staged = [
+  {status: "changed", before_hash: "h1", after_hash: "cu"},
+  {status: "changed", role: "ptx", before_hash: "cu", after_hash: "ptx"},
+  {status: "changed", role: "sass", before_hash: "cu", after_hash: "sass"},
+  {status: "failed", role: "ptx", before_hash: "cu"}
+];
+out.searchStages = V.searchHits(staged, texts, "tma_load");
 process.stdout.write(JSON.stringify(out));
 """
 
@@ -67,6 +75,13 @@ def test_pure_parts() -> None:
             {"pos": 3, "kind": "has"},
         ],
         "introduced": 1,
+        "stages": [],
+    }
+    # Issue 54: the stages are texts, found or not; the PTX that lacks q does not "remove" it
+    assert got["searchStages"] == {
+        "hits": [{"pos": 0, "kind": "intro"}],
+        "introduced": 1,
+        "stages": [{"pos": 1, "found": False}, {"pos": 2, "found": True}, {"pos": 3, "found": False}],
     }
 
 
@@ -118,6 +133,14 @@ out.tile = [
 ];
 out.firstFailed = [L.firstFailed(recs), L.firstFailed(failed)];
 out.labels = recs.concat([{status: "weird"}]).map(L.statusLabel);
+const steps = [{status: "noop"}, {status: "changed"}, {status: "noop"}, {status: "noop"}, {status: "codegen"},
+  {status: "noop"}, {status: "failed"}];
+const all = [0, 1, 2, 3, 4, 5, 6];
+out.nextChanged = [
+  L.nextChanged(steps, all, 1, 1), L.nextChanged(steps, all, 4, -1), L.nextChanged(steps, all, 4, 1),
+  L.nextChanged(steps, all, 6, 1), L.nextChanged(steps, all, 1, -1), L.nextChanged(steps, all, -1, 1),
+  L.nextChanged(steps, all, -1, -1), L.nextChanged(steps, [0, 2, 3, 4], 0, 1), L.nextChanged(steps, [], 0, 1)
+];
 const field = (tagName, type, editable) => ({tagName: tagName, type: type, isContentEditable: !!editable});
 out.fields = [
   field("INPUT", "search"), field("INPUT", undefined), field("INPUT", "checkbox"), field("BUTTON"),
@@ -145,4 +168,48 @@ def test_report_logic_pure_parts() -> None:
     assert got["tile"] == [2, 2, 0, False, True, True, False]
     assert got["firstFailed"] == [-1, 4]
     assert got["labels"] == ["no-op", "changed", "changed", "codegen", "weird"]
+    # n/p: the next or previous pass that is not a no-op, in the visible order; none past either end
+    assert got["nextChanged"] == [4, 1, 6, -1, -1, 1, 6, 4, -1]
     assert got["fields"] == [True, True, False, False, True, True, True, False]
+
+
+INFLATE = r"""
+const U = require(process.argv[1] + "/unpack.js");
+const cases = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
+const out = cases.map((z) => {
+  try { return Buffer.from(U.inflate(Uint8Array.from(Buffer.from(z, "hex")))).toString("hex"); }
+  catch (e) { return "error: " + e.message; }
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_unpack_inflates_what_zlib_deflates(tmp_path) -> None:
+    """unpack.js's inflate (the packed report scripts, render/pages.py) against Python's zlib: every
+    block type (stored at level 0, fixed Huffman, dynamic), long repeats, text and random bytes;
+    a stream cut short or corrupt is an error, never a wrong text."""
+    import random
+    import zlib
+
+    from tltrace.render.bundle import asset_text, minify_js, script_order
+
+    rnd = random.Random(54)
+    js = "".join(minify_js(asset_text(n)) for n in script_order(["report.js"])).encode()
+    datas = [js, b"", b"a", rnd.randbytes(70_000), bytes(rnd.choice(b"ab") for _ in range(5000))]
+    datas.append("h\u00e9llo \u2713 \U0001f600".encode() * 300)
+    cases = []
+    for level, strategy in ((0, zlib.Z_DEFAULT_STRATEGY), (1, 0), (9, 0), (9, zlib.Z_FIXED), (9, zlib.Z_RLE)):
+        for data in datas:
+            z = zlib.compressobj(level, zlib.DEFLATED, -15, 9, strategy)
+            cases.append(((z.compress(data) + z.flush()).hex(), data.hex()))
+    whole = bytes.fromhex(cases[len(datas) * 2][0])  # the report's script, level 9
+    bad = [whole[: len(whole) // 2], whole[:-3], bytes([whole[0] | 6]) + whole[1:]]  # cut; cut; block type 3
+    f = tmp_path / "cases.json"
+    f.write_text(json.dumps([c[0] for c in cases] + [b.hex() for b in bad]))
+    with resources.as_file(ASSETS) as d:
+        proc = subprocess.run(
+            [node(), "-e", INFLATE, str(d), str(f)], capture_output=True, text=True, check=True, timeout=120
+        )
+    got = json.loads(proc.stdout)
+    assert got[: len(cases)] == [c[1] for c in cases]
+    assert all(g.startswith("error: inflate") for g in got[len(cases) :]), got[len(cases) :]

@@ -303,6 +303,9 @@ def test_the_report_links_cuda_ptx_and_sass_and_shows_the_mix(traced, open_page)
     run = found[0]
     live = (run.path / "report.html").read_bytes()
     assert live.count(stage_chunk()) == 1  # the views' script, once, written as the compile ran
+    assert (
+        b"tltraceMachine" not in live
+    )  # packed (pages.packed): the page unpacks it, as the view below shows
     p = _tltrace("show", str(run.path), "--html", "--json", cwd=home)
     report = Path(json.loads(p.stdout)["report"])
     assert report.read_bytes().count(stage_chunk()) == 1
@@ -329,3 +332,32 @@ def test_the_report_links_cuda_ptx_and_sass_and_shows_the_mix(traced, open_page)
         "#tl-view .tl-pane:last-child tbody tr.tl-mc-hit", "trs => trs.map(tr => tr.rowIndex)"
     )
     assert hit == [cu[i] - 1]  # the one CUDA line (rowIndex counts from 0; the table has no head row)
+
+
+@pytest.mark.browser
+def test_search_reads_the_stages_as_texts_not_as_passes(traced, open_page) -> None:
+    """Issue 54: a word of the CUDA source that the PTX lacks (`tma_load`: PTX has cp.async.bulk.tensor)
+    was listed as the PTX stage "removing" it. A stage is a text: found in it, or not."""
+    _, found, _ = traced
+    run = found[0]
+    p, s = _stage(run, "ptx"), _stage(run, "sass")
+    ptx_text, sass_text = runs.text_of(run.path, p, "after"), runs.text_of(run.path, s, "after")
+    cuda = runs.text_of(run.path, p, "before")
+    word = next(
+        w for w in ("tma_load", "__syncthreads", "mbarrier", "wgmma") if w in cuda and w not in ptx_text
+    )
+    page = open_page(run.path / "report.html")
+    page.fill("#tl-search", word)
+    page.press("#tl-search", "Enter")
+    page.wait_for_selector(".tl-sr")
+    rows = page.eval_on_selector_all(
+        ".tl-sr", "rs => rs.map(r => [+r.dataset.pos, r.querySelector('.tl-sr-tag').textContent])"
+    )
+    recs = run.require().records
+    by_index = {recs[pos].index: tag for pos, tag in rows}
+    assert by_index[p.index] == "not in" and by_index[s.index] == (
+        "found in" if word in sass_text else "not in"
+    )
+    stages = {p.index, s.index}
+    assert all(tag in ("found in", "not in") for i, tag in by_index.items() if i in stages)
+    assert not any(tag == "removes" for i, tag in by_index.items() if i in stages)

@@ -11,7 +11,8 @@
  *   LowerTileOp that changed); else the first changed; else the first;
  * tileLevel(before, after): whether a change adds or removes (not only moves) a line with a tile op
  *   (T.copy, T.gemm, T.fill, T.Parallel, ...) or a layout annotation;
- * firstFailed(recs), statusLabel(rec), isTextField(element): small answers the views share.
+ * firstFailed(recs), statusLabel(rec), isTextField(element): small answers the views share;
+ * nextChanged(recs, order, sel, step): the n/p keys' pass (the next or previous one that is not a no-op).
  * Runs in the report (window.TLReportLogic) and under node (module.exports).
  */
 (function (root) {
@@ -89,6 +90,19 @@
     return { changed: "changed", noop: "no-op", failed: "failed", codegen: "codegen" }[r.status] || r.status;
   }
 
+  // The n/p keys: the next (step 1) or previous (-1) position of `order` (the list's visible passes)
+  // after `sel` whose pass is not a no-op (it changed the IR, failed, or generated source); -1 when
+  // there is none. From a `sel` not in `order`, the first or last such pass.
+  function nextChanged(recs, order, sel, step) {
+    var i = order.indexOf(sel);
+    if (i < 0) i = step > 0 ? -1 : order.length;
+    for (i += step; i >= 0 && i < order.length; i += step) {
+      var r = recs[order[i]];
+      if (r && r.status !== "noop") return order[i];
+    }
+    return -1;
+  }
+
   // Keys go to the report unless a field takes typing (a checked checkbox or a clicked button does not).
   var NOT_TYPED = /^(checkbox|radio|button|submit|reset|range|color|file|image)$/i;
   function isTextField(t) {
@@ -100,7 +114,7 @@
 
   var api = {
     runStateOf: runStateOf, posOfFragment: posOfFragment, startPos: startPos, tileLevel: tileLevel, firstFailed: firstFailed,
-    statusLabel: statusLabel, isTextField: isTextField
+    statusLabel: statusLabel, isTextField: isTextField, nextChanged: nextChanged
   };
   if (typeof module === "object" && module.exports) module.exports = api;
   else root.TLReportLogic = api;

@@ -47,6 +47,11 @@
     var next = i < 0 ? 0 : Math.max(0, Math.min(S.visible.length - 1, i + delta));
     if (S.visible[next] !== S.sel) select(S.visible[next]);
   }
+  // n/p: the next or previous visible pass that changed the IR (no-ops skipped); at either end, stay.
+  function moveChanged(step) {
+    var pos = window.TLReportLogic.nextChanged(S.recs, S.visible, S.sel, step);
+    if (pos >= 0 && pos !== S.sel) select(pos);
+  }
   function hashText() {
     try { return decodeURIComponent(location.hash.slice(1)); } catch (e) { return location.hash.slice(1); }
   }
@@ -60,10 +65,22 @@
     if (!q) { box.hidden = true; S.search = null; return; }
     var found = V.searchHits(S.recs, S.texts, q), hits = found.hits, introduced = found.introduced;
     hits.forEach(function (h) { S.items[h.pos].classList.add("hit"); });
+    found.stages.forEach(function (h) { if (h.found) S.items[h.pos].classList.add("hit"); });
     S.search = { q: q };
     var head = C.el("div", "tl-sr-head", hits.length ? (hits.length + (hits.length === 1 ? " pass contains \u201C" : " passes contain \u201C") + q + "\u201D; " +
       introduced + (introduced === 1 ? " introduces it" : " introduce it")) : "No pass contains \u201C" + q + "\u201D");
     box.appendChild(head);
+    // The PTX and SASS stages are texts the device compiler made, not passes: found or not, first.
+    found.stages.forEach(function (h) {
+      var r = S.recs[h.pos], row = C.el("div", "tl-sr tl-sr-stage");
+      row.setAttribute("data-pos", h.pos);
+      row.appendChild(C.el("span", "tl-sr-tag " + (h.found ? "has" : "none"), h.found ? "found in" : "not in"));
+      row.appendChild(C.el("span", "ix", "#" + r.index));
+      row.appendChild(C.el("span", "nm", String(r.role).toUpperCase() + " (" + r.name + ")"));
+      row.title = h.found ? "The " + String(r.role).toUpperCase() + " text contains it" : "The " + String(r.role).toUpperCase() + " text does not contain it";
+      row.addEventListener("click", function () { box.hidden = true; if (h.found) jumpToHit(h.pos, q); else select(h.pos); });
+      box.appendChild(row);
+    });
     var order = hits.filter(function (h) { return h.kind !== "has"; }).concat(hits.filter(function (h) { return h.kind === "has"; }));
     order.slice(0, 400).forEach(function (h) {
       var r = S.recs[h.pos];
@@ -112,6 +129,7 @@
   R.showMissing = showMissing;
   R.select = select;
   R.move = move;
+  R.moveChanged = moveChanged;
   R.hashText = hashText;
   R.fromHash = fromHash;
   R.runSearch = runSearch;

@@ -5,7 +5,7 @@
  *   into segments aligned one by one (align: TLDiff.align);
  * defaultShown(rows, opts): which rows a folded diff shows (context around changes, no tiny folds);
  * searchHits(recs, texts, q): the passes whose IR contains q, and whether each introduces,
- *   removes or only contains it;
+ *   removes or only contains it; the PTX and SASS stages, as texts: found or not;
  * fmtDuration: how a pass's time reads.
  * Runs in the report (window.TLView) and under node (module.exports).
  */
@@ -63,8 +63,10 @@
     return shown;
   }
 
-  // recs: [{status, before_hash, after_hash}], texts: Map hash -> text. A failed pass has no output:
-  // it "has" q when its input does. Returns {hits: [{pos, kind: intro|gone|has}], introduced}.
+  // recs: [{status, role, before_hash, after_hash}], texts: Map hash -> text. A failed pass has no output:
+  // it "has" q when its input does. A stage (role ptx or sass: a text the device compiler made from the
+  // CUDA source, not a pass over it) is searched as a text: {pos, found} in `stages`, never a hit that
+  // introduces or removes q. Returns {hits: [{pos, kind: intro|gone|has}], introduced, stages}.
   function searchHits(recs, texts, q) {
     var cache = new Map();
     function has(h) {
@@ -72,15 +74,19 @@
       if (!cache.has(h)) { var t = texts.get(h); cache.set(h, t !== undefined && t.indexOf(q) >= 0); }
       return cache.get(h);
     }
-    var hits = [], introduced = 0;
+    var hits = [], introduced = 0, stages = [];
     recs.forEach(function (r, pos) {
+      if (r.role === "ptx" || r.role === "sass") {
+        stages.push({ pos: pos, found: r.status !== "failed" && has(r.after_hash) });
+        return;
+      }
       var b = has(r.before_hash), a = r.status === "failed" ? b : has(r.after_hash);
       if (!a && !b) return;
       var kind = a && !b ? "intro" : b && !a ? "gone" : "has";
       if (kind === "intro") introduced++;
       hits.push({ pos: pos, kind: kind });
     });
-    return { hits: hits, introduced: introduced };
+    return { hits: hits, introduced: introduced, stages: stages };
   }
 
   var api = {

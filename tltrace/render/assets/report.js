@@ -112,6 +112,8 @@
       if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
       if (ev.key === "j") { ev.preventDefault(); R.move(1); }
       else if (ev.key === "k") { ev.preventDefault(); R.move(-1); }
+      else if (ev.key === "n" || ev.key === "J") { ev.preventDefault(); R.moveChanged(1); }
+      else if (ev.key === "p" || ev.key === "K") { ev.preventDefault(); R.moveChanged(-1); }
       else if (ev.key === "E" && ev.shiftKey) { ev.preventDefault(); R.toggleExpandAll(); } else if (ev.key === "/") { ev.preventDefault(); search.focus(); search.select(); }
       else if (ev.key === "?") { R.$("tl-help").hidden = !R.$("tl-help").hidden; }
     });

@@ -21,9 +21,9 @@
 
   var M = {
     maps: new Map(), srcs: new Map(), byRec: new Map(), recs: [], items: [], texts: null, select: null,
-    kernel: null, file: null, py: null, keys: new Map(), pending: false
+    kernel: null, file: null, py: null, keys: new Map(), pending: false, dock: "bottom"
   };
-  var KEY_SHOWN = "tltrace-source-pane";
+  var KEY_SHOWN = "tltrace-source-pane", KEY_DOCK = "tltrace-source-dock", KEY_SIZE = "tltrace-source-size-";
   var C = root.TLCore || {}, el = C.el, clear = C.clear, getPref = C.getPref, setPref = C.setPref;
 
   function $(id) { return root.document.getElementById(id); }
@@ -149,6 +149,10 @@
     files.forEach(function (f) { var o = el("option", null, base(f)); o.value = f; o.title = f; pick.appendChild(o); });
     pick.addEventListener("change", function () { M.file = pick.value; renderSource(); });
     head.appendChild(pick);
+    var dock = el("button", "tl-source-dock", "");
+    dock.type = "button"; dock.id = "tl-source-dock";
+    dock.addEventListener("click", function () { setDock(M.dock === "right" ? "bottom" : "right"); });
+    head.appendChild(dock);
     var close = el("button", "tl-source-close", "\u00D7");
     close.type = "button"; close.title = "Hide the Source pane (s)";
     close.addEventListener("click", function () { show(false, true); });
@@ -161,7 +165,12 @@
     var body = el("div", "tl-source-body");
     body.id = "tl-source-body";
     pane.appendChild(body);
+    var grip = el("div", "tl-source-grip");
+    grip.title = "Drag to resize the Source pane";
+    grip.addEventListener("mousedown", startResize);
+    pane.appendChild(grip);
     main.appendChild(pane);
+    M.dock = getPref(KEY_DOCK) === "right" ? "right" : "bottom";
     var btn = el("button", null, "Source");
     btn.id = "tl-source-btn"; btn.type = "button";
     btn.title = "Show or hide the kernel's Python source (s): click a line to find it in every pass";
@@ -179,10 +188,51 @@
   function show(on, remember) {
     var pane = $("tl-source");
     pane.hidden = !on;
+    layout();
     var btn = $("tl-source-btn");
     btn.classList.toggle("active", on);
     btn.setAttribute("aria-pressed", on ? "true" : "false");
     if (remember) setPref(KEY_SHOWN, on ? "1" : "0");
+  }
+  // Where the pane sits: at the bottom by default, so the diff keeps its width (its two code columns
+  // are what the pane would squeeze at the right); at the right on the reader's choice (the dock
+  // button). Its height at the bottom, its width at the right: the reader's drag, kept per dock.
+  function layout() {
+    var main = $("tl-main"), pane = $("tl-source"), dock = $("tl-source-dock");
+    var bottom = M.dock !== "right", size = parseInt(getPref(KEY_SIZE + M.dock) || "", 10);
+    main.classList.toggle("tl-src-bottom", bottom && !pane.hidden);
+    main.style.removeProperty("--tl-src-h");
+    pane.style.width = "";
+    if (size > 0 && bottom) main.style.setProperty("--tl-src-h", Math.min(size, Math.floor(root.innerHeight * 0.8)) + "px");
+    else if (size > 0) pane.style.width = Math.min(size, Math.floor(root.innerWidth * 0.5)) + "px";
+    dock.textContent = bottom ? "\u21E5" : "\u2913";
+    dock.title = bottom ? "Dock the Source pane at the right" : "Dock the Source pane at the bottom (the diff keeps its width)";
+  }
+  function setDock(where) {
+    M.dock = where;
+    setPref(KEY_DOCK, where);
+    layout();
+  }
+  function startResize(ev) {
+    ev.preventDefault();
+    var pane = $("tl-source"), grip = ev.currentTarget, bottom = M.dock !== "right";
+    var box = pane.getBoundingClientRect();
+    grip.classList.add("dragging");
+    function size(e) {
+      return Math.max(80, Math.round(bottom ? box.bottom - e.clientY : box.right - e.clientX));
+    }
+    function mv(e) {
+      if (bottom) $("tl-main").style.setProperty("--tl-src-h", size(e) + "px");
+      else pane.style.width = size(e) + "px";
+    }
+    function up(e) {
+      grip.classList.remove("dragging");
+      root.document.removeEventListener("mousemove", mv);
+      root.document.removeEventListener("mouseup", up);
+      setPref(KEY_SIZE + M.dock, String(size(e)));
+    }
+    root.document.addEventListener("mousemove", mv);
+    root.document.addEventListener("mouseup", up);
   }
   // `s` opens and closes the pane (not while typing in a field).
   function onKey(ev) {
