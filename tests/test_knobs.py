@@ -222,7 +222,16 @@ def test_a_bad_variable_is_one_line_naming_it_exit_2(var, monkeypatch, run_cli, 
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"queue": 8}, {"workers": 0}, {"defer": -1}, {"exit_wait": -1}, {"exit_wait": "1"}, {"remarks": "loud"}],
+    [
+        {"queue": 8},
+        {"workers": 0},
+        {"defer": -1},
+        {"exit_wait": -1},
+        {"exit_wait": "1"},
+        {"exit_wait": float("inf")},
+        {"remarks": "loud"},
+        {"sync": "no"},
+    ],
 )
 def test_a_bad_keyword_is_a_usage_error(kwargs, tmp_path) -> None:
     with pytest.raises(UsageError, match=next(iter(kwargs))):

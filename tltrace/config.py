@@ -7,6 +7,7 @@ TLTRACE_* variable of `KNOBS` give defaults, read and checked here only.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -113,7 +114,9 @@ class Knob:
     def check(self, value: object, name: str) -> Any:
         """Return the field's value for what a caller gave (`name`: how it spells the field); UsageError when bad."""
         if self.kind == "flag":
-            return bool(value)
+            if not isinstance(value, bool):  # sync="no" would read as on
+                raise UsageError(f"{name} must be True or False, not {value!r}")
+            return value
         if self.kind == "count":
             return _count(value, name, self.low)
         if self.kind == "seconds":
@@ -302,7 +305,7 @@ def _count(value: object, name: str, low: int = 0) -> int:
 
 def _seconds(value: object, name: str) -> float:
     """Return `value` as seconds (a number of 0 or more); raise UsageError otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise UsageError(f"{name} must be a number of seconds, 0 or more, not {value!r}")
     if value < 0:
         raise UsageError(f"{name} must be 0 seconds or more, not {value}")
