@@ -23,6 +23,7 @@ from tltrace.config import KNOBS, Settings, build_settings
 from tltrace.errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent / "tltrace"
+pytest_plugins = ["pytester"]
 
 # Settings fields no caller sets: each entry point derives them.
 DERIVED = {
@@ -218,6 +219,16 @@ def test_a_bad_variable_is_one_line_naming_it_exit_2(var, monkeypatch, run_cli, 
     r = run_cli(command, "job.py")
     assert r.exit_code == 2
     assert r.stderr.startswith("tltrace: error: ") and var in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_a_bad_variable_under_the_pytest_plugin_is_one_usage_error(pytester, monkeypatch) -> None:
+    """Said once, before any test (not as an error in every test's set-up), and nothing imported."""
+    monkeypatch.setenv("TLTRACE_QUEUE", "8")
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    res = pytester.runpytest_subprocess("-p", "no:tltrace", "-p", "tltrace.pytest_plugin", "--tltrace")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    err = res.stderr.str()
+    assert "tltrace: TLTRACE_QUEUE must be 16 or more, not 8" in err, err
 
 
 @pytest.mark.parametrize(
