@@ -88,14 +88,14 @@ def test_no_job_is_lost_or_reordered_when_threads_submit_while_the_worker_sleeps
 
 @pytest.fixture
 def crowd(monkeypatch):
-    """Deferral at 2 (TLTRACE_DEFER=2); start(n) puts n compiles in flight; they end after the test."""
+    """Deferral at 2 (Settings.defer, TLTRACE_DEFER=2); start(n) puts n compiles in flight; they end after the test."""
     assert worker_mod.in_flight() == 0
-    monkeypatch.setattr(worker_mod, "DEFER_AT", 2)
+    monkeypatch.setattr(worker_mod, "_defer_at", 0)  # put back after the test
     started = [0]
 
     def start(n: int = 1) -> None:
         for _ in range(n):
-            worker_mod.compile_started()
+            worker_mod.compile_started(2)
             started[0] += 1
 
     def finish() -> None:
@@ -161,13 +161,13 @@ def test_deferred_jobs_never_make_a_compile_wait_they_run_at_half_the_bound(crow
 
 
 def test_without_tltrace_defer_a_crowd_defers_nothing(monkeypatch) -> None:
-    if "TLTRACE_DEFER" not in os.environ:
-        assert worker_mod.DEFER_AT == 0  # the default (docs/usage.md): off until the device measures it
-    monkeypatch.setattr(worker_mod, "DEFER_AT", 0)
+    defer = Settings().defer
+    assert defer == 0  # the default (docs/usage.md): off until the device measures it
+    monkeypatch.setattr(worker_mod, "_defer_at", 0)
     w = Worker(max_jobs=64)
     seen: list[int] = []
     for _ in range(3):
-        worker_mod.compile_started()
+        worker_mod.compile_started(defer)
     try:
         w.submit(lambda: seen.append(1))
         assert _until(lambda: seen == [1])
@@ -456,20 +456,29 @@ def test_kill_9_at_random_points_leaves_readable_records(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(
     "env, workers, jobs",
-    [
-        ({"TLTRACE_WORKERS": "1", "TLTRACE_QUEUE": "40"}, 1, 40),
-        ({"TLTRACE_WORKERS": "0", "TLTRACE_QUEUE": "3"}, 1, 16),  # raised to the least allowed
-        ({"TLTRACE_WORKERS": "many", "TLTRACE_QUEUE": ""}, None, 1024),  # not a number: the default
-    ],
+    [({"TLTRACE_WORKERS": "1", "TLTRACE_QUEUE": "40"}, 1, 40), ({}, None, 1024)],
 )
-def test_worker_count_and_queue_bound_come_from_the_environment(env, workers, jobs) -> None:
+def test_worker_count_and_queue_bound_come_from_the_settings(env, workers, jobs) -> None:
+    """TLTRACE_WORKERS and TLTRACE_QUEUE (Settings.workers, .queue): four compiling threads share that many
+    workers, each bound at that many jobs; a bad value is an error (tests/test_knobs.py)."""
     code = (
-        "import os; from tltrace.session import worker as w; "
-        "print(w.MAX_WORKERS, w.MAX_JOBS, w.Worker().max_jobs, max(1, min(8, (os.cpu_count() or 2) - 1)))"
+        "import os, threading; from tltrace.config import build_settings; from tltrace.session import worker as w\n"
+        "s = build_settings(mode='terminal', trace_dir='T', script_name='x')\n"
+        "got = []\n"
+        "for _ in range(4):\n"
+        "    t = threading.Thread(target=lambda: got.append(w.worker(s.workers, s.queue))); t.start(); t.join()\n"
+        "print(len({id(x) for x in got}), *{x.max_jobs for x in got}, min(4, max(1, min(8, (os.cpu_count() or 2) - 1))))"
     )
+    clean = {k: v for k, v in os.environ.items() if k not in ("TLTRACE_WORKERS", "TLTRACE_QUEUE")}
     out = subprocess.run(
-        [sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, check=True
+        [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, check=True
     ).stdout.split()
-    max_workers, max_jobs, maxsize, default_workers = map(int, out)
-    assert max_workers == (workers if workers is not None else default_workers)
-    assert max_jobs == maxsize == jobs
+    made, max_jobs, default_workers = map(int, out)
+    assert made == (workers if workers is not None else default_workers)
+    assert max_jobs == jobs
+
+
+def test_a_later_compile_s_settings_resize_its_thread_s_worker() -> None:
+    w = worker_mod.worker(queue=64)
+    assert worker_mod.worker(queue=32) is w and (w.max_jobs, w.defer_cap) == (32, 16)
+    worker_mod.worker()  # the default again, for the tests after this one

@@ -21,7 +21,7 @@ from tests._records import REPO, run_dirs
 from tests.test_passref import node
 from tltrace.diff import line_changes
 from tltrace.format.records import RunManifest
-from tltrace.history.texts import text_of
+from tltrace.format.texts import text_of
 from tltrace.render.delta import decode, encode
 
 ASSETS = resources.files("tltrace.render").joinpath("assets")

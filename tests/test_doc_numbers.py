@@ -55,7 +55,24 @@ QUOTES = [
         [config.DEFAULT_KEEP],
     ),
     ("docs/runs.md", r"`tltrace run --keep N` \(default (\d+)\)", [config.DEFAULT_KEEP]),
-    ("docs/api.md", r"`keep` \(invocations kept per script, default (\d+);", [config.DEFAULT_KEEP]),
+    (
+        "docs/api.md",
+        r"\| `context` \| `--context N` \| (\d+) diff context lines",
+        [_setting_default("context")],
+    ),
+    ("docs/api.md", r"\| `keep` \| `--keep N` \| (\d+) invocations kept per script", [config.DEFAULT_KEEP]),
+    (
+        "docs/api.md",
+        r"`TLTRACE_QUEUE`, else (\d+) pass callbacks .*? \((\d+) or more\)",
+        [config.QUEUE_DEFAULT, config.QUEUE_MIN],
+    ),
+    (
+        "docs/api.md",
+        r"`TLTRACE_WORKERS`, else (\d+): .*? never more than (\d+)",
+        [config.WORKERS_DEFAULT, worker.WORKER_CAP],
+    ),
+    ("docs/api.md", r"`TLTRACE_DEFER`, else (\d+):", [_setting_default("defer")]),
+    ("docs/api.md", r"`TLTRACE_EXIT_WAIT`, else (\d+):", [int(config.EXIT_WAIT_DEFAULT)]),
     (
         "docs/usage.md",
         r"`--context N` \| context lines in diffs \(default (\d+)\)",

@@ -71,7 +71,6 @@ SIDEWAYS: dict[tuple[str, str], str] = {
     ): "the probe recompiles the recorded kernel as repro.py does; the config allow-list",
     ("tltrace.check", "tltrace.facts"): "checks over facts",
     ("tltrace.check", "tltrace.history"): "the compiles checked, resolved from a REF",
-    ("tltrace.facts", "tltrace.history"): "facts_of(run) reads recorded texts (the reader's half)",
     ("tltrace.facts", "tltrace.remarks"): "the remarks' kinds counted as facts",
     ("tltrace.facts", "tltrace.toolchain"): "--ptxas's machine facts: ptxas's report of the nvcc build",
     (
@@ -196,9 +195,8 @@ def test_sideways_imports_are_the_listed_ones() -> None:
 
 
 # Pairs of one layer's entries that import each other, sideways: each is to be broken (else
-# delete it here). facts/ reads recorded texts through history/texts (facts_of), and history/byline
-# (show --line) reads facts/device: the second arrived with show --line.
-PENDING_CYCLES: set[frozenset[str]] = {frozenset({"tltrace.facts", "tltrace.history"})}
+# delete it here). None: facts/ reads recorded texts through format/texts, below both.
+PENDING_CYCLES: set[frozenset[str]] = set()
 
 
 def sideways_cycles(edges: set[tuple[str, str]]) -> set[frozenset[str]]:

@@ -218,7 +218,7 @@ def test_report_holds_the_python_source_and_the_maps(traced):
 def test_source_map_off(tmp_path):
     script = tmp_path / "smoff.py"
     script.write_text(KERNEL)
-    res = _cli("run", "-q", "--trace-dir", tmp_path / "t", script, env={sm.ENV: "0"})
+    res = _cli("run", "-q", "--trace-dir", tmp_path / "t", script, env={"TLTRACE_SOURCE_MAP": "0"})
     assert res.exit_code == 0, res.output
     (run_dir,) = run_dirs(tmp_path / "t" / "smoff")
     assert not (run_dir / sms.SOURCEMAP_LOG).exists()

@@ -21,8 +21,8 @@ from tests._records import run_dirs
 from tests.test_index_js import run_node
 from tltrace.format import sourcemap as sms
 from tltrace.format.records import RunManifest
+from tltrace.format.texts import text_of
 from tltrace.history import sourcemaps as V
-from tltrace.history.texts import text_of
 from tltrace.render.pages import record_chunk
 from tltrace.render.sourcemap import ReportMaps
 from tltrace.sourcemap import lines as sm

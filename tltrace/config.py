@@ -1,11 +1,19 @@
-"""Trace settings: what the flags and TL_LOWER_TRACE / TL_LOWER_TRACE_DIR ask for."""
+"""Trace settings: what the flags, `enable()`'s keywords and the environment ask for.
+
+Every setting is a field of `Settings`, built by `build_settings` (the CLI's `tltrace run`,
+`tltrace.enable()`, the pytest plugin); TL_LOWER_TRACE, TL_LOWER_TRACE_DIR and each
+TLTRACE_* variable of `KNOBS` give defaults, read and checked here only.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import UsageError
 from .format.ids import new_invocation_id as new_invocation_id  # re-exported
@@ -58,48 +66,6 @@ def env_trace_dir(environ: dict[str, str] | None = None) -> str:
     return env.get("TL_LOWER_TRACE_DIR") or DEFAULT_TRACE_DIR
 
 
-def env_sync(environ: dict[str, str] | None = None) -> bool:
-    """TLTRACE_SYNC=1: record each pass on the compiling thread before the next runs (as --sync)."""
-    env = os.environ if environ is None else environ
-    return env.get("TLTRACE_SYNC", "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
-def env_exact(environ: dict[str, str] | None = None) -> bool:
-    """TLTRACE_EXACT=1: print every IR text that is not provably the one before it (as --exact)."""
-    env = os.environ if environ is None else environ
-    return env.get("TLTRACE_EXACT", "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
-def env_check_texts(environ: dict[str, str] | None = None) -> bool:
-    """TLTRACE_CHECK_TEXTS=1: check every recorded IR text against an inline print (as --check-texts)."""
-    env = os.environ if environ is None else environ
-    return env.get("TLTRACE_CHECK_TEXTS", "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
-def env_wait(environ: dict[str, str] | None = None) -> bool:
-    """TLTRACE_WAIT=1: a compile returns only once its records are on disk (else at once; docs/usage.md)."""
-    env = os.environ if environ is None else environ
-    return env.get("TLTRACE_WAIT", "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
-def env_ptxas(environ: dict[str, str] | None = None) -> bool:
-    """TLTRACE_PTXAS=1: machine facts from `nvcc -Xptxas -v` after each CUDA compile (as run --ptxas)."""
-    env = os.environ if environ is None else environ
-    return env.get("TLTRACE_PTXAS", "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
-def env_line_directives(environ: dict[str, str] | None = None) -> bool:
-    """TLTRACE_LINE_DIRECTIVES=1: device source compiled with scoped `#line` directives (as run --line-directives)."""
-    env = os.environ if environ is None else environ
-    return env.get("TLTRACE_LINE_DIRECTIVES", "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
-def env_flag(name: str, environ: dict[str, str] | None = None) -> bool:
-    """Return True when the variable `name` is set to anything but "", 0, false, no or off."""
-    env = os.environ if environ is None else environ
-    return env.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
 # `tltrace run --remarks=NAME,...`: TileLang's verbose planners, turned on by pass config for the
 # backend pipelines of a traced compile (tilelang/transform/pass_config.py's PassConfigKey).
 REMARK_PLANNERS: dict[str, str] = {
@@ -129,13 +95,89 @@ def parse_remarks(value: str | None, *, source: str = "--remarks") -> tuple[str,
     return tuple(names)
 
 
-def env_remarks(environ: dict[str, str] | None = None) -> tuple[str, ...] | None:
-    """TLTRACE_REMARKS: 1/on for remarks, or planner names (as run --remarks=...); unset or 0 for none."""
+# -- the knobs the environment gives defaults to: each a Settings field, parsed here only ---------------
+QUEUE_DEFAULT = 1024  # pass callbacks a worker holds before a compile waits for it (Settings.queue)
+QUEUE_MIN = 16
+WORKERS_DEFAULT = 8  # the most background workers, whatever the machine (Settings.workers)
+EXIT_WAIT_DEFAULT = 30.0  # seconds an os._exit waits for the records (Settings.exit_wait)
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A Settings field whose default an environment variable gives (when the caller leaves it None)."""
+
+    field: str
+    env: str
+    kind: str = "flag"  # flag (on or off), count (a whole number, `low` or more), seconds, regex, remarks
+    low: int = 0
+
+    def check(self, value: object, name: str) -> Any:
+        """Return the field's value for what a caller gave (`name`: how it spells the field); UsageError when bad."""
+        if self.kind == "flag":
+            if not isinstance(value, bool):  # sync="no" would read as on
+                raise UsageError(f"{name} must be True or False, not {value!r}")
+            return value
+        if self.kind == "count":
+            return _count(value, name, self.low)
+        if self.kind == "seconds":
+            return _seconds(value, name)
+        if self.kind == "regex":
+            if not isinstance(value, str):
+                raise UsageError(f"{name} must be a regular expression (a string), not {value!r}")
+            return compile_regex(value, name)
+        return _remarks(value, name)
+
+    def read(self, text: str) -> Any:
+        """Return the field's value for the variable's text; UsageError naming the variable when bad."""
+        v = text.strip().lower()
+        if self.kind in ("flag", "remarks") and v in _ON | _OFF:
+            return self.check(v in _ON, self.env)
+        if self.kind == "flag":
+            raise UsageError(
+                f"{self.env}={text!r} is not on or off; use 1, on, true, yes or 0, off, false, no"
+            )
+        if self.kind in ("count", "seconds"):
+            try:
+                return self.check(int(v) if self.kind == "count" else float(v), self.env)
+            except ValueError:
+                what = (
+                    f"a whole number ({self.low} or more)" if self.kind == "count" else "a number of seconds"
+                )
+                raise UsageError(f"{self.env}={text!r} is not {what}") from None
+        return self.check(text.strip(), self.env)
+
+
+# Every TLTRACE_* variable tltrace reads as a setting: nothing outside this module reads one
+# (tests/test_knobs.py). Unset or empty: the field's default. A bad value is one UsageError
+# naming the variable (exit 2 from `tltrace run`, raised by enable(); docs/usage.md).
+KNOBS: tuple[Knob, ...] = (
+    Knob("kernels", "TLTRACE_KERNELS", "regex"),
+    Knob("sync", "TLTRACE_SYNC"),
+    Knob("exact", "TLTRACE_EXACT"),
+    Knob("check_texts", "TLTRACE_CHECK_TEXTS"),
+    Knob("wait", "TLTRACE_WAIT"),
+    Knob("ptxas", "TLTRACE_PTXAS"),
+    Knob("line_directives", "TLTRACE_LINE_DIRECTIVES"),
+    Knob("ptx", "TLTRACE_PTX"),
+    Knob("sass", "TLTRACE_SASS"),
+    Knob("remarks", "TLTRACE_REMARKS", "remarks"),
+    Knob("source_map", "TLTRACE_SOURCE_MAP"),
+    Knob("queue", "TLTRACE_QUEUE", "count", QUEUE_MIN),
+    Knob("workers", "TLTRACE_WORKERS", "count", 1),
+    Knob("defer", "TLTRACE_DEFER", "count"),
+    Knob("exit_wait", "TLTRACE_EXIT_WAIT", "seconds"),
+)
+
+
+def env_knobs(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Return {field: value} for each knob its variable sets (unset or empty ones left out); UsageError on a bad one."""
     env = os.environ if environ is None else environ
-    v = env.get("TLTRACE_REMARKS", "").strip()
-    if v.lower() in _OFF:
-        return None
-    return () if v.lower() in _ON else parse_remarks(v, source="TLTRACE_REMARKS")
+    out: dict[str, Any] = {}
+    for knob in KNOBS:
+        text = env.get(knob.env, "")
+        if text.strip():
+            out[knob.field] = knob.read(text)
+    return out
 
 
 def trace_dir_of(value: str | os.PathLike | None) -> Path:
@@ -197,6 +239,13 @@ class Settings:
     # --remarks: what native code writes to stderr during each top-level pass, kept on the pass
     # (remarks/recorder.py); the names are the verbose planners turned on (REMARK_PLANNERS). None: off.
     remarks: tuple[str, ...] | None = None
+    source_map: bool = True  # the Python line behind each line (docs/sourcemap.md); False: none recorded
+    # The background workers (session/worker.py), process-wide: the queue bound a compile's worker
+    # gets, the most workers made, and deferral (while `defer` compiles or more are in flight, 0 never).
+    queue: int = QUEUE_DEFAULT
+    workers: int = WORKERS_DEFAULT
+    defer: int = 0
+    exit_wait: float = EXIT_WAIT_DEFAULT  # the most an os._exit waits for the records (session/exits.py)
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
@@ -245,13 +294,37 @@ def compile_regex(value: str | None, flag: str) -> re.Pattern[str] | None:
         raise UsageError(f"{flag} {value!r} is not a valid regular expression: {exc}") from None
 
 
-def _count(value: object, name: str) -> int:
-    """Return `value` as a count (an int of 0 or more); raise UsageError otherwise."""
+def _count(value: object, name: str, low: int = 0) -> int:
+    """Return `value` as a count (an int of `low` or more); raise UsageError otherwise."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise UsageError(f"{name} must be a whole number of 0 or more, not {value!r}")
-    if value < 0:
-        raise UsageError(f"{name} must be 0 or more, not {value}")
+        raise UsageError(f"{name} must be a whole number of {low} or more, not {value!r}")
+    if value < low:
+        raise UsageError(f"{name} must be {low} or more, not {value}")
     return value
+
+
+def _seconds(value: object, name: str) -> float:
+    """Return `value` as seconds (a number of 0 or more); raise UsageError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise UsageError(f"{name} must be a number of seconds, 0 or more, not {value!r}")
+    if value < 0:
+        raise UsageError(f"{name} must be 0 seconds or more, not {value}")
+    return float(value)
+
+
+def _remarks(value: object, name: str) -> tuple[str, ...] | None:
+    """Return the planners `remarks` asks for: False off; True or "" on; names as text or a sequence."""
+    if value is False:
+        return None
+    if value is True:
+        return ()
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        value = ",".join(value)
+    if not isinstance(value, str):
+        raise UsageError(
+            f"{name} must be True, False or planner names ({', '.join(REMARK_PLANNERS)}), not {value!r}"
+        )
+    return parse_remarks(value, source=name)
 
 
 def build_settings(
@@ -278,18 +351,26 @@ def build_settings(
     line_directives: bool | None = None,
     ptx: bool | None = None,
     sass: bool | None = None,
-    remarks: str | tuple[str, ...] | None = None,
+    remarks: bool | str | tuple[str, ...] | list[str] | None = None,
+    source_map: bool | None = None,
+    queue: int | None = None,
+    workers: int | None = None,
+    defer: int | None = None,
+    exit_wait: float | None = None,
     command: tuple[str, ...] = (),
     names: dict[str, str] | None = None,
     script_key: str | None = None,
 ) -> Settings:
-    """Return validated Settings; the one builder behind `tltrace run` and `tltrace.enable()`.
+    """Return validated Settings; the one builder behind `tltrace run`, `tltrace.enable()` and the plugin.
 
     mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
-    working files) or a path. sync: None for TLTRACE_SYNC (else off). exact: None for TLTRACE_EXACT (else off). check_texts: None for TLTRACE_CHECK_TEXTS (else off). wait: None for TLTRACE_WAIT (else off). ptxas: None for TLTRACE_PTXAS (else off). line_directives: None for TLTRACE_LINE_DIRECTIVES (else off); ptx, sass: None for TLTRACE_PTX, TLTRACE_SASS. kernels: None for TLTRACE_KERNELS (else every kernel). remarks: "" or planner names
-    ("vectorize,reducer"), None for TLTRACE_REMARKS (else off). `names` maps a parameter to how the caller spells it in
-    messages (`{"keep": "--keep"}`). Raises UsageError on a bad value, the same for both.
+    working files) or a path. Each knob of KNOBS (kernels, sync, exact, check_texts, wait,
+    ptxas, line_directives, ptx, sass, remarks, source_map, queue, workers, defer,
+    exit_wait): None for its variable's value (TLTRACE_SYNC, ...), else the Settings
+    default. remarks: True or "" (on), planner names ("vectorize,reducer" or a tuple), False
+    (off). `names` maps a parameter to how the caller spells it in messages (`{"keep":
+    "--keep"}`). Raises UsageError on a bad value, or a bad knob variable, the same for all.
     """
     spell = {
         "mode": "mode",
@@ -315,6 +396,30 @@ def build_settings(
         if not isinstance(codegen_output, (str, os.PathLike)) or not str(codegen_output):
             raise UsageError(f"{spell['codegen_output']} must be a path, not {codegen_output!r}")
         cg = check_codegen_output(codegen_output)
+    # The knobs: what the caller gives, else what the environment gives (a bad variable is an
+    # error whatever the caller gives), else the field's default.
+    given: dict[str, object] = {
+        "kernels": kernels,
+        "sync": sync,
+        "exact": exact,
+        "check_texts": check_texts,
+        "wait": wait,
+        "ptxas": ptxas,
+        "line_directives": line_directives,
+        "ptx": ptx,
+        "sass": sass,
+        "remarks": remarks,
+        "source_map": source_map,
+        "queue": queue,
+        "workers": workers,
+        "defer": defer,
+        "exit_wait": exit_wait,
+    }
+    knobs = env_knobs()
+    for knob in KNOBS:
+        value = given[knob.field]
+        if value is not None:
+            knobs[knob.field] = knob.check(value, spell.get(knob.field, knob.field))
     return Settings(
         script_key=script_key,
         mode=m,
@@ -325,28 +430,13 @@ def build_settings(
         context=_count(context, spell["context"]),
         only=compile_regex(only, spell["only"]),
         skip=compile_regex(skip, spell["skip"]),
-        kernels=compile_regex(kernels, spell["kernels"])
-        if kernels is not None
-        else compile_regex(os.environ.get("TLTRACE_KERNELS") or None, "TLTRACE_KERNELS"),
         quiet=bool(quiet),
         all_passes=bool(all_passes or verbose),
         verbose=bool(verbose),
         ignore_whitespace=bool(ignore_whitespace),
         use_cache=bool(use_cache),
-        sync=env_sync() if sync is None else bool(sync),
-        exact=env_exact() if exact is None else bool(exact),
-        check_texts=env_check_texts() if check_texts is None else bool(check_texts),
-        wait=env_wait() if wait is None else bool(wait),
-        ptxas=env_ptxas() if ptxas is None else bool(ptxas),
-        line_directives=env_line_directives() if line_directives is None else bool(line_directives),
-        ptx=env_flag("TLTRACE_PTX") if ptx is None else bool(ptx),
-        sass=env_flag("TLTRACE_SASS") if sass is None else bool(sass),
-        remarks=env_remarks()
-        if remarks is None
-        else parse_remarks(
-            ",".join(remarks) if isinstance(remarks, tuple) else remarks, source=spell["remarks"]
-        ),
         command=tuple(command),
+        **knobs,
     )
 
 

@@ -74,6 +74,13 @@ def pytest_configure(config: Any) -> None:
         return
     if mode not in MODES:
         raise pytest.UsageError(f"--tltrace={mode!r} is not a trace mode; use terminal, html or both")
+    from .config import env_knobs
+    from .errors import UsageError
+
+    try:
+        env_knobs()  # a bad TLTRACE_* variable: one line now, not an error in every test's set-up
+    except UsageError as exc:
+        raise pytest.UsageError(f"tltrace: {exc}") from None
     tracer = _Tracer(config, mode)
     tracer.setup()
     config.stash[_STASH] = tracer

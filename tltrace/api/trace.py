@@ -15,6 +15,7 @@ import shutil
 import sys
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -128,39 +129,72 @@ def enable(
     *,
     context: int = 3,
     keep: int = DEFAULT_KEEP,
+    only: str | None = None,
+    skip: str | None = None,
+    kernels: str | None = None,
     quiet: bool = False,
+    all_passes: bool = False,
+    verbose: bool = False,
+    ignore_whitespace: bool = False,
     use_cache: bool = False,
     sync: bool | None = None,
     exact: bool | None = None,
-    kernels: str | None = None,
-    children: bool = True,
     check_texts: bool | None = None,
+    wait: bool | None = None,
+    ptxas: bool | None = None,
+    line_directives: bool | None = None,
+    ptx: bool | None = None,
+    sass: bool | None = None,
+    remarks: bool | str | Sequence[str] | None = None,
+    source_map: bool | None = None,
+    queue: int | None = None,
+    workers: int | None = None,
+    defer: int | None = None,
+    exit_wait: float | None = None,
+    children: bool = True,
 ) -> None:
     """Trace every later TileLang compilation in this process and in its children; return None.
 
-    mode: "terminal", "html" or "both"; omitted: TL_LOWER_TRACE, else "terminal";
-    None: the same as disable(). trace_dir: omitted or None: TL_LOWER_TRACE_DIR, else
-    ./tmp/lower_trace_dir; a trace dir that is a file, or whose script directory (or
-    its .run_records) is a symbolic link, which tltrace never writes through, is a
-    UsageError (one line). codegen_output: omitted: <script_dir>/codegen_device.cpp
-    (and _host) in html/both mode; a path: that file (host: path with _host); None:
-    no working files. context, keep: counts of 0 or more, checked as `tltrace run`
-    checks --context and --keep (UsageError otherwise). Idempotent; a compilation
-    keeps the settings it started with. The compilations from here to disable() are
-    one invocation; at disable() (or at exit) the newest `keep` invocations of the
-    script are kept (0 keeps all). Unless use_cache=True, TileLang's kernel cache is
-    turned off, so that every compilation runs its passes (a cache hit traces nothing).
-    sync=True prints and records each pass on the compiling thread before the next one
-    runs (for a compiler that crashes); None: TLTRACE_SYNC, else a background worker.
-    exact=True prints every text not made of the very same fields as the one before (no
-    equality rule, docs/usage.md); None: TLTRACE_EXACT, else the rule. check_texts=True also
-    prints every module inline at its callback and checks each recorded text against it (a
-    differing text is replaced and said); None: TLTRACE_CHECK_TEXTS, else off.
-    kernels: a regular expression; only kernels whose name matches are traced, the
-    others compile untraced (omitted: TLTRACE_KERNELS, else every kernel). children:
-    Python processes started while tracing is on (multiprocessing, subprocess,
-    torchrun) trace their compiles into this invocation, from the moment they import
-    TileLang (see docs/children.md); False keeps tracing to this process.
+    Every setting of `tltrace run` is a keyword here, under the name of its Settings field
+    (`--check-texts` is check_texts=); a bad value is a UsageError (one line), as the flag's
+    is exit 2. Idempotent; a compilation keeps the settings it started with. The
+    compilations from here to disable() are one invocation.
+
+    mode: "terminal", "html" or "both"; omitted: TL_LOWER_TRACE, else "terminal"; None: the
+    same as disable(). trace_dir: omitted or None: TL_LOWER_TRACE_DIR, else
+    ./tmp/lower_trace_dir; a trace dir that is a file, or whose script directory (or its
+    .run_records) is a symbolic link, which tltrace never writes through, is a UsageError.
+    codegen_output: omitted: <script_dir>/codegen_device.cpp (and _host) in html/both mode;
+    a path: that file (host: path with _host); None: no working files.
+
+    As `tltrace run`'s flags: context, keep (counts of 0 or more; at disable(), or at exit,
+    the newest `keep` invocations of the script are kept, 0 keeps all); only, skip (regular
+    expressions over pass names, any case: the passes shown); quiet, all_passes, verbose,
+    ignore_whitespace (the terminal stream); use_cache (unless True, TileLang's kernel cache
+    is turned off, so that every compilation runs its passes: a cache hit traces nothing).
+
+    The knobs below take None (the default) for their environment variable, else their
+    default (docs/usage.md): kernels (a regular expression: only kernels whose name matches
+    are traced, the others compile untraced; TLTRACE_KERNELS); sync=True prints and records
+    each pass on the compiling thread before the next one runs, for a compiler that crashes
+    (TLTRACE_SYNC; else a background worker); exact=True prints every text not made of the
+    very same fields as the one before (TLTRACE_EXACT); check_texts=True also prints every
+    module inline and checks each recorded text against it (TLTRACE_CHECK_TEXTS); wait=True
+    makes each compile return with its records on disk (TLTRACE_WAIT); ptxas=True: machine
+    facts from nvcc -Xptxas -v (TLTRACE_PTXAS); line_directives=True: the device source
+    compiled with scoped #line directives (TLTRACE_LINE_DIRECTIVES); ptx=True, sass=True: the
+    PTX and SASS stages (TLTRACE_PTX, TLTRACE_SASS); remarks: True (each top-level pass's
+    stderr kept), planner names ("vectorize,reducer", a list, or "all") or False
+    (TLTRACE_REMARKS); source_map=False records no source maps (TLTRACE_SOURCE_MAP);
+    queue (16 or more: pass callbacks a worker holds before a compile waits; TLTRACE_QUEUE,
+    1024), workers (1 or more: the most background workers, at most 8 and one less than the
+    CPUs; TLTRACE_WORKERS), defer (writes deferred while that many compiles or more are in
+    flight, 0 never; TLTRACE_DEFER), exit_wait (the most seconds an os._exit waits for the
+    records; TLTRACE_EXIT_WAIT, 30): the workers are the process's, so the last compile to
+    start sets these. children: Python processes started while tracing is on
+    (multiprocessing, subprocess, torchrun) trace their compiles into this invocation, with
+    these settings, from the moment they import TileLang (docs/children.md); False keeps
+    tracing to this process.
     """
     resolved = _resolve_mode(mode)
     if resolved is None:
@@ -172,12 +206,28 @@ def enable(
         codegen_output,
         context=context,
         keep=keep,
+        only=only,
+        skip=skip,
+        kernels=kernels,
         quiet=quiet,
+        all_passes=all_passes,
+        verbose=verbose,
+        ignore_whitespace=ignore_whitespace,
         use_cache=use_cache,
         sync=sync,
         exact=exact,
         check_texts=check_texts,
-        kernels=kernels,
+        wait=wait,
+        ptxas=ptxas,
+        line_directives=line_directives,
+        ptx=ptx,
+        sass=sass,
+        remarks=tuple(remarks) if isinstance(remarks, (list, tuple)) else remarks,
+        source_map=source_map,
+        queue=queue,
+        workers=workers,
+        defer=defer,
+        exit_wait=exit_wait,
     )
     from ..format.scripts import unusable
     from ..session import controller

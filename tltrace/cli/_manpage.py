@@ -196,11 +196,11 @@ def generate() -> str:
 # The Python API, one entry per public name of the package (tltrace.__all__; tests/test_manpage.py checks).
 PYTHON_API = (
     (
-        "enable(mode, trace_dir, codegen_output, *, context, keep, quiet, use_cache, sync, exact, kernels, children, "
-        "check_texts)",
+        "enable(mode, trace_dir, codegen_output, *, SETTING=VALUE..., children)",
         "Trace every later TileLang compilation of this process (and of its children) as one invocation, "
-        "as 'tltrace run' does; the arguments are its options. Called again inside the span, it changes "
-        "the settings and keeps the invocation.",
+        "as 'tltrace run' does; every setting of 'tltrace run' is a keyword named as its field of "
+        "tltrace.enabled()'s Settings (check_texts, ptxas, remarks, queue, ...; docs/api.md). Called again "
+        "inside the span, it changes the settings and keeps the invocation.",
     ),
     ("disable()", "End the span: the summary, the reports' indexes, retention (--keep)."),
     (

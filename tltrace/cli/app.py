@@ -141,7 +141,9 @@ segfaults can take the last queued passes with it: rerun with --sync.
 TLTRACE_WAIT=1 makes each compile return with its records on disk (before
 timing kernels on a machine whose workers fall behind); TLTRACE_WORKERS and
 TLTRACE_QUEUE size the workers, and TLTRACE_DEFER=N has them defer
-their writes while N compiles or more are in flight (docs/usage.md).
+their writes while N compiles or more are in flight (docs/usage.md). Each
+setting is also a keyword of tltrace.enable(); a TLTRACE_* variable set to a
+value it does not take is one line, exit 2.
 Exit status: the script's own; 1 when it raises; 2 for bad usage;
 130 after Ctrl+C, 143 after SIGTERM, 129 after SIGHUP (the run is recorded as
 interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its

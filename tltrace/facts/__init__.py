@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..format.layout import MANIFEST
+from ..format.texts import text_of  # the one confined reader of recorded texts
 from .collect import compute, stored_values
 from .compare import changes, describe
 from .registry import BY_NAME, FACTS, MACHINE, NAMES, SOURCES, Fact, Value
@@ -40,7 +41,7 @@ def facts_record(run: Any) -> dict[str, Any]:
 
     `run` is a `tltrace.history.loading.Run` (what `tltrace.load`, show and diff-runs
     hold): its `path` and loaded `manifest`. Texts are read inside the run directory only
-    (history/texts.py). A damaged run (no manifest) gives every fact null.
+    (format/texts.py). A damaged run (no manifest) gives every fact null.
     """
     manifest = getattr(run, "manifest", None)
     if manifest is None:
@@ -48,7 +49,6 @@ def facts_record(run: Any) -> dict[str, Any]:
     values = stored_values(manifest)
     if values is not None:
         return {**manifest.facts, "values": values}
-    from ..history.texts import text_of  # the read side's one confined reader
 
     return compute(manifest, lambda rec, side: text_of(run.path, rec, side, errors="replace"), run.path)
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ..config import Settings
 from ..format.layout import MANIFEST
 from ..format.records import PassRecord, RunManifest
 from ..session.recorder import Recorder
@@ -155,6 +156,6 @@ class FactsRecorder(Recorder):
             self.machine = None
 
 
-def make(settings: Any) -> FactsRecorder:
+def make(settings: Settings) -> FactsRecorder:
     """The factory tracing/recorders.py registers: one recorder per compile."""
-    return FactsRecorder(bool(getattr(settings, "ptxas", False)))
+    return FactsRecorder(settings.ptxas)

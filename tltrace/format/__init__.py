@@ -14,6 +14,8 @@ bisect/ read through it, never through the writing package.
 - `writer`: who writes a run (a manifest's `writer`), and whether it still lives;
 - `liveness`: the lock `.live.<invocation>` that says an invocation still runs;
 - `scripts`: which script dir belongs to which script (`.tltrace-scripts.json`);
+- `texts`: the one confined reader of recorded texts (a record's per-pass file inside its run
+  directory, else the stored object by hash);
 - `passref`: the one pass-name grammar (index, [phase/]NAME[#k], any case), how records
   are named by `--pass` and read back.
 """

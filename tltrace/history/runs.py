@@ -15,6 +15,10 @@ from __future__ import annotations
 
 from ..errors import RecordsError as RecordsError
 from ..errors import UsageError as UsageError
+from ..format.texts import generated_text as generated_text
+from ..format.texts import object_path as object_path
+from ..format.texts import record_path as record_path
+from ..format.texts import text_of as text_of
 from .invocations import RecordedInvocation as RecordedInvocation
 from .invocations import empty_invocations as empty_invocations
 from .invocations import group_invocations as group_invocations
@@ -50,9 +54,5 @@ from .resolve import select as select
 from .resolve import skipped_links as skipped_links
 from .resolve import split_target as split_target
 from .texts import find_record as find_record
-from .texts import generated_text as generated_text
 from .texts import missing_files as missing_files
-from .texts import object_path as object_path
 from .texts import read_text as read_text
-from .texts import record_path as record_path
-from .texts import text_of as text_of

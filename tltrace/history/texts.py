@@ -1,87 +1,20 @@
-"""The texts a run's records name: per-pass files inside the run directory, stored objects by hash.
+"""A record's texts read for a loaded run (a missing one is a RecordsError that says why), and
+finding a record by a --pass NAME|INDEX.
 
-Paths read from a manifest are resolved inside the run directory only, and stored
-texts by a validated hash inside `.run_records/.objects`: records on disk never make
-tltrace read elsewhere. Also: finding a record by a --pass NAME|INDEX.
+The confined reader itself (paths inside the run directory, stored objects by hash) is
+format/texts.py's; facts/ reads through it too.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from ..errors import RecordsError, UsageError
-from ..format.layout import OBJECTS, RUN_RECORDS, is_hash
+from ..format.layout import OBJECTS, RUN_RECORDS
 from ..format.records import PassRecord, RunManifest
+from ..format.texts import record_path, text_of
 from ..fs import safe_read
 from .loading import Run
-
-
-def record_path(run_dir: Path, rel: str | None) -> Path | None:
-    """Return the file a record's relative path names inside run_dir, or None when it would leave it.
-
-    Refused: absolute paths, '..' parts, and paths whose real location (symlinks
-    followed) is not under the run directory's real location.
-    """
-    if not rel or not isinstance(rel, str) or "\x00" in rel:
-        return None
-    parts = rel.replace("\\", "/").split("/")
-    if (
-        rel.startswith("/")
-        or any(p in ("..",) for p in parts)
-        or os.path.isabs(rel)
-        or (len(rel) > 1 and rel[1] == ":")
-    ):
-        return None
-    base = os.path.realpath(run_dir)
-    full = os.path.realpath(os.path.join(base, *[p for p in parts if p not in ("", ".")]))
-    if os.path.commonpath([base, full]) != base or full == base:
-        return None
-    return Path(full)
-
-
-def object_path(script_dir: Path, digest: str | None) -> Path | None:
-    """Return the stored text named by `digest` in the script's .objects, or None (bad hash, outside the tree)."""
-    if not digest or not is_hash(digest):
-        return None
-    root = os.path.realpath(Path(script_dir) / RUN_RECORDS)
-    full = os.path.realpath(os.path.join(Path(script_dir) / RUN_RECORDS, OBJECTS, digest))
-    if os.path.commonpath([root, full]) != root:
-        return None  # .objects (or the object) is a link out of the trace dir
-    return Path(full)
-
-
-def text_of(run_dir: Path, record: PassRecord, side: str, *, errors: str = "strict") -> str | None:
-    """Return one side ('before'/'after') of a record's text, or None when no copy is readable.
-
-    The per-pass file (inside the run dir) first, then the stored object by hash.
-    """
-    run_dir = Path(run_dir)
-    rel = record.before_file if side == "before" else record.after_file
-    digest = record.before_hash if side == "before" else record.after_hash
-    for p in (record_path(run_dir, rel), object_path(run_dir.parent.parent, digest)):
-        if p is None:
-            continue
-        try:
-            return safe_read.read_text(p, errors=errors)
-        except (OSError, UnicodeDecodeError):
-            continue
-    return None
-
-
-def generated_text(run_dir: Path, edit: dict) -> str | None:
-    """Return the source TileLang generated for an edited codegen call (an entry of the manifest's
-    `build.edits`, format/build.py), or None when no copy is readable."""
-    run_dir = Path(run_dir)
-    rel, digest = edit.get("generated_file"), edit.get("generated_hash")
-    for p in (record_path(run_dir, rel), object_path(run_dir.parent.parent, digest)):
-        if p is None:
-            continue
-        try:
-            return safe_read.read_text(p, errors="surrogateescape")
-        except (OSError, UnicodeDecodeError):
-            continue
-    return None
 
 
 def read_text(run: Run, record: PassRecord, side: str) -> str:

@@ -30,6 +30,7 @@ import tempfile
 import threading
 from typing import Any
 
+from ..config import Settings
 from ..format.names import pass_display_name
 from ..session.recorder import PassEvent, Recorder
 from ..session.snapshot import Side
@@ -234,12 +235,11 @@ class RemarksRecorder(Recorder):
         self._close(None)  # the compile ended inside a pass: fd 2 goes back, the lock too
 
 
-def make(settings: Any) -> RemarksRecorder | None:
+def make(settings: Settings) -> RemarksRecorder | None:
     """The recorder for one compile under --remarks, else None (nothing made, nothing paid)."""
-    planners = getattr(settings, "remarks", None)
-    if planners is None:
+    if settings.remarks is None:
         return None
-    return RemarksRecorder(tuple(planners))
+    return RemarksRecorder(settings.remarks)
 
 
 def configs_of(names: tuple[str, ...]) -> dict[str, bool]:

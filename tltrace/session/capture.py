@@ -88,11 +88,12 @@ class TraceSession:
         self.settings = settings
         self.hooks = hooks  # what this compile calls above capture (session/hooks.py)
         self._emit_fn = emit
-        self.background = background and not getattr(settings, "sync", False)
-        self._worker = worker() if self.background else None  # the compiling thread's worker
+        self.background = background and not settings.sync
+        # The compiling thread's worker, sized by the settings (session/worker.py).
+        self._worker = worker(settings.workers, settings.queue) if self.background else None
         self._counted = self._worker is not None  # in flight (worker.compile_started) until finish()
         if self._counted:
-            compile_started()
+            compile_started(settings.defer)
         self.t0 = time.perf_counter()  # record start_s is measured from here
         self._counter = itertools.count()
         self.records: list[PassRecord] = []
@@ -107,10 +108,10 @@ class TraceSession:
         self._listener_failed = False
         self._header_cache: tuple[RunManifest, tuple, RunManifest] | None = None  # (manifest, key, header)
         self._last_hash: tuple[str, str] | None = None  # (the last text stored as an output, its hash)
-        self._check_texts = bool(getattr(settings, "check_texts", False))
+        self._check_texts = settings.check_texts
         self._differed: list[str] = []  # --check-texts: where a text differed from the inline print
         # Settings.wait (TLTRACE_WAIT=1, a traced child, the pytest plugin): return once on disk.
-        self._wait_at_end = bool(getattr(settings, "wait", False))
+        self._wait_at_end = settings.wait
         self.inflight = fatal.Inflight()  # the pass in flight, for a process that dies in it
         self.manifest = RunManifest(
             run_id="",
@@ -131,7 +132,7 @@ class TraceSession:
         self.recorders = Recorders(settings, self.warn)
         self._texts = TextCache(
             self.recorders.print if self.recorders.printer is not None else None,
-            exact=bool(getattr(settings, "exact", False)),
+            exact=settings.exact,
         )
 
     # -- jobs --------------------------------------------------------------------------

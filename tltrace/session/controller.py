@@ -156,7 +156,7 @@ def install(settings: Settings, emit: Callable[[Event], None], hooks: CaptureHoo
             return tool_cls(*current)
 
         register_pass_instrumentation_tool(TOOL_NAME, factory)
-    exits.install()  # os._exit waits (bounded) for the records of the compiles before it
+    exits.install(settings.exit_wait)  # os._exit waits (bounded) for the records of the compiles before it
     _install_tools(settings)
 
 

@@ -7,8 +7,8 @@ atexit hook); the other ways out run no exit hook, and this module covers them:
 - **`os._exit`** (a script's own, a signal handler's, and every `multiprocessing` child
   started with `fork`, whose `Popen` ends the child with `os._exit(code)` after its
   target returns): while tracing is installed, `os._exit` is wrapped (as coverage.py
-  wraps it) so that it first waits for the workers, at most `EXIT_DRAIN_S` seconds
-  (`TLTRACE_EXIT_WAIT`), then exits as asked. `uninstall()` puts the original back; a
+  wraps it) so that it first waits for the workers, at most `Settings.exit_wait` seconds
+  (`TLTRACE_EXIT_WAIT`, `enable(exit_wait=...)`; 30 by default), then exits as asked. `uninstall()` puts the original back; a
   wrapper someone put over ours later stays, and ours then only passes the call on.
 - **A forked child** (`os.fork()`, the `fork` start method): its compiles wait for their
   records (`forked_settings`), as a spawned child's do, so a child that ends in any way
@@ -32,19 +32,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ..config import EXIT_WAIT_DEFAULT, Settings
 from . import worker
 
-
-def _env_seconds(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, "") or default)
-    except ValueError:
-        return default
-    return value if value >= 0 else default
-
-
-# The most an os._exit waits for the records of the compiles before it (TLTRACE_EXIT_WAIT, seconds).
-EXIT_DRAIN_S = _env_seconds("TLTRACE_EXIT_WAIT", 30.0)
+# The most an os._exit waits for the records of the compiles before it (Settings.exit_wait,
+# TLTRACE_EXIT_WAIT, seconds): the installed invocation's, set by install().
+_bound = EXIT_WAIT_DEFAULT
 
 _lock = threading.Lock()
 _AT_IMPORT = os._exit  # (only if install() never ran: the wrapper always has an exit to call)
@@ -53,14 +46,15 @@ _active = False
 
 
 def _drain_before_exit() -> bool:
-    """Wait for the workers, at most EXIT_DRAIN_S; return True when every job handed in has run."""
+    """Wait for the workers, at most `_bound` seconds; return True when every job handed in has run."""
+    bound = _bound
     if worker.on_worker():  # a listener that exits: waiting for its own worker would wait out the bound
         return False
     done = threading.Event()
 
     def run() -> None:
         try:
-            if worker.drain(EXIT_DRAIN_S):
+            if worker.drain(bound):
                 done.set()
         except BaseException:
             pass
@@ -69,8 +63,8 @@ def _drain_before_exit() -> bool:
     try:
         helper.start()
     except RuntimeError:  # no new thread now (the interpreter is finalising): wait here, still bounded
-        return worker.drain(EXIT_DRAIN_S)
-    helper.join(EXIT_DRAIN_S)
+        return worker.drain(bound)
+    helper.join(bound)
     return done.is_set()
 
 
@@ -85,11 +79,12 @@ def _exit(status: int) -> Any:
     return (real or _AT_IMPORT)(status)
 
 
-def install() -> None:
-    """Wrap os._exit (once) while tracing is installed."""
-    global _real_exit, _active
+def install(exit_wait: float = EXIT_WAIT_DEFAULT) -> None:
+    """Wrap os._exit (once) while tracing is installed; it waits at most `exit_wait` seconds (Settings.exit_wait)."""
+    global _real_exit, _active, _bound
     with _lock:
         _active = True
+        _bound = exit_wait
         if getattr(os, "_exit", None) is _exit:
             return
         if _real_exit is None:
@@ -110,10 +105,10 @@ def installed() -> bool:
     return _active and os._exit is _exit  # type: ignore[comparison-overlap]
 
 
-def forked_settings(settings: Any, installed_pid: int) -> Any:
+def forked_settings(settings: Settings, installed_pid: int) -> Settings:
     """Return `settings` for a compile in this process: in a forked child of the process that
     installed the tool, its compiles wait for their records (Settings.wait)."""
-    if os.getpid() == installed_pid or getattr(settings, "wait", True):
+    if os.getpid() == installed_pid or settings.wait:
         return settings
     try:
         return replace(settings, wait=True)

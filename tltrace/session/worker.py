@@ -28,7 +28,7 @@ counts, stores, appends records.jsonl and calls the listeners.
   next one runs, for debugging a crashing compiler or tltrace itself.
 - On Linux the worker runs at a lower priority (nice +10), so a machine whose cores
   nvcc keeps busy gives them to the compile first.
-- **Crowded compiles may defer the writing** (opt-in: TLTRACE_DEFER=N, off by default until
+- **Crowded compiles may defer the writing** (opt-in: Settings.defer, TLTRACE_DEFER=N, off by default until
   the device has measured it). While N or more compiles are in flight in the process (an
   autotuner's compiling phase: its threads lower, and nvcc builds, all at once), the workers
   hold their jobs instead of taking CPU, and the GIL, from them; they write once fewer are
@@ -46,20 +46,16 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 
+from ..config import QUEUE_DEFAULT, WORKERS_DEFAULT
 
-def _env_int(name: str, default: int, low: int) -> int:
-    try:
-        return max(low, int(os.environ.get(name, "") or default))
-    except ValueError:
-        return default
-
-
-# Pass callbacks waiting to be printed; each holds the fields of one module (TLTRACE_QUEUE).
-MAX_JOBS = _env_int("TLTRACE_QUEUE", 1024, 16)
+# Pass callbacks waiting to be printed; each holds the fields of one module (Settings.queue,
+# TLTRACE_QUEUE): a worker's bound is that of the last compile to use it.
+MAX_JOBS = QUEUE_DEFAULT
 NICE = 10
-# The workers hold their jobs while this many compiles or more are in flight (TLTRACE_DEFER; 0: never,
-# the default until the device says it pays: docs/benchmarks.md, issue 34 round 7).
-DEFER_AT = _env_int("TLTRACE_DEFER", 0, 0)
+# The workers hold their jobs while this many compiles or more are in flight (Settings.defer,
+# TLTRACE_DEFER; 0: never, the default until the device says it pays: docs/benchmarks.md, issue 34
+# round 7). Process-wide: the compile that starts last sets it.
+_defer_at = 0
 DEFER_CAP_UNBOUNDED = 256  # an unbounded queue (the late worker) defers this many jobs at most
 DEFER_POLL_S = 0.5  # a deferring worker looks again this often (every wake-up also signals)
 
@@ -69,13 +65,16 @@ _inflight = 0
 _inflight_pid = os.getpid()
 
 
-def compile_started() -> None:
-    """A compile (one TraceSession on a worker) began in this process."""
-    global _inflight, _inflight_pid
+def compile_started(defer: int = 0) -> None:
+    """A compile (one TraceSession on a worker) began in this process; `defer`: its Settings.defer."""
+    global _inflight, _inflight_pid, _defer_at
     with _flight:
         if _inflight_pid != os.getpid():  # a forked child: its parent's compiles are not its own
             _inflight, _inflight_pid = 0, os.getpid()
         _inflight += 1
+        if defer != _defer_at:
+            _defer_at = defer
+            _flight.notify_all()  # deferring workers look again at the new threshold
 
 
 def compile_finished() -> None:
@@ -85,7 +84,7 @@ def compile_finished() -> None:
         if _inflight_pid != os.getpid():
             return
         _inflight = max(0, _inflight - 1)
-        if _inflight < DEFER_AT:
+        if _inflight < _defer_at:
             _flight.notify_all()
 
 
@@ -95,7 +94,7 @@ def in_flight() -> int:
 
 
 def _crowded() -> bool:
-    return DEFER_AT > 0 and _inflight >= DEFER_AT and _inflight_pid == os.getpid()
+    return _defer_at > 0 and _inflight >= _defer_at and _inflight_pid == os.getpid()
 
 
 def _wake_deferred() -> None:
@@ -130,6 +129,12 @@ class Worker:
         self._deferring = False  # the worker waits for the crowd to pass
         self._urgent = 0  # drains waiting for this worker: it writes now, crowd or not
         self._urgent_lock = threading.Lock()
+
+    def resize(self, max_jobs: int) -> None:
+        """Bound the queue at `max_jobs` from now on (a compile's Settings.queue)."""
+        if max_jobs != self.max_jobs:
+            self.max_jobs = max_jobs
+            self.defer_cap = max_jobs // 2 if max_jobs else DEFER_CAP_UNBOUNDED
 
     def pending(self) -> int:
         """Jobs queued and not yet started."""
@@ -249,9 +254,9 @@ def _lower_priority() -> None:
 # One worker per compiling thread, up to MAX_WORKERS (then threads share them round-robin): a
 # thread's compiles stay in order on one worker, and an autotuner's compiling threads do not
 # queue behind one printer.
-WORKER_CAP = 8  # never more workers than this, whatever the machine (docs/usage.md quotes it)
-# TLTRACE_WORKERS=N lowers the cap (docs/usage.md).
-MAX_WORKERS = max(1, min(WORKER_CAP, (os.cpu_count() or 2) - 1, _env_int("TLTRACE_WORKERS", WORKER_CAP, 1)))
+WORKER_CAP = WORKERS_DEFAULT  # never more workers than this, whatever the machine (docs/usage.md quotes it)
+# Settings.workers (TLTRACE_WORKERS=N, enable(workers=N)) lowers the cap (docs/usage.md).
+MAX_WORKERS = max(1, min(WORKER_CAP, (os.cpu_count() or 2) - 1))
 
 _lock = threading.Lock()
 _workers: list[Worker] = []
@@ -260,8 +265,13 @@ _pid = os.getpid()
 _next = 0
 
 
-def worker() -> Worker:
-    """Return the worker of the calling thread (fresh ones in a forked child: threads do not survive fork)."""
+def worker(workers: int = WORKER_CAP, queue: int = MAX_JOBS) -> Worker:
+    """Return the worker of the calling thread (fresh ones in a forked child: threads do not survive fork).
+
+    A compile's Settings.workers and Settings.queue: a thread without a worker gets one of the
+    first `workers` (made while there are fewer, never more than MAX_WORKERS); its queue is
+    bound at `queue` from now on. A thread keeps its worker, so its compiles stay in order.
+    """
     global _pid, _next
     me = threading.current_thread()
     with _lock:
@@ -271,12 +281,15 @@ def worker() -> Worker:
             _pid = os.getpid()
         w = _by_thread.get(me)
         if w is None:
-            if len(_workers) < MAX_WORKERS:
-                _workers.append(Worker())
-            w = _workers[_next % len(_workers)]
+            limit = max(1, min(MAX_WORKERS, workers))
+            if len(_workers) < limit:
+                _workers.append(Worker(queue))
+            pool = _workers[:limit]
+            w = pool[_next % len(pool)]
             _next += 1
             _by_thread[me] = w
-        return w
+    w.resize(queue)
+    return w
 
 
 _late: Worker | None = None

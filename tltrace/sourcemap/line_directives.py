@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..config import Settings
 from ..format.sourcemap import LineMap
 from ..session import codegen as cg
 from ..session.recorder import Handback, PassEvent, Recorder
@@ -143,9 +144,9 @@ class LineDirectivesRecorder(Recorder):
         return [dict(e) for e in self._entries] or None
 
 
-def make(settings: Any) -> LineDirectivesRecorder | None:
+def make(settings: Settings) -> LineDirectivesRecorder | None:
     """The recorder for one compile under --line-directives, else None (nothing made, nothing paid)."""
-    return LineDirectivesRecorder() if getattr(settings, "line_directives", False) else None
+    return LineDirectivesRecorder() if settings.line_directives else None
 
 
 def _roots() -> tuple[str, ...]:

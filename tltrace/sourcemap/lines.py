@@ -23,7 +23,6 @@ sourcemap/store.py writes it, history/sourcemaps.py reads it back.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import uuid
@@ -35,14 +34,7 @@ from ..session.native import ffi_handle as _ffi
 from ..session.native import map_pairs as _map_pairs
 from .cstring import c_unstring
 
-ENV = "TLTRACE_SOURCE_MAP"  # "0" turns source mapping off
 LINE_DIRECTIVES = "tl.emit_line_directives"
-
-
-def enabled(environ: dict[str, str] | None = None) -> bool:
-    """Return False when TLTRACE_SOURCE_MAP asks for no source maps (0/off/false/no)."""
-    env = os.environ if environ is None else environ
-    return env.get(ENV, "1").strip().lower() not in ("0", "off", "false", "no")
 
 
 class _Files:

@@ -5,7 +5,8 @@ Its printer prints every IR snapshot once, with line tags, and hands back the te
 call's map comes from the codegen run again with `#line` directives (sourcemap.codegen_map),
 on the worker, in the job that stores the codegen record (the compiling thread keeps only
 references and its PassContext and Target); it is written beside the working file too. Each record's maps go to the run's `sourcemap.jsonl`
-(sourcemap/store.MapLog). No manifest field. TLTRACE_SOURCE_MAP=0: no recorder.
+(sourcemap/store.MapLog). No manifest field. Settings.source_map off (TLTRACE_SOURCE_MAP=0,
+enable(source_map=False)): no recorder.
 
 `refine` (worker, in record order) maps lines in TileLang's library code to the user's
 call site (callsites/library.py) in every map, the codegen's included.
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..callsites import library as cs
+from ..config import Settings
 from ..session.recorder import CodegenCall, Later, PassEvent, Recorder
 from . import lines as sm
 from . import store as sms
@@ -85,6 +87,6 @@ class SourceMapRecorder(Recorder):
             self._log.close()
 
 
-def make(settings: Any) -> SourceMapRecorder | None:
-    """The recorder for one compile; None when TLTRACE_SOURCE_MAP turns maps off."""
-    return SourceMapRecorder() if sm.enabled() else None
+def make(settings: Settings) -> SourceMapRecorder | None:
+    """The recorder for one compile; None when Settings.source_map is off (TLTRACE_SOURCE_MAP=0)."""
+    return SourceMapRecorder() if settings.source_map else None

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..config import Settings
 from ..format.records import CODEGEN, STAGE_ROLES, PassRecord, RunManifest
 from ..session.recorder import Recorder, Stage
 from ..toolchain import nvcc
@@ -120,10 +121,9 @@ def build_stages(
     return out
 
 
-def make(settings: Any) -> StagesRecorder | None:
+def make(settings: Settings) -> StagesRecorder | None:
     """The factory tracing/recorders.py registers: a recorder when --ptx or --sass is on, else None."""
-    want_sass = bool(getattr(settings, "sass", False))
     # --ptxas alone records no stage: its build runs after the compile returns, where a stage
     # would make the compile wait for nvcc. With --ptx too, the two share one nvcc run.
-    want_ptx = bool(getattr(settings, "ptx", False))
+    want_ptx, want_sass = settings.ptx, settings.sass
     return StagesRecorder(want_ptx, want_sass) if (want_ptx or want_sass) else None

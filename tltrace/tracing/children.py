@@ -36,7 +36,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..config import CHILD_ENV, DEFAULT, Settings
+from ..config import (
+    CHILD_ENV,
+    DEFAULT,
+    EXIT_WAIT_DEFAULT,
+    QUEUE_DEFAULT,
+    QUEUE_MIN,
+    WORKERS_DEFAULT,
+    Settings,
+    compile_regex,
+)
 from ..format.records import EXITED, EXITED_NOTE, INTERRUPTED, RUNNING, RunManifest
 from ..session.events import NOT_FINALISED, STILL_RUNNING, Notice
 
@@ -65,7 +74,10 @@ def settings_json(settings: Settings, root_pid: int) -> str:
         "skip": settings.skip.pattern if settings.skip is not None else None,
         "kernels": settings.kernels.pattern if settings.kernels is not None else None,
         "quiet": settings.quiet,
+        "all_passes": settings.all_passes,
+        "verbose": settings.verbose,
         "use_cache": settings.use_cache,
+        "sync": settings.sync,
         "ptxas": settings.ptxas,
         "line_directives": settings.line_directives,
         "ptx": settings.ptx,
@@ -73,6 +85,11 @@ def settings_json(settings: Settings, root_pid: int) -> str:
         "remarks": list(settings.remarks) if settings.remarks is not None else None,
         "exact": settings.exact,
         "check_texts": settings.check_texts,
+        "source_map": settings.source_map,
+        "queue": settings.queue,
+        "workers": settings.workers,
+        "defer": settings.defer,
+        "exit_wait": settings.exit_wait,
         "command": list(settings.command),
         "invocation": settings.invocation,
         "root": {"pid": root_pid, "start": process_start(root_pid)},
@@ -138,11 +155,15 @@ def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
 
     def pattern(key: str) -> re.Pattern[str] | None:
         value = data.get(key)
-        return re.compile(value) if isinstance(value, str) else None
+        return (
+            compile_regex(value, f"{ENV}'s {key}") if isinstance(value, str) else None
+        )  # any case, as the parent's
 
-    kernels = pattern("kernels")
-    if kernels is None and os.environ.get(KERNELS_ENV):
-        kernels = re.compile(os.environ[KERNELS_ENV])
+    def number(key: str, default: float, low: float) -> Any:
+        value = data.get(key)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= low
+        return value if ok else default
+
     settings = Settings(
         mode=str(data["mode"]),
         trace_dir=Path(str(data["trace_dir"])),
@@ -154,9 +175,12 @@ def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
         ignore_whitespace=bool(data.get("ignore_whitespace")),
         only=pattern("only"),
         skip=pattern("skip"),
-        kernels=kernels,
+        kernels=pattern("kernels"),
         quiet=bool(data.get("quiet")),
+        all_passes=bool(data.get("all_passes")),
+        verbose=bool(data.get("verbose")),
         use_cache=bool(data.get("use_cache")),
+        sync=bool(data.get("sync")),
         ptxas=bool(data.get("ptxas")),
         line_directives=bool(data.get("line_directives")),
         ptx=bool(data.get("ptx")),
@@ -164,6 +188,11 @@ def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
         remarks=_remarks(data.get("remarks")),
         exact=bool(data.get("exact")),
         check_texts=bool(data.get("check_texts")),
+        source_map=bool(data.get("source_map", True)),
+        queue=int(number("queue", QUEUE_DEFAULT, QUEUE_MIN)),
+        workers=int(number("workers", WORKERS_DEFAULT, 1)),
+        defer=int(number("defer", 0, 0)),
+        exit_wait=float(number("exit_wait", EXIT_WAIT_DEFAULT, 0)),
         wait=True,  # a child may end in os._exit (multiprocessing's do): no atexit drain there
         command=tuple(str(c) for c in data.get("command") or ()),
         invocation=str(data["invocation"]),
