@@ -364,6 +364,8 @@ def resolve_cmd(
             )
         elif not dry_run:
             typer.echo(f"{name}: resolved ({strategy}); the next run PATCHes it in")
+        if not dry_run and r.archived:  # where the CONFLICT's backups went (numbered, never deleted)
+            typer.echo(f"{name}: the CONFLICT's backups are now {' and '.join(p.name for p in r.archived)}")
         if r.saved_copy is not None:
             typer.echo(f"{name}: edits made since the CONFLICT were saved to {r.saved_copy.name}", err=True)
     raise typer.Exit(worst)
