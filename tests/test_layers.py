@@ -82,6 +82,10 @@ SIDEWAYS: dict[tuple[str, str], str] = {
         "tltrace.history",
         "tltrace.stages",
     ): "show --ptx-line, --sass-line: the stages' texts read (history/byline)",
+    (
+        "tltrace.history",
+        "tltrace.sourcemap",
+    ): "a failed pass's site: TileLang's error marker read (history/failsite)",
     ("tltrace.reconcile", "tltrace.history"): "watch reruns and reads the runs it made",
     (
         "tltrace.reconcile",
