@@ -140,3 +140,22 @@ def test_watch_q_says_watch_is_already_quiet(run_cli, tmp_path) -> None:
         r = run_cli("watch", flag, tmp_path / "k.py")
         assert r.exit_code == 2
         assert r.stderr.count("\n") == 1 and "already quiet" in r.stderr, r.stderr
+
+
+def test_watch_ptxas_runs_each_build_with_ptxas(monkeypatch, run_cli, tmp_path) -> None:
+    import tltrace.reconcile.watch as W
+
+    p = tmp_path / "k.py"
+    p.write_text("")
+    seen = []
+
+    def fake_runs(spec, **kw):
+        seen.append(spec.command())
+        yield W.RunStarting(1, ())
+        yield W.RunDone(1, 0, ())
+
+    monkeypatch.setattr(W, "watch_runs", fake_runs)
+    for flags, want in (((), False), (("--ptxas",), True)):
+        assert run_cli("watch", *flags, p).exit_code == 0
+        cmd = seen[-1]
+        assert cmd[cmd.index("run") + 1 :].count("--ptxas") == int(want) and "--quiet" in cmd
