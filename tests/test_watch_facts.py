@@ -159,3 +159,25 @@ def test_watch_ptxas_runs_each_build_with_ptxas(monkeypatch, run_cli, tmp_path) 
         assert run_cli("watch", *flags, p).exit_code == 0
         cmd = seen[-1]
         assert cmd[cmd.index("run") + 1 :].count("--ptxas") == int(want) and "--quiet" in cmd
+
+
+def test_a_compile_without_a_kernel_name_is_named_as_every_view_names_it(monkeypatch, tmp_path) -> None:
+    """`tilelang.lower` compiles have no `kernel`: the run's line names the function the signature
+    starts with (manifest.kernel_name), as the stream does, not '?'."""
+    import tltrace.reconcile.watch as W
+    from tltrace.format.records import PassRecord, RunManifest
+    from tltrace.history.loading import Run
+
+    m = RunManifest(
+        run_id="run_x",
+        script="gemm.py",
+        kernel=None,
+        signature="gemm 512x512 f16 grid 8x4 thr 128 #abc123",
+        status="complete",
+        records=(PassRecord(0, "codegen", "codegen", status="codegen", role="device", reconcile="PATCHED"),),
+    )
+    monkeypatch.setattr(W, "_runs", lambda spec, pid: [Run(tmp_path / "run_x", m)])
+    spec = W.WatchSpec(tmp_path / "gemm.py")
+    assert W.run_tags(spec, 1) == ("gemm: PATCHED",)
+    (c,) = W.build_compiles(W._runs(spec, 1))
+    assert c.kernel == "gemm" and c.reconcile == ("PATCHED",)

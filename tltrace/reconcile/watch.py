@@ -227,7 +227,7 @@ def run_tags(spec: WatchSpec, pid: int) -> tuple[str, ...]:
         for r in m.records:
             if r.reconcile:
                 role = f" {r.role}" if r.role == "host" else ""
-                out.append(f"{m.kernel or '?'}{role}: {r.reconcile}")
+                out.append(f"{m.kernel_name or '?'}{role}: {r.reconcile}")
     return tuple(dict.fromkeys(out))
 
 
@@ -239,7 +239,7 @@ def build_errors(spec: WatchSpec, pid: int, limit: int = 5) -> tuple[str, ...]:
     for m in _manifests(spec, pid):
         b = fb.of(m)
         if fb.failed(b):
-            out.append(f"{m.kernel or '?'}: {fb.headline(b)}")
+            out.append(f"{m.kernel_name or '?'}: {fb.headline(b)}")
             out += [f"  {line}" for line in fb.error_lines(b, limit)]
     return tuple(out)
 
