@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,9 @@ def test_two_compiles_of_one_kernel_get_two_default_names(recorded: Path, tmp_pa
     for m, name in zip(runs, names):
         assert name.startswith(f"repro-{m.kernel}-") and name.endswith(f"-{rec.index:02d}-{rec.name}")
         assert m.run_id.endswith("_" + name.split("-")[2])  # the run id's last part, as `show` lists it
+    assert default_dir(replace(runs[0], run_id="run_20240101_120000"), rec) != default_dir(
+        replace(runs[1], run_id="run_20240101_120001"), rec
+    )  # old ids without a unique part: a hash of the id
 
 
 @pytest.fixture(scope="module")

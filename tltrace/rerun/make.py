@@ -452,9 +452,10 @@ def default_dir(manifest: RunManifest, record: PassRecord) -> str:
     """
     import hashlib
 
+    from ..format.ids import uid_of_id
     from ..format.names import safe_component
 
-    uid = manifest.run_id.rsplit("_", 1)[-1]
+    uid = uid_of_id(manifest.run_id) or ""
     if not re.fullmatch(r"[0-9a-f]{8}", uid):
         uid = hashlib.sha1(manifest.run_id.encode("utf-8", "replace")).hexdigest()[:8]
     kernel = safe_component(manifest.kernel or "kernel")
