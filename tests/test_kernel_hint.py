@@ -19,9 +19,21 @@ def test_one_kernel_at_two_sizes_gets_no_kernel_hint(tmp_path, run_cli) -> None:
     diff = run_cli("diff-runs", "--trace-dir", "tr", "sizes:-2", "sizes:-1")
     assert "one pair pass by pass" in diff.stdout, diff.stdout
     assert "--kernel" not in diff.stdout, diff.stdout
+    # The commands that need one compile (repro, show --line, --layouts...) say how to name it, and
+    # the name of a kernel is no way when both compiles are of it.
+    for args in (("repro", "sizes", "--pass", "1"), ("show", "sizes", "-1", "--line", "3")):
+        r = run_cli(*args[:1], "--trace-dir", "tr", *args[1:])
+        assert r.exit_code == 2 and "needs one: name it with a signature prefix or a run id" in r.stderr, (
+            r.stderr
+        )
+        assert "--kernel" not in r.stderr, r.stderr
 
 
 def test_two_kernels_keep_the_kernel_hint(recorded, run_cli) -> None:
     show = run_cli("show", "--trace-dir", recorded, "two_kernels", "-1")
     assert show.exit_code == 0, show.stderr
     assert "or --kernel NAME" in show.stdout, show.stdout
+    r = run_cli("repro", "--trace-dir", recorded, "two_kernels", "--pass", "1")
+    assert r.exit_code == 2 and "name it with --kernel NAME, a signature prefix or a run id" in r.stderr, (
+        r.stderr
+    )

@@ -81,7 +81,15 @@ SIDEWAYS: dict[tuple[str, str], str] = {
         "tltrace.history",
         "tltrace.stages",
     ): "show --ptx-line, --sass-line: the stages' texts read (history/byline)",
+    (
+        "tltrace.history",
+        "tltrace.sourcemap",
+    ): "a failed pass's site: TileLang's error marker read (history/failsite)",
     ("tltrace.reconcile", "tltrace.history"): "watch reruns and reads the runs it made",
+    (
+        "tltrace.reconcile",
+        "tltrace.facts",
+    ): "watch says which facts each build changed (reconcile/buildfacts)",
     ("tltrace.rerun", "tltrace.history"): "repro and bundle read the recorded runs",
     ("tltrace.sourcemap", "tltrace.callsites"): "library lines mapped to the user's call in every map",
     ("tltrace.stages", "tltrace.toolchain"): "the PTX and SASS stages: the nvcc build's PTX and cubin",

@@ -379,6 +379,26 @@ if __name__ == "__main__":
 FRAGMENT_LINE = next(i for i, ln in enumerate(FAILING.split("\n"), 1) if "alloc_fragment" in ln)
 
 
+def _first_use_line(source: str, buffer: str) -> tuple[int, str]:
+    """The line and name of the first `T.op(...)` call that takes `buffer`, read with `ast` (not by tltrace)."""
+    import ast
+
+    calls = [
+        n
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == "T"
+        and any(isinstance(a, ast.Name) and a.id == buffer for a in ast.walk(n) if a is not n.func.value)
+    ]
+    first = min(calls, key=lambda n: n.lineno)
+    return first.lineno, f"T.{first.func.attr}"
+
+
+COPY_LINE, COPY_OP = _first_use_line(FAILING, "F")  # T.copy(A[bx * block], F): the op that fails
+
+
 @pytest.fixture(scope="module")
 def failed(tmp_path_factory):
     """A compile that fails in a pass whose error names the user's line (TileLang's `-->` marker)."""
@@ -394,23 +414,38 @@ def failed(tmp_path_factory):
 
 def test_failed_pass_points_at_the_python_line(failed):
     script, trace, _, rec = failed
+    # TileLang's marker points at the fragment's allocation; the operation that failed is the T.copy into it.
     assert sm.error_location(rec["error"]) == (str(script), FRAGMENT_LINE)
+    assert COPY_OP == "T.copy" and COPY_LINE == FRAGMENT_LINE + 1
     res = _cli("show", "--trace-dir", trace, "smfrag", "-1", "--pass", str(rec["index"]))
-    assert f"at {script}:{FRAGMENT_LINE}" in res.stdout
+    (at,) = [ln.strip() for ln in res.stdout.splitlines() if ln.strip().startswith(f"at {script}:")]
+    assert at.startswith(f"at {script}:{COPY_LINE} ({COPY_OP}, the first use of F "), at
+    assert f"allocation, line {FRAGMENT_LINE})" in at
     res = _cli(
         "show", "--trace-dir", trace, "smfrag", "-1", "--pass", str(rec["index"]), "--source-map", "--json"
     )
     data = check(json.loads(res.stdout), "source_map_pass")
     assert data["error_src"] == {"file": str(script), "line": FRAGMENT_LINE} and data["side"] == "before"
-    assert any(x["src"] == {"file": str(script), "line": FRAGMENT_LINE + 1} for x in data["lines"])  # T.copy
+    assert data["fail_site"] == {
+        "file": str(script),
+        "line": COPY_LINE,
+        "op": COPY_OP,
+        "buffer": "F",
+        "error_line": FRAGMENT_LINE,
+    }
+    assert any(x["src"] == {"file": str(script), "line": COPY_LINE} for x in data["lines"])  # T.copy
 
 
 @pytest.mark.browser
 def test_report_links_a_failure_to_its_python_line(failed, open_page):
     _, _, run_dir, rec = failed
     page = open_page(run_dir / "report.html", f"#{rec['index']}", viewport={"width": 1600, "height": 1000})
-    page.locator(".tl-error .tl-sm-errloc").click()
-    assert page.locator("#tl-source tr.sel").get_attribute("data-py") == str(FRAGMENT_LINE)
+    chip = page.locator(".tl-error .tl-sm-errloc")
+    assert (
+        chip.inner_text() == f"at smfrag.py:{COPY_LINE} {COPY_OP}"
+    )  # the T.copy's line, not the allocation's
+    chip.click()
+    assert page.locator("#tl-source tr.sel").get_attribute("data-py") == str(COPY_LINE)
 
 
 HOPPER = """

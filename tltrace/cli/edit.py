@@ -22,13 +22,22 @@ Examples:
   tltrace watch my_kernel.py                    rerun on every save of the script or a working file
   tltrace watch gemm.py --m 1024                arguments after SCRIPT go to the script
   tltrace watch --codegen-output k.cpp gemm.py  working files at k.cpp / k_host.cpp
+  tltrace watch --ptxas gemm.py                 registers and spills of each build too (CUDA)
+  tltrace watch --json gemm.py                  one JSON object per build on stdout, for editors
 
-Runs SCRIPT once under 'tltrace run --mode both --quiet', then again in a fresh process
-each time SCRIPT or one of its working files (codegen_device.cpp, codegen_host.cpp,
-codegen_<kernel>_device.cpp, ...) gets new content; a save made while a run is going
-leads to the next run, and each rerun says what was saved. Each run ends with one line:
-its exit status and what it decided per working file, e.g. (add: PATCHED). A failing
-run does not end the watch. Ctrl+C ends it (exit 0); SIGTERM and SIGHUP end it (exit
+Runs SCRIPT once under 'tltrace run --mode both --quiet' (watch is always quiet: no
+-q to give), then again in a fresh process each time SCRIPT or one of its working
+files (codegen_device.cpp, codegen_host.cpp, codegen_<kernel>_device.cpp, ...) gets
+new content; a save made while a run is going leads to the next run, and each rerun
+says what was saved. Each run ends with one line: its exit status and what it
+decided per working file, e.g. (add: PATCHED); under it, per compile, the facts
+(docs/facts.md) that changed against the previous build of that compile, e.g.
+'add: registers 168 → 176, spill_bytes 0 → 64', or 'add: no fact changed'.
+--json prints one JSON object per build on stdout instead (the run's own output
+and the watch's lines go to stderr): {version, run, saved, exit_code, ok, tags,
+errors, compiles: [{kernel, run_id, signature, status, reconcile, compared_with,
+changed: [{name, a, b}] or null, facts}]} (docs/edit-recompile.md). A failing run
+does not end the watch. Ctrl+C ends it (exit 0); SIGTERM and SIGHUP end it (exit
 143, 129). Each run goes in a process group of its own: the watch ending takes it
 down with every process it started.
 """
@@ -119,6 +128,18 @@ def watch_cmd(
     debounce: int = typer.Option(
         300, "--debounce", metavar="MS", min=0, help="Wait until files are still for MS milliseconds."
     ),
+    ptxas: bool = typer.Option(
+        False,
+        "--ptxas",
+        help="Each run with 'tltrace run --ptxas': machine facts (registers, spills) of each CUDA build, "
+        "compared build to build.",
+    ),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="One JSON object per build on stdout (exit status, decisions, facts and what changed); "
+        "the runs' output to stderr.",
+    ),
     max_runs: Optional[int] = typer.Option(None, "--max-runs", hidden=True, min=1),
 ) -> None:
     """Rerun SCRIPT under tltrace each time it or one of its working files is saved."""
@@ -130,6 +151,11 @@ def watch_cmd(
     p = ctx.params
     if script is None:
         raise _fail("missing SCRIPT; try 'tltrace watch --help'")
+    if script in ("-q", "--quiet") and not Path(script).exists():
+        raise _fail(
+            f"{script}: watch is already quiet (each run is 'tltrace run --quiet': its summary, "
+            f"no pass stream); drop {script}"
+        )
     if script.startswith("-") and script != "-" and not Path(script).exists():
         raise _fail(no_such_option(script))
     try:
@@ -153,31 +179,36 @@ def watch_cmd(
             "--mode terminal writes no working files; only saves of the "
             "script trigger a rerun (use --mode both, or --codegen-output PATH)"
         )
-    spec = WatchSpec(path, tuple(rest), m, p["trace_dir"], p["codegen_output"])
+    options = ("--quiet", "--ptxas") if p["ptxas"] else ("--quiet",)
+    spec = WatchSpec(path, tuple(rest), m, p["trace_dir"], p["codegen_output"], run_options=options)
     # SIGTERM and SIGHUP end the watch, as Ctrl+C does, and the run going on with everything it
     # started (its own process group: proc/group); the exit status says which (143, 129).
     events = watch_runs(spec, debounce_ms=p["debounce"], max_runs=p["max_runs"])
+    show = _json_event if p["as_json"] else _show_event
     try:
         with on_signals(), contextlib.closing(events):
             for ev in events:
-                _show_event(spec, ev)
+                show(spec, ev)
     except KeyboardInterrupt:
-        typer.echo("tltrace watch: stopped")
+        typer.echo("tltrace watch: stopped", err=p["as_json"])
     except Terminated as exc:
-        typer.echo(f"tltrace watch: stopped ({exc})")
+        typer.echo(f"tltrace watch: stopped ({exc})", err=p["as_json"])
         raise typer.Exit(exc.exit_code) from None
     raise typer.Exit(EXIT_OK)
 
 
-def _show_event(spec, ev) -> None:  # noqa: ANN001
-    """Print one event of the watch."""
+def _show_event(spec, ev, err: bool = False) -> None:  # noqa: ANN001
+    """Print one event of the watch (to stderr when `err`: under --json, stdout is the JSON's)."""
     from ..reconcile.watch import OutputLine, RunDone, RunStarting, Watching
 
     if isinstance(ev, RunStarting):
         why = ("saved: " + ", ".join(c.name for c in ev.changed)) if ev.changed else "first run"
-        typer.secho(f"── tltrace watch: run {ev.number} ({why}) ──", bold=True)
+        typer.secho(f"── tltrace watch: run {ev.number} ({why}) ──", bold=True, err=err)
     elif isinstance(ev, OutputLine):
-        _echo_folded(ev.text)
+        if err:
+            typer.echo(ev.text, err=True)
+        else:
+            _echo_folded(ev.text)
     elif isinstance(ev, RunDone):
         status = "ok" if ev.exit_code == 0 else f"exit {ev.exit_code}"
         tags = ", ".join(ev.tags)
@@ -185,13 +216,58 @@ def _show_event(spec, ev) -> None:  # noqa: ANN001
             f"── run {ev.number}: {status}" + (f" ({tags})" if tags else "") + " ──",
             bold=True,
             fg="green" if ev.exit_code == 0 else "red",
+            err=err,
         )
+        for line in _fact_lines(ev.compiles):  # what this build changed, next to what it decided
+            typer.secho(line, dim=line.endswith(": no fact changed"), err=err)
         for line in ev.errors:  # a failed build's errors under the summary, not lines above it
-            typer.secho(line, fg="red")
+            typer.secho(line, fg="red", err=err)
     elif isinstance(ev, Watching):
         typer.echo(
-            f"watching {spec.script} and its working files in {spec.layout().directory} (Ctrl+C to stop)"
+            f"watching {spec.script} and its working files in {spec.layout().directory} (Ctrl+C to stop)",
+            err=err,
         )
+
+
+def _fact_lines(compiles) -> list[str]:  # noqa: ANN001
+    """Return a line per compile compared with a previous build: `add: registers 168 → 176` (the kernel's
+    name, or its signature where the build compiled that kernel more than once)."""
+    from ..render.visible import visible
+
+    kernels = [c.kernel for c in compiles]
+    out = []
+    for c in compiles:
+        line = c.line()
+        if line is None:
+            continue
+        name = c.signature if kernels.count(c.kernel) > 1 and c.signature else c.kernel
+        out.append(f"{visible(name, one_line=True)}: {line}")
+    return out
+
+
+def _json_event(spec, ev) -> None:  # noqa: ANN001
+    """--json: one JSON object per build on stdout (flushed at once: an editor reads it live); the rest to stderr."""
+    import sys
+
+    from ..reconcile.watch import RunDone
+    from ..render.safejson import dumps
+
+    if not isinstance(ev, RunDone):
+        _show_event(spec, ev, err=True)
+        return
+    _show_event(spec, ev, err=True)  # the human line too, beside the run's output on stderr
+    obj = {
+        "version": 1,
+        "run": ev.number,
+        "saved": [str(p) for p in ev.saved],
+        "exit_code": ev.exit_code,
+        "ok": ev.exit_code == 0,
+        "tags": list(ev.tags),
+        "errors": list(ev.errors),
+        "compiles": [c.to_json() for c in ev.compiles],
+    }
+    sys.stdout.write(dumps(obj) + "\n")
+    sys.stdout.flush()
 
 
 def _layout(script_or_dir: Optional[str], trace_dir: Optional[Path], codegen_output: Optional[Path]):
@@ -288,6 +364,8 @@ def resolve_cmd(
             )
         elif not dry_run:
             typer.echo(f"{name}: resolved ({strategy}); the next run PATCHes it in")
+        if not dry_run and r.archived:  # where the CONFLICT's backups went (numbered, never deleted)
+            typer.echo(f"{name}: the CONFLICT's backups are now {' and '.join(p.name for p in r.archived)}")
         if r.saved_copy is not None:
             typer.echo(f"{name}: edits made since the CONFLICT were saved to {r.saved_copy.name}", err=True)
     raise typer.Exit(worst)

@@ -244,11 +244,13 @@ def show_pass(
     )
     if rec.error:
         con.print(Text(f"    error: {rec.error}", style="red"), soft_wrap=True)
-        from ..sourcemap.lines import error_location
+        from ..history.failsite import fail_site
 
-        at = error_location(rec.error)
-        if at is not None:
-            con.print(Text(f"    at {at[0]}:{at[1]} (the kernel's Python line)", style="red"), soft_wrap=True)
+        # The failing operation's line (a T.copy), where the error points at the buffer's allocation.
+        site = fail_site(run.path, run.manifest, rec)
+        if site is not None:
+            why = site.describe() or "the kernel's Python line"
+            con.print(Text(f"    at {site.file}:{site.line} ({why})", style="red"), soft_wrap=True)
     # The texts may be huge: their lines are streamed, never laid out by Rich as one Text.
     from ..render.terminal import LINE_STYLE
     from ..render.visible import write_lines

@@ -24,11 +24,14 @@ Examples:
   tltrace repro two_kernels.py --kernel vmul --pass Simplify#2
   tltrace repro bad.py                                     the pass a failed compile failed at
 
-Writes DIR (default ./repro-<kernel>-<NN>-<pass>) holding repro.py and what it
-reads: the pass's input IR (TVM JSON), the compile's frontend IR, target and
-PassContext config, and the recorded before/after texts (or error). `python
-DIR/repro.py` needs only TileLang: it reruns the pass in a child process and
-compares with the recording. tltrace runs it once here and says which path it
+Writes DIR (default ./repro-<kernel>-<compile>-<NN>-<pass>, <compile> the last
+part of the run id, so two compiles of one kernel never share a name) holding
+repro.py and what it reads: the pass's input IR (TVM JSON), the compile's
+frontend IR, target and PassContext config, and the recorded before/after texts
+(or error). `python DIR/repro.py` needs only TileLang: it reruns the pass in a
+child process and compares with the recording; `python DIR/repro.py --in-process`
+reruns it in that one process (for a debugger: `python -m pdb DIR/repro.py
+--in-process`), and `--pdb` also opens pdb's post-mortem where the pass raises. tltrace runs it once here and says which path it
 takes: json (the input loaded from input.json, the pass made by its name) or
 replay (the compile replayed from its frontend IR up to and through the pass,
 for passes whose input does not survive JSON).
@@ -178,7 +181,7 @@ def repro_cmd(
         "-o",
         "--output",
         metavar="DIR",
-        help="Directory to write [default: ./repro-<kernel>-<NN>-<pass>]; '-' (or a pipe): a tar of it to stdout.",
+        help="Directory to write [default: ./repro-<kernel>-<compile>-<NN>-<pass>]; '-' (or a pipe): a tar of it to stdout.",
     ),
     trace_dir: Optional[Path] = trace_dir_option(),
     kernel: Optional[str] = _KERNEL,
@@ -233,7 +236,10 @@ def repro_cmd(
     for line in outcome.lines:
         _say(line, err=err)
     typer.echo("reproduced" if outcome.reproduced else "not reproduced", err=err)
-    _say(f"again: {outcome.command}   (needs only TileLang)", err=err)
+    _say(
+        f"again: {outcome.command}   (needs only TileLang; --in-process or --pdb: in one process, for pdb)",
+        err=err,
+    )
     raise typer.Exit(0 if outcome.reproduced else 1)
 
 

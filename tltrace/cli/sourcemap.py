@@ -50,6 +50,11 @@ def show(run: Any, pass_spec: str | None, as_json: bool) -> None:
         loc = sm.error_location(rec.error)
         if loc is not None:
             out["error_src"] = {"file": loc[0], "line": loc[1]}
+            from ..history.failsite import fail_site
+
+            site = fail_site(run.path, manifest, rec)
+            if site is not None:  # the failing operation's line, where the error names an allocation
+                out["fail_site"] = site.to_json()
         sys.stdout.write(dumps(out, indent=2, default=str) + "\n")
         return
     _print_lines(f"{rec.name} (#{rec.index}), IR {side}", lines, kernel)

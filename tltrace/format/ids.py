@@ -92,6 +92,14 @@ def id_time_is_absolute(identifier: str) -> bool:
     return bool(parts and parts.utc)
 
 
+def uid_of_id(identifier: str) -> str | None:
+    """Return the unique part an id ends with (`..._<pid>_<uid>`: the 8 hex digits), or None."""
+    m = _ID.match(identifier)
+    if m is None or m.group(6) is None:
+        return None
+    return identifier[m.end() :] or None
+
+
 def pid_of_run_id(run_id: str) -> int | None:
     """Return the pid a run id names (run_<date>_<time>_<us>[Z]_<pid>_<uid>), or None."""
     parts = parse_id(run_id)

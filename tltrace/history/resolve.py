@@ -236,9 +236,16 @@ class Selection:
             raise UsageError(no_compile_line(self.invocation, self.spec))
         names = ", ".join(label(r.manifest, r.run_id) for r in self.runs[:4])
         more = ", ..." if len(self.runs) > 4 else ""
+        # --kernel NAME picks one compile only where they are of several kernels (#54: two sizes
+        # of one kernel were offered a --kernel that selects both).
+        kernels = {r.manifest.kernel_name for r in self.runs if r.manifest is not None}
+        how = (
+            "--kernel NAME, a signature prefix or a run id"
+            if len(kernels) > 1
+            else "a signature prefix or a run id"
+        )
         raise UsageError(
-            f"invocation {self.spec} has {len(self.runs)} compiles ({names}{more}); {what} needs one: "
-            "name it with --kernel NAME, a signature prefix or a run id"
+            f"invocation {self.spec} has {len(self.runs)} compiles ({names}{more}); {what} needs one: name it with {how}"
         )
 
 

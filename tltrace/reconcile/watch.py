@@ -17,13 +17,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..config import script_name_from_argv, trace_dir_of
 from ..proc import group as procgroup
 from . import files
+from .buildfacts import BuildCompile, BuildHistory, build_compiles
 from .workflow import layout_at
 
 
@@ -91,6 +92,10 @@ class RunDone:
     pid: int | None = None  # the run's process (its run dirs carry it)
     # A failed backend build's errors, from its records: "add: build failed (g++, 1 error)", then each at its line.
     errors: tuple[str, ...] = ()
+    # Each compile the run recorded, with its facts and (from the second build on) the facts that
+    # changed against the previous build of the same compile (reconcile/buildfacts.py).
+    compiles: tuple[BuildCompile, ...] = ()
+    saved: tuple[Path, ...] = ()  # the files whose saves started the run (its RunStarting's `changed`)
 
 
 @dataclass(frozen=True)
@@ -179,13 +184,21 @@ def run_once(spec: WatchSpec, number: int, changed: tuple[Path, ...]) -> Iterato
         for line in proc.stdout:
             yield OutputLine(number, line.rstrip("\n"))
         code = proc.wait()
-    yield RunDone(number, code, run_tags(spec, proc.pid), proc.pid, build_errors(spec, proc.pid))
+    yield RunDone(
+        number,
+        code,
+        run_tags(spec, proc.pid),
+        proc.pid,
+        build_errors(spec, proc.pid),
+        build_compiles(_runs(spec, proc.pid)),
+        changed,
+    )
 
 
-def _manifests(spec: WatchSpec, pid: int) -> list[Any]:
-    """The manifests of the compiles process `pid` recorded."""
+def _runs(spec: WatchSpec, pid: int) -> list[Any]:
+    """The runs (`history.loading.Run`, manifest loaded) of the compiles process `pid` recorded, oldest first."""
     from ..format.ids import pid_of_run_id
-    from ..history.runs import load_manifest, run_dirs
+    from ..history.runs import Run, load_manifest, run_dirs
 
     out = []
     try:
@@ -196,10 +209,15 @@ def _manifests(spec: WatchSpec, pid: int) -> list[Any]:
         if pid_of_run_id(d.name) != pid:  # the one id parser (format/ids.py)
             continue
         try:
-            out.append(load_manifest(d))
+            out.append(Run(d, load_manifest(d)))
         except Exception:
             continue
     return out
+
+
+def _manifests(spec: WatchSpec, pid: int) -> list[Any]:
+    """The manifests of the compiles process `pid` recorded."""
+    return [r.manifest for r in _runs(spec, pid)]
 
 
 def run_tags(spec: WatchSpec, pid: int) -> tuple[str, ...]:
@@ -209,7 +227,7 @@ def run_tags(spec: WatchSpec, pid: int) -> tuple[str, ...]:
         for r in m.records:
             if r.reconcile:
                 role = f" {r.role}" if r.role == "host" else ""
-                out.append(f"{m.kernel or '?'}{role}: {r.reconcile}")
+                out.append(f"{m.kernel_name or '?'}{role}: {r.reconcile}")
     return tuple(dict.fromkeys(out))
 
 
@@ -221,7 +239,7 @@ def build_errors(spec: WatchSpec, pid: int, limit: int = 5) -> tuple[str, ...]:
     for m in _manifests(spec, pid):
         b = fb.of(m)
         if fb.failed(b):
-            out.append(f"{m.kernel or '?'}: {fb.headline(b)}")
+            out.append(f"{m.kernel_name or '?'}: {fb.headline(b)}")
             out += [f"  {line}" for line in fb.error_lines(b, limit)]
     return tuple(out)
 
@@ -243,6 +261,7 @@ def watch_runs(
     import watchfiles
 
     snap: dict[Path, str] = {}
+    history = BuildHistory()  # each compile's last good build: what the next build's facts compare with
 
     def run(number: int, changed: tuple[Path, ...]) -> Iterator[WatchEvent]:
         # The snapshot is taken before the run starts, so a save made while it runs is a
@@ -252,6 +271,7 @@ def watch_runs(
         for ev in run_once(spec, number, changed):
             if isinstance(ev, RunDone):
                 snap = absorb_own_writes(spec, before, snapshot(spec), ev.pid)
+                ev = replace(ev, compiles=history.compare(ev.compiles))
             yield ev
 
     number = 1

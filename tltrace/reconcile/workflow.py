@@ -496,10 +496,14 @@ def _message(a: files.Applied, action: Action | None) -> str | None:
             and a.decision.action is not Action.CONFLICT
             else ""
         )
+        # resolve-conflict moves both to their next numbered slot (reconcile/resolve.py): name
+        # those too, so the file the line names is the one there after the rebase.
+        n = files._next_number(a.file.bak, a.file.original_bak)
+        kept = f"{files.free_slot(a.file.bak, n).name} and {files.free_slot(a.file.original_bak, n).name}"
         return (
             f"{again}codegen changed and {p} was edited: edits saved to {bak}, "
             f"old baseline to {obak}; {p.name} regenerated and the new code runs. "
-            "Rebase your edits with 'tltrace resolve-conflict'"
+            f"Rebase your edits with 'tltrace resolve-conflict' (which keeps them as {kept})"
         )
     if action is Action.INIT_BACKUP:
         return f"{p} had no baseline: saved it to {p.name}.bak, then initialised from codegen"

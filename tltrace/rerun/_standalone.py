@@ -13,6 +13,9 @@ files beside it say what to run:
     python repro.py              rerun the pass (in a child process) and compare
     python repro.py --replay     build the input by replaying the compile up to the pass
     python repro.py --json       load the input from input.json
+    python repro.py --in-process rerun it in this process, not a child: for a debugger
+                                 (`python -m pdb repro.py --in-process`, breakpoints)
+    python repro.py --pdb        --in-process, and pdb's post-mortem where the pass raises
 
 Exit status: 0 and `reproduced` when the output is the recorded one (or a failed
 pass raises the recorded error again); 1 with a diff or the new error otherwise;
@@ -53,6 +56,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RESULT = "result.json"
 EXIT_UNLOADABLE = 5  # the recorded IR uses what this TileLang does not have (tltrace's exit code too)
 MAX_DIFF_LINES = 200
+POST_MORTEM: list[bool] = []  # --pdb: [True] while the pass reruns in this process
 
 
 # -- shared by the parent and the child -------------------------------------------------------
@@ -363,6 +367,7 @@ def replay_through(spec: dict[str, Any], frontend: str, context: Context) -> dic
     except BaseException as exc:  # _Stop comes back bare or wrapped, depending on the FFI
         if "name" in caught and "after" not in caught:
             caught["error"] = error_text(exc)
+            post_mortem(exc)
         elif "name" not in caught:
             line = (error_text(exc).strip().splitlines() or ["?"])[-1][:300]
             raise Diverged(f"the compile ended before pass #{want} ({name}): {line}", context.data) from None
@@ -380,7 +385,18 @@ def run_pass(p: Any, mod: Any, context: Context) -> tuple[str | None, str | None
             out = p(mod)
         return str(out), None
     except Exception as exc:
+        post_mortem(exc)
         return None, error_text(exc)
+
+
+def post_mortem(exc: BaseException) -> None:
+    """--pdb: open pdb where the pass raised (its Python frames; a C++ pass shows the FFI's call)."""
+    if POST_MORTEM and isinstance(exc, Exception):
+        import pdb
+        import traceback
+
+        traceback.print_exception(exc)
+        pdb.post_mortem(exc.__traceback__)
 
 
 def child(mode: str, out_dir: str) -> int:
@@ -521,14 +537,30 @@ def run_child(mode: str) -> tuple[int, dict[str, Any] | None, str]:
     return proc.returncode, result, (proc.stdout + proc.stderr)
 
 
+def run_here(mode: str) -> tuple[int, dict[str, Any] | None, str]:
+    """--in-process: the child's work in this process (a debugger sees the pass); as run_child returns."""
+    # As the child: neither this directory nor the cwd on sys.path (a tilelang.py here must not load).
+    sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) not in (HERE, os.getcwd())]
+    with tempfile.TemporaryDirectory(prefix="repro-") as out:
+        code = child(mode, out)
+        path = os.path.join(out, RESULT)
+        result = read_json(path) if os.path.exists(path) else None
+    return code, result, ""
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--child"] and len(argv) == 3:
         # Before 3.11 (no -P) this directory is first on sys.path: a tilelang.py here must not load.
         sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != HERE]
         return child(argv[1], argv[2])
     mode = None
+    here = False
     for a in argv:
-        if a in ("--json", "--replay", "--probe"):
+        if a in ("--in-process", "--pdb"):
+            here = True
+            if a == "--pdb":
+                POST_MORTEM.append(True)
+        elif a in ("--json", "--replay", "--probe"):
             mode = a[2:]
         elif a in ("-h", "--help"):
             print(__doc__)
@@ -555,7 +587,7 @@ def main(argv: list[str]) -> int:
         say(
             f"not applied: pass config {', '.join(dropped)} (not known to be data; 'tltrace repro --build' applies them)"
         )
-    code, result, output = run_child(mode)
+    code, result, output = run_here(mode) if here else run_child(mode)
     if result is None:
         how = f"signal {-code}" if code < 0 else f"exit status {code}"
         tail = "\n".join(output.strip().splitlines()[-15:])

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -443,7 +444,19 @@ def repro(
 
 
 def default_dir(manifest: RunManifest, record: PassRecord) -> str:
-    """Return the default repro directory name: repro-<kernel>-<NN>-<pass>."""
+    """Return the default repro directory name: repro-<kernel>-<compile>-<NN>-<pass>.
+
+    <compile> tells apart two compiles of one kernel (two sizes, two invocations): the last part
+    of the run id (`run_..._<pid>_<uid>`, the 8 hex digits `tltrace show` lists), else a hash of
+    the id. Before, two compiles of one kernel got one name, and the second repro overwrote the first.
+    """
+    import hashlib
+
+    from ..format.ids import uid_of_id
     from ..format.names import safe_component
 
-    return f"repro-{safe_component(manifest.kernel or 'kernel')}-{record.index:02d}-{safe_component(record.name)}"
+    uid = uid_of_id(manifest.run_id) or ""
+    if not re.fullmatch(r"[0-9a-f]{8}", uid):
+        uid = hashlib.sha1(manifest.run_id.encode("utf-8", "replace")).hexdigest()[:8]
+    kernel = safe_component(manifest.kernel or "kernel")
+    return f"repro-{kernel}-{uid}-{record.index:02d}-{safe_component(record.name)}"

@@ -163,7 +163,7 @@
   function finishStart(saved) {
     cmp.listen();
     if (window.tltraceProfile) window.tltraceProfile.attach({ recs: S.recs, texts: S.texts, meta: S.meta, select: R.select });
-    if (window.tltraceSourceMap) window.tltraceSourceMap.attach({ recs: S.recs, items: S.items, texts: S.texts, select: R.select });
+    if (window.tltraceSourceMap) window.tltraceSourceMap.attach({ recs: S.recs, items: S.items, texts: S.texts, meta: S.meta, select: R.select });
     if (window.tltraceRemarks) window.tltraceRemarks.attach({ meta: S.meta, recs: S.recs, items: S.items, sm: window.tltraceSourceMap, selected: function () { return S.sel; } });
     if (saved) {  // back from a reload of a running report: where the reader was
       R.$("tl-view").scrollTop = saved.view || 0;

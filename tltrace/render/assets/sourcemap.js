@@ -432,7 +432,9 @@
       info.appendChild(el("div", "tl-sm-none", "line " + (found[2] + 1) + " has no Python line"));
     }
   }
-  // A failed pass (or run) whose error names the user's line gets a link to it.
+  // A failed pass (or run) whose error names the user's line gets a link to it: the failing
+  // operation's line (meta.fail_site, history/failsite.py) where the error points at the
+  // allocation of the buffer that operation uses, else the error's own line.
   var ARROW = /-->\s*(.+?):(\d+)(?::\d+)?\s*$/m;
   function linkErrors() {
     document.querySelectorAll(".tl-error pre, .tl-runerror-full, #tl-runerror .msg").forEach(function (pre) {
@@ -440,10 +442,14 @@
       if (!host || host.querySelector(".tl-sm-errloc")) return;
       var m = ARROW.exec(pre.textContent || "");
       if (!m) return;
-      var file = m[1], line = parseInt(m[2], 10);
-      var b = el("button", "tl-sm-errloc", "at " + base(file) + ":" + line);
+      var file = m[1], line = parseInt(m[2], 10), site = M.site, why = "";
+      if (site && site.op && site.file === file && site.error_line === line) {
+        line = site.line;
+        why = " (" + site.op + ", the first use of " + site.buffer + "; the error points at its allocation, line " + site.error_line + ")";
+      }
+      var b = el("button", "tl-sm-errloc", "at " + base(file) + ":" + line + (why ? " " + site.op : ""));
       b.type = "button";
-      b.title = "Show this line of the kernel's source";
+      b.title = "Show this line of the kernel's source" + why;
       b.addEventListener("click", function () { pick(file, line, true); });
       host.insertBefore(b, pre.nextSibling);
     });
@@ -491,6 +497,7 @@
     load();
     if (!M.byRec.size) return;
     M.recs = ctx.recs || []; M.items = ctx.items || []; M.texts = ctx.texts || null; M.select = ctx.select;
+    M.site = (ctx.meta && ctx.meta.fail_site) || null;
     M.kernel = kernelFile(M.maps);
     if (!M.srcs.size && M.kernel) M.srcs.set(M.kernel, "");
     buildPane();
