@@ -91,6 +91,7 @@ class CompileReport:
     linked: bool = True
     siblings: tuple[Sibling, ...] = ()
     earlier: tuple[Earlier, ...] = ()
+    fail_site: Mapping[str, Any] | None = None  # where the first failed pass failed (history/failsite)
 
 
 @dataclass(frozen=True)

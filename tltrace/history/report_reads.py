@@ -18,14 +18,15 @@ from typing import Any
 from ..errors import RecordsError
 from ..format import build as fb
 from ..format.layout import REPORT, text_hash
-from ..format.records import RunManifest
+from ..format.records import FAILED, RunManifest
 from ..format.sourcemap import read_source
+from ..format.texts import generated_text, text_of
+from .failsite import fail_site
 from .invocations import invocation_key, invocations
 from .loading import load_manifest, load_run, run_dirs
 from .report_model import CompileReport, Earlier, IndexedRun, IndexReport, RecordTexts, Sibling, Text
 from .sourcemaps import load as load_maps
 from .summary import CompileSummary
-from .texts import generated_text, text_of
 
 EARLIER_RUNS = 40  # run directories read (newest first) for a report's earlier invocations
 
@@ -74,6 +75,7 @@ def compile_report(run_dir: Path, *, linked: bool = True) -> CompileReport:
         siblings = invocation_siblings(run_dir.parent.parent, manifest.invocation)
         earlier = tuple(earlier_compiles(run_dir.parent.parent, manifest.invocation, run_dir.name))
     return CompileReport(
+        fail_site=fail_site_json(run_dir, manifest),
         run_dir=run_dir,
         manifest=manifest,
         records=tuple(records),
@@ -168,3 +170,18 @@ class LiveReads:
 
     def source(self, path: str) -> str | None:
         return read_source(path)
+
+    def fail_site(self, run_dir: Path, manifest: RunManifest) -> dict[str, Any] | None:
+        return fail_site_json(run_dir, manifest)
+
+
+def fail_site_json(run_dir: Path, manifest: RunManifest) -> dict[str, Any] | None:
+    """The compile's first failed pass's site as JSON (history/failsite), or None; never raises
+    (a report is written whatever its records hold)."""
+    if not any(r.status == FAILED for r in manifest.records):
+        return None
+    try:
+        site = fail_site(Path(run_dir), manifest)
+    except Exception:
+        return None
+    return site.to_json() if site is not None else None

@@ -105,6 +105,11 @@ __all__ = [
 ]
 
 
+def no_site(run_dir: Path, manifest: RunManifest) -> dict[str, Any] | None:
+    """A listener handed no reads knows no failed pass's site."""
+    return None
+
+
 # -- one open report -------------------------------------------------------------------------------
 @dataclass
 class _Report:
@@ -118,6 +123,9 @@ class _Report:
     staged: bool = False  # the PTX/SASS views' script is in the file (pages.stage_chunk)
     meta_from: Any = None  # the manifest `meta` was made from: the capture's header, one object per change
     source: Callable[[str], str | None] = no_source  # a Python source a map names (Reads.source)
+    site: Callable[[Path, RunManifest], dict[str, Any] | None] = (
+        no_site  # a failed pass's site (Reads.fail_site)
+    )
 
     def texts_and_record(
         self,
@@ -148,7 +156,8 @@ class _Report:
         if manifest is self.meta_from:
             return b""  # the same header as last time (capture builds one per change, not per record)
         self.meta_from = manifest
-        meta = meta_of(manifest, self.path.parent)  # the report lives in its run directory
+        run_dir = self.path.parent  # the report lives in its run directory
+        meta = meta_of(manifest, run_dir, self.site(run_dir, manifest))
         if meta == self.meta:
             return b""
         self.meta = meta
@@ -182,6 +191,8 @@ class Reads(Protocol):
     def earlier(self, script_dir: Path, invocation: str, before: str) -> list[Earlier]: ...
 
     def source(self, path: str) -> str | None: ...
+
+    def fail_site(self, run_dir: Path, manifest: RunManifest) -> dict[str, Any] | None: ...
 
 
 class HtmlReportListener:
@@ -254,11 +265,13 @@ class HtmlReportListener:
             rep.append(rep.meta_if_changed(manifest))
             return rep
         path = run_dir / REPORT_NAME
-        meta = meta_of(manifest, run_dir)
+        site = self.reads.fail_site if self.reads is not None else no_site
+        meta = meta_of(manifest, run_dir, site(run_dir, manifest))
         first = chunk(meta)
         fh = _create_report(path, first)
         self.bytes_written += len(report_head()) + len(first)
-        rep = _Report(path, fh, meta=meta, source=self.reads.source if self.reads is not None else no_source)
+        source = self.reads.source if self.reads is not None else no_source
+        rep = _Report(path, fh, meta=meta, source=source, site=site)
         self._open[run_dir] = rep
         if self.link and script_dir is not None:
             self._written.setdefault(Path(script_dir), []).append(run_dir)
@@ -488,7 +501,7 @@ def write_report(report: CompileReport, out: Path | None = None) -> Path:
     run_dir = report.run_dir
     in_place = out is None or Path(out).absolute() == (run_dir / REPORT_NAME).absolute()
     out = Path(out) if out is not None else run_dir / REPORT_NAME
-    meta = meta_of(manifest, run_dir)
+    meta = meta_of(manifest, run_dir, dict(report.fail_site) if report.fail_site is not None else None)
     if not in_place:
         meta.pop("index", None)  # written elsewhere (lower_trace's report): no index two levels up
     parts = [chunk(meta)]

@@ -59,7 +59,9 @@ def chunk(value: dict[str, Any]) -> bytes:
     return _CHUNK_OPEN + body + _CHUNK_CLOSE
 
 
-def meta_of(manifest: RunManifest, run_dir: Path | None = None) -> dict[str, Any]:
+def meta_of(
+    manifest: RunManifest, run_dir: Path | None = None, fail_site: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Return the run header the report shows (no records); O(1) in the number of records.
 
     With `run_dir` (where the compile's records are), the repro command the report copies
@@ -84,29 +86,16 @@ def meta_of(manifest: RunManifest, run_dir: Path | None = None) -> dict[str, Any
     if isinstance(values, dict):  # the report's Facts strip (docs/facts.md), known values only
         out["facts"] = {k: v for k, v in values.items() if v is not None}
     out.update(_build_meta(manifest))
-    if run_dir is not None and any(r.status == "failed" for r in manifest.records):
-        site = _fail_site(Path(run_dir), manifest)
-        if (
-            site is not None
-        ):  # the error's "at k.py:N" button: the failing operation's line (history/failsite)
-            out["fail_site"] = site
+    if (
+        fail_site is not None
+    ):  # the error's "at k.py:N" button: the failing operation's line (history/failsite)
+        out["fail_site"] = fail_site
     if isinstance(manifest.layouts, dict):  # the Layouts view (layouts.js; docs/layouts.md)
         out["layouts"] = layouts_meta(manifest.layouts)
     if manifest.invocation:
         # The compile's way back: the script's index (two levels up) and, once known, its siblings.
         out["index"] = "../../" + REPORT_NAME
     return out
-
-
-def _fail_site(run_dir: Path, manifest: RunManifest) -> dict[str, Any] | None:
-    """The failed pass's site as JSON, or None; a report is written whatever its records hold."""
-    from ..history.failsite import fail_site
-
-    try:
-        site = fail_site(run_dir, manifest)
-    except Exception:
-        return None
-    return site.to_json() if site is not None else None
 
 
 def _build_meta(manifest: RunManifest) -> dict[str, Any]:
