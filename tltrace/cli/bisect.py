@@ -204,8 +204,9 @@ def _progress(p) -> None:  # noqa: ANN001  # tltrace.bisect.Progress
 
 
 def _where(t) -> str:  # noqa: ANN001
-    """A pass as `--pass` names it in the recorded run (`Simplify#3`), and its phase: one numbering."""
-    return f"{t.ref or t.name} ({t.phase})"
+    """A pass as every line names it: its record's `#` in the recorded run (what `--pass` takes), its
+    name and phase; one numbering."""
+    return f"#{t.index} {t.name} ({t.phase})" if t.index is not None else f"{t.name} ({t.phase}, no record)"
 
 
 def _report(result, context: int, repro_dir: Optional[Path]) -> None:  # noqa: ANN001
@@ -263,12 +264,10 @@ def _report(result, context: int, repro_dir: Optional[Path]) -> None:  # noqa: A
         from ..proc.shell import command
         from .show import show_pass
 
-        typer.echo(
-            f"  again: {command('tltrace', 'show', str(result.good_run), '--pass', t.ref or str(t.index))}"
-        )
+        typer.echo(f"  again: {command('tltrace', 'show', str(result.good_run), '--pass', str(t.index))}")
         sys.stdout.flush()
         try:
-            show_pass(load_run(result.good_run), t.ref or str(t.index), context, False)
+            show_pass(load_run(result.good_run), str(t.index), context, False)
         except TltraceError as exc:
             warn(f"cannot show the pass's diff: {exc}")
     if repro_dir is not None:
