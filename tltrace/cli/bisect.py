@@ -182,7 +182,7 @@ def _print_configs(result) -> None:  # noqa: ANN001  # tltrace.bisect.configs.Co
         flipped = {c: result.values[c] for c in result.culprits}
         step = next((x for x in result.steps if x.configs == flipped and x.recheck_of is None), None)
         did = cfg.describe_facts(step.facts) if step is not None else None
-        if did and not (result.single and len(result.culprits) == 1):  # one flip: its line below says it
+        if step is not None and did and not (result.single and len(result.culprits) == 1):  # one flip: below
             typer.echo(f"  facts step {step.number} changed: {did}")
     typer.echo(f"  recorded run: {result.good_run}")
     typer.echo(f"each flip alone (the recorded run is {result.recorded}), and the facts it changed:")
