@@ -54,7 +54,10 @@ def traced(tmp_path_factory) -> dict[str, Path]:
     """The run directories of one traced invocation: the gemm lowered for sm_80, then for sm_90a."""
     home = tmp_path_factory.mktemp("count")
     (home / "gemm.py").write_text(GEMM)
-    p = _tltrace("run", "-q", "--no-codegen-output", "gemm.py", "sm_80", "sm_90a", cwd=home)
+    # --ptx --sass: the PTX and SASS stages where nvcc is installed (none without it: no stage rows)
+    p = _tltrace(
+        "run", "-q", "--no-codegen-output", "--ptx", "--sass", "gemm.py", "sm_80", "sm_90a", cwd=home
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     root = home / "tmp" / "lower_trace_dir" / "gemm" / ".run_records"
     dirs = [d for d in root.iterdir() if (d / "manifest.json").is_file()]
@@ -122,7 +125,10 @@ def test_the_pass_where_the_barriers_appear(traced) -> None:
     run = traced["sm_80"]
     texts = _texts(run)
     oracle = []
+    stages = {r["index"] for r, _, _ in texts if r.get("role") in ("ptx", "sass")}  # their own test
     for rec, before, after in texts:
+        if rec["index"] in stages:
+            continue
         lang_after = "source" if rec.get("role") in ("device", "host") else "tir"
         b, a = _syncs(before, "tir"), _syncs(after, lang_after)
         if b is not None and a is not None and b != a:
@@ -130,7 +136,12 @@ def test_the_pass_where_the_barriers_appear(traced) -> None:
     appear = next(o for o in oracle if o[2] == 0 and o[3] > 0)  # barriers come from nowhere here
     p = _show(traced, run, "--count", "T.sync_threads")
     assert p.returncode == 0, p.stderr
-    printed = re.findall(r"^  #(\d+) (\S+) (\d+) \u2192 (\d+)$", p.stdout, re.M)
+    lines = re.findall(r"^  #(\d+) (\S+) (.*)$", p.stdout.split("changed in ", 1)[1], re.M)
+    printed = [
+        (i, n, *re.fullmatch(r"(\d+) \u2192 (\d+)", rest).groups())
+        for i, n, rest in lines
+        if int(i) not in stages
+    ]
     assert [(int(i), n, int(b), int(a)) for i, n, b, a in printed] == oracle
     assert appear in oracle
     # The device source's count, the last text: what the table's last codegen row says.
@@ -154,12 +165,41 @@ def test_a_known_operation_is_counted_as_each_stage_spells_it(traced) -> None:
     assert data["pattern"]["known"] == "tl.tma_load"
     by_index = {r["index"]: r for r in data["passes"]}
     for rec, before, after in _texts(run):
+        if rec.get("role") in ("ptx", "sass"):
+            continue  # the stages: test_the_ptx_and_sass_stages_are_counted_in_their_own_language
         device = rec.get("role") == "device"
         row = by_index[rec["index"]]
         assert row["before"] == before.count("T.tma_load("), rec["name"]
         want = after.count("tl::tma_load(") if device else after.count("T.tma_load(")
         assert row["after"] == want and (row["after_language"] == "source") == device, rec["name"]
-    assert data["changes"] and by_index[max(by_index)]["after"] > 0  # the device source has its loads
+    device = [r for r, _, _ in _texts(run) if r.get("role") == "device"][-1]
+    assert data["changes"] and by_index[device["index"]]["after"] > 0  # the device source has its loads
+
+
+def test_the_ptx_and_sass_stages_are_counted_in_their_own_language(traced) -> None:
+    """`--count T.sync_threads` on the stages (run --ptx --sass): the PTX stage reads the CUDA source and
+    gives PTX (`bar.sync 0` / `barrier.sync 0` instructions), the SASS stage reads PTX and gives SASS
+    (`BAR.SYNC`), each counted here line by line."""
+    run = traced["sm_80"]
+    stages = {r.get("role"): (r, b, a) for r, b, a in _texts(run) if r.get("role") in ("ptx", "sass")}
+    if not stages:
+        pytest.skip("no nvcc: the compile has no PTX or SASS stage")
+    data = json.loads(_show(traced, run, "--count", "T.sync_threads", "--json").stdout)
+    by_index = {r["index"]: r for r in data["passes"]}
+
+    def ptx_bars(text: str) -> int:
+        return sum(1 for x in text.splitlines() if re.match(r"\s*(bar|barrier)\.sync(\.aligned)?\s+0\s*;", x))
+
+    rec, before, after = stages["ptx"]
+    row = by_index[rec["index"]]
+    assert (row["before_language"], row["after_language"]) == ("source", "ptx")
+    assert (row["before"], row["after"]) == (before.count("__syncthreads()"), ptx_bars(after))
+    if "sass" in stages:
+        rec, before, after = stages["sass"]
+        row = by_index[rec["index"]]
+        assert (row["before_language"], row["after_language"]) == ("ptx", "sass")
+        sass_bars = sum(1 for x in after.splitlines() if "BAR.SYNC" in x)
+        assert (row["before"], row["after"]) == (ptx_bars(before), sass_bars) and sass_bars > 0
 
 
 def test_diff_runs_counts_side_by_side(traced) -> None:
