@@ -66,7 +66,8 @@ invocations that compiled NAME. An invocation's compiles made from several lines
 of the script are listed under their call sites, as a tree. Runs of schema-1 manifests are invocations of their
 own. A damaged run shows as 'damaged' in the list and gives a one-line error when
 opened. Exit status: 0; 2 for bad usage (-3 of 2 invocations, a signature prefix
-matching several compiles, --pass on an invocation of several, two views at once
+matching several compiles, --pass on an invocation of several, a --count PATTERN that
+is not a regular expression, two views at once
 or a flag the view does not take); 3 for missing or
 damaged records (a manifest of an unknown schema).
 
