@@ -288,7 +288,10 @@ def test_configs_names_the_config_that_turns_the_kernel_wrong(tmp_path: Path) ->
         "tl.disable_vectorize_256",
         "tl.disable_loop_unswitching",
     }
-    assert data["flips"]["tl.disable_vectorize_256"] == {"value": True, "outcome": "right"}
+    flip = data["flips"]["tl.disable_vectorize_256"]
+    assert (flip["value"], flip["outcome"]) == (True, "right")
+    step = next(s for s in data["steps"] if s["configs"] == {"tl.disable_vectorize_256": True})
+    assert flip["facts"] == step["facts"] and len(step["facts"]) == len(step["runs"])  # what the flip did
     assert "flip tl.disable_safe_memory_legalize=True] wrong" in p.stderr  # each flip's outcome, printed
     for s in data["steps"]:
         for r in s["runs"]:
