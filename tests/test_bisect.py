@@ -288,7 +288,10 @@ def test_configs_names_the_config_that_turns_the_kernel_wrong(tmp_path: Path) ->
         "tl.disable_vectorize_256",
         "tl.disable_loop_unswitching",
     }
-    assert data["flips"]["tl.disable_vectorize_256"] == {"value": True, "outcome": "right"}
+    flip = data["flips"]["tl.disable_vectorize_256"]
+    assert (flip["value"], flip["outcome"]) == (True, "right")
+    step = next(s for s in data["steps"] if s["configs"] == {"tl.disable_vectorize_256": True})
+    assert flip["facts"] == step["facts"] and len(step["facts"]) == len(step["runs"])  # what the flip did
     assert "flip tl.disable_safe_memory_legalize=True] wrong" in p.stderr  # each flip's outcome, printed
     for s in data["steps"]:
         for r in s["runs"]:
@@ -312,8 +315,10 @@ def test_the_flippable_configs_are_read_from_the_installed_tilelang() -> None:
 
 
 def test_the_answer_names_the_pass_in_the_numbering_its_command_accepts(recorded, capsys) -> None:
-    """bisect printed `#23 Simplify (tl, record 25)` then `--pass 25`: two numberings. Now the pass reads as
-    `--pass` names it, and the printed command shows that very record (the manifest is the oracle)."""
+    """bisect printed `#23 Simplify (tl, record 25)` then `--pass 25`: two numberings (then `Simplify#3`,
+    whose `#3` is an occurrence, not show's `#`). Now the pass reads `#25 Simplify`, its record's
+    number, which `--pass 25` and `--pass '#25'` take, and the printed command shows that very record
+    (the manifest is the oracle)."""
     import re
     import shlex
 
@@ -341,18 +346,21 @@ def test_the_answer_names_the_pass_in_the_numbering_its_command_accepts(recorded
     out = capsys.readouterr().out
     head = out.split("\n", 1)[0]
     assert (
-        head.startswith(f"first bad pass: {t.ref} ({t.phase}) in kernel")
+        head.startswith(f"first bad pass: #{t.index} {t.name} ({t.phase}) in kernel")
         and "#" + str(t.position) not in head
     )
-    assert "record" not in head
+    assert "record" not in head and t.ref not in head  # no occurrence number (`Simplify#3`) beside it
+    printed = re.match(r"first bad pass: #(\d+) ", head).group(1)
     again = re.search(r"^  again: (.*)$", out, re.M).group(1)
     words = shlex.split(again)
-    assert words[:3] == ["tltrace", "show", str(run)] and words[3:] == ["--pass", t.ref]
-    r = CliRunner().invoke(app, [*words[1:], "--json"])
-    assert r.exit_code == 0, r.output
-    got = json.loads(r.stdout)
-    got = got.get("record", got)
-    assert (got["index"], got["name"]) == (t.index, next(x.name for x in m.records if x.index == t.index))
+    assert words[:3] == ["tltrace", "show", str(run)] and words[3:] == ["--pass", printed]
+    want = (t.index, next(x.name for x in m.records if x.index == t.index))
+    for cmd in (words[1:], [*words[1:4], "#" + printed]):  # the command as printed, and `--pass '#N'`
+        r = CliRunner().invoke(app, [*cmd, "--json"])
+        assert r.exit_code == 0, r.output
+        got = json.loads(r.stdout)
+        got = got.get("record", got)
+        assert (got["index"], got["name"]) == want
 
 
 # Wrong on its first run only (a cold cache, a race): the kernel itself is right. Run COUNTER holds how

@@ -278,6 +278,33 @@ def test_several_matches_each_with_their_directives(check, recorded: Path) -> No
     assert checks[1]["check"] == f"{first_pass}: CHECK: T. | CHECK-NOT: no such thing"
 
 
+def test_a_matched_pass_is_named_by_the_number_pass_takes(check, run_cli, recorded: Path) -> None:
+    """`check --match Simplify#2` printed `Simplify#2: ...` (an occurrence, not show's `#`); now the pass
+    reads `#N NAME`, in an ok line and in a failure's `NAME:line:col`, and `--pass N` (or '#N') shows
+    that same pass. Oracle: the manifest's records, read as JSON."""
+    from ._records import read_manifest, run_dirs
+
+    records = read_manifest(run_dirs(recorded / "gemm")[-1])["records"]
+    names = [r["name"] for r in records]
+    name = next(n for n in names if names.count(n) > 1)
+    second = [r for r in records if r["name"] == name][1]
+    ok = check("gemm", "--match", f"{name}#2", "CHECK: T.")
+    assert ok.exit_code == 0, ok.output
+    bad = check("gemm", "--match", f"{name}#2", "CHECK: no such text anywhere")
+    assert bad.exit_code == 1, bad.output
+    for out, pattern in (
+        (ok.stdout, r"\(#(\d+) (\S+): 1 directive matched\)"),
+        (bad.stdout, r"^\s+#(\d+) (\S+):\d+:\d+: "),
+    ):
+        m = re.search(pattern, out, re.M)
+        assert m is not None, out
+        assert (int(m.group(1)), m.group(2)) == (second["index"], name)
+        for ref in (m.group(1), "#" + m.group(1)):
+            shown = run_cli("show", "--trace-dir", str(recorded), "gemm", "--pass", ref, "--json")
+            assert shown.exit_code == 0, shown.output
+            assert json.loads(shown.stdout)["record"]["index"] == second["index"]
+
+
 def test_every_compile_of_an_invocation_is_checked(check) -> None:
     res = check("two_kernels", "--json", "--match", "codegen_device", "CHECK: vadd")
     assert res.exit_code == 1, res.output

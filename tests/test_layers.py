@@ -65,6 +65,7 @@ SIDEWAYS: dict[tuple[str, str], str] = {
     ): "a test's compiles handed to it as tltrace.load's (api/reading)",
     # the features and the readers
     ("tltrace.bisect", "tltrace.history"): "a step's runs read back",
+    ("tltrace.bisect", "tltrace.facts"): "--configs: the facts each flip changed, against step 1's",
     (
         "tltrace.bisect",
         "tltrace.rerun",

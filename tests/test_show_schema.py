@@ -117,6 +117,16 @@ def test_one_pass(show, corpus: Path) -> None:
     assert data["rows"] is None and data["before"] and data["record"]["error"]
 
 
+def test_count(show, corpus: Path) -> None:
+    recs = _records(corpus, "gemm")
+    known = check(show("gemm", "-1", "--count", "T.sync_threads", "--json"), "count")
+    assert known["pattern"]["known"] == "T.sync_threads" and None not in known["pattern"]["regex"].values()
+    regex = check(show("gemm", "-1", "--count", r"T\.\w+\(", "--json"), "count")
+    assert regex["matched"] and regex["pattern"]["known"] is None
+    assert [r["index"] for r in regex["passes"]] == [r["index"] for r in recs]
+    assert regex["changes"] == [r for r in regex["passes"] if r["changed"]]
+
+
 def test_html(show) -> None:
     one = check(show("gemm", "-1", "--html", "--json"), "html")
     index = check(show("two_kernels", "-1", "--html", "--json"), "html")

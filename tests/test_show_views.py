@@ -34,6 +34,7 @@ USES = {
     "--facts": JSON,
     "--layouts": JSON | {"--at", "--thread"},
     "--profile": JSON | {"--top"},
+    "--count": JSON,
     "--format markdown": {"--top", "--baseline"},
 }
 COMBINED = {("--pass", "--remarks"), ("--pass", "--source-map"), ("--profile", "--format markdown")}

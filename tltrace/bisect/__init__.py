@@ -17,7 +17,7 @@
    wrong with every candidate skipped", that step. Two outcomes for one skip set make the
    answer FLAKY (exit 8), never a pass to blame.
 5. The result: the first bad pass (position, record index, phase, name) in the recorded
-   run, which `show --pass` and `repro` take.
+   run; its record index is the `#` every line prints and `show --pass` and `repro` take.
 
 The core returns data and reports each step through `on_step`; cli/bisect.py prints.
 """
@@ -308,9 +308,10 @@ def _at(pipeline: list[TopPass], position: int) -> TopPass:
 
 
 def _name(pipeline: list[TopPass], position: int) -> str:
-    """The pass as `--pass` names it in the recorded run (`Simplify#3`): the one numbering bisect prints."""
+    """The pass as every line names it: `#25 Simplify`, its record's number in the recorded run (what
+    `--pass` takes): the one numbering."""
     t = _at(pipeline, position)
-    return t.ref or t.name
+    return f"#{t.index} {t.name}" if t.index is not None else t.name
 
 
 def bisect(spec: Spec, on_step: Callable[[Progress], None] | None = None) -> Result:

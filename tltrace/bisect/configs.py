@@ -11,7 +11,9 @@
    one: leaving out any config of it loses the turn.
 
 Each step is a traced child invocation (steps.py) with the configs in TLTRACE_BISECT; the
-child's skipping tool applies them through the seam (bisect/skipping.py).
+child's skipping tool applies them through the seam (bisect/skipping.py). Each step after the
+first carries the facts (docs/facts.md) its compiles changed against step 1's (`facts_changed`):
+what the flip did (`smem_dynamic 49152 → 16384`), which the CLI prints on the step's line.
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ class ConfigResult:
     probe_off: str | None = None
     rechecks: list[Recheck] = field(default_factory=list)  # the deciding steps, run again
     answer: list[str] = field(default_factory=list)  # FLAKY: the flips the search would have named
+    facts: dict[str, list[dict[str, Any]] | None] = field(
+        default_factory=dict
+    )  # config -> its step's facts diff
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,7 +80,10 @@ class ConfigResult:
             "turns_to": RIGHT if self.recorded == WRONG else WRONG,
             "culprits": {c: self.values.get(c) for c in self.culprits},
             "single": self.single,
-            "flips": {k: {"value": self.values.get(k), "outcome": v} for k, v in self.flips.items()},
+            "flips": {
+                k: {"value": self.values.get(k), "outcome": v, "facts": self.facts.get(k)}
+                for k, v in self.flips.items()
+            },
             "recorded_run": str(self.good_run) if self.good_run else None,
             "steps": [s.to_json() for s in self.steps],
             "seconds": round(self.seconds, 3),
@@ -83,6 +91,45 @@ class ConfigResult:
             "rechecks": [r.to_json() for r in self.rechecks],
             "answer_before_recheck": {c: self.values.get(c) for c in self.answer},
         }
+
+
+def facts_changed(base: list[Path], runs: list[Path]) -> list[dict[str, Any]]:
+    """Return, for each compile of a step, the facts (docs/facts.md) that differ from the same compile of
+    step 1: [{kernel, run, base_run, changes: [{name, a, b}]}]. Compiles pair in start order (a flip
+    changes what a compile makes, not which kernels the script compiles); a compile of one side only
+    pairs with none and is left out. A compile whose facts cannot be read counts as unchanged."""
+    from ..facts import changes, facts_of
+    from ..history.loading import load_run
+
+    def ordered(paths: list[Path]) -> list[Any]:
+        loaded = [load_run(p) for p in paths]
+        return sorted((r for r in loaded if r.manifest is not None), key=lambda r: r.manifest.started)
+
+    out = []
+    for a, b in zip(ordered(base), ordered(runs)):
+        try:
+            changed = changes(facts_of(a), facts_of(b))
+        except Exception:  # a damaged text: its facts are not worth the bisection's answer
+            changed = []
+        out.append(
+            {"kernel": b.manifest.kernel, "run": str(b.path), "base_run": str(a.path), "changes": changed}
+        )
+    return out
+
+
+def describe_facts(facts: list[dict[str, Any]] | None) -> str | None:
+    """Return a step's facts diff as one line (`smem_dynamic 49152 → 16384, num_stages 3 → 1`; with
+    several compiles, each changed one as `kernel: ...`), 'no fact changed', or None when not compared."""
+    from ..facts import describe
+
+    if facts is None:
+        return None
+    changed = [f for f in facts if f.get("changes")]
+    if not changed:
+        return "no fact changed"
+    if len(facts) == 1:
+        return describe(changed[0]["changes"])
+    return "; ".join(f"{f.get('kernel') or '?'}: {describe(f['changes'])}" for f in changed)
 
 
 def flippable(pattern: str | None = None) -> list[str]:
@@ -150,6 +197,8 @@ class ConfigBisection:
             n = len(self.steps) + 1
             s = run_step(self.spec, n, purpose, None, self.logs / f"step_{n:02d}.log", configs)
             s.recheck_of = recheck_of
+            if self.steps and s.runs:  # what the flip did to the compile, against step 1's
+                s.facts = facts_changed(self.steps[0].runs, s.runs)
             self.steps.append(s)
         self.on_step(Flip(s, time.perf_counter() - self.t0, alone))
         return s
@@ -197,6 +246,7 @@ class ConfigBisection:
         for n in names:
             s = self.step(f"flip {n}={values[n]}", {n: values[n]}, True)
             out.flips[n] = s.outcome
+            out.facts[n] = s.facts
         hits = [n for n in names if out.flips[n] == target]
         if hits:
             out.kind, out.culprits, out.single = FOUND, hits, True

@@ -72,6 +72,9 @@ class Step:
     probe: bool = False  # untestable by the probe's compile: the script did not run
     configs: dict[str, bool | int | float] = field(default_factory=dict)  # pass configs set (--configs)
     recheck_of: int | None = None  # this step runs step N's skip set again (a deciding step, re-checked)
+    # --configs: the facts this step's compiles changed against step 1's (bisect/configs.py facts_changed);
+    # None: not compared (no compile, or a pass bisection)
+    facts: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,6 +92,7 @@ class Step:
             "probe": self.probe,
             "configs": dict(self.configs),
             "recheck_of": self.recheck_of,
+            "facts": self.facts,
         }
 
 

@@ -69,8 +69,9 @@ def parse_match(stage: str, directives: Sequence[str]) -> Match:
     return Match(stage, tuple(filecheck.parse(directives)))
 
 
-def stage_text(manifest: Any, run: runs.Run, stage: str) -> tuple[str, str]:
-    """Return (the pass's reference, its after-text) for a STAGE.
+def stage_text(manifest: Any, run: runs.Run, stage: str) -> tuple[str, str, str]:
+    """Return (the pass's reference, its after-text, the pass as lines name it: `#25 Simplify`, the
+    number `--pass` and `--match` take) for a STAGE.
 
     Raises _NoStage when the compile has no such pass (an Outcome with `missing`; the
     closest names said), _NoText when it has no text, UsageError for a reference that names
@@ -91,8 +92,8 @@ def stage_text(manifest: Any, run: runs.Run, stage: str) -> tuple[str, str]:
     rec = manifest.records[found.pos]
     ref = ref_of(manifest.records, found.pos)
     if rec.after_file is None and rec.after_hash is None:
-        raise _NoText(f"{ref} (#{rec.index}) produced no text (the pass failed)")
-    return ref, runs.read_text(run, rec, "after")
+        raise _NoText(f"#{rec.index} {rec.name} produced no text (the pass failed)")
+    return ref, runs.read_text(run, rec, "after"), f"#{rec.index} {rec.name}"
 
 
 def missing_stage(manifest: Any, stage: str) -> str:
@@ -237,7 +238,7 @@ def run_checks(
             out.append(Outcome("expect", e.text, ok, why))
     for m in matches:
         try:
-            ref, text = stage_text(manifest, run, m.stage)
+            ref, text, label = stage_text(manifest, run, m.stage)
         except _NoText as exc:
             out.append(Outcome("match", m.text, False, str(exc), m.stage))
             continue
@@ -251,8 +252,8 @@ def run_checks(
         if result.ok:
             n = len(m.directives)
             said = f"{n} directive{'s' if n != 1 else ''} matched"
-            out.append(Outcome("match", m.text, True, said if ref == m.stage else f"{ref}: {said}", ref))
+            out.append(Outcome("match", m.text, True, f"{label}: {said}", ref))
         else:
-            lines = result.explain(text, ref, context)
+            lines = result.explain(text, label, context)
             out.append(Outcome("match", m.text, False, lines[1], ref, tuple([lines[0], *lines[2:]])))
     return out

@@ -38,7 +38,9 @@ as 'git bisect skip' does. CMD runs through the shell, as typed.
 With --configs, each boolean pass config of the installed TileLang is flipped
 alone (one step each, its outcome printed), then delta debugging narrows all
 the flips to the smallest set that turns the outcome: wrong into right, or
-right into wrong.
+right into wrong. Each step's line ends with the facts its flip changed against
+step 1 ('facts: smem_dynamic 49152 -> 16384, num_stages 3 -> 1'), and so does
+each flip in the summary; --json has them per step ("facts").
 
 Exit status: 0 the first bad pass (or a set of config flips) was found; 1 the
 bug is in a pass that cannot be skipped (or before the pipeline), untestable
@@ -145,45 +147,62 @@ def _configs(spec, pattern: Optional[str], as_json: bool) -> None:  # noqa: ANN0
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=1))
     else:
-        n = len(result.steps)
-        cost = f"{n} step(s), {result.seconds:.0f}s"
-        turned = "wrong into right" if result.recorded == "wrong" else "right into wrong"
-        if result.kind == cfg.FLAKY:
-            (r,) = [r for r in result.rechecks if not r.agrees][:1]
-            typer.echo(
-                f"the script is flaky: step {r.step} was {r.outcome}, and run again (step {r.again}) "
-                f"{r.again_outcome}; no config flip can be trusted ({cost})"
-            )
-        elif result.kind == cfg.NONE:
-            typer.echo(
-                f"no config flip turns the outcome ({result.recorded} with nothing flipped), alone or "
-                f"all together ({cost})"
-            )
-        else:
-            sets = ", ".join(f"{c}={result.values[c]}" for c in result.culprits)
-            if result.single:
-                typer.echo(
-                    f"each of these config flips alone turns {turned}: {sets}  ({cost})"
-                    if len(result.culprits) > 1
-                    else f"the config flip that turns {turned}: {sets}  ({cost})"
-                )
-            else:
-                typer.echo(f"the smallest set of config flips that turns {turned}: {sets}  ({cost})")
-        typer.echo(f"  recorded run: {result.good_run}")
-        typer.echo(f"each flip alone (the recorded run is {result.recorded}):")
-        for name, outcome in result.flips.items():
-            typer.echo(f"  {name}={result.values[name]}: {outcome}")
+        _print_configs(result)
     raise typer.Exit({cfg.FOUND: 0, cfg.FLAKY: EXIT_FLAKY}.get(result.kind, 1))
 
 
+def _print_configs(result) -> None:  # noqa: ANN001  # tltrace.bisect.configs.ConfigResult
+    """Print a --configs answer: the flips that turn the outcome, then each flip alone with the facts it changed."""
+    from ..bisect import configs as cfg
+
+    n = len(result.steps)
+    cost = f"{n} step(s), {result.seconds:.0f}s"
+    turned = "wrong into right" if result.recorded == "wrong" else "right into wrong"
+    if result.kind == cfg.FLAKY:
+        (r,) = [r for r in result.rechecks if not r.agrees][:1]
+        typer.echo(
+            f"the script is flaky: step {r.step} was {r.outcome}, and run again (step {r.again}) "
+            f"{r.again_outcome}; no config flip can be trusted ({cost})"
+        )
+    elif result.kind == cfg.NONE:
+        typer.echo(
+            f"no config flip turns the outcome ({result.recorded} with nothing flipped), alone or "
+            f"all together ({cost})"
+        )
+    else:
+        sets = ", ".join(f"{c}={result.values[c]}" for c in result.culprits)
+        if result.single:
+            typer.echo(
+                f"each of these config flips alone turns {turned}: {sets}  ({cost})"
+                if len(result.culprits) > 1
+                else f"the config flip that turns {turned}: {sets}  ({cost})"
+            )
+        else:
+            typer.echo(f"the smallest set of config flips that turns {turned}: {sets}  ({cost})")
+        flipped = {c: result.values[c] for c in result.culprits}
+        step = next((x for x in result.steps if x.configs == flipped and x.recheck_of is None), None)
+        did = cfg.describe_facts(step.facts) if step is not None else None
+        if step is not None and did and not (result.single and len(result.culprits) == 1):  # one flip: below
+            typer.echo(f"  facts step {step.number} changed: {did}")
+    typer.echo(f"  recorded run: {result.good_run}")
+    typer.echo(f"each flip alone (the recorded run is {result.recorded}), and the facts it changed:")
+    for name, outcome in result.flips.items():
+        did = cfg.describe_facts(result.facts.get(name))
+        typer.echo(f"  {name}={result.values[name]}: {outcome}" + (f"  ({did})" if did else ""))
+
+
 def _flip(f) -> None:  # noqa: ANN001  # tltrace.bisect.configs.Flip
+    from ..bisect.configs import describe_facts
+
     s = f.step
     extra = f" (exit {s.script_rc})" if s.check_rc is None else f" (check exit {s.check_rc})"
     if s.outcome == "untestable":
         extra = f": {s.why}" if s.why else ""
     what = "probe (no script run)" if s.probe else f"step {s.number}"
+    did = describe_facts(s.facts)
     typer.echo(
-        f"bisect: {what} [{s.purpose}] {s.outcome}{extra} in {s.seconds:.1f}s, {f.elapsed:.0f}s elapsed",
+        f"bisect: {what} [{s.purpose}] {s.outcome}{extra} in {s.seconds:.1f}s, {f.elapsed:.0f}s elapsed"
+        + (f"; facts: {did}" if did else ""),
         err=True,
     )
 
@@ -204,8 +223,9 @@ def _progress(p) -> None:  # noqa: ANN001  # tltrace.bisect.Progress
 
 
 def _where(t) -> str:  # noqa: ANN001
-    """A pass as `--pass` names it in the recorded run (`Simplify#3`), and its phase: one numbering."""
-    return f"{t.ref or t.name} ({t.phase})"
+    """A pass as every line names it: its record's `#` in the recorded run (what `--pass` takes), its
+    name and phase; one numbering."""
+    return f"#{t.index} {t.name} ({t.phase})" if t.index is not None else f"{t.name} ({t.phase}, no record)"
 
 
 def _report(result, context: int, repro_dir: Optional[Path]) -> None:  # noqa: ANN001
@@ -263,12 +283,10 @@ def _report(result, context: int, repro_dir: Optional[Path]) -> None:  # noqa: A
         from ..proc.shell import command
         from .show import show_pass
 
-        typer.echo(
-            f"  again: {command('tltrace', 'show', str(result.good_run), '--pass', t.ref or str(t.index))}"
-        )
+        typer.echo(f"  again: {command('tltrace', 'show', str(result.good_run), '--pass', str(t.index))}")
         sys.stdout.flush()
         try:
-            show_pass(load_run(result.good_run), t.ref or str(t.index), context, False)
+            show_pass(load_run(result.good_run), str(t.index), context, False)
         except TltraceError as exc:
             warn(f"cannot show the pass's diff: {exc}")
     if repro_dir is not None:

@@ -25,6 +25,7 @@ Examples:
   tltrace diff-runs gemm.py:-2 gemm.py:-1 --html -     the HTML page on stdout
   tltrace diff-runs 'gemm:gemm 1024' 'gemm:gemm 2048'   two compiles by signature prefix
   tltrace diff-runs gemm.py:-2 gemm.py:-1 -v    every differing pass, whole diffs
+  tltrace diff-runs gemm.py:-2 gemm.py:-1 --count T.sync_threads   barriers per pass, where A and B differ
 
 Two invocations are compared compile by compile: compiles with identical input IR
 pair first, then by kernel name and launch shape (then a kernel's only compile on
@@ -38,7 +39,11 @@ by the hashes of their input and output. Two compiles that differ lead with the
 effect, in under 40 lines: the signatures, the facts that changed, the passes whose
 work changed in kind (one side only, changed vs left alone, failed), the first pass
 whose output differs with its diff, and the codegen diff, each cut to fit; -v lists
-every differing pass with whole diffs. --pass and --html need one compile each.
+every differing pass with whole diffs. --pass, --html and --count need one compile
+each. --count PATTERN (a regex or a known operation, as 'show --count') prints,
+per aligned pass, the count after it in A and in B where the two differ, and the
+passes that changed it on each side (--json: every pass); exit 0 when the counts
+agree after every pass, 1 when they differ.
 --html PATH replaces only a page tltrace wrote (--force: any file or link there);
 a pipe or device is written through; '-' is stdout.
 A and B: a run directory, a script (its newest invocation), SCRIPT:RUN, or a RUN
@@ -76,6 +81,13 @@ def diff_runs_cmd(
     force: bool = typer.Option(
         False, "--force", help="Let --html replace a file that tltrace did not write (or a link)."
     ),
+    count: Optional[str] = typer.Option(
+        None,
+        "--count",
+        metavar="PATTERN",
+        help="A regex's (or a known operation's, as 'show --count') count after each pass of A and B, "
+        "side by side where they differ, instead of the pass diff.",
+    ),
 ) -> None:
     """Compare two invocations compile by compile (or two compiles pass by pass)."""
     from ..fs import output_path
@@ -87,7 +99,17 @@ def diff_runs_cmd(
     html_stdout = html is not None and str(html) == output_path.STDOUT
     if html_stdout and as_json:
         raise _fail("--html - and --json both want stdout; give --html a file")
+    if count is not None:
+        given = [
+            f for f, v in (("--pass", pass_), ("--html", html), ("--all", show_all), ("-v", verbose)) if v
+        ]
+        if given:
+            raise _fail(f"--count and {given[0]} are two outputs of diff-runs: ask for one at a time")
     try:
+        if count is not None:
+            from ..history.counts import pattern
+
+            pattern(count)  # a bad regex: one line, exit 2, before any record is read
         if html is not None:
             output_path.check(html, output_path.DIFF_HTML, force=force)
         sa = runs.parse_ref(a, td, script, kernel)
@@ -98,14 +120,20 @@ def diff_runs_cmd(
         for r in (*sa.runs, *sb.runs):
             r.require()
         if sa.single is None or sb.single is None:
-            if pass_ is not None or html is not None:
-                what = "--pass" if pass_ is not None else "--html"
+            if pass_ is not None or html is not None or count is not None:
+                what = "--pass" if pass_ is not None else ("--html" if html is not None else "--count")
                 (sa if sa.single is None else sb).one(what)
             inv = diff_invocations([r.require() for r in sa.runs], [r.require() for r in sb.runs])
         else:
             inv = None
             ra, rb = sa.single, sb.single
             d = diff_runs(ra.require(), rb.require())
+            if count is not None:
+                from . import counts as cli_counts
+
+                raise typer.Exit(
+                    EXIT_SCRIPT_FAILED if cli_counts.diff(d, ra, rb, count, as_json) else EXIT_OK
+                )
             focus = _focus_pair(d, pass_)
             focus_diff = _pair_diff(ra, rb, focus, context) if focus is not None else None
             report = None

@@ -226,11 +226,12 @@ def show_pass(
     from ..render.terminal import diff_view, pass_line
 
     con = _console()
-    if others:  # `--pass Simplify` of five: the first, and say where the others are
+    if others:  # `--pass Simplify` of five: the first, and say where the others are, as `--pass` takes them
+        numbers = [f"#{run.manifest.records[i].index}" for i in found.matches if i != found.pos]
         _warn(
             f"{rec.name} ran {len(others) + 1} times; this is the first (#{rec.index}); the others: "
-            + ", ".join(others[:6])
-            + (", ..." if len(others) > 6 else "")
+            + ", ".join(numbers[:6])
+            + (", ..." if len(numbers) > 6 else "")
         )
     counts = None
     if d is not None and ignore_whitespace:  # the header counts what the diff below shows

@@ -15,6 +15,7 @@ import typer
 
 from ..config import trace_dir_of as _trace_dir
 from ..errors import TltraceError
+from ..history.counts import known_names as count_names
 from . import views
 from .passes import show_pass as show_pass  # `bisect` prints a pass as show does
 from .records import KERNEL_OPT, TRACE_DIR_OPT, _check_args, _print_json
@@ -48,6 +49,8 @@ Examples:
   tltrace show gemm.py -1 --layouts --thread 128   the elements and registers threadIdx.x 128 holds
   tltrace show gemm.py -1 --remarks             what the passes wrote to stderr (run --remarks)
   tltrace show gemm.py --pass LowerTileOp --remarks   a pass's diff, its remark under it
+  tltrace show gemm.py -1 --count T.sync_threads   the barriers after every pass; where they changed
+  tltrace show gemm.py -1 --count 'tl::tma_load' --json   a regex's count per pass as JSON
   tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
   tltrace show gemm.py -1 'gemm 1024' --profile --top 5 --json   one compile's 5 slowest, as JSON
   tltrace show --format markdown >> "$GITHUB_STEP_SUMMARY"   compiles + top passes for CI
@@ -63,7 +66,8 @@ invocations that compiled NAME. An invocation's compiles made from several lines
 of the script are listed under their call sites, as a tree. Runs of schema-1 manifests are invocations of their
 own. A damaged run shows as 'damaged' in the list and gives a one-line error when
 opened. Exit status: 0; 2 for bad usage (-3 of 2 invocations, a signature prefix
-matching several compiles, --pass on an invocation of several, two views at once
+matching several compiles, --pass on an invocation of several, a --count PATTERN that
+is not a regular expression, two views at once
 or a flag the view does not take); 3 for missing or
 damaged records (a manifest of an unknown schema).
 
@@ -167,6 +171,13 @@ def show_cmd(
         help="With --layouts: the thread (threadIdx.x) and register (fragment) or offset and bank (shared) "
         "of one element.",
     ),
+    count: Optional[str] = typer.Option(
+        None,
+        "--count",
+        metavar="PATTERN",
+        help="A regex's count after every pass, and the passes that changed it (#71 ThreadSync 0 → 3); "
+        "or a known operation, spelled as each stage spells it: " + ", ".join(count_names()) + ".",
+    ),
     thread: Optional[int] = typer.Option(
         None,
         "--thread",
@@ -193,6 +204,10 @@ def show_cmd(
             from . import layouts as cli_layouts
 
             cli_layouts.parse_at(at_spec)  # bad input says so before any record is read
+        if count is not None:
+            from ..history.counts import pattern
+
+            pattern(count)  # a bad regex: one line, exit 2, before any record is read
     except TltraceError as exc:
         raise _fail(str(exc), exc.exit_code) from None
     td = _trace_dir(trace_dir)
@@ -210,6 +225,7 @@ def show_cmd(
         thread=thread,
         top=top,
         line=line,
+        count=count,
         back={"cuda line": cuda_line, "ptx line": ptx_line, "sass line": sass_line},
     )
     try:
@@ -300,6 +316,12 @@ def _show_layouts(sel, o) -> None:
     cli_layouts.show(sel, o.as_json, o.at, o.thread)
 
 
+def _show_count(sel, o) -> None:
+    from . import counts as cli_counts
+
+    cli_counts.show(sel.one("--count"), o.count, o.as_json)
+
+
 def _show_html(sel, o) -> None:
     from ..history.report_reads import compile_report, index_report
     from ..render.html import write_index, write_report
@@ -339,4 +361,5 @@ _SHOW: dict[str, Callable[[Any, Any], None]] = {
     "report": _show_html,
     "facts": _show_facts,
     "layouts": _show_layouts,
+    "count": _show_count,
 }

@@ -70,6 +70,12 @@ VIEWS = (
     View("layouts", "--layouts", JSON | {"--at", "--thread"}, "each fragment's and shared buffer's layout"),
     View("profile", "--profile", JSON | {"--top"}, "the slowest passes by name"),
     View(
+        "count",
+        "--count",
+        JSON,
+        "a regex's (or a known operation's) count after every pass, and the passes that changed it",
+    ),
+    View(
         "markdown",
         "--format markdown",
         frozenset({"--top", "--baseline", "--profile"}),

@@ -1,6 +1,7 @@
 """The one pass-name grammar: `--pass`, `--only`/`--skip` hints, the report's URL, `tltrace.load`.
 
-A reference is a pass's exact name, an index (`16`), or `[phase/]NAME[#k]`: the k-th pass (1-based, default
+A reference is a pass's exact name, an index (`16`, or `#16`: the one number every line that names a
+pass prints, `show`'s `#` column), or `[phase/]NAME[#k]`: the k-th pass (1-based, default
 the first) of the name NAME, where NAME is tried, in order, as the exact name, the name in
 any case, the end of a dotted name (`BindTarget` for `tirx.BindTarget`), and a part of
 one name. The report's twin is `resolveRef` in render/assets/core.js; tests/test_passref.py
@@ -53,10 +54,11 @@ class Resolved:
 
 
 def parse(ref: str) -> PassRef:
-    """Return a reference parsed: `16`, `LowerTileOp`, `tl/Simplify#3`."""
+    """Return a reference parsed: `16` (or `#16`, as every line that names a pass prints its number),
+    `LowerTileOp`, `tl/Simplify#3`."""
     ref = ref.strip()
-    if re.fullmatch(r"\d+", ref):
-        return PassRef(index=int(ref))
+    if re.fullmatch(r"#?\d+", ref):
+        return PassRef(index=int(ref.lstrip("#")))
     name, k = ref, None
     m = re.fullmatch(r"(.+)#(\d+)", ref)
     if m:

@@ -125,7 +125,7 @@
   // parseRef("LowerTileOp#2") -> {index: null, phase: null, name: "LowerTileOp", k: 2}
   function parseRef(ref) {
     ref = String(ref).trim();
-    if (/^\d+$/.test(ref)) return { index: parseInt(ref, 10), phase: null, name: null, k: null };
+    if (/^#?\d+$/.test(ref)) return { index: parseInt(ref.replace(/^#/, ""), 10), phase: null, name: null, k: null };
     var name = ref, k = null, m = /^(.+)#(\d+)$/.exec(ref);
     if (m) { name = m[1]; k = parseInt(m[2], 10); }
     var phase = null, slash = name.indexOf("/");
