@@ -1,0 +1,382 @@
+"""Why layout inference failed: the smallest set of tile operations whose layouts cannot agree.
+
+When a compile fails in a layout pass (`LayoutInference`), the reproducer capture
+(rerun/capture.py) saved that pass's input. The explanation reruns the one pass on it in
+a child process (`_explain_child.py`, under a deadline, in a process group of its own:
+proc/group.py) with tile operations taken out, delta-debugging (bisect/ddmin.py) down to a
+1-minimal failing set: taking any one of its operations out lets the pass succeed or fail
+otherwise. Each operation is also tried alone. The operations are named by their Python
+lines through the run's source map (history/sourcemaps.py); an operation whose IR line
+points into TileLang's own code (a `T.reduce_sum` does) or is only inferred from its
+enclosing statement is found in the kernel's source by its name, between its neighbours.
+A conflict's message (`Layout infer conflict between C_l and D_l`, `Get different layout
+for C_l`) carries both layouts: they are parsed into layout entries (layouts/model.py draws
+them).
+
+Derived data, computed when asked (`show`, the end of `tltrace run`) and cached beside the
+run as `layout_explain.json`; the user's compile is never delayed by it. Data only; cli/
+prints it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..format.records import FAILED, PassRecord, RunManifest
+from ..fs import safe_read
+from ..fs.atomic import atomic_write
+from ..proc import group as procgroup
+from ..proc import pychild
+
+CACHE = "layout_explain.json"
+SCHEMA = 1
+LAYOUT_PASSES = frozenset({"LayoutInference"})
+TIMEOUT_ENV = "TLTRACE_EXPLAIN_TIMEOUT"
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def timeout_s() -> float:
+    """Return the explanation's deadline in seconds: TLTRACE_EXPLAIN_TIMEOUT, else 120; 0 turns it off."""
+    try:
+        return max(0.0, float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)))
+    except ValueError:
+        return DEFAULT_TIMEOUT_S
+
+
+def failed_layout_record(manifest: RunManifest) -> PassRecord | None:
+    """Return the failed record of a layout pass (LayoutInference), or None."""
+    for r in manifest.records:
+        if r.status == FAILED and r.name.split("@", 1)[0] in LAYOUT_PASSES:
+            return r
+    return None
+
+
+def cached(run_dir: Path) -> dict[str, Any] | None:
+    """Return the explanation cached beside the run, or None (none, damaged, or of another schema)."""
+    try:
+        data = json.loads(safe_read.read_text(Path(run_dir) / CACHE))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) and data.get("schema") == SCHEMA else None
+
+
+def explain(run: Any, *, timeout: float | None = None, compute: bool = True) -> dict[str, Any] | None:
+    """Return the explanation of a run that failed in a layout pass (cached, else computed in a child
+    when `compute`); None for any other run, or when it is not cached and not computed."""
+    manifest: RunManifest | None = run.manifest
+    if manifest is None:
+        return None
+    rec = failed_layout_record(manifest)
+    if rec is None:
+        return None
+    have = cached(run.path)
+    if have is not None or not compute:
+        return have
+    limit = timeout_s() if timeout is None else timeout
+    if limit <= 0:
+        return None
+    raw = _run_child(run.path, manifest, rec, limit)
+    data = build(run, rec, raw)
+    if data.get("complete") or data.get("cacheable"):
+        try:
+            atomic_write(Path(run.path) / CACHE, json.dumps(data, indent=1).encode())
+        except OSError:
+            pass
+    return data
+
+
+def _run_child(run_dir: Path, manifest: RunManifest, rec: PassRecord, limit: float) -> dict[str, Any]:
+    """Return the child's answer, or {"stopped": why} when there is none."""
+    from ..history.runs import record_path
+    from ..rerun import trust
+
+    info = manifest.repro or {}
+    inp = record_path(run_dir, ((info.get("inputs") or {}).get(str(rec.index))))
+    ctx_path = record_path(run_dir, info.get("context"))
+    if inp is None or not inp.is_file() or ctx_path is None or not ctx_path.is_file():
+        return {"stopped": "the run kept no input of the failed pass (no reproducer data)", "cacheable": True}
+    try:
+        ctx = json.loads(safe_read.read_text(ctx_path))
+        spec = ctx.get("target") or ctx.get("bound_target")
+        target = trust.check_target(spec, "context.json")
+        config, _dropped = trust.filter_config(ctx.get("config") or {})
+    except Exception as exc:  # a damaged or refused context: no rerun
+        return {"stopped": f"the recorded context cannot be rerun ({exc})", "cacheable": True}
+    child_ctx = {"target": target, "opt_level": int(ctx.get("opt_level", 2)), "config": config}
+    name = rec.name.split("@", 1)[0]
+    registered = name if "." in name else f"tl.{name}"
+    with tempfile.TemporaryDirectory(prefix="tltrace-explain-") as tmp:
+        cpath = Path(tmp) / "context.json"
+        cpath.write_text(json.dumps(child_ctx))
+        argv = pychild.tltrace_code(
+            "tltrace.layouts._explain_child", str(inp), str(cpath), registered, f"{limit:g}"
+        )
+        try:
+            proc = procgroup.run(argv, capture_output=True, text=True, timeout=limit + 30)
+        except Exception as exc:  # TimeoutExpired, OSError: no explanation, the records are unharmed
+            return {"stopped": f"the rerun did not answer ({type(exc).__name__})"}
+    for line in reversed(proc.stdout.splitlines()):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            return data
+    tail = (proc.stderr or "").strip().splitlines()
+    return {
+        "stopped": f"the rerun gave no answer (exit {proc.returncode}): {tail[-1] if tail else ''}".strip()
+    }
+
+
+def build(run: Any, rec: PassRecord, raw: dict[str, Any]) -> dict[str, Any]:
+    """Return the explanation as data: the child's answer with each operation's Python line, the
+    conflict's layouts, and the sentences every view prints."""
+    ops = [dict(o) for o in raw.get("ops") or [] if isinstance(o, dict)]
+    _python_lines(run, rec, ops)
+    minimal = [i for i in raw.get("minimal") or [] if isinstance(i, int) and 0 <= i < len(ops)]
+    alone = raw.get("alone") if isinstance(raw.get("alone"), dict) else {}
+    for i, op in enumerate(ops):
+        op["in_minimal"] = i in minimal
+        op["alone_error"] = alone.get(str(i)) if str(i) in alone else None
+        op["alone_tried"] = str(i) in alone
+    data: dict[str, Any] = {
+        "schema": SCHEMA,
+        "pass": rec.name,
+        "record": rec.index,
+        "error": raw.get("error"),
+        "threads": raw.get("threads"),
+        "ops": ops,
+        "minimal": minimal,
+        "minimal_error": raw.get("minimal_error"),
+        "minimal_complete": bool(raw.get("minimal_complete")),
+        "complete": bool(raw.get("complete")),
+        "stopped": raw.get("stopped"),
+        "tests": raw.get("tests"),
+        "seconds": raw.get("seconds"),
+        "conflict": parse_conflict(raw.get("message") or ""),
+        "cacheable": bool(raw.get("cacheable")),
+    }
+    data["lines"] = sentences(data)
+    return data
+
+
+# -- Python lines ------------------------------------------------------------------------------
+def _python_lines(run: Any, rec: PassRecord, ops: list[dict[str, Any]]) -> None:
+    """Set each op's `file` and `line` (and `line_from`: "source map" or "source"), in place."""
+    from ..history import sourcemaps
+
+    try:
+        maps = sourcemaps.load(run.path)
+        rows = sourcemaps.annotated(run, rec, "before", maps) if maps else []
+        kernel = sourcemaps.kernel_file(maps) if maps else None
+    except Exception:
+        rows, kernel, maps = [], None, None
+    for op in ops:
+        op["file"] = op["line"] = op["line_from"] = None
+        k = op.get("text_line")
+        src = rows[k - 1]["src"] if isinstance(k, int) and 0 < k <= len(rows) else None
+        if src and not src.get("inferred") and not src.get("via"):
+            op.update(file=src["file"], line=src["line"], line_from="source map")
+    source = maps.sources.get(kernel) if maps is not None and kernel else None
+    if source is None:
+        return
+    calls = _calls(source)
+    for i, op in enumerate(ops):
+        if op["line"] is not None:
+            continue
+        lo = max((o["line"] for o in ops[:i] if o["line"] is not None and o["file"] == kernel), default=0)
+        hi = min(
+            (o["line"] for o in ops[i + 1 :] if o["line"] is not None and o["file"] == kernel),
+            default=1 << 30,
+        )
+        want = _call_name(op)
+        hits = [ln for name, ln in calls if name == want and lo < ln < hi]
+        if len(hits) == 1:
+            op.update(file=kernel, line=hits[0], line_from="source")
+
+
+def _call_name(op: dict[str, Any]) -> str:
+    """Return the attribute the kernel's source calls for an op: `T.reduce_sum` -> reduce_sum."""
+    return str(op.get("name") or "").rsplit(".", 1)[-1]
+
+
+def _calls(source: str) -> list[tuple[str, int]]:
+    """Return (attribute name, line) of every `X.name(...)` call in a Python source (empty when it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            out.append((node.func.attr, node.lineno))
+    return sorted(out, key=lambda p: p[1])
+
+
+# -- conflicts ---------------------------------------------------------------------------------
+_CONFLICT = re.compile(r"Layout infer conflict between (\S+) and (\S+?)(?: in ([^:\n]+))?:")
+_DIFFERENT = re.compile(r"Get different layout for (\S+)")
+_DUMP = re.compile(r"^\s*([\w ]*?)\s*(Fragment|Layout)\((.*)\)\s*$")
+
+
+def parse_conflict(message: str) -> dict[str, Any] | None:
+    """Return a conflict's buffers and its two layouts as layout entries ({buffers, where, layouts: [{label,
+    entry, text}]}), or None when the message is not a conflict."""
+    m = _CONFLICT.search(message)
+    d = _DIFFERENT.search(message) if m is None else None
+    if m is None and d is None:
+        return None
+    buffers = [m.group(1), m.group(2)] if m else [d.group(1).rstrip(":,") if d else ""]
+    layouts = []
+    for ln in message.splitlines():
+        dm = _DUMP.match(ln)
+        if dm:
+            entry = parse_dump(dm.group(2), dm.group(3))
+            layouts.append({"label": dm.group(1).strip() or dm.group(2), "entry": entry, "text": ln.strip()})
+    return {"buffers": buffers, "where": (m.group(3) if m else None), "layouts": layouts[:2]}
+
+
+def _split_top(text: str) -> list[str]:
+    """Split at commas outside brackets."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def _shape(text: str) -> list[int] | None:
+    try:
+        v = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError):
+        return None
+    v = v if isinstance(v, tuple) else (v,)
+    return [int(x) for x in v] if all(isinstance(x, int) for x in v) else None
+
+
+def parse_dump(kind: str, body: str) -> dict[str, Any] | None:
+    """Return a printed `Fragment((64, 64) -> (32,), replicate: 1, thread: 128, forward_thread: ...,
+    forward_index: (...), thread_range: I.Range(0, 128))` as a layout entry (capture.py's keys); None
+    when it does not read."""
+    parts = _split_top(body)
+    if not parts or "->" not in parts[0]:
+        return None
+    ins, outs = parts[0].split("->", 1)
+    entry: dict[str, Any] = {
+        "buffer": None,
+        "kind": "fragment" if kind == "Fragment" else "layout",
+        "input_shape": _shape(ins),
+        "output_shape": _shape(outs),
+    }
+    fields = {}
+    for p in parts[1:]:
+        k, sep, v = p.partition(":")
+        if sep:
+            fields[k.strip()] = v.strip()
+    index = fields.get("forward_index", "")
+    if index.startswith("(") and index.endswith(")"):
+        index = index[1:-1]
+    entry["index"] = [x for x in _split_top(index) if x]
+    if entry["kind"] == "fragment":
+        entry["thread"] = fields.get("forward_thread")
+        try:
+            entry["replicate"] = int(fields.get("replicate", "1"))
+        except ValueError:
+            entry["replicate"] = None
+        rng = re.match(r"I\.Range\((\d+),\s*(\d+)\)", fields.get("thread_range", ""))
+        entry["thread_range"] = [int(rng.group(1)), int(rng.group(2))] if rng else None
+    names = sorted(set(re.findall(r"\b_[a-z]\w*\b", " ".join([*entry["index"], entry.get("thread") or ""]))))
+    rank = len(entry["input_shape"] or [])
+    entry["vars"] = [v for v in names if v != "rep"][:rank] if len(names) >= rank else names
+    if entry["input_shape"] is None or entry["output_shape"] is None:
+        return None
+    return entry
+
+
+# -- words -------------------------------------------------------------------------------------
+def _buf_words(op: dict[str, Any]) -> str:
+    local = [b for b in op.get("buffers") or [] if str(b.get("scope", "")).startswith("local")]
+    bufs = local or op.get("buffers") or []
+    return ", ".join(f"`{b['name']}` {tuple(b['shape'])}" for b in bufs)
+
+
+def op_words(op: dict[str, Any]) -> str:
+    """Return "`T.copy` at line 11" (or "at file.py:11" outside the kernel file; "at IR line 22" without one)."""
+    if op.get("line") is not None:
+        where = f"line {op['line']}"
+    elif op.get("text_line") is not None:
+        where = f"IR line {op['text_line']}"
+    else:
+        where = "an unknown line"
+    return f"`{op.get('name')}` at {where}"
+
+
+def sentences(data: dict[str, Any]) -> list[str]:
+    """Return the explanation in a kernel author's words: the headline first, then one line per finding."""
+    ops = data["ops"]
+    threads = data.get("threads")
+    with_threads = f" with {threads} threads" if threads else ""
+    if data.get("error") is None and data.get("ops") is not None and data.get("complete"):
+        return [f"{data['pass']} did not fail when rerun on its recorded input: no explanation"]
+    minimal = [ops[i] for i in data["minimal"]]
+    if not minimal:
+        why = data.get("stopped") or "no tile operation to take out"
+        return [f"{data['pass']} failed; no explanation ({why})"]
+    if len(minimal) == 1:
+        op = minimal[0]
+        head = f"{op_words(op)} over {_buf_words(op)}{with_threads} has no layout"
+    else:
+        shared = _fragments(minimal)
+        over = f" over {shared}" if shared else ""
+        named = [op_words(o) for o in minimal]
+        head = ", ".join(named[:-1]) + f" and {named[-1]}{over}{with_threads} cannot agree on a layout"
+    alone_ok = [o for o in ops if o.get("alone_tried") and o.get("alone_error") is None]
+    shown = [o for o in alone_ok if o not in minimal or len(minimal) > 1]
+    if shown:
+        each = "each alone has one" if len(minimal) > 1 and all(o in alone_ok for o in minimal) else None
+        rest = [o for o in shown if o not in minimal]
+        parts = [each] if each else []
+        parts += [f"{op_words(o)} alone has one" for o in (rest if each else shown)]
+        head += "; " + "; ".join(parts)
+    if not data.get("minimal_complete"):
+        head += " (not minimal: the search stopped early)"
+    lines = [head]
+    if data.get("minimal_error") and data.get("minimal_error") != data.get("error"):
+        lines.append(f"alone they fail with: {data['minimal_error']}")
+    conflict = data.get("conflict")
+    if conflict:
+        lines.append(
+            "conflict between "
+            + " and ".join(f"`{b}`" for b in conflict["buffers"])
+            + (f" in {conflict['where']}" if conflict.get("where") else "")
+            + f": {len(conflict['layouts'])} layouts in the message (show --layouts draws them side by side)"
+        )
+    if data.get("stopped"):
+        lines.append(f"stopped: {data['stopped']}")
+    return lines
+
+
+def _fragments(ops: list[dict[str, Any]]) -> str:
+    """Return the local (fragment) buffers the ops touch, each once: "`C_l` (64, 64), `D_l` (64, 64)"."""
+    names: list[str] = []
+    for o in ops:
+        for b in o.get("buffers") or []:
+            w = f"`{b['name']}` {tuple(b['shape'])}"
+            if str(b.get("scope", "")).startswith("local") and w not in names:
+                names.append(w)
+    return ", ".join(names)
