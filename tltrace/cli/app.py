@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -309,13 +309,19 @@ def run_cmd(
     from ..render.listeners import Listeners
     from ..render.terminal import guard_lines
 
-    listeners = [Listeners(settings)]
+    listeners: list[Any] = [Listeners(settings)]
     collector = _chrome_collector(p["chrome_trace"], p["force"])
     if collector is not None:
         listeners.append(collector)
+    from .explain import RunExplainer
+
+    explainer = RunExplainer()  # a compile that failed in a layout pass: why, off the compile
+    listeners.append(explainer)
     ended: list[bool] = []  # the invocation ended here (not in an os.fork() child of the script)
     with guard_lines():
         code = run_target(target, settings, listeners, finalize=lambda: ended.append(True))
+    if ended:
+        explainer.finish()
     if collector is not None and ended:
         from .export import write_run_trace
 

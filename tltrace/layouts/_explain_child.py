@@ -260,7 +260,8 @@ def _explain(
             keep = set(subset)
             got = rerun(without(tvm, mod, gv, func, [op for i, op in enumerate(ops) if i not in keep]))
             errors[subset] = None if got is None else first_line(got)
-        return errors[subset] is not None and not orphaned(errors[subset], subset, described)
+        said = errors[subset]
+        return said is not None and not orphaned(said, subset, described)
 
     alone: dict[str, str | None] = {}
     out["alone"] = alone

@@ -83,7 +83,7 @@ def explain(run: Any, *, timeout: float | None = None, compute: bool = True) -> 
         return None
     raw = _run_child(run.path, manifest, rec, limit)
     data = build(run, rec, raw)
-    if data.get("complete") or data.get("cacheable"):
+    if data.get("complete"):
         try:
             atomic_write(Path(run.path) / CACHE, json.dumps(data, indent=1).encode())
         except OSError:
@@ -91,23 +91,33 @@ def explain(run: Any, *, timeout: float | None = None, compute: bool = True) -> 
     return data
 
 
-def _run_child(run_dir: Path, manifest: RunManifest, rec: PassRecord, limit: float) -> dict[str, Any]:
-    """Return the child's answer, or {"stopped": why} when there is none."""
+def inputs_of(run_dir: Path, manifest: RunManifest, rec: PassRecord) -> tuple[Path, Path] | None:
+    """Return the failed pass's saved input and the compile's context file, or None when the run kept none."""
     from ..history.runs import record_path
-    from ..rerun import trust
 
     info = manifest.repro or {}
     inp = record_path(run_dir, ((info.get("inputs") or {}).get(str(rec.index))))
     ctx_path = record_path(run_dir, info.get("context"))
     if inp is None or not inp.is_file() or ctx_path is None or not ctx_path.is_file():
-        return {"stopped": "the run kept no input of the failed pass (no reproducer data)", "cacheable": True}
+        return None
+    return inp, ctx_path
+
+
+def _run_child(run_dir: Path, manifest: RunManifest, rec: PassRecord, limit: float) -> dict[str, Any]:
+    """Return the child's answer, or {"stopped": why} when there is none."""
+    from ..rerun import trust
+
+    files = inputs_of(run_dir, manifest, rec)
+    if files is None:
+        return {"stopped": "the run kept no input of the failed pass (no reproducer data)"}
+    inp, ctx_path = files
     try:
         ctx = json.loads(safe_read.read_text(ctx_path))
         spec = ctx.get("target") or ctx.get("bound_target")
         target = trust.check_target(spec, "context.json")
         config, _dropped = trust.filter_config(ctx.get("config") or {})
     except Exception as exc:  # a damaged or refused context: no rerun
-        return {"stopped": f"the recorded context cannot be rerun ({exc})", "cacheable": True}
+        return {"stopped": f"the recorded context cannot be rerun ({exc})"}
     child_ctx = {"target": target, "opt_level": int(ctx.get("opt_level", 2)), "config": config}
     name = rec.name.split("@", 1)[0]
     registered = name if "." in name else f"tl.{name}"
@@ -140,7 +150,7 @@ def build(run: Any, rec: PassRecord, raw: dict[str, Any]) -> dict[str, Any]:
     ops = [dict(o) for o in raw.get("ops") or [] if isinstance(o, dict)]
     _python_lines(run, rec, ops)
     minimal = [i for i in raw.get("minimal") or [] if isinstance(i, int) and 0 <= i < len(ops)]
-    alone = raw.get("alone") if isinstance(raw.get("alone"), dict) else {}
+    alone: dict[str, Any] = raw["alone"] if isinstance(raw.get("alone"), dict) else {}
     for i, op in enumerate(ops):
         op["in_minimal"] = i in minimal
         op["alone_error"] = alone.get(str(i)) if str(i) in alone else None
@@ -160,7 +170,6 @@ def build(run: Any, rec: PassRecord, raw: dict[str, Any]) -> dict[str, Any]:
         "tests": raw.get("tests"),
         "seconds": raw.get("seconds"),
         "conflict": parse_conflict(raw.get("message") or ""),
-        "cacheable": bool(raw.get("cacheable")),
     }
     data["lines"] = sentences(data)
     return data
@@ -244,7 +253,9 @@ def parse_conflict(message: str) -> dict[str, Any] | None:
 
 def _split_top(text: str) -> list[str]:
     """Split at commas outside brackets."""
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    depth = 0
+    cur: list[str] = []
     for ch in text:
         if ch in "([{":
             depth += 1

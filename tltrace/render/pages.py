@@ -85,6 +85,12 @@ def meta_of(manifest: RunManifest, run_dir: Path | None = None) -> dict[str, Any
     out.update(_build_meta(manifest))
     if isinstance(manifest.layouts, dict):  # the Layouts view (layouts.js; docs/layouts.md)
         out["layouts"] = layouts_meta(manifest.layouts)
+    if run_dir is not None and manifest.status == "error":  # why layout inference failed, once explained
+        from ..layouts import explain
+
+        why = explain.cached(Path(run_dir))
+        if why and why.get("lines"):
+            out["layout_why"] = [str(x) for x in why["lines"]]
     if manifest.invocation:
         # The compile's way back: the script's index (two levels up) and, once known, its siblings.
         out["index"] = "../../" + REPORT_NAME
