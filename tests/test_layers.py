@@ -82,6 +82,18 @@ SIDEWAYS: dict[tuple[str, str], str] = {
         "tltrace.history",
         "tltrace.stages",
     ): "show --ptx-line, --sass-line: the stages' texts read (history/byline)",
+    (
+        "tltrace.layouts",
+        "tltrace.bisect",
+    ): "the layout explanation's child delta-debugs tile operations with ddmin",
+    (
+        "tltrace.layouts",
+        "tltrace.history",
+    ): "the layout explanation reads the failed run's IR text and source map",
+    (
+        "tltrace.layouts",
+        "tltrace.rerun",
+    ): "the layout explanation reruns the failed pass's saved input; the config allow-list",
     ("tltrace.reconcile", "tltrace.history"): "watch reruns and reads the runs it made",
     ("tltrace.rerun", "tltrace.history"): "repro and bundle read the recorded runs",
     ("tltrace.sourcemap", "tltrace.callsites"): "library lines mapped to the user's call in every map",

@@ -14,7 +14,7 @@ out (only a `T.fill` touches it): taking the others out made that, not the kerne
 Then each operation is tried alone.
 
 It prints one JSON line (see `main`); a deadline reached leaves `complete` false and the
-smallest failing set found so far. Nothing here prints anything else to stdout.
+smallest failing set found so far. Anything TileLang prints goes to stderr.
 """
 
 from __future__ import annotations
@@ -178,6 +178,7 @@ def orphaned(error: str, subset: tuple[int, ...], ops: list[dict[str, Any]]) -> 
 
 
 def main(argv: list[str]) -> int:
+    out_stream, sys.stdout = sys.stdout, sys.stderr  # what TileLang prints goes to stderr: stdout is the answer's
     t0 = time.monotonic()
     input_path, context_path, pass_name, deadline_s = argv[0], argv[1], argv[2], float(argv[3])
     out: dict[str, Any] = {"pass": pass_name, "tests": 0, "complete": False}
@@ -191,8 +192,8 @@ def main(argv: list[str]) -> int:
             f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
         )
     out["seconds"] = round(time.monotonic() - t0, 3)
-    sys.stdout.write(json.dumps(out) + "\n")
-    sys.stdout.flush()
+    out_stream.write(json.dumps(out) + "\n")
+    out_stream.flush()
     return 0
 
 
