@@ -178,7 +178,8 @@ def orphaned(error: str, subset: tuple[int, ...], ops: list[dict[str, Any]]) -> 
 
 
 def main(argv: list[str]) -> int:
-    out_stream, sys.stdout = sys.stdout, sys.stderr  # what TileLang prints goes to stderr: stdout is the answer's
+    # What TileLang prints goes to stderr: stdout is the answer's.
+    out_stream, sys.stdout = sys.stdout, sys.stderr
     t0 = time.monotonic()
     input_path, context_path, pass_name, deadline_s = argv[0], argv[1], argv[2], float(argv[3])
     out: dict[str, Any] = {"pass": pass_name, "tests": 0, "complete": False}
