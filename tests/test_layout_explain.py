@@ -22,7 +22,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -286,6 +285,17 @@ def test_the_smallest_set_is_minimal_by_tilelang_itself(traced, tmp_path) -> Non
 def test_the_explanation_is_cached_beside_the_run(traced) -> None:
     from tltrace.layouts.explain import CACHE
 
-    run_dir = Path(traced["i2398"]["json"]["path"])
+    run_dir = traced["i2398"]["work"] / traced["i2398"]["json"]["path"]
     cached = json.loads((run_dir / CACHE).read_text())
     assert cached["lines"] == traced["i2398"]["json"]["layout_explanation"]["lines"]
+
+
+def test_the_report_carries_the_explanation(traced) -> None:
+    """The report's header data (pages.meta_of, which report-header.js draws in the error box) has its lines."""
+    from tltrace.history.loading import load_manifest
+    from tltrace.render.pages import meta_of
+
+    t = traced["i2399"]
+    run_dir = t["work"] / t["json"]["path"]
+    meta = meta_of(load_manifest(run_dir), run_dir)
+    assert meta["layout_why"] == t["json"]["layout_explanation"]["lines"]

@@ -142,6 +142,11 @@ TLTRACE_WAIT=1 makes each compile return with its records on disk (before
 timing kernels on a machine whose workers fall behind); TLTRACE_WORKERS and
 TLTRACE_QUEUE size the workers, and TLTRACE_DEFER=N has them defer
 their writes while N compiles or more are in flight (docs/usage.md).
+A compile that fails in LayoutInference is explained (the smallest set of tile
+operations whose layouts cannot agree, with their lines) by a rerun of the pass
+in a child, off the compile; its first line is printed when the script ends,
+waited for at most TLTRACE_EXPLAIN_TIMEOUT seconds (default 120, 0: off;
+docs/layouts.md).
 Exit status: the script's own; 1 when it raises; 2 for bad usage;
 130 after Ctrl+C, 143 after SIGTERM, 129 after SIGHUP (the run is recorded as
 interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its

@@ -177,6 +177,28 @@ def orphaned(error: str, subset: tuple[int, ...], ops: list[dict[str, Any]]) -> 
     return not givers
 
 
+LOG_LINES = 200
+
+
+def printed(fn: Any) -> tuple[Any, str]:
+    """Return fn()'s result and what was written to fd 2 meanwhile (TileLang's C++ logging goes there)."""
+    import os
+    import tempfile
+
+    with tempfile.TemporaryFile() as tmp:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(tmp.fileno(), 2)
+        try:
+            result = fn()
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        return result, tmp.read().decode("utf-8", errors="replace")
+
+
 def main(argv: list[str]) -> int:
     # What TileLang prints goes to stderr: stdout is the answer's.
     out_stream, sys.stdout = sys.stdout, sys.stderr
@@ -247,7 +269,10 @@ def _explain(
         )
         described.append(d)
     out["ops"] = described
-    whole = rerun(mod)
+    whole, said = printed(lambda: rerun(mod))
+    log = [ln for ln in said.splitlines() if ln.strip()]
+    if log:  # a debug build's per-root reasons (DLOG), or whatever else the pass printed
+        out["tilelang_log"] = log[-LOG_LINES:]
     if whole is None:
         out["error"] = None
         return

@@ -170,6 +170,7 @@ def build(run: Any, rec: PassRecord, raw: dict[str, Any]) -> dict[str, Any]:
         "tests": raw.get("tests"),
         "seconds": raw.get("seconds"),
         "conflict": parse_conflict(raw.get("message") or ""),
+        "tilelang_log": [str(x) for x in raw.get("tilelang_log") or []][:200],
     }
     data["lines"] = sentences(data)
     return data
@@ -376,6 +377,11 @@ def sentences(data: dict[str, Any]) -> list[str]:
             + " and ".join(f"`{b}`" for b in conflict["buffers"])
             + (f" in {conflict['where']}" if conflict.get("where") else "")
             + f": {len(conflict['layouts'])} layouts in the message (show --layouts draws them side by side)"
+        )
+    if data.get("tilelang_log"):
+        lines.append(
+            f"TileLang printed {len(data['tilelang_log'])} lines while the pass ran on the whole input "
+            "(a debug build's per-root reasons): show --json, tilelang_log"
         )
     if data.get("stopped"):
         lines.append(f"stopped: {data['stopped']}")
