@@ -369,7 +369,8 @@ def sentences(data: dict[str, Any]) -> list[str]:
         head += " (not minimal: the search stopped early)"
     lines = [head]
     if data.get("minimal_error") and data.get("minimal_error") != data.get("error"):
-        lines.append(f"alone they fail with: {data['minimal_error']}")
+        them = "that operation" if len(minimal) == 1 else "those operations"
+        lines.append(f"with only {them} the pass fails with: {data['minimal_error']}")
     conflict = data.get("conflict")
     if conflict:
         lines.append(
