@@ -299,3 +299,28 @@ def test_the_report_carries_the_explanation(traced) -> None:
     run_dir = t["work"] / t["json"]["path"]
     meta = meta_of(load_manifest(run_dir), run_dir)
     assert meta["layout_why"] == t["json"]["layout_explanation"]["lines"]
+
+
+def test_a_deadline_reached_leaves_the_run_as_it_was(traced) -> None:
+    """TLTRACE_EXPLAIN_TIMEOUT=1: the child stops at its deadline; run keeps the script's exit status, says
+    there is no explanation, and caches nothing (show computes it again)."""
+    t = traced["i2399"]
+    env = {**_env(), "TLTRACE_EXPLAIN_TIMEOUT": "1"}
+    exe = require_tltrace_executable()
+    run = subprocess.run(
+        [exe, "run", "i2399.py"], cwd=t["work"], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 1, run.stderr[-2000:]
+    shown = subprocess.run(
+        [exe, "show", "i2399", "-1", "--json"],
+        cwd=t["work"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    why = json.loads(shown.stdout)["layout_explanation"]
+    assert why is not None and not why["complete"] and "deadline" in (why["stopped"] or ""), why
+    from tltrace.layouts.explain import CACHE
+
+    assert not (t["work"] / json.loads(shown.stdout)["path"] / CACHE).exists()
