@@ -117,3 +117,17 @@ def test_no_explanation_says_why() -> None:
     assert explain.sentences(_data([], [], complete=False, stopped="the deadline (1 s) came first"))[0] == (
         "LayoutInference failed; no explanation (the deadline (1 s) came first)"
     )
+
+
+def test_an_operation_that_lays_out_nothing_alone_is_said_so() -> None:
+    left = "Check failed: layout_map.count(buffer) != 0 (0 vs. 0) : The layout for fragment s can not be inferred correctly."
+    ops = [
+        _op("T.copy", 11, [("f", [4, 96])]),
+        _op("T.reduce_sum", 12, [("f", [4, 96]), ("s", [4])], alone=left),
+        _op("T.copy", 13, [("s", [4])]),
+    ]
+    assert explain.sentences(_data(ops, [0, 1, 2]))[0] == (
+        "`T.copy` at line 11, `T.reduce_sum` at line 12 and `T.copy` at line 13 over `f` (4, 96), `s` (4,) with "
+        "128 threads cannot agree on a layout; `T.copy` at line 11 alone has one; `T.reduce_sum` at line 12 alone "
+        "leaves `s` without one; `T.copy` at line 13 alone has one"
+    )

@@ -7,10 +7,11 @@ seconds. It loads the input, finds its tile operations (each statement that call
 `tl.tileop.*` operator, and each outermost `T.Parallel` loop), reruns the pass on the whole
 input, then delta-debugs (bisect/ddmin.py) over the operations: an operation taken out is
 its statement replaced by `T.evaluate(0)`. A subset "fails" when the pass raises (its
-error's first line is kept: the smallest set's may differ from the whole input's, say
-"The layout for fragment s can not be inferred" once the operation that read `s` is out),
-except where that error names a fragment that no operation left in the subset could lay
-out (only a `T.fill` touches it): taking the others out made that, not the kernel.
+error's first line is kept: the smallest set's may differ from the whole input's), except
+with an error that only says a fragment was left with no layout ("The layout for fragment
+s can not be inferred"): taking out the operations that laid it out made that, not the
+kernel (a `T.reduce_sum` alone lays out nothing: it derives its output's layout from its
+input's). That error counts only when the whole input fails that very way.
 Then each operation is tried alone.
 
 It prints one JSON line (see `main`); a deadline reached leaves `complete` false and the
@@ -159,22 +160,13 @@ def without(tvm: Any, mod: Any, gv: Any, func: Any, removed: list[Any], mark: in
 
 
 _ORPHAN = re.compile(r"The layout for fragment (\S+?) can not be inferred")
-NO_LAYOUT_OF_THEIR_OWN = frozenset({"fill"})  # T.fill, T.clear: they take a layout, they give none
 
 
-def orphaned(error: str, subset: tuple[int, ...], ops: list[dict[str, Any]]) -> bool:
-    """True when the error only says a fragment was left with no layout because every operation that
-    could give it one was taken out (the rest touching it give none of their own: T.fill): not the failure."""
-    m = _ORPHAN.search(error)
-    if m is None:
-        return False
-    name = m.group(1)
-    givers = [
-        i
-        for i in subset
-        if ops[i]["kind"] not in NO_LAYOUT_OF_THEIR_OWN and any(b["name"] == name for b in ops[i]["buffers"])
-    ]
-    return not givers
+def orphaned(error: str, whole: str) -> bool:
+    """True when the error only says a fragment was left with no layout ("The layout for fragment s can
+    not be inferred"): what taking out the operations that laid it out makes, not the kernel's failure
+    (unless the whole input fails that very way)."""
+    return _ORPHAN.search(error) is not None and error != whole
 
 
 LOG_LINES = 200
@@ -288,7 +280,7 @@ def _explain(
             got = rerun(without(tvm, mod, gv, func, [op for i, op in enumerate(ops) if i not in keep]))
             errors[subset] = None if got is None else first_line(got)
         said = errors[subset]
-        return said is not None and not orphaned(said, subset, described)
+        return said is not None and not orphaned(said, want)
 
     alone: dict[str, str | None] = {}
     out["alone"] = alone

@@ -229,6 +229,9 @@ def _calls(source: str) -> list[tuple[str, int]]:
     return sorted(out, key=lambda p: p[1])
 
 
+_ORPHAN = re.compile(r"The layout for fragment (\S+?) can not be inferred")
+
+
 # -- conflicts ---------------------------------------------------------------------------------
 _CONFLICT = re.compile(r"Layout infer conflict between (\S+) and (\S+?)(?: in ([^:\n]+))?:")
 _DIFFERENT = re.compile(r"Get different layout for (\S+)")
@@ -358,12 +361,23 @@ def sentences(data: dict[str, Any]) -> list[str]:
         named = [op_words(o) for o in minimal]
         head = ", ".join(named[:-1]) + f" and {named[-1]}{over}{with_threads} cannot agree on a layout"
     alone_ok = [o for o in ops if o.get("alone_tried") and o.get("alone_error") is None]
-    shown = [o for o in alone_ok if o not in minimal or len(minimal) > 1]
-    if shown:
-        each = "each alone has one" if len(minimal) > 1 and all(o in alone_ok for o in minimal) else None
-        rest = [o for o in shown if o not in minimal]
-        parts = [each] if each else []
-        parts += [f"{op_words(o)} alone has one" for o in (rest if each else shown)]
+    parts: list[str] = []
+    each = len(minimal) > 1 and all(o in alone_ok for o in minimal)
+    if each:
+        parts.append("each alone has one")
+    for o in ops:
+        if not o.get("alone_tried") or (each and o in minimal) or (len(minimal) == 1 and o in minimal):
+            continue
+        if o in alone_ok:
+            parts.append(f"{op_words(o)} alone has one")
+        elif o in minimal:
+            left = _ORPHAN.search(str(o.get("alone_error")))
+            parts.append(
+                f"{op_words(o)} alone leaves `{left.group(1)}` without one"
+                if left
+                else f"{op_words(o)} alone fails: {o.get('alone_error')}"
+            )
+    if parts:
         head += "; " + "; ".join(parts)
     if not data.get("minimal_complete"):
         head += " (not minimal: the search stopped early)"
