@@ -1,4 +1,4 @@
-"""The layout explanation's pure half (layouts/explain.py): a conflict's message parsed, and the words.
+"""The layout explanation's pure half: a conflict's message parsed (layouts/conflict.py), the words (explain.py).
 
 The message is TileLang 0.1.15's own, copied from a real failure (tests/test_layout_explain.py
 makes it); each parsed layout's thread of every element is checked against Python evaluating
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tltrace.layouts import explain, model
+from tltrace.layouts import conflict, explain, model
 
 LOOP = (
     "_i // 32 * 64 + _j // 32 * 32 + _j % 8 * 4 + _i % 8 // 2",
@@ -29,7 +29,7 @@ MESSAGE = (
 
 
 def test_a_conflict_names_its_buffers_and_both_layouts() -> None:
-    c = explain.parse_conflict(MESSAGE)
+    c = conflict.parse_conflict(MESSAGE)
     assert c is not None
     assert c["buffers"] == ["C_l", "D_l"] and c["where"] == "T.Parallel loop"
     assert [lay["label"] for lay in c["layouts"]] == ["loop", "fragment"]
@@ -48,7 +48,7 @@ def test_get_different_layout_names_its_buffer() -> None:
     msg = MESSAGE.replace(
         "Layout infer conflict between C_l and D_l in T.Parallel loop:", "Get different layout for C_l"
     )
-    c = explain.parse_conflict(msg)
+    c = conflict.parse_conflict(msg)
     assert c is not None and c["buffers"] == ["C_l"] and len(c["layouts"]) == 2
 
 
@@ -56,7 +56,7 @@ def test_get_different_layout_names_its_buffer() -> None:
     "msg", ["Check failed: (has_best) is false: no available layout found", "", "Fragment((4,) -> (1,))"]
 )
 def test_other_messages_are_no_conflict(msg: str) -> None:
-    assert explain.parse_conflict(msg) is None
+    assert conflict.parse_conflict(msg) is None
 
 
 def _op(name, line, bufs, alone=None, tried=True):
