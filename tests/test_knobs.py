@@ -62,6 +62,7 @@ VALUES: dict[str, Any] = {
     "workers": 2,
     "defer": 3,
     "exit_wait": 1.5,
+    "explain_timeout": 7.0,
 }
 
 # How `tltrace run` spells each field it has a flag for; the others are set by their variable only.
@@ -93,12 +94,14 @@ NO_FLAG = {  # set from the CLI by their variable (docs/usage.md), from enable()
     "workers": "TLTRACE_WORKERS",
     "defer": "TLTRACE_DEFER",
     "exit_wait": "TLTRACE_EXIT_WAIT",
+    "explain_timeout": "TLTRACE_EXPLAIN_TIMEOUT",
 }
 TEXT = {
     "queue": "64",
     "workers": "2",
     "defer": "3",
     "exit_wait": "1.5",
+    "explain_timeout": "7",
     "kernels": "^gemm",
     "remarks": "vectorize,smem",
 }

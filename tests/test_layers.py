@@ -86,6 +86,18 @@ SIDEWAYS: dict[tuple[str, str], str] = {
         "tltrace.history",
         "tltrace.sourcemap",
     ): "a failed pass's site: TileLang's error marker read (history/failsite)",
+    (
+        "tltrace.layouts",
+        "tltrace.bisect",
+    ): "the layout explanation's child delta-debugs tile operations with ddmin",
+    (
+        "tltrace.layouts",
+        "tltrace.history",
+    ): "the layout explanation reads the failed run's IR text and source map",
+    (
+        "tltrace.layouts",
+        "tltrace.rerun",
+    ): "the layout explanation reruns the failed pass's saved input; the config allow-list",
     ("tltrace.reconcile", "tltrace.history"): "watch reruns and reads the runs it made",
     (
         "tltrace.reconcile",

@@ -100,6 +100,7 @@ QUEUE_DEFAULT = 1024  # pass callbacks a worker holds before a compile waits for
 QUEUE_MIN = 16
 WORKERS_DEFAULT = 8  # the most background workers, whatever the machine (Settings.workers)
 EXIT_WAIT_DEFAULT = 30.0  # seconds an os._exit waits for the records (Settings.exit_wait)
+EXPLAIN_TIMEOUT_DEFAULT = 120.0  # seconds a layout failure's explanation may take (Settings.explain_timeout)
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("workers", "TLTRACE_WORKERS", "count", 1),
     Knob("defer", "TLTRACE_DEFER", "count"),
     Knob("exit_wait", "TLTRACE_EXIT_WAIT", "seconds"),
+    Knob("explain_timeout", "TLTRACE_EXPLAIN_TIMEOUT", "seconds"),
 )
 
 
@@ -178,6 +180,14 @@ def env_knobs(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         if text.strip():
             out[knob.field] = knob.read(text)
     return out
+
+
+def knob_value(name: str, default: Any, environ: Mapping[str, str] | None = None) -> Any:
+    """Return one knob's value from its variable (`default` when unset or empty); UsageError when bad."""
+    env = os.environ if environ is None else environ
+    knob = next(k for k in KNOBS if k.field == name)
+    text = env.get(knob.env, "")
+    return knob.read(text) if text.strip() else default
 
 
 def trace_dir_of(value: str | os.PathLike | None) -> Path:
@@ -246,6 +256,8 @@ class Settings:
     workers: int = WORKERS_DEFAULT
     defer: int = 0
     exit_wait: float = EXIT_WAIT_DEFAULT  # the most an os._exit waits for the records (session/exits.py)
+    # The most seconds a compile that failed in LayoutInference is explained for (layouts/explain.py); 0: off.
+    explain_timeout: float = EXPLAIN_TIMEOUT_DEFAULT
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
@@ -357,6 +369,7 @@ def build_settings(
     workers: int | None = None,
     defer: int | None = None,
     exit_wait: float | None = None,
+    explain_timeout: float | None = None,
     command: tuple[str, ...] = (),
     names: dict[str, str] | None = None,
     script_key: str | None = None,
@@ -367,7 +380,7 @@ def build_settings(
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
     working files) or a path. Each knob of KNOBS (kernels, sync, exact, check_texts, wait,
     ptxas, line_directives, ptx, sass, remarks, source_map, queue, workers, defer,
-    exit_wait): None for its variable's value (TLTRACE_SYNC, ...), else the Settings
+    exit_wait, explain_timeout): None for its variable's value (TLTRACE_SYNC, ...), else the Settings
     default. remarks: True or "" (on), planner names ("vectorize,reducer" or a tuple), False
     (off). `names` maps a parameter to how the caller spells it in messages (`{"keep":
     "--keep"}`). Raises UsageError on a bad value, or a bad knob variable, the same for all.
@@ -414,6 +427,7 @@ def build_settings(
         "workers": workers,
         "defer": defer,
         "exit_wait": exit_wait,
+        "explain_timeout": explain_timeout,
     }
     knobs = env_knobs()
     for knob in KNOBS:

@@ -151,6 +151,7 @@ def enable(
     workers: int | None = None,
     defer: int | None = None,
     exit_wait: float | None = None,
+    explain_timeout: float | None = None,
     children: bool = True,
 ) -> None:
     """Trace every later TileLang compilation in this process and in its children; return None.
@@ -191,7 +192,8 @@ def enable(
     CPUs; TLTRACE_WORKERS), defer (writes deferred while that many compiles or more are in
     flight, 0 never; TLTRACE_DEFER), exit_wait (the most seconds an os._exit waits for the
     records; TLTRACE_EXIT_WAIT, 30): the workers are the process's, so the last compile to
-    start sets these. children: Python processes started while tracing is on
+    start sets these; explain_timeout (the most seconds a compile that failed in
+    LayoutInference is explained for, in a child; TLTRACE_EXPLAIN_TIMEOUT, 120; 0 off). children: Python processes started while tracing is on
     (multiprocessing, subprocess, torchrun) trace their compiles into this invocation, with
     these settings, from the moment they import TileLang (docs/children.md); False keeps
     tracing to this process.
@@ -228,6 +230,7 @@ def enable(
         workers=workers,
         defer=defer,
         exit_wait=exit_wait,
+        explain_timeout=explain_timeout,
     )
     from ..format.scripts import unusable
     from ..session import controller

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -144,6 +144,11 @@ TLTRACE_QUEUE size the workers, and TLTRACE_DEFER=N has them defer
 their writes while N compiles or more are in flight (docs/usage.md). Each
 setting is also a keyword of tltrace.enable(); a TLTRACE_* variable set to a
 value it does not take is one line, exit 2.
+A compile that fails in LayoutInference is explained (the smallest set of tile
+operations whose layouts cannot agree, with their lines) by a rerun of the pass
+in a child, off the compile; its first line is printed when the script ends,
+waited for at most TLTRACE_EXPLAIN_TIMEOUT seconds (default 120, 0: off;
+docs/layouts.md).
 Exit status: the script's own; 1 when it raises; 2 for bad usage;
 130 after Ctrl+C, 143 after SIGTERM, 129 after SIGHUP (the run is recorded as
 interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its
@@ -311,13 +316,21 @@ def run_cmd(
     from ..render.listeners import Listeners
     from ..render.terminal import guard_lines
 
-    listeners = [Listeners(settings)]
+    listeners: list[Any] = [Listeners(settings)]
     collector = _chrome_collector(p["chrome_trace"], p["force"])
     if collector is not None:
         listeners.append(collector)
+    from .explain import RunExplainer
+
+    explainer = RunExplainer(
+        settings.explain_timeout
+    )  # a compile that failed in a layout pass: why, off the compile
+    listeners.append(explainer)
     ended: list[bool] = []  # the invocation ended here (not in an os.fork() child of the script)
     with guard_lines():
         code = run_target(target, settings, listeners, finalize=lambda: ended.append(True))
+    if ended:
+        explainer.finish()
     if collector is not None and ended:
         from .export import write_run_trace
 

@@ -43,7 +43,72 @@ def _compile_data(run: Any) -> dict[str, Any]:
     failed = model.failure_of(m.layouts)
     if failed:
         out["failed"] = failed
+    from .explain import explanation
+
+    why = explanation(run)  # a failed layout pass: a conflict's two layouts, parsed from its message
+    conflict = (why or {}).get("conflict")
+    if conflict and conflict.get("layouts"):
+        out["conflict"] = conflict
     return out
+
+
+GRID_ROWS, GRID_COLS = 8, 16  # the corner of a conflict's two layouts drawn side by side
+
+
+def conflict_grids(conflict: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return each of a conflict's layouts' thread grid (its top-left corner), or its error, side by side."""
+    from ..layouts import check, model
+
+    out = []
+    for lay in conflict.get("layouts") or []:
+        e = dict(lay.get("entry") or {})
+        e.update(
+            buffer=e.get("buffer") or "?", dtype="float32", scope="local.fragment", shape=e.get("input_shape")
+        )
+        try:
+            g = model.grid(e)
+            rows = [r[:GRID_COLS] for r in g["thread"][0][:GRID_ROWS]] if "thread" in g else None
+        except (check.LayoutError, KeyError, TypeError, ValueError) as exc:
+            out.append({"label": lay.get("label"), "error": str(exc)})
+            continue
+        out.append({"label": lay.get("label"), "threads": rows, "rows": g["rows"], "cols": g["cols"]})
+    return out
+
+
+def _print_conflict(con: Any, conflict: dict[str, Any]) -> None:
+    from rich.text import Text
+
+    bufs = " and ".join(_name(b) for b in conflict.get("buffers") or [])
+    where = f" in {_name(conflict['where'])}" if conflict.get("where") else ""
+    con.print(
+        Text(f"layout conflict between {bufs}{where}: threadIdx.x of each element, side by side", style="red")
+    )
+    grids = conflict_grids(conflict)
+    for g in grids:
+        if "error" in g:
+            con.print(Text(f"  {_name(g.get('label') or '?')}: not drawn ({g['error']})", style="dim"))
+    drawn = [g for g in grids if g.get("threads")]
+    if len(drawn) < 2:
+        return
+    a, b = drawn[0], drawn[1]
+    width = max(len(str(x)) for g in (a, b) for r in g["threads"] for x in r) + 1
+    cols = len(a["threads"][0])
+    title = [
+        f"{_name(g.get('label') or '?')} ({g['rows']}x{g['cols']}, first {len(g['threads'])}x{cols})"
+        for g in (a, b)
+    ]
+    con.print(Text(f"  {title[0]:<{width * cols}}  │ {title[1]}", style="bold"), soft_wrap=True)
+    for ra, rb in zip(a["threads"], b["threads"]):
+        line = Text("  ")
+        for x, y in zip(ra, rb):
+            line.append(f"{x:>{width}}", style="" if x == y else "red")
+        line.append("  │ ")
+        for x, y in zip(ra, rb):
+            line.append(f"{y:>{width}}", style="" if x == y else "red")
+        con.print(line, soft_wrap=True)
+    same = sum(x == y for ra, rb in zip(a["threads"], b["threads"]) for x, y in zip(ra, rb))
+    total = sum(len(r) for r in a["threads"])
+    con.print(Text(f"  {total - same} of these {total} elements are held by different threads", style="dim"))
 
 
 def _public(e: dict[str, Any]) -> dict[str, Any]:
@@ -252,3 +317,5 @@ def _print(data: list[dict[str, Any]]) -> None:
                 mark = " (named in the error)" if b["buffer"] in failed["named"] else ""
                 what = " ".join(_name(b[k]) for k in ("buffer", "scope", "dtype", "shape"))
                 con.print(Text(f"  {what}{mark}"), soft_wrap=True)
+        if one.get("conflict"):
+            _print_conflict(con, one["conflict"])

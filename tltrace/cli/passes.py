@@ -17,12 +17,16 @@ def show_run(run, as_json: bool) -> None:
 
     m = run.manifest
     missing = runs.missing_files(run)
+    from .explain import explanation, lines_of
+
+    why = explanation(run)  # a compile that failed in a layout pass: why (None for any other)
     if as_json:
         data = m.to_json()
         data["path"] = str(run.path)
         data["status"] = run.status
         data["missing_files"] = missing
         data["command_line"] = _command_line(m.command)
+        data["layout_explanation"] = why
         _print_json(data)
         return
     from functools import partial
@@ -58,6 +62,8 @@ def show_run(run, as_json: bool) -> None:
             head.append(f"\n  {err}", style="red")
     elif m.error:
         head.append(f"\nerror: {m.error.splitlines()[0] if m.error.strip() else m.error}", style="red")
+        for k, said in enumerate(lines_of(why)):
+            head.append(f"\n{'why: ' if k == 0 else '     '}{one(said)}", style="yellow" if k == 0 else "dim")
     for e in fbuild.edits(build):
         head.append(
             f"\nedited: {e.get('working_file') or '?'} (+{e.get('added', 0)} -{e.get('removed', 0)} "

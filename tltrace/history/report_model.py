@@ -92,6 +92,7 @@ class CompileReport:
     siblings: tuple[Sibling, ...] = ()
     earlier: tuple[Earlier, ...] = ()
     fail_site: Mapping[str, Any] | None = None  # where the first failed pass failed (history/failsite)
+    layout_why: tuple[str, ...] = ()  # why layout inference failed, once explained (layouts/explain)
 
 
 @dataclass(frozen=True)

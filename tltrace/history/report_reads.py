@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import RecordsError
 from ..format import build as fb
+from ..format.explained import cached as cached_explanation
 from ..format.layout import REPORT, text_hash
 from ..format.records import FAILED, RunManifest
 from ..format.sourcemap import read_source
@@ -76,6 +77,7 @@ def compile_report(run_dir: Path, *, linked: bool = True) -> CompileReport:
         earlier = tuple(earlier_compiles(run_dir.parent.parent, manifest.invocation, run_dir.name))
     return CompileReport(
         fail_site=fail_site_json(run_dir, manifest),
+        layout_why=layout_why(run_dir, manifest),
         run_dir=run_dir,
         manifest=manifest,
         records=tuple(records),
@@ -173,6 +175,14 @@ class LiveReads:
 
     def fail_site(self, run_dir: Path, manifest: RunManifest) -> dict[str, Any] | None:
         return fail_site_json(run_dir, manifest)
+
+
+def layout_why(run_dir: Path, manifest: RunManifest) -> tuple[str, ...]:
+    """The lines of a failed compile's layout explanation cached beside the run (layouts/explain), or ()."""
+    if manifest.status != "error":
+        return ()
+    why = cached_explanation(Path(run_dir))
+    return tuple(str(x) for x in why.get("lines") or ()) if why else ()
 
 
 def fail_site_json(run_dir: Path, manifest: RunManifest) -> dict[str, Any] | None:

@@ -501,7 +501,8 @@ def write_report(report: CompileReport, out: Path | None = None) -> Path:
     run_dir = report.run_dir
     in_place = out is None or Path(out).absolute() == (run_dir / REPORT_NAME).absolute()
     out = Path(out) if out is not None else run_dir / REPORT_NAME
-    meta = meta_of(manifest, run_dir, dict(report.fail_site) if report.fail_site is not None else None)
+    site = dict(report.fail_site) if report.fail_site is not None else None
+    meta = meta_of(manifest, run_dir, site, report.layout_why)
     if not in_place:
         meta.pop("index", None)  # written elsewhere (lower_trace's report): no index two levels up
     parts = [chunk(meta)]

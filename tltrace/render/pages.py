@@ -12,6 +12,7 @@ import hashlib
 import re
 import shlex
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,10 @@ def chunk(value: dict[str, Any]) -> bytes:
 
 
 def meta_of(
-    manifest: RunManifest, run_dir: Path | None = None, fail_site: dict[str, Any] | None = None
+    manifest: RunManifest,
+    run_dir: Path | None = None,
+    fail_site: dict[str, Any] | None = None,
+    layout_why: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Return the run header the report shows (no records); O(1) in the number of records.
 
@@ -86,12 +90,12 @@ def meta_of(
     if isinstance(values, dict):  # the report's Facts strip (docs/facts.md), known values only
         out["facts"] = {k: v for k, v in values.items() if v is not None}
     out.update(_build_meta(manifest))
-    if (
-        fail_site is not None
-    ):  # the error's "at k.py:N" button: the failing operation's line (history/failsite)
+    if fail_site is not None:  # the error's "at k.py:N" button: the failing operation's line
         out["fail_site"] = fail_site
     if isinstance(manifest.layouts, dict):  # the Layouts view (layouts.js; docs/layouts.md)
         out["layouts"] = layouts_meta(manifest.layouts)
+    if layout_why:  # why layout inference failed, once explained (layouts/explain.py)
+        out["layout_why"] = list(layout_why)
     if manifest.invocation:
         # The compile's way back: the script's index (two levels up) and, once known, its siblings.
         out["index"] = "../../" + REPORT_NAME

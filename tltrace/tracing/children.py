@@ -40,6 +40,7 @@ from ..config import (
     CHILD_ENV,
     DEFAULT,
     EXIT_WAIT_DEFAULT,
+    EXPLAIN_TIMEOUT_DEFAULT,
     QUEUE_DEFAULT,
     QUEUE_MIN,
     WORKERS_DEFAULT,
@@ -90,6 +91,7 @@ def settings_json(settings: Settings, root_pid: int) -> str:
         "workers": settings.workers,
         "defer": settings.defer,
         "exit_wait": settings.exit_wait,
+        "explain_timeout": settings.explain_timeout,
         "command": list(settings.command),
         "invocation": settings.invocation,
         "root": {"pid": root_pid, "start": process_start(root_pid)},
@@ -193,6 +195,7 @@ def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
         workers=int(number("workers", WORKERS_DEFAULT, 1)),
         defer=int(number("defer", 0, 0)),
         exit_wait=float(number("exit_wait", EXIT_WAIT_DEFAULT, 0)),
+        explain_timeout=float(number("explain_timeout", EXPLAIN_TIMEOUT_DEFAULT, 0)),
         wait=True,  # a child may end in os._exit (multiprocessing's do): no atexit drain there
         command=tuple(str(c) for c in data.get("command") or ()),
         invocation=str(data["invocation"]),

@@ -149,6 +149,11 @@
       head.appendChild(more);
     }
     box.appendChild(head);
+    if (Array.isArray(m.layout_why) && m.layout_why.length) {  // why layout inference failed (docs/layouts.md)
+      var why = C.el("div", "tl-runerror-why");
+      m.layout_why.forEach(function (line, k) { why.appendChild(C.el("div", null, (k ? "" : "Why: ") + String(line))); });
+      box.appendChild(why);
+    }
     box.appendChild(full);
   }
 
