@@ -49,7 +49,11 @@ def activate() -> None:
         # already reaches its own children. It ends without the reports (the parent
         # summarises); the lifecycle says an outlived parent.
         life = Lifecycle(settings, [Listeners(settings)], root=root).open()
-        life.start(children=False, on_failure=_untraced)
+        try:
+            life.start(children=False, on_failure=_untraced)
+        except Exception:  # no seam: said below, in one line
+            life.end(report=False)
+            raise
         if not life.installed:
             life.end(report=False)
             return

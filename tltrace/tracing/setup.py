@@ -23,16 +23,25 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from ..config import Settings
 from ..errors import TltraceError, UsageError
 from ..session import controller
 from .importhook import AfterImport, seam_on_disk
 
-if TYPE_CHECKING:
-    from .lifecycle import Lifecycle
-
 MODULE = "tilelang"
+
+
+class _Life(Protocol):
+    """What the set-up needs of a `lifecycle.Lifecycle` (named here: lifecycle imports this module)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    def __call__(self, event: Any) -> None: ...
+
+    def install(self) -> None: ...
 
 
 class NotInstalled(TltraceError):
@@ -69,7 +78,7 @@ class Setup:
     `installed` says whether the lifecycle's tool went in; `stop()` takes the import hook away.
     """
 
-    def __init__(self, life: Lifecycle, on_failure: Callable[[str], None]) -> None:
+    def __init__(self, life: _Life, on_failure: Callable[[str], None]) -> None:
         self.life = life
         self.on_failure = on_failure
         self.installed = False
