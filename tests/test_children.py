@@ -394,3 +394,51 @@ def test_chrome_trace_and_summary_group_compiles_by_process():
     assert text.count("rank 0") == 2 and text.count("rank 1") == 1
     assert (index_row(runs[1])["pid"], index_row(runs[1])["rank"]) == (11, 1)
     assert "rank" not in index_row(_m("run_d", 12))
+
+
+ENABLE_AND_A_CHILD = """
+import multiprocessing as mp
+import sys
+
+
+def work(n):
+    from kern import build  # the child's own import of TileLang: its tracing starts here
+
+    build(n)
+
+
+if __name__ == "__main__":
+    import tltrace
+
+    tltrace.enable(trace_dir="T", quiet=True)
+    assert "tilelang" not in sys.modules  # the one set-up waits for the script's import
+    p = mp.get_context("spawn").Process(target=work, args=(64,))
+    p.start()
+    p.join()
+    work(128)
+    tltrace.disable()
+    print("RESULT", p.exitcode)
+"""
+
+
+def test_enable_and_its_child_end_with_the_same_sequence(tmp_path):
+    """enable() and a traced child start and end through the lifecycle alike: the parent's set-up
+    waits for its own import, each process's records are whole and complete when it ends, the
+    invocation's lock is free, and the parent's summary counts both processes."""
+    _job(tmp_path, "job.py", ENABLE_AND_A_CHILD)
+    r = subprocess.run(
+        [sys.executable, "job.py"], cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0 and "RESULT 0" in r.stdout, r.stdout + r.stderr
+    sd = tmp_path / "T" / "job"
+    ms = _manifests(sd)
+    assert len(ms) == 2 and len({m.invocation for m in ms}) == 1
+    assert len({_pid(m) for m in ms}) == 2
+    assert [m.status for m in ms] == ["complete", "complete"]
+    child, parent = sorted(ms, key=lambda m: m.started)
+    assert child.records and [x.name for x in child.records] == [x.name for x in parent.records]
+    from tltrace.format import liveness
+
+    assert not liveness.state(sd / ".run_records", ms[0].invocation)  # every writer let go
+    head = next(ln for ln in r.stdout.splitlines() if "compiles" in ln)
+    assert head.startswith("2 compiles, 0 failed, in 2 processes"), r.stdout

@@ -165,3 +165,86 @@ def test_the_four_entry_points_share_the_lifecycle() -> None:
         assert "controller.install" not in calls, (
             f"tltrace/{rel} installs the tool itself: use Lifecycle.install"
         )
+
+
+def _attr_calls(path: Path) -> set[str]:
+    """Return the names a module calls, bare or as an attribute (`x.y.start(...)` gives 'start'); a
+    lifecycle's own methods (on `life`, `span`, `test.life`) as `lifecycle.NAME`."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute):
+                out.add(f.attr)
+                owner = f.value
+                name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")
+                if name in ("life", "span", "_span"):
+                    out.add(f"lifecycle.{f.attr}")
+            else:
+                out.add(getattr(f, "id", ""))
+    return out
+
+
+def test_the_four_entry_points_start_and_end_through_the_lifecycle() -> None:
+    """One set-up and one end sequence: each entry point calls its lifecycle's `start()` and `end()`,
+    and sets TileLang up, installs, ends or prunes no other way (tracing/setup.py, Lifecycle.end)."""
+    own = {
+        "set_up_tilelang",
+        "prepare_environment",
+        "check_seam",
+        "silence_builtin_tracer",
+        "seam_on_disk",
+        "AfterImport",
+        "retire",
+        "lifecycle.install",
+        "lifecycle.propagate",
+        "lifecycle.stop_propagation",
+        "lifecycle.finish",
+        "lifecycle.close",
+    }
+    for name in ["runner.py", "api/trace.py", "pytest_plugin.py", "tracing/child.py"]:
+        calls = _attr_calls(PKG / name)
+        assert {"lifecycle.start", "lifecycle.end"} <= calls, (
+            f"tltrace/{name} does not start and end its Lifecycle"
+        )
+        assert not calls & own, f"tltrace/{name} does the lifecycle's work itself: {sorted(calls & own)}"
+
+
+_LAZY = r"""
+import atexit, json, os, sys
+# Registered before tltrace's own: runs last, after enable()'s end at exit.
+atexit.register(lambda: print("AT EXIT", "tilelang" in sys.modules, flush=True))
+import tltrace
+tltrace.enable(trace_dir=sys.argv[1], quiet=True)
+print(json.dumps({
+    "imported": "tilelang" in sys.modules,
+    "enabled": tltrace.enabled() is not None,
+    "cache_off": os.environ.get("TILELANG_DISABLE_CACHE"),
+    "child_env": "TLTRACE_CHILD" in os.environ,
+}), flush=True)
+if sys.argv[2] == "disable":
+    tltrace.disable()
+    print(json.dumps({"imported": "tilelang" in sys.modules, "enabled": tltrace.enabled()}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("how", ["disable", "exit"])
+def test_enable_imports_no_tilelang_until_the_user_does(tmp_path: Path, how: str) -> None:
+    """enable() sets TileLang up lazily, as `tltrace run` does: it checks, turns the kernel cache
+    off and propagates, but imports nothing; neither does disable() nor the end at exit."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TILELANG_DISABLE_CACHE", "TLTRACE_CHILD")}
+    p = subprocess.run(
+        [sys.executable, "-c", _LAZY, str(tmp_path / "t"), how],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    lines = p.stdout.splitlines()
+    on = json.loads(lines[0])
+    assert on == {"imported": False, "enabled": True, "cache_off": "1", "child_env": True}
+    if how == "disable":
+        assert json.loads(lines[1]) == {"imported": False, "enabled": None}
+    assert lines[-1] == "AT EXIT False"

@@ -274,3 +274,75 @@ def test_a_crashed_workers_traces_are_counted_and_its_test_named(pytester, monke
     (crashed,) = [x for x in lines if "test_crash " in x]
     assert crashed.startswith("tltrace: FAILED test_crashing.py::test_crash (worker gw"), crashed
     assert crashed.endswith(f"crashed while running it): {dirs[crash] / 'report.html'}"), crashed
+
+
+def test_with_the_flag_tilelang_is_set_up_only_when_a_test_imports_it(tmp_path: Path):
+    """The one set-up, lazy: `pytest --tltrace` on tests that never import TileLang does not import
+    it either (it used to at configure); the environment is prepared (kernel cache off)."""
+    (tmp_path / "test_plain.py").write_text("def test_one():\n    assert 1\n")
+    on = _probe(tmp_path, *PLUGIN, "--tltrace=terminal", f"--tltrace-dir={tmp_path / 't'}", "test_plain.py")
+    assert on["code"] == 0
+    assert "tilelang" not in on["heavy"] and "tvm" not in on["heavy"]
+    assert on["env"] == "1"  # TileLang would read it at its import
+
+
+LAZY_TESTS = """
+import os, subprocess, sys, time
+
+
+def test_imports_tilelang_itself():
+    import test_lazy_kernels as k  # TileLang is first imported here, inside the test
+
+    k.build(128)
+
+
+def test_child_outlives_the_test():
+    # The child compiles into this test's invocation, says so, and outlives the test.
+    code = (
+        "import os, sys, time, test_lazy_kernels as k; k.build(64); print('built', flush=True); "
+        "[time.sleep(0.2) for _ in range(600) if not os.path.exists(os.environ['RELEASE'])]"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, text=True,
+    )
+    assert "built" in (line.strip() for line in child.stdout)  # TileLang logs to stdout too
+"""
+
+
+def test_lazy_set_up_in_a_test_and_a_live_childs_run_outlive_only_failed(pytester, monkeypatch):
+    """A test that imports TileLang itself is traced (the set-up waits for the import); under
+    --tltrace-only-failed a passing test's traces go through the one pruner, which keeps the run
+    of a child still alive (it used to remove the test's directory whole, that run with it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("tilelang") is None:
+        pytest.skip("tilelang is not installed")
+    release = pytester.path / "release"
+    monkeypatch.setenv("RELEASE", str(release))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(REPO), str(pytester.path), os.environ.get("PYTHONPATH", "")])
+    )
+    pytester.makepyfile(test_lazy_kernels=KERNELS, test_lazy=LAZY_TESTS)
+    td = pytester.path / "traces"
+    try:
+        res = pytester.runpytest_subprocess(
+            *PLUGIN, "--tltrace=terminal", "--tltrace-dir", str(td), "test_lazy.py"
+        )
+        res.assert_outcomes(passed=2)
+        out = res.stdout.str()
+        assert "tltrace: 2 compile(s) of 2 test(s) traced" in out, out
+        dirs = _script_dirs(td)
+        own = _manifests(dirs[trace_name("test_lazy.py::test_imports_tilelang_itself")])
+        assert [m["status"] for m in own] == ["complete"] and own[0]["records"]
+        res = pytester.runpytest_subprocess(
+            *PLUGIN, "--tltrace=terminal", "--tltrace-only-failed", "--tltrace-dir", str(td / "only"),
+            "test_lazy.py::test_child_outlives_the_test",
+        )  # fmt: skip
+        res.assert_outcomes(passed=1)
+        kept = _script_dirs(td / "only")
+        assert list(kept) == [trace_name("test_lazy.py::test_child_outlives_the_test")], kept
+        (m,) = _manifests(next(iter(kept.values())))
+        assert m["status"] == "complete" and m["records"]  # the live child's run, whole
+    finally:
+        release.write_text("")

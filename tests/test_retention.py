@@ -211,6 +211,7 @@ def test_an_open_enable_span_is_never_pruned(tmp_path) -> None:
         sd = enabled().script_dir
         with tvm.target.Target("c"):
             tilelang.lower(make_add(256, 128), target="c")
+        tltrace.flush()  # the worker may make the run's directory after the compile returns
         res = clean([sd], remove_all=True)
         assert len(res.skipped_active) == 1 and res.removed == []
     finally:
@@ -333,3 +334,89 @@ def test_an_invocation_never_prunes_itself_when_a_newer_one_finished_first(tmp_p
     Invocation(settings, events.append).finish()
     assert all(p.is_dir() for p in own), "the invocation pruned its own compiles"
     assert newer.is_dir() and not older.exists()
+
+
+# -- the pytest plugin's policy (--tltrace-only-failed), applied by the one pruner -------------------
+_DEAD = {"pid": 4194999, "start": "1", "host": "elsewhere-never"}
+_INV = "inv_20240101_000001_000000_1_t"
+
+
+def _test_dir(tmp_path: Path) -> Path:
+    """A script dir as a passing test leaves it: its run, its index report and a working file."""
+    sd = tmp_path / "tr" / "test_x"
+    _fake_run(sd, "run_20240101_000001_000000_1_aaaaaaaa", invocation=_INV, writer=writer_token())
+    (sd / "report.html").write_text("<html>")
+    (sd / "codegen_device.cpp").write_text("// generated")
+    return sd
+
+
+def test_a_passing_tests_dir_goes_whole_when_the_test_made_it(tmp_path) -> None:
+    from tltrace.history.retention import Policy, apply
+
+    sd = _test_dir(tmp_path)
+    res = apply([sd], Policy.passing_test(_INV, made_dir=True))
+    assert res.invocations_removed == 1 and not res.failed
+    assert not sd.exists() and (tmp_path / "tr").is_dir()  # the index and working file with it
+
+
+def test_a_passing_tests_dir_it_did_not_make_keeps_everything_but_its_runs(tmp_path) -> None:
+    from tltrace.history.retention import Policy, apply
+
+    sd = _test_dir(tmp_path)
+    apply([sd], Policy.passing_test(_INV, made_dir=False))
+    assert run_dirs(sd) == [] and (sd / "report.html").is_file() and (sd / "codegen_device.cpp").is_file()
+
+
+def test_a_passing_tests_made_dir_stays_while_anything_else_is_in_it(tmp_path) -> None:
+    """Another invocation's run, or a run of the test's own invocation that a live process may
+    still write (a child of the test that outlived it): the directory stays, and so does that run."""
+    from tltrace.history.retention import Policy, apply
+
+    sd = _test_dir(tmp_path)
+    other = _fake_run(sd, "run_20240101_000000_000000_9_00000000", invocation="inv_other", writer=_DEAD)
+    apply([sd], Policy.passing_test(_INV, made_dir=True))
+    assert sd.is_dir() and run_dirs(sd) == [other]
+
+    sd2 = _test_dir(tmp_path / "b")
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        me = writer_token()
+        child = {"pid": sleeper.pid, "start": process_start(sleeper.pid), "host": me["host"]}
+        live = _fake_run(sd2, "run_20240101_000002_000000_2_bbbbbbbb", invocation=_INV, writer=child)
+        res = apply([sd2], Policy.passing_test(_INV, made_dir=True))
+        assert res.skipped_active and live.is_dir() and (sd2 / "report.html").is_file()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_linked_script_dir_is_never_removed_whole(tmp_path) -> None:
+    from tltrace.history.retention import Policy, apply
+
+    real = _test_dir(tmp_path / "real")
+    link = tmp_path / "tr" / "linked"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(real, target_is_directory=True)
+    res = apply([link], Policy.passing_test(_INV, made_dir=True))
+    assert res.failed and link.is_symlink() and len(run_dirs(real)) == 1
+
+
+def test_every_pruning_is_a_policy_of_the_one_pruner() -> None:
+    """The pytest plugin removes a passing test's traces through retention (Policy.passing_test), not
+    with its own rmtree; the invocation's end prunes through `retention.prune` (Policy.keep_newest)."""
+    import ast
+
+    pkg = Path(__file__).resolve().parent.parent / "tltrace"
+
+    def calls(rel: str) -> set[str]:
+        out = set()
+        for node in ast.walk(ast.parse((pkg / rel).read_text())):
+            if isinstance(node, ast.Call):
+                f = node.func
+                out.add(f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", ""))
+        return out
+
+    plugin = calls("pytest_plugin.py")
+    assert {"apply", "passing_test"} <= plugin
+    assert not plugin & {"rmtree", "unlink", "remove", "rmdir", "clean"}, "the plugin prunes on its own"
+    assert "prune" in calls("tracing/invocation.py")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -295,20 +294,29 @@ class _Tracer:
         self.off = False  # TileLang could not be set up: nothing is traced
 
     def setup(self) -> None:
-        import sys
+        """Check TileLang from its files and prepare the environment; it is imported by the tests, if at all.
 
-        from .session import controller
+        Each test's invocation then starts with the lifecycle's one set-up (`Lifecycle.start`):
+        TileLang is set up when the test session imports it, as under `tltrace run`.
+        """
+        from .tracing.setup import check
 
         try:
-            controller.set_up_tilelang(use_cache=False)  # the one set-up, as `tltrace run` and enable()
+            check(use_cache=False)
         except Exception as exc:  # the tests still run; their compiles are not traced
-            sys.stderr.write(f"tltrace: warning: {exc}; tests run untraced\n")
-            self.off = True
+            self.untraced(str(exc))
+
+    def untraced(self, reason: str) -> None:
+        """Say once that TileLang could not be set up; the tests run on, untraced."""
+        import sys
+
+        with self._lock:
+            said, self.off = self.off, True
+        if not said:
+            sys.stderr.write(f"tltrace: warning: {reason}; tests run untraced\n")
 
     def teardown(self) -> None:
-        from .session import controller
-
-        controller.uninstall()
+        pass  # each test's invocation ended with its test (`end`)
 
     # -- one test ----------------------------------------------------------------------------------
     def begin(self, item: Any) -> None:
@@ -342,18 +350,20 @@ class _Tracer:
         # One invocation per test; a listener that fails is said once and never breaks the test.
         test.life = Lifecycle(settings, listeners).open()
         self.tests[item.nodeid] = test
-        test.life.install()
-        test.life.propagate()  # Python processes the test starts trace into its invocation
+        # The one set-up: traced from now (or from the test's own `import tilelang`); Python
+        # processes the test starts trace into its invocation.
+        try:
+            test.life.start(on_failure=self.untraced)
+        except Exception as exc:  # pragma: no cover - setup() checked the seam; never breaks the test
+            self.untraced(str(exc))
 
     def end(self, item: Any) -> None:
-        from .session import controller
-
-        controller.uninstall()
         test = self.tests.pop(item.nodeid, None)
         if test is None:
             return
         if test.life is not None:
-            test.life.close()  # no reports: the test's section and the session summary say it
+            # The one end sequence, without the reports: the test's section and the summary say it.
+            test.life.end(report=False)
         self._add_children(test)
         runs = test.collector.manifests()
         if not runs:
@@ -377,24 +387,22 @@ class _Tracer:
             test.collector(InvocationFinished(test.life.id, tuple(own) + tuple(g.runs)))
 
     def _remove(self, test: _Test) -> None:
-        """Remove a passing test's traces: its script dir if the test made it, else its invocation.
+        """Remove a passing test's traces through history's one pruner, as a retention policy.
 
-        The invocation goes through history's one pruner (retention.clean with the test's
-        invocation named): its runs, its child processes' runs, its lock file and the stored
-        texts no run links any more; a run that may still be written stays.
+        `Policy.passing_test`: the test's invocation goes (its runs, its child processes' runs,
+        its lock file, the stored texts no run links any more), and the script dir with it when
+        the test made it and nothing else is left; a run that may still be written stays.
         """
-        from .history.retention import clean
+        from .history.retention import Policy, apply
 
         sd = test.script_dir
-        if not _inside(sd, self.trace_dir) or sd.is_symlink():
+        if test.life is None or not _inside(sd, self.trace_dir) or sd.is_symlink():
             return
-        if not test.existed and sd == test.predicted:
-            shutil.rmtree(sd, ignore_errors=True)
-        elif test.life is not None:
-            try:
-                clean([sd], invocations={test.life.id})
-            except OSError:
-                pass
+        made = not test.existed and sd == test.predicted
+        try:
+            apply([sd], Policy.passing_test(test.life.id, made_dir=made))
+        except OSError:
+            pass
         self.removed += 1
 
     # -- what the user reads -------------------------------------------------------------------------

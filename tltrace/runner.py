@@ -1,7 +1,8 @@
 """Run a script or module as `__main__` under runpy, with tracing installed around it.
 
 The top of the tracing layer (`tltrace run`, `tltrace watch`'s reruns): one invocation's
-`tracing.lifecycle.Lifecycle` around the script, with TileLang set up when the script imports it.
+`tracing.lifecycle.Lifecycle` around the script: its one set-up (TileLang set up when the script
+imports it) and its one end sequence, as `enable()`, the pytest plugin and a traced child use them.
 """
 
 from __future__ import annotations
@@ -17,18 +18,14 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .config import Settings
-from .errors import EXIT_INTERRUPTED, TargetNotFound, UsageError
+from .errors import EXIT_INTERRUPTED, TargetNotFound
 from .proc.group import Terminated, on_signals
 from .proc.group import exit_code as signal_exit_code
-from .session import controller
 from .session.controller import (
     MIN_TILELANG as MIN_TILELANG,  # re-exported; the set-up lives in the controller
 )
-from .session.controller import check_seam as check_seam
-from .session.controller import set_up_tilelang
 from .session.events import Event, Notice, ScriptOutput
 from .session.interrupt import clear_interrupted, interrupted, interrupting_signal, mark_interrupted
 from .tracing.lifecycle import Lifecycle
@@ -171,78 +168,6 @@ def check_trace_dir(settings: Settings) -> str | None:
     return f"cannot write to trace dir {settings.trace_dir} ({error.strerror or error}); running untraced"
 
 
-def prepare_tilelang(settings: Settings, emit: Callable[[Event], None]) -> bool:
-    """Set TileLang up for tracing (`controller.set_up_tilelang`); return True when usable.
-
-    No seam raises UsageError (exit 2); a TileLang that cannot be imported is a warning,
-    and the script runs untraced.
-    """
-    try:
-        notes = set_up_tilelang(use_cache=settings.use_cache)
-    except UsageError:
-        raise
-    except Exception as exc:
-        emit(Notice("warning", f"{exc}; running untraced"))
-        return False
-    for note in notes:
-        emit(Notice("info", note))
-    return True
-
-
-class _Tracing:
-    """Tracing for one run: installed now when TileLang is imported already, else when the script imports it.
-
-    Importing TileLang takes seconds, and a script may never import it (a watch rerun of a
-    helper, a script that fails early): `tltrace run` then costs what `python` does. The
-    seam is checked from the installed files first (no seam: UsageError, before the script
-    runs); the rest of the set-up runs right after the script's own `import tilelang`.
-    """
-
-    def __init__(self, life: Lifecycle) -> None:
-        self.life = life
-        self.settings, self.emit = life.settings, life
-        self.installed = False
-        self._hook: Any = None
-
-    def start(self) -> None:
-        from .tracing.importhook import AfterImport, seam_on_disk
-
-        if "tilelang" in sys.modules:
-            self._set_up()
-            return
-        seam = seam_on_disk()
-        if seam is None:
-            self.emit(Notice("warning", "cannot import tilelang (it is not installed); running untraced"))
-            return
-        if not seam:
-            check_seam()  # UsageError, one line, naming the installed version
-        controller.prepare_environment(use_cache=self.settings.use_cache)
-        for note in controller.environment_notes():
-            self.emit(Notice("info", note))
-        self._hook = AfterImport("tilelang", self._set_up).install()
-
-    def _set_up(self) -> None:
-        try:
-            if not prepare_tilelang(self.settings, self.emit):
-                return
-            self.life.install()
-            self.installed = True
-        except UsageError as exc:
-            if self._hook is None:
-                raise
-            self.emit(Notice("warning", f"{exc}; running untraced"))
-        except Exception as exc:
-            self.emit(
-                Notice(
-                    "warning", f"cannot install the tracer ({type(exc).__name__}: {exc}); running untraced"
-                )
-            )
-
-    def stop(self) -> None:
-        if self._hook is not None:
-            self._hook.remove()
-
-
 def run_target(
     target: Target,
     settings: Settings,
@@ -266,16 +191,15 @@ def run_target(
 
     listeners = [emit] if callable(emit) else list(emit)
     life = Lifecycle(settings, listeners).open()
-    tracing: _Tracing | None = None
+    traced = False  # the trace dir is usable: the set-up started (an empty invocation is recorded)
     if trace:
         children.leave_parent_invocation()  # this process traces on its own, not as a child of a job
         reason = check_trace_dir(settings)
         if reason:
             life(Notice("warning", reason))
         else:
-            tracing = _Tracing(life)
-            tracing.start()
-            life.propagate()
+            traced = True
+            life.start()  # the one set-up: TileLang set up when the script imports it
 
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     code = 0
@@ -314,27 +238,15 @@ def run_target(
         code, output, signalled = exc.exit_code, f"{exc} (tltrace run was terminated)\n", True
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-        life.stop_propagation()
-        if tracing is not None:
-            tracing.stop()
-        installed = tracing is not None and tracing.installed
-        forked = life.forked()
-        if installed and forked:
-            controller.uninstall()
-        elif installed:
-            # A compile from here on (a thread that outlived the script, an atexit handler) is said, not traced.
-            controller.retire(life)
-        if not forked:
-            life.invocation.check_cache()
-        if output:
-            life(ScriptOutput(output))
-        # An os.fork() child that ran on to the script's end skips this: the parent summarises,
-        # prunes and writes the index (the child's compiles are on disk already).
-        finished = life.finish(
+        # The one end sequence. A compile from here on (a thread that outlived the script, an
+        # atexit handler) is said, not traced (`retire`). An os.fork() child that ran on to the
+        # script's end reports nothing: the parent summarises, prunes and writes the index
+        # (the child's compiles are on disk already).
+        finished = life.end(
+            retire=True,
+            said=[ScriptOutput(output)] if output else [],
             interrupted=signalled or code == EXIT_INTERRUPTED,
-            prune=installed,
-            record_empty=tracing is not None,
-            imported=installed or "tilelang" in sys.modules,
+            record_empty=traced,
         )
         if finished and finalize is not None:
             try:

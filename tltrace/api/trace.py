@@ -94,24 +94,25 @@ def _settings(mode: str, trace_dir: Any, codegen_output: Any, **extra: Any) -> S
 _span: Any = None
 
 
-def _close_span() -> None:
-    """End the open invocation: tell the listeners, prune older invocations, finish the reports.
+def _close_span() -> bool:
+    """End the open invocation with the lifecycle's one end sequence; return False when none was open.
 
-    In an os.fork() child nothing is reported: the process that called enable() ends the span.
+    The tool goes (the records of its compiles flushed), the listeners are told, older
+    invocations pruned, the reports finished. In an os.fork() child nothing is reported: the
+    process that called enable() ends the span.
     """
     global _span
     with _lock:
         span, _span = _span, None
-    if span is not None:
-        span.finish()
+    if span is None:
+        return False
+    span.end(prune=True)
+    return True
 
 
 @atexit.register
 def _close_reports() -> None:
-    from ..session import controller
-
-    controller.uninstall()
-    _close_span()
+    disable()
     with _lock:
         closers, _closers[:] = list(_closers), []
     for c in closers:
@@ -233,19 +234,20 @@ def enable(
         explain_timeout=explain_timeout,
     )
     from ..format.scripts import unusable
-    from ..session import controller
     from ..tracing.children import leave_parent_invocation
+    from ..tracing.setup import NotInstalled, check
 
     problem = unusable(settings.trace_dir, settings.script_dir)
     if problem is not None:  # it would record nothing: said now, in one line, not at each compile
         raise UsageError(problem)
     leave_parent_invocation()  # this process traces on its own now, with these settings
-    if importlib.util.find_spec("tilelang") is None:
+    try:
+        check(use_cache=use_cache)  # from TileLang's files: no seam is a UsageError (one line)
+    except NotInstalled:
         raise TltraceError(
             "enable() traces TileLang compilations and tilelang is not installed; "
             "for a plain TVM pipeline use tltrace.create_pass_instrument()"
-        )
-    controller.set_up_tilelang(use_cache=use_cache)  # no seam: UsageError, one line
+        ) from None
     from ..render.listeners import Listeners
     from ..tracing.lifecycle import Lifecycle
 
@@ -261,8 +263,9 @@ def enable(
         span = Lifecycle(settings, [Listeners(settings)]).open()
     with _lock:
         _span = span
-    span.install()
-    span.propagate(children)  # enable() again: the environment first gets back what it had
+    # The one set-up, lazy: TileLang is set up when the user imports it (now, if it is imported);
+    # enable() again: the environment first gets back what it had.
+    span.start(children=children)
 
 
 def disable() -> None:
@@ -271,10 +274,10 @@ def disable() -> None:
     A compilation in progress finishes in its own session. Older invocations are
     pruned here (enable's `keep`).
     """
-    from ..session import controller
+    if not _close_span() and "tilelang" in sys.modules:
+        from ..session import controller
 
-    controller.uninstall()
-    _close_span()
+        controller.uninstall()  # a tool installed otherwise (a traced child's) goes too, as it always did
 
 
 def flush(timeout: float | None = None) -> bool:
@@ -290,7 +293,14 @@ def flush(timeout: float | None = None) -> bool:
 
 
 def enabled() -> Settings | None:
-    """Return the settings later compilations will be traced with, or None when tracing is off."""
+    """Return the settings later compilations will be traced with, or None when tracing is off.
+
+    After enable(), they are returned before TileLang is imported too (it is set up at its import).
+    """
+    with _lock:
+        span = _span
+    if span is not None and span.tracing:
+        return span.settings
     from ..session import controller
 
     return controller.installed()

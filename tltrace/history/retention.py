@@ -1,9 +1,15 @@
-"""Retention: the one pruner, shared by `tltrace run --keep`, `enable(keep=)`, `tltrace clean` and the
-pytest plugin's `--tltrace-only-failed` (a passing test's invocation goes: `clean(invocations=)`).
+"""Retention: the one pruner. Every removal of traces is a `Policy` applied here (`apply`):
+
+- `tltrace run --keep N` and `enable(keep=N)`, at the invocation's end: `Policy.keep_newest`
+  (`prune`, from the lifecycle's end sequence, tracing/invocation.py);
+- `tltrace clean --keep/--older-than/--all`: `clean`, which checks the options and builds one;
+- the pytest plugin's `--tltrace-only-failed`: `Policy.passing_test`, a passing test's
+  invocation, and its script directory whole when the test made it and nothing else is left.
 
 The unit is the invocation (one `tltrace run`, one watch rerun, one enable()..disable()
-span): `keep` N keeps the newest N invocations of a script with all their compiles.
-Runs written before invocations were recorded (schema 1) count as one invocation each.
+span, one test under `pytest --tltrace`): `keep` N keeps the newest N invocations of a script
+with all their compiles. Runs written before invocations were recorded (schema 1) count as one
+invocation each.
 
 What is never removed:
 - a compile of an invocation that is still running, in this process or another: a run
@@ -12,7 +18,10 @@ What is never removed:
   on any host: its lock goes with the process, so a run killed anywhere can go;
 - anything but `run_*` directories under `.run_records`, the records of invocations
   that traced no compile (`inv_*.json`, format/empty.py) and the unreferenced stored
-  texts in `.run_records/.objects` (working files, baselines and backups stay);
+  texts in `.run_records/.objects` (working files, baselines and backups stay), except
+  with `Policy.whole_dir`: a script directory its named invocations made, once every
+  invocation in it is gone and no writer holds a lock there, goes whole (its index,
+  working files), as if it had never been made;
 - anything reached through a symbolic link: a linked `.run_records` or `.objects` is
   not tltrace's own, so nothing is removed or garbage-collected through it.
 
@@ -88,6 +97,62 @@ class CleanResult:
         }
 
 
+@dataclass(frozen=True)
+class Policy:
+    """Which invocations of a script go: the one vocabulary of every pruning (see the module's docstring).
+
+    An invocation goes when any rule says so: beyond the newest `keep` (None: no count),
+    started over `older_than` seconds ago, `remove_all`, or named in `invocations`. `live`
+    names invocations kept whatever the rules say (the caller's own, still open). With
+    `whole_dir`, the script directory was made by the `invocations` named: once nothing else
+    is left in it, it goes whole.
+    """
+
+    keep: int | None = None
+    older_than: float | None = None
+    remove_all: bool = False
+    invocations: frozenset[str] = frozenset()
+    live: frozenset[str] = frozenset()
+    whole_dir: bool = False
+
+    @classmethod
+    def keep_newest(cls, keep: int, live: set[str] | frozenset[str] = frozenset()) -> Policy:
+        """`run --keep N`, `enable(keep=N)`: the newest N invocations stay (`live` too)."""
+        return cls(keep=keep, live=frozenset(live))
+
+    @classmethod
+    def passing_test(cls, invocation: str, *, made_dir: bool) -> Policy:
+        """`pytest --tltrace-only-failed`: a passing test's invocation goes (its script dir too, if it made it)."""
+        return cls(invocations=frozenset({invocation}), whole_dir=made_dir)
+
+    @property
+    def removes(self) -> bool:
+        """True when some rule may remove something."""
+        return (
+            self.keep is not None or self.older_than is not None or self.remove_all or bool(self.invocations)
+        )
+
+
+def apply(
+    script_dirs: list[Path] | tuple[Path, ...],
+    policy: Policy,
+    *,
+    dry_run: bool = False,
+    now: float | None = None,
+    force: bool = False,
+) -> CleanResult:
+    """Remove what `policy` says from each script dir; return what was removed (the one pruner).
+
+    What may still run is never removed (the module's docstring); `force` also removes runs
+    from before the liveness lock whose writer was on another host.
+    """
+    now = time.time() if now is None else now
+    result = CleanResult(dry_run=dry_run)
+    for sd in script_dirs:
+        _clean_script(Path(sd), result, policy, dry_run=dry_run, now=now, force=force)
+    return result
+
+
 @dataclass
 class _OnDisk:
     key: str
@@ -130,25 +195,16 @@ def clean(
                 "--keep 0 keeps every invocation (as on 'tltrace run'), so nothing would go; "
                 "say --all to remove every run, or --keep N to keep the newest N"
             )
-    if keep is None and older_than is None and not remove_all and not invocations:
+    policy = Policy(
+        keep=keep,
+        older_than=older_than,
+        remove_all=remove_all,
+        invocations=frozenset(invocations or ()),
+        live=frozenset(live or ()),
+    )
+    if not policy.removes:
         raise UsageError("say what to remove: --keep N, --older-than DURATION, or --all")
-    now = time.time() if now is None else now
-    live = set(live or ())
-    result = CleanResult(dry_run=dry_run)
-    for sd in script_dirs:
-        _clean_script(
-            Path(sd),
-            result,
-            keep=keep,
-            older_than=older_than,
-            remove_all=remove_all,
-            dry_run=dry_run,
-            now=now,
-            live=live,
-            force=force,
-            named=frozenset(invocations or ()),
-        )
-    return result
+    return apply(script_dirs, policy, dry_run=dry_run, now=now, force=force)
 
 
 def prune(
@@ -157,7 +213,7 @@ def prune(
     """Keep the newest `keep` invocations of one script (0 keeps all); return what went, or None."""
     if keep <= 0:
         return None
-    return clean([script_dir], keep=keep, live=live)
+    return apply([script_dir], Policy.keep_newest(keep, live or frozenset()))
 
 
 def _own_dir(path: Path) -> bool:
@@ -171,16 +227,18 @@ def _own_dir(path: Path) -> bool:
 def _clean_script(
     sd: Path,
     result: CleanResult,
+    policy: Policy,
     *,
-    keep: int | None,
-    older_than: float | None,
-    remove_all: bool,
     dry_run: bool,
     now: float,
-    live: set[str],
     force: bool = False,
-    named: frozenset[str] = frozenset(),
 ) -> None:
+    keep, older_than, remove_all, named = (
+        policy.keep,
+        policy.older_than,
+        policy.remove_all,
+        policy.invocations,
+    )
     root = sd / RUN_RECORDS
     if not os.path.lexists(root):
         return
@@ -190,7 +248,7 @@ def _clean_script(
             f"{link}: not a directory of tltrace's own (a symbolic link?); nothing removed there"
         )
         return
-    invocations = _invocations(root, live, force)
+    invocations = _invocations(root, set(policy.live), force)
     doomed: list[_OnDisk] = []
     for i, inv in enumerate(invocations):
         newer = len(invocations) - 1 - i  # how many invocations are newer than this one
@@ -241,6 +299,33 @@ def _clean_script(
         result.objects_removed += n
         result.bytes_freed += freed
         result.failed.extend(errors)
+    if policy.whole_dir and not dry_run and emptied == {inv.key for inv in invocations}:
+        _remove_made_dir(sd, root, result)
+
+
+def _remove_made_dir(sd: Path, root: Path, result: CleanResult) -> None:
+    """Remove a script dir its removed invocations made, when its records hold nothing else.
+
+    Something left (a run, a held lock, a file tltrace does not name) keeps the directory:
+    another writer may be starting there.
+    """
+    try:
+        left = [n for n in os.listdir(root) if n != OBJECTS]
+    except OSError:
+        return
+    if left:
+        return
+    freed = tree_bytes(sd, unique=True)
+    errors: list[str] = []
+
+    def onerror(func, p, exc_info) -> None:  # noqa: ANN001
+        errors.append(f"{p}: {getattr(exc_info[1], 'strerror', None) or exc_info[1]}")
+
+    shutil.rmtree(sd, onerror=onerror)  # never follows a link inside; sd itself is a real dir (checked)
+    if os.path.lexists(sd):
+        result.failed.append(errors[0] if errors else f"{sd}: could not be removed")
+    else:
+        result.bytes_freed += freed
 
 
 def _invocations(root: Path, live: set[str], force: bool = False) -> list[_OnDisk]:

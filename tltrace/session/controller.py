@@ -179,26 +179,27 @@ def _install_tools(settings: Settings) -> None:
 def uninstall() -> None:
     """Unregister the factory, then wait for the records of the compiles so far (the worker's queue).
 
-    A compilation already running finishes in its own session.
+    A compilation already running finishes in its own session. TileLang is never imported
+    here: nothing is registered with a TileLang that is not imported.
     """
     global _installed
+    import sys
+
+    from .worker import drain
+
     with _lock:
         _installed = None
     exits.uninstall()
-    try:
-        from tilelang.instrumentation import unregister_pass_instrumentation_tool  # type: ignore
+    names = [TOOL_NAME, *sorted(_tools_installed)]
+    _tools_installed.clear()
+    if "tilelang" in sys.modules:
+        for name in names:
+            try:
+                from tilelang.instrumentation import unregister_pass_instrumentation_tool  # type: ignore
 
-        unregister_pass_instrumentation_tool(TOOL_NAME)
-    except Exception:
-        pass
-    for name in sorted(_tools_installed):
-        _tools_installed.discard(name)
-        try:
-            unregister_pass_instrumentation_tool(name)
-        except Exception:
-            pass
-    from .worker import drain
-
+                unregister_pass_instrumentation_tool(name)
+            except Exception:
+                pass
     drain()
 
 

@@ -3,8 +3,9 @@
 `_boot/sitecustomize.py` calls `activate()` right after the child's `import tilelang`
 (children.py says how the child was reached). The child traces with the
 settings in TLTRACE_CHILD, under the parent's invocation id and script directory,
-into a lifecycle of its own (lifecycle.py) that it never finishes: the parent summarises and
-prunes. This module is an entry point: it sits above session/ and render/ (it wires them, as runner.py
+into a lifecycle of its own (lifecycle.py), set up and ended as every entry point's is
+(`Lifecycle.start`, `Lifecycle.end`), without the reports at its end: the parent summarises
+and prunes. This module is an entry point: it sits above session/ and render/ (it wires them, as runner.py
 does; tests/test_layers.py puts it with the entry points); nothing in tltrace imports it.
 """
 
@@ -41,21 +42,21 @@ def activate() -> None:
 
         if controller.installed() is not None:
             return  # this process traces on its own already
-        controller.silence_builtin_tracer()
-        if not settings.use_cache:
-            os.environ["TILELANG_DISABLE_CACHE"] = "1"
-            try:
-                import tilelang  # type: ignore[import-not-found]
-
-                tilelang.env.disable_cache()
-            except Exception:
-                pass
         from .lifecycle import Lifecycle
 
         # The child's share of the invocation: its compiles find its reconcile ledger by the id.
-        # It never finishes here (the parent summarises); the lifecycle says an outlived parent.
+        # The one set-up (TileLang is imported: at once); no propagation, its environment
+        # already reaches its own children. It ends without the reports (the parent
+        # summarises); the lifecycle says an outlived parent.
         life = Lifecycle(settings, [Listeners(settings)], root=root).open()
-        life.install()
+        try:
+            life.start(children=False, on_failure=_untraced)
+        except Exception:  # no seam: said below, in one line
+            life.end(report=False)
+            raise
+        if not life.installed:
+            life.end(report=False)
+            return
         with _active_lock:
             first = not _active
             _active.append(life)
@@ -86,13 +87,18 @@ def discovered() -> None:
 
 
 def _close() -> None:
+    """At exit: the one end sequence, without the reports (the tool down, the records flushed, closed)."""
     with _active_lock:
         items, _active[:] = list(_active), []
     for life in items:
         try:
-            life.close()
+            life.end(report=False)
         except Exception:
             pass
+
+
+def _untraced(reason: str) -> None:
+    _stderr(f"{reason}; it runs untraced")
 
 
 def _stderr(message: str) -> None:

@@ -1,10 +1,11 @@
 """Run a callback right after a module's own import, without importing it first.
 
-`tltrace run` traces a script that may never import TileLang, and importing TileLang
-costs seconds. So the runner does not import it: it checks, from the files alone, that
-the installed TileLang has the seam (`seam_on_disk`), and sets tracing up when the
-script itself imports `tilelang` (`AfterImport`), as a traced child process does
-(`_boot/sitecustomize.py`, which must stay standard-library only and keeps its own copy).
+A traced script (under `tltrace run`, `enable()`, `pytest --tltrace`) may never import
+TileLang, and importing TileLang costs seconds. So the one set-up (tracing/setup.py) does not
+import it: it checks, from the files alone, that the installed TileLang has the seam
+(`seam_on_disk`), and sets tracing up when the script itself imports `tilelang`
+(`AfterImport`), as a traced child process does (`_boot/sitecustomize.py`, which must stay
+standard-library only and keeps its own copy).
 """
 
 from __future__ import annotations

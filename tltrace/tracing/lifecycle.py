@@ -2,17 +2,27 @@
 
 `tltrace run` (runner.py), `enable()`/`disable()` (api/trace.py, and so `%%tltrace`), each test
 under `pytest --tltrace` (pytest_plugin.py) and a traced job's child process (tracing/child.py)
-all go through a `Lifecycle`:
+all go through a `Lifecycle`, with the same two calls at their edges:
 
     life = Lifecycle(settings, [listener, ...]).open()    # registered: its compiles find it by id
-    life.install()                                         # TileLang's compiles are traced into it
-    life.propagate()                                       # child processes trace into it too
+    life.start(children=True)                              # the one set-up, lazy (tracing/setup.py):
+                                                           # traced from TileLang's import (now, if it is
+                                                           # imported), child processes too
     ...                                                    # events: life(event)
-    life.finish(interrupted=...)                           # NOT-APPLIED, InvocationFinished, close, prune
-    # or life.close(): the end without the reports (a pytest test, a child process)
+    life.end(report=True)                                  # the one end sequence (below)
+
+`start()` imports nothing of TileLang: it checks the installed files and waits for the traced
+code's own `import tilelang` (`tltrace run` paid nothing for a script that never imports it,
+and now neither does `enable()` nor `pytest --tltrace`). `end()` is the same sequence for all:
+the import hook and the child environment taken away, the tool taken down (`retire=True`: a
+later compile is said, not traced, as at the end of `tltrace run`) with the records of every
+compile so far flushed to disk, the last kernel-cache hits said, then with `report` the end
+with the reports (`finish`: NOT-APPLIED, InvocationFinished, close, retention) or without them
+(`close`: a pytest test, whose section and summary say it; a child, whose parent reports).
 
 It owns what was written once per entry point before:
 
+- the one set-up and the one end (above);
 - the one fork check (`forked()`): an os.fork() child inherits the object, and then
   neither reports, nor prunes, nor closes the listeners (the process that opened it does);
 - the one fan-out (`Fanout`): every event to each listener in order; a listener that
@@ -27,11 +37,13 @@ It owns what was written once per entry point before:
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..config import Settings
+from ..errors import UsageError
 from ..format.writer import process_start, writer_alive
 from ..session import controller
 from ..session.events import Event, Notice, RunStarted, fallback_warning
@@ -39,6 +51,7 @@ from .children import Propagation
 from .hooks import CAPTURE_HOOKS
 from .invocation import Invocation
 from .recorders import register_defaults
+from .setup import NotInstalled, Setup, check, untraced
 
 Listener = Callable[[Event], Any]
 
@@ -93,6 +106,7 @@ class Lifecycle:
         self.pid = os.getpid()  # the process that opened it; an os.fork() child inherits this object
         self.root = root if root is not None else {"pid": self.pid, "start": process_start(self.pid)}
         self._propagation: Propagation | None = None
+        self._setup: Setup | None = None
         self._outlived_said = False
         self._lock = threading.Lock()
 
@@ -112,11 +126,57 @@ class Lifecycle:
     def _is_root(self) -> bool:
         return not self.forked() and self.root.get("pid") == self.pid
 
-    # -- open, install, propagate -------------------------------------------------------------------
+    # -- open, start (install, propagate) ------------------------------------------------------------
     def open(self) -> Lifecycle:
         """Register the invocation as open in this process (its compiles find it; retention keeps it)."""
         self.invocation.open()
         return self
+
+    def start(self, *, children: bool = True, on_failure: Callable[[str], None] | None = None) -> None:
+        """The one set-up, lazy: trace this process's compiles into this invocation from TileLang's import.
+
+        Now when TileLang is imported already, else right after the traced code imports it
+        (tracing/setup.py); `children`: the Python processes started from here trace into it too.
+        Raises UsageError (one line) when the installed TileLang has no seam. TileLang not
+        installed, or a set-up that fails after the import, is said through `on_failure(reason)`
+        (default: a warning to the listeners, '...; running untraced') and the code runs on
+        untraced. Called again (enable() again), it starts over with the current settings.
+        """
+        self._stop_setup()
+        say = on_failure if on_failure is not None else untraced(self)
+        try:
+            notes = check(use_cache=self.settings.use_cache)
+        except NotInstalled as exc:
+            say(str(exc))
+        except UsageError:
+            raise
+        else:
+            for note in notes:
+                self(Notice("info", note))
+            setup = Setup(self, say)
+            with self._lock:
+                self._setup = setup
+            setup.start()
+        self.propagate(children)
+
+    @property
+    def installed(self) -> bool:
+        """True once TileLang is set up and this invocation's tool is in (`start()`)."""
+        setup = self._setup
+        return setup is not None and setup.installed
+
+    @property
+    def tracing(self) -> bool:
+        """True while later compiles are traced into this invocation, or will be once TileLang is imported."""
+        setup = self._setup
+        return setup is not None and (setup.installed or setup.pending)
+
+    def _stop_setup(self) -> Setup | None:
+        with self._lock:
+            setup, self._setup = self._setup, None
+        if setup is not None:
+            setup.stop()
+        return setup
 
     def install(self) -> None:
         """Trace every later TileLang compile of this process into this invocation (TileLang is imported).
@@ -172,6 +232,48 @@ class Lifecycle:
         )
 
     # -- the end ------------------------------------------------------------------------------------
+    def end(
+        self,
+        *,
+        report: bool = True,
+        retire: bool = False,
+        said: Iterable[Event] = (),
+        interrupted: bool = False,
+        prune: bool | None = None,
+        record_empty: bool = False,
+    ) -> bool:
+        """The one end sequence, every entry point's: see the module's docstring.
+
+        The import hook and the child environment go; the tool this invocation installed is
+        taken down (`retire`: later compiles are said, not traced) once every compile so far
+        has its records on disk; the last cache hits are said, then the events `said` (the
+        script's traceback); then `finish()` with `report` (`prune` None: when TileLang was
+        set up for it), else `close()`. Returns False in an os.fork() child (its parent ends
+        the invocation), True otherwise.
+        """
+        self.stop_propagation()
+        setup = self._stop_setup()
+        installed = setup is not None and setup.installed
+        forked = self.forked()
+        if installed:
+            if retire and not forked:
+                controller.retire(self)  # finish() drains next
+            else:
+                controller.uninstall()  # drains: the records of the compiles so far are on disk
+        if not forked:
+            self.invocation.check_cache()
+        for event in said:
+            self(event)
+        if report:
+            return self.finish(
+                interrupted=interrupted,
+                prune=installed if prune is None else prune,
+                record_empty=record_empty,
+                imported=installed or "tilelang" in sys.modules,
+            )
+        self.close()
+        return not forked
+
     def finish(
         self,
         *,
