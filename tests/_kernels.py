@@ -79,3 +79,104 @@ def make(M=512, N=512, K=512, bm=128, bn=128, bk=32, stages=3):
             T.copy(C_l, C[by * bm, bx * bn])
     return gemm
 """
+
+
+def _op_lines(code: str) -> list[int]:
+    import re
+
+    return [
+        i
+        for i, ln in enumerate(code.split("\n"))
+        if "=" in ln and re.search(r"\bA\b", ln) and re.search(r"\bB\b", ln) and re.search(r"\bC\b", ln)
+    ]
+
+
+def op_line(code: str) -> int:
+    """The index of the one line of an elementwise kernel's generated C that combines A and B (C = A op B),
+    found in the code TileLang generated rather than spelled here."""
+    hits = _op_lines(code)
+    assert len(hits) == 1, f"not one line computes C from A and B in the generated code: {hits}"
+    return hits[0]
+
+
+def _operator(line: str) -> tuple[int, int]:
+    """Where the operator between the A and the B operand of `line` stands: (start, end), the binary
+    operator between them at the shallowest nesting of parentheses."""
+    import re
+
+    rhs = line.index("=") + 1
+    a = re.search(r"\bA\b", line[rhs:])
+    b = re.search(r"\bB\b", line[rhs:])
+    assert a is not None and b is not None and a.start() < b.start(), line
+    depth, best = 0, None
+    for i in range(rhs + a.end(), rhs + b.start()):
+        c = line[i]
+        depth += (c in "([") - (c in ")]")
+        if c in "+-*/" and line[i - 1] == " " and line[i + 1] == " " and (best is None or depth < best[0]):
+            best = (depth, i)
+    assert best is not None, f"no operator between A and B in {line!r}"
+    return best[1], best[1] + 1
+
+
+def op_of(code: str) -> str:
+    """The operator between A and B in `op_line` (`+` in elementwise_add as generated)."""
+    (op,) = ops(code) if len(_op_lines(code)) == 1 else (None,)
+    assert op is not None, f"not one line computes C from A and B: {_op_lines(code)}"
+    return op
+
+
+def ops(code: str) -> list[str]:
+    """The operator between A and B on every line that computes C from them (a file with conflict markers
+    holds two such lines)."""
+    lines = code.split("\n")
+    out = []
+    for at in _op_lines(code):
+        start, end = _operator(lines[at])
+        out.append(lines[at][start:end])
+    return out
+
+
+def swap_op(code: str, new: str) -> str:
+    """The generated C with the operator between A and B in `op_line` turned into `new` (an edit that
+    changes the kernel's numbers: the sum becomes a difference)."""
+    lines = code.split("\n")
+    at = op_line(code)
+    start, end = _operator(lines[at])
+    lines[at] = lines[at][:start] + new + lines[at][end:]
+    return "\n".join(lines)
+
+
+# The transposed-B pipelined GEMM (`matmul`) the sm_90a / sm_80 compile-only tests lower with
+# tilelang.lower (CUDA codegen on the CPU), with its imports; each test appends its own lowering.
+# `bad` adds a fixed swizzle and a fragment layout the gemm cannot use (a layout inference failure).
+MATMUL = """
+import os
+import sys
+
+import tilelang
+import tilelang.language as T
+from tilelang import tvm
+from tilelang.layout import Fragment, make_swizzled_layout
+
+
+def matmul(M, N, K, bm, bn, bk, stages, threads, dtype="float16", accum="float32", bad=False):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), dtype)
+            B_s = T.alloc_shared((bn, bk), dtype)
+            C_l = T.alloc_fragment((bm, bn), accum)
+            if bad:  # a fixed swizzle, and a fragment layout the gemm cannot use
+                T.annotate_layout({
+                    A_s: make_swizzled_layout(A_s),
+                    C_l: Fragment([bm, bn], forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j),
+                })
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                T.copy(A[by * bm, k * bk], A_s)
+                T.copy(B[bx * bn, k * bk], B_s)
+                T.gemm(A_s, B_s, C_l, transpose_B=True)
+            T.copy(C_l, C[by * bm, bx * bn])
+
+    return main
+"""
