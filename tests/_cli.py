@@ -16,10 +16,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def cli_env(**extra: str) -> dict[str, str]:
+def cli_env(*, clean: bool = False, **extra: str) -> dict[str, str]:
     """The child's environment: this one, TileLang's kernel cache off, no TL_LOWER_TRACE*, this checkout
-    first on PYTHONPATH; `extra` on top."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TL_LOWER_TRACE", "TL_LOWER_TRACE_DIR")}
+    first on PYTHONPATH (`clean`: and no TLTRACE_* setting of the caller's); `extra` on top."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TL_LOWER_TRACE", "TL_LOWER_TRACE_DIR") and not (clean and k.startswith("TLTRACE_"))
+    }
     env["TILELANG_DISABLE_CACHE"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     env.update(extra)
@@ -57,3 +61,20 @@ def cli_proc(
     if rc is not None:
         assert p.returncode == rc, (p.returncode, p.stdout[-2000:], p.stderr[-3000:])
     return p
+
+
+def cli_invoke(*args: object, env: dict[str, str] | None = None, catch_exceptions: bool = False):
+    """The tltrace CLI in this process (typer's CliRunner): the Result, stdout and stderr apart.
+
+    conftest's `run_cli` fixture is this in the test's tmp_path; a module-scoped fixture calls it
+    directly. sys.argv is put back after (the run command sets it for the script it runs).
+    """
+    from typer.testing import CliRunner
+
+    from tltrace.cli.app import app
+
+    saved_argv = sys.argv[:]
+    try:
+        return CliRunner().invoke(app, [str(a) for a in args], env=env, catch_exceptions=catch_exceptions)
+    finally:
+        sys.argv[:] = saved_argv

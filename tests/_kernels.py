@@ -180,3 +180,35 @@ def matmul(M, N, K, bm, bn, bk, stages, threads, dtype="float16", accum="float32
 
     return main
 """
+
+
+def lowered(arch: str = "sm_90a", stages: int = 2) -> str:
+    """A script lowering MATMUL for `arch` (tilelang.lower: CUDA codegen on the CPU, no GPU)."""
+    return (
+        MATMUL
+        + f"""
+
+target = tvm.target.Target({{"kind": "cuda", "arch": "{arch}"}})
+with target:
+    tilelang.lower(matmul(256, 256, 256, 128, 128, 32, {stages}, 128), target=target)
+"""
+    )
+
+
+SM90A = lowered()
+
+# tilelang.lower without a target context: a pass raises (the fails of the recorded traces, a repro's).
+LOWER_FAILS = '''"""tilelang.lower without a target context: tl.LayoutInference raises inside the pass."""
+import tilelang
+import tilelang.language as T
+
+
+@T.prim_func
+def scale(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+    with T.Kernel(4, threads=64) as bx:
+        for i in T.Parallel(64):
+            B[bx * 64 + i] = A[bx * 64 + i] * 2.0
+
+
+tilelang.lower(scale, target="c")
+'''

@@ -19,7 +19,7 @@ from tltrace.format.records import CODEGEN, FAILED, RunManifest
 from tltrace.history.runs import text_of
 from tltrace.runner import Target, run_target
 
-from ._kernels import MATMUL
+from ._kernels import SM90A
 from .conftest import EXAMPLES
 
 
@@ -155,17 +155,6 @@ def test_every_record_text_equals_an_inline_print_on_a_cpu_gemm(tmp_path, sync, 
     assert any("AnnotateEntryFunc" in n for n in names)
     in_place = [r for m, _ in runs for r in m.records if "AnnotateEntryFunc" in r.name]
     assert all(r.status == "changed" for r in in_place)
-
-
-SM90A = (
-    MATMUL
-    + """
-
-target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-with target:
-    tilelang.lower(matmul(256, 256, 256, 128, 128, 32, 2, 128), target=target)
-"""
-)
 
 
 @pytest.mark.parametrize("exact", [False, True], ids=["rule", "exact"])

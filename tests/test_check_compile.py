@@ -15,18 +15,10 @@ import pytest
 import tltrace
 
 from ._cli import cli_env, cli_proc
-from ._kernels import MATMUL
+from ._kernels import lowered
 from ._records import EXAMPLES, require_tltrace_executable
 
-CUDA = (
-    MATMUL
-    + """
-
-target = tvm.target.Target({"kind": "cuda", "arch": "ARCH"})
-with target:
-    tilelang.lower(matmul(256, 256, 256, 128, 128, 32, 3, 128), target=target)
-"""
-)
+CUDA = lowered("ARCH", stages=3)
 
 
 def _env() -> dict[str, str]:

@@ -18,11 +18,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from tltrace.cli.app import app
 from tltrace.history import sourcemaps
 
+from ._cli import cli_invoke as _cli
 from ._records import read_manifest, run_dirs
 from .test_line_directives import nvcc_build, ptx_locs
 
@@ -54,10 +53,6 @@ if __name__ == "__main__":
 """
 
 _DIRECTIVE = re.compile(r'^#line (\d+) "([^"]*)"$')
-
-
-def _cli(*args, env=None):
-    return CliRunner().invoke(app, [str(a) for a in args], env=env, catch_exceptions=False)
 
 
 def _body(path: Path) -> set[int]:

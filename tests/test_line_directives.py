@@ -19,13 +19,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from tltrace.cli.app import app
 from tltrace.format.sourcemap import LineMap
 from tltrace.sourcemap.line_directives import generated_name, scoped
 from tltrace.stages.sass import tool
 
+from ._cli import cli_invoke as _cli
 from ._records import read_manifest, run_dirs
 
 USER = "/home/u/k.py"
@@ -95,10 +94,6 @@ assert torch.equal(b, a * 2 + 1), "wrong result"
 if len(sys.argv) > 1:
     open(sys.argv[1], "w").write(kernel.get_kernel_source())
 """
-
-
-def _cli(*args, env=None):
-    return CliRunner().invoke(app, [str(a) for a in args], env=env, catch_exceptions=False)
 
 
 @pytest.mark.compile

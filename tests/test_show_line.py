@@ -28,9 +28,10 @@ import pytest
 from tltrace.history import runs
 from tltrace.history.sourcemaps import load as load_maps
 
+from ._cli import cli_env as _env
+from ._cli import cli_proc
 from ._kernels import GEMM_MAKE
 from ._schema import check
-from .test_facts import _env
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -69,12 +70,7 @@ CLASSES = {  # the mix the issue names: loads, stores, shared, tensor-core MMA, 
 
 
 def _tltrace(*args: str, cwd: Path, rc: int | None = 0) -> subprocess.CompletedProcess:
-    p = subprocess.run(
-        [sys.executable, "-m", "tltrace", *args], cwd=cwd, env=_env(), capture_output=True, text=True
-    )
-    if rc is not None:
-        assert p.returncode == rc, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
-    return p
+    return cli_proc(*args, cwd=cwd, rc=rc, timeout=None)
 
 
 @pytest.fixture(scope="module")

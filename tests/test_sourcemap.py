@@ -7,13 +7,13 @@ import re
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from tltrace.cli.app import app
 from tltrace.history import sourcemaps
 from tltrace.sourcemap import lines as sm
 from tltrace.sourcemap import store as sms
 
+from ._cli import cli_invoke as _cli
+from ._observer import observe
 from ._records import read_manifest, run_dirs
 from ._schema import check
 from .conftest import wait_js
@@ -61,10 +61,6 @@ def _load(path: Path, text: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-def _cli(*args: str, env: dict | None = None):
-    return CliRunner().invoke(app, [str(a) for a in args], env=env, catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")
@@ -122,31 +118,16 @@ def test_compiled_source_is_byte_identical_to_an_untraced_compile(traced):
 def test_ir_texts_are_the_plain_print_on_every_pass(tmp_path):
     """print_module's one tagged print gives str(mod) exactly, on every module of a real compile."""
     import tilelang
-    from tilelang.instrumentation import (
-        PassEventObserver,
-        PassInstrumentationTool,
-        StackedPassInstrument,
-        register_pass_instrumentation_tool,
-        unregister_pass_instrumentation_tool,
-    )
 
     seen: list[tuple[bool, int, int]] = []
 
-    class Obs(PassEventObserver):
-        def pass_started(self, mod, event):
-            text, lmap = sm.print_module(mod)
-            seen.append((text == str(mod), *(lmap.coverage() if lmap else (0, 0))))
-
-    class Tool(PassInstrumentationTool):
-        def create_pass_instrument(self):
-            return StackedPassInstrument(Obs())
+    def started(mod, event) -> None:
+        text, lmap = sm.print_module(mod)
+        seen.append((text == str(mod), *(lmap.coverage() if lmap else (0, 0))))
 
     make = _load(tmp_path / "smgemm_print.py", KERNEL).make
-    register_pass_instrumentation_tool("test-sourcemap-print", Tool)
-    try:
+    with observe("test-sourcemap-print", started=started):
         tilelang.compile(make(), target="c", execution_backend="cython")
-    finally:
-        unregister_pass_instrumentation_tool("test-sourcemap-print")
     assert seen and all(same for same, _, _ in seen)
     assert sum(mapped for _, _, mapped in seen) > 0
 

@@ -12,14 +12,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from tltrace.callsites.library import CallSites
-from tltrace.cli.app import app
 from tltrace.format.sourcemap import LineMap
 from tltrace.history import runs as R
 from tltrace.history import sourcemaps as V
 
+from ._cli import cli_invoke as _cli
 from .conftest import wait_js
 from .test_index_js import run_node
 
@@ -56,10 +55,6 @@ LINE = {
 }
 LIB = "/site/tl_pkg/cpu/op/gemm/gemm_scalar.py"  # a library file by the roots CallSites is given
 USER = "/home/u/k.py"
-
-
-def _cli(*args):
-    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
 
 
 # -- the pure part (quick loop) --------------------------------------------------------------------

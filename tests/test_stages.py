@@ -22,8 +22,10 @@ from tltrace.history import runs
 from tltrace.history.sourcemaps import load as load_maps
 from tltrace.stages import maps, ptx, sass
 
+from ._cli import cli_env as _env
+from ._cli import cli_proc
 from ._schema import check
-from .test_facts import CONFIGS, GEMM, _env
+from .test_facts import CONFIGS, GEMM
 
 PTX_SAMPLE = """\
 \t.file\t1 "kernel.cu"
@@ -104,12 +106,7 @@ def test_a_stage_line_takes_the_python_line_of_its_cuda_line() -> None:
 
 
 def _tltrace(*args: str, cwd: Path, check_rc: bool = True) -> subprocess.CompletedProcess:
-    p = subprocess.run(
-        [sys.executable, "-m", "tltrace", *args], cwd=cwd, env=_env(), capture_output=True, text=True
-    )
-    if check_rc:
-        assert p.returncode == 0, p.stderr[-3000:]
-    return p
+    return cli_proc(*args, cwd=cwd, rc=0 if check_rc else None, timeout=None)
 
 
 @pytest.fixture(scope="module")
