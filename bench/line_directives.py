@@ -20,28 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-KERNEL = """
-import tilelang.language as T
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests._kernels import HOPPER_GEMM  # noqa: E402
 
-
-def make(M=256, N=256, K=256, bM=128, bN=128, bK=64):
-    @T.prim_func
-    def hgemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bM, bK), "float16")
-            B_s = T.alloc_shared((bK, bN), "float16")
-            C_l = T.alloc_fragment((bM, bN), "float32")
-            C_s = T.alloc_shared((bM, bN), "float16")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
-                T.copy(A[by * bM, k * bK], A_s)
-                T.copy(B[k * bK, bx * bN], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C_s)
-            T.copy(C_s, C[by * bM, bx * bN])
-
-    return hgemm
-"""
+KERNEL = HOPPER_GEMM  # tests/_kernels.py
 
 
 def body_lines(path: Path) -> set[int]:

@@ -212,3 +212,55 @@ def scale(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
 
 tilelang.lower(scale, target="c")
 '''
+
+
+# A small CPU GEMM (target c) whose lines carry markers the source-map and call-site tests find
+# (`# COPY`, `# GEMM`, `# STORE`); each test appends its own main.
+CPU_GEMM = """
+import sys
+
+import tilelang
+import tilelang.language as T
+
+
+def make(M=64, N=64, K=32, bM=32, bN=32, bK=16):
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float32")
+            B_s = T.alloc_shared((bK, bN), "float32", scope="shared")  # the CPU takes one .dyn
+            C_l = T.alloc_local((bM, bN), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=0):
+                T.copy(A[by * bM, k * bK], A_s)  # COPY
+                T.copy(B[k * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_l)  # GEMM
+            T.copy(C_l, C[by * bM, bx * bN])  # STORE
+
+    return gemm
+"""
+
+# A Hopper GEMM through shared memory for the compile-only sm_90a source-map tests and the line
+# directives bench (markers: `# C_L`, `# CLEAR`, `# STORE`).
+HOPPER_GEMM = """
+import tilelang.language as T
+
+
+def make(M=256, N=256, K=256, bM=128, bN=128, bK=64):
+    @T.prim_func
+    def hgemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            C_l = T.alloc_fragment((bM, bN), "float32")  # C_L
+            C_s = T.alloc_shared((bM, bN), "float16")
+            T.clear(C_l)  # CLEAR
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
+                T.copy(A[by * bM, k * bK], A_s)
+                T.copy(B[k * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C_s)
+            T.copy(C_s, C[by * bM, bx * bN])  # STORE
+
+    return hgemm
+"""

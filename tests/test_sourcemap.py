@@ -13,33 +13,15 @@ from tltrace.sourcemap import lines as sm
 from tltrace.sourcemap import store as sms
 
 from ._cli import cli_invoke as _cli
+from ._kernels import CPU_GEMM, HOPPER_GEMM
 from ._observer import observe
 from ._records import read_manifest, run_dirs
 from ._schema import check
 from .conftest import wait_js
 
-KERNEL = """
-import sys
-
-import tilelang
-import tilelang.language as T
-
-
-def make(M=64, N=64, K=32, bM=32, bN=32, bK=16):
-    @T.prim_func
-    def gemm(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"), C: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bM, bK), "float32")
-            B_s = T.alloc_shared((bK, bN), "float32", scope="shared")  # the CPU takes one .dyn
-            C_l = T.alloc_local((bM, bN), "float32")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=0):
-                T.copy(A[by * bM, k * bK], A_s)
-                T.copy(B[k * bK, bx * bN], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C[by * bM, bx * bN])  # STORE
-
-    return gemm
+KERNEL = (
+    CPU_GEMM
+    + """
 
 
 if __name__ == "__main__":
@@ -48,6 +30,7 @@ if __name__ == "__main__":
         with open(sys.argv[1], "w") as fh:
             fh.write(kernel.get_kernel_source())
 """
+)
 STORE_LINE = next(i for i, ln in enumerate(KERNEL.split("\n"), 1) if "# STORE" in ln)
 
 
@@ -394,28 +377,7 @@ def test_report_links_a_failure_to_its_python_line(failed, open_page):
     assert page.locator("#tl-source tr.sel").get_attribute("data-py") == str(FRAGMENT_LINE)
 
 
-HOPPER = """
-import tilelang.language as T
-
-
-def make(M=256, N=256, K=256, bM=128, bN=128, bK=64):
-    @T.prim_func
-    def hgemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bM, bK), "float16")
-            B_s = T.alloc_shared((bK, bN), "float16")
-            C_l = T.alloc_fragment((bM, bN), "float32")  # C_L
-            C_s = T.alloc_shared((bM, bN), "float16")
-            T.clear(C_l)  # CLEAR
-            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
-                T.copy(A[by * bM, k * bK], A_s)
-                T.copy(B[k * bK, bx * bN], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C_s)
-            T.copy(C_s, C[by * bM, bx * bN])  # STORE
-
-    return hgemm
-"""
+HOPPER = HOPPER_GEMM
 
 
 def test_the_stamped_copy_is_tvms_json_copy(tmp_path):

@@ -19,34 +19,19 @@ from tltrace.history import runs as R
 from tltrace.history import sourcemaps as V
 
 from ._cli import cli_invoke as _cli
+from ._kernels import CPU_GEMM
 from .conftest import wait_js
 from .test_index_js import run_node
 
-KERNEL = """
-import tilelang
-import tilelang.language as T
-
-
-def make(M=64, N=64, K=32, bM=32, bN=32, bK=16):
-    @T.prim_func
-    def gemm(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"), C: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bM, bK), "float32")
-            B_s = T.alloc_shared((bK, bN), "float32", scope="shared")
-            C_l = T.alloc_local((bM, bN), "float32")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=0):
-                T.copy(A[by * bM, k * bK], A_s)  # COPY
-                T.copy(B[k * bK, bx * bN], B_s)
-                T.gemm(A_s, B_s, C_l)  # GEMM
-            T.copy(C_l, C[by * bM, bx * bN])  # STORE
-
-    return gemm
+KERNEL = (
+    CPU_GEMM
+    + """
 
 
 if __name__ == "__main__":
     tilelang.compile(make(), target="c", execution_backend="cython")
 """
+)
 LINE = {
     tag: i
     for i, ln in enumerate(KERNEL.split("\n"), 1)
