@@ -11,7 +11,6 @@ naming the kernel's `.py`, and how many of those fall outside the kernel's body 
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import os
 import re
@@ -22,17 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests._kernels import HOPPER_GEMM  # noqa: E402
+from tests._kernels import prim_func_body as body_lines  # noqa: E402
 
 KERNEL = HOPPER_GEMM  # tests/_kernels.py
-
-
-def body_lines(path: Path) -> set[int]:
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.FunctionDef) and any(
-            "prim_func" in ast.unparse(d) for d in node.decorator_list
-        ):
-            return set(range(node.body[0].lineno, (node.end_lineno or 0) + 1))
-    raise SystemExit("no T.prim_func")
 
 
 def locs(source: str) -> list[tuple[str, int]]:

@@ -264,3 +264,17 @@ def make(M=256, N=256, K=256, bM=128, bN=128, bK=64):
 
     return hgemm
 """
+
+
+def prim_func_body(path) -> set[int]:
+    """The lines of the first T.prim_func's body in a script (its `def` line and decorator excluded),
+    read from the script's ast: what a kernel's own lines are, independently of tltrace."""
+    import ast
+    from pathlib import Path
+
+    for node in ast.walk(ast.parse(Path(path).read_text())):
+        if isinstance(node, ast.FunctionDef) and any(
+            "prim_func" in ast.unparse(d) for d in node.decorator_list
+        ):
+            return set(range(node.body[0].lineno, (node.end_lineno or 0) + 1))
+    raise AssertionError("no T.prim_func")

@@ -11,7 +11,6 @@ statements, the kernel's body from the script's `ast`, and nvcc -lineinfo's PTX 
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import shutil
@@ -22,6 +21,7 @@ import pytest
 from tltrace.history import sourcemaps
 
 from ._cli import cli_invoke as _cli
+from ._kernels import prim_func_body as _body
 from ._records import read_manifest, run_dirs
 from .test_line_directives import nvcc_build, ptx_locs
 
@@ -53,16 +53,6 @@ if __name__ == "__main__":
 """
 
 _DIRECTIVE = re.compile(r'^#line (\d+) "([^"]*)"$')
-
-
-def _body(path: Path) -> set[int]:
-    """The lines of the T.prim_func's body (its `def` line and decorator excluded): the script's ast."""
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.FunctionDef) and any(
-            "prim_func" in ast.unparse(d) for d in node.decorator_list
-        ):
-            return set(range(node.body[0].lineno, (node.end_lineno or 0) + 1))
-    raise AssertionError("no T.prim_func")
 
 
 def _device_codegen(run_dir: Path) -> tuple[str, object]:

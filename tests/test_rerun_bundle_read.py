@@ -190,18 +190,22 @@ def test_a_trace_dir_that_is_not_a_directory_is_a_usage_error(run_cli, tmp_path:
     assert r.stdout == "" and (tmp_path / "f").read_text() == "mine"
 
 
-@pytest.mark.compile
-def test_control_characters_in_a_kernel_name_are_shown_not_sent(run_cli, tmp_path: Path) -> None:
-    name = "add\x1b]0;owned\x07\x1b[2J"
+def _renamed(tmp_path: Path, name: str) -> Path:
+    """The bundle with its compile's kernel called `name` (in its manifest and in bundle.json)."""
     with zipfile.ZipFile(DATA) as zf:
         manifest = json.loads(zf.read(MANIFEST))
         info = json.loads(zf.read("bundle.json"))
     manifest["kernel"] = info["compiles"][0]["kernel"] = name
-    bundle = _rewrite(
+    return _rewrite(
         tmp_path / "b.zip",
         {MANIFEST: json.dumps(manifest).encode(), "bundle.json": json.dumps(info).encode()},
     )
-    r = run_cli("replay", str(bundle))
+
+
+@pytest.mark.compile
+def test_control_characters_in_a_kernel_name_are_shown_not_sent(run_cli, tmp_path: Path) -> None:
+    name = "add\x1b]0;owned\x07\x1b[2J"
+    r = run_cli("replay", str(_renamed(tmp_path, name)))
     assert r.exit_code == 0, r.output
     assert "\x1b" not in r.output and "\x07" not in r.output
     assert "add^[]0;owned^G^[[2J: same: " in r.stdout
@@ -212,15 +216,7 @@ def test_a_newline_in_a_kernel_name_cannot_forge_a_line(run_cli, tmp_path: Path)
     """A bundle's kernel name holding a newline (or U+2028) prints on its compile's line, spelt
     `^J`: no line of the output is one the bundle wrote."""
     name = "add\nreplay records: /forged\u2028x"
-    with zipfile.ZipFile(DATA) as zf:
-        manifest = json.loads(zf.read(MANIFEST))
-        info = json.loads(zf.read("bundle.json"))
-    manifest["kernel"] = info["compiles"][0]["kernel"] = name
-    bundle = _rewrite(
-        tmp_path / "b.zip",
-        {MANIFEST: json.dumps(manifest).encode(), "bundle.json": json.dumps(info).encode()},
-    )
-    r = run_cli("replay", str(bundle))
+    r = run_cli("replay", str(_renamed(tmp_path, name)))
     assert r.exit_code == 0, r.output
     assert not any(line.startswith("replay records: /forged") for line in r.output.splitlines())
     assert "add^Jreplay records: /forged<U+2028>x" in r.stdout and "\u2028" not in r.output
