@@ -78,3 +78,15 @@ def cli_invoke(*args: object, env: dict[str, str] | None = None, catch_exception
         return CliRunner().invoke(app, [str(a) for a in args], env=env, catch_exceptions=catch_exceptions)
     finally:
         sys.argv[:] = saved_argv
+
+
+def one_line_error(res, code: int, *needles: str) -> str:
+    """Assert an in-process Result refused in one line: exit `code`, a single `tltrace: error: ...` line on
+    stderr naming every needle, no traceback. Return the line."""
+    assert res.exit_code == code, res.output
+    assert "Traceback" not in res.output
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("tltrace: error: "), res.stderr
+    for n in needles:
+        assert n in err[0], err[0]
+    return err[0]

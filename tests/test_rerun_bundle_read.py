@@ -20,6 +20,8 @@ import pytest
 
 from tltrace.rerun import archive
 
+from ._cli import one_line_error
+
 DATA = Path(__file__).resolve().parent / "data" / "bundle_0.1.15_add.zip"
 MANIFEST = "compiles/00_add/manifest.json"
 FRONTEND = "compiles/00_add/frontend.json"
@@ -43,14 +45,6 @@ def _info(**changes) -> bytes:
         info = json.loads(zf.read("bundle.json"))
     info.update(changes)
     return json.dumps(info).encode()
-
-
-def _one_line_exit(r, code: int, *words: str) -> None:
-    assert r.exit_code == code, r.output
-    assert r.stderr.count("\n") == 1 and r.stderr.startswith("tltrace: error: "), r.stderr
-    assert "Traceback" not in r.output
-    for w in words:
-        assert w in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize(
@@ -99,7 +93,7 @@ def _one_line_exit(r, code: int, *words: str) -> None:
 def test_a_member_of_the_wrong_type_is_one_line_exit_3(run_cli, tmp_path: Path, changes, words) -> None:
     bundle = _rewrite(tmp_path / "b.zip", changes)
     r = run_cli("replay", str(bundle))
-    _one_line_exit(r, 3, *words)
+    one_line_error(r, 3, *words)
     assert r.stdout == ""
 
 
@@ -123,7 +117,7 @@ def test_one_flipped_byte_is_one_line_exit_3(run_cli, tmp_path: Path, member: st
     raw[start + size // 2] ^= 0x01
     bundle.write_bytes(bytes(raw))
     r = run_cli("replay", str(bundle))
-    _one_line_exit(r, 3, member)
+    one_line_error(r, 3, member)
 
 
 def test_a_flipped_byte_in_the_directory_is_one_line_exit_3(run_cli, tmp_path: Path) -> None:
@@ -131,7 +125,7 @@ def test_a_flipped_byte_in_the_directory_is_one_line_exit_3(run_cli, tmp_path: P
     at = raw.rfind(b"PK\x01\x02")  # the last central directory entry: its signature damaged
     raw[at + 1] ^= 0x01
     (tmp_path / "b.zip").write_bytes(bytes(raw))
-    _one_line_exit(run_cli("replay", str(tmp_path / "b.zip")), 3, "not a tltrace bundle")
+    one_line_error(run_cli("replay", str(tmp_path / "b.zip")), 3, "not a tltrace bundle")
 
 
 @pytest.mark.compile
@@ -186,7 +180,7 @@ def test_a_trace_dir_that_is_not_a_directory_is_a_usage_error(run_cli, tmp_path:
     if kind == "fifo":
         os.mkfifo(tmp_path / "fifo")
     r = run_cli("replay", str(DATA), "--trace-dir", value)
-    _one_line_exit(r, 2, "--trace-dir")
+    one_line_error(r, 2, "--trace-dir")
     assert r.stdout == "" and (tmp_path / "f").read_text() == "mine"
 
 
@@ -308,4 +302,4 @@ def test_too_many_members_are_refused_before_the_directory_is_read(run_cli, tmp_
         for n in range(archive.MAX_MEMBERS + 1):
             zf.writestr(f"{n:x}", b"")
     r = run_cli("replay", str(bundle))
-    _one_line_exit(r, 3, f"{archive.MAX_MEMBERS + 1} members")
+    one_line_error(r, 3, f"{archive.MAX_MEMBERS + 1} members")

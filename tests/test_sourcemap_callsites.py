@@ -42,6 +42,24 @@ LIB = "/site/tl_pkg/cpu/op/gemm/gemm_scalar.py"  # a library file by the roots C
 USER = "/home/u/k.py"
 
 
+def _sm90a_device_rows(make, trace: Path) -> list[dict]:
+    """Lower make() for sm_90a (CUDA codegen on the CPU) under tltrace.enable(); the device codegen's
+    rows of the source-map view, each with its `src`."""
+    import tilelang
+
+    import tltrace
+
+    tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+    tltrace.enable(mode="terminal", trace_dir=trace, quiet=True)
+    try:
+        with tgt:
+            tilelang.lower(make(), target=tgt, enable_device_compile=False)
+    finally:
+        tltrace.disable()
+    (run_dir,) = sorted(trace.glob("*/.run_records/run_*"))
+    return V.summary(R.load_run(run_dir))["codegen"]["device"]
+
+
 # -- the pure part (quick loop) --------------------------------------------------------------------
 IR = """\
 for k in range(2):
@@ -176,24 +194,13 @@ def test_gemm_reaches_the_generated_source_via_the_library(traced):
 @pytest.mark.compile
 def test_sm90a_gemm_and_copies_reach_cuda_via_wgmma(tmp_path):
     """Compile-only sm_90a: the WGMMA calls map to the T.gemm line via wgmma_macro_generator.py."""
-    import tilelang
-
-    import tltrace
 
     from .test_sourcemap import HOPPER, _load
 
     script = tmp_path / "cs90.py"
     make = _load(script, HOPPER).make
     gemm_line = next(i for i, ln in enumerate(HOPPER.split("\n"), 1) if "T.gemm(" in ln)
-    tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-    tltrace.enable(mode="terminal", trace_dir=tmp_path / "trace", quiet=True)
-    try:
-        with tgt:
-            tilelang.lower(make(), target=tgt, enable_device_compile=False)
-    finally:
-        tltrace.disable()
-    (run_dir,) = sorted((tmp_path / "trace").glob("*/.run_records/run_*"))
-    device = V.summary(R.load_run(run_dir))["codegen"]["device"]
+    device = _sm90a_device_rows(make, tmp_path / "trace")
     wgmma = [x for x in device if "wgmma" in x["text"] and x["src"]]
     assert wgmma and all(x["src"]["line"] == gemm_line and x["src"]["file"] == str(script) for x in wgmma)
     assert all("wgmma" in os.path.basename(x["src"]["via"]["file"]) for x in wgmma), wgmma
@@ -300,9 +307,6 @@ def make(M=256, N=128, K=128, bM=128, bN=128, bK=64):
 @pytest.mark.compile
 def test_two_gemms_into_the_same_library_lines_keep_their_own_calls(tmp_path):
     """Both expand into the same wgmma_macro_generator.py lines: each WGMMA names its own T.gemm."""
-    import tilelang
-
-    import tltrace
 
     from .test_sourcemap import _load
 
@@ -311,15 +315,7 @@ def test_two_gemms_into_the_same_library_lines_keep_their_own_calls(tmp_path):
     g1, g2 = (
         next(i for i, ln in enumerate(TWO_GEMMS.split("\n"), 1) if tag in ln) for tag in ("# G1", "# G2")
     )
-    tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-    tltrace.enable(mode="terminal", trace_dir=tmp_path / "trace", quiet=True)
-    try:
-        with tgt:
-            tilelang.lower(make(), target=tgt, enable_device_compile=False)
-    finally:
-        tltrace.disable()
-    (run_dir,) = sorted((tmp_path / "trace").glob("*/.run_records/run_*"))
-    device = V.summary(R.load_run(run_dir))["codegen"]["device"]
+    device = _sm90a_device_rows(make, tmp_path / "trace")
     mma = [x for x in device if "wgmma_ss<" in x["text"]]
     assert len(mma) == 2
     assert [(x["src"]["line"], "via" in x["src"]) for x in mma] == [(g1, True), (g2, True)]
