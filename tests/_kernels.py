@@ -278,3 +278,18 @@ def prim_func_body(path) -> set[int]:
         ):
             return set(range(node.body[0].lineno, (node.end_lineno or 0) + 1))
     raise AssertionError("no T.prim_func")
+
+
+def compile_add(n: int = 256, block: int = 64):
+    """examples/elementwise_add.py's kernel compiled for the CPU (target c, cython), in this process."""
+    import sys
+    from pathlib import Path
+
+    examples = str(Path(__file__).resolve().parent.parent / "examples")
+    sys.path.insert(0, examples)
+    try:
+        import tilelang
+        from elementwise_add import make_add
+    finally:
+        sys.path.remove(examples)
+    return tilelang.compile(make_add(n, block), target="c", execution_backend="cython")

@@ -171,6 +171,7 @@ _COMPILES = (
     "tilelang",
     "tvm",
     "make_add",
+    "compile_add(",
     "compile_(",
     "EXAMPLES",
     "examples_dir",

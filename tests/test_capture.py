@@ -17,6 +17,7 @@ from tltrace.runner import Target, run_target
 from tltrace.session.events import PassRecorded
 from tltrace.session.store import RunStore
 
+from ._kernels import compile_add as _compile_add
 from ._observer import observe
 from .conftest import EXAMPLES
 
@@ -197,16 +198,6 @@ def test_keep_newest_runs(run_cli, examples_dir, tmp_path):
     # Stored texts of the pruned run are gone unless another run still links them.
     objects = list((tmp_path / "tr" / "elementwise_add" / ".run_records" / ".objects").rglob("*"))
     assert all(p.is_dir() or p.stat().st_nlink > 1 for p in objects)
-
-
-def _compile_add(n: int = 256):
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        import tilelang
-        from elementwise_add import make_add
-    finally:
-        sys.path.remove(str(EXAMPLES))
-    return tilelang.compile(make_add(n, 64), target="c", execution_backend="cython")
 
 
 def _traced(tmp_path, listener):
