@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
+from ._cli import cli_proc
 from ._kernels import op_line, op_of, swap_op
 
 
@@ -58,25 +57,8 @@ def test_one_kernel_announced_patched_as_a_diff_conflict_on_a_new_block_markers_
     lines[n - 1] += " this is not C"
     w.write_text("\n".join(lines) + "\n")
     # an error names the file's own line (g++ writes to the process's stderr: run it in a process)
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tltrace",
-            "run",
-            "-q",
-            "--mode",
-            "both",
-            str(script),
-            "--n",
-            "512",
-            "--block",
-            "64",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    p = cli_proc(
+        "run", "-q", "--mode", "both", script, "--n", "512", "--block", "64", cwd=tmp_path, timeout=300
     )
     assert p.returncode != 0
     assert re.search(rf"{re.escape(str(w))}:{n}:\d+: error", p.stdout + p.stderr), p.stdout + p.stderr
