@@ -293,3 +293,19 @@ def compile_add(n: int = 256, block: int = 64):
     finally:
         sys.path.remove(examples)
     return tilelang.compile(make_add(n, block), target="c", execution_backend="cython")
+
+
+def load_script(path, text: str | None = None, name: str | None = None):
+    """Import a kernel script as a module from its file (T.prim_func reads its source there), without
+    running its `__main__` part; `text`, when given, is written to `path` first."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(path)
+    if text is not None:
+        path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name or path.stem, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -21,6 +21,7 @@ import pytest
 from tltrace.history import sourcemaps
 
 from ._cli import cli_invoke as _cli
+from ._kernels import load_script as _load
 from ._kernels import prim_func_body as _body
 from ._records import read_manifest, run_dirs
 from .test_line_directives import nvcc_build, ptx_locs
@@ -59,16 +60,6 @@ def _device_codegen(run_dir: Path) -> tuple[str, object]:
     m = read_manifest(run_dir)
     rec = next(r for r in m["records"] if r["status"] == "codegen" and r["role"] == "device")
     return (run_dir / rec["after_file"]).read_text(), sourcemaps.load(run_dir).of(rec["index"], "after")
-
-
-def _load(path: Path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _statement_spans(func) -> set[tuple[str, int]]:

@@ -24,7 +24,7 @@ from tltrace.layouts import capture, model
 
 from ._cli import cli_env, cli_proc
 from ._cuda_stores import launch_threads, stores
-from ._kernels import MATMUL
+from ._kernels import MATMUL, load_script
 from ._records import require_tltrace_executable
 from ._schema import check
 
@@ -91,17 +91,11 @@ def _layouts(work: Path, name: str) -> dict[str, Any]:
 
 def _tilelang_layouts(work: Path, arch: str) -> dict[str, Any]:
     """{buffer: (Layout or Fragment)} as TileLang fixed them, read off the IR after the pass that adds them."""
-    import importlib.util
 
     import tilelang
     from tilelang import tvm
 
-    path = work / "gemm_lib.py"
-    path.write_text(GEMM)
-    spec = importlib.util.spec_from_file_location("tl_layouts_gemm", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # T.prim_func reads its source from the file
+    mod = load_script(work / "gemm_lib.py", GEMM, "tl_layouts_gemm")
     found: dict[str, Any] = {}
 
     @tvm.instrument.pass_instrument
@@ -336,17 +330,12 @@ REDUCE = textwrap.dedent(
 
 def test_replicated_fragments_agree_with_tilelang(tmp_path: Path) -> None:
     """Reductions leave replicated fragments (each element in several threads): every replica's thread."""
-    import importlib.util
 
     import tilelang
     from tilelang import tvm
 
     path = tmp_path / "reduce_lib.py"
-    path.write_text(REDUCE)
-    spec = importlib.util.spec_from_file_location("tl_layouts_reduce", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script(path, REDUCE, "tl_layouts_reduce")
     found: list[Any] = []
 
     @tvm.instrument.pass_instrument

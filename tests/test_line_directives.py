@@ -205,7 +205,7 @@ def _lower_sm90a(
 
     import tltrace
 
-    from .test_sourcemap import _load
+    from ._kernels import load_script as _load
 
     make = _load(script, script.read_text()).make
     tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})

@@ -32,17 +32,11 @@ def _corpus(tmp) -> list:
         from softmax import make_softmax
     finally:
         sys.path.remove(str(EXAMPLES))
-    import importlib.util
 
-    from ._kernels import SM90A
+    from ._kernels import SM90A, load_script
 
     mods: list = []
-    src = tmp / "sm90a_corpus.py"
-    src.write_text(SM90A.split("\n\ntarget = ")[0])
-    spec = importlib.util.spec_from_file_location("sm90a_corpus", src)
-    assert spec is not None and spec.loader is not None
-    sm90a = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sm90a)
+    sm90a = load_script(tmp / "sm90a_corpus.py", SM90A.split("\n\ntarget = ")[0])
     with observe(
         "test-print-rule",
         started=lambda mod, event: mods.append(mod),

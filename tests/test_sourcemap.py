@@ -14,6 +14,7 @@ from tltrace.sourcemap import store as sms
 
 from ._cli import cli_invoke as _cli
 from ._kernels import CPU_GEMM, HOPPER_GEMM
+from ._kernels import load_script as _load
 from ._observer import observe
 from ._records import read_manifest, run_dirs
 from ._schema import check
@@ -32,18 +33,6 @@ if __name__ == "__main__":
 """
 )
 STORE_LINE = next(i for i, ln in enumerate(KERNEL.split("\n"), 1) if "# STORE" in ln)
-
-
-def _load(path: Path, text: str):
-    """Import KERNEL from a file (T.prim_func reads its source) without running its main."""
-    import importlib.util
-
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")

@@ -195,7 +195,8 @@ def test_gemm_reaches_the_generated_source_via_the_library(traced):
 def test_sm90a_gemm_and_copies_reach_cuda_via_wgmma(tmp_path):
     """Compile-only sm_90a: the WGMMA calls map to the T.gemm line via wgmma_macro_generator.py."""
 
-    from .test_sourcemap import HOPPER, _load
+    from ._kernels import load_script as _load
+    from .test_sourcemap import HOPPER
 
     script = tmp_path / "cs90.py"
     make = _load(script, HOPPER).make
@@ -308,7 +309,7 @@ def make(M=256, N=128, K=128, bM=128, bN=128, bK=64):
 def test_two_gemms_into_the_same_library_lines_keep_their_own_calls(tmp_path):
     """Both expand into the same wgmma_macro_generator.py lines: each WGMMA names its own T.gemm."""
 
-    from .test_sourcemap import _load
+    from ._kernels import load_script as _load
 
     script = tmp_path / "two_gemms.py"
     make = _load(script, TWO_GEMMS).make
