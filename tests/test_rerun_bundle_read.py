@@ -20,7 +20,7 @@ import pytest
 
 from tltrace.rerun import archive
 
-from ._cli import one_line_error
+from ._cli import cli_proc, one_line_error
 
 DATA = Path(__file__).resolve().parent / "data" / "bundle_0.1.15_add.zip"
 MANIFEST = "compiles/00_add/manifest.json"
@@ -146,19 +146,6 @@ def test_a_frontend_ir_that_does_not_load_is_a_damaged_bundle(tmp_path: Path, fr
     assert not list(tmp.iterdir())
 
 
-def _tltrace(cwd: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("TL_LOWER_TRACE", "TL_LOWER_TRACE_DIR")}
-    env.update(TILELANG_DISABLE_CACHE="1", TMPDIR=str(tmp))
-    return subprocess.run(
-        [sys.executable, "-m", "tltrace", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 @pytest.mark.compile
 def test_replay_leaves_no_work_dir_behind(tmp_path: Path) -> None:
     """With and without --trace-dir: nothing of the bundle stays in TMPDIR; the records only in DIR."""
@@ -214,6 +201,10 @@ def test_a_newline_in_a_kernel_name_cannot_forge_a_line(run_cli, tmp_path: Path)
     assert r.exit_code == 0, r.output
     assert not any(line.startswith("replay records: /forged") for line in r.output.splitlines())
     assert "add^Jreplay records: /forged<U+2028>x" in r.stdout and "\u2028" not in r.output
+
+
+def _tltrace(cwd: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    return cli_proc(*args, cwd=cwd, TMPDIR=str(tmp))
 
 
 def _bomb(dest: Path, members: dict[str, int]) -> Path:

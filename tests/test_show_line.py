@@ -263,14 +263,7 @@ def cpu(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("byline-cpu")
     for f in ("elementwise_add.py", "_common.py"):
         shutil.copy(EXAMPLES / f, home / f)
-    env = {**_env(), "TLTRACE_EXAMPLES_CPU": "1"}
-    p = subprocess.run(
-        [sys.executable, "-m", "tltrace", "run", "-q", "elementwise_add.py"],
-        cwd=home,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    p = cli_proc("run", "-q", "elementwise_add.py", cwd=home, timeout=None, TLTRACE_EXAMPLES_CPU="1")
     assert p.returncode == 0, p.stderr[-2000:]
     return home
 
