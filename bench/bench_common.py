@@ -5,7 +5,19 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
+
+
+def cpu_bench_setup() -> None:
+    """What a CPU benchmark's process sets first: TileLang's kernel cache off, no TL_LOWER_TRACE, the
+    examples compiled for the CPU, examples/ on sys.path right after bench/."""
+    os.environ["TILELANG_DISABLE_CACHE"] = "1"
+    os.environ.pop("TL_LOWER_TRACE", None)
+    os.environ.setdefault("TLTRACE_EXAMPLES_CPU", "1")
+    sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "examples"))
+
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -26,12 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ["TILELANG_DISABLE_CACHE"] = "1"
-os.environ.pop("TL_LOWER_TRACE", None)
-os.environ.setdefault("TLTRACE_EXAMPLES_CPU", "1")
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "examples"))
 sys.path.insert(0, str(HERE))
+from bench_common import cpu_bench_setup  # noqa: E402
+
+cpu_bench_setup()
 
 from bench_common import disk_bytes  # noqa: E402
 

@@ -11,7 +11,6 @@ naming the kernel's `.py`, and how many of those fall outside the kernel's body 
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import os
 import re
@@ -20,37 +19,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-KERNEL = """
-import tilelang.language as T
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests._kernels import HOPPER_GEMM  # noqa: E402
+from tests._kernels import prim_func_body as body_lines  # noqa: E402
 
-
-def make(M=256, N=256, K=256, bM=128, bN=128, bK=64):
-    @T.prim_func
-    def hgemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bM, bK), "float16")
-            B_s = T.alloc_shared((bK, bN), "float16")
-            C_l = T.alloc_fragment((bM, bN), "float32")
-            C_s = T.alloc_shared((bM, bN), "float16")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
-                T.copy(A[by * bM, k * bK], A_s)
-                T.copy(B[k * bK, bx * bN], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C_s)
-            T.copy(C_s, C[by * bM, bx * bN])
-
-    return hgemm
-"""
-
-
-def body_lines(path: Path) -> set[int]:
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.FunctionDef) and any(
-            "prim_func" in ast.unparse(d) for d in node.decorator_list
-        ):
-            return set(range(node.body[0].lineno, (node.end_lineno or 0) + 1))
-    raise SystemExit("no T.prim_func")
+KERNEL = HOPPER_GEMM  # tests/_kernels.py
 
 
 def locs(source: str) -> list[tuple[str, int]]:

@@ -35,28 +35,11 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE))
 
+from tests._kernels import GEMM_MAKE  # noqa: E402
+
 HEADING = "## PTX and SASS stages: Python-line coverage (sm_90a, compile-only)"
 
-GEMM = """
-import tilelang
-import tilelang.language as T
-
-
-def make(stages=3, M=512, N=512, K=512, bm=128, bn=128, bk=32):
-    @T.prim_func
-    def gemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), "float16")
-            B_s = T.alloc_shared((bk, bn), "float16")
-            C_l = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
-                T.copy(A[by * bm, k * bk], A_s)
-                T.copy(B[k * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C[by * bm, bx * bn])
-    return gemm
-"""
+GEMM = GEMM_MAKE  # tests/_kernels.py: the pipelined GEMM the facts tests compile
 
 
 def kernel_lines(path: str) -> set[tuple[str, int]]:
@@ -82,8 +65,8 @@ def kernels(tmp: Path) -> list[tuple[str, object, dict, str]]:
     assert spec and spec.loader
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
-    out.append(("gemm, 3 stages (tests/test_facts.py)", m.make(3), {}, str(g)))
-    out.append(("gemm, 1 stage", m.make(1), {}, str(g)))
+    out.append(("gemm, 3 stages (tests/test_facts.py)", m.make(stages=3), {}, str(g)))
+    out.append(("gemm, 1 stage", m.make(stages=1), {}, str(g)))
     os.environ.setdefault("TLTRACE_UPSTREAM", str(REPO / ".upstream"))
     if not Path(os.environ["TLTRACE_UPSTREAM"]).is_dir() and Path("/work/main/.upstream").is_dir():
         os.environ["TLTRACE_UPSTREAM"] = "/work/main/.upstream"

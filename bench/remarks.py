@@ -26,21 +26,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TREE = HERE.parent
+sys.path.insert(0, str(TREE))
+from tests._kernels import ADD  # noqa: E402
 
-SCRIPT = """
-import json, sys, time
-import tilelang
-import tilelang.language as T
-
-
-def make_add(n, block=64):
-    @T.prim_func
-    def add(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32"), C: T.Tensor((n,), "float32")):
-        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
-            for i in T.Parallel(block):
-                C[bx * block + i] = A[bx * block + i] + B[bx * block + i]
-
-    return add
+SCRIPT = (
+    "import json, sys, time\n"
+    + ADD  # tests/_kernels.py: the elementwise add
+    + """
 
 
 funcs = [make_add(64 * (i + 1)) for i in range(int(sys.argv[1]))]
@@ -49,6 +41,7 @@ for f in funcs:
     tilelang.compile(f, target="c", execution_backend="cython")
 print("BENCH", json.dumps(time.perf_counter() - t0))
 """
+)
 
 CONFIGS = {
     "untraced": None,

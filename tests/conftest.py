@@ -57,20 +57,20 @@ def need_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def run_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """Invoke the tltrace CLI in-process (typer CliRunner), cwd = tmp_path; returns the Result."""
-    from typer.testing import CliRunner
-
-    from tltrace.cli.app import app
+    """Invoke the tltrace CLI in-process (tests/_cli.py `cli_invoke`), cwd = tmp_path; returns the Result."""
+    from ._cli import cli_invoke
 
     monkeypatch.chdir(tmp_path)
-    runner = CliRunner()
+    return cli_invoke
 
-    def invoke(*args: str, env: dict | None = None):
-        saved_argv = sys.argv[:]
-        try:
-            return runner.invoke(app, [str(a) for a in args], env=env, catch_exceptions=False)
-        finally:
-            sys.argv[:] = saved_argv
+
+@pytest.fixture
+def cli_proc(tmp_path: Path):
+    """Run tltrace in a child process (tests/_cli.py `cli_proc`), cwd = tmp_path unless `cwd=` says."""
+    from ._cli import cli_proc as run
+
+    def invoke(*args: object, cwd: Path | None = None, **kw):
+        return run(*args, cwd=cwd if cwd is not None else tmp_path, **kw)
 
     return invoke
 
@@ -171,6 +171,7 @@ _COMPILES = (
     "tilelang",
     "tvm",
     "make_add",
+    "compile_add(",
     "compile_(",
     "EXAMPLES",
     "examples_dir",

@@ -68,19 +68,17 @@ def _inv(mode: str, seconds: float, compiles: int = 0, **kw) -> autotune.Invocat
     return autotune.Invocation(mode=mode, seconds=seconds, returncode=0, compiles=compiles, **kw)
 
 
+def _result(*invocations: autotune.Invocation) -> autotune.Result:
+    return autotune.Result(label="t", script="s.py", args=[], reps=1, invocations=list(invocations))
+
+
 def test_budgets_flag_lost_compiles_and_time_over():
-    res = autotune.Result(
-        label="t",
-        script="s.py",
-        args=[],
-        reps=1,
-        invocations=[
-            _inv("untraced", 100.0),
-            _inv("quiet", 104.0, 288, invocations=1, signatures=288, du_bytes=20),
-            _inv("html", 112.0, 280, invocations=1, signatures=280, du_bytes=30),
-            _inv("builtin-terminal", 120.0, 288, du_bytes=100),
-            _inv("builtin-html", 140.0, 288, du_bytes=100),
-        ],
+    res = _result(
+        _inv("untraced", 100.0),
+        _inv("quiet", 104.0, 288, invocations=1, signatures=288, du_bytes=20),
+        _inv("html", 112.0, 280, invocations=1, signatures=280, du_bytes=30),
+        _inv("builtin-terminal", 120.0, 288, du_bytes=100),
+        _inv("builtin-html", 140.0, 288, du_bytes=100),
     )
     rows = {r[0].split(": ", 1)[1]: r for r in autotune.budgets(res, time_is_target=True)}
     assert rows["288-compile invocation, tltrace --quiet (records only), wall time vs untraced"][3] == "ok"
@@ -92,17 +90,11 @@ def test_budgets_flag_lost_compiles_and_time_over():
 
 
 def test_parts_are_timed_against_their_own_untraced():
-    res = autotune.Result(
-        label="t",
-        script="s.py",
-        args=[],
-        reps=1,
-        invocations=[
-            _inv("untraced", 100.0, part="a"),
-            _inv("quiet", 105.0, 1, part="a"),
-            _inv("untraced", 200.0, part="b"),
-            _inv("builtin-html", 220.0, 1, part="b"),
-        ],
+    res = _result(
+        _inv("untraced", 100.0, part="a"),
+        _inv("quiet", 105.0, 1, part="a"),
+        _inv("untraced", 200.0, part="b"),
+        _inv("builtin-html", 220.0, 1, part="b"),
     )
     table = autotune.table(res)
     assert "| tltrace --quiet (records only) [part a] | 105.0 | 1.050x |" in table

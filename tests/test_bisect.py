@@ -15,6 +15,8 @@ from tltrace.bisect.skipping import SkipPlan
 from tltrace.bisect.steps import top_passes
 from tltrace.format.records import PassRecord, RunManifest
 
+from ._cli import cli_env
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -380,10 +382,8 @@ sys.exit(1 if n == 0 else 0)
 """
 
 
-@pytest.mark.slow
-@pytest.mark.compile
-def test_a_flaky_script_is_called_flaky_not_blamed_on_a_pass(tmp_path: Path) -> None:
-    """Before the deciding steps were run again, this named the first candidate pass with exit 0."""
+def _flaky(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """FLAKY written for the elementwise add: (the script, the file counting its runs, the steps' env)."""
     examples = REPO / "examples"
     script = tmp_path / "flaky.py"
     counter = tmp_path / "runs"
@@ -392,7 +392,14 @@ def test_a_flaky_script_is_called_flaky_not_blamed_on_a_pass(tmp_path: Path) -> 
             examples=str(examples), script=str(examples / "elementwise_add.py"), counter=str(counter)
         )
     )
-    env = dict(os.environ, PYTHONPATH=str(REPO), TILELANG_DISABLE_CACHE="1", NO_COLOR="1")
+    return script, counter, cli_env(NO_COLOR="1")
+
+
+@pytest.mark.slow
+@pytest.mark.compile
+def test_a_flaky_script_is_called_flaky_not_blamed_on_a_pass(tmp_path: Path) -> None:
+    """Before the deciding steps were run again, this named the first candidate pass with exit 0."""
+    script, counter, env = _flaky(tmp_path)
     cmd = [
         sys.executable,
         "-m",
@@ -434,15 +441,7 @@ def test_a_flaky_script_is_called_flaky_not_blamed_on_a_pass(tmp_path: Path) -> 
 @pytest.mark.compile
 def test_a_flaky_script_under_configs_is_called_flaky(tmp_path: Path) -> None:
     """Wrong on its first run only: every flip 'turned' it, and before the re-checks each was named, exit 0."""
-    examples = REPO / "examples"
-    script = tmp_path / "flaky.py"
-    counter = tmp_path / "runs"
-    script.write_text(
-        FLAKY.format(
-            examples=str(examples), script=str(examples / "elementwise_add.py"), counter=str(counter)
-        )
-    )
-    env = dict(os.environ, PYTHONPATH=str(REPO), TILELANG_DISABLE_CACHE="1", NO_COLOR="1")
+    script, counter, env = _flaky(tmp_path)
     cmd = [sys.executable, "-m", "tltrace", "bisect", "--json", "--configs", "--configs-matching"]
     cmd += [r"disable_(vectorize_256|loop_unswitching)", "--trace-dir", "td", str(script)]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)

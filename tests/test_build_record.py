@@ -10,33 +10,24 @@ replay says the recording was PATCHED.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests._cli import cli_proc
+from tests._kernels import op_line, op_of, swap_op
 from tests._schema import validator
 from tltrace.format import build as fb
 from tltrace.format.records import RunManifest
 from tltrace.reconcile.build import errors_first, parse_diagnostics, parse_failed_build, rebuild
 
-ADD = "))) + *(float4"
 NOTE = "  // my edit"  # an edit that keeps the result (a wrong result would fail the run)
 TYPO = " this is not C"
 
 
 def _tltrace(cwd: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    env = dict(os.environ, TILELANG_DISABLE_CACHE="1", COLUMNS="200")
-    return subprocess.run(
-        [sys.executable, "-m", "tltrace", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
+    return cli_proc(*args, cwd=cwd, timeout=timeout, COLUMNS="200")
 
 
 def _newest(script_dir: Path) -> Path:
@@ -57,13 +48,15 @@ def edits(tmp_path_factory):
     assert p.returncode == 0, p.stdout + p.stderr
     out["plain"] = _newest(d)
     generated = w.read_text()
-    w.write_text("\n".join(x + NOTE if ADD in x else x for x in generated.splitlines()) + "\n")
+    noted = generated.split("\n")
+    noted[op_line(generated)] += NOTE
+    w.write_text("\n".join(noted))
     p = _tltrace(root, *run)
     assert p.returncode == 0 and "PATCHED" in p.stdout, p.stdout + p.stderr
     out["patched"] = _newest(d)
     lines = w.read_text().splitlines()
     n = next(i for i, x in enumerate(lines, 1) if NOTE in x)
-    lines[n - 1] = lines[n - 1].replace("*(float4*)(B", f"*(float4{TYPO}*)(B")
+    lines[n - 1] = swap_op(lines[n - 1], "+" + TYPO)
     w.write_text("\n".join(lines) + "\n")
     p = _tltrace(root, *run)
     assert p.returncode != 0, p.stdout + p.stderr
@@ -157,7 +150,9 @@ def test_the_report_says_the_build_failed_and_shows_the_edit_against_the_generat
     titles = page.locator(".tl-pane h3").all_inner_texts()
     assert titles[1] == "Compiled device source (after): your edit of codegen_device.cpp", titles
     rows = page.locator(".tl-editdiff tr:has(td.del), .tl-editdiff tr:has(td.add)").all_inner_texts()
-    assert len(rows) == 1 and ADD in rows[0] and rows[0].count(NOTE.strip()) == 1, rows  # one line changed
+    assert len(rows) == 1 and op_of(rows[0]) == "+" and rows[0].count(NOTE.strip()) == 1, (
+        rows
+    )  # one line changed
     assert "PATCHED" in page.locator(".tl-edited").inner_text()
 
     page = open_page(edits["plain"] / "report.html", "#codegen_device")

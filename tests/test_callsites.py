@@ -11,17 +11,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
 from tests._kernels import ADD
-from tests._records import REPO
 from tests.test_index_js import run_node
 from tltrace.callsites.stack import WORKER, call_site
 from tltrace.history import callsites
+
+from ._cli import cli_proc
 
 SCRIPT = (
     ADD
@@ -49,22 +49,8 @@ main()  # line 32
 )
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    env["TILELANG_DISABLE_CACHE"] = "1"
-    return env
-
-
 def _tltrace(d: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tltrace", *args],
-        cwd=d,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return cli_proc(*args, cwd=d, timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from tltrace.format.records import CODEGEN, FAILED, RunManifest
 from tltrace.history.runs import text_of
 from tltrace.runner import Target, run_target
 
+from ._kernels import SM90A
 from .conftest import EXAMPLES
 
 
@@ -155,37 +155,6 @@ def test_every_record_text_equals_an_inline_print_on_a_cpu_gemm(tmp_path, sync, 
     assert any("AnnotateEntryFunc" in n for n in names)
     in_place = [r for m, _ in runs for r in m.records if "AnnotateEntryFunc" in r.name]
     assert all(r.status == "changed" for r in in_place)
-
-
-SM90A = textwrap.dedent(
-    """
-    import tilelang
-    import tilelang.language as T
-    from tilelang import tvm
-
-
-    def matmul(M, N, K, bm, bn, bk, stages, threads, dtype="float16", accum="float32"):
-        @T.prim_func
-        def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), dtype)):
-            with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
-                A_s = T.alloc_shared((bm, bk), dtype)
-                B_s = T.alloc_shared((bn, bk), dtype)
-                C_l = T.alloc_fragment((bm, bn), accum)
-                T.clear(C_l)
-                for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
-                    T.copy(A[by * bm, k * bk], A_s)
-                    T.copy(B[bx * bn, k * bk], B_s)
-                    T.gemm(A_s, B_s, C_l, transpose_B=True)
-                T.copy(C_l, C[by * bm, bx * bn])
-
-        return main
-
-
-    target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-    with target:
-        tilelang.lower(matmul(256, 256, 256, 128, 128, 32, 2, 128), target=target)
-    """
-)
 
 
 @pytest.mark.parametrize("exact", [False, True], ids=["rule", "exact"])

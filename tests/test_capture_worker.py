@@ -91,6 +91,7 @@ def crowd(monkeypatch):
     """Deferral at 2 (Settings.defer, TLTRACE_DEFER=2); start(n) puts n compiles in flight; they end after the test."""
     assert worker_mod.in_flight() == 0
     monkeypatch.setattr(worker_mod, "_defer_at", 0)  # put back after the test
+    monkeypatch.setattr(worker_mod, "DEFER_POLL_S", 0.01)  # a deferral's round: `deferred_with` waits one out
     started = [0]
 
     def start(n: int = 1) -> None:
@@ -107,6 +108,20 @@ def crowd(monkeypatch):
         worker_mod.compile_finished()
 
 
+def deferred_with(w: Worker, queued: int) -> threading.Event:
+    """Set once `w` has waited out a whole round of deferral with `queued` jobs still queued: the known
+    point at which a test asserts that nothing ran (no sleep that hopes the worker had its chance)."""
+    real, done = w._defer, threading.Event()
+
+    def _defer() -> None:
+        real()
+        if w.pending() == queued:
+            done.set()
+
+    w._defer = _defer  # type: ignore[method-assign]
+    return done
+
+
 def test_a_crowd_of_compiles_defers_the_jobs_until_it_thins(crowd) -> None:
     start, finish = crowd
     w = Worker(max_jobs=64)
@@ -115,9 +130,10 @@ def test_a_crowd_of_compiles_defers_the_jobs_until_it_thins(crowd) -> None:
     w.submit(lambda: seen.append(0))  # one compile in flight: no crowd, the job runs
     assert _until(lambda: seen == [0])
     start()  # two: the next jobs wait
+    deferred = deferred_with(w, 3)
     for i in range(1, 4):
         w.submit(lambda i=i: seen.append(i))
-    time.sleep(0.3)
+    assert deferred.wait(10), f"the worker did not defer: ran {seen}"
     assert seen == [0] and w.pending() == 3
     finish()  # one left: they run, in order
     assert _until(lambda: seen == [0, 1, 2, 3])
@@ -132,8 +148,9 @@ def test_a_drain_writes_through_the_crowd_and_the_worker_defers_again_after(crow
         w.submit(lambda i=i: seen.append(i))
     assert w.drain(timeout=10)  # the flush, a failed compile, the end of the run: written now
     assert seen == [0, 1, 2]
+    deferred = deferred_with(w, 1)
     w.submit(lambda: seen.append(3))  # the crowd is still there: deferred again
-    time.sleep(0.3)
+    assert deferred.wait(10), f"the worker did not defer: ran {seen}"
     assert seen == [0, 1, 2] and w.pending() == 1
 
 
@@ -143,10 +160,11 @@ def test_deferred_jobs_never_make_a_compile_wait_they_run_at_half_the_bound(crow
     assert w.defer_cap == 4
     seen: list[int] = []
     start(2)
+    deferred = deferred_with(w, 3)
     for i in range(3):
         w.submit(lambda i=i: seen.append(i))
-    time.sleep(0.3)
-    assert seen == []
+    assert deferred.wait(10), f"the worker did not defer: ran {seen}"
+    assert seen == [] and w.pending() == 3
     submitted = threading.Event()
 
     def more() -> None:

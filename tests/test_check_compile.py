@@ -7,59 +7,26 @@ say is read from the generated source itself, never assumed of TileLang's pipeli
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import textwrap
 from pathlib import Path
 
 import pytest
 
 import tltrace
 
+from ._cli import cli_env, cli_proc
+from ._kernels import lowered
 from ._records import EXAMPLES, require_tltrace_executable
 
-CUDA = textwrap.dedent(
-    """
-    import tilelang
-    import tilelang.language as T
-    from tilelang import tvm
-
-
-    def matmul(M, N, K, bm, bn, bk, stages, threads, dtype="float16", accum="float32"):
-        @T.prim_func
-        def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), dtype)):
-            with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
-                A_s = T.alloc_shared((bm, bk), dtype)
-                B_s = T.alloc_shared((bn, bk), dtype)
-                C_l = T.alloc_fragment((bm, bn), accum)
-                T.clear(C_l)
-                for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
-                    T.copy(A[by * bm, k * bk], A_s)
-                    T.copy(B[bx * bn, k * bk], B_s)
-                    T.gemm(A_s, B_s, C_l, transpose_B=True)
-                T.copy(C_l, C[by * bm, bx * bn])
-
-        return main
-
-
-    target = tvm.target.Target({"kind": "cuda", "arch": "ARCH"})
-    with target:
-        tilelang.lower(matmul(256, 256, 256, 128, 128, 32, 3, 128), target=target)
-    """
-)
+CUDA = lowered("ARCH", stages=3)
 
 
 def _env() -> dict[str, str]:
-    env = {**os.environ, "TILELANG_DISABLE_CACHE": "1", "NO_COLOR": "1"}
-    env.pop("TL_LOWER_TRACE", None)
-    return env
+    return cli_env(NO_COLOR="1")
 
 
 def tltrace_cli(*args: object, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    exe = require_tltrace_executable()
-    return subprocess.run(
-        [exe, *map(str, args)], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout
-    )
+    return cli_proc(*args, cwd=cwd, timeout=timeout, env=_env(), entry_point=True)
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,7 @@ from tltrace.format.records import RunManifest
 from tltrace.history import runs
 from tltrace.tracing import children
 
+from ._cli import cli_env, cli_proc
 from ._kernels import KERNELS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,11 +43,7 @@ def make_mul(n, block=64):
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TLTRACE_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
-    env["TILELANG_DISABLE_CACHE"] = "1"
-    env.update(extra)
-    return env
+    return cli_env(clean=True, **extra)
 
 
 def _job(tmp_path: Path, name: str, body: str) -> Path:
@@ -57,14 +54,7 @@ def _job(tmp_path: Path, name: str, body: str) -> Path:
 
 
 def _tltrace(tmp_path: Path, *args: str, timeout: float = 600, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tltrace", *args],
-        cwd=tmp_path,
-        env=_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return cli_proc(*args, cwd=tmp_path, timeout=timeout, env=_env(**env))
 
 
 def _manifests(script_dir: Path) -> list[RunManifest]:

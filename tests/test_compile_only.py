@@ -11,18 +11,18 @@ statements, the kernel's body from the script's `ast`, and nvcc -lineinfo's PTX 
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from tltrace.cli.app import app
 from tltrace.history import sourcemaps
 
+from ._cli import cli_invoke as _cli
+from ._kernels import load_script as _load
+from ._kernels import prim_func_body as _body
 from ._records import read_manifest, run_dirs
 from .test_line_directives import nvcc_build, ptx_locs
 
@@ -56,34 +56,10 @@ if __name__ == "__main__":
 _DIRECTIVE = re.compile(r'^#line (\d+) "([^"]*)"$')
 
 
-def _cli(*args, env=None):
-    return CliRunner().invoke(app, [str(a) for a in args], env=env, catch_exceptions=False)
-
-
-def _body(path: Path) -> set[int]:
-    """The lines of the T.prim_func's body (its `def` line and decorator excluded): the script's ast."""
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.FunctionDef) and any(
-            "prim_func" in ast.unparse(d) for d in node.decorator_list
-        ):
-            return set(range(node.body[0].lineno, (node.end_lineno or 0) + 1))
-    raise AssertionError("no T.prim_func")
-
-
 def _device_codegen(run_dir: Path) -> tuple[str, object]:
     m = read_manifest(run_dir)
     rec = next(r for r in m["records"] if r["status"] == "codegen" and r["role"] == "device")
     return (run_dir / rec["after_file"]).read_text(), sourcemaps.load(run_dir).of(rec["index"], "after")
-
-
-def _load(path: Path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _statement_spans(func) -> set[tuple[str, int]]:

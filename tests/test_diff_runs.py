@@ -173,15 +173,24 @@ def test_bare_run_specs_with_script(cli) -> None:
     assert res.exit_code == 0 and json.loads(res.stdout)["same"] is True
 
 
-def test_two_scripts_align_by_name(cli) -> None:
-    res = cli("elementwise_add", "gemm", "--json", "--pass", "LayoutInference")
+def test_two_scripts_align_by_name(cli, traced: Path) -> None:
+    # A pass each recorded script ran once, in the same phase, and changed the IR in: read from the manifests.
+    def changed_once(script: str) -> set[tuple[str, str]]:
+        recs = read_manifest(run_dirs(traced / script)[-1])["records"]
+        names = [r["name"] for r in recs]
+        return {
+            (r["phase"], r["name"]) for r in recs if r["status"] == "changed" and names.count(r["name"]) == 1
+        }
+
+    phase, name = min(changed_once("elementwise_add") & changed_once("gemm"))
+    res = cli("elementwise_add", "gemm", "--json", "--pass", name)
     assert res.exit_code == 1
     data = json.loads(res.stdout)
     assert data["a"]["script"] == "elementwise_add" and data["b"]["script"] == "gemm"
     by_label = {(p["phase"], p["name"], p["occurrence"]): p for p in data["passes"]}
-    li = by_label[("pipeline_c", "LayoutInference", 1)]
+    li = by_label[(phase, name, 1)]
     assert li["a_index"] is not None and li["b_index"] is not None
-    assert data["focus"]["name"] == "LayoutInference" and data["focus"]["diff"]
+    assert data["focus"]["name"] == name and data["focus"]["diff"]
 
 
 def test_pass_option_shows_cross_run_diff(cli) -> None:

@@ -7,16 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-ADD = "))) + *(float4"  # the vector add in the generated C
-SUB = "))) - *(float4"
-MUL = "))) * *(float4"
-SERIAL_ADD, SERIAL_SUB = ")] + B[", ")] - B["  # the add of vadd --serial
+from ._kernels import op_of, ops, swap_op
 
 
 def _edit(path: Path, old: str, new: str) -> None:
+    """Turn the operator between A and B in a kernel's generated C (found in it) from `old` into `new`."""
     text = path.read_text()
-    assert old in text, text
-    path.write_text(text.replace(old, new))
+    assert op_of(text) == old, text
+    path.write_text(swap_op(text, new))
 
 
 def _tags(stdout: str) -> list[str]:
@@ -39,7 +37,7 @@ def test_two_kernels_edit_conflict_resolve(run_cli, examples_dir, tmp_path):
     vadd, vmul = d / "codegen_device.cpp", d / "codegen_vmul_device.cpp"
     assert vadd.is_file() and vmul.is_file() and (d / "codegen_device.cpp.original").is_file()
 
-    _edit(vadd, ADD, SUB)  # edit the first kernel: + becomes -
+    _edit(vadd, "+", "-")  # edit the first kernel: + becomes -
     r = run()
     assert _tags(r.stdout) == ["vadd:PATCHED"]
     assert "vadd: computes a-b" in r.stdout and "vmul: computes a*b" in r.stdout
@@ -49,7 +47,7 @@ def test_two_kernels_edit_conflict_resolve(run_cli, examples_dir, tmp_path):
     assert _tags(r.stdout) == ["vadd:CONFLICT"], r.stdout
     assert "vadd: computes a+b" in r.stdout and "vadd changed (1024 -> 2048)" in r.stdout
     assert not (d / "codegen_vadd_2048_device.cpp").exists()
-    assert SUB in (d / "codegen_device.cpp.bak").read_text() and SUB not in vadd.read_text()
+    assert op_of((d / "codegen_device.cpp.bak").read_text()) == "-" and op_of(vadd.read_text()) == "+"
     r = run_cli("resolve-conflict", script)  # the loop bound and the edited line do not touch: clean
     assert r.exit_code == 0, r.stderr
     r = run("--n", "2048")
@@ -58,16 +56,16 @@ def test_two_kernels_edit_conflict_resolve(run_cli, examples_dir, tmp_path):
     r = run("--serial")  # vadd's code changes (and its size, back to 1024): under the edit
     assert _tags(r.stdout) == ["vadd:CONFLICT"]
     assert "vadd: computes a+b" in r.stdout  # regenerated from the new codegen
-    assert SUB in (d / "codegen_device.cpp.bak").read_text()
+    assert op_of((d / "codegen_device.cpp.bak").read_text()) == "-"
 
     r = run_cli("resolve-conflict", script)  # the edit and the new codegen changed the same line
     assert r.exit_code == 4, r.stderr
-    assert "<<<<<<< your edits" in vadd.read_text() and SUB in vadd.read_text()
+    assert "<<<<<<< your edits" in vadd.read_text() and "-" in ops(vadd.read_text())
     latest = (d / "codegen_device.cpp.latest").read_text()
-    assert SERIAL_ADD in latest
-    vadd.write_text(latest.replace(SERIAL_ADD, SERIAL_SUB))  # fixed by hand
+    assert op_of(latest) == "+"
+    vadd.write_text(swap_op(latest, "-"))  # fixed by hand
 
-    _edit(vmul, MUL, ADD)  # and the second kernel: * becomes +
+    _edit(vmul, "*", "+")  # and the second kernel: * becomes +
     r = run("--serial")
     assert _tags(r.stdout) == ["vadd:PATCHED", "vmul:PATCHED"]
     assert "vadd: computes a-b" in r.stdout and "vmul: computes a+b" in r.stdout
@@ -97,7 +95,7 @@ def test_codegen_output_paths_and_none(run_cli, examples_dir, tmp_path):
     assert r.exit_code == 0, r.stderr
     assert out.is_file() and (tmp_path / "work" / "k_vmul.cpp").is_file()
     assert not (tmp_path / "work" / "k_host.cpp").exists()  # cython: no host codegen
-    _edit(out, ADD, SUB)
+    _edit(out, "+", "-")
     r = run_cli("run", "--quiet", "--codegen-output", out, script)
     assert _tags(r.stdout) == ["vadd:PATCHED"] and "vadd: computes a-b" in r.stdout
 

@@ -14,7 +14,6 @@ generated code equal to that source. Each way is tried several times: the race l
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -26,6 +25,7 @@ from tltrace.format.records import COMPLETE, EXITED, EXITED_NOTE, INTERRUPTED
 from tltrace.history.runs import load_manifest, run_dirs, text_of
 from tltrace.tracing.children import pid_of
 
+from ._cli import cli_env
 from ._kernels import KERNELS
 from ._schema import validator
 
@@ -53,11 +53,7 @@ def compile_and_note(n):
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TLTRACE_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
-    env["TILELANG_DISABLE_CACHE"] = "1"
-    env.update(extra)
-    return env
+    return cli_env(clean=True, **extra)
 
 
 def _traced(tmp_path: Path, name: str, body: str, *args: str, **env: str) -> subprocess.CompletedProcess:

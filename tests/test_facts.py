@@ -11,11 +11,9 @@ pipeline. `diff-runs` must name what a flip changes.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +25,7 @@ from tltrace.facts.tir import dtype_bytes
 from tltrace.history import runs
 from tltrace.toolchain import nvcc as nvcc_mod
 
+from ._cli import cli_proc
 from ._kernels import GEMM_MAKE
 from ._schema import check
 
@@ -53,20 +52,8 @@ CONFIGS = {
 }
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("TL_LOWER_TRACE", "TL_LOWER_TRACE_DIR")}
-    env["TILELANG_DISABLE_CACHE"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    return env
-
-
 def _tltrace(*args: str, cwd: Path, check_rc: bool = True) -> subprocess.CompletedProcess:
-    p = subprocess.run(
-        [sys.executable, "-m", "tltrace", *args], cwd=cwd, env=_env(), capture_output=True, text=True
-    )
-    if check_rc:
-        assert p.returncode == 0, p.stderr[-3000:]
-    return p
+    return cli_proc(*args, cwd=cwd, rc=0 if check_rc else None, timeout=None)
 
 
 @pytest.fixture(scope="module")

@@ -17,11 +17,9 @@ Skipped without nvcc or cuobjdump (CI has both: the test extra installs nvidia-c
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ import pytest
 from tltrace.history import runs
 from tltrace.stages.sass import tool
 
+from ._cli import cli_proc
 from ._kernels import GEMM_MAKE
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,13 +48,6 @@ with open(sys.argv[1], "w") as f:
 )
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("TL_LOWER_TRACE", "TL_LOWER_TRACE_DIR")}
-    env["TILELANG_DISABLE_CACHE"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    return env
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> dict[str, Any]:
     """The traced compile: its facts, machine report, SASS text, host module, and the cubin rebuilt."""
@@ -64,14 +56,7 @@ def built(tmp_path_factory) -> dict[str, Any]:
         pytest.skip("no nvcc or cuobjdump (pip install nvidia-cuda-cuobjdump; CI has both)")
     home = tmp_path_factory.mktemp("oracles")
     (home / "gemm.py").write_text(GEMM)
-    p = subprocess.run(
-        [sys.executable, "-m", "tltrace", "run", "-q", "--ptxas", "--sass", "gemm.py", "host.txt"],
-        cwd=home,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    p = cli_proc("run", "-q", "--ptxas", "--sass", "gemm.py", "host.txt", cwd=home, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     (run,) = [runs.load_run(d) for d in runs.run_dirs(home / "tmp" / "lower_trace_dir" / "gemm")]
     manifest = run.require()

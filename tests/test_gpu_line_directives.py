@@ -10,7 +10,6 @@ outside the kernel. The output is printed for the record.
 
 from __future__ import annotations
 
-import ast
 import os
 import shutil
 import subprocess
@@ -18,6 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from ._kernels import prim_func_body as _body
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("need_gpu")]
 
@@ -94,15 +95,6 @@ for r in range(ctx.num_ranges()):
                 out.append([act.name(), info.file_name(), info.line()])
 print(json.dumps({"rows": out, "files": sorted(files)}))
 """
-
-
-def _body(path: Path) -> set[int]:
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.FunctionDef) and any(
-            "prim_func" in ast.unparse(d) for d in node.decorator_list
-        ):
-            return set(range(node.body[0].lineno, (node.end_lineno or 0) + 1))
-    raise AssertionError("no T.prim_func")
 
 
 def _csv_lines_with_counts(text: str, name: str) -> list[int]:

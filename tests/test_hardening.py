@@ -11,6 +11,7 @@ import pytest
 
 from tltrace.format.writer import pid_alive, writer_alive
 
+from ._cli import cli_proc
 from ._records import copy_tree, read_manifest, recorded_subset, run_dirs
 
 
@@ -92,8 +93,6 @@ def test_symlinked_run_dir_is_not_read_and_is_named(run_cli, traced: Path, tmp_p
 def test_symlinked_script_dir_is_not_written_through(tmp_path: Path) -> None:
     """Records and working files never land outside the trace dir; the run says why it recorded nothing."""
     import shutil
-    import subprocess
-    import sys
 
     from ._records import EXAMPLES
 
@@ -103,23 +102,8 @@ def test_symlinked_script_dir_is_not_written_through(tmp_path: Path) -> None:
     td.mkdir()
     outside.mkdir()
     (td / "elementwise_add").symlink_to(outside)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tltrace",
-            "run",
-            "-q",
-            "--mode",
-            "both",
-            "--trace-dir",
-            str(td),
-            "elementwise_add.py",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
+    proc = cli_proc(
+        "run", "-q", "--mode", "both", "--trace-dir", td, "elementwise_add.py", cwd=tmp_path, timeout=300
     )
     assert proc.returncode == 0 and "max error 0" in proc.stdout, proc.stderr
     assert list(outside.iterdir()) == []

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ._cli import one_line_error
 from ._records import copy_tree, read_manifest, recorded_subset, run_dirs
 
 
@@ -80,14 +81,6 @@ def cli(run_cli, traced: Path):
         return run_cli(cmd, "--trace-dir", str(trace_dir or traced), *rest)
 
     return invoke
-
-
-def one_line_error(res, code: int, *needles: str) -> None:
-    assert res.exit_code == code, res.output
-    assert res.stderr.startswith("tltrace: error: ") and res.stderr.count("\n") == 1, res.stderr
-    assert "Traceback" not in res.output
-    for n in needles:
-        assert n in res.stderr, res.stderr
 
 
 def test_show_lists_invocations_with_their_compiles(cli) -> None:

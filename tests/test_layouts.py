@@ -10,7 +10,6 @@ buffer, as the recorded expressions give them (layouts/model.py) and as TileLang
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import subprocess
@@ -23,63 +22,33 @@ import pytest
 import tltrace
 from tltrace.layouts import capture, model
 
+from ._cli import cli_env, cli_proc
 from ._cuda_stores import launch_threads, stores
+from ._kernels import MATMUL, load_script
 from ._records import require_tltrace_executable
 from ._schema import check
 
-GEMM = textwrap.dedent(
-    """
-    import os
-    import tilelang
-    import tilelang.language as T
-    from tilelang import tvm
-    from tilelang.layout import Fragment, make_swizzled_layout
+GEMM = (
+    MATMUL
+    + """
 
-
-    def matmul(M, N, K, bm, bn, bk, stages, threads, dtype="float16", accum="float32", bad=False):
-        @T.prim_func
-        def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), dtype)):
-            with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
-                A_s = T.alloc_shared((bm, bk), dtype)
-                B_s = T.alloc_shared((bn, bk), dtype)
-                C_l = T.alloc_fragment((bm, bn), accum)
-                if bad:  # a fixed swizzle, and a fragment layout the gemm cannot use
-                    T.annotate_layout({
-                        A_s: make_swizzled_layout(A_s),
-                        C_l: Fragment([bm, bn], forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j),
-                    })
-                T.clear(C_l)
-                for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
-                    T.copy(A[by * bm, k * bk], A_s)
-                    T.copy(B[bx * bn, k * bk], B_s)
-                    T.gemm(A_s, B_s, C_l, transpose_B=True)
-                T.copy(C_l, C[by * bm, bx * bn])
-
-        return main
-
-
-    if __name__ == "__main__":
-        target = tvm.target.Target({"kind": "cuda", "arch": os.environ["ARCH"]})
-        bm = int(os.environ.get("BM", "128"))
-        with target:
-            art = tilelang.lower(matmul(256, 256, 256, bm, 128, 32, 3, 128, bad=bool(os.environ.get("BAD"))), target=target)
-        with open(os.environ["SRC"], "w") as f:  # the generated CUDA: the oracle of the thread tests
-            f.write(art.kernel_source)
-    """
+if __name__ == "__main__":
+    target = tvm.target.Target({"kind": "cuda", "arch": os.environ["ARCH"]})
+    bm = int(os.environ.get("BM", "128"))
+    with target:
+        art = tilelang.lower(matmul(256, 256, 256, bm, 128, 32, 3, 128, bad=bool(os.environ.get("BAD"))), target=target)
+    with open(os.environ["SRC"], "w") as f:  # the generated CUDA: the oracle of the thread tests
+        f.write(art.kernel_source)
+"""
 )
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {**os.environ, "TILELANG_DISABLE_CACHE": "1", "NO_COLOR": "1", **extra}
-    env.pop("TL_LOWER_TRACE", None)
-    return env
+    return cli_env(NO_COLOR="1", **extra)
 
 
 def cli(*args: object, cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    exe = require_tltrace_executable()
-    return subprocess.run(
-        [exe, *map(str, args)], cwd=cwd, env=_env(**env), capture_output=True, text=True, timeout=600
-    )
+    return cli_proc(*args, cwd=cwd, env=_env(**env), entry_point=True)
 
 
 @pytest.fixture(scope="module")
@@ -122,17 +91,11 @@ def _layouts(work: Path, name: str) -> dict[str, Any]:
 
 def _tilelang_layouts(work: Path, arch: str) -> dict[str, Any]:
     """{buffer: (Layout or Fragment)} as TileLang fixed them, read off the IR after the pass that adds them."""
-    import importlib.util
 
     import tilelang
     from tilelang import tvm
 
-    path = work / "gemm_lib.py"
-    path.write_text(GEMM)
-    spec = importlib.util.spec_from_file_location("tl_layouts_gemm", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # T.prim_func reads its source from the file
+    mod = load_script(work / "gemm_lib.py", GEMM, "tl_layouts_gemm")
     found: dict[str, Any] = {}
 
     @tvm.instrument.pass_instrument
@@ -367,17 +330,12 @@ REDUCE = textwrap.dedent(
 
 def test_replicated_fragments_agree_with_tilelang(tmp_path: Path) -> None:
     """Reductions leave replicated fragments (each element in several threads): every replica's thread."""
-    import importlib.util
 
     import tilelang
     from tilelang import tvm
 
     path = tmp_path / "reduce_lib.py"
-    path.write_text(REDUCE)
-    spec = importlib.util.spec_from_file_location("tl_layouts_reduce", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script(path, REDUCE, "tl_layouts_reduce")
     found: list[Any] = []
 
     @tvm.instrument.pass_instrument

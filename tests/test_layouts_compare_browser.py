@@ -20,42 +20,23 @@ import pytest
 from tltrace.layouts import model
 from tltrace.render.html import REPORT_NAME
 
+from ._kernels import MATMUL
 from ._records import REPO, read_manifest, run_dirs
 from .conftest import wait_js
 
 pytestmark = [pytest.mark.browser, pytest.mark.compile]
 
-GEMM = '''
-"""Compile-only sm_90a gemms, one per block_M in argv (siblings of one invocation)."""
-import sys
-
-import tilelang
-import tilelang.language as T
-from tilelang import tvm
-
-
-def matmul(M, N, K, bm, bn, bk, stages, threads, dtype="float16", accum="float32"):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), dtype)
-            B_s = T.alloc_shared((bn, bk), dtype)
-            C_l = T.alloc_fragment((bm, bn), accum)
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
-                T.copy(A[by * bm, k * bk], A_s)
-                T.copy(B[bx * bn, k * bk], B_s)
-                T.gemm(A_s, B_s, C_l, transpose_B=True)
-            T.copy(C_l, C[by * bm, bx * bn])
-
-    return main
-
+GEMM = (
+    '''"""Compile-only sm_90a gemms, one per block_M in argv (siblings of one invocation)."""'''
+    + MATMUL
+    + """
 
 target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
 for bm in sys.argv[1:]:
     with target:
         tilelang.lower(matmul(256, 256, 256, int(bm), 128, 32, 3, 128), target=target)
-'''
+"""
+)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ reads; its call-site frames add only the generated-file call sites ptxas writes 
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import shutil
@@ -19,13 +18,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from tltrace.cli.app import app
 from tltrace.format.sourcemap import LineMap
 from tltrace.sourcemap.line_directives import generated_name, scoped
 from tltrace.stages.sass import tool
 
+from ._cli import cli_invoke as _cli
+from ._kernels import prim_func_body as _kernel_body
 from ._records import read_manifest, run_dirs
 
 USER = "/home/u/k.py"
@@ -97,18 +96,12 @@ if len(sys.argv) > 1:
 """
 
 
-def _cli(*args, env=None):
-    return CliRunner().invoke(app, [str(a) for a in args], env=env, catch_exceptions=False)
-
-
 @pytest.mark.compile
-def test_cpu_run_compiles_with_directives_and_records_without(tmp_path):
-    script = tmp_path / "lddemo.py"
-    script.write_text(CPU_SCRIPT)
-    out = tmp_path / "compiled.c"
-    res = _cli(
+def _run_both(tmp_path: Path, script: Path, out: Path, *flags: str):
+    """`tltrace run FLAGS --mode both` of `script` into tmp_path/t, its working file at `out`."""
+    return _cli(
         "run",
-        "--line-directives",
+        *flags,
         "--mode",
         "both",
         "--trace-dir",
@@ -117,6 +110,13 @@ def test_cpu_run_compiles_with_directives_and_records_without(tmp_path):
         out,
         env={"TILELANG_DISABLE_CACHE": "1"},
     )
+
+
+def test_cpu_run_compiles_with_directives_and_records_without(tmp_path):
+    script = tmp_path / "lddemo.py"
+    script.write_text(CPU_SCRIPT)
+    out = tmp_path / "compiled.c"
+    res = _run_both(tmp_path, script, out, "--line-directives")
     assert res.exit_code == 0, res.output
     assert "--line-directives: compiled with" in res.output  # the stream says so
     (run,) = run_dirs(tmp_path / "t" / "lddemo")
@@ -135,29 +135,10 @@ def test_cpu_run_compiles_with_directives_and_records_without(tmp_path):
     assert f'#line {body} "{script}"' in compiled
     assert compiled.startswith(f'#line 1 "{working}"')
     # A rerun without the flag compiles the plain source again.
-    res = _cli(
-        "run",
-        "--mode",
-        "both",
-        "--trace-dir",
-        tmp_path / "t",
-        script,
-        out,
-        env={"TILELANG_DISABLE_CACHE": "1"},
-    )
+    res = _run_both(tmp_path, script, out)
     assert res.exit_code == 0, res.output
     assert "#line" not in out.read_text()
     assert read_manifest(run_dirs(tmp_path / "t" / "lddemo")[-1])["line_directives"] is None
-
-
-def _kernel_body(path: Path) -> set[int]:
-    """The lines of the T.prim_func's body (its `def` line and decorator excluded)."""
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.FunctionDef) and any(
-            "prim_func" in ast.unparse(d) for d in node.decorator_list
-        ):
-            return set(range(node.body[0].lineno, (node.end_lineno or 0) + 1))
-    raise AssertionError("no T.prim_func")
 
 
 def nvcc_build(source: str, d: Path, arch: str = "sm_90a") -> tuple[str, Path]:
@@ -224,7 +205,7 @@ def _lower_sm90a(
 
     import tltrace
 
-    from .test_sourcemap import _load
+    from ._kernels import load_script as _load
 
     make = _load(script, script.read_text()).make
     tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})

@@ -19,6 +19,7 @@ import pytest
 
 from tltrace.fs import output_path
 
+from ._cli import one_line_error
 from ._records import recorded_subset
 
 
@@ -30,12 +31,7 @@ def traced(recorded: Path, tmp_path_factory) -> Path:
 
 
 def _refused(res, *needles: str) -> None:
-    assert res.exit_code == 2, res.output
-    assert "Traceback" not in res.output
-    err = res.stderr.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("tltrace: error:"), res.stderr
-    for n in needles:
-        assert n in err[0], err[0]
+    one_line_error(res, 2, *needles)
 
 
 def test_run_chrome_trace_onto_the_script_is_refused_before_it_runs(run_cli, tmp_path: Path) -> None:

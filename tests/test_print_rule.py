@@ -10,7 +10,6 @@ must also skip prints, or this test proves nothing about it.
 
 from __future__ import annotations
 
-import itertools
 import sys
 
 import pytest
@@ -18,19 +17,13 @@ import pytest
 from tltrace.session import snapshot
 from tltrace.sourcemap import lines as sm
 
+from ._observer import observe
 from .conftest import EXAMPLES
 
 
 def _corpus(tmp) -> list:
     import tilelang
     from tilelang import tvm
-    from tilelang.instrumentation import (
-        PassEventObserver,
-        PassInstrumentationTool,
-        StackedPassInstrument,
-        register_pass_instrumentation_tool,
-        unregister_pass_instrumentation_tool,
-    )
 
     sys.path.insert(0, str(EXAMPLES))
     try:
@@ -39,38 +32,17 @@ def _corpus(tmp) -> list:
         from softmax import make_softmax
     finally:
         sys.path.remove(str(EXAMPLES))
-    from .test_capture_texts import SM90A
+
+    from ._kernels import SM90A, load_script
 
     mods: list = []
-
-    class Obs(PassEventObserver):
-        def pass_started(self, mod, event):
-            mods.append(mod)
-
-        def pass_finished(self, mod, event, state):
-            mods.append(mod)
-
-    class Tool(PassInstrumentationTool):
-        def __init__(self) -> None:
-            self.counter = itertools.count()
-
-        def create_pass_instrument(self):
-            return StackedPassInstrument(Obs(), sequence_allocator=self.counter.__next__)
-
-        def run_codegen(self, event, next_call):
-            mods.append(event.mod)
-            return next_call()
-
-    import importlib.util
-
-    src = tmp / "sm90a_corpus.py"
-    src.write_text(SM90A.split("\n\ntarget = ")[0])
-    spec = importlib.util.spec_from_file_location("sm90a_corpus", src)
-    assert spec is not None and spec.loader is not None
-    sm90a = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sm90a)
-    register_pass_instrumentation_tool("test-print-rule", Tool)
-    try:
+    sm90a = load_script(tmp / "sm90a_corpus.py", SM90A.split("\n\ntarget = ")[0])
+    with observe(
+        "test-print-rule",
+        started=lambda mod, event: mods.append(mod),
+        finished=lambda mod, event, state: mods.append(mod),
+        codegen=lambda event: mods.append(event.mod),
+    ):
         for func in (
             make_add(1024, 128),
             make_gemm(128, 128, 64, 32, 32, 16, "float32", "float32"),
@@ -81,8 +53,6 @@ def _corpus(tmp) -> list:
         for args in ((256, 256, 256, 128, 128, 32, 2, 128), (512, 512, 512, 64, 128, 64, 3, 256)):
             with target:
                 tilelang.lower(sm90a.matmul(*args), target=target)
-    finally:
-        unregister_pass_instrumentation_tool("test-print-rule")
     return [m for m in mods if snapshot.module_head(m) is not None]
 
 

@@ -7,13 +7,13 @@ import json
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tltrace.config import trace_dir_args
 
+from ._cli import cli_proc
 from ._records import copy_tree, recorded_runs
 
 
@@ -68,8 +68,7 @@ def test_the_copied_repro_command_runs_from_another_directory(examples_dir, tmp_
     index = next(r["index"] for r in manifest["records"] if r["status"] == "changed" and r["depth"] == 0)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    cmd = [sys.executable, "-m", "tltrace", *words[1:], str(index), "-o", str(elsewhere / "r")]
-    p = subprocess.run(cmd, cwd=elsewhere, capture_output=True, text=True, timeout=300)
+    p = cli_proc(*words[1:], index, "-o", elsewhere / "r", cwd=elsewhere, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "reproduced" in p.stdout + p.stderr
 

@@ -225,33 +225,10 @@ def test_an_exception_or_a_timeout_takes_the_grandchild_down(tmp_path: Path, wha
             _kill_all(_running({gc}))
 
 
-def test_sigterm_reaches_a_group_a_worker_thread_started(tmp_path: Path) -> None:
-    proc = _helper(tmp_path, "thread")
-    gc = None
-    try:
-        gc = _grandchild(tmp_path)
-        seen = _descendants(proc.pid)
-        assert gc in seen
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=60)
-        deadline = time.monotonic() + 10
-        while _running(seen) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _running(seen)
-        assert proc.returncode == 1  # Terminated unwound the main thread (the helper has no CLI to map it)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        _kill_all(_running(_descendants(proc.pid) | ({gc} if gc else set())))
-
-
-def test_sigterm_during_a_library_call_kills_the_group_then_the_process_as_sigterm_does(
-    tmp_path: Path,
-) -> None:
-    """No tltrace command around (the Python API in a script): the group goes down, then the process dies
-    of SIGTERM's default action, as it would have without tltrace (no Terminated traceback, no exit 1)."""
-    proc = _helper(tmp_path, "library")
+def _sigterm_the_helper(tmp_path: Path, what: str) -> tuple[subprocess.Popen, str]:
+    """Start the helper doing `what`, SIGTERM it once its grandchild runs, and assert that every process
+    it had started is gone; return (the ended helper, its stderr)."""
+    proc = _helper(tmp_path, what)
     gc = None
     try:
         gc = _grandchild(tmp_path)
@@ -259,17 +236,31 @@ def test_sigterm_during_a_library_call_kills_the_group_then_the_process_as_sigte
         assert gc in seen
         proc.send_signal(signal.SIGTERM)
         _out, err = proc.communicate(timeout=60)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 10  # a dead grandchild's reparenting and reaping
         while _running(seen) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not _running(seen)
-        assert proc.returncode == -signal.SIGTERM, err
-        assert "Traceback" not in err
+        return proc, err
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         _kill_all(_running(_descendants(proc.pid) | ({gc} if gc else set())))
+
+
+def test_sigterm_reaches_a_group_a_worker_thread_started(tmp_path: Path) -> None:
+    proc, _err = _sigterm_the_helper(tmp_path, "thread")
+    assert proc.returncode == 1  # Terminated unwound the main thread (the helper has no CLI to map it)
+
+
+def test_sigterm_during_a_library_call_kills_the_group_then_the_process_as_sigterm_does(
+    tmp_path: Path,
+) -> None:
+    """No tltrace command around (the Python API in a script): the group goes down, then the process dies
+    of SIGTERM's default action, as it would have without tltrace (no Terminated traceback, no exit 1)."""
+    proc, err = _sigterm_the_helper(tmp_path, "library")
+    assert proc.returncode == -signal.SIGTERM, err
+    assert "Traceback" not in err
 
 
 def test_the_documented_exit_codes_are_what_a_shell_reports_for_the_signals() -> None:

@@ -9,8 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-ADD = "))) + *(float4"
-SUB = "))) - *(float4"
+from ._kernels import op_of, swap_op
 
 SCRIPT = textwrap.dedent("""
     import sys
@@ -102,7 +101,7 @@ def test_variants_keep_their_files_in_any_order_and_in_threads(tmp_path):
     first, second = d / "codegen_device.cpp", d / "codegen_add_512_device.cpp"
     assert "bx < 4;" in first.read_text() and "bx < 8;" in second.read_text()  # 256 and 512 by 64
 
-    second.write_text(second.read_text().replace(ADD, SUB))  # edit the 512 variant only
+    second.write_text(swap_op(second.read_text(), "-"))  # edit the 512 variant only
     for args in (("512,256",), ("1024,512,256", "threads")):  # the other order, then in threads
         p = _run(tmp_path, script, *args)
         assert _tags(p.stdout) == ["PATCHED codegen_add_512_device.cpp"], (args, p.stdout)
@@ -113,9 +112,9 @@ def test_variants_keep_their_files_in_any_order_and_in_threads(tmp_path):
         json.loads((d / ".codegen_kernels.json").read_text())["kernels"]["add|" + _key(registry, "_add_512")]
         == "_add_512"
     )
-    assert SUB not in first.read_text()  # the 256 file never saw the 512 edit
+    assert op_of(first.read_text()) == "+"  # the 256 file never saw the 512 edit
 
-    first.write_text(first.read_text().replace(ADD, SUB))  # a second edited variant: 256
+    first.write_text(swap_op(first.read_text(), "-"))  # a second edited variant: 256
     p = _run(tmp_path, script, "1024,256,512", "threads")  # yet another order
     assert _tags(p.stdout) == ["PATCHED codegen_add_512_device.cpp", "PATCHED codegen_device.cpp"], p.stdout
     assert "size 256: a-b" in p.stdout and "size 512: a-b" in p.stdout and "size 1024: a+b" in p.stdout
@@ -182,7 +181,7 @@ def test_edit_is_compiled_when_recording_fails(tmp_path, examples_dir):
     _run(tmp_path, script, "--n", "512")
     d = tmp_path / "t" / "elementwise_add"
     w = d / "codegen_device.cpp"
-    w.write_text(w.read_text().replace(ADD, SUB))
+    w.write_text(swap_op(w.read_text(), "-"))
     objects = d / ".run_records" / ".objects"
     for f in objects.iterdir():
         f.chmod(0o644)
@@ -199,7 +198,7 @@ def test_use_cache_hit_says_the_edit_is_not_applied(tmp_path, examples_dir):
     script = examples_dir / "elementwise_add.py"
     _run(tmp_path, script, "--n", "384")
     w = tmp_path / "t" / "elementwise_add" / "codegen_device.cpp"
-    w.write_text(w.read_text().replace(ADD, SUB))
+    w.write_text(swap_op(w.read_text(), "-"))
     env = {**os.environ, "TILELANG_CACHE_DIR": str(tmp_path / "cache"), "TILELANG_DISABLE_CACHE": "0"}
     subprocess.run(
         [sys.executable, str(script), "--n", "384"], env=env, check=True, capture_output=True, timeout=300

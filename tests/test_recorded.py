@@ -51,6 +51,45 @@ def test_every_recorded_manifest_loads_at_the_current_schema() -> None:
                 assert digest is None or (objects / digest).is_file(), f"{run_dir}: no text {digest}"
 
 
+# Fields no CPU recording can fill, and why. Anything else RunManifest or PassRecord declares must
+# be filled in some recorded manifest: a recorder's new field makes this fail until the recording
+# is made again with it (the schema version alone does not notice a new field).
+UNFILLED = {
+    "target_host": "no recorder writes it (TileLang's host target is in the repro context)",
+    "params": "no recorder writes it yet (an autotuner's config, when TileLang exposes one)",
+}
+
+
+def _filled(value: object, default: object) -> bool:
+    return value is not None and value != default and value not in ([], {}, "")
+
+
+def test_the_recording_fills_every_field_of_the_manifest_and_its_records() -> None:
+    """Every field of RunManifest and of PassRecord, present and filled somewhere in the recording."""
+    from dataclasses import MISSING, fields
+
+    from tltrace.format.records import PassRecord
+
+    found = list(_manifests(RECORDED).values())
+    stale: list[str] = []
+    for kind, cls, docs in (
+        ("RunManifest", RunManifest, found),
+        ("PassRecord", PassRecord, [r for m in found for r in m["records"]]),
+    ):
+        declared = {f.name: None if f.default is MISSING else f.default for f in fields(cls)}
+        declared.pop("schema_version", None)  # always the default: the test above checks its value
+        absent = sorted(k for k in declared if not all(k in d for d in docs))
+        assert not absent, f"recorded {kind}s lack {absent}; {REGENERATE}"
+        unfilled = {k for k, default in declared.items() if not any(_filled(d[k], default) for d in docs)}
+        new = sorted(unfilled - set(UNFILLED))
+        assert not new, (
+            f"no recorded {kind} fills {new}; {REGENERATE} (add a run that fills it to RUNS there, or, "
+            "when no CPU recording can, name it in UNFILLED with why)"
+        )
+        stale += sorted(k for k in UNFILLED if k in declared and k not in unfilled)
+    assert not stale, f"the recording fills {stale} now: take them out of UNFILLED"
+
+
 def test_the_recording_holds_what_the_read_side_tests_need() -> None:
     found = list(_manifests(RECORDED).values())
     outcomes = Counter(r["reconcile"] for m in found for r in m["records"] if r.get("reconcile"))

@@ -20,13 +20,14 @@ from pathlib import Path
 import pytest
 
 from tests._kernels import ADD
-from tests._records import REPO
 from tests._schema import check
 from tltrace.config import REMARK_PLANNERS, parse_remarks
 from tltrace.errors import UsageError
 from tltrace.facts.collect import remark_facts
 from tltrace.remarks.recorder import RemarksRecorder, kinds_of
 from tltrace.session.recorder import PassEvent
+
+from ._cli import cli_env, cli_proc
 
 KERNEL = (
     "\nimport os\n"
@@ -41,12 +42,7 @@ print("compiled")
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    env["TILELANG_DISABLE_CACHE"] = "1"
-    env.pop("TLTRACE_REMARKS", None)
-    env.update(extra)
-    return env
+    return cli_env(clean=True, **extra)
 
 
 def _manifests(trace: Path) -> list[dict]:
@@ -123,23 +119,11 @@ def test_show_remarks_reads_them_back(planner_runs: dict) -> None:
     assert out.returncode == 0, out.stderr
     data = check(json.loads(out.stdout), "pass")  # docs/show.schema.json
     assert data["record"]["index"] == first["index"] and data["remarks"]["text"] == first["text"]
-    every = subprocess.run(
-        [sys.executable, "-m", "tltrace", "show", "--trace-dir", "T", "vec.py", "-1", "--remarks", "--json"],
-        cwd=d,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
+    every = cli_proc(
+        "show", "--trace-dir", "T", "vec.py", "-1", "--remarks", "--json", cwd=d, env=_env(), timeout=120
     )
     assert check(json.loads(every.stdout), "remarks")["remarks"] == m["remarks"]
-    text = subprocess.run(
-        [sys.executable, "-m", "tltrace", "show", "--trace-dir", "T", "vec.py", "-1", "--remarks"],
-        cwd=d,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    text = cli_proc("show", "--trace-dir", "T", "vec.py", "-1", "--remarks", cwd=d, env=_env(), timeout=120)
     assert text.returncode == 0, text.stderr
     assert f"#{first['index']} {first['name']}" in text.stdout and "VectorizePlanner" in text.stdout
 
@@ -149,12 +133,15 @@ def test_without_remarks_nothing_is_captured(planner_runs: dict) -> None:
     assert off.returncode == 0 and off.stderr == b""
     (m,) = _manifests(planner_runs["dir"] / "U")
     assert m["remarks"] is None and m["facts"]["values"]["remarks"] is None
-    res = subprocess.run(
-        [sys.executable, "-m", "tltrace", "show", "--trace-dir", "U", "vec.py", "-1", "--remarks"],
+    res = cli_proc(
+        "show",
+        "--trace-dir",
+        "U",
+        "vec.py",
+        "-1",
+        "--remarks",
         cwd=planner_runs["dir"],
         env=_env(),
-        capture_output=True,
-        text=True,
         timeout=120,
     )
     assert res.returncode == 2 and "not run with --remarks" in res.stderr and "Traceback" not in res.stderr
@@ -241,14 +228,7 @@ def test_the_remarks_grammar_and_kinds() -> None:
 
 
 def test_a_bad_planner_name_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    res = subprocess.run(
-        [sys.executable, "-m", "tltrace", "run", "--remarks=vectorise", "nothing.py"],
-        cwd=tmp_path,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    res = cli_proc("run", "--remarks=vectorise", "nothing.py", cwd=tmp_path, env=_env(), timeout=120)
     assert res.returncode == 2 and "not a planner" in res.stderr and "Traceback" not in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
 
@@ -258,14 +238,7 @@ def test_the_report_shows_remark_badges_and_the_text_under_the_diff(planner_runs
     from tests.conftest import wait_js
 
     d = planner_runs["dir"]
-    res = subprocess.run(
-        [sys.executable, "-m", "tltrace", "show", "--trace-dir", "T", "vec.py", "-1", "--html"],
-        cwd=d,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    res = cli_proc("show", "--trace-dir", "T", "vec.py", "-1", "--html", cwd=d, env=_env(), timeout=120)
     assert res.returncode == 0, res.stderr
     (m,) = _manifests(d / "T")
     passes = m["remarks"]["passes"]
@@ -348,13 +321,8 @@ with target, tilelang.transform.PassContext(opt_level=3, config=config):
 
 def test_a_warp_specialization_skip_is_named_and_a_fact(tmp_path: Path) -> None:
     (tmp_path / "ws.py").write_text(WS_SKIP)
-    res = subprocess.run(
-        [sys.executable, "-m", "tltrace", "run", "-q", "--trace-dir", "T", "--remarks", "ws.py"],
-        cwd=tmp_path,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
+    res = cli_proc(
+        "run", "-q", "--trace-dir", "T", "--remarks", "ws.py", cwd=tmp_path, env=_env(), timeout=300
     )
     assert res.returncode == 0, res.stderr[-2000:]
     (m,) = _manifests(tmp_path / "T")

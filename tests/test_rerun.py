@@ -7,7 +7,6 @@ the bundle is replayed from another directory. The passes are picked from the ma
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -19,21 +18,9 @@ import pytest
 
 from tltrace.history import runs
 
-FAILS = '''
-"""tilelang.lower without a target context: tl.LayoutInference raises inside the pass."""
-import tilelang
-import tilelang.language as T
-
-
-@T.prim_func
-def scale(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
-    with T.Kernel(4, threads=64) as bx:
-        for i in T.Parallel(64):
-            B[bx * 64 + i] = A[bx * 64 + i] * 2.0
-
-
-tilelang.lower(scale, target="c")
-'''
+from ._cli import cli_env as _env
+from ._cli import cli_proc
+from ._kernels import LOWER_FAILS
 
 TWO = """
 import tilelang
@@ -58,28 +45,15 @@ for op in ("add", "mul"):
 """
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("TL_LOWER_TRACE", "TL_LOWER_TRACE_DIR")}
-    env["TILELANG_DISABLE_CACHE"] = "1"
-    return env
-
-
 def _tltrace(*args: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tltrace", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=timeout,
-    )
+    return cli_proc(*args, cwd=cwd, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory) -> Path:
     """Both scripts traced once into one trace dir; returns the directory holding them."""
     work = tmp_path_factory.mktemp("rerun")
-    (work / "fails.py").write_text(FAILS)
+    (work / "fails.py").write_text(LOWER_FAILS)
     (work / "two.py").write_text(TWO)
     for script in ("fails.py", "two.py"):
         p = _tltrace("run", "--quiet", "--trace-dir", "tr", script, cwd=work)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import io
 import json
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from tltrace.history import runs as history_runs
+
+from ._cli import cli_proc
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
@@ -40,14 +41,7 @@ print("NOTED", note is not None)
 
 
 def _tltrace(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tltrace", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**__import__("os").environ, "TILELANG_DISABLE_CACHE": "1"},
-        timeout=600,
-    )
+    return cli_proc(*args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

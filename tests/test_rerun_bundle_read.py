@@ -20,6 +20,8 @@ import pytest
 
 from tltrace.rerun import archive
 
+from ._cli import cli_proc, one_line_error
+
 DATA = Path(__file__).resolve().parent / "data" / "bundle_0.1.15_add.zip"
 MANIFEST = "compiles/00_add/manifest.json"
 FRONTEND = "compiles/00_add/frontend.json"
@@ -43,14 +45,6 @@ def _info(**changes) -> bytes:
         info = json.loads(zf.read("bundle.json"))
     info.update(changes)
     return json.dumps(info).encode()
-
-
-def _one_line_exit(r, code: int, *words: str) -> None:
-    assert r.exit_code == code, r.output
-    assert r.stderr.count("\n") == 1 and r.stderr.startswith("tltrace: error: "), r.stderr
-    assert "Traceback" not in r.output
-    for w in words:
-        assert w in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize(
@@ -99,7 +93,7 @@ def _one_line_exit(r, code: int, *words: str) -> None:
 def test_a_member_of_the_wrong_type_is_one_line_exit_3(run_cli, tmp_path: Path, changes, words) -> None:
     bundle = _rewrite(tmp_path / "b.zip", changes)
     r = run_cli("replay", str(bundle))
-    _one_line_exit(r, 3, *words)
+    one_line_error(r, 3, *words)
     assert r.stdout == ""
 
 
@@ -123,7 +117,7 @@ def test_one_flipped_byte_is_one_line_exit_3(run_cli, tmp_path: Path, member: st
     raw[start + size // 2] ^= 0x01
     bundle.write_bytes(bytes(raw))
     r = run_cli("replay", str(bundle))
-    _one_line_exit(r, 3, member)
+    one_line_error(r, 3, member)
 
 
 def test_a_flipped_byte_in_the_directory_is_one_line_exit_3(run_cli, tmp_path: Path) -> None:
@@ -131,7 +125,7 @@ def test_a_flipped_byte_in_the_directory_is_one_line_exit_3(run_cli, tmp_path: P
     at = raw.rfind(b"PK\x01\x02")  # the last central directory entry: its signature damaged
     raw[at + 1] ^= 0x01
     (tmp_path / "b.zip").write_bytes(bytes(raw))
-    _one_line_exit(run_cli("replay", str(tmp_path / "b.zip")), 3, "not a tltrace bundle")
+    one_line_error(run_cli("replay", str(tmp_path / "b.zip")), 3, "not a tltrace bundle")
 
 
 @pytest.mark.compile
@@ -150,19 +144,6 @@ def test_a_frontend_ir_that_does_not_load_is_a_damaged_bundle(tmp_path: Path, fr
     assert p.stderr.count("\n") == 1 and "does not load (a damaged bundle)" in p.stderr
     assert "Traceback" not in p.stderr
     assert not list(tmp.iterdir())
-
-
-def _tltrace(cwd: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("TL_LOWER_TRACE", "TL_LOWER_TRACE_DIR")}
-    env.update(TILELANG_DISABLE_CACHE="1", TMPDIR=str(tmp))
-    return subprocess.run(
-        [sys.executable, "-m", "tltrace", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 @pytest.mark.compile
@@ -186,22 +167,26 @@ def test_a_trace_dir_that_is_not_a_directory_is_a_usage_error(run_cli, tmp_path:
     if kind == "fifo":
         os.mkfifo(tmp_path / "fifo")
     r = run_cli("replay", str(DATA), "--trace-dir", value)
-    _one_line_exit(r, 2, "--trace-dir")
+    one_line_error(r, 2, "--trace-dir")
     assert r.stdout == "" and (tmp_path / "f").read_text() == "mine"
+
+
+def _renamed(tmp_path: Path, name: str) -> Path:
+    """The bundle with its compile's kernel called `name` (in its manifest and in bundle.json)."""
+    with zipfile.ZipFile(DATA) as zf:
+        manifest = json.loads(zf.read(MANIFEST))
+        info = json.loads(zf.read("bundle.json"))
+    manifest["kernel"] = info["compiles"][0]["kernel"] = name
+    return _rewrite(
+        tmp_path / "b.zip",
+        {MANIFEST: json.dumps(manifest).encode(), "bundle.json": json.dumps(info).encode()},
+    )
 
 
 @pytest.mark.compile
 def test_control_characters_in_a_kernel_name_are_shown_not_sent(run_cli, tmp_path: Path) -> None:
     name = "add\x1b]0;owned\x07\x1b[2J"
-    with zipfile.ZipFile(DATA) as zf:
-        manifest = json.loads(zf.read(MANIFEST))
-        info = json.loads(zf.read("bundle.json"))
-    manifest["kernel"] = info["compiles"][0]["kernel"] = name
-    bundle = _rewrite(
-        tmp_path / "b.zip",
-        {MANIFEST: json.dumps(manifest).encode(), "bundle.json": json.dumps(info).encode()},
-    )
-    r = run_cli("replay", str(bundle))
+    r = run_cli("replay", str(_renamed(tmp_path, name)))
     assert r.exit_code == 0, r.output
     assert "\x1b" not in r.output and "\x07" not in r.output
     assert "add^[]0;owned^G^[[2J: same: " in r.stdout
@@ -212,18 +197,14 @@ def test_a_newline_in_a_kernel_name_cannot_forge_a_line(run_cli, tmp_path: Path)
     """A bundle's kernel name holding a newline (or U+2028) prints on its compile's line, spelt
     `^J`: no line of the output is one the bundle wrote."""
     name = "add\nreplay records: /forged\u2028x"
-    with zipfile.ZipFile(DATA) as zf:
-        manifest = json.loads(zf.read(MANIFEST))
-        info = json.loads(zf.read("bundle.json"))
-    manifest["kernel"] = info["compiles"][0]["kernel"] = name
-    bundle = _rewrite(
-        tmp_path / "b.zip",
-        {MANIFEST: json.dumps(manifest).encode(), "bundle.json": json.dumps(info).encode()},
-    )
-    r = run_cli("replay", str(bundle))
+    r = run_cli("replay", str(_renamed(tmp_path, name)))
     assert r.exit_code == 0, r.output
     assert not any(line.startswith("replay records: /forged") for line in r.output.splitlines())
     assert "add^Jreplay records: /forged<U+2028>x" in r.stdout and "\u2028" not in r.output
+
+
+def _tltrace(cwd: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    return cli_proc(*args, cwd=cwd, TMPDIR=str(tmp))
 
 
 def _bomb(dest: Path, members: dict[str, int]) -> Path:
@@ -312,4 +293,4 @@ def test_too_many_members_are_refused_before_the_directory_is_read(run_cli, tmp_
         for n in range(archive.MAX_MEMBERS + 1):
             zf.writestr(f"{n:x}", b"")
     r = run_cli("replay", str(bundle))
-    _one_line_exit(r, 3, f"{archive.MAX_MEMBERS + 1} members")
+    one_line_error(r, 3, f"{archive.MAX_MEMBERS + 1} members")

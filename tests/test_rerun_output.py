@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from ._cli import one_line_error
 from ._records import trace
 
 
@@ -28,12 +29,7 @@ def traced(tmp_path_factory) -> Path:
 
 
 def _refused(res, *needles: str) -> None:
-    assert res.exit_code == 2, res.output
-    assert "Traceback" not in res.output
-    err = res.stderr.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("tltrace: error:"), res.stderr
-    for n in needles:
-        assert n in err[0], err[0]
+    one_line_error(res, 2, *needles)
 
 
 def _bundle(run_cli, traced: Path, out, *more: str):

@@ -25,6 +25,8 @@ import pytest
 from tltrace.render.visible import visible
 from tltrace.rerun import trust
 
+from ._cli import cli_env, cli_proc
+
 SM90 = '''
 """An elementwise kernel lowered for sm_90a on the CPU: CUDA codegen, no GPU."""
 import tilelang
@@ -76,21 +78,11 @@ WATCHED = ("nvcc", "gcc", "g++", "cc", "c++", "clang", "clang++", "cython", "cyt
 
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("TL_LOWER_TRACE", "TL_LOWER_TRACE_DIR")}
-    env["TILELANG_DISABLE_CACHE"] = "1"
-    env.update(extra or {})
-    return env
+    return cli_env(**(extra or {}))
 
 
 def _tltrace(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tltrace", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env or _env(),
-        timeout=600,
-    )
+    return cli_proc(*args, cwd=cwd, env=env)
 
 
 def _traced_bundle(work: Path, name: str, source: str) -> Path:

@@ -13,6 +13,7 @@ import pytest
 
 from tltrace.format.records import PassRecord
 
+from ._observer import observe
 from ._records import newest_manifest, read_manifest, require_tltrace_executable, summary
 
 BAD_KERNEL = textwrap.dedent(
@@ -120,22 +121,28 @@ def test_unwritable_trace_dir_runs_untraced(run_cli, tmp_path):
 
 
 def test_failed_pass_is_recorded(run_cli, tmp_path):
+    import tilelang  # noqa: F401  (the observer registers with TileLang before the run)
+
     s = _script(tmp_path, "bad.py", BAD_KERNEL)
-    r = run_cli("run", s, "--trace-dir", tmp_path / "tr")
+    with observe() as ref:
+        r = run_cli("run", s, "--trace-dir", tmp_path / "tr")
+    name = ref.failed  # the pass TileLang's own instrument saw start and never finish
+    phase = next(ph for n, _, ph in reversed(ref.passes) if n.endswith(name))
+    name = name.removeprefix("tl.")
     assert r.exit_code == 1
     assert "InternalError" in r.stderr and "Traceback" in r.stderr  # the compile error, unchanged
-    assert "LayoutInference  FAILED" in r.stdout
-    assert "compile failed at LayoutInference:" in r.stdout  # the pass it failed at
+    assert f"{name}  FAILED" in r.stdout
+    assert f"compile failed at {name}:" in r.stdout  # the pass it failed at
     (run,) = (tmp_path / "tr" / "bad" / ".run_records").glob("run_*")
     m = read_manifest(run)
     assert m["status"] == "error" and "layout" in m["error"].lower()
     assert m["target"] == "c"  # known from the pipeline even though codegen never ran
     (failed,) = [x for x in m["records"] if x["status"] == "failed"]
-    assert failed["name"] == "LayoutInference" and failed["phase"] == "pipeline_c"
+    assert failed["name"] == name and failed["phase"] == phase
     assert "can not be inferred" in failed["error"]
     assert failed.get("after_file") is None
     before_file = PassRecord.from_json(failed).before_file
-    assert before_file == f"pipeline_c/{failed['index']:02d}_LayoutInference_before.tir"
+    assert before_file == f"{phase}/{failed['index']:02d}_{name}_before.tir"
     assert "fragment" in (run / before_file).read_text()
     assert not any(x["index"] > failed["index"] for x in m["records"])
 

@@ -28,9 +28,10 @@ import pytest
 from tltrace.history import runs
 from tltrace.history.sourcemaps import load as load_maps
 
+from ._cli import cli_env as _env
+from ._cli import cli_proc
 from ._kernels import GEMM_MAKE
 from ._schema import check
-from .test_facts import _env
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -69,12 +70,7 @@ CLASSES = {  # the mix the issue names: loads, stores, shared, tensor-core MMA, 
 
 
 def _tltrace(*args: str, cwd: Path, rc: int | None = 0) -> subprocess.CompletedProcess:
-    p = subprocess.run(
-        [sys.executable, "-m", "tltrace", *args], cwd=cwd, env=_env(), capture_output=True, text=True
-    )
-    if rc is not None:
-        assert p.returncode == rc, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
-    return p
+    return cli_proc(*args, cwd=cwd, rc=rc, timeout=None)
 
 
 @pytest.fixture(scope="module")
@@ -267,14 +263,7 @@ def cpu(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("byline-cpu")
     for f in ("elementwise_add.py", "_common.py"):
         shutil.copy(EXAMPLES / f, home / f)
-    env = {**_env(), "TLTRACE_EXAMPLES_CPU": "1"}
-    p = subprocess.run(
-        [sys.executable, "-m", "tltrace", "run", "-q", "elementwise_add.py"],
-        cwd=home,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    p = cli_proc("run", "-q", "elementwise_add.py", cwd=home, timeout=None, TLTRACE_EXAMPLES_CPU="1")
     assert p.returncode == 0, p.stderr[-2000:]
     return home
 

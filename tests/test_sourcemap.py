@@ -7,39 +7,22 @@ import re
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from tltrace.cli.app import app
 from tltrace.history import sourcemaps
 from tltrace.sourcemap import lines as sm
 from tltrace.sourcemap import store as sms
 
+from ._cli import cli_invoke as _cli
+from ._kernels import CPU_GEMM, HOPPER_GEMM
+from ._kernels import load_script as _load
+from ._observer import observe
 from ._records import read_manifest, run_dirs
 from ._schema import check
 from .conftest import wait_js
 
-KERNEL = """
-import sys
-
-import tilelang
-import tilelang.language as T
-
-
-def make(M=64, N=64, K=32, bM=32, bN=32, bK=16):
-    @T.prim_func
-    def gemm(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"), C: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bM, bK), "float32")
-            B_s = T.alloc_shared((bK, bN), "float32", scope="shared")  # the CPU takes one .dyn
-            C_l = T.alloc_local((bM, bN), "float32")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=0):
-                T.copy(A[by * bM, k * bK], A_s)
-                T.copy(B[k * bK, bx * bN], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C[by * bM, bx * bN])  # STORE
-
-    return gemm
+KERNEL = (
+    CPU_GEMM
+    + """
 
 
 if __name__ == "__main__":
@@ -48,23 +31,8 @@ if __name__ == "__main__":
         with open(sys.argv[1], "w") as fh:
             fh.write(kernel.get_kernel_source())
 """
+)
 STORE_LINE = next(i for i, ln in enumerate(KERNEL.split("\n"), 1) if "# STORE" in ln)
-
-
-def _load(path: Path, text: str):
-    """Import KERNEL from a file (T.prim_func reads its source) without running its main."""
-    import importlib.util
-
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _cli(*args: str, env: dict | None = None):
-    return CliRunner().invoke(app, [str(a) for a in args], env=env, catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")
@@ -122,31 +90,16 @@ def test_compiled_source_is_byte_identical_to_an_untraced_compile(traced):
 def test_ir_texts_are_the_plain_print_on_every_pass(tmp_path):
     """print_module's one tagged print gives str(mod) exactly, on every module of a real compile."""
     import tilelang
-    from tilelang.instrumentation import (
-        PassEventObserver,
-        PassInstrumentationTool,
-        StackedPassInstrument,
-        register_pass_instrumentation_tool,
-        unregister_pass_instrumentation_tool,
-    )
 
     seen: list[tuple[bool, int, int]] = []
 
-    class Obs(PassEventObserver):
-        def pass_started(self, mod, event):
-            text, lmap = sm.print_module(mod)
-            seen.append((text == str(mod), *(lmap.coverage() if lmap else (0, 0))))
-
-    class Tool(PassInstrumentationTool):
-        def create_pass_instrument(self):
-            return StackedPassInstrument(Obs())
+    def started(mod, event) -> None:
+        text, lmap = sm.print_module(mod)
+        seen.append((text == str(mod), *(lmap.coverage() if lmap else (0, 0))))
 
     make = _load(tmp_path / "smgemm_print.py", KERNEL).make
-    register_pass_instrumentation_tool("test-sourcemap-print", Tool)
-    try:
+    with observe("test-sourcemap-print", started=started):
         tilelang.compile(make(), target="c", execution_backend="cython")
-    finally:
-        unregister_pass_instrumentation_tool("test-sourcemap-print")
     assert seen and all(same for same, _, _ in seen)
     assert sum(mapped for _, _, mapped in seen) > 0
 
@@ -448,28 +401,7 @@ def test_report_links_a_failure_to_its_python_line(failed, open_page):
     assert page.locator("#tl-source tr.sel").get_attribute("data-py") == str(COPY_LINE)
 
 
-HOPPER = """
-import tilelang.language as T
-
-
-def make(M=256, N=256, K=256, bM=128, bN=128, bK=64):
-    @T.prim_func
-    def hgemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bM, bK), "float16")
-            B_s = T.alloc_shared((bK, bN), "float16")
-            C_l = T.alloc_fragment((bM, bN), "float32")  # C_L
-            C_s = T.alloc_shared((bM, bN), "float16")
-            T.clear(C_l)  # CLEAR
-            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
-                T.copy(A[by * bM, k * bK], A_s)
-                T.copy(B[k * bK, bx * bN], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C_s)
-            T.copy(C_s, C[by * bM, bx * bN])  # STORE
-
-    return hgemm
-"""
+HOPPER = HOPPER_GEMM
 
 
 def test_the_stamped_copy_is_tvms_json_copy(tmp_path):

@@ -12,42 +12,26 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from tltrace.callsites.library import CallSites
-from tltrace.cli.app import app
 from tltrace.format.sourcemap import LineMap
 from tltrace.history import runs as R
 from tltrace.history import sourcemaps as V
 
+from ._cli import cli_invoke as _cli
+from ._kernels import CPU_GEMM
 from .conftest import wait_js
 from .test_index_js import run_node
 
-KERNEL = """
-import tilelang
-import tilelang.language as T
-
-
-def make(M=64, N=64, K=32, bM=32, bN=32, bK=16):
-    @T.prim_func
-    def gemm(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"), C: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bM, bK), "float32")
-            B_s = T.alloc_shared((bK, bN), "float32", scope="shared")
-            C_l = T.alloc_local((bM, bN), "float32")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=0):
-                T.copy(A[by * bM, k * bK], A_s)  # COPY
-                T.copy(B[k * bK, bx * bN], B_s)
-                T.gemm(A_s, B_s, C_l)  # GEMM
-            T.copy(C_l, C[by * bM, bx * bN])  # STORE
-
-    return gemm
+KERNEL = (
+    CPU_GEMM
+    + """
 
 
 if __name__ == "__main__":
     tilelang.compile(make(), target="c", execution_backend="cython")
 """
+)
 LINE = {
     tag: i
     for i, ln in enumerate(KERNEL.split("\n"), 1)
@@ -58,8 +42,22 @@ LIB = "/site/tl_pkg/cpu/op/gemm/gemm_scalar.py"  # a library file by the roots C
 USER = "/home/u/k.py"
 
 
-def _cli(*args):
-    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+def _sm90a_device_rows(make, trace: Path) -> list[dict]:
+    """Lower make() for sm_90a (CUDA codegen on the CPU) under tltrace.enable(); the device codegen's
+    rows of the source-map view, each with its `src`."""
+    import tilelang
+
+    import tltrace
+
+    tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+    tltrace.enable(mode="terminal", trace_dir=trace, quiet=True)
+    try:
+        with tgt:
+            tilelang.lower(make(), target=tgt, enable_device_compile=False)
+    finally:
+        tltrace.disable()
+    (run_dir,) = sorted(trace.glob("*/.run_records/run_*"))
+    return V.summary(R.load_run(run_dir))["codegen"]["device"]
 
 
 # -- the pure part (quick loop) --------------------------------------------------------------------
@@ -196,24 +194,14 @@ def test_gemm_reaches_the_generated_source_via_the_library(traced):
 @pytest.mark.compile
 def test_sm90a_gemm_and_copies_reach_cuda_via_wgmma(tmp_path):
     """Compile-only sm_90a: the WGMMA calls map to the T.gemm line via wgmma_macro_generator.py."""
-    import tilelang
 
-    import tltrace
-
-    from .test_sourcemap import HOPPER, _load
+    from ._kernels import load_script as _load
+    from .test_sourcemap import HOPPER
 
     script = tmp_path / "cs90.py"
     make = _load(script, HOPPER).make
     gemm_line = next(i for i, ln in enumerate(HOPPER.split("\n"), 1) if "T.gemm(" in ln)
-    tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-    tltrace.enable(mode="terminal", trace_dir=tmp_path / "trace", quiet=True)
-    try:
-        with tgt:
-            tilelang.lower(make(), target=tgt, enable_device_compile=False)
-    finally:
-        tltrace.disable()
-    (run_dir,) = sorted((tmp_path / "trace").glob("*/.run_records/run_*"))
-    device = V.summary(R.load_run(run_dir))["codegen"]["device"]
+    device = _sm90a_device_rows(make, tmp_path / "trace")
     wgmma = [x for x in device if "wgmma" in x["text"] and x["src"]]
     assert wgmma and all(x["src"]["line"] == gemm_line and x["src"]["file"] == str(script) for x in wgmma)
     assert all("wgmma" in os.path.basename(x["src"]["via"]["file"]) for x in wgmma), wgmma
@@ -320,26 +308,15 @@ def make(M=256, N=128, K=128, bM=128, bN=128, bK=64):
 @pytest.mark.compile
 def test_two_gemms_into_the_same_library_lines_keep_their_own_calls(tmp_path):
     """Both expand into the same wgmma_macro_generator.py lines: each WGMMA names its own T.gemm."""
-    import tilelang
 
-    import tltrace
-
-    from .test_sourcemap import _load
+    from ._kernels import load_script as _load
 
     script = tmp_path / "two_gemms.py"
     make = _load(script, TWO_GEMMS).make
     g1, g2 = (
         next(i for i, ln in enumerate(TWO_GEMMS.split("\n"), 1) if tag in ln) for tag in ("# G1", "# G2")
     )
-    tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-    tltrace.enable(mode="terminal", trace_dir=tmp_path / "trace", quiet=True)
-    try:
-        with tgt:
-            tilelang.lower(make(), target=tgt, enable_device_compile=False)
-    finally:
-        tltrace.disable()
-    (run_dir,) = sorted((tmp_path / "trace").glob("*/.run_records/run_*"))
-    device = V.summary(R.load_run(run_dir))["codegen"]["device"]
+    device = _sm90a_device_rows(make, tmp_path / "trace")
     mma = [x for x in device if "wgmma_ss<" in x["text"]]
     assert len(mma) == 2
     assert [(x["src"]["line"], "via" in x["src"]) for x in mma] == [(g1, True), (g2, True)]

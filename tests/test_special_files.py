@@ -12,13 +12,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tltrace.fs import safe_read
 
+from ._cli import cli_proc
 from ._records import EXAMPLES, copy_tree, read_manifest, recorded_subset, run_dirs
 
 TIMEOUT = 120  # a hang is a failure, not a slow test
@@ -32,18 +32,7 @@ def traced(recorded: Path, tmp_path_factory) -> Path:
 
 
 def tltrace(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(EXAMPLES.parent), os.environ.get("PYTHONPATH", "")]),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "tltrace", *args],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        cwd=cwd,
-        env=env,
-    )
+    return cli_proc(*args, cwd=cwd, timeout=TIMEOUT)  # type: ignore[arg-type]  # None: this process's cwd
 
 
 def _no_traceback(proc: subprocess.CompletedProcess) -> None:

@@ -12,7 +12,6 @@ import ast
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,9 @@ from tltrace.history import runs
 from tltrace.history.sourcemaps import load as load_maps
 from tltrace.stages import maps, ptx, sass
 
+from ._cli import cli_proc
 from ._schema import check
-from .test_facts import CONFIGS, GEMM, _env
+from .test_facts import CONFIGS, GEMM
 
 PTX_SAMPLE = """\
 \t.file\t1 "kernel.cu"
@@ -104,12 +104,7 @@ def test_a_stage_line_takes_the_python_line_of_its_cuda_line() -> None:
 
 
 def _tltrace(*args: str, cwd: Path, check_rc: bool = True) -> subprocess.CompletedProcess:
-    p = subprocess.run(
-        [sys.executable, "-m", "tltrace", *args], cwd=cwd, env=_env(), capture_output=True, text=True
-    )
-    if check_rc:
-        assert p.returncode == 0, p.stderr[-3000:]
-    return p
+    return cli_proc(*args, cwd=cwd, rc=0 if check_rc else None, timeout=None)
 
 
 @pytest.fixture(scope="module")
@@ -238,13 +233,15 @@ def test_a_cpu_compile_with_ptx_says_so_once_and_compiles(tmp_path: Path) -> Non
     src = Path(__file__).resolve().parent.parent / "examples"
     for f in ("elementwise_add.py", "_common.py"):
         shutil.copy(src / f, tmp_path / f)
-    env = {**_env(), "TLTRACE_EXAMPLES_CPU": "1"}
-    p = subprocess.run(
-        [sys.executable, "-m", "tltrace", "run", "-q", "--ptx", "--sass", "elementwise_add.py"],
+    p = cli_proc(
+        "run",
+        "-q",
+        "--ptx",
+        "--sass",
+        "elementwise_add.py",
         cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
+        timeout=None,
+        TLTRACE_EXAMPLES_CPU="1",
     )
     assert p.returncode == 0, p.stderr[-2000:]
     assert (p.stdout + p.stderr).count("no PTX or SASS stage") == 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -15,6 +14,8 @@ import pytest
 from tltrace.format.records import PassRecord, RunManifest
 from tltrace.render.terminal import stream_label, summary_line
 from tltrace.session.signature import short_label
+
+from ._cli import cli_proc
 
 
 def test_a_failed_compiles_line_names_the_pass_it_failed_at(tmp_path):
@@ -62,15 +63,7 @@ def test_a_process_pool_run_lists_its_working_files_and_its_index(examples_dir, 
     file the workers wrote (with its variant), the index, and NEW lines carry the size label."""
     script = tmp_path / "pool.py"
     script.write_text(POOL.format(examples=str(examples_dir)))
-    env = {**os.environ, "TILELANG_DISABLE_CACHE": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-    p = subprocess.run(
-        [sys.executable, "-m", "tltrace", "run", "-q", "--mode", "both", str(script)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    p = cli_proc("run", "-q", "--mode", "both", script, cwd=tmp_path, PYTHONPATH=os.pathsep.join(sys.path))
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
     sd = tmp_path / "tmp" / "lower_trace_dir" / "pool"

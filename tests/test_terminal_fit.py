@@ -14,6 +14,8 @@ from tltrace.render.table import Column, distinct_cut, fit
 from tltrace.render.terminal import TerminalView, summary_table
 from tltrace.session.events import InvocationFinished, PassRecorded, RunFinished
 
+from ._kernels import op_line, swap_op
+
 SIGS = [
     "gemm 1024x1024,1024x1024,1024x1024 f16 grid 8x8 thr 128 smem 24K #a1b2c3",
     "gemm 1024x1024,1024x1024,1024x1024 f16 grid 8x8 thr 128 smem 16K #d4e5f6",
@@ -314,10 +316,9 @@ def test_watch_prints_a_patched_diff_with_long_lines_at_80_columns(examples_dir,
     """A real `tltrace watch` in an 80-column pty, whose run prints a PATCHED diff whose lines fold."""
     _pty("run -q --mode both examples/elementwise_add.py --n 512", 80, tmp_path)
     w = tmp_path / "tmp" / "lower_trace_dir" / "elementwise_add" / "codegen_device.cpp"
-    lines = w.read_text().split("\n")
-    at = next(i for i, x in enumerate(lines) if "))) + *(float4" in x)
+    lines = swap_op(w.read_text(), "-").split("\n")
     comment = "  // " + " ".join(["a long comment that wraps at eighty columns"] * 3)
-    lines[at] = lines[at].replace("))) + *(float4", "))) - *(float4") + comment
+    lines[op_line(w.read_text())] += comment
     w.write_text("\n".join(lines))
     rows = _pty("watch --max-runs 1 examples/elementwise_add.py --n 512", 80, tmp_path)
     text = "\n".join(rows)

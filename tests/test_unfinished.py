@@ -24,7 +24,8 @@ from tltrace.session.events import NOT_FINALISED, STILL_RUNNING, InvocationFinis
 from tltrace.tracing.children import Gathered, gathered_notices
 
 from ._kernels import KERNELS
-from ._records import EXAMPLES, read_manifest
+from ._kernels import compile_add as _compile_add
+from ._records import read_manifest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -63,16 +64,6 @@ def test_each_unfinished_state_has_one_name_in_the_notice_line_and_table() -> No
     assert said[0].startswith(f"1 compile(s) (add) {NOT_FINALISED}:"), said
     assert said[1].startswith(f"1 compile(s) (add) {STILL_RUNNING} in thread(s) late"), said
     assert all("counted here as running" not in s for s in said)
-
-
-def _compile_add(n: int = 256):
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        import tilelang
-        from elementwise_add import make_add
-    finally:
-        sys.path.remove(str(EXAMPLES))
-    return tilelang.compile(make_add(n, 64), target="c", execution_backend="cython")
 
 
 def test_a_compile_whose_run_cannot_be_finalised_is_finished_not_finalised(

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from tltrace.reconcile.watch import OutputLine, RunDone, RunStarting, Watching, WatchSpec, watch_runs
 
+from ._kernels import swap_op
+
 
 def _until_done(events, number):
     """Consume events up to RunDone(number); return (starting, lines, done)."""
@@ -54,7 +56,7 @@ def test_watch_reruns_on_save(examples_dir, tmp_path):
         done.errors
     )
 
-    working.write_text(good.replace("))) + *(float4", "))) - *(float4"))
+    working.write_text(swap_op(good, "-"))
     start, out, done = _until_done(events, 3)
     assert start.changed == (working,)  # exactly one rerun per save: run 3 is this save's
     assert "WRONG RESULT" in out  # the edit changed the numbers
@@ -230,7 +232,7 @@ def test_a_working_file_saved_while_its_run_goes_on_leads_to_a_run(examples_dir,
     events = watch_runs(spec, debounce_ms=100, max_runs=2, stop_event=_deadline(400))
 
     def save():
-        working.write_text(working.read_text().replace("))) + *(float4", "))) - *(float4"))
+        working.write_text(swap_op(working.read_text(), "-"))
         flag.touch()
 
     first = _save_mid_run(events, 1, save)

@@ -26,29 +26,23 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT))
+from tests._kernels import ADD  # noqa: E402
+
 CHROMIUM = "/usr/bin/chromium"
 VIEW = {"width": 1280, "height": 720}
 COLOURS = 128  # text on flat colours: a 128-colour palette looks the same at a third of the size
 
-SCRIPT = """
-import tilelang
-import tilelang.language as T
-
-
-def make_add(n, block=64):
-    @T.prim_func
-    def add(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32"), C: T.Tensor((n,), "float32")):
-        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
-            for i in T.Parallel(block):
-                C[bx * block + i] = A[bx * block + i] + B[bx * block + i]
-
-    return add
+SCRIPT = (
+    ADD  # tests/_kernels.py: the elementwise add
+    + """
 
 
 if __name__ == "__main__":
     for n in (256, 512):
         tilelang.compile(make_add(n), target="c", execution_backend="cython")
 """
+)
 
 
 # The comparison is below the pass's own diff: bring its heading under the pass's sticky toolbar.

@@ -1,0 +1,92 @@
+"""The tltrace CLI in a child process, one way for every test (conftest's `run_cli` is the in-process one).
+
+A test that needs a real process (a signal, g++ writing to the process's stderr, the installed
+entry point, a child's environment) calls `cli_proc`; the `cli_proc` fixture (tests/conftest.py)
+runs it in the test's tmp_path. A test that compiles is marked `compile` by conftest from its
+source (it names `"run",` or the script), as before.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cli_env(*, clean: bool = False, **extra: str) -> dict[str, str]:
+    """The child's environment: this one, TileLang's kernel cache off, no TL_LOWER_TRACE*, this checkout
+    first on PYTHONPATH (`clean`: and no TLTRACE_* setting of the caller's); `extra` on top."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TL_LOWER_TRACE", "TL_LOWER_TRACE_DIR") and not (clean and k.startswith("TLTRACE_"))
+    }
+    env["TILELANG_DISABLE_CACHE"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    env.update(extra)
+    return env
+
+
+def cli_proc(
+    *args: object,
+    cwd: Path,
+    rc: int | None = None,
+    timeout: float | None = 600,
+    env: dict[str, str] | None = None,
+    entry_point: bool = False,
+    **extra: str,
+) -> subprocess.CompletedProcess:
+    """Run `python -m tltrace ARGS` (the installed `tltrace` with entry_point=True) in `cwd` and return it.
+
+    `rc`: assert the exit status, showing the output's ends when it differs. `env` replaces the
+    environment (`cli_env()`, else); `extra` variables go on top of it.
+    """
+    if entry_point:
+        from ._records import require_tltrace_executable
+
+        cmd = [require_tltrace_executable()]
+    else:
+        cmd = [sys.executable, "-m", "tltrace"]
+    p = subprocess.run(
+        [*cmd, *map(str, args)],
+        cwd=cwd,
+        env={**(env if env is not None else cli_env()), **extra},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if rc is not None:
+        assert p.returncode == rc, (p.returncode, p.stdout[-2000:], p.stderr[-3000:])
+    return p
+
+
+def cli_invoke(*args: object, env: dict[str, str] | None = None, catch_exceptions: bool = False):
+    """The tltrace CLI in this process (typer's CliRunner): the Result, stdout and stderr apart.
+
+    conftest's `run_cli` fixture is this in the test's tmp_path; a module-scoped fixture calls it
+    directly. sys.argv is put back after (the run command sets it for the script it runs).
+    """
+    from typer.testing import CliRunner
+
+    from tltrace.cli.app import app
+
+    saved_argv = sys.argv[:]
+    try:
+        return CliRunner().invoke(app, [str(a) for a in args], env=env, catch_exceptions=catch_exceptions)
+    finally:
+        sys.argv[:] = saved_argv
+
+
+def one_line_error(res, code: int, *needles: str) -> str:
+    """Assert an in-process Result refused in one line: exit `code`, a single `tltrace: error: ...` line on
+    stderr naming every needle, no traceback. Return the line."""
+    assert res.exit_code == code, res.output
+    assert "Traceback" not in res.output
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("tltrace: error: "), res.stderr
+    for n in needles:
+        assert n in err[0], err[0]
+    return err[0]
