@@ -68,15 +68,19 @@ from .index import (
 from .pages import (
     REPORT_NAME,
     _page_head,
+    batches,
     chunk,
+    data_chunk,
     index_head,
     late_script,
     layouts_tag,
     meta_of,
     record_chunk,
+    record_value,
     report_head,
     stage_chunk,
     text_chunk,
+    text_value,
 )
 from .sourcemap import ReportMaps, no_source, run_chunks
 
@@ -131,15 +135,17 @@ class _Report:
         if record.role in STAGE_ROLES and not self.staged:
             self.staged = True
             parts.append(stage_chunk())
+        values: list[dict[str, Any]] = []  # one batch per pass: its texts, record and maps (one write)
         for digest, text in ((record.before_hash, before), (record.after_hash, after)):
             if digest is None:
                 continue
             if digest not in self.seen:
                 self.seen.add(digest)
                 base = record.before_hash if digest != record.before_hash else None
-                parts.append(text_chunk(digest, text, base, before, same))
-        parts.append(record_chunk(record))
-        parts.extend(chunk(c) for c in self.smaps.chunks(record.index, maps[0], maps[1], self.source))
+                values.append(text_value(digest, text, base, before, same))
+        values.append(record_value(record))
+        values.extend(self.smaps.chunks(record.index, maps[0], maps[1], self.source))
+        parts.append(data_chunk(values))
         if record.status == FAILED:
             self.failed[record.index] = record.error
         return b"".join(parts)
@@ -152,7 +158,7 @@ class _Report:
         if meta == self.meta:
             return b""
         self.meta = meta
-        return chunk(meta)
+        return data_chunk(meta)
 
     def append(self, data: bytes) -> None:
         if data:
@@ -255,7 +261,7 @@ class HtmlReportListener:
             return rep
         path = run_dir / REPORT_NAME
         meta = meta_of(manifest, run_dir)
-        first = chunk(meta)
+        first = data_chunk(meta)
         fh = _create_report(path, first)
         self.bytes_written += len(report_head()) + len(first)
         rep = _Report(path, fh, meta=meta, source=self.reads.source if self.reads is not None else no_source)
@@ -466,12 +472,17 @@ class HtmlReportListener:
 def edit_chunks(generated: Iterable[Text], seen: set[str]) -> list[bytes]:
     """The text chunks of the sources TileLang generated where an edit was compiled (the report's
     "edit vs generated" view; format/build.py), each once (`seen`: the hashes already in the report)."""
+    return [data_chunk(v) for v in edit_values(generated, seen)]
+
+
+def edit_values(generated: Iterable[Text], seen: set[str]) -> list[dict[str, Any]]:
+    """The chunk objects of `edit_chunks`."""
     out = []
     for t in generated:
         if t.digest in seen:
             continue
         seen.add(t.digest)
-        out.append(text_chunk(t.digest, t.text))
+        out.append(text_value(t.digest, t.text))
     return out
 
 
@@ -491,10 +502,11 @@ def write_report(report: CompileReport, out: Path | None = None) -> Path:
     meta = meta_of(manifest, run_dir)
     if not in_place:
         meta.pop("index", None)  # written elsewhere (lower_trace's report): no index two levels up
-    parts = [chunk(meta)]
+    parts = [data_chunk(meta)]
     seen: set[str] = set()
     if any(r.record.role in STAGE_ROLES for r in report.records):
         parts.append(stage_chunk())
+    values: list[dict[str, Any]] = []  # the chunks, packed in batches (pages.batches)
     for r in report.records:
         rec = r.record
         before: tuple[str, str] | None = None  # (hash, text) of this record's input, once in the report
@@ -505,14 +517,15 @@ def write_report(report: CompileReport, out: Path | None = None) -> Path:
                 seen.add(digest)
                 if before is not None and before[0] != digest:
                     same = line_changes(before[1], text)[2]
-                    parts.append(text_chunk(digest, text, before[0], before[1], same))
+                    values.append(text_value(digest, text, before[0], before[1], same))
                 else:
-                    parts.append(text_chunk(digest, text))
+                    values.append(text_value(digest, text))
             if side == "before":
                 before = (digest, text)
-        parts.append(record_chunk(rec))
-    parts.extend(edit_chunks(report.generated, seen))
-    parts.extend(chunk(c) for c in run_chunks(report))
+        values.append(record_value(rec))
+    values.extend(edit_values(report.generated, seen))
+    values.extend(run_chunks(report))
+    parts.extend(batches(values))
     if manifest.invocation and in_place and len(report.siblings) > 1:
         at = next((i for i, s in enumerate(report.siblings) if s.run_id == run_dir.name), 0)
         parts.append(siblings_chunk(_window(report.siblings, at, SWITCHER_SIZE)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 import shlex
 import zlib
@@ -48,6 +49,18 @@ _META_FIELDS = (
 )
 _CHUNK_OPEN = b'<script type="application/json" class="tl-d">'
 _CHUNK_CLOSE = b"</script>\n"
+# A compile report's larger data chunks travel packed (`data_chunk`): deflated and in base64, in an
+# element of this type that core.js's chunkText inflates (unpack.js `tlInflate`) when a view reads it.
+DATA_PACK_TYPE = "application/x-tltrace-z"
+_PACKED_OPEN = f'<script type="{DATA_PACK_TYPE}" class="tl-d">'.encode("ascii")
+PACK_MIN = 200  # bytes of JSON below which a chunk stays as it is (packing would not pay)
+BATCH_SIZE = 256 * 1024  # bytes of JSON in one batch of a rebuilt report's chunks (`batches`)
+_ANY_CHUNK = re.compile(
+    rb'<script type="(application/json|'
+    + re.escape(DATA_PACK_TYPE.encode())
+    + rb')" class="tl-d">(.*?)</script>\n',
+    re.S,
+)
 _HEAD_CACHE: dict[str, bytes] = {}
 
 
@@ -57,6 +70,67 @@ def chunk(value: dict[str, Any]) -> bytes:
     # A lone surrogate (bad bytes decoded with surrogateescape) becomes the JSON escape \\udcXX.
     body = script_json(value).encode("utf-8", "backslashreplace")
     return _CHUNK_OPEN + body + _CHUNK_CLOSE
+
+
+def data_chunk(value: dict[str, Any] | list[dict[str, Any]]) -> bytes:
+    """Return one of a compile report's data chunks: a chunk object, or a batch of them (a JSON
+    array, read in order), packed when that is smaller: deflated (raw, RFC 1951) and in base64, as
+    the report's scripts are (`pack`); core.js's chunkValues reads either."""
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    body = script_json(value).encode("utf-8", "backslashreplace")
+    if len(body) >= PACK_MIN:
+        z = zlib.compressobj(9, zlib.DEFLATED, -15)
+        packed_body = base64.b64encode(z.compress(body) + z.flush())
+        if len(packed_body) + len(_PACKED_OPEN) < len(body) + len(_CHUNK_OPEN):
+            return _PACKED_OPEN + packed_body + _CHUNK_CLOSE
+    return _CHUNK_OPEN + body + _CHUNK_CLOSE
+
+
+def batches(values: list[dict[str, Any]], size: int = BATCH_SIZE) -> list[bytes]:
+    """Return `values` as data chunks of consecutive batches of about `size` bytes of JSON each (one
+    deflate stream compresses a batch's texts, records and maps together)."""
+    out: list[bytes] = []
+    group: list[dict[str, Any]] = []
+    held = 0
+    for v in values:
+        n = len(script_json(v))
+        if group and held + n > size:
+            out.append(data_chunk(group))
+            group, held = [], 0
+        group.append(v)
+        held += n
+    if group:
+        out.append(data_chunk(group))
+    return out
+
+
+def chunk_values(page: bytes) -> list[dict[str, Any] | None]:
+    """Return every data chunk object of a page in order, batches opened and packed ones inflated
+    (what core.js's readChunks reads); None for a damaged chunk."""
+    out: list[dict[str, Any] | None] = []
+    for body in chunk_bodies(page):
+        try:
+            v = json.loads(body)
+        except ValueError:
+            out.append(None)
+            continue
+        out.extend(v if isinstance(v, list) else [v])
+    return out
+
+
+def chunk_bodies(page: bytes) -> list[bytes]:
+    """Return the JSON of every data chunk of a page, in order, packed ones inflated (what core.js reads)."""
+    out = []
+    for m in _ANY_CHUNK.finditer(page):
+        body = m.group(2)
+        if m.group(1) != b"application/json":
+            try:
+                body = zlib.decompress(base64.b64decode(body, validate=True), -15)
+            except (ValueError, zlib.error):
+                body = b""  # a pack cut short: the page counts it as damaged
+        out.append(body)
+    return out
 
 
 def meta_of(manifest: RunManifest, run_dir: Path | None = None) -> dict[str, Any]:
@@ -126,13 +200,18 @@ def layouts_meta(layouts: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def record_chunk(record: PassRecord) -> bytes:
+def record_value(record: PassRecord) -> dict[str, Any]:
+    """Return a record's chunk object (`record_chunk`)."""
     data = record.to_json()
     # Paths on disk mean nothing inside the report; the hashes name the texts.
     data.pop("before_file", None)
     data.pop("after_file", None)
     data["t"] = "rec"
-    return chunk(data)
+    return data
+
+
+def record_chunk(record: PassRecord) -> bytes:
+    return data_chunk(record_value(record))
 
 
 def text_chunk(
@@ -143,9 +222,20 @@ def text_chunk(
     same: list[tuple[int, int]] | None = None,
 ) -> bytes:
     """Return a text's chunk: whole, or (given its base, already in the report) as a delta (render/delta.py)."""
+    return data_chunk(text_value(digest, text, base_hash, base, same))
+
+
+def text_value(
+    digest: str,
+    text: str,
+    base_hash: str | None = None,
+    base: str | None = None,
+    same: list[tuple[int, int]] | None = None,
+) -> dict[str, Any]:
+    """Return a text's chunk object (`text_chunk`)."""
     if base_hash is None or base is None or same is None:
-        return chunk({"t": "text", "h": digest, "s": text})
-    return chunk({"t": "text", "h": digest, **text_fields(base_hash, base, text, same)})
+        return {"t": "text", "h": digest, "s": text}
+    return {"t": "text", "h": digest, **text_fields(base_hash, base, text, same)}
 
 
 def report_texts(chunks: list[dict[str, Any]]) -> dict[str, str]:

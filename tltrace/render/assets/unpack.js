@@ -8,7 +8,8 @@
  * so the browser runs it and nothing else. `window.tlUnpack()` unpacks the element just before
  * the calling script: the head calls it once for the report's script, and each late view's own
  * two-word `<script>tlUnpack()</script>` does for that view. A cut or corrupt pack throws inside
- * a try: nothing runs and the page's "incomplete" notice stays.
+ * a try: nothing runs and the page's "incomplete" notice stays. `window.tlInflate(base64)` gives
+ * the text of a packed data chunk (pages.py `data_chunk`), which core.js reads as the page needs it.
  *
  * `inflate` is pure (no DOM): tests/test_report_js.py checks it under node against Python's zlib.
  */
@@ -119,6 +120,12 @@
     return b;
   }
 
+  // The text a packed data chunk holds (render/pages.py `data_chunk`): core.js's chunkText reads the
+  // chunks through it, when a view first needs them. Throws on a pack that is cut or corrupt.
+  function inflateText(b64) {
+    return new root.TextDecoder("utf-8", { fatal: true }).decode(inflate(fromBase64(b64)));
+  }
+
   // Unpack the packed element just before the running script and run it (see the top).
   function unpack() {
     var me = root.document.currentScript, pack = me && me.previousElementSibling;
@@ -131,5 +138,5 @@
   }
 
   if (typeof module === "object" && module.exports) module.exports = { inflate: inflate };
-  else { root.tlUnpack = unpack; unpack(); }
+  else { root.tlUnpack = unpack; root.tlInflate = inflateText; unpack(); }
 })(typeof window !== "undefined" ? window : this);
