@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from tltrace.cli.app import app
 from tltrace.history import sourcemaps
+from tltrace.render.pages import chunk_values
 from tltrace.sourcemap import lines as sm
 from tltrace.sourcemap import store as sms
 
@@ -201,10 +202,7 @@ def test_show_source_map_gutter(traced):
 def test_report_holds_the_python_source_and_the_maps(traced):
     _, _, run_dir, _ = traced
     html = (run_dir / "report.html").read_text()
-    chunks = [
-        json.loads(c)
-        for c in re.findall(r'<script type="application/json" class="tl-d">(.*?)</script>', html)
-    ]
+    chunks = [c for c in chunk_values(html.encode()) if c is not None]
     srcs = {c["path"]: c["s"] for c in chunks if c["t"] == "src"}
     assert any(s == KERNEL for s in srcs.values())
     assert any(c["t"] == "srec" for c in chunks) and any(c["t"] == "smap" for c in chunks)

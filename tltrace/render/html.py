@@ -67,8 +67,8 @@ from .index import (
 )
 from .pages import (
     REPORT_NAME,
+    Packer,
     _page_head,
-    batches,
     chunk,
     data_chunk,
     index_head,
@@ -122,6 +122,9 @@ class _Report:
     staged: bool = False  # the PTX/SASS views' script is in the file (pages.stage_chunk)
     meta_from: Any = None  # the manifest `meta` was made from: the capture's header, one object per change
     source: Callable[[str], str | None] = no_source  # a Python source a map names (Reads.source)
+    packer: Packer = field(
+        default_factory=Packer
+    )  # chained packing: its chunks written in order, under `lock`
 
     def texts_and_record(
         self,
@@ -145,7 +148,7 @@ class _Report:
                 values.append(text_value(digest, text, base, before, same))
         values.append(record_value(record))
         values.extend(self.smaps.chunks(record.index, maps[0], maps[1], self.source))
-        parts.append(data_chunk(values))
+        parts.append(self.packer.chunk(values))
         if record.status == FAILED:
             self.failed[record.index] = record.error
         return b"".join(parts)
@@ -347,9 +350,10 @@ class HtmlReportListener:
                 # Errors that arrive only when the compile ends (a pass that never returned).
                 for rec in event.manifest.records:
                     if rec.index in rep.failed and rec.error != rep.failed[rec.index]:
-                        parts.append(record_chunk(rec))
+                        parts.append(rep.packer.chunk(record_value(rec)))
             if self.reads is not None:
-                parts.extend(edit_chunks(self.reads.generated(Path(event.run_dir), event.manifest), rep.seen))
+                generated = self.reads.generated(Path(event.run_dir), event.manifest)
+                parts.extend(rep.packer.chunk(v) for v in edit_values(generated, rep.seen))
             # The late scripts go before the final meta chunk, which stays the page's last word:
             # a copy cut short anywhere before it still reads "incomplete".
             if event.manifest.layouts:
@@ -469,14 +473,9 @@ class HtmlReportListener:
             self.bytes_written += len(data)
 
 
-def edit_chunks(generated: Iterable[Text], seen: set[str]) -> list[bytes]:
+def edit_values(generated: Iterable[Text], seen: set[str]) -> list[dict[str, Any]]:
     """The text chunks of the sources TileLang generated where an edit was compiled (the report's
     "edit vs generated" view; format/build.py), each once (`seen`: the hashes already in the report)."""
-    return [data_chunk(v) for v in edit_values(generated, seen)]
-
-
-def edit_values(generated: Iterable[Text], seen: set[str]) -> list[dict[str, Any]]:
-    """The chunk objects of `edit_chunks`."""
     out = []
     for t in generated:
         if t.digest in seen:
@@ -525,7 +524,7 @@ def write_report(report: CompileReport, out: Path | None = None) -> Path:
         values.append(record_value(rec))
     values.extend(edit_values(report.generated, seen))
     values.extend(run_chunks(report))
-    parts.extend(batches(values))
+    parts.extend(Packer().batches(values))
     if manifest.invocation and in_place and len(report.siblings) > 1:
         at = next((i for i, s in enumerate(report.siblings) if s.run_id == run_dir.name), 0)
         parts.append(siblings_chunk(_window(report.siblings, at, SWITCHER_SIZE)))

@@ -59,15 +59,37 @@
   }
   // The JSON text of a chunk element: as it is, or a packed one (render/pages.py data_chunk) inflated
   // by unpack.js's tlInflate, once per element ("" when it is cut or corrupt: it does not parse).
-  var PACKED = "application/x-tltrace-z", inflated = typeof WeakMap === "function" ? new WeakMap() : null;
+  // A chained one (pages.Packer) was deflated with the JSON of the chained chunks before it as its
+  // dictionary (the last 32 KB): they are inflated in page order, and after a damaged one none is.
+  var PACKED = "application/x-tltrace-z", CHAINED = "application/x-tltrace-zc", WINDOW = 32768;
+  var inflated = typeof WeakMap === "function" ? new WeakMap() : null;
+  var chain = { done: 0, hist: new Uint8Array(0), broken: false };
   function chunkText(node) {
-    if (node.type !== PACKED) return node.textContent;
+    if (node.type !== PACKED && node.type !== CHAINED) return node.textContent;
     var t = inflated ? inflated.get(node) : undefined;
-    if (t === undefined) {
-      try { t = root.tlInflate(node.textContent); } catch (e) { t = ""; }
-      if (inflated) inflated.set(node, t);
+    if (t !== undefined) return t;
+    if (node.type === CHAINED && inflated) {
+      var all = root.document.querySelectorAll('script.tl-d[type="' + CHAINED + '"]');
+      for (; chain.done < all.length && !inflated.has(node); chain.done++) inflateChained(all[chain.done]);
+      return inflated.has(node) ? inflated.get(node) : "";
     }
+    try { t = root.tlInflate(node.textContent); } catch (e) { t = ""; }
+    if (inflated) inflated.set(node, t);
     return t;
+  }
+  function inflateChained(node) {
+    var t = "";
+    if (!chain.broken) {
+      try { t = root.tlInflate(node.textContent, chain.hist); } catch (e) { chain.broken = true; }
+    }
+    if (!chain.broken) {
+      var b = new root.TextEncoder().encode(t), h = new Uint8Array(Math.min(WINDOW, chain.hist.length + b.length));
+      var keep = h.length - b.length;
+      if (keep > 0) h.set(chain.hist.subarray(chain.hist.length - keep), 0);
+      h.set(keep >= 0 ? b : b.subarray(b.length - h.length), Math.max(keep, 0));
+      chain.hist = h;
+    }
+    inflated.set(node, t);
   }
   function parseChunk(text) {
     var d;

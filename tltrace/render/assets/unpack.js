@@ -36,8 +36,9 @@
   }
 
   // Return the bytes a raw deflate stream (a Uint8Array) holds; throws on a stream that is cut or corrupt.
-  function inflate(src) {
-    var out = [], pos = 0, buf = 0, cnt = 0;  // cnt bits not yet used in buf, from src[pos - 1] and before
+  // `dict` (bytes, optional): the preset dictionary it was deflated with (zlib's zdict).
+  function inflate(src, dict) {
+    var out = dict ? Array.prototype.slice.call(dict) : [], start = out.length, pos = 0, buf = 0, cnt = 0;  // cnt bits not yet used in buf, from src[pos - 1] and before
     function bits(n) {
       while (cnt < n) {
         if (pos >= src.length) throw new Error("inflate: the stream ends early");
@@ -111,7 +112,7 @@
         for (i = 0; i < len; i++) out.push(out[out.length - back]);
       }
     }
-    return Uint8Array.from(out);
+    return Uint8Array.from(start ? out.slice(start) : out);
   }
 
   function fromBase64(text) {
@@ -122,8 +123,9 @@
 
   // The text a packed data chunk holds (render/pages.py `data_chunk`): core.js's chunkText reads the
   // chunks through it, when a view first needs them. Throws on a pack that is cut or corrupt.
-  function inflateText(b64) {
-    return new root.TextDecoder("utf-8", { fatal: true }).decode(inflate(fromBase64(b64)));
+  // `dict`: a chained chunk's dictionary, the UTF-8 bytes of the chained chunks before it.
+  function inflateText(b64, dict) {
+    return new root.TextDecoder("utf-8", { fatal: true }).decode(inflate(fromBase64(b64), dict));
   }
 
   // Unpack the packed element just before the running script and run it (see the top).
