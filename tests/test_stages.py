@@ -294,6 +294,29 @@ def test_the_report_reads_kernel_cu_lines_and_the_mix_as_python_does(traced, tmp
     assert sum(r["MMA"] for r in got["mix"]) > 0  # the GEMM's HGMMA reach a Python line
 
 
+def test_a_one_kernel_report_with_ptx_and_sass_is_at_most_150_kb(traced, tmp_path: Path) -> None:
+    """Issue 54: every one-kernel report at most 150 KB, an sm_90a GEMM's with its PTX and SASS too
+    (about 450 KB as plain JSON): the report written as the compile ran and the one rebuilt from
+    its records. Oracle for what they hold: Python's zlib inflates every packed chunk, and the
+    PTX and SASS texts are in them as the run records store them."""
+    from tltrace.history.report_reads import compile_report
+    from tltrace.render.html import write_report
+    from tltrace.render.pages import chunk_values, report_texts
+
+    _, found, _ = traced
+    for run in found:
+        live = (run.path / "report.html").read_bytes()
+        rebuilt = write_report(compile_report(run.path), tmp_path / f"{run.path.name}.html").read_bytes()
+        for data in (live, rebuilt):
+            assert len(data) <= 150_000, (run.path.name, len(live), len(rebuilt))
+            chunks = chunk_values(data)
+            assert None not in chunks
+            texts = report_texts(chunks)  # type: ignore[arg-type]
+            for role in ("ptx", "sass"):
+                s = _stage(run, role)
+                assert texts[s.after_hash] == runs.text_of(run.path, s, "after")
+
+
 @pytest.mark.browser
 def test_the_report_links_cuda_ptx_and_sass_and_shows_the_mix(traced, open_page) -> None:
     from tests.conftest import wait_js

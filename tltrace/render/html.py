@@ -70,7 +70,6 @@ from .pages import (
     Packer,
     _page_head,
     chunk,
-    data_chunk,
     index_head,
     late_script,
     layouts_tag,
@@ -161,7 +160,7 @@ class _Report:
         if meta == self.meta:
             return b""
         self.meta = meta
-        return data_chunk(meta)
+        return self.packer.chunk(meta)
 
     def append(self, data: bytes) -> None:
         if data:
@@ -260,14 +259,23 @@ class HtmlReportListener:
         self._head(run_dir, manifest)
         rep = self._open.get(run_dir)
         if rep is not None:
-            rep.append(rep.meta_if_changed(manifest))
+            with rep.lock:  # its chained chunk goes in the order it was packed (`packer`)
+                if not rep.fh.closed:
+                    rep.append(rep.meta_if_changed(manifest))
             return rep
         path = run_dir / REPORT_NAME
         meta = meta_of(manifest, run_dir)
-        first = data_chunk(meta)
+        packer = Packer()
+        first = packer.chunk(meta)
         fh = _create_report(path, first)
         self.bytes_written += len(report_head()) + len(first)
-        rep = _Report(path, fh, meta=meta, source=self.reads.source if self.reads is not None else no_source)
+        rep = _Report(
+            path,
+            fh,
+            meta=meta,
+            source=self.reads.source if self.reads is not None else no_source,
+            packer=packer,
+        )
         self._open[run_dir] = rep
         if self.link and script_dir is not None:
             self._written.setdefault(Path(script_dir), []).append(run_dir)
@@ -501,7 +509,8 @@ def write_report(report: CompileReport, out: Path | None = None) -> Path:
     meta = meta_of(manifest, run_dir)
     if not in_place:
         meta.pop("index", None)  # written elsewhere (lower_trace's report): no index two levels up
-    parts = [data_chunk(meta)]
+    packer = Packer()
+    parts = [packer.chunk(meta)]
     seen: set[str] = set()
     if any(r.record.role in STAGE_ROLES for r in report.records):
         parts.append(stage_chunk())
@@ -524,7 +533,7 @@ def write_report(report: CompileReport, out: Path | None = None) -> Path:
         values.append(record_value(rec))
     values.extend(edit_values(report.generated, seen))
     values.extend(run_chunks(report))
-    parts.extend(Packer().batches(values))
+    parts.extend(packer.batches(values))
     if manifest.invocation and in_place and len(report.siblings) > 1:
         at = next((i for i, s in enumerate(report.siblings) if s.run_id == run_dir.name), 0)
         parts.append(siblings_chunk(_window(report.siblings, at, SWITCHER_SIZE)))

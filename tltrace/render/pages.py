@@ -53,8 +53,8 @@ _CHUNK_CLOSE = b"</script>\n"
 # in an element of one of these types that core.js's chunkText inflates (unpack.js `tlInflate`).
 # A chained one (`Packer`) is deflated with the packed chunks before it in the page as its dictionary
 # (their JSON, the last 32 KB): a pass's chunk then costs what is new in it.
-DATA_PACK_TYPE = "application/x-tltrace-z"
-CHAIN_PACK_TYPE = "application/x-tltrace-zc"
+DATA_PACK_TYPE = "tl/z"
+CHAIN_PACK_TYPE = "tl/zc"
 _PACKED_OPEN = f'<script type="{DATA_PACK_TYPE}" class="tl-d">'.encode("ascii")
 _CHAINED_OPEN = f'<script type="{CHAIN_PACK_TYPE}" class="tl-d">'.encode("ascii")
 PACK_MIN = 200  # bytes of JSON below which a chunk stays as it is (packing would not pay)
@@ -62,7 +62,7 @@ BATCH_SIZE = (
     32 * 1024
 )  # bytes of JSON in one batch of a rebuilt report's chunks: a copy cut short keeps those before the cut
 _WINDOW = 32 * 1024  # deflate's window: the most of a dictionary it can use
-_ANY_CHUNK = re.compile(rb'<script type="(application/[a-z-]+)" class="tl-d">(.*?)</script>\n', re.S)
+_ANY_CHUNK = re.compile(rb'<script type="(application/json|tl/zc?)" class="tl-d">(.*?)</script>\n', re.S)
 _HEAD_CACHE: dict[str, bytes] = {}
 
 

@@ -2,7 +2,7 @@
  *
  * - prefs and theme: one saved theme for every page, the system's by default;
  * - data chunks: <script type="application/json" class="tl-d"> blocks (or packed, type
- *   application/x-tltrace-z: chunkText inflates them), a chunk cut short by a kill does not
+ *   tl/z or, chained, tl/zc: chunkText inflates them), a chunk cut short by a kill does not
  *   parse and is counted, not shown;
  * - safeId: a run id that may go into a relative link;
  * - el / setText: DOM built with textContent only, invisible bidi controls shown as boxes;
@@ -61,7 +61,7 @@
   // by unpack.js's tlInflate, once per element ("" when it is cut or corrupt: it does not parse).
   // A chained one (pages.Packer) was deflated with the JSON of the chained chunks before it as its
   // dictionary (the last 32 KB): they are inflated in page order, and after a damaged one none is.
-  var PACKED = "application/x-tltrace-z", CHAINED = "application/x-tltrace-zc", WINDOW = 32768;
+  var PACKED = "tl/z", CHAINED = "tl/zc", WINDOW = 32768;
   var inflated = typeof WeakMap === "function" ? new WeakMap() : null;
   var chain = { done: 0, hist: new Uint8Array(0), broken: false };
   function chunkText(node) {
