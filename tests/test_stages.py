@@ -384,3 +384,31 @@ def test_search_reads_the_stages_as_texts_not_as_passes(traced, open_page) -> No
     stages = {p.index, s.index}
     assert all(tag in ("found in", "not in") for i, tag in by_index.items() if i in stages)
     assert not any(tag == "removes" for i, tag in by_index.items() if i in stages)
+
+
+@pytest.mark.browser
+def test_the_packed_report_shows_its_first_diff_and_a_library_file_in_the_source_pane(
+    traced, open_page
+) -> None:
+    """Issue 54: the data travel packed (pages.Packer); the views still read them from file://. The
+    first diff is on screen, and the Source pane shows TileLang's own file behind the T.gemm line by
+    line, as it is on disk (the oracle: the file itself)."""
+    from tests.conftest import wait_js
+
+    _, found, _ = traced
+    run = found[0]
+    page = open_page(run.path / "report.html")  # fails on any page error or non-local request
+    wait_js(page, "document.querySelector('#tl-view table.tl-diff td.code')")
+    if page.locator("#tl-source").is_hidden():
+        page.keyboard.press("s")
+    files = page.eval_on_selector_all("select.tl-source-file option", "os => os.map(o => o.value)")
+    lib = next(f for f in files if f.endswith("wgmma_macro_generator.py"))
+    page.select_option("select.tl-source-file", lib)
+    wait_js(page, "document.querySelector('#tl-source-body tr[data-py=\"1\"]')")
+    shown = page.eval_on_selector_all(
+        "#tl-source-body tr[data-py] td.code", "ts => ts.map(t => t.textContent)"
+    )
+    want = Path(lib).read_text().split("\n")
+    if want and want[-1] == "":
+        want.pop()
+    assert len(shown) == len(want) > 100 and shown == want
