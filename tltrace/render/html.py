@@ -8,7 +8,8 @@ Layout of `report.html`::
     <script type="application/json" class="tl-d">{"t":"text","h":HASH,"s":TEXT}</script>
     <script type="application/json" class="tl-d">{"t":"text","h":HASH,"b":BASE,"d":OPS,"e":1}</script>
     <script type="application/json" class="tl-d">{"t":"rec",...PassRecord}</script>
-    ...
+    <script type="tl/zc" class="tl-d">BASE64</script>   one pass's chunks, [{"t":"text",...},{"t":"rec",...},...],
+    ...                                                 packed (render/pages.py Packer)
 
 The head (page skeleton, CSS, JS) is written through a temporary file and a
 rename, so the file on disk always starts with a whole head; after that each
