@@ -38,7 +38,15 @@
   // Return the bytes a raw deflate stream (a Uint8Array) holds; throws on a stream that is cut or corrupt.
   // `dict` (bytes, optional): the preset dictionary it was deflated with (zlib's zdict).
   function inflate(src, dict) {
-    var out = dict ? Array.prototype.slice.call(dict) : [], start = out.length, pos = 0, buf = 0, cnt = 0;  // cnt bits not yet used in buf, from src[pos - 1] and before
+    var start = dict ? dict.length : 0, out = new Uint8Array(start + 4 * src.length + 1024), at = start;
+    var pos = 0, buf = 0, cnt = 0;  // cnt bits not yet used in buf, from src[pos - 1] and before
+    if (dict) out.set(dict);
+    function room(k) {  // the output (dictionary first, then what is inflated) grows by doubling
+      if (at + k <= out.length) return;
+      var o = new Uint8Array(Math.max(2 * out.length, at + k));
+      o.set(out.subarray(0, at));
+      out = o;
+    }
     function bits(n) {
       while (cnt < n) {
         if (pos >= src.length) throw new Error("inflate: the stream ends early");
@@ -69,7 +77,8 @@
         n = src[pos] | (src[pos + 1] << 8);
         pos += 4;
         if (pos + n > src.length) throw new Error("inflate: the stream ends early");
-        for (i = 0; i < n; i++) out.push(src[pos++]);
+        room(n);
+        for (i = 0; i < n; i++) out[at++] = src[pos++];
         continue;
       }
       if (type === 1) {
@@ -100,7 +109,7 @@
       } else throw new Error("inflate: a bad block type");
       for (;;) {
         var sym = decode(lit);
-        if (sym < 256) { out.push(sym); continue; }
+        if (sym < 256) { room(1); out[at++] = sym; continue; }
         if (sym === 256) break;
         sym -= 257;
         if (sym >= 29) throw new Error("inflate: a bad length");
@@ -108,11 +117,12 @@
         var d = decode(dist);
         if (d >= 30) throw new Error("inflate: a bad distance");
         var back = DBASE[d] + bits(DEXT[d]);
-        if (back > out.length) throw new Error("inflate: a distance before the start");
-        for (i = 0; i < len; i++) out.push(out[out.length - back]);
+        if (back > at) throw new Error("inflate: a distance before the start");
+        room(len);
+        for (i = 0; i < len; i++) { out[at] = out[at - back]; at++; }
       }
     }
-    return Uint8Array.from(start ? out.slice(start) : out);
+    return out.slice(start, at);
   }
 
   function fromBase64(text) {
