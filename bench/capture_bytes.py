@@ -25,7 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-_CHUNK = re.compile(rb'<script type="application/json" class="tl-d">(.*?)</script>\n', re.S)
+_CHUNK = re.compile(rb'<script type="([^"]+)" class="tl-d">(.*?)</script>\n', re.S)
 
 
 def kind_of(path: Path) -> str:
@@ -67,8 +67,11 @@ def measure(root: Path) -> tuple[Counter, Counter, Counter]:
                 at = data.find(b'<div id="tl-data" hidden>')
                 report["page head (html, css, js)"] += at
                 for m in _CHUNK.finditer(data, at):
+                    if m.group(1) != b"application/json":  # packed (render/pages.py Packer): a pass's chunks
+                        report["packed data (texts, records, maps)"] += len(m.group(0))
+                        continue
                     try:
-                        t = json.loads(m.group(1)).get("t")
+                        t = json.loads(m.group(2)).get("t")
                     except ValueError:
                         t = "cut"
                     report["IR texts" if t == "text" else "records, maps, meta"] += len(m.group(0))

@@ -61,13 +61,10 @@ else:
 
 
 def _data_chunks(report: Path) -> list[str]:
-    from tltrace.render.pages import report_head
+    from tltrace.render.pages import chunk_values, report_head
 
     raw = report.read_bytes()[len(report_head()) :]
-    return [
-        m.group(1).decode()
-        for m in re.finditer(rb'<script type="application/json" class="tl-d">(.*?)</script>\n', raw, re.S)
-    ]
+    return [json.dumps(c) for c in chunk_values(raw) if c is not None]
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ a run with `--trace-dir` (#32 item 5)."""
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -18,16 +17,13 @@ from ._records import copy_tree, recorded_runs
 
 
 def _report_meta(report: Path) -> dict:
-    from tltrace.render.pages import report_head
+    from tltrace.render.pages import chunk_values, report_head
 
     data = report.read_bytes()
     start = len(report_head())
     metas = []  # the page keeps the last one (a compile's header grows as it runs)
-    for m in re.finditer(
-        rb'<script type="application/json" class="tl-d">(.*?)</script>\n', data[start:], re.S
-    ):
-        chunk = json.loads(m.group(1))
-        if chunk.get("t") == "meta":
+    for chunk in chunk_values(data[start:]):
+        if chunk is not None and chunk.get("t") == "meta":
             metas.append(chunk)
     assert metas, f"no meta chunk in {report}"
     return metas[-1]

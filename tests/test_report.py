@@ -18,7 +18,7 @@ from tltrace.render.html import (
     report_head,
     write_report,
 )
-from tltrace.render.pages import report_texts
+from tltrace.render.pages import chunk_values, report_texts
 from tltrace.session.events import PassRecorded, RunStarted
 
 from .synthetic import synthetic_events, write_synthetic_report
@@ -27,9 +27,12 @@ CHUNK_RE = re.compile(rb'<script type="application/json" class="tl-d">(.*?)</scr
 
 
 def chunks(path: Path) -> list[dict]:
+    """The page's chunk objects: batches opened, packed ones inflated by zlib (pages.chunk_values)."""
     data = path.read_bytes()
     assert data.startswith(report_head())
-    return [json.loads(m.group(1)) for m in CHUNK_RE.finditer(data, len(report_head()))]
+    out = chunk_values(data[len(report_head()) :])
+    assert None not in out
+    return out  # type: ignore[return-value]
 
 
 def index_chunks(path: Path) -> list[dict]:

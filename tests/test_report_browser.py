@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tltrace.render.html import REPORT_NAME, report_head
-from tltrace.render.pages import LATE_SCRIPTS, PACK_TYPE, late_script
+from tltrace.render.pages import LATE_SCRIPTS, PACK_TYPE, chunk_values, late_script
 from tltrace.session.events import PassRecorded
 
 from .conftest import wait_js
@@ -348,10 +348,8 @@ def test_truncated_report_opens_with_the_passes_before_the_cut(open_report, trac
     os.utime(short, (old, old))
     # the passes whose record chunk is whole before the cut (the first chunks hold the input whole,
     # the outputs after it are its changes: a small cut may end before the first record)
-    whole = re.findall(
-        rb'<script type="application/json" class="tl-d">(.*?)</script>\n', short.read_bytes()[head:]
-    )
-    expected = len({c["index"] for c in map(json.loads, whole) if c.get("t") == "rec"})
+    whole = [c for c in chunk_values(short.read_bytes()[head:]) if c is not None]
+    expected = len({c["index"] for c in whole if c.get("t") == "rec"})
     assert expected > 0 or cut < 0.5
     page = open_report(short)
     count = page.locator("li.tl-pass").count()
@@ -616,7 +614,6 @@ def test_deep_link_by_index_and_unknown_name(open_report, real_report):
 def test_gemm_layout_inference_aligns_reindents_without_unrelated_highlights(open_report, real_report):
     page = open_report(real_report, "#LayoutInference")
     kinds = page.eval_on_selector_all("table.tl-diff tr[data-kind]", "ts => ts.map(t => t.dataset.kind)")
-    import json
     import subprocess
 
     shown = subprocess.run(

@@ -213,3 +213,55 @@ def test_unpack_inflates_what_zlib_deflates(tmp_path) -> None:
     got = json.loads(proc.stdout)
     assert got[: len(cases)] == [c[1] for c in cases]
     assert all(g.startswith("error: inflate") for g in got[len(cases) :]), got[len(cases) :]
+
+
+INFLATE_DICT = """
+const U = require(process.argv[1] + "/unpack.js");
+const cases = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
+const out = cases.map(([z, d]) => {
+  try { return Buffer.from(U.inflate(Uint8Array.from(Buffer.from(z, "hex")), d ? Uint8Array.from(Buffer.from(d, "hex")) : undefined)).toString("hex"); }
+  catch (e) { return "error: " + e.message; }
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_unpack_inflates_a_chained_chunk_with_its_dictionary(tmp_path) -> None:
+    """A chained data chunk (render/pages.py Packer) is deflated with the chunks before it as zlib's
+    preset dictionary (zdict): unpack.js's inflate, given the same bytes, reads back what zlib
+    deflated, copies reaching into the dictionary included; without it the text is not read back."""
+    import zlib
+
+    from tltrace.render.pages import Packer, chunk_bodies
+
+    packer = Packer()
+    values = [
+        {"t": "text", "h": str(i), "s": "for (int i = 0; i < 128; ++i) C_l[i] = 0.f;\n" * (20 + i)}
+        for i in range(4)
+    ]
+    page = b"".join(packer.chunk(v) for v in values)
+    assert page.count(b'type="tl/zc"') == 4
+    bodies = chunk_bodies(page)  # zlib, the oracle, with the dictionary it was made with
+    assert [json.loads(b) for b in bodies] == values
+    cases, history = [], b""
+    for body in bodies:
+        z = (
+            zlib.compressobj(9, zlib.DEFLATED, -15, zdict=history)
+            if history
+            else zlib.compressobj(9, zlib.DEFLATED, -15)
+        )
+        cases.append(((z.compress(body) + z.flush()).hex(), history.hex(), body.hex()))
+        history = (history + body)[-32768:]
+    f = tmp_path / "cases.json"
+    f.write_text(json.dumps([[c[0], c[1]] for c in cases] + [[cases[-1][0], ""]]))
+    with resources.as_file(ASSETS) as d:
+        proc = subprocess.run(
+            [node(), "-e", INFLATE_DICT, str(d), str(f)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+    got = json.loads(proc.stdout)
+    assert got[: len(cases)] == [c[2] for c in cases]
+    assert got[-1] != cases[-1][2]  # the last chunk's copies reach into its dictionary

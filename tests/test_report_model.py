@@ -115,10 +115,9 @@ def _add_compiled_edit(run: Path) -> None:
 
 
 def _chunks(data: bytes) -> list[dict]:
-    out = []
-    for part in data.decode("utf-8").split('<script type="application/json" class="tl-d">')[1:]:
-        out.append(json.loads(part.split("</script>", 1)[0]))
-    return out
+    from tltrace.render.pages import chunk_values
+
+    return [c for c in chunk_values(data) if c is not None]
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from tltrace.format import sourcemap as sms
 from tltrace.format.records import RunManifest
 from tltrace.format.texts import text_of
 from tltrace.history import sourcemaps as V
-from tltrace.render.pages import record_chunk
+from tltrace.render.pages import record_value
 from tltrace.render.sourcemap import ReportMaps
 from tltrace.sourcemap import lines as sm
 
@@ -121,9 +121,7 @@ def test_sourcemap_js_reads_the_maps_as_the_python_side(recorded: Path, tmp_path
                         rec.index, maps.of(rec.index, "before"), maps.of(rec.index, "after"), maps.sources.get
                     )
                 )
-            recs = [
-                json.loads(record_chunk(r).split(b">", 1)[1].rsplit(b"<", 1)[0]) for r in manifest.records
-            ]
+            recs = [record_value(r) for r in manifest.records]
             feed.append({"chunks": chunks, "recs": recs})
             expected.append((manifest, maps))
     assert len(feed) >= 4  # every recorded script's runs

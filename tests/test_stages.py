@@ -291,6 +291,29 @@ def test_the_report_reads_kernel_cu_lines_and_the_mix_as_python_does(traced, tmp
     assert sum(r["MMA"] for r in got["mix"]) > 0  # the GEMM's HGMMA reach a Python line
 
 
+def test_a_one_kernel_report_with_ptx_and_sass_is_at_most_150_kb(traced, tmp_path: Path) -> None:
+    """Issue 54: every one-kernel report at most 150 KB, an sm_90a GEMM's with its PTX and SASS too
+    (about 450 KB as plain JSON): the report written as the compile ran and the one rebuilt from
+    its records. Oracle for what they hold: Python's zlib inflates every packed chunk, and the
+    PTX and SASS texts are in them as the run records store them."""
+    from tltrace.history.report_reads import compile_report
+    from tltrace.render.html import write_report
+    from tltrace.render.pages import chunk_values, report_texts
+
+    _, found, _ = traced
+    for run in found:
+        live = (run.path / "report.html").read_bytes()
+        rebuilt = write_report(compile_report(run.path), tmp_path / f"{run.path.name}.html").read_bytes()
+        for data in (live, rebuilt):
+            assert len(data) <= 150_000, (run.path.name, len(live), len(rebuilt))
+            chunks = chunk_values(data)
+            assert None not in chunks
+            texts = report_texts(chunks)  # type: ignore[arg-type]
+            for role in ("ptx", "sass"):
+                s = _stage(run, role)
+                assert texts[s.after_hash] == runs.text_of(run.path, s, "after")
+
+
 @pytest.mark.browser
 def test_the_report_links_cuda_ptx_and_sass_and_shows_the_mix(traced, open_page) -> None:
     from tests.conftest import wait_js
@@ -358,3 +381,31 @@ def test_search_reads_the_stages_as_texts_not_as_passes(traced, open_page) -> No
     stages = {p.index, s.index}
     assert all(tag in ("found in", "not in") for i, tag in by_index.items() if i in stages)
     assert not any(tag == "removes" for i, tag in by_index.items() if i in stages)
+
+
+@pytest.mark.browser
+def test_the_packed_report_shows_its_first_diff_and_a_library_file_in_the_source_pane(
+    traced, open_page
+) -> None:
+    """Issue 54: the data travel packed (pages.Packer); the views still read them from file://. The
+    first diff is on screen, and the Source pane shows TileLang's own file behind the T.gemm line by
+    line, as it is on disk (the oracle: the file itself)."""
+    from tests.conftest import wait_js
+
+    _, found, _ = traced
+    run = found[0]
+    page = open_page(run.path / "report.html")  # fails on any page error or non-local request
+    wait_js(page, "document.querySelector('#tl-view table.tl-diff td.code')")
+    if page.locator("#tl-source").is_hidden():
+        page.keyboard.press("s")
+    files = page.eval_on_selector_all("select.tl-source-file option", "os => os.map(o => o.value)")
+    lib = next(f for f in files if f.endswith("wgmma_macro_generator.py"))
+    page.select_option("select.tl-source-file", lib)
+    wait_js(page, "document.querySelector('#tl-source-body tr[data-py=\"1\"]')")
+    shown = page.eval_on_selector_all(
+        "#tl-source-body tr[data-py] td.code", "ts => ts.map(t => t.textContent)"
+    )
+    want = Path(lib).read_text().split("\n")
+    if want and want[-1] == "":
+        want.pop()
+    assert len(shown) == len(want) > 100 and shown == want

@@ -44,13 +44,9 @@ _CHUNK = re.compile(rb'<script type="application/json" class="tl-d">(.*?)</scrip
 
 
 def _chunks(path: Path) -> list[dict]:
-    out = []
-    for m in _CHUNK.finditer(path.read_bytes()):
-        try:
-            out.append(json.loads(m.group(1)))
-        except ValueError:
-            pass
-    return out
+    from tltrace.render.pages import chunk_values
+
+    return [c for c in chunk_values(path.read_bytes()) if c is not None]
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,8 @@ Layout of `report.html`::
     <script type="application/json" class="tl-d">{"t":"text","h":HASH,"s":TEXT}</script>
     <script type="application/json" class="tl-d">{"t":"text","h":HASH,"b":BASE,"d":OPS,"e":1}</script>
     <script type="application/json" class="tl-d">{"t":"rec",...PassRecord}</script>
-    ...
+    <script type="tl/zc" class="tl-d">BASE64</script>   one pass's chunks, [{"t":"text",...},{"t":"rec",...},...],
+    ...                                                 packed (render/pages.py Packer)
 
 The head (page skeleton, CSS, JS) is written through a temporary file and a
 rename, so the file on disk always starts with a whole head; after that each
@@ -67,6 +68,7 @@ from .index import (
 )
 from .pages import (
     REPORT_NAME,
+    Packer,
     _page_head,
     chunk,
     index_head,
@@ -74,9 +76,11 @@ from .pages import (
     layouts_tag,
     meta_of,
     record_chunk,
+    record_value,
     report_head,
     stage_chunk,
     text_chunk,
+    text_value,
 )
 from .sourcemap import ReportMaps, no_source, run_chunks
 
@@ -126,6 +130,9 @@ class _Report:
     site: Callable[[Path, RunManifest], dict[str, Any] | None] = (
         no_site  # a failed pass's site (Reads.fail_site)
     )
+    packer: Packer = field(
+        default_factory=Packer
+    )  # chained packing: its chunks written in order, under `lock`
 
     def texts_and_record(
         self,
@@ -139,15 +146,17 @@ class _Report:
         if record.role in STAGE_ROLES and not self.staged:
             self.staged = True
             parts.append(stage_chunk())
+        values: list[dict[str, Any]] = []  # one batch per pass: its texts, record and maps (one write)
         for digest, text in ((record.before_hash, before), (record.after_hash, after)):
             if digest is None:
                 continue
             if digest not in self.seen:
                 self.seen.add(digest)
                 base = record.before_hash if digest != record.before_hash else None
-                parts.append(text_chunk(digest, text, base, before, same))
-        parts.append(record_chunk(record))
-        parts.extend(chunk(c) for c in self.smaps.chunks(record.index, maps[0], maps[1], self.source))
+                values.append(text_value(digest, text, base, before, same))
+        values.append(record_value(record))
+        values.extend(self.smaps.chunks(record.index, maps[0], maps[1], self.source))
+        parts.append(self.packer.chunk(values))
         if record.status == FAILED:
             self.failed[record.index] = record.error
         return b"".join(parts)
@@ -161,7 +170,7 @@ class _Report:
         if meta == self.meta:
             return b""
         self.meta = meta
-        return chunk(meta)
+        return self.packer.chunk(meta)
 
     def append(self, data: bytes) -> None:
         if data:
@@ -262,16 +271,25 @@ class HtmlReportListener:
         self._head(run_dir, manifest)
         rep = self._open.get(run_dir)
         if rep is not None:
-            rep.append(rep.meta_if_changed(manifest))
+            with rep.lock:  # its chained chunk goes in the order it was packed (`packer`)
+                if not rep.fh.closed:
+                    rep.append(rep.meta_if_changed(manifest))
             return rep
         path = run_dir / REPORT_NAME
         site = self.reads.fail_site if self.reads is not None else no_site
         meta = meta_of(manifest, run_dir, site(run_dir, manifest))
-        first = chunk(meta)
+        packer = Packer()
+        first = packer.chunk(meta)
         fh = _create_report(path, first)
         self.bytes_written += len(report_head()) + len(first)
-        source = self.reads.source if self.reads is not None else no_source
-        rep = _Report(path, fh, meta=meta, source=source, site=site)
+        rep = _Report(
+            path,
+            fh,
+            meta=meta,
+            source=self.reads.source if self.reads is not None else no_source,
+            site=site,
+            packer=packer,
+        )
         self._open[run_dir] = rep
         if self.link and script_dir is not None:
             self._written.setdefault(Path(script_dir), []).append(run_dir)
@@ -354,9 +372,10 @@ class HtmlReportListener:
                 # Errors that arrive only when the compile ends (a pass that never returned).
                 for rec in event.manifest.records:
                     if rec.index in rep.failed and rec.error != rep.failed[rec.index]:
-                        parts.append(record_chunk(rec))
+                        parts.append(rep.packer.chunk(record_value(rec)))
             if self.reads is not None:
-                parts.extend(edit_chunks(self.reads.generated(Path(event.run_dir), event.manifest), rep.seen))
+                generated = self.reads.generated(Path(event.run_dir), event.manifest)
+                parts.extend(rep.packer.chunk(v) for v in edit_values(generated, rep.seen))
             # The late scripts go before the final meta chunk, which stays the page's last word:
             # a copy cut short anywhere before it still reads "incomplete".
             if event.manifest.layouts:
@@ -476,7 +495,7 @@ class HtmlReportListener:
             self.bytes_written += len(data)
 
 
-def edit_chunks(generated: Iterable[Text], seen: set[str]) -> list[bytes]:
+def edit_values(generated: Iterable[Text], seen: set[str]) -> list[dict[str, Any]]:
     """The text chunks of the sources TileLang generated where an edit was compiled (the report's
     "edit vs generated" view; format/build.py), each once (`seen`: the hashes already in the report)."""
     out = []
@@ -484,7 +503,7 @@ def edit_chunks(generated: Iterable[Text], seen: set[str]) -> list[bytes]:
         if t.digest in seen:
             continue
         seen.add(t.digest)
-        out.append(text_chunk(t.digest, t.text))
+        out.append(text_value(t.digest, t.text))
     return out
 
 
@@ -505,10 +524,12 @@ def write_report(report: CompileReport, out: Path | None = None) -> Path:
     meta = meta_of(manifest, run_dir, site, report.layout_why)
     if not in_place:
         meta.pop("index", None)  # written elsewhere (lower_trace's report): no index two levels up
-    parts = [chunk(meta)]
+    packer = Packer()
+    parts = [packer.chunk(meta)]
     seen: set[str] = set()
     if any(r.record.role in STAGE_ROLES for r in report.records):
         parts.append(stage_chunk())
+    values: list[dict[str, Any]] = []  # the chunks, packed in batches (pages.batches)
     for r in report.records:
         rec = r.record
         before: tuple[str, str] | None = None  # (hash, text) of this record's input, once in the report
@@ -519,14 +540,15 @@ def write_report(report: CompileReport, out: Path | None = None) -> Path:
                 seen.add(digest)
                 if before is not None and before[0] != digest:
                     same = line_changes(before[1], text)[2]
-                    parts.append(text_chunk(digest, text, before[0], before[1], same))
+                    values.append(text_value(digest, text, before[0], before[1], same))
                 else:
-                    parts.append(text_chunk(digest, text))
+                    values.append(text_value(digest, text))
             if side == "before":
                 before = (digest, text)
-        parts.append(record_chunk(rec))
-    parts.extend(edit_chunks(report.generated, seen))
-    parts.extend(chunk(c) for c in run_chunks(report))
+        values.append(record_value(rec))
+    values.extend(edit_values(report.generated, seen))
+    values.extend(run_chunks(report))
+    parts.extend(packer.batches(values))
     if manifest.invocation and in_place and len(report.siblings) > 1:
         at = next((i for i, s in enumerate(report.siblings) if s.run_id == run_dir.name), 0)
         parts.append(siblings_chunk(_window(report.siblings, at, SWITCHER_SIZE)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 import shlex
 import zlib
@@ -49,6 +50,20 @@ _META_FIELDS = (
 )
 _CHUNK_OPEN = b'<script type="application/json" class="tl-d">'
 _CHUNK_CLOSE = b"</script>\n"
+# A compile report's larger data chunks travel packed (`data_chunk`, `Packer`): deflated and in base64,
+# in an element of one of these types that core.js's chunkText inflates (unpack.js `tlInflate`).
+# A chained one (`Packer`) is deflated with the packed chunks before it in the page as its dictionary
+# (their JSON, the last 32 KB): a pass's chunk then costs what is new in it.
+DATA_PACK_TYPE = "tl/z"
+CHAIN_PACK_TYPE = "tl/zc"
+_PACKED_OPEN = f'<script type="{DATA_PACK_TYPE}" class="tl-d">'.encode("ascii")
+_CHAINED_OPEN = f'<script type="{CHAIN_PACK_TYPE}" class="tl-d">'.encode("ascii")
+PACK_MIN = 200  # bytes of JSON below which a chunk stays as it is (packing would not pay)
+BATCH_SIZE = (
+    32 * 1024
+)  # bytes of JSON in one batch of a rebuilt report's chunks: a copy cut short keeps those before the cut
+_WINDOW = 32 * 1024  # deflate's window: the most of a dictionary it can use
+_ANY_CHUNK = re.compile(rb'<script type="(application/json|tl/zc?)" class="tl-d">(.*?)</script>\n', re.S)
 _HEAD_CACHE: dict[str, bytes] = {}
 
 
@@ -58,6 +73,110 @@ def chunk(value: dict[str, Any]) -> bytes:
     # A lone surrogate (bad bytes decoded with surrogateescape) becomes the JSON escape \\udcXX.
     body = script_json(value).encode("utf-8", "backslashreplace")
     return _CHUNK_OPEN + body + _CHUNK_CLOSE
+
+
+def _deflate(body: bytes, zdict: bytes = b"") -> bytes:
+    z = (
+        zlib.compressobj(9, zlib.DEFLATED, -15, zdict=zdict)
+        if zdict
+        else zlib.compressobj(9, zlib.DEFLATED, -15)
+    )
+    return base64.b64encode(z.compress(body) + z.flush())
+
+
+def _body(value: dict[str, Any] | list[dict[str, Any]]) -> bytes:
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    return script_json(value).encode("utf-8", "backslashreplace")
+
+
+def data_chunk(value: dict[str, Any] | list[dict[str, Any]]) -> bytes:
+    """Return one of a compile report's data chunks: a chunk object, or a batch of them (a JSON
+    array, read in order), packed when that is smaller: deflated (raw, RFC 1951) and in base64, as
+    the report's scripts are (`pack`); core.js's chunkValues reads either."""
+    body = _body(value)
+    if len(body) >= PACK_MIN:
+        packed_body = _deflate(body)
+        if len(packed_body) + len(_PACKED_OPEN) < len(body) + len(_CHUNK_OPEN):
+            return _PACKED_OPEN + packed_body + _CHUNK_CLOSE
+    return _CHUNK_OPEN + body + _CHUNK_CLOSE
+
+
+class Packer:
+    """The chained data chunks of one report, in the order they go into the file (CHAIN_PACK_TYPE):
+    each deflated with the JSON of the chained chunks before it as its dictionary. One per report
+    file; its chunks must be written in the order they were made."""
+
+    def __init__(self) -> None:
+        self.history = b""  # the JSON of the chained chunks so far (its last _WINDOW bytes)
+
+    def chunk(self, value: dict[str, Any] | list[dict[str, Any]]) -> bytes:
+        body = _body(value)
+        if len(body) >= PACK_MIN:
+            packed_body = _deflate(body, self.history)
+            if len(packed_body) + len(_CHAINED_OPEN) < len(body) + len(_CHUNK_OPEN):
+                self.history = (self.history + body)[-_WINDOW:]
+                return _CHAINED_OPEN + packed_body + _CHUNK_CLOSE
+        return _CHUNK_OPEN + body + _CHUNK_CLOSE
+
+    def batches(self, values: list[dict[str, Any]], size: int = BATCH_SIZE) -> list[bytes]:
+        """Return `values` as chained chunks of consecutive batches of about `size` bytes of JSON each."""
+        out: list[bytes] = []
+        group: list[dict[str, Any]] = []
+        held = 0
+        for v in values:
+            n = len(script_json(v))
+            if group and held + n > size:
+                out.append(self.chunk(group))
+                group, held = [], 0
+            group.append(v)
+            held += n
+        if group:
+            out.append(self.chunk(group))
+        return out
+
+
+def chunk_bodies(page: bytes) -> list[bytes]:
+    """Return the JSON of every data chunk of a page, in order, packed ones inflated (what core.js
+    reads); b"" for one that does not inflate (cut short)."""
+    out = []
+    history: bytes | None = b""  # the chained chunks' JSON so far (None: the chain broke)
+    for m in _ANY_CHUNK.finditer(page):
+        kind, body = m.group(1).decode(), m.group(2)
+        if kind in (DATA_PACK_TYPE, CHAIN_PACK_TYPE):
+            zdict = history[-_WINDOW:] if kind == CHAIN_PACK_TYPE and history else b""
+            try:
+                if kind == CHAIN_PACK_TYPE and history is None:
+                    raise ValueError("after a damaged chunk")
+                z = zlib.decompressobj(-15, zdict=zdict) if zdict else zlib.decompressobj(-15)
+                body = z.decompress(base64.b64decode(body, validate=True))
+                if not z.eof:
+                    raise ValueError("cut short")
+            except (ValueError, zlib.error):
+                body = b""
+                if kind == CHAIN_PACK_TYPE:
+                    history = None
+            else:
+                if kind == CHAIN_PACK_TYPE and history is not None:
+                    history = (history + body)[-_WINDOW:]
+        elif kind != "application/json":
+            continue
+        out.append(body)
+    return out
+
+
+def chunk_values(page: bytes) -> list[dict[str, Any] | None]:
+    """Return every data chunk object of a page in order, batches opened and packed ones inflated
+    (what core.js's readChunks reads); None for a damaged chunk."""
+    out: list[dict[str, Any] | None] = []
+    for body in chunk_bodies(page):
+        try:
+            v = json.loads(body)
+        except ValueError:
+            out.append(None)
+            continue
+        out.extend(v if isinstance(v, list) else [v])
+    return out
 
 
 def meta_of(
@@ -136,13 +255,18 @@ def layouts_meta(layouts: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def record_chunk(record: PassRecord) -> bytes:
+def record_value(record: PassRecord) -> dict[str, Any]:
+    """Return a record's chunk object (`record_chunk`)."""
     data = record.to_json()
     # Paths on disk mean nothing inside the report; the hashes name the texts.
     data.pop("before_file", None)
     data.pop("after_file", None)
     data["t"] = "rec"
-    return chunk(data)
+    return data
+
+
+def record_chunk(record: PassRecord) -> bytes:
+    return data_chunk(record_value(record))
 
 
 def text_chunk(
@@ -153,9 +277,20 @@ def text_chunk(
     same: list[tuple[int, int]] | None = None,
 ) -> bytes:
     """Return a text's chunk: whole, or (given its base, already in the report) as a delta (render/delta.py)."""
+    return data_chunk(text_value(digest, text, base_hash, base, same))
+
+
+def text_value(
+    digest: str,
+    text: str,
+    base_hash: str | None = None,
+    base: str | None = None,
+    same: list[tuple[int, int]] | None = None,
+) -> dict[str, Any]:
+    """Return a text's chunk object (`text_chunk`)."""
     if base_hash is None or base is None or same is None:
-        return chunk({"t": "text", "h": digest, "s": text})
-    return chunk({"t": "text", "h": digest, **text_fields(base_hash, base, text, same)})
+        return {"t": "text", "h": digest, "s": text}
+    return {"t": "text", "h": digest, **text_fields(base_hash, base, text, same)}
 
 
 def report_texts(chunks: list[dict[str, Any]]) -> dict[str, str]:

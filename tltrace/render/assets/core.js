@@ -1,8 +1,9 @@
 /* tltrace page core: what every page (compile report, invocation index, diff-runs) shares.
  *
  * - prefs and theme: one saved theme for every page, the system's by default;
- * - data chunks: <script type="application/json" class="tl-d"> blocks, a chunk cut short
- *   by a kill does not parse and is counted, not shown;
+ * - data chunks: <script type="application/json" class="tl-d"> blocks (or packed, type
+ *   tl/z or, chained, tl/zc: chunkText inflates them), a chunk cut short by a kill does not
+ *   parse and is counted, not shown;
  * - safeId: a run id that may go into a relative link;
  * - el / setText: DOM built with textContent only, invisible bidi controls shown as boxes;
  * - passRef: the one pass-name grammar (name, phase/name, name#k, index, any case), the twin
@@ -37,11 +38,58 @@
   function readChunks(onChunk) {
     var nodes = root.document.querySelectorAll("script.tl-d"), bad = 0;
     for (var i = 0; i < nodes.length; i++) {
-      var d = parseChunk(nodes[i].textContent);
-      if (d === null) bad++;
-      else onChunk(d);
+      var list = chunkValues(nodes[i]);
+      if (list === null) bad++;
+      else for (var j = 0; j < list.length; j++) onChunk(list[j]);
     }
     return bad;
+  }
+  // The chunk objects an element holds, parsed once per element: one object, or a batch (a JSON
+  // array of them, render/pages.py data_chunk); null when it is damaged.
+  var parsed = typeof WeakMap === "function" ? new WeakMap() : null;
+  function chunkValues(node) {
+    var v = parsed ? parsed.get(node) : undefined;
+    if (v !== undefined) return v;
+    var text = chunkText(node), d = null;
+    try { d = JSON.parse(text); } catch (e) { d = null; }
+    if (Array.isArray(d)) v = d.every(function (x) { return x && typeof x === "object" && !Array.isArray(x); }) ? d : null;
+    else v = d && typeof d === "object" ? [d] : null;
+    if (parsed) parsed.set(node, v);
+    return v;
+  }
+  // The JSON text of a chunk element: as it is, or a packed one (render/pages.py data_chunk) inflated
+  // by unpack.js's tlInflate, once per element ("" when it is cut or corrupt: it does not parse).
+  // A chained one (pages.Packer) was deflated with the JSON of the chained chunks before it as its
+  // dictionary (the last 32 KB): they are inflated in page order, and after a damaged one none is.
+  var PACKED = "tl/z", CHAINED = "tl/zc", WINDOW = 32768;
+  var inflated = typeof WeakMap === "function" ? new WeakMap() : null;
+  var chain = { done: 0, hist: new Uint8Array(0), broken: false };
+  function chunkText(node) {
+    if (node.type !== PACKED && node.type !== CHAINED) return node.textContent;
+    var t = inflated ? inflated.get(node) : undefined;
+    if (t !== undefined) return t;
+    if (node.type === CHAINED && inflated) {
+      var all = root.document.querySelectorAll('script.tl-d[type="' + CHAINED + '"]');
+      for (; chain.done < all.length && !inflated.has(node); chain.done++) inflateChained(all[chain.done]);
+      return inflated.has(node) ? inflated.get(node) : "";
+    }
+    try { t = root.tlInflate(node.textContent); } catch (e) { t = ""; }
+    if (inflated) inflated.set(node, t);
+    return t;
+  }
+  function inflateChained(node) {
+    var t = "";
+    if (!chain.broken) {
+      try { t = root.tlInflate(node.textContent, chain.hist); } catch (e) { chain.broken = true; }
+    }
+    if (!chain.broken) {
+      var b = new root.TextEncoder().encode(t), h = new Uint8Array(Math.min(WINDOW, chain.hist.length + b.length));
+      var keep = h.length - b.length;
+      if (keep > 0) h.set(chain.hist.subarray(chain.hist.length - keep), 0);
+      h.set(keep >= 0 ? b : b.subarray(b.length - h.length), Math.max(keep, 0));
+      chain.hist = h;
+    }
+    inflated.set(node, t);
   }
   function parseChunk(text) {
     var d;
@@ -208,7 +256,7 @@
   var api = {
     pageComplete: pageComplete,
     getPref: getPref, setPref: setPref, applyTheme: applyTheme, initialTheme: initialTheme,
-    initTheme: initTheme, wireTheme: wireTheme, readChunks: readChunks, parseChunk: parseChunk, applyDelta: applyDelta,
+    initTheme: initTheme, wireTheme: wireTheme, readChunks: readChunks, chunkValues: chunkValues, chunkText: chunkText, parseChunk: parseChunk, applyDelta: applyDelta,
     safeId: safeId, str: str, el: el, setText: setText, appendText: appendText, clear: clear, button: button, splitLines: splitLines,
     parseRef: parseRef, resolveRef: resolveRef, refOf: refOf
   };

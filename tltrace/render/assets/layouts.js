@@ -328,8 +328,8 @@
   root.document.addEventListener("tl-header", function (ev) { mount(ev.detail); });
   var chunks = root.document.querySelectorAll("script.tl-d"), meta = null;
   for (var i = chunks.length - 1; i >= 0 && !meta; i--) {
-    var t = chunks[i].textContent;
-    if (t.slice(0, 12) === '{"t":"meta",') { try { meta = JSON.parse(t); } catch (e) { meta = null; } }
+    var list = C.chunkValues(chunks[i]) || [];
+    for (var j = list.length - 1; j >= 0 && !meta; j--) if (list[j].t === "meta") meta = list[j];
   }
   if (meta) mount(meta);
 })(window);

@@ -215,22 +215,14 @@
       M.maps = { srec: new Map(), smap: new Map() };
       var nodes = root.document.querySelectorAll("script.tl-d");
       for (var i = 0; i < nodes.length; i++) {
-        var raw = nodes[i].textContent;
-        if (raw.lastIndexOf('{"t":"srec"', 0) !== 0) continue;
-        try { var d = JSON.parse(raw); M.maps.srec.set(d.i, d.a); } catch (e) { /* a cut chunk */ }
+        (C.chunkValues(nodes[i]) || []).forEach(function (d) {
+          if (d.t === "srec") M.maps.srec.set(d.i, d.a);
+          else if (d.t === "smap" && typeof d.h === "string") M.maps.smap.set(d.h, d);
+        });
       }
     }
     var h = M.maps.srec.get(rec.index);
-    if (!h) return null;
-    if (!M.maps.smap.has(h)) {
-      var found = null, all = root.document.querySelectorAll("script.tl-d"), head = '{"t":"smap","h":"' + h + '"';
-      for (var j = 0; j < all.length && !found; j++) {
-        if (all[j].textContent.lastIndexOf(head, 0) !== 0) continue;
-        try { found = JSON.parse(all[j].textContent); } catch (e) { found = null; }
-      }
-      M.maps.smap.set(h, found);
-    }
-    return M.maps.smap.get(h);
+    return h ? M.maps.smap.get(h) || null : null;
   }
   function base(path) { var s = String(path); return s.slice(Math.max(s.lastIndexOf("/"), s.lastIndexOf("\\")) + 1); }
   function sassView(r) {

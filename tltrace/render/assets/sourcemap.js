@@ -44,11 +44,9 @@
   function load() {
     var nodes = root.document.querySelectorAll("script.tl-d");
     for (var i = 0; i < nodes.length; i++) {
-      var d, raw = nodes[i].textContent;
-      // Only this file's chunks ({"t":"smap"|"src"|"srec"}) are parsed: report.js parses the IR texts.
-      if (raw.lastIndexOf('{"t":"s', 0) !== 0) continue;
-      try { d = JSON.parse(raw); } catch (e) { continue; }
-      addChunk(M, d);
+      // Each element is parsed once for the page (core.js chunkValues): report.js has read them all.
+      var list = C.chunkValues(nodes[i]) || [];
+      for (var j = 0; j < list.length; j++) addChunk(M, list[j]);
     }
   }
   // {line: [file index, line]} from a map's "via" triples (the library line behind a call site).

@@ -8,7 +8,8 @@
  * so the browser runs it and nothing else. `window.tlUnpack()` unpacks the element just before
  * the calling script: the head calls it once for the report's script, and each late view's own
  * two-word `<script>tlUnpack()</script>` does for that view. A cut or corrupt pack throws inside
- * a try: nothing runs and the page's "incomplete" notice stays.
+ * a try: nothing runs and the page's "incomplete" notice stays. `window.tlInflate(base64)` gives
+ * the text of a packed data chunk (pages.py `data_chunk`), which core.js reads as the page needs it.
  *
  * `inflate` is pure (no DOM): tests/test_report_js.py checks it under node against Python's zlib.
  */
@@ -35,8 +36,17 @@
   }
 
   // Return the bytes a raw deflate stream (a Uint8Array) holds; throws on a stream that is cut or corrupt.
-  function inflate(src) {
-    var out = [], pos = 0, buf = 0, cnt = 0;  // cnt bits not yet used in buf, from src[pos - 1] and before
+  // `dict` (bytes, optional): the preset dictionary it was deflated with (zlib's zdict).
+  function inflate(src, dict) {
+    var start = dict ? dict.length : 0, out = new Uint8Array(start + 4 * src.length + 1024), at = start;
+    var pos = 0, buf = 0, cnt = 0;  // cnt bits not yet used in buf, from src[pos - 1] and before
+    if (dict) out.set(dict);
+    function room(k) {  // the output (dictionary first, then what is inflated) grows by doubling
+      if (at + k <= out.length) return;
+      var o = new Uint8Array(Math.max(2 * out.length, at + k));
+      o.set(out.subarray(0, at));
+      out = o;
+    }
     function bits(n) {
       while (cnt < n) {
         if (pos >= src.length) throw new Error("inflate: the stream ends early");
@@ -67,7 +77,8 @@
         n = src[pos] | (src[pos + 1] << 8);
         pos += 4;
         if (pos + n > src.length) throw new Error("inflate: the stream ends early");
-        for (i = 0; i < n; i++) out.push(src[pos++]);
+        room(n);
+        for (i = 0; i < n; i++) out[at++] = src[pos++];
         continue;
       }
       if (type === 1) {
@@ -98,7 +109,7 @@
       } else throw new Error("inflate: a bad block type");
       for (;;) {
         var sym = decode(lit);
-        if (sym < 256) { out.push(sym); continue; }
+        if (sym < 256) { room(1); out[at++] = sym; continue; }
         if (sym === 256) break;
         sym -= 257;
         if (sym >= 29) throw new Error("inflate: a bad length");
@@ -106,17 +117,25 @@
         var d = decode(dist);
         if (d >= 30) throw new Error("inflate: a bad distance");
         var back = DBASE[d] + bits(DEXT[d]);
-        if (back > out.length) throw new Error("inflate: a distance before the start");
-        for (i = 0; i < len; i++) out.push(out[out.length - back]);
+        if (back > at) throw new Error("inflate: a distance before the start");
+        room(len);
+        for (i = 0; i < len; i++) { out[at] = out[at - back]; at++; }
       }
     }
-    return Uint8Array.from(out);
+    return out.slice(start, at);
   }
 
   function fromBase64(text) {
     var s = root.atob(text.replace(/\s+/g, "")), b = new Uint8Array(s.length);
     for (var i = 0; i < s.length; i++) b[i] = s.charCodeAt(i);
     return b;
+  }
+
+  // The text a packed data chunk holds (render/pages.py `data_chunk`): core.js's chunkText reads the
+  // chunks through it, when a view first needs them. Throws on a pack that is cut or corrupt.
+  // `dict`: a chained chunk's dictionary, the UTF-8 bytes of the chained chunks before it.
+  function inflateText(b64, dict) {
+    return new root.TextDecoder("utf-8", { fatal: true }).decode(inflate(fromBase64(b64), dict));
   }
 
   // Unpack the packed element just before the running script and run it (see the top).
@@ -131,5 +150,5 @@
   }
 
   if (typeof module === "object" && module.exports) module.exports = { inflate: inflate };
-  else { root.tlUnpack = unpack; unpack(); }
+  else { root.tlUnpack = unpack; root.tlInflate = inflateText; unpack(); }
 })(typeof window !== "undefined" ? window : this);
