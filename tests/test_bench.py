@@ -109,6 +109,56 @@ def test_parts_are_timed_against_their_own_untraced():
     assert "| built-in html [part b] | 220.0 | 1.100x |" in table
 
 
+def test_rep_from_continues_the_rotation_of_modes(tmp_path):
+    """gpu.sh's REP_FROM: a second call's reps carry on the first call's interleaving (issue 51)."""
+    script = tmp_path / "s.py"
+    script.write_text("print('compile calls: 0.25 s')\n")
+    modes = ["untraced", "untraced@switch", "untraced@nomap"]
+    res = autotune.measure(script, reps=2, modes=modes, browser=False, work=tmp_path / "w", rep_from=3)
+    got = [(i.rep, i.mode) for i in res.invocations]
+    # Rep 3 starts two places into the rotation (rep 1: modes as given; rep 2: from the second).
+    assert got == [
+        (3, "untraced@nomap"),
+        (3, "untraced"),
+        (3, "untraced@switch"),
+        (4, "untraced"),
+        (4, "untraced@switch"),
+        (4, "untraced@nomap"),
+    ]
+    assert {i.compile_seconds for i in res.invocations} == {0.25}
+
+
+def test_summarize_pool_joins_parts_into_one_measurement(tmp_path):
+    """Two device calls of one interleaved rotation: medians over both, ratios against both untraced."""
+    import json
+
+    for part, (u, q, cu, cq) in {
+        "r1": (100.0, 110.0, 400.0, 440.0),
+        "r3": (120.0, 118.0, 420.0, 430.0),
+    }.items():
+        res = autotune.Result(
+            label="t",
+            script="s.py",
+            args=[],
+            reps=1,
+            invocations=[
+                _inv("untraced", u, part=part, cpu_seconds=cu),
+                _inv("quiet", q, 96, part=part, cpu_seconds=cq, invocations=1, signatures=96),
+            ],
+        )
+        (tmp_path / f"autotune-{part}.json").write_text(json.dumps(res.to_json()))
+    gpu = [sys.executable, str(BENCH / "gpu.py"), "summarize"]
+    pooled = subprocess.run(
+        [*gpu, "--pool", str(tmp_path)], capture_output=True, text=True, check=True
+    ).stdout
+    # quiet: median of 110 and 118 = 114 against untraced's 110; CPU 435 against 410.
+    assert "| tltrace --quiet (records only) | 114.0 | 1.036x |" in pooled
+    assert "| 435.0 | 1.061x |" in pooled
+    assert "2 rep(s) per configuration" in pooled
+    apart = subprocess.run([*gpu, str(tmp_path)], capture_output=True, text=True, check=True).stdout
+    assert "| tltrace --quiet (records only) [part r1] | 110.0 | 1.100x |" in apart
+
+
 def test_run_py_keeps_sections_it_does_not_measure(tmp_path):
     out = tmp_path / "benchmarks.md"
     out.write_text(
