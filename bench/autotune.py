@@ -276,12 +276,13 @@ def measure(
     part: str = "",
     log=None,
     timeline: Path | None = None,
-    rep_from: int = 1,
+    runs: tuple[int, int] | None = None,
 ) -> Result:
     """Run the script `reps` times in each mode, interleaved (the order rotates each rep).
 
-    `rep_from`: the first rep's number (1-based), so that parts run in separate calls
-    (`gpu.sh`'s REP_FROM) continue one rotation and can be pooled (`gpu.py summarize --pool`).
+    `runs` (first, last; 1-based, inclusive): only these runs of that schedule (`reps` times
+    `len(modes)` runs in all), so that parts run in separate calls (`gpu.sh`'s RUNS) make one
+    interleaved measurement, which `gpu.py summarize --pool` joins.
 
     Bytes and the report's open time come from each mode's last rep. With `budget_s`,
     a rep that would not fit in what is left is skipped and said in the notes.
@@ -299,34 +300,39 @@ def measure(
     start = time.perf_counter()
     last: dict[str, Invocation] = {}
     try:
-        for rep in range(rep_from - 1, rep_from - 1 + reps):
-            order = modes[rep % len(modes) :] + modes[: rep % len(modes)]
-            for mode in order:
-                if budget_s is not None:
-                    left = budget_s - (time.perf_counter() - start)
-                    guess = max((i.seconds for i in res.invocations), default=0.0) * 1.3
-                    if left < guess or left < 1:
-                        res.notes.append(
-                            f"{mode_label(mode)}: rep {rep + 1} skipped, {left:.0f} s left of the "
-                            f"{budget_s:.0f} s budget"
-                        )
-                        continue
-                d = work / mode
-                if d.exists():
-                    shutil.rmtree(d)
-                cwd = work / "cwd"
-                cwd.mkdir(exist_ok=True)
-                left = None if budget_s is None else budget_s - (time.perf_counter() - start)
-                inv = invoke(mode, script, args, d, cwd, timeout=left, timeline=timeline)
-                inv.part = part
-                inv.rep = rep + 1
-                res.invocations.append(inv)
-                last[mode] = inv
-                if log:
-                    log(
-                        f"{mode_label(mode)}: {inv.seconds:.1f} s rc={inv.returncode} compiles={inv.compiles} "
-                        f"bytes={inv.file_bytes:,}"
+        schedule = [
+            (rep, mode)
+            for rep in range(reps)
+            for mode in modes[rep % len(modes) :] + modes[: rep % len(modes)]
+        ]
+        if runs is not None:
+            schedule = schedule[runs[0] - 1 : runs[1]]
+        for rep, mode in schedule:
+            if budget_s is not None:
+                left = budget_s - (time.perf_counter() - start)
+                guess = max((i.seconds for i in res.invocations), default=0.0) * 1.3
+                if left < guess or left < 1:
+                    res.notes.append(
+                        f"{mode_label(mode)}: rep {rep + 1} skipped, {left:.0f} s left of the "
+                        f"{budget_s:.0f} s budget"
                     )
+                    continue
+            d = work / mode
+            if d.exists():
+                shutil.rmtree(d)
+            cwd = work / "cwd"
+            cwd.mkdir(exist_ok=True)
+            left = None if budget_s is None else budget_s - (time.perf_counter() - start)
+            inv = invoke(mode, script, args, d, cwd, timeout=left, timeline=timeline)
+            inv.part = part
+            inv.rep = rep + 1
+            res.invocations.append(inv)
+            last[mode] = inv
+            if log:
+                log(
+                    f"{mode_label(mode)}: {inv.seconds:.1f} s rc={inv.returncode} compiles={inv.compiles} "
+                    f"bytes={inv.file_bytes:,}"
+                )
         if browser:
             for mode, inv in last.items():
                 if inv.report:

@@ -37,6 +37,17 @@ AUTOTUNE_EXAMPLE = "examples/gemm/example_gemm_autotune.py"
 DEFAULT_ARGS = ["--use_autotune"]
 
 
+def _run_range(text: str) -> tuple[int, int]:
+    first, _, last = text.partition("-")
+    try:
+        lo, hi = int(first), int(last or first)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected FIRST-LAST (e.g. 1-4), got {text!r}") from None
+    if not 1 <= lo <= hi:
+        raise argparse.ArgumentTypeError(f"expected 1 <= FIRST <= LAST, got {text!r}")
+    return lo, hi
+
+
 def upstream(rel: str) -> Path:
     return UPSTREAM / rel
 
@@ -83,7 +94,7 @@ def run_autotune(a: argparse.Namespace) -> int:
         part=a.tag,
         log=lambda s: print(s, flush=True),
         timeline=(out / f"timeline-{a.tag}.jsonl") if a.configs else None,
-        rep_from=a.rep_from,
+        runs=a.runs,
     )
     import socket
 
@@ -118,7 +129,7 @@ def summarize(a: argparse.Namespace) -> int:
     for other in parts[1:]:
         res.merge(other)
     if a.pool:
-        # Parts that continue one rotation (gpu.sh's REP_FROM) are one measurement: every mode's
+        # Parts that run slices of one interleaved schedule (gpu.sh's RUNS) are one measurement: every mode's
         # median over all of them, each ratio against the untraced runs of all of them.
         for inv in res.invocations:
             inv.part = ""
@@ -131,7 +142,7 @@ def summarize(a: argparse.Namespace) -> int:
     note = (
         "Run on the GPU machine by `bench/gpu.sh` in parts of at most 10 minutes (one device call each); "
         + (
-            "the parts continue one interleaved rotation (REP_FROM) and are pooled: every median is over "
+            "the parts run slices of one interleaved schedule (RUNS) and are pooled: every median is over "
             "all parts' runs, every ratio against all parts' untraced runs"
             if a.pool
             else "each part's times are against its own untraced run"
@@ -155,10 +166,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--reps", type=int, default=1)
     p.add_argument(
-        "--rep-from",
-        type=int,
-        default=1,
-        help="the first rep's number: a later call continues the rotation (summarize --pool joins them)",
+        "--runs",
+        type=_run_range,
+        metavar="FIRST-LAST",
+        help="only these runs (1-based) of the reps x modes interleaved schedule, so that several calls "
+        "make one measurement (summarize --pool joins them)",
     )
     p.add_argument("--budget", type=float, default=540.0, help="seconds; reps that would not fit are skipped")
     p.add_argument("--tag", default="a", help="names this part's files")
@@ -176,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument(
         "--pool",
         action="store_true",
-        help="one measurement across the parts (REP_FROM): medians and ratios over all their runs",
+        help="one measurement across the parts (RUNS): medians and ratios over all their runs",
     )
     a = ap.parse_args(argv)
     return run_autotune(a) if a.cmd == "autotune" else summarize(a)

@@ -109,23 +109,30 @@ def test_parts_are_timed_against_their_own_untraced():
     assert "| built-in html [part b] | 220.0 | 1.100x |" in table
 
 
-def test_rep_from_continues_the_rotation_of_modes(tmp_path):
-    """gpu.sh's REP_FROM: a second call's reps carry on the first call's interleaving (issue 51)."""
+def test_runs_slice_one_interleaved_schedule(tmp_path):
+    """gpu.sh's RUNS: calls that each run a slice of one schedule still alternate the modes (issue 51)."""
     script = tmp_path / "s.py"
     script.write_text("print('compile calls: 0.25 s')\n")
     modes = ["untraced", "untraced@switch", "untraced@nomap"]
-    res = autotune.measure(script, reps=2, modes=modes, browser=False, work=tmp_path / "w", rep_from=3)
-    got = [(i.rep, i.mode) for i in res.invocations]
-    # Rep 3 starts two places into the rotation (rep 1: modes as given; rep 2: from the second).
-    assert got == [
+    res = autotune.measure(script, reps=3, modes=modes, browser=False, work=tmp_path / "w", runs=(3, 7))
+    # Rep 1: the modes as given; rep 2 starts one further; rep 3 two further. Runs 3 to 7 of that.
+    assert [(i.rep, i.mode) for i in res.invocations] == [
+        (1, "untraced@nomap"),
+        (2, "untraced@switch"),
+        (2, "untraced@nomap"),
+        (2, "untraced"),
         (3, "untraced@nomap"),
-        (3, "untraced"),
-        (3, "untraced@switch"),
-        (4, "untraced"),
-        (4, "untraced@switch"),
-        (4, "untraced@nomap"),
     ]
     assert {i.compile_seconds for i in res.invocations} == {0.25}
+
+
+def test_gpu_py_refuses_a_bad_run_range():
+    p = subprocess.run(
+        [sys.executable, str(BENCH / "gpu.py"), "autotune", "--dry-run", "--runs", "4-2"],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 2 and "expected 1 <= FIRST <= LAST" in p.stderr.strip().splitlines()[-1]
 
 
 def test_summarize_pool_joins_parts_into_one_measurement(tmp_path):
