@@ -7,6 +7,7 @@ bench/gpu.sh); these tests keep the scripts runnable between those runs.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -124,6 +125,11 @@ def test_runs_slice_one_interleaved_schedule(tmp_path):
         (3, "untraced@nomap"),
     ]
     assert {i.compile_seconds for i in res.invocations} == {0.25}
+    table = autotune.table(res)
+    assert "| best-of vs untraced | compile calls s | vs untraced | CPU s |" in table
+    assert re.search(
+        r"\| untraced \| [\d.]+ \| 1\.000x \| 1\.000x \| 0\.2 \| 1\.000x \| [\d.]+ \| 1\.000x \|", table
+    )
 
 
 def test_gpu_py_refuses_a_bad_run_range():
