@@ -137,6 +137,8 @@ class Invocation:
     tail: str = ""  # the end of the output, when the script failed
     said: str = ""  # what the tuner said it chose: its lines naming a latency or a config
     part: str = ""  # which run of the benchmark it came from (GPU runs come in parts)
+    rep: int = 0  # its rep number (1-based; 0 in results from before it was kept)
+    compile_seconds: float = 0.0  # the compile calls' own wall, where the script says it (autotune_cpu.py)
 
 
 def _tuner_said(log: Path) -> str:
@@ -147,6 +149,21 @@ def _tuner_said(log: Path) -> str:
         return ""
     keep = [ln.strip() for ln in lines if "latency" in ln.lower() or ln.strip().startswith("{")]
     return "\n".join(keep[-6:])
+
+
+def _compile_calls(log: Path) -> float:
+    """The compile calls' wall the script printed (`compile calls: X s`; bench/autotune_cpu.py), or 0."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return 0.0
+    for ln in reversed(lines):
+        if "compile calls: " in ln:
+            try:
+                return float(ln.split("compile calls: ", 1)[1].split()[0])
+            except (IndexError, ValueError):
+                return 0.0
+    return 0.0
 
 
 def _manifests(trace_dir: Path) -> list[dict]:
@@ -197,6 +214,7 @@ def invoke(
             f.seek(max(0, log.stat().st_size - 3000))
             inv.tail = f.read().decode(errors="replace")
     inv.said = _tuner_said(log)
+    inv.compile_seconds = _compile_calls(log)
     log.unlink()
     if mode == "untraced":
         return inv
@@ -258,8 +276,13 @@ def measure(
     part: str = "",
     log=None,
     timeline: Path | None = None,
+    runs: tuple[int, int] | None = None,
 ) -> Result:
     """Run the script `reps` times in each mode, interleaved (the order rotates each rep).
+
+    `runs` (first, last; 1-based, inclusive): only these runs of that schedule (`reps` times
+    `len(modes)` runs in all), so that parts run in separate calls (`gpu.sh`'s RUNS) make one
+    interleaved measurement, which `gpu.py summarize --pool` joins.
 
     Bytes and the report's open time come from each mode's last rep. With `budget_s`,
     a rep that would not fit in what is left is skipped and said in the notes.
@@ -277,33 +300,39 @@ def measure(
     start = time.perf_counter()
     last: dict[str, Invocation] = {}
     try:
-        for rep in range(reps):
-            order = modes[rep % len(modes) :] + modes[: rep % len(modes)]
-            for mode in order:
-                if budget_s is not None:
-                    left = budget_s - (time.perf_counter() - start)
-                    guess = max((i.seconds for i in res.invocations), default=0.0) * 1.3
-                    if left < guess or left < 1:
-                        res.notes.append(
-                            f"{mode_label(mode)}: rep {rep + 1} skipped, {left:.0f} s left of the "
-                            f"{budget_s:.0f} s budget"
-                        )
-                        continue
-                d = work / mode
-                if d.exists():
-                    shutil.rmtree(d)
-                cwd = work / "cwd"
-                cwd.mkdir(exist_ok=True)
-                left = None if budget_s is None else budget_s - (time.perf_counter() - start)
-                inv = invoke(mode, script, args, d, cwd, timeout=left, timeline=timeline)
-                inv.part = part
-                res.invocations.append(inv)
-                last[mode] = inv
-                if log:
-                    log(
-                        f"{mode_label(mode)}: {inv.seconds:.1f} s rc={inv.returncode} compiles={inv.compiles} "
-                        f"bytes={inv.file_bytes:,}"
+        schedule = [
+            (rep, mode)
+            for rep in range(reps)
+            for mode in modes[rep % len(modes) :] + modes[: rep % len(modes)]
+        ]
+        if runs is not None:
+            schedule = schedule[runs[0] - 1 : runs[1]]
+        for rep, mode in schedule:
+            if budget_s is not None:
+                left = budget_s - (time.perf_counter() - start)
+                guess = max((i.seconds for i in res.invocations), default=0.0) * 1.3
+                if left < guess or left < 1:
+                    res.notes.append(
+                        f"{mode_label(mode)}: rep {rep + 1} skipped, {left:.0f} s left of the "
+                        f"{budget_s:.0f} s budget"
                     )
+                    continue
+            d = work / mode
+            if d.exists():
+                shutil.rmtree(d)
+            cwd = work / "cwd"
+            cwd.mkdir(exist_ok=True)
+            left = None if budget_s is None else budget_s - (time.perf_counter() - start)
+            inv = invoke(mode, script, args, d, cwd, timeout=left, timeline=timeline)
+            inv.part = part
+            inv.rep = rep + 1
+            res.invocations.append(inv)
+            last[mode] = inv
+            if log:
+                log(
+                    f"{mode_label(mode)}: {inv.seconds:.1f} s rc={inv.returncode} compiles={inv.compiles} "
+                    f"bytes={inv.file_bytes:,}"
+                )
         if browser:
             for mode, inv in last.items():
                 if inv.report:
@@ -480,30 +509,44 @@ def budgets(res: Result, *, time_is_target: bool) -> list[tuple[str, str, str, s
 def table(res: Result) -> str:
     """Return the markdown section for one benchmark result (parts joined: time against each part's untraced)."""
     args = " ".join(res.args)
+    calls = any(i.compile_seconds for i in res.invocations)
     lines = [
         f"## Scale: autotune-shaped invocation ({res.label})",
         "",
         f"`{res.script}{' ' + args if args else ''}`: one process per invocation (`import tilelang` "
         f"included), {res.reps} rep(s) per configuration, interleaved, each into a fresh trace dir. Time: "
-        "the whole invocation's wall time, median (and best) against untraced; CPU: user + sys seconds of "
-        "the process and its children (the compiler too), median, steadier than wall time where other "
-        "work shares the cores. Bytes: the trace dir after one "
+        "the whole invocation's wall time, median (and best) against untraced: the process ends only once "
+        "its records are complete (tltrace's workers are waited for at exit), so this is the wall to "
+        "complete records"
+        + (
+            "; `compile calls s`: the script's own timing of its compile calls (the thread pool's wall), "
+            "which stops before the workers finish"
+            if calls
+            else ""
+        )
+        + "; CPU: user + sys seconds of "
+        "the process (every thread, tltrace's workers included) and its children (the compiler too), median, "
+        "steadier than wall time where other work shares the cores. Bytes: the trace dir after one "
         "invocation (`file` adds up sizes, `du` is blocks allocated; hard links once), against the built-in "
         "mode of the same kind. Kept: compile run dirs on disk; ids and signatures: distinct `invocation` and "
         "`signature` values in tltrace's manifests. Open: `<trace-dir>/<script>/report.html` in headless "
         "Chromium (tltrace: the invocation index, or the newest compile's report before there is one; "
         "built-in: its last compile's report), median of 3.",
         "",
-        "| configuration | median s | vs untraced | best-of vs untraced | CPU s | CPU vs untraced | kept | ids "
+        "| configuration | median s | vs untraced | best-of vs untraced "
+        + ("| compile calls s | vs untraced " if calls else "")
+        + "| CPU s | CPU vs untraced | kept | ids "
         "| signatures | file bytes | du bytes | du vs built-in | report | open ms |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|"
+        + ("---:|---:|" if calls else "")
+        + "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for mode, part in _rows(res):
         name = _label(mode, part, res)
         good = _ok(res, mode, part)
         if not good:
             rc = [i.returncode for i in res.invocations if i.mode == mode and i.part == part]
-            lines.append(f"| {name} | failed (rc {rc[-1]}) |" + " |" * 13)
+            lines.append(f"| {name} | failed (rc {rc[-1]}) |" + " |" * (15 if calls else 13))
             continue
         secs = [i.seconds for i in good]
         base = _baseline(res, part)
@@ -516,7 +559,13 @@ def table(res: Result) -> str:
         cpu_ratio = (
             f"{cpu / statistics.median(cpu_base):.3f}x" if cpu_base and statistics.median(cpu_base) else "-"
         )
-        cells = [name, f"{med:.1f}", ratio, best, f"{cpu:.1f}", cpu_ratio]
+        cells = [name, f"{med:.1f}", ratio, best]
+        if calls:
+            c = statistics.median(i.compile_seconds for i in good)
+            c_base = [i.compile_seconds for i in (_ok(res, "untraced", part) or _ok(res, "untraced"))]
+            c0 = statistics.median(c_base) if c_base else 0.0
+            cells += [f"{c:.1f}", f"{c / c0:.3f}x" if c0 else "-"]
+        cells += [f"{cpu:.1f}", cpu_ratio]
         if mode == "untraced":
             cells += ["-"] * 8
         else:

@@ -18,6 +18,7 @@ import concurrent.futures
 import itertools
 import os
 import sys
+import time
 
 GRID = {
     "block_M": [16, 32, 64],
@@ -100,7 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("BENCH_SWITCH_INTERVAL"):  # an experiment: the GIL's switch interval, seconds
         sys.setswitchinterval(float(os.environ["BENCH_SWITCH_INTERVAL"]))
     sampler = timeline.start()
+    t0 = time.perf_counter()
     ok, failed = run(a.configs, a.workers)
+    # The compile calls' own wall (bench/autotune.py reads it): it stops before tltrace's workers
+    # finish, which the process's exit waits for.
+    print(f"autotune_cpu: compile calls: {time.perf_counter() - t0:.3f} s")
     if sampler is not None:
         sampler.write("main-end")
     print(f"autotune_cpu: {ok} compiled, {failed} failed, {a.workers} threads")

@@ -202,15 +202,17 @@ def table(times: dict, sizes: dict, reps: int, configs: list[str]) -> str:
         "",
         f"One process, {reps} interleaved reps, medians. One unit: `tilelang.compile` of two small CPU "
         "kernels (add, gemm; target c, cython) plus `tilelang.lower` of the upstream autotuner's GEMM "
-        "(1024^3, 128x128x64, 3 stages, 256 threads) for sm_90a, summed; the time to drain the worker "
-        "at the end is counted. `--sync` is printing on the compiling thread (tltrace before the worker). "
+        "(1024^3, 128x128x64, 3 stages, 256 threads) for sm_90a, summed. `compile calls`: the three calls' "
+        "own wall; `unit`: the wall until the records are complete (the compile calls plus the drain, "
+        "the wait for tltrace's worker or the built-in's `disable()` at the end). "
+        "`--sync` is printing on the compiling thread (tltrace before the worker). "
         "CPU: user + sys of the process (all threads; the C compiler's subprocesses not counted), which a "
         "shared machine disturbs less than wall time; the compiling thread's own CPU time is what lies on "
         "the compile's path when a core is free for the worker. Bytes: one unit into a fresh directory (`du`, hard links once).",
         "",
-        "| configuration | unit (s) | vs untraced | sm_90a lowering vs untraced | drain (ms) "
+        "| configuration | compile calls (s) | unit (s) | vs untraced | sm_90a lowering vs untraced | drain (ms) "
         "| CPU s | CPU vs untraced | compiling thread CPU vs untraced | du bytes |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cfg in configs:
         med = statistics.median(total(cfg))
@@ -218,8 +220,9 @@ def table(times: dict, sizes: dict, reps: int, configs: list[str]) -> str:
         drain = statistics.median(times[(cfg, "drain")]) * 1000
         size = sizes.get(cfg, (0, 0))[1]
         cpu = statistics.median(times[(cfg, "cpu")])
+        calls = statistics.median(sum(times[(cfg, n)][i] for n in names) for i in range(reps))
         lines.append(
-            f"| {cfg} | {med:.3f} | {med / base:.3f}x | {m90 / base90:.3f}x | {drain:.0f} | {cpu:.2f} | "
+            f"| {cfg} | {calls:.3f} | {med:.3f} | {med / base:.3f}x | {m90 / base90:.3f}x | {drain:.0f} | {cpu:.2f} | "
             f"{cpu / cpu0:.3f}x | {statistics.median(times[(cfg, 'main')]) / main0:.3f}x | {size:,} |"
         )
     lines += ["", "| target | limit | measured | verdict |", "|---|---|---|---|"]

@@ -5,7 +5,7 @@ Runs on the CUDA machine through `bench/gpu.sh`; the upstream example is read fr
 for where it comes from), or from `$TLTRACE_UPSTREAM/examples/...`.
 
     python bench/gpu.py autotune --out DIR [--modes untraced,quiet,html] [--budget 540] [--tag a]
-    python bench/gpu.py summarize DIR_OR_JSON... [--index INDEX.html] > bench/results/gpu_autotune.md
+    python bench/gpu.py summarize DIR_OR_JSON... [--index INDEX.html] [--pool] > bench/results/gpu_autotune.md
     python bench/gpu.py autotune --dry-run        # print what it would run, run nothing
 
 `autotune` writes into DIR: `autotune-TAG.json` (raw, for `summarize`), `autotune-TAG.md`
@@ -35,6 +35,17 @@ AUTOTUNE_EXAMPLE = "examples/gemm/example_gemm_autotune.py"
 # The upstream script's own arguments: --use_autotune runs the autotuner over get_configs()'
 # full grid (3 block_M x 3 block_N x 2 block_K x 4 stages x 2 thread counts x 2 rasterizations).
 DEFAULT_ARGS = ["--use_autotune"]
+
+
+def _run_range(text: str) -> tuple[int, int]:
+    first, _, last = text.partition("-")
+    try:
+        lo, hi = int(first), int(last or first)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected FIRST-LAST (e.g. 1-4), got {text!r}") from None
+    if not 1 <= lo <= hi:
+        raise argparse.ArgumentTypeError(f"expected 1 <= FIRST <= LAST, got {text!r}")
+    return lo, hi
 
 
 def upstream(rel: str) -> Path:
@@ -83,6 +94,7 @@ def run_autotune(a: argparse.Namespace) -> int:
         part=a.tag,
         log=lambda s: print(s, flush=True),
         timeline=(out / f"timeline-{a.tag}.jsonl") if a.configs else None,
+        runs=a.runs,
     )
     import socket
 
@@ -116,6 +128,12 @@ def summarize(a: argparse.Namespace) -> int:
     res = parts[0]
     for other in parts[1:]:
         res.merge(other)
+    if a.pool:
+        # Parts that run slices of one interleaved schedule (gpu.sh's RUNS) are one measurement: every mode's
+        # median over all of them, each ratio against the untraced runs of all of them.
+        for inv in res.invocations:
+            inv.part = ""
+        res.reps = max(sum(i.mode == m for i in res.invocations) for m in {i.mode for i in res.invocations})
     res.label = "H200, upstream gemm autotuner"
     indexes = [f.with_name(f"index-{f.stem.removeprefix('autotune-')}.html") for f in files]
     for index in [*(Path(i) for i in a.index or []), *indexes]:
@@ -123,7 +141,13 @@ def summarize(a: argparse.Namespace) -> int:
             res.open_ms["html"] = autotune.open_report(index)
     note = (
         "Run on the GPU machine by `bench/gpu.sh` in parts of at most 10 minutes (one device call each); "
-        "each part's times are against its own untraced run, bytes against the built-in's from any part."
+        + (
+            "the parts run slices of one interleaved schedule (RUNS) and are pooled: every median is over "
+            "all parts' runs, every ratio against all parts' untraced runs"
+            if a.pool
+            else "each part's times are against its own untraced run"
+        )
+        + ", bytes against the built-in's from any part."
     )
     print(autotune.table(res).replace("\n\n", f"\n\n{note}\n\n", 1))
     rows = autotune.budgets(res, time_is_target=True)
@@ -141,6 +165,13 @@ def main(argv: list[str] | None = None) -> int:
         "--modes", default="untraced,quiet,html", help="comma-separated: " + ", ".join(autotune.MODES)
     )
     p.add_argument("--reps", type=int, default=1)
+    p.add_argument(
+        "--runs",
+        type=_run_range,
+        metavar="FIRST-LAST",
+        help="only these runs (1-based) of the reps x modes interleaved schedule, so that several calls "
+        "make one measurement (summarize --pool joins them)",
+    )
     p.add_argument("--budget", type=float, default=540.0, help="seconds; reps that would not fit are skipped")
     p.add_argument("--tag", default="a", help="names this part's files")
     p.add_argument("--args", help=f"the example's arguments [default: {' '.join(DEFAULT_ARGS)}]")
@@ -154,6 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     s.add_argument("paths", nargs="+")
     s.add_argument("--index", action="append", help="an index report to time in Chromium")
+    s.add_argument(
+        "--pool",
+        action="store_true",
+        help="one measurement across the parts (RUNS): medians and ratios over all their runs",
+    )
     a = ap.parse_args(argv)
     return run_autotune(a) if a.cmd == "autotune" else summarize(a)
 

@@ -42,6 +42,15 @@
 # CONFIGS=N runs `autotune` over an even N-config subset of the grid (bench/upstream_autotune.py;
 # the 288-compile grid checks are then skipped) and REPS=R gives each mode R interleaved reps,
 # e.g. issue 17's 96-config run: `CONFIGS=96 REPS=3 bash bench/gpu.sh autotune untraced,quiet,html c96`.
+# RUNS=FIRST-LAST runs only those runs (1-based) of the REPS x MODES schedule, modes alternating
+# rep by rep in a rotating order (untraced, quiet, html, then quiet, html, untraced, ...), so that
+# several calls make one interleaved measurement. Issue 51's 4 reps per mode of the 96-config run
+# (12 runs of 80-105 s on the H200: three calls of about 7 minutes; two calls of 6 runs where a
+# run takes under 80 s):
+#   CONFIGS=96 REPS=4 RUNS=1-4 bash bench/gpu.sh autotune untraced,quiet,html r1
+#   CONFIGS=96 REPS=4 RUNS=5-8 bash bench/gpu.sh autotune untraced,quiet,html r5
+#   CONFIGS=96 REPS=4 RUNS=9-12 bash bench/gpu.sh autotune untraced,quiet,html r9
+#   python bench/gpu.py summarize --pool OUT_r1 OUT_r5 OUT_r9 > bench/results/gpu_autotune.md
 #
 # `autotune` and `builtin` take MODES and a TAG (which names the files), to redo what a
 # part's budget skipped, e.g. `bash bench/gpu.sh autotune untraced,html c`; modes:
@@ -112,7 +121,7 @@ run_autotune() {
   [ -n "${AUTOTUNE_ARGS:-}" ] && args=(--args "$AUTOTUNE_ARGS")
   [ -n "${CONFIGS:-}" ] && args+=(--configs "$CONFIGS")
   "$py" bench/gpu.py autotune --out "$out" --tag "$tag" --modes "$modes" --budget "$budget" \
-    --reps "${REPS:-1}" --keep-trace "$work/$tag" ${args[@]+"${args[@]}"} 2>&1 | tee "$out/autotune-$tag.log" || rc=1
+    --reps "${REPS:-1}" ${RUNS:+--runs "$RUNS"} --keep-trace "$work/$tag" ${args[@]+"${args[@]}"} 2>&1 | tee "$out/autotune-$tag.log" || rc=1
   if [ -z "${CONFIGS:-}" ] && [[ ",$modes," == *,quiet,* || ",$modes," == *,html,* ]]; then
     TLTRACE_GPU_AUTOTUNE_TRACE="$work/$tag" "$py" -m pytest -m gpu -q -rA -p no:cacheprovider \
       tests/test_gpu_upstream.py -k autotune 2>&1 | tee "$out/grid-checks.log" || rc=1

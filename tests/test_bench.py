@@ -7,6 +7,7 @@ bench/gpu.sh); these tests keep the scripts runnable between those runs.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -99,6 +100,68 @@ def test_parts_are_timed_against_their_own_untraced():
     table = autotune.table(res)
     assert "| tltrace --quiet (records only) [part a] | 105.0 | 1.050x |" in table
     assert "| built-in html [part b] | 220.0 | 1.100x |" in table
+
+
+def test_runs_slice_one_interleaved_schedule(tmp_path):
+    """gpu.sh's RUNS: calls that each run a slice of one schedule still alternate the modes (issue 51)."""
+    script = tmp_path / "s.py"
+    script.write_text("print('compile calls: 0.25 s')\n")
+    modes = ["untraced", "untraced@switch", "untraced@nomap"]
+    res = autotune.measure(script, reps=3, modes=modes, browser=False, work=tmp_path / "w", runs=(3, 7))
+    # Rep 1: the modes as given; rep 2 starts one further; rep 3 two further. Runs 3 to 7 of that.
+    assert [(i.rep, i.mode) for i in res.invocations] == [
+        (1, "untraced@nomap"),
+        (2, "untraced@switch"),
+        (2, "untraced@nomap"),
+        (2, "untraced"),
+        (3, "untraced@nomap"),
+    ]
+    assert {i.compile_seconds for i in res.invocations} == {0.25}
+    table = autotune.table(res)
+    assert "| best-of vs untraced | compile calls s | vs untraced | CPU s |" in table
+    assert re.search(
+        r"\| untraced \| [\d.]+ \| 1\.000x \| 1\.000x \| 0\.2 \| 1\.000x \| [\d.]+ \| 1\.000x \|", table
+    )
+
+
+def test_gpu_py_refuses_a_bad_run_range():
+    p = subprocess.run(
+        [sys.executable, str(BENCH / "gpu.py"), "autotune", "--dry-run", "--runs", "4-2"],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 2 and "expected 1 <= FIRST <= LAST" in p.stderr.strip().splitlines()[-1]
+
+
+def test_summarize_pool_joins_parts_into_one_measurement(tmp_path):
+    """Two device calls of one interleaved rotation: medians over both, ratios against both untraced."""
+    import json
+
+    for part, (u, q, cu, cq) in {
+        "r1": (100.0, 110.0, 400.0, 440.0),
+        "r3": (120.0, 118.0, 420.0, 430.0),
+    }.items():
+        res = autotune.Result(
+            label="t",
+            script="s.py",
+            args=[],
+            reps=1,
+            invocations=[
+                _inv("untraced", u, part=part, cpu_seconds=cu),
+                _inv("quiet", q, 96, part=part, cpu_seconds=cq, invocations=1, signatures=96),
+            ],
+        )
+        (tmp_path / f"autotune-{part}.json").write_text(json.dumps(res.to_json()))
+    gpu = [sys.executable, str(BENCH / "gpu.py"), "summarize"]
+    pooled = subprocess.run(
+        [*gpu, "--pool", str(tmp_path)], capture_output=True, text=True, check=True
+    ).stdout
+    # quiet: median of 110 and 118 = 114 against untraced's 110; CPU 435 against 410.
+    assert "| tltrace --quiet (records only) | 114.0 | 1.036x |" in pooled
+    assert "| 435.0 | 1.061x |" in pooled
+    assert "2 rep(s) per configuration" in pooled
+    apart = subprocess.run([*gpu, str(tmp_path)], capture_output=True, text=True, check=True).stdout
+    assert "| tltrace --quiet (records only) [part r1] | 110.0 | 1.100x |" in apart
 
 
 def test_run_py_keeps_sections_it_does_not_measure(tmp_path):
