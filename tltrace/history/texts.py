@@ -1,8 +1,11 @@
-"""The texts a run's records name: per-pass files inside the run directory, stored objects by hash.
+"""The texts a run's records name, by hash in the run's pack; older runs: per-pass files, `.objects`.
 
-Paths read from a manifest are resolved inside the run directory only, and stored
-texts by a validated hash inside `.run_records/.objects`: records on disk never make
-tltrace read elsewhere. Also: finding a record by a --pass NAME|INDEX.
+A run written today keeps its texts in `<run_dir>/texts.pack` (format/pack.py), read by
+the hash the records carry. A run of an older tltrace has per-pass files inside the run
+directory, hard links to `.run_records/.objects/<hash>`; both still read. Paths read from
+a manifest are resolved inside the run directory only, and stored texts by a validated
+hash inside `.run_records/.objects`: records on disk never make tltrace read elsewhere.
+Also: finding a record by a --pass NAME|INDEX.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 from pathlib import Path
 
 from ..errors import RecordsError, UsageError
+from ..format import pack
 from ..format.layout import OBJECTS, RUN_RECORDS, is_hash
 from ..format.records import PassRecord, RunManifest
 from ..fs import safe_read
@@ -51,14 +55,31 @@ def object_path(script_dir: Path, digest: str | None) -> Path | None:
     return Path(full)
 
 
-def text_of(run_dir: Path, record: PassRecord, side: str, *, errors: str = "strict") -> str | None:
-    """Return one side ('before'/'after') of a record's text, or None when no copy is readable.
+def run_pack(run_dir: Path) -> pack.Pack | None:
+    """Return the run's texts pack as it stands (cached while unchanged), or None (an older run, or none)."""
+    return pack.read(Path(run_dir) / pack.PACK)
 
-    The per-pass file (inside the run dir) first, then the stored object by hash.
-    """
+
+def pack_text(run_dir: Path, digest: str | None, errors: str = "strict") -> str | None:
+    """Return the text stored under `digest` in the run's pack, or None."""
+    if not digest or not is_hash(digest):
+        return None
+    found = run_pack(run_dir)
+    if found is None:
+        return None
+    try:
+        return found.text(digest, errors)
+    except UnicodeDecodeError:
+        return None
+
+
+def stored_text(run_dir: Path, rel: str | None, digest: str | None, errors: str = "strict") -> str | None:
+    """Return a text the records name by file and hash: the run's pack, else (older runs) the
+    file inside the run dir, else the stored object by hash; None when no copy is readable."""
     run_dir = Path(run_dir)
-    rel = record.before_file if side == "before" else record.after_file
-    digest = record.before_hash if side == "before" else record.after_hash
+    text = pack_text(run_dir, digest, errors)
+    if text is not None:
+        return text
     for p in (record_path(run_dir, rel), object_path(run_dir.parent.parent, digest)):
         if p is None:
             continue
@@ -69,26 +90,24 @@ def text_of(run_dir: Path, record: PassRecord, side: str, *, errors: str = "stri
     return None
 
 
+def text_of(run_dir: Path, record: PassRecord, side: str, *, errors: str = "strict") -> str | None:
+    """Return one side ('before'/'after') of a record's text, or None when no copy is readable."""
+    rel = record.before_file if side == "before" else record.after_file
+    digest = record.before_hash if side == "before" else record.after_hash
+    return stored_text(run_dir, rel, digest, errors)
+
+
 def generated_text(run_dir: Path, edit: dict) -> str | None:
     """Return the source TileLang generated for an edited codegen call (an entry of the manifest's
     `build.edits`, format/build.py), or None when no copy is readable."""
-    run_dir = Path(run_dir)
     rel, digest = edit.get("generated_file"), edit.get("generated_hash")
-    for p in (record_path(run_dir, rel), object_path(run_dir.parent.parent, digest)):
-        if p is None:
-            continue
-        try:
-            return safe_read.read_text(p, errors="surrogateescape")
-        except (OSError, UnicodeDecodeError):
-            continue
-    return None
+    return stored_text(run_dir, rel, digest, "surrogateescape")
 
 
 def read_text(run: Run, record: PassRecord, side: str) -> str:
     """Return one side ('before' or 'after') of a record's text; RecordsError when no copy is left.
 
-    The per-pass file is a hard link into `.objects`; when the file was deleted
-    the stored object (by hash) still serves.
+    The run's pack by hash; an older run's per-pass file, else its stored object by hash.
     """
     rel = record.before_file if side == "before" else record.after_file
     digest = record.before_hash if side == "before" else record.after_hash
@@ -97,6 +116,13 @@ def read_text(run: Run, record: PassRecord, side: str) -> str:
     text = text_of(run.path, record, side)
     if text is not None:
         return text
+    found = run_pack(run.path)
+    if found is not None:
+        cut = f"; the pack lost {found.torn} bytes at its end (the compile was killed)" if found.torn else ""
+        raise RecordsError(
+            f"{run.path / pack.PACK} holds no {side} text of {record.name} (#{record.index}){cut}; "
+            "rerun the script to record it again"
+        )
     if rel is not None and record_path(run.path, rel) is None:
         raise RecordsError(
             f"{record.name} (#{record.index}) names {side} file {rel!r} outside its run directory "
@@ -108,14 +134,22 @@ def read_text(run: Run, record: PassRecord, side: str) -> str:
 
 
 def missing_files(run: Run) -> int:
-    """Return how many per-pass files a run's manifest names that are not (safely) on disk."""
+    """Return how many texts a run's manifest names that are neither in its pack nor (older runs,
+    safely) on disk as per-pass files or stored objects."""
+    found = run_pack(run.path)
     n = 0
     for rec in run.require().records:
-        for rel in (rec.before_file, rec.after_file):
-            if rel:
-                p = record_path(run.path, rel)
-                if p is None or not p.exists():
-                    n += 1
+        for rel, digest in ((rec.before_file, rec.before_hash), (rec.after_file, rec.after_hash)):
+            if not rel:
+                continue
+            if found is not None and digest in found.index:
+                continue
+            p = record_path(run.path, rel)
+            if p is not None and p.exists():
+                continue
+            o = object_path(run.script_dir, digest)
+            if found is None or o is None or not o.exists():
+                n += 1
     return n
 
 
