@@ -183,3 +183,21 @@ def test_an_old_format_run_still_reads(traced: Path, tmp_path, run_cli) -> None:
         assert missing_files(load_run(run_dir)) == 0
     res = run_cli("show", str(script_dir), "-1")
     assert res.exit_code == 0, res.output
+
+
+def test_export_tir_writes_the_seed_layout_from_the_pack(traced: Path, tmp_path, run_cli) -> None:
+    out = tmp_path / "tir"
+    res = run_cli("export", str(traced), "-1", "--tir", str(out))
+    assert res.exit_code == 0, res.output
+    n = 0
+    for run_dir in _runs(traced):
+        for rec in load_run(run_dir).require().records:
+            for rel, digest in ((rec.before_file, rec.before_hash), (rec.after_file, rec.after_hash)):
+                if rel:
+                    f = out / run_dir.name / rel
+                    assert _blake(f.read_bytes()) == digest, f
+                    n += 1
+    assert n and len([p for p in out.rglob("*") if p.is_file()]) == n
+    assert f"({n} file(s) of 2 compile(s))" in res.output
+    again = run_cli("export", str(traced), "-1", "--tir", str(out))
+    assert again.exit_code == 2 and "not empty" in again.output
