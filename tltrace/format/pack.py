@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..fs import safe_read
+from .layout import PACK
 
-PACK = "texts.pack"  # in a run dir
+__all__ = ["MAGIC", "PACK", "Pack", "entry", "parse", "read"]
 MAGIC = b"TLPACK1\n"
 _HEADER = re.compile(rb"T ([0-9a-f]{8,128}) ([0-9]{1,12})\Z")
 
