@@ -7,7 +7,8 @@ records' texts are kept in record order (each record's before, then its after: w
 capture hands the store). Each rep then stores that sequence, interleaved, into a fresh
 run directory: `pack` with session/store.RunStore (what tltrace does now), `links` with
 the design it replaced (each new text written to `.objects/<hash>` through a temporary and
-a rename, an `exists` per new text, a hard link per side: `link_text` of tltrace <= #50).
+a rename, an `exists` per new text, a hard link per side: `link_text` of tltrace <= #50); and `export --tir`, the seed's
+per-pass files written on demand from the run's pack (what materialising them would cost).
 Both encode the text; neither hashes it (the capture does, before the store). CPU is
 `time.thread_time()` of the storing thread, the unit the untraced lowering's compiling
 thread CPU (median of 3 lowerings). Medians, with min..max over reps.
@@ -31,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 
-def recorded_texts(lower, sub: Path) -> list[tuple[str, str, str]]:
+def recorded_texts(lower, sub: Path) -> tuple[list[tuple[str, str, str]], Path]:
     """Lower once with tltrace recording into `sub`; return (rel, text, hash) per record side, in order."""
     from capture_cost import configure
 
@@ -58,7 +59,15 @@ def recorded_texts(lower, sub: Path) -> list[tuple[str, str, str]]:
                 text = text_of(run_dir, rec, side)
                 assert text is not None
                 out.append((rel, text, digest))
-    return out
+    return out, run_dir
+
+
+def export_tir(run_dir: Path, out: Path) -> None:
+    """`tltrace export RUN --tir DIR` for the run: what writing the seed's files (on demand) costs."""
+    from tltrace.history import tir_files
+    from tltrace.history.loading import load_run
+
+    tir_files.write_run(load_run(run_dir), out, tir_files.Written())
 
 
 def store_pack(texts: list[tuple[str, str, str]], root: Path) -> None:
@@ -115,14 +124,21 @@ def main(argv: list[str] | None = None) -> int:
         lower()
         base.append(time.thread_time() - t0)
     unit = statistics.median(base)
-    res: dict[str, dict[str, list[float]]] = {k: {"cpu": [], "wall": []} for k in ("pack", "links")}
+    res: dict[str, dict[str, list[float]]] = {
+        k: {"cpu": [], "wall": []} for k in ("pack", "links", "export --tir")
+    }
     with tempfile.TemporaryDirectory(prefix="tltrace-bench-store-") as td:
-        texts = recorded_texts(lower, Path(td) / "rec")
+        texts, run_dir = recorded_texts(lower, Path(td) / "rec")
         for rep in range(args.reps):
-            for name, fn in (("pack", store_pack), ("links", store_links)):
-                root = Path(td) / name / str(rep)
+            for name, fn in (
+                ("pack", lambda root: store_pack(texts, root)),
+                ("links", lambda root: store_links(texts, root)),
+                ("export --tir", lambda root: export_tir(run_dir, root)),
+            ):
+                root = Path(td) / name.split()[0] / str(rep)
+                root.mkdir(parents=True)
                 c0, w0 = time.thread_time(), time.perf_counter()
-                fn(texts, root)
+                fn(root)
                 c1, w1 = time.thread_time(), time.perf_counter()
                 res[name]["cpu"].append(c1 - c0)
                 res[name]["wall"].append(w1 - w0)

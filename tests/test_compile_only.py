@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from tltrace.cli.app import app
 from tltrace.history import sourcemaps
 
-from ._records import read_manifest, run_dirs
+from ._records import read_manifest, rec_text, run_dirs
 from .test_line_directives import nvcc_build, ptx_locs
 
 SCRIPT = """import sys
@@ -73,7 +73,7 @@ def _body(path: Path) -> set[int]:
 def _device_codegen(run_dir: Path) -> tuple[str, object]:
     m = read_manifest(run_dir)
     rec = next(r for r in m["records"] if r["status"] == "codegen" and r["role"] == "device")
-    return (run_dir / rec["after_file"]).read_text(), sourcemaps.load(run_dir).of(rec["index"], "after")
+    return rec_text(run_dir, rec), sourcemaps.load(run_dir).of(rec["index"], "after")
 
 
 def _load(path: Path):
@@ -237,7 +237,7 @@ def test_compile_only_ptx_stage_names_only_kernel_lines(compile_only_ptx):
     (run,) = run_dirs(trace / "coptx")
     m = read_manifest(run)
     rec = next(r for r in m["records"] if r["name"] == "ptx")
-    stage = (run / rec["after_file"]).read_text()
+    stage = rec_text(run, rec)
     body = _body(script)
     assert [n for f, n in ptx_locs(stage) if f == str(script) and n not in body] == []
     pmap = sourcemaps.load(run).of(rec["index"], "after")
