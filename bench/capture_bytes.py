@@ -31,6 +31,8 @@ _CHUNK = re.compile(rb'<script type="([^"]+)" class="tl-d">(.*?)</script>\n', re
 def kind_of(path: Path) -> str:
     name = path.name
     parts = path.parts
+    if name == "texts.pack":
+        return "texts (texts.pack)"
     if ".objects" in parts or (name.endswith((".tir", ".cpp", ".cu", ".c")) and ".run_records" in parts):
         return "texts (.objects, .tir links)"
     if "repro" in parts:

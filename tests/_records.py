@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
@@ -186,3 +187,14 @@ def recorded_subset(recorded: Path, dest: Path, **keep: slice | None) -> Path:
         data["scripts"] = {k: v for k, v in data["scripts"].items() if v in keep}
         registry.write_text(json.dumps(data, indent=1))
     return dest
+
+
+def rec_text(run_dir: Path, rec: Any, side: str = "after") -> str:
+    """One side of a record's text (a manifest's record dict, or a PassRecord), read as every reader
+    reads it: the run's pack by hash (older runs: the per-pass file, else `.objects`)."""
+    from tltrace.history.texts import stored_text
+
+    get = rec.get if isinstance(rec, dict) else lambda k: getattr(rec, k)
+    text = stored_text(Path(run_dir), get(f"{side}_file"), get(f"{side}_hash"))
+    assert text is not None, f"{run_dir}: no {side} text of {get('name')}"
+    return text

@@ -54,7 +54,7 @@ def test_every_module_is_named_and_every_named_module_exists() -> None:
 # The names of docs/architecture.md's "On disk" that format/layout.py spells (the short pieces
 # EXT, DEFAULT_STEM, WORKING_MAP_SUFFIX and the prefixes are words other code uses too).
 SPELLED_ONCE = (
-    "RUN_RECORDS", "OBJECTS", "LIVE", "MANIFEST", "RECORDS_LOG", "SOURCEMAP_LOG", "INFLIGHT", "FATAL",
+    "RUN_RECORDS", "OBJECTS", "PACK", "LIVE", "MANIFEST", "RECORDS_LOG", "SOURCEMAP_LOG", "INFLIGHT", "FATAL",
     "REPORT", "SCRIPTS_REGISTRY", "KERNEL_REGISTRY",
 )  # fmt: skip
 

@@ -17,9 +17,11 @@ import pytest
 
 from tests._cli import cli_proc
 from tests._kernels import op_line, op_of, swap_op
+from tests._records import rec_text
 from tests._schema import validator
 from tltrace.format import build as fb
 from tltrace.format.records import RunManifest
+from tltrace.history.texts import stored_text
 from tltrace.reconcile.build import errors_first, parse_diagnostics, parse_failed_build, rebuild
 
 NOTE = "  // my edit"  # an edit that keeps the result (a wrong result would fail the run)
@@ -108,9 +110,9 @@ def test_a_compiled_edit_keeps_the_generated_source_beside_it(edits):
     (e,) = patched["build"]["edits"]
     rec = next(r for r in patched["records"] if r["index"] == e["record"])
     assert rec["reconcile"] == "PATCHED" and e["working_file"] == rec["working_file"]
-    generated = (edits["patched"] / e["generated_file"]).read_text()
+    generated = stored_text(edits["patched"], e["generated_file"], e["generated_hash"])
     assert generated == edits["generated"] and (e["added"], e["removed"]) == (1, 1) and e["compiled"] is True
-    assert NOTE in (edits["patched"] / rec["after_file"]).read_text()  # the record's after: what was compiled
+    assert NOTE in rec_text(edits["patched"], rec)  # the record's after: what was compiled
     assert "status" not in patched["build"]  # it built
 
 

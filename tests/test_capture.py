@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from tltrace.config import Settings
+from tltrace.format import pack
 from tltrace.format.records import RunManifest
+from tltrace.history.texts import text_of
 from tltrace.runner import Target, run_target
 from tltrace.session.events import PassRecorded
 from tltrace.session.store import RunStore
@@ -80,8 +82,8 @@ def test_phases_and_codegen(gemm_trace):
     assert (cg.name, cg.phase, cg.role, cg.status) == ("codegen_device", "codegen", "device", "codegen")
     assert [cg.ffi] == reference.codegen  # the TVM function TileLang's codegen called, as TileLang named it
     assert cg.after_file == f"codegen/{cg.index:02d}_codegen_device_after.cpp"
-    src = (run_dir / cg.after_file).read_text()
-    assert "gemm_kernel" in src and "#include" in src
+    src = text_of(run_dir, cg, "after")
+    assert src is not None and "gemm_kernel" in src and "#include" in src
 
 
 def test_nesting_has_parents(gemm_trace):
@@ -102,15 +104,19 @@ def test_texts_chain_and_are_stored_once(gemm_trace):
     for prev, cur in zip(top, top[1:]):
         assert cur.before_hash == prev.after_hash, (prev.name, cur.name)
     noop = next(r for r in manifest.records if r.status == "noop")
-    a, b = run_dir / noop.before_file, run_dir / noop.after_file
-    assert a.read_text() == b.read_text()
-    assert a.stat().st_ino == b.stat().st_ino  # one blob, two names
-    files = [p for p in run_dir.rglob("*.tir")]
-    inodes = {p.stat().st_ino: p.stat().st_size for p in files}
-    n_codegen = len([r for r in manifest.records if r.phase == "codegen"])
-    assert len(files) == 2 * (len(manifest.records) - n_codegen) + n_codegen
-    assert sum(inodes.values()) < 0.5 * sum(p.stat().st_size for p in files)
-    assert not os.access(a, os.W_OK) or os.geteuid() == 0  # stored texts are read-only
+    assert noop.before_hash == noop.after_hash
+    assert text_of(run_dir, noop, "before") == text_of(run_dir, noop, "after")
+    assert not list(run_dir.rglob("*.tir"))  # no file per text: one pack
+    data = (run_dir / pack.PACK).read_bytes()
+    stored = pack.parse(data)
+    named = [h for r in manifest.records for h in (r.before_hash, r.after_hash) if h]
+    assert set(named) <= set(stored.entries)  # (and the Python sources the maps name)
+    whole = len(pack.MAGIC) + sum(len(pack.entry(h, bytes(n))) for h, (_, n) in stored.index.items())
+    assert whole == len(data)  # each distinct text once: no entry twice
+    total = sum(
+        len((text_of(run_dir, r, s) or "").encode()) for r in manifest.records for s in ("before", "after")
+    )
+    assert sum(n for _, n in stored.index.values()) < 0.5 * total
 
 
 def test_events_carry_texts(gemm_trace):
@@ -159,7 +165,7 @@ def test_two_threads_two_clean_runs(tmp_path):
     for m in manifests:
         assert [r.index for r in m.records] == list(range(len(m.records)))
         run_dir = tmp_path / "threads" / ".run_records" / m.run_id
-        src = (run_dir / m.records[-1].after_file).read_text()
+        src = text_of(run_dir, m.records[-1], "after") or ""
         other = "softmax" if m.kernel == "add" else "add_kernel"
         assert f"{m.kernel}_kernel" in src and other not in src
 
@@ -175,7 +181,7 @@ def test_record_paths_cannot_escape(tmp_path):
         ("..", ".."),
     ]:
         rel = store.record_path(phase, 3, name, "before")
-        store.link_text(rel, "text")
+        store.write_plain(rel, "text")
         dest = (store.run_dir / rel).resolve()
         assert dest.is_relative_to(store.run_dir.resolve()), rel
         assert len(Path(rel).parts) == 2
@@ -242,8 +248,8 @@ def test_store_failure_is_one_warning_and_compile_goes_on(tmp_path):
 
     def listener(event):
         if isinstance(event, RunStarted):
-            # Sabotage: a file where the stored texts should go (as a full disk would).
-            (event.script_dir / ".run_records" / ".objects").write_text("not a directory")
+            # Sabotage: a directory where the stored texts should go (as a full disk would fail a write).
+            (event.run_dir / pack.PACK).mkdir(parents=True)
         if isinstance(event, Notice):
             notices.append(event)
 

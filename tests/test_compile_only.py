@@ -23,7 +23,7 @@ from tltrace.history import sourcemaps
 from ._cli import cli_invoke as _cli
 from ._kernels import load_script as _load
 from ._kernels import prim_func_body as _body
-from ._records import read_manifest, run_dirs
+from ._records import read_manifest, rec_text, run_dirs
 from .test_line_directives import nvcc_build, ptx_locs
 
 SCRIPT = """import sys
@@ -59,7 +59,7 @@ _DIRECTIVE = re.compile(r'^#line (\d+) "([^"]*)"$')
 def _device_codegen(run_dir: Path) -> tuple[str, object]:
     m = read_manifest(run_dir)
     rec = next(r for r in m["records"] if r["status"] == "codegen" and r["role"] == "device")
-    return (run_dir / rec["after_file"]).read_text(), sourcemaps.load(run_dir).of(rec["index"], "after")
+    return rec_text(run_dir, rec), sourcemaps.load(run_dir).of(rec["index"], "after")
 
 
 def _statement_spans(func) -> set[tuple[str, int]]:
@@ -213,7 +213,7 @@ def test_compile_only_ptx_stage_names_only_kernel_lines(compile_only_ptx):
     (run,) = run_dirs(trace / "coptx")
     m = read_manifest(run)
     rec = next(r for r in m["records"] if r["name"] == "ptx")
-    stage = (run / rec["after_file"]).read_text()
+    stage = rec_text(run, rec)
     body = _body(script)
     assert [n for f, n in ptx_locs(stage) if f == str(script) and n not in body] == []
     pmap = sourcemaps.load(run).of(rec["index"], "after")

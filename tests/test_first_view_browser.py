@@ -12,7 +12,7 @@ import pytest
 
 from tltrace.render.html import REPORT_NAME, HtmlReportListener
 
-from ._records import EXAMPLES, read_manifest, run_dirs
+from ._records import EXAMPLES, read_manifest, rec_text, run_dirs
 from .conftest import wait_js
 from .synthetic import synthetic_events
 
@@ -55,10 +55,7 @@ def test_the_report_lands_on_the_first_tile_level_change(open_page, gemm_report:
     tile = [
         r
         for r in changed
-        if any(
-            TILE.search(x)
-            for x in _changed_lines((run / r["before_file"]).read_text(), (run / r["after_file"]).read_text())
-        )
+        if any(TILE.search(x) for x in _changed_lines(rec_text(run, r, "before"), rec_text(run, r)))
     ]
     # The first pass whose change reads as tile-level (TILE, over the recorded texts), not the first change.
     assert tile and index == tile[0]["index"] and index != changed[0]["index"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ._records import read_manifest
+from ._records import read_manifest, rec_text
 from .conftest import EXAMPLES
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("need_gpu")]
@@ -53,8 +53,8 @@ def test_gemm_tvm_ffi_device_and_host_apart(tmp_path):
     assert any(name == "codegen_host" and role == "host" for name, role, _ in roles)
     dev = next(r for r in cg if r.get("role") == "device")
     host = next(r for r in cg if r.get("role") == "host")
-    dsrc = (run / dev["after_file"]).read_text()
-    hsrc = (run / host["after_file"]).read_text()
+    dsrc = rec_text(run, dev)
+    hsrc = rec_text(run, host)
     assert "__global__" in dsrc and "__global__" not in hsrc
     assert dev["after_file"].endswith("_codegen_device_after.cpp")
     assert host["after_file"].endswith("_codegen_host_after.cpp")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from ._records import read_manifest
+from ._records import read_manifest, rec_text
 from .conftest import cuda_available
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("need_gpu")]
@@ -83,7 +83,7 @@ def _check_cuda_codegen(m: dict, run_dir: Path) -> None:
     cg = [r for r in m["records"] if r["phase"] == "codegen" and r.get("status") == "codegen"]
     dev = [r for r in cg if r.get("role") == "device"]
     assert dev, [(r["name"], r.get("role")) for r in cg]
-    src = (run_dir / dev[0]["after_file"]).read_text()
+    src = rec_text(run_dir, dev[0])
     assert "__global__" in src
     assert not [r for r in m["records"] if r.get("status") == "failed"]
 

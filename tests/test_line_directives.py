@@ -25,7 +25,7 @@ from tltrace.stages.sass import tool
 
 from ._cli import cli_invoke as _cli
 from ._kernels import prim_func_body as _kernel_body
-from ._records import read_manifest, run_dirs
+from ._records import read_manifest, rec_text, run_dirs
 
 USER = "/home/u/k.py"
 LIB = "/site/tl_pkg/gemm_scalar.py"
@@ -127,7 +127,7 @@ def test_cpu_run_compiles_with_directives_and_records_without(tmp_path):
     working = tmp_path / "t" / "lddemo" / "codegen_device.cpp"
     assert entry["file"] == working.name
     rec = next(r for r in m["records"] if r["status"] == "codegen" and r["role"] == "device")
-    recorded = (run / rec["after_file"]).read_text()
+    recorded = rec_text(run, rec)
     # What was compiled is the recorded source plus #line lines; the working file stays clean.
     assert "\n".join(ln for ln in compiled.split("\n") if not ln.startswith("#line ")) == recorded
     assert "#line" not in recorded and working.read_text() == recorded

@@ -13,6 +13,7 @@ import pytest
 
 from tltrace.config import Settings
 from tltrace.format.records import RunManifest
+from tltrace.history.texts import stored_text
 from tltrace.session import recorder as rc
 from tltrace.session.capture import TraceSession
 from tltrace.session.events import Notice
@@ -45,7 +46,7 @@ class Counting(rc.Recorder):
 
     def attach(self, store: Any) -> None:
         self.store = store
-        store.link_text("counting/seen.txt", "attached\n")
+        store.write_plain("counting/seen.txt", "attached\n")
         self.jobs.append("attach")
 
     def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
@@ -294,9 +295,8 @@ def test_a_recorders_stages_are_codegen_records_after_the_compiles(
     )
     assert (stage["role"], stage["ffi"], stage["duration_s"]) == ("ptx", "tool", 0.5)
     assert stage["before_hash"] == last["after_hash"]  # its input: the text stored once
-    assert (s.store.run_dir / stage["after_file"]).read_text() == "C\n" and stage["after_file"].endswith(
-        ".ptx"
-    )
+    assert stored_text(s.store.run_dir, stage["after_file"], stage["after_hash"]) == "C\n"
+    assert stage["after_file"].endswith(".ptx")
     assert "recorded 3 codegen" in counting.jobs  # the other recorders see it as any record
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tltrace.history import sourcemaps
+from tltrace.history.texts import stored_text
 from tltrace.render.pages import chunk_values
 from tltrace.sourcemap import lines as sm
 from tltrace.sourcemap import store as sms
@@ -52,7 +53,8 @@ def traced(tmp_path_factory):
 def _codegen(run_dir: Path) -> tuple[dict, str, sm.LineMap]:
     m = read_manifest(run_dir)
     rec = next(r for r in m["records"] if r["status"] == "codegen")
-    text = (run_dir / rec["after_file"]).read_text()
+    text = stored_text(run_dir, rec["after_file"], rec["after_hash"])
+    assert text is not None
     lmap = sourcemaps.load(run_dir).of(rec["index"], "after")
     assert lmap is not None
     return rec, text, lmap

@@ -33,12 +33,13 @@ FILES = (
         "One compilation's run: its settings and every pass record (schema-versioned JSON).",
     ),
     (
-        "<run_dir>/<phase>/NN_<Pass>_before.tir, _after.tir",
-        "In each run directory (<run_dir>, above): the IR before and after each pass; codegen outputs end in .cpp.",
+        "<run_dir>/texts.pack",
+        "In each run directory (<run_dir>, above): every distinct text of the compile once (the IR before and "
+        "after each pass, generated code); 'tltrace export RUN --tir DIR' writes them as per-pass .tir files.",
     ),
     (
         "<trace_dir>/<script>/.run_records/.objects/",
-        "Each distinct text stored once; the per-pass files are hard links to it.",
+        "Older runs only: each distinct text stored once; their per-pass files are hard links to it.",
     ),
     (
         "<trace_dir>/<script>/codegen_device.cpp, codegen_host.cpp",

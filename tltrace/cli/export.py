@@ -1,7 +1,9 @@
-"""`tltrace export` and `tltrace run --chrome-trace`: compiles as a Chrome trace (Trace Event Format).
+"""`tltrace export` and `tltrace run --chrome-trace`: compiles as a Chrome trace (Trace Event Format),
+or their texts as the per-pass `.tir` files of the seed's layout (`--tir DIR`).
 
 Parses, makes one call into the core (history/runs.py to find the compiles,
-render/chrome_trace.py to build the trace), writes the file, prints its path.
+render/chrome_trace.py to build the trace, history/tir_files.py to write the texts),
+writes the file(s), prints where.
 """
 
 from __future__ import annotations
@@ -26,11 +28,16 @@ Examples:
   tltrace export ./ci_traces/test_add --chrome-trace -     to stdout
   tltrace run --chrome-trace gemm.json gemm.py             trace and export in one go
   tltrace export gemm.py --chrome-trace old.json --force   replace a file tltrace did not write
+  tltrace export gemm.py --tir gemm_tir                    the per-pass .tir files of each compile
 
 The file opens in https://ui.perfetto.dev and chrome://tracing: one process per
 invocation, one track per compiling thread, each compile a slice holding its
 passes (nested passes inside their parent) and, after codegen, the backend build.
 Each pass's args carry its index, phase, status and +/- line counts.
+--tir DIR writes each compile's texts as files: DIR/<run id>/<phase>/NN_<Pass>_before.tir,
+_after.tir (codegen's after: .cpp), the names the records keep. A run keeps its texts in one
+file, <run dir>/texts.pack (docs/storage.md); these files are made only on demand. DIR must be
+new or empty (--force: write into it).
 RUN is read as every command reads it (docs/runs.md, "Naming scripts, runs and
 compiles"): -1 (the newest invocation), -2, ..., an invocation id (that invocation),
 or a run id (that one compile); --kernel NAME keeps only NAME's compiles. Without
@@ -64,33 +71,51 @@ def export_cmd(
     force: bool = typer.Option(
         False, "--force", help="Replace a file at PATH that tltrace did not write (or a link there)."
     ),
+    tir: Optional[Path] = typer.Option(
+        None, "--tir", metavar="DIR", help="Write each compile's per-pass texts as .tir files under DIR."
+    ),
     trace_dir: Optional[Path] = trace_dir_option(),
     every_run: bool = typer.Option(False, "--all", help="Every run of the script, not one invocation."),
     kernel: Optional[str] = typer.Option(
         None, "--kernel", metavar="NAME", help="Only compiles of kernel NAME."
     ),
 ) -> None:
-    """Export an invocation's compiles as a Chrome trace for Perfetto or chrome://tracing."""
+    """Export an invocation's compiles as a Chrome trace for Perfetto or chrome://tracing, or as .tir files."""
     items = list(args or [])
     for a in items:
         if a.startswith("--") or (a.startswith("-") and len(a) > 1 and not a[1:].isdigit()):
             raise fail(no_such_option(a), 2)
-    if chrome_trace is None:
-        raise fail("say what to export: --chrome-trace PATH; try 'tltrace export --help'", 2)
+    if chrome_trace is None and tir is None:
+        raise fail("say what to export: --chrome-trace PATH or --tir DIR; try 'tltrace export --help'", 2)
     if len(items) > 2:
         raise fail(f"too many arguments: {' '.join(items[2:])}; give at most SCRIPT_OR_DIR and RUN", 2)
     td = trace_dir_of(trace_dir)
+    path = None
     try:
-        manifests = select_manifests(
+        found = select_runs(
             items[0] if items else None,
             items[1] if len(items) > 1 else None,
             td,
             every_run=every_run,
             kernel=kernel,
         )
-        from ..render.chrome_trace import chrome_trace as build
+        manifests = [r.require() for r in found]
+        if tir is not None:
+            from ..history import tir_files
 
-        path = write_json(build(manifests), chrome_trace, force=force)
+            out = tir_files.check_out(tir, force=force)
+            written = tir_files.Written()
+            for r in found:
+                tir_files.write_run(r, out, written)
+            for m in written.missing[:5]:
+                typer.echo(
+                    f"tltrace: warning: no copy of {m} is left (run records damaged); not written", err=True
+                )
+            typer.echo(f"tir files: {out} ({written.files} file(s) of {written.runs} compile(s))", err=True)
+        if chrome_trace is not None:
+            from ..render.chrome_trace import chrome_trace as build
+
+            path = write_json(build(manifests), chrome_trace, force=force)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
     if path is not None:
@@ -100,7 +125,7 @@ def export_cmd(
         )
 
 
-def select_manifests(
+def select_runs(
     target: str | None,
     run: str | None,
     trace_dir: Path,
@@ -108,7 +133,7 @@ def select_manifests(
     every_run: bool = False,
     kernel: str | None = None,
 ) -> list:
-    """Return the manifests to export: what the REF names (history.resolve.selected_runs), or every run."""
+    """Return the runs to export: what the REF names (history.resolve.selected_runs), or every run."""
     from ..history import runs
     from ..history.resolve import selected_runs
 
@@ -120,8 +145,8 @@ def select_manifests(
         found = [r for r in runs.list_runs(loc, size=False, kernel=kernel) if r.manifest is not None]
         if not found:
             raise runs.RecordsError(f"no readable runs under {loc.root or loc.script_dirs[0]}")
-        return [r.manifest for r in found]
-    return [r.require() for r in selected_runs(target, run, trace_dir, kernel=kernel)]
+        return found
+    return list(selected_runs(target, run, trace_dir, kernel=kernel))
 
 
 def write_json(data: Any, out: Path, *, force: bool = False) -> Path | None:

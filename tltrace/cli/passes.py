@@ -124,7 +124,7 @@ def show_run(run, as_json: bool) -> None:
     if missing:
         _warn(
             f"{missing} record file(s) are missing under {run.path}; diffs fall back to the stored copies "
-            "in .objects where they still exist"
+            "(the run's pack, or .objects) where they still exist"
         )
 
 

@@ -32,19 +32,11 @@ Warn = Callable[[str], None]
 
 
 def _reader(store: RunStore) -> collect.Read:
-    """Read a record's text back from what this run just stored (its file, else the object by hash)."""
+    """Read a record's text back from what this run just stored (its pack, by hash)."""
 
     def read(rec: PassRecord, side: str) -> str | None:
-        rel = rec.after_file if side == "after" else rec.before_file
         digest = rec.after_hash if side == "after" else rec.before_hash
-        for p in ((store.run_dir / rel) if rel else None, (store.objects / digest) if digest else None):
-            if p is None:
-                continue
-            try:
-                return p.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-        return None
+        return store.text(digest)
 
     return read
 

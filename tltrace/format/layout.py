@@ -8,15 +8,16 @@
         .codegen_kernels.json        kernel variant -> working file (reconcile/registry.py)
         <working file>.map           its source map (format/sourcemap.py)
         .run_records/
-          .objects/<hash>            each distinct text once (`text_hash`), read-only
+          .objects/<hash>            older runs: each distinct text once (`text_hash`), read-only
           .live.<invocation id>      the liveness lock (format/liveness.py; older: .live/<id>)
           run_<...>/                 one compile (format/ids.py)
             manifest.json            the run's RunManifest (format/records.py)
             records.jsonl            pass records while it runs
             sourcemap.jsonl          its source maps (format/sourcemap.py)
             inflight, fatal.txt      notes of a compile in flight (format/notes.py)
-            source_<hash>.py         a Python source its maps name
-            <phase>/<NN>_<Pass>_<side>.tir   per-pass texts (`record_file`)
+            texts.pack               every distinct text of the run once (format/pack.py)
+            (older runs: source_<hash>.py, <phase>/<NN>_<Pass>_<side>.tir, hard links into .objects;
+            today `record_file` names what `export --tir` writes)
 
 Writers (session/, reconcile/) and readers (history/, render/, rerun/) both take these
 names from here; nothing else spells them.
@@ -37,6 +38,7 @@ LIVE = ".live"  # under .run_records: `.live.<invocation id>`, the lock file (ol
 MANIFEST = "manifest.json"  # in a run dir
 RECORDS_LOG = "records.jsonl"  # in a run dir, while the compile runs
 SOURCEMAP_LOG = "sourcemap.jsonl"  # in a run dir
+PACK = "texts.pack"  # in a run dir: every distinct text of the run (format/pack.py)
 SOURCE_PREFIX = "source_"  # run-relative name of a copied Python source: source_<hash>.py
 INFLIGHT = "inflight"  # in a run dir, while the compile runs
 FATAL = "fatal.txt"  # in a run dir: faulthandler's file
@@ -58,6 +60,7 @@ __all__ = [
     "LIVE",
     "MANIFEST",
     "OBJECTS",
+    "PACK",
     "RECORDS_LOG",
     "REPORT",
     "RUN_PREFIX",

@@ -1,9 +1,12 @@
-"""The texts a run's records name, read back: per-pass files inside the run directory, stored objects by hash.
+"""The texts a run's records name, read back: by hash in the run's pack; older runs: per-pass files, `.objects`.
 
-Paths read from a manifest are resolved inside the run directory only, and stored
-texts by a validated hash inside `.run_records/.objects`: records on disk never make
-tltrace read elsewhere. The one confined reader of recorded texts: history/ (show,
-diff-runs, the report) and facts/ (a run's facts computed from its texts) read through it.
+A run written today keeps its texts in `<run_dir>/texts.pack` (format/pack.py), read by
+the hash the records carry. A run of an older tltrace has per-pass files inside the run
+directory, hard links to `.run_records/.objects/<hash>`; both still read. Paths read from a
+manifest are resolved inside the run directory only, and stored texts by a validated hash
+inside `.run_records/.objects`: records on disk never make tltrace read elsewhere. The one
+confined reader of recorded texts: history/ (show, diff-runs, the report) and facts/ (a run's
+facts computed from its texts) read through it.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import os
 from pathlib import Path
 
 from ..fs import safe_read
+from . import pack
 from .layout import OBJECTS, RUN_RECORDS, is_hash
 from .records import PassRecord
 
@@ -50,14 +54,31 @@ def object_path(script_dir: Path, digest: str | None) -> Path | None:
     return Path(full)
 
 
-def text_of(run_dir: Path, record: PassRecord, side: str, *, errors: str = "strict") -> str | None:
-    """Return one side ('before'/'after') of a record's text, or None when no copy is readable.
+def run_pack(run_dir: Path) -> pack.Pack | None:
+    """Return the run's texts pack as it stands (cached while unchanged), or None (an older run, or none)."""
+    return pack.read(Path(run_dir) / pack.PACK)
 
-    The per-pass file (inside the run dir) first, then the stored object by hash.
-    """
+
+def pack_text(run_dir: Path, digest: str | None, errors: str = "strict") -> str | None:
+    """Return the text stored under `digest` in the run's pack, or None."""
+    if not digest or not is_hash(digest):
+        return None
+    found = run_pack(run_dir)
+    if found is None:
+        return None
+    try:
+        return found.text(digest, errors)
+    except UnicodeDecodeError:
+        return None
+
+
+def stored_text(run_dir: Path, rel: str | None, digest: str | None, errors: str = "strict") -> str | None:
+    """Return a text the records name by file and hash: the run's pack, else (older runs) the
+    file inside the run dir, else the stored object by hash; None when no copy is readable."""
     run_dir = Path(run_dir)
-    rel = record.before_file if side == "before" else record.after_file
-    digest = record.before_hash if side == "before" else record.after_hash
+    text = pack_text(run_dir, digest, errors)
+    if text is not None:
+        return text
     for p in (record_path(run_dir, rel), object_path(run_dir.parent.parent, digest)):
         if p is None:
             continue
@@ -68,16 +89,15 @@ def text_of(run_dir: Path, record: PassRecord, side: str, *, errors: str = "stri
     return None
 
 
+def text_of(run_dir: Path, record: PassRecord, side: str, *, errors: str = "strict") -> str | None:
+    """Return one side ('before'/'after') of a record's text, or None when no copy is readable."""
+    rel = record.before_file if side == "before" else record.after_file
+    digest = record.before_hash if side == "before" else record.after_hash
+    return stored_text(run_dir, rel, digest, errors)
+
+
 def generated_text(run_dir: Path, edit: dict) -> str | None:
     """Return the source TileLang generated for an edited codegen call (an entry of the manifest's
     `build.edits`, format/build.py), or None when no copy is readable."""
-    run_dir = Path(run_dir)
     rel, digest = edit.get("generated_file"), edit.get("generated_hash")
-    for p in (record_path(run_dir, rel), object_path(run_dir.parent.parent, digest)):
-        if p is None:
-            continue
-        try:
-            return safe_read.read_text(p, errors="surrogateescape")
-        except (OSError, UnicodeDecodeError):
-            continue
-    return None
+    return stored_text(run_dir, rel, digest, "surrogateescape")

@@ -19,6 +19,7 @@ from ..format.records import FAILED, STAGE_ROLES, PassRecord, RunManifest
 from ..format.sourcemap import RunMaps, apply_line
 from ..fs import safe_read
 from . import runs
+from .texts import pack_text
 
 
 def load(run_dir: Path) -> RunMaps:
@@ -44,7 +45,8 @@ def load(run_dir: Path) -> RunMaps:
 
 
 def _stored_source(run_dir: Path, rel: Any) -> str | None:
-    """Return a source copied into the run's store (`source_<hash>.py`, else `.objects/<hash>`), or None.
+    """Return a source copied into the run's store (its pack by the hash in `source_<hash>.py`; older
+    runs: that file, else `.objects/<hash>`), or None.
 
     Only a name of that form is read, inside the run directory or its script's store, never
     through a symbolic link.
@@ -52,6 +54,9 @@ def _stored_source(run_dir: Path, rel: Any) -> str | None:
     digest = source_hash(rel)
     if digest is None:
         return None
+    text = pack_text(run_dir, digest, "surrogateescape")
+    if text is not None:
+        return text
     for p in (run_dir / rel, run_dir.parent / OBJECTS / digest):
         if os.path.islink(p) or os.path.islink(p.parent):
             continue

@@ -1,8 +1,8 @@
-"""A record's texts read for a loaded run (a missing one is a RecordsError that says why), and
-finding a record by a --pass NAME|INDEX.
+"""A record's texts read for a loaded run (a missing one is a RecordsError that says why, a torn
+pack's lost bytes counted), and finding a record by a --pass NAME|INDEX.
 
-The confined reader itself (paths inside the run directory, stored objects by hash) is
-format/texts.py's; facts/ reads through it too.
+The confined reader itself (the run's pack by hash; older runs: paths inside the run directory,
+stored objects by hash) is format/texts.py's; facts/ reads through it too.
 """
 
 from __future__ import annotations
@@ -10,9 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import RecordsError, UsageError
+from ..format import pack
 from ..format.layout import OBJECTS, RUN_RECORDS
 from ..format.records import PassRecord, RunManifest
-from ..format.texts import record_path, text_of
+from ..format.texts import generated_text as generated_text
+from ..format.texts import object_path as object_path
+from ..format.texts import pack_text as pack_text
+from ..format.texts import record_path as record_path
+from ..format.texts import run_pack as run_pack
+from ..format.texts import stored_text as stored_text
+from ..format.texts import text_of as text_of
 from ..fs import safe_read
 from .loading import Run
 
@@ -20,8 +27,7 @@ from .loading import Run
 def read_text(run: Run, record: PassRecord, side: str) -> str:
     """Return one side ('before' or 'after') of a record's text; RecordsError when no copy is left.
 
-    The per-pass file is a hard link into `.objects`; when the file was deleted
-    the stored object (by hash) still serves.
+    The run's pack by hash; an older run's per-pass file, else its stored object by hash.
     """
     rel = record.before_file if side == "before" else record.after_file
     digest = record.before_hash if side == "before" else record.after_hash
@@ -30,6 +36,13 @@ def read_text(run: Run, record: PassRecord, side: str) -> str:
     text = text_of(run.path, record, side)
     if text is not None:
         return text
+    found = run_pack(run.path)
+    if found is not None:
+        cut = f"; the pack lost {found.torn} bytes at its end (the compile was killed)" if found.torn else ""
+        raise RecordsError(
+            f"{run.path / pack.PACK} holds no {side} text of {record.name} (#{record.index}){cut}; "
+            "rerun the script to record it again"
+        )
     if rel is not None and record_path(run.path, rel) is None:
         raise RecordsError(
             f"{record.name} (#{record.index}) names {side} file {rel!r} outside its run directory "
@@ -41,14 +54,22 @@ def read_text(run: Run, record: PassRecord, side: str) -> str:
 
 
 def missing_files(run: Run) -> int:
-    """Return how many per-pass files a run's manifest names that are not (safely) on disk."""
+    """Return how many texts a run's manifest names that are neither in its pack nor (older runs,
+    safely) on disk as per-pass files or stored objects."""
+    found = run_pack(run.path)
     n = 0
     for rec in run.require().records:
-        for rel in (rec.before_file, rec.after_file):
-            if rel:
-                p = record_path(run.path, rel)
-                if p is None or not p.exists():
-                    n += 1
+        for rel, digest in ((rec.before_file, rec.before_hash), (rec.after_file, rec.after_hash)):
+            if not rel:
+                continue
+            if found is not None and digest in found.index:
+                continue
+            p = record_path(run.path, rel)
+            if p is not None and p.exists():
+                continue
+            o = object_path(run.script_dir, digest)
+            if found is None or o is None or not o.exists():
+                n += 1
     return n
 
 

@@ -251,7 +251,7 @@ class BuildRecorder(Recorder):
         if call.compiled == call.generated or not call.generated or self._store is None:
             return
         rel = _generated_file(record)
-        digest = self._store.link_text(rel, call.generated)
+        digest = self._store.put_text(call.generated)
         added, removed = count_changes(call.generated, call.compiled)
         self._edits.append(
             {

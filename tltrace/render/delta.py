@@ -1,7 +1,6 @@
 """A report's IR texts as changes to an earlier text of the same report (pure, no I/O).
 
-The run's `.objects` store holds every distinct text once, whole (the `.tir` files are
-hard links to it). A report must open alone, so it holds the texts too; but a pass
+The run's `texts.pack` holds every distinct text once, whole (format/pack.py). A report must open alone, so it holds the texts too; but a pass
 changes few lines, so the report stores a text whole only when no earlier text of the
 report is its base (the compile's input, codegen's source), and otherwise as a delta
 against the pass's input, which the report already holds:

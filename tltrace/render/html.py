@@ -17,7 +17,7 @@ event appends one write of data chunks and flushes. Nothing is ever rewritten,
 so the work per pass does not grow with the passes before it and a run writes
 the bytes of its final file once. Each distinct IR text goes in once, and a
 pass's output as its changes to the pass's input, already in the file
-(render/delta.py: the whole texts are the run store's `.objects`); the browser
+(render/delta.py: the whole texts are the run's `texts.pack`); the browser
 rebuilds the texts as it loads and computes diffs when a pass is opened. A kill -9 leaves at worst a
 truncated last chunk, which the page skips (its JSON does not parse); the HTML
 parser closes the open elements at end of file.

@@ -205,14 +205,12 @@ def stream_diff(
 def codegen_lines(record: PassRecord, after: str, run_dir: Path, show: str) -> Text:
     """Return what the stream says of a codegen: the generated source's size, where it went, how to see it.
 
-    Where: the working file when the compile wrote one, else the record's text in the run
-    directory. `show` is the command that prints it.
+    Where: the working file when the compile wrote one (the run keeps its text in its pack,
+    not as a file: `tltrace export --tir` writes it out). `show` is the command that prints it.
     """
     n = len(after.splitlines())
     size = human_size(len(after.encode("utf-8", "surrogateescape")))
     where: str | os.PathLike[str] | None = record.working_file
-    if where is None and record.after_file:
-        where = Path(run_dir) / record.after_file
     kind = Path(record.after_file).suffix.lstrip(".") if record.after_file else ""
     lang = {"cpp": "C++", "cu": "CUDA", "c": "C", "hip": "HIP", "ll": "LLVM IR", "ptx": "PTX"}.get(kind, kind)
     what = record.role.upper() if record.role in STAGE_ROLES else f"{record.role or 'device'} source"

@@ -203,7 +203,7 @@ class ReproRecorder(Recorder):
         """Write what was captured into `store`'s run directory."""
         self._store = store
         if self.frontend is not None:
-            store.link_text(FRONTEND, compact_json(self.frontend))
+            store.write_plain(FRONTEND, compact_json(self.frontend))
             self.written["frontend"] = FRONTEND
         if self.context is not None:
             self._write_context()
@@ -216,22 +216,17 @@ class ReproRecorder(Recorder):
 
     # -- files ----------------------------------------------------------------
     def _write_context(self) -> None:
-        """Write context.json: a stored text once the bound target is in it, a plain file before.
+        """Write context.json, a plain file of the run directory (rewritten once a pass binds the target).
 
-        Until a pass binds the target, the context is provisional: it is written (a kill still
-        leaves one) as a plain file of the run directory, not a stored text, so that the rewrite
-        with the bound target leaves no object behind in `.objects` (a block per compile).
+        The reproducer's files stay files (not in the pack): `tltrace repro` and bundles read them so.
         """
         text = json.dumps(self.context, indent=1, sort_keys=True) + "\n"
-        if self._bound:
-            self._store.link_text(CONTEXT, text)
-        else:
-            self._store.write_plain(CONTEXT, text)
+        self._store.write_plain(CONTEXT, text)
         self.written["context"] = CONTEXT
 
     def _write_failed(self, index: int) -> None:
         rel = f"{REPRO_PREFIX}{index:02d}_input.json"
-        self._store.link_text(rel, self.failed[index])
+        self._store.write_plain(rel, self.failed[index])
         inputs = dict(self.written.get("inputs") or {})
         inputs[str(index)] = rel
         self.written["inputs"] = inputs

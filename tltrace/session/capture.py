@@ -365,10 +365,10 @@ class TraceSession:
         self._last_hash = (after, ah)
         bfile = store.record_path(record.phase, record.index, record.name, "before")
         afile = None
-        store.link_text(bfile, before, bh)
+        store.put_text(before, bh)
         if record.status != FAILED:
             afile = store.record_path(record.phase, record.index, record.name, "after", ext_after)
-            store.link_text(afile, after, ah)
+            store.put_text(after, ah)
         record = replace(
             record, before_hash=bh, after_hash=ah if afile else None, before_file=bfile, after_file=afile
         )

@@ -5,32 +5,35 @@ Layout of a run directory::
     run_<YYYYMMDD_HHMMSS_ffffff>_<pid>_<uid>/
         manifest.json              schema-versioned RunManifest (atomic rewrite)
         records.jsonl              one PassRecord per line, appended as passes finish
-        <phase>/<NN>_<Pass>_before.tir, _after.tir (codegen after: .cpp)
+        texts.pack                 every distinct text of the run once, by hash (format/pack.py)
 
-Every distinct text is stored once, as a read-only file under
-`.run_records/.objects/`, and the per-pass files are hard links to it: the tree
-stays plain text to grep while identical texts (a no-op pass's after, the next
-pass's before, an unchanged rerun) cost no bytes. Where hard links are not
-possible the text is copied.
+Every distinct text (a pass's before and after, a generated source, a Python source a
+source map names) is appended once to the run's pack, in large sequential writes: no
+file, hard link or `exists` per text. The records name each text by its hash and keep
+the per-pass names (`<phase>/<NN>_<Pass>_before.tir`, ...) that `tltrace export --tir`
+gives the files it writes. Texts are not shared across runs (a pack per run: one file,
+deleted with its run).
 
 The names, ids and the manifest's codec are the format's (format/layout.py,
-format/ids.py, format/records.py); this module only writes them.
+format/ids.py, format/records.py, format/pack.py); this module only writes them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
 import threading
 from pathlib import Path
 from typing import IO
 
+from ..format import pack
 from ..format.ids import new_run_id
-from ..format.layout import MANIFEST, OBJECTS, RECORDS_LOG, RUN_RECORDS, record_file, text_hash
+from ..format.layout import MANIFEST, RECORDS_LOG, RUN_RECORDS, record_file, text_hash
+from ..format.pack import MAGIC, PACK, entry
 from ..format.records import RUNNING, PassRecord, RunManifest
 from ..fs.atomic import atomic_write, step
+
+_FLUSH_AT = 1 << 20  # buffered text bytes that make a write before the next record
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -44,15 +47,16 @@ class RunStore:
     def __init__(self, script_dir: Path, run_id: str | None = None) -> None:
         self.script_dir = Path(script_dir)
         self.records_root = self.script_dir / RUN_RECORDS
-        self.objects = self.records_root / OBJECTS
         self.run_id = run_id or new_run_id()
         self.run_dir = self.records_root / self.run_id
         self._run_dir = os.fspath(self.run_dir)
-        self._objects = os.fspath(self.objects)
         self._made_dirs: set[str] = set()
-        self._known: set[str] = set()  # hashes known to exist in .objects
+        self._known: dict[str, int] = {}  # hash -> length of the texts in the pack (or its buffer)
+        self._buf: list[bytes] = []  # entries not yet written
+        self._buffered = 0
+        self._pack_fd: int | None = None
+        self._lock = threading.Lock()  # the compiling thread and the worker both store texts
         self._log: IO[str] | None = None
-        self._plain = False  # True: no shared .objects, every text a plain file in the run dir
         self.bytes_written = 0
 
     # -- directories -------------------------------------------------------
@@ -60,16 +64,13 @@ class RunStore:
         """Create the run directory (and its parents); never through a symbolic link.
 
         A linked script directory or `.run_records` is refused (OSError): nothing is written outside the
-        trace dir. A linked `.objects` is not used: texts are then stored as plain
-        files in the run directory.
+        trace dir.
         """
         for d in (self.script_dir, self.records_root):
             if _is_link(d):
                 raise OSError(f"{d} is a symbolic link; tltrace writes nothing through it")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._made_dirs.add(self._run_dir)
-        if _is_link(self.objects):
-            self._plain = True
 
     def _dir(self, path: str) -> None:
         if path not in self._made_dirs:
@@ -77,56 +78,63 @@ class RunStore:
             self._made_dirs.add(path)
 
     # -- texts -------------------------------------------------------------
-    # The per-pass path: plain strings and bare os calls, since it runs on the compiling
-    # thread twice a pass while holding the GIL that the other compiling threads wait for.
-    def _object_path(self, digest: str) -> str:
-        # Flat: a fan-out of subdirectories would cost a directory block per prefix.
-        return os.path.join(self._objects, digest)
-
+    # The per-pass path: it runs twice a pass while holding the GIL that the compiling threads
+    # wait for, so a new text is only encoded into a buffer; the buffer goes to the pack in one
+    # write before the record naming it is logged (append_record), or when it grows large.
     def put_text(self, text: str, digest: str | None = None) -> str:
-        """Store `text` once under .objects and return its hash."""
+        """Store `text` once in the run's pack and return its hash."""
         digest = digest or text_hash(text)
         if digest in self._known:
             return digest
-        obj = self._object_path(digest)
-        if not os.path.exists(obj):
-            self._dir(self._objects)
+        with self._lock:
+            if digest in self._known:
+                return digest
             data = text.encode("utf-8", "surrogatepass")
-            _write_object(obj, data)
-            self.bytes_written += len(data)
-        self._known.add(digest)
+            self._buf.append(entry(digest, data))
+            self._buffered += len(data)
+            self._known[digest] = len(data)
+            if self._buffered >= _FLUSH_AT:
+                self._flush()
         return digest
 
-    def link_text(self, rel: str, text: str, digest: str | None = None) -> str:
-        """Store `text` and make `rel` (inside the run dir) a hard link to it; return the hash."""
-        dest = os.path.join(self._run_dir, rel)
-        self._dir(os.path.dirname(dest))
-        if self._plain:
-            data = text.encode("utf-8", "surrogatepass")
-            atomic_write(Path(dest), data)
-            self.bytes_written += len(data)
-            return digest or text_hash(text)
-        digest = self.put_text(text, digest)
-        obj = self._object_path(digest)
-        try:
-            os.link(obj, dest)
-        except FileExistsError:
-            os.unlink(dest)
-            os.link(obj, dest)
-        except FileNotFoundError:
-            # Another process's `clean` removed the object between put and link: write a plain copy.
-            self._known.discard(digest)
-            Path(dest).write_text(text, encoding="utf-8")
-        except OSError:
-            shutil.copyfile(obj, dest)
-            self.bytes_written += os.stat(obj).st_size
-        return digest
+    def text(self, digest: str | None) -> str | None:
+        """Return a text this run stored (read back from its pack), or None."""
+        if not digest or digest not in self._known:
+            return None
+        with self._lock:
+            self._flush()
+        found = pack.read(self.run_dir / PACK)
+        return found.text(digest, errors="replace") if found is not None else None
+
+    def flush(self) -> None:
+        """Write the buffered texts to the pack (one write)."""
+        if self._buf:
+            with self._lock:
+                self._flush()
+
+    def _flush(self) -> None:
+        if not self._buf:
+            return
+        chunk = b"".join(self._buf)
+        self._buf.clear()
+        self._buffered = 0
+        if self._pack_fd is None:
+            path = os.path.join(self._run_dir, PACK)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+            self._pack_fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            if os.fstat(self._pack_fd).st_size == 0:
+                chunk = MAGIC + chunk
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(self._pack_fd, view) :]
+        self.bytes_written += len(chunk)
+        step("append", Path(self._run_dir) / PACK)
 
     def write_plain(self, rel: str, text: str) -> None:
-        """Write `rel` (inside the run dir) as a plain file, atomically, not stored in `.objects`.
+        """Write `rel` (inside the run dir) as a plain file, atomically, not in the pack.
 
-        For a provisional text that a stored one replaces later (link_text): the first
-        version then leaves no object behind.
+        For the files read as files (the reproducer's JSON, rerun/capture.py) and a provisional
+        text rewritten later.
         """
         dest = os.path.join(self._run_dir, rel)
         self._dir(os.path.dirname(dest))
@@ -142,6 +150,9 @@ class RunStore:
 
     def append_record(self, record: PassRecord) -> None:
         """Append one record to records.jsonl (kept for runs that never finish)."""
+        if self._buf:
+            with self._lock:
+                self._flush()  # the texts a record names are on disk before the record
         if self._log is None:
             self._log = open(self.run_dir / RECORDS_LOG, "a", encoding="utf-8")
         line = json.dumps(record.to_stored(), separators=(",", ":")) + "\n"
@@ -162,44 +173,18 @@ class RunStore:
                 pass
 
     def close(self) -> None:
+        with self._lock:
+            try:
+                self._flush()
+            finally:
+                if self._pack_fd is not None:
+                    os.close(self._pack_fd)
+                    self._pack_fd = None
         if self._log is not None:
             try:
                 self._log.close()
             finally:
                 self._log = None
-
-
-def _write_object(path: str, data: bytes) -> None:
-    """Write a stored text whole under a temporary name, then rename it into place (read-only).
-
-    A killed writer leaves at most a `.<hash>.<pid>-<thread>.tmp` that `clean` removes;
-    never a partial object under a hash name.
-    """
-    head, name = os.path.split(path)
-    tmp = os.path.join(head, f".{name}.{os.getpid()}-{threading.get_ident()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o444)
-    except PermissionError:
-        os.unlink(tmp)  # a stale read-only temp of a killed writer with this pid and thread id
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o444)
-    try:
-        step("create", Path(tmp))
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    except BaseException:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    os.close(fd)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    step("rename", Path(path))
 
 
 def _is_link(path: Path) -> bool:

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from ..format.layout import SOURCEMAP_LOG, source_file, text_hash
+from ..format.layout import SOURCEMAP_LOG, text_hash
 from ..format.sourcemap import (
     LineMap,
     is_working_map,
@@ -76,7 +76,7 @@ class MapLog:
         if self._store is None:
             return src_line(path, text)
         digest = text_hash(text)
-        self._store.link_text(source_file(digest), text, digest)
+        self._store.put_text(text, digest)
         return src_line(path, text, digest)
 
     def record(self, index: int, before: LineMap | None, after: LineMap | None) -> None:

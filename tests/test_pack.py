@@ -1,0 +1,203 @@
+"""The run's texts pack (format/pack.py, session/store.py): every text once, a torn tail read around.
+
+Real compiles (a script lowering two CPU kernels, `tltrace run -q`). The oracle for each
+text is TileLang's own print, taken inline by tests/test_capture_texts.py; here the pack's
+texts are checked against the hashes the records carry (BLAKE2b of the text, computed by
+hashlib, not by tltrace's reader), and a pack cut at every byte boundary of its last entry
+reads every entry before it and says what was cut. An older run (per-pass files hard
+linked into `.objects`, no pack), made from the same texts, still reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tltrace.errors import RecordsError
+from tltrace.format import pack
+from tltrace.history.loading import load_run
+from tltrace.history.texts import missing_files, read_text, text_of
+from tltrace.session.store import RunStore
+
+from .conftest import EXAMPLES
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {examples!r})
+    import tilelang
+    from tilelang import tvm
+    from elementwise_add import make_add
+
+    with tvm.target.Target("c"):
+        for n in (256, 512):
+            tilelang.lower(make_add(n, 128), target="c")
+    """
+)
+
+
+def _blake(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=10).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory) -> Path:
+    """One invocation of the script, `tltrace run -q`; returns the script dir."""
+    from typer.testing import CliRunner
+
+    from tltrace.cli.app import app
+
+    tmp = tmp_path_factory.mktemp("pack")
+    script = tmp / "two_adds.py"
+    script.write_text(SCRIPT.format(examples=str(EXAMPLES)))
+    td = tmp / "traces"
+    res = CliRunner().invoke(app, ["run", "-q", "--trace-dir", str(td), str(script)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return td / "two_adds"
+
+
+def _runs(script_dir: Path) -> list[Path]:
+    return sorted(p for p in (script_dir / ".run_records").iterdir() if p.name.startswith("run_"))
+
+
+def test_a_run_keeps_its_texts_in_one_pack_and_no_file_per_text(traced: Path) -> None:
+    for run_dir in _runs(traced):
+        names = {p.name for p in run_dir.iterdir()}
+        assert pack.PACK in names, names
+        assert not [p for p in run_dir.rglob("*.tir")], "no per-pass file"
+        data = (run_dir / pack.PACK).read_bytes()
+        found = pack.parse(data)
+        assert found.torn == 0
+        for digest in found.entries:  # each entry is the text its hash names
+            off, n = found.index[digest]
+            assert _blake(data[off : off + n]) == digest
+        manifest = load_run(run_dir).require()
+        assert manifest.records
+        for rec in manifest.records:
+            for side, digest in (("before", rec.before_hash), ("after", rec.after_hash)):
+                if digest is None:
+                    continue
+                text = text_of(run_dir, rec, side)
+                assert text is not None and _blake(text.encode("utf-8", "surrogatepass")) == digest
+        assert missing_files(load_run(run_dir)) == 0
+    assert not (traced / ".run_records" / ".objects").exists()
+
+
+def test_the_store_writes_each_distinct_text_once(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "s")
+    store.open()
+    texts = ["a\n", "b\u00e9\n", "a\n", "\ud800 lone surrogate\n", ""]
+    digests = [store.put_text(t) for t in texts]
+    store.close()
+    data = (store.run_dir / pack.PACK).read_bytes()
+    found = pack.parse(data)
+    assert found.entries == list(dict.fromkeys(digests))  # once each, in order
+    for t, d in zip(texts, digests):
+        assert d == _blake(t.encode("utf-8", "surrogatepass"))
+        assert found.text(d) == t
+
+
+def _cut_cases(run_dir: Path):
+    data = (run_dir / pack.PACK).read_bytes()
+    found = pack.parse(data)
+    last = found.entries[-1]
+    off, _ = found.index[last]
+    start = data.rindex(b"T " + last.encode() + b" ", 0, off)  # the last entry's first byte
+    return data, found, last, start
+
+
+def test_a_pack_cut_at_every_byte_of_its_last_entry_reads_the_entries_before_it(
+    traced: Path, tmp_path
+) -> None:
+    src = _runs(traced)[-1]
+    run_dir = tmp_path / "k" / ".run_records" / src.name
+    shutil.copytree(src, run_dir)
+    data, whole, last, start = _cut_cases(run_dir)
+    manifest = load_run(run_dir).require()
+    naming_last = [
+        (r, s) for r in manifest.records for s in ("before", "after") if getattr(r, f"{s}_hash") == last
+    ]
+    assert naming_last, "the last entry is a text a record names"
+    path = run_dir / pack.PACK
+    for cut in range(start, len(data)):
+        path.write_bytes(data[:cut])
+        os.utime(path, ns=(cut, cut))  # a new key for the readers' cache, as a growing file has
+        found = pack.parse(data[:cut])
+        assert found.entries == whole.entries[:-1], cut
+        assert found.torn == cut - start, cut
+        for digest in found.entries:
+            assert found.text(digest) == whole.text(digest)
+        run = load_run(run_dir)
+        rec, side = naming_last[0]
+        assert text_of(run_dir, rec, side) is None, cut
+        said = f"lost {cut - start} bytes at its end" if cut > start else f"holds no {side} text"
+        with pytest.raises(RecordsError, match=said):
+            read_text(run, rec, side)
+        assert missing_files(run) == len([1 for r, s in naming_last if getattr(r, f"{s}_file")])
+    path.write_bytes(data)
+    assert pack.parse(data).torn == 0
+
+
+def test_a_pack_without_its_magic_reads_as_nothing() -> None:
+    assert pack.parse(b"T 0123456789abcdef0123 1\nx\n").entries == []
+    assert pack.parse(b"").torn == 0
+
+
+def _to_old_format(run_dir: Path) -> None:
+    """Rewrite a run as tltrace wrote it before the pack: per-pass files hard linked into `.objects`."""
+    found = pack.read(run_dir / pack.PACK)
+    assert found is not None
+    objects = run_dir.parent / ".objects"
+    objects.mkdir(exist_ok=True)
+    for digest, (off, n) in found.index.items():
+        obj = objects / digest
+        if not obj.exists():
+            obj.write_bytes(found.data[off : off + n])
+            obj.chmod(0o444)
+    for rec in load_run(run_dir).require().records:
+        for rel, digest in ((rec.before_file, rec.before_hash), (rec.after_file, rec.after_hash)):
+            if rel and digest:
+                dest = run_dir / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.link(objects / digest, dest)
+    (run_dir / pack.PACK).unlink()
+
+
+def test_an_old_format_run_still_reads(traced: Path, tmp_path, run_cli) -> None:
+    script_dir = tmp_path / "old"
+    shutil.copytree(traced, script_dir, symlinks=True)
+    new = {}
+    for run_dir in _runs(script_dir):
+        m = load_run(run_dir).require()
+        new[run_dir.name] = [text_of(run_dir, r, s) for r in m.records for s in ("before", "after")]
+        _to_old_format(run_dir)
+    for run_dir in _runs(script_dir):
+        assert not (run_dir / pack.PACK).exists()
+        m = load_run(run_dir).require()
+        assert [text_of(run_dir, r, s) for r in m.records for s in ("before", "after")] == new[run_dir.name]
+        assert missing_files(load_run(run_dir)) == 0
+    res = run_cli("show", str(script_dir), "-1")
+    assert res.exit_code == 0, res.output
+
+
+def test_export_tir_writes_the_seed_layout_from_the_pack(traced: Path, tmp_path, run_cli) -> None:
+    out = tmp_path / "tir"
+    res = run_cli("export", str(traced), "-1", "--tir", str(out))
+    assert res.exit_code == 0, res.output
+    n = 0
+    for run_dir in _runs(traced):
+        for rec in load_run(run_dir).require().records:
+            for rel, digest in ((rec.before_file, rec.before_hash), (rec.after_file, rec.after_hash)):
+                if rel:
+                    f = out / run_dir.name / rel
+                    assert _blake(f.read_bytes()) == digest, f
+                    n += 1
+    assert n and len([p for p in out.rglob("*") if p.is_file()]) == n
+    assert f"({n} file(s) of 2 compile(s))" in res.output
+    again = run_cli("export", str(traced), "-1", "--tir", str(out))
+    assert again.exit_code == 2 and "not empty" in again.output
