@@ -321,15 +321,17 @@ def test_the_explanation_is_cached_beside_the_run(traced) -> None:
     assert cached["lines"] == traced["i2398"]["json"]["layout_explanation"]["lines"]
 
 
-def test_the_report_carries_the_explanation(traced) -> None:
-    """The report's header data (pages.meta_of, which report-header.js draws in the error box) has its lines."""
-    from tltrace.history.loading import load_manifest
-    from tltrace.render.pages import meta_of
+def test_the_report_carries_the_explanation(traced, tmp_path) -> None:
+    """The report's header data (its meta chunk, which report-header.js draws in the error box) has its lines."""
+    from tltrace.history.report_reads import compile_report
+    from tltrace.render.html import write_report
+    from tltrace.render.pages import chunk_values
 
     t = traced["i2399"]
     run_dir = t["work"] / t["json"]["path"]
-    meta = meta_of(load_manifest(run_dir), run_dir)
-    assert meta["layout_why"] == t["json"]["layout_explanation"]["lines"]
+    page = write_report(compile_report(run_dir), tmp_path / "report.html").read_bytes()
+    metas = [c for c in chunk_values(page) if isinstance(c, dict) and c.get("t") == "meta"]
+    assert metas and metas[-1]["layout_why"] == t["json"]["layout_explanation"]["lines"]
 
 
 def test_a_deadline_reached_leaves_the_run_as_it_was(traced) -> None:
