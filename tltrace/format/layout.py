@@ -40,6 +40,7 @@ SOURCEMAP_LOG = "sourcemap.jsonl"  # in a run dir
 SOURCE_PREFIX = "source_"  # run-relative name of a copied Python source: source_<hash>.py
 INFLIGHT = "inflight"  # in a run dir, while the compile runs
 FATAL = "fatal.txt"  # in a run dir: faulthandler's file
+TIMEDOUT = "timedout"  # in a run dir: `run --timeout` stopped its compile (tracing/watchdog.py)
 REPORT = "report.html"  # in a run dir (the compile's report) and a script dir (the invocation index)
 SCRIPTS_REGISTRY = ".tltrace-scripts.json"  # in a trace dir: script identity -> script dir name
 
@@ -54,6 +55,7 @@ __all__ = [
     "EXT",
     "FATAL",
     "INFLIGHT",
+    "TIMEDOUT",
     "KERNEL_REGISTRY",
     "LIVE",
     "MANIFEST",
