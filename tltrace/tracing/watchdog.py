@@ -128,8 +128,10 @@ def script_frames(threads: list[list[Frame]], script: str) -> tuple[Frame | None
 
 
 def _new_runs(script_dir: Path, before: set[Path]) -> list[Path]:
+    from ..history.loading import is_run_dir
+
     try:
-        return sorted(p for p in (script_dir / RUN_RECORDS).iterdir() if p.is_dir() and p not in before)
+        return sorted(p for p in (script_dir / RUN_RECORDS).iterdir() if is_run_dir(p) and p not in before)
     except OSError:
         return []
 
