@@ -121,14 +121,14 @@ def test_a_pass_that_never_returns_is_recorded_on_its_compile(tmp_path):
     assert expected in p.stderr
     assert _alive(script) == []
     shown = subprocess.run(
-        [sys.executable, "-m", "tltrace", "show", "--trace-dir", "tr", "pass_hang"],
+        [sys.executable, "-m", "tltrace", "show", "tr/pass_hang", "-1", "add"],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert expected in shown.stdout + shown.stderr, (shown.stdout[-2000:], shown.stderr[-2000:])
+    assert f"error: {expected}" in shown.stdout, (shown.stdout[-2000:], shown.stderr[-2000:])
 
 
 def test_the_timedout_note_reads_back(tmp_path):

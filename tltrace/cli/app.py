@@ -324,12 +324,20 @@ def run_cmd(
         from ..tracing import watchdog
 
         if not watchdog.arm():  # the supervisor: the same command again, as its child (tracing/watchdog.py)
-            code, hang = watchdog.supervise(
-                watchdog.child_argv(),
-                p["timeout"],
-                None if is_module else target_name,
-                settings.script_dir,
-            )
+            from ..errors import EXIT_INTERRUPTED
+            from ..proc.group import Terminated
+
+            try:
+                code, hang = watchdog.supervise(
+                    watchdog.child_argv(),
+                    p["timeout"],
+                    None if is_module else target_name,
+                    settings.script_dir,
+                )
+            except KeyboardInterrupt:  # forwarded to the child's group, which recorded itself interrupted
+                raise typer.Exit(EXIT_INTERRUPTED) from None
+            except Terminated as exc:
+                raise typer.Exit(exc.exit_code) from None
             if hang is not None:
                 typer.echo(hang.line(), err=True)
             raise typer.Exit(code)
