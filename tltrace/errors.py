@@ -20,6 +20,7 @@ Exit codes (documented in README and man page):
   7  check: nothing to check: the selection holds no compile (the script compiled nothing,
      a --kernel or signature that matched none), or no compile selected has the --match stage
   8  bisect: the script is flaky (a deciding step, run again, gave another outcome)
+  124  run --timeout: the script ran past S seconds (as timeout(1)); its process group was stopped
   130  tltrace run: interrupted (Ctrl+C), also inside a compiler pass; bisect: Ctrl+C
   129  any command ended by SIGHUP (128 + the signal, as a shell says); run: recorded interrupted
   143  any command ended by SIGTERM; run: recorded interrupted
@@ -34,6 +35,7 @@ EXIT_RECORDS = 3
 EXIT_CONFLICT = 4
 EXIT_UNLOADABLE = 5
 EXIT_NOTHING = 7  # check: nothing to check (no compile selected, a stage no compile has)
+EXIT_TIMEOUT = 124  # run --timeout S: stopped after S seconds, as timeout(1) says
 EXIT_INTERRUPTED = 130  # Ctrl+C under `tltrace run`, as a shell reports SIGINT
 EXIT_HANGUP = 129  # SIGHUP (procgroup.exit_code: 128 + the signal)
 EXIT_TERMINATED = 143  # SIGTERM

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import CHILD_ENV
+from ..errors import EXIT_TIMEOUT
 from ..format.layout import RUN_RECORDS
 from ..format.names import pass_display_name
 from ..format.passref import ref_of
@@ -38,6 +39,12 @@ class Spec:
     kernels: str | None = None
     trace_dir: Path = Path("./tmp/lower_trace_dir")
     module: bool = False
+    timeout: float | None = None  # seconds a step may run (`run --timeout`); None: no limit
+    on_timeout: str = "bad"  # a step that timed out counts as: "bad" (wrong), "good" (right) or "skip"
+
+
+ON_TIMEOUT = {"bad": WRONG, "good": RIGHT, "skip": UNTESTABLE}
+TIMED_OUT_MARK = "tltrace: timed out after"  # tracing/watchdog.MARK: the line `run --timeout` says
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,7 @@ class Step:
     # --configs: the facts this step's compiles changed against step 1's (bisect/configs.py facts_changed);
     # None: not compared (no compile, or a pass bisection)
     facts: list[dict[str, Any]] | None = None
+    timed_out: str | None = None  # the watchdog's line when the step ran past --timeout
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +101,7 @@ class Step:
             "configs": dict(self.configs),
             "recheck_of": self.recheck_of,
             "facts": self.facts,
+            "timed_out": self.timed_out,
         }
 
 
@@ -151,6 +160,8 @@ def run_step(
     cmd += ["--no-codegen-output", "--trace-dir", str(trace_dir)]
     if spec.kernels is not None:
         cmd += ["--kernels", spec.kernels]
+    if spec.timeout is not None:
+        cmd += ["--timeout", repr(spec.timeout)]
     cmd += ["-m", spec.script] if spec.module else [spec.script]
     cmd += ["--", *spec.args] if spec.args else []
     env = dict(os.environ)
@@ -173,7 +184,11 @@ def run_step(
         damaged = [r.problem for r in loaded if r.manifest is None]
         step.runs = runs
         step.invocation = next((r.manifest.invocation for r in loaded if r.manifest), None)
-        if errors or damaged or not loaded:
+        step.timed_out = _timed_out(log, step.script_rc) if spec.timeout is not None else None
+        if step.timed_out is not None:
+            step.outcome = ON_TIMEOUT[spec.on_timeout]
+            step.why = step.timed_out
+        elif errors or damaged or not loaded:
             step.outcome = UNTESTABLE
             first = (errors or damaged or ["the script compiled no kernel"])[0] or "?"
             step.why = first.strip().splitlines()[-1][:200] if first.strip() else "?"
@@ -188,6 +203,20 @@ def run_step(
             step.outcome = RIGHT if step.script_rc == 0 else WRONG
     step.seconds = time.perf_counter() - t0
     return step
+
+
+def _timed_out(log: Path, rc: int | None) -> str | None:
+    """Return the watchdog's line from a step's log when the step timed out (exit 124 and the line), else None."""
+    if rc != EXIT_TIMEOUT:
+        return None
+    try:
+        text = log.read_bytes()[-65536:].decode("utf-8", "replace")
+    except OSError:
+        return None
+    at = text.rfind(TIMED_OUT_MARK)
+    if at < 0:
+        return None
+    return text[at + len("tltrace: ") :].splitlines()[0][:300]
 
 
 def manifests(step: Step) -> list[RunManifest]:

@@ -149,8 +149,12 @@ operations whose layouts cannot agree, with their lines) by a rerun of the pass
 in a child, off the compile; its first line is printed when the script ends,
 waited for at most TLTRACE_EXPLAIN_TIMEOUT seconds (default 120, 0: off;
 docs/layouts.md).
+--timeout S runs the script as a child of tltrace, in a process group of its
+own; after S seconds every Python stack is dumped (faulthandler, which needs no
+GIL: a hung kernel launch holds it), the group is killed, and one line names the
+compile pass or the script line it hung in (docs/usage.md, "Hangs").
 Exit status: the script's own; 1 when it raises; 2 for bad usage;
-130 after Ctrl+C, 143 after SIGTERM, 129 after SIGHUP (the run is recorded as
+124 after --timeout S ran out (as timeout(1)); 130 after Ctrl+C, 143 after SIGTERM, 129 after SIGHUP (the run is recorded as
 interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its
 finally blocks run).
 """
@@ -290,6 +294,14 @@ def run_cmd(
     force: bool = typer.Option(
         False, "--force", help="Let --chrome-trace replace a file that tltrace did not write (or a link)."
     ),
+    timeout: Optional[float] = typer.Option(
+        None,
+        "--timeout",
+        metavar="S",
+        min=0.001,
+        help="Stop the script's process group after S seconds, naming the compile pass or the script line "
+        "it hung in (recorded on the compile; exit 124).",
+    ),
 ) -> None:
     """Run SCRIPT (or -m MODULE) as __main__ with every TileLang compilation traced."""
     rest = script_args(ctx, script, args)
@@ -312,6 +324,28 @@ def run_cmd(
         check_target(target)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
+
+    if p["timeout"] is not None:
+        from ..tracing import watchdog
+
+        if not watchdog.arm():  # the supervisor: the same command again, as its child (tracing/watchdog.py)
+            from ..errors import EXIT_INTERRUPTED
+            from ..proc.group import Terminated
+
+            try:
+                code, hang = watchdog.supervise(
+                    watchdog.child_argv(),
+                    p["timeout"],
+                    None if is_module else target_name,
+                    settings.script_dir,
+                )
+            except KeyboardInterrupt:  # forwarded to the child's group, which recorded itself interrupted
+                raise typer.Exit(EXIT_INTERRUPTED) from None
+            except Terminated as exc:
+                raise typer.Exit(exc.exit_code) from None
+            if hang is not None:
+                typer.echo(hang.line(), err=True)
+            raise typer.Exit(code)
 
     from ..render.listeners import Listeners
     from ..render.terminal import guard_lines

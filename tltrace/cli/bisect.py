@@ -48,6 +48,11 @@ steps left several suspects, or no config flip turns the outcome; 2 bad usage,
 or the script does not compile with nothing skipped; 6 the script is right with
 nothing skipped (nothing to bisect); 8 the script is flaky: a deciding step, run
 again before the answer, gave another outcome. docs/bisect.md says more.
+
+With --timeout S each step is 'tltrace run --timeout S': a step that hangs is
+stopped after S seconds (its process group killed, the hung compile pass or
+script line named), counted as --on-timeout says (bad by default), and the
+bisect goes on; its step line says "timed out".
 """
 
 
@@ -97,6 +102,19 @@ def bisect_cmd(
         metavar="REGEX",
         help="With --configs: flip only the configs whose name matches REGEX.",
     ),
+    timeout: Optional[float] = typer.Option(
+        None,
+        "--timeout",
+        metavar="S",
+        min=0.001,
+        help="Stop a step after S seconds ('tltrace run --timeout'); the step line says 'timed out'.",
+    ),
+    on_timeout: str = typer.Option(
+        "bad",
+        "--on-timeout",
+        metavar="bad|good|skip",
+        help="What a timed-out step counts as: bad (wrong), good (right) or skip (untestable).",
+    ),
 ) -> None:
     """Find the TileLang pass (or, with --configs, the pass configs) that makes SCRIPT's kernel wrong."""
     from .. import bisect as core
@@ -116,7 +134,17 @@ def bisect_cmd(
         raise fail(str(exc), exc.exit_code) from None
     if configs_matching is not None and not configs:
         raise fail("--configs-matching needs --configs")
-    spec = core.Spec(script, tuple(rest), check, kernels, trace_dir_of(trace_dir))
+    if on_timeout not in ("bad", "good", "skip"):
+        raise fail(f"--on-timeout takes bad, good or skip, not {on_timeout!r}")
+    spec = core.Spec(
+        script,
+        tuple(rest),
+        check,
+        kernels,
+        trace_dir_of(trace_dir),
+        timeout=timeout,
+        on_timeout=on_timeout,
+    )
     if configs:
         _configs(spec, configs_matching, as_json)
     try:
@@ -198,6 +226,8 @@ def _flip(f) -> None:  # noqa: ANN001  # tltrace.bisect.configs.Flip
     extra = f" (exit {s.script_rc})" if s.check_rc is None else f" (check exit {s.check_rc})"
     if s.outcome == "untestable":
         extra = f": {s.why}" if s.why else ""
+    if s.timed_out:
+        extra = f" ({s.timed_out})"
     what = "probe (no script run)" if s.probe else f"step {s.number}"
     did = describe_facts(s.facts)
     typer.echo(
@@ -212,6 +242,8 @@ def _progress(p) -> None:  # noqa: ANN001  # tltrace.bisect.Progress
     extra = f" (exit {s.script_rc})" if s.check_rc is None else f" (check exit {s.check_rc})"
     if s.outcome == "untestable":
         extra = f": {s.why}" if s.why else ""
+    if s.timed_out:
+        extra = f" ({s.timed_out})"
     left = f", ~{p.steps_left} step(s) to go" if p.steps_left else ""
     rng = f", {p.suspects} suspect(s) left" if p.suspects else ""
     what = "probe (no script run)" if s.probe else f"step {s.number}"

@@ -42,6 +42,7 @@ PACK = "texts.pack"  # in a run dir: every distinct text of the run (format/pack
 SOURCE_PREFIX = "source_"  # run-relative name of a copied Python source: source_<hash>.py
 INFLIGHT = "inflight"  # in a run dir, while the compile runs
 FATAL = "fatal.txt"  # in a run dir: faulthandler's file
+TIMEDOUT = "timedout"  # in a run dir: `run --timeout` stopped its compile (tracing/watchdog.py)
 REPORT = "report.html"  # in a run dir (the compile's report) and a script dir (the invocation index)
 SCRIPTS_REGISTRY = ".tltrace-scripts.json"  # in a trace dir: script identity -> script dir name
 
@@ -56,6 +57,7 @@ __all__ = [
     "EXT",
     "FATAL",
     "INFLIGHT",
+    "TIMEDOUT",
     "KERNEL_REGISTRY",
     "LIVE",
     "MANIFEST",

@@ -6,6 +6,8 @@
   compile has returned or raised, `{"at": "ended", "name": "returned"}` (or "raised"): a
   process gone after that exited before its records were written (records.EXITED).
 * `fatal.txt`: Python's faulthandler's file, headed by `FATAL_HEAD`.
+* `timedout`: `run --timeout S` stopped the process inside this compile (tracing/watchdog.py):
+  `{"seconds": S, "file": "/abs/script.py", "line": 21, "stacks": "timeout-stacks.txt"}`.
 
 session/fatal.py writes them; history/loading.py reads them back (`note_of`) for a run
 whose process is gone. Reads never follow a link or wait on a special file.
@@ -20,11 +22,21 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from .layout import FATAL, INFLIGHT
+from .layout import FATAL, INFLIGHT, TIMEDOUT
 from .names import pass_display_name
 from .records import EXITED_NOTE
 
-__all__ = ["FATAL", "FATAL_HEAD", "INFLIGHT", "inflight_line", "note_of", "signal_of", "where_of"]
+__all__ = [
+    "FATAL",
+    "FATAL_HEAD",
+    "INFLIGHT",
+    "TIMEDOUT",
+    "inflight_line",
+    "note_of",
+    "signal_of",
+    "timeout_of",
+    "where_of",
+]
 
 WIDTH = 512  # the inflight line's fixed size: a rewrite always covers the last one
 FATAL_HEAD = b"tltrace: the stacks below are Python's faulthandler's, written when the process died\n\n"
@@ -86,6 +98,19 @@ def signal_of(run_dir: Path) -> str | None:
     return m.group(1)[:200] if m else None
 
 
+def timeout_of(run_dir: Path) -> dict[str, Any] | None:
+    """Return the run's `timedout` note ({"seconds", "file"?, "line"?, "stacks"?}), or None."""
+    text = _read(Path(run_dir) / TIMEDOUT)
+    try:
+        data = json.loads(text or "")
+    except ValueError:
+        return None
+    secs = data.get("seconds") if isinstance(data, dict) else None
+    if isinstance(secs, bool) or not isinstance(secs, (int, float)):
+        return None
+    return data
+
+
 def ended(run_dir: Path) -> bool:
     """Return True when the run's `inflight` note says its compile had ended (returned or raised)."""
     where = where_of(run_dir)
@@ -108,6 +133,13 @@ def note_of(run_dir: Path) -> str | None:
         name = pass_display_name(where["name"])
         what = f"pass {where['index']} ({name})" if "index" in where else name
         place = f" inside {what}" if where["at"] == "in" else f" after {what}"
+    timed = timeout_of(run_dir)
+    if timed is not None:
+        called = ""
+        if isinstance(timed.get("file"), str) and isinstance(timed.get("line"), int):
+            called = f", called from {Path(timed['file']).name}:{timed['line']}"
+        kept = f" (the stacks: {timed['stacks']})" if isinstance(timed.get("stacks"), str) else ""
+        return f"timed out after {timed['seconds']:g} s{place}{called}{kept}"
     if fatal is not None:
         return f"the process died{place}: {fatal} (the stacks: {FATAL})"
     return (

@@ -65,7 +65,9 @@ BATCH_SIZE = (
 _WINDOW = 32 * 1024  # deflate's window: the most of a dictionary it can use
 # As a browser reads a page cut short: a chunk's element ends at its `</script>`, or at the end of
 # the file (an element left open holds what is there; a packed one that was cut does not inflate).
-_ANY_CHUNK = re.compile(rb'<script type="(application/json|tl/zc?)" class="tl-d">(.*?)(?:</script>\n?|\Z)', re.S)
+_ANY_CHUNK = re.compile(
+    rb'<script type="(application/json|tl/zc?)" class="tl-d">(.*?)(?:</script>\n?|\Z)', re.S
+)
 _HEAD_CACHE: dict[str, bytes] = {}
 
 
