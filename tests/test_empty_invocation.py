@@ -35,7 +35,9 @@ def test_a_script_that_compiles_nothing_says_so_and_is_minus_one(run_cli, tmp_pa
     r = run_cli(*shown[1:])
     assert r.exit_code == 0, r.stderr
     assert "no TileLang compile was traced" in r.stdout
-    assert "\n$ tltrace" in r.stdout  # the command line it ran (in-process here: pytest's argv, none under xdist)
+    assert (
+        "\n$ tltrace" in r.stdout
+    )  # the command line it ran (in-process here: pytest's argv, none under xdist)
     data = json.loads(run_cli("show", "--trace-dir", "traces", "nothing", "-1", "--json").stdout)
     check(data, "one_invocation")  # docs/show.schema.json describes it
     r = run_cli("show", "--trace-dir", "traces", "nothing", "--json")
