@@ -189,6 +189,27 @@ def recorded_subset(recorded: Path, dest: Path, **keep: slice | None) -> Path:
     return dest
 
 
+def pack_texts(run_dir: Path) -> dict[str, str]:
+    """The run's `texts.pack` read here by its documented layout (docs/architecture.md: a magic line
+    `TLPACK1`, then `T <hash> <len>` and the text's bytes per entry), not by tltrace's reader: the
+    oracle's own reading of what was stored. {} for a run without a pack."""
+    try:
+        data = (Path(run_dir) / "texts.pack").read_bytes()
+    except OSError:
+        return {}
+    head = b"TLPACK1\n"
+    assert data.startswith(head), f"{run_dir}/texts.pack does not start with its magic line"
+    out, at = {}, len(head)
+    while at < len(data):
+        nl = data.index(b"\n", at)
+        tag, digest, size = data[at:nl].decode().split(" ")
+        assert tag == "T"
+        body = data[nl + 1 : nl + 1 + int(size)]
+        out[digest] = body.decode("utf-8", "replace")
+        at = nl + 1 + int(size) + 1
+    return out
+
+
 def rec_text(run_dir: Path, rec: Any, side: str = "after") -> str:
     """One side of a record's text (a manifest's record dict, or a PassRecord), read as every reader
     reads it: the run's pack by hash (older runs: the per-pass file, else `.objects`)."""

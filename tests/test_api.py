@@ -45,6 +45,15 @@ def runs_under(trace_dir: Path) -> list[Path]:
     return sorted(trace_dir.glob("*/.run_records/run_*"))
 
 
+def _page_data(path) -> str:
+    """A report's data as the page reads it (its chunks, packed ones inflated), as one JSON text."""
+    import json
+
+    from tltrace.render.pages import chunk_values
+
+    return json.dumps(chunk_values(path.read_bytes()))
+
+
 def test_import_is_cheap_and_hooks_nothing() -> None:
     code = (
         "import sys, tltrace; print(sorted(m for m in ('tilelang', 'tvm', 'rich', 'typer') if m in sys.modules)); "
@@ -114,7 +123,7 @@ def test_lower_trace_named_chain_both(tl, make_add, tmp_path: Path, capsys) -> N
     assert bind["changed"] and bind["insertions"] == 1 and bind["deletions"] == 1
     assert bind["diff_lines"][:2] == ["--- step 1 before", "+++ step 1 after"]
     assert results[1]["before_script"] == bind["after_script"]  # steps chain
-    assert html.is_file() and "Bind" in html.read_text()
+    assert html.is_file() and "Bind" in _page_data(html)
     assert f"HTML report written to: {html}" in capsys.readouterr().out
 
 
@@ -268,7 +277,7 @@ def test_failed_step_names_its_error_type_once(tl, make_add, tmp_path: Path, cap
         )
     printed = capsys.readouterr().out
     assert "error:" in printed
-    html = out.read_text()
+    html = _page_data(out)
     assert "Error: " in html
     assert not any(
         f"{e}: {e}:" in html or f"{e}: {e}:" in printed

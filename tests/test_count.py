@@ -20,6 +20,7 @@ import pytest
 from tltrace.errors import EXIT_USAGE
 
 from ._kernels import GEMM_MAKE
+from ._records import pack_texts
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -69,13 +70,16 @@ def traced(tmp_path_factory) -> dict[str, Path]:
 def _texts(run: Path) -> list[tuple[dict, str | None, str | None]]:
     """Every record of a run with its before and after texts, read from the files the manifest names."""
     out = []
+    packed = pack_texts(run)  # read here by the pack's documented layout, not by tltrace
     for rec in json.loads((run / "manifest.json").read_text())["records"]:
 
         def read(side: str, rec: dict = rec) -> str | None:
-            rel = rec.get(f"{side}_file")
-            if rel:
-                return (run / rel).read_text(errors="replace")
             digest = rec.get(f"{side}_hash")
+            if digest in packed:
+                return packed[digest]
+            rel = rec.get(f"{side}_file")
+            if rel and (run / rel).is_file():
+                return (run / rel).read_text(errors="replace")
             obj = run.parent / ".objects" / str(digest)
             return obj.read_text(errors="replace") if digest and obj.is_file() else None
 
