@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tltrace.sourcemap",
         "tltrace.callsites",
         "tltrace.toolchain",
+        "tltrace.runtime",
     ),
     ("tltrace.session",),
     ("tltrace.config",),  # the settings read format/'s names, ids and script dirs
@@ -104,6 +105,11 @@ SIDEWAYS: dict[tuple[str, str], str] = {
         "tltrace.facts",
     ): "watch says which facts each build changed (reconcile/buildfacts)",
     ("tltrace.rerun", "tltrace.history"): "repro and bundle read the recorded runs",
+    ("tltrace.runtime", "tltrace.history"): "run --ncu: the profiled compiles' texts and maps read back",
+    (
+        "tltrace.runtime",
+        "tltrace.stages",
+    ): "hot lines: the SASS stage's kernel.cu marks (the chains followed out)",
     ("tltrace.sourcemap", "tltrace.callsites"): "library lines mapped to the user's call in every map",
     ("tltrace.stages", "tltrace.toolchain"): "the PTX and SASS stages: the nvcc build's PTX and cubin",
     ("tltrace.toolchain", "tltrace.sourcemap"): "TileLang's own #line directives blanked before the build",

@@ -126,6 +126,7 @@ Examples:
   tltrace run -m mypkg.kernels -- --mode fast   everything after -- goes to the script
   tltrace run --chrome-trace trace.json gemm.py   also write a Chrome trace (Perfetto)
   tltrace run --kernels '^gemm' job.py          trace only kernels named gemm*
+  tltrace run --ncu fa.py                       the hot Python lines of fa.py's kernels (Nsight Compute)
   tltrace run --line-directives gemm.py         compile with #line directives for Nsight
   tltrace run --remarks=vectorize gemm.py       keep what each pass prints on stderr, planner on
 
@@ -153,6 +154,12 @@ docs/layouts.md).
 own; after S seconds every Python stack is dumped (faulthandler, which needs no
 GIL: a hung kernel launch holds it), the group is killed, and one line names the
 compile pass or the script line it hung in (docs/usage.md, "Hangs").
+--ncu runs the script again under Nsight Compute (on a GPU) and prints the hot
+lines: your Python lines ranked by their share of warp-stall samples, with the
+top stall reasons, instructions executed and the CUDA and SASS behind each
+(docs/usage.md, "Hot lines"); 'tltrace show SCRIPT --hot' prints them again.
+Without ncu, or without permission for the GPU's counters (ERR_NVGPUCTRPERM),
+one line says so and the script's exit status stands.
 Exit status: the script's own; 1 when it raises; 2 for bad usage;
 124 after --timeout S ran out (as timeout(1)); 130 after Ctrl+C, 143 after SIGTERM, 129 after SIGHUP (the run is recorded as
 interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its
@@ -294,6 +301,22 @@ def run_cmd(
     force: bool = typer.Option(
         False, "--force", help="Let --chrome-trace replace a file that tltrace did not write (or a link)."
     ),
+    ncu: bool = typer.Option(
+        False,
+        "--ncu",
+        help="Hot lines: run the script again under Nsight Compute (ncu --section SourceCounters; "
+        "--ncu=SECTIONS for others) on TileLang's kernels, with --sass, and rank your Python lines by "
+        "warp-stall samples (stall reasons, instructions, the CUDA and SASS behind each); kept beside the "
+        "compile for 'show --hot'. Needs a GPU and ncu; without them one line, and the script runs as it is.",
+    ),
+    ncu_value: Optional[str] = typer.Option(None, "--ncu-value", hidden=True),
+    ncu_launches: int = typer.Option(
+        3,
+        "--ncu-launches",
+        metavar="N",
+        min=0,
+        help="With --ncu: profile the first N launches of TileLang's kernels (ncu --launch-count; 0: all).",
+    ),
     timeout: Optional[float] = typer.Option(
         None,
         "--timeout",
@@ -319,11 +342,17 @@ def run_cmd(
     from ..runner import Target, check_target, run_target
 
     target = Target(target_name, tuple(rest), is_module)
+    from . import hot as cli_hot
+
+    ncu_tool = cli_hot.tool_for(p)  # run --ncu: ncu (None without it, in the inner run, or when missing)
     try:
         settings = _settings(p, target)
         check_target(target)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
+
+    if ncu_tool is not None:  # the same command again, underneath ncu (cli/hot.py, runtime/outer.py)
+        raise typer.Exit(cli_hot.run_under_ncu(ncu_tool, p, settings.script_dir, p["kernels"]))
 
     if p["timeout"] is not None:
         from ..tracing import watchdog
@@ -429,7 +458,7 @@ def _settings(p: dict, target) -> Settings:
         ptxas=True if p["ptxas"] else None,
         line_directives=True if p["line_directives"] else None,
         ptx=True if p.get("ptx") else None,
-        sass=True if p.get("sass") else None,
+        sass=True if p.get("sass") or p.get("ncu") else None,  # --ncu folds onto the SASS map
         remarks=p.get("remarks_value") or ("" if p.get("remarks") else None),
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
         names={

@@ -168,11 +168,11 @@ class PathArgsCommand(UsageCommand):
 class OptionalValueCommand(UsageCommand):
     """A command whose flags in `optional_values` also take `--flag=VALUE` (click's typer has no such option).
 
-    `--remarks=vectorize` among the command's own options (not the script's arguments after
+    `--remarks=vectorize` (`--ncu=SECTIONS`) among the command's own options (not the script's arguments after
     SCRIPT) becomes `--remarks --remarks-value vectorize` before click parses it.
     """
 
-    optional_values = {"--remarks": "--remarks-value"}
+    optional_values = {"--remarks": "--remarks-value", "--ncu": "--ncu-value"}
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
         return super().parse_args(ctx, self.spread(list(args)))

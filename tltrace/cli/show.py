@@ -51,6 +51,7 @@ Examples:
   tltrace show gemm.py --pass LowerTileOp --remarks   a pass's diff, its remark under it
   tltrace show gemm.py -1 --count T.sync_threads   the barriers after every pass; where they changed
   tltrace show gemm.py -1 --count 'tl::tma_load' --json   a regex's count per pass as JSON
+  tltrace show fa.py -1 --hot --top 5           the 5 hottest Python lines (after 'tltrace run --ncu')
   tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
   tltrace show gemm.py -1 'gemm 1024' --profile --top 5 --json   one compile's 5 slowest, as JSON
   tltrace show --format markdown >> "$GITHUB_STEP_SUMMARY"   compiles + top passes for CI
@@ -66,10 +67,11 @@ invocations that compiled NAME. An invocation's compiles made from several lines
 of the script are listed under their call sites, as a tree. Runs of schema-1 manifests are invocations of their
 own. A damaged run shows as 'damaged' in the list and gives a one-line error when
 opened. Exit status: 0; 2 for bad usage (-3 of 2 invocations, a signature prefix
-matching several compiles, --pass on an invocation of several, a --count PATTERN that
+matching several compiles, --pass or --hot on an invocation of several, a --count PATTERN that
 is not a regular expression, two views at once
 or a flag the view does not take); 3 for missing or
-damaged records (a manifest of an unknown schema).
+damaged records (a manifest of an unknown schema; --hot on a compile no
+'run --ncu' profiled).
 
 """ + views.epilog()
 
@@ -177,6 +179,13 @@ def show_cmd(
         metavar="PATTERN",
         help="A regex's count after every pass, and the passes that changed it (#71 ThreadSync 0 → 3); "
         "or a known operation, spelled as each stage spells it: " + ", ".join(count_names()) + ".",
+    ),
+    hot: bool = typer.Option(
+        False,
+        "--hot",
+        help="The Python lines that cost the most (a compile profiled by 'tltrace run --ncu'): share of "
+        "warp-stall samples, top stall reasons, instructions executed, the CUDA and SASS behind each "
+        "(--top N rows).",
     ),
     thread: Optional[int] = typer.Option(
         None,
@@ -322,6 +331,12 @@ def _show_count(sel, o) -> None:
     cli_counts.show(sel.one("--count"), o.count, o.as_json)
 
 
+def _show_hot(sel, o) -> None:
+    from . import hot as cli_hot
+
+    cli_hot.show(sel, o.as_json, o.top)
+
+
 def _show_html(sel, o) -> None:
     from ..history.report_reads import compile_report, index_report
     from ..render.html import write_index, write_report
@@ -362,4 +377,5 @@ _SHOW: dict[str, Callable[[Any, Any], None]] = {
     "facts": _show_facts,
     "layouts": _show_layouts,
     "count": _show_count,
+    "hot": _show_hot,
 }

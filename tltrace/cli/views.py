@@ -70,6 +70,12 @@ VIEWS = (
     View("layouts", "--layouts", JSON | {"--at", "--thread"}, "each fragment's and shared buffer's layout"),
     View("profile", "--profile", JSON | {"--top"}, "the slowest passes by name"),
     View(
+        "hot",
+        "--hot",
+        JSON | {"--top"},
+        "the Python lines that cost the most, from the Nsight Compute profile of 'run --ncu'",
+    ),
+    View(
         "count",
         "--count",
         JSON,
