@@ -35,6 +35,7 @@ USES = {
     "--layouts": JSON | {"--at", "--thread"},
     "--profile": JSON | {"--top"},
     "--count": JSON,
+    "--hot": JSON | {"--top"},
     "--format markdown": {"--top", "--baseline"},
 }
 COMBINED = {("--pass", "--remarks"), ("--pass", "--source-map"), ("--profile", "--format markdown")}

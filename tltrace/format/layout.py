@@ -44,6 +44,10 @@ INFLIGHT = "inflight"  # in a run dir, while the compile runs
 FATAL = "fatal.txt"  # in a run dir: faulthandler's file
 TIMEDOUT = "timedout"  # in a run dir: `run --timeout` stopped its compile (tracing/watchdog.py)
 REPORT = "report.html"  # in a run dir (the compile's report) and a script dir (the invocation index)
+NCU_PROFILE = (
+    "ncu.json"  # in a run dir: its kernels' launches as `run --ncu` measured them (runtime/profiled.py)
+)
+NCU_REPORT = "ncu.ncu-rep"  # in a run dir: the Nsight Compute report they were read from
 SCRIPTS_REGISTRY = ".tltrace-scripts.json"  # in a trace dir: script identity -> script dir name
 
 # Working files (reconcile/files.py writes them; history/resolve.py recognises a script dir by them).
@@ -61,6 +65,8 @@ __all__ = [
     "KERNEL_REGISTRY",
     "LIVE",
     "MANIFEST",
+    "NCU_PROFILE",
+    "NCU_REPORT",
     "OBJECTS",
     "PACK",
     "RECORDS_LOG",

@@ -8,7 +8,7 @@ and per SASS instruction that has a sample or an executed count: its offset from
 function's start, its SASS text, the file and line `source_info` gives, the warp-state
 samples (`smsp__pcsamp_sample_count`), each stall reason's samples
 (`smsp__pcsamp_warps_issue_stalled_*`, without the `_not_issued` ones) and `inst_executed`.
-Its own messages go to stderr; exit status 0, or 1 when the report cannot be read.
+Exit status 0, or 1 with one line on stderr when the report cannot be read.
 """
 
 import json
@@ -107,6 +107,5 @@ def main(argv):
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1:]))
-    except Exception as exc:  # one line for the parent to say
-        sys.stderr.write(f"ncu_report: {type(exc).__name__}: {exc}\n")
-        sys.exit(1)
+    except Exception as exc:  # one line on stderr for the parent to say (Python writes it), exit 1
+        sys.exit(f"ncu_report: {type(exc).__name__}: {exc}")

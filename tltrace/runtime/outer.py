@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..format.layout import RUN_RECORDS
+from ..format.layout import MANIFEST, RUN_RECORDS
 from ..proc import group as procgroup
 
 
@@ -60,14 +60,14 @@ def is_inner(tool: str) -> bool:
 
 def _run_dirs(script_dir: Path) -> set[Path]:
     try:
-        return {p for p in (script_dir / RUN_RECORDS).iterdir() if (p / "manifest.json").is_file()}
+        return {p for p in (script_dir / RUN_RECORDS).iterdir() if (p / MANIFEST).is_file()}
     except OSError:
         return set()
 
 
 def _invocation_of(run_dir: Path) -> str | None:
     try:
-        return json.loads((run_dir / "manifest.json").read_text()).get("invocation")
+        return json.loads((run_dir / MANIFEST).read_text()).get("invocation")
     except (OSError, ValueError, AttributeError):
         return None
 

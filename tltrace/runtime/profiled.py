@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RecordsError
+from ..format.layout import NCU_PROFILE, NCU_REPORT
 from ..format.records import CODEGEN
 from ..fs import safe_read
 from ..fs.atomic import atomic_write
@@ -27,8 +28,7 @@ from ..history.loading import load_run
 from ..history.runs import text_of
 from . import hot
 
-PROFILE = "ncu.json"
-REPORT = "ncu.ncu-rep"
+PROFILE, REPORT = NCU_PROFILE, NCU_REPORT
 _GLOBAL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(")
 
 
