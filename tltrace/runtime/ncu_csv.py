@@ -13,7 +13,6 @@ is read (the fallback profiles one launch well; ncu's module reads them all). Pu
 from __future__ import annotations
 
 import csv
-import io
 from typing import Any
 
 # The CSV's stall columns, spelled as the metric names' tails (smsp__pcsamp_warps_issue_stalled_*).
@@ -40,6 +39,19 @@ STALL_COLUMNS = {
 SAMPLES, EXECUTED = "Warp Stall Sampling (All Samples)", "Instructions Executed"
 
 
+def rows(text: str) -> list[list[str]]:
+    """Return the CSV's rows, one per physical line: ncu does not escape the quotes in a source line
+    (`"r"(0xFFFFFFFF));"`), so a row is never let to run on into the next line."""
+    return [next(csv.reader([raw])) for raw in text.splitlines() if raw.strip()]
+
+
+def cell(row: list[str], head: list[str], name: str) -> str:
+    """Return `row`'s cell of column `name`, counted from the row's end (a broken source cell may have
+    split in two; the metric columns after it stand)."""
+    i = len(row) - len(head) + head.index(name)
+    return row[i] if 0 <= i < len(row) else ""
+
+
 def _int(cell: str) -> int:
     try:
         return int(float(cell))
@@ -51,16 +63,14 @@ def line_totals(text: str) -> dict[tuple[str, int], int]:
     """Return ncu's own per-line view: {(file, line): warp-stall samples} of every source line row."""
     out: dict[tuple[str, int], int] = {}
     path: str | None = None
-    col = -1
-    for row in csv.reader(io.StringIO(text)):
-        if not row:
-            continue
+    head: list[str] = []
+    for row in rows(text):
         if row[0] == "File Path" and len(row) > 1:
             path = row[1]
         elif row[0] == "Line No":
-            col = row.index(SAMPLES)
-        elif path is not None and row[0].isdigit() and 0 <= col < len(row):
-            out[(path, int(row[0]))] = _int(row[col])
+            head = row
+        elif path is not None and row[0].isdigit() and SAMPLES in head:
+            out[(path, int(row[0]))] = _int(cell(row, head, SAMPLES))
     return out
 
 
@@ -74,10 +84,8 @@ def parse(text: str, kernel_cu: str = ".cu") -> dict[str, Any]:
     path: str | None = None
     line: int | None = None
     head: list[str] = []
-    rows: dict[int, dict[str, Any]] = {}
-    for row in csv.reader(io.StringIO(text)):
-        if not row:
-            continue
+    by_pc: dict[int, dict[str, Any]] = {}
+    for row in rows(text):
         if row[0] == "File Path" and len(row) > 1:
             path = row[1]
         elif row[0] == "Function Name" and len(row) > 1:
@@ -86,26 +94,24 @@ def parse(text: str, kernel_cu: str = ".cu") -> dict[str, Any]:
             head = row
         elif row[0].isdigit():
             line = int(row[0])
-        elif row[0] == "" and len(row) == len(head) and row[2].startswith("0x"):
+        elif row[0] == "" and len(row) >= len(head) > 4 and row[2].startswith("0x"):
             pc = int(row[2], 16)
-            old = rows.get(pc)
-            if old is not None and not (path or "").endswith(kernel_cu):
+            if pc in by_pc and not (path or "").endswith(kernel_cu):
                 continue
-            cells = dict(zip(head[2:], row[2:]))
-            stalls = {STALL_COLUMNS[k]: _int(v) for k, v in cells.items() if k in STALL_COLUMNS and _int(v)}
-            rows[pc] = {
+            stalls = {v: n for k, v in STALL_COLUMNS.items() if k in head and (n := _int(cell(row, head, k)))}
+            by_pc[pc] = {
                 "pc": pc,
                 "sass": row[3].strip(),
                 "file": path,
                 "line": line,
-                "samples": _int(cells.get(SAMPLES, "0")),
-                "inst": _int(cells.get(EXECUTED, "0")),
+                "samples": _int(cell(row, head, SAMPLES)),
+                "inst": _int(cell(row, head, EXECUTED)),
                 "stalls": stalls,
             }
-    base = min(rows) if rows else 0
+    base = min(by_pc) if by_pc else 0
     pcs = []
-    for pc in sorted(rows):
-        r = rows[pc]
+    for pc in sorted(by_pc):
+        r = by_pc[pc]
         r["offset"] = r.pop("pc") - base
         pcs.append(r)
     action = {"kernel": kernel, "function_pc": None, "grid": None, "block": None, "pcs": pcs}

@@ -1,0 +1,249 @@
+"""Hot lines (`run --ncu`, `show --hot`) on a FlashAttention forward profiled on an H100 (tests/data/ncu).
+
+The oracles are ncu's own views of the same report, read from the CSV ncu printed
+(`--page source --print-source cuda,sass --csv`: per source line its samples, and under
+it the addresses ncu counts for it), TileLang's script (its ast), and the SASS tltrace
+disassembled at the run (run --sass); never tltrace's reading twice.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import gzip
+import json
+import tarfile
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from tltrace.runtime import hot, ncu_csv, profiled
+
+DATA = Path(__file__).resolve().parent / "data" / "ncu"
+KERNEL = "main_kernel"
+
+
+def _profile(variant: str) -> dict:
+    with gzip.open(DATA / f"fa_{variant}_profile.json.gz", "rt") as f:
+        return json.load(f)
+
+
+def _lines_csv(variant: str) -> str:
+    with gzip.open(DATA / f"fa_{variant}_lines.csv.gz", "rt") as f:
+        return f.read()
+
+
+def _ncu_view(
+    text: str,
+) -> tuple[dict[tuple[str, int], int], dict[int, set[tuple[str, int]]], dict[int, int]]:
+    """ncu's per-line view: {(file, line): samples}, {address: the lines it is listed under}, {address: samples}."""
+    totals: dict[tuple[str, int], int] = {}
+    under: dict[int, set[tuple[str, int]]] = defaultdict(set)
+    per_addr: dict[int, int] = {}
+    path, cur, back = None, None, 0
+    for raw in text.splitlines():  # ncu leaves quotes in source lines unescaped: one physical line a row
+        row = next(csv.reader([raw]))
+        if row and row[0] == "File Path":
+            path = row[1]
+        elif row and row[0] == "Line No":  # the samples' column, counted from the end of a row
+            back = len(row) - row.index("Warp Stall Sampling (All Samples)")
+        elif row and row[0].isdigit():
+            cur = (path, int(row[0]))
+            totals[cur] = int(row[-back])
+        elif len(row) > 3 and row[0] == "" and row[2].startswith("0x"):
+            under[int(row[2], 16)].add(cur)  # type: ignore[arg-type]
+            per_addr[int(row[2], 16)] = int(row[-back])
+    return totals, under, per_addr
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory) -> dict:
+    """The recorded run (with --sass) of the plain variant, its profile attached as run --ncu attaches it."""
+    root = tmp_path_factory.mktemp("hot")
+    with tarfile.open(DATA / "fa_plain_trace.tgz") as t:
+        t.extractall(root, filter="data")
+    run_dir = next((root / "fa_plain_trace").glob("*/.run_records/run_*"))
+    prof = _profile("plain")
+    compile_ = profiled.load_compile(run_dir)
+    attached, unmatched = profiled.attach(prof, [compile_])
+    assert unmatched == [] and [a.kernel for a in attached] == [KERNEL]
+    profiled.store(run_dir, {KERNEL: list(attached[0].actions)}, prof["source"], [])
+    (result,) = profiled.hot_lines(run_dir)
+    totals, under, per_addr = _ncu_view(_lines_csv("plain"))
+    base = min(under)  # ncu lists every instruction of the kernel: the lowest address is its start
+    return {
+        "root": root,
+        "run_dir": run_dir,
+        "compile": compile_,
+        "pcs": prof["actions"][0]["pcs"],
+        "result": result,
+        "ncu_totals": totals,
+        "ncu_under": {a - base: v for a, v in under.items()},
+        "ncu_per_pc": {a - base: v for a, v in per_addr.items()},
+    }
+
+
+def test_each_instruction_s_samples_are_ncu_s(plain) -> None:
+    """Per PC, the samples read through ncu_report are those ncu's source page shows; nothing is lost."""
+    mine = {p["offset"]: p["samples"] for p in plain["pcs"]}
+    assert {o: s for o, s in plain["ncu_per_pc"].items() if s} == {o: s for o, s in mine.items() if s}
+    assert plain["result"]["samples"] == sum(plain["ncu_per_pc"].values()) > 0
+    print(f"{len(mine)} PCs, {plain['result']['samples']} samples, as ncu's source page has them")
+
+
+def test_innermost_lines_and_ncu_s_line_view(plain) -> None:
+    """ncu's per-line totals are the sums of our per-PC samples over the addresses it lists under each
+    line; the line source_info gives a PC (the innermost we keep) is always one of those."""
+    samples = {p["offset"]: p["samples"] for p in plain["pcs"]}
+    by_line: Counter = Counter()
+    for off, lines in plain["ncu_under"].items():
+        for ln in lines:
+            by_line[ln] += samples.get(off, 0)
+    assert {k: v for k, v in plain["ncu_totals"].items() if v} == {k: v for k, v in by_line.items() if v}
+    for p in plain["pcs"]:
+        assert (p["file"], p["line"]) in plain["ncu_under"][p["offset"]], p
+    inner = hot.innermost(plain["pcs"])
+    assert sum(inner.values()) == plain["result"]["samples"]
+    same = [k for k, v in inner.items() if plain["ncu_totals"].get(k) == v and v]
+    print(f"{len(same)} of {sum(1 for v in inner.values() if v)} innermost lines equal ncu's line total")
+
+
+def test_sass_agrees_with_the_binary_ncu_measured(plain) -> None:
+    """tltrace's own disassembly (run --sass) has, at each measured offset, the instruction ncu measured."""
+    r = plain["result"]
+    assert r["mode"] == "sass"
+    assert r["agree"]["checked"] == len(plain["pcs"])
+    assert r["agree"]["same"] >= hot.AGREE * r["agree"]["checked"]
+    print(f"SASS text agrees at {r['agree']['same']} of {r['agree']['checked']} offsets")
+
+
+def test_cuda_lines_are_ncu_s_plus_what_was_folded_out_of_headers(plain) -> None:
+    """Per kernel.cu line: our folded samples are ncu's line total, plus the samples of instructions ncu
+    lists under no kernel.cu line (inlined from a header; tltrace's SASS follows the chain out), less
+    and plus the few PCs whose kernel.cu line the two line tables put elsewhere. Sums preserved."""
+    r = plain["result"]
+    fold = {int(k): v for k, v in r["cuda"].items()}
+    ncu = {ln: v for (f, ln), v in plain["ncu_totals"].items() if f.endswith(".cu")}
+    ours = hot.sass_offsets(plain["compile"].sass, KERNEL)
+    samples = {p["offset"]: p["samples"] for p in plain["pcs"]}
+    expect = Counter(ncu)
+    moved = other = 0
+    for off, lines in plain["ncu_under"].items():
+        cu = {ln for f, ln in lines if f.endswith(".cu")}
+        mine = ours[off][0]
+        if cu == {mine}:
+            continue
+        s = samples.get(off, 0)
+        if not cu:
+            expect[mine] += s
+            moved += s
+        else:
+            other += s
+            expect[mine] += s
+            for ln in cu:
+                expect[ln] -= s
+    assert {k: v for k, v in fold.items() if v} == {k: v for k, v in expect.items() if v}
+    assert sum(fold.values()) == r["samples"]
+    assert other <= 0.02 * r["samples"]
+    print(f"kernel.cu lines: ncu {sum(ncu.values())} samples, folded out of headers {moved}, "
+          f"on another line in ncu's table {other}, total {sum(fold.values())}")  # fmt: skip
+
+
+def _statement_holds_t_call(tree: ast.AST, line: int) -> bool:
+    """The statement at `line`, or a loop/with header around it, calls T.* (T.exp2, T.gemm, T.Parallel ...)."""
+
+    def calls_t(node: ast.AST) -> bool:
+        return any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == "T"
+            for n in ast.walk(node)
+        )
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt) or not (node.lineno <= line <= (node.end_lineno or node.lineno)):
+            continue
+        if isinstance(node, (ast.For, ast.With)):
+            header = node.iter if isinstance(node, ast.For) else node.items[0].context_expr
+            if calls_t(header):
+                return True
+        elif node.lineno == line and calls_t(node):
+            return True
+    return False
+
+
+def test_python_lines_exist_and_hold_tile_operations(plain) -> None:
+    """Every ranked Python line is a line of the script (its ast) inside a T.* call or a T.* loop."""
+    r = plain["result"]
+    sources = plain["compile"].sources
+    lines = [x for x in r["lines"] if x["samples"]]
+    assert lines
+    for x in lines:
+        text = sources[x["file"]]
+        assert x["text"] == text.split("\n")[x["line"] - 1].strip()
+        assert _statement_holds_t_call(ast.parse(text), x["line"]), x
+    for x in lines[:5]:
+        print(f"{100 * x['share']:5.1f}%  line {x['line']}: {x['text']}")
+
+
+def test_line_directives_build_measured_the_same_binary() -> None:
+    """The fa_ld recording: TileLang's tvm_ffi build took no #line directives (its manifest says
+    line_directives: null), so ncu names no .py line there and measured the same instructions."""
+    plain, ld = (_profile(v)["actions"][0]["pcs"] for v in ("plain", "ld"))
+    assert [hot.insn_key(p["sass"] or "") for p in plain] == [hot.insn_key(p["sass"] or "") for p in ld]
+    totals, _, _ = _ncu_view(_lines_csv("ld"))
+    assert not [f for f, _ in totals if f.endswith(".py")]
+
+
+def test_the_csv_fallback_reads_what_the_module_read(plain) -> None:
+    """Without ncu's Python module: the CSV gives the same per-PC samples, executed counts and stalls."""
+    data = ncu_csv.parse(_lines_csv("plain"))
+    (action,) = data["actions"]
+    assert action["kernel"] == KERNEL
+    got = {p["offset"]: (p["samples"], p["inst"], p["stalls"]) for p in action["pcs"]}
+    want = {p["offset"]: (p["samples"], p["inst"], p["stalls"]) for p in plain["pcs"]}
+    assert {o: got[o] for o in want} == want
+    res = hot.fold(action["pcs"], plain["compile"].cmap, plain["compile"].sass, KERNEL, plain["compile"].cu)
+    assert res["mode"] == "sass" and res["cuda"] == plain["result"]["cuda"]
+
+
+def test_another_binary_falls_back_to_ncu_s_lines(plain) -> None:
+    """SASS that is not the measured binary: ncu's own line per PC; header lines kept apart, sums kept."""
+    pcs = [{**p, "sass": "NOP"} for p in plain["pcs"]]
+    c = plain["compile"]
+    res = hot.fold(pcs, c.cmap, c.sass, KERNEL, c.cu, c.sources)
+    assert res["mode"] == "ncu" and res["samples"] == plain["result"]["samples"]
+    inner = hot.innermost(plain["pcs"])
+    headers = {f"{Path(f).name}:{ln}": v for (f, ln), v in inner.items() if v and not f.endswith(".cu")}
+    assert {k: v for k, v in res["inlined"].items() if v} == headers
+    cu = {str(ln): v for (f, ln), v in inner.items() if v and f.endswith(".cu")}
+    assert {k: v for k, v in res["cuda"].items() if v} == cu
+    assert sum(x["samples"] for x in res["lines"] + res["other"]) == res["samples"]
+
+
+def test_show_hot_table_and_json(plain, run_cli) -> None:
+    """`show --hot`: the ranked table, and --json with the same first line; --top cuts both."""
+    td = plain["root"] / "fa_plain_trace"
+    res = run_cli("show", "--trace-dir", td, "example_mha_fwd_bshd", "-1", "--hot", "--json", "--top", "3")
+    assert res.exit_code == 0, res.output
+    (r,) = json.loads(res.stdout)
+    top = plain["result"]["lines"][0]
+    assert r["lines"][0]["line"] == top["line"] and len(r["lines"]) == 3
+    res = run_cli("show", "--trace-dir", td, "example_mha_fwd_bshd", "-1", "--hot", "--top", "3")
+    assert res.exit_code == 0, res.output
+    assert (
+        f"example_mha_fwd_bshd.py:{top['line']}" in res.stdout and f"{100 * top['share']:.1f}%" in res.stdout
+    )
+
+
+def test_show_hot_without_a_profile_is_one_line(plain, run_cli, tmp_path) -> None:
+    """A compile no run --ncu profiled: one line, exit 3."""
+    import shutil
+
+    td = tmp_path / "t"
+    shutil.copytree(plain["root"] / "fa_plain_trace", td)
+    next(td.glob("*/.run_records/run_*/ncu.json")).unlink()
+    res = run_cli("show", "--trace-dir", td, "example_mha_fwd_bshd", "-1", "--hot")
+    assert res.exit_code == 3 and "run --ncu" in res.stderr and res.stderr.count("\n") == 1
