@@ -33,6 +33,10 @@ def tool_for(p: dict[str, Any]) -> ncu_tool.Ncu | None:
     when there is no ncu (said in one line; --ncu is then dropped from `p`: the run goes on untouched)."""
     if not p.get("ncu") or outer.is_inner("ncu"):
         return None
+    from ..tracing import watchdog
+
+    if os.environ.get(watchdog.CHILD_ENV):  # --timeout's supervised child of the inner run: already under ncu
+        return None
     try:
         return ncu_tool.locate()
     except ncu_tool.Unavailable as exc:

@@ -1,0 +1,83 @@
+"""`tltrace run --ncu` where ncu cannot measure: one line, and the script runs once, untouched.
+
+No GPU here: no ncu on PATH, or an `ncu` that says what ncu says without permission for the
+counters (ERR_NVGPUCTRPERM, in its --log-file) and runs the command it was given. The script
+compiles nothing; what is checked is its output (once), its exit status, the one line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = """import os, sys
+print("script ran; under:", os.environ.get("TLTRACE_UNDER"))
+sys.exit(3)
+"""
+
+# What ncu prints into --log-file when the counters are for admins only, then the command runs.
+FAKE_NCU = """#!/bin/sh
+echo called >> "$(dirname "$0")/../ncu-calls"
+log=""
+while [ $# -gt 0 ]; do
+  if [ "$1" = "--log-file" ]; then log="$2"; shift 2; break; fi
+  shift
+done
+echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters on the target device 0." >> "$log"
+exec "$@"
+"""
+
+
+def _script(tmp_path: Path) -> Path:
+    p = tmp_path / "noop.py"
+    p.write_text(SCRIPT)
+    return p
+
+
+def _path_without_ncu(*first: Path) -> str:
+    return os.pathsep.join([*map(str, first), os.path.dirname(sys.executable), "/usr/bin", "/bin"])
+
+
+def _one_line(stderr: str, words: str) -> None:
+    ours = [ln for ln in stderr.splitlines() if ln.startswith("tltrace:") and "--ncu" in ln]
+    assert len(ours) == 1 and words in ours[0], stderr
+
+
+def test_no_ncu_runs_the_script_once(cli_proc, tmp_path: Path) -> None:
+    script = _script(tmp_path)
+    p = cli_proc("run", "--quiet", "--trace-dir", tmp_path / "td", "--ncu", script, PATH=_path_without_ncu())
+    assert p.returncode == 3, p.stderr
+    assert p.stdout.count("script ran") == 1 and "under: None" in p.stdout
+    _one_line(p.stderr, "no ncu")
+
+
+@pytest.mark.parametrize("timeout", [[], ["--timeout", "120"]], ids=["plain", "timeout"])
+def test_no_permission_for_the_counters(cli_proc, tmp_path: Path, timeout: list[str]) -> None:
+    """With --timeout too, the supervised child of the run under ncu does not start ncu again."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    ncu = bin_dir / "ncu"
+    ncu.write_text(FAKE_NCU)
+    ncu.chmod(0o755)
+    script = _script(tmp_path)
+    td = tmp_path / "td"
+    p = cli_proc(
+        "run",
+        "--quiet",
+        "--trace-dir",
+        td,
+        *timeout,
+        "--ncu=SourceCounters",
+        script,
+        PATH=_path_without_ncu(bin_dir),
+    )
+    assert p.returncode == 3, p.stderr
+    # once, as the inner `tltrace run` under the tool; the variable that told it so is not the script's
+    assert p.stdout.count("script ran") == 1 and "under: None" in p.stdout
+    _one_line(p.stderr, "ERR_NVGPUCTRPERM")
+    assert (tmp_path / "ncu-calls").read_text().count("\n") == 1  # ncu started once
+    left = [f.name for f in td.rglob(".ncu-*")]
+    assert left == [], left  # the log and the report's place are cleaned up
