@@ -9,16 +9,17 @@ disassembled at the run (run --sass); never tltrace's reading twice.
 from __future__ import annotations
 
 import ast
-import csv
 import gzip
 import json
 import tarfile
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from tltrace.runtime import hot, ncu_csv, profiled
+
+from ._ncu import expected_cuda, ncu_view
 
 DATA = Path(__file__).resolve().parent / "data" / "ncu"
 KERNEL = "main_kernel"
@@ -34,29 +35,6 @@ def _lines_csv(variant: str) -> str:
         return f.read()
 
 
-def _ncu_view(
-    text: str,
-) -> tuple[dict[tuple[str, int], int], dict[int, set[tuple[str, int]]], dict[int, int]]:
-    """ncu's per-line view: {(file, line): samples}, {address: the lines it is listed under}, {address: samples}."""
-    totals: dict[tuple[str, int], int] = {}
-    under: dict[int, set[tuple[str, int]]] = defaultdict(set)
-    per_addr: dict[int, int] = {}
-    path, cur, back = None, None, 0
-    for raw in text.splitlines():  # ncu leaves quotes in source lines unescaped: one physical line a row
-        row = next(csv.reader([raw]))
-        if row and row[0] == "File Path":
-            path = row[1]
-        elif row and row[0] == "Line No":  # the samples' column, counted from the end of a row
-            back = len(row) - row.index("Warp Stall Sampling (All Samples)")
-        elif row and row[0].isdigit():
-            cur = (path, int(row[0]))
-            totals[cur] = int(row[-back])
-        elif len(row) > 3 and row[0] == "" and row[2].startswith("0x"):
-            under[int(row[2], 16)].add(cur)  # type: ignore[arg-type]
-            per_addr[int(row[2], 16)] = int(row[-back])
-    return totals, under, per_addr
-
-
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory) -> dict:
     """The recorded run (with --sass) of the plain variant, its profile attached as run --ncu attaches it."""
@@ -70,7 +48,7 @@ def plain(tmp_path_factory) -> dict:
     assert unmatched == [] and [a.kernel for a in attached] == [KERNEL]
     profiled.store(run_dir, {KERNEL: list(attached[0].actions)}, prof["source"], [])
     (result,) = profiled.hot_lines(run_dir)
-    totals, under, per_addr = _ncu_view(_lines_csv("plain"))
+    totals, under, per_addr = ncu_view(_lines_csv("plain"))
     base = min(under)  # ncu lists every instruction of the kernel: the lowest address is its start
     return {
         "root": root,
@@ -127,22 +105,7 @@ def test_cuda_lines_are_ncu_s_plus_what_was_folded_out_of_headers(plain) -> None
     ncu = {ln: v for (f, ln), v in plain["ncu_totals"].items() if f.endswith(".cu")}
     ours = hot.sass_offsets(plain["compile"].sass, KERNEL)
     samples = {p["offset"]: p["samples"] for p in plain["pcs"]}
-    expect = Counter(ncu)
-    moved = other = 0
-    for off, lines in plain["ncu_under"].items():
-        cu = {ln for f, ln in lines if f.endswith(".cu")}
-        mine = ours[off][0]
-        if cu == {mine}:
-            continue
-        s = samples.get(off, 0)
-        if not cu:
-            expect[mine] += s
-            moved += s
-        else:
-            other += s
-            expect[mine] += s
-            for ln in cu:
-                expect[ln] -= s
+    expect, moved, other = expected_cuda(ncu, plain["ncu_under"], ours, samples)
     assert {k: v for k, v in fold.items() if v} == {k: v for k, v in expect.items() if v}
     assert sum(fold.values()) == r["samples"]
     assert other <= 0.02 * r["samples"]
@@ -193,7 +156,7 @@ def test_line_directives_build_measured_the_same_binary() -> None:
     line_directives: null), so ncu names no .py line there and measured the same instructions."""
     plain, ld = (_profile(v)["actions"][0]["pcs"] for v in ("plain", "ld"))
     assert [hot.insn_key(p["sass"] or "") for p in plain] == [hot.insn_key(p["sass"] or "") for p in ld]
-    totals, _, _ = _ncu_view(_lines_csv("ld"))
+    totals, _, _ = ncu_view(_lines_csv("ld"))
     assert not [f for f, _ in totals if f.endswith(".py")]
 
 
@@ -247,3 +210,33 @@ def test_show_hot_without_a_profile_is_one_line(plain, run_cli, tmp_path) -> Non
     next(td.glob("*/.run_records/run_*/ncu.json")).unlink()
     res = run_cli("show", "--trace-dir", td, "example_mha_fwd_bshd", "-1", "--hot")
     assert res.exit_code == 3 and "run --ncu" in res.stderr and res.stderr.count("\n") == 1
+
+
+def test_ncu_lines_naming_py_are_python_lines() -> None:
+    """A run --line-directives build: ncu's line of a PC is a .py line, taken as the Python line itself."""
+    pcs = [
+        {
+            "offset": 0,
+            "samples": 5,
+            "inst": 8,
+            "stalls": {"wait": 5},
+            "sass": "NOP",
+            "file": "/w/k.py",
+            "line": 7,
+        },
+        {
+            "offset": 16,
+            "samples": 1,
+            "inst": 8,
+            "stalls": {},
+            "sass": "EXIT",
+            "file": "/i/common.h",
+            "line": 3,
+        },
+    ]
+    res = hot.fold(pcs, None, None, KERNEL, None, {"/w/k.py": "\n" * 6 + "T.copy(A, B)\n"})
+    assert res["mode"] == "ncu"
+    assert [(x["file"], x["line"], x["text"], x["samples"]) for x in res["lines"]] == [
+        ("/w/k.py", 7, "T.copy(A, B)", 5)
+    ]
+    assert res["inlined"] == {"common.h:3": 1}

@@ -7,8 +7,9 @@ is looked up in tltrace's own SASS stage of the kernel (run --sass: stages/sass.
 instruction text there must be the one ncu measured (`same_insn`: the two disassemblers
 spell a few things differently). When too few agree, the binaries differ (another build
 than the one tltrace disassembled) and each PC takes ncu's own line instead (`source_info`,
-the innermost): a line of the kernel's .cu as it is; a line in a header (tl_templates, cute,
-the CUDA includes) stays apart as "inlined: <header>:<line>", with no Python line. The CUDA
+the innermost): a line of the kernel's .cu as it is; a `.py` line (a `run --line-directives`
+build) is the Python line itself; a line in a header (tl_templates, cute, the CUDA includes)
+stays apart as "inlined: <header>:<line>", with no Python line. The CUDA
 line's Python line is the codegen map's (sourcemap/lines.py, recorded with the device code).
 """
 
@@ -125,14 +126,17 @@ def fold(
     inlined: Counter = Counter()
     for p in pcs:
         samples, inst = p.get("samples", 0), p.get("inst", 0)
+        py = None
         if mode == "sass":
             cu = ours.get(p["offset"], (None, ""))[0]
             header = None
         elif _is_kernel_cu(p.get("file")):
             cu, header = p.get("line"), None
+        elif str(p.get("file") or "").endswith(".py") and p.get("line"):  # a run --line-directives build
+            cu, header, py = None, None, (str(p["file"]), int(p["line"]))
         else:
             cu, header = None, f"{os.path.basename(str(p.get('file') or '?'))}:{p.get('line') or '?'}"
-        src = cmap.src(cu - 1) if (cmap is not None and cu) else None
+        src = py or (cmap.src(cu - 1) if (cmap is not None and cu) else None)
         if cu:
             cuda[cu] += samples
         if header is not None:
