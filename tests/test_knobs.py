@@ -290,6 +290,14 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tltrace.tracing.recorders", "TLTRACE_BISECT"): "a `tltrace bisect` step: the plan its parent hands it",
     ("tltrace.bisect.skipping", "TLTRACE_BISECT"): "a `tltrace bisect` step: the plan its parent hands it",
     (
+        "tltrace.tracing.watchdog",
+        "TLTRACE_WATCHDOG_STACKS",
+    ): "run --timeout: the supervised child learns from its parent that it is one (run --ncu asks too)",
+    (
+        "tltrace.runtime.outer",
+        "TLTRACE_UNDER",
+    ): "run --ncu: the inner run learns from its parent that it runs under the tool (then taken out)",
+    (
         "tltrace.bisect.miscompile",
         "TLTRACE_MISCOMPILE",
     ): "read only by miscompile_from_env(), which a script calls",

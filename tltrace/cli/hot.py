@@ -35,7 +35,7 @@ def tool_for(p: dict[str, Any]) -> ncu_tool.Ncu | None:
         return None
     from ..tracing import watchdog
 
-    if os.environ.get(watchdog.CHILD_ENV):  # --timeout's supervised child of the inner run: already under ncu
+    if watchdog.is_supervised():  # --timeout's supervised child of the inner run: already under ncu
         return None
     try:
         return ncu_tool.locate()
