@@ -22,6 +22,13 @@ from ..runtime import ncu as ncu_tool
 from ..runtime import outer, profiled
 
 DEFAULT_TOP = 10
+COLUMNS = (
+    ("share", "right"),
+    ("line", "left"),
+    ("stalls", "left"),
+    ("inst", "right"),
+    ("cuda / sass", "left"),
+)
 
 
 def _say(line: str) -> None:
@@ -148,13 +155,7 @@ def print_hot(
             head.append(f"\nkept in {where}", style="dim")
         con.print(head, soft_wrap=True)
         table = Table(box=None, pad_edge=False, header_style="bold")
-        for col, just in (
-            ("share", "right"),
-            ("line", "left"),
-            ("stalls", "left"),
-            ("inst", "right"),
-            ("cuda / sass", "left"),
-        ):
+        for col, just in COLUMNS:
             table.add_column(col, justify=just)  # type: ignore[arg-type]
         for row in _ranked(r, n):
             table.add_row(*_cells(row))
