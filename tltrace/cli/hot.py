@@ -63,16 +63,17 @@ def run_under_ncu(tool: ncu_tool.Ncu, p: dict[str, Any], script_dir: Path, kerne
     )
     try:
         done = outer.run_under(prefix, outer.again(), script_dir, env=outer.inner_env("ncu"))
-        _keep(tool, done, report, log, dump, p)
+        try:
+            _keep(tool, done, report, log, dump)
+        except (TltraceError, OSError, ValueError, KeyError, TypeError) as exc:  # never the script's status
+            _say(f"--ncu: the profile could not be kept ({exc}); the report stays at {report}")
     finally:
         for f in (log, dump):
             f.unlink(missing_ok=True)
     return done.code
 
 
-def _keep(
-    tool: ncu_tool.Ncu, done: outer.Outcome, report: Path, log: Path, dump: Path, p: dict[str, Any]
-) -> None:
+def _keep(tool: ncu_tool.Ncu, done: outer.Outcome, report: Path, log: Path, dump: Path) -> None:
     try:
         log_text = log.read_text(errors="replace")
     except OSError:

@@ -120,7 +120,10 @@ def read(ncu: Ncu, report: Path, out: Path) -> dict[str, Any]:
         dumper = Path(__file__).with_name("_ncu_dump.py")
         env = dict(os.environ, PYTHONPATH=ncu.python_dir)
         argv = [sys.executable, *SAFE_PATH, str(dumper), str(report), str(out)]
-        p = procgroup.run(argv, capture_output=True, text=True, timeout=READ_TIMEOUT_S, env=env)
+        try:
+            p = procgroup.run(argv, capture_output=True, text=True, timeout=READ_TIMEOUT_S, env=env)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"ncu's Python module took over {READ_TIMEOUT_S:g} s") from None
         if p.returncode == 0:
             return json.loads(out.read_text())
         err = (p.stderr or "").strip().splitlines()[-1:] or [f"exit {p.returncode}"]
