@@ -8,7 +8,8 @@ Exit codes (documented in README and man page):
      flag the view does not take; show, diff-runs --count: a pattern that is not a regex;
      replay: a --trace-dir that is not a directory; check: a bad expression or directive, an
      unknown fact, a regex past --match-timeout)
-  3  a file or record problem: missing/damaged run records, unreadable trace dir (show
+  3  a file or record problem: missing/damaged run records, unreadable trace dir (show --hot: a
+     compile no `run --ncu` profiled; show
      --layouts --at/--thread: a recorded layout beyond the limits of layouts/check.py); replay,
      repro: a damaged bundle (flipped byte, zip bomb, wrong types, a frontend IR that does
      not load) or a refused context or target (rerun/trust.py)
