@@ -240,3 +240,20 @@ def test_ncu_lines_naming_py_are_python_lines() -> None:
         ("/w/k.py", 7, "T.copy(A, B)", 5)
     ]
     assert res["inlined"] == {"common.h:3": 1}
+
+
+def test_several_compiles_of_the_kernel_are_told_apart_by_their_sass(plain) -> None:
+    """Two compiles define main_kernel (another shape, say): the one whose SASS is the measured one is
+    taken, and the note says which of how many; without SASS to tell them apart, the note says so."""
+    import dataclasses
+
+    c = plain["compile"]
+    other = dataclasses.replace(c, run_dir=Path("run_other"), sass=c.sass.replace("FFMA", "FMUL"))
+    for order in ([other, c], [c, other]):
+        (a,), _ = profiled.attach(_profile("plain"), order)
+        assert (
+            a.compile is c and a.note == f"2 compiles define {KERNEL}: {c.run_dir.name} matched by its SASS"
+        )
+    blind = [dataclasses.replace(x, sass=None) for x in (other, c)]
+    (a,), _ = profiled.attach(_profile("plain"), blind)
+    assert a.note is not None and "no SASS tells them apart" in a.note
