@@ -257,3 +257,127 @@ def test_several_compiles_of_the_kernel_are_told_apart_by_their_sass(plain) -> N
     blind = [dataclasses.replace(x, sass=None) for x in (other, c)]
     (a,), _ = profiled.attach(_profile("plain"), blind)
     assert a.note is not None and "no SASS tells them apart" in a.note
+
+
+# A stand-in for ncu's `ncu_report` (no ncu here): the calls tltrace's dumper makes, as ncu 2025.3.1's
+# module answered them on the H100 (/work/gpudata's explore dumper used the same calls there), serving
+# the recorded profile. The report "file" is that profile as JSON, with the kernel's first PC.
+FAKE_NCU_REPORT = """
+import json
+
+
+class _Ids:
+    def __init__(self, ids):
+        self.ids = ids
+
+    def as_uint64(self, i):
+        return self.ids[i]
+
+
+class _Metric:
+    def __init__(self, by_pc):
+        self.by_pc = sorted(by_pc.items())
+
+    def num_instances(self):
+        return len(self.by_pc)
+
+    def correlation_ids(self):
+        return _Ids([pc for pc, _ in self.by_pc])
+
+    def as_double(self, i=None):
+        return float(self.by_pc[i or 0][1])
+
+
+class _Info:
+    def __init__(self, f, ln):
+        self.f, self.ln = f, ln
+
+    def file_name(self):
+        return self.f
+
+    def line(self):
+        return self.ln
+
+
+class _Action:
+    def __init__(self, a):
+        base = a["function_pc"]
+        self.a, self.pcs = a, {base + p["offset"]: p for p in a["pcs"]}
+        self.metrics = {
+            "smsp__pcsamp_sample_count": {pc: p["samples"] for pc, p in self.pcs.items()},
+            "inst_executed": {pc: p["inst"] for pc, p in self.pcs.items()},
+            "launch__function_pcs": {0: base},
+        }
+        for axis, g, b in zip("xyz", a["grid"], a["block"]):
+            self.metrics[f"launch__grid_dim_{axis}"] = {0: g}
+            self.metrics[f"launch__block_dim_{axis}"] = {0: b}
+        for pc, p in self.pcs.items():
+            for k in ("barrier", "wait", "long_scoreboard", "selected"):
+                self.metrics.setdefault(f"smsp__pcsamp_warps_issue_stalled_{k}", {})[pc] = p["stalls"].get(k, 0)
+                self.metrics.setdefault(f"smsp__pcsamp_warps_issue_stalled_{k}_not_issued", {})[pc] = 99
+
+    def name(self):
+        return self.a["kernel"]
+
+    def metric_names(self):
+        return tuple(self.metrics)
+
+    def metric_by_name(self, n):
+        return _Metric(self.metrics[n]) if n in self.metrics else None
+
+    def sass_by_pc(self, pc):
+        return "      " + self.pcs[pc]["sass"]
+
+    def source_info(self, pc):
+        return _Info(self.pcs[pc]["file"], self.pcs[pc]["line"])
+
+
+class _Range:
+    def __init__(self, actions):
+        self.actions = actions
+
+    def num_actions(self):
+        return len(self.actions)
+
+    def action_by_idx(self, i):
+        return _Action(self.actions[i])
+
+
+class _Context:
+    def __init__(self, data):
+        self.data = data
+
+    def num_ranges(self):
+        return 1
+
+    def range_by_idx(self, i):
+        return _Range(self.data["actions"])
+
+
+def load_report(path):
+    with open(path) as f:
+        return _Context(json.load(f))
+"""
+
+
+def test_the_dumper_reads_ncu_s_module(tmp_path) -> None:
+    """runtime/_ncu_dump.py in its child Python, over ncu_report's calls: the profile comes back whole
+    (launch attributes from one-instance metrics, the _not_issued stall metrics left out)."""
+    from tltrace.runtime import ncu
+
+    (tmp_path / "extras").mkdir()
+    (tmp_path / "extras" / "ncu_report.py").write_text(FAKE_NCU_REPORT)
+    prof = _profile("plain")
+    report = tmp_path / "fa.ncu-rep"
+    report.write_text(json.dumps(prof))
+    got = ncu.read(ncu.Ncu("ncu", str(tmp_path / "extras")), report, tmp_path / "out.json")
+    assert json.loads((tmp_path / "out.json").read_text()) == got
+    (a,) = got["actions"]
+    (want,) = prof["actions"]
+    assert {k: a[k] for k in ("kernel", "function_pc", "grid", "block")} == {
+        k: want[k] for k in ("kernel", "function_pc", "grid", "block")
+    }
+    kept = ("barrier", "wait", "long_scoreboard", "selected")
+    assert a["pcs"] == [
+        {**p, "stalls": {k: v for k, v in p["stalls"].items() if k in kept}} for p in want["pcs"]
+    ]

@@ -21,9 +21,12 @@ SCHEMA = 1
 
 
 def _scalar(action, name):
+    """A launch attribute's value (ncu keeps launch__* as metrics of one instance)."""
     try:
         m = action.metric_by_name(name)
-        return None if m is None else m.as_double()
+        if m is None:
+            return None
+        return m.as_double(0) if m.num_instances() else m.as_double()
     except Exception:
         return None
 
