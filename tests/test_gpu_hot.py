@@ -72,3 +72,41 @@ def test_run_ncu_on_flash_attention(tmp_path: Path) -> None:
     for x in r["lines"]:
         print(f"{100 * x['share']:5.1f}%  {Path(x['file']).name}:{x['line']}  {x['text']}  {x['stalls']}")
     assert r["lines"] and all(x["text"] for x in r["lines"])
+
+
+def test_ranking_agrees_with_ncu_s_own_py_lines(tmp_path: Path) -> None:
+    """Oracle (b): the same GEMM (cython backend, where --line-directives reaches the build) profiled
+    twice: the plain run's ranking through tltrace's map, and ncu's own `.py` lines of the
+    --line-directives run (its per-line view of that report). The hottest lines agree; shares printed."""
+    if shutil.which("ncu") is None:
+        pytest.skip("no ncu on PATH")
+    from .test_gpu_line_directives import SCRIPT
+
+    script = tmp_path / "gemm_hot.py"
+    script.write_text(SCRIPT)
+    td = tmp_path / "td"
+    cli_proc("run", "--quiet", "--ncu", "--ncu-launches", "1", "--trace-dir", td, script, cwd=tmp_path, rc=0)
+    shown = cli_proc(
+        "show", "--trace-dir", td, "gemm_hot", "-1", "--hot", "--json", "--top", "20", cwd=tmp_path, rc=0
+    )
+    (plain,) = json.loads(shown.stdout)
+    ours = {x["line"]: x["share"] for x in plain["lines"] if x["samples"]}
+    td2 = tmp_path / "td2"
+    cli_proc("run", "--quiet", "--ncu", "--ncu-launches", "1", "--line-directives", "--trace-dir", td2, script,
+             cwd=tmp_path, rc=0)  # fmt: skip
+    (rep,) = td2.glob(f"*/.run_records/run_*/{profiled.REPORT}")
+    csv_text = subprocess.run(
+        ["ncu", "--import", str(rep), "--page", "source", "--print-source", "cuda,sass", "--csv"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    totals, _, _ = ncu_view(csv_text)
+    py = {ln: v for (f, ln), v in totals.items() if f.endswith("gemm_hot.py") and v}
+    assert py, "ncu names no line of gemm_hot.py in the --line-directives run"
+    whole = sum(py.values())
+    theirs = {ln: v / whole for ln, v in py.items()}
+    print("line  tltrace (plain run)  ncu .py lines (--line-directives run, inclusive)")
+    for ln in sorted(set(ours) | set(theirs), key=lambda n: -theirs.get(n, 0)):
+        print(f"{ln:4}  {100 * ours.get(ln, 0):6.1f}%  {100 * theirs.get(ln, 0):6.1f}%")
+    top_ours = max(ours, key=ours.__getitem__)
+    top_theirs = max(theirs, key=theirs.__getitem__)
+    assert top_ours == top_theirs, (ours, theirs)
