@@ -294,6 +294,14 @@ def run_cmd(
     force: bool = typer.Option(
         False, "--force", help="Let --chrome-trace replace a file that tltrace did not write (or a link)."
     ),
+    sanitize: bool = typer.Option(
+        False,
+        "--sanitize",
+        help="Run the script underneath compute-sanitizer (memcheck; --sanitize=racecheck, synccheck, initcheck) "
+        "and name each error's Python line; kept with the records (show --sanitizer). Sets "
+        "PYTORCH_NO_CUDA_MEMORY_CACHING=1 unless set.",
+    ),
+    sanitize_value: Optional[str] = typer.Option(None, "--sanitize-value", hidden=True),
     timeout: Optional[float] = typer.Option(
         None,
         "--timeout",
@@ -324,6 +332,13 @@ def run_cmd(
         check_target(target)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
+
+    if p.get("sanitize") or p.get("sanitize_value"):  # the same command underneath compute-sanitizer
+        from .sanitizer import sanitized
+
+        code = sanitized(ctx.command, p.get("sanitize_value"), settings.script_dir)
+        if code is not None:
+            raise typer.Exit(code)
 
     if p["timeout"] is not None:
         from ..tracing import watchdog
