@@ -287,6 +287,8 @@ def _done(cur: dict[str, Any]) -> Record:
 def parse_bytes(data: bytes) -> Report:
     """Return the report of `data`: XML when it starts as XML, else the text form."""
     head = data.lstrip()[:64]
+    if not head:
+        return Report(problem="the report is empty")
     if head.startswith(b"<?xml") or head.startswith(b"<ComputeSanitizerOutput"):
         return parse_xml(data)
     rep = parse_text(data.decode("utf-8", "replace"))

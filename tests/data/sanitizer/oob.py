@@ -1,5 +1,4 @@
 """A kernel with an out-of-bounds store: the last block writes past B's end."""
-
 import tilelang
 import tilelang.language as T
 import torch
