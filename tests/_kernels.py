@@ -309,3 +309,36 @@ def load_script(path, text: str | None = None, name: str | None = None):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+# The out-of-bounds store of tests/data/sanitizer/oob.py (the last of 8 blocks writes past B's 1000
+# floats), for `run --sanitize`: OOB_LOWERED lowers it for sm_90a on the CPU (CUDA codegen, no GPU).
+# The store is the one line `B[...] = ...` (the tests find it with ast).
+OOB_KERNEL = """
+import tilelang
+import tilelang.language as T
+
+N = 1000
+
+
+def scale(n):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, 128), threads=128) as bx:
+            for i in T.Parallel(128):
+                B[bx * 128 + i] = A[(bx * 128 + i) % n] * 2.0
+
+    return main
+"""
+
+OOB_LOWERED = (
+    OOB_KERNEL
+    + """
+
+from tilelang import tvm
+
+target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+with target, tvm.transform.PassContext(config={"tl.disable_safe_memory_legalize": True}):
+    tilelang.lower(scale(N), target=target)
+"""
+)
