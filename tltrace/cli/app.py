@@ -128,6 +128,7 @@ Examples:
   tltrace run --kernels '^gemm' job.py          trace only kernels named gemm*
   tltrace run --line-directives gemm.py         compile with #line directives for Nsight
   tltrace run --remarks=vectorize gemm.py       keep what each pass prints on stderr, planner on
+  tltrace run --sanitize oob.py                 under compute-sanitizer: each error at its Python line
 
 Options may stand before SCRIPT or right after it; the script's own arguments
 follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
@@ -153,7 +154,14 @@ docs/layouts.md).
 own; after S seconds every Python stack is dumped (faulthandler, which needs no
 GIL: a hung kernel launch holds it), the group is killed, and one line names the
 compile pass or the script line it hung in (docs/usage.md, "Hangs").
-Exit status: the script's own; 1 when it raises; 2 for bad usage;
+--sanitize[=memcheck|racecheck|synccheck|initcheck] runs the same command
+underneath compute-sanitizer (--xml --save into the trace dir), with
+PYTORCH_NO_CUDA_MEMORY_CACHING=1 unless set (torch's cache hides out-of-bounds
+accesses inside its segments); identical errors are one line each at the end,
+named at their Python line, and kept (show --sanitizer). Without
+compute-sanitizer one line says so and the script runs without it.
+Exit status: the script's own (under --sanitize, compute-sanitizer's, which is the
+script's); 1 when it raises; 2 for bad usage (also an unknown --sanitize tool);
 124 after --timeout S ran out (as timeout(1)); 130 after Ctrl+C, 143 after SIGTERM, 129 after SIGHUP (the run is recorded as
 interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its
 finally blocks run).
