@@ -116,6 +116,12 @@ def _main(
     """See, and change, what the TileLang compiler did to your kernel."""
 
 
+SANITIZE_HELP = (
+    "Run the script underneath compute-sanitizer (memcheck; --sanitize=racecheck, synccheck, initcheck) "
+    "and name each error's Python line; kept with the records (show --sanitizer). Sets "
+    "PYTORCH_NO_CUDA_MEMORY_CACHING=1 unless set."
+)
+
 RUN_EPILOG = """\
 Examples:
 
@@ -302,13 +308,7 @@ def run_cmd(
     force: bool = typer.Option(
         False, "--force", help="Let --chrome-trace replace a file that tltrace did not write (or a link)."
     ),
-    sanitize: bool = typer.Option(
-        False,
-        "--sanitize",
-        help="Run the script underneath compute-sanitizer (memcheck; --sanitize=racecheck, synccheck, initcheck) "
-        "and name each error's Python line; kept with the records (show --sanitizer). Sets "
-        "PYTORCH_NO_CUDA_MEMORY_CACHING=1 unless set.",
-    ),
+    sanitize: bool = typer.Option(False, "--sanitize", help=SANITIZE_HELP),
     sanitize_value: Optional[str] = typer.Option(None, "--sanitize-value", hidden=True),
     timeout: Optional[float] = typer.Option(
         None,

@@ -58,7 +58,7 @@ class Named:
             "sass": self.sass,
             "run_id": self.run.run_id if self.run is not None else None,
             "candidates": self.candidates,
-            "launch": None if r.launch is None else {"file": r.launch.path, "line": r.launch.line},
+            "launch": None if r.launch is None else {"file": r.launch[0], "line": r.launch[1]},
             "note": self.note,
         }
         return out

@@ -26,15 +26,6 @@ Dim3 = tuple[int, int, int]
 
 
 @dataclass(frozen=True)
-class Frame:
-    """A Python frame of the host stack at the launch: compute-sanitizer names them (func, path, line)."""
-
-    func: str
-    path: str
-    line: int
-
-
-@dataclass(frozen=True)
 class Record:
     """One error compute-sanitizer reported (one thread's, for a memory error)."""
 
@@ -52,7 +43,9 @@ class Record:
     path: str | None = None  # the .cu TileLang compiled (a temporary file, gone after the run)
     line: int | None = None
     pc: int | None = None  # the instruction's offset in the kernel
-    launch: Frame | None = None  # the innermost Python frame outside the libraries (the launch line)
+    launch: tuple[str, int] | None = (
+        None  # (path, line): the host stack's innermost Python frame outside the libraries
+    )
 
     def key(self) -> tuple[Any, ...]:
         """What makes two records the same error: kernel, pc, and what happened."""
@@ -152,14 +145,14 @@ def _library(path: str) -> bool:
     return bool(_LIBRARY_DIRS & set(path.replace("\\", "/").split("/")[:-1]))
 
 
-def _launch(stack: ET.Element | None) -> Frame | None:
+def _launch(stack: ET.Element | None) -> tuple[str, int] | None:
     """The innermost Python frame (one with a path and a line) that is not in a library."""
     if stack is None:
         return None
     for fr in stack.findall("frame"):
         path, line = _t(fr, "path"), _int(_t(fr, "line"))
         if path and line is not None and not _library(path):
-            return Frame(_t(fr, "func") or "?", path, line)
+            return path, line
     return None
 
 
@@ -277,7 +270,7 @@ def _more(cur: dict[str, Any], line: str) -> None:
     elif m := _ACCESS.match(line):
         cur.update(address=m.group(1), error=m.group(2))
     elif m := _PYFRAME.match(line):  # the text names files, not paths: the outermost Python frame is kept
-        cur["launch"] = Frame(m.group(1), m.group(2), int(m.group(3)))
+        cur["launch"] = (m.group(2), int(m.group(3)))
 
 
 def _done(cur: dict[str, Any]) -> Record:
