@@ -22,6 +22,7 @@ from tltrace.runtime.sanitizer_parse import parse_bytes, span
 
 from ._cli import one_line_error
 from ._records import pack_texts, run_dirs
+from ._schema import check
 
 DATA = Path(__file__).resolve().parent / "data" / "sanitizer"
 SCRIPT = DATA / "oob.py"
@@ -107,7 +108,7 @@ def test_the_error_is_named_at_the_scripts_store_and_kept(trace: Path, run_cli) 
     assert said in res.stdout.splitlines()
     assert "cudaDeviceSynchronize (at oob.py:24)" in res.stdout  # an API error at its launch's line
     res = run_cli("show", trace, "-1", "--sanitizer", "--json")
-    data = json.loads(res.stdout)
+    data = check(json.loads(res.stdout), "sanitizer")  # docs/show.schema.json
     assert data["sanitized"] and data["tool"] == "memcheck"
     assert [e["python"]["line"] for e in data["errors"] if e["python"]] == [line]
     print(said)
@@ -117,7 +118,7 @@ def test_a_run_not_sanitized_says_so(trace: Path, run_cli) -> None:
     res = run_cli("show", trace, "-1", "--sanitizer")
     assert res.exit_code == 0 and "was not run under 'tltrace run --sanitize'" in res.stdout
     res = run_cli("show", trace, "-1", "--sanitizer", "--json")
-    assert json.loads(res.stdout)["sanitized"] is False
+    assert check(json.loads(res.stdout), "sanitizer")["sanitized"] is False
 
 
 @pytest.mark.parametrize(
@@ -166,8 +167,21 @@ def test_an_invocation_that_was_there_before_is_not_named(trace: Path) -> None:
 
     before = {inv.id for inv in runs.invocations(trace)}
     out = finish(trace, report("oob_memcheck.xml"), before)
-    assert out.invocation is None and not out.kept and out.xml is not None
-    assert all(n.python is None for n in out.named)
+    assert out.invocation is None and not out.kept and out.xml == trace / SANITIZER_XML
+    assert all(n.python is None for n in out.named) and not list(trace.glob(".sanitizer*"))
+    say_outcome(out)
+
+
+def test_a_pc_the_sass_map_puts_elsewhere_is_said() -> None:
+    e = {"tool": "memcheck", "count": 2, "what": "invalid __shared__ reads of 8 bytes", "kernel": "k_kernel"}
+    e |= {"python": None, "cuda_line": 7, "pc": "0x40", "threads": "(0..1,0,0)", "blocks": "(0,0,0)"}
+    e |= {"n_blocks": 1, "sass": {"line": 9, "agrees": False}, "note": "2 compiles define k_kernel"}
+    assert line_of(e) == (
+        "memcheck: 2 invalid __shared__ reads of 8 bytes in k_kernel at kernel.cu:7, threads (0..1,0,0) "
+        "block (0,0,0); the SASS map puts pc 0x40 at kernel.cu:9, compute-sanitizer at kernel.cu:7 "
+        "(2 compiles define k_kernel)"
+    )
+    assert "\x1b" not in line_of(e | {"kernel": "k\x1b[2J"})  # control characters shown, not sent
 
 
 def test_the_child_command_line_drops_only_tltraces_sanitize() -> None:

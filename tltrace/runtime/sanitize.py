@@ -20,7 +20,6 @@ outside tool" helper; what follows it (`finish`) reads only files.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -94,24 +93,30 @@ def finish(tool: str, save: Path, script_dir: Path, before: set[str], code: int)
     inv = new[-1] if new else None
     compiles = [r for r in inv.runs if r.manifest is not None] if inv is not None else []
     out = Outcome(code, tool, report, name_all(report.groups(), compiles), invocation=inv.id if inv else None)
-    if not compiles:
-        out.xml = save if save.exists() else None
+    if not compiles:  # nowhere to keep it but the script's directory (the last such report)
+        out.xml = _moved(save, script_dir / SANITIZER_XML)
         return out
     home = compiles[-1]  # the errors that name no compile, and the XML, go in the newest one
     per_run: dict[Path, list[dict]] = {r.path: [] for r in compiles}
     for n in out.named:
         per_run[(n.run or home).path].append(n.to_json(tool))
-    if save.exists():
-        try:
-            shutil.move(str(save), str(home.path / SANITIZER_XML))
-            out.xml = home.path / SANITIZER_XML
-        except OSError:
-            out.xml = save
+    out.xml = _moved(save, home.path / SANITIZER_XML)
     for path, errors in per_run.items():
         if errors or path == home.path:
-            rel = SANITIZER_XML if out.xml is not None and path == home.path else None
+            rel = SANITIZER_XML if out.xml == home.path / SANITIZER_XML and path == home.path else None
             try:
                 out.kept.append(records.write(path, tool, errors, rel, report.problem))
             except OSError:
                 pass
     return out
+
+
+def _moved(save: Path, dest: Path) -> Path | None:
+    """Move compute-sanitizer's report to `dest`; return where it is now (None: it wrote none)."""
+    if not save.exists():
+        return None
+    try:
+        os.replace(save, dest)
+        return dest
+    except OSError:
+        return save

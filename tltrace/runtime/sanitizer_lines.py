@@ -109,21 +109,25 @@ def name(group: Group, compiles: list[runs.Run]) -> Named:
         return Named(group, note=f"no traced compile of this invocation defines {r.func}")
     run = found[-1]  # the newest: compute-sanitizer names no compile; several define it only at several sizes
     note = f"{len(found)} compiles define {r.func}; the newest is named" if len(found) > 1 else None
+    sass = _sass(run, r.func, r.pc, r.line)
+    line = r.line if r.line is not None else (sass or {}).get("line")
+    if line is None:
+        why = "compute-sanitizer named no CUDA line (no -lineinfo), and no SASS stage (run --sass) has its pc"
+        return Named(group, run, len(found), note=note or why)
     if r.line is None:
-        return Named(
-            group, run, len(found), note=note or "compute-sanitizer named no CUDA line (no -lineinfo)"
-        )
+        note = f"kernel.cu:{line} from the SASS stage at pc {r.pc:#x} (compute-sanitizer named no line)"
     try:
-        back = byline.back(run, "cuda", r.line)
+        back = byline.back(run, "cuda", line)
     except TltraceError as exc:
         return Named(group, run, len(found), note=str(exc))
     py = None
     if back["src"] is not None:
         py = {"file": back["src"]["file"], "line": back["src"]["line"], "text": back["python"]}
-    return Named(group, run, len(found), back["text"], py, _sass(run, r.func, r.pc, r.line), note)
+    return Named(group, run, len(found), back["text"], py, sass if r.line is not None else None, note)
 
 
-def _sass(run: runs.Run, func: str, pc: int | None, line: int) -> dict[str, Any] | None:
+def _sass(run: runs.Run, func: str, pc: int | None, line: int | None) -> dict[str, Any] | None:
+    """The SASS stage's kernel.cu line at `pc`, and whether it is compute-sanitizer's `line` (None: no stage)."""
     stage = _device(run, "sass") if pc is not None else None
     if stage is None or pc is None:
         return None
