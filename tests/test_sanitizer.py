@@ -227,3 +227,19 @@ def test_without_compute_sanitizer_the_script_runs_and_one_line_says_so(
         "the script runs without it"
     ]
     one_line_error(run_cli("run", "--sanitize=leakcheck", script), 2, "leakcheck", "memcheck")
+
+
+def test_a_fault_reading_the_report_keeps_the_exit_status(tmp_path: Path, monkeypatch) -> None:
+    def broken(*_a, **_k):
+        raise RuntimeError("a bug of tltrace's")
+
+    monkeypatch.setattr(sanitize, "finish", broken)
+    exe = shutil.which("false")
+    assert exe is not None
+    out = sanitize.run(
+        exe, "memcheck", ["--version"], tmp_path / "script"
+    )  # `false` exits 1, whatever it is given
+    assert (
+        out.code == 1
+        and out.report.problem == "its report could not be read (RuntimeError: a bug of tltrace's)"
+    )

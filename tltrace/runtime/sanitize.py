@@ -70,7 +70,12 @@ def run(exe: str, tool: str, tltrace_args: Sequence[str], script_dir: Path) -> O
     save = script_dir / f".{SANITIZER_XML}.{os.getpid()}"
     with procgroup.started(command(exe, tool, save, tltrace_args), env=environment(os.environ)) as proc:
         code = proc.wait()
-    return finish(tool, save, script_dir, before, code)
+    try:
+        return finish(tool, save, script_dir, before, code)
+    except Exception as exc:  # a fault in reading never hides the script's exit status
+        return Outcome(
+            code, tool, Report(problem=f"its report could not be read ({type(exc).__name__}: {exc})")
+        )
 
 
 @dataclass
