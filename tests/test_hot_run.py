@@ -139,3 +139,9 @@ def test_run_ncu_keeps_the_profile_and_prints_the_hot_lines(cli_proc, tmp_path: 
     shown = cli_proc("show", "--trace-dir", td, kept, "--hot", "--json", rc=0)
     (r,) = json.loads(shown.stdout)
     assert r["mode"] == "sass" and r["samples"] == 160 and r["lines"][0]["line"] == 91
+
+
+def test_ncu_and_sanitize_exclude_each_other(run_cli, tmp_path: Path) -> None:
+    res = run_cli("run", "--ncu", "--sanitize", _script(tmp_path))
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1 and "exclude each other" in res.stderr
+    assert "script ran" not in res.stdout

@@ -105,14 +105,19 @@ SIDEWAYS: dict[tuple[str, str], str] = {
         "tltrace.facts",
     ): "watch says which facts each build changed (reconcile/buildfacts)",
     ("tltrace.rerun", "tltrace.history"): "repro and bundle read the recorded runs",
-    ("tltrace.runtime", "tltrace.history"): "run --ncu: the profiled compiles' texts and maps read back",
-    (
-        "tltrace.runtime",
-        "tltrace.stages",
-    ): "hot lines: the SASS stage's kernel.cu marks (the chains followed out)",
     ("tltrace.sourcemap", "tltrace.callsites"): "library lines mapped to the user's call in every map",
     ("tltrace.stages", "tltrace.toolchain"): "the PTX and SASS stages: the nvcc build's PTX and cubin",
     ("tltrace.toolchain", "tltrace.sourcemap"): "TileLang's own #line directives blanked before the build",
+    (
+        "tltrace.runtime",
+        "tltrace.history",
+    ): "run --sanitize: the errors named through the invocation's recorded runs (history/byline); run --ncu: "
+    "the profiled compiles' texts and maps read back",
+    (
+        "tltrace.runtime",
+        "tltrace.stages",
+    ): "run --sanitize: compute-sanitizer found as the SASS tools are; a pc looked up in the stored SASS; "
+    "run --ncu: the SASS stage's kernel.cu marks (hot lines)",
     # the bottom
     ("tltrace.fs", "tltrace.errors"): "a bad output path is a UsageError",
 }

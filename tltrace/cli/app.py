@@ -116,6 +116,12 @@ def _main(
     """See, and change, what the TileLang compiler did to your kernel."""
 
 
+SANITIZE_HELP = (
+    "Run the script underneath compute-sanitizer (memcheck; --sanitize=racecheck, synccheck, initcheck) "
+    "and name each error's Python line; kept with the records (show --sanitizer). Sets "
+    "PYTORCH_NO_CUDA_MEMORY_CACHING=1 unless set."
+)
+
 RUN_EPILOG = """\
 Examples:
 
@@ -129,6 +135,7 @@ Examples:
   tltrace run --ncu fa.py                       the hot Python lines of fa.py's kernels (Nsight Compute)
   tltrace run --line-directives gemm.py         compile with #line directives for Nsight
   tltrace run --remarks=vectorize gemm.py       keep what each pass prints on stderr, planner on
+  tltrace run --sanitize oob.py                 under compute-sanitizer: each error at its Python line
 
 Options may stand before SCRIPT or right after it; the script's own arguments
 follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
@@ -160,7 +167,14 @@ top stall reasons, instructions executed and the CUDA and SASS behind each
 (docs/usage.md, "Hot lines"); 'tltrace show SCRIPT --hot' prints them again.
 Without ncu, or without permission for the GPU's counters (ERR_NVGPUCTRPERM),
 one line says so and the script's exit status stands.
-Exit status: the script's own; 1 when it raises; 2 for bad usage;
+--sanitize[=memcheck|racecheck|synccheck|initcheck] runs the same command
+underneath compute-sanitizer (--xml --save into the trace dir), with
+PYTORCH_NO_CUDA_MEMORY_CACHING=1 unless set (torch's cache hides out-of-bounds
+accesses inside its segments); identical errors are one line each at the end,
+named at their Python line, and kept (show --sanitizer). Without
+compute-sanitizer one line says so and the script runs without it.
+Exit status: the script's own (under --sanitize, compute-sanitizer's, which is the
+script's); 1 when it raises; 2 for bad usage (also an unknown --sanitize tool);
 124 after --timeout S ran out (as timeout(1)); 130 after Ctrl+C, 143 after SIGTERM, 129 after SIGHUP (the run is recorded as
 interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its
 finally blocks run).
@@ -317,6 +331,8 @@ def run_cmd(
         min=0,
         help="With --ncu: profile the first N launches of TileLang's kernels (ncu --launch-count; 0: all).",
     ),
+    sanitize: bool = typer.Option(False, "--sanitize", help=SANITIZE_HELP),
+    sanitize_value: Optional[str] = typer.Option(None, "--sanitize-value", hidden=True),
     timeout: Optional[float] = typer.Option(
         None,
         "--timeout",
@@ -344,6 +360,8 @@ def run_cmd(
     target = Target(target_name, tuple(rest), is_module)
     from . import hot as cli_hot
 
+    if p.get("ncu") and (p.get("sanitize") or p.get("sanitize_value")):
+        raise fail("--ncu and --sanitize exclude each other: one outside tool at a time")
     ncu_tool = cli_hot.tool_for(p)  # run --ncu: ncu (None without it, in the inner run, or when missing)
     try:
         settings = _settings(p, target)
@@ -353,6 +371,12 @@ def run_cmd(
 
     if ncu_tool is not None:  # the same command again, underneath ncu (cli/hot.py, runtime/outer.py)
         raise typer.Exit(cli_hot.run_under_ncu(ncu_tool, p, settings.script_dir, p["kernels"]))
+    if p.get("sanitize") or p.get("sanitize_value"):  # the same command underneath compute-sanitizer
+        from .sanitizer import sanitized
+
+        code = sanitized(ctx.command, p.get("sanitize_value"), settings.script_dir)
+        if code is not None:
+            raise typer.Exit(code)
 
     if p["timeout"] is not None:
         from ..tracing import watchdog

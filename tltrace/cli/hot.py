@@ -61,8 +61,16 @@ def run_under_ncu(tool: ncu_tool.Ncu, p: dict[str, Any], script_dir: Path, kerne
     prefix = ncu_tool.prefix(
         tool, report, log, sections, p.get("ncu_launches", ncu_tool.DEFAULT_LAUNCHES), kernels
     )
+    from ..errors import EXIT_INTERRUPTED
+    from ..proc.group import Terminated
+
     try:
-        done = outer.run_under(prefix, outer.again(), script_dir, env=outer.inner_env("ncu"))
+        try:
+            done = outer.run_under(prefix, outer.again(), script_dir, env=outer.inner_env("ncu"))
+        except KeyboardInterrupt:  # forwarded to the group, whose run recorded itself interrupted
+            return EXIT_INTERRUPTED
+        except Terminated as exc:
+            return exc.exit_code
         try:
             _keep(tool, done, report, log, dump)
         except (TltraceError, OSError, ValueError, KeyError, TypeError) as exc:  # never the script's status

@@ -1,5 +1,7 @@
 """At run time: the traced script run underneath an outside tool, and what the tool measured.
 
+- `sanitize`, `sanitizer_parse`, `sanitizer_lines`: compute-sanitizer's errors named at the
+  user's Python lines (run --sanitize).
 - `outer`: run the same `tltrace run` underneath a tool (a command-line prefix and an
   environment) and find the invocation it recorded; generic (ncu, compute-sanitizer).
 - `ncu`: Nsight Compute: where it is, its command line, its one-line problems, its report read.
