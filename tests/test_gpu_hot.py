@@ -58,7 +58,7 @@ def test_run_ncu_on_flash_attention(tmp_path: Path) -> None:
     under = {a - base: v for a, v in under.items()}
     per_pc = {a - base: v for a, v in per_addr.items()}
     shown = cli_proc("show", "--trace-dir", td, run_dir, "--hot", "--json", "--top", "5", cwd=tmp_path, rc=0)
-    (r,) = json.loads(shown.stdout)
+    (r,) = json.loads(shown.stdout)["kernels"]
     assert r["samples"] == sum(per_pc.values()) > 0
     assert r["mode"] == "sass", r["agree"]
     c = profiled.load_compile(run_dir)
@@ -89,7 +89,7 @@ def test_ranking_agrees_with_ncu_s_own_py_lines(tmp_path: Path) -> None:
     shown = cli_proc(
         "show", "--trace-dir", td, "gemm_hot", "-1", "--hot", "--json", "--top", "20", cwd=tmp_path, rc=0
     )
-    (plain,) = json.loads(shown.stdout)
+    (plain,) = json.loads(shown.stdout)["kernels"]
     ours = {x["line"]: x["share"] for x in plain["lines"] if x["samples"]}
     td2 = tmp_path / "td2"
     cli_proc("run", "--quiet", "--ncu", "--ncu-launches", "1", "--line-directives", "--trace-dir", td2, script,

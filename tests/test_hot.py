@@ -20,6 +20,7 @@ import pytest
 from tltrace.runtime import hot, ncu_csv, profiled
 
 from ._ncu import expected_cuda, ncu_view
+from ._schema import check
 
 DATA = Path(__file__).resolve().parent / "data" / "ncu"
 KERNEL = "main_kernel"
@@ -191,7 +192,9 @@ def test_show_hot_table_and_json(plain, run_cli) -> None:
     td = plain["root"] / "fa_plain_trace"
     res = run_cli("show", "--trace-dir", td, "example_mha_fwd_bshd", "-1", "--hot", "--json", "--top", "3")
     assert res.exit_code == 0, res.output
-    (r,) = json.loads(res.stdout)
+    data = check(json.loads(res.stdout), "hot")  # docs/show.schema.json
+    assert data["run_id"] == plain["run_dir"].name
+    (r,) = data["kernels"]
     top = plain["result"]["lines"][0]
     assert r["lines"][0]["line"] == top["line"] and len(r["lines"]) == 3
     res = run_cli("show", "--trace-dir", td, "example_mha_fwd_bshd", "-1", "--hot", "--top", "3")

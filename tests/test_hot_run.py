@@ -137,7 +137,7 @@ def test_run_ncu_keeps_the_profile_and_prints_the_hot_lines(cli_proc, tmp_path: 
     assert "hot lines of main_kernel" in p.stderr and "example_mha_fwd_bshd.py:91" in p.stderr, p.stderr
     assert not list(td.rglob(".ncu-*"))
     shown = cli_proc("show", "--trace-dir", td, kept, "--hot", "--json", rc=0)
-    (r,) = json.loads(shown.stdout)
+    (r,) = json.loads(shown.stdout)["kernels"]
     assert r["mode"] == "sass" and r["samples"] == 160 and r["lines"][0]["line"] == 91
 
 

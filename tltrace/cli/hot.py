@@ -128,12 +128,13 @@ def print_hot(
     err: bool = False,
     where: Path | None = None,
 ) -> None:
-    """Print each profiled kernel's ranked hot lines (or JSON)."""
+    """Print each profiled kernel's ranked hot lines (or JSON: {run_id, kernels}; docs/show.schema.json "hot")."""
     n = DEFAULT_TOP if top is None else top
     if as_json:
         from .records import _print_json
 
-        _print_json([{**r, "lines": r["lines"][:n], "other": r["other"][:n]} for r in results])
+        kernels = [{**r, "lines": r["lines"][:n], "other": r["other"][:n]} for r in results]
+        _print_json({"run_id": where.name if where is not None else None, "kernels": kernels})
         return
     from rich.table import Table
     from rich.text import Text
@@ -197,4 +198,4 @@ def show(sel: Any, as_json: bool, top: int | None) -> None:
     """`show --hot`: the hot lines of one compile profiled by `run --ncu`."""
     run = sel.one("--hot")
     run.require()
-    print_hot(profiled.hot_lines(run.path), as_json, top)
+    print_hot(profiled.hot_lines(run.path), as_json, top, where=None if not as_json else run.path)
