@@ -10,7 +10,18 @@ from typing import Optional
 import typer
 
 from ..errors import TltraceError
-from .shared import fail, no_such_option, script_args, trace_dir_option, warn
+from .shared import (
+    args_argument,
+    context_option,
+    fail,
+    json_option,
+    no_such_option,
+    script_args,
+    script_argument,
+    timeout_option,
+    trace_dir_option,
+    warn,
+)
 
 EXIT_NOT_WRONG = 6
 EXIT_FLAKY = 8
@@ -71,12 +82,8 @@ def register(app: typer.Typer) -> None:
 
 def bisect_cmd(
     ctx: typer.Context,
-    script: Optional[str] = typer.Argument(
-        None, metavar="SCRIPT", help="The kernel script to run at each step.", show_default=False
-    ),
-    args: Optional[list[str]] = typer.Argument(
-        None, metavar="[ARGS]...", help="Arguments for the script.", show_default=False
-    ),
+    script: Optional[str] = script_argument("The kernel script to run at each step."),
+    args: Optional[list[str]] = args_argument(),
     check: Optional[str] = typer.Option(
         None,
         "--check",
@@ -87,9 +94,9 @@ def bisect_cmd(
         None, "--kernels", metavar="REGEX", help="Skip passes only in compiles of kernels matching REGEX."
     ),
     trace_dir: Optional[Path] = trace_dir_option(),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    as_json: bool = json_option("Print the result as JSON on stdout."),
     no_repro: bool = typer.Option(False, "--no-repro", help="Write no repro directory for the bad pass."),
-    context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in the diff."),
+    context: int = context_option("Context lines in the diff."),
     configs: bool = typer.Option(
         False,
         "--configs",
@@ -102,12 +109,8 @@ def bisect_cmd(
         metavar="REGEX",
         help="With --configs: flip only the configs whose name matches REGEX.",
     ),
-    timeout: Optional[float] = typer.Option(
-        None,
-        "--timeout",
-        metavar="S",
-        min=0.001,
-        help="Stop a step after S seconds ('tltrace run --timeout'); the step line says 'timed out'.",
+    timeout: Optional[float] = timeout_option(
+        "Stop a step after S seconds ('tltrace run --timeout'); the step line says 'timed out'."
     ),
     on_timeout: str = typer.Option(
         "bad",
