@@ -16,7 +16,8 @@ from .._version import __version__
 from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
 from ..errors import TltraceError
 from ..proc.group import Terminated, on_signals
-from .shared import (  # one `fail`, one --trace-dir for every command
+from .shared import (
+    SCRIPT_CONTEXT,  # one `fail`, one --trace-dir for every command
     OptionalValueCommand,
     args_argument,
     codegen_output_option,
@@ -168,16 +169,7 @@ finally blocks run).
 """
 
 
-@app.command(
-    "run",
-    epilog=RUN_EPILOG,
-    cls=OptionalValueCommand,
-    context_settings={
-        "allow_interspersed_args": False,
-        "ignore_unknown_options": True,
-        "allow_extra_args": True,
-    },
-)
+@app.command("run", epilog=RUN_EPILOG, cls=OptionalValueCommand, context_settings=SCRIPT_CONTEXT)
 def run_cmd(
     ctx: typer.Context,
     script: Optional[str] = script_argument("The kernel script to run."),

@@ -11,6 +11,7 @@ import typer
 
 from ..errors import TltraceError
 from .shared import (
+    SCRIPT_CONTEXT,
     args_argument,
     context_option,
     fail,
@@ -69,15 +70,7 @@ bisect goes on; its step line says "timed out".
 
 def register(app: typer.Typer) -> None:
     """Add `bisect` to the app."""
-    app.command(
-        "bisect",
-        epilog=BISECT_EPILOG,
-        context_settings={
-            "allow_interspersed_args": False,
-            "ignore_unknown_options": True,
-            "allow_extra_args": True,
-        },
-    )(bisect_cmd)
+    app.command("bisect", epilog=BISECT_EPILOG, context_settings=SCRIPT_CONTEXT)(bisect_cmd)
 
 
 def bisect_cmd(
@@ -226,35 +219,29 @@ def _flip(f) -> None:  # noqa: ANN001  # tltrace.bisect.configs.Flip
     from ..bisect.configs import describe_facts
 
     s = f.step
-    extra = f" (exit {s.script_rc})" if s.check_rc is None else f" (check exit {s.check_rc})"
-    if s.outcome == "untestable":
-        extra = f": {s.why}" if s.why else ""
-    if s.timed_out:
-        extra = f" ({s.timed_out})"
-    what = "probe (no script run)" if s.probe else f"step {s.number}"
     did = describe_facts(s.facts)
     typer.echo(
-        f"bisect: {what} [{s.purpose}] {s.outcome}{extra} in {s.seconds:.1f}s, {f.elapsed:.0f}s elapsed"
-        + (f"; facts: {did}" if did else ""),
+        f"{_step_line(s)} in {s.seconds:.1f}s, {f.elapsed:.0f}s elapsed" + (f"; facts: {did}" if did else ""),
         err=True,
     )
 
 
 def _progress(p) -> None:  # noqa: ANN001  # tltrace.bisect.Progress
     s = p.step
+    left = f", ~{p.steps_left} step(s) to go" if p.steps_left else ""
+    rng = f", {p.suspects} suspect(s) left" if p.suspects else ""
+    typer.echo(f"{_step_line(s)} in {s.seconds:.1f}s{rng}, {p.elapsed:.0f}s elapsed{left}", err=True)
+
+
+def _step_line(s) -> str:  # noqa: ANN001  # tltrace.bisect.steps.Step
+    """Return a step line's start: `bisect: step 4 [skip 2: ...] untestable: why` (its times follow)."""
     extra = f" (exit {s.script_rc})" if s.check_rc is None else f" (check exit {s.check_rc})"
     if s.outcome == "untestable":
         extra = f": {s.why}" if s.why else ""
     if s.timed_out:
         extra = f" ({s.timed_out})"
-    left = f", ~{p.steps_left} step(s) to go" if p.steps_left else ""
-    rng = f", {p.suspects} suspect(s) left" if p.suspects else ""
     what = "probe (no script run)" if s.probe else f"step {s.number}"
-    typer.echo(
-        f"bisect: {what} [{s.purpose}] {s.outcome}{extra} in {s.seconds:.1f}s{rng}, "
-        f"{p.elapsed:.0f}s elapsed{left}",
-        err=True,
-    )
+    return f"bisect: {what} [{s.purpose}] {s.outcome}{extra}"
 
 
 def _where(t) -> str:  # noqa: ANN001

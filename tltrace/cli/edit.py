@@ -12,6 +12,7 @@ from ..config import trace_dir_of
 from ..errors import EXIT_CONFLICT, EXIT_OK, TltraceError
 from ..proc.group import Terminated, on_signals
 from .shared import (
+    SCRIPT_CONTEXT,
     args_argument,
     codegen_output_option,
     json_option,
@@ -81,15 +82,7 @@ its edit.
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the app."""
-    app.command(
-        "watch",
-        epilog=WATCH_EPILOG,
-        context_settings={
-            "allow_interspersed_args": False,
-            "ignore_unknown_options": True,
-            "allow_extra_args": True,
-        },
-    )(watch_cmd)
+    app.command("watch", epilog=WATCH_EPILOG, context_settings=SCRIPT_CONTEXT)(watch_cmd)
     app.command("resolve-conflict", epilog=RESOLVE_EPILOG)(resolve_cmd)
 
 

@@ -67,6 +67,11 @@ def codegen_output_option(help: str = "Device working file (host: PATH with _hos
     return typer.Option(None, "--codegen-output", metavar="PATH", help=help)
 
 
+# A command that runs a script (run, watch, bisect): what follows SCRIPT is the script's, options
+# included (`script_args` takes back tltrace's own options given right after SCRIPT).
+SCRIPT_CONTEXT = {"allow_interspersed_args": False, "ignore_unknown_options": True, "allow_extra_args": True}
+
+
 def script_argument(help: str) -> Any:
     """Return the SCRIPT argument of the commands that run a script (run, watch, bisect)."""
     return typer.Argument(None, metavar="SCRIPT", help=help, show_default=False)
