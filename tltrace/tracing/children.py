@@ -48,6 +48,7 @@ from ..config import (
     compile_regex,
 )
 from ..format.records import EXITED, EXITED_NOTE, INTERRUPTED, RUNNING, RunManifest
+from ..format.writer import pid_of
 from ..session.events import NOT_FINALISED, STILL_RUNNING, Notice
 
 ENV = CHILD_ENV
@@ -208,26 +209,6 @@ class Gathered:
     @property
     def pids(self) -> list[int]:
         return sorted({p for p in (pid_of(m) for m in self.runs) if p is not None})
-
-
-def pid_of(manifest: RunManifest) -> int | None:
-    w = manifest.writer
-    pid = w.get("pid") if isinstance(w, dict) else None
-    return pid if isinstance(pid, int) and not isinstance(pid, bool) else None
-
-
-def rank_of(manifest: RunManifest) -> int | None:
-    w = manifest.writer
-    r = w.get("rank") if isinstance(w, dict) else None
-    return r if isinstance(r, int) and not isinstance(r, bool) else None
-
-
-def process_label(manifest: RunManifest) -> str:
-    """Return the process a compile ran in, as a person reads it: 'rank R' under torchrun, else 'pid N'."""
-    rank, pid = rank_of(manifest), pid_of(manifest)
-    if rank is not None:
-        return f"rank {rank}"
-    return f"pid {pid}" if pid is not None else "pid ?"
 
 
 def gather(script_dir: Path, invocation: str, own: Iterable[str]) -> Gathered:
