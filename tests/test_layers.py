@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tltrace.sourcemap",
         "tltrace.callsites",
         "tltrace.toolchain",
+        "tltrace.runtime",
     ),
     ("tltrace.session",),
     ("tltrace.config",),  # the settings read format/'s names, ids and script dirs
@@ -102,6 +103,14 @@ SIDEWAYS: dict[tuple[str, str], str] = {
     ("tltrace.sourcemap", "tltrace.callsites"): "library lines mapped to the user's call in every map",
     ("tltrace.stages", "tltrace.toolchain"): "the PTX and SASS stages: the nvcc build's PTX and cubin",
     ("tltrace.toolchain", "tltrace.sourcemap"): "TileLang's own #line directives blanked before the build",
+    (
+        "tltrace.runtime",
+        "tltrace.history",
+    ): "run --sanitize: the errors named through the invocation's recorded runs (history/byline)",
+    (
+        "tltrace.runtime",
+        "tltrace.stages",
+    ): "run --sanitize: compute-sanitizer found as the SASS tools are; a pc looked up in the stored SASS",
     # the bottom
     ("tltrace.fs", "tltrace.errors"): "a bad output path is a UsageError",
 }

@@ -30,6 +30,7 @@ USES = {
     "--ptx-line": JSON,
     "--sass-line": JSON,
     "--remarks": JSON,
+    "--sanitizer": JSON,
     "--html": JSON,
     "--facts": JSON,
     "--layouts": JSON | {"--at", "--thread"},

@@ -125,6 +125,12 @@ def _main(
     """See, and change, what the TileLang compiler did to your kernel."""
 
 
+SANITIZE_HELP = (
+    "Run the script underneath compute-sanitizer (memcheck; --sanitize=racecheck, synccheck, initcheck) "
+    "and name each error's Python line; kept with the records (show --sanitizer). Sets "
+    "PYTORCH_NO_CUDA_MEMORY_CACHING=1 unless set."
+)
+
 RUN_EPILOG = """\
 Examples:
 
@@ -137,6 +143,7 @@ Examples:
   tltrace run --kernels '^gemm' job.py          trace only kernels named gemm*
   tltrace run --line-directives gemm.py         compile with #line directives for Nsight
   tltrace run --remarks=vectorize gemm.py       keep what each pass prints on stderr, planner on
+  tltrace run --sanitize oob.py                 under compute-sanitizer: each error at its Python line
 
 Options may stand before SCRIPT or right after it; the script's own arguments
 follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
@@ -162,7 +169,14 @@ docs/layouts.md).
 own; after S seconds every Python stack is dumped (faulthandler, which needs no
 GIL: a hung kernel launch holds it), the group is killed, and one line names the
 compile pass or the script line it hung in (docs/usage.md, "Hangs").
-Exit status: the script's own; 1 when it raises; 2 for bad usage;
+--sanitize[=memcheck|racecheck|synccheck|initcheck] runs the same command
+underneath compute-sanitizer (--xml --save into the trace dir), with
+PYTORCH_NO_CUDA_MEMORY_CACHING=1 unless set (torch's cache hides out-of-bounds
+accesses inside its segments); identical errors are one line each at the end,
+named at their Python line, and kept (show --sanitizer). Without
+compute-sanitizer one line says so and the script runs without it.
+Exit status: the script's own (under --sanitize, compute-sanitizer's, which is the
+script's); 1 when it raises; 2 for bad usage (also an unknown --sanitize tool);
 124 after --timeout S ran out (as timeout(1)); 130 after Ctrl+C, 143 after SIGTERM, 129 after SIGHUP (the run is recorded as
 interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its
 finally blocks run).
@@ -283,6 +297,8 @@ def run_cmd(
         help="Also write the compiles as a Chrome trace (Perfetto) to PATH.",
     ),
     force: bool = force_option("Let --chrome-trace replace a file that tltrace did not write (or a link)."),
+    sanitize: bool = typer.Option(False, "--sanitize", help=SANITIZE_HELP),
+    sanitize_value: Optional[str] = typer.Option(None, "--sanitize-value", hidden=True),
     timeout: Optional[float] = timeout_option(
         "Stop the script's process group after S seconds, naming the compile pass or the script line "
         "it hung in (recorded on the compile; exit 124)."
@@ -309,6 +325,13 @@ def run_cmd(
         check_target(target)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
+
+    if p.get("sanitize") or p.get("sanitize_value"):  # the same command underneath compute-sanitizer
+        from .sanitizer import sanitized
+
+        code = sanitized(ctx.command, p.get("sanitize_value"), settings.script_dir)
+        if code is not None:
+            raise typer.Exit(code)
 
     if p["timeout"] is not None:
         from ..tracing import watchdog

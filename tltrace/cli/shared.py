@@ -167,6 +167,35 @@ def _option_table(command) -> dict[str, bool]:
     return table
 
 
+def without_option(command, args: list[str], name: str) -> list[str]:
+    """Return the command's own arguments `args` (SCRIPT and the script's arguments included) without the
+    option `name` (as `--name` or `--name=VALUE`) wherever tltrace would read it: before SCRIPT, or right
+    after it. The script's own arguments keep theirs."""
+    table = _option_table(command)
+    out: list[str] = []
+    script_seen = False
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        opt = tok.split("=", 1)[0]
+        if (
+            tok == "--"
+            or (tok.startswith("-") and opt not in table)
+            or (script_seen and not tok.startswith("-"))
+        ):
+            return out + args[i:]
+        if not tok.startswith("-"):
+            script_seen = True
+            out.append(tok)
+        else:
+            value = args[i + 1 : i + 2] if table[opt] and "=" not in tok else []
+            if opt != name:
+                out += [tok, *value]
+            i += len(value)
+        i += 1
+    return out
+
+
 def _split_leading_options(ctx, tokens: list[str]) -> tuple[list[str], list[str]]:
     """Split the tokens after SCRIPT into tltrace options right after it and the script's args."""
     table = _option_table(ctx.command)
@@ -237,7 +266,7 @@ class OptionalValueCommand(UsageCommand):
     SCRIPT) becomes `--remarks --remarks-value vectorize` before click parses it.
     """
 
-    optional_values = {"--remarks": "--remarks-value"}
+    optional_values = {"--remarks": "--remarks-value", "--sanitize": "--sanitize-value"}
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
         return super().parse_args(ctx, self.spread(list(args)))

@@ -57,6 +57,7 @@ Examples:
   tltrace show gemm.py -1 --layouts --thread 128   the elements and registers threadIdx.x 128 holds
   tltrace show gemm.py -1 --remarks             what the passes wrote to stderr (run --remarks)
   tltrace show gemm.py --pass LowerTileOp --remarks   a pass's diff, its remark under it
+  tltrace show oob.py -1 --sanitizer            compute-sanitizer's errors at their Python lines (run --sanitize)
   tltrace show gemm.py -1 --count T.sync_threads   the barriers after every pass; where they changed
   tltrace show gemm.py -1 --count 'tl::tma_load' --json   a regex's count per pass as JSON
   tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
@@ -152,6 +153,12 @@ def show_cmd(
         "--remarks",
         help="What the passes wrote to stderr (a compile run with 'tltrace run --remarks'): every pass's, "
         "or with --pass P that pass's, under its diff.",
+    ),
+    sanitizer: bool = typer.Option(
+        False,
+        "--sanitizer",
+        help="compute-sanitizer's errors (an invocation run with 'tltrace run --sanitize'), each group of "
+        "identical errors at its Python line with its count, threads and blocks.",
     ),
     facts: bool = typer.Option(
         False,
@@ -302,6 +309,12 @@ def _show_remarks(sel, o) -> None:
     show_remarks(sel.one("--remarks"), o.as_json)
 
 
+def _show_sanitizer(sel, o) -> None:
+    from . import sanitizer as cli_sanitizer
+
+    cli_sanitizer.show(sel, o.as_json)
+
+
 def _show_facts(sel, o) -> None:
     from . import facts as cli_facts
 
@@ -358,6 +371,7 @@ _SHOW: dict[str, Callable[[Any, Any], None]] = {
     "sass line": _show_back("sass line"),
     "report": _show_html,
     "facts": _show_facts,
+    "sanitizer": _show_sanitizer,
     "layouts": _show_layouts,
     "count": _show_count,
 }

@@ -43,6 +43,10 @@ SOURCE_PREFIX = "source_"  # run-relative name of a copied Python source: source
 INFLIGHT = "inflight"  # in a run dir, while the compile runs
 FATAL = "fatal.txt"  # in a run dir: faulthandler's file
 TIMEDOUT = "timedout"  # in a run dir: `run --timeout` stopped its compile (tracing/watchdog.py)
+SANITIZER = (
+    "sanitizer.json"  # in a run dir: `run --sanitize`'s errors named at its lines (format/sanitizer.py)
+)
+SANITIZER_XML = "sanitizer.xml"  # in the newest run dir of a `run --sanitize`: compute-sanitizer's own report
 REPORT = "report.html"  # in a run dir (the compile's report) and a script dir (the invocation index)
 SCRIPTS_REGISTRY = ".tltrace-scripts.json"  # in a trace dir: script identity -> script dir name
 
