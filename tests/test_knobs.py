@@ -442,3 +442,13 @@ def test_every_knob_variable_is_documented() -> None:
     missing = [k.env for k in KNOBS if k.env not in docs]
     assert not missing, missing
     assert config.KNOBS == KNOBS
+
+
+def test_build_settings_takes_each_knob_by_its_field_and_no_other_name(tmp_path) -> None:
+    """The knobs reach build_settings by KNOBS' field names; a misspelt one is a TypeError, as a
+    keyword Python does not know is (not a knob silently left at its variable's value)."""
+    s = build_settings(mode="terminal", trace_dir=tmp_path, script_name="x", **{k.field: None for k in KNOBS})
+    default = build_settings(mode="terminal", trace_dir=tmp_path, script_name="x")
+    assert dataclasses.replace(s, invocation=default.invocation) == default
+    with pytest.raises(TypeError, match="'sinc'"):
+        build_settings(mode="terminal", trace_dir=tmp_path, script_name="x", sinc=True)

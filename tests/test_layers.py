@@ -15,15 +15,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("tltrace", "tltrace.__main__", "tltrace.tracing._boot"),
     ("tltrace.cli",),
     # The entry points: each opens an invocation (tracing.lifecycle) with render's listeners.
-    # tracing.child is the start of a traced job's child (nothing imports it).
-    (
-        "tltrace.api",
-        "tltrace.runner",
-        "tltrace.pytest_plugin",
-        "tltrace.tracing.child",
-    ),
-    ("tltrace.render",),
+    ("tltrace.api", "tltrace.runner", "tltrace.pytest_plugin"),
+    # tracing.child, the start of a traced job's child, picks render's listeners too.
     ("tltrace.tracing",),
+    ("tltrace.render",),
     (
         "tltrace.bisect",
         "tltrace.rerun",

@@ -16,13 +16,22 @@ from .._version import __version__
 from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
 from ..errors import TltraceError
 from ..proc.group import Terminated, on_signals
-from .shared import (  # one `fail`, one --trace-dir for every command
+from .shared import (
+    SCRIPT_CONTEXT,  # one `fail`, one --trace-dir for every command
     OptionalValueCommand,
+    args_argument,
+    codegen_output_option,
+    context_option,
     error_line,
     fail,
+    force_option,
+    ignore_whitespace_option,
     no_such_option,
     script_args,
+    script_argument,
+    timeout_option,
     trace_dir_option,
+    verbose_option,
 )
 
 
@@ -181,24 +190,11 @@ finally blocks run).
 """
 
 
-@app.command(
-    "run",
-    epilog=RUN_EPILOG,
-    cls=OptionalValueCommand,
-    context_settings={
-        "allow_interspersed_args": False,
-        "ignore_unknown_options": True,
-        "allow_extra_args": True,
-    },
-)
+@app.command("run", epilog=RUN_EPILOG, cls=OptionalValueCommand, context_settings=SCRIPT_CONTEXT)
 def run_cmd(
     ctx: typer.Context,
-    script: Optional[str] = typer.Argument(
-        None, metavar="SCRIPT", help="The kernel script to run.", show_default=False
-    ),
-    args: Optional[list[str]] = typer.Argument(
-        None, metavar="[ARGS]...", help="Arguments for the script.", show_default=False
-    ),
+    script: Optional[str] = script_argument("The kernel script to run."),
+    args: Optional[list[str]] = args_argument(),
     module: Optional[str] = typer.Option(
         None, "-m", "--module", metavar="MODULE", help="Run a module as `python -m MODULE` would."
     ),
@@ -225,12 +221,9 @@ def run_cmd(
     all_passes: bool = typer.Option(
         False, "--all-passes", help="A line for every no-op pass (by default a run of them is one line)."
     ),
-    verbose: bool = typer.Option(
-        False,
-        "--verbose",
-        "-v",
-        help="Every diff whole and a line for every pass (by default a diff over 10 lines shows its "
-        "first changed lines and the command that shows it whole).",
+    verbose: bool = verbose_option(
+        "Every diff whole and a line for every pass (by default a diff over 10 lines shows its "
+        "first changed lines and the command that shows it whole)."
     ),
     kernels: Optional[str] = typer.Option(
         None,
@@ -239,9 +232,9 @@ def run_cmd(
         help="Trace only kernels whose name matches REGEX; the others compile untraced "
         "[default: TLTRACE_KERNELS, else every kernel].",
     ),
-    context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
-    ignore_whitespace: bool = typer.Option(
-        False, "--ignore-whitespace", "-w", help="Hide changes that only re-indent lines in the diffs."
+    context: int = context_option(),
+    ignore_whitespace: bool = ignore_whitespace_option(
+        "Hide changes that only re-indent lines in the diffs."
     ),
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="No pass stream: one summary (a table when several kernels compiled)."
@@ -302,9 +295,7 @@ def run_cmd(
         "passes of compiles in several threads run one at a time [default: TLTRACE_REMARKS].",
     ),
     remarks_value: Optional[str] = typer.Option(None, "--remarks-value", hidden=True),
-    codegen_output: Optional[Path] = typer.Option(
-        None, "--codegen-output", metavar="PATH", help="Device working file (host: PATH with _host)."
-    ),
+    codegen_output: Optional[Path] = codegen_output_option(),
     no_codegen_output: bool = typer.Option(False, "--no-codegen-output", help="Write no working files."),
     chrome_trace: Optional[Path] = typer.Option(
         None,
@@ -312,9 +303,7 @@ def run_cmd(
         metavar="PATH",
         help="Also write the compiles as a Chrome trace (Perfetto) to PATH.",
     ),
-    force: bool = typer.Option(
-        False, "--force", help="Let --chrome-trace replace a file that tltrace did not write (or a link)."
-    ),
+    force: bool = force_option("Let --chrome-trace replace a file that tltrace did not write (or a link)."),
     ncu: bool = typer.Option(
         False,
         "--ncu",
@@ -333,13 +322,9 @@ def run_cmd(
     ),
     sanitize: bool = typer.Option(False, "--sanitize", help=SANITIZE_HELP),
     sanitize_value: Optional[str] = typer.Option(None, "--sanitize-value", hidden=True),
-    timeout: Optional[float] = typer.Option(
-        None,
-        "--timeout",
-        metavar="S",
-        min=0.001,
-        help="Stop the script's process group after S seconds, naming the compile pass or the script line "
-        "it hung in (recorded on the compile; exit 124).",
+    timeout: Optional[float] = timeout_option(
+        "Stop the script's process group after S seconds, naming the compile pass or the script line "
+        "it hung in (recorded on the compile; exit 124)."
     ),
 ) -> None:
     """Run SCRIPT (or -m MODULE) as __main__ with every TileLang compilation traced."""

@@ -19,6 +19,14 @@ from ..history.counts import known_names as count_names
 from . import views
 from .passes import show_pass as show_pass  # `bisect` prints a pass as show does
 from .records import KERNEL_OPT, TRACE_DIR_OPT, _check_args, _print_json
+from .shared import (
+    context_option,
+    count_option,
+    ignore_whitespace_option,
+    json_option,
+    pass_option,
+    selection_argument,
+)
 from .shared import fail as _fail
 
 SHOW_EPILOG = """\
@@ -79,19 +87,12 @@ damaged records (a manifest of an unknown schema; --hot on a compile no
 
 def show_cmd(
     ctx: typer.Context,
-    args: Optional[list[str]] = typer.Argument(
-        None,
-        metavar="[SCRIPT_OR_DIR] [RUN] [SIGNATURE]",
-        help="A script, script/trace/run directory; then a RUN; then a "
-        "signature prefix narrowing to one compile.",
-        show_default=False,
+    args: Optional[list[str]] = selection_argument(
+        "A script, script/trace/run directory; then a RUN; then a signature prefix narrowing to one compile."
     ),
     trace_dir: Optional[Path] = TRACE_DIR_OPT,
-    pass_: Optional[str] = typer.Option(
-        None,
-        "--pass",
-        metavar="NAME|INDEX",
-        help="Print this pass's diff (NAME, phase/NAME, NAME#k for the k-th, or an index).",
+    pass_: Optional[str] = pass_option(
+        "Print this pass's diff (NAME, phase/NAME, NAME#k for the k-th, or an index)."
     ),
     html: bool = typer.Option(
         False,
@@ -99,10 +100,10 @@ def show_cmd(
         help="(Re)write the compile's HTML report, or the invocation's "
         "index when it has several compiles, and print its path.",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
-    context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
-    ignore_whitespace: bool = typer.Option(
-        False, "--ignore-whitespace", "-w", help="Hide changes that only re-indent lines (with --pass)."
+    as_json: bool = json_option(),
+    context: int = context_option(),
+    ignore_whitespace: bool = ignore_whitespace_option(
+        "Hide changes that only re-indent lines (with --pass)."
     ),
     kernel: Optional[str] = KERNEL_OPT,
     profile: bool = typer.Option(
@@ -180,12 +181,9 @@ def show_cmd(
         help="With --layouts: the thread (threadIdx.x) and register (fragment) or offset and bank (shared) "
         "of one element.",
     ),
-    count: Optional[str] = typer.Option(
-        None,
-        "--count",
-        metavar="PATTERN",
-        help="A regex's count after every pass, and the passes that changed it (#71 ThreadSync 0 → 3); "
-        "or a known operation, spelled as each stage spells it: " + ", ".join(count_names()) + ".",
+    count: Optional[str] = count_option(
+        "A regex's count after every pass, and the passes that changed it (#71 ThreadSync 0 → 3); "
+        "or a known operation, spelled as each stage spells it: " + ", ".join(count_names()) + "."
     ),
     hot: bool = typer.Option(
         False,
