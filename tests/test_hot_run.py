@@ -145,3 +145,38 @@ def test_ncu_and_sanitize_exclude_each_other(run_cli, tmp_path: Path) -> None:
     res = run_cli("run", "--ncu", "--sanitize", _script(tmp_path))
     assert res.exit_code == 2 and res.stderr.count("\n") == 1 and "exclude each other" in res.stderr
     assert "script ran" not in res.stdout
+
+
+def test_the_kernel_filter_takes_tilelangs_kernels_and_leaves_cpp_ones(tmp_path: Path) -> None:
+    """ncu -k matches the mangled name (--kernel-name-base mangled): the names come from the C++
+    compiler itself (nm over an object with an extern "C" kernel, as TileLang writes them, and a
+    templated C++ kernel whose plain name also ends in `_kernel`, as torch's do)."""
+    import re
+    import shutil
+    import subprocess
+
+    from tltrace.runtime import ncu
+
+    cxx, nm = shutil.which("g++") or shutil.which("c++"), shutil.which("nm")
+    if cxx is None or nm is None:
+        pytest.skip("no C++ compiler or nm")
+    src = tmp_path / "k.cpp"
+    src.write_text(
+        'extern "C" void main_kernel(float* a) { a[0] = 1; }\n'
+        'extern "C" void main_kernel_1(float* a) { a[0] = 2; }\n'
+        "namespace at { namespace native {\n"
+        "template <typename T> void distribution_elementwise_grid_stride_kernel(long n, T t) { (void)n; (void)t; }\n"
+        "template void distribution_elementwise_grid_stride_kernel<float>(long, float);\n"
+        "} }\n"
+    )
+    obj = tmp_path / "k.o"
+    subprocess.run([cxx, "-c", str(src), "-o", str(obj)], check=True)
+    names = subprocess.run([nm, "--defined-only", "-j", str(obj)], capture_output=True, text=True, check=True)
+    symbols = [s for s in names.stdout.split() if "kernel" in s]
+    cpp = [s for s in symbols if s.startswith("_Z")]
+    assert cpp and {"main_kernel", "main_kernel_1"} <= set(symbols), symbols
+    argv = ncu.prefix(ncu.Ncu("ncu", None), tmp_path / "r.ncu-rep", tmp_path / "log", "SourceCounters", 1, None)
+    assert argv[argv.index("--kernel-name-base") + 1] == "mangled"
+    pattern = argv[argv.index("-k") + 1].removeprefix("regex:")
+    taken = sorted(s for s in symbols if re.search(pattern, s))
+    assert taken == ["main_kernel", "main_kernel_1"], (taken, symbols)

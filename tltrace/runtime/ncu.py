@@ -4,7 +4,7 @@
   and ncu's own Python module (`ncu_report`) in `<install>/extras/python`, found from the
   real path of `ncu` and the known install directories.
 - `prefix()`: the tool's part of the command line runtime/outer.py runs the script under:
-  `ncu --section S --import-source yes -k regex:K --launch-count N -f -o REPORT --log-file LOG`.
+  `ncu --section S --import-source yes --kernel-name-base mangled -k regex:K --launch-count N -f -o REPORT --log-file LOG`.
   ncu's own messages go to LOG, so that the script's output stays the script's.
 - `problem()`: the one line said when ncu measured nothing: no permission for the counters
   (ERR_NVGPUCTRPERM), or no kernel matched.
@@ -38,7 +38,7 @@ INSTALL_GLOBS = (
     "/usr/local/NVIDIA-Nsight-Compute*",
 )
 # TileLang names a kernel's device function after its PrimFunc: main -> main_kernel (main_kernel_1, ...).
-KERNEL_REGEX = r"_kernel(_\d+)?$"
+KERNEL_REGEX = r"_kernel(_[0-9]+)?$"
 PERMISSION = "ERR_NVGPUCTRPERM"
 
 
@@ -93,7 +93,10 @@ def prefix(ncu: Ncu, report: Path, log: Path, sections: str, launches: int, kern
     for s in (x.strip() for x in sections.split(",")):
         if s:
             argv += ["--section", s]
-    argv += ["--import-source", "yes", "-k", kernel_filter(kernels)]
+    # -k matches the mangled name: TileLang's kernels are extern "C" (mangled = plain `<PrimFunc>_kernel`),
+    # while a C++ kernel's mangled name ends with its parameters' codes (torch's
+    # `distribution_elementwise_grid_stride_kernel` is `_ZN2at6native...T2_`), so `_kernel$` leaves them out.
+    argv += ["--import-source", "yes", "--kernel-name-base", "mangled", "-k", kernel_filter(kernels)]
     if launches > 0:
         argv += ["--launch-count", str(launches)]
     return [*argv, "-f", "-o", str(report.with_suffix("")), "--log-file", str(log)]
