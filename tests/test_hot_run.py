@@ -175,7 +175,9 @@ def test_the_kernel_filter_takes_tilelangs_kernels_and_leaves_cpp_ones(tmp_path:
     symbols = [s for s in names.stdout.split() if "kernel" in s]
     cpp = [s for s in symbols if s.startswith("_Z")]
     assert cpp and {"main_kernel", "main_kernel_1"} <= set(symbols), symbols
-    argv = ncu.prefix(ncu.Ncu("ncu", None), tmp_path / "r.ncu-rep", tmp_path / "log", "SourceCounters", 1, None)
+    argv = ncu.prefix(
+        ncu.Ncu("ncu", None), tmp_path / "r.ncu-rep", tmp_path / "log", "SourceCounters", 1, None
+    )
     assert argv[argv.index("--kernel-name-base") + 1] == "mangled"
     pattern = argv[argv.index("-k") + 1].removeprefix("regex:")
     taken = sorted(s for s in symbols if re.search(pattern, s))
