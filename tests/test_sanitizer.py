@@ -169,6 +169,23 @@ def test_an_invocation_that_was_there_before_is_not_named(trace: Path) -> None:
     say_outcome(out)
 
 
+def test_the_errors_go_to_the_invocation_the_child_traced_not_a_strays(trace: Path) -> None:
+    """The runs of the sanitized child are found as `run --ncu`'s are (runtime/outer.py): those new
+    since the start, of the invocation most of them belong to; a run of another invocation is left alone."""
+    [run] = run_dirs(trace)
+    inv = json.loads((run / "manifest.json").read_text())["invocation"]
+    stray = shutil.copytree(run, run.with_name(run.name + "_stray"))
+    m = json.loads((stray / "manifest.json").read_text())
+    (stray / "manifest.json").write_text(json.dumps(m | {"invocation": inv + "_other"}))
+    shutil.copytree(run, run.with_name(run.name + "_second"))  # a second compile of the child's invocation
+    out = finish(trace, report("oob_memcheck.xml"))
+    assert out.invocation == inv and stray / SANITIZER not in out.kept and not (stray / SANITIZER).exists()
+    assert out.kept and all(p.parent != stray for p in out.kept)
+    assert (
+        run.with_name(run.name + "_second") / SANITIZER_XML
+    ).is_file()  # the newest compile: the XML's home
+
+
 def test_a_pc_the_sass_map_puts_elsewhere_is_said() -> None:
     e = {"tool": "memcheck", "count": 2, "what": "invalid __shared__ reads of 8 bytes", "kernel": "k_kernel"}
     e |= {"python": None, "cuda_line": 7, "pc": "0x40", "threads": "(0..1,0,0)", "blocks": "(0,0,0)"}
