@@ -119,14 +119,14 @@ def test_on_a_gpu_memcheck_names_the_out_of_bounds_store(need_gpu, tmp_path: Pat
 
 
 def test_without_a_cuda_line_the_sass_stage_gives_it(sanitized, tmp_path: Path) -> None:
-    from tltrace.runtime import sanitize
+    from tltrace.runtime import outer, sanitize
 
     home, _, _ = sanitized
     script_dir = shutil.copytree(home / "td" / "oob_lowered", tmp_path / "oob_lowered")
     report = (home / "report.xml").read_text()
     save = script_dir / "report.xml"
     save.write_text(re.sub(r"\s*<line>19</line>", "", report))  # as from a build without -lineinfo
-    out = sanitize.finish("memcheck", save, script_dir, set(), 0)
+    out = sanitize.finish("memcheck", save, script_dir, outer.found(script_dir, set(), 0))
     [mem] = [n for n in out.named if n.group.first.func]
     assert mem.group.first.line is None
     assert mem.python is not None and mem.python["line"] == store_line(home / "oob_lowered.py")

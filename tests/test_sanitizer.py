@@ -17,7 +17,7 @@ import pytest
 from tltrace.cli.sanitizer import line_of, say_outcome
 from tltrace.errors import EXIT_RECORDS
 from tltrace.format.layout import SANITIZER, SANITIZER_XML
-from tltrace.runtime import sanitize
+from tltrace.runtime import outer, sanitize
 from tltrace.runtime.sanitizer_parse import parse_bytes, span
 
 from ._cli import one_line_error
@@ -66,10 +66,10 @@ def trace(tmp_path: Path) -> Path:
     return dest / "oob"
 
 
-def finish(script_dir: Path, data: bytes, before: set[str] | None = None) -> sanitize.Outcome:
+def finish(script_dir: Path, data: bytes, before: set[Path] | None = None) -> sanitize.Outcome:
     save = script_dir / ".sanitizer.xml.1"
     save.write_bytes(data)
-    return sanitize.finish("memcheck", save, script_dir, before or set(), 1)
+    return sanitize.finish("memcheck", save, script_dir, outer.found(script_dir, before or set(), 1))
 
 
 def test_the_xml_and_the_text_give_the_same_groups_as_compute_sanitizers_own_words() -> None:
@@ -163,13 +163,27 @@ def test_damaged_records_are_one_line_exit_3(trace: Path, run_cli) -> None:
 
 
 def test_an_invocation_that_was_there_before_is_not_named(trace: Path) -> None:
-    from tltrace.history import runs
-
-    before = {inv.id for inv in runs.invocations(trace)}
-    out = finish(trace, report("oob_memcheck.xml"), before)
+    out = finish(trace, report("oob_memcheck.xml"), outer.run_dirs(trace))
     assert out.invocation is None and not out.kept and out.xml == trace / SANITIZER_XML
     assert all(n.python is None for n in out.named) and not list(trace.glob(".sanitizer*"))
     say_outcome(out)
+
+
+def test_the_errors_go_to_the_invocation_the_child_traced_not_a_strays(trace: Path) -> None:
+    """The runs of the sanitized child are found as `run --ncu`'s are (runtime/outer.py): those new
+    since the start, of the invocation most of them belong to; a run of another invocation is left alone."""
+    [run] = run_dirs(trace)
+    inv = json.loads((run / "manifest.json").read_text())["invocation"]
+    stray = shutil.copytree(run, run.with_name(run.name + "_stray"))
+    m = json.loads((stray / "manifest.json").read_text())
+    (stray / "manifest.json").write_text(json.dumps(m | {"invocation": inv + "_other"}))
+    shutil.copytree(run, run.with_name(run.name + "_second"))  # a second compile of the child's invocation
+    out = finish(trace, report("oob_memcheck.xml"))
+    assert out.invocation == inv and stray / SANITIZER not in out.kept and not (stray / SANITIZER).exists()
+    assert out.kept and all(p.parent != stray for p in out.kept)
+    assert (
+        run.with_name(run.name + "_second") / SANITIZER_XML
+    ).is_file()  # the newest compile: the XML's home
 
 
 def test_a_pc_the_sass_map_puts_elsewhere_is_said() -> None:

@@ -1,7 +1,8 @@
 """Run the traced script underneath an outside tool (ncu, compute-sanitizer), and find what it recorded.
 
 Generic: the tool is a command-line prefix and an environment, nothing else.
-`tltrace run --ncu ...` (cli/hot.py) calls
+`tltrace run --ncu ...` (cli/hot.py) calls (and `run --sanitize`, runtime/sanitize.py, the same with
+compute-sanitizer's prefix, the command line without --sanitize as `inner_argv`, and its environment)
 
     outer.run_under(prefix, outer.again(), script_dir, env=outer.inner_env("ncu"))
 
@@ -58,7 +59,8 @@ def is_inner(tool: str) -> bool:
     return True
 
 
-def _run_dirs(script_dir: Path) -> set[Path]:
+def run_dirs(script_dir: Path) -> set[Path]:
+    """The run directories under `script_dir` now (those with a manifest)."""
     try:
         return {p for p in (script_dir / RUN_RECORDS).iterdir() if (p / MANIFEST).is_file()}
     except OSError:
@@ -79,11 +81,17 @@ def run_under(
 
     KeyboardInterrupt and procgroup.Terminated pass through once the group is down.
     """
-    before = _run_dirs(script_dir)
+    before = run_dirs(script_dir)
     full_env = dict(os.environ, **(env or {}))
     with procgroup.started([*prefix, *inner_argv], env=full_env) as proc:
         code = proc.wait()
-    new = sorted(_run_dirs(script_dir) - before, key=lambda p: p.name)
+    return found(script_dir, before, code)
+
+
+def found(script_dir: Path, before: set[Path], code: int) -> Outcome:
+    """The outcome of a command that exited with `code`: the runs under `script_dir` not in `before`,
+    those of the invocation most of them belong to."""
+    new = sorted(run_dirs(script_dir) - before, key=lambda p: p.name)
     invocations = [i for i in (_invocation_of(p) for p in new) if i]
     inv = max(set(invocations), key=invocations.count) if invocations else None
     runs = tuple(p for p in new if _invocation_of(p) == inv) if inv else tuple(new)

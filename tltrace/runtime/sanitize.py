@@ -1,10 +1,11 @@
 """`tltrace run --sanitize[=TOOL]`: the traced run underneath compute-sanitizer, its errors named and kept.
 
-The CLI process starts `compute-sanitizer --tool TOOL --xml --save FILE python -m tltrace run ARGS`
-(ARGS: the same command line without --sanitize) in a process group of its own and waits for it:
-the user sees compute-sanitizer's text and the script's output as they come. Then it reads FILE
-(runtime/sanitizer_parse.py), finds the invocation the child traced (the newest of the script dir
-that was not there before), names each group of errors at its compile's Python line
+The CLI process runs `compute-sanitizer --tool TOOL --xml --save FILE` over `python -m tltrace run ARGS`
+(ARGS: the same command line without --sanitize) through runtime/outer.py, the one way tltrace
+runs itself under an outside tool (`run --ncu` too): a process group of its own, Ctrl+C and SIGTERM
+taking the group down, and the run directories of the invocation the child traced. The user sees
+compute-sanitizer's text and the script's output as they come. Then it reads FILE
+(runtime/sanitizer_parse.py), names each group of errors at its compile's Python line
 (runtime/sanitizer_lines.py) and keeps them in `sanitizer.json` of that compile's run directory,
 compute-sanitizer's XML as `sanitizer.xml` in the invocation's newest one (format/sanitizer.py).
 
@@ -13,8 +14,7 @@ allocator hands out pieces of large segments, and an access past a tensor's end 
 its segment is no error to compute-sanitizer (on the H100, an out-of-bounds store past a
 4000-byte tensor was 0 errors with the cache on, one per thread with it off).
 
-The re-exec is one small function (`run`), so that it can become a use of a shared "run under an
-outside tool" helper; what follows it (`finish`) reads only files.
+What follows the re-exec (`finish`) reads only files.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pathlib import Path
 from ..format import sanitizer as records
 from ..format.layout import SANITIZER_XML
 from ..history import runs
-from ..proc import group as procgroup
 from ..stages.sass import tool as find_cuda_tool
+from . import outer
 from .sanitizer_lines import Named, name_all
 from .sanitizer_parse import Report, read_report
 
@@ -44,9 +44,18 @@ def find() -> str | None:
     return find_cuda_tool(EXE)
 
 
+def prefix(exe: str, tool: str, save: Path) -> list[str]:
+    """compute-sanitizer's part of the command line: TOOL, its XML saved to `save`."""
+    return [exe, "--tool", tool, "--xml", "--save", str(save)]
+
+
 def command(exe: str, tool: str, save: Path, tltrace_args: Sequence[str]) -> list[str]:
     """The command line: compute-sanitizer over `python -m tltrace ARGS`, its XML saved to `save`."""
-    return [exe, "--tool", tool, "--xml", "--save", str(save), sys.executable, "-m", "tltrace", *tltrace_args]
+    return [*prefix(exe, tool, save), *_tltrace(tltrace_args)]
+
+
+def _tltrace(tltrace_args: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "tltrace", *tltrace_args]
 
 
 def environment(base: Mapping[str, str]) -> dict[str, str]:
@@ -56,25 +65,24 @@ def environment(base: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def _invocation_ids(script_dir: Path) -> set[str]:
-    return {inv.id for inv in runs.invocations(script_dir)}
-
-
 def run(exe: str, tool: str, tltrace_args: Sequence[str], script_dir: Path) -> Outcome:
-    """Run `tltrace ARGS` under compute-sanitizer and wait; return what it found (its exit status too)."""
+    """Run `tltrace ARGS` under compute-sanitizer and wait; return what it found (its exit status too).
+
+    KeyboardInterrupt and proc.group.Terminated pass through once the group is down (runtime/outer.py).
+    """
     try:
         script_dir.mkdir(parents=True, exist_ok=True)
     except OSError:
         pass
-    before = _invocation_ids(script_dir)
     save = script_dir / f".{SANITIZER_XML}.{os.getpid()}"
-    with procgroup.started(command(exe, tool, save, tltrace_args), env=environment(os.environ)) as proc:
-        code = proc.wait()
+    done = outer.run_under(
+        prefix(exe, tool, save), _tltrace(tltrace_args), script_dir, env=environment(os.environ)
+    )
     try:
-        return finish(tool, save, script_dir, before, code)
+        return finish(tool, save, script_dir, done)
     except Exception as exc:  # a fault in reading never hides the script's exit status
         return Outcome(
-            code, tool, Report(problem=f"its report could not be read ({type(exc).__name__}: {exc})")
+            done.code, tool, Report(problem=f"its report could not be read ({type(exc).__name__}: {exc})")
         )
 
 
@@ -91,13 +99,12 @@ class Outcome:
     invocation: str | None = None
 
 
-def finish(tool: str, save: Path, script_dir: Path, before: set[str], code: int) -> Outcome:
-    """Read compute-sanitizer's report at `save`, name its errors in the new invocation's compiles, keep them."""
+def finish(tool: str, save: Path, script_dir: Path, done: outer.Outcome) -> Outcome:
+    """Read compute-sanitizer's report at `save`, name its errors in the compiles of the invocation the
+    child traced (`done`, from runtime/outer.py), keep them."""
     report = read_report(save) if save.exists() else Report(problem="compute-sanitizer wrote no report")
-    new = [inv for inv in runs.invocations(script_dir) if inv.id not in before and inv.runs]
-    inv = new[-1] if new else None
-    compiles = [r for r in inv.runs if r.manifest is not None] if inv is not None else []
-    out = Outcome(code, tool, report, name_all(report.groups(), compiles), invocation=inv.id if inv else None)
+    compiles = [r for r in (runs.load_run(p) for p in done.runs) if r.manifest is not None]
+    out = Outcome(done.code, tool, report, name_all(report.groups(), compiles), invocation=done.invocation)
     if not compiles:  # nowhere to keep it but the script's directory (the last such report)
         out.xml = _moved(save, script_dir / SANITIZER_XML)
         return out
