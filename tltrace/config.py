@@ -101,6 +101,7 @@ QUEUE_MIN = 16
 WORKERS_DEFAULT = 8  # the most background workers, whatever the machine (Settings.workers)
 EXIT_WAIT_DEFAULT = 30.0  # seconds an os._exit waits for the records (Settings.exit_wait)
 EXPLAIN_TIMEOUT_DEFAULT = 120.0  # seconds a layout failure's explanation may take (Settings.explain_timeout)
+LAUNCH_LIMIT_DEFAULT = 100_000  # launches recorded per process and invocation; the rest only counted
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("defer", "TLTRACE_DEFER", "count"),
     Knob("exit_wait", "TLTRACE_EXIT_WAIT", "seconds"),
     Knob("explain_timeout", "TLTRACE_EXPLAIN_TIMEOUT", "seconds"),
+    Knob("launches", "TLTRACE_LAUNCHES"),
+    Knob("launch_limit", "TLTRACE_LAUNCH_LIMIT", "count"),
 )
 
 
@@ -258,6 +261,10 @@ class Settings:
     exit_wait: float = EXIT_WAIT_DEFAULT  # the most an os._exit waits for the records (session/exits.py)
     # The most seconds a compile that failed in LayoutInference is explained for (layouts/explain.py); 0: off.
     explain_timeout: float = EXPLAIN_TIMEOUT_DEFAULT
+    # Record each launch of a compiled kernel (run --launches; launches/recorder.py): the first
+    # `launch_limit` of each process, the rest only counted (docs/launches.md).
+    launches: bool = False
+    launch_limit: int = LAUNCH_LIMIT_DEFAULT
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
@@ -370,6 +377,8 @@ def build_settings(
     defer: int | None = None,
     exit_wait: float | None = None,
     explain_timeout: float | None = None,
+    launches: bool | None = None,
+    launch_limit: int | None = None,
     command: tuple[str, ...] = (),
     names: dict[str, str] | None = None,
     script_key: str | None = None,
@@ -380,7 +389,7 @@ def build_settings(
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
     working files) or a path. Each knob of KNOBS (kernels, sync, exact, check_texts, wait,
     ptxas, line_directives, ptx, sass, remarks, source_map, queue, workers, defer,
-    exit_wait, explain_timeout): None for its variable's value (TLTRACE_SYNC, ...), else the Settings
+    exit_wait, explain_timeout, launches, launch_limit): None for its variable's value (TLTRACE_SYNC, ...), else the Settings
     default. remarks: True or "" (on), planner names ("vectorize,reducer" or a tuple), False
     (off). `names` maps a parameter to how the caller spells it in messages (`{"keep":
     "--keep"}`). Raises UsageError on a bad value, or a bad knob variable, the same for all.
@@ -428,6 +437,8 @@ def build_settings(
         "defer": defer,
         "exit_wait": exit_wait,
         "explain_timeout": explain_timeout,
+        "launches": launches,
+        "launch_limit": launch_limit,
     }
     knobs = env_knobs()
     for knob in KNOBS:

@@ -128,6 +128,7 @@ Examples:
   tltrace run --kernels '^gemm' job.py          trace only kernels named gemm*
   tltrace run --line-directives gemm.py         compile with #line directives for Nsight
   tltrace run --remarks=vectorize gemm.py       keep what each pass prints on stderr, planner on
+  tltrace run --launches gemm.py                record each kernel launch: show --launches lists them
 
 Options may stand before SCRIPT or right after it; the script's own arguments
 follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
@@ -281,6 +282,21 @@ def run_cmd(
         "passes of compiles in several threads run one at a time [default: TLTRACE_REMARKS].",
     ),
     remarks_value: Optional[str] = typer.Option(None, "--remarks-value", hidden=True),
+    launches: bool = typer.Option(
+        False,
+        "--launches",
+        help="Record each launch of a compiled kernel: its compile, the calling line, grid and block, "
+        "each argument's shape, dtype, strides and device ('tltrace show --launches'; docs/launches.md) "
+        "[default: TLTRACE_LAUNCHES].",
+    ),
+    launch_limit: Optional[int] = typer.Option(
+        None,
+        "--launch-limit",
+        metavar="N",
+        min=0,
+        help="With --launches: record the first N launches of each process, count the rest "
+        "[default: TLTRACE_LAUNCH_LIMIT, else 100000].",
+    ),
     codegen_output: Optional[Path] = typer.Option(
         None, "--codegen-output", metavar="PATH", help="Device working file (host: PATH with _host)."
     ),
@@ -431,6 +447,8 @@ def _settings(p: dict, target) -> Settings:
         ptx=True if p.get("ptx") else None,
         sass=True if p.get("sass") else None,
         remarks=p.get("remarks_value") or ("" if p.get("remarks") else None),
+        launches=True if p.get("launches") else None,
+        launch_limit=p.get("launch_limit"),
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
         names={
             "mode": "--mode",
