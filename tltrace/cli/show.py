@@ -51,6 +51,8 @@ Examples:
   tltrace show gemm.py --pass LowerTileOp --remarks   a pass's diff, its remark under it
   tltrace show gemm.py -1 --count T.sync_threads   the barriers after every pass; where they changed
   tltrace show gemm.py -1 --count 'tl::tma_load' --json   a regex's count per pass as JSON
+  tltrace show gemm.py -1 --launches            each kernel launch (run --launches): line, grid, arguments
+  tltrace show gemm.py -1 --launches --compare 1 3   what differs between launches 1 and 3
   tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
   tltrace show gemm.py -1 'gemm 1024' --profile --top 5 --json   one compile's 5 slowest, as JSON
   tltrace show --format markdown >> "$GITHUB_STEP_SUMMARY"   compiles + top passes for CI
@@ -178,6 +180,18 @@ def show_cmd(
         help="A regex's count after every pass, and the passes that changed it (#71 ThreadSync 0 → 3); "
         "or a known operation, spelled as each stage spells it: " + ", ".join(count_names()) + ".",
     ),
+    launches: bool = typer.Option(
+        False,
+        "--launches",
+        help="Each kernel launch of a run with 'tltrace run --launches': its compile, calling line, grid, "
+        "block, shared memory, each argument's dtype, shape, strides and device; docs/launches.md.",
+    ),
+    compare: Optional[tuple[int, int]] = typer.Option(
+        None,
+        "--compare",
+        metavar="I J",
+        help="With --launches: what differs between launches I and J (numbers of the list).",
+    ),
     thread: Optional[int] = typer.Option(
         None,
         "--thread",
@@ -226,6 +240,7 @@ def show_cmd(
         top=top,
         line=line,
         count=count,
+        compare=tuple(compare) if compare and all(x is not None for x in compare) else None,
         back={"cuda line": cuda_line, "ptx line": ptx_line, "sass line": sass_line},
     )
     try:
@@ -322,6 +337,12 @@ def _show_count(sel, o) -> None:
     cli_counts.show(sel.one("--count"), o.count, o.as_json)
 
 
+def _show_launches(sel, o) -> None:
+    from . import launches as cli_launches
+
+    cli_launches.show(sel, o.as_json, o.compare)
+
+
 def _show_html(sel, o) -> None:
     from ..history.report_reads import compile_report, index_report
     from ..render.html import write_index, write_report
@@ -362,4 +383,5 @@ _SHOW: dict[str, Callable[[Any, Any], None]] = {
     "facts": _show_facts,
     "layouts": _show_layouts,
     "count": _show_count,
+    "launches": _show_launches,
 }

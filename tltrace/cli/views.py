@@ -70,6 +70,12 @@ VIEWS = (
     View("layouts", "--layouts", JSON | {"--at", "--thread"}, "each fragment's and shared buffer's layout"),
     View("profile", "--profile", JSON | {"--top"}, "the slowest passes by name"),
     View(
+        "launches",
+        "--launches",
+        JSON | {"--compare"},
+        "each kernel launch (run --launches): line, grid, arguments; --compare I J: what differs",
+    ),
+    View(
         "count",
         "--count",
         JSON,
