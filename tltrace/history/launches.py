@@ -237,21 +237,18 @@ ARG_FIELDS = ("shape", "dtype", "strides", "device", "type", "value")
 def compare(a: Launch, b: Launch) -> list[tuple[str, Any, Any]]:
     """Return (what, a's, b's) for each thing that differs between two launches (empty: the same)."""
     out: list[tuple[str, Any, Any]] = []
-    for what, x, y in (
+    pairs: tuple[tuple[str, Any, Any], ...] = (
         ("kernel", a.kernel, b.kernel),
         ("compile", a.run_id, b.run_id),
         ("grid", a.grid, b.grid),
         ("block", a.block, b.block),
         ("shared_bytes", a.shared_bytes, b.shared_bytes),
         ("arguments", len(a.args), len(b.args)),
-    ):
-        if x != y:
-            out.append((what, x, y))
-    for i, (x, y) in enumerate(zip(a.args, b.args)):
-        name = x.get("name") or x.get("param") or f"arg {i}"
-        for f in ARG_FIELDS:
-            if x.get(f) != y.get(f):
-                out.append((f"{name} {f}", x.get(f), y.get(f)))
+    )
+    out.extend(p for p in pairs if p[1] != p[2])
+    for i, (one, two) in enumerate(zip(a.args, b.args)):
+        name = one.get("name") or one.get("param") or f"arg {i}"
+        out.extend((f"{name} {f}", one.get(f), two.get(f)) for f in ARG_FIELDS if one.get(f) != two.get(f))
     return out
 
 

@@ -94,7 +94,7 @@ class LaunchRecorder:
         try:
             import torch
 
-            self._tensor: type | None = torch.Tensor
+            self._tensor: Any = torch.Tensor
         except Exception:
             self._tensor = None
         self.observer = Observer(code, self._on_call)
@@ -156,7 +156,7 @@ class LaunchRecorder:
             self._fail(exc)
 
     def _arg(self, a: Any) -> tuple:
-        if self._tensor is not None and isinstance(a, self._tensor):
+        if self._tensor is not None and isinstance(a, self._tensor):  # torch.Tensor
             return (a.shape, a.dtype, a.stride(), a.device)
         t = type(a)
         if t in _PLAIN:
