@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tltrace.sourcemap",
         "tltrace.callsites",
         "tltrace.toolchain",
+        "tltrace.launches",
     ),
     ("tltrace.session",),
     ("tltrace.config",),  # the settings read format/'s names, ids and script dirs
