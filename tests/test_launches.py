@@ -102,6 +102,18 @@ def test_a_torn_log_reads_its_whole_lines(traced, tmp_path) -> None:
     assert "the log was cut" in _show(copy).stdout
 
 
+def test_clean_removes_an_invocation_s_launch_log(traced, tmp_path) -> None:
+    import shutil
+
+    d, _ = traced
+    copy = tmp_path / "copy"
+    shutil.copytree(d, copy)
+    records = copy / "td" / "scale" / ".run_records"
+    assert glob.glob(str(records / "launches.*.jsonl"))
+    cli_proc("clean", "--trace-dir", copy / "td", "--all", cwd=copy, rc=0)
+    assert not glob.glob(str(records / "launches.*.jsonl"))
+
+
 def test_the_log_reader_on_bytes() -> None:
     """The format alone: whole lines by kind, a damaged middle line skipped, a torn tail counted."""
     import tempfile
