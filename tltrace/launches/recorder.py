@@ -18,6 +18,7 @@ Nothing here raises into the user's script: a failure is said once and recording
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import threading
 import time
@@ -36,9 +37,11 @@ from .observer import Observer
 BATCH = 1024  # launches buffered before the worker writes them
 STOP_WAIT_S = 30.0  # the most `stop()` waits for the writes
 STR_CUT = 80  # characters of a string argument kept
+CACHE_MAX = 4096  # JSON pieces of call sites and argument tuples kept by the writer
 _PLAIN = (int, float, bool, str, type(None))
 _TLTRACE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
+_now, _thread = time.monotonic_ns, threading.get_ident
 _live: weakref.WeakSet[LaunchRecorder] = weakref.WeakSet()
 
 
@@ -72,6 +75,7 @@ class LaunchRecorder:
         self._lib: dict[CodeType, bool] = {}
         self._failed = False
         self._path: Path | None = None
+        self._json: dict[Any, str] = {}  # the writer's: call site or arguments -> their JSON
 
     # -- start and stop ---------------------------------------------------------------------------
     def start(self) -> bool:
@@ -149,8 +153,9 @@ class LaunchRecorder:
             kwds = loc.get("kwds")
             if kwds:
                 args += tuple([(name, arg(a)) for name, a in kwds.items()])
-            self._buf.append((time.monotonic_ns(), k, site, args, threading.get_ident()))
-            if len(self._buf) >= BATCH:
+            buf = self._buf
+            buf.append((_now(), k, site, args, _thread()))
+            if len(buf) >= BATCH:
                 self._flush()
         except Exception as exc:  # the user's launch goes on; recording stops
             self._fail(exc)
@@ -203,7 +208,7 @@ class LaunchRecorder:
 
     def _write(self, buf: list[tuple]) -> None:
         try:
-            data = log_format.encode([self._line(raw) for raw in buf])
+            data = "".join([self._line(raw) for raw in buf]).encode("utf-8", "surrogatepass")
             path = self._path
             if path is None:
                 root = self.settings.claim_script_dir() / RUN_RECORDS
@@ -219,24 +224,47 @@ class LaunchRecorder:
         except Exception as exc:
             self._fail(exc)
 
-    def _line(self, raw: tuple) -> dict[str, Any]:
+    def _line(self, raw: tuple) -> str:
+        """One line of the log (format/launches.py) for a buffered tuple.
+
+        A launch loop repeats its call site and its arguments' shapes: their JSON is made once
+        (cached by the site's code and line, and by the arguments' tuple) and the line is joined
+        from the pieces, which is most of the writer's time saved.
+        """
         pid = self.pid
         if raw[0] is None:
             if raw[1] is None:  # the end
                 total = raw[2]
-                return {"end": pid, "recorded": min(total, self.limit), "dropped": max(0, total - self.limit)}
+                end = {"end": pid, "recorded": min(total, self.limit), "dropped": max(0, total - self.limit)}
+                return log_format.encode([end]).decode()
             name, source, out_idx = raw[2]
-            return {"kernel": raw[1], "pid": pid, "name": name, "source": source, "out_idx": out_idx}
+            line = {"kernel": raw[1], "pid": pid, "name": name, "source": source, "out_idx": out_idx}
+            return log_format.encode([line]).decode()
         t, k, site, args, thread = raw
-        where = [site[0].co_filename, site[1], site[0].co_name] if site is not None else None
-        return {
-            "launch": k,
-            "pid": pid,
-            "t": t,
-            "thread": thread,
-            "site": where,
-            "args": [_arg_json(a) for a in args],
-        }
+        cache = self._json
+        if len(cache) > CACHE_MAX:
+            cache.clear()
+        where = cache.get(site)
+        if where is None:
+            code = site[0] if site is not None else None
+            where = cache[site] = _compact(
+                [code.co_filename, site[1], code.co_name] if code is not None and site is not None else None
+            )
+        try:
+            described = cache.get(args)
+        except TypeError:  # an unhashable value (a float NaN hashes; a tuple of lists would not)
+            described = None
+        if described is None:
+            described = _compact([_arg_json(a) for a in args])
+            try:
+                cache[args] = described
+            except TypeError:
+                pass
+        return f'{{"launch":{k},"pid":{pid},"t":{t},"thread":{thread},"site":{where},"args":{described}}}\n'
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 def _arg_json(a: tuple) -> dict[str, Any]:
