@@ -85,6 +85,14 @@ def test_two_launches_compared(traced) -> None:
     assert bad.stderr.count("\n") == 1 and "numbered 1 to 3" in bad.stderr
 
 
+def test_diff_runs_counts_launches_per_kernel(traced) -> None:
+    d, seen = traced
+    args = ("diff-runs", "--trace-dir", d / "td", "scale:-1", "scale:-1")
+    data = json.loads(cli_proc(*args, "--json", cwd=d, rc=0).stdout)
+    assert data["launches"] == {"a": {"scale": len(seen)}, "b": {"scale": len(seen)}}
+    assert f"scale {len(seen)} → {len(seen)}" in cli_proc(*args, cwd=d, rc=0).stdout
+
+
 def test_a_torn_log_reads_its_whole_lines(traced, tmp_path) -> None:
     """A writer killed mid-line: the launches before it read, the torn bytes counted (CLI and reader)."""
     import shutil
