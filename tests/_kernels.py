@@ -314,6 +314,7 @@ def load_script(path, text: str | None = None, name: str | None = None):
 # A kernel with a dynamic size (T.dynamic) launched at three sizes: the launch records' test
 # (tests/test_launches.py). The script writes each launch's tensors (shape, dtype, strides,
 # device, as torch says them) to the JSON file its first argument names: the records' oracle.
+# A second argument `cuda` compiles for the GPU (tvm_ffi) and launches on CUDA tensors.
 DYNAMIC_SCALE = """import json
 import sys
 
@@ -340,11 +341,13 @@ def tensors(t):
 
 
 if __name__ == "__main__":
-    kernel = tilelang.compile(make_scale(), target="c", execution_backend="cython")
+    cuda = sys.argv[2:] == ["cuda"]
+    where = {"target": "cuda", "execution_backend": "tvm_ffi"} if cuda else {"target": "c", "execution_backend": "cython"}
+    kernel = tilelang.compile(make_scale(), **where)
     seen = []
     for size in (64, 200, 1000):
-        a = torch.arange(size, dtype=torch.float32)
-        b = torch.empty(size, dtype=torch.float32)
+        a = torch.arange(size, dtype=torch.float32, device="cuda" if cuda else "cpu")
+        b = torch.empty_like(a)
         kernel(a, b)
         assert torch.equal(b, a * 2)
         seen.append({"size": size, "args": [tensors(a), tensors(b)]})

@@ -35,13 +35,19 @@ def _launch_lines(script: str) -> list[int]:
     ]
 
 
+def _run_scale(d: Path, *device: str) -> tuple[Path, list]:
+    """The dynamic-size script run under `tltrace run --launches` in `d`: (d, what the script saw)."""
+    (d / "scale.py").write_text(DYNAMIC_SCALE)
+    cli_proc(
+        "run", "-q", "--launches", "--trace-dir", d / "td", "scale.py", d / "seen.json", *device, cwd=d, rc=0
+    )
+    return d, json.loads((d / "seen.json").read_text())
+
+
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory):
-    """The dynamic-size script run once under `tltrace run --launches`: (dir, what the script saw)."""
-    d = tmp_path_factory.mktemp("launches")
-    (d / "scale.py").write_text(DYNAMIC_SCALE)
-    cli_proc("run", "-q", "--launches", "--trace-dir", d / "td", "scale.py", d / "seen.json", cwd=d, rc=0)
-    return d, json.loads((d / "seen.json").read_text())
+    """The dynamic-size script run once on the CPU under `tltrace run --launches`."""
+    return _run_scale(tmp_path_factory.mktemp("launches"))
 
 
 def _show(d: Path, *args: object, rc: int = 0) -> subprocess.CompletedProcess:
@@ -49,7 +55,17 @@ def _show(d: Path, *args: object, rc: int = 0) -> subprocess.CompletedProcess:
 
 
 def test_three_sizes_three_launch_records(traced) -> None:
-    d, seen = traced
+    _check_three_sizes(*traced)
+
+
+@pytest.mark.gpu
+def test_three_sizes_on_the_gpu(need_gpu, tmp_path) -> None:
+    """The same on CUDA (tvm_ffi; the GPU machine's Python 3.12: sys.monitoring): records equal the
+    CUDA tensors' own; prints what it checked."""
+    _check_three_sizes(*_run_scale(tmp_path, "cuda"))
+
+
+def _check_three_sizes(d: Path, seen: list) -> None:
     data = json.loads(_show(d, "--json").stdout)
     runs = glob.glob(str(d / "td" / "scale" / ".run_records" / "run_*"))
     assert len(runs) == 1  # the one compile; every launch is of it
@@ -65,8 +81,8 @@ def test_three_sizes_three_launch_records(traced) -> None:
     assert [r["number"] for r in data["launches"]] == [1, 2, 3]
     assert data["dropped"] == 0 and data["torn_bytes"] == 0 and data["ended"] is True
     table = _show(d).stdout
-    print(table)
-    assert "A=float32[200] (1) cpu" in table and f"scale.py:{line}" in table
+    print(sys.version.split()[0], table, seen, sep="\n")
+    assert f"A=float32[200] (1) {seen[1]['args'][0][3]}" in table and f"scale.py:{line}" in table
 
 
 def test_two_launches_compared(traced) -> None:

@@ -44,6 +44,8 @@ each. --count PATTERN (a regex or a known operation, as 'show --count') prints,
 per aligned pass, the count after it in A and in B where the two differ, and the
 passes that changed it on each side (--json: every pass); exit 0 when the counts
 agree after every pass, 1 when they differ.
+A side run with 'tltrace run --launches' adds a line of its launches per kernel
+(A → B; --json "launches": {"a", "b"}); they do not change the exit status.
 --html PATH replaces only a page tltrace wrote (--force: any file or link there);
 a pipe or device is written through; '-' is stdout.
 A and B: a run directory, a script (its newest invocation), SCRIPT:RUN, or a RUN
