@@ -160,6 +160,15 @@ interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its
 finally blocks run).
 """
 
+_LAUNCHES_HELP = (
+    "Record each launch of a compiled kernel: its compile, the calling line, grid and block, each argument's "
+    "shape, dtype, strides and device ('tltrace show --launches'; docs/launches.md) [default: TLTRACE_LAUNCHES]."
+)
+_LIMIT_HELP = (
+    "With --launches: record the first N launches of each process, count the rest "
+    "[default: TLTRACE_LAUNCH_LIMIT, else 100000]."
+)
+
 
 @app.command(
     "run",
@@ -282,21 +291,8 @@ def run_cmd(
         "passes of compiles in several threads run one at a time [default: TLTRACE_REMARKS].",
     ),
     remarks_value: Optional[str] = typer.Option(None, "--remarks-value", hidden=True),
-    launches: bool = typer.Option(
-        False,
-        "--launches",
-        help="Record each launch of a compiled kernel: its compile, the calling line, grid and block, "
-        "each argument's shape, dtype, strides and device ('tltrace show --launches'; docs/launches.md) "
-        "[default: TLTRACE_LAUNCHES].",
-    ),
-    launch_limit: Optional[int] = typer.Option(
-        None,
-        "--launch-limit",
-        metavar="N",
-        min=0,
-        help="With --launches: record the first N launches of each process, count the rest "
-        "[default: TLTRACE_LAUNCH_LIMIT, else 100000].",
-    ),
+    launches: bool = typer.Option(False, "--launches", help=_LAUNCHES_HELP),
+    launch_limit: Optional[int] = typer.Option(None, "--launch-limit", metavar="N", min=0, help=_LIMIT_HELP),
     codegen_output: Optional[Path] = typer.Option(
         None, "--codegen-output", metavar="PATH", help="Device working file (host: PATH with _host)."
     ),

@@ -75,6 +75,12 @@ damaged records (a manifest of an unknown schema).
 
 """ + views.epilog()
 
+_LAUNCHES_HELP = (
+    "Each kernel launch of a run with 'tltrace run --launches': its compile, calling line, grid, block, "
+    "shared memory, each argument's dtype, shape, strides and device; docs/launches.md."
+)
+_COMPARE_HELP = "With --launches: what differs between launches I and J (numbers of the list)."
+
 
 def show_cmd(
     ctx: typer.Context,
@@ -180,18 +186,8 @@ def show_cmd(
         help="A regex's count after every pass, and the passes that changed it (#71 ThreadSync 0 → 3); "
         "or a known operation, spelled as each stage spells it: " + ", ".join(count_names()) + ".",
     ),
-    launches: bool = typer.Option(
-        False,
-        "--launches",
-        help="Each kernel launch of a run with 'tltrace run --launches': its compile, calling line, grid, "
-        "block, shared memory, each argument's dtype, shape, strides and device; docs/launches.md.",
-    ),
-    compare: Optional[tuple[int, int]] = typer.Option(
-        None,
-        "--compare",
-        metavar="I J",
-        help="With --launches: what differs between launches I and J (numbers of the list).",
-    ),
+    launches: bool = typer.Option(False, "--launches", help=_LAUNCHES_HELP),
+    compare: Optional[tuple[int, int]] = typer.Option(None, "--compare", metavar="I J", help=_COMPARE_HELP),
     thread: Optional[int] = typer.Option(
         None,
         "--thread",
