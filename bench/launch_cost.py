@@ -8,7 +8,11 @@ that is not a launch; 3.12's sys.monitoring costs it nothing). Three modes: untr
 SCRIPT`), traced (`tltrace run -q`), traced with `--launches`; `--reps` children of each, in
 turn, and the medians. Prints a Markdown table (docs/benchmarks.md, "Launch cost").
 
-Run: `python bench/launch_cost.py [--launches 10000] [--reps 5]`.
+Then the observer alone on each Python at hand (this one, and a 3.12+ one: PYTHON312, else
+pyenv's): a pure-Python stand-in for `JITKernel.__call__` watched, so that the sys.monitoring
+path is measured where TileLang is not installed for that Python.
+
+Run: `python bench/launch_cost.py [--launches 10000] [--reps 5] [--observer-only]`.
 """
 
 from __future__ import annotations
@@ -58,6 +62,36 @@ print("RESULT " + json.dumps({{"cpu_us": cpu, "wall_us": wall, "plain_cpu_us": p
                                "device": device(), "python": sys.version.split()[0]}}))
 """
 
+# The observer alone (launches/observer.py) on each Python at hand: a stand-in for JITKernel.__call__
+# (a Python method calling a C function), and a plain Python function as the control, without and
+# with the observer watching the stand-in; on_call appends the frame's locals (the recorder reads them).
+OBSERVER = """
+import json, sys, time
+from tltrace.launches.observer import Observer
+
+class Kernel:
+    def __call__(self, *args, **kwds):
+        return len(args)
+
+def plain(a, b, c):
+    return a
+
+k, count, seen = Kernel(), {count}, []
+
+def timed(f):
+    c0 = time.process_time()
+    for _ in range(count):
+        f(1, 2, 3)
+    return (time.process_time() - c0) / count * 1e6
+
+out = {{"python": sys.version.split()[0], "call": timed(k), "plain": timed(plain)}}
+obs = Observer(Kernel.__call__.__code__, lambda frame: seen.append(frame.f_locals["args"]))
+why = obs.start()
+out.update(how=obs.how, watched_call=timed(k), watched_plain=timed(plain))
+obs.stop()
+print("RESULT " + json.dumps(out))
+"""
+
 MODES = {
     "untraced": [],
     "traced": ["-m", "tltrace", "run", "-q"],
@@ -82,12 +116,54 @@ def once(mode: str, script: Path, trace_dir: Path) -> dict:
     return json.loads(line[len("RESULT ") :])
 
 
+def pythons() -> list[str]:
+    """This interpreter and any Python 3.12+ found (PYTHON312, else pyenv's): the two observer paths."""
+    import glob
+
+    found = [sys.executable, os.environ.get("PYTHON312", "")]
+    found += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python")))[:1]
+    return [p for p in dict.fromkeys(found) if p and os.path.exists(p)]
+
+
+def observer_table(count: int, reps: int) -> None:
+    print("\nThe observer alone: microseconds per call, medians of", reps, "processes\n")
+    print("| Python | how | watched call | watched, observed | plain call | plain, observed |")
+    print("|---|---|---|---|---|---|")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for exe in pythons():
+        rs = []
+        for _ in range(reps):
+            p = subprocess.run(
+                [exe, "-c", OBSERVER.format(count=count)],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=300,
+            )
+            line = next((x for x in p.stdout.splitlines() if x.startswith("RESULT ")), None)
+            if line is None:
+                raise SystemExit(f"{exe}: {p.stderr[-2000:]}")
+            rs.append(json.loads(line[len("RESULT ") :]))
+
+        def med(k: str, rs: list[dict] = rs) -> float:
+            return statistics.median(r[k] for r in rs)
+
+        print(
+            f"| {rs[0]['python']} | {rs[0]['how']} | {med('call'):.3f} | {med('watched_call'):.3f} | "
+            f"{med('plain'):.3f} | {med('watched_plain'):.3f} |"
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--launches", type=int, default=10_000)
     ap.add_argument("--warm", type=int, default=200)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--observer-only", action="store_true", help="only the observer's table")
     a = ap.parse_args(argv)
+    if a.observer_only:
+        observer_table(a.launches * 10, a.reps)
+        return
     results: dict[str, list[dict]] = {m: [] for m in MODES}
     with tempfile.TemporaryDirectory() as d:
         script = Path(d) / "launch_loop.py"
@@ -109,6 +185,7 @@ def main(argv: list[str] | None = None) -> None:
             med = statistics.median(r[k] for r in rs)
             cells.append(f"{med:.2f}" + ("" if mode == "untraced" else f" ({med / base[k]:.2f}x)"))
         print(f"| {mode} | " + " | ".join(cells) + " |")
+    observer_table(a.launches * 10, a.reps)
 
 
 if __name__ == "__main__":

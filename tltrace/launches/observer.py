@@ -85,6 +85,12 @@ class Observer:
         self.how = "profile"
         return None
 
+    def leave_this_thread(self) -> None:
+        """Python 3.11: stop observing the calling thread (tltrace's own worker: its calls are no launches)."""
+        profile = self._profile
+        if profile is not None and sys.getprofile() is profile:
+            sys.setprofile(None)
+
     def stop(self) -> None:
         """Stop observing: what was installed before `start()` is what is installed again.
 

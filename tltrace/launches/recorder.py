@@ -72,10 +72,11 @@ class LaunchRecorder:
         self._buf: list[tuple] = []
         self._keys: dict[int, int] = {}  # id(kernel object) -> its number in the log
         self._kernels = itertools.count()
-        self._lib: dict[CodeType, bool] = {}
+        self._lib: dict[int, tuple[CodeType, bool]] = {}  # id(code) -> (code, inside TileLang or tltrace)
         self._failed = False
         self._path: Path | None = None
-        self._json: dict[Any, str] = {}  # the writer's: call site or arguments -> their JSON
+        self._leave: Callable[[], None] = _nothing
+        self._json: dict[Any, Any] = {}  # the writer's: call site or arguments -> their JSON
 
     # -- start and stop ---------------------------------------------------------------------------
     def start(self) -> bool:
@@ -107,6 +108,7 @@ class LaunchRecorder:
             self.observer = None
             self.say(f"--launches: {why}; no launches recorded")
             return False
+        self._leave = self.observer.leave_this_thread
         self.active = True
         _live.add(self)
         return True
@@ -141,13 +143,15 @@ class LaunchRecorder:
             lib = self._lib
             while f is not None:
                 code = f.f_code
-                inside = lib.get(code)
-                if inside is None:
-                    inside = lib[code] = code.co_filename.startswith(self._libs)
-                if not inside:
+                known = lib.get(id(code))  # by id: a code object's hash walks its constants
+                if known is None or known[0] is not code:
+                    known = lib[id(code)] = (code, code.co_filename.startswith(self._libs))
+                if not known[1]:
                     break
                 f = f.f_back
-            site = (f.f_code, f.f_lineno) if f is not None else None
+            site = (
+                (f.f_code, f.f_lasti) if f is not None else None
+            )  # f_lineno scans the line table: the writer's job
             arg = self._arg
             args = tuple([arg(a) for a in loc.get("args") or ()])
             kwds = loc.get("kwds")
@@ -207,6 +211,7 @@ class LaunchRecorder:
             worker.late_worker().submit(lambda: self._write(buf))
 
     def _write(self, buf: list[tuple]) -> None:
+        self._leave()  # the worker thread started after the profile was set: its own calls are not watched
         try:
             data = "".join([self._line(raw) for raw in buf]).encode("utf-8", "surrogatepass")
             path = self._path
@@ -244,12 +249,11 @@ class LaunchRecorder:
         cache = self._json
         if len(cache) > CACHE_MAX:
             cache.clear()
-        where = cache.get(site)
-        if where is None:
-            code = site[0] if site is not None else None
-            where = cache[site] = _compact(
-                [code.co_filename, site[1], code.co_name] if code is not None and site is not None else None
-            )
+        key = (id(site[0]), site[1]) if site is not None else None  # by id: see _on_call
+        known = cache.get(key)
+        if known is None or (site is not None and known[0] is not site[0]):
+            known = cache[key] = (site[0] if site is not None else None, _compact(_site(site)))
+        where = known[1]
         try:
             described = cache.get(args)
         except TypeError:  # an unhashable value (a float NaN hashes; a tuple of lists would not)
@@ -261,6 +265,23 @@ class LaunchRecorder:
             except TypeError:
                 pass
         return f'{{"launch":{k},"pid":{pid},"t":{t},"thread":{thread},"site":{where},"args":{described}}}\n'
+
+
+def _site(site: tuple[CodeType, int] | None) -> list[Any] | None:
+    """[file, line, function] of a call site kept as (code, instruction offset)."""
+    if site is None:
+        return None
+    code, offset = site
+    line = None
+    for start, end, number in code.co_lines():
+        if start <= offset < end:
+            line = number
+            break
+    return [code.co_filename, line, code.co_name]
+
+
+def _nothing() -> None:
+    pass
 
 
 def _compact(value: Any) -> str:
