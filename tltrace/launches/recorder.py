@@ -64,6 +64,7 @@ class LaunchRecorder:
         self.limit = settings.launch_limit
         self.active = False
         self.observer: Observer | None = None
+        self._leave: Callable[[], None] = _nothing  # the observer's: take this thread off the profile
         self._reset()
 
     def _reset(self) -> None:
@@ -75,7 +76,6 @@ class LaunchRecorder:
         self._lib: dict[int, tuple[CodeType, bool]] = {}  # id(code) -> (code, inside TileLang or tltrace)
         self._failed = False
         self._path: Path | None = None
-        self._leave: Callable[[], None] = _nothing
         self._json: dict[Any, Any] = {}  # the writer's: call site or arguments -> their JSON
 
     # -- start and stop ---------------------------------------------------------------------------
