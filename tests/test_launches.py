@@ -124,6 +124,9 @@ def test_a_torn_log_reads_its_whole_lines(traced, tmp_path) -> None:
     data = json.loads(_show(copy, "--json").stdout)
     assert len(data["launches"]) == 2 and data["torn_bytes"] == len(torn) and data["ended"] is False
     assert "the log was cut" in _show(copy).stdout
+    os.unlink(log)  # an invocation run without --launches: one line, exit 3, and the flag to use
+    missing = _show(copy, rc=3)
+    assert missing.stderr.count("\n") == 1 and "tltrace run --launches" in missing.stderr
 
 
 def test_clean_removes_an_invocation_s_launch_log(traced, tmp_path) -> None:
