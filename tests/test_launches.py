@@ -23,6 +23,7 @@ from tltrace.format import launches as log_format
 
 from ._cli import cli_proc
 from ._kernels import DYNAMIC_SCALE, SCALE_BLOCK, load_script
+from ._schema import check
 
 
 def _launch_lines(script: str) -> list[int]:
@@ -66,7 +67,7 @@ def test_three_sizes_on_the_gpu(need_gpu, tmp_path) -> None:
 
 
 def _check_three_sizes(d: Path, seen: list) -> None:
-    data = json.loads(_show(d, "--json").stdout)
+    data = check(json.loads(_show(d, "--json").stdout), "launches")  # docs/show.schema.json
     runs = glob.glob(str(d / "td" / "scale" / ".run_records" / "run_*"))
     assert len(runs) == 1  # the one compile; every launch is of it
     (line,) = _launch_lines(DYNAMIC_SCALE)
@@ -87,7 +88,7 @@ def _check_three_sizes(d: Path, seen: list) -> None:
 
 def test_two_launches_compared(traced) -> None:
     d, seen = traced
-    out = json.loads(_show(d, "--compare", "1", "3", "--json").stdout)
+    out = check(json.loads(_show(d, "--compare", "1", "3", "--json").stdout), "launch_compare")
     diffs = {x["what"]: (x["a"], x["b"]) for x in out["differences"]}
     n1, n3 = seen[0]["size"], seen[2]["size"]
     assert diffs == {
