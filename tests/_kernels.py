@@ -3,6 +3,8 @@ tests (target c, cython), and the pipelined GEMM that the CUDA-codegen tests low
 
 from __future__ import annotations
 
+from pathlib import Path
+
 # The elementwise add kernel's source, shared by the test scripts that compile it.
 ADD = """import tilelang
 import tilelang.language as T
@@ -309,6 +311,28 @@ def load_script(path, text: str | None = None, name: str | None = None):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+# The out-of-bounds store of tests/data/sanitizer/oob.py (the last of 8 blocks writes past B's 1000
+# floats) lowered for sm_90a on the CPU (CUDA codegen, no GPU), for `run --sanitize`: the recorded
+# script's kernel, its @tilelang.jit line made a comment (the lines keep their numbers), then the
+# lowering. The store is the one line `B[...] = ...` (the tests find it with ast).
+def _oob_lowered() -> str:
+    script = (Path(__file__).resolve().parent / "data" / "sanitizer" / "oob.py").read_text()
+    kernel = script.split("\nk = scale(N)", 1)[0].replace("@tilelang.jit(", "# @tilelang.jit(")
+    return (
+        kernel
+        + """
+from tilelang import tvm
+
+target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+with target, tvm.transform.PassContext(config={"tl.disable_safe_memory_legalize": True}):
+    tilelang.lower(scale(N), target=target)
+"""
+    )
+
+
+OOB_LOWERED = _oob_lowered()
 
 
 # A kernel with a dynamic size (T.dynamic) launched at three sizes: the launch records' test

@@ -30,12 +30,14 @@ USES = {
     "--ptx-line": JSON,
     "--sass-line": JSON,
     "--remarks": JSON,
+    "--sanitizer": JSON,
     "--html": JSON,
     "--facts": JSON,
     "--layouts": JSON | {"--at", "--thread"},
     "--profile": JSON | {"--top"},
     "--count": JSON,
     "--launches": JSON | {"--compare"},
+    "--hot": JSON | {"--top"},
     "--format markdown": {"--top", "--baseline"},
 }
 COMBINED = {("--pass", "--remarks"), ("--pass", "--source-map"), ("--profile", "--format markdown")}

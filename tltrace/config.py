@@ -356,44 +356,30 @@ def build_settings(
     context: object = 3,
     only: str | None = None,
     skip: str | None = None,
-    kernels: str | None = None,
     quiet: bool = False,
     all_passes: bool = False,
     verbose: bool = False,
     ignore_whitespace: bool = False,
     use_cache: bool = False,
-    sync: bool | None = None,
-    exact: bool | None = None,
-    check_texts: bool | None = None,
-    wait: bool | None = None,
-    ptxas: bool | None = None,
-    line_directives: bool | None = None,
-    ptx: bool | None = None,
-    sass: bool | None = None,
-    remarks: bool | str | tuple[str, ...] | list[str] | None = None,
-    source_map: bool | None = None,
-    queue: int | None = None,
-    workers: int | None = None,
-    defer: int | None = None,
-    exit_wait: float | None = None,
-    explain_timeout: float | None = None,
-    launches: bool | None = None,
-    launch_limit: int | None = None,
     command: tuple[str, ...] = (),
     names: dict[str, str] | None = None,
     script_key: str | None = None,
+    **knobs: Any,
 ) -> Settings:
     """Return validated Settings; the one builder behind `tltrace run`, `tltrace.enable()` and the plugin.
 
     mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
-    working files) or a path. Each knob of KNOBS (kernels, sync, exact, check_texts, wait,
-    ptxas, line_directives, ptx, sass, remarks, source_map, queue, workers, defer,
-    exit_wait, explain_timeout, launches, launch_limit): None for its variable's value (TLTRACE_SYNC, ...), else the Settings
-    default. remarks: True or "" (on), planner names ("vectorize,reducer" or a tuple), False
-    (off). `names` maps a parameter to how the caller spells it in messages (`{"keep":
+    working files) or a path. `knobs`: each knob of KNOBS by its field name (kernels, sync, exact,
+    check_texts, wait, ptxas, line_directives, ptx, sass, remarks, source_map, queue, workers,
+    defer, exit_wait, explain_timeout, launches, launch_limit; another name is a TypeError): None or left out for its
+    variable's value (TLTRACE_SYNC, ...), else the Settings default. remarks: True or "" (on),
+    planner names ("vectorize,reducer" or a tuple), False (off). `names` maps a parameter to how the caller spells it in messages (`{"keep":
     "--keep"}`). Raises UsageError on a bad value, or a bad knob variable, the same for all.
     """
+    unknown = set(knobs) - {k.field for k in KNOBS}
+    if unknown:
+        raise TypeError(f"build_settings() got an unexpected keyword argument {min(unknown)!r}")
     spell = {
         "mode": "mode",
         "keep": "keep",
@@ -420,31 +406,11 @@ def build_settings(
         cg = check_codegen_output(codegen_output)
     # The knobs: what the caller gives, else what the environment gives (a bad variable is an
     # error whatever the caller gives), else the field's default.
-    given: dict[str, object] = {
-        "kernels": kernels,
-        "sync": sync,
-        "exact": exact,
-        "check_texts": check_texts,
-        "wait": wait,
-        "ptxas": ptxas,
-        "line_directives": line_directives,
-        "ptx": ptx,
-        "sass": sass,
-        "remarks": remarks,
-        "source_map": source_map,
-        "queue": queue,
-        "workers": workers,
-        "defer": defer,
-        "exit_wait": exit_wait,
-        "explain_timeout": explain_timeout,
-        "launches": launches,
-        "launch_limit": launch_limit,
-    }
-    knobs = env_knobs()
+    values = env_knobs()
     for knob in KNOBS:
-        value = given[knob.field]
+        value = knobs.get(knob.field)
         if value is not None:
-            knobs[knob.field] = knob.check(value, spell.get(knob.field, knob.field))
+            values[knob.field] = knob.check(value, spell.get(knob.field, knob.field))
     return Settings(
         script_key=script_key,
         mode=m,
@@ -461,7 +427,7 @@ def build_settings(
         ignore_whitespace=bool(ignore_whitespace),
         use_cache=bool(use_cache),
         command=tuple(command),
-        **knobs,
+        **values,
     )
 
 

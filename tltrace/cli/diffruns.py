@@ -11,6 +11,7 @@ from ..config import trace_dir_of as _trace_dir
 from ..errors import EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_USAGE, TltraceError
 from .records import KERNEL_OPT, TRACE_DIR_OPT, _check_args, _print_json, _t, _when
 from .shared import console as _console
+from .shared import context_option, count_option, force_option, json_option, pass_option, verbose_option
 from .shared import fail as _fail
 
 DIFF_EPILOG = """\
@@ -61,34 +62,21 @@ def diff_runs_cmd(
     script: Optional[str] = typer.Option(
         None, "--script", metavar="SCRIPT_OR_DIR", help="Where a bare RUN (-2, latest, an id) is looked up."
     ),
-    pass_: Optional[str] = typer.Option(
-        None,
-        "--pass",
-        metavar="NAME|INDEX",
-        help="Print the cross-run diff of this pass's output (a pass of A).",
-    ),
+    pass_: Optional[str] = pass_option("Print the cross-run diff of this pass's output (a pass of A)."),
     show_all: bool = typer.Option(False, "--all", help="List every pass, not only the differing ones."),
-    verbose: bool = typer.Option(
-        False,
-        "--verbose",
-        "-v",
-        help="Every differing pass and whole diffs (default: the effect in about 40 lines).",
+    verbose: bool = verbose_option(
+        "Every differing pass and whole diffs (default: the effect in about 40 lines)."
     ),
     html: Optional[Path] = typer.Option(
         None, "--html", metavar="PATH", help="Write an HTML report of the differing passes to PATH."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
-    context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
+    as_json: bool = json_option(),
+    context: int = context_option(),
     kernel: Optional[str] = KERNEL_OPT,
-    force: bool = typer.Option(
-        False, "--force", help="Let --html replace a file that tltrace did not write (or a link)."
-    ),
-    count: Optional[str] = typer.Option(
-        None,
-        "--count",
-        metavar="PATTERN",
-        help="A regex's (or a known operation's, as 'show --count') count after each pass of A and B, "
-        "side by side where they differ, instead of the pass diff.",
+    force: bool = force_option("Let --html replace a file that tltrace did not write (or a link)."),
+    count: Optional[str] = count_option(
+        "A regex's (or a known operation's, as 'show --count') count after each pass of A and B, "
+        "side by side where they differ, instead of the pass diff."
     ),
 ) -> None:
     """Compare two invocations compile by compile (or two compiles pass by pass)."""

@@ -45,7 +45,15 @@ INFLIGHT = "inflight"  # in a run dir, while the compile runs
 FATAL = "fatal.txt"  # in a run dir: faulthandler's file
 LAUNCHES = "launches"  # under .run_records: `launches.<invocation id>.jsonl` (format/launches.py)
 TIMEDOUT = "timedout"  # in a run dir: `run --timeout` stopped its compile (tracing/watchdog.py)
+SANITIZER = (
+    "sanitizer.json"  # in a run dir: `run --sanitize`'s errors named at its lines (format/sanitizer.py)
+)
+SANITIZER_XML = "sanitizer.xml"  # in the newest run dir of a `run --sanitize`: compute-sanitizer's own report
 REPORT = "report.html"  # in a run dir (the compile's report) and a script dir (the invocation index)
+NCU_PROFILE = (
+    "ncu.json"  # in a run dir: its kernels' launches as `run --ncu` measured them (runtime/profiled.py)
+)
+NCU_REPORT = "ncu.ncu-rep"  # in a run dir: the Nsight Compute report they were read from
 SCRIPTS_REGISTRY = ".tltrace-scripts.json"  # in a trace dir: script identity -> script dir name
 
 # Working files (reconcile/files.py writes them; history/resolve.py recognises a script dir by them).
@@ -64,6 +72,8 @@ __all__ = [
     "LAUNCHES",
     "LIVE",
     "MANIFEST",
+    "NCU_PROFILE",
+    "NCU_REPORT",
     "OBJECTS",
     "PACK",
     "RECORDS_LOG",

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..errors import RecordsError
 from ..format.layout import OBJECTS, SOURCEMAP_LOG, source_hash
 from ..format.records import FAILED, STAGE_ROLES, PassRecord, RunManifest
 from ..format.sourcemap import RunMaps, apply_line
@@ -42,6 +43,17 @@ def load(run_dir: Path) -> RunMaps:
     except OSError:
         pass
     return out
+
+
+def require(run_dir: Path) -> RunMaps:
+    """Return the maps of a run directory; a RecordsError (one line) when it has none."""
+    maps = load(run_dir)
+    if not maps:
+        raise RecordsError(
+            f"{run_dir} has no source map (recorded with TLTRACE_SOURCE_MAP=0, by a tltrace "
+            "without source maps, or TileLang gave no spans); rerun the script to record one"
+        )
+    return maps
 
 
 def _stored_source(run_dir: Path, rel: Any) -> str | None:
