@@ -333,3 +333,49 @@ with target, tvm.transform.PassContext(config={"tl.disable_safe_memory_legalize"
 
 
 OOB_LOWERED = _oob_lowered()
+
+
+# A kernel with a dynamic size (T.dynamic) launched at three sizes: the launch records' test
+# (tests/test_launches.py). The script writes each launch's tensors (shape, dtype, strides,
+# device, as torch says them) to the JSON file its first argument names: the records' oracle.
+# A second argument `cuda` compiles for the GPU (tvm_ffi) and launches on CUDA tensors.
+DYNAMIC_SCALE = """import json
+import sys
+
+import torch
+import tilelang
+import tilelang.language as T
+
+
+def make_scale(block=64):
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def scale(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    B[bx * block + i] = A[bx * block + i] * 2.0
+
+    return scale
+
+
+def tensors(t):
+    return [list(t.shape), str(t.dtype).removeprefix("torch."), list(t.stride()), str(t.device)]
+
+
+if __name__ == "__main__":
+    cuda = sys.argv[2:] == ["cuda"]
+    where = {"target": "cuda", "execution_backend": "tvm_ffi"} if cuda else {"target": "c", "execution_backend": "cython"}
+    kernel = tilelang.compile(make_scale(), **where)
+    seen = []
+    for size in (64, 200, 1000):
+        a = torch.arange(size, dtype=torch.float32, device="cuda" if cuda else "cpu")
+        b = torch.empty_like(a)
+        kernel(a, b)
+        assert torch.equal(b, a * 2)
+        seen.append({"size": size, "args": [tensors(a), tensors(b)]})
+    with open(sys.argv[1], "w") as f:
+        json.dump(seen, f)
+"""
+SCALE_BLOCK = 64  # make_scale's block: the grid of a launch of n elements is ceil(n / 64)

@@ -63,6 +63,8 @@ VALUES: dict[str, Any] = {
     "defer": 3,
     "exit_wait": 1.5,
     "explain_timeout": 7.0,
+    "launches": True,
+    "launch_limit": 9,
 }
 
 # How `tltrace run` spells each field it has a flag for; the others are set by their variable only.
@@ -86,6 +88,8 @@ FLAGS: dict[str, list[str]] = {
     "ptx": ["--ptx"],
     "sass": ["--sass"],
     "remarks": ["--remarks=vectorize,smem"],
+    "launches": ["--launches"],
+    "launch_limit": ["--launch-limit", "9"],
 }
 NO_FLAG = {  # set from the CLI by their variable (docs/usage.md), from enable() by keyword
     "wait": "TLTRACE_WAIT",
@@ -102,6 +106,7 @@ TEXT = {
     "defer": "3",
     "exit_wait": "1.5",
     "explain_timeout": "7",
+    "launch_limit": "9",
     "kernels": "^gemm",
     "remarks": "vectorize,smem",
 }

@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tltrace.sourcemap",
         "tltrace.callsites",
         "tltrace.toolchain",
+        "tltrace.launches",
         "tltrace.runtime",
     ),
     ("tltrace.session",),

@@ -101,6 +101,7 @@ QUEUE_MIN = 16
 WORKERS_DEFAULT = 8  # the most background workers, whatever the machine (Settings.workers)
 EXIT_WAIT_DEFAULT = 30.0  # seconds an os._exit waits for the records (Settings.exit_wait)
 EXPLAIN_TIMEOUT_DEFAULT = 120.0  # seconds a layout failure's explanation may take (Settings.explain_timeout)
+LAUNCH_LIMIT_DEFAULT = 100_000  # launches recorded per process and invocation; the rest only counted
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("defer", "TLTRACE_DEFER", "count"),
     Knob("exit_wait", "TLTRACE_EXIT_WAIT", "seconds"),
     Knob("explain_timeout", "TLTRACE_EXPLAIN_TIMEOUT", "seconds"),
+    Knob("launches", "TLTRACE_LAUNCHES"),
+    Knob("launch_limit", "TLTRACE_LAUNCH_LIMIT", "count"),
 )
 
 
@@ -258,6 +261,10 @@ class Settings:
     exit_wait: float = EXIT_WAIT_DEFAULT  # the most an os._exit waits for the records (session/exits.py)
     # The most seconds a compile that failed in LayoutInference is explained for (layouts/explain.py); 0: off.
     explain_timeout: float = EXPLAIN_TIMEOUT_DEFAULT
+    # Record each launch of a compiled kernel (run --launches; launches/recorder.py): the first
+    # `launch_limit` of each process, the rest only counted (docs/launches.md).
+    launches: bool = False
+    launch_limit: int = LAUNCH_LIMIT_DEFAULT
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
@@ -365,7 +372,7 @@ def build_settings(
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
     working files) or a path. `knobs`: each knob of KNOBS by its field name (kernels, sync, exact,
     check_texts, wait, ptxas, line_directives, ptx, sass, remarks, source_map, queue, workers,
-    defer, exit_wait, explain_timeout; another name is a TypeError): None or left out for its
+    defer, exit_wait, explain_timeout, launches, launch_limit; another name is a TypeError): None or left out for its
     variable's value (TLTRACE_SYNC, ...), else the Settings default. remarks: True or "" (on),
     planner names ("vectorize,reducer" or a tuple), False (off). `names` maps a parameter to how the caller spells it in messages (`{"keep":
     "--keep"}`). Raises UsageError on a bad value, or a bad knob variable, the same for all.

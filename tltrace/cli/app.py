@@ -144,6 +144,7 @@ Examples:
   tltrace run --ncu fa.py                       the hot Python lines of fa.py's kernels (Nsight Compute)
   tltrace run --line-directives gemm.py         compile with #line directives for Nsight
   tltrace run --remarks=vectorize gemm.py       keep what each pass prints on stderr, planner on
+  tltrace run --launches gemm.py                record each kernel launch: show --launches lists them
   tltrace run --sanitize oob.py                 under compute-sanitizer: each error at its Python line
 
 Options may stand before SCRIPT or right after it; the script's own arguments
@@ -188,6 +189,15 @@ script's); 1 when it raises; 2 for bad usage (also an unknown --sanitize tool);
 interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its
 finally blocks run).
 """
+
+_LAUNCHES_HELP = (
+    "Record each launch of a compiled kernel: its compile, the calling line, grid and block, each argument's "
+    "shape, dtype, strides and device ('tltrace show --launches'; docs/launches.md) [default: TLTRACE_LAUNCHES]."
+)
+_LIMIT_HELP = (
+    "With --launches: record the first N launches of each process, count the rest "
+    "[default: TLTRACE_LAUNCH_LIMIT, else 100000]."
+)
 
 
 @app.command("run", epilog=RUN_EPILOG, cls=OptionalValueCommand, context_settings=SCRIPT_CONTEXT)
@@ -295,6 +305,8 @@ def run_cmd(
         "passes of compiles in several threads run one at a time [default: TLTRACE_REMARKS].",
     ),
     remarks_value: Optional[str] = typer.Option(None, "--remarks-value", hidden=True),
+    launches: bool = typer.Option(False, "--launches", help=_LAUNCHES_HELP),
+    launch_limit: Optional[int] = typer.Option(None, "--launch-limit", metavar="N", min=0, help=_LIMIT_HELP),
     codegen_output: Optional[Path] = codegen_output_option(),
     no_codegen_output: bool = typer.Option(False, "--no-codegen-output", help="Write no working files."),
     chrome_trace: Optional[Path] = typer.Option(
@@ -469,6 +481,8 @@ def _settings(p: dict, target) -> Settings:
         ptx=True if p.get("ptx") else None,
         sass=True if p.get("sass") or p.get("ncu") else None,  # --ncu folds onto the SASS map
         remarks=p.get("remarks_value") or ("" if p.get("remarks") else None),
+        launches=True if p.get("launches") else None,
+        launch_limit=p.get("launch_limit"),
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
         names={
             "mode": "--mode",

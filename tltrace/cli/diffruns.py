@@ -45,6 +45,8 @@ each. --count PATTERN (a regex or a known operation, as 'show --count') prints,
 per aligned pass, the count after it in A and in B where the two differ, and the
 passes that changed it on each side (--json: every pass); exit 0 when the counts
 agree after every pass, 1 when they differ.
+A side run with 'tltrace run --launches' adds a line of its launches per kernel
+(A → B; --json "launches": {"a", "b"}); they do not change the exit status.
 --html PATH replaces only a page tltrace wrote (--force: any file or link there);
 a pipe or device is written through; '-' is stdout.
 A and B: a run directory, a script (its newest invocation), SCRIPT:RUN, or a RUN
@@ -148,10 +150,12 @@ def diff_runs_cmd(
             data["focus"] = {**focus.to_json(), "diff": focus_diff}
         if report is not None:
             data["report"] = str(report)
+        _add_launches(data, sa, sb)
         _print_json(data)
     else:
         _print_diff(d, ra, rb, focus, focus_diff, show_all, context, verbose or pass_ is not None)
         _print_layout_changes(_layout_changes(ra, rb))
+        _print_launches(sa, sb)
         if report is not None:
             typer.echo(f"report: {report}")
     raise typer.Exit(code)
@@ -188,6 +192,7 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
             c["facts"] = facts.get((c["a_run_id"], c["b_run_id"]), [])
             ra, rb = by_id.get(c["a_run_id"]), by_id.get(c["b_run_id"])
             c["layouts"] = _layout_changes(ra, rb) if ra is not None and rb is not None else []
+        _add_launches(data, sa, sb)
         _print_json(data)
         return
     from rich.text import Text
@@ -254,6 +259,41 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
             _t(f"one pair pass by pass: {how}", "dim"),
             soft_wrap=True,
         )
+    _print_launches(sa, sb)
+
+
+def _launch_counts(sel) -> dict[str, int] | None:
+    """{kernel: launches} of a side run with --launches (its selected compiles'), else None."""
+    from ..history.launches import counts_by_kernel, read_launches
+
+    narrowed = len(sel.runs) != len(sel.invocation.runs)
+    try:
+        return counts_by_kernel(
+            read_launches(sel.invocation.script_dir, sel.invocation.id, sel.runs, narrowed)
+        )
+    except TltraceError:
+        return None
+
+
+def _add_launches(data: dict[str, Any], sa, sb) -> None:
+    """--json: "launches": {"a": {kernel: count} | null, "b": ...} when a side was run with --launches."""
+    a, b = _launch_counts(sa), _launch_counts(sb)
+    if a is not None or b is not None:
+        data["launches"] = {"a": a, "b": b}
+
+
+def _print_launches(sa, sb) -> None:
+    """One line of launch counts per kernel, A → B, when a side was run with --launches."""
+    a, b = _launch_counts(sa), _launch_counts(sb)
+    if a is None and b is None:
+        return
+    names = list(dict.fromkeys([*(a or {}), *(b or {})]))
+
+    def side(counts: dict[str, int] | None, name: str) -> str:
+        return "-" if counts is None else str(counts.get(name, 0))
+
+    text = ", ".join(f"{n} {side(a, n)} → {side(b, n)}" for n in names) or "none"
+    _console().print(_t(f"launches (run --launches; '-': not recorded): {text}", "dim"), soft_wrap=True)
 
 
 def _fact_changes(ra, rb) -> list[dict[str, Any]]:

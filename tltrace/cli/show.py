@@ -60,6 +60,8 @@ Examples:
   tltrace show oob.py -1 --sanitizer            compute-sanitizer's errors at their Python lines (run --sanitize)
   tltrace show gemm.py -1 --count T.sync_threads   the barriers after every pass; where they changed
   tltrace show gemm.py -1 --count 'tl::tma_load' --json   a regex's count per pass as JSON
+  tltrace show gemm.py -1 --launches            each kernel launch (run --launches): line, grid, arguments
+  tltrace show gemm.py -1 --launches --compare 1 3   what differs between launches 1 and 3
   tltrace show fa.py -1 --hot --top 5           the 5 hottest Python lines (after 'tltrace run --ncu')
   tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
   tltrace show gemm.py -1 'gemm 1024' --profile --top 5 --json   one compile's 5 slowest, as JSON
@@ -83,6 +85,12 @@ damaged records (a manifest of an unknown schema; --hot on a compile no
 'run --ncu' profiled).
 
 """ + views.epilog()
+
+_LAUNCHES_HELP = (
+    "Each kernel launch of a run with 'tltrace run --launches': its compile, calling line, grid, block, "
+    "shared memory, each argument's dtype, shape, strides and device; docs/launches.md."
+)
+_COMPARE_HELP = "With --launches: what differs between launches I and J (numbers of the list)."
 
 
 def show_cmd(
@@ -192,6 +200,8 @@ def show_cmd(
         "warp-stall samples, top stall reasons, instructions executed, the CUDA and SASS behind each "
         "(--top N rows).",
     ),
+    launches: bool = typer.Option(False, "--launches", help=_LAUNCHES_HELP),
+    compare: Optional[tuple[int, int]] = typer.Option(None, "--compare", metavar="I J", help=_COMPARE_HELP),
     thread: Optional[int] = typer.Option(
         None,
         "--thread",
@@ -240,6 +250,7 @@ def show_cmd(
         top=top,
         line=line,
         count=count,
+        compare=tuple(compare) if compare and all(x is not None for x in compare) else None,
         back={"cuda line": cuda_line, "ptx line": ptx_line, "sass line": sass_line},
     )
     try:
@@ -342,6 +353,12 @@ def _show_count(sel, o) -> None:
     cli_counts.show(sel.one("--count"), o.count, o.as_json)
 
 
+def _show_launches(sel, o) -> None:
+    from . import launches as cli_launches
+
+    cli_launches.show(sel, o.as_json, o.compare)
+
+
 def _show_hot(sel, o) -> None:
     from . import hot as cli_hot
 
@@ -389,5 +406,6 @@ _SHOW: dict[str, Callable[[Any, Any], None]] = {
     "sanitizer": _show_sanitizer,
     "layouts": _show_layouts,
     "count": _show_count,
+    "launches": _show_launches,
     "hot": _show_hot,
 }

@@ -79,6 +79,12 @@ VIEWS = (
         "the Python lines that cost the most, from the Nsight Compute profile of 'run --ncu'",
     ),
     View(
+        "launches",
+        "--launches",
+        JSON | {"--compare"},
+        "each kernel launch (run --launches): line, grid, arguments; --compare I J: what differs",
+    ),
+    View(
         "count",
         "--count",
         JSON,

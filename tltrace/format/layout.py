@@ -10,6 +10,7 @@
         .run_records/
           .objects/<hash>            older runs: each distinct text once (`text_hash`), read-only
           .live.<invocation id>      the liveness lock (format/liveness.py; older: .live/<id>)
+          launches.<invocation id>.jsonl   run --launches: the invocation's launches (format/launches.py)
           run_<...>/                 one compile (format/ids.py)
             manifest.json            the run's RunManifest (format/records.py)
             records.jsonl            pass records while it runs
@@ -42,6 +43,7 @@ PACK = "texts.pack"  # in a run dir: every distinct text of the run (format/pack
 SOURCE_PREFIX = "source_"  # run-relative name of a copied Python source: source_<hash>.py
 INFLIGHT = "inflight"  # in a run dir, while the compile runs
 FATAL = "fatal.txt"  # in a run dir: faulthandler's file
+LAUNCHES = "launches"  # under .run_records: `launches.<invocation id>.jsonl` (format/launches.py)
 TIMEDOUT = "timedout"  # in a run dir: `run --timeout` stopped its compile (tracing/watchdog.py)
 SANITIZER = (
     "sanitizer.json"  # in a run dir: `run --sanitize`'s errors named at its lines (format/sanitizer.py)
@@ -67,6 +69,7 @@ __all__ = [
     "INFLIGHT",
     "TIMEDOUT",
     "KERNEL_REGISTRY",
+    "LAUNCHES",
     "LIVE",
     "MANIFEST",
     "NCU_PROFILE",

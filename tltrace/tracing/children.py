@@ -41,6 +41,7 @@ from ..config import (
     DEFAULT,
     EXIT_WAIT_DEFAULT,
     EXPLAIN_TIMEOUT_DEFAULT,
+    LAUNCH_LIMIT_DEFAULT,
     QUEUE_DEFAULT,
     QUEUE_MIN,
     WORKERS_DEFAULT,
@@ -71,6 +72,7 @@ _SWITCHES = (
     "sass",
     "exact",
     "check_texts",
+    "launches",
 )
 _NUMBERS: dict[str, tuple[type, float, float]] = {
     "queue": (int, QUEUE_DEFAULT, QUEUE_MIN),
@@ -78,6 +80,7 @@ _NUMBERS: dict[str, tuple[type, float, float]] = {
     "defer": (int, 0, 0),
     "exit_wait": (float, EXIT_WAIT_DEFAULT, 0),
     "explain_timeout": (float, EXPLAIN_TIMEOUT_DEFAULT, 0),
+    "launch_limit": (int, LAUNCH_LIMIT_DEFAULT, 0),
 }
 
 
