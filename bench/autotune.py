@@ -65,7 +65,6 @@ VARIANTS = {
     "q4k": {"TLTRACE_QUEUE": "4096"},
     "w2": {"TLTRACE_WORKERS": "2"},
     "wait": {"TLTRACE_WAIT": "1"},
-    "defer": {"TLTRACE_DEFER": "2"},  # the workers defer their writes while 2+ compiles are in flight
     "nomap": {"TLTRACE_SOURCE_MAP": "0"},  # no source maps (no annotated print, no codegen map)
     # Texts printed (and mapped) as tracing does, and nothing after the print in the process:
     # the floor of a writer-process design (bench/gil_cost.py's records@print-only; a bench patch).
@@ -74,7 +73,7 @@ VARIANTS = {
 
 
 def base_mode(mode: str) -> str:
-    """The plain mode of `mode` (`quiet@defer` -> `quiet`)."""
+    """The plain mode of `mode` (`quiet@wait` -> `quiet`)."""
     return mode.split("@", 1)[0]
 
 

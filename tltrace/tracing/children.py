@@ -89,7 +89,6 @@ def settings_json(settings: Settings, root_pid: int) -> str:
         "source_map": settings.source_map,
         "queue": settings.queue,
         "workers": settings.workers,
-        "defer": settings.defer,
         "exit_wait": settings.exit_wait,
         "explain_timeout": settings.explain_timeout,
         "command": list(settings.command),
@@ -193,7 +192,6 @@ def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
         source_map=bool(data.get("source_map", True)),
         queue=int(number("queue", QUEUE_DEFAULT, QUEUE_MIN)),
         workers=int(number("workers", WORKERS_DEFAULT, 1)),
-        defer=int(number("defer", 0, 0)),
         exit_wait=float(number("exit_wait", EXIT_WAIT_DEFAULT, 0)),
         explain_timeout=float(number("explain_timeout", EXPLAIN_TIMEOUT_DEFAULT, 0)),
         wait=True,  # a child may end in os._exit (multiprocessing's do): no atexit drain there
