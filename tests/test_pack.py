@@ -24,6 +24,7 @@ from tltrace.history.loading import load_run
 from tltrace.history.texts import missing_files, read_text, text_of
 from tltrace.session.store import RunStore
 
+from ._records import pack_texts
 from .conftest import EXAMPLES
 
 SCRIPT = textwrap.dedent(
@@ -73,9 +74,13 @@ def test_a_run_keeps_its_texts_in_one_pack_and_no_file_per_text(traced: Path) ->
         data = (run_dir / pack.PACK).read_bytes()
         found = pack.parse(data)
         assert found.torn == 0
+        stored = pack_texts(run_dir)  # read by the documented layout, deflated entries inflated by zlib
+        assert list(stored) == found.entries
         for digest in found.entries:  # each entry is the text its hash names
-            off, n = found.index[digest]
-            assert _blake(data[off : off + n]) == digest
+            assert _blake(stored[digest].encode("utf-8", "surrogatepass")) == digest
+            assert found.text(digest) == stored[digest]
+        deflated = [d for d in found.entries if b"\nZ " + d.encode() + b" " in data]
+        assert deflated, "a run's IR texts are stored deflated"
         manifest = load_run(run_dir).require()
         assert manifest.records
         for rec in manifest.records:
@@ -107,7 +112,7 @@ def _cut_cases(run_dir: Path):
     found = pack.parse(data)
     last = found.entries[-1]
     off, _ = found.index[last]
-    start = data.rindex(b"T " + last.encode() + b" ", 0, off)  # the last entry's first byte
+    start = data.rindex(b" " + last.encode() + b" ", 0, off) - 1  # the last entry's first byte (T or Z)
     return data, found, last, start
 
 
@@ -154,10 +159,10 @@ def _to_old_format(run_dir: Path) -> None:
     assert found is not None
     objects = run_dir.parent / ".objects"
     objects.mkdir(exist_ok=True)
-    for digest, (off, n) in found.index.items():
+    for digest in found.entries:
         obj = objects / digest
         if not obj.exists():
-            obj.write_bytes(found.data[off : off + n])
+            obj.write_bytes(pack_texts(run_dir)[digest].encode("utf-8", "surrogatepass"))
             obj.chmod(0o444)
     for rec in load_run(run_dir).require().records:
         for rel, digest in ((rec.before_file, rec.before_hash), (rec.after_file, rec.after_hash)):

@@ -180,6 +180,25 @@ def _selection_json(sel) -> dict[str, Any]:
     }
 
 
+def _cut_compiles(by_id, sa, sb) -> str | None:
+    """Return the line naming the compiles of either side that a dead process cut short, or None."""
+    from ..format.records import EXITED, INTERRUPTED
+    from ..history import runs
+
+    cut = [
+        f"{side} {_one(runs.label(r.manifest, r.run_id))} ({r.status})"
+        for side, sel in (("A", sa), ("B", sb))
+        for r in sel.runs
+        if r.status in (INTERRUPTED, EXITED) and r.manifest is not None
+    ]
+    if not cut:
+        return None
+    return (
+        f"cut short, their records stop where the process died (passes past that are 'only in' the "
+        f"other side): {'; '.join(cut)}"
+    )
+
+
 def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
     """Print the compile-by-compile comparison of two invocations."""
     from ..history import runs
@@ -200,6 +219,8 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
             c["facts"] = facts.get((c["a_run_id"], c["b_run_id"]), [])
             ra, rb = by_id.get(c["a_run_id"]), by_id.get(c["b_run_id"])
             c["layouts"] = _layout_changes(ra, rb) if ra is not None and rb is not None else []
+            c["a_status"] = ra.status if ra is not None else None  # as `show` lists it
+            c["b_status"] = rb.status if rb is not None else None
         _print_json(data)
         return
     from rich.text import Text
@@ -243,6 +264,9 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
     ]
     for line in fit(columns, rows, con.width if con.is_terminal else None, rule=False):
         con.print(line, soft_wrap=True)
+    cut = _cut_compiles(by_id, sa, sb)
+    if cut:
+        con.print(Text(cut, style="yellow"), soft_wrap=True)
     from ..facts import describe
 
     for c in inv.compiles:
