@@ -139,7 +139,9 @@ def _every_reader(trace: Path, tir: Path, cut: set[str], invocations: int) -> No
         row = next(line for line in text.splitlines() if run_id in line)
         assert runs[run_id]["status"] in row.split(), row
     newest = json.loads(_read("show", *td, "tune", "-1", "--json").stdout)
-    if isinstance(newest.get("invocation"), dict):  # several compiles (one's manifest names its invocation id)
+    if isinstance(
+        newest.get("invocation"), dict
+    ):  # several compiles (one's manifest names its invocation id)
         said = {c["run_id"]: c["status"] for c in newest["invocation"]["compiles"]}
     else:  # the invocation's one compile, shown whole (a manifest: run_id and status)
         said = {newest["run_id"]: newest["status"]}
