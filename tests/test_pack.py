@@ -24,6 +24,7 @@ from tltrace.history.loading import load_run
 from tltrace.history.texts import missing_files, read_text, text_of
 from tltrace.session.store import RunStore
 
+from ._cli import one_line_error
 from ._records import pack_texts
 from .conftest import EXAMPLES
 
@@ -146,6 +147,32 @@ def test_a_pack_cut_at_every_byte_of_its_last_entry_reads_the_entries_before_it(
         assert missing_files(run) == len([1 for r, s in naming_last if getattr(r, f"{s}_file")])
     path.write_bytes(data)
     assert pack.parse(data).torn == 0
+
+
+def test_a_deflated_entry_damaged_inside_is_one_line_naming_the_damage(
+    traced: Path, tmp_path, run_cli
+) -> None:
+    """A whole entry whose deflated bytes were changed (not a kill: the framing is intact) does not
+    inflate: the entries around it still read, and its record's text is one error line, exit 3."""
+    src = _runs(traced)[-1]
+    run_dir = tmp_path / "d" / ".run_records" / src.name
+    shutil.copytree(src, run_dir)
+    data = (run_dir / pack.PACK).read_bytes()
+    whole = pack.parse(data)
+    manifest = load_run(run_dir).require()
+    rec = next(r for r in manifest.records if r.after_hash and b"\nZ " + r.after_hash.encode() + b" " in data)
+    off, n = whole.index[rec.after_hash]
+    bad = bytearray(data)
+    bad[off : off + n] = bytes(n)  # zeros in place of the deflated bytes: same length, same framing
+    (run_dir / pack.PACK).write_bytes(bytes(bad))
+    found = pack.parse(bytes(bad))
+    assert found.entries == whole.entries and found.torn == 0
+    assert found.text(rec.after_hash) is None
+    assert all(found.text(d) == whole.text(d) for d in whole.entries if d != rec.after_hash)
+    with pytest.raises(RecordsError, match="is damaged"):
+        read_text(load_run(run_dir), rec, "after")
+    res = run_cli("show", run_dir, "--pass", str(rec.index))
+    one_line_error(res, 3, "is damaged", rec.name)
 
 
 def test_a_pack_without_its_magic_reads_as_nothing() -> None:
