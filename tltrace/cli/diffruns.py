@@ -180,16 +180,16 @@ def _selection_json(sel) -> dict[str, Any]:
     }
 
 
-def _cut_compiles(by_id, sa, sb) -> str | None:
+def _cut_compiles(sa, sb) -> str | None:
     """Return the line naming the compiles of either side that a dead process cut short, or None."""
-    from ..format.records import EXITED, INTERRUPTED
+    from ..format.records import CUT_SHORT
     from ..history import runs
 
     cut = [
         f"{side} {_one(runs.label(r.manifest, r.run_id))} ({r.status})"
         for side, sel in (("A", sa), ("B", sb))
         for r in sel.runs
-        if r.status in (INTERRUPTED, EXITED) and r.manifest is not None
+        if r.status in CUT_SHORT and r.manifest is not None
     ]
     if not cut:
         return None
@@ -264,7 +264,7 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
     ]
     for line in fit(columns, rows, con.width if con.is_terminal else None, rule=False):
         con.print(line, soft_wrap=True)
-    cut = _cut_compiles(by_id, sa, sb)
+    cut = _cut_compiles(sa, sb)
     if cut:
         con.print(Text(cut, style="yellow"), soft_wrap=True)
     from ..facts import describe

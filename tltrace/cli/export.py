@@ -131,10 +131,10 @@ def export_cmd(
 
 def _cut_short(found: list) -> str:
     """Return '; N cut short (interrupted, ...)' for the compiles a dead process left unfinished, else ''."""
-    from ..format.records import EXITED, INTERRUPTED
+    from ..format.records import CUT_SHORT
 
-    cut = sorted({r.status for r in found if r.status in (INTERRUPTED, EXITED)})
-    n = sum(r.status in (INTERRUPTED, EXITED) for r in found)
+    cut = sorted({r.status for r in found if r.status in CUT_SHORT})
+    n = sum(r.status in CUT_SHORT for r in found)
     return f"; {n} cut short ({', '.join(cut)}): their files stop where the records do" if n else ""
 
 

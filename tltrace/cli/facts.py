@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..format.records import EXITED, INTERRUPTED
+from ..format.records import CUT_SHORT
 from .records import _print_json
 from .shared import console
 
@@ -59,7 +59,7 @@ def _with_status(one: dict[str, Any], status: str) -> dict[str, Any]:
 
 def _cut_line(data: list[dict[str, Any]]) -> str | None:
     """Return the line that says which compiles did not end complete, or None when all did."""
-    cut = [d["status"] for d in data if d["status"] in (INTERRUPTED, EXITED)]
+    cut = [d["status"] for d in data if d["status"] in CUT_SHORT]
     if not cut:
         return None
     kinds = ", ".join(sorted(set(cut)))
