@@ -32,53 +32,55 @@ def read_ok(*args: object) -> Any:
     return res
 
 
-def every_reader(trace: Path, script: str, tir: Path, cut: set[str], invocations: int) -> None:
-    """Run every reader on `trace` after a kill that cut `cut` (run ids of `script`'s newest invocation)."""
+def every_reader(trace: Path, script: str, tir: Path, cut: set[str]) -> None:
+    """Run every reader on `trace`, where `cut` are the run ids (of `script`, any invocation) a kill left
+    unfinished on disk; the views of the newest invocation (-1) must name exactly its share of them."""
     td = ["--trace-dir", trace]
-    listing = read_ok("show", *td, "--json")
-    data = json.loads(listing.stdout)
+    data = json.loads(read_ok("show", *td, "--json").stdout)
     runs = {r["run_id"]: r for r in data["runs"]}
-    for run_id in cut:  # every run the kill cut is listed as cut, with the reason
+    by_position = {i["position"]: {c["run_id"] for c in i["compiles"]} for i in data["invocations"]}
+    for run_id in cut:  # every run a kill cut is listed as cut, with the reason
         assert runs[run_id]["status"] in CUT, (run_id, runs[run_id]["status"])
         assert runs[run_id]["error"], run_id
+    assert {r for r, one in runs.items() if one["status"] in CUT} == cut
     text = read_ok("show", *td).stdout
     for run_id in cut:  # and so is its row of the table
         row = next(line for line in text.splitlines() if run_id in line)
         assert runs[run_id]["status"] in row.split(), row
     newest = json.loads(read_ok("show", *td, script, "-1", "--json").stdout)
-    if isinstance(
-        newest.get("invocation"), dict
-    ):  # several compiles (one's manifest names its invocation id)
+    if isinstance(newest.get("invocation"), dict):  # several compiles (one's manifest names its invocation)
         said = {c["run_id"]: c["status"] for c in newest["invocation"]["compiles"]}
     else:  # the invocation's one compile, shown whole (a manifest: run_id and status)
         said = {newest["run_id"]: newest["status"]}
-    assert {r for r, status in said.items() if status in CUT} == cut & set(said)
+    assert set(said) == by_position[-1]
+    newest_cut = cut & set(said)
+    assert {r for r, status in said.items() if status in CUT} == newest_cut
     read_ok("show", *td, script, "-1")
     facts = read_ok("show", *td, script, "-1", "--facts", "--json")
     for one in json.loads(facts.stdout)["compiles"]:  # the facts of a cut compile say it was cut
         assert (one["status"] in CUT) == (one["run_id"] in cut), one["run_id"]
     facts_text = read_ok("show", *td, script, "-1", "--facts").stdout
-    for status in {runs[r]["status"] for r in cut}:
+    for status in {runs[r]["status"] for r in newest_cut}:
         assert status in facts_text, facts_text
-    for run_id in sorted(cut):  # the report of each cut compile says so
+    for run_id in sorted(newest_cut):  # the report of each cut compile says so
         report = read_ok("show", runs[run_id]["path"], "--html")
         page = Path(report.stdout.strip()).read_text()
         assert runs[run_id]["status"] in page
     read_ok("show", *td, script, "--html")  # the index of the newest invocation
-    if invocations >= 2:
+    if len(by_position) >= 2:
         diff = read_ok("diff-runs", *td, f"{script}:-1", f"{script}:-2", "--json")
-        if diff.exit_code in (0, 1) and diff.stdout.strip():
-            for c in json.loads(diff.stdout)["compiles"]:
-                for side in ("a", "b"):
-                    if c[f"{side}_run_id"] in cut:
-                        assert c[f"{side}_status"] in CUT, c
-        said = read_ok("diff-runs", *td, f"{script}:-1", f"{script}:-2").stdout
-        if cut:
-            assert "cut short" in said, said
-    all_cut = [r for r in runs.values() if r["status"] in CUT]
+        for c in json.loads(diff.stdout)["compiles"]:
+            for side in ("a", "b"):
+                if c[f"{side}_run_id"] is not None:
+                    assert (c[f"{side}_status"] in CUT) == (c[f"{side}_run_id"] in cut), c
+        said_diff = read_ok("diff-runs", *td, f"{script}:-1", f"{script}:-2").stdout
+        assert ("cut short" in said_diff) == bool(cut & (by_position[-1] | by_position[-2])), said_diff
+    all_cut = [runs[r] for r in sorted(cut)]
     if len(all_cut) >= 2:  # two cut compiles, pass by pass
         read_ok("diff-runs", all_cut[0]["path"], all_cut[1]["path"])
     read_ok("clean", *td, "--dry-run", "--keep", "1")
     exported = read_ok("export", *td, script, "-1", "--tir", tir)
-    if cut:
-        assert f"{len(cut)} cut short" in exported.stderr, exported.stderr
+    if newest_cut:
+        assert f"{len(newest_cut)} cut short" in exported.stderr, exported.stderr
+    else:
+        assert "cut short" not in exported.stderr, exported.stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ._cli import cli_invoke
 from ._readers import every_reader
 from ._records import recorded_subset, run_dirs
 
@@ -38,4 +39,17 @@ def test_every_reader_says_which_compile_a_kill_cut(recorded: Path, tmp_path: Pa
     newest = max(json.loads((r / "manifest.json").read_text())["invocation"] for r in runs)
     victim = next(r for r in runs if json.loads((r / "manifest.json").read_text())["invocation"] == newest)
     _cut_as_a_kill_leaves_it(victim)
-    every_reader(trace, "two_kernels", tmp_path / "tir", {victim.name}, invocations=2)
+    every_reader(trace, "two_kernels", tmp_path / "tir", {victim.name})
+
+
+def test_a_run_dir_a_kill_left_empty_is_interrupted_not_damaged(recorded: Path, tmp_path: Path) -> None:
+    """Killed between making its run directory and its first write: nothing is in it. Its writer (the
+    pid in its id) is gone, so it is a compile cut as it began, listed and opened as such."""
+    trace = recorded_subset(recorded, tmp_path / "traces", two_kernels=None)
+    empty = trace / "two_kernels" / ".run_records" / "run_29991231_000000_000000Z_999999999_0000dead"
+    empty.mkdir()
+    every_reader(trace, "two_kernels", tmp_path / "tir", {empty.name})
+    res = cli_invoke("show", empty)
+    assert res.exit_code == 0 and "interrupted" in res.stdout and "recorded anything" in res.stdout, (
+        res.output
+    )

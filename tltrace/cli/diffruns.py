@@ -155,6 +155,7 @@ def diff_runs_cmd(
         data["compiles"] = [CompilePair(d.a, d.b, "run", d).to_json()]
         data["facts"] = _fact_changes(ra, rb)
         data["compiles"][0]["facts"] = data["facts"]
+        data["compiles"][0]["a_status"], data["compiles"][0]["b_status"] = ra.status, rb.status
         data["layouts"] = _layout_changes(ra, rb)
         if focus is not None:
             data["focus"] = {**focus.to_json(), "diff": focus_diff}
@@ -164,6 +165,9 @@ def diff_runs_cmd(
     else:
         _print_diff(d, ra, rb, focus, focus_diff, show_all, context, verbose or pass_ is not None)
         _print_layout_changes(_layout_changes(ra, rb))
+        cut = _cut_compiles(sa, sb)
+        if cut:
+            typer.echo(cut)
         if report is not None:
             typer.echo(f"report: {report}")
     raise typer.Exit(code)
