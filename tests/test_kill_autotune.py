@@ -37,7 +37,7 @@ pytestmark = pytest.mark.slow
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 CONFIGS = 4  # compiles per autotune (2 threads): a kill lands in any of them
 KILLS = 3
-SEED = 51
+SEED = 40  # kills after compiles 4, 1 and 2 (the last, the first, one between)
 
 TUNE = f"""
 import sys
