@@ -290,6 +290,8 @@ def test_the_upstream_autotuner_s_run_says_its_own_wall_for_the_compile_calls_co
     example.write_text(
         "def get_configs(*a, **k):\n    return list(range(9))\n\n"
         "def main(m, n, k, use_autotune, with_roller, profile_backend):\n"
+        "    import time\n"
+        "    time.sleep(0.01)  # a wall the print's 3 decimals show\n"
         "    print('configs', len(get_configs()), m, use_autotune)\n"
     )
     p = subprocess.run(

@@ -151,9 +151,9 @@ def load_manifest(run_dir: Path) -> RunManifest:
     try:
         text = safe_read.read_text(mpath)  # never waits on a FIFO, never follows a link
     except FileNotFoundError:
-        # records.jsonl alone: the manifest lost. Nothing at all: made, then killed before its first
-        # write (a kill -9 as the compile began); running or interrupted as its writer is alive or not.
-        if log.is_file() or _nothing_captured(run_dir):
+        # records.jsonl alone: the manifest lost. Nothing at all, and its writer (the pid its id names)
+        # gone: made, then killed before its first write (a kill -9 as the compile began).
+        if log.is_file() or (_nothing_captured(run_dir) and _writer_gone(run_dir)):
             return _from_log_only(run_dir)
         raise RecordsError(
             f"run {run_dir.name} has no {MANIFEST} (damaged or never started); {hint}"
@@ -249,6 +249,11 @@ def _nothing_captured(run_dir: Path) -> bool:
         return all(e.name.endswith(".html") and e.is_file(follow_symlinks=False) for e in os.scandir(run_dir))
     except OSError:
         return False
+
+
+def _writer_gone(run_dir: Path) -> bool:
+    """True when the run's id names its writer's pid and that process is gone (nothing else to ask)."""
+    return is_run_name(run_dir.name) and not writer_alive(None, run_dir.name)
 
 
 def _from_log_only(run_dir: Path) -> RunManifest:
