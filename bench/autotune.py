@@ -65,7 +65,6 @@ VARIANTS = {
     "q4k": {"TLTRACE_QUEUE": "4096"},
     "w2": {"TLTRACE_WORKERS": "2"},
     "wait": {"TLTRACE_WAIT": "1"},
-    "defer": {"TLTRACE_DEFER": "2"},  # the workers defer their writes while 2+ compiles are in flight
     "nomap": {"TLTRACE_SOURCE_MAP": "0"},  # no source maps (no annotated print, no codegen map)
     # Texts printed (and mapped) as tracing does, and nothing after the print in the process:
     # the floor of a writer-process design (bench/gil_cost.py's records@print-only; a bench patch).
@@ -74,7 +73,7 @@ VARIANTS = {
 
 
 def base_mode(mode: str) -> str:
-    """The plain mode of `mode` (`quiet@defer` -> `quiet`)."""
+    """The plain mode of `mode` (`quiet@wait` -> `quiet`)."""
     return mode.split("@", 1)[0]
 
 
@@ -138,7 +137,8 @@ class Invocation:
     said: str = ""  # what the tuner said it chose: its lines naming a latency or a config
     part: str = ""  # which run of the benchmark it came from (GPU runs come in parts)
     rep: int = 0  # its rep number (1-based; 0 in results from before it was kept)
-    compile_seconds: float = 0.0  # the compile calls' own wall, where the script says it (autotune_cpu.py)
+    # The compile calls' own wall, where the script says it (autotune_cpu.py, upstream_autotune.py).
+    compile_seconds: float = 0.0
 
 
 def _tuner_said(log: Path) -> str:
@@ -152,7 +152,7 @@ def _tuner_said(log: Path) -> str:
 
 
 def _compile_calls(log: Path) -> float:
-    """The compile calls' wall the script printed (`compile calls: X s`; bench/autotune_cpu.py), or 0."""
+    """The compile calls' wall the script printed (`compile calls: X s`; autotune_cpu.py, upstream_autotune.py), or 0."""
     try:
         lines = log.read_text(errors="replace").splitlines()
     except OSError:
@@ -519,7 +519,8 @@ def table(res: Result) -> str:
         "its records are complete (tltrace's workers are waited for at exit), so this is the wall to "
         "complete records"
         + (
-            "; `compile calls s`: the script's own timing of its compile calls (the thread pool's wall), "
+            "; `compile calls s`: the script's own timing of its compile calls (autotune_cpu.py: the "
+            "thread pool's wall; upstream_autotune.py: the example's main, its compiles and benchmarks), "
             "which stops before the workers finish"
             if calls
             else ""

@@ -1,8 +1,8 @@
-"""Does tltrace's writing disturb a kernel benchmark? (issue 34, the deferral of round 7)
+"""Does tltrace's writing disturb a kernel benchmark? (issue 34 round 7; issue 51)
 
-An autotuner compiles every config in a thread pool, then benchmarks them one by one. With
-crowded compiles deferring the writing (session/worker.py), tltrace's workers write while
-the tuner benchmarks. A benchmark loop that waits for the GIL between its start event and
+An autotuner compiles every config in a thread pool, then benchmarks them one by one. A
+compile returns before its records (session/worker.py), so tltrace's workers may still be
+writing while the tuner benchmarks. A benchmark loop that waits for the GIL between its start event and
 its launch counts the wait as kernel time. This measures it, on the GPU:
 
     python bench/bench_fidelity.py [--configs 16] [--samples 7] [--out FILE]
@@ -14,7 +14,7 @@ its launch counts the wait as kernel time. This measures it, on the GPU:
    them: `writing` (how many jobs were queued at the start, and when the queues emptied);
 3. benchmarks it SAMPLES times again once the queues are empty: `after`.
 
-Run it under `tltrace run --quiet` (and with TLTRACE_DEFER=0 for the old behaviour).
+Run it under `tltrace run --quiet`.
 Prints a markdown table of the latencies (ms): median, min, max per phase.
 """
 

@@ -34,9 +34,8 @@
 #   gil        issue 34's GIL table (bench/gil_cost.py: py-spy `--gil` over sm_90a lowerings, TileLang's
 #              and tltrace's GIL time per lowering) and a traced compile's wall with the worker
 #              beside it (bench/compile_wall.py, switch intervals) -> gil.md, compile_wall.md
-#   fidelity   issue 34 round 7: a GEMM's do_bench latency while tltrace's workers write what a
-#              CONFIGS-thread pool (default 16) left them (bench/bench_fidelity.py), with deferral
-#              on and off (TLTRACE_DEFER=2, 0), twice each -> fidelity.md
+#   fidelity   a GEMM's do_bench latency while tltrace's workers write what a CONFIGS-thread
+#              pool (default 16) left them (bench/bench_fidelity.py), twice -> fidelity.md
 #   all        check, autotune, builtin in a row (only where one call may run longer)
 #
 # CONFIGS=N runs `autotune` over an even N-config subset of the grid (bench/upstream_autotune.py;
@@ -201,11 +200,11 @@ PY
 
 run_fidelity() {
   about fidelity
-  local d
-  for d in 2 0 2 0; do  # deferral on (default), off; twice each, interleaved
-    echo "### TLTRACE_DEFER=$d" >>"$out/fidelity.md"
-    TLTRACE_DEFER=$d "$py" -m tltrace run --quiet --trace-dir "$work/fidelity" bench/bench_fidelity.py \
-      --configs "${CONFIGS:-16}" --out "$out/fidelity.md" >>"$out/fidelity.log" 2>&1 || echo "fidelity: DEFER=$d failed" >&2
+  local i
+  for i in 1 2; do
+    echo "### run $i" >>"$out/fidelity.md"
+    "$py" -m tltrace run --quiet --trace-dir "$work/fidelity" bench/bench_fidelity.py \
+      --configs "${CONFIGS:-16}" --out "$out/fidelity.md" >>"$out/fidelity.log" 2>&1 || echo "fidelity: run $i failed" >&2
     rm -rf "$work/fidelity"
   done
   cat "$out/fidelity.md"

@@ -15,6 +15,7 @@ import importlib.util
 import inspect
 import os
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -63,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     sampler = timeline.start()  # BENCH_TIMELINE: where the wall goes (bench/timeline.py)
     # (m, n, k, use_autotune, with_roller[, profile_backend]): older copies of the example lack the last
     n_params = len(inspect.signature(mod.main).parameters)
+    t0 = time.perf_counter()
     mod.main(*[a.m, a.n, a.k, True, False, "event"][:n_params])
+    # The tuner's own wall (its compiles, then its benchmarks; bench/autotune.py reads it as the
+    # `compile calls` column): it stops before tltrace's workers finish, which the exit waits for.
+    print(f"upstream_autotune: compile calls: {time.perf_counter() - t0:.3f} s (the example's main)")
     if sampler is not None:
         sampler.write("main-end")
     return 0

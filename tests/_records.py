@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -191,8 +192,9 @@ def recorded_subset(recorded: Path, dest: Path, **keep: slice | None) -> Path:
 
 def pack_texts(run_dir: Path) -> dict[str, str]:
     """The run's `texts.pack` read here by its documented layout (docs/architecture.md: a magic line
-    `TLPACK1`, then `T <hash> <len>` and the text's bytes per entry), not by tltrace's reader: the
-    oracle's own reading of what was stored. {} for a run without a pack."""
+    `TLPACK1`, then `Z <hash> <len>` and the text's UTF-8 deflated by zlib, or `T <hash> <len>` and the
+    UTF-8 itself, per entry), not by tltrace's reader: the oracle's own reading of what was stored.
+    {} for a run without a pack."""
     try:
         data = (Path(run_dir) / "texts.pack").read_bytes()
     except OSError:
@@ -203,9 +205,9 @@ def pack_texts(run_dir: Path) -> dict[str, str]:
     while at < len(data):
         nl = data.index(b"\n", at)
         tag, digest, size = data[at:nl].decode().split(" ")
-        assert tag == "T"
+        assert tag in ("T", "Z"), tag
         body = data[nl + 1 : nl + 1 + int(size)]
-        out[digest] = body.decode("utf-8", "replace")
+        out[digest] = (zlib.decompress(body) if tag == "Z" else body).decode("utf-8", "replace")
         at = nl + 1 + int(size) + 1
     return out
 

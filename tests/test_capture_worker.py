@@ -86,136 +86,12 @@ def test_no_job_is_lost_or_reordered_when_threads_submit_while_the_worker_sleeps
         assert got.wait(10)
 
 
-@pytest.fixture
-def crowd(monkeypatch):
-    """Deferral at 2 (Settings.defer, TLTRACE_DEFER=2); start(n) puts n compiles in flight; they end after the test."""
-    assert worker_mod.in_flight() == 0
-    monkeypatch.setattr(worker_mod, "_defer_at", 0)  # put back after the test
-    monkeypatch.setattr(worker_mod, "DEFER_POLL_S", 0.01)  # a deferral's round: `deferred_with` waits one out
-    started = [0]
-
-    def start(n: int = 1) -> None:
-        for _ in range(n):
-            worker_mod.compile_started(2)
-            started[0] += 1
-
-    def finish() -> None:
-        worker_mod.compile_finished()
-        started[0] -= 1
-
-    yield start, finish
-    for _ in range(started[0]):
-        worker_mod.compile_finished()
-
-
-def deferred_with(w: Worker, queued: int) -> threading.Event:
-    """Set once `w` has waited out a whole round of deferral with `queued` jobs still queued: the known
-    point at which a test asserts that nothing ran (no sleep that hopes the worker had its chance)."""
-    real, done = w._defer, threading.Event()
-
-    def _defer() -> None:
-        real()
-        if w.pending() == queued:
-            done.set()
-
-    w._defer = _defer  # type: ignore[method-assign]
-    return done
-
-
-def test_a_crowd_of_compiles_defers_the_jobs_until_it_thins(crowd) -> None:
-    start, finish = crowd
-    w = Worker(max_jobs=64)
-    seen: list[int] = []
-    start()
-    w.submit(lambda: seen.append(0))  # one compile in flight: no crowd, the job runs
-    assert _until(lambda: seen == [0])
-    start()  # two: the next jobs wait
-    deferred = deferred_with(w, 3)
-    for i in range(1, 4):
-        w.submit(lambda i=i: seen.append(i))
-    assert deferred.wait(10), f"the worker did not defer: ran {seen}"
-    assert seen == [0] and w.pending() == 3
-    finish()  # one left: they run, in order
-    assert _until(lambda: seen == [0, 1, 2, 3])
-
-
-def test_a_drain_writes_through_the_crowd_and_the_worker_defers_again_after(crowd) -> None:
-    start, _finish = crowd
-    w = Worker(max_jobs=64)
-    seen: list[int] = []
-    start(3)
-    for i in range(3):
-        w.submit(lambda i=i: seen.append(i))
-    assert w.drain(timeout=10)  # the flush, a failed compile, the end of the run: written now
-    assert seen == [0, 1, 2]
-    deferred = deferred_with(w, 1)
-    w.submit(lambda: seen.append(3))  # the crowd is still there: deferred again
-    assert deferred.wait(10), f"the worker did not defer: ran {seen}"
-    assert seen == [0, 1, 2] and w.pending() == 1
-
-
-def test_deferred_jobs_never_make_a_compile_wait_they_run_at_half_the_bound(crowd) -> None:
-    start, _finish = crowd
-    w = Worker(max_jobs=8)
-    assert w.defer_cap == 4
-    seen: list[int] = []
-    start(2)
-    deferred = deferred_with(w, 3)
-    for i in range(3):
-        w.submit(lambda i=i: seen.append(i))
-    assert deferred.wait(10), f"the worker did not defer: ran {seen}"
-    assert seen == [] and w.pending() == 3
-    submitted = threading.Event()
-
-    def more() -> None:
-        for i in range(3, 20):  # past the bound: returns only if the worker writes
-            w.submit(lambda i=i: seen.append(i))
-        submitted.set()
-
-    threading.Thread(target=more, daemon=True).start()
-    assert submitted.wait(10)
-    assert _until(lambda: len(seen) >= 20 - w.defer_cap + 1)
-    assert seen == list(range(len(seen)))  # in order
-
-
-def test_without_tltrace_defer_a_crowd_defers_nothing(monkeypatch) -> None:
-    defer = Settings().defer
-    assert defer == 0  # the default (docs/usage.md): off until the device measures it
-    monkeypatch.setattr(worker_mod, "_defer_at", 0)
-    w = Worker(max_jobs=64)
-    seen: list[int] = []
-    for _ in range(3):
-        worker_mod.compile_started(defer)
-    try:
-        w.submit(lambda: seen.append(1))
-        assert _until(lambda: seen == [1])
-    finally:
-        for _ in range(3):
-            worker_mod.compile_finished()
-
-
-def test_a_forked_child_does_not_inherit_its_parents_crowd(crowd) -> None:
-    start, _finish = crowd
-    start(2)
-    assert worker_mod._crowded()
-    r, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: no compile of its own in flight
-        os.write(wfd, b"%d" % int(worker_mod._crowded() or worker_mod.in_flight() != 0))
-        os._exit(0)
-    os.close(wfd)
-    os.waitpid(pid, 0)
-    said = os.read(r, 8)
-    os.close(r)
-    assert said == b"0"
-
-
-def test_a_fork_while_another_thread_holds_the_flight_lock_leaves_the_child_free() -> None:
-    """The count's lock, held by another thread at the fork, would never be released in the child."""
+def test_a_fork_while_another_thread_holds_the_workers_lock_leaves_the_child_free() -> None:
+    """The workers' lock, held by another thread at the fork, would never be released in the child."""
     held, release = threading.Event(), threading.Event()
 
     def holder() -> None:
-        with worker_mod._flight:
+        with worker_mod._lock:
             held.set()
             release.wait(30)
 
@@ -225,10 +101,8 @@ def test_a_fork_while_another_thread_holds_the_flight_lock_leaves_the_child_free
     try:
         r, wfd = os.pipe()
         pid = os.fork()
-        if pid == 0:  # the child: count a compile, then say so (a hang is killed by the alarm)
+        if pid == 0:  # the child: look up its worker, then say so (a hang is killed by the alarm)
             signal.alarm(10)
-            worker_mod.compile_started()
-            worker_mod.compile_finished()
             worker_mod.worker()
             os.write(wfd, b"ok")
             os._exit(0)
@@ -408,13 +282,11 @@ def _env() -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("defer", ["0", "2"])
-def test_a_thread_pool_script_loses_no_record_at_exit(tmp_path: Path, defer: str) -> None:
-    """Four compiles in four threads; with TLTRACE_DEFER=2 their workers defer the writing to the exit's drain."""
+def test_a_thread_pool_script_loses_no_record_at_exit(tmp_path: Path) -> None:
+    """Four compiles in four threads, returning before their records: the exit's drain writes them all."""
     script = tmp_path / "pool.py"
     script.write_text(EXITING.replace("TRACE_DIR", repr(str(tmp_path / "trace"))))
-    env = {**_env(), "TLTRACE_DEFER": defer}
-    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, str(script)], env=_env(), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     runs = sorted((tmp_path / "trace" / "pool" / ".run_records").glob("run_*"))
     assert len(runs) == 4
@@ -498,5 +370,5 @@ def test_worker_count_and_queue_bound_come_from_the_settings(env, workers, jobs)
 
 def test_a_later_compile_s_settings_resize_its_thread_s_worker() -> None:
     w = worker_mod.worker(queue=64)
-    assert worker_mod.worker(queue=32) is w and (w.max_jobs, w.defer_cap) == (32, 16)
+    assert worker_mod.worker(queue=32) is w and w.max_jobs == 32
     worker_mod.worker()  # the default again, for the tests after this one

@@ -71,7 +71,6 @@ QUOTES = [
         r"`TLTRACE_WORKERS`, else (\d+): .*? never more than (\d+)",
         [config.WORKERS_DEFAULT, worker.WORKER_CAP],
     ),
-    ("docs/api.md", r"`TLTRACE_DEFER`, else (\d+):", [_setting_default("defer")]),
     ("docs/api.md", r"`TLTRACE_EXIT_WAIT`, else (\d+):", [int(config.EXIT_WAIT_DEFAULT)]),
     (
         "docs/usage.md",

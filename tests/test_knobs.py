@@ -60,7 +60,6 @@ VALUES: dict[str, Any] = {
     "source_map": False,
     "queue": 64,
     "workers": 2,
-    "defer": 3,
     "exit_wait": 1.5,
     "explain_timeout": 7.0,
     "launches": True,
@@ -96,14 +95,12 @@ NO_FLAG = {  # set from the CLI by their variable (docs/usage.md), from enable()
     "source_map": "TLTRACE_SOURCE_MAP",
     "queue": "TLTRACE_QUEUE",
     "workers": "TLTRACE_WORKERS",
-    "defer": "TLTRACE_DEFER",
     "exit_wait": "TLTRACE_EXIT_WAIT",
     "explain_timeout": "TLTRACE_EXPLAIN_TIMEOUT",
 }
 TEXT = {
     "queue": "64",
     "workers": "2",
-    "defer": "3",
     "exit_wait": "1.5",
     "explain_timeout": "7",
     "launch_limit": "9",
@@ -207,7 +204,6 @@ BAD = {
     "TLTRACE_SOURCE_MAP": ("2", "is not on or off"),
     "TLTRACE_QUEUE": ("8", "must be 16 or more"),
     "TLTRACE_WORKERS": ("many", "is not a whole number (1 or more)"),
-    "TLTRACE_DEFER": ("-1", "must be 0 or more"),
     "TLTRACE_EXIT_WAIT": ("soon", "is not a number of seconds"),
     "TLTRACE_KERNELS": ("gemm(", "is not a valid regular expression"),
     "TLTRACE_REMARKS": ("loud", "is not a planner"),
@@ -244,7 +240,6 @@ def test_a_bad_variable_under_the_pytest_plugin_is_one_usage_error(pytester, mon
     [
         {"queue": 8},
         {"workers": 0},
-        {"defer": -1},
         {"exit_wait": -1},
         {"exit_wait": "1"},
         {"exit_wait": float("inf")},
@@ -457,3 +452,27 @@ def test_build_settings_takes_each_knob_by_its_field_and_no_other_name(tmp_path)
     assert dataclasses.replace(s, invocation=default.invocation) == default
     with pytest.raises(TypeError, match="'sinc'"):
         build_settings(mode="terminal", trace_dir=tmp_path, script_name="x", sinc=True)
+
+
+@pytest.mark.parametrize("var", sorted(config.RETIRED_KNOBS))
+def test_a_retired_variable_is_one_info_line_and_ignored(var, monkeypatch, run_cli, tmp_path) -> None:
+    """TLTRACE_DEFER (deferral, removed in issue 51): set, `tltrace run` says once that it is
+    ignored and runs on, exit 0; no Settings field or enable() keyword takes it any more."""
+    _clean_env(monkeypatch)
+    monkeypatch.setenv(var, "2")
+    field = var.removeprefix("TLTRACE_").lower()
+    assert field not in {f.name for f in dataclasses.fields(Settings)}
+    assert field not in inspect.signature(api_trace.enable).parameters
+    assert var not in {k.env for k in KNOBS}
+    (tmp_path / "job.py").write_text("print('ran')\n")
+    r = run_cli("run", "--trace-dir", tmp_path / "t", "job.py")
+    assert r.exit_code == 0, r.output
+    said = [line for line in (r.stdout + r.stderr).splitlines() if var in line]
+    assert len(said) == 1 and "gone and ignored" in said[0], said
+    assert "ran" in r.stdout
+    assert (tmp_path / "t").is_dir()  # the invocation was recorded as usual
+
+
+def test_the_retired_variables_are_documented() -> None:
+    usage = (ROOT.parent / "docs" / "usage.md").read_text()
+    assert all(f"`{var}` is gone" in usage for var in config.RETIRED_KNOBS)

@@ -24,6 +24,8 @@ from tltrace.history.loading import load_run
 from tltrace.history.texts import missing_files, read_text, text_of
 from tltrace.session.store import RunStore
 
+from ._cli import one_line_error
+from ._records import pack_texts
 from .conftest import EXAMPLES
 
 SCRIPT = textwrap.dedent(
@@ -73,9 +75,13 @@ def test_a_run_keeps_its_texts_in_one_pack_and_no_file_per_text(traced: Path) ->
         data = (run_dir / pack.PACK).read_bytes()
         found = pack.parse(data)
         assert found.torn == 0
+        stored = pack_texts(run_dir)  # read by the documented layout, deflated entries inflated by zlib
+        assert list(stored) == found.entries
         for digest in found.entries:  # each entry is the text its hash names
-            off, n = found.index[digest]
-            assert _blake(data[off : off + n]) == digest
+            assert _blake(stored[digest].encode("utf-8", "surrogatepass")) == digest
+            assert found.text(digest) == stored[digest]
+        deflated = [d for d in found.entries if b"\nZ " + d.encode() + b" " in data]
+        assert deflated, "a run's IR texts are stored deflated"
         manifest = load_run(run_dir).require()
         assert manifest.records
         for rec in manifest.records:
@@ -107,7 +113,7 @@ def _cut_cases(run_dir: Path):
     found = pack.parse(data)
     last = found.entries[-1]
     off, _ = found.index[last]
-    start = data.rindex(b"T " + last.encode() + b" ", 0, off)  # the last entry's first byte
+    start = data.rindex(b" " + last.encode() + b" ", 0, off) - 1  # the last entry's first byte (T or Z)
     return data, found, last, start
 
 
@@ -143,6 +149,32 @@ def test_a_pack_cut_at_every_byte_of_its_last_entry_reads_the_entries_before_it(
     assert pack.parse(data).torn == 0
 
 
+def test_a_deflated_entry_damaged_inside_is_one_line_naming_the_damage(
+    traced: Path, tmp_path, run_cli
+) -> None:
+    """A whole entry whose deflated bytes were changed (not a kill: the framing is intact) does not
+    inflate: the entries around it still read, and its record's text is one error line, exit 3."""
+    src = _runs(traced)[-1]
+    run_dir = tmp_path / "d" / ".run_records" / src.name
+    shutil.copytree(src, run_dir)
+    data = (run_dir / pack.PACK).read_bytes()
+    whole = pack.parse(data)
+    manifest = load_run(run_dir).require()
+    rec = next(r for r in manifest.records if r.after_hash and b"\nZ " + r.after_hash.encode() + b" " in data)
+    off, n = whole.index[rec.after_hash]
+    bad = bytearray(data)
+    bad[off : off + n] = bytes(n)  # zeros in place of the deflated bytes: same length, same framing
+    (run_dir / pack.PACK).write_bytes(bytes(bad))
+    found = pack.parse(bytes(bad))
+    assert found.entries == whole.entries and found.torn == 0
+    assert found.text(rec.after_hash) is None
+    assert all(found.text(d) == whole.text(d) for d in whole.entries if d != rec.after_hash)
+    with pytest.raises(RecordsError, match="is damaged"):
+        read_text(load_run(run_dir), rec, "after")
+    res = run_cli("show", run_dir, "--pass", str(rec.index))
+    one_line_error(res, 3, "is damaged", rec.name)
+
+
 def test_a_pack_without_its_magic_reads_as_nothing() -> None:
     assert pack.parse(b"T 0123456789abcdef0123 1\nx\n").entries == []
     assert pack.parse(b"").torn == 0
@@ -154,10 +186,10 @@ def _to_old_format(run_dir: Path) -> None:
     assert found is not None
     objects = run_dir.parent / ".objects"
     objects.mkdir(exist_ok=True)
-    for digest, (off, n) in found.index.items():
+    for digest in found.entries:
         obj = objects / digest
         if not obj.exists():
-            obj.write_bytes(found.data[off : off + n])
+            obj.write_bytes(pack_texts(run_dir)[digest].encode("utf-8", "surrogatepass"))
             obj.chmod(0o444)
     for rec in load_run(run_dir).require().records:
         for rel, digest in ((rec.before_file, rec.before_hash), (rec.after_file, rec.after_hash)):

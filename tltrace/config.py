@@ -166,12 +166,28 @@ KNOBS: tuple[Knob, ...] = (
     Knob("source_map", "TLTRACE_SOURCE_MAP"),
     Knob("queue", "TLTRACE_QUEUE", "count", QUEUE_MIN),
     Knob("workers", "TLTRACE_WORKERS", "count", 1),
-    Knob("defer", "TLTRACE_DEFER", "count"),
     Knob("exit_wait", "TLTRACE_EXIT_WAIT", "seconds"),
     Knob("explain_timeout", "TLTRACE_EXPLAIN_TIMEOUT", "seconds"),
     Knob("launches", "TLTRACE_LAUNCHES"),
     Knob("launch_limit", "TLTRACE_LAUNCH_LIMIT", "count"),
 )
+
+
+# Variables tltrace read once and no longer does: set, each is one info line as tracing starts
+# (tracing/lifecycle.py), never an error; {variable: what became of it}.
+RETIRED_KNOBS: dict[str, str] = {
+    "TLTRACE_DEFER": "deferral was removed (issue 51: it did not pay, docs/benchmarks.md); the workers always write at once",
+}
+
+
+def retired_knob_notes(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Return one line per retired variable the environment still sets (RETIRED_KNOBS): it is ignored."""
+    env = os.environ if environ is None else environ
+    return [
+        f"{name} is gone and ignored: {why}"
+        for name, why in RETIRED_KNOBS.items()
+        if env.get(name, "").strip()
+    ]
 
 
 def env_knobs(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -254,10 +270,9 @@ class Settings:
     remarks: tuple[str, ...] | None = None
     source_map: bool = True  # the Python line behind each line (docs/sourcemap.md); False: none recorded
     # The background workers (session/worker.py), process-wide: the queue bound a compile's worker
-    # gets, the most workers made, and deferral (while `defer` compiles or more are in flight, 0 never).
+    # gets, and the most workers made.
     queue: int = QUEUE_DEFAULT
     workers: int = WORKERS_DEFAULT
-    defer: int = 0
     exit_wait: float = EXIT_WAIT_DEFAULT  # the most an os._exit waits for the records (session/exits.py)
     # The most seconds a compile that failed in LayoutInference is explained for (layouts/explain.py); 0: off.
     explain_timeout: float = EXPLAIN_TIMEOUT_DEFAULT
@@ -372,7 +387,7 @@ def build_settings(
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
     working files) or a path. `knobs`: each knob of KNOBS by its field name (kernels, sync, exact,
     check_texts, wait, ptxas, line_directives, ptx, sass, remarks, source_map, queue, workers,
-    defer, exit_wait, explain_timeout, launches, launch_limit; another name is a TypeError): None or left out for its
+    exit_wait, explain_timeout, launches, launch_limit; another name is a TypeError): None or left out for its
     variable's value (TLTRACE_SYNC, ...), else the Settings default. remarks: True or "" (on),
     planner names ("vectorize,reducer" or a tuple), False (off). `names` maps a parameter to how the caller spells it in messages (`{"keep":
     "--keep"}`). Raises UsageError on a bad value, or a bad knob variable, the same for all.

@@ -150,7 +150,6 @@ def enable(
     source_map: bool | None = None,
     queue: int | None = None,
     workers: int | None = None,
-    defer: int | None = None,
     exit_wait: float | None = None,
     explain_timeout: float | None = None,
     launches: bool | None = None,
@@ -192,8 +191,7 @@ def enable(
     (TLTRACE_REMARKS); source_map=False records no source maps (TLTRACE_SOURCE_MAP);
     queue (16 or more: pass callbacks a worker holds before a compile waits; TLTRACE_QUEUE,
     1024), workers (1 or more: the most background workers, at most 8 and one less than the
-    CPUs; TLTRACE_WORKERS), defer (writes deferred while that many compiles or more are in
-    flight, 0 never; TLTRACE_DEFER), exit_wait (the most seconds an os._exit waits for the
+    CPUs; TLTRACE_WORKERS), exit_wait (the most seconds an os._exit waits for the
     records; TLTRACE_EXIT_WAIT, 30): the workers are the process's, so the last compile to
     start sets these; explain_timeout (the most seconds a compile that failed in
     LayoutInference is explained for, in a child; TLTRACE_EXPLAIN_TIMEOUT, 120; 0 off); launches=True
@@ -233,7 +231,6 @@ def enable(
         source_map=source_map,
         queue=queue,
         workers=workers,
-        defer=defer,
         exit_wait=exit_wait,
         explain_timeout=explain_timeout,
         launches=launches,

@@ -158,8 +158,8 @@ which waits for it at most TLTRACE_EXIT_WAIT seconds, default 30); a compiler th
 segfaults can take the last queued passes with it: rerun with --sync.
 TLTRACE_WAIT=1 makes each compile return with its records on disk (before
 timing kernels on a machine whose workers fall behind); TLTRACE_WORKERS and
-TLTRACE_QUEUE size the workers, and TLTRACE_DEFER=N has them defer
-their writes while N compiles or more are in flight (docs/usage.md). Each
+TLTRACE_QUEUE size the workers (docs/usage.md); TLTRACE_DEFER is gone and
+ignored, with one line that says so. Each
 setting is also a keyword of tltrace.enable(); a TLTRACE_* variable set to a
 value it does not take is one line, exit 2.
 A compile that fails in LayoutInference is explained (the smallest set of tile

@@ -145,6 +145,7 @@ def diff_runs_cmd(
         data["compiles"] = [CompilePair(d.a, d.b, "run", d).to_json()]
         data["facts"] = _fact_changes(ra, rb)
         data["compiles"][0]["facts"] = data["facts"]
+        data["compiles"][0]["a_status"], data["compiles"][0]["b_status"] = ra.status, rb.status
         data["layouts"] = _layout_changes(ra, rb)
         if focus is not None:
             data["focus"] = {**focus.to_json(), "diff": focus_diff}
@@ -156,6 +157,9 @@ def diff_runs_cmd(
         _print_diff(d, ra, rb, focus, focus_diff, show_all, context, verbose or pass_ is not None)
         _print_layout_changes(_layout_changes(ra, rb))
         _print_launches(sa, sb)
+        cut = _cut_compiles(sa, sb)
+        if cut:
+            typer.echo(cut)
         if report is not None:
             typer.echo(f"report: {report}")
     raise typer.Exit(code)
@@ -170,6 +174,25 @@ def _selection_json(sel) -> dict[str, Any]:
         "compiles": len(sel.runs),
         "started": inv.started,
     }
+
+
+def _cut_compiles(sa, sb) -> str | None:
+    """Return the line naming the compiles of either side that a dead process cut short, or None."""
+    from ..format.records import CUT_SHORT
+    from ..history import runs
+
+    cut = [
+        f"{side} {_one(runs.label(r.manifest, r.run_id))} ({r.status})"
+        for side, sel in (("A", sa), ("B", sb))
+        for r in sel.runs
+        if r.status in CUT_SHORT and r.manifest is not None
+    ]
+    if not cut:
+        return None
+    return (
+        f"cut short, their records stop where the process died (passes past that are 'only in' the "
+        f"other side): {'; '.join(cut)}"
+    )
 
 
 def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
@@ -192,6 +215,8 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
             c["facts"] = facts.get((c["a_run_id"], c["b_run_id"]), [])
             ra, rb = by_id.get(c["a_run_id"]), by_id.get(c["b_run_id"])
             c["layouts"] = _layout_changes(ra, rb) if ra is not None and rb is not None else []
+            c["a_status"] = ra.status if ra is not None else None  # as `show` lists it
+            c["b_status"] = rb.status if rb is not None else None
         _add_launches(data, sa, sb)
         _print_json(data)
         return
@@ -236,6 +261,9 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
     ]
     for line in fit(columns, rows, con.width if con.is_terminal else None, rule=False):
         con.print(line, soft_wrap=True)
+    cut = _cut_compiles(sa, sb)
+    if cut:
+        con.print(Text(cut, style="yellow"), soft_wrap=True)
     from ..facts import describe
 
     for c in inv.compiles:

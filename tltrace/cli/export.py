@@ -37,7 +37,8 @@ Each pass's args carry its index, phase, status and +/- line counts.
 --tir DIR writes each compile's texts as files: DIR/<run id>/<phase>/NN_<Pass>_before.tir,
 _after.tir (codegen's after: .cpp), the names the records keep. A run keeps its texts in one
 file, <run dir>/texts.pack (docs/storage.md); these files are made only on demand. DIR must be
-new or empty (--force: write into it).
+new or empty (--force: write into it). A compile that a dead process cut short (interrupted,
+exited: a kill -9) gets the files of the records it left; the summary line counts them.
 RUN is read as every command reads it (docs/runs.md, "Naming scripts, runs and
 compiles"): -1 (the newest invocation), -2, ..., an invocation id (that invocation),
 or a run id (that one compile); --kernel NAME keeps only NAME's compiles. Without
@@ -107,7 +108,10 @@ def export_cmd(
                 typer.echo(
                     f"tltrace: warning: no copy of {m} is left (run records damaged); not written", err=True
                 )
-            typer.echo(f"tir files: {out} ({written.files} file(s) of {written.runs} compile(s))", err=True)
+            typer.echo(
+                f"tir files: {out} ({written.files} file(s) of {written.runs} compile(s){_cut_short(found)})",
+                err=True,
+            )
         if chrome_trace is not None:
             from ..render.chrome_trace import chrome_trace as build
 
@@ -119,6 +123,15 @@ def export_cmd(
             f"chrome trace: {path} ({len(manifests)} compile(s)); open it in https://ui.perfetto.dev",
             err=True,
         )
+
+
+def _cut_short(found: list) -> str:
+    """Return '; N cut short (interrupted, ...)' for the compiles a dead process left unfinished, else ''."""
+    from ..format.records import CUT_SHORT
+
+    cut = sorted({r.status for r in found if r.status in CUT_SHORT})
+    n = sum(r.status in CUT_SHORT for r in found)
+    return f"; {n} cut short ({', '.join(cut)}): their files stop where the records do" if n else ""
 
 
 def select_runs(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..format.records import CUT_SHORT
 from .records import _print_json
 from .shared import console
 
@@ -34,7 +35,8 @@ def show(sel: Any, as_json: bool) -> None:
         CompileSummary.of(r.manifest, r.run_id, status=r.status, position=i) for i, r in enumerate(runs)
     ]
     runs = [runs[s.position] for s in order(summaries)]
-    data = [facts_json(r) for r in runs]
+    # Each compile says how it ended: the facts of one a kill -9 cut are those of the records left.
+    data = [_with_status(facts_json(r), r.status) for r in runs]
     if as_json:
         _print_json({"compiles": data})
         return
@@ -42,6 +44,26 @@ def show(sel: Any, as_json: bool) -> None:
         _print_one(data[0])
     else:
         _print_table(data)
+
+
+def _with_status(one: dict[str, Any], status: str) -> dict[str, Any]:
+    """Return `one` (facts_json's) with the compile's status beside its kernel (docs/show.schema.json)."""
+    out: dict[str, Any] = {}
+    for k, v in one.items():
+        out[k] = v
+        if k == "kernel":
+            out["status"] = status
+    out.setdefault("status", status)
+    return out
+
+
+def _cut_line(data: list[dict[str, Any]]) -> str | None:
+    """Return the line that says which compiles did not end complete, or None when all did."""
+    cut = [d["status"] for d in data if d["status"] in CUT_SHORT]
+    if not cut:
+        return None
+    kinds = ", ".join(sorted(set(cut)))
+    return f"{len(cut)} compile(s) cut short ({kinds}): facts of the records left, '-' where they stop"
 
 
 VALUE_WIDTH = 60  # a longer value (a crafted or runaway text fact) is cut in the tables; --json has it whole
@@ -74,6 +96,9 @@ def _print_one(one: dict[str, Any]) -> None:
     head = Text(visible(one["signature"] or one["run_id"], one_line=True), style="bold")
     head.append(f"  {visible(one['run_id'], one_line=True)}", style="dim")
     con.print(head, soft_wrap=True)
+    cut = _cut_line([one])
+    if cut:
+        con.print(Text(cut, style="yellow"), soft_wrap=True)
     rows = []
     for f in one["facts"]:
         if f["value"] is None and f["source"] == "ptxas":
@@ -103,12 +128,19 @@ def _print_table(data: list[dict[str, Any]]) -> None:
 
     con = console()
     shown = [n for n in TABLE_FACTS if any(d["values"].get(n) is not None for d in data)]
+    cut = _cut_line(data)
+    status = [Column("status")] if cut else []  # only where a compile did not end complete
     columns = [
         Column("compile", cut=cut_end, min_width=16),
+        *status,
         *(Column(n, "right", drop=i + 1) for i, n in enumerate(shown)),
     ]
     rows = [
-        [(d["signature"] or d["run_id"], ""), *((_value(d["values"].get(n)), "") for n in shown)]
+        [
+            (d["signature"] or d["run_id"], ""),
+            *([(d["status"], "")] if cut else []),
+            *((_value(d["values"].get(n)), "") for n in shown),
+        ]
         for d in data
     ]
     for line in fit(columns, rows, con.width if con.is_terminal else None, rule=False):
@@ -116,3 +148,5 @@ def _print_table(data: list[dict[str, Any]]) -> None:
     note = _cut_note(d["values"].get(n) for d in data for n in shown)
     if note:
         con.print(note, style="dim", soft_wrap=True)
+    if cut:
+        con.print(cut, style="yellow", soft_wrap=True)

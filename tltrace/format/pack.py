@@ -3,7 +3,14 @@
 Layout (bytes)::
 
     TLPACK1\\n                                 the magic, once
-    T <hash> <length>\\n<length bytes>\\n       one entry per distinct text (UTF-8, surrogatepass)
+    Z <hash> <length>\\n<length bytes>\\n       one entry per distinct text: its UTF-8 (surrogatepass)
+                                              deflated (zlib, RFC 1950: `python -c "import zlib"` reads it)
+    T <hash> <length>\\n<length bytes>\\n       or the UTF-8 itself, where deflating saves nothing
+                                              (and every entry of the packs written before texts were deflated)
+
+The hash is that of the text, whatever the entry holds. Texts are deflated (level 1, about a
+quarter of their size) because most of a small compile's blocks on disk were its texts
+(docs/benchmarks.md, "Bytes on disk"); `tltrace export RUN --tir DIR` writes them out plain.
 
 Entries are only ever appended, by one writer (session/store.py), in large writes. The
 records name a text by its hash (`before_hash`, `after_hash`, an edit's `generated_hash`,
@@ -19,20 +26,28 @@ from __future__ import annotations
 
 import os
 import re
+import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..fs import safe_read
 from .layout import PACK
 
-__all__ = ["MAGIC", "PACK", "Pack", "entry", "parse", "read"]
+__all__ = ["MAGIC", "PACK", "Pack", "entry", "packed_entry", "parse", "read"]
 MAGIC = b"TLPACK1\n"
-_HEADER = re.compile(rb"T ([0-9a-f]{8,128}) ([0-9]{1,12})\Z")
+_HEADER = re.compile(rb"([TZ]) ([0-9a-f]{8,128}) ([0-9]{1,12})\Z")
+LEVEL = 1  # zlib's fastest: most of what deflating saves here, at a third of level 6's CPU
 
 
-def entry(digest: str, data: bytes) -> bytes:
-    """Return one entry's bytes: its header, the text, a closing newline."""
-    return b"T %s %d\n%s\n" % (digest.encode("ascii"), len(data), data)
+def entry(digest: str, data: bytes, kind: bytes = b"T") -> bytes:
+    """Return one entry's bytes: its header (`kind` T: the text itself, Z: deflated), `data`, a newline."""
+    return b"%s %s %d\n%s\n" % (kind, digest.encode("ascii"), len(data), data)
+
+
+def packed_entry(digest: str, data: bytes) -> bytes:
+    """Return the entry that stores the UTF-8 text `data`: deflated (Z), or as it is (T) where that is no larger."""
+    small = zlib.compress(data, LEVEL)
+    return entry(digest, small, b"Z") if len(small) < len(data) else entry(digest, data)
 
 
 @dataclass
@@ -43,14 +58,22 @@ class Pack:
     index: dict[str, tuple[int, int]] = field(default_factory=dict)  # hash -> (offset, length)
     torn: int = 0  # bytes after the last whole entry (a killed writer's tail, or damage)
     entries: list[str] = field(default_factory=list)  # hashes in file order
+    deflated: set[str] = field(default_factory=set)  # the hashes whose entry is Z (its bytes deflated)
 
     def text(self, digest: str | None, errors: str = "strict") -> str | None:
-        """Return the text stored under `digest`, or None when the pack does not hold it."""
+        """Return the text stored under `digest`, or None when the pack does not hold it (or its
+        deflated bytes do not inflate: damage inside a whole entry)."""
         where = self.index.get(digest) if digest else None
         if where is None:
             return None
         off, n = where
-        return self.data[off : off + n].decode("utf-8", errors if errors != "strict" else "surrogatepass")
+        data = self.data[off : off + n]
+        if digest in self.deflated:
+            try:
+                data = zlib.decompress(data)
+            except zlib.error:
+                return None
+        return data.decode("utf-8", errors if errors != "strict" else "surrogatepass")
 
 
 def parse(data: bytes) -> Pack:
@@ -66,14 +89,16 @@ def parse(data: bytes) -> Pack:
         if m is None:
             break
         start = nl + 1
-        n = int(m.group(2))
+        n = int(m.group(3))
         end = start + n
         if end >= size or data[end] != 0x0A:
             break
-        digest = m.group(1).decode("ascii")
+        digest = m.group(2).decode("ascii")
         if digest not in pack.index:
             pack.index[digest] = (start, n)
             pack.entries.append(digest)
+            if m.group(1) == b"Z":
+                pack.deflated.add(digest)
         pos = end + 1
     pack.torn = size - pos
     return pack

@@ -51,6 +51,9 @@ INTERRUPTED = "interrupted"  # Ctrl+C stopped the compilation (or its process is
 # all written (its `inflight` note says "ended"; session/exits.py, history/loading.py).
 EXITED = "exited"
 EXITED_NOTE = "process exited before its records were written"
+# Read, never written: a compile whose process died before its records were complete (a kill -9):
+# its records stop where it died, and every reader says so (show, --facts, diff-runs, export).
+CUT_SHORT = (INTERRUPTED, EXITED)
 
 
 @dataclass(frozen=True)

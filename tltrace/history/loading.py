@@ -40,6 +40,7 @@ from ..proc.shell import command
 INTERRUPTED = "interrupted"  # shown for a run whose process is gone but never finished
 
 DAMAGED = "damaged"
+NOTHING_RECORDED = "the process ended before the compile recorded anything (killed as it began)"
 
 _LATEST_TIME = 1e11  # year ~5138: any later 'started' is garbage, not a time
 
@@ -150,7 +151,9 @@ def load_manifest(run_dir: Path) -> RunManifest:
     try:
         text = safe_read.read_text(mpath)  # never waits on a FIFO, never follows a link
     except FileNotFoundError:
-        if log.is_file():
+        # records.jsonl alone: the manifest lost. Nothing at all, and its writer (the pid its id names)
+        # gone: made, then killed before its first write (a kill -9 as the compile began).
+        if log.is_file() or (_nothing_captured(run_dir) and _writer_gone(run_dir)):
             return _from_log_only(run_dir)
         raise RecordsError(
             f"run {run_dir.name} has no {MANIFEST} (damaged or never started); {hint}"
@@ -205,6 +208,8 @@ def _merge_log(run_dir: Path, manifest: RunManifest) -> RunManifest:
     if not writer_may_live(run_dir, manifest):
         # A process that died left its notes (session/fatal.py wrote them; format/notes.py): where, and of what.
         note = None if manifest.error else notes.note_of(run_dir)
+        if note is None and not manifest.error and not manifest.records:
+            note = NOTHING_RECORDED  # no note, no record: it died before its first pass
         # Its compile had ended: only the records were cut (session/exits.py), not the compile.
         status = EXITED if notes.ended(run_dir) else INTERRUPTED
         manifest = replace(manifest, status=status, error=note or manifest.error)
@@ -235,6 +240,20 @@ def format_time(value: object) -> str:
         return _dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S")
     except (ValueError, OverflowError, OSError):
         return "?"
+
+
+def _nothing_captured(run_dir: Path) -> bool:
+    """True when the run directory holds nothing the capture writes, only reports a reader wrote
+    since (`show --html`), or nothing at all: made, then killed before its first write."""
+    try:
+        return all(e.name.endswith(".html") and e.is_file(follow_symlinks=False) for e in os.scandir(run_dir))
+    except OSError:
+        return False
+
+
+def _writer_gone(run_dir: Path) -> bool:
+    """True when the run's id names its writer's pid and that process is gone (nothing else to ask)."""
+    return is_run_name(run_dir.name) and not writer_alive(None, run_dir.name)
 
 
 def _from_log_only(run_dir: Path) -> RunManifest:

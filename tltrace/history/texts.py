@@ -38,6 +38,11 @@ def read_text(run: Run, record: PassRecord, side: str) -> str:
         return text
     found = run_pack(run.path)
     if found is not None:
+        if digest in found.index:  # whole, but its deflated bytes do not inflate: damage, not a kill
+            raise RecordsError(
+                f"{run.path / pack.PACK}: the {side} text of {record.name} (#{record.index}) is damaged "
+                "(its entry does not inflate); rerun the script to record it again"
+            )
         cut = f"; the pack lost {found.torn} bytes at its end (the compile was killed)" if found.torn else ""
         raise RecordsError(
             f"{run.path / pack.PACK} holds no {side} text of {record.name} (#{record.index}){cut}; "

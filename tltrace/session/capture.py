@@ -52,7 +52,7 @@ from .recorder import PassEvent, Recorders
 from .signature import input_hash, launch_info, signature
 from .snapshot import Side, TextCache
 from .store import RunStore
-from .worker import compile_finished, compile_started, on_worker, worker
+from .worker import on_worker, worker
 
 Emit = Callable[[Event], None]
 
@@ -91,9 +91,6 @@ class TraceSession:
         self.background = background and not settings.sync
         # The compiling thread's worker, sized by the settings (session/worker.py).
         self._worker = worker(settings.workers, settings.queue) if self.background else None
-        self._counted = self._worker is not None  # in flight (worker.compile_started) until finish()
-        if self._counted:
-            compile_started(settings.defer)
         self.t0 = time.perf_counter()  # record start_s is measured from here
         self._counter = itertools.count()
         self.records: list[PassRecord] = []
@@ -448,9 +445,6 @@ class TraceSession:
         pytest plugin's test and interpreter exit (worker.drain). A failed compile, and every compile
         under Settings.wait (TLTRACE_WAIT=1, a traced child, the pytest plugin), returns once its
         records are on disk."""
-        if self._counted:  # no longer in flight: a crowd's deferring workers may write once it thins
-            self._counted = False
-            compile_finished()
         if self.edited or self.settings.use_cache:
             # The cache would save this kernel right after the session ends, under the
             # unedited key; turning it off here keeps traced and edited builds out of it.

@@ -29,7 +29,7 @@ from typing import IO
 from ..format import pack
 from ..format.ids import new_run_id
 from ..format.layout import MANIFEST, RECORDS_LOG, RUN_RECORDS, record_file, text_hash
-from ..format.pack import MAGIC, PACK, entry
+from ..format.pack import MAGIC, PACK, packed_entry
 from ..format.records import RUNNING, PassRecord, RunManifest
 from ..fs.atomic import atomic_write, step
 
@@ -90,7 +90,7 @@ class RunStore:
             if digest in self._known:
                 return digest
             data = text.encode("utf-8", "surrogatepass")
-            self._buf.append(entry(digest, data))
+            self._buf.append(packed_entry(digest, data))  # deflated (format/pack.py): a quarter of the blocks
             self._buffered += len(data)
             self._known[digest] = len(data)
             if self._buffered >= _FLUSH_AT:

@@ -28,13 +28,6 @@ counts, stores, appends records.jsonl and calls the listeners.
   next one runs, for debugging a crashing compiler or tltrace itself.
 - On Linux the worker runs at a lower priority (nice +10), so a machine whose cores
   nvcc keeps busy gives them to the compile first.
-- **Crowded compiles may defer the writing** (opt-in: Settings.defer, TLTRACE_DEFER=N, off by default until
-  the device has measured it). While N or more compiles are in flight in the process (an
-  autotuner's compiling phase: its threads lower, and nvcc builds, all at once), the workers
-  hold their jobs instead of taking CPU, and the GIL, from them; they write once fewer are
-  in flight (an autotuner's benchmarking, on one core), at a drain, or when a queue reaches
-  half its bound (`defer_cap`: a compile never waits for a deferred worker). A process that
-  compiles one kernel at a time never defers.
 """
 
 from __future__ import annotations
@@ -52,55 +45,6 @@ from ..config import QUEUE_DEFAULT, WORKERS_DEFAULT
 # TLTRACE_QUEUE): a worker's bound is that of the last compile to use it.
 MAX_JOBS = QUEUE_DEFAULT
 NICE = 10
-# The workers hold their jobs while this many compiles or more are in flight (Settings.defer,
-# TLTRACE_DEFER; 0: never, the default until the device says it pays: docs/benchmarks.md, issue 34
-# round 7). Process-wide: the compile that starts last sets it.
-_defer_at = 0
-DEFER_CAP_UNBOUNDED = 256  # an unbounded queue (the late worker) defers this many jobs at most
-DEFER_POLL_S = 0.5  # a deferring worker looks again this often (every wake-up also signals)
-
-# -- compiles in flight ------------------------------------------------------------------------
-_flight = threading.Condition(threading.Lock())  # guards the count; deferring workers wait on it
-_inflight = 0
-_inflight_pid = os.getpid()
-
-
-def compile_started(defer: int = 0) -> None:
-    """A compile (one TraceSession on a worker) began in this process; `defer`: its Settings.defer."""
-    global _inflight, _inflight_pid, _defer_at
-    with _flight:
-        if _inflight_pid != os.getpid():  # a forked child: its parent's compiles are not its own
-            _inflight, _inflight_pid = 0, os.getpid()
-        _inflight += 1
-        if defer != _defer_at:
-            _defer_at = defer
-            _flight.notify_all()  # deferring workers look again at the new threshold
-
-
-def compile_finished() -> None:
-    """A compile counted by compile_started() ended; wakes deferring workers once few are left."""
-    global _inflight
-    with _flight:
-        if _inflight_pid != os.getpid():
-            return
-        _inflight = max(0, _inflight - 1)
-        if _inflight < _defer_at:
-            _flight.notify_all()
-
-
-def in_flight() -> int:
-    """Compiles in flight in this process (counted by the capture sessions)."""
-    return _inflight if _inflight_pid == os.getpid() else 0
-
-
-def _crowded() -> bool:
-    return _defer_at > 0 and _inflight >= _defer_at and _inflight_pid == os.getpid()
-
-
-def _wake_deferred() -> None:
-    with _flight:
-        _flight.notify_all()
-
 
 Job = Callable[[], object]
 
@@ -124,17 +68,10 @@ class Worker:
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._pid = os.getpid()
-        # Deferral (see the module's docstring): at most this many jobs wait for a crowd to pass.
-        self.defer_cap = max_jobs // 2 if max_jobs else DEFER_CAP_UNBOUNDED
-        self._deferring = False  # the worker waits for the crowd to pass
-        self._urgent = 0  # drains waiting for this worker: it writes now, crowd or not
-        self._urgent_lock = threading.Lock()
 
     def resize(self, max_jobs: int) -> None:
         """Bound the queue at `max_jobs` from now on (a compile's Settings.queue)."""
-        if max_jobs != self.max_jobs:
-            self.max_jobs = max_jobs
-            self.defer_cap = max_jobs // 2 if max_jobs else DEFER_CAP_UNBOUNDED
+        self.max_jobs = max_jobs
 
     def pending(self) -> int:
         """Jobs queued and not yet started."""
@@ -148,8 +85,6 @@ class Worker:
         if self.max_jobs and len(self._jobs) >= self.max_jobs and threading.current_thread() is not t:
             self._wait_for_room()
         self._jobs.append(job)
-        if self._deferring and len(self._jobs) >= self.defer_cap:
-            _wake_deferred()  # the deferred jobs reached the cap: write them now
         if self._sleeping:  # wake it (see _run); a second release of the gate is harmless
             self._sleeping = False
             try:
@@ -172,13 +107,9 @@ class Worker:
             return True
         if threading.current_thread() is self._thread:
             return True  # a job that drains (a listener ending the invocation): its jobs come next
-        done = _Drain()
-        with self._urgent_lock:
-            self._urgent += 1
-        if self._deferring:
-            _wake_deferred()
+        done = threading.Event()
         self.submit(done)
-        return done.wait(timeout)  # (timed out, the worker still writes up to the mark, then defers again)
+        return done.wait(timeout)  # (timed out, the worker still writes up to the mark)
 
     def _ensure_thread(self) -> threading.Thread:
         with self._start_lock:
@@ -195,9 +126,6 @@ class Worker:
         popleft = jobs.popleft
         gate.acquire(False)  # this thread holds the gate; acquiring it again sleeps until a submit
         while True:
-            if jobs and _crowded() and not self._urgent and len(jobs) < self.defer_cap:
-                self._defer()
-                continue
             try:
                 job = popleft()
             except IndexError:
@@ -215,9 +143,6 @@ class Worker:
                     self._room.notify_all()
             try:
                 if isinstance(job, threading.Event):
-                    if isinstance(job, _Drain):
-                        with self._urgent_lock:
-                            self._urgent -= 1
                     job.set()
                 else:
                     job()
@@ -225,20 +150,6 @@ class Worker:
                 pass
             finally:
                 job = None  # type: ignore[assignment]  # drop the IR it held before waiting
-
-    def _defer(self) -> None:
-        """Wait while compiles crowd the process, no drain waits and the queue is under its cap."""
-        with _flight:
-            self._deferring = True
-            try:
-                if _crowded() and not self._urgent and len(self._jobs) < self.defer_cap:
-                    _flight.wait(DEFER_POLL_S)
-            finally:
-                self._deferring = False
-
-
-class _Drain(threading.Event):
-    """The mark a drain queues: the jobs before it are written now, whatever the crowd."""
 
 
 def _lower_priority() -> None:
@@ -357,12 +268,9 @@ def _before_fork() -> None:
 
 
 def _after_fork_in_child() -> None:
-    """The child's own locks: another thread of the parent may have held one at the fork
-    (counting a compile in flight, looking up its worker), and no thread of the child would
-    ever release it. The child has no compile in flight and no worker yet."""
-    global _flight, _inflight, _inflight_pid, _lock
-    _flight = threading.Condition(threading.Lock())
-    _inflight, _inflight_pid = 0, os.getpid()
+    """The child's own lock: another thread of the parent may have held it at the fork (looking
+    up its worker), and no thread of the child would ever release it. The child has no worker yet."""
+    global _lock
     _lock = threading.Lock()
 
 

@@ -77,7 +77,6 @@ _SWITCHES = (
 _NUMBERS: dict[str, tuple[type, float, float]] = {
     "queue": (int, QUEUE_DEFAULT, QUEUE_MIN),
     "workers": (int, WORKERS_DEFAULT, 1),
-    "defer": (int, 0, 0),
     "exit_wait": (float, EXIT_WAIT_DEFAULT, 0),
     "explain_timeout": (float, EXPLAIN_TIMEOUT_DEFAULT, 0),
     "launch_limit": (int, LAUNCH_LIMIT_DEFAULT, 0),

@@ -42,7 +42,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..config import Settings
+from ..config import Settings, retired_knob_notes
 from ..errors import UsageError
 from ..format.writer import process_start, writer_alive
 from ..session import controller
@@ -144,6 +144,9 @@ class Lifecycle:
         untraced. Called again (enable() again), it starts over with the current settings.
         """
         self._stop_setup()
+        if self._is_root():  # said once, by the job's root (its children inherit the variable)
+            for note in retired_knob_notes():
+                self(Notice("info", note))
         say = on_failure if on_failure is not None else untraced(self)
         try:
             notes = check(use_cache=self.settings.use_cache)
