@@ -15,17 +15,25 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
+# A `tilelang` package that raises ImportError, first on a child's PYTHONPATH while `quick_children` is on:
+# conftest turns it on for each test of the quick selection (-m "not compile") that is not marked compile,
+# so a test whose child compiles fails and says so instead of making the quick loop slow.
+NO_TILELANG = Path(__file__).resolve().parent / "_no_tilelang"
+quick_children = False
+
 
 def cli_env(*, clean: bool = False, **extra: str) -> dict[str, str]:
     """The child's environment: this one, TileLang's kernel cache off, no TL_LOWER_TRACE*, this checkout
-    first on PYTHONPATH (`clean`: and no TLTRACE_* setting of the caller's); `extra` on top."""
+    first on PYTHONPATH (`clean`: and no TLTRACE_* setting of the caller's); `extra` on top. Under the
+    quick selection, a test not marked compile gets a child in which `import tilelang` fails."""
     env = {
         k: v
         for k, v in os.environ.items()
         if k not in ("TL_LOWER_TRACE", "TL_LOWER_TRACE_DIR") and not (clean and k.startswith("TLTRACE_"))
     }
     env["TILELANG_DISABLE_CACHE"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    first = [str(REPO), *([str(NO_TILELANG)] if quick_children else [])]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (*first, env.get("PYTHONPATH", "")) if p)
     env.update(extra)
     return env
 
