@@ -19,16 +19,9 @@ def cpu_bench_setup() -> None:
     sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "examples"))
 
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # tests/ holds what the benchmarks share with the tests
+from tests._browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402,F401  (re-exported to the benchmarks)
 
 
 def per_pass_floor(root: Path) -> int:

@@ -38,28 +38,22 @@ def cli_env(*, clean: bool = False, **extra: str) -> dict[str, str]:
     return env
 
 
-def cli_proc(
-    *args: object,
+def proc(
+    cmd: list[object],
+    *,
     cwd: Path,
     rc: int | None = None,
     timeout: float | None = 600,
     env: dict[str, str] | None = None,
-    entry_point: bool = False,
     **extra: str,
 ) -> subprocess.CompletedProcess:
-    """Run `python -m tltrace ARGS` (the installed `tltrace` with entry_point=True) in `cwd` and return it.
+    """Run `cmd` in `cwd`, its output captured as text, and return it.
 
     `rc`: assert the exit status, showing the output's ends when it differs. `env` replaces the
     environment (`cli_env()`, else); `extra` variables go on top of it.
     """
-    if entry_point:
-        from ._records import require_tltrace_executable
-
-        cmd = [require_tltrace_executable()]
-    else:
-        cmd = [sys.executable, "-m", "tltrace"]
     p = subprocess.run(
-        [*cmd, *map(str, args)],
+        [str(c) for c in cmd],
         cwd=cwd,
         env={**(env if env is not None else cli_env()), **extra},
         capture_output=True,
@@ -69,6 +63,21 @@ def cli_proc(
     if rc is not None:
         assert p.returncode == rc, (p.returncode, p.stdout[-2000:], p.stderr[-3000:])
     return p
+
+
+def py_proc(*args: object, **kw) -> subprocess.CompletedProcess:
+    """`python ARGS` (this interpreter) through `proc`: a script, or `-c CODE`."""
+    return proc([sys.executable, *args], **kw)
+
+
+def cli_proc(*args: object, entry_point: bool = False, **kw) -> subprocess.CompletedProcess:
+    """Run `python -m tltrace ARGS` (the installed `tltrace` with entry_point=True) through `proc`
+    (`cwd`, `rc`, `timeout`, `env`, extra variables) and return it."""
+    if entry_point:
+        from ._records import require_tltrace_executable
+
+        return proc([require_tltrace_executable(), *args], **kw)
+    return py_proc("-m", "tltrace", *args, **kw)
 
 
 def cli_invoke(*args: object, env: dict[str, str] | None = None, catch_exceptions: bool = False):

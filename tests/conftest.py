@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ._browser import CHROMIUM, CHROMIUM_ARGS
+
 os.environ["TILELANG_DISABLE_CACHE"] = "1"
 os.environ.pop("TL_LOWER_TRACE", None)
 os.environ.pop("TL_LOWER_TRACE_DIR", None)
@@ -73,18 +75,6 @@ def cli_proc(tmp_path: Path):
         return run(*args, cwd=cwd if cwd is not None else tmp_path, **kw)
 
     return invoke
-
-
-CHROMIUM = "/usr/bin/chromium"  # Debian's; `playwright install` cannot download browsers here
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 @pytest.fixture(scope="session")
