@@ -24,6 +24,52 @@ sys.path.insert(0, str(REPO))  # tests/ holds what the benchmarks share with the
 from tests._browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402,F401  (re-exported to the benchmarks)
 
 
+def configuration(cfg: str, sub: Path, tltrace):
+    """Return (enter, leave) that turn configuration `cfg` on and off, writing into `sub`: "untraced";
+    "built-in terminal" or "built-in html" (TileLang's own tracer); else tltrace, `tltrace(mode)` (a
+    `session`) in the mode `cfg` names ("html" in it, else terminal)."""
+    import tilelang.tools.lower_trace as lt
+
+    if cfg == "untraced":
+        return (lambda: None), (lambda: None)
+    if cfg.startswith("built-in"):
+        mode = "terminal" if "terminal" in cfg else "html"
+        return (lambda: lt.enable(mode=mode, trace_dir=str(sub), codegen_output=None)), lt.disable
+    return tltrace("html" if "html" in cfg else "terminal")
+
+
+def session(s, listeners: list):
+    """Return (enter, leave) that install tltrace's controller with settings `s` and the recorders tltrace
+    run and enable() register, its events handed to each of `listeners`; leave uninstalls it (waiting
+    for its worker) and closes the listeners."""
+    from tltrace.session import controller
+    from tltrace.tracing.recorders import register_defaults
+
+    register_defaults()
+
+    def emit(e):
+        for li in listeners:
+            li(e)
+
+    def leave():
+        controller.uninstall()
+        for li in listeners:
+            if hasattr(li, "close"):
+                li.close()
+
+    return (lambda: controller.install(s, emit)), leave
+
+
+def report_listeners(s) -> list:
+    """The HTML report listener `tltrace run` adds for settings `s` (none unless `s.html`)."""
+    if not s.html:
+        return []
+    from tltrace.history.report_reads import LiveReads
+    from tltrace.render.html import HtmlReportListener
+
+    return [HtmlReportListener(s, reads=LiveReads())]
+
+
 def per_pass_floor(root: Path) -> int:
     """Blocks (bytes, as `du` counts them) that the spec's layout alone takes in a tltrace trace dir.
 

@@ -32,7 +32,7 @@ from bench_common import cpu_bench_setup  # noqa: E402
 
 cpu_bench_setup()
 
-from bench_common import disk_bytes  # noqa: E402
+from bench_common import configuration, disk_bytes, session  # noqa: E402
 
 HEADING = "## Capture cost: untraced, tltrace (worker and --sync), built-in (CPU + sm_90a lowering)"
 CONFIGS = [
@@ -117,38 +117,24 @@ def work_unit():
 
 def configure(cfg: str, sub: Path):
     """Return (enter, leave) turning configuration `cfg` on and off, writing into `sub`."""
-    import tilelang.tools.lower_trace as lt
 
-    from tltrace.config import Settings
-    from tltrace.render.listeners import Listeners
-    from tltrace.session import controller
-    from tltrace.tracing.recorders import register_defaults
+    def tltrace(mode: str):
+        from tltrace.config import Settings
+        from tltrace.render.listeners import Listeners
 
-    register_defaults()  # the recorders tltrace run and enable() register
+        s = Settings(
+            mode=mode,
+            trace_dir=sub,
+            script_name="bench",
+            quiet=True,
+            keep=0,
+            codegen_output=None,
+            sync="--sync" in cfg,
+            exact="--exact" in cfg,  # issue 34: no equality rule
+        )
+        return session(s, [Listeners(s)])  # leave waits for the worker: its time is counted
 
-    if cfg == "untraced":
-        return (lambda: None), (lambda: None)
-    if cfg.startswith("built-in"):
-        mode = "terminal" if "terminal" in cfg else "html"
-        return (lambda: lt.enable(mode=mode, trace_dir=str(sub), codegen_output=None)), lt.disable
-    mode = "html" if "html" in cfg else "terminal"
-    s = Settings(
-        mode=mode,
-        trace_dir=sub,
-        script_name="bench",
-        quiet=True,
-        keep=0,
-        codegen_output=None,
-        sync="--sync" in cfg,
-        exact="--exact" in cfg,  # issue 34: no equality rule
-    )
-    listeners = Listeners(s)
-
-    def leave():
-        controller.uninstall()  # waits for the worker: its time is counted
-        listeners.close()
-
-    return (lambda: controller.install(s, listeners)), leave
+    return configuration(cfg, sub, tltrace)
 
 
 def measure(reps: int, configs: list[str]) -> tuple[dict, dict]:

@@ -39,7 +39,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO / "examples"))
 sys.path.insert(0, str(HERE))
 
-from bench_common import disk_bytes  # noqa: E402
+from bench_common import disk_bytes, report_listeners, session  # noqa: E402
 
 HEADING = "## Source maps: coverage and cost"
 UPSTREAM = Path(os.environ.get("TLTRACE_UPSTREAM") or REPO / ".upstream")
@@ -99,29 +99,9 @@ def upstream_funcs():
 def _session(sub: Path, mode: str = "terminal"):
     """Return (enter, leave) for tltrace records-only (or html) into `sub`."""
     from tltrace.config import Settings
-    from tltrace.session import controller
-    from tltrace.tracing.recorders import register_defaults
-
-    register_defaults()  # the recorders tltrace run and enable() register
 
     s = Settings(mode=mode, trace_dir=sub, script_name="bench", quiet=True, keep=0, codegen_output=None)
-    listeners: list = []
-    if s.html:
-        from tltrace.history.report_reads import LiveReads
-        from tltrace.render.html import HtmlReportListener
-
-        listeners.append(HtmlReportListener(s, reads=LiveReads()))  # as tltrace run's
-
-    def emit(e):
-        for li in listeners:
-            li(e)
-
-    def leave():
-        controller.uninstall()
-        for li in listeners:
-            li.close()
-
-    return (lambda: controller.install(s, emit)), leave
+    return session(s, report_listeners(s))
 
 
 def _traced(sub: Path, build) -> Path:

@@ -323,7 +323,7 @@ process.stdout.write(JSON.stringify({ lost: out, mix: Mc.mix(feed.sass, feed.sma
 def test_lost_in_and_the_mix_are_the_report_s(gemm, tmp_path: Path) -> None:
     """The report's own code (sourcemap.js lostIn, report-machine.js mix, run under node) on the
     same records gives, line by line, the pass that loses it and the SASS mix `--line` prints."""
-    from tests.test_index_js import run_node
+    from tests._node import run_node
 
     home, run, _ = gemm
     maps = load_maps(run.path)

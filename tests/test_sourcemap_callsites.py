@@ -20,8 +20,8 @@ from tltrace.history import sourcemaps as V
 
 from ._cli import cli_invoke as _cli
 from ._kernels import CPU_GEMM
+from ._node import run_node
 from .conftest import wait_js
-from .test_index_js import run_node
 
 KERNEL = (
     CPU_GEMM
