@@ -189,6 +189,16 @@ def recorded_subset(recorded: Path, dest: Path, **keep: slice | None) -> Path:
     return dest
 
 
+def recorded_add_with(recorded: Path, dest: Path, **fields: Any) -> Path:
+    """The recorded elementwise_add's first compile alone, copied to `dest` (recorded_subset), its
+    manifest's `fields` set (data a CPU recording cannot hold, e.g. a GPU's `layouts`); returns its run dir."""
+    (run,) = run_dirs(recorded_subset(recorded, dest, elementwise_add=slice(0, 1)) / "elementwise_add")
+    m = json.loads((run / "manifest.json").read_text())
+    m.update(fields)
+    (run / "manifest.json").write_text(json.dumps(m))
+    return run
+
+
 def pack_texts(run_dir: Path) -> dict[str, str]:
     """The run's `texts.pack` read here by its documented layout (docs/architecture.md: a magic line
     `TLPACK1`, then `T <hash> <len>` and the text's bytes per entry), not by tltrace's reader: the

@@ -16,7 +16,7 @@ from tltrace.render.pages import LATE_SCRIPTS, PACK_TYPE, chunk_values, late_scr
 from tltrace.session.events import PassRecorded
 
 from .conftest import wait_js
-from .synthetic import synthetic_events, write_synthetic_report
+from .synthetic import cpu_manifest, synthetic_events, write_synthetic_report
 
 pytestmark = pytest.mark.browser
 
@@ -378,22 +378,12 @@ def _report_from(
     from dataclasses import replace
 
     from tltrace.format.layout import text_hash
-    from tltrace.format.records import PassRecord, RunManifest
+    from tltrace.format.records import PassRecord
     from tltrace.render.html import HtmlReportListener
     from tltrace.session.events import RunFinished, RunStarted
 
     run_dir = tmp_path / ".run_records" / "run_hand"
-    manifest = RunManifest(
-        run_id="run_hand",
-        script="hand",
-        kernel="k",
-        target="c",
-        backend="cython",
-        tilelang_version="0.1.15",
-        command=["tltrace", "run", "hand.py"],
-        started=time.time(),
-        mode="html",
-    )
+    manifest = cpu_manifest("run_hand", "hand", "k")
     listener = HtmlReportListener()
     listener(RunStarted(manifest, run_dir, tmp_path))
     records = []
