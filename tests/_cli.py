@@ -22,6 +22,11 @@ NO_TILELANG = Path(__file__).resolve().parent / "_no_tilelang"
 quick_children = False
 
 
+# tltrace's pytest plugin loaded from this checkout in a pytester run, whether or not the pytest11 entry
+# point is installed (blocking the entry point's name keeps it from being registered twice).
+PLUGIN = ["-p", "no:tltrace", "-p", "tltrace.pytest_plugin"]
+
+
 def cli_env(*, clean: bool = False, **extra: str) -> dict[str, str]:
     """The child's environment: this one, TileLang's kernel cache off, no TL_LOWER_TRACE*, this checkout
     first on PYTHONPATH (`clean`: and no TLTRACE_* setting of the caller's); `extra` on top. Under the

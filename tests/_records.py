@@ -189,6 +189,19 @@ def recorded_subset(recorded: Path, dest: Path, **keep: slice | None) -> Path:
     return dest
 
 
+def recorded_fixture(doc: str, **keep: slice | None):
+    """A module-scoped fixture: `recorded_subset` of the session's recorded traces with `keep`, in a fresh
+    tmp dir, read only (a test that writes copies it). `doc` says what it holds."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def traced(recorded: Path, tmp_path_factory) -> Path:
+        return recorded_subset(recorded, tmp_path_factory.mktemp("recorded") / "traces", **keep)
+
+    traced.__doc__ = doc
+    return traced
+
+
 def recorded_add_with(recorded: Path, dest: Path, **fields: Any) -> Path:
     """The recorded elementwise_add's first compile alone, copied to `dest` (recorded_subset), its
     manifest's `fields` set (data a CPU recording cannot hold, e.g. a GPU's `layouts`); returns its run dir."""

@@ -20,14 +20,12 @@ import pytest
 from tltrace.fs import output_path
 
 from ._cli import one_line_error
-from ._records import recorded_subset
+from ._records import recorded_fixture
 
-
-@pytest.fixture(scope="module")
-def traced(recorded: Path, tmp_path_factory) -> Path:
-    """The recorded elementwise_add's first two compiles (block 128, then 64): one invocation each."""
-    dest = tmp_path_factory.mktemp("outpath") / "traces"
-    return recorded_subset(recorded, dest, elementwise_add=slice(0, 2))
+traced = recorded_fixture(
+    "The recorded elementwise_add's first two compiles (block 128, then 64): one invocation each.",
+    elementwise_add=slice(0, 2),
+)
 
 
 def _refused(res, *needles: str) -> None:
