@@ -102,6 +102,18 @@ def cli_invoke(*args: object, env: dict[str, str] | None = None, catch_exception
         sys.argv[:] = saved_argv
 
 
+def diff_last_two(trace_dir: object, *more: object) -> list[str]:
+    """The arguments of `diff-runs` of the last two elementwise_add compiles under `trace_dir`, `more` after."""
+    return [
+        "diff-runs",
+        "--trace-dir",
+        str(trace_dir),
+        "elementwise_add:-2",
+        "elementwise_add:-1",
+        *map(str, more),
+    ]
+
+
 def one_line_error(res, code: int, *needles: str) -> str:
     """Assert an in-process Result refused in one line: exit `code`, a single `tltrace: error: ...` line on
     stderr naming every needle, no traceback. Return the line."""

@@ -207,21 +207,31 @@ with target:
 
 SM90A = lowered()
 
+
+def doubling(name: str = "scale", threads: int = 64) -> str:
+    """The source of a module-level prim_func `name`: B = A * 2 over 256 floats, `threads` a block."""
+    return f"""
+@T.prim_func
+def {name}(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+    with T.Kernel({256 // threads}, threads={threads}) as bx:
+        for i in T.Parallel({threads}):
+            B[bx * {threads} + i] = A[bx * {threads} + i] * 2.0
+"""
+
+
 # tilelang.lower without a target context: a pass raises (the fails of the recorded traces, a repro's).
-LOWER_FAILS = '''"""tilelang.lower without a target context: tl.LayoutInference raises inside the pass."""
+LOWER_FAILS = (
+    '''"""tilelang.lower without a target context: tl.LayoutInference raises inside the pass."""
 import tilelang
 import tilelang.language as T
 
-
-@T.prim_func
-def scale(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
-    with T.Kernel(4, threads=64) as bx:
-        for i in T.Parallel(64):
-            B[bx * 64 + i] = A[bx * 64 + i] * 2.0
-
+'''
+    + doubling()
+    + """
 
 tilelang.lower(scale, target="c")
-'''
+"""
+)
 
 
 # A small CPU GEMM (target c) whose lines carry markers the source-map and call-site tests find
