@@ -102,6 +102,25 @@ def cli_invoke(*args: object, env: dict[str, str] | None = None, catch_exception
         sys.argv[:] = saved_argv
 
 
+def script_traced(
+    home: Path,
+    name: str,
+    text: str,
+    *options: object,
+    args: tuple[object, ...] = (),
+    trace_dir: Path | None = None,
+    rc: int | None = 0,
+):
+    """Write `text` to home/`name` and trace it in this process: `tltrace run -q OPTIONS --trace-dir
+    TRACE_DIR SCRIPT ARGS` (TRACE_DIR: home/trace). `rc`: the exit status asserted. Returns (script, Result)."""
+    script = home / name
+    script.write_text(text)
+    res = cli_invoke("run", "-q", *options, "--trace-dir", trace_dir or home / "trace", script, *args)
+    if rc is not None:
+        assert res.exit_code == rc, res.output
+    return script, res
+
+
 def diff_last_two(trace_dir: object, *more: object) -> list[str]:
     """The arguments of `diff-runs` of the last two elementwise_add compiles under `trace_dir`, `more` after."""
     return [

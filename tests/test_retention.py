@@ -16,6 +16,7 @@ from tltrace.format.records import RunManifest
 from tltrace.format.writer import process_start, writer_token
 from tltrace.history.retention import clean
 
+from ._cli import script_traced
 from ._records import copy_tree, run_dirs
 from .conftest import EXAMPLES
 
@@ -49,20 +50,13 @@ def _invocations(sd: Path) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def multi(tmp_path_factory) -> tuple[Path, Path]:
     """Three invocations of a three-compile script, run with `tltrace run -q --keep 2`."""
-    from typer.testing import CliRunner
-
-    from tltrace.cli.app import app
-
     tmp = tmp_path_factory.mktemp("ret")
-    script = tmp / "multi.py"
-    script.write_text(MULTI.format(examples=str(EXAMPLES)))
     td = tmp / "traces"
     outs = []
     for _ in range(3):
-        res = CliRunner().invoke(
-            app, ["run", "-q", "--keep", "2", "--trace-dir", str(td), str(script)], catch_exceptions=False
+        script, res = script_traced(
+            tmp, "multi.py", MULTI.format(examples=EXAMPLES), "--keep", "2", trace_dir=td
         )
-        assert res.exit_code == 0, res.output
         outs.append(res.stdout)
     (td / "outs.json").write_text(json.dumps(outs))
     return td, script

@@ -19,6 +19,7 @@ from tltrace.history import runs as R
 from tltrace.history import sourcemaps as V
 
 from ._cli import cli_invoke as _cli
+from ._cli import script_traced
 from ._kernels import CPU_GEMM
 from ._node import run_node
 from .conftest import wait_js
@@ -161,10 +162,7 @@ def test_lost_in_names_only_a_pass_that_loses_a_line_for_good(tmp_path):
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("calls")
-    script = tmp / "csgemm.py"
-    script.write_text(KERNEL)
-    res = _cli("run", "-q", "--mode", "html", "--trace-dir", tmp / "trace", script)
-    assert res.exit_code == 0, res.output
+    script, _ = script_traced(tmp, "csgemm.py", KERNEL, "--mode", "html")
     (run_dir,) = sorted((tmp / "trace" / "csgemm" / ".run_records").glob("run_*"))
     return script, tmp / "trace", run_dir
 
