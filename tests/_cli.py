@@ -75,6 +75,11 @@ def py_proc(*args: object, **kw) -> subprocess.CompletedProcess:
     return proc([sys.executable, *args], **kw)
 
 
+def cli_argv(*args: object) -> list[str]:
+    """The command line of `python -m tltrace ARGS` with this interpreter (for a child the test signals)."""
+    return [sys.executable, "-m", "tltrace", *map(str, args)]
+
+
 def cli_proc(*args: object, entry_point: bool = False, **kw) -> subprocess.CompletedProcess:
     """Run `python -m tltrace ARGS` (the installed `tltrace` with entry_point=True) through `proc`
     (`cwd`, `rc`, `timeout`, `env`, extra variables) and return it."""
@@ -82,7 +87,7 @@ def cli_proc(*args: object, entry_point: bool = False, **kw) -> subprocess.Compl
         from ._records import require_tltrace_executable
 
         return proc([require_tltrace_executable(), *args], **kw)
-    return py_proc("-m", "tltrace", *args, **kw)
+    return proc(cli_argv(*args), **kw)
 
 
 def cli_invoke(*args: object, env: dict[str, str] | None = None, catch_exceptions: bool = False):

@@ -55,6 +55,15 @@ def read_manifest(run_dir: Path) -> dict:
     return RunManifest.from_json(json.loads((run_dir / "manifest.json").read_text())).to_json()
 
 
+def manifests(script_dir: Path) -> list:
+    """Every run's manifest under script_dir, oldest first, as RunManifest (tltrace's reader of the format)."""
+    from tltrace.format.records import RunManifest
+
+    return [
+        RunManifest.from_json(json.loads((r / "manifest.json").read_text())) for r in run_dirs(script_dir)
+    ]
+
+
 def newest_manifest(script_dir: Path) -> dict:
     """The newest run's manifest under script_dir."""
     return read_manifest(run_dirs(script_dir)[-1])

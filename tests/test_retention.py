@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.format.records import RunManifest
 from tltrace.format.writer import process_start, writer_token
 from tltrace.history.retention import clean
 
 from ._cli import script_traced
 from ._records import copy_tree, run_dirs
+from ._records import manifests as _manifests
 from .conftest import EXAMPLES
 
 # Three kernels per invocation, lowered only (no C compiler run): fast, and real.
@@ -34,10 +34,6 @@ MULTI = textwrap.dedent(
             tilelang.lower(make_add(n, 128), target="c")
     """
 )
-
-
-def _manifests(sd: Path) -> list[RunManifest]:
-    return [RunManifest.from_json(json.loads((r / "manifest.json").read_text())) for r in run_dirs(sd)]
 
 
 def _invocations(sd: Path) -> dict[str, int]:
