@@ -10,11 +10,16 @@ import sys
 from pathlib import Path
 
 
-def cpu_bench_setup() -> None:
-    """What a CPU benchmark's process sets first: TileLang's kernel cache off, no TL_LOWER_TRACE, the
-    examples compiled for the CPU, examples/ on sys.path right after bench/."""
+def compile_setup() -> None:
+    """What a compiling benchmark's process sets first: TileLang's kernel cache off, no TL_LOWER_TRACE."""
     os.environ["TILELANG_DISABLE_CACHE"] = "1"
     os.environ.pop("TL_LOWER_TRACE", None)
+
+
+def cpu_bench_setup() -> None:
+    """What a CPU benchmark's process sets first: `compile_setup`, the examples compiled for the CPU,
+    examples/ on sys.path right after bench/."""
+    compile_setup()
     os.environ.setdefault("TLTRACE_EXAMPLES_CPU", "1")
     sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "examples"))
 
@@ -22,6 +27,24 @@ def cpu_bench_setup() -> None:
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # tests/ holds what the benchmarks share with the tests
 from tests._browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402,F401  (re-exported to the benchmarks)
+
+
+def median_s(fn, n: int) -> float:
+    """The median wall time of `n` calls of `fn()`, in seconds."""
+    import statistics
+    import time
+
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def md_head(*columns: str) -> list[str]:
+    """A Markdown table's head: the row of `columns`, then its rule."""
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
 
 
 def configuration(cfg: str, sub: Path, tltrace):

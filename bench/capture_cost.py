@@ -32,7 +32,7 @@ from bench_common import cpu_bench_setup  # noqa: E402
 
 cpu_bench_setup()
 
-from bench_common import configuration, disk_bytes, session  # noqa: E402
+from bench_common import configuration, disk_bytes, md_head, session  # noqa: E402
 
 HEADING = "## Capture cost: untraced, tltrace (worker and --sync), built-in (CPU + sm_90a lowering)"
 CONFIGS = [
@@ -211,7 +211,7 @@ def table(times: dict, sizes: dict, reps: int, configs: list[str]) -> str:
             f"| {cfg} | {calls:.3f} | {med:.3f} | {med / base:.3f}x | {m90 / base90:.3f}x | {drain:.0f} | {cpu:.2f} | "
             f"{cpu / cpu0:.3f}x | {statistics.median(times[(cfg, 'main')]) / main0:.3f}x | {size:,} |"
         )
-    lines += ["", "| target | limit | measured | verdict |", "|---|---|---|---|"]
+    lines += ["", *md_head("target", "limit", "measured", "verdict")]
     for cfg, limit in TARGETS.items():
         if cfg in configs:
             r = statistics.median(total(cfg)) / base
@@ -258,15 +258,14 @@ def gpu_proxy(n: int, reps: int, configs: list[str]) -> str:
         f"`tilelang.compile(target='cuda')` of {n} upstream-GEMM configs in a pool of {n} threads; "
         f"{reps} interleaved reps, medians, worker drain included.",
         "",
-        "| configuration | wall (s) | vs untraced | reps |",
-        "|---|---|---|---|",
+        *md_head("configuration", "wall (s)", "vs untraced", "reps"),
     ]
     for cfg in configs:
         med = statistics.median(times[cfg])
         lines.append(
             f"| {cfg} | {med:.2f} | {med / base:.3f}x | {', '.join(f'{t:.2f}' for t in times[cfg])} |"
         )
-    lines += ["", "| target | limit | measured | verdict |", "|---|---|---|---|"]
+    lines += ["", *md_head("target", "limit", "measured", "verdict")]
     for cfg, limit in (("tltrace records", 1.03), ("tltrace html", 1.05)):
         if cfg in configs:
             r = statistics.median(times[cfg]) / base

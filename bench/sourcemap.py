@@ -39,7 +39,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO / "examples"))
 sys.path.insert(0, str(HERE))
 
-from bench_common import disk_bytes, report_listeners, session  # noqa: E402
+from bench_common import disk_bytes, md_head, median_s, report_listeners, session  # noqa: E402
 
 HEADING = "## Source maps: coverage and cost"
 UPSTREAM = Path(os.environ.get("TLTRACE_UPSTREAM") or REPO / ".upstream")
@@ -310,8 +310,7 @@ def section_cost(tmp: Path, reps: int) -> list[str]:
         "",
         f"Cost: `tilelang.compile` of the three CPU examples, summed, median of {reps} interleaved reps:",
         "",
-        "| configuration | seconds | vs untraced | vs the same without maps |",
-        "|---|---|---|---|",
+        *md_head("configuration", "seconds", "vs untraced", "vs the same without maps"),
     ]
     for c in cfgs:
         med = statistics.median(times[c])
@@ -360,12 +359,7 @@ def section_map_cost(tmp: Path, reps: int) -> list[str]:
         return real(ffi, mod, target, generated, context)
 
     def timed(f) -> float:
-        ts = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            f()
-            ts.append(time.perf_counter() - t0)
-        return statistics.median(ts) * 1e3
+        return median_s(f, reps) * 1e3
 
     kw = compile_kwargs()
     builds = [
