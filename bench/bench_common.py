@@ -47,6 +47,16 @@ def md_head(*columns: str) -> list[str]:
     return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
 
 
+def bench_settings(trace_dir: Path, mode: str = "terminal", quiet: bool = True, **more):
+    """tltrace's Settings for a benchmark's traced compiles: into `trace_dir` as script `bench`, quiet, no
+    retention, no working file; `more` fields on top (sync, ptx, ...)."""
+    from tltrace.config import Settings
+
+    return Settings(
+        mode=mode, trace_dir=trace_dir, script_name="bench", quiet=quiet, keep=0, codegen_output=None, **more
+    )
+
+
 def configuration(cfg: str, sub: Path, tltrace):
     """Return (enter, leave) that turn configuration `cfg` on and off, writing into `sub`: "untraced";
     "built-in terminal" or "built-in html" (TileLang's own tracer); else tltrace, `tltrace(mode)` (a

@@ -26,7 +26,7 @@ if "--gpu" not in sys.argv:
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "examples"))
 
-from bench_common import configuration, disk_bytes, per_pass_floor, report_listeners, session  # noqa: E402
+from bench_common import bench_settings, configuration, disk_bytes, per_pass_floor, report_listeners, session  # noqa: E402
 
 
 def kernels():
@@ -172,11 +172,9 @@ def _configure(cfg: str, sub: Path):
     """Return (enter, leave) that turn configuration `cfg` on and off, writing into `sub`."""
 
     def tltrace(mode: str):
-        from tltrace.config import Settings
         from tltrace.render.terminal import TerminalView
 
-        quiet = "quiet" in cfg or mode == "html"
-        s = Settings(mode=mode, trace_dir=sub, script_name="bench", quiet=quiet, keep=0, codegen_output=None)
+        s = bench_settings(sub, mode, quiet="quiet" in cfg or mode == "html")
         return session(s, [TerminalView(s), *report_listeners(s)])
 
     return configuration(cfg, sub, tltrace)

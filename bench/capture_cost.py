@@ -32,7 +32,7 @@ from bench_common import cpu_bench_setup  # noqa: E402
 
 cpu_bench_setup()
 
-from bench_common import configuration, disk_bytes, md_head, session  # noqa: E402
+from bench_common import bench_settings, configuration, disk_bytes, md_head, session  # noqa: E402
 
 HEADING = "## Capture cost: untraced, tltrace (worker and --sync), built-in (CPU + sm_90a lowering)"
 CONFIGS = [
@@ -119,16 +119,11 @@ def configure(cfg: str, sub: Path):
     """Return (enter, leave) turning configuration `cfg` on and off, writing into `sub`."""
 
     def tltrace(mode: str):
-        from tltrace.config import Settings
         from tltrace.render.listeners import Listeners
 
-        s = Settings(
-            mode=mode,
-            trace_dir=sub,
-            script_name="bench",
-            quiet=True,
-            keep=0,
-            codegen_output=None,
+        s = bench_settings(
+            sub,
+            mode,
             sync="--sync" in cfg,
             exact="--exact" in cfg,  # issue 34: no equality rule
         )

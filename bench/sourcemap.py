@@ -39,7 +39,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO / "examples"))
 sys.path.insert(0, str(HERE))
 
-from bench_common import disk_bytes, md_head, median_s, report_listeners, session  # noqa: E402
+from bench_common import bench_settings, disk_bytes, md_head, median_s, report_listeners, session  # noqa: E402
 
 HEADING = "## Source maps: coverage and cost"
 UPSTREAM = Path(os.environ.get("TLTRACE_UPSTREAM") or REPO / ".upstream")
@@ -98,9 +98,7 @@ def upstream_funcs():
 
 def _session(sub: Path, mode: str = "terminal"):
     """Return (enter, leave) for tltrace records-only (or html) into `sub`."""
-    from tltrace.config import Settings
-
-    s = Settings(mode=mode, trace_dir=sub, script_name="bench", quiet=True, keep=0, codegen_output=None)
+    s = bench_settings(sub, mode)
     return session(s, report_listeners(s))
 
 
