@@ -51,7 +51,7 @@ def multi(tmp_path_factory) -> tuple[Path, Path]:
     outs = []
     for _ in range(3):
         script, res = script_traced(
-            tmp, "multi.py", MULTI.format(examples=EXAMPLES), "--keep", "2", trace_dir=td
+            tmp, "multi.py", MULTI.format(examples=str(EXAMPLES)), "--keep", "2", trace_dir=td
         )
         outs.append(res.stdout)
     (td / "outs.json").write_text(json.dumps(outs))

@@ -59,7 +59,7 @@ def traced(tmp_path_factory) -> tuple[Path, Path]:
         script, _ = script_traced(
             tmp,
             "two_adds.py",
-            SCRIPT.format(examples=EXAMPLES),
+            SCRIPT.format(examples=str(EXAMPLES)),
             "--mode",
             "html",
             "--keep",
