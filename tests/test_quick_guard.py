@@ -34,6 +34,7 @@ def test_a_child_importing_the_compiler_fails_loudly_and_says_how_to_mark_it(mon
     )
     assert p.returncode == 1, (p.returncode, p.stderr)
     assert "ImportError: quick selection: this test compiles; mark it compile" in p.stderr, p.stderr
+    assert p.stderr.startswith("quick selection: this test compiles"), p.stderr  # said before any handler
 
 
 def test_the_stand_in_is_off_the_path_when_the_guard_is_off(monkeypatch) -> None:
