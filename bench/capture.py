@@ -26,7 +26,7 @@ if "--gpu" not in sys.argv:
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "examples"))
 
-from bench_common import disk_bytes, per_pass_floor  # noqa: E402
+from bench_common import bench_settings, configuration, disk_bytes, per_pass_floor, report_listeners, session  # noqa: E402
 
 
 def kernels():
@@ -170,41 +170,14 @@ def _rerun_table(ks, cfgs, reruns) -> str:
 
 def _configure(cfg: str, sub: Path):
     """Return (enter, leave) that turn configuration `cfg` on and off, writing into `sub`."""
-    import tilelang.tools.lower_trace as lt
 
-    from tltrace.config import Settings
-    from tltrace.render.terminal import TerminalView
-    from tltrace.session import controller
-    from tltrace.tracing.recorders import register_defaults
+    def tltrace(mode: str):
+        from tltrace.render.terminal import TerminalView
 
-    register_defaults()  # the recorders tltrace run and enable() register
+        s = bench_settings(sub, mode, quiet="quiet" in cfg or mode == "html")
+        return session(s, [TerminalView(s), *report_listeners(s)])
 
-    if cfg == "untraced":
-        return (lambda: None), (lambda: None)
-    if cfg.startswith("built-in"):
-        mode = "terminal" if "terminal" in cfg else "html"
-        return (lambda: lt.enable(mode=mode, trace_dir=str(sub), codegen_output=None)), lt.disable
-    mode = "html" if "html" in cfg else "terminal"
-    quiet = "quiet" in cfg or mode == "html"
-    s = Settings(mode=mode, trace_dir=sub, script_name="bench", quiet=quiet, keep=0, codegen_output=None)
-    listeners: list = [TerminalView(s)]
-    if s.html:
-        from tltrace.history.report_reads import LiveReads
-        from tltrace.render.html import HtmlReportListener
-
-        listeners.append(HtmlReportListener(s, reads=LiveReads()))  # as tltrace run's
-
-    def emit(e):
-        for li in listeners:
-            li(e)
-
-    def leave():
-        controller.uninstall()
-        for li in listeners:
-            if hasattr(li, "close"):
-                li.close()
-
-    return (lambda: controller.install(s, emit)), leave
+    return configuration(cfg, sub, tltrace)
 
 
 def _table(ks, cfgs, times, sizes, reps, kw) -> str:

@@ -32,7 +32,7 @@ from bench_common import cpu_bench_setup  # noqa: E402
 
 cpu_bench_setup()
 
-from bench_common import disk_bytes  # noqa: E402
+from bench_common import bench_settings, configuration, disk_bytes, md_head, session  # noqa: E402
 
 HEADING = "## Capture cost: untraced, tltrace (worker and --sync), built-in (CPU + sm_90a lowering)"
 CONFIGS = [
@@ -117,38 +117,19 @@ def work_unit():
 
 def configure(cfg: str, sub: Path):
     """Return (enter, leave) turning configuration `cfg` on and off, writing into `sub`."""
-    import tilelang.tools.lower_trace as lt
 
-    from tltrace.config import Settings
-    from tltrace.render.listeners import Listeners
-    from tltrace.session import controller
-    from tltrace.tracing.recorders import register_defaults
+    def tltrace(mode: str):
+        from tltrace.render.listeners import Listeners
 
-    register_defaults()  # the recorders tltrace run and enable() register
+        s = bench_settings(
+            sub,
+            mode,
+            sync="--sync" in cfg,
+            exact="--exact" in cfg,  # issue 34: no equality rule
+        )
+        return session(s, [Listeners(s)])  # leave waits for the worker: its time is counted
 
-    if cfg == "untraced":
-        return (lambda: None), (lambda: None)
-    if cfg.startswith("built-in"):
-        mode = "terminal" if "terminal" in cfg else "html"
-        return (lambda: lt.enable(mode=mode, trace_dir=str(sub), codegen_output=None)), lt.disable
-    mode = "html" if "html" in cfg else "terminal"
-    s = Settings(
-        mode=mode,
-        trace_dir=sub,
-        script_name="bench",
-        quiet=True,
-        keep=0,
-        codegen_output=None,
-        sync="--sync" in cfg,
-        exact="--exact" in cfg,  # issue 34: no equality rule
-    )
-    listeners = Listeners(s)
-
-    def leave():
-        controller.uninstall()  # waits for the worker: its time is counted
-        listeners.close()
-
-    return (lambda: controller.install(s, listeners)), leave
+    return configuration(cfg, sub, tltrace)
 
 
 def measure(reps: int, configs: list[str]) -> tuple[dict, dict]:
@@ -225,7 +206,7 @@ def table(times: dict, sizes: dict, reps: int, configs: list[str]) -> str:
             f"| {cfg} | {calls:.3f} | {med:.3f} | {med / base:.3f}x | {m90 / base90:.3f}x | {drain:.0f} | {cpu:.2f} | "
             f"{cpu / cpu0:.3f}x | {statistics.median(times[(cfg, 'main')]) / main0:.3f}x | {size:,} |"
         )
-    lines += ["", "| target | limit | measured | verdict |", "|---|---|---|---|"]
+    lines += ["", *md_head("target", "limit", "measured", "verdict")]
     for cfg, limit in TARGETS.items():
         if cfg in configs:
             r = statistics.median(total(cfg)) / base
@@ -272,15 +253,14 @@ def gpu_proxy(n: int, reps: int, configs: list[str]) -> str:
         f"`tilelang.compile(target='cuda')` of {n} upstream-GEMM configs in a pool of {n} threads; "
         f"{reps} interleaved reps, medians, worker drain included.",
         "",
-        "| configuration | wall (s) | vs untraced | reps |",
-        "|---|---|---|---|",
+        *md_head("configuration", "wall (s)", "vs untraced", "reps"),
     ]
     for cfg in configs:
         med = statistics.median(times[cfg])
         lines.append(
             f"| {cfg} | {med:.2f} | {med / base:.3f}x | {', '.join(f'{t:.2f}' for t in times[cfg])} |"
         )
-    lines += ["", "| target | limit | measured | verdict |", "|---|---|---|---|"]
+    lines += ["", *md_head("target", "limit", "measured", "verdict")]
     for cfg, limit in (("tltrace records", 1.03), ("tltrace html", 1.05)):
         if cfg in configs:
             r = statistics.median(times[cfg]) / base

@@ -27,7 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_common import cpu_bench_setup  # noqa: E402
+from bench_common import bench_settings, cpu_bench_setup  # noqa: E402
 
 cpu_bench_setup()
 
@@ -43,7 +43,6 @@ def main() -> int:
     from capture_cost import work_unit
 
     import tltrace
-    from tltrace.config import Settings
     from tltrace.facts.recorder import FactsRecorder
     from tltrace.session import controller
     from tltrace.session import recorder as rec_mod
@@ -75,15 +74,7 @@ def main() -> int:
         recorders.register_defaults()
         if not facts:
             rec_mod.unregister("facts")
-        s = Settings(
-            mode="terminal",
-            trace_dir=Path(tmp) / tag,
-            script_name="bench",
-            quiet=True,
-            keep=0,
-            codegen_output=None,
-            ptxas=ptxas,
-        )
+        s = bench_settings(Path(tmp) / tag, ptxas=ptxas)
         controller.install(s, lambda e: None)
         t0 = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):

@@ -29,25 +29,14 @@ sys.path.insert(0, str(HERE.parent))
 
 
 def gemm(arch: str):
+    """tests/_kernels.py's transposed-B pipelined GEMM (MATMUL), 256 cubed in 128x128x32 tiles, 3 stages."""
     import tilelang
-    import tilelang.language as T
     from tilelang import tvm
 
-    M = N = K = 256
-    bm, bn, bk = 128, 128, 32
+    from tests._kernels import MATMUL, load_script
 
-    @T.prim_func
-    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), C: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), "float16")
-            B_s = T.alloc_shared((bn, bk), "float16")
-            C_l = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=3):
-                T.copy(A[by * bm, k * bk], A_s)
-                T.copy(B[bx * bn, k * bk], B_s)
-                T.gemm(A_s, B_s, C_l, transpose_B=True)
-            T.copy(C_l, C[by * bm, bx * bn])
+    script = Path(tempfile.mkdtemp(prefix="tltrace-bench-layouts-")) / "matmul.py"
+    main = load_script(script, MATMUL).matmul(256, 256, 256, 128, 128, 32, 3, 128)
 
     target = tvm.target.Target({"kind": "cuda", "arch": arch})
 

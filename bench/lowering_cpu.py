@@ -15,17 +15,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-os.environ["TILELANG_DISABLE_CACHE"] = "1"
-os.environ.pop("TL_LOWER_TRACE", None)
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import compile_setup  # noqa: E402
+
+compile_setup()
 
 HEADING = "## CPU added to one sm_90a lowering"
 TARGET = 0.20

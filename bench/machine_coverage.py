@@ -85,22 +85,13 @@ def kernels(tmp: Path) -> list[tuple[str, object, dict, str]]:
 
 def traced(sub: Path, func, configs) -> Path:
     import tilelang
+    from bench_common import bench_settings
 
-    from tltrace.config import Settings
     from tltrace.session import controller
     from tltrace.tracing.recorders import register_defaults
 
     register_defaults()
-    s = Settings(
-        mode="terminal",
-        trace_dir=sub,
-        script_name="bench",
-        quiet=True,
-        keep=0,
-        codegen_output=None,
-        ptx=True,
-        sass=True,
-    )
+    s = bench_settings(sub, ptx=True, sass=True)
     said: list[str] = []
     controller.install(
         s, lambda e: said.append(getattr(e, "message", "")) if getattr(e, "kind", "") == "warning" else None

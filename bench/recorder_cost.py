@@ -23,7 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_common import cpu_bench_setup  # noqa: E402
+from bench_common import bench_settings, cpu_bench_setup  # noqa: E402
 
 cpu_bench_setup()
 
@@ -36,7 +36,6 @@ def main() -> int:
     from capture_cost import work_unit
 
     import tltrace
-    from tltrace.config import Settings
     from tltrace.session import controller, snapshot, tool
 
     try:
@@ -90,14 +89,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(a.reps + 1):
             for name, thunk in unit:
-                s = Settings(
-                    mode="terminal",
-                    trace_dir=Path(tmp) / f"{rep}_{name}",
-                    script_name="bench",
-                    quiet=True,
-                    keep=0,
-                    codegen_output=None,
-                )
+                s = bench_settings(Path(tmp) / f"{rep}_{name}")
                 spent[0], cpu[0], passes[0], heads[0] = 0.0, 0.0, 0, 0
                 controller.install(s, lambda e: None)
                 t0 = time.perf_counter()

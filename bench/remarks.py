@@ -21,12 +21,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TREE = HERE.parent
 sys.path.insert(0, str(TREE))
+from bench_common import median_s  # noqa: E402
+
 from tests._kernels import ADD  # noqa: E402
 
 SCRIPT = (
@@ -77,12 +78,7 @@ def _run(d: Path, extra: list[str] | None, kernels: int) -> tuple[float, int]:
 
 
 def _median_us(fn, n: int) -> float:
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e6
+    return median_s(fn, n) * 1e6
 
 
 def capture_costs() -> list[tuple[str, float]]:

@@ -39,7 +39,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO / "examples"))
 sys.path.insert(0, str(HERE))
 
-from bench_common import disk_bytes  # noqa: E402
+from bench_common import bench_settings, disk_bytes, md_head, median_s, report_listeners, session  # noqa: E402
 
 HEADING = "## Source maps: coverage and cost"
 UPSTREAM = Path(os.environ.get("TLTRACE_UPSTREAM") or REPO / ".upstream")
@@ -98,30 +98,8 @@ def upstream_funcs():
 
 def _session(sub: Path, mode: str = "terminal"):
     """Return (enter, leave) for tltrace records-only (or html) into `sub`."""
-    from tltrace.config import Settings
-    from tltrace.session import controller
-    from tltrace.tracing.recorders import register_defaults
-
-    register_defaults()  # the recorders tltrace run and enable() register
-
-    s = Settings(mode=mode, trace_dir=sub, script_name="bench", quiet=True, keep=0, codegen_output=None)
-    listeners: list = []
-    if s.html:
-        from tltrace.history.report_reads import LiveReads
-        from tltrace.render.html import HtmlReportListener
-
-        listeners.append(HtmlReportListener(s, reads=LiveReads()))  # as tltrace run's
-
-    def emit(e):
-        for li in listeners:
-            li(e)
-
-    def leave():
-        controller.uninstall()
-        for li in listeners:
-            li.close()
-
-    return (lambda: controller.install(s, emit)), leave
+    s = bench_settings(sub, mode)
+    return session(s, report_listeners(s))
 
 
 def _traced(sub: Path, build) -> Path:
@@ -330,8 +308,7 @@ def section_cost(tmp: Path, reps: int) -> list[str]:
         "",
         f"Cost: `tilelang.compile` of the three CPU examples, summed, median of {reps} interleaved reps:",
         "",
-        "| configuration | seconds | vs untraced | vs the same without maps |",
-        "|---|---|---|---|",
+        *md_head("configuration", "seconds", "vs untraced", "vs the same without maps"),
     ]
     for c in cfgs:
         med = statistics.median(times[c])
@@ -380,12 +357,7 @@ def section_map_cost(tmp: Path, reps: int) -> list[str]:
         return real(ffi, mod, target, generated, context)
 
     def timed(f) -> float:
-        ts = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            f()
-            ts.append(time.perf_counter() - t0)
-        return statistics.median(ts) * 1e3
+        return median_s(f, reps) * 1e3
 
     kw = compile_kwargs()
     builds = [

@@ -15,43 +15,50 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
+# A `tilelang` package that raises ImportError, first on a child's PYTHONPATH while `quick_children` is on:
+# conftest turns it on for each test of the quick selection (-m "not compile") that is not marked compile,
+# so a test whose child compiles fails and says so instead of making the quick loop slow.
+NO_TILELANG = Path(__file__).resolve().parent / "_no_tilelang"
+quick_children = False
+
+
+# tltrace's pytest plugin loaded from this checkout in a pytester run, whether or not the pytest11 entry
+# point is installed (blocking the entry point's name keeps it from being registered twice).
+PLUGIN = ["-p", "no:tltrace", "-p", "tltrace.pytest_plugin"]
+
 
 def cli_env(*, clean: bool = False, **extra: str) -> dict[str, str]:
     """The child's environment: this one, TileLang's kernel cache off, no TL_LOWER_TRACE*, this checkout
-    first on PYTHONPATH (`clean`: and no TLTRACE_* setting of the caller's); `extra` on top."""
+    first on PYTHONPATH (`clean`: and no TLTRACE_* setting of the caller's); `extra` on top. Under the
+    quick selection, a test not marked compile gets a child in which `import tilelang` fails."""
     env = {
         k: v
         for k, v in os.environ.items()
         if k not in ("TL_LOWER_TRACE", "TL_LOWER_TRACE_DIR") and not (clean and k.startswith("TLTRACE_"))
     }
     env["TILELANG_DISABLE_CACHE"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    first = [str(REPO), *([str(NO_TILELANG)] if quick_children else [])]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (*first, env.get("PYTHONPATH", "")) if p)
     env.update(extra)
     return env
 
 
-def cli_proc(
-    *args: object,
+def proc(
+    cmd: list[object],
+    *,
     cwd: Path,
     rc: int | None = None,
     timeout: float | None = 600,
     env: dict[str, str] | None = None,
-    entry_point: bool = False,
     **extra: str,
 ) -> subprocess.CompletedProcess:
-    """Run `python -m tltrace ARGS` (the installed `tltrace` with entry_point=True) in `cwd` and return it.
+    """Run `cmd` in `cwd`, its output captured as text, and return it.
 
     `rc`: assert the exit status, showing the output's ends when it differs. `env` replaces the
     environment (`cli_env()`, else); `extra` variables go on top of it.
     """
-    if entry_point:
-        from ._records import require_tltrace_executable
-
-        cmd = [require_tltrace_executable()]
-    else:
-        cmd = [sys.executable, "-m", "tltrace"]
     p = subprocess.run(
-        [*cmd, *map(str, args)],
+        [str(c) for c in cmd],
         cwd=cwd,
         env={**(env if env is not None else cli_env()), **extra},
         capture_output=True,
@@ -61,6 +68,26 @@ def cli_proc(
     if rc is not None:
         assert p.returncode == rc, (p.returncode, p.stdout[-2000:], p.stderr[-3000:])
     return p
+
+
+def py_proc(*args: object, **kw) -> subprocess.CompletedProcess:
+    """`python ARGS` (this interpreter) through `proc`: a script, or `-c CODE`."""
+    return proc([sys.executable, *args], **kw)
+
+
+def cli_argv(*args: object) -> list[str]:
+    """The command line of `python -m tltrace ARGS` with this interpreter (for a child the test signals)."""
+    return [sys.executable, "-m", "tltrace", *map(str, args)]
+
+
+def cli_proc(*args: object, entry_point: bool = False, **kw) -> subprocess.CompletedProcess:
+    """Run `python -m tltrace ARGS` (the installed `tltrace` with entry_point=True) through `proc`
+    (`cwd`, `rc`, `timeout`, `env`, extra variables) and return it."""
+    if entry_point:
+        from ._records import require_tltrace_executable
+
+        return proc([require_tltrace_executable(), *args], **kw)
+    return proc(cli_argv(*args), **kw)
 
 
 def cli_invoke(*args: object, env: dict[str, str] | None = None, catch_exceptions: bool = False):
@@ -78,6 +105,37 @@ def cli_invoke(*args: object, env: dict[str, str] | None = None, catch_exception
         return CliRunner().invoke(app, [str(a) for a in args], env=env, catch_exceptions=catch_exceptions)
     finally:
         sys.argv[:] = saved_argv
+
+
+def script_traced(
+    home: Path,
+    name: str,
+    text: str,
+    *options: object,
+    args: tuple[object, ...] = (),
+    trace_dir: Path | None = None,
+    rc: int | None = 0,
+):
+    """Write `text` to home/`name` and trace it in this process: `tltrace run -q OPTIONS --trace-dir
+    TRACE_DIR SCRIPT ARGS` (TRACE_DIR: home/trace). `rc`: the exit status asserted. Returns (script, Result)."""
+    script = home / name
+    script.write_text(text)
+    res = cli_invoke("run", "-q", *options, "--trace-dir", trace_dir or home / "trace", script, *args)
+    if rc is not None:
+        assert res.exit_code == rc, res.output
+    return script, res
+
+
+def diff_last_two(trace_dir: object, *more: object) -> list[str]:
+    """The arguments of `diff-runs` of the last two elementwise_add compiles under `trace_dir`, `more` after."""
+    return [
+        "diff-runs",
+        "--trace-dir",
+        str(trace_dir),
+        "elementwise_add:-2",
+        "elementwise_add:-1",
+        *map(str, more),
+    ]
 
 
 def one_line_error(res, code: int, *needles: str) -> str:

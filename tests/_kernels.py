@@ -5,20 +5,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# The elementwise add kernel's source, shared by the test scripts that compile it.
-ADD = """import tilelang
-import tilelang.language as T
+def elementwise(name: str = "add", op: str = "+", dtype: str = "float32", block: int = 64) -> str:
+    """The source of `make_<name>(n, block)`: a T.Parallel kernel computing C = A <op> B, one element a
+    thread (the add as examples/elementwise_add.py has it; the mul, a float16 add the tests vary)."""
+    return f"""
 
-
-def make_add(n, block=64):
+def make_{name}(n, block={block}):
     @T.prim_func
-    def add(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32"), C: T.Tensor((n,), "float32")):
+    def {name}(A: T.Tensor((n,), "{dtype}"), B: T.Tensor((n,), "{dtype}"), C: T.Tensor((n,), "{dtype}")):
         with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
             for i in T.Parallel(block):
-                C[bx * block + i] = A[bx * block + i] + B[bx * block + i]
+                C[bx * block + i] = A[bx * block + i] {op} B[bx * block + i]
 
-    return add
+    return {name}
 """
+
+
+# The elementwise add kernel's source, shared by the test scripts that compile it.
+ADD = "import tilelang\nimport tilelang.language as T\n" + elementwise()
 
 KERNELS = (
     "\n"
@@ -81,6 +85,11 @@ def make(M=512, N=512, K=512, bm=128, bn=128, bk=32, stages=3):
             T.copy(C_l, C[by * bm, bx * bn])
     return gemm
 """
+
+
+def gemm_script(doc: str, tail: str) -> str:
+    """A script of GEMM_MAKE's kernel: the docstring `doc`, GEMM_MAKE, then `tail` (the test's own lowering)."""
+    return f'"""{doc}"""\n' + GEMM_MAKE + tail
 
 
 def _op_lines(code: str) -> list[int]:
@@ -199,21 +208,31 @@ with target:
 
 SM90A = lowered()
 
+
+def doubling(name: str = "scale", threads: int = 64) -> str:
+    """The source of a module-level prim_func `name`: B = A * 2 over 256 floats, `threads` a block."""
+    return f"""
+@T.prim_func
+def {name}(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+    with T.Kernel({256 // threads}, threads={threads}) as bx:
+        for i in T.Parallel({threads}):
+            B[bx * {threads} + i] = A[bx * {threads} + i] * 2.0
+"""
+
+
 # tilelang.lower without a target context: a pass raises (the fails of the recorded traces, a repro's).
-LOWER_FAILS = '''"""tilelang.lower without a target context: tl.LayoutInference raises inside the pass."""
+LOWER_FAILS = (
+    '''"""tilelang.lower without a target context: tl.LayoutInference raises inside the pass."""
 import tilelang
 import tilelang.language as T
 
-
-@T.prim_func
-def scale(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
-    with T.Kernel(4, threads=64) as bx:
-        for i in T.Parallel(64):
-            B[bx * 64 + i] = A[bx * 64 + i] * 2.0
-
+'''
+    + doubling()
+    + """
 
 tilelang.lower(scale, target="c")
-'''
+"""
+)
 
 
 # A small CPU GEMM (target c) whose lines carry markers the source-map and call-site tests find

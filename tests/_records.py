@@ -56,6 +56,15 @@ def read_manifest(run_dir: Path) -> dict:
     return RunManifest.from_json(json.loads((run_dir / "manifest.json").read_text())).to_json()
 
 
+def manifests(script_dir: Path) -> list:
+    """Every run's manifest under script_dir, oldest first, as RunManifest (tltrace's reader of the format)."""
+    from tltrace.format.records import RunManifest
+
+    return [
+        RunManifest.from_json(json.loads((r / "manifest.json").read_text())) for r in run_dirs(script_dir)
+    ]
+
+
 def newest_manifest(script_dir: Path) -> dict:
     """The newest run's manifest under script_dir."""
     return read_manifest(run_dirs(script_dir)[-1])
@@ -188,6 +197,29 @@ def recorded_subset(recorded: Path, dest: Path, **keep: slice | None) -> Path:
         data["scripts"] = {k: v for k, v in data["scripts"].items() if v in keep}
         registry.write_text(json.dumps(data, indent=1))
     return dest
+
+
+def recorded_fixture(doc: str, **keep: slice | None):
+    """A module-scoped fixture: `recorded_subset` of the session's recorded traces with `keep`, in a fresh
+    tmp dir, read only (a test that writes copies it). `doc` says what it holds."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def traced(recorded: Path, tmp_path_factory) -> Path:
+        return recorded_subset(recorded, tmp_path_factory.mktemp("recorded") / "traces", **keep)
+
+    traced.__doc__ = doc
+    return traced
+
+
+def recorded_add_with(recorded: Path, dest: Path, **fields: Any) -> Path:
+    """The recorded elementwise_add's first compile alone, copied to `dest` (recorded_subset), its
+    manifest's `fields` set (data a CPU recording cannot hold, e.g. a GPU's `layouts`); returns its run dir."""
+    (run,) = run_dirs(recorded_subset(recorded, dest, elementwise_add=slice(0, 1)) / "elementwise_add")
+    m = json.loads((run / "manifest.json").read_text())
+    m.update(fields)
+    (run / "manifest.json").write_text(json.dumps(m))
+    return run
 
 
 def pack_texts(run_dir: Path) -> dict[str, str]:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ._browser import CHROMIUM, CHROMIUM_ARGS
+
 os.environ["TILELANG_DISABLE_CACHE"] = "1"
 os.environ.pop("TL_LOWER_TRACE", None)
 os.environ.pop("TL_LOWER_TRACE_DIR", None)
@@ -73,18 +75,6 @@ def cli_proc(tmp_path: Path):
         return run(*args, cwd=cwd if cwd is not None else tmp_path, **kw)
 
     return invoke
-
-
-CHROMIUM = "/usr/bin/chromium"  # Debian's; `playwright install` cannot download browsers here
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 @pytest.fixture(scope="session")
@@ -166,7 +156,9 @@ def open_page(browser):
 
 # -- the quick loop: `pytest -m "not compile and not browser and not slow"` ----------------------------
 # A test is marked `compile` when it, or a fixture it uses, compiles with TileLang/TVM or traces a
-# script (the marks are read from the source, so a new test is classified without a list to keep).
+# script (the marks are read from the source, so a new test is classified without a list to keep). Under
+# that selection a test that compiles unmarked fails: in-process (the guard at the end of this file) and
+# in a child started through tests/_cli.py (its PYTHONPATH holds a `tilelang` that raises ImportError).
 _COMPILES = (
     "tilelang",
     "tvm",
@@ -263,17 +255,37 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 # -- the quick loop cannot slow down unnoticed ---------------------------------------------------------
 # Under a selection that leaves `compile` out, a test that imports TileLang (seconds, and a compile is
-# likely to follow) fails and says how to classify it. A test in a child process is not seen here.
+# likely to follow) fails and says how to classify it. A child process started through tests/_cli.py
+# (`cli_proc`, `cli_env`) is guarded by `pytest_runtest_setup` below: it cannot import TileLang.
 _GUARD = "_quick_loop_imports_no_tilelang"
+
+
+def _quick(item) -> bool:
+    """Whether `item` runs under a selection that leaves `compile` out, and is not marked compile itself
+    (a `compile` test selected by another mark, as floors, may compile)."""
+    return (
+        "not compile" in (item.config.getoption("markexpr", "") or "")
+        and item.get_closest_marker("compile") is None
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item) -> None:
+    """Before the test's fixtures: its children started through tests/_cli.py cannot import TileLang."""
+    from . import _cli
+
+    _cli.quick_children = _quick(item)
+
+
+def pytest_runtest_teardown(item, nextitem) -> None:
+    from . import _cli
+
+    _cli.quick_children = False
 
 
 @pytest.fixture(autouse=True)
 def _quick_loop_imports_no_tilelang(request):
-    if (
-        "not compile" not in (request.config.getoption("markexpr", "") or "")
-        or request.node.get_closest_marker("compile") is not None  # selected by another mark (floors)
-        or "tilelang" in sys.modules
-    ):
+    if not _quick(request.node) or "tilelang" in sys.modules:
         yield
         return
     yield

@@ -28,6 +28,24 @@ def {kernel}(A: T.Buffer((1024, 1024), "float32"), B: T.Buffer((1024, 1024), "fl
 """
 
 
+def cpu_manifest(run_id: str, script: str, kernel: str, **more: Any) -> RunManifest:
+    """A run's manifest as a CPU html run of `tltrace run <script>.py` starting now writes it; `more` fields on top."""
+    import time
+
+    return RunManifest(
+        run_id=run_id,
+        script=script,
+        kernel=kernel,
+        target="c",
+        backend="cython",
+        tilelang_version="0.1.15",
+        command=["tltrace", "run", f"{script}.py"],
+        started=time.time(),
+        mode="html",
+        **more,
+    )
+
+
 def synthetic_events(
     n: int,
     script_dir: Path,
@@ -64,16 +82,10 @@ def synthetic_events(
     if hostile:
         body[3] = f'        T.evaluate(T.call_extern("{evil}"))'
     head = _IR_TEMPLATE.format(kernel=kernel)
-    manifest = RunManifest(
-        run_id=run_id,
-        script=script,
-        kernel=kernel,
-        target="c",
-        backend="cython",
-        tilelang_version="0.1.15",
-        command=["tltrace", "run", "synthetic.py"],
-        started=time.time(),
-        mode="html",
+    manifest = cpu_manifest(
+        run_id,
+        script,
+        kernel,
         invocation=invocation,
         signature=signature,
         input_hash=text_hash(head) if signature else None,
@@ -100,13 +112,10 @@ def synthetic_events(
             parent, children_left = index, 2
         before = text
         status = "noop"
+        where = {"index": index, "name": name, "phase": phase, "depth": depth, "parent": this_parent}
         if i == failed_at:
             rec = PassRecord(
-                index=index,
-                name=name,
-                phase=phase,
-                depth=depth,
-                parent=this_parent,
+                **where,
                 status=FAILED,
                 duration_s=rng.random() / 100,
                 error=f"TVMError: {evil if hostile else 'Check failed: (x) is false'} in {name}",
@@ -132,11 +141,7 @@ def synthetic_events(
         ah = bh if text == before else text_hash(text)
         added = 0 if status == "noop" else 1
         rec = PassRecord(
-            index=index,
-            name=name,
-            phase=phase,
-            depth=depth,
-            parent=this_parent,
+            **where,
             status=status,
             added=added,
             removed=added,

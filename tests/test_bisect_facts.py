@@ -19,20 +19,19 @@ from pathlib import Path
 
 import pytest
 
-from ._kernels import GEMM_MAKE
+from ._kernels import gemm_script
 from ._records import pack_texts
 
 REPO = Path(__file__).resolve().parent.parent
 
-GEMM = (
-    '"""A warp-specialized gemm lowered for sm_90a on the CPU: right when it lowers."""\n'
-    + GEMM_MAKE
-    + """
+GEMM = gemm_script(
+    "A warp-specialized gemm lowered for sm_90a on the CPU: right when it lowers.",
+    """
 
 target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
 with target:
     tilelang.lower(make(stages=3), target=target)
-"""
+""",
 )
 
 FLIPS = "^tl\\.(disable_warp_specialized|disable_tma_lower)$"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_passref import node
+from tests._node import node
 from tltrace.render.bundle import AssetError, minify_css, minify_js, requires_of, script_order
 from tltrace.render.pages import LATE_SCRIPTS, STAGE_JS, UNPACK_JS, index_head, report_head
 

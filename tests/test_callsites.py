@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests._kernels import ADD
-from tests.test_index_js import run_node
+from tests._node import run_node
 from tltrace.callsites.stack import WORKER, call_site
 from tltrace.history import callsites
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import os
 import sys
 import threading
@@ -13,7 +12,6 @@ import pytest
 
 from tltrace.config import Settings
 from tltrace.format import pack
-from tltrace.format.records import RunManifest
 from tltrace.history.texts import text_of
 from tltrace.runner import Target, run_target
 from tltrace.session.events import PassRecorded
@@ -21,12 +19,8 @@ from tltrace.session.store import RunStore
 
 from ._kernels import compile_add as _compile_add
 from ._observer import observe
+from ._records import manifests as _manifests
 from .conftest import EXAMPLES
-
-
-def _manifests(script_dir: Path) -> list[RunManifest]:
-    runs = sorted((script_dir / ".run_records").glob("run_*"))
-    return [RunManifest.from_json(json.loads((r / "manifest.json").read_text())) for r in runs]
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from ._cli import PLUGIN
 from ._kernels import KERNELS
 
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parent.parent
-PLUGIN = ["-p", "no:tltrace", "-p", "tltrace.pytest_plugin"]
 
 TESTS = (
     KERNELS

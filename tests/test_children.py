@@ -27,20 +27,11 @@ from tltrace.history import runs
 from tltrace.tracing import children
 
 from ._cli import cli_env, cli_proc
-from ._kernels import KERNELS
+from ._kernels import KERNELS, elementwise
 
 REPO = Path(__file__).resolve().parent.parent
 
-MUL = """
-def make_mul(n, block=64):
-    @T.prim_func
-    def mul(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32"), C: T.Tensor((n,), "float32")):
-        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
-            for i in T.Parallel(block):
-                C[bx * block + i] = A[bx * block + i] * B[bx * block + i]
-
-    return mul
-"""
+MUL = elementwise("mul", "*")
 
 
 def _env(**extra: str) -> dict[str, str]:

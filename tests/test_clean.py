@@ -11,14 +11,13 @@ import pytest
 from tltrace.errors import UsageError
 from tltrace.history.retention import clean, parse_duration
 
-from ._records import copy_tree, read_manifest, recorded_subset, run_dirs
+from ._records import copy_tree, read_manifest, recorded_fixture, run_dirs
 
-
-@pytest.fixture(scope="module")
-def traced(recorded: Path, tmp_path_factory) -> Path:
-    """The recorded elementwise_add's first three compiles (block 128, 64, 128) and gemm's one."""
-    dest = tmp_path_factory.mktemp("clean") / "traces"
-    return recorded_subset(recorded, dest, elementwise_add=slice(0, 3), gemm=None)
+traced = recorded_fixture(
+    "The recorded elementwise_add's first three compiles (block 128, 64, 128) and gemm's one.",
+    elementwise_add=slice(0, 3),
+    gemm=None,
+)
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ import pytest
 from tltrace.history import sourcemaps
 
 from ._cli import cli_invoke as _cli
+from ._cli import script_traced
 from ._kernels import load_script as _load
 from ._kernels import prim_func_body as _body
 from ._records import read_manifest, rec_text, run_dirs
@@ -163,11 +164,10 @@ def compile_only_ptx(tmp_path_factory):
     (sm_90a), and the PTX of what it compiled (nvcc -lineinfo, as TileLang builds it; one build,
     beside the PTX stage's own): (script, trace dir, the compiled source, its PTX, show's JSON)."""
     d = tmp_path_factory.mktemp("coptx")
-    script = d / "coptx.py"
-    script.write_text(SCRIPT)
     out = d / "compiled.cu"
-    res = _cli("run", "-q", "--ptx", "--line-directives", "--trace-dir", d / "t", script, out)
-    assert res.exit_code == 0, res.output
+    script, res = script_traced(
+        d, "coptx.py", SCRIPT, "--ptx", "--line-directives", trace_dir=d / "t", args=(out,)
+    )
     assert "no source map" not in res.output and "--line-directives: compiled with" in res.output
     shown = _cli("show", "--trace-dir", d / "t", "coptx", "-1", "--source-map", "--json")
     assert shown.exit_code == 0, shown.output

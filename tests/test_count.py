@@ -19,21 +19,20 @@ import pytest
 
 from tltrace.errors import EXIT_USAGE
 
-from ._kernels import GEMM_MAKE
+from ._kernels import gemm_script
 from ._records import pack_texts
 
 REPO = Path(__file__).resolve().parent.parent
 
-GEMM = (
-    '"""A pipelined GEMM lowered for CUDA on the CPU (no GPU): one compile per arch in argv."""\n'
-    + GEMM_MAKE
-    + """
+GEMM = gemm_script(
+    "A pipelined GEMM lowered for CUDA on the CPU (no GPU): one compile per arch in argv.",
+    """
 
 for arch in sys.argv[1:]:
     target = tvm.target.Target({"kind": "cuda", "arch": arch})
     with target:
         tilelang.lower(make(stages=3), target=target)
-"""
+""",
 )
 
 

@@ -10,15 +10,14 @@ Python decoder's and the real output text. Nothing is compiled (the quick loop).
 from __future__ import annotations
 
 import json
-import subprocess
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests._node import run_node
 from tests._records import REPO, run_dirs
-from tests.test_passref import node
 from tltrace.diff import line_changes
 from tltrace.format.records import RunManifest
 from tltrace.format.texts import text_of
@@ -86,13 +85,7 @@ def cases_of(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
 
 def apply_in_node(cases: list[dict[str, Any]], tmp_path: Path) -> list[str | None]:
     """Run core.js applyDelta over every case in one node process."""
-    feed = tmp_path / "deltas.json"
-    feed.write_text(json.dumps([{k: c[k] for k in ("base", "ops", "end")} for c in cases]), encoding="utf-8")
-    with resources.as_file(ASSETS) as d:
-        proc = subprocess.run(
-            [node(), "-e", APPLY, str(d), str(feed)], capture_output=True, text=True, check=True, timeout=120
-        )
-    return json.loads(proc.stdout)
+    return run_node(APPLY, [{k: c[k] for k in ("base", "ops", "end")} for c in cases], tmp_path)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 from tltrace.format.records import PassRecord, RunManifest
 from tltrace.history.compare import INPUT_DIFFERS, ONLY_A, ONLY_B, OUTPUT_DIFFERS, SAME, align, diff_runs
 
-from ._records import read_manifest, recorded_subset, run_dirs
+from ._records import read_manifest, recorded_fixture, run_dirs
 
 
 def rec(index: int, name: str, before: str, after: str, phase: str = "p") -> PassRecord:
@@ -95,11 +95,12 @@ def test_codegen_compared_per_role() -> None:
 
 
 # -- real runs --------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def traced(recorded: Path, tmp_path_factory) -> Path:
-    """The recorded traces: elementwise_add block 128, 64, 128 again; gemm once; two_kernels twice."""
-    dest = tmp_path_factory.mktemp("diffruns") / "traces"
-    return recorded_subset(recorded, dest, elementwise_add=slice(0, 3), gemm=None, two_kernels=None)
+traced = recorded_fixture(
+    "The recorded traces: elementwise_add block 128, 64, 128 again; gemm once; two_kernels twice.",
+    elementwise_add=slice(0, 3),
+    gemm=None,
+    two_kernels=None,
+)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from tltrace.format.records import COMPLETE, EXITED, EXITED_NOTE, INTERRUPTED
 from tltrace.format.writer import pid_of
 from tltrace.history.runs import load_manifest, run_dirs, text_of
 
-from ._cli import cli_env
+from ._cli import cli_env, cli_proc
 from ._kernels import KERNELS
 from ._schema import validator
 
@@ -59,14 +59,16 @@ def _env(**extra: str) -> dict[str, str]:
 def _traced(tmp_path: Path, name: str, body: str, *args: str, **env: str) -> subprocess.CompletedProcess:
     (tmp_path / "kern.py").write_text(KERN)
     (tmp_path / name).write_text(textwrap.dedent(body))
-    return subprocess.run(
-        [sys.executable, "-m", "tltrace", "run", "-q", "--trace-dir", "T", name, *args],
-        cwd=tmp_path,
-        env=_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return cli_proc("run", "-q", "--trace-dir", "T", name, *args, cwd=tmp_path, env=_env(**env), timeout=300)
+
+
+def _three_times_complete(tmp_path: Path, name: str, body: str, rc: int) -> None:
+    """Three traced runs of `body` as `name`, each exiting `rc`: every compile each one noted is complete."""
+    for attempt in range(3):
+        (tmp_path / str(attempt)).mkdir()
+        r = _traced(tmp_path / str(attempt), name, body)
+        assert r.returncode == rc, r.stderr[-3000:]
+        _check_every_compile_complete(tmp_path / str(attempt), name.removesuffix(".py"), 2)
 
 
 def _generated(d: Path, m) -> list[str]:
@@ -106,11 +108,7 @@ def test_os_exit_right_after_a_compile_keeps_its_records(tmp_path: Path) -> None
     compile_and_note(128)  # the worker is still behind on the first
     os._exit(0)
     """
-    for attempt in range(3):
-        (tmp_path / str(attempt)).mkdir()
-        r = _traced(tmp_path / str(attempt), "quit.py", body)
-        assert r.returncode == 0, r.stderr[-3000:]
-        _check_every_compile_complete(tmp_path / str(attempt), "quit", 2)
+    _three_times_complete(tmp_path, "quit.py", body, 0)
 
 
 def test_a_signal_handler_that_calls_os_exit_keeps_the_records(tmp_path: Path) -> None:
@@ -123,11 +121,7 @@ def test_a_signal_handler_that_calls_os_exit_keeps_the_records(tmp_path: Path) -
     os.kill(os.getpid(), signal.SIGTERM)
     time.sleep(60)
     """
-    for attempt in range(3):
-        (tmp_path / str(attempt)).mkdir()
-        r = _traced(tmp_path / str(attempt), "sig.py", body)
-        assert r.returncode == 7, r.stderr[-3000:]
-        _check_every_compile_complete(tmp_path / str(attempt), "sig", 2)
+    _three_times_complete(tmp_path, "sig.py", body, 7)
 
 
 def test_multiprocessing_fork_children_keep_their_records(tmp_path: Path) -> None:

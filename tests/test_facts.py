@@ -26,22 +26,21 @@ from tltrace.history import runs
 from tltrace.toolchain import nvcc as nvcc_mod
 
 from ._cli import cli_proc
-from ._kernels import GEMM_MAKE
+from ._kernels import gemm_script
 from ._schema import check
 
 REPO = Path(__file__).resolve().parent.parent
 
-GEMM = (
-    '"""A pipelined GEMM lowered for CUDA on the CPU (no GPU): one compile per config in argv."""\n'
-    + GEMM_MAKE
-    + """
+GEMM = gemm_script(
+    "A pipelined GEMM lowered for CUDA on the CPU (no GPU): one compile per config in argv.",
+    """
 
 
 for arch, stages, config in json.loads(sys.argv[1]):
     target = tvm.target.Target({"kind": "cuda", "arch": arch})
     with tvm.transform.PassContext(config=config), target:
         tilelang.lower(make(stages=stages), target=target)
-"""
+""",
 )
 
 CONFIGS = {

@@ -29,14 +29,13 @@ from tltrace.history import runs
 from tltrace.stages.sass import tool
 
 from ._cli import cli_proc
-from ._kernels import GEMM_MAKE
+from ._kernels import gemm_script
 
 REPO = Path(__file__).resolve().parent.parent
 
-GEMM = (
-    '"""A pipelined GEMM lowered for sm_90a on the CPU; argv[1]: where to write TileLang\'s host module."""\n'
-    + GEMM_MAKE
-    + """
+GEMM = gemm_script(
+    "A pipelined GEMM lowered for sm_90a on the CPU; argv[1]: where to write TileLang's host module.",
+    """
 
 
 target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
@@ -44,7 +43,7 @@ with target:
     artifact = tilelang.lower(make(), target=target)
 with open(sys.argv[1], "w") as f:
     f.write(str(artifact.host_mod))
-"""
+""",
 )
 
 

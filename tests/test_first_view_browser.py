@@ -100,6 +100,23 @@ def test_the_first_view_gives_the_diff_the_page_and_s_toggles_the_source_pane(
     assert page.locator("#tl-source").is_hidden()
 
 
+def _drag_grip(page, dx: float, dy: float, at_y: float | None = None) -> dict:
+    """Drag the source pane's grip by (dx, dy) from its middle (or from `at_y` below its top), then reload
+    the page: the pane's box right after the drag ("after") and after the reload ("reloaded")."""
+    grip = page.locator(".tl-source-grip").bounding_box()
+    assert grip
+    x = grip["x"] + grip["width"] / 2
+    y = grip["y"] + (grip["height"] / 2 if at_y is None else at_y)
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + dx, y + dy, steps=4)
+    page.mouse.up()
+    after = page.locator("#tl-source").bounding_box()
+    page.reload()
+    page.wait_for_selector("html[data-ready='1']")
+    return {"after": after, "reloaded": page.locator("#tl-source").bounding_box()}
+
+
 def test_the_source_pane_resizes_and_docks_where_the_reader_leaves_it(
     open_page, gemm_report: Path, tmp_path: Path
 ) -> None:
@@ -109,35 +126,17 @@ def test_the_source_pane_resizes_and_docks_where_the_reader_leaves_it(
     page.keyboard.press("s")
     pane = page.locator("#tl-source").bounding_box()
     assert pane
-    grip = page.locator(".tl-source-grip").bounding_box()
-    assert grip
-    x, y = grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] / 2
-    page.mouse.move(x, y)
-    page.mouse.down()
-    page.mouse.move(x, y - 150, steps=4)
-    page.mouse.up()
-    taller = page.locator("#tl-source").bounding_box()
+    dragged = _drag_grip(page, 0, -150)
+    taller, kept = dragged["after"], dragged["reloaded"]
     assert taller and taller["height"] >= pane["height"] + 140
-    page.reload()
-    page.wait_for_selector("html[data-ready='1']")
-    kept = page.locator("#tl-source").bounding_box()
     assert kept and abs(kept["height"] - taller["height"]) <= 2
     page.click("#tl-source-dock")
     view, right = page.locator("#tl-view").bounding_box(), page.locator("#tl-source").bounding_box()
     assert view and right and right["x"] >= view["x"] + view["width"] - 1 and right["height"] > kept["height"]
     page.screenshot(path=str(tmp_path / "source-right-1440.png"))
-    grip = page.locator(".tl-source-grip").bounding_box()
-    assert grip
-    x, y = grip["x"] + grip["width"] / 2, grip["y"] + 200
-    page.mouse.move(x, y)
-    page.mouse.down()
-    page.mouse.move(x - 100, y, steps=4)
-    page.mouse.up()
-    wider = page.locator("#tl-source").bounding_box()
+    dragged = _drag_grip(page, -100, 0, at_y=200)
+    wider, again = dragged["after"], dragged["reloaded"]
     assert wider and wider["width"] >= right["width"] + 90
-    page.reload()
-    page.wait_for_selector("html[data-ready='1']")
-    again = page.locator("#tl-source").bounding_box()
     assert again and abs(again["width"] - wider["width"]) <= 2 and again["x"] > 700  # still at the right
     page.click("#tl-source-dock")  # back at the bottom, at the height it had there
     back = page.locator("#tl-source").bounding_box()

@@ -18,36 +18,22 @@ from pathlib import Path
 
 import pytest
 
+from ._kernels import gemm_script
 from ._kernels import prim_func_body as _body
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("need_gpu")]
 
 REPO = Path(__file__).resolve().parent.parent
 
-SCRIPT = """
-import tilelang
-import tilelang.language as T
+SCRIPT = gemm_script(
+    "tests/_kernels.py's pipelined GEMM compiled for this GPU, run, and checked against torch.",
+    """
+
 import torch
 
-
-def make(M=1024, N=1024, K=1024, bM=128, bN=128, bK=32):
-    @T.prim_func
-    def gemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bM, bK), "float16")
-            B_s = T.alloc_shared((bK, bN), "float16")
-            C_l = T.alloc_fragment((bM, bN), "float32")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=3):
-                T.copy(A[by * bM, k * bK], A_s)
-                T.copy(B[k * bK, bx * bN], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C[by * bM, bx * bN])
-
-    return gemm
-
-
-kernel = tilelang.compile(make(), target="cuda", execution_backend="cython")
+kernel = tilelang.compile(
+    make(M=1024, N=1024, K=1024, bm=128, bn=128, bk=32, stages=3), target="cuda", execution_backend="cython"
+)
 a = torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
 b = torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
 c = torch.empty(1024, 1024, device="cuda", dtype=torch.float16)
@@ -56,7 +42,8 @@ torch.cuda.synchronize()
 err = (c.float() - a.float() @ b.float()).abs().max().item()
 print("max error", err)
 assert err < 1.0, err
-"""
+""",
+)
 
 # ncu's own reader of its reports: the source file and line of every SASS instruction.
 READER = r"""

@@ -7,19 +7,15 @@ import os
 import shlex
 from pathlib import Path
 
-import pytest
-
 from tltrace.format.writer import pid_alive, writer_alive
 
 from ._cli import cli_proc
-from ._records import copy_tree, read_manifest, recorded_subset, run_dirs
+from ._records import copy_tree, read_manifest, recorded_fixture, run_dirs
 
-
-@pytest.fixture(scope="module")
-def traced(recorded: Path, tmp_path_factory) -> Path:
-    """The first recorded compile of elementwise_add."""
-    dest = tmp_path_factory.mktemp("hard") / "traces"
-    return recorded_subset(recorded, dest, elementwise_add=slice(0, 1))
+traced = recorded_fixture(
+    "The first recorded compile of elementwise_add.",
+    elementwise_add=slice(0, 1),
+)
 
 
 def _manifest(run: Path) -> tuple[Path, dict]:

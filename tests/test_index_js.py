@@ -11,31 +11,20 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import subprocess
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests._node import run_node
 from tests._records import REPO, run_dirs
-from tests.test_passref import node
 from tltrace.diff.align import split_lines
 from tltrace.format.records import RunManifest
 from tltrace.history.profile import BACKEND, fmt_seconds, profile, timeline
 from tltrace.render.index import index_row
 
 ASSETS = resources.files("tltrace.render").joinpath("assets")
-
-
-def run_node(script: str, feed: Any, tmp_path: Path) -> Any:
-    data = tmp_path / "feed.json"
-    data.write_text(json.dumps(feed), encoding="utf-8")
-    with resources.as_file(ASSETS) as d:
-        proc = subprocess.run(
-            [node(), "-e", script, str(d), str(data)], capture_output=True, text=True, check=True, timeout=120
-        )
-    return json.loads(proc.stdout)
 
 
 @pytest.fixture(scope="module")

@@ -7,14 +7,12 @@ moment that used to turn into a FAILED pass with a TVM RuntimeError and exit 1.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from ._cli import cli_proc
 from ._records import read_manifest
 from .conftest import EXAMPLES
 
@@ -53,25 +51,24 @@ SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("at", ["25", "codegen"])
-def test_ctrl_c_mid_compile_is_interrupted(tmp_path: Path, at: str) -> None:
+def _stopped(tmp_path: Path, *args: str, rc: int, said: str):
+    """`tltrace run` of SCRIPT stopping itself (`args`: where, then the signal): exit `rc`, `said` as the
+    last line of stderr and no traceback; returns the process and its one run's manifest."""
     script = tmp_path / "stop.py"
     script.write_text(SCRIPT.format(examples=str(EXAMPLES)))
-    env = {**os.environ, "TILELANG_DISABLE_CACHE": "1", "NO_COLOR": "1"}
-    p = subprocess.run(
-        [sys.executable, "-m", "tltrace", "run", "-q", "--trace-dir", "tr", str(script), at],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
+    p = cli_proc(
+        "run", "-q", "--trace-dir", "tr", script, *args, cwd=tmp_path, rc=rc, timeout=180, NO_COLOR="1"
     )
-    assert p.returncode == 130, p.stderr[-2000:]
     assert "not reached" not in p.stdout
-    assert p.stderr.rstrip().splitlines()[-1] == "KeyboardInterrupt"
+    assert p.stderr.rstrip().splitlines()[-1] == said
     assert "Traceback" not in p.stderr and "RuntimeError" not in p.stderr
     (run,) = (tmp_path / "tr" / "stop" / ".run_records").glob("run_*")
-    m = read_manifest(run)
+    return p, read_manifest(run)
+
+
+@pytest.mark.parametrize("at", ["25", "codegen"])
+def test_ctrl_c_mid_compile_is_interrupted(tmp_path: Path, at: str) -> None:
+    p, m = _stopped(tmp_path, at, rc=130, said="KeyboardInterrupt")
     assert m["status"] == "interrupted" and m["error"] == "KeyboardInterrupt"
     assert [r for r in m["records"] if r["status"] == "failed"] == []
     assert "] interrupted: " in p.stdout and "[add " in p.stdout
@@ -80,23 +77,7 @@ def test_ctrl_c_mid_compile_is_interrupted(tmp_path: Path, at: str) -> None:
 @pytest.mark.parametrize("sig,code", [("SIGTERM", 143), ("SIGHUP", 129)])
 def test_sigterm_or_sighup_mid_compile_is_interrupted_too(tmp_path: Path, sig: str, code: int) -> None:
     """Before, SIGTERM and SIGHUP killed `tltrace run` at once: no manifest, the compile left `running`."""
-    script = tmp_path / "stop.py"
-    script.write_text(SCRIPT.format(examples=str(EXAMPLES)))
-    env = {**os.environ, "TILELANG_DISABLE_CACHE": "1", "NO_COLOR": "1"}
-    p = subprocess.run(
-        [sys.executable, "-m", "tltrace", "run", "-q", "--trace-dir", "tr", str(script), "25", sig],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert p.returncode == code, p.stderr[-2000:]
-    assert "not reached" not in p.stdout
-    assert p.stderr.rstrip().splitlines()[-1] == f"{sig} (tltrace run was terminated)"
-    assert "Traceback" not in p.stderr and "RuntimeError" not in p.stderr
-    (run,) = (tmp_path / "tr" / "stop" / ".run_records").glob("run_*")
-    m = read_manifest(run)
+    p, m = _stopped(tmp_path, "25", sig, rc=code, said=f"{sig} (tltrace run was terminated)")
     assert m["status"] == "interrupted" and m["error"] == f"KeyboardInterrupt ({sig})"
     assert [r for r in m["records"] if r["status"] == "failed"] == []
     assert "] interrupted: " in p.stdout and "[add " in p.stdout

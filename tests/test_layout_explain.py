@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import ast
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from ._records import require_tltrace_executable
+from ._cli import cli_env, cli_proc, py_proc
 from ._schema import check
 
 HEAD = """import tilelang
@@ -172,8 +169,7 @@ LEFT_WITHOUT = "can not be inferred correctly"
 
 
 def _env() -> dict[str, str]:
-    env = {**os.environ, "TILELANG_DISABLE_CACHE": "1", "NO_COLOR": "1"}
-    env.pop("TL_LOWER_TRACE", None)
+    env = cli_env(NO_COLOR="1")
     env.pop("TLTRACE_EXPLAIN_TIMEOUT", None)
     return env
 
@@ -181,28 +177,14 @@ def _env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory) -> dict[str, dict]:
     """Each kernel traced by `tltrace run` (failing), then `show --json` and `show` on its compile."""
-    exe = require_tltrace_executable()
     work = tmp_path_factory.mktemp("explain")
     out: dict[str, dict] = {}
     for name, body in KERNELS.items():
         source = HEAD + body.lstrip("\n") + TAIL
         (work / f"{name}.py").write_text(source)
-        run = subprocess.run(
-            [exe, "run", f"{name}.py"], cwd=work, env=_env(), capture_output=True, text=True, timeout=600
-        )
-        assert run.returncode == 1, run.stderr[-2000:]
-        shown = subprocess.run(
-            [exe, "show", name, "-1", "--json"],
-            cwd=work,
-            env=_env(),
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert shown.returncode == 0, shown.stderr[-2000:]
-        text = subprocess.run(
-            [exe, "show", name, "-1"], cwd=work, env=_env(), capture_output=True, text=True, timeout=600
-        )
+        run = cli_proc("run", f"{name}.py", cwd=work, env=_env(), rc=1, entry_point=True)
+        shown = cli_proc("show", name, "-1", "--json", cwd=work, env=_env(), rc=0, entry_point=True)
+        text = cli_proc("show", name, "-1", cwd=work, env=_env(), entry_point=True)
         check(json.loads(shown.stdout), "run")  # docs/show.schema.json describes the explanation
         out[name] = {
             "source": source,
@@ -269,14 +251,7 @@ def test_the_conflicts_two_layouts_are_parsed(traced) -> None:
         # a (64, 64) fragment over 128 threads, no replication: each thread holds 32 elements
         assert sorted(set(cells)) == list(range(128))
         assert all(cells.count(th) == 32 for th in range(128))
-    shown = subprocess.run(
-        [require_tltrace_executable(), "show", "conflict", "-1", "--layouts"],
-        cwd=t["work"],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    shown = cli_proc("show", "conflict", "-1", "--layouts", cwd=t["work"], env=_env(), entry_point=True)
     assert "layout conflict between C_l and D_l" in shown.stdout, shown.stdout
 
 
@@ -292,15 +267,7 @@ def test_the_smallest_set_is_minimal_by_tilelang_itself(traced, tmp_path) -> Non
             p.write_text(keep_only(t["source"], lines))
             paths.append(str(p))
             expect.append((name, sorted(lines), fails))
-    res = subprocess.run(
-        [sys.executable, "-c", LOWER_EACH, json.dumps(paths)],
-        cwd=tmp_path,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
+    res = py_proc("-c", LOWER_EACH, json.dumps(paths), cwd=tmp_path, env=_env(), rc=0, timeout=900)
     got = json.loads(res.stdout.strip().splitlines()[-1])
     for (name, lines, fails), outcome in zip(expect, got):
         in_layout = outcome is not None and outcome[0]
@@ -339,19 +306,8 @@ def test_a_deadline_reached_leaves_the_run_as_it_was(traced) -> None:
     there is no explanation, and caches nothing (show computes it again)."""
     t = traced["i2399"]
     env = {**_env(), "TLTRACE_EXPLAIN_TIMEOUT": "1"}
-    exe = require_tltrace_executable()
-    run = subprocess.run(
-        [exe, "run", "i2399.py"], cwd=t["work"], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert run.returncode == 1, run.stderr[-2000:]
-    shown = subprocess.run(
-        [exe, "show", "i2399", "-1", "--json"],
-        cwd=t["work"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    cli_proc("run", "i2399.py", cwd=t["work"], env=env, rc=1, entry_point=True)
+    shown = cli_proc("show", "i2399", "-1", "--json", cwd=t["work"], env=env, entry_point=True)
     why = json.loads(shown.stdout)["layout_explanation"]
     assert why is not None and not why["complete"] and "deadline" in (why["stopped"] or ""), why
     from tltrace.layouts.explain import CACHE

@@ -18,7 +18,7 @@ import pytest
 from tltrace.layouts import model
 from tltrace.render.html import REPORT_NAME
 
-from ._records import recorded_subset, run_dirs
+from ._records import recorded_add_with
 from .conftest import wait_js
 
 pytestmark = pytest.mark.browser
@@ -55,10 +55,7 @@ def report(recorded: Path, tmp_path_factory) -> Path:
     from tltrace.history.report_reads import compile_report
     from tltrace.render.html import write_report
 
-    td = recorded_subset(recorded, tmp_path_factory.mktemp("layouts") / "traces", elementwise_add=slice(0, 1))
-    (run,) = run_dirs(td / "elementwise_add")
-    m = json.loads((run / "manifest.json").read_text())
-    m["layouts"] = {
+    layouts = {
         "version": 1,
         "snapshots": [{"record": 3, "pass": "LayoutInference", "funcs": [{"func": "main", "layouts": entries()}]}],
         "failed": {
@@ -69,7 +66,7 @@ def report(recorded: Path, tmp_path_factory) -> Path:
             ]}],
         },
     }  # fmt: skip
-    (run / "manifest.json").write_text(json.dumps(m))
+    run = recorded_add_with(recorded, tmp_path_factory.mktemp("layouts") / "traces", layouts=layouts)
     write_report(compile_report(run))
     return run / REPORT_NAME
 

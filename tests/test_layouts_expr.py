@@ -11,15 +11,13 @@ from __future__ import annotations
 import itertools
 import json
 import random
-import subprocess
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests._node import run_node
 from tests._records import REPO
-from tests.test_passref import node
 from tltrace.layouts import expr, model
 
 RECORDED = REPO / "tests" / "data" / "layouts" / "recorded.json"
@@ -65,17 +63,8 @@ def all_cells(e: dict[str, Any]) -> list[list[int]]:
     return cells
 
 
-def run_node(job: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
-    exe = node()
-    f = tmp_path / "job.json"
-    f.write_text(json.dumps(job))
-    assets = resources.files("tltrace.render").joinpath("assets")
-    with resources.as_file(assets) as path:
-        proc = subprocess.run(
-            [exe, "-e", RUN, str(path), str(f)], capture_output=True, text=True, timeout=120
-        )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+def run_job(job: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    return run_node(RUN, job, tmp_path)
 
 
 def python_value(text: str, env: dict[str, int]) -> Any:
@@ -116,7 +105,7 @@ def test_js_answers_as_python_on_the_corpus(tmp_path: Path) -> None:
     within = "(" * 64 + "_i" + ")" * 64  # MAX_DEPTH parentheses: still evaluated
     exprs.append({"text": within, "env": {"_i": 5}})
     jobs = [{"entry": e, "cells": all_cells(e)} for e in entries()]
-    out = run_node({"exprs": exprs, "entries": jobs}, tmp_path)
+    out = run_job({"exprs": exprs, "entries": jobs}, tmp_path)
     want = [python_value(c["text"], c["env"]) for c in exprs]
     assert out["exprs"] == want
     assert want[-len(bads) - 1 : -1] == ["error"] * len(bads) and want[-1] == 5
@@ -213,15 +202,7 @@ def test_js_changed_is_the_twin_of_changed_final(tmp_path: Path) -> None:
             other.append({**rng.choice(es), "func": "added", "record": 1})
         rng.shuffle(other)
         pairs.append([side, other])
-    f = tmp_path / "pairs.json"
-    f.write_text(json.dumps(pairs))
-    assets = resources.files("tltrace.render").joinpath("assets")
-    with resources.as_file(assets) as path:
-        proc = subprocess.run(
-            [node(), "-e", CHANGED, str(path), str(f)], capture_output=True, text=True, timeout=120
-        )
-    assert proc.returncode == 0, proc.stderr
-    got = json.loads(proc.stdout)
+    got = run_node(CHANGED, pairs, tmp_path)
     want = [model.changed_final(a, b) for a, b in pairs]
     assert got == json.loads(json.dumps(want))
     kinds = {c["change"] for w in want for c in w}
@@ -277,13 +258,5 @@ def test_js_refuses_the_crafted_entries_python_refuses(tmp_path: Path) -> None:
             want.append(model.at(e, [1, 1]))
         except expr.ExprError:
             want.append("error")
-    f = tmp_path / "crafted.json"
-    f.write_text(json.dumps(CRAFTED))
-    assets = resources.files("tltrace.render").joinpath("assets")
-    with resources.as_file(assets) as path:
-        proc = subprocess.run(
-            [node(), "-e", CHECK, str(path), str(f)], capture_output=True, text=True, timeout=120
-        )
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == json.loads(json.dumps(want))
+    assert run_node(CHECK, CRAFTED, tmp_path) == json.loads(json.dumps(want))
     assert want.count("error") == len(CRAFTED) - 3  # all but Wide, Good and the Esc... name

@@ -9,7 +9,6 @@ to them still answers.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 from tltrace.errors import EXIT_RECORDS, EXIT_USAGE
 from tltrace.layouts import check, model
 
-from ._records import recorded_subset, require_tltrace_executable, run_dirs
+from ._records import recorded_add_with, require_tltrace_executable
 
 
 def frag(name: str, **kw: Any) -> dict[str, Any]:
@@ -53,16 +52,14 @@ CRAFTED = [
 
 @pytest.fixture(scope="module")
 def work(recorded: Path, tmp_path_factory) -> Path:
-    td = recorded_subset(recorded, tmp_path_factory.mktemp("hostile") / "traces", elementwise_add=slice(0, 1))
-    (run,) = run_dirs(td / "elementwise_add")
-    m = json.loads((run / "manifest.json").read_text())
-    m["layouts"] = {
+    layouts = {
         "version": 1,
         "snapshots": [{"record": 3, "pass": "P", "funcs": [{"func": "main", "layouts": CRAFTED}]}],
         "failed": None,
     }
-    (run / "manifest.json").write_text(json.dumps(m))
-    return td
+    dest = tmp_path_factory.mktemp("hostile") / "traces"
+    recorded_add_with(recorded, dest, layouts=layouts)
+    return dest
 
 
 def show(td: Path, *args: str) -> subprocess.CompletedProcess:

@@ -17,6 +17,8 @@ from tltrace.session.events import InvocationFinished, Notice, RunStarted, Tltra
 from tltrace.tracing.invocation import find
 from tltrace.tracing.lifecycle import Fanout, Lifecycle
 
+from ._cli import cli_env, py_proc
+
 PKG = Path(__file__).resolve().parent.parent / "tltrace"
 
 
@@ -232,15 +234,8 @@ if sys.argv[2] == "disable":
 def test_enable_imports_no_tilelang_until_the_user_does(tmp_path: Path, how: str) -> None:
     """enable() sets TileLang up lazily, as `tltrace run` does: it checks, turns the kernel cache
     off and propagates, but imports nothing; neither does disable() nor the end at exit."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TILELANG_DISABLE_CACHE", "TLTRACE_CHILD")}
-    p = subprocess.run(
-        [sys.executable, "-c", _LAZY, str(tmp_path / "t"), how],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-    )
+    env = {k: v for k, v in cli_env().items() if k not in ("TILELANG_DISABLE_CACHE", "TLTRACE_CHILD")}
+    p = py_proc("-c", _LAZY, tmp_path / "t", how, env=env, cwd=tmp_path, timeout=120)
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     lines = p.stdout.splitlines()
     on = json.loads(lines[0])

@@ -19,15 +19,13 @@ import pytest
 
 from tltrace.fs import output_path
 
-from ._cli import one_line_error
-from ._records import recorded_subset
+from ._cli import diff_last_two, one_line_error
+from ._records import recorded_fixture
 
-
-@pytest.fixture(scope="module")
-def traced(recorded: Path, tmp_path_factory) -> Path:
-    """The recorded elementwise_add's first two compiles (block 128, then 64): one invocation each."""
-    dest = tmp_path_factory.mktemp("outpath") / "traces"
-    return recorded_subset(recorded, dest, elementwise_add=slice(0, 2))
+traced = recorded_fixture(
+    "The recorded elementwise_add's first two compiles (block 128, then 64): one invocation each.",
+    elementwise_add=slice(0, 2),
+)
 
 
 def _refused(res, *needles: str) -> None:
@@ -146,7 +144,7 @@ def test_character_device_is_written_through(run_cli, traced: Path) -> None:
 
 
 def test_diff_runs_html_follows_the_rule(run_cli, traced: Path, tmp_path: Path) -> None:
-    ab = ("diff-runs", "--trace-dir", str(traced), "elementwise_add:-2", "elementwise_add:-1", "--html")
+    ab = diff_last_two(traced, "--html")
     notes = tmp_path / "notes.html"
     notes.write_text("<p>mine</p>\n")
     _refused(run_cli(*ab, str(notes)), "did not write")
@@ -285,15 +283,7 @@ def test_every_kind_rewrites_what_it_wrote(run_cli, traced: Path, tmp_path: Path
     assert json.loads(ran.read_text())["otherData"]["compiles"] == 0
     # diff-runs --html: a page tltrace wrote starts with its fixed first line.
     page = tmp_path / "d.html"
-    ab = (
-        "diff-runs",
-        "--trace-dir",
-        str(traced),
-        "elementwise_add:-2",
-        "elementwise_add:-1",
-        "--html",
-        str(page),
-    )
+    ab = diff_last_two(traced, "--html", page)
     assert run_cli(*ab).exit_code == 1
     assert page.read_bytes().split(b"\n", 1)[0] == output_path.DIFF_HTML_FIRST_LINE
     assert run_cli(*ab).exit_code == 1
@@ -312,7 +302,7 @@ def test_a_page_that_names_diff_runs_is_not_one(run_cli, traced: Path, tmp_path:
     notes = tmp_path / "notes.html"
     body = b"<!DOCTYPE html>\n<title>tltrace diff-runs</title>\n<p>why A and B differ</p>\n"
     notes.write_bytes(body)
-    ab = ("diff-runs", "--trace-dir", str(traced), "elementwise_add:-2", "elementwise_add:-1", "--html")
+    ab = diff_last_two(traced, "--html")
     _refused(run_cli(*ab, str(notes)), "did not write")
     assert notes.read_bytes() == body
 

@@ -6,14 +6,11 @@ Pure: a list of (index, name, phase) and references; the JS side runs under node
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from dataclasses import dataclass
 from importlib import resources
 
-import pytest
-
+from tests._node import node
 from tltrace.format import passref
 
 
@@ -89,15 +86,6 @@ process.stdin.on("end", () => {
   process.stdout.write(JSON.stringify({out, refs}));
 });
 """
-
-
-def node() -> str:
-    exe = shutil.which("node")
-    if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("node is not installed")
-        pytest.skip("node is not installed")
-    return exe
 
 
 def test_report_resolves_as_the_cli_does() -> None:

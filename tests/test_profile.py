@@ -15,6 +15,7 @@ from tltrace.format.records import PassRecord, RunManifest
 from tltrace.history.profile import BACKEND, BACKEND_NAME, UNTIMED, profile, timeline
 from tltrace.render.chrome_trace import chrome_trace
 
+from ._cli import script_traced
 from ._kernels import THREADED_SCRIPT
 
 
@@ -22,22 +23,11 @@ from ._kernels import THREADED_SCRIPT
 @pytest.fixture(scope="module")
 def threaded(tmp_path_factory):
     """Trace THREADED_SCRIPT once with `tltrace run --chrome-trace`; return (trace_dir, trace json, manifests)."""
-    from typer.testing import CliRunner
-
-    from tltrace.cli.app import app
     from tltrace.history import runs
 
     tmp = tmp_path_factory.mktemp("threaded")
-    script = tmp / "pool.py"
-    script.write_text(THREADED_SCRIPT)
-    td = tmp / "td"
-    out = tmp / "trace.json"
-    res = CliRunner().invoke(
-        app,
-        ["run", "-q", "--mode", "html", "--trace-dir", str(td), "--chrome-trace", str(out), str(script)],
-        catch_exceptions=False,
-    )
-    assert res.exit_code == 0, res.output
+    td, out = tmp / "td", tmp / "trace.json"
+    script_traced(tmp, "pool.py", THREADED_SCRIPT, "--mode", "html", "--chrome-trace", out, trace_dir=td)
     manifests = [r.manifest for r in runs.list_runs(runs.locate("pool", td), size=False)]
     assert len(manifests) == 3 and all(m is not None for m in manifests)
     return td, json.loads(out.read_text()), manifests

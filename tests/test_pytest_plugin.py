@@ -13,15 +13,13 @@ import pytest
 import tltrace.format.names  # noqa: F401  # imported before pytester snapshots sys.modules (trace_name uses it)
 from tltrace.pytest_plugin import trace_name
 
+from ._cli import PLUGIN
 from ._kernels import KERNELS
 from ._records import read_manifest
 
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parent.parent
-# Load the plugin from this checkout whether or not the pytest11 entry point is installed
-# (blocking the entry point's name keeps it from being registered twice).
-PLUGIN = ["-p", "no:tltrace", "-p", "tltrace.pytest_plugin"]
 
 TESTS = (
     KERNELS

@@ -18,14 +18,12 @@ import tltrace
 from tltrace.errors import RecordsError
 
 from ._kernels import KERNELS
-from ._records import read_manifest, recorded_subset, run_dirs
+from ._records import read_manifest, recorded_fixture, run_dirs
 
-
-@pytest.fixture(scope="module")
-def traced(recorded: Path, tmp_path_factory) -> Path:
-    """The first recorded compile of elementwise_add."""
-    dest = tmp_path_factory.mktemp("load") / "traces"
-    return recorded_subset(recorded, dest, elementwise_add=slice(0, 1))
+traced = recorded_fixture(
+    "The first recorded compile of elementwise_add.",
+    elementwise_add=slice(0, 1),
+)
 
 
 @pytest.fixture(scope="module")

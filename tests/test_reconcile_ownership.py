@@ -127,11 +127,16 @@ def test_a_damaged_kernel_registry_never_remaps_variants(tmp_path):
         assert b.read_text() == "512 EDITED\n"
 
 
-def test_a_working_file_no_record_claims_is_left_alone_and_said(tmp_path):
+def _edited_256(tmp_path) -> tuple[Path, Path]:
+    """The 256 variant compiled in a pool, its working file then edited: (trace dir, the file)."""
     trace = tmp_path / "t"
-    s = _pool(trace)
-    a = _compile(s, "256\n", V256).path
+    a = _compile(_pool(trace), "256\n", V256).path
     a.write_text("256 EDITED\n")
+    return trace, a
+
+
+def test_a_working_file_no_record_claims_is_left_alone_and_said(tmp_path):
+    trace, a = _edited_256(tmp_path)
     (
         a.parent / f".{a.parent.joinpath('codegen.cpp').name}.owner"
     ).unlink()  # a file from before owner records
@@ -146,10 +151,7 @@ def test_a_working_file_no_record_claims_is_left_alone_and_said(tmp_path):
 
 
 def test_one_kernel_whose_shape_changes_keeps_its_file_and_a_pool_keeps_one_file_per_shape(tmp_path):
-    trace = tmp_path / "t"
-    s = _pool(trace)
-    a = _compile(s, "256\n", V256).path
-    a.write_text("256 EDITED\n")
+    trace, a = _edited_256(tmp_path)
     s = _pool(trace)
     out = _compile(s, "512\n", V512)  # one kernel, changed: the table, in its one file
     assert out.path == a and out.tag == "CONFLICT" and "256 -> 512" in (out.message or "")

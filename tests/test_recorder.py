@@ -90,7 +90,10 @@ def registry() -> Iterator[dict[str, rc.Recorder]]:
         rc._factories.update(saved)
 
 
-def _compile(tmp_path: Path, *, background: bool) -> tuple[TraceSession, list[Any]]:
+def _compile(tmp_path: Path, *, background: bool, **recorders: rc.Recorder) -> tuple[TraceSession, list[Any]]:
+    """One compile of three passes through a TraceSession, `recorders` registered first (in order)."""
+    for name, recorder in recorders.items():
+        rc.register(name, lambda settings, r=recorder: r)
     events: list[Any] = []
     settings = Settings(trace_dir=tmp_path, script_name="t", quiet=True, sync=not background)
     s = TraceSession(settings, events.append, session_name="k", background=background)
@@ -151,8 +154,7 @@ def test_hooks_run_in_order_jobs_on_the_worker_and_the_field_lands_in_the_manife
     tmp_path: Path, registry: dict, background: bool
 ) -> None:
     counting = Counting()
-    rc.register("counting", lambda settings: counting)
-    s, _ = _compile(tmp_path, background=background)
+    s, _ = _compile(tmp_path, background=background, counting=counting)
     assert counting.calls == ["input", "started 0", "started 1", "started 2"]
     assert counting.jobs == [
         "input job",
@@ -174,9 +176,7 @@ def test_a_recorder_that_raises_is_said_once_and_stops_alone(
     tmp_path: Path, registry: dict, where: str
 ) -> None:
     counting, raising = Counting(), Raising(where)
-    rc.register("raising", lambda settings: raising)
-    rc.register("counting", lambda settings: counting)
-    s, events = _compile(tmp_path, background=True)
+    s, events = _compile(tmp_path, background=True, raising=raising, counting=counting)
     said = [e for e in events if isinstance(e, Notice) and "raising stopped" in e.message]
     assert len(said) == 1 and said[0].kind == "warning"
     assert ("boom on the compiling thread" if where == "started" else "boom on the worker") in said[0].message
@@ -243,9 +243,7 @@ def test_an_oserror_in_attach_is_the_stores_and_stops_tracing_once(tmp_path: Pat
             raise OSError(28, "No space left on device")
 
     counting = Counting()
-    rc.register("counting", lambda settings: counting)
-    rc.register("full", lambda settings: FullDisk())
-    s, events = _compile(tmp_path, background=True)
+    s, events = _compile(tmp_path, background=True, counting=counting, full=FullDisk())
     warnings = [e for e in events if isinstance(e, Notice) and e.kind == "warning"]
     assert len(warnings) == 1 and warnings[0].message.startswith("tracing stopped for this kernel:")
     assert s.broken
@@ -276,9 +274,7 @@ def test_a_recorders_stages_are_codegen_records_after_the_compiles(
     tmp_path: Path, registry: dict, fail: bool
 ) -> None:
     counting, staging = Counting(), Staging(fail)
-    rc.register("staging", lambda settings: staging)
-    rc.register("counting", lambda settings: counting)
-    s, events = _compile(tmp_path, background=True)
+    s, events = _compile(tmp_path, background=True, staging=staging, counting=counting)
     manifest = json.loads((s.store.run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete"
     said = [e for e in events if isinstance(e, Notice) and "staging stopped" in e.message]

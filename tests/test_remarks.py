@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._kernels import ADD
+from tests._kernels import ADD, elementwise
 from tests._schema import check
 from tltrace.config import REMARK_PLANNERS, parse_remarks
 from tltrace.errors import UsageError
@@ -296,27 +296,21 @@ def test_a_pass_never_waits_forever_for_another_threads(capfd, monkeypatch) -> N
     assert capfd.readouterr().err == "B\n"
 
 
-WS_SKIP = """
+WS_SKIP = (
+    """
 import tilelang
 import tilelang.language as T
 from tvm.target import Target
-
-
-def make_add(n, block=128):
-    @T.prim_func
-    def add(A: T.Tensor((n,), "float16"), B: T.Tensor((n,), "float16"), C: T.Tensor((n,), "float16")):
-        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
-            for i in T.Parallel(block):
-                C[bx * block + i] = A[bx * block + i] + B[bx * block + i]
-
-    return add
-
+"""
+    + elementwise(dtype="float16", block=128)
+    + """
 
 target = Target({"kind": "cuda", "arch": "sm_90a"})  # lowered on the CPU: no GPU needed
 config = {"tl.enable_auto_warp_specialization": "role_based"}
 with target, tilelang.transform.PassContext(opt_level=3, config=config):
     tilelang.lower(make_add(1024), target=target)
 """
+)
 
 
 def test_a_warp_specialization_skip_is_named_and_a_fact(tmp_path: Path) -> None:

@@ -15,8 +15,9 @@ from tltrace.render.html import REPORT_NAME, report_head
 from tltrace.render.pages import LATE_SCRIPTS, PACK_TYPE, chunk_values, late_script
 from tltrace.session.events import PassRecorded
 
+from ._cli import diff_last_two
 from .conftest import wait_js
-from .synthetic import synthetic_events, write_synthetic_report
+from .synthetic import cpu_manifest, synthetic_events, write_synthetic_report
 
 pytestmark = pytest.mark.browser
 
@@ -378,22 +379,12 @@ def _report_from(
     from dataclasses import replace
 
     from tltrace.format.layout import text_hash
-    from tltrace.format.records import PassRecord, RunManifest
+    from tltrace.format.records import PassRecord
     from tltrace.render.html import HtmlReportListener
     from tltrace.session.events import RunFinished, RunStarted
 
     run_dir = tmp_path / ".run_records" / "run_hand"
-    manifest = RunManifest(
-        run_id="run_hand",
-        script="hand",
-        kernel="k",
-        target="c",
-        backend="cython",
-        tilelang_version="0.1.15",
-        command=["tltrace", "run", "hand.py"],
-        started=time.time(),
-        mode="html",
-    )
+    manifest = cpu_manifest("run_hand", "hand", "k")
     listener = HtmlReportListener()
     listener(RunStarted(manifest, run_dir, tmp_path))
     records = []
@@ -852,9 +843,7 @@ def test_diff_runs_html_of_real_runs_in_chromium(browser, run_cli, recorded: Pat
 
     td = recorded_subset(recorded, tmp_path / "t", elementwise_add=slice(0, 2))  # block 128, then 64
     out = tmp_path / "d.html"
-    res = run_cli(
-        "diff-runs", "--trace-dir", str(td), "elementwise_add:-2", "elementwise_add:-1", "--html", str(out)
-    )
+    res = run_cli(*diff_last_two(td, "--html", out))
     assert res.exit_code == 1, res.output
     ctx = browser.new_context()
     page = ctx.new_page()

@@ -15,6 +15,7 @@ import pytest
 
 from tltrace.render.html import REPORT_NAME
 
+from ._cli import cli_argv, cli_env
 from ._records import read_manifest
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -124,23 +125,11 @@ def test_kill_loop_on_real_compiles(tmp_path: Path, page_of, examples_dir: Path)
         "    m.main(['--n', str(1024 + 128 * i)])\n"
     )
     rng = random.Random(7)
-    env = dict(os.environ, TILELANG_DISABLE_CACHE="1", TLTRACE_EXAMPLES_CPU="1")
+    env = cli_env(TLTRACE_EXAMPLES_CPU="1")
     for k in range(3):
         trace = tmp_path / f"trace{k}"
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tltrace",
-                "run",
-                str(script),
-                "--mode",
-                "html",
-                "--trace-dir",
-                str(trace),
-                "--keep",
-                "0",
-            ],
+            cli_argv("run", script, "--mode", "html", "--trace-dir", trace, "--keep", "0"),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=env,

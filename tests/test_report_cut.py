@@ -17,6 +17,7 @@ import pytest
 from tltrace.render.diffruns import page as diffruns_page
 from tltrace.render.pages import index_head, report_head
 
+from ._cli import diff_last_two
 from .synthetic import HtmlReportListener, synthetic_events
 
 pytestmark = pytest.mark.browser
@@ -68,15 +69,7 @@ def pages(recorded: Path, tmp_path_factory) -> dict[str, tuple[Path, bytes, int]
     report = sorted(root.glob(".run_records/run_*/report.html"))[0]
     traced = recorded_subset(recorded, tmp / "traces", elementwise_add=slice(0, 2))
     diff = tmp / "diff.html"
-    ab = [
-        "diff-runs",
-        "--trace-dir",
-        str(traced),
-        "elementwise_add:-2",
-        "elementwise_add:-1",
-        "--html",
-        str(diff),
-    ]
+    ab = diff_last_two(traced, "--html", diff)
     assert CliRunner().invoke(app, ab).exit_code == 1  # they differ
     out = {}
     for name, path, head in (

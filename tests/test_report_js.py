@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from importlib import resources
 
-from tests.test_passref import node
+from tests._node import run_node
 
 ASSETS = resources.files("tltrace.render").joinpath("assets")
 
@@ -49,11 +48,7 @@ process.stdout.write(JSON.stringify(out));
 
 
 def test_pure_parts() -> None:
-    with resources.as_file(ASSETS) as d:
-        proc = subprocess.run(
-            [node(), "-e", SCRIPT, str(d)], capture_output=True, text=True, check=True, timeout=60
-        )
-    got = json.loads(proc.stdout)
+    got = run_node(SCRIPT)
     assert got["safe"] == [True, True, False, False, False, False, False, False]
     assert got["theme"] == ["dark", "light", "dark", "light"]
     assert got["chunks"] == [True, False, False, False, False]  # a cut chunk, a list, null: damaged
@@ -152,11 +147,7 @@ process.stdout.write(JSON.stringify(out));
 
 def test_report_logic_pure_parts() -> None:
     """report-logic.js: run state, links to passes, the pass a report opens on, which keys are typing."""
-    with resources.as_file(ASSETS) as d:
-        proc = subprocess.run(
-            [node(), "-e", LOGIC, str(d)], capture_output=True, text=True, check=True, timeout=60
-        )
-    got = json.loads(proc.stdout)
+    got = run_node(LOGIC)
     # "exited": a rebuilt report of a compile whose process went before its records were written
     # (fresh, yet not running: it read "running" before)
     assert got["state"] == ["complete", "error", "interrupted", "running", "incomplete", "exited"]
@@ -204,13 +195,7 @@ def test_unpack_inflates_what_zlib_deflates(tmp_path) -> None:
             cases.append(((z.compress(data) + z.flush()).hex(), data.hex()))
     whole = bytes.fromhex(cases[len(datas) * 2][0])  # the report's script, level 9
     bad = [whole[: len(whole) // 2], whole[:-3], bytes([whole[0] | 6]) + whole[1:]]  # cut; cut; block type 3
-    f = tmp_path / "cases.json"
-    f.write_text(json.dumps([c[0] for c in cases] + [b.hex() for b in bad]))
-    with resources.as_file(ASSETS) as d:
-        proc = subprocess.run(
-            [node(), "-e", INFLATE, str(d), str(f)], capture_output=True, text=True, check=True, timeout=120
-        )
-    got = json.loads(proc.stdout)
+    got = run_node(INFLATE, [c[0] for c in cases] + [b.hex() for b in bad], tmp_path)
     assert got[: len(cases)] == [c[1] for c in cases]
     assert all(g.startswith("error: inflate") for g in got[len(cases) :]), got[len(cases) :]
 
@@ -252,16 +237,6 @@ def test_unpack_inflates_a_chained_chunk_with_its_dictionary(tmp_path) -> None:
         )
         cases.append(((z.compress(body) + z.flush()).hex(), history.hex(), body.hex()))
         history = (history + body)[-32768:]
-    f = tmp_path / "cases.json"
-    f.write_text(json.dumps([[c[0], c[1]] for c in cases] + [[cases[-1][0], ""]]))
-    with resources.as_file(ASSETS) as d:
-        proc = subprocess.run(
-            [node(), "-e", INFLATE_DICT, str(d), str(f)],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=120,
-        )
-    got = json.loads(proc.stdout)
+    got = run_node(INFLATE_DICT, [[c[0], c[1]] for c in cases] + [[cases[-1][0], ""]], tmp_path)
     assert got[: len(cases)] == [c[2] for c in cases]
     assert got[-1] != cases[-1][2]  # the last chunk's copies reach into its dictionary

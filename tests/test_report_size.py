@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import re
-import subprocess
-import sys
 import zlib
 from pathlib import Path
 
 import pytest
 
+from tests._cli import cli_proc
 from tests._records import REPO
 from tltrace.history import runs
 from tltrace.render.pages import PACK_TYPE
@@ -29,38 +27,23 @@ LIMIT = 150_000  # bytes: issue #54's budget for a one-kernel report
 EXAMPLES = REPO / "examples"
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("TL_LOWER_TRACE", "TL_LOWER_TRACE_DIR")}
-    env.update(TILELANG_DISABLE_CACHE="1", TLTRACE_EXAMPLES_CPU="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    return env
-
-
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory) -> dict[str, Path]:
     """The compile report of each example traced once: {name: report.html}."""
     home = tmp_path_factory.mktemp("size")
     out = {}
     for name, args in (("elementwise_add", ["--n", "2048"]), ("gemm", [])):
-        p = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tltrace",
-                "run",
-                "-q",
-                "--mode",
-                "html",
-                str(EXAMPLES / f"{name}.py"),
-                *args,
-            ],
+        cli_proc(
+            "run",
+            "-q",
+            "--mode",
+            "html",
+            EXAMPLES / f"{name}.py",
+            *args,
             cwd=home,
-            env=_env(),
-            capture_output=True,
-            text=True,
-            timeout=600,
+            rc=0,
+            TLTRACE_EXAMPLES_CPU="1",
         )
-        assert p.returncode == 0, p.stderr[-3000:]
         found = runs.run_dirs(home / "tmp" / "lower_trace_dir" / name)
         assert len(found) == 1  # one kernel, compiled once
         out[name] = found[0] / "report.html"

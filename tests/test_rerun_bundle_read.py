@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 
 from tltrace.rerun import archive
 
-from ._cli import cli_proc, one_line_error
+from ._cli import cli_proc, one_line_error, py_proc
 
 DATA = Path(__file__).resolve().parent / "data" / "bundle_0.1.15_add.zip"
 MANIFEST = "compiles/00_add/manifest.json"
@@ -255,17 +254,7 @@ def test_a_zip_bomb_is_refused_from_its_directory_in_small_memory(tmp_path: Path
     assert bomb.stat().st_size < 2 << 20
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("TL_LOWER_TRACE", "TL_LOWER_TRACE_DIR")}
-    env["TMPDIR"] = str(tmp)
-    p = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(bomb)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 3, p.stdout + p.stderr
+    p = py_proc("-c", MEASURE, bomb, cwd=tmp_path, rc=3, TMPDIR=str(tmp))
     assert p.stderr.count("\n") == 1 and "zip bomb" in p.stderr and "Traceback" not in p.stderr
     own, children = (int(v) for v in Path(str(bomb) + ".rss").read_text().split())
     assert own < 300 * 1024 and children == 0  # KiB: under 300 MB, and no child started

@@ -26,25 +26,24 @@ from tltrace.render.visible import visible
 from tltrace.rerun import trust
 
 from ._cli import cli_env, cli_proc
+from ._kernels import doubling
 
-SM90 = '''
+SM90 = (
+    '''
 """An elementwise kernel lowered for sm_90a on the CPU: CUDA codegen, no GPU."""
 import tilelang
 import tilelang.language as T
 from tilelang import tvm
 
-
-@T.prim_func
-def scale(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
-    with T.Kernel(4, threads=64) as bx:
-        for i in T.Parallel(64):
-            B[bx * 64 + i] = A[bx * 64 + i] * 2.0
-
+'''
+    + doubling()
+    + """
 
 target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
 with target:
     tilelang.lower(scale, target=target)
-'''
+"""
+)
 
 # A host constructor in the generated C (pragma_import_c is emitted at file scope) and a
 # call_extern. The recording compiles and loads it (cython), so the constructor runs there

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.format.records import RunManifest
 from tltrace.format.writer import process_start, writer_token
 from tltrace.history.retention import clean
 
+from ._cli import script_traced
 from ._records import copy_tree, run_dirs
+from ._records import manifests as _manifests
 from .conftest import EXAMPLES
 
 # Three kernels per invocation, lowered only (no C compiler run): fast, and real.
@@ -35,10 +36,6 @@ MULTI = textwrap.dedent(
 )
 
 
-def _manifests(sd: Path) -> list[RunManifest]:
-    return [RunManifest.from_json(json.loads((r / "manifest.json").read_text())) for r in run_dirs(sd)]
-
-
 def _invocations(sd: Path) -> dict[str, int]:
     out: dict[str, int] = {}
     for m in _manifests(sd):
@@ -49,20 +46,13 @@ def _invocations(sd: Path) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def multi(tmp_path_factory) -> tuple[Path, Path]:
     """Three invocations of a three-compile script, run with `tltrace run -q --keep 2`."""
-    from typer.testing import CliRunner
-
-    from tltrace.cli.app import app
-
     tmp = tmp_path_factory.mktemp("ret")
-    script = tmp / "multi.py"
-    script.write_text(MULTI.format(examples=str(EXAMPLES)))
     td = tmp / "traces"
     outs = []
     for _ in range(3):
-        res = CliRunner().invoke(
-            app, ["run", "-q", "--keep", "2", "--trace-dir", str(td), str(script)], catch_exceptions=False
+        script, res = script_traced(
+            tmp, "multi.py", MULTI.format(examples=str(EXAMPLES)), "--keep", "2", trace_dir=td
         )
-        assert res.exit_code == 0, res.output
         outs.append(res.stdout)
     (td / "outs.json").write_text(json.dumps(outs))
     return td, script

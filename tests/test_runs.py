@@ -13,14 +13,13 @@ from tltrace.errors import RecordsError, UsageError
 from tltrace.format.records import PassRecord, RunManifest
 from tltrace.history import runs
 
-from ._records import copy_tree, recorded_subset, run_dirs, schema3_text
+from ._records import copy_tree, recorded_fixture, run_dirs, schema3_text
 
-
-@pytest.fixture(scope="module")
-def traced(recorded: Path, tmp_path_factory) -> Path:
-    """The recorded traces: two runs of elementwise_add (block 128, then 64) and one of gemm."""
-    dest = tmp_path_factory.mktemp("runs") / "traces"
-    return recorded_subset(recorded, dest, elementwise_add=slice(0, 2), gemm=None)
+traced = recorded_fixture(
+    "The recorded traces: two runs of elementwise_add (block 128, then 64) and one of gemm.",
+    elementwise_add=slice(0, 2),
+    gemm=None,
+)
 
 
 @pytest.fixture

@@ -9,14 +9,13 @@ import pytest
 
 from tltrace.format.records import PassRecord
 
-from ._records import copy_tree, read_manifest, recorded_subset, run_dirs, summary
+from ._records import copy_tree, read_manifest, recorded_fixture, run_dirs, summary
 
-
-@pytest.fixture(scope="module")
-def traced(recorded: Path, tmp_path_factory) -> Path:
-    """The recorded traces: three runs of elementwise_add (block 128, 64, 128) and one of gemm."""
-    dest = tmp_path_factory.mktemp("show") / "traces"
-    return recorded_subset(recorded, dest, elementwise_add=slice(0, 3), gemm=None)
+traced = recorded_fixture(
+    "The recorded traces: three runs of elementwise_add (block 128, 64, 128) and one of gemm.",
+    elementwise_add=slice(0, 3),
+    gemm=None,
+)
 
 
 @pytest.fixture

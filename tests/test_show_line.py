@@ -30,15 +30,14 @@ from tltrace.history.sourcemaps import load as load_maps
 
 from ._cli import cli_env as _env
 from ._cli import cli_proc
-from ._kernels import GEMM_MAKE
+from ._kernels import gemm_script
 from ._schema import check
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
-GEMM = (
-    '"""A GEMM lowered for sm_90a on the CPU (no GPU); argv: the PassContext config, then a file for the source."""\n'
-    + GEMM_MAKE
-    + """
+GEMM = gemm_script(
+    "A GEMM lowered for sm_90a on the CPU (no GPU); argv: the PassContext config, then a file for the source.",
+    """
 
 
 if __name__ == "__main__":
@@ -48,7 +47,7 @@ if __name__ == "__main__":
     if len(sys.argv) > 2:
         with open(sys.argv[2], "w") as f:
             f.write(art.kernel_source)
-"""
+""",
 )
 
 GEMM_LINE = next(i for i, ln in enumerate(GEMM.split("\n"), 1) if "T.gemm(" in ln)
@@ -324,7 +323,7 @@ process.stdout.write(JSON.stringify({ lost: out, mix: Mc.mix(feed.sass, feed.sma
 def test_lost_in_and_the_mix_are_the_report_s(gemm, tmp_path: Path) -> None:
     """The report's own code (sourcemap.js lostIn, report-machine.js mix, run under node) on the
     same records gives, line by line, the pass that loses it and the SASS mix `--line` prints."""
-    from tests.test_index_js import run_node
+    from tests._node import run_node
 
     home, run, _ = gemm
     maps = load_maps(run.path)

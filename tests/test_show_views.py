@@ -183,6 +183,13 @@ def live(tmp_path_factory) -> Path:
     return td
 
 
+def _show_pass(run_cli, live: Path, ref: object, *flags: str):
+    """`show` of one pass of the live trace's last elementwise_add compile, with `flags`; exit 0 asserted."""
+    res = run_cli("show", "--trace-dir", live, "elementwise_add", "-1", "--pass", str(ref), *flags)
+    assert res.exit_code == 0, res.output
+    return res
+
+
 def test_pass_with_remarks_prints_the_diff_and_the_remark(run_cli, live: Path) -> None:
     m = read_manifest(run_dirs(live / "elementwise_add")[-1])
     assert isinstance(m["remarks"], dict)  # recorded with --remarks
@@ -190,10 +197,7 @@ def test_pass_with_remarks_prints_the_diff_and_the_remark(run_cli, live: Path) -
     rec = next((r for r in m["records"] if r["index"] in said), None) or next(
         r for r in m["records"] if r["name"] == "LowerTileOp"
     )
-    res = run_cli(
-        "show", "--trace-dir", live, "elementwise_add", "-1", "--pass", str(rec["index"]), "--remarks"
-    )
-    assert res.exit_code == 0, res.output
+    res = _show_pass(run_cli, live, rec["index"], "--remarks")
     assert f" {rec['name']}  " in res.stdout.splitlines()[0]  # the pass's line
     if rec["index"] in said:
         assert said[rec["index"]]["text"].splitlines()[0] in res.stdout
@@ -201,37 +205,14 @@ def test_pass_with_remarks_prints_the_diff_and_the_remark(run_cli, live: Path) -
         assert f"(#{rec['index']} {rec['name']} wrote nothing to stderr)" in res.stdout
     if rec["status"] == "changed":
         assert "--- before" in res.stdout
-    res = run_cli(
-        "show",
-        "--trace-dir",
-        live,
-        "elementwise_add",
-        "-1",
-        "--pass",
-        str(rec["index"]),
-        "--remarks",
-        "--json",
-    )
-    data = json.loads(res.stdout)
+    data = json.loads(_show_pass(run_cli, live, rec["index"], "--remarks", "--json").stdout)
     assert data["record"]["index"] == rec["index"] and data["remarks"] == said.get(rec["index"])
 
 
 def test_pass_with_source_map_is_that_pass_s_ir_with_python_lines(run_cli, live: Path) -> None:
     import tltrace
 
-    res = run_cli(
-        "show",
-        "--trace-dir",
-        live,
-        "elementwise_add",
-        "-1",
-        "--pass",
-        "LowerTileOp",
-        "--source-map",
-        "--json",
-    )
-    assert res.exit_code == 0, res.output
-    data = json.loads(res.stdout)
+    data = json.loads(_show_pass(run_cli, live, "LowerTileOp", "--source-map", "--json").stdout)
     after = tltrace.load(live / "elementwise_add").compiles[-1].pass_("LowerTileOp").after
     assert data["record"]["name"] == "LowerTileOp"
     assert [x["text"] for x in data["lines"]] == after.splitlines()

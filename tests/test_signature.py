@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import os
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from tltrace.config import Settings
-from tltrace.format.records import RunManifest
 from tltrace.format.writer import process_start, writer_alive, writer_token
 from tltrace.runner import Target, run_target
 from tltrace.session.signature import launch_info, signature, variant_key
 
+from ._records import manifests as _manifests
 from .conftest import EXAMPLES
 
 SCRIPT = textwrap.dedent(
@@ -45,11 +43,6 @@ SCRIPT = textwrap.dedent(
     tilelang.compile(make_sub(256, 128), target="c", execution_backend="cython")
     """
 )
-
-
-def _manifests(script_dir: Path) -> list[RunManifest]:
-    runs = sorted((script_dir / ".run_records").glob("run_*"))
-    return [RunManifest.from_json(json.loads((r / "manifest.json").read_text())) for r in runs]
 
 
 @pytest.fixture(scope="module")

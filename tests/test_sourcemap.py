@@ -15,6 +15,7 @@ from tltrace.sourcemap import lines as sm
 from tltrace.sourcemap import store as sms
 
 from ._cli import cli_invoke as _cli
+from ._cli import script_traced
 from ._kernels import CPU_GEMM, HOPPER_GEMM
 from ._kernels import load_script as _load
 from ._observer import observe
@@ -41,11 +42,8 @@ STORE_LINE = next(i for i, ln in enumerate(KERNEL.split("\n"), 1) if "# STORE" i
 def traced(tmp_path_factory):
     """One traced compile (html mode) of KERNEL; returns (script, trace dir, run dir, traced source)."""
     tmp = tmp_path_factory.mktemp("smap")
-    script = tmp / "smgemm.py"
-    script.write_text(KERNEL)
     out = tmp / "traced_source.c"
-    res = _cli("run", "-q", "--mode", "html", "--trace-dir", tmp / "trace", script, out)
-    assert res.exit_code == 0, res.output
+    script, _ = script_traced(tmp, "smgemm.py", KERNEL, "--mode", "html", args=(out,))
     (run_dir,) = run_dirs(tmp / "trace" / "smgemm")
     return script, tmp / "trace", run_dir, out.read_text()
 
@@ -357,9 +355,7 @@ COPY_LINE, COPY_OP = _first_use_line(FAILING, "F")  # T.copy(A[bx * block], F): 
 def failed(tmp_path_factory):
     """A compile that fails in a pass whose error names the user's line (TileLang's `-->` marker)."""
     tmp = tmp_path_factory.mktemp("smfail")
-    script = tmp / "smfrag.py"
-    script.write_text(FAILING)
-    res = _cli("run", "-q", "--mode", "html", "--trace-dir", tmp / "trace", script)
+    script, res = script_traced(tmp, "smfrag.py", FAILING, "--mode", "html", rc=None)
     assert res.exit_code != 0
     (run_dir,) = run_dirs(tmp / "trace" / "smfrag")
     failed = next(r for r in read_manifest(run_dir)["records"] if r["status"] == "failed")

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -19,9 +17,10 @@ from tltrace.history import runs as R
 from tltrace.history import sourcemaps as V
 
 from ._cli import cli_invoke as _cli
+from ._cli import py_proc, script_traced
 from ._kernels import CPU_GEMM
+from ._node import run_node
 from .conftest import wait_js
-from .test_index_js import run_node
 
 KERNEL = (
     CPU_GEMM
@@ -161,10 +160,7 @@ def test_lost_in_names_only_a_pass_that_loses_a_line_for_good(tmp_path):
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("calls")
-    script = tmp / "csgemm.py"
-    script.write_text(KERNEL)
-    res = _cli("run", "-q", "--mode", "html", "--trace-dir", tmp / "trace", script)
-    assert res.exit_code == 0, res.output
+    script, _ = script_traced(tmp, "csgemm.py", KERNEL, "--mode", "html")
     (run_dir,) = sorted((tmp / "trace" / "csgemm" / ".run_records").glob("run_*"))
     return script, tmp / "trace", run_dir
 
@@ -253,20 +249,7 @@ def test_a_kernel_in_a_tltrace_cell_has_its_source(tmp_path):
     pytest.importorskip("IPython")
     (tmp_path / "cell.txt").write_text(CELL)
     (tmp_path / "drive.py").write_text(CELL_DRIVER)
-    env = {
-        **os.environ,
-        "TILELANG_DISABLE_CACHE": "1",
-        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
-    }
-    proc = subprocess.run(
-        [sys.executable, "drive.py", "cell.txt", str(tmp_path / "trace")],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    py_proc("drive.py", "cell.txt", tmp_path / "trace", cwd=tmp_path, rc=0)
     (run_dir,) = sorted((tmp_path / "trace").glob("*/.run_records/run_*"))
     src = V.source(V.load(run_dir))
     assert src is not None and src["lines"] == CELL.rstrip("\n").split("\n"), src

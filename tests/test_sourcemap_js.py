@@ -17,8 +17,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from tests._node import run_node
 from tests._records import run_dirs
-from tests.test_index_js import run_node
 from tltrace.format import sourcemap as sms
 from tltrace.format.records import RunManifest
 from tltrace.format.texts import text_of

@@ -19,16 +19,15 @@ import pytest
 from tltrace.fs import safe_read
 
 from ._cli import cli_proc
-from ._records import EXAMPLES, copy_tree, read_manifest, recorded_subset, run_dirs
+from ._records import EXAMPLES, copy_tree, read_manifest, recorded_fixture, run_dirs
 
 TIMEOUT = 120  # a hang is a failure, not a slow test
 
 
-@pytest.fixture(scope="module")
-def traced(recorded: Path, tmp_path_factory) -> Path:
-    """The first recorded compile of elementwise_add."""
-    dest = tmp_path_factory.mktemp("special") / "traces"
-    return recorded_subset(recorded, dest, elementwise_add=slice(0, 1))
+traced = recorded_fixture(
+    "The first recorded compile of elementwise_add.",
+    elementwise_add=slice(0, 1),
+)
 
 
 def tltrace(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -265,7 +265,7 @@ process.stdout.write(JSON.stringify({
 
 
 def test_the_report_reads_kernel_cu_lines_and_the_mix_as_python_does(traced, tmp_path: Path) -> None:
-    from tests.test_index_js import run_node
+    from tests._node import run_node
 
     _, found, _ = traced
     run = found[0]

@@ -24,6 +24,7 @@ from tltrace.history.retention import clean
 from tltrace.render.html import REPORT_NAME
 from tltrace.render.pages import report_texts
 
+from ._cli import script_traced
 from ._records import copy_tree, pack_texts, run_dirs
 from .conftest import EXAMPLES, wait_js
 
@@ -52,21 +53,19 @@ def _chunks(path: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory) -> tuple[Path, Path]:
     """Two invocations of the script, `tltrace run -q --mode html --keep 5`; returns (script dir, script)."""
-    from typer.testing import CliRunner
-
-    from tltrace.cli.app import app
-
     tmp = tmp_path_factory.mktemp("storage")
-    script = tmp / "two_adds.py"
-    script.write_text(SCRIPT.format(examples=str(EXAMPLES)))
     td = tmp / "traces"
     for _ in range(2):
-        res = CliRunner().invoke(
-            app,
-            ["run", "-q", "--mode", "html", "--keep", "5", "--trace-dir", str(td), str(script)],
-            catch_exceptions=False,
+        script, _ = script_traced(
+            tmp,
+            "two_adds.py",
+            SCRIPT.format(examples=str(EXAMPLES)),
+            "--mode",
+            "html",
+            "--keep",
+            "5",
+            trace_dir=td,
         )
-        assert res.exit_code == 0, res.output
     return td / "two_adds", script
 
 

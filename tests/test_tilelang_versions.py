@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tltrace.runner import MIN_TILELANG
+
+from ._cli import proc
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -45,26 +46,22 @@ def _noseam_venv() -> Path:
 def test_tilelang_without_the_seam_is_one_line(tmp_path: Path) -> None:
     venv = _noseam_venv()
     py = venv / "bin" / "python"
-    have = subprocess.run(
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the venv's own tltrace
+    have = proc(
         [py, "-c", "import importlib.metadata as m; print(m.version('tilelang'))"],
-        capture_output=True,
-        text=True,
-        check=True,
+        cwd=tmp_path,
+        env=env,
+        rc=0,
     ).stdout.strip()
     script = tmp_path / "kernel.py"
     script.write_text("open('ran', 'w').write('yes')\n")
-    env = {
-        k: v for k, v in os.environ.items() if k != "PYTHONPATH"
-    }  # the venv's own tltrace, from this checkout
-    p = subprocess.run(
-        [venv / "bin" / "tltrace", "run", "--trace-dir", "t", str(script)],
+    p = proc(
+        [venv / "bin" / "tltrace", "run", "--trace-dir", "t", script],
         cwd=tmp_path,
         env=env,
-        capture_output=True,
-        text=True,
+        rc=2,
         timeout=300,
     )
-    assert p.returncode == 2, p.stdout + p.stderr
     assert p.stdout == "" and "Traceback" not in p.stderr
     lines = p.stderr.splitlines()
     assert len(lines) == 1, p.stderr
@@ -84,15 +81,8 @@ def test_enable_without_the_seam_is_one_line(tmp_path: Path) -> None:
         "except UsageError as exc:\n"
         "    print('REFUSED', exc)\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    p = subprocess.run(
-        [venv / "bin" / "python", "-c", code],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the venv's own tltrace
+    p = proc([venv / "bin" / "python", "-c", code], cwd=tmp_path, env=env, timeout=300)
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     [line] = p.stdout.splitlines()
     assert line.startswith("REFUSED TileLang ") and f"needs TileLang >= {MIN_TILELANG}" in line

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import errno
 import io
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -23,6 +20,7 @@ from tltrace.render.terminal import TerminalView, summary_line, summary_table
 from tltrace.session.events import NOT_FINALISED, STILL_RUNNING, InvocationFinished, Notice, PassRecorded
 from tltrace.tracing.children import Gathered, gathered_notices
 
+from ._cli import cli_proc
 from ._kernels import KERNELS
 from ._kernels import compile_add as _compile_add
 from ._records import read_manifest
@@ -139,17 +137,7 @@ while not glob.glob("T/late/.run_records/run_*") and time.time() < deadline:
 def test_a_compile_still_running_as_the_script_ends_is_still_running(tmp_path: Path) -> None:
     script = tmp_path / "late.py"
     script.write_text(THREAD_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    env["TILELANG_DISABLE_CACHE"] = "1"
-    p = subprocess.run(
-        [sys.executable, "-m", "tltrace", "run", "-q", "--trace-dir", "T", str(script)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert p.returncode == 0, p.stderr[-2000:]
+    p = cli_proc("run", "-q", "--trace-dir", "T", script, cwd=tmp_path, rc=0, timeout=300)
     warned = [x for x in p.stderr.splitlines() if x.startswith("tltrace: warning:")]
     assert warned == [
         f"tltrace: warning: 1 compile(s) (add) {STILL_RUNNING} in thread(s) late as the script ended: "

@@ -9,19 +9,19 @@ import shlex
 
 import pytest
 
-KERNEL = """
+from ._kernels import doubling
+
+KERNEL = (
+    """
 import tilelang.language as T
 
-
-@T.prim_func
-def vec_twice(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
-    with T.Kernel(2, threads=128) as bx:
-        for i in T.Parallel(128):
-            B[bx * 128 + i] = A[bx * 128 + i] * 2.0
-
+"""
+    + doubling("vec_twice", 128)
+    + """
 
 print("SYMBOL", vec_twice.attrs["global_symbol"], "SHAPE", vec_twice.buffer_map[vec_twice.params[0]].shape[0])
 """
+)
 
 CALLS = {
     "lower": (
