@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+
 def elementwise(name: str = "add", op: str = "+", dtype: str = "float32", block: int = 64) -> str:
     """The source of `make_<name>(n, block)`: a T.Parallel kernel computing C = A <op> B, one element a
     thread (the add as examples/elementwise_add.py has it; the mul, a float16 add the tests vary)."""
