@@ -461,24 +461,11 @@ def test_a_t_copy_that_is_not_the_only_one_gives_no_line() -> None:
 def test_sm90a_gemm_s_tma_loads_get_their_t_copy_s_line(tmp_path) -> None:
     """A pipelined GEMM lowered for sm_90a on the CPU: each `tl::tma_load(X_desc, .., Y)` of the
     generated source gets the line of the script's `T.copy(X[..], Y)` (found in its ast)."""
-    import tilelang
+    from ._kernels import HOPPER_GEMM, lower_hopper_traced
 
-    import tltrace
-
-    from ._kernels import HOPPER_GEMM, load_script
-
-    script = tmp_path / "hgemm_sm90.py"
-    make = load_script(script, HOPPER_GEMM).make
     tree = ast.parse(HOPPER_GEMM)
     copy_line = {(_buffer(n.args[0]), _buffer(n.args[1])): n.lineno for n in _t_calls(tree, "copy")}
-    tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-    tltrace.enable(mode="terminal", trace_dir=tmp_path / "trace", quiet=True)
-    try:
-        with tgt:
-            lowered = tilelang.lower(make(), target=tgt, enable_device_compile=False)
-    finally:
-        tltrace.disable()
-    (run_dir,) = sorted((tmp_path / "trace").glob("*/.run_records/run_*"))
+    script, lowered, run_dir = lower_hopper_traced(tmp_path)
     c = profiled.load_compile(run_dir)
     assert c.cu is not None and c.cu.rstrip("\n") == lowered.kernel_source.rstrip("\n")
     cu = c.cu.split("\n")
