@@ -288,6 +288,26 @@ def make(M=256, N=256, K=256, bM=128, bN=128, bK=64):
 """
 
 
+def lower_hopper_traced(tmp_path):
+    """HOPPER_GEMM written to tmp_path/hgemm_sm90.py and lowered for sm_90a on the CPU under
+    tltrace (trace dir tmp_path/trace): (script, TileLang's lowered module, the run directory)."""
+    import tilelang
+
+    import tltrace
+
+    script = tmp_path / "hgemm_sm90.py"
+    make = load_script(script, HOPPER_GEMM).make
+    tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+    tltrace.enable(mode="terminal", trace_dir=tmp_path / "trace", quiet=True)
+    try:
+        with tgt:
+            lowered = tilelang.lower(make(), target=tgt, enable_device_compile=False)
+    finally:
+        tltrace.disable()
+    (run_dir,) = sorted((tmp_path / "trace").glob("*/.run_records/run_*"))
+    return script, lowered, run_dir
+
+
 def prim_func_body(path) -> set[int]:
     """The lines of the first T.prim_func's body in a script (its `def` line and decorator excluded),
     read from the script's ast: what a kernel's own lines are, independently of tltrace."""

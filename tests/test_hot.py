@@ -384,3 +384,97 @@ def test_the_dumper_reads_ncu_s_module(tmp_path) -> None:
     assert a["pcs"] == [
         {**p, "stalls": {k: v for k, v in p["stalls"].items() if k in kept}} for p in want["pcs"]
     ]
+
+
+def _t_calls(tree: ast.AST, name: str) -> list[ast.Call]:
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == name
+    ]
+
+
+def _buffer(node: ast.expr) -> str | None:
+    node = node.value if isinstance(node, ast.Subscript) else node
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def test_tma_loads_whose_span_was_dropped_get_their_t_copy_s_line(plain) -> None:
+    """Each spanless `tl::tma_load(X_desc, .., Y)` gets the line of the script's one `T.copy(X[..], Y)`
+    (the script's ast), and the pipeline barriers only the `T.Pipelined` loop's line, approximate."""
+    c = plain["compile"]
+    (text,) = [t for f, t in c.sources.items() if f.endswith("example_mha_fwd_bshd.py")]
+    tree = ast.parse(text)
+    copies = Counter((_buffer(n.args[0]), _buffer(n.args[1])) for n in _t_calls(tree, "copy"))
+    copy_line = {(_buffer(n.args[0]), _buffer(n.args[1])): n.lineno for n in _t_calls(tree, "copy")}
+    (pipelined,) = [n.lineno for n in _t_calls(tree, "Pipelined")]
+    cu = c.cu.split("\n")
+    loads = [i + 1 for i, s in enumerate(cu) if "tl::tma_load(K_desc" in s or "tl::tma_load(V_desc" in s]
+    assert len(loads) == 2
+    for n in loads:
+        rec = c.recovered[n]
+        pair = ("K", "K_shared") if "K_desc" in cu[n - 1] else ("V", "V_shared")
+        assert copies[pair] == 1 and rec.kind == "exact" and rec.line == copy_line[pair], (n, rec)
+        print(f"kernel.cu:{n} {cu[n - 1].strip()[:40]} -> line {rec.line} (T.copy{pair})")
+    approx = {n: r for n, r in c.recovered.items() if r.kind == "approximate"}
+    assert approx and all(r.line == pipelined for r in approx.values())
+    assert all(".wait(" in cu[n - 1] or ".arrive(" in cu[n - 1] for n in approx)
+    # in show --hot: the approximate rows stay out of the Python lines
+    r = plain["result"]
+    rows = [o for o in r["other"] if o.get("approximate")]
+    assert rows and all(o["where"].startswith("~ pipeline barrier") for o in rows)
+    assert not {c_["line"] for x in r["lines"] for c_ in x["cuda"]} & set(approx)
+    old = hot.fold(plain["pcs"], c.cmap, c.sass, KERNEL, c.cu, c.sources)
+    before = sum(o["samples"] for o in old["other"])
+    after = sum(o["samples"] for o in r["other"] if not o.get("approximate"))
+    print(
+        f"no Python line: {before} of {r['samples']} before, {after} now (+{sum(o['samples'] for o in rows)} approximate)"
+    )
+    assert after < before
+
+
+def test_a_t_copy_that_is_not_the_only_one_gives_no_line() -> None:
+    """Two `T.copy(K, K_shared)` in the pass's input: the TMA load gets no line (and one copy does)."""
+    from tltrace.format.sourcemap import LineMap
+    from tltrace.sourcemap.dropped import PassText, recover
+
+    copy = "    T.copy(T.region(K[0, k], 1, 64), T.region(K_shared[0, 0], 2, 64))"
+    tma = "    T.tma_copy(T.region(K[0, k], 1, 64), T.region(K_shared[0, 0], 2, 64), barrier=b[0])"
+    cu = "for (int k = 0; k < 4; ++k) {\n  tl::tma_load(K_desc, mbarrier[0], (&(((half_t*)K_shared)[0])), 0);\n}"
+    cmap = LineMap(("a.py",), (0, 0, None))
+
+    def passes(n: int) -> list[PassText]:
+        before = "\n".join([copy] * n)
+        return [
+            PassText(
+                before,
+                LineMap(("a.py",), tuple((0, 10 + i) for i in range(n))),
+                tma,
+                LineMap(("a.py",), (0,)),
+            )
+        ]
+
+    assert recover(passes(1), cu, cmap)[2].line == 10
+    assert recover(passes(2), cu, cmap) == {}
+
+
+def test_sm90a_gemm_s_tma_loads_get_their_t_copy_s_line(tmp_path) -> None:
+    """A pipelined GEMM lowered for sm_90a on the CPU: each `tl::tma_load(X_desc, .., Y)` of the
+    generated source gets the line of the script's `T.copy(X[..], Y)` (found in its ast)."""
+    from ._kernels import HOPPER_GEMM, lower_hopper_traced
+
+    tree = ast.parse(HOPPER_GEMM)
+    copy_line = {(_buffer(n.args[0]), _buffer(n.args[1])): n.lineno for n in _t_calls(tree, "copy")}
+    script, lowered, run_dir = lower_hopper_traced(tmp_path)
+    c = profiled.load_compile(run_dir)
+    assert c.cu is not None and c.cu.rstrip("\n") == lowered.kernel_source.rstrip("\n")
+    cu = c.cu.split("\n")
+    loads = {i + 1: s for i, s in enumerate(cu) if "tl::tma_load(" in s}
+    assert loads
+    for n, s in loads.items():
+        (pair,) = [p for p in copy_line if f"{p[0]}_desc" in s and f"){p[1]})" in s]
+        rec = c.recovered[n]
+        assert (rec.kind, rec.file, rec.line) == ("exact", str(script), copy_line[pair]), (s, rec)
+        print(f"kernel.cu:{n} {s.strip()[:40]} -> line {rec.line}")
+    (pipelined,) = [n.lineno for n in _t_calls(tree, "Pipelined")]
+    assert all(r.line == pipelined for r in c.recovered.values() if r.kind == "approximate")

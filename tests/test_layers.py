@@ -106,6 +106,10 @@ SIDEWAYS: dict[tuple[str, str], str] = {
     ("tltrace.toolchain", "tltrace.sourcemap"): "TileLang's own #line directives blanked before the build",
     (
         "tltrace.runtime",
+        "tltrace.sourcemap",
+    ): "run --ncu: the kernel.cu lines whose span a pass dropped, given a line (sourcemap/dropped)",
+    (
+        "tltrace.runtime",
         "tltrace.history",
     ): "run --sanitize: the errors named through the invocation's recorded runs (history/byline); run --ncu: "
     "the profiled compiles' texts and maps read back",

@@ -16,7 +16,7 @@ from tltrace.sourcemap import store as sms
 
 from ._cli import cli_invoke as _cli
 from ._cli import script_traced
-from ._kernels import CPU_GEMM, HOPPER_GEMM
+from ._kernels import CPU_GEMM, HOPPER_GEMM, lower_hopper_traced
 from ._kernels import load_script as _load
 from ._observer import observe
 from ._records import read_manifest, run_dirs
@@ -444,28 +444,17 @@ def test_sm90a_cuda_codegen_mapped_per_statement(tmp_path):
     """CUDA codegen for sm_90a, lowered on the CPU (no nvcc): the map comes from the stamped copy
     (each statement its own directive), the TMA store maps exactly to the store's Python line,
     and lines without a span of their own are marked inferred or carry none."""
-    import tilelang
 
-    import tltrace
     from tltrace.history import runs as R
     from tltrace.history import sourcemaps as V
 
-    script = tmp_path / "hgemm_sm90.py"
-    make = _load(script, HOPPER).make
     line_of = {
         tag: i
         for i, ln in enumerate(HOPPER.split("\n"), 1)
         for tag in ("# STORE", "# C_L", "# CLEAR")
         if tag in ln
     }
-    tgt = tilelang.tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-    tltrace.enable(mode="terminal", trace_dir=tmp_path / "trace", quiet=True)
-    try:
-        with tgt:
-            lowered = tilelang.lower(make(), target=tgt, enable_device_compile=False)
-    finally:
-        tltrace.disable()
-    (run_dir,) = sorted((tmp_path / "trace").glob("*/.run_records/run_*"))
+    script, lowered, run_dir = lower_hopper_traced(tmp_path)
     data = V.summary(R.load_run(run_dir))
     device = data["codegen"]["device"]
     assert "\n".join(x["text"] for x in device).rstrip("\n") == lowered.kernel_source.rstrip("\n")

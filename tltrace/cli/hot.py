@@ -185,6 +185,10 @@ def _cells(row: dict[str, Any]) -> tuple[Any, ...]:
         where = Text(f"{os.path.basename(row['file'])}:{row['line']}")
         if row.get("text"):
             where.append(f"  {row['text']}", style="dim")
+        if row.get("recovered"):
+            where.append(
+                f"\n{row['recovered']} samples by its T.copy (span dropped by TileLang)", style="dim"
+            )
     else:
         where = Text(row["where"], style="italic")
     stalls = ", ".join(f"{k} {v}" for k, v in row["stalls"])

@@ -11,6 +11,8 @@ the innermost): a line of the kernel's .cu as it is; a `.py` line (a `run --line
 build) is the Python line itself; a line in a header (tl_templates, cute, the CUDA includes)
 stays apart as "inlined: <header>:<line>", with no Python line. The CUDA
 line's Python line is the codegen map's (sourcemap/lines.py, recorded with the device code).
+A kernel.cu line a pass left with no Python line may get one from sourcemap/dropped.py:
+exact (a TMA load, its `T.copy`) or approximate (a pipeline barrier, a row of its own).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..format.sourcemap import LineMap
+from ..sourcemap.dropped import APPROX, EXACT, Recovered
 from ..stages.ptx import CU_NAME
 
 AGREE = 0.98  # the share of measured PCs whose text must match tltrace's SASS at their offset
@@ -115,8 +118,13 @@ def fold(
     kernel: str,
     cu_text: str | None = None,
     sources: dict[str, str] | None = None,
+    recovered: dict[int, Recovered] | None = None,
 ) -> dict[str, Any]:
-    """Return the hot lines of one kernel's PCs: {mode, agree, totals, lines, other, cuda, inlined}."""
+    """Return the hot lines of one kernel's PCs: {mode, agree, totals, lines, other, cuda, inlined}.
+
+    `recovered` (sourcemap/dropped.py): kernel.cu lines a pass left with no Python line; an
+    exact one counts on its Python line (the row's `recovered` says how many samples came so),
+    an approximate one is a row of `other` of its own, never a Python line."""
     ours = sass_offsets(sass, kernel) if sass else {}
     same, checked = agreement(pcs, ours)
     mode = "sass" if ours and checked and same >= AGREE * checked else "ncu"
@@ -137,14 +145,21 @@ def fold(
         else:
             cu, header = None, f"{os.path.basename(str(p.get('file') or '?'))}:{p.get('line') or '?'}"
         src = py or (cmap.src(cu - 1) if (cmap is not None and cu) else None)
+        rec = (recovered or {}).get(cu) if (cu and py is None) else None
+        if rec is not None and rec.kind == EXACT:
+            src = (rec.file, rec.line)
         if cu:
             cuda[cu] += samples
         if header is not None:
             inlined[header] += samples
         key: Any = src if src is not None else ("inlined", header) if header else ("cuda", cu)
+        if rec is not None and rec.kind == APPROX:
+            key = ("approx", rec.label)
         r = rows.setdefault(
-            key, {"samples": 0, "inst": 0, "stalls": Counter(), "cuda": Counter(), "sass": []}
+            key, {"samples": 0, "inst": 0, "stalls": Counter(), "cuda": Counter(), "sass": [], "recovered": 0}
         )
+        if rec is not None and rec.kind == EXACT:
+            r["recovered"] += samples
         r["samples"] += samples
         r["inst"] += inst
         r["stalls"].update(p.get("stalls") or {})
@@ -175,7 +190,10 @@ def _row(
     key: Any, r: dict[str, Any], total: int, cu_lines: list[str], sources: dict[str, str]
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    if key[0] in ("inlined", "cuda"):
+    if key[0] == "approx":
+        out["where"] = f"~ {key[1]} (approximate)"
+        out["approximate"] = True
+    elif key[0] in ("inlined", "cuda"):
         out["where"] = f"inlined: {key[1]}" if key[0] == "inlined" else f"kernel.cu:{key[1]} (no Python line)"
     else:
         out["file"], out["line"] = key
@@ -183,6 +201,8 @@ def _row(
         src_lines = text.split("\n") if text else []
         out["text"] = src_lines[key[1] - 1].strip() if 0 < key[1] <= len(src_lines) else None
     out["samples"] = r["samples"]
+    if r["recovered"]:
+        out["recovered"] = r["recovered"]  # samples of lines whose span a pass dropped (sourcemap/dropped.py)
     out["share"] = round(r["samples"] / total, 4) if total else 0.0
     out["stalls"] = [[k, v] for k, v in r["stalls"].most_common(TOP_STALLS) if v]
     out["inst"] = r["inst"]

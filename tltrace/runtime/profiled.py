@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import RecordsError
 from ..format.layout import NCU_PROFILE, NCU_REPORT
-from ..format.records import CODEGEN
+from ..format.records import CHANGED, CODEGEN
 from ..fs import safe_read
 from ..fs.atomic import atomic_write
 from ..history import sourcemaps
 from ..history.loading import load_run
 from ..history.runs import text_of
+from ..sourcemap.dropped import PassText, Recovered, recover
 from . import hot
 
 PROFILE, REPORT = NCU_PROFILE, NCU_REPORT
@@ -41,6 +42,7 @@ class Compile:
     sass: str | None  # the SASS stage (run --sass)
     cmap: Any  # the device source's LineMap
     sources: dict[str, str]  # the Python sources kept at capture
+    recovered: dict[int, Recovered] = field(default_factory=dict)  # sourcemap/dropped.py
 
     def kernels(self) -> set[str]:
         """Return the names of the __global__ functions the device source defines."""
@@ -58,7 +60,17 @@ def load_compile(run_dir: Path) -> Compile:
     cu = text_of(run.path, dev, "after", errors="surrogateescape") if dev else None
     sass = text_of(run.path, gen["sass"], "after", errors="surrogateescape") if "sass" in gen else None
     cmap = maps.of(dev.index, "after") if dev else None
-    return Compile(run.path, cu, sass, cmap, dict(maps.sources))
+    passes = [
+        PassText(
+            text_of(run.path, r, "before", errors="surrogateescape") or "",
+            maps.of(r.index, "before"),
+            text_of(run.path, r, "after", errors="surrogateescape") or "",
+            maps.of(r.index, "after"),
+        )
+        for r in run.manifest.records
+        if r.status == CHANGED and r.before_file and r.after_file
+    ]
+    return Compile(run.path, cu, sass, cmap, dict(maps.sources), recover(passes, cu, cmap))
 
 
 @dataclass(frozen=True)
@@ -142,7 +154,7 @@ def hot_lines(run_dir: Path) -> list[dict[str, Any]]:
             by_kernel.setdefault(str(a.get("kernel")), []).append(a)
     out = []
     for kernel, actions in by_kernel.items():
-        res = hot.fold(hot.merged(actions), c.cmap, c.sass, kernel, c.cu, c.sources)
+        res = hot.fold(hot.merged(actions), c.cmap, c.sass, kernel, c.cu, c.sources, c.recovered)
         res["launches"] = len(actions)
         res["notes"] = list(data.get("notes") or [])
         out.append(res)
