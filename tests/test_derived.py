@@ -19,8 +19,11 @@ import pytest
 
 from tltrace.config import Settings
 from tltrace.format import derived
+from tltrace.format.layout import SOURCEMAP_LOG
 from tltrace.format.records import CHANGED, RunManifest
+from tltrace.format.sourcemap import LineMap
 from tltrace.history.loading import load_manifest, load_run
+from tltrace.history.sourcemaps import load as load_maps
 from tltrace.runner import Target, run_target
 
 from ._kernels import SM90A
@@ -136,6 +139,31 @@ def test_read_time_counts_against_difflib(traced, name) -> None:
                 other.append(f"{r.name} +{r.added}/-{r.removed} (difflib +{a}/-{d})")
     assert checked and equal >= checked * 0.8, other
     print(f"{name}: {checked} changed records; {equal} with difflib's counts, the rest: {other}")
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_read_time_call_sites_equal_the_capture_time_ones(traced, name) -> None:
+    """The quiet compile's maps are stored as printed (after a `calls` line) and get their call
+    sites when read: every record's two maps equal those the live compile stored refined."""
+    live, quiet = traced[name]
+    sides = mapped = 0
+    for live_dir, quiet_dir in zip(live, quiet):
+        stored = [json.loads(ln) for ln in (quiet_dir / SOURCEMAP_LOG).read_text().splitlines()]
+        assert stored[0]["t"] == "calls" and stored[0]["roots"]
+        assert all(d["t"] != "calls" for d in stored[1:])
+        assert not any(
+            json.loads(ln)["t"] == "calls" for ln in (live_dir / SOURCEMAP_LOG).read_text().splitlines()
+        )
+        then, now = load_maps(live_dir), load_maps(quiet_dir)
+        assert now.records.keys() == then.records.keys()
+        for index in then.records:
+            for side in ("before", "after"):
+                assert now.of(index, side) == then.of(index, side), (index, side)
+                sides += 1
+                mapped += bool((then.of(index, side) or LineMap((), ())).via)
+    if name != "elementwise_add":  # T.gemm expands TileLang's library code: its lines get the call site
+        assert mapped
+    print(f"{name}: {sides} record sides' maps equal, {mapped} with library lines mapped to their call")
 
 
 def test_a_stale_or_foreign_cache_is_recomputed(traced) -> None:
