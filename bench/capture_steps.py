@@ -38,7 +38,7 @@ STEPS = [
     ("tltrace.sourcemap.lines", "print_module", "print (with the source map's line tags)"),
     ("tltrace.session.snapshot", "TextCache.resolve", "reuse rule, module rebuild, equality rule"),
     ("tltrace.session.capture", "line_changes", "+/- counts (passes)"),
-    ("tltrace.diff", "count_changes", "+/- counts (codegen records)"),
+    ("tltrace.session.codegen_call", "count_changes", "+/- counts (codegen records)"),
     ("tltrace.session.capture", "text_hash", "text hashes"),
     ("tltrace.session.store", "RunStore.put_text", "store: pack buffer"),
     ("tltrace.session.store", "RunStore._flush", "store: pack writes"),
