@@ -3,6 +3,8 @@ tests (target c, cython), and the pipelined GEMM that the CUDA-codegen tests low
 
 from __future__ import annotations
 
+from pathlib import Path
+
 # The elementwise add kernel's source, shared by the test scripts that compile it.
 ADD = """import tilelang
 import tilelang.language as T
@@ -309,3 +311,71 @@ def load_script(path, text: str | None = None, name: str | None = None):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+# The out-of-bounds store of tests/data/sanitizer/oob.py (the last of 8 blocks writes past B's 1000
+# floats) lowered for sm_90a on the CPU (CUDA codegen, no GPU), for `run --sanitize`: the recorded
+# script's kernel, its @tilelang.jit line made a comment (the lines keep their numbers), then the
+# lowering. The store is the one line `B[...] = ...` (the tests find it with ast).
+def _oob_lowered() -> str:
+    script = (Path(__file__).resolve().parent / "data" / "sanitizer" / "oob.py").read_text()
+    kernel = script.split("\nk = scale(N)", 1)[0].replace("@tilelang.jit(", "# @tilelang.jit(")
+    return (
+        kernel
+        + """
+from tilelang import tvm
+
+target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+with target, tvm.transform.PassContext(config={"tl.disable_safe_memory_legalize": True}):
+    tilelang.lower(scale(N), target=target)
+"""
+    )
+
+
+OOB_LOWERED = _oob_lowered()
+
+
+# A kernel with a dynamic size (T.dynamic) launched at three sizes: the launch records' test
+# (tests/test_launches.py). The script writes each launch's tensors (shape, dtype, strides,
+# device, as torch says them) to the JSON file its first argument names: the records' oracle.
+# A second argument `cuda` compiles for the GPU (tvm_ffi) and launches on CUDA tensors.
+DYNAMIC_SCALE = """import json
+import sys
+
+import torch
+import tilelang
+import tilelang.language as T
+
+
+def make_scale(block=64):
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def scale(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    B[bx * block + i] = A[bx * block + i] * 2.0
+
+    return scale
+
+
+def tensors(t):
+    return [list(t.shape), str(t.dtype).removeprefix("torch."), list(t.stride()), str(t.device)]
+
+
+if __name__ == "__main__":
+    cuda = sys.argv[2:] == ["cuda"]
+    where = {"target": "cuda", "execution_backend": "tvm_ffi"} if cuda else {"target": "c", "execution_backend": "cython"}
+    kernel = tilelang.compile(make_scale(), **where)
+    seen = []
+    for size in (64, 200, 1000):
+        a = torch.arange(size, dtype=torch.float32, device="cuda" if cuda else "cpu")
+        b = torch.empty_like(a)
+        kernel(a, b)
+        assert torch.equal(b, a * 2)
+        seen.append({"size": size, "args": [tensors(a), tensors(b)]})
+    with open(sys.argv[1], "w") as f:
+        json.dump(seen, f)
+"""
+SCALE_BLOCK = 64  # make_scale's block: the grid of a launch of n elements is ceil(n / 64)

@@ -55,7 +55,7 @@ def test_every_module_is_named_and_every_named_module_exists() -> None:
 # EXT, DEFAULT_STEM, WORKING_MAP_SUFFIX and the prefixes are words other code uses too).
 SPELLED_ONCE = (
     "RUN_RECORDS", "OBJECTS", "PACK", "LIVE", "MANIFEST", "RECORDS_LOG", "SOURCEMAP_LOG", "INFLIGHT", "FATAL",
-    "REPORT", "SCRIPTS_REGISTRY", "KERNEL_REGISTRY",
+    "REPORT", "SCRIPTS_REGISTRY", "KERNEL_REGISTRY", "SANITIZER", "SANITIZER_XML",
 )  # fmt: skip
 
 

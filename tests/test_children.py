@@ -22,6 +22,7 @@ import pytest
 
 from tltrace.config import build_settings
 from tltrace.format.records import RunManifest
+from tltrace.format.writer import pid_of, rank_of
 from tltrace.history import runs
 from tltrace.tracing import children
 
@@ -62,7 +63,7 @@ def _manifests(script_dir: Path) -> list[RunManifest]:
 
 
 def _pid(m: RunManifest) -> int | None:
-    return children.pid_of(m)
+    return pid_of(m)
 
 
 # -- the hook itself: no compile ---------------------------------------------------------------------
@@ -337,7 +338,7 @@ def test_torchrun_ranks_are_traced_with_their_rank(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     ms = _manifests(tmp_path / "T" / "dist")  # filed under the training script, not 'torchrun'
-    assert sorted(children.rank_of(m) for m in ms) == [0, 1]
+    assert sorted(rank_of(m) for m in ms) == [0, 1]
     assert len({m.invocation for m in ms}) == 1
     assert "in 2 processes" in r.stdout and "rank 1" in r.stdout
 

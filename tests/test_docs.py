@@ -58,13 +58,13 @@ class Example:
         return f"{self.where}: {self.text}"
 
 
-def _options(cmd: Any) -> dict[str, bool]:
-    """Each option spelling of `cmd` (help included) -> whether it takes a value."""
-    table = {name: False for name in ROOT.context_settings.get("help_option_names", ["--help"])}
+def _options(cmd: Any) -> dict[str, int]:
+    """Each option spelling of `cmd` (help included) -> how many values it takes (--at BUF I,J: 2)."""
+    table = {name: 0 for name in ROOT.context_settings.get("help_option_names", ["--help"])}
     for p in cmd.params:
         if getattr(p, "param_type_name", "") == "option":
             for o in (*p.opts, *p.secondary_opts):
-                table[o] = not (p.is_flag or p.count)
+                table[o] = 0 if (p.is_flag or p.count) else max(1, p.nargs)
     return table
 
 
@@ -172,7 +172,7 @@ def _check_tokens(ex: Example, tokens: list[str]) -> None:
                     positional += rest[i:]
                     break
                 pytest.fail(f"{ex}: 'tltrace {cmd.name}' has no option {name!r}")
-            takes = table[name] and "=" not in tok
+            takes = table[name] if "=" not in tok else 0
             leading += rest[i : i + 1 + takes]
             i += 1 + takes
             continue

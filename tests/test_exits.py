@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from tltrace.format.records import COMPLETE, EXITED, EXITED_NOTE, INTERRUPTED
+from tltrace.format.writer import pid_of
 from tltrace.history.runs import load_manifest, run_dirs, text_of
-from tltrace.tracing.children import pid_of
 
 from ._cli import cli_env
 from ._kernels import KERNELS

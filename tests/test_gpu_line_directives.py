@@ -168,7 +168,11 @@ def test_ncu_source_counters_name_only_kernel_lines(tmp_path):
     assert rep.is_file(), "ncu wrote no report"
     body = _body(script)
     named: list[int] = []
-    python_dir = Path(os.path.realpath(ncu)).parent / "extras" / "python"
+    # ncu's Python module: beside the real ncu in older layouts, under /opt/nvidia/nsight-compute/<v>/
+    # where the CUDA toolkit's bin/ncu is a launcher of that install (CUDA 13.0, ncu 2025.3.1).
+    candidates = [Path(os.path.realpath(ncu)).parent / "extras" / "python"]
+    candidates += sorted(Path("/opt/nvidia/nsight-compute").glob("*/extras/python"), reverse=True)
+    python_dir = next((d for d in candidates if (d / "ncu_report.py").is_file()), candidates[0])
     rows = None
     if (python_dir / "ncu_report.py").is_file():
         r = subprocess.run(
@@ -190,7 +194,7 @@ def test_ncu_source_counters_name_only_kernel_lines(tmp_path):
         named = [int(n) for _, f, n in rows if os.path.basename(f) == script.name]
     else:  # ncu's source page, as text
         page = subprocess.run(
-            [ncu, "--import", str(rep), "--page", "source", "--print-source", "cuda", "--csv"],
+            [ncu, "--import", str(rep), "--page", "source", "--print-source", "cuda,sass", "--csv"],
             capture_output=True,
             text=True,
             timeout=600,

@@ -63,6 +63,8 @@ VALUES: dict[str, Any] = {
     "defer": 3,
     "exit_wait": 1.5,
     "explain_timeout": 7.0,
+    "launches": True,
+    "launch_limit": 9,
 }
 
 # How `tltrace run` spells each field it has a flag for; the others are set by their variable only.
@@ -86,6 +88,8 @@ FLAGS: dict[str, list[str]] = {
     "ptx": ["--ptx"],
     "sass": ["--sass"],
     "remarks": ["--remarks=vectorize,smem"],
+    "launches": ["--launches"],
+    "launch_limit": ["--launch-limit", "9"],
 }
 NO_FLAG = {  # set from the CLI by their variable (docs/usage.md), from enable() by keyword
     "wait": "TLTRACE_WAIT",
@@ -102,6 +106,7 @@ TEXT = {
     "defer": "3",
     "exit_wait": "1.5",
     "explain_timeout": "7",
+    "launch_limit": "9",
     "kernels": "^gemm",
     "remarks": "vectorize,smem",
 }
@@ -290,6 +295,14 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tltrace.tracing.recorders", "TLTRACE_BISECT"): "a `tltrace bisect` step: the plan its parent hands it",
     ("tltrace.bisect.skipping", "TLTRACE_BISECT"): "a `tltrace bisect` step: the plan its parent hands it",
     (
+        "tltrace.tracing.watchdog",
+        "TLTRACE_WATCHDOG_STACKS",
+    ): "run --timeout: the supervised child learns from its parent that it is one (run --ncu asks too)",
+    (
+        "tltrace.runtime.outer",
+        "TLTRACE_UNDER",
+    ): "run --ncu: the inner run learns from its parent that it runs under the tool (then taken out)",
+    (
         "tltrace.bisect.miscompile",
         "TLTRACE_MISCOMPILE",
     ): "read only by miscompile_from_env(), which a script calls",
@@ -434,3 +447,13 @@ def test_every_knob_variable_is_documented() -> None:
     missing = [k.env for k in KNOBS if k.env not in docs]
     assert not missing, missing
     assert config.KNOBS == KNOBS
+
+
+def test_build_settings_takes_each_knob_by_its_field_and_no_other_name(tmp_path) -> None:
+    """The knobs reach build_settings by KNOBS' field names; a misspelt one is a TypeError, as a
+    keyword Python does not know is (not a knob silently left at its variable's value)."""
+    s = build_settings(mode="terminal", trace_dir=tmp_path, script_name="x", **{k.field: None for k in KNOBS})
+    default = build_settings(mode="terminal", trace_dir=tmp_path, script_name="x")
+    assert dataclasses.replace(s, invocation=default.invocation) == default
+    with pytest.raises(TypeError, match="'sinc'"):
+        build_settings(mode="terminal", trace_dir=tmp_path, script_name="x", sinc=True)

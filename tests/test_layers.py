@@ -15,15 +15,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("tltrace", "tltrace.__main__", "tltrace.tracing._boot"),
     ("tltrace.cli",),
     # The entry points: each opens an invocation (tracing.lifecycle) with render's listeners.
-    # tracing.child is the start of a traced job's child (nothing imports it).
-    (
-        "tltrace.api",
-        "tltrace.runner",
-        "tltrace.pytest_plugin",
-        "tltrace.tracing.child",
-    ),
-    ("tltrace.render",),
+    ("tltrace.api", "tltrace.runner", "tltrace.pytest_plugin"),
+    # tracing.child, the start of a traced job's child, picks render's listeners too.
     ("tltrace.tracing",),
+    ("tltrace.render",),
     (
         "tltrace.bisect",
         "tltrace.rerun",
@@ -37,6 +32,8 @@ LAYERS: list[tuple[str, ...]] = [
         "tltrace.sourcemap",
         "tltrace.callsites",
         "tltrace.toolchain",
+        "tltrace.launches",
+        "tltrace.runtime",
     ),
     ("tltrace.session",),
     ("tltrace.config",),  # the settings read format/'s names, ids and script dirs
@@ -108,6 +105,16 @@ SIDEWAYS: dict[tuple[str, str], str] = {
     ("tltrace.history", "tltrace.callsites"): "a quiet compile's maps get their call sites when read",
     ("tltrace.stages", "tltrace.toolchain"): "the PTX and SASS stages: the nvcc build's PTX and cubin",
     ("tltrace.toolchain", "tltrace.sourcemap"): "TileLang's own #line directives blanked before the build",
+    (
+        "tltrace.runtime",
+        "tltrace.history",
+    ): "run --sanitize: the errors named through the invocation's recorded runs (history/byline); run --ncu: "
+    "the profiled compiles' texts and maps read back",
+    (
+        "tltrace.runtime",
+        "tltrace.stages",
+    ): "run --sanitize: compute-sanitizer found as the SASS tools are; a pc looked up in the stored SASS; "
+    "run --ncu: the SASS stage's kernel.cu marks (hot lines)",
     # the bottom
     ("tltrace.fs", "tltrace.errors"): "a bad output path is a UsageError",
 }

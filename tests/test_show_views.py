@@ -30,11 +30,14 @@ USES = {
     "--ptx-line": JSON,
     "--sass-line": JSON,
     "--remarks": JSON,
+    "--sanitizer": JSON,
     "--html": JSON,
     "--facts": JSON,
     "--layouts": JSON | {"--at", "--thread"},
     "--profile": JSON | {"--top"},
     "--count": JSON,
+    "--launches": JSON | {"--compare"},
+    "--hot": JSON | {"--top"},
     "--format markdown": {"--top", "--baseline"},
 }
 COMBINED = {("--pass", "--remarks"), ("--pass", "--source-map"), ("--profile", "--format markdown")}
@@ -64,7 +67,7 @@ def _spellings() -> dict[str, list[str]]:
         elif p.is_flag:
             out[name] = [name]
         elif p.nargs == 2:
-            out[name] = [name, "C", "0,0"]
+            out[name] = [name, "C", "0,0"] if name == "--at" else [name, "1", "2"]
         else:
             out[name] = [name, "2"]  # a count, a pass index, a name: each takes "2"
     return out

@@ -101,6 +101,7 @@ QUEUE_MIN = 16
 WORKERS_DEFAULT = 8  # the most background workers, whatever the machine (Settings.workers)
 EXIT_WAIT_DEFAULT = 30.0  # seconds an os._exit waits for the records (Settings.exit_wait)
 EXPLAIN_TIMEOUT_DEFAULT = 120.0  # seconds a layout failure's explanation may take (Settings.explain_timeout)
+LAUNCH_LIMIT_DEFAULT = 100_000  # launches recorded per process and invocation; the rest only counted
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("defer", "TLTRACE_DEFER", "count"),
     Knob("exit_wait", "TLTRACE_EXIT_WAIT", "seconds"),
     Knob("explain_timeout", "TLTRACE_EXPLAIN_TIMEOUT", "seconds"),
+    Knob("launches", "TLTRACE_LAUNCHES"),
+    Knob("launch_limit", "TLTRACE_LAUNCH_LIMIT", "count"),
 )
 
 
@@ -258,6 +261,10 @@ class Settings:
     exit_wait: float = EXIT_WAIT_DEFAULT  # the most an os._exit waits for the records (session/exits.py)
     # The most seconds a compile that failed in LayoutInference is explained for (layouts/explain.py); 0: off.
     explain_timeout: float = EXPLAIN_TIMEOUT_DEFAULT
+    # Record each launch of a compiled kernel (run --launches; launches/recorder.py): the first
+    # `launch_limit` of each process, the rest only counted (docs/launches.md).
+    launches: bool = False
+    launch_limit: int = LAUNCH_LIMIT_DEFAULT
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
@@ -349,42 +356,30 @@ def build_settings(
     context: object = 3,
     only: str | None = None,
     skip: str | None = None,
-    kernels: str | None = None,
     quiet: bool = False,
     all_passes: bool = False,
     verbose: bool = False,
     ignore_whitespace: bool = False,
     use_cache: bool = False,
-    sync: bool | None = None,
-    exact: bool | None = None,
-    check_texts: bool | None = None,
-    wait: bool | None = None,
-    ptxas: bool | None = None,
-    line_directives: bool | None = None,
-    ptx: bool | None = None,
-    sass: bool | None = None,
-    remarks: bool | str | tuple[str, ...] | list[str] | None = None,
-    source_map: bool | None = None,
-    queue: int | None = None,
-    workers: int | None = None,
-    defer: int | None = None,
-    exit_wait: float | None = None,
-    explain_timeout: float | None = None,
     command: tuple[str, ...] = (),
     names: dict[str, str] | None = None,
     script_key: str | None = None,
+    **knobs: Any,
 ) -> Settings:
     """Return validated Settings; the one builder behind `tltrace run`, `tltrace.enable()` and the plugin.
 
     mode: a trace mode, or None for TL_LOWER_TRACE (else "terminal"). trace_dir: None
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
-    working files) or a path. Each knob of KNOBS (kernels, sync, exact, check_texts, wait,
-    ptxas, line_directives, ptx, sass, remarks, source_map, queue, workers, defer,
-    exit_wait, explain_timeout): None for its variable's value (TLTRACE_SYNC, ...), else the Settings
-    default. remarks: True or "" (on), planner names ("vectorize,reducer" or a tuple), False
-    (off). `names` maps a parameter to how the caller spells it in messages (`{"keep":
+    working files) or a path. `knobs`: each knob of KNOBS by its field name (kernels, sync, exact,
+    check_texts, wait, ptxas, line_directives, ptx, sass, remarks, source_map, queue, workers,
+    defer, exit_wait, explain_timeout, launches, launch_limit; another name is a TypeError): None or left out for its
+    variable's value (TLTRACE_SYNC, ...), else the Settings default. remarks: True or "" (on),
+    planner names ("vectorize,reducer" or a tuple), False (off). `names` maps a parameter to how the caller spells it in messages (`{"keep":
     "--keep"}`). Raises UsageError on a bad value, or a bad knob variable, the same for all.
     """
+    unknown = set(knobs) - {k.field for k in KNOBS}
+    if unknown:
+        raise TypeError(f"build_settings() got an unexpected keyword argument {min(unknown)!r}")
     spell = {
         "mode": "mode",
         "keep": "keep",
@@ -411,29 +406,11 @@ def build_settings(
         cg = check_codegen_output(codegen_output)
     # The knobs: what the caller gives, else what the environment gives (a bad variable is an
     # error whatever the caller gives), else the field's default.
-    given: dict[str, object] = {
-        "kernels": kernels,
-        "sync": sync,
-        "exact": exact,
-        "check_texts": check_texts,
-        "wait": wait,
-        "ptxas": ptxas,
-        "line_directives": line_directives,
-        "ptx": ptx,
-        "sass": sass,
-        "remarks": remarks,
-        "source_map": source_map,
-        "queue": queue,
-        "workers": workers,
-        "defer": defer,
-        "exit_wait": exit_wait,
-        "explain_timeout": explain_timeout,
-    }
-    knobs = env_knobs()
+    values = env_knobs()
     for knob in KNOBS:
-        value = given[knob.field]
+        value = knobs.get(knob.field)
         if value is not None:
-            knobs[knob.field] = knob.check(value, spell.get(knob.field, knob.field))
+            values[knob.field] = knob.check(value, spell.get(knob.field, knob.field))
     return Settings(
         script_key=script_key,
         mode=m,
@@ -450,7 +427,7 @@ def build_settings(
         ignore_whitespace=bool(ignore_whitespace),
         use_cache=bool(use_cache),
         command=tuple(command),
-        **knobs,
+        **values,
     )
 
 

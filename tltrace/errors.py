@@ -4,11 +4,13 @@ Exit codes (documented in README and man page):
   0  success (or the script's own exit code under `tltrace run`)
   1  the traced script raised; diff-runs, replay: the runs differ; check: a check fails;
      repro: not reproduced; bisect: the bug is in a pass that cannot be skipped
-  2  usage error: bad option, bad value, nothing to act on (show: two views at once, or a
+  2  usage error: bad option, bad value (run --sanitize=TOOL: not memcheck, racecheck, synccheck
+     or initcheck), nothing to act on (show: two views at once, or a
      flag the view does not take; show, diff-runs --count: a pattern that is not a regex;
      replay: a --trace-dir that is not a directory; check: a bad expression or directive, an
      unknown fact, a regex past --match-timeout)
-  3  a file or record problem: missing/damaged run records, unreadable trace dir (show
+  3  a file or record problem: missing/damaged run records, unreadable trace dir (show --hot: a
+     compile no `run --ncu` profiled; show
      --layouts --at/--thread: a recorded layout beyond the limits of layouts/check.py); replay,
      repro: a damaged bundle (flipped byte, zip bomb, wrong types, a frontend IR that does
      not load) or a refused context or target (rerun/trust.py)

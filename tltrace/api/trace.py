@@ -153,6 +153,8 @@ def enable(
     defer: int | None = None,
     exit_wait: float | None = None,
     explain_timeout: float | None = None,
+    launches: bool | None = None,
+    launch_limit: int | None = None,
     children: bool = True,
 ) -> None:
     """Trace every later TileLang compilation in this process and in its children; return None.
@@ -194,7 +196,9 @@ def enable(
     flight, 0 never; TLTRACE_DEFER), exit_wait (the most seconds an os._exit waits for the
     records; TLTRACE_EXIT_WAIT, 30): the workers are the process's, so the last compile to
     start sets these; explain_timeout (the most seconds a compile that failed in
-    LayoutInference is explained for, in a child; TLTRACE_EXPLAIN_TIMEOUT, 120; 0 off). children: Python processes started while tracing is on
+    LayoutInference is explained for, in a child; TLTRACE_EXPLAIN_TIMEOUT, 120; 0 off); launches=True
+    records each launch of a compiled kernel (TLTRACE_LAUNCHES; docs/launches.md), the first
+    launch_limit of each process (TLTRACE_LAUNCH_LIMIT, 100000), the rest counted. children: Python processes started while tracing is on
     (multiprocessing, subprocess, torchrun) trace their compiles into this invocation, with
     these settings, from the moment they import TileLang (docs/children.md); False keeps
     tracing to this process.
@@ -232,6 +236,8 @@ def enable(
         defer=defer,
         exit_wait=exit_wait,
         explain_timeout=explain_timeout,
+        launches=launches,
+        launch_limit=launch_limit,
     )
     from ..format.scripts import unusable
     from ..tracing.children import leave_parent_invocation

@@ -32,15 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
 from ..format.ids import new_invocation_id
 from ..format.records import CHANGED, RunManifest
 from ..fs.atomic import atomic_write
-from ..proc.group import on_signals
-from .probe import Probe
+from .probe import Probe, Probed
 from .recheck import Recheck
 from .search import RIGHT, UNTESTABLE, WRONG, WindowSearch
-from .steps import Spec, Step, TopPass, manifests, run_step, top_passes
+from .steps import Spec, Step, TopPass, manifests, run_step, top_passes, untestable_start
 
 __all__ = [
     "FLAKY",
@@ -126,7 +124,7 @@ class Result:
         }
 
 
-class Bisection:
+class Bisection(Probed[Result]):
     """One `tltrace bisect`: owns the steps so far and the learned cache."""
 
     def __init__(self, spec: Spec, on_step: Callable[[Progress], None] | None = None) -> None:
@@ -160,24 +158,10 @@ class Bisection:
         self.on_step(Progress(s, suspects, time.perf_counter() - self.t0, left))
         return s
 
-    def run(self) -> Result:
-        # SIGINT, SIGTERM and SIGHUP raise here (KeyboardInterrupt, Terminated) while the
-        # bisection runs: the step's process group and the probe's go down on the way out.
-        with on_signals():
-            try:
-                return self._run()
-            finally:
-                if self.probe is not None:
-                    self.probe.close()
-
     def _run(self) -> Result:
         good = self.step("nothing skipped", None, 0)
         if good.outcome == UNTESTABLE:
-            raise UsageError(
-                f"the script does not compile with nothing skipped ({good.why}); see {good.log}"
-                if good.runs
-                else f"the script compiled no kernel{' matching --kernels' if self.spec.kernels else ''}; see {good.log}"
-            )
+            raise untestable_start(good, self.spec, "nothing skipped")
         ms = manifests(good)
         pipelines = [top_passes(m) for m in ms]
         ref = pipelines[0]

@@ -28,12 +28,11 @@ from typing import Any
 
 from ..errors import UsageError
 from ..format.ids import new_invocation_id
-from ..proc.group import on_signals
 from .ddmin import ddmin
-from .probe import Probe, repro_file
+from .probe import Probe, Probed, repro_file
 from .recheck import Recheck
 from .search import RIGHT, UNTESTABLE, WRONG
-from .steps import Spec, Step, manifests, run_step, top_passes
+from .steps import Spec, Step, manifests, run_step, top_passes, untestable_start
 
 FOUND = "found"  # exit 0: a set of flips turns the outcome
 NONE = "none"  # exit 1: no flip, alone or together, turns it
@@ -164,7 +163,7 @@ def _recorded_config(run: Path) -> dict[str, Any]:
         return {}
 
 
-class ConfigBisection:
+class ConfigBisection(Probed[ConfigResult]):
     """One `tltrace bisect --configs`."""
 
     def __init__(
@@ -203,16 +202,6 @@ class ConfigBisection:
         self.on_step(Flip(s, time.perf_counter() - self.t0, alone))
         return s
 
-    def run(self) -> ConfigResult:
-        # SIGINT, SIGTERM and SIGHUP raise here (KeyboardInterrupt, Terminated) while the
-        # bisection runs: the step's process group and the probe's go down on the way out.
-        with on_signals():
-            try:
-                return self._run()
-            finally:
-                if self.probe is not None:
-                    self.probe.close()
-
     def _run(self) -> ConfigResult:
         names = flippable(self.pattern)
         if not names:
@@ -223,11 +212,7 @@ class ConfigBisection:
             )
         base = self.step("nothing flipped", None, True)
         if base.outcome == UNTESTABLE:
-            raise UsageError(
-                f"the script does not compile with no config flipped ({base.why}); see {base.log}"
-                if base.runs
-                else f"the script compiled no kernel{' matching --kernels' if self.spec.kernels else ''}; see {base.log}"
-            )
+            raise untestable_start(base, self.spec, "no config flipped")
         ms = manifests(base)
         first = next((p for p in base.runs if ms and p.name == ms[0].run_id), base.runs[0])
         recorded = _recorded_config(first)

@@ -18,10 +18,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Generic, TypeVar
 
 from ..format.layout import MANIFEST
 from ..proc import group as procgroup
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -158,3 +160,22 @@ class Probe:
         if log is not None:
             log.close()
             self._log = None  # type: ignore[assignment]
+
+
+class Probed(Generic[R]):
+    """A bisection that may start a Probe: `run()` runs its `_run()` and closes the probe however it ends."""
+
+    probe: Probe | None
+
+    def run(self) -> R:
+        # SIGINT, SIGTERM and SIGHUP raise here (KeyboardInterrupt, Terminated) while the
+        # bisection runs: the step's process group and the probe's go down on the way out.
+        with procgroup.on_signals():
+            try:
+                return self._run()
+            finally:
+                if self.probe is not None:
+                    self.probe.close()
+
+    def _run(self) -> R:
+        raise NotImplementedError

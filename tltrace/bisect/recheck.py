@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 
@@ -21,11 +21,4 @@ class Recheck:
         return self.outcome == self.again_outcome
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "outcome": self.outcome,
-            "again": self.again,
-            "again_outcome": self.again_outcome,
-            "skipped": list(self.skipped),
-            "agrees": self.agrees,
-        }
+        return {**asdict(self), "skipped": list(self.skipped), "agrees": self.agrees}

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import CHILD_ENV
-from ..errors import EXIT_TIMEOUT
+from ..errors import EXIT_TIMEOUT, UsageError
 from ..format.layout import RUN_RECORDS
 from ..format.names import pass_display_name
 from ..format.passref import ref_of
@@ -227,3 +227,11 @@ def manifests(step: Step) -> list[RunManifest]:
         if r.manifest is not None:
             out.append(r.manifest)
     return sorted(out, key=lambda m: m.started)
+
+
+def untestable_start(step: Step, spec: Spec, unchanged: str) -> UsageError:
+    """Return the error for a first step (`unchanged`: "nothing skipped") that tests nothing."""
+    if step.runs:
+        return UsageError(f"the script does not compile with {unchanged} ({step.why}); see {step.log}")
+    matching = " matching --kernels" if spec.kernels else ""
+    return UsageError(f"the script compiled no kernel{matching}; see {step.log}")

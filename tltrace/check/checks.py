@@ -16,7 +16,7 @@ import pickle
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,14 +40,9 @@ class Outcome:
     missing: bool = False  # a --match whose stage this compile does not have
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "check": self.check,
-            "ok": self.ok,
-            "message": self.message,
-            "stage": self.stage,
-            "context": list(self.context),
-        }
+        data = asdict(self)
+        del data["missing"]  # `message` says it; not in the JSON (check --json)
+        return {**data, "context": list(self.context)}
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,22 @@ from .._version import __version__
 from ..config import DEFAULT, DEFAULT_KEEP, Settings, build_settings, parse_mode
 from ..errors import TltraceError
 from ..proc.group import Terminated, on_signals
-from .shared import (  # one `fail`, one --trace-dir for every command
+from .shared import (
+    SCRIPT_CONTEXT,  # one `fail`, one --trace-dir for every command
     OptionalValueCommand,
+    args_argument,
+    codegen_output_option,
+    context_option,
     error_line,
     fail,
+    force_option,
+    ignore_whitespace_option,
     no_such_option,
     script_args,
+    script_argument,
+    timeout_option,
     trace_dir_option,
+    verbose_option,
 )
 
 
@@ -116,6 +125,12 @@ def _main(
     """See, and change, what the TileLang compiler did to your kernel."""
 
 
+SANITIZE_HELP = (
+    "Run the script underneath compute-sanitizer (memcheck; --sanitize=racecheck, synccheck, initcheck) "
+    "and name each error's Python line; kept with the records (show --sanitizer). Sets "
+    "PYTORCH_NO_CUDA_MEMORY_CACHING=1 unless set."
+)
+
 RUN_EPILOG = """\
 Examples:
 
@@ -126,8 +141,11 @@ Examples:
   tltrace run -m mypkg.kernels -- --mode fast   everything after -- goes to the script
   tltrace run --chrome-trace trace.json gemm.py   also write a Chrome trace (Perfetto)
   tltrace run --kernels '^gemm' job.py          trace only kernels named gemm*
+  tltrace run --ncu fa.py                       the hot Python lines of fa.py's kernels (Nsight Compute)
   tltrace run --line-directives gemm.py         compile with #line directives for Nsight
   tltrace run --remarks=vectorize gemm.py       keep what each pass prints on stderr, planner on
+  tltrace run --launches gemm.py                record each kernel launch: show --launches lists them
+  tltrace run --sanitize oob.py                 under compute-sanitizer: each error at its Python line
 
 Options may stand before SCRIPT or right after it; the script's own arguments
 follow. TL_LOWER_TRACE and TL_LOWER_TRACE_DIR give the defaults of --mode and
@@ -153,31 +171,40 @@ docs/layouts.md).
 own; after S seconds every Python stack is dumped (faulthandler, which needs no
 GIL: a hung kernel launch holds it), the group is killed, and one line names the
 compile pass or the script line it hung in (docs/usage.md, "Hangs").
-Exit status: the script's own; 1 when it raises; 2 for bad usage;
+--ncu runs the script again under Nsight Compute (on a GPU) and prints the hot
+lines: your Python lines ranked by their share of warp-stall samples, with the
+top stall reasons, instructions executed and the CUDA and SASS behind each
+(docs/usage.md, "Hot lines"); 'tltrace show SCRIPT --hot' prints them again.
+Without ncu, or without permission for the GPU's counters (ERR_NVGPUCTRPERM),
+one line says so and the script's exit status stands.
+--sanitize[=memcheck|racecheck|synccheck|initcheck] runs the same command
+underneath compute-sanitizer (--xml --save into the trace dir), with
+PYTORCH_NO_CUDA_MEMORY_CACHING=1 unless set (torch's cache hides out-of-bounds
+accesses inside its segments); identical errors are one line each at the end,
+named at their Python line, and kept (show --sanitizer). Without
+compute-sanitizer one line says so and the script runs without it.
+Exit status: the script's own (under --sanitize, compute-sanitizer's, which is the
+script's); 1 when it raises; 2 for bad usage (also an unknown --sanitize tool);
 124 after --timeout S ran out (as timeout(1)); 130 after Ctrl+C, 143 after SIGTERM, 129 after SIGHUP (the run is recorded as
 interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its
 finally blocks run).
 """
 
-
-@app.command(
-    "run",
-    epilog=RUN_EPILOG,
-    cls=OptionalValueCommand,
-    context_settings={
-        "allow_interspersed_args": False,
-        "ignore_unknown_options": True,
-        "allow_extra_args": True,
-    },
+_LAUNCHES_HELP = (
+    "Record each launch of a compiled kernel: its compile, the calling line, grid and block, each argument's "
+    "shape, dtype, strides and device ('tltrace show --launches'; docs/launches.md) [default: TLTRACE_LAUNCHES]."
 )
+_LIMIT_HELP = (
+    "With --launches: record the first N launches of each process, count the rest "
+    "[default: TLTRACE_LAUNCH_LIMIT, else 100000]."
+)
+
+
+@app.command("run", epilog=RUN_EPILOG, cls=OptionalValueCommand, context_settings=SCRIPT_CONTEXT)
 def run_cmd(
     ctx: typer.Context,
-    script: Optional[str] = typer.Argument(
-        None, metavar="SCRIPT", help="The kernel script to run.", show_default=False
-    ),
-    args: Optional[list[str]] = typer.Argument(
-        None, metavar="[ARGS]...", help="Arguments for the script.", show_default=False
-    ),
+    script: Optional[str] = script_argument("The kernel script to run."),
+    args: Optional[list[str]] = args_argument(),
     module: Optional[str] = typer.Option(
         None, "-m", "--module", metavar="MODULE", help="Run a module as `python -m MODULE` would."
     ),
@@ -204,12 +231,9 @@ def run_cmd(
     all_passes: bool = typer.Option(
         False, "--all-passes", help="A line for every no-op pass (by default a run of them is one line)."
     ),
-    verbose: bool = typer.Option(
-        False,
-        "--verbose",
-        "-v",
-        help="Every diff whole and a line for every pass (by default a diff over 10 lines shows its "
-        "first changed lines and the command that shows it whole).",
+    verbose: bool = verbose_option(
+        "Every diff whole and a line for every pass (by default a diff over 10 lines shows its "
+        "first changed lines and the command that shows it whole)."
     ),
     kernels: Optional[str] = typer.Option(
         None,
@@ -218,9 +242,9 @@ def run_cmd(
         help="Trace only kernels whose name matches REGEX; the others compile untraced "
         "[default: TLTRACE_KERNELS, else every kernel].",
     ),
-    context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
-    ignore_whitespace: bool = typer.Option(
-        False, "--ignore-whitespace", "-w", help="Hide changes that only re-indent lines in the diffs."
+    context: int = context_option(),
+    ignore_whitespace: bool = ignore_whitespace_option(
+        "Hide changes that only re-indent lines in the diffs."
     ),
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="No pass stream: one summary (a table when several kernels compiled)."
@@ -281,9 +305,9 @@ def run_cmd(
         "passes of compiles in several threads run one at a time [default: TLTRACE_REMARKS].",
     ),
     remarks_value: Optional[str] = typer.Option(None, "--remarks-value", hidden=True),
-    codegen_output: Optional[Path] = typer.Option(
-        None, "--codegen-output", metavar="PATH", help="Device working file (host: PATH with _host)."
-    ),
+    launches: bool = typer.Option(False, "--launches", help=_LAUNCHES_HELP),
+    launch_limit: Optional[int] = typer.Option(None, "--launch-limit", metavar="N", min=0, help=_LIMIT_HELP),
+    codegen_output: Optional[Path] = codegen_output_option(),
     no_codegen_output: bool = typer.Option(False, "--no-codegen-output", help="Write no working files."),
     chrome_trace: Optional[Path] = typer.Option(
         None,
@@ -291,16 +315,28 @@ def run_cmd(
         metavar="PATH",
         help="Also write the compiles as a Chrome trace (Perfetto) to PATH.",
     ),
-    force: bool = typer.Option(
-        False, "--force", help="Let --chrome-trace replace a file that tltrace did not write (or a link)."
+    force: bool = force_option("Let --chrome-trace replace a file that tltrace did not write (or a link)."),
+    ncu: bool = typer.Option(
+        False,
+        "--ncu",
+        help="Hot lines: run the script again under Nsight Compute (ncu --section SourceCounters; "
+        "--ncu=SECTIONS for others) on TileLang's kernels, with --sass, and rank your Python lines by "
+        "warp-stall samples (stall reasons, instructions, the CUDA and SASS behind each); kept beside the "
+        "compile for 'show --hot'. Needs a GPU and ncu; without them one line, and the script runs as it is.",
     ),
-    timeout: Optional[float] = typer.Option(
-        None,
-        "--timeout",
-        metavar="S",
-        min=0.001,
-        help="Stop the script's process group after S seconds, naming the compile pass or the script line "
-        "it hung in (recorded on the compile; exit 124).",
+    ncu_value: Optional[str] = typer.Option(None, "--ncu-value", hidden=True),
+    ncu_launches: int = typer.Option(
+        3,
+        "--ncu-launches",
+        metavar="N",
+        min=0,
+        help="With --ncu: profile the first N launches of TileLang's kernels (ncu --launch-count; 0: all).",
+    ),
+    sanitize: bool = typer.Option(False, "--sanitize", help=SANITIZE_HELP),
+    sanitize_value: Optional[str] = typer.Option(None, "--sanitize-value", hidden=True),
+    timeout: Optional[float] = timeout_option(
+        "Stop the script's process group after S seconds, naming the compile pass or the script line "
+        "it hung in (recorded on the compile; exit 124)."
     ),
 ) -> None:
     """Run SCRIPT (or -m MODULE) as __main__ with every TileLang compilation traced."""
@@ -319,11 +355,25 @@ def run_cmd(
     from ..runner import Target, check_target, run_target
 
     target = Target(target_name, tuple(rest), is_module)
+    from . import hot as cli_hot
+
+    if p.get("ncu") and (p.get("sanitize") or p.get("sanitize_value")):
+        raise fail("--ncu and --sanitize exclude each other: one outside tool at a time")
+    ncu_tool = cli_hot.tool_for(p)  # run --ncu: ncu (None without it, in the inner run, or when missing)
     try:
         settings = _settings(p, target)
         check_target(target)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
+
+    if ncu_tool is not None:  # the same command again, underneath ncu (cli/hot.py, runtime/outer.py)
+        raise typer.Exit(cli_hot.run_under_ncu(ncu_tool, p, settings.script_dir, p["kernels"]))
+    if p.get("sanitize") or p.get("sanitize_value"):  # the same command underneath compute-sanitizer
+        from .sanitizer import sanitized
+
+        code = sanitized(ctx.command, p.get("sanitize_value"), settings.script_dir)
+        if code is not None:
+            raise typer.Exit(code)
 
     if p["timeout"] is not None:
         from ..tracing import watchdog
@@ -429,8 +479,10 @@ def _settings(p: dict, target) -> Settings:
         ptxas=True if p["ptxas"] else None,
         line_directives=True if p["line_directives"] else None,
         ptx=True if p.get("ptx") else None,
-        sass=True if p.get("sass") else None,
+        sass=True if p.get("sass") or p.get("ncu") else None,  # --ncu folds onto the SASS map
         remarks=p.get("remarks_value") or ("" if p.get("remarks") else None),
+        launches=True if p.get("launches") else None,
+        launch_limit=p.get("launch_limit"),
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
         names={
             "mode": "--mode",

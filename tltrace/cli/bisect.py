@@ -10,7 +10,19 @@ from typing import Optional
 import typer
 
 from ..errors import TltraceError
-from .shared import fail, no_such_option, script_args, trace_dir_option, warn
+from .shared import (
+    SCRIPT_CONTEXT,
+    args_argument,
+    context_option,
+    fail,
+    json_option,
+    no_such_option,
+    script_args,
+    script_argument,
+    timeout_option,
+    trace_dir_option,
+    warn,
+)
 
 EXIT_NOT_WRONG = 6
 EXIT_FLAKY = 8
@@ -58,25 +70,13 @@ bisect goes on; its step line says "timed out".
 
 def register(app: typer.Typer) -> None:
     """Add `bisect` to the app."""
-    app.command(
-        "bisect",
-        epilog=BISECT_EPILOG,
-        context_settings={
-            "allow_interspersed_args": False,
-            "ignore_unknown_options": True,
-            "allow_extra_args": True,
-        },
-    )(bisect_cmd)
+    app.command("bisect", epilog=BISECT_EPILOG, context_settings=SCRIPT_CONTEXT)(bisect_cmd)
 
 
 def bisect_cmd(
     ctx: typer.Context,
-    script: Optional[str] = typer.Argument(
-        None, metavar="SCRIPT", help="The kernel script to run at each step.", show_default=False
-    ),
-    args: Optional[list[str]] = typer.Argument(
-        None, metavar="[ARGS]...", help="Arguments for the script.", show_default=False
-    ),
+    script: Optional[str] = script_argument("The kernel script to run at each step."),
+    args: Optional[list[str]] = args_argument(),
     check: Optional[str] = typer.Option(
         None,
         "--check",
@@ -87,9 +87,9 @@ def bisect_cmd(
         None, "--kernels", metavar="REGEX", help="Skip passes only in compiles of kernels matching REGEX."
     ),
     trace_dir: Optional[Path] = trace_dir_option(),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    as_json: bool = json_option("Print the result as JSON on stdout."),
     no_repro: bool = typer.Option(False, "--no-repro", help="Write no repro directory for the bad pass."),
-    context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in the diff."),
+    context: int = context_option("Context lines in the diff."),
     configs: bool = typer.Option(
         False,
         "--configs",
@@ -102,12 +102,8 @@ def bisect_cmd(
         metavar="REGEX",
         help="With --configs: flip only the configs whose name matches REGEX.",
     ),
-    timeout: Optional[float] = typer.Option(
-        None,
-        "--timeout",
-        metavar="S",
-        min=0.001,
-        help="Stop a step after S seconds ('tltrace run --timeout'); the step line says 'timed out'.",
+    timeout: Optional[float] = timeout_option(
+        "Stop a step after S seconds ('tltrace run --timeout'); the step line says 'timed out'."
     ),
     on_timeout: str = typer.Option(
         "bad",
@@ -223,35 +219,29 @@ def _flip(f) -> None:  # noqa: ANN001  # tltrace.bisect.configs.Flip
     from ..bisect.configs import describe_facts
 
     s = f.step
-    extra = f" (exit {s.script_rc})" if s.check_rc is None else f" (check exit {s.check_rc})"
-    if s.outcome == "untestable":
-        extra = f": {s.why}" if s.why else ""
-    if s.timed_out:
-        extra = f" ({s.timed_out})"
-    what = "probe (no script run)" if s.probe else f"step {s.number}"
     did = describe_facts(s.facts)
     typer.echo(
-        f"bisect: {what} [{s.purpose}] {s.outcome}{extra} in {s.seconds:.1f}s, {f.elapsed:.0f}s elapsed"
-        + (f"; facts: {did}" if did else ""),
+        f"{_step_line(s)} in {s.seconds:.1f}s, {f.elapsed:.0f}s elapsed" + (f"; facts: {did}" if did else ""),
         err=True,
     )
 
 
 def _progress(p) -> None:  # noqa: ANN001  # tltrace.bisect.Progress
     s = p.step
+    left = f", ~{p.steps_left} step(s) to go" if p.steps_left else ""
+    rng = f", {p.suspects} suspect(s) left" if p.suspects else ""
+    typer.echo(f"{_step_line(s)} in {s.seconds:.1f}s{rng}, {p.elapsed:.0f}s elapsed{left}", err=True)
+
+
+def _step_line(s) -> str:  # noqa: ANN001  # tltrace.bisect.steps.Step
+    """Return a step line's start: `bisect: step 4 [skip 2: ...] untestable: why` (its times follow)."""
     extra = f" (exit {s.script_rc})" if s.check_rc is None else f" (check exit {s.check_rc})"
     if s.outcome == "untestable":
         extra = f": {s.why}" if s.why else ""
     if s.timed_out:
         extra = f" ({s.timed_out})"
-    left = f", ~{p.steps_left} step(s) to go" if p.steps_left else ""
-    rng = f", {p.suspects} suspect(s) left" if p.suspects else ""
     what = "probe (no script run)" if s.probe else f"step {s.number}"
-    typer.echo(
-        f"bisect: {what} [{s.purpose}] {s.outcome}{extra} in {s.seconds:.1f}s{rng}, "
-        f"{p.elapsed:.0f}s elapsed{left}",
-        err=True,
-    )
+    return f"bisect: {what} [{s.purpose}] {s.outcome}{extra}"
 
 
 def _where(t) -> str:  # noqa: ANN001

@@ -11,7 +11,7 @@ import typer
 from ..config import trace_dir_of as _trace_dir
 from ..errors import EXIT_NOTHING, EXIT_OK, EXIT_SCRIPT_FAILED, NothingSelected, TltraceError
 from .records import KERNEL_OPT, TRACE_DIR_OPT, _check_args, _print_json
-from .shared import PathArgsCommand
+from .shared import PathArgsCommand, json_option
 from .shared import console as _console
 from .shared import fail as _fail
 
@@ -90,7 +90,7 @@ def check_cmd(
         min=0.1,
         help="Stop a --match whose regex runs longer (per compile; exit 2).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the outcomes as JSON."),
+    as_json: bool = json_option("Print the outcomes as JSON."),
 ) -> None:
     """Check a recorded compile: its facts (--expect) and its texts (--match, FileCheck)."""
     from ..check import checks

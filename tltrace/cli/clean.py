@@ -12,6 +12,7 @@ from ..errors import EXIT_RECORDS, TltraceError
 from ..proc.shell import command
 from .records import TRACE_DIR_OPT, _print_json, _size
 from .shared import fail as _fail
+from .shared import force_option, json_option, verbose_option
 from .shared import warn as _warn
 
 CLEAN_EPILOG = """\
@@ -60,16 +61,12 @@ def clean_cmd(
     ),
     remove_all: bool = typer.Option(False, "--all", help="Remove every run."),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Say what would be removed; remove nothing."),
-    force: bool = typer.Option(
-        False,
-        "--force",
-        help="Also remove stale runs whose liveness cannot be asked: runs written before "
-        "tltrace's liveness lock by a process on another host (another container).",
+    force: bool = force_option(
+        "Also remove stale runs whose liveness cannot be asked: runs written before "
+        "tltrace's liveness lock by a process on another host (another container)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    verbose: bool = typer.Option(
-        False, "--verbose", "-v", help="Also a line per run removed or kept (--dry-run lists them anyway)."
-    ),
+    as_json: bool = json_option("Print JSON."),
+    verbose: bool = verbose_option("Also a line per run removed or kept (--dry-run lists them anyway)."),
 ) -> None:
     """Remove old invocations (never working files, never a running one), then stored texts no run uses.
 

@@ -11,6 +11,7 @@ from ..config import trace_dir_of as _trace_dir
 from ..errors import EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_USAGE, TltraceError
 from .records import KERNEL_OPT, TRACE_DIR_OPT, _check_args, _print_json, _t, _when
 from .shared import console as _console
+from .shared import context_option, count_option, force_option, json_option, pass_option, verbose_option
 from .shared import fail as _fail
 
 DIFF_EPILOG = """\
@@ -44,6 +45,8 @@ each. --count PATTERN (a regex or a known operation, as 'show --count') prints,
 per aligned pass, the count after it in A and in B where the two differ, and the
 passes that changed it on each side (--json: every pass); exit 0 when the counts
 agree after every pass, 1 when they differ.
+A side run with 'tltrace run --launches' adds a line of its launches per kernel
+(A → B; --json "launches": {"a", "b"}); they do not change the exit status.
 --html PATH replaces only a page tltrace wrote (--force: any file or link there);
 a pipe or device is written through; '-' is stdout.
 A and B: a run directory, a script (its newest invocation), SCRIPT:RUN, or a RUN
@@ -59,34 +62,21 @@ def diff_runs_cmd(
     script: Optional[str] = typer.Option(
         None, "--script", metavar="SCRIPT_OR_DIR", help="Where a bare RUN (-2, latest, an id) is looked up."
     ),
-    pass_: Optional[str] = typer.Option(
-        None,
-        "--pass",
-        metavar="NAME|INDEX",
-        help="Print the cross-run diff of this pass's output (a pass of A).",
-    ),
+    pass_: Optional[str] = pass_option("Print the cross-run diff of this pass's output (a pass of A)."),
     show_all: bool = typer.Option(False, "--all", help="List every pass, not only the differing ones."),
-    verbose: bool = typer.Option(
-        False,
-        "--verbose",
-        "-v",
-        help="Every differing pass and whole diffs (default: the effect in about 40 lines).",
+    verbose: bool = verbose_option(
+        "Every differing pass and whole diffs (default: the effect in about 40 lines)."
     ),
     html: Optional[Path] = typer.Option(
         None, "--html", metavar="PATH", help="Write an HTML report of the differing passes to PATH."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
-    context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
+    as_json: bool = json_option(),
+    context: int = context_option(),
     kernel: Optional[str] = KERNEL_OPT,
-    force: bool = typer.Option(
-        False, "--force", help="Let --html replace a file that tltrace did not write (or a link)."
-    ),
-    count: Optional[str] = typer.Option(
-        None,
-        "--count",
-        metavar="PATTERN",
-        help="A regex's (or a known operation's, as 'show --count') count after each pass of A and B, "
-        "side by side where they differ, instead of the pass diff.",
+    force: bool = force_option("Let --html replace a file that tltrace did not write (or a link)."),
+    count: Optional[str] = count_option(
+        "A regex's (or a known operation's, as 'show --count') count after each pass of A and B, "
+        "side by side where they differ, instead of the pass diff."
     ),
 ) -> None:
     """Compare two invocations compile by compile (or two compiles pass by pass)."""
@@ -160,10 +150,12 @@ def diff_runs_cmd(
             data["focus"] = {**focus.to_json(), "diff": focus_diff}
         if report is not None:
             data["report"] = str(report)
+        _add_launches(data, sa, sb)
         _print_json(data)
     else:
         _print_diff(d, ra, rb, focus, focus_diff, show_all, context, verbose or pass_ is not None)
         _print_layout_changes(_layout_changes(ra, rb))
+        _print_launches(sa, sb)
         if report is not None:
             typer.echo(f"report: {report}")
     raise typer.Exit(code)
@@ -200,6 +192,7 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
             c["facts"] = facts.get((c["a_run_id"], c["b_run_id"]), [])
             ra, rb = by_id.get(c["a_run_id"]), by_id.get(c["b_run_id"])
             c["layouts"] = _layout_changes(ra, rb) if ra is not None and rb is not None else []
+        _add_launches(data, sa, sb)
         _print_json(data)
         return
     from rich.text import Text
@@ -266,6 +259,41 @@ def _print_invocation_diff(inv, sa, sb, as_json: bool) -> None:
             _t(f"one pair pass by pass: {how}", "dim"),
             soft_wrap=True,
         )
+    _print_launches(sa, sb)
+
+
+def _launch_counts(sel) -> dict[str, int] | None:
+    """{kernel: launches} of a side run with --launches (its selected compiles'), else None."""
+    from ..history.launches import counts_by_kernel, read_launches
+
+    narrowed = len(sel.runs) != len(sel.invocation.runs)
+    try:
+        return counts_by_kernel(
+            read_launches(sel.invocation.script_dir, sel.invocation.id, sel.runs, narrowed)
+        )
+    except TltraceError:
+        return None
+
+
+def _add_launches(data: dict[str, Any], sa, sb) -> None:
+    """--json: "launches": {"a": {kernel: count} | null, "b": ...} when a side was run with --launches."""
+    a, b = _launch_counts(sa), _launch_counts(sb)
+    if a is not None or b is not None:
+        data["launches"] = {"a": a, "b": b}
+
+
+def _print_launches(sa, sb) -> None:
+    """One line of launch counts per kernel, A → B, when a side was run with --launches."""
+    a, b = _launch_counts(sa), _launch_counts(sb)
+    if a is None and b is None:
+        return
+    names = list(dict.fromkeys([*(a or {}), *(b or {})]))
+
+    def side(counts: dict[str, int] | None, name: str) -> str:
+        return "-" if counts is None else str(counts.get(name, 0))
+
+    text = ", ".join(f"{n} {side(a, n)} → {side(b, n)}" for n in names) or "none"
+    _console().print(_t(f"launches (run --launches; '-': not recorded): {text}", "dim"), soft_wrap=True)
 
 
 def _fact_changes(ra, rb) -> list[dict[str, Any]]:

@@ -11,8 +11,17 @@ import typer
 from ..config import trace_dir_of
 from ..errors import EXIT_CONFLICT, EXIT_OK, TltraceError
 from ..proc.group import Terminated, on_signals
+from .shared import (
+    SCRIPT_CONTEXT,
+    args_argument,
+    codegen_output_option,
+    json_option,
+    kernel_option,
+    no_such_option,
+    script_argument,
+    trace_dir_option,
+)
 from .shared import fail as _fail  # one `fail`, one --trace-dir for every command
-from .shared import no_such_option, trace_dir_option
 from .shared import warn as _warn
 
 WATCH_EPILOG = """\
@@ -73,15 +82,7 @@ its edit.
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the app."""
-    app.command(
-        "watch",
-        epilog=WATCH_EPILOG,
-        context_settings={
-            "allow_interspersed_args": False,
-            "ignore_unknown_options": True,
-            "allow_extra_args": True,
-        },
-    )(watch_cmd)
+    app.command("watch", epilog=WATCH_EPILOG, context_settings=SCRIPT_CONTEXT)(watch_cmd)
     app.command("resolve-conflict", epilog=RESOLVE_EPILOG)(resolve_cmd)
 
 
@@ -109,12 +110,8 @@ def _echo_folded(line: str) -> None:
 
 def watch_cmd(
     ctx: typer.Context,
-    script: Optional[str] = typer.Argument(
-        None, metavar="SCRIPT", help="The kernel script to watch.", show_default=False
-    ),
-    args: Optional[list[str]] = typer.Argument(
-        None, metavar="[ARGS]...", help="Arguments for the script.", show_default=False
-    ),
+    script: Optional[str] = script_argument("The kernel script to watch."),
+    args: Optional[list[str]] = args_argument(),
     mode: str = typer.Option(
         "both",
         "--mode",
@@ -122,9 +119,7 @@ def watch_cmd(
         help="Trace mode of each run (working files need html or both).",
     ),
     trace_dir: Optional[Path] = trace_dir_option(),
-    codegen_output: Optional[Path] = typer.Option(
-        None, "--codegen-output", metavar="PATH", help="Device working file (host: PATH with _host)."
-    ),
+    codegen_output: Optional[Path] = codegen_output_option(),
     debounce: int = typer.Option(
         300, "--debounce", metavar="MS", min=0, help="Wait until files are still for MS milliseconds."
     ),
@@ -134,11 +129,9 @@ def watch_cmd(
         help="Each run with 'tltrace run --ptxas': machine facts (registers, spills) of each CUDA build, "
         "compared build to build.",
     ),
-    as_json: bool = typer.Option(
-        False,
-        "--json",
-        help="One JSON object per build on stdout (exit status, decisions, facts and what changed); "
-        "the runs' output to stderr.",
+    as_json: bool = json_option(
+        "One JSON object per build on stdout (exit status, decisions, facts and what changed); "
+        "the runs' output to stderr."
     ),
     max_runs: Optional[int] = typer.Option(None, "--max-runs", hidden=True, min=1),
 ) -> None:
@@ -292,16 +285,14 @@ def resolve_cmd(
         help="The script, or its trace dir [default: the only script under the trace dir].",
     ),
     role: Optional[str] = typer.Option(None, "--role", metavar="device|host", help="Resolve this role only."),
-    kernel: Optional[str] = typer.Option(None, "--kernel", metavar="NAME", help="Resolve this kernel only."),
+    kernel: Optional[str] = kernel_option("Resolve this kernel only."),
     ours: bool = typer.Option(False, "--ours", help="Keep your saved edits wholesale."),
     theirs: bool = typer.Option(
         False, "--theirs", help="Take the new codegen wholesale (edits stay in backups)."
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the result; change no file."),
     trace_dir: Optional[Path] = trace_dir_option(),
-    codegen_output: Optional[Path] = typer.Option(
-        None, "--codegen-output", metavar="PATH", help="The --codegen-output PATH the runs used."
-    ),
+    codegen_output: Optional[Path] = codegen_output_option("The --codegen-output PATH the runs used."),
     onto: Optional[str] = typer.Option(
         None,
         "--onto",

@@ -16,7 +16,7 @@ import typer
 
 from ..config import trace_dir_of
 from ..errors import TltraceError, UsageError
-from .shared import PathArgsCommand, fail, no_such_option, trace_dir_option
+from .shared import PathArgsCommand, fail, force_option, kernel_option, no_such_option, trace_dir_option
 
 EXPORT_EPILOG = """\
 Examples:
@@ -68,17 +68,13 @@ def export_cmd(
         metavar="PATH",
         help="Write a Chrome trace (Trace Event Format) to PATH ('-': stdout).",
     ),
-    force: bool = typer.Option(
-        False, "--force", help="Replace a file at PATH that tltrace did not write (or a link there)."
-    ),
+    force: bool = force_option("Replace a file at PATH that tltrace did not write (or a link there)."),
     tir: Optional[Path] = typer.Option(
         None, "--tir", metavar="DIR", help="Write each compile's per-pass texts as .tir files under DIR."
     ),
     trace_dir: Optional[Path] = trace_dir_option(),
     every_run: bool = typer.Option(False, "--all", help="Every run of the script, not one invocation."),
-    kernel: Optional[str] = typer.Option(
-        None, "--kernel", metavar="NAME", help="Only compiles of kernel NAME."
-    ),
+    kernel: Optional[str] = kernel_option(),
 ) -> None:
     """Export an invocation's compiles as a Chrome trace for Perfetto or chrome://tracing, or as .tir files."""
     items = list(args or [])

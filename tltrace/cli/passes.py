@@ -204,10 +204,7 @@ def show_pass(
     d = diff(before, after) if after is not None else None
     if as_json:
         out = {
-            "run_id": run.run_id,
-            "signature": run.manifest.signature,
-            "path": str(run.path),
-            "record": rec.to_json(),
+            **_pass_json(run, rec),
             "diff": [
                 line
                 for _, line in d.unified(
@@ -284,16 +281,23 @@ def show_pass(
             _print_remark(con, p)
 
 
+def _pass_json(run, rec) -> dict[str, Any]:
+    """Return what `show --pass --json` says first of any pass: its compile and its record."""
+    return {
+        "run_id": run.run_id,
+        "signature": run.manifest.signature,
+        "path": str(run.path),
+        "record": rec.to_json(),
+    }
+
+
 def _show_stage(run, rec, text: str, as_json: bool, others: list[str]) -> None:
     """Print a PTX or SASS stage (run --ptx, --sass): its text, not a diff against another language's."""
     from ..history import runs
 
     if as_json:
         out = {
-            "run_id": run.run_id,
-            "signature": run.manifest.signature,
-            "path": str(run.path),
-            "record": rec.to_json(),
+            **_pass_json(run, rec),
             "diff": [],  # no diff: the stage's input is another language
             "rows": None,
             "note": None,

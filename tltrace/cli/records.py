@@ -12,10 +12,8 @@ import shlex
 import sys
 from typing import Any
 
-import typer
-
 from .shared import fail as _fail
-from .shared import no_such_option, trace_dir_option
+from .shared import kernel_option, no_such_option, trace_dir_option
 
 
 def _check_args(args: list[str]) -> None:
@@ -65,9 +63,7 @@ def _size(n: int) -> str:
 
 TRACE_DIR_OPT = trace_dir_option()
 
-KERNEL_OPT = typer.Option(
-    None, "--kernel", metavar="NAME", help="Only compiles of kernel NAME (a script may compile several)."
-)
+KERNEL_OPT = kernel_option("Only compiles of kernel NAME (a script may compile several).")
 
 _STATUS_STYLE = {
     "complete": "green",

@@ -13,7 +13,15 @@ import typer
 
 from ..config import trace_dir_of
 from ..errors import EXIT_UNLOADABLE, TltraceError
-from .shared import fail, no_such_option, trace_dir_option
+from .shared import (
+    fail,
+    force_option,
+    kernel_option,
+    no_such_option,
+    pass_option,
+    selection_argument,
+    trace_dir_option,
+)
 
 REPRO_EPILOG = """\
 Examples:
@@ -118,7 +126,7 @@ wrong type, a frontend IR that does not load, a refused target); 5 the recorded
 IR uses an operator or node type this TileLang lacks.
 """
 
-_KERNEL = typer.Option(None, "--kernel", metavar="NAME", help="Only compiles of kernel NAME.")
+_KERNEL = kernel_option()
 
 
 def register(app: typer.Typer) -> None:
@@ -164,17 +172,9 @@ def _failed_pass(run, manifest):  # noqa: ANN001, ANN202
 
 
 def repro_cmd(
-    args: Optional[list[str]] = typer.Argument(
-        None,
-        metavar="[SCRIPT_OR_DIR] [RUN] [SIGNATURE]",
-        help="A script, script/trace/run directory; then a RUN; then a signature prefix.",
-        show_default=False,
-    ),
-    pass_: Optional[str] = typer.Option(
-        None,
-        "--pass",
-        metavar="NAME|INDEX",
-        help="The pass (NAME, phase/NAME, NAME#k, or an index) [default: the pass the compile failed at].",
+    args: Optional[list[str]] = selection_argument(),
+    pass_: Optional[str] = pass_option(
+        "The pass (NAME, phase/NAME, NAME#k, or an index) [default: the pass the compile failed at]."
     ),
     out: Optional[Path] = typer.Option(
         None,
@@ -185,10 +185,8 @@ def repro_cmd(
     ),
     trace_dir: Optional[Path] = trace_dir_option(),
     kernel: Optional[str] = _KERNEL,
-    force: bool = typer.Option(
-        False,
-        "--force",
-        help="Write into a DIR holding other files (only a repro's files are replaced), or replace a file or link at DIR.",
+    force: bool = force_option(
+        "Write into a DIR holding other files (only a repro's files are replaced), or replace a file or link at DIR."
     ),
     build: bool = typer.Option(
         False,
@@ -244,20 +242,13 @@ def repro_cmd(
 
 
 def bundle_cmd(
-    args: Optional[list[str]] = typer.Argument(
-        None,
-        metavar="[SCRIPT_OR_DIR] [RUN] [SIGNATURE]",
-        help="A script, script/trace/run directory; then a RUN; then a signature prefix.",
-        show_default=False,
-    ),
+    args: Optional[list[str]] = selection_argument(),
     out: Path = typer.Option(
         ..., "-o", "--output", metavar="FILE", help="The bundle file to write (a zip; '-': stdout)."
     ),
     trace_dir: Optional[Path] = trace_dir_option(),
     kernel: Optional[str] = _KERNEL,
-    force: bool = typer.Option(
-        False, "--force", help="Replace a file at FILE that tltrace did not write (or a link there)."
-    ),
+    force: bool = force_option("Replace a file at FILE that tltrace did not write (or a link there)."),
     best: bool = typer.Option(
         False,
         "--best",

@@ -1,8 +1,9 @@
-"""What the CLI modules share: the one-line error, the warning line, the --trace-dir option,
-the console, and the parsing of tltrace options given right after SCRIPT.
+"""What the CLI modules share: the one-line error, the warning line, the options and arguments
+several commands take (--trace-dir, --kernel, --json, SCRIPT [ARGS]...), the console, and the
+parsing of tltrace options given right after SCRIPT.
 
 Only the CLI prints; these are its common pieces, so that every command says
-errors the same way and declares --trace-dir once.
+errors the same way and declares each shared option once (its help says what the command does).
 """
 
 from __future__ import annotations
@@ -19,9 +20,73 @@ from ..errors import EXIT_USAGE
 TRACE_DIR_HELP = f"Trace directory [default: TL_LOWER_TRACE_DIR, else {DEFAULT_TRACE_DIR}]."
 
 
+# The options and arguments several commands take, one definition each: the name, short form,
+# metavar, default and range are the same everywhere; the help says what the command does with it.
 def trace_dir_option(help: str = TRACE_DIR_HELP) -> Any:
     """Return the --trace-dir option (one definition for every command)."""
     return typer.Option(None, "--trace-dir", metavar="DIR", help=help)
+
+
+def kernel_option(help: str = "Only compiles of kernel NAME.") -> Any:
+    return typer.Option(None, "--kernel", metavar="NAME", help=help)
+
+
+def json_option(help: str = "Print JSON instead of tables.") -> Any:
+    return typer.Option(False, "--json", help=help)
+
+
+def context_option(help: str = "Context lines in diffs.") -> Any:
+    return typer.Option(3, "--context", metavar="N", min=0, help=help)
+
+
+def ignore_whitespace_option(help: str) -> Any:
+    return typer.Option(False, "--ignore-whitespace", "-w", help=help)
+
+
+def pass_option(help: str) -> Any:
+    return typer.Option(None, "--pass", metavar="NAME|INDEX", help=help)
+
+
+def count_option(help: str) -> Any:
+    return typer.Option(None, "--count", metavar="PATTERN", help=help)
+
+
+def force_option(help: str) -> Any:
+    return typer.Option(False, "--force", help=help)
+
+
+def verbose_option(help: str) -> Any:
+    return typer.Option(False, "--verbose", "-v", help=help)
+
+
+def timeout_option(help: str) -> Any:
+    return typer.Option(None, "--timeout", metavar="S", min=0.001, help=help)
+
+
+def codegen_output_option(help: str = "Device working file (host: PATH with _host).") -> Any:
+    return typer.Option(None, "--codegen-output", metavar="PATH", help=help)
+
+
+# A command that runs a script (run, watch, bisect): what follows SCRIPT is the script's, options
+# included (`script_args` takes back tltrace's own options given right after SCRIPT).
+SCRIPT_CONTEXT = {"allow_interspersed_args": False, "ignore_unknown_options": True, "allow_extra_args": True}
+
+
+def script_argument(help: str) -> Any:
+    """Return the SCRIPT argument of the commands that run a script (run, watch, bisect)."""
+    return typer.Argument(None, metavar="SCRIPT", help=help, show_default=False)
+
+
+def args_argument() -> Any:
+    """Return the script's own [ARGS]... after SCRIPT (`script_args` takes back tltrace's options)."""
+    return typer.Argument(None, metavar="[ARGS]...", help="Arguments for the script.", show_default=False)
+
+
+def selection_argument(
+    help: str = "A script, script/trace/run directory; then a RUN; then a signature prefix.",
+) -> Any:
+    """Return the [SCRIPT_OR_DIR] [RUN] [SIGNATURE] words that select recorded compiles (history/runs.py)."""
+    return typer.Argument(None, metavar="[SCRIPT_OR_DIR] [RUN] [SIGNATURE]", help=help, show_default=False)
 
 
 def error_line(message: str) -> str:
@@ -102,6 +167,35 @@ def _option_table(command) -> dict[str, bool]:
     return table
 
 
+def without_option(command, args: list[str], name: str) -> list[str]:
+    """Return the command's own arguments `args` (SCRIPT and the script's arguments included) without the
+    option `name` (as `--name` or `--name=VALUE`) wherever tltrace would read it: before SCRIPT, or right
+    after it. The script's own arguments keep theirs."""
+    table = _option_table(command)
+    out: list[str] = []
+    script_seen = False
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        opt = tok.split("=", 1)[0]
+        if (
+            tok == "--"
+            or (tok.startswith("-") and opt not in table)
+            or (script_seen and not tok.startswith("-"))
+        ):
+            return out + args[i:]
+        if not tok.startswith("-"):
+            script_seen = True
+            out.append(tok)
+        else:
+            value = args[i + 1 : i + 2] if table[opt] and "=" not in tok else []
+            if opt != name:
+                out += [tok, *value]
+            i += len(value)
+        i += 1
+    return out
+
+
 def _split_leading_options(ctx, tokens: list[str]) -> tuple[list[str], list[str]]:
     """Split the tokens after SCRIPT into tltrace options right after it and the script's args."""
     table = _option_table(ctx.command)
@@ -168,11 +262,15 @@ class PathArgsCommand(UsageCommand):
 class OptionalValueCommand(UsageCommand):
     """A command whose flags in `optional_values` also take `--flag=VALUE` (click's typer has no such option).
 
-    `--remarks=vectorize` among the command's own options (not the script's arguments after
+    `--remarks=vectorize` (`--ncu=SECTIONS`) among the command's own options (not the script's arguments after
     SCRIPT) becomes `--remarks --remarks-value vectorize` before click parses it.
     """
 
-    optional_values = {"--remarks": "--remarks-value"}
+    optional_values = {
+        "--remarks": "--remarks-value",
+        "--ncu": "--ncu-value",
+        "--sanitize": "--sanitize-value",
+    }
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
         return super().parse_args(ctx, self.spread(list(args)))

@@ -19,6 +19,14 @@ from ..history.counts import known_names as count_names
 from . import views
 from .passes import show_pass as show_pass  # `bisect` prints a pass as show does
 from .records import KERNEL_OPT, TRACE_DIR_OPT, _check_args, _print_json
+from .shared import (
+    context_option,
+    count_option,
+    ignore_whitespace_option,
+    json_option,
+    pass_option,
+    selection_argument,
+)
 from .shared import fail as _fail
 
 SHOW_EPILOG = """\
@@ -49,8 +57,12 @@ Examples:
   tltrace show gemm.py -1 --layouts --thread 128   the elements and registers threadIdx.x 128 holds
   tltrace show gemm.py -1 --remarks             what the passes wrote to stderr (run --remarks)
   tltrace show gemm.py --pass LowerTileOp --remarks   a pass's diff, its remark under it
+  tltrace show oob.py -1 --sanitizer            compute-sanitizer's errors at their Python lines (run --sanitize)
   tltrace show gemm.py -1 --count T.sync_threads   the barriers after every pass; where they changed
   tltrace show gemm.py -1 --count 'tl::tma_load' --json   a regex's count per pass as JSON
+  tltrace show gemm.py -1 --launches            each kernel launch (run --launches): line, grid, arguments
+  tltrace show gemm.py -1 --launches --compare 1 3   what differs between launches 1 and 3
+  tltrace show fa.py -1 --hot --top 5           the 5 hottest Python lines (after 'tltrace run --ncu')
   tltrace show gemm.py --profile                slowest passes of the newest invocation, by name
   tltrace show gemm.py -1 'gemm 1024' --profile --top 5 --json   one compile's 5 slowest, as JSON
   tltrace show --format markdown >> "$GITHUB_STEP_SUMMARY"   compiles + top passes for CI
@@ -66,29 +78,29 @@ invocations that compiled NAME. An invocation's compiles made from several lines
 of the script are listed under their call sites, as a tree. Runs of schema-1 manifests are invocations of their
 own. A damaged run shows as 'damaged' in the list and gives a one-line error when
 opened. Exit status: 0; 2 for bad usage (-3 of 2 invocations, a signature prefix
-matching several compiles, --pass on an invocation of several, a --count PATTERN that
+matching several compiles, --pass or --hot on an invocation of several, a --count PATTERN that
 is not a regular expression, two views at once
 or a flag the view does not take); 3 for missing or
-damaged records (a manifest of an unknown schema).
+damaged records (a manifest of an unknown schema; --hot on a compile no
+'run --ncu' profiled).
 
 """ + views.epilog()
+
+_LAUNCHES_HELP = (
+    "Each kernel launch of a run with 'tltrace run --launches': its compile, calling line, grid, block, "
+    "shared memory, each argument's dtype, shape, strides and device; docs/launches.md."
+)
+_COMPARE_HELP = "With --launches: what differs between launches I and J (numbers of the list)."
 
 
 def show_cmd(
     ctx: typer.Context,
-    args: Optional[list[str]] = typer.Argument(
-        None,
-        metavar="[SCRIPT_OR_DIR] [RUN] [SIGNATURE]",
-        help="A script, script/trace/run directory; then a RUN; then a "
-        "signature prefix narrowing to one compile.",
-        show_default=False,
+    args: Optional[list[str]] = selection_argument(
+        "A script, script/trace/run directory; then a RUN; then a signature prefix narrowing to one compile."
     ),
     trace_dir: Optional[Path] = TRACE_DIR_OPT,
-    pass_: Optional[str] = typer.Option(
-        None,
-        "--pass",
-        metavar="NAME|INDEX",
-        help="Print this pass's diff (NAME, phase/NAME, NAME#k for the k-th, or an index).",
+    pass_: Optional[str] = pass_option(
+        "Print this pass's diff (NAME, phase/NAME, NAME#k for the k-th, or an index)."
     ),
     html: bool = typer.Option(
         False,
@@ -96,10 +108,10 @@ def show_cmd(
         help="(Re)write the compile's HTML report, or the invocation's "
         "index when it has several compiles, and print its path.",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
-    context: int = typer.Option(3, "--context", metavar="N", min=0, help="Context lines in diffs."),
-    ignore_whitespace: bool = typer.Option(
-        False, "--ignore-whitespace", "-w", help="Hide changes that only re-indent lines (with --pass)."
+    as_json: bool = json_option(),
+    context: int = context_option(),
+    ignore_whitespace: bool = ignore_whitespace_option(
+        "Hide changes that only re-indent lines (with --pass)."
     ),
     kernel: Optional[str] = KERNEL_OPT,
     profile: bool = typer.Option(
@@ -152,6 +164,12 @@ def show_cmd(
         help="What the passes wrote to stderr (a compile run with 'tltrace run --remarks'): every pass's, "
         "or with --pass P that pass's, under its diff.",
     ),
+    sanitizer: bool = typer.Option(
+        False,
+        "--sanitizer",
+        help="compute-sanitizer's errors (an invocation run with 'tltrace run --sanitize'), each group of "
+        "identical errors at its Python line with its count, threads and blocks.",
+    ),
     facts: bool = typer.Option(
         False,
         "--facts",
@@ -171,13 +189,19 @@ def show_cmd(
         help="With --layouts: the thread (threadIdx.x) and register (fragment) or offset and bank (shared) "
         "of one element.",
     ),
-    count: Optional[str] = typer.Option(
-        None,
-        "--count",
-        metavar="PATTERN",
-        help="A regex's count after every pass, and the passes that changed it (#71 ThreadSync 0 → 3); "
-        "or a known operation, spelled as each stage spells it: " + ", ".join(count_names()) + ".",
+    count: Optional[str] = count_option(
+        "A regex's count after every pass, and the passes that changed it (#71 ThreadSync 0 → 3); "
+        "or a known operation, spelled as each stage spells it: " + ", ".join(count_names()) + "."
     ),
+    hot: bool = typer.Option(
+        False,
+        "--hot",
+        help="The Python lines that cost the most (a compile profiled by 'tltrace run --ncu'): share of "
+        "warp-stall samples, top stall reasons, instructions executed, the CUDA and SASS behind each "
+        "(--top N rows).",
+    ),
+    launches: bool = typer.Option(False, "--launches", help=_LAUNCHES_HELP),
+    compare: Optional[tuple[int, int]] = typer.Option(None, "--compare", metavar="I J", help=_COMPARE_HELP),
     thread: Optional[int] = typer.Option(
         None,
         "--thread",
@@ -226,6 +250,7 @@ def show_cmd(
         top=top,
         line=line,
         count=count,
+        compare=tuple(compare) if compare and all(x is not None for x in compare) else None,
         back={"cuda line": cuda_line, "ptx line": ptx_line, "sass line": sass_line},
     )
     try:
@@ -304,6 +329,12 @@ def _show_remarks(sel, o) -> None:
     show_remarks(sel.one("--remarks"), o.as_json)
 
 
+def _show_sanitizer(sel, o) -> None:
+    from . import sanitizer as cli_sanitizer
+
+    cli_sanitizer.show(sel, o.as_json)
+
+
 def _show_facts(sel, o) -> None:
     from . import facts as cli_facts
 
@@ -320,6 +351,18 @@ def _show_count(sel, o) -> None:
     from . import counts as cli_counts
 
     cli_counts.show(sel.one("--count"), o.count, o.as_json)
+
+
+def _show_launches(sel, o) -> None:
+    from . import launches as cli_launches
+
+    cli_launches.show(sel, o.as_json, o.compare)
+
+
+def _show_hot(sel, o) -> None:
+    from . import hot as cli_hot
+
+    cli_hot.show(sel, o.as_json, o.top)
 
 
 def _show_html(sel, o) -> None:
@@ -360,6 +403,9 @@ _SHOW: dict[str, Callable[[Any, Any], None]] = {
     "sass line": _show_back("sass line"),
     "report": _show_html,
     "facts": _show_facts,
+    "sanitizer": _show_sanitizer,
     "layouts": _show_layouts,
     "count": _show_count,
+    "launches": _show_launches,
+    "hot": _show_hot,
 }

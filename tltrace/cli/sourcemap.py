@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..errors import RecordsError
 from ..render.safejson import dumps
 from .shared import console
 
@@ -17,12 +16,7 @@ def show(run: Any, pass_spec: str | None, as_json: bool) -> None:
     from ..sourcemap import lines as sm
 
     manifest = run.require()
-    maps = V.load(run.path)
-    if not maps:
-        raise RecordsError(
-            f"{run.path} has no source map (recorded with TLTRACE_SOURCE_MAP=0, by a tltrace "
-            "without source maps, or TileLang gave no spans); rerun the script to record one"
-        )
+    maps = V.require(run.path)
     kernel = V.kernel_file(maps)
     if pass_spec is None:
         data = V.summary(run)

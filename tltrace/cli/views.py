@@ -65,10 +65,25 @@ VIEWS = (
     View("ptx line", "--ptx-line", JSON, "the kernel.cu and Python lines behind a PTX line"),
     View("sass line", "--sass-line", JSON, "the kernel.cu and Python lines behind a SASS line"),
     View("remarks", "--remarks", JSON, "what every pass of a compile wrote to stderr"),
+    View(
+        "sanitizer", "--sanitizer", JSON, "compute-sanitizer's errors at their Python lines (run --sanitize)"
+    ),
     View("report", "--html", JSON, "(re)write the HTML report and print its path"),
     View("facts", "--facts", JSON, "what the compiler made of each kernel"),
     View("layouts", "--layouts", JSON | {"--at", "--thread"}, "each fragment's and shared buffer's layout"),
     View("profile", "--profile", JSON | {"--top"}, "the slowest passes by name"),
+    View(
+        "hot",
+        "--hot",
+        JSON | {"--top"},
+        "the Python lines that cost the most, from the Nsight Compute profile of 'run --ncu'",
+    ),
+    View(
+        "launches",
+        "--launches",
+        JSON | {"--compare"},
+        "each kernel launch (run --launches): line, grid, arguments; --compare I J: what differs",
+    ),
     View(
         "count",
         "--count",

@@ -6,7 +6,7 @@ One registry (`FACTS`) that docs/facts.md, `show --facts`, the index's columns a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 # Which recorded text a fact is read from (docs/facts.md, "Sources").
 DEVICE = "device"  # the generated device source: the codegen record of role "device" (its after text)
@@ -31,13 +31,7 @@ class Fact:
     doc: str
 
     def to_json(self) -> dict[str, str]:
-        return {
-            "name": self.name,
-            "type": self.type,
-            "unit": self.unit,
-            "source": self.source,
-            "doc": self.doc,
-        }
+        return asdict(self)
 
 
 def _f(name: str, type_: str, unit: str, source: str, doc: str) -> Fact:

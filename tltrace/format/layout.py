@@ -10,6 +10,7 @@
         .run_records/
           .objects/<hash>            older runs: each distinct text once (`text_hash`), read-only
           .live.<invocation id>      the liveness lock (format/liveness.py; older: .live/<id>)
+          launches.<invocation id>.jsonl   run --launches: the invocation's launches (format/launches.py)
           run_<...>/                 one compile (format/ids.py)
             manifest.json            the run's RunManifest (format/records.py)
             records.jsonl            pass records while it runs
@@ -42,8 +43,17 @@ PACK = "texts.pack"  # in a run dir: every distinct text of the run (format/pack
 SOURCE_PREFIX = "source_"  # run-relative name of a copied Python source: source_<hash>.py
 INFLIGHT = "inflight"  # in a run dir, while the compile runs
 FATAL = "fatal.txt"  # in a run dir: faulthandler's file
+LAUNCHES = "launches"  # under .run_records: `launches.<invocation id>.jsonl` (format/launches.py)
 TIMEDOUT = "timedout"  # in a run dir: `run --timeout` stopped its compile (tracing/watchdog.py)
+SANITIZER = (
+    "sanitizer.json"  # in a run dir: `run --sanitize`'s errors named at its lines (format/sanitizer.py)
+)
+SANITIZER_XML = "sanitizer.xml"  # in the newest run dir of a `run --sanitize`: compute-sanitizer's own report
 REPORT = "report.html"  # in a run dir (the compile's report) and a script dir (the invocation index)
+NCU_PROFILE = (
+    "ncu.json"  # in a run dir: its kernels' launches as `run --ncu` measured them (runtime/profiled.py)
+)
+NCU_REPORT = "ncu.ncu-rep"  # in a run dir: the Nsight Compute report they were read from
 SCRIPTS_REGISTRY = ".tltrace-scripts.json"  # in a trace dir: script identity -> script dir name
 
 # Working files (reconcile/files.py writes them; history/resolve.py recognises a script dir by them).
@@ -59,8 +69,11 @@ __all__ = [
     "INFLIGHT",
     "TIMEDOUT",
     "KERNEL_REGISTRY",
+    "LAUNCHES",
     "LIVE",
     "MANIFEST",
+    "NCU_PROFILE",
+    "NCU_REPORT",
     "OBJECTS",
     "PACK",
     "RECORDS_LOG",

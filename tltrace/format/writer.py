@@ -1,4 +1,5 @@
-"""Who writes a run (a manifest's `writer`), and whether that writer still lives.
+"""Who writes a run (a manifest's `writer`), whether that writer still lives, and who wrote a
+recorded run (its pid, its torchrun rank, the label a person reads).
 
 A pid alone is not an identity: in a container the tracing process is often pid 1
 in every run, and pids are reused. A writer is (pid, process start time, host);
@@ -15,6 +16,7 @@ import time
 from typing import Any
 
 from .ids import pid_of_run_id, time_of_id
+from .records import RunManifest
 
 # Set when tltrace is imported, before this process can have made any run: a run id
 # dated earlier that names our pid was made by another process with the same pid.
@@ -113,3 +115,26 @@ def writer_alive(writer: dict[str, Any] | None, run_id: str | None = None) -> bo
         made = time_of_id(run_id or "")
         return made is None or made >= _LOADED_AT - 2.0
     return pid_alive(from_id)
+
+
+# -- the writer a manifest names (its `writer` field: pid, host, start, rank) ---------------------------
+def pid_of(manifest: RunManifest) -> int | None:
+    """Return the pid of the process that wrote a RunManifest, None where not known."""
+    w = manifest.writer
+    pid = w.get("pid") if isinstance(w, dict) else None
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) else None
+
+
+def rank_of(manifest: RunManifest) -> int | None:
+    """Return the torchrun rank of the process that wrote a RunManifest, None outside torchrun."""
+    w = manifest.writer
+    r = w.get("rank") if isinstance(w, dict) else None
+    return r if isinstance(r, int) and not isinstance(r, bool) else None
+
+
+def process_label(manifest: RunManifest) -> str:
+    """Return the process a compile ran in, as a person reads it: 'rank R' under torchrun, else 'pid N'."""
+    rank, pid = rank_of(manifest), pid_of(manifest)
+    if rank is not None:
+        return f"rank {rank}"
+    return f"pid {pid}" if pid is not None else "pid ?"

@@ -176,12 +176,7 @@ def forward(run: runs.Run, spec: str) -> dict[str, Any]:
     gives `code: false` and the nearest lines that have code.
     """
     manifest = run.require()
-    maps = V.load(run.path)
-    if not maps:
-        raise RecordsError(
-            f"{run.path} has no source map (recorded with TLTRACE_SOURCE_MAP=0, by a tltrace "
-            "without source maps, or TileLang gave no spans); rerun the script to record one"
-        )
+    maps = V.require(run.path)
     kernel = V.kernel_file(maps)
     file, n = parse_line(spec, kernel, maps)
     source = maps.sources.get(file)

@@ -12,7 +12,7 @@ and the report (render/pages.py: the error's "at k.py:10" button) read it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +36,7 @@ class FailSite:
     error_line: int | None = None  # the line the error's `-->` points at (the allocation's)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "line": self.line,
-            "op": self.op,
-            "buffer": self.buffer,
-            "error_line": self.error_line,
-        }
+        return asdict(self)
 
     def describe(self) -> str:
         """Return `T.copy, the first use of frag (the error points at its allocation, line 9)`, or ''."""

@@ -41,6 +41,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..format import empty, liveness
+from ..format import launches as launch_log
 from ..format.ids import is_run_name
 from ..format.layout import OBJECTS, RUN_RECORDS, is_object_name, is_object_temp
 from ..format.records import RUNNING
@@ -289,6 +290,8 @@ def _clean_script(
         if inv_gone == len(inv.runs):
             inv_removed += 1
             emptied.add(inv.key)
+            if not dry_run:
+                _remove_launch_log(root, inv.key, result)
     result.kept += total_runs - gone
     result.invocations_removed += inv_removed
     result.invocations_kept += len(invocations) - inv_removed
@@ -301,6 +304,20 @@ def _clean_script(
         result.failed.extend(errors)
     if policy.whole_dir and not dry_run and emptied == {inv.key for inv in invocations}:
         _remove_made_dir(sd, root, result)
+
+
+def _remove_launch_log(root: Path, invocation: str, result: CleanResult) -> None:
+    """Remove the launch log of a removed invocation (run --launches; format/launches.py), if any."""
+    try:
+        path = root / launch_log.file_name(invocation)
+        freed = path.lstat().st_size
+        os.unlink(path)
+    except (ValueError, FileNotFoundError):
+        return
+    except OSError as exc:
+        result.failed.append(f"{root / invocation}: {exc.strerror or exc}")
+        return
+    result.bytes_freed += freed
 
 
 def _remove_made_dir(sd: Path, root: Path, result: CleanResult) -> None:

@@ -72,6 +72,17 @@ def with_call_sites(run_dir: Path, maps: RunMaps) -> RunMaps:
     return out
 
 
+def require(run_dir: Path) -> RunMaps:
+    """Return the maps of a run directory; a RecordsError (one line) when it has none."""
+    maps = load(run_dir)
+    if not maps:
+        raise RecordsError(
+            f"{run_dir} has no source map (recorded with TLTRACE_SOURCE_MAP=0, by a tltrace "
+            "without source maps, or TileLang gave no spans); rerun the script to record one"
+        )
+    return maps
+
+
 def _stored_source(run_dir: Path, rel: Any) -> str | None:
     """Return a source copied into the run's store (its pack by the hash in `source_<hash>.py`; older
     runs: that file, else `.objects/<hash>`), or None.

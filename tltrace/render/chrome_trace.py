@@ -24,8 +24,8 @@ from typing import Any
 
 from .._version import __version__
 from ..format.records import RunManifest
+from ..format.writer import process_label
 from ..history.profile import BACKEND, CompileTimes, invocation_of, timeline
-from ..tracing.children import process_label
 
 COMPILE_CAT = "compile"
 

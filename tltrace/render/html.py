@@ -79,7 +79,6 @@ from .pages import (
     record_value,
     report_head,
     stage_chunk,
-    text_chunk,
     text_value,
 )
 from .sourcemap import ReportMaps, no_source, run_chunks
@@ -103,7 +102,6 @@ __all__ = [
     "record_chunk",
     "report_head",
     "sibling_chunk",
-    "text_chunk",
     "write_index",
     "write_report",
 ]

@@ -273,17 +273,6 @@ def record_chunk(record: PassRecord) -> bytes:
     return data_chunk(record_value(record))
 
 
-def text_chunk(
-    digest: str,
-    text: str,
-    base_hash: str | None = None,
-    base: str | None = None,
-    same: list[tuple[int, int]] | None = None,
-) -> bytes:
-    """Return a text's chunk: whole, or (given its base, already in the report) as a delta (render/delta.py)."""
-    return data_chunk(text_value(digest, text, base_hash, base, same))
-
-
 def text_value(
     digest: str,
     text: str,
@@ -291,7 +280,7 @@ def text_value(
     base: str | None = None,
     same: list[tuple[int, int]] | None = None,
 ) -> dict[str, Any]:
-    """Return a text's chunk object (`text_chunk`)."""
+    """Return a text's chunk object: whole, or (given its base, already in the report) as a delta (render/delta.py)."""
     if base_hash is None or base is None or same is None:
         return {"t": "text", "h": digest, "s": text}
     return {"t": "text", "h": digest, **text_fields(base_hash, base, text, same)}

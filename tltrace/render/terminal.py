@@ -38,6 +38,7 @@ from ..format.records import (
     PassRecord,
     RunManifest,
 )
+from ..format.writer import process_label
 from ..session.events import (
     NOT_FINALISED,
     STILL_RUNNING,
@@ -51,7 +52,6 @@ from ..session.events import (
     ScriptOutput,
     WorkingFiles,
 )
-from ..tracing.children import process_label
 from .fold import fold
 from .table import Column, cut_end, distinct_cut, fit
 from .visible import VisibleConsole, render_segments, segments, visible

@@ -38,9 +38,8 @@ from ..format.ids import is_run_name
 from ..format.layout import RUN_RECORDS
 from ..format.names import safe_component
 from ..format.records import PassRecord, RunManifest
-from ..proc import group as procgroup
 from . import archive, trust
-from .make import flags_of, repro_files
+from .make import ended_how, flags_of, repro_files, run_child
 
 BUNDLE_SCHEMA = 1
 REPLAY_TIMEOUT_S = 3600
@@ -494,24 +493,13 @@ def _run_child(cdir: Path, trace_dir: Path) -> str | None:
     `tilelang.py` beside the bundle or in the cwd is never imported; PYTHONPATH is kept.
     """
     from ..proc.pychild import traced_tltrace_code
-    from .make import child_env
 
     cmd = traced_tltrace_code("tltrace.rerun.replay_child", str(cdir), str(Path(trace_dir).absolute()))
     try:
-        proc = procgroup.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            env=child_env(),
-            cwd=cdir,
-            timeout=REPLAY_TIMEOUT_S,
-            check=False,
-        )
+        proc = run_child(cmd, cdir, REPLAY_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return f"the replay took longer than {REPLAY_TIMEOUT_S} s"
     if proc.returncode == 0:
         return None
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
-    how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
-    return f"the replay ended with {how}: {lines[-1] if lines else ''}"
+    return f"the replay ended with {ended_how(proc)}: {lines[-1] if lines else ''}"

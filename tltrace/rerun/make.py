@@ -323,24 +323,34 @@ def probe(out_dir: Path) -> dict[str, Any]:
         # Neither the cwd nor repro.py's directory goes on its sys.path (proc/pychild.py).
         cmd = python_script(out_dir / "repro.py", "--child", "probe", tmp)
         try:
-            proc = procgroup.run(
-                cmd,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                check=False,
-                cwd=out_dir,
-                env=child_env(),
-                timeout=PROBE_TIMEOUT_S,
-            )
+            proc = run_child(cmd, out_dir, PROBE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             return {"failure": f"the rerun took longer than {PROBE_TIMEOUT_S} s"}
         path = Path(tmp) / "result.json"
         if path.exists():
             return json.loads(path.read_text(encoding="utf-8"))
-    how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
     tail = [ln for ln in (proc.stdout + proc.stderr).strip().splitlines() if ln.strip()][-8:]
-    return {"failure": f"the rerun did not finish ({how})", "output": tail}
+    return {"failure": f"the rerun did not finish ({ended_how(proc)})", "output": tail}
+
+
+def run_child(cmd: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run a rerun child (repro.py's probe, a bundle's replay) in `cwd` in its own process group,
+    with `child_env()`; return it with its output as text (TimeoutExpired after `timeout` s)."""
+    return procgroup.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        check=False,
+        cwd=cwd,
+        env=child_env(),
+        timeout=timeout,
+    )
+
+
+def ended_how(proc: subprocess.CompletedProcess[str]) -> str:
+    """Return how a child that failed ended: `exit status 3`, `signal 9`."""
+    return f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
 
 
 def child_env() -> dict[str, str]:

@@ -41,6 +41,7 @@ from ..config import (
     DEFAULT,
     EXIT_WAIT_DEFAULT,
     EXPLAIN_TIMEOUT_DEFAULT,
+    LAUNCH_LIMIT_DEFAULT,
     QUEUE_DEFAULT,
     QUEUE_MIN,
     WORKERS_DEFAULT,
@@ -48,12 +49,39 @@ from ..config import (
     compile_regex,
 )
 from ..format.records import EXITED, EXITED_NOTE, INTERRUPTED, RUNNING, RunManifest
+from ..format.writer import pid_of
 from ..session.events import NOT_FINALISED, STILL_RUNNING, Notice
 
 ENV = CHILD_ENV
 KERNELS_ENV = "TLTRACE_KERNELS"
 BOOT_DIR = str(Path(__file__).resolve().parent / "_boot")
 _VERSION = 1
+
+# The Settings a child takes as they are: its switches (false when absent) and its numbers
+# (type, default, lowest: a value out of range is the default).
+_SWITCHES = (
+    "ignore_whitespace",
+    "quiet",
+    "all_passes",
+    "verbose",
+    "use_cache",
+    "sync",
+    "ptxas",
+    "line_directives",
+    "ptx",
+    "sass",
+    "exact",
+    "check_texts",
+    "launches",
+)
+_NUMBERS: dict[str, tuple[type, float, float]] = {
+    "queue": (int, QUEUE_DEFAULT, QUEUE_MIN),
+    "workers": (int, WORKERS_DEFAULT, 1),
+    "defer": (int, 0, 0),
+    "exit_wait": (float, EXIT_WAIT_DEFAULT, 0),
+    "explain_timeout": (float, EXPLAIN_TIMEOUT_DEFAULT, 0),
+    "launch_limit": (int, LAUNCH_LIMIT_DEFAULT, 0),
+}
 
 
 # -- the parent's side ------------------------------------------------------------------------------
@@ -70,28 +98,12 @@ def settings_json(settings: Settings, root_pid: int) -> str:
         "script_key": settings.script_key,
         "codegen_output": "default" if cg is DEFAULT else None if cg is None else str(cg),
         "context": settings.context,
-        "ignore_whitespace": settings.ignore_whitespace,
         "only": settings.only.pattern if settings.only is not None else None,
         "skip": settings.skip.pattern if settings.skip is not None else None,
         "kernels": settings.kernels.pattern if settings.kernels is not None else None,
-        "quiet": settings.quiet,
-        "all_passes": settings.all_passes,
-        "verbose": settings.verbose,
-        "use_cache": settings.use_cache,
-        "sync": settings.sync,
-        "ptxas": settings.ptxas,
-        "line_directives": settings.line_directives,
-        "ptx": settings.ptx,
-        "sass": settings.sass,
         "remarks": list(settings.remarks) if settings.remarks is not None else None,
-        "exact": settings.exact,
-        "check_texts": settings.check_texts,
         "source_map": settings.source_map,
-        "queue": settings.queue,
-        "workers": settings.workers,
-        "defer": settings.defer,
-        "exit_wait": settings.exit_wait,
-        "explain_timeout": settings.explain_timeout,
+        **{name: getattr(settings, name) for name in (*_SWITCHES, *_NUMBERS)},
         "command": list(settings.command),
         "invocation": settings.invocation,
         "root": {"pid": root_pid, "start": process_start(root_pid)},
@@ -161,10 +173,10 @@ def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
             compile_regex(value, f"{ENV}'s {key}") if isinstance(value, str) else None
         )  # any case, as the parent's
 
-    def number(key: str, default: float, low: float) -> Any:
+    def number(key: str, kind: type, default: float, low: float) -> Any:
         value = data.get(key)
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= low
-        return value if ok else default
+        return kind(value if ok else default)
 
     settings = Settings(
         mode=str(data["mode"]),
@@ -174,28 +186,13 @@ def settings_from_json(text: str) -> tuple[Settings, dict[str, Any]]:
         codegen_output=cg,
         keep=0,  # the parent prunes, once, when the invocation ends
         context=int(data.get("context", 3)),
-        ignore_whitespace=bool(data.get("ignore_whitespace")),
         only=pattern("only"),
         skip=pattern("skip"),
         kernels=pattern("kernels"),
-        quiet=bool(data.get("quiet")),
-        all_passes=bool(data.get("all_passes")),
-        verbose=bool(data.get("verbose")),
-        use_cache=bool(data.get("use_cache")),
-        sync=bool(data.get("sync")),
-        ptxas=bool(data.get("ptxas")),
-        line_directives=bool(data.get("line_directives")),
-        ptx=bool(data.get("ptx")),
-        sass=bool(data.get("sass")),
         remarks=_remarks(data.get("remarks")),
-        exact=bool(data.get("exact")),
-        check_texts=bool(data.get("check_texts")),
         source_map=bool(data.get("source_map", True)),
-        queue=int(number("queue", QUEUE_DEFAULT, QUEUE_MIN)),
-        workers=int(number("workers", WORKERS_DEFAULT, 1)),
-        defer=int(number("defer", 0, 0)),
-        exit_wait=float(number("exit_wait", EXIT_WAIT_DEFAULT, 0)),
-        explain_timeout=float(number("explain_timeout", EXPLAIN_TIMEOUT_DEFAULT, 0)),
+        **{name: bool(data.get(name)) for name in _SWITCHES},
+        **{name: number(name, *spec) for name, spec in _NUMBERS.items()},
         wait=True,  # a child may end in os._exit (multiprocessing's do): no atexit drain there
         command=tuple(str(c) for c in data.get("command") or ()),
         invocation=str(data["invocation"]),
@@ -215,26 +212,6 @@ class Gathered:
     @property
     def pids(self) -> list[int]:
         return sorted({p for p in (pid_of(m) for m in self.runs) if p is not None})
-
-
-def pid_of(manifest: RunManifest) -> int | None:
-    w = manifest.writer
-    pid = w.get("pid") if isinstance(w, dict) else None
-    return pid if isinstance(pid, int) and not isinstance(pid, bool) else None
-
-
-def rank_of(manifest: RunManifest) -> int | None:
-    w = manifest.writer
-    r = w.get("rank") if isinstance(w, dict) else None
-    return r if isinstance(r, int) and not isinstance(r, bool) else None
-
-
-def process_label(manifest: RunManifest) -> str:
-    """Return the process a compile ran in, as a person reads it: 'rank R' under torchrun, else 'pid N'."""
-    rank, pid = rank_of(manifest), pid_of(manifest)
-    if rank is not None:
-        return f"rank {rank}"
-    return f"pid {pid}" if pid is not None else "pid ?"
 
 
 def gather(script_dir: Path, invocation: str, own: Iterable[str]) -> Gathered:

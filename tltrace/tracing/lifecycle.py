@@ -108,6 +108,7 @@ class Lifecycle:
         self._propagation: Propagation | None = None
         self._setup: Setup | None = None
         self._outlived_said = False
+        self._launches: Any = None  # run --launches: the LaunchRecorder, from install() to end()
         self._lock = threading.Lock()
 
     @property
@@ -185,6 +186,19 @@ class Lifecycle:
         """
         register_defaults()
         controller.install(self.settings, self, CAPTURE_HOOKS)
+        self._stop_launches()
+        if self.settings.launches:
+            from ..launches.recorder import LaunchRecorder
+
+            rec = LaunchRecorder(self.settings, lambda message: self(Notice("warning", message)))
+            if rec.start():
+                self._launches = rec
+
+    def _stop_launches(self) -> None:
+        """run --launches: stop observing; the launches so far are written (launches/recorder.py)."""
+        rec, self._launches = self._launches, None
+        if rec is not None:
+            rec.stop()
 
     def propagate(self, on: bool = True) -> None:
         """Have the Python processes started from here trace into this invocation (`on`), or stop that."""
@@ -252,6 +266,7 @@ class Lifecycle:
         the invocation), True otherwise.
         """
         self.stop_propagation()
+        self._stop_launches()
         setup = self._stop_setup()
         installed = setup is not None and setup.installed
         forked = self.forked()

@@ -65,6 +65,11 @@ def arm() -> bool:
     return True
 
 
+def is_supervised() -> bool:
+    """True in the supervised child before `arm` (run --ncu: the inner run's child is already under ncu)."""
+    return CHILD_ENV in os.environ
+
+
 @dataclass(frozen=True)
 class Frame:
     file: str
