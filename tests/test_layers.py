@@ -102,6 +102,7 @@ SIDEWAYS: dict[tuple[str, str], str] = {
     ): "watch says which facts each build changed (reconcile/buildfacts)",
     ("tltrace.rerun", "tltrace.history"): "repro and bundle read the recorded runs",
     ("tltrace.sourcemap", "tltrace.callsites"): "library lines mapped to the user's call in every map",
+    ("tltrace.history", "tltrace.callsites"): "a quiet compile's maps get their call sites when read",
     ("tltrace.stages", "tltrace.toolchain"): "the PTX and SASS stages: the nvcc build's PTX and cubin",
     ("tltrace.toolchain", "tltrace.sourcemap"): "TileLang's own #line directives blanked before the build",
     (

@@ -24,6 +24,7 @@ from tests._schema import check
 from tltrace.config import REMARK_PLANNERS, parse_remarks
 from tltrace.errors import UsageError
 from tltrace.facts.collect import remark_facts
+from tltrace.history.loading import load_manifest
 from tltrace.remarks.recorder import RemarksRecorder, kinds_of
 from tltrace.session.recorder import PassEvent
 
@@ -46,7 +47,11 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _manifests(trace: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(trace.glob("*/.run_records/run_*/manifest.json"))]
+    """Each run's manifest as a reader has it (the facts a quiet capture left out derived: history/derived.py)."""
+    return [
+        json.loads(load_manifest(p.parent, derive=True).dumps())
+        for p in sorted(trace.glob("*/.run_records/run_*/manifest.json"))
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -95,7 +95,7 @@ class Compile:
     """One compile (a run directory): its manifest's fields, its summary, its passes."""
 
     def __init__(self, run: runs.Run) -> None:
-        self._run = run
+        self._run = run = run.derived()  # +/- counts and facts, where the reader derives them
         self.manifest: RunManifest = run.require()
         self._pos = {r.index: i for i, r in enumerate(self.manifest.records)}
 

@@ -308,7 +308,7 @@ def _report(result, context: int, repro_dir: Optional[Path]) -> None:  # noqa: A
         typer.echo(f"  again: {command('tltrace', 'show', str(result.good_run), '--pass', str(t.index))}")
         sys.stdout.flush()
         try:
-            show_pass(load_run(result.good_run), str(t.index), context, False)
+            show_pass(load_run(result.good_run, derive=True), str(t.index), context, False)
         except TltraceError as exc:
             warn(f"cannot show the pass's diff: {exc}")
     if repro_dir is not None:

@@ -171,7 +171,7 @@ def write_run_trace(collector, out: Path, *, force: bool = False) -> str:
     """Write the Chrome trace of the compiles a RunCollector saw; return one line saying where (or why not)."""
     from ..render.chrome_trace import chrome_trace as build
 
-    manifests = collector.manifests()
+    manifests = collector.manifests(counts=True)
     try:
         path = write_json(build(manifests), out, force=force)
     except TltraceError as exc:

@@ -6,15 +6,19 @@
   in its manifest (computed by the printing worker when the run ends).
 - `ptxas`: machine facts (registers, spills) from `nvcc -Xptxas -v`, when asked.
 
-`facts_of(run)` is the reader's one call: the stored values, or for a run recorded
-before facts were stored, the same values computed from its recorded texts.
+`facts_of(run)` is the reader's one call: the stored values (a run traced with the
+HTML report or --ptxas, or an older run), else the same values computed from its
+recorded texts when first read and cached beside the run (format/derived.py).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from ..format import derived
 from ..format.layout import MANIFEST
+from ..format.records import RunManifest
 from ..format.texts import text_of  # the one confined reader of recorded texts
 from .collect import compute, stored_values
 from .compare import changes, describe
@@ -29,6 +33,7 @@ __all__ = [
     "Fact",
     "Value",
     "changes",
+    "derived_facts",
     "describe",
     "facts_json",
     "facts_of",
@@ -49,8 +54,19 @@ def facts_record(run: Any) -> dict[str, Any]:
     values = stored_values(manifest)
     if values is not None:
         return {**manifest.facts, "values": values}
+    return derived_facts(run.path, manifest)
 
-    return compute(manifest, lambda rec, side: text_of(run.path, rec, side, errors="replace"), run.path)
+
+def derived_facts(run_dir: Any, manifest: RunManifest) -> dict[str, Any]:
+    """Return a run's `facts` object computed from its recorded texts: cached beside the run
+    (format/derived.py) once it has ended, so only the first reader computes it."""
+    cached = derived.read(run_dir, manifest).get("facts")
+    if isinstance(cached, dict) and isinstance(cached.get("values"), dict):
+        values = stored_values(replace(manifest, facts=cached))
+        return {**cached, "values": values}
+    facts = compute(manifest, lambda rec, side: text_of(run_dir, rec, side, errors="replace"), run_dir)
+    derived.update(run_dir, manifest, facts=facts)
+    return facts
 
 
 def facts_of(run: Any) -> dict[str, Value]:

@@ -3,7 +3,10 @@
 A recorder (session/recorder.py) registered by tracing/recorders.py. Its `ended` hook runs
 once, on the printing worker, with the manifest about to be written when a compile ends:
 the facts are read off the texts just stored, in a few milliseconds, never on the
-compiling thread; they are the manifest's `facts` field. With
+compiling thread; they are the manifest's `facts` field. Only where something needs them
+as the run ends (the live HTML report and index, `--ptxas`): otherwise the field stays
+null and the first reader computes them from the same texts (facts.derived_facts, cached
+beside the run in derived.json). With
 `settings.ptxas` it also queues the nvcc build on the late worker (session/worker.py),
 which rewrites the manifest with the machine facts seconds later; the compile has long
 returned, and the invocation's end waits for it. Nothing here can fail a compile: a
@@ -114,8 +117,12 @@ class FactsRecorder(Recorder):
     name = "facts"
     field = "facts"
 
-    def __init__(self, want_ptxas: bool) -> None:
+    def __init__(self, want_ptxas: bool, live: bool = True) -> None:
         self.want_ptxas = want_ptxas
+        # Facts are a pure function of the stored texts: computed here only for the live HTML
+        # report and index, which show them as the run ends, or for --ptxas's build; else the
+        # first reader computes them (facts.derived_facts) and caches them beside the run.
+        self.live = live
         self.store: RunStore | None = None
         self.facts: dict[str, Any] | None = None
         self.configs: dict[str, Any] | None = None  # the build's pass configs (--ptxas only)
@@ -132,7 +139,7 @@ class FactsRecorder(Recorder):
         self.store = store
 
     def ended(self, manifest: RunManifest) -> None:
-        if self.store is None:
+        if self.store is None or not (self.live or self.want_ptxas):
             return
         out, self.machine = with_facts(manifest, self.store, self.want_ptxas, self.warn, self.configs)
         self.facts = out.facts
@@ -150,4 +157,4 @@ class FactsRecorder(Recorder):
 
 def make(settings: Settings) -> FactsRecorder:
     """The factory tracing/recorders.py registers: one recorder per compile."""
-    return FactsRecorder(settings.ptxas)
+    return FactsRecorder(settings.ptxas, live=settings.html)

@@ -66,8 +66,11 @@ class PassRecord:
     depth: int = 0
     parent: int | None = None
     status: str = NOOP
-    added: int = 0
-    removed: int = 0
+    # Lines added and removed (diff.count_changes of the two texts). None: left to the reader
+    # (a compile traced with no live view that shows them): history/derived.py counts them from
+    # the stored texts when first read and caches them beside the run (format/derived.py).
+    added: int | None = 0
+    removed: int | None = 0
     duration_s: float = 0.0
     before_hash: str | None = None
     after_hash: str | None = None
@@ -153,8 +156,8 @@ _RECORD_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {  # field: (types, No
     "depth": (_INT, False),
     "parent": (_INT, True),
     "status": (_STR, False),
-    "added": (_INT, False),
-    "removed": (_INT, False),
+    "added": (_INT, True),
+    "removed": (_INT, True),
     "duration_s": (_NUM, False),
     **{
         k: (_STR, True)

@@ -42,6 +42,7 @@ __all__ = [
     "Loc",
     "RunMaps",
     "apply_line",
+    "calls_line",
     "is_working_map",
     "map_line",
     "map_line_text",
@@ -190,6 +191,12 @@ def rec_line(index: int, before: str | None, after: str | None) -> dict[str, Any
     return {"t": "rec", "index": index, "before": before, "after": after}
 
 
+def calls_line(roots: tuple[str, ...]) -> dict[str, Any]:
+    """Return the line that says the maps after it were stored without their call sites
+    (callsites/library.py, left to the reader), and where TileLang's own code is (`roots`)."""
+    return {"t": "calls", "roots": list(roots)}
+
+
 def src_line(path: str, text: str, digest: str | None = None) -> dict[str, Any]:
     """Return the line for a Python source: by its stored copy (`digest`) or, without a store, inline."""
     if digest is None:
@@ -204,6 +211,9 @@ class RunMaps:
     maps: dict[str, LineMap] = field(default_factory=dict)
     records: dict[int, tuple[str | None, str | None]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    # A `calls` line: the maps were stored without their call sites, which the reader adds
+    # (history/sourcemaps.py); these are the directories of TileLang's and TVM's own code then.
+    library_roots: tuple[str, ...] | None = None
 
     def of(self, index: int, side: str) -> LineMap | None:
         """Return the map of one side ("before"/"after") of record `index`, or None."""
@@ -230,6 +240,8 @@ def apply_line(maps: RunMaps, d: Any) -> tuple[str, Any] | None:
     elif t == "rec" and isinstance(d.get("index"), int):
         b, a = d.get("before"), d.get("after")
         maps.records[d["index"]] = (b if isinstance(b, str) else None, a if isinstance(a, str) else None)
+    elif t == "calls" and isinstance(d.get("roots"), list):
+        maps.library_roots = tuple(r for r in d["roots"] if isinstance(r, str))
     elif t == "src" and isinstance(d.get("path"), str):
         text = d.get("text")
         if isinstance(text, str):

@@ -4,7 +4,8 @@ Layout (format/layout.py)::
 
     <trace_dir>/<script>/.run_records/run_<YYYYMMDD_HHMMSS_ffffff>Z_<pid>_<uid>/manifest.json
 
-A *run* is one compile's record directory. Everything here reads; nothing writes. A
+A *run* is one compile's record directory. Everything here reads; nothing writes (but the
+cache of derived views, history/derived.py, when a reader asks for them). A
 damaged run raises RecordsError with one line that names the path and says what to do
 (`load_manifest`), or is a `Run` carrying that line (`load_run`).
 """
@@ -86,6 +87,14 @@ class Run:
         """Return this run with `size` measured: the bytes its directory holds on disk."""
         return replace(self, size=tree_bytes(self.path))
 
+    def derived(self) -> Run:
+        """Return this run with its derived views filled in (history/derived.py: +/- counts, facts)."""
+        if self.manifest is None:
+            return self
+        from .derived import complete
+
+        return replace(self, manifest=complete(self.path, self.manifest))
+
     def require(self) -> RunManifest:
         """Return the manifest, or raise RecordsError when the run is damaged."""
         if self.manifest is None:
@@ -134,8 +143,13 @@ def start_of(run: Run) -> float:
     return t if t is not None else (run_id_time(run.run_id) or 0.0)
 
 
-def load_manifest(run_dir: Path) -> RunManifest:
+def load_manifest(run_dir: Path, *, derive: bool = False) -> RunManifest:
     """Return the run's manifest, with records.jsonl merged in while it is running.
+
+    `derive`: with the views a reader derives from the texts filled in (history/derived.py:
+    +/- counts left to the reader, the facts of an ended run), computed on first read and
+    cached beside the run. The readers that show them ask for it; listings and the pruner
+    do not (they read only the manifest).
 
     Raises RecordsError (one line, names the file, says what to do) when it is
     missing, truncated, of another schema, or not a manifest at all.
@@ -180,6 +194,10 @@ def load_manifest(run_dir: Path) -> RunManifest:
         raise RecordsError(f"manifest {mpath} is damaged ({type(exc).__name__}: {exc}); {hint}") from None
     if manifest.status == RUNNING:
         manifest = _merge_log(run_dir, manifest)
+    if derive:
+        from .derived import complete
+
+        manifest = complete(run_dir, manifest)
     return manifest
 
 
@@ -285,10 +303,10 @@ def is_active(run: Run) -> bool:
     return run.status == RUNNING and run.manifest is not None and writer_may_live(run.path, run.manifest)
 
 
-def load_run(run_dir: Path, *, size: bool = False) -> Run:
-    """Return the Run at run_dir; a damaged one carries `problem` instead of raising."""
+def load_run(run_dir: Path, *, size: bool = False, derive: bool = False) -> Run:
+    """Return the Run at run_dir; a damaged one carries `problem` instead of raising (`derive`: load_manifest's)."""
     try:
-        manifest, problem = load_manifest(run_dir), None
+        manifest, problem = load_manifest(run_dir, derive=derive), None
     except RecordsError as exc:
         manifest, problem = None, str(exc)
     return Run(Path(run_dir), manifest, problem, tree_bytes(run_dir) if size else 0)

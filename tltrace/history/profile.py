@@ -118,8 +118,8 @@ def timeline(manifest: RunManifest) -> CompileTimes:
                 depth=r.depth if parent is not None else 0,
                 parent=parent,
                 status=r.status,
-                added=r.added,
-                removed=r.removed,
+                added=r.added or 0,  # derived by the reader (history/derived.py) before this
+                removed=r.removed or 0,
                 exact=exact,
             )
         )

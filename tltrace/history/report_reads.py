@@ -41,7 +41,7 @@ def compile_report(run_dir: Path, *, linked: bool = True) -> CompileReport:
     the earlier invocations' are read too.
     """
     run_dir = Path(run_dir)
-    manifest = load_manifest(run_dir)
+    manifest = load_manifest(run_dir, derive=True)
     maps = load_maps(run_dir)
     records = []
     known: dict[str, str] = {}  # hash -> text: a pass's input is read once, as the output before it
@@ -146,7 +146,7 @@ def index_report(script_dir: Path, run_dirs_: list[Path]) -> IndexReport:
     """Return the index model of one invocation (its compiles' run dirs, in order); RecordsError
     when there are none."""
     script_dir = Path(script_dir)
-    runs = [load_run(Path(d)) for d in run_dirs_]
+    runs = [load_run(Path(d), derive=True) for d in run_dirs_]
     if not runs:
         raise RecordsError(f"no compiles to index under {script_dir}")
     invs = [i for i in invocations(script_dir) if i.runs]  # the newest invocation that has compiles

@@ -302,7 +302,7 @@ def _narrow(
                 "give more of it, or a run id"
             )
         runs = tuple(hits)
-    return runs
+    return tuple(r.derived() for r in runs)  # the views show counts and facts: derived when first read
 
 
 def select(
@@ -484,7 +484,7 @@ def selected_runs(
         invs = invocations(sd)
         if invs:
             out.extend(
-                r
+                r.derived()
                 for r in invs[-1].runs
                 if r.manifest is not None and (kernel is None or r.manifest.kernel_name == kernel)
             )

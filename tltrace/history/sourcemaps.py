@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..callsites import library as cs
 from ..errors import RecordsError
 from ..format.layout import OBJECTS, SOURCEMAP_LOG, source_hash
 from ..format.records import FAILED, STAGE_ROLES, PassRecord, RunManifest
@@ -42,6 +43,32 @@ def load(run_dir: Path) -> RunMaps:
                     continue
     except OSError:
         pass
+    if out.library_roots is not None:
+        out = with_call_sites(Path(run_dir), out)
+    return out
+
+
+def with_call_sites(run_dir: Path, maps: RunMaps) -> RunMaps:
+    """Return `maps` with TileLang's library lines mapped to the user's calls (callsites/library.py),
+    as capture does for a live view: the records' maps in the order they were stored, with their
+    texts. A run whose manifest cannot be read keeps its maps as stored."""
+    try:
+        records = {r.index: r for r in runs.load_manifest(run_dir).records}
+    except RecordsError:
+        return maps
+    calls = cs.CallSites(roots=maps.library_roots)
+    out = RunMaps(sources=maps.sources)
+    for index, (bh, ah) in maps.records.items():
+        rec = records.get(index)
+        b, a = maps.maps.get(bh) if bh else None, maps.maps.get(ah) if ah else None
+        if rec is not None and (b is not None or a is not None):
+            before = runs.text_of(run_dir, rec, "before", errors="surrogateescape") or ""
+            after = runs.text_of(run_dir, rec, "after", errors="surrogateescape") if rec.after_hash else None
+            b, a = cs.refine(calls, rec, before, after if after is not None else before, (b, a))
+        for lmap in (b, a):
+            if lmap is not None:
+                out.maps.setdefault(lmap.digest(), lmap)
+        out.records[index] = (b.digest() if b is not None else None, a.digest() if a is not None else None)
     return out
 
 

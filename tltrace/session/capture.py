@@ -106,6 +106,10 @@ class TraceSession:
         self._header_cache: tuple[RunManifest, tuple, RunManifest] | None = None  # (manifest, key, header)
         self._last_hash: tuple[str, str] | None = None  # (the last text stored as an output, its hash)
         self._check_texts = settings.check_texts
+        # The +/- counts are a pure function of the stored texts: counted here only for a live view
+        # that shows them (the stream's pass lines, the HTML report); else left to the first reader
+        # (history/derived.py), which caches them beside the run.
+        self.live_counts = bool(settings.html or not settings.quiet)
         self._differed: list[str] = []  # --check-texts: where a text differed from the inline print
         # Settings.wait (TLTRACE_WAIT=1, a traced child, the pytest plugin): return once on disk.
         self._wait_at_end = settings.wait
@@ -314,13 +318,17 @@ class TraceSession:
                 self._differed.append(pass_display_name(name))
             extras = (p.before.extra, after.extra if after is not None else None)
             same = None
+            added: int | None
+            removed: int | None
             if after_text is None:
                 status, added, removed = FAILED, 0, 0
             elif after_text == before:
                 status, added, removed = NOOP, 0, 0
-            else:
+            elif self.live_counts:
                 added, removed, same = line_changes(before, after_text)
                 status = CHANGED
+            else:
+                status, added, removed = CHANGED, None, None
             rec = PassRecord(
                 index=p.index,
                 name=pass_display_name(name),

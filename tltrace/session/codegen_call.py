@@ -186,7 +186,7 @@ def _reconcile_and_record(
             return
         try:
             text = s._resolve(side)
-            added, removed = count_changes(text, compiled)
+            added, removed = count_changes(text, compiled) if s.live_counts else (None, None)
             extras = (side.extra, s.recorders.resolve(amap))  # a source map computed here, off the compile
             s.add_record(replace(rec, added=added, removed=removed), text, compiled, "cpp", extras=extras)
         except Exception as exc:

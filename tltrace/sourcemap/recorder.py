@@ -9,7 +9,10 @@ references and its PassContext and Target); it is written beside the working fil
 enable(source_map=False)): no recorder.
 
 `refine` (worker, in record order) maps lines in TileLang's library code to the user's
-call site (callsites/library.py) in every map, the codegen's included.
+call site (callsites/library.py) in every map, the codegen's included, where a live view
+shows the maps (the HTML report, a working file's .map, --line-directives); otherwise the
+maps are stored as printed, after a `calls` line, and history/sourcemaps.py refines them
+the same way when they are read.
 """
 
 from __future__ import annotations
@@ -26,8 +29,13 @@ from . import store as sms
 class SourceMapRecorder(Recorder):
     name = "source maps"
 
-    def __init__(self) -> None:
+    def __init__(self, live: bool = True) -> None:
         self.printer = sm.print_module
+        # Call sites are a pure function of the maps and the texts: refined here only where
+        # something shows them as the compile runs (the live report, a working file's .map, line
+        # directives); else the maps are stored as printed and the reader refines them
+        # (history/sourcemaps.py), told so by the log's `calls` line.
+        self.live = live
         self._store: Any = None
         self._log: sms.MapLog | None = None
         self._calls: cs.CallSites | None = None
@@ -60,7 +68,7 @@ class SourceMapRecorder(Recorder):
 
     def refine(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> tuple[Any, Any]:
         """Return the record's maps with library lines mapped to their call sites (callsites/library.py)."""
-        if extras == (None, None):
+        if extras == (None, None) or not self.live:
             return extras
         if self._calls is None:
             self._calls = cs.CallSites()
@@ -79,7 +87,8 @@ class SourceMapRecorder(Recorder):
         if extras == (None, None) or self._store is None:
             return
         if self._log is None:
-            self._log = sms.MapLog(self._store.run_dir, self._store)
+            roots = None if self.live else cs.package_roots()
+            self._log = sms.MapLog(self._store.run_dir, self._store, roots)
         self._log.record(record.index, extras[0], extras[1] if record.after_file else None)
 
     def finish(self) -> None:
@@ -89,4 +98,8 @@ class SourceMapRecorder(Recorder):
 
 def make(settings: Settings) -> SourceMapRecorder | None:
     """The recorder for one compile; None when Settings.source_map is off (TLTRACE_SOURCE_MAP=0)."""
-    return SourceMapRecorder() if settings.source_map else None
+    if not settings.source_map:
+        return None
+    return SourceMapRecorder(
+        live=settings.html or settings.working_files_enabled() or settings.line_directives
+    )

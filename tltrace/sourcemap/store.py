@@ -14,6 +14,7 @@ from typing import IO, Any
 from ..format.layout import SOURCEMAP_LOG, text_hash
 from ..format.sourcemap import (
     LineMap,
+    calls_line,
     is_working_map,
     map_line_text,
     read_source,
@@ -35,9 +36,13 @@ class MapLog:
     their maps name; without a store, its text goes in the line.
     """
 
-    def __init__(self, run_dir: Path, store: Any = None) -> None:
+    def __init__(
+        self, run_dir: Path, store: Any = None, library_roots: tuple[str, ...] | None = None
+    ) -> None:
         self.path = Path(run_dir) / SOURCEMAP_LOG
         self._store = store
+        # Maps stored without their call sites (the reader adds them): said first, with TileLang's roots.
+        self._calls = library_roots
         self._fh: IO[str] | None = None
         self._maps: set[str] = set()
         self._files: set[str] = set()
@@ -50,6 +55,10 @@ class MapLog:
     def _write_line(self, line: str) -> None:
         if self._fh is None:
             self._fh = open(self.path, "a", encoding="utf-8", errors="surrogateescape")
+            if self._calls is not None:
+                head = json.dumps(calls_line(self._calls), separators=(",", ":")) + "\n"
+                self._fh.write(head)
+                self.bytes_written += len(head.encode("utf-8", "surrogateescape"))
         self._fh.write(line)
         self.bytes_written += len(line.encode("utf-8", "surrogateescape"))
 

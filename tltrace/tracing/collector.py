@@ -34,9 +34,12 @@ class RunCollector:
                     if m.run_id and m.run_id not in seen:
                         self.others[m.run_id] = m
 
-    def manifests(self) -> list:
-        """Return every compile's manifest: the final one, else (a compile cut short) what is on disk."""
+    def manifests(self, *, counts: bool = False) -> list:
+        """Return every compile's manifest: the final one, else (a compile cut short) what is on disk.
+
+        `counts`: with the +/- counts a quiet capture left to the reader (history/derived.py)."""
         from ..history import runs
+        from ..history.derived import with_counts
 
         out = []
         with self._lock:
@@ -50,5 +53,5 @@ class RunCollector:
                     m = runs.load_manifest(run_dir)
                 except TltraceError:
                     m = first
-            out.append(m)
+            out.append(with_counts(Path(run_dir), m) if counts else m)
         return out + others
