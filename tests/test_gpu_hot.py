@@ -91,6 +91,9 @@ def test_ranking_agrees_with_ncu_s_own_py_lines(tmp_path: Path) -> None:
     )
     (plain,) = json.loads(shown.stdout)["kernels"]
     ours = {x["line"]: x["share"] for x in plain["lines"] if x["samples"]}
+    # samples tltrace gave a T.copy whose TMA load's span TileLang dropped (sourcemap/dropped.py): the
+    # directive build cannot name that line (its #line scope there is the enclosing statement's)
+    recovered = {x["line"] for x in plain["lines"] if x.get("recovered")}
     td2 = tmp_path / "td2"
     cli_proc("run", "--quiet", "--ncu", "--ncu-launches", "1", "--line-directives", "--trace-dir", td2, script,
              cwd=tmp_path, rc=0)  # fmt: skip
@@ -109,8 +112,11 @@ def test_ranking_agrees_with_ncu_s_own_py_lines(tmp_path: Path) -> None:
         print(f"{ln:4}  {100 * ours.get(ln, 0):6.1f}%  {100 * theirs.get(ln, 0):6.1f}%")
     # Two builds, two profiles: the hottest lines, not their exact shares, must agree. Lines past the
     # script's end are ptxas's call-site rows of the directive build (test_gpu_line_directives).
-    # On the H100 (2026-12-06): ours {22: 28.9%, 23: 15.6%}, ncu's {22: 44.9%, 23: 47.3%, 86: 7.7%}.
+    # On the H100 (2026-12-06): ours {22: 25.4%, 21: 19.9% (recovered: B's TMA load), 23: 14.6%},
+    # ncu's {22: 49.1%, 23: 44.3%, 86: 6.6%}. Every line ncu finds hot is hot in ours; a line hot in
+    # ours only is one whose samples came from a dropped span's T.copy.
     n_lines = len(SCRIPT.split("\n"))
     hot_ours = {ln for ln, v in ours.items() if v >= 0.10}
     hot_theirs = {ln for ln, v in theirs.items() if v >= 0.10 and ln <= n_lines}
-    assert hot_ours and hot_ours == hot_theirs, (ours, theirs)
+    assert hot_theirs and hot_theirs <= hot_ours, (ours, theirs)
+    assert hot_ours - hot_theirs <= recovered, (ours, theirs, recovered)
