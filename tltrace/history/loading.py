@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import RecordsError
 from ..format import liveness, notes
+from ..format.derived import DERIVED
 from ..format.ids import id_time_is_absolute, is_run_name, time_of_id
 from ..format.layout import MANIFEST, RECORDS_LOG, RUN_RECORDS
 from ..format.records import (
@@ -261,12 +262,22 @@ def format_time(value: object) -> str:
 
 
 def _nothing_captured(run_dir: Path) -> bool:
-    """True when the run directory holds nothing the capture writes, only reports a reader wrote
-    since (`show --html`), or nothing at all: made, then killed before its first write."""
+    """True when the run directory holds nothing the capture writes, only what a reader wrote since
+    (reports of `show --html`, the derived views' cache and its temporary), or nothing at all: made,
+    then killed before its first write."""
     try:
-        return all(e.name.endswith(".html") and e.is_file(follow_symlinks=False) for e in os.scandir(run_dir))
+        return all(_a_readers(e.name) and e.is_file(follow_symlinks=False) for e in os.scandir(run_dir))
     except OSError:
         return False
+
+
+def _a_readers(name: str) -> bool:
+    """True for a file a reader writes into a run directory (never the capture)."""
+    return (
+        name.endswith(".html")
+        or name == DERIVED
+        or (name.startswith(f".{DERIVED}.") and name.endswith(".tmp"))
+    )
 
 
 def _writer_gone(run_dir: Path) -> bool:
