@@ -198,6 +198,12 @@ _LIMIT_HELP = (
     "With --launches: record the first N launches of each process, count the rest "
     "[default: TLTRACE_LAUNCH_LIMIT, else 100000]."
 )
+_SAVE_HELP = (
+    "Record launches (--launches) and keep the tensor arguments of the first launch (--save-inputs=N: the "
+    "first N of each process) before and after it, as .npy files beside the launch log, at most "
+    "TLTRACE_SAVE_INPUTS_MAX bytes (64 MiB; a launch over it is counted, not saved) "
+    "[default: TLTRACE_SAVE_INPUTS]."
+)
 
 
 @app.command("run", epilog=RUN_EPILOG, cls=OptionalValueCommand, context_settings=SCRIPT_CONTEXT)
@@ -307,6 +313,8 @@ def run_cmd(
     remarks_value: Optional[str] = typer.Option(None, "--remarks-value", hidden=True),
     launches: bool = typer.Option(False, "--launches", help=_LAUNCHES_HELP),
     launch_limit: Optional[int] = typer.Option(None, "--launch-limit", metavar="N", min=0, help=_LIMIT_HELP),
+    save_inputs: bool = typer.Option(False, "--save-inputs", help=_SAVE_HELP),
+    save_inputs_value: Optional[str] = typer.Option(None, "--save-inputs-value", hidden=True),
     codegen_output: Optional[Path] = codegen_output_option(),
     no_codegen_output: bool = typer.Option(False, "--no-codegen-output", help="Write no working files."),
     chrome_trace: Optional[Path] = typer.Option(
@@ -444,6 +452,21 @@ def _chrome_collector(path: Optional[Path], force: bool):
     return RunCollector()
 
 
+def _save_inputs(flag: Any, value: Optional[str]) -> Optional[int]:
+    """--save-inputs[=N]: the launches to save (1 without N), or None (TLTRACE_SAVE_INPUTS decides)."""
+    from ..errors import UsageError
+
+    if value is None:
+        return 1 if flag else None
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise UsageError(f"--save-inputs={value!r} is not a number of launches (0 or more)")
+    return n
+
+
 def _settings(p: dict, target) -> Settings:
     if p["mode"] is not None and parse_mode(p["mode"], source="--mode") is None:
         raise TltraceError("--mode off makes no sense for 'tltrace run'; use terminal, html or both")
@@ -483,6 +506,7 @@ def _settings(p: dict, target) -> Settings:
         remarks=p.get("remarks_value") or ("" if p.get("remarks") else None),
         launches=True if p.get("launches") else None,
         launch_limit=p.get("launch_limit"),
+        save_inputs=_save_inputs(p.get("save_inputs"), p.get("save_inputs_value")),
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
         names={
             "mode": "--mode",

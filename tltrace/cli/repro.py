@@ -283,7 +283,25 @@ def bundle_cmd(
 
 
 def replay_cmd(
-    file: Path = typer.Argument(..., metavar="FILE", help="A bundle written by 'tltrace bundle'."),
+    file: Path = typer.Argument(
+        ..., metavar="FILE", help="A bundle written by 'tltrace bundle'; with --launch, the SCRIPT_OR_DIR."
+    ),
+    run_spec: Optional[str] = typer.Argument(
+        None,
+        metavar="[RUN]",
+        help="With --launch: the invocation (as 'tltrace show' takes it) [default: -1].",
+    ),
+    launch: Optional[int] = typer.Option(
+        None,
+        "--launch",
+        metavar="I",
+        min=1,
+        help="Rerun launch I of 'show --launches' on its inputs saved by 'run --save-inputs' and compare its "
+        "outputs with the saved ones (needs --build --run; --trace-dir is then where the records are).",
+    ),
+    run_it: bool = typer.Option(
+        False, "--run", help="With --launch: run the rebuilt kernel on the saved inputs."
+    ),
     trace_dir: Optional[str] = typer.Option(
         None, "--trace-dir", metavar="DIR", help="Keep the replay's own records under DIR."
     ),
@@ -295,6 +313,11 @@ def replay_cmd(
     ),
 ) -> None:
     """Recompile a bundle's compiles and check every pass and the source against the recording."""
+    if launch is not None:
+        _replay_launch(str(file), run_spec, launch, trace_dir, build, run_it)
+        return
+    if run_spec is not None or run_it:
+        raise fail("RUN and --run go with --launch I (a bundle is replayed as FILE alone)", 2)
     from ..rerun import trust
     from ..rerun.bundle import check_trace_dir, installed_tilelang, plan_replay, read_bundle, replay
 
@@ -354,6 +377,46 @@ def replay_cmd(
     if result.trace_dir is not None:
         _say(f"replay records: {result.trace_dir}")
     raise typer.Exit(EXIT_UNLOADABLE if result.unloadable else 0 if result.same else 1)
+
+
+def _replay_launch(
+    target: str, run_spec: Optional[str], number: int, trace_dir: Optional[str], build: bool, run_it: bool
+) -> None:
+    """replay SCRIPT [RUN] --launch I --build --run: exit 0 the outputs are the saved ones, 1 not."""
+    from ..format import launches as log_format
+    from ..history.launches import read_launches
+    from ..rerun import launch as replay
+
+    try:
+        replay.check_flags(build, run_it)
+        sel = _selection(
+            [target] + ([run_spec] if run_spec else []), Path(trace_dir) if trace_dir else None, None
+        )
+        inv = sel.invocation
+        data = read_launches(inv.script_dir, inv.id, sel.runs, False)
+        chosen = data.get(number)
+        log = log_format.read(data.path)
+        raw = sorted(log.launches, key=lambda x: x["t"])[number - 1]  # read_launches' numbering
+        kernel_line = log.kernels.get((raw["pid"], raw["launch"])) or {}
+        root, entry = replay.saved_entry(inv.script_dir, inv.id, raw["pid"], raw["t"], number)
+        run = next((r for r in sel.runs if r.run_id == chosen.run_id), None)
+        _say(
+            f"--build --run: launch {number} ({_name(chosen.kernel)}): its compile rebuilt and run on the saved inputs"
+        )
+        result = replay.replay_launch(run, chosen, kernel_line, root, entry)
+    except TltraceError as exc:
+        raise fail(str(exc), exc.exit_code) from None
+    if not result.source_same:
+        _say(
+            "note: the rebuilt kernel's generated source is not the recorded one (another TileLang, or config)"
+        )
+    for c in result.compared:
+        _say(f"{c.what}: {'same' if c.same else 'DIFFERS'} ({c.detail})")
+    n = len(result.compared)
+    _say(
+        f"launch {number}: {'same' if result.same else 'differs'}: {n} output(s) compared with the saved ones"
+    )
+    raise typer.Exit(0 if result.same else 1)
 
 
 def _say(line: str, err: bool = False) -> None:
