@@ -168,3 +168,11 @@ def test_a_launch_over_the_byte_cap_is_counted_not_saved(tmp_path) -> None:
     )
     p = _replay(d, "--launch", "2", "--build", "--run", rc=3)
     assert "launch 2's inputs were not saved: over the byte cap" in p.stderr
+
+
+def test_clean_removes_the_saved_inputs(saved, tmp_path) -> None:
+    td, root = _copy(saved, tmp_path)
+    size = sum(p.stat().st_size for p in root.iterdir())
+    p = cli_proc("clean", "--trace-dir", td, "--all", "--json", cwd=saved, rc=0)
+    assert not root.exists() and not list(root.parent.glob(f"{log_format.INPUTS}.*"))
+    assert json.loads(p.stdout)["bytes_freed"] >= size, p.stdout

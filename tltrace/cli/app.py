@@ -145,6 +145,7 @@ Examples:
   tltrace run --line-directives gemm.py         compile with #line directives for Nsight
   tltrace run --remarks=vectorize gemm.py       keep what each pass prints on stderr, planner on
   tltrace run --launches gemm.py                record each kernel launch: show --launches lists them
+  tltrace run --save-inputs=2 gemm.py           ... and keep the first 2 launches' tensors (replay --launch)
   tltrace run --sanitize oob.py                 under compute-sanitizer: each error at its Python line
 
 Options may stand before SCRIPT or right after it; the script's own arguments
@@ -184,7 +185,8 @@ accesses inside its segments); identical errors are one line each at the end,
 named at their Python line, and kept (show --sanitizer). Without
 compute-sanitizer one line says so and the script runs without it.
 Exit status: the script's own (under --sanitize, compute-sanitizer's, which is the
-script's); 1 when it raises; 2 for bad usage (also an unknown --sanitize tool);
+script's); 1 when it raises; 2 for bad usage (also an unknown --sanitize tool, a
+--save-inputs=N that is not a number);
 124 after --timeout S ran out (as timeout(1)); 130 after Ctrl+C, 143 after SIGTERM, 129 after SIGHUP (the run is recorded as
 interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its
 finally blocks run).

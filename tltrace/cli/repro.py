@@ -96,6 +96,7 @@ Examples:
   tltrace replay gemm-bundle.zip
   tltrace replay gemm-bundle.zip --trace-dir replayed   keep the replay's records
   tltrace replay gemm-bundle.zip --build                also run the recorded device compile
+  tltrace replay gemm.py -1 --launch 2 --build --run    rerun launch 2 on its saved inputs
 
 Recompiles every compile in FILE from its saved IR (in a child process, traced
 by tltrace) and checks every pass and the generated source against the
@@ -124,6 +125,18 @@ Exit status: 0 all the same; 1 a difference (the first divergent pass named);
 bundle, or a damaged or refused one (a flipped byte, a zip bomb, a member of the
 wrong type, a frontend IR that does not load, a refused target); 5 the recorded
 IR uses an operator or node type this TileLang lacks.
+
+With --launch I, FILE is a SCRIPT_OR_DIR and RUN an invocation (as 'tltrace show'
+takes them; --trace-dir: where their records are): launch I of 'show --launches',
+whose tensors 'tltrace run --launches --save-inputs' kept before and after it, is
+rerun. Its compile is rebuilt from its records with tilelang.compile (the recorded
+target, backend and pass config: it compiles and runs code, so --build --run must
+both be given), called on the saved inputs (each .npy checked against its sha256,
+loaded as data, never pickle), and each output compared with the saved one:
+integers exactly, floats with numpy.isclose (rtol 1e-5, atol 1e-8), the largest
+error printed. Exit status: 0 the same; 1 an output differs (named); 2 bad usage
+(no --build --run, no launch I); 3 no saved inputs for the launch (not run with
+--save-inputs, past its N, over TLTRACE_SAVE_INPUTS_MAX) or a damaged .npy.
 """
 
 _KERNEL = kernel_option()
@@ -134,7 +147,7 @@ def register(app: typer.Typer) -> None:
     # RUN may be '-2': taken as an argument, not an option (as 'show' and 'export' do).
     app.command("repro", epilog=REPRO_EPILOG, context_settings={"ignore_unknown_options": True})(repro_cmd)
     app.command("bundle", epilog=BUNDLE_EPILOG, context_settings={"ignore_unknown_options": True})(bundle_cmd)
-    app.command("replay", epilog=REPLAY_EPILOG)(replay_cmd)
+    app.command("replay", epilog=REPLAY_EPILOG, context_settings={"ignore_unknown_options": True})(replay_cmd)
 
 
 def _selection(args: list[str], trace_dir: Optional[Path], kernel: Optional[str]):
