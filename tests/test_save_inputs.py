@@ -43,19 +43,21 @@ def make_scale(block=64):
 
 
 if __name__ == "__main__":
-    kernel = tilelang.compile(make_scale(), target="c", execution_backend="cython")
+    cuda = sys.argv[2:] == ["cuda"]
+    where = {"target": "cuda", "execution_backend": "tvm_ffi"} if cuda else {"target": "c", "execution_backend": "cython"}
+    kernel = tilelang.compile(make_scale(), **where)
     torch.manual_seed(0)
     for k, size in enumerate((64, 200)):
-        a = torch.randn(size, dtype=torch.float32)
-        b = torch.full((size,), 7.0)
-        numpy.save(f"{sys.argv[1]}/b-before{k + 1}.npy", b.numpy())
+        a = torch.randn(size, dtype=torch.float32).to("cuda" if cuda else "cpu")
+        b = torch.full((size,), 7.0, device=a.device)
+        numpy.save(f"{sys.argv[1]}/b-before{k + 1}.npy", b.cpu().numpy())
         kernel(a, b)
-        numpy.save(f"{sys.argv[1]}/a{k + 1}.npy", a.numpy())
-        numpy.save(f"{sys.argv[1]}/b-after{k + 1}.npy", b.numpy())
+        numpy.save(f"{sys.argv[1]}/a{k + 1}.npy", a.cpu().numpy())
+        numpy.save(f"{sys.argv[1]}/b-after{k + 1}.npy", b.cpu().numpy())
 """
 
 
-def _run(d: Path, **env: str) -> Path:
+def _run(d: Path, *device: str, **env: str) -> Path:
     """The script run under `run --launches --save-inputs=2` in `d`; return its inputs directory."""
     (d / "save.py").write_text(SCRIPT)
     (d / "oracle").mkdir()
@@ -68,6 +70,7 @@ def _run(d: Path, **env: str) -> Path:
         d / "td",
         "save.py",
         "oracle",
+        *device,
         cwd=d,
         rc=0,
         **env,
@@ -101,6 +104,25 @@ def _copy(saved: Path, tmp_path: Path) -> tuple[Path, Path]:
 
 def test_saved_arrays_are_the_scripts_own(saved) -> None:
     (root,) = (saved / "td" / "save" / ".run_records").glob(f"{log_format.INPUTS}.*")
+    _check_saved(saved, root)
+
+
+@pytest.mark.gpu
+def test_save_and_replay_on_the_gpu(need_gpu, tmp_path) -> None:
+    """The same on CUDA (tvm_ffi; the GPU machine's Python 3.12: sys.monitoring's PY_START and
+    PY_RETURN): the saved arrays are the script's own, replay of launch 2 on the GPU is the same;
+    prints what it checked."""
+    root = _run(tmp_path, "cuda")
+    _check_saved(tmp_path, root)
+    p = _replay(tmp_path, "--launch", "2", "--build", "--run", rc=0)
+    assert "argument 1 (B): same" in p.stdout, p.stdout
+    print(f"gpu: {len(_index(root))} launches saved, each against the script's arrays; replay:")
+    print(p.stdout)
+
+
+def _check_saved(d: Path, root: Path) -> None:
+    """Launches 1 and 2 saved: each file's sha256 the index's, A before and B before and after the script's."""
+    saved = d
     index = _index(root)
     assert [e["launch"] for e in index] == [1, 2]
     for k, e in enumerate(index, 1):
