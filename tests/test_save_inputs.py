@@ -18,28 +18,13 @@ import pytest
 from tltrace.format import launches as log_format
 
 from ._cli import cli_proc
+from ._kernels import DYNAMIC_SCALE
 
 # The dynamic-size kernel of tests/_kernels.py (DYNAMIC_SCALE), launched at two sizes on random
 # inputs; the script saves what it gave and what it got (the oracle).
-SCRIPT = """import sys
-
-import numpy
-import torch
-import tilelang
-import tilelang.language as T
-
-
-def make_scale(block=64):
-    n = T.dynamic("n")
-
-    @T.prim_func
-    def scale(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
-        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
-            for i in T.Parallel(block):
-                if bx * block + i < n:
-                    B[bx * block + i] = A[bx * block + i] * 2.0
-
-    return scale
+SCRIPT = (
+    DYNAMIC_SCALE[: DYNAMIC_SCALE.index("if __name__")]
+    + """import numpy
 
 
 if __name__ == "__main__":
@@ -55,6 +40,7 @@ if __name__ == "__main__":
         numpy.save(f"{sys.argv[1]}/a{k + 1}.npy", a.cpu().numpy())
         numpy.save(f"{sys.argv[1]}/b-after{k + 1}.npy", b.cpu().numpy())
 """
+)
 
 
 def _run(d: Path, *device: str, **env: str) -> Path:

@@ -295,23 +295,19 @@ def bundle_cmd(
     )
 
 
+_RUN_HELP = "With --launch: the invocation (as 'tltrace show' takes it) [default: -1]."
+_LAUNCH_HELP = (
+    "Rerun launch I of 'show --launches' on its inputs saved by 'run --save-inputs' and compare its "
+    "outputs with the saved ones (needs --build --run; --trace-dir is then where the records are)."
+)
+
+
 def replay_cmd(
     file: Path = typer.Argument(
         ..., metavar="FILE", help="A bundle written by 'tltrace bundle'; with --launch, the SCRIPT_OR_DIR."
     ),
-    run_spec: Optional[str] = typer.Argument(
-        None,
-        metavar="[RUN]",
-        help="With --launch: the invocation (as 'tltrace show' takes it) [default: -1].",
-    ),
-    launch: Optional[int] = typer.Option(
-        None,
-        "--launch",
-        metavar="I",
-        min=1,
-        help="Rerun launch I of 'show --launches' on its inputs saved by 'run --save-inputs' and compare its "
-        "outputs with the saved ones (needs --build --run; --trace-dir is then where the records are).",
-    ),
+    run_spec: Optional[str] = typer.Argument(None, metavar="[RUN]", help=_RUN_HELP),
+    launch: Optional[int] = typer.Option(None, "--launch", metavar="I", min=1, help=_LAUNCH_HELP),
     run_it: bool = typer.Option(
         False, "--run", help="With --launch: run the rebuilt kernel on the saved inputs."
     ),
