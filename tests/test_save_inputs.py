@@ -129,24 +129,35 @@ def test_replay_reproduces_launch_2(saved) -> None:
     assert "argument 1 (B): same" in p.stdout and "launch 2: same" in p.stdout, p.stdout
 
 
-def _tamper(root: Path, edit) -> None:  # noqa: ANN001
-    """Edit launch 2's saved B after the launch with `edit(array)`, keeping the index's hash true."""
+def _tamper(root: Path, edit, when: str = "after") -> None:  # noqa: ANN001
+    """Edit launch 2's saved B (after the launch) with `edit(array)`, keeping the index's hash true."""
     index = _index(root)
     item = index[1]["args"][1]
-    array = numpy.load(root / item["after"])
-    edit(array)
-    (root / item["after"]).unlink()
-    numpy.save(root / item["after"], array)
-    item["after_sha256"] = hashlib.sha256((root / item["after"]).read_bytes()).hexdigest()
+    array = edit(numpy.load(root / item[when]))
+    (root / item[when]).unlink()
+    numpy.save(root / item[when], array)
+    item[f"{when}_sha256"] = hashlib.sha256((root / item[when]).read_bytes()).hexdigest()
     (root / log_format.INPUTS_INDEX).write_text("".join(json.dumps(e) + "\n" for e in index))
 
 
 def test_a_tampered_output_exits_1_naming_the_argument(saved, tmp_path) -> None:
     td, root = _copy(saved, tmp_path)
-    _tamper(root, lambda a: a.__setitem__(5, a[5] + 0.5))
+    _tamper(root, lambda a: numpy.where(numpy.arange(a.size) == 5, a + 0.5, a).astype(a.dtype))
     p = _replay(saved, "--launch", "2", "--build", "--run", rc=1, td=td)
     assert "argument 1 (B): DIFFERS (1 of 200 elements differ, max abs error 0.5)" in p.stdout, p.stdout
     assert "argument 0 (A): same" in p.stdout
+
+
+def test_a_saved_array_of_another_shape_is_refused(saved, tmp_path) -> None:
+    """B saved shorter than the launch log says: refused before the call (the kernel, its size bound
+    from A, would write past B's end), one line, exit 3."""
+    td, root = _copy(saved, tmp_path)
+    _tamper(root, lambda a: a[:10], when="before")
+    p = _replay(saved, "--launch", "2", "--build", "--run", rc=3, td=td)
+    assert "argument 1 (B): the saved array (float32[10]) is not what the launch was given" in p.stderr, (
+        p.stderr
+    )
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
 
 
 def test_a_damaged_npy_is_one_line(saved, tmp_path) -> None:

@@ -134,9 +134,11 @@ target, backend and pass config: it compiles and runs code, so --build --run mus
 both be given), called on the saved inputs (each .npy checked against its sha256,
 loaded as data, never pickle), and each output compared with the saved one:
 integers exactly, floats with numpy.isclose (rtol 1e-5, atol 1e-8), the largest
-error printed. Exit status: 0 the same; 1 an output differs (named); 2 bad usage
-(no --build --run, no launch I); 3 no saved inputs for the launch (not run with
---save-inputs, past its N, over TLTRACE_SAVE_INPUTS_MAX) or a damaged .npy.
+error printed. Exit status: 0 the same; 1 an output differs (named), or the rebuild
+or the call raised; 2 bad usage (no --build --run, no launch I); 3 no saved inputs
+for the launch (not run with --save-inputs, past its N, over
+TLTRACE_SAVE_INPUTS_MAX), a damaged .npy, or one whose shape or dtype is not the
+launch log's.
 """
 
 _KERNEL = kernel_option()

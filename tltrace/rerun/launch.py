@@ -7,8 +7,9 @@ the records `tltrace repro` and bundles rebuild from; rerun/make.py), through
 `tilelang.compile` with the recorded target, backend and pass config (so `--build`: the trust
 rule, rerun/trust.py), and its generated source is checked against the hash the launch log
 holds for it. The rebuilt kernel is then called on the saved inputs (each .npy file's sha256
-checked first, loaded with `allow_pickle=False`: data, never code), and each argument after the
-call and each returned tensor are compared with the saved ones: integers and booleans exactly,
+checked first, loaded with `allow_pickle=False`: data, never code; its shape and dtype checked
+against the launch log's: a kernel given a shorter array than its size says writes past it),
+and each argument after the call and each returned tensor are compared with the saved ones: integers and booleans exactly,
 floats with `numpy.allclose` (rtol 1e-5, atol 1e-8, NaN equal to NaN), the largest error said.
 
 Returns data (LaunchReplay); prints nothing. RecordsError (3) for missing or damaged data.
@@ -22,11 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import RecordsError, UsageError
+from ..errors import EXIT_SCRIPT_FAILED, RecordsError, TltraceError, UsageError
 from ..format import launches as log_format
 from ..format.layout import RUN_RECORDS, text_hash
 
 RTOL, ATOL = 1e-5, 1e-8
+
+
+class ReplayFailed(TltraceError):
+    """The rebuild or the rerun of the launch raised: not reproduced (exit 1), one line."""
+
+    exit_code = EXIT_SCRIPT_FAILED
 
 
 @dataclass
@@ -175,13 +182,19 @@ def replay_launch(
         for j, r in enumerate(entry.get("returned") or ())
         if isinstance(r, dict)
     ]
-    kernel = rebuild(run.path, run.manifest, [int(i) for i in kernel_line.get("out_idx") or ()])
+    try:
+        kernel = rebuild(run.path, run.manifest, [int(i) for i in kernel_line.get("out_idx") or ()])
+    except TltraceError:
+        raise
+    except Exception as exc:
+        raise ReplayFailed(f"launch {launch.number}: the rebuild failed: {_error(exc)}") from None
     out = LaunchReplay(
         launch.number, launch.kernel, text_hash(kernel.get_kernel_source()) == kernel_line.get("source")
     )
     call: list[Any] = []
     for i, rec in enumerate(launch.args):
         if i in args_saved:
+            _check_matches(_what(launch, i), rec, args_saved[i], before[i], after[i])
             call.append(to_tensor(before[i], args_saved[i]["dtype"], rec.get("device") or "cpu"))
         elif "value" in rec:
             call.append(rec["value"])
@@ -189,7 +202,12 @@ def replay_launch(
             raise RecordsError(
                 f"{_what(launch, i)}: a {rec.get('type', '?')} that was not saved; cannot call the kernel"
             )
-    result = kernel(*call)
+    try:
+        result = kernel(*call)
+    except Exception as exc:
+        raise ReplayFailed(
+            f"launch {launch.number}: the rebuilt kernel raised on the saved inputs: {_error(exc)}"
+        ) from None
     for i in sorted(args_saved):
         out.compared.append(compare(_what(launch, i), _host(call[i], after[i]), after[i]))
     got = result if isinstance(result, (list, tuple)) else [result]
@@ -210,6 +228,28 @@ def _host(t: Any, like: Any) -> Any:
         return t.numpy()
     except TypeError:
         return t.view(getattr(torch, str(like.dtype))).numpy()
+
+
+def _check_matches(what: str, rec: dict[str, Any], item: dict[str, Any], *arrays: Any) -> None:
+    """The saved arrays have the shape and dtype the launch log recorded for the argument, else
+    RecordsError: a kernel called on a shorter array than it was launched with writes past it."""
+    shape, dtype = rec.get("shape"), rec.get("dtype")
+    for a in arrays:
+        if (
+            [int(d) for d in a.shape] != shape
+            or item.get("dtype") != dtype
+            or str(a.dtype) != item.get("stored")
+        ):
+            raise RecordsError(
+                f"{what}: the saved array ({item.get('dtype')}{list(a.shape)}) is not what the launch was "
+                f"given ({dtype}{shape}); the saved inputs do not belong to this launch"
+            )
+
+
+def _error(exc: BaseException) -> str:
+    """An exception as one line: its type and its message's last non-empty line (TVM's are long)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"[:300]
 
 
 def _what(launch: Any, i: int) -> str:
