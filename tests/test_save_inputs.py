@@ -174,6 +174,10 @@ def test_a_damaged_npy_is_one_line(saved, tmp_path) -> None:
 def test_launch_needs_build_and_run(saved) -> None:
     p = _replay(saved, "--launch", "2", "--build", rc=2)
     assert "--build --run" in p.stderr
+    p = _replay(saved, "--launch", "9", "--build", "--run", rc=2)
+    assert "no launch 9 here: the launches shown are numbered 1 to 2" in p.stderr
+    p = cli_proc("run", "--save-inputs=abc", "save.py", "oracle", cwd=saved, rc=2)
+    assert p.stderr.strip() == "tltrace: error: --save-inputs='abc' is not a number of launches (0 or more)"
 
 
 def test_a_launch_over_the_byte_cap_is_counted_not_saved(tmp_path) -> None:

@@ -200,7 +200,7 @@ def replay_launch(
             call.append(rec["value"])
         else:
             raise RecordsError(
-                f"{_what(launch, i)}: a {rec.get('type', '?')} that was not saved; cannot call the kernel"
+                f"{_what(launch, i)}: a {rec.get('type', 'tensor')} that was not saved; cannot call the kernel"
             )
     try:
         result = kernel(*call)
