@@ -127,6 +127,11 @@ def _check_saved(d: Path, root: Path) -> None:
 def test_replay_reproduces_launch_2(saved) -> None:
     p = _replay(saved, "--launch", "2", "--build", "--run", rc=0)
     assert "argument 1 (B): same" in p.stdout and "launch 2: same" in p.stdout, p.stdout
+    assert "inputs saved (run --save-inputs) for launch 1, 2:" in _show(saved)
+
+
+def _show(d: Path) -> str:
+    return cli_proc("show", "--trace-dir", d / "td", "save", "-1", "--launches", cwd=d, rc=0).stdout
 
 
 def _tamper(root: Path, edit, when: str = "after") -> None:  # noqa: ANN001
@@ -191,6 +196,7 @@ def test_a_launch_over_the_byte_cap_is_counted_not_saved(tmp_path) -> None:
     )
     p = _replay(d, "--launch", "2", "--build", "--run", rc=3)
     assert "launch 2's inputs were not saved: over the byte cap" in p.stderr
+    assert "inputs saved (run --save-inputs) for launch 1:" in _show(d)
 
 
 def test_clean_removes_the_saved_inputs(saved, tmp_path) -> None:

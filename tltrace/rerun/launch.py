@@ -57,30 +57,43 @@ class LaunchReplay:
         return all(c.same for c in self.compared)
 
 
+def saved_index(script_dir: Path, invocation: str) -> dict[tuple[int, int], dict[str, Any]] | None:
+    """{(pid, time): index line} of the invocation's saved launches; None when it saved none."""
+    path = Path(script_dir) / RUN_RECORDS / log_format.inputs_name(invocation) / log_format.INPUTS_INDEX
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise RecordsError(f"cannot read {path}: {exc}") from None
+    out: dict[tuple[int, int], dict[str, Any]] = {}
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("pid"), int) and isinstance(entry.get("t"), int):
+            out[(entry["pid"], entry["t"])] = entry
+    return out
+
+
 def saved_entry(
     script_dir: Path, invocation: str, pid: int, t: int, number: int
 ) -> tuple[Path, dict[str, Any]]:
     """Return the inputs directory and the index line of launch `number` (pid, time); RecordsError when none."""
     root = Path(script_dir) / RUN_RECORDS / log_format.inputs_name(invocation)
     rerun = "rerun the script with 'tltrace run --launches --save-inputs=N'"
-    try:
-        text = (root / log_format.INPUTS_INDEX).read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise RecordsError(f"invocation {invocation} saved no launch inputs; {rerun}") from None
-    except OSError as exc:
-        raise RecordsError(f"cannot read {root / log_format.INPUTS_INDEX}: {exc}") from None
-    for line in text.splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and entry.get("pid") == pid and entry.get("t") == t:
-            if "skipped" in entry:
-                raise RecordsError(f"launch {number}'s inputs were not saved: {entry['skipped']}")
-            return root, entry
-    raise RecordsError(
-        f"launch {number}'s inputs were not saved (only the first N of --save-inputs=N are); {rerun}"
-    )
+    index = saved_index(script_dir, invocation)
+    if index is None:
+        raise RecordsError(f"invocation {invocation} saved no launch inputs; {rerun}")
+    entry = index.get((pid, t))
+    if entry is None:
+        raise RecordsError(
+            f"launch {number}'s inputs were not saved (only the first N of --save-inputs=N are); {rerun}"
+        )
+    if "skipped" in entry:
+        raise RecordsError(f"launch {number}'s inputs were not saved: {entry['skipped']}")
+    return root, entry
 
 
 def load_array(root: Path, item: dict[str, Any], when: str, what: str) -> Any:
