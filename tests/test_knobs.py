@@ -64,6 +64,8 @@ VALUES: dict[str, Any] = {
     "explain_timeout": 7.0,
     "launches": True,
     "launch_limit": 9,
+    "save_inputs": 3,
+    "save_inputs_max": 4096,
 }
 
 # How `tltrace run` spells each field it has a flag for; the others are set by their variable only.
@@ -89,6 +91,7 @@ FLAGS: dict[str, list[str]] = {
     "remarks": ["--remarks=vectorize,smem"],
     "launches": ["--launches"],
     "launch_limit": ["--launch-limit", "9"],
+    "save_inputs": ["--save-inputs=3"],
 }
 NO_FLAG = {  # set from the CLI by their variable (docs/usage.md), from enable() by keyword
     "wait": "TLTRACE_WAIT",
@@ -97,6 +100,7 @@ NO_FLAG = {  # set from the CLI by their variable (docs/usage.md), from enable()
     "workers": "TLTRACE_WORKERS",
     "exit_wait": "TLTRACE_EXIT_WAIT",
     "explain_timeout": "TLTRACE_EXPLAIN_TIMEOUT",
+    "save_inputs_max": "TLTRACE_SAVE_INPUTS_MAX",
 }
 TEXT = {
     "queue": "64",
@@ -104,6 +108,8 @@ TEXT = {
     "exit_wait": "1.5",
     "explain_timeout": "7",
     "launch_limit": "9",
+    "save_inputs": "3",
+    "save_inputs_max": "4096",
     "kernels": "^gemm",
     "remarks": "vectorize,smem",
 }

@@ -102,6 +102,9 @@ WORKERS_DEFAULT = 8  # the most background workers, whatever the machine (Settin
 EXIT_WAIT_DEFAULT = 30.0  # seconds an os._exit waits for the records (Settings.exit_wait)
 EXPLAIN_TIMEOUT_DEFAULT = 120.0  # seconds a layout failure's explanation may take (Settings.explain_timeout)
 LAUNCH_LIMIT_DEFAULT = 100_000  # launches recorded per process and invocation; the rest only counted
+SAVE_INPUTS_MAX_DEFAULT = (
+    64 * 1024 * 1024
+)  # bytes of saved arguments per process and invocation (--save-inputs)
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("explain_timeout", "TLTRACE_EXPLAIN_TIMEOUT", "seconds"),
     Knob("launches", "TLTRACE_LAUNCHES"),
     Knob("launch_limit", "TLTRACE_LAUNCH_LIMIT", "count"),
+    Knob("save_inputs", "TLTRACE_SAVE_INPUTS", "count"),
+    Knob("save_inputs_max", "TLTRACE_SAVE_INPUTS_MAX", "count"),
 )
 
 
@@ -280,6 +285,11 @@ class Settings:
     # `launch_limit` of each process, the rest only counted (docs/launches.md).
     launches: bool = False
     launch_limit: int = LAUNCH_LIMIT_DEFAULT
+    # Keep the tensor arguments of the first `save_inputs` launches of each process, before and
+    # after the launch, as .npy files (run --save-inputs; launches/inputs.py), at most
+    # `save_inputs_max` bytes; a launch that does not fit is counted, not saved. 0: none.
+    save_inputs: int = 0
+    save_inputs_max: int = SAVE_INPUTS_MAX_DEFAULT
     command: tuple[str, ...] = field(default_factory=tuple)
     # One id per invocation (one `tltrace run`, one watch rerun, one enable()..disable()
     # span): every compile traced with these settings carries it in its manifest.
@@ -387,7 +397,7 @@ def build_settings(
     for TL_LOWER_TRACE_DIR (else the default). codegen_output: DEFAULT, None (no
     working files) or a path. `knobs`: each knob of KNOBS by its field name (kernels, sync, exact,
     check_texts, wait, ptxas, line_directives, ptx, sass, remarks, source_map, queue, workers,
-    exit_wait, explain_timeout, launches, launch_limit; another name is a TypeError): None or left out for its
+    exit_wait, explain_timeout, launches, launch_limit, save_inputs, save_inputs_max; another name is a TypeError): None or left out for its
     variable's value (TLTRACE_SYNC, ...), else the Settings default. remarks: True or "" (on),
     planner names ("vectorize,reducer" or a tuple), False (off). `names` maps a parameter to how the caller spells it in messages (`{"keep":
     "--keep"}`). Raises UsageError on a bad value, or a bad knob variable, the same for all.

@@ -154,6 +154,8 @@ def enable(
     explain_timeout: float | None = None,
     launches: bool | None = None,
     launch_limit: int | None = None,
+    save_inputs: int | None = None,
+    save_inputs_max: int | None = None,
     children: bool = True,
 ) -> None:
     """Trace every later TileLang compilation in this process and in its children; return None.
@@ -196,7 +198,9 @@ def enable(
     start sets these; explain_timeout (the most seconds a compile that failed in
     LayoutInference is explained for, in a child; TLTRACE_EXPLAIN_TIMEOUT, 120; 0 off); launches=True
     records each launch of a compiled kernel (TLTRACE_LAUNCHES; docs/launches.md), the first
-    launch_limit of each process (TLTRACE_LAUNCH_LIMIT, 100000), the rest counted. children: Python processes started while tracing is on
+    launch_limit of each process (TLTRACE_LAUNCH_LIMIT, 100000), the rest counted; save_inputs=N keeps the tensor arguments of the first N launches before and
+    after each (TLTRACE_SAVE_INPUTS; implies launches), at most save_inputs_max bytes
+    (TLTRACE_SAVE_INPUTS_MAX, 64 MiB). children: Python processes started while tracing is on
     (multiprocessing, subprocess, torchrun) trace their compiles into this invocation, with
     these settings, from the moment they import TileLang (docs/children.md); False keeps
     tracing to this process.
@@ -235,6 +239,8 @@ def enable(
         explain_timeout=explain_timeout,
         launches=launches,
         launch_limit=launch_limit,
+        save_inputs=save_inputs,
+        save_inputs_max=save_inputs_max,
     )
     from ..format.scripts import unusable
     from ..tracing.children import leave_parent_invocation

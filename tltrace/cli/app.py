@@ -145,6 +145,7 @@ Examples:
   tltrace run --line-directives gemm.py         compile with #line directives for Nsight
   tltrace run --remarks=vectorize gemm.py       keep what each pass prints on stderr, planner on
   tltrace run --launches gemm.py                record each kernel launch: show --launches lists them
+  tltrace run --save-inputs=2 gemm.py           ... and keep the first 2 launches' tensors (replay --launch)
   tltrace run --sanitize oob.py                 under compute-sanitizer: each error at its Python line
 
 Options may stand before SCRIPT or right after it; the script's own arguments
@@ -184,7 +185,8 @@ accesses inside its segments); identical errors are one line each at the end,
 named at their Python line, and kept (show --sanitizer). Without
 compute-sanitizer one line says so and the script runs without it.
 Exit status: the script's own (under --sanitize, compute-sanitizer's, which is the
-script's); 1 when it raises; 2 for bad usage (also an unknown --sanitize tool);
+script's); 1 when it raises; 2 for bad usage (also an unknown --sanitize tool, a
+--save-inputs=N that is not a number);
 124 after --timeout S ran out (as timeout(1)); 130 after Ctrl+C, 143 after SIGTERM, 129 after SIGHUP (the run is recorded as
 interrupted; SIGTERM and SIGHUP raise in the script, as Ctrl+C does, so its
 finally blocks run).
@@ -197,6 +199,12 @@ _LAUNCHES_HELP = (
 _LIMIT_HELP = (
     "With --launches: record the first N launches of each process, count the rest "
     "[default: TLTRACE_LAUNCH_LIMIT, else 100000]."
+)
+_SAVE_HELP = (
+    "Record launches (--launches) and keep the tensor arguments of the first launch (--save-inputs=N: the "
+    "first N of each process) before and after it, as .npy files beside the launch log, at most "
+    "TLTRACE_SAVE_INPUTS_MAX bytes (64 MiB; a launch over it is counted, not saved) "
+    "[default: TLTRACE_SAVE_INPUTS]."
 )
 
 
@@ -307,6 +315,8 @@ def run_cmd(
     remarks_value: Optional[str] = typer.Option(None, "--remarks-value", hidden=True),
     launches: bool = typer.Option(False, "--launches", help=_LAUNCHES_HELP),
     launch_limit: Optional[int] = typer.Option(None, "--launch-limit", metavar="N", min=0, help=_LIMIT_HELP),
+    save_inputs: bool = typer.Option(False, "--save-inputs", help=_SAVE_HELP),
+    save_inputs_value: Optional[str] = typer.Option(None, "--save-inputs-value", hidden=True),
     codegen_output: Optional[Path] = codegen_output_option(),
     no_codegen_output: bool = typer.Option(False, "--no-codegen-output", help="Write no working files."),
     chrome_trace: Optional[Path] = typer.Option(
@@ -444,6 +454,21 @@ def _chrome_collector(path: Optional[Path], force: bool):
     return RunCollector()
 
 
+def _save_inputs(flag: Any, value: Optional[str]) -> Optional[int]:
+    """--save-inputs[=N]: the launches to save (1 without N), or None (TLTRACE_SAVE_INPUTS decides)."""
+    from ..errors import UsageError
+
+    if value is None:
+        return 1 if flag else None
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise UsageError(f"--save-inputs={value!r} is not a number of launches (0 or more)")
+    return n
+
+
 def _settings(p: dict, target) -> Settings:
     if p["mode"] is not None and parse_mode(p["mode"], source="--mode") is None:
         raise TltraceError("--mode off makes no sense for 'tltrace run'; use terminal, html or both")
@@ -483,6 +508,7 @@ def _settings(p: dict, target) -> Settings:
         remarks=p.get("remarks_value") or ("" if p.get("remarks") else None),
         launches=True if p.get("launches") else None,
         launch_limit=p.get("launch_limit"),
+        save_inputs=_save_inputs(p.get("save_inputs"), p.get("save_inputs_value")),
         command=tuple(["tltrace", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ("tltrace",),
         names={
             "mode": "--mode",

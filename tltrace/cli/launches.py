@@ -33,7 +33,7 @@ def show(sel: Any, as_json: bool, pair: tuple[int, int] | None) -> None:
     if as_json:
         _print_json(data.to_json())
         return
-    _print_table(data)
+    _print_table(data, sel.invocation.script_dir)
 
 
 def dims(d: Any) -> str:
@@ -57,7 +57,7 @@ def _site(x: Any) -> str:
     return f"{os.path.basename(x.site[0])}:{x.site[1]}" if x.site else "-"
 
 
-def _print_table(data: Any) -> None:
+def _print_table(data: Any, script_dir: Any) -> None:
     from rich.text import Text
 
     from ..render.table import Column, cut_end, fit
@@ -99,7 +99,23 @@ def _print_table(data: Any) -> None:
         )
     elif not data.ended:
         notes.append("no writer ended its log: the script is still running, or was killed")
+    saved = _saved(data, script_dir)
+    if saved:
+        notes.append(
+            f"inputs saved (run --save-inputs) for launch {saved}: replay one with --launch I --build --run"
+        )
     con.print(Text("; ".join(notes), style="dim"), soft_wrap=True)
+
+
+def _saved(data: Any, script_dir: Any) -> str:
+    """The numbers of the listed launches whose inputs run --save-inputs kept, as `1, 2`; '' when none."""
+    from ..rerun.launch import saved_index
+
+    index = saved_index(script_dir, data.invocation) or {}
+    numbers = [
+        str(x.number) for x in data.launches if "skipped" not in index.get((x.pid, x.t_ns), {"skipped": True})
+    ]
+    return ", ".join(numbers[:20]) + (f" (+{len(numbers) - 20})" if len(numbers) > 20 else "")
 
 
 def _print_compare(a: Any, b: Any, diffs: list[tuple[str, Any, Any]]) -> None:

@@ -96,6 +96,7 @@ Examples:
   tltrace replay gemm-bundle.zip
   tltrace replay gemm-bundle.zip --trace-dir replayed   keep the replay's records
   tltrace replay gemm-bundle.zip --build                also run the recorded device compile
+  tltrace replay gemm.py -1 --launch 2 --build --run    rerun launch 2 on its saved inputs
 
 Recompiles every compile in FILE from its saved IR (in a child process, traced
 by tltrace) and checks every pass and the generated source against the
@@ -124,6 +125,20 @@ Exit status: 0 all the same; 1 a difference (the first divergent pass named);
 bundle, or a damaged or refused one (a flipped byte, a zip bomb, a member of the
 wrong type, a frontend IR that does not load, a refused target); 5 the recorded
 IR uses an operator or node type this TileLang lacks.
+
+With --launch I, FILE is a SCRIPT_OR_DIR and RUN an invocation (as 'tltrace show'
+takes them; --trace-dir: where their records are): launch I of 'show --launches',
+whose tensors 'tltrace run --launches --save-inputs' kept before and after it, is
+rerun. Its compile is rebuilt from its records with tilelang.compile (the recorded
+target, backend and pass config: it compiles and runs code, so --build --run must
+both be given), called on the saved inputs (each .npy checked against its sha256,
+loaded as data, never pickle), and each output compared with the saved one:
+integers exactly, floats with numpy.isclose (rtol 1e-5, atol 1e-8), the largest
+error printed. Exit status: 0 the same; 1 an output differs (named), or the rebuild
+or the call raised; 2 bad usage (no --build --run, no launch I); 3 no saved inputs
+for the launch (not run with --save-inputs, past its N, over
+TLTRACE_SAVE_INPUTS_MAX), a damaged .npy, or one whose shape or dtype is not the
+launch log's.
 """
 
 _KERNEL = kernel_option()
@@ -134,7 +149,7 @@ def register(app: typer.Typer) -> None:
     # RUN may be '-2': taken as an argument, not an option (as 'show' and 'export' do).
     app.command("repro", epilog=REPRO_EPILOG, context_settings={"ignore_unknown_options": True})(repro_cmd)
     app.command("bundle", epilog=BUNDLE_EPILOG, context_settings={"ignore_unknown_options": True})(bundle_cmd)
-    app.command("replay", epilog=REPLAY_EPILOG)(replay_cmd)
+    app.command("replay", epilog=REPLAY_EPILOG, context_settings={"ignore_unknown_options": True})(replay_cmd)
 
 
 def _selection(args: list[str], trace_dir: Optional[Path], kernel: Optional[str]):
@@ -282,8 +297,22 @@ def bundle_cmd(
     )
 
 
+_RUN_HELP = "With --launch: the invocation (as 'tltrace show' takes it) [default: -1]."
+_LAUNCH_HELP = (
+    "Rerun launch I of 'show --launches' on its inputs saved by 'run --save-inputs' and compare its "
+    "outputs with the saved ones (needs --build --run; --trace-dir is then where the records are)."
+)
+
+
 def replay_cmd(
-    file: Path = typer.Argument(..., metavar="FILE", help="A bundle written by 'tltrace bundle'."),
+    file: Path = typer.Argument(
+        ..., metavar="FILE", help="A bundle written by 'tltrace bundle'; with --launch, the SCRIPT_OR_DIR."
+    ),
+    run_spec: Optional[str] = typer.Argument(None, metavar="[RUN]", help=_RUN_HELP),
+    launch: Optional[int] = typer.Option(None, "--launch", metavar="I", min=1, help=_LAUNCH_HELP),
+    run_it: bool = typer.Option(
+        False, "--run", help="With --launch: run the rebuilt kernel on the saved inputs."
+    ),
     trace_dir: Optional[str] = typer.Option(
         None, "--trace-dir", metavar="DIR", help="Keep the replay's own records under DIR."
     ),
@@ -295,6 +324,11 @@ def replay_cmd(
     ),
 ) -> None:
     """Recompile a bundle's compiles and check every pass and the source against the recording."""
+    if launch is not None:
+        _replay_launch(str(file), run_spec, launch, trace_dir, build, run_it)
+        return
+    if run_spec is not None or run_it:
+        raise fail("RUN and --run go with --launch I (a bundle is replayed as FILE alone)", 2)
     from ..rerun import trust
     from ..rerun.bundle import check_trace_dir, installed_tilelang, plan_replay, read_bundle, replay
 
@@ -354,6 +388,46 @@ def replay_cmd(
     if result.trace_dir is not None:
         _say(f"replay records: {result.trace_dir}")
     raise typer.Exit(EXIT_UNLOADABLE if result.unloadable else 0 if result.same else 1)
+
+
+def _replay_launch(
+    target: str, run_spec: Optional[str], number: int, trace_dir: Optional[str], build: bool, run_it: bool
+) -> None:
+    """replay SCRIPT [RUN] --launch I --build --run: exit 0 the outputs are the saved ones, 1 not."""
+    from ..format import launches as log_format
+    from ..history.launches import read_launches
+    from ..rerun import launch as replay
+
+    try:
+        replay.check_flags(build, run_it)
+        sel = _selection(
+            [target] + ([run_spec] if run_spec else []), Path(trace_dir) if trace_dir else None, None
+        )
+        inv = sel.invocation
+        data = read_launches(inv.script_dir, inv.id, sel.runs, False)
+        chosen = data.get(number)
+        log = log_format.read(data.path)
+        raw = sorted(log.launches, key=lambda x: x["t"])[number - 1]  # read_launches' numbering
+        kernel_line = log.kernels.get((raw["pid"], raw["launch"])) or {}
+        root, entry = replay.saved_entry(inv.script_dir, inv.id, raw["pid"], raw["t"], number)
+        run = next((r for r in sel.runs if r.run_id == chosen.run_id), None)
+        _say(
+            f"--build --run: launch {number} ({_name(chosen.kernel)}): its compile rebuilt and run on the saved inputs"
+        )
+        result = replay.replay_launch(run, chosen, kernel_line, root, entry)
+    except TltraceError as exc:
+        raise fail(str(exc), exc.exit_code) from None
+    if not result.source_same:
+        _say(
+            "note: the rebuilt kernel's generated source is not the recorded one (another TileLang, or config)"
+        )
+    for c in result.compared:
+        _say(f"{c.what}: {'same' if c.same else 'DIFFERS'} ({c.detail})")
+    n = len(result.compared)
+    _say(
+        f"launch {number}: {'same' if result.same else 'differs'}: {n} output(s) compared with the saved ones"
+    )
+    raise typer.Exit(0 if result.same else 1)
 
 
 def _say(line: str, err: bool = False) -> None:

@@ -270,6 +270,7 @@ class OptionalValueCommand(UsageCommand):
         "--remarks": "--remarks-value",
         "--ncu": "--ncu-value",
         "--sanitize": "--sanitize-value",
+        "--save-inputs": "--save-inputs-value",
     }
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:

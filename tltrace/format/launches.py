@@ -45,6 +45,15 @@ def file_name(invocation: str) -> str:
     return f"{LAUNCHES}.{invocation}{SUFFIX}"
 
 
+INPUTS = "inputs"  # run --save-inputs: <script>/.run_records/inputs.<invocation id>/ (launches/inputs.py)
+INPUTS_INDEX = "index.jsonl"  # in that directory: one line per saved (or skipped) launch
+
+
+def inputs_name(invocation: str) -> str:
+    """Return the name of the saved-arguments directory of `invocation` (ValueError for a bad id)."""
+    return file_name(invocation).replace(LAUNCHES, INPUTS, 1).removesuffix(SUFFIX)
+
+
 def path_of(script_dir: str | os.PathLike, invocation: str) -> Path:
     """Return the log of `invocation` under a script dir."""
     return Path(script_dir) / RUN_RECORDS / file_name(invocation)

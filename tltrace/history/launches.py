@@ -40,6 +40,7 @@ class Launch:
     grid: tuple[int | str, ...] | None
     block: tuple[int | str, ...] | None
     shared_bytes: int | None
+    t_ns: int = 0  # the log's monotonic time: how run --save-inputs' index names the launch
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -144,6 +145,7 @@ def read_launches(script_dir: Path, invocation: str, runs: tuple[Run, ...], narr
                 grid=grid,
                 block=block,
                 shared_bytes=shape.get("shared_bytes") if shape else None,
+                t_ns=int(raw["t"]),
             )
         )
     return Launches(invocation, path, tuple(out), log.dropped, log.cut, log.damaged, bool(log.ends))

@@ -292,6 +292,7 @@ def _clean_script(
             emptied.add(inv.key)
             if not dry_run:
                 _remove_launch_log(root, inv.key, result)
+                _remove_saved_inputs(root, inv.key, result)
     result.kept += total_runs - gone
     result.invocations_removed += inv_removed
     result.invocations_kept += len(invocations) - inv_removed
@@ -318,6 +319,27 @@ def _remove_launch_log(root: Path, invocation: str, result: CleanResult) -> None
         result.failed.append(f"{root / invocation}: {exc.strerror or exc}")
         return
     result.bytes_freed += freed
+
+
+def _remove_saved_inputs(root: Path, invocation: str, result: CleanResult) -> None:
+    """Remove the saved launch arguments of a removed invocation (run --save-inputs), if any."""
+    try:
+        path = root / launch_log.inputs_name(invocation)
+        if not stat.S_ISDIR(path.lstat().st_mode):  # not a directory of ours (a link): left alone
+            return
+    except (ValueError, FileNotFoundError):
+        return
+    for entry in os.scandir(path):
+        try:
+            if entry.is_file(follow_symlinks=False):
+                result.bytes_freed += entry.stat(follow_symlinks=False).st_size
+            os.unlink(entry.path)
+        except OSError as exc:
+            result.failed.append(f"{entry.path}: {exc.strerror or exc}")
+    try:
+        os.rmdir(path)
+    except OSError as exc:
+        result.failed.append(f"{path}: {exc.strerror or exc}")
 
 
 def _remove_made_dir(sd: Path, root: Path, result: CleanResult) -> None:

@@ -12,7 +12,10 @@ calls of that one code object are what is watched:
   measures it). A profiler already installed (cProfile, a debugger, coverage's profile
   mode) is left alone: `start` says why nothing is observed, and nothing is.
 
-`on_call(frame)` gets the frame of each call, at its start; it must not raise.
+`on_call(frame)` gets the frame of each call, at its start; it must not raise. `on_return(frame,
+value)`, when given (run --save-inputs), gets the same frame as the call returns (3.12: the
+LOCAL event PY_RETURN on that code object; 3.11: the profile's 'return' event, whose value is
+None when the call raised); it must not raise either.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ TOOL_NAME = "tltrace-launches"
 TOOL_IDS = (3, 4)
 
 OnCall = Callable[[FrameType], None]
+OnReturn = Callable[[FrameType, Any], None]
 
 
 def monitoring() -> Any:
@@ -39,9 +43,10 @@ def monitoring() -> Any:
 class Observer:
     """Watches the calls of one code object from `start()` to `stop()`."""
 
-    def __init__(self, code: CodeType, on_call: OnCall) -> None:
+    def __init__(self, code: CodeType, on_call: OnCall, on_return: OnReturn | None = None) -> None:
         self.code = code
         self.on_call = on_call
+        self.on_return = on_return
         self.how: str | None = None  # "monitoring" or "profile" while on
         self._tool: int | None = None
         self._profile: Callable[..., Any] | None = None
@@ -64,7 +69,16 @@ class Observer:
             on_call(get_frame(1))  # the frame that starts: the callback runs on top of it
 
         mon.register_callback(tool, mon.events.PY_START, py_start)
-        mon.set_local_events(tool, self.code, mon.events.PY_START)
+        events = mon.events.PY_START
+        on_return = self.on_return
+        if on_return is not None:
+
+            def py_return(code: CodeType, offset: int, value: Any) -> None:
+                on_return(get_frame(1), value)
+
+            mon.register_callback(tool, mon.events.PY_RETURN, py_return)
+            events |= mon.events.PY_RETURN
+        mon.set_local_events(tool, self.code, events)
         self._tool, self.how = tool, "monitoring"
         return None
 
@@ -73,11 +87,14 @@ class Observer:
         if other is not None:
             name = getattr(other, "__qualname__", None) or type(other).__name__
             return f"another profiler is installed ({name}); it is left alone"
-        watched, on_call = self.code, self.on_call
+        watched, on_call, on_return = self.code, self.on_call, self.on_return
 
         def profile(frame: FrameType, event: str, arg: Any) -> None:
-            if frame.f_code is watched and event == "call":
-                on_call(frame)
+            if frame.f_code is watched:
+                if event == "call":
+                    on_call(frame)
+                elif event == "return" and on_return is not None:
+                    on_return(frame, arg)
 
         self._profile = profile
         sys.setprofile(profile)
@@ -104,6 +121,7 @@ class Observer:
             try:
                 mon.set_local_events(tool, self.code, 0)
                 mon.register_callback(tool, mon.events.PY_START, None)
+                mon.register_callback(tool, mon.events.PY_RETURN, None)
             finally:
                 mon.free_tool_id(tool)
         profile, self._profile = self._profile, None

@@ -77,6 +77,10 @@ class LaunchRecorder:
         self._failed = False
         self._path: Path | None = None
         self._json: dict[Any, Any] = {}  # the writer's: call site or arguments -> their JSON
+        saver = getattr(self, "_saver", None)
+        if saver is not None:  # a forked child saves its own launches, under its own pid
+            saver.pid = self.pid
+            saver._open.clear()
 
     # -- start and stop ---------------------------------------------------------------------------
     def start(self) -> bool:
@@ -102,7 +106,12 @@ class LaunchRecorder:
             self._tensor: Any = torch.Tensor
         except Exception:
             self._tensor = None
-        self.observer = Observer(code, self._on_call)
+        self._saver: Any = None
+        if self.settings.save_inputs and self._tensor is not None:
+            from .inputs import InputSaver
+
+            self._saver = InputSaver(self.settings, self._tensor, self._submit)
+        self.observer = Observer(code, self._on_call, self._on_return if self._saver is not None else None)
         why = self.observer.start()
         if why is not None:
             self.observer = None
@@ -131,7 +140,8 @@ class LaunchRecorder:
 
     # -- the launch path --------------------------------------------------------------------------
     def _on_call(self, frame: FrameType) -> None:
-        if not self.active or next(self._counter) >= self.limit:
+        n = next(self._counter)
+        if not self.active or n >= self.limit:
             return
         try:
             loc = frame.f_locals
@@ -157,12 +167,34 @@ class LaunchRecorder:
             kwds = loc.get("kwds")
             if kwds:
                 args += tuple([(name, arg(a)) for name, a in kwds.items()])
-            buf = self._buf
-            buf.append((_now(), k, site, args, _thread()))
+            buf, t = self._buf, _now()
+            buf.append((t, k, site, args, _thread()))
+            if self._saver is not None and n < self.settings.save_inputs:
+                self._saver.before(frame, n, k, t, tuple(loc.get("args") or ()))
             if len(buf) >= BATCH:
                 self._flush()
         except Exception as exc:  # the user's launch goes on; recording stops
             self._fail(exc)
+
+    def _on_return(self, frame: FrameType, value: Any) -> None:
+        """run --save-inputs: a launch returns (launches/inputs.py)."""
+        try:
+            if self._saver is not None:
+                self._saver.after(frame, value)
+        except Exception as exc:
+            self._fail(exc)
+
+    def _submit(self, job: Callable[[], None]) -> None:
+        """Hand a job to the late worker; its failure stops recording (said once)."""
+
+        def run() -> None:
+            self._leave()
+            try:
+                job()
+            except Exception as exc:
+                self._fail(exc)
+
+        worker.late_worker().submit(run)
 
     def _arg(self, a: Any) -> tuple:
         if self._tensor is not None and isinstance(a, self._tensor):  # torch.Tensor

@@ -44,6 +44,7 @@ from ..config import (
     LAUNCH_LIMIT_DEFAULT,
     QUEUE_DEFAULT,
     QUEUE_MIN,
+    SAVE_INPUTS_MAX_DEFAULT,
     WORKERS_DEFAULT,
     Settings,
     compile_regex,
@@ -80,6 +81,8 @@ _NUMBERS: dict[str, tuple[type, float, float]] = {
     "exit_wait": (float, EXIT_WAIT_DEFAULT, 0),
     "explain_timeout": (float, EXPLAIN_TIMEOUT_DEFAULT, 0),
     "launch_limit": (int, LAUNCH_LIMIT_DEFAULT, 0),
+    "save_inputs": (int, 0, 0),
+    "save_inputs_max": (int, SAVE_INPUTS_MAX_DEFAULT, 0),
 }
 
 

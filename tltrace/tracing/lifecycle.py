@@ -190,7 +190,7 @@ class Lifecycle:
         register_defaults()
         controller.install(self.settings, self, CAPTURE_HOOKS)
         self._stop_launches()
-        if self.settings.launches:
+        if self.settings.launches or self.settings.save_inputs:
             from ..launches.recorder import LaunchRecorder
 
             rec = LaunchRecorder(self.settings, lambda message: self(Notice("warning", message)))
