@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.runtime import hot, profiled
+from tltrace.history import hot
+from tltrace.runtime import profiled
 
 from ._cli import cli_proc
 from ._ncu import expected_cuda, ncu_view

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.runtime import hot, ncu_csv, profiled
+from tltrace.history import hot
+from tltrace.runtime import ncu_csv, profiled
 
 from ._ncu import expected_cuda, ncu_view
 from ._schema import check

@@ -4,7 +4,7 @@
 `ncu --section SECTIONS --import-source yes -k <TileLang's kernels> --launch-count N`
 (runtime/outer.py, runtime/ncu.py), reads the report back, keeps each compile's launches
 beside it (`ncu.json`, the report as `ncu.ncu-rep`: runtime/profiled.py) and prints the
-hot lines (runtime/hot.py) on stderr. No ncu, no permission for the counters, a report that
+hot lines (history/hot.py) on stderr. No ncu, no permission for the counters, a report that
 cannot be read: one line each, and the exit status stays the script's.
 """
 

@@ -18,18 +18,21 @@ from typing import Any
 from ..errors import RecordsError
 from ..format import build as fb
 from ..format.explained import cached as cached_explanation
-from ..format.layout import REPORT, text_hash
+from ..format.layout import NCU_PROFILE, REPORT, text_hash
 from ..format.records import FAILED, RunManifest
 from ..format.sourcemap import read_source
 from ..format.texts import generated_text, text_of
 from .failsite import fail_site
+from .hotlines import hot_lines
 from .invocations import invocation_key, invocations
+from .launches import Launch, read_launches
 from .loading import load_manifest, load_run, run_dirs
 from .report_model import CompileReport, Earlier, IndexedRun, IndexReport, RecordTexts, Sibling, Text
 from .sourcemaps import load as load_maps
 from .summary import CompileSummary
 
 EARLIER_RUNS = 40  # run directories read (newest first) for a report's earlier invocations
+REPORT_LAUNCHES = 50  # launches a compile's report lists (the rest are counted)
 
 
 def compile_report(run_dir: Path, *, linked: bool = True) -> CompileReport:
@@ -75,7 +78,11 @@ def compile_report(run_dir: Path, *, linked: bool = True) -> CompileReport:
     if linked and manifest.invocation:
         siblings = invocation_siblings(run_dir.parent.parent, manifest.invocation)
         earlier = tuple(earlier_compiles(run_dir.parent.parent, manifest.invocation, run_dir.name))
+    launches, more = launch_rows(run_dir, manifest)
     return CompileReport(
+        launches=launches,
+        launches_more=more,
+        hot=hot_rows(run_dir),
         fail_site=fail_site_json(run_dir, manifest),
         layout_why=layout_why(run_dir, manifest),
         run_dir=run_dir,
@@ -195,3 +202,52 @@ def fail_site_json(run_dir: Path, manifest: RunManifest) -> dict[str, Any] | Non
     except Exception:
         return None
     return site.to_json() if site is not None else None
+
+
+def launch_row(x: Launch) -> dict[str, Any]:
+    """One launch as the report's table lists it: its number, calling line, grid, block and the
+    arguments' parameter names, shapes and dtypes (a number: its type and value)."""
+    keep = ("param", "shape", "dtype", "type", "value")
+    return {
+        "n": x.number,
+        "site": [x.site[0], x.site[1]] if x.site else None,
+        "grid": list(x.grid) if x.grid is not None else None,
+        "block": list(x.block) if x.block is not None else None,
+        "args": [{k: a[k] for k in keep if k in a} for a in x.args],
+    }
+
+
+def launch_rows(run_dir: Path, manifest: RunManifest) -> tuple[tuple[dict[str, Any], ...], int]:
+    """The compile's launches as the report lists them (its invocation's launch log, `run --launches`),
+    the first REPORT_LAUNCHES, and how many more; ((), 0) without a log; never raises."""
+    if not manifest.invocation:
+        return (), 0
+    try:
+        run = load_run(Path(run_dir))
+        got = read_launches(Path(run_dir).parent.parent, manifest.invocation, (run,), True).launches
+    except Exception:
+        return (), 0
+    rows = tuple(launch_row(x) for x in got[:REPORT_LAUNCHES])
+    return rows, len(got) - len(rows)
+
+
+def hot_rows(run_dir: Path) -> tuple[dict[str, Any], ...]:
+    """Each Python line's share of the compile's warp-stall samples (show --hot's fold: history/hotlines)
+    with its top stall reason, when `run --ncu` profiled it; () otherwise; never raises."""
+    if not (Path(run_dir) / NCU_PROFILE).is_file():
+        return ()
+    try:
+        kernels = hot_lines(Path(run_dir))
+    except Exception:
+        return ()
+    return tuple(
+        {
+            "kernel": k["kernel"],
+            "file": x["file"],
+            "line": x["line"],
+            "share": x["share"],
+            "stall": x["stalls"][0][0] if x["stalls"] else None,
+        }
+        for k in kernels
+        for x in k["lines"]
+    )

@@ -81,7 +81,7 @@ from .pages import (
     stage_chunk,
     text_value,
 )
-from .sourcemap import ReportMaps, no_source, run_chunks
+from .sourcemap import ReportMaps, no_source, run_chunks, run_views
 
 __all__ = [
     "END_CHUNK",
@@ -546,6 +546,7 @@ def write_report(report: CompileReport, out: Path | None = None) -> Path:
         values.append(record_value(rec))
     values.extend(edit_values(report.generated, seen))
     values.extend(run_chunks(report))
+    values.extend(run_views(report))  # launches (run --launches), hot lines (run --ncu)
     parts.extend(packer.batches(values))
     if manifest.invocation and in_place and len(report.siblings) > 1:
         at = next((i for i, s in enumerate(report.siblings) if s.run_id == run_dir.name), 0)
