@@ -4,8 +4,8 @@
 model (history/report_model.py) that render/html.py and render/index.py turn into HTML
 without reading anything. `LiveReads` is what the report written while a compile runs
 asks of the records: the sources generated where an edit was compiled (when the compile
-ends), the earlier invocations' compiles (when the invocation closes), a Python source a
-source map names.
+ends), the earlier invocations' compiles and the compile's launches (when the invocation
+closes), a Python source a source map names.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def compile_report(run_dir: Path, *, linked: bool = True) -> CompileReport:
     if linked and manifest.invocation:
         siblings = invocation_siblings(run_dir.parent.parent, manifest.invocation)
         earlier = tuple(earlier_compiles(run_dir.parent.parent, manifest.invocation, run_dir.name))
-    launches, more = launch_rows(run_dir, manifest)
+    launches, more = launch_rows(run_dir, manifest.invocation)
     return CompileReport(
         launches=launches,
         launches_more=more,
@@ -183,6 +183,9 @@ class LiveReads:
     def fail_site(self, run_dir: Path, manifest: RunManifest) -> dict[str, Any] | None:
         return fail_site_json(run_dir, manifest)
 
+    def launches(self, run_dir: Path, invocation: str) -> tuple[tuple[dict[str, Any], ...], int]:
+        return launch_rows(run_dir, invocation)
+
 
 def layout_why(run_dir: Path, manifest: RunManifest) -> tuple[str, ...]:
     """The lines of a failed compile's layout explanation cached beside the run (layouts/explain), or ()."""
@@ -217,14 +220,14 @@ def launch_row(x: Launch) -> dict[str, Any]:
     }
 
 
-def launch_rows(run_dir: Path, manifest: RunManifest) -> tuple[tuple[dict[str, Any], ...], int]:
+def launch_rows(run_dir: Path, invocation: str | None) -> tuple[tuple[dict[str, Any], ...], int]:
     """The compile's launches as the report lists them (its invocation's launch log, `run --launches`),
     the first REPORT_LAUNCHES, and how many more; ((), 0) without a log; never raises."""
-    if not manifest.invocation:
+    if not invocation:
         return (), 0
     try:
         run = load_run(Path(run_dir))
-        got = read_launches(Path(run_dir).parent.parent, manifest.invocation, (run,), True).launches
+        got = read_launches(Path(run_dir).parent.parent, invocation, (run,), True).launches
     except Exception:
         return (), 0
     rows = tuple(launch_row(x) for x in got[:REPORT_LAUNCHES])

@@ -71,6 +71,7 @@ from .pages import (
     Packer,
     _page_head,
     chunk,
+    data_chunk,
     index_head,
     late_script,
     layouts_tag,
@@ -81,7 +82,7 @@ from .pages import (
     stage_chunk,
     text_value,
 )
-from .sourcemap import ReportMaps, no_source, run_chunks, run_views
+from .sourcemap import ReportMaps, launches_value, no_source, run_chunks, run_views
 
 __all__ = [
     "END_CHUNK",
@@ -200,6 +201,8 @@ class Reads(Protocol):
     def source(self, path: str) -> str | None: ...
 
     def fail_site(self, run_dir: Path, manifest: RunManifest) -> dict[str, Any] | None: ...
+
+    def launches(self, run_dir: Path, invocation: str) -> tuple[tuple[dict[str, Any], ...], int]: ...
 
 
 class HtmlReportListener:
@@ -476,6 +479,11 @@ class HtmlReportListener:
                 except OSError:
                     earlier = []
             more = earlier_chunk(invocation, kernel, earlier or [])
+            launched, past = (
+                self.reads.launches(d, invocation) if invocation and self.reads is not None else ((), 0)
+            )
+            if launched:  # run --launches: the compile's launches, all recorded by now (lifecycle's end)
+                more = (more or b"") + data_chunk(launches_value(launched, past))
             if more is not None and (d / REPORT_NAME).is_file():
                 with open(d / REPORT_NAME, "ab") as fh:
                     fh.write(more)

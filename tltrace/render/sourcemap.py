@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..format.sourcemap import LineMap
@@ -76,10 +76,13 @@ def run_views(report: CompileReport) -> list[dict[str, Any]]:
     and its Python lines' hot-line shares (the Source pane's shading); none where it has neither."""
     out: list[dict[str, Any]] = []
     if report.launches:
-        out.append(
-            {"t": "launches", "rows": [dict(r) for r in report.launches], "more": report.launches_more}
-        )
+        out.append(launches_value(report.launches, report.launches_more))
     if report.hot:
         rows = [[h["file"], h["line"], h["share"], h["stall"], h["kernel"]] for h in report.hot]
         out.append({"t": "hot", "lines": rows})
     return out
+
+
+def launches_value(rows: Iterable[Mapping[str, Any]], more: int) -> dict[str, Any]:
+    """The chunk of a compile's launches (history/report_reads.launch_rows): the rows listed, the rest counted."""
+    return {"t": "launches", "rows": [dict(r) for r in rows], "more": more}
