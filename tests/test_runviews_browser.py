@@ -31,7 +31,7 @@ pytestmark = pytest.mark.browser
 def scale_report(tmp_path_factory):
     """The dynamic-size script run once on the CPU under `tltrace run --launches`: (its report, what the
     script saw); the report as `tltrace run` left it in the compile's run directory."""
-    d, seen = _run_scale(tmp_path_factory.mktemp("runviews"))
+    d, seen = _run_scale(tmp_path_factory.mktemp("runviews"), opts=("--mode", "html"))
     (run_dir,) = (d / "td" / "scale" / ".run_records").glob("run_*")
     return run_dir / "report.html", seen, d
 
@@ -82,7 +82,17 @@ def hot_report(tmp_path_factory):
     root = tmp_path_factory.mktemp("hotview")
     run_dir, _ = profiled_trace(root)
     res = cli_proc(
-        "show", "--trace-dir", root / "fa_plain_trace", "example_mha_fwd_bshd", "-1", "--hot", "--json", rc=0
+        "show",
+        "--trace-dir",
+        root / "fa_plain_trace",
+        "example_mha_fwd_bshd",
+        "-1",
+        "--hot",
+        "--json",
+        "--top",
+        "1000",
+        cwd=root,
+        rc=0,
     )
     (kernel,) = check(json.loads(res.stdout), "hot")["kernels"]
     return write_report(compile_report(run_dir)), kernel
@@ -92,14 +102,15 @@ def test_the_hottest_python_line_is_shaded_with_its_share(open_page, hot_report)
     report, kernel = hot_report
     top = kernel["lines"][0]
     page = open_page(report)
-    page.select_option("select.tl-source-file", top["file"])
+    # As a click on a line mapped to it does: the Source pane opens at that file's line.
+    page.evaluate("([f, n]) => window.tltraceSourceMap.pick(f, n)", [top["file"], top["line"]])
     row = f'#tl-source-body tr[data-py="{top["line"]}"]'
     wait_js(page, f"document.querySelector('{row}')")
     got = page.eval_on_selector(
         row, "tr => ({cls: tr.className, share: tr.dataset.hotShare, title: tr.title})"
     )
     print(f"hottest line {top['file']}:{top['line']}: {got}")
-    assert "tl-hot" in got["cls"].split()
+    assert {"tl-hot", "tl-hot-5"} <= set(got["cls"].split())  # the darkest shade
     assert float(got["share"]) == top["share"]
     assert f"{100 * top['share']:.1f}% of {kernel['kernel']}" in got["title"]
     assert f"top stall: {top['stalls'][0][0]}" in got["title"]

@@ -259,6 +259,8 @@
     });
     var lines = text.split("\n");
     if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
+    var top = 0;  // the hottest line's share: the darkest shade
+    M.hot.forEach(function (h) { top = Math.max(top, h.share); });
     var table = el("table", "tl-diff tl-plain tl-source-code");
     var cg = el("colgroup");
     cg.appendChild(el("col", "ln")); cg.appendChild(el("col", "code"));
@@ -267,7 +269,7 @@
     lines.forEach(function (ln, i) {
       var tr = el("tr", used.has(i + 1) ? "used" : null);
       tr.setAttribute("data-py", i + 1);
-      shadeHot(tr, M.hot.get(keyOf(M.file, i + 1)));
+      shadeHot(tr, M.hot.get(keyOf(M.file, i + 1)), top);
       tr.appendChild(el("td", "ln", i + 1));
       tr.appendChild(el("td", "code", ln));
       tbody.appendChild(tr);
@@ -280,10 +282,11 @@
     body.appendChild(table);
     markSource(false);
   }
-  // A line's share of the kernel's warp-stall samples (run --ncu; show --hot): five shades, and a title.
-  function shadeHot(tr, h) {
+  // A line's share of the kernel's warp-stall samples (run --ncu; show --hot): five shades (the darkest
+  // the hottest line's, `top`), and a title.
+  function shadeHot(tr, h, top) {
     if (!h || !(h.share > 0)) return;
-    tr.classList.add("tl-hot", "tl-hot-" + Math.min(5, Math.max(1, Math.ceil(h.share * 5))));
+    tr.classList.add("tl-hot", "tl-hot-" + Math.min(5, Math.max(1, Math.ceil(5 * h.share / top))));
     tr.setAttribute("data-hot-share", String(h.share));
     tr.title = "hot: " + (100 * h.share).toFixed(1) + "% of " + h.kernel + "'s warp-stall samples" +
       (h.stall ? "; top stall: " + h.stall : "") + " (tltrace show --hot)";
