@@ -186,10 +186,10 @@ class _Reads:
     def fail_site(self, run_dir: Path, manifest) -> dict | None:
         return None  # nothing failed here (a failed compile's site: tests/test_sourcemap.py)
 
-    def launches(self, run_dir: Path, invocation: str) -> tuple[tuple[dict, ...], int]:
+    def launches(self, script_dir: Path, invocation: str) -> dict[str, tuple[tuple[dict, ...], int]]:
         self.asked.append("launches")
         row = {"n": 1, "site": ["/work/k.py", 3], "grid": [2], "block": [64], "args": []}
-        return (row,), 4
+        return {run.name: ((row,), 4) for run in (Path(script_dir) / ".run_records").glob("run_*")}
 
 
 @pytest.mark.parametrize("given", [True, False])
@@ -215,7 +215,8 @@ def test_the_live_report_asks_its_reads_and_reads_nothing_without(tmp_path: Path
     launches = [c for c in got if c["t"] == "launches"]
     if given:
         assert sorted(reads.asked) == ["earlier", "generated", "launches", "source"]
-        assert launches == [{"t": "launches", "rows": [reads.launches(run_dir, "inv-1")[0][0]], "more": 4}]
+        row = reads.launches(Path(run_dir).parent.parent, "inv-1")[Path(run_dir).name][0][0]
+        assert launches == [{"t": "launches", "rows": [row], "more": 4}]
         assert sources == [{"t": "src", "path": "/work/kernel.py", "s": SOURCE}]
         assert earlier == [{"t": "earlier", "runs": [["run_then", "then"]]}]  # its kernel's only
         assert len(generated) == 1

@@ -78,7 +78,7 @@ def compile_report(run_dir: Path, *, linked: bool = True) -> CompileReport:
     if linked and manifest.invocation:
         siblings = invocation_siblings(run_dir.parent.parent, manifest.invocation)
         earlier = tuple(earlier_compiles(run_dir.parent.parent, manifest.invocation, run_dir.name))
-    launches, more = launch_rows(run_dir, manifest.invocation)
+    launches, more = launch_rows(run_dir.parent.parent, manifest.invocation).get(run_dir.name, ((), 0))
     return CompileReport(
         launches=launches,
         launches_more=more,
@@ -183,8 +183,8 @@ class LiveReads:
     def fail_site(self, run_dir: Path, manifest: RunManifest) -> dict[str, Any] | None:
         return fail_site_json(run_dir, manifest)
 
-    def launches(self, run_dir: Path, invocation: str) -> tuple[tuple[dict[str, Any], ...], int]:
-        return launch_rows(run_dir, invocation)
+    def launches(self, script_dir: Path, invocation: str) -> dict[str, LaunchRows]:
+        return launch_rows(script_dir, invocation)
 
 
 def layout_why(run_dir: Path, manifest: RunManifest) -> tuple[str, ...]:
@@ -207,12 +207,12 @@ def fail_site_json(run_dir: Path, manifest: RunManifest) -> dict[str, Any] | Non
     return site.to_json() if site is not None else None
 
 
-def launch_row(x: Launch) -> dict[str, Any]:
-    """One launch as the report's table lists it: its number, calling line, grid, block and the
-    arguments' parameter names, shapes and dtypes (a number: its type and value)."""
+def launch_row(x: Launch, number: int) -> dict[str, Any]:
+    """One launch as the report's table lists it: its number among its compile's launches, calling
+    line, grid, block and the arguments' parameter names, shapes and dtypes (a number: its type and value)."""
     keep = ("param", "shape", "dtype", "type", "value")
     return {
-        "n": x.number,
+        "n": number,
         "site": [x.site[0], x.site[1]] if x.site else None,
         "grid": list(x.grid) if x.grid is not None else None,
         "block": list(x.block) if x.block is not None else None,
@@ -220,18 +220,32 @@ def launch_row(x: Launch) -> dict[str, Any]:
     }
 
 
-def launch_rows(run_dir: Path, invocation: str | None) -> tuple[tuple[dict[str, Any], ...], int]:
-    """The compile's launches as the report lists them (its invocation's launch log, `run --launches`),
-    the first REPORT_LAUNCHES, and how many more; ((), 0) without a log; never raises."""
+LaunchRows = tuple[tuple[dict[str, Any], ...], int]  # the rows a report lists, and how many more
+
+
+def launch_rows(script_dir: Path, invocation: str | None) -> dict[str, LaunchRows]:
+    """{run id: its launches as the report lists them, the first REPORT_LAUNCHES, and how many more}
+    of an invocation (its launch log, `run --launches`, read once, each launch joined to its compile
+    among all the invocation's: history/launches.py); {} without a log; never raises. A compile's
+    launches are numbered from 1, as `show SCRIPT RUN --launches` numbers them."""
     if not invocation:
-        return (), 0
+        return {}
     try:
-        run = load_run(Path(run_dir))
-        got = read_launches(Path(run_dir).parent.parent, invocation, (run,), True).launches
+        runs = next((inv.runs for inv in invocations(Path(script_dir)) if inv.id == invocation), ())
+        got = read_launches(Path(script_dir), invocation, tuple(runs), True).launches
     except Exception:
-        return (), 0
-    rows = tuple(launch_row(x) for x in got[:REPORT_LAUNCHES])
-    return rows, len(got) - len(rows)
+        return {}
+    by_run: dict[str, list[Launch]] = {}
+    for x in got:
+        if x.run_id is not None:
+            by_run.setdefault(x.run_id, []).append(x)
+    return {
+        run_id: (
+            tuple(launch_row(x, k + 1) for k, x in enumerate(xs[:REPORT_LAUNCHES])),
+            max(0, len(xs) - REPORT_LAUNCHES),
+        )
+        for run_id, xs in by_run.items()
+    }
 
 
 def hot_rows(run_dir: Path) -> tuple[dict[str, Any], ...]:

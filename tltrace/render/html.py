@@ -202,7 +202,9 @@ class Reads(Protocol):
 
     def fail_site(self, run_dir: Path, manifest: RunManifest) -> dict[str, Any] | None: ...
 
-    def launches(self, run_dir: Path, invocation: str) -> tuple[tuple[dict[str, Any], ...], int]: ...
+    def launches(
+        self, script_dir: Path, invocation: str
+    ) -> dict[str, tuple[tuple[dict[str, Any], ...], int]]: ...
 
 
 class HtmlReportListener:
@@ -471,6 +473,7 @@ class HtmlReportListener:
             )
         # Every compile report: the earlier invocations of its script ("Compare with…"), read once.
         earlier: list[Earlier] | None = None
+        launches: dict[str, tuple[tuple[dict[str, Any], ...], int]] | None = None
         for d in run_dirs:
             invocation, kernel = heads.get(d, (None, None))
             if earlier is None and invocation and self.reads is not None:
@@ -478,11 +481,11 @@ class HtmlReportListener:
                     earlier = self.reads.earlier(script_dir, invocation, min(x.name for x in run_dirs))
                 except OSError:
                     earlier = []
+                # run --launches: every compile's launches, recorded by now (the lifecycle's end), read once
+                launches = self.reads.launches(script_dir, invocation)
             more = earlier_chunk(invocation, kernel, earlier or [])
-            launched, past = (
-                self.reads.launches(d, invocation) if invocation and self.reads is not None else ((), 0)
-            )
-            if launched:  # run --launches: the compile's launches, all recorded by now (lifecycle's end)
+            launched, past = (launches or {}).get(d.name, ((), 0))
+            if launched:
                 more = (more or b"") + data_chunk(launches_value(launched, past))
             if more is not None and (d / REPORT_NAME).is_file():
                 with open(d / REPORT_NAME, "ab") as fh:
