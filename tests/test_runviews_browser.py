@@ -16,6 +16,7 @@ import pytest
 
 from tltrace.history.report_reads import compile_report
 from tltrace.render.html import write_report
+from tltrace.render.pages import chunk_values
 
 from ._cli import cli_proc
 from ._kernels import DYNAMIC_SCALE, SCALE_BLOCK
@@ -77,10 +78,19 @@ def test_the_launch_table_is_capped(open_page, scale_report, tmp_path, monkeypat
 
 @pytest.fixture(scope="module")
 def hot_report(tmp_path_factory):
-    """The recorded FlashAttention forward (tests/data/ncu) with its profile stored, its report rebuilt,
-    and `show --hot --json` of it."""
+    """The recorded FlashAttention forward (tests/data/ncu): its report as `run` left it, then its profile
+    stored and the report rebuilt as `run --ncu` does when it ends (cli/hot.py); and `show --hot --json`."""
+    from tltrace.cli.hot import _shade_report
+    from tltrace.runtime.profiled import PROFILE
+
     root = tmp_path_factory.mktemp("hotview")
     run_dir, _ = profiled_trace(root)
+    kept = (run_dir / PROFILE).read_bytes()
+    (run_dir / PROFILE).unlink()
+    before = write_report(compile_report(run_dir))  # the report of the run, before ncu's profile
+    assert not [c for c in chunk_values(before.read_bytes()) if c and c.get("t") == "hot"]
+    (run_dir / PROFILE).write_bytes(kept)
+    _shade_report(run_dir)
     res = cli_proc(
         "show",
         "--trace-dir",
@@ -95,7 +105,7 @@ def hot_report(tmp_path_factory):
         rc=0,
     )
     (kernel,) = check(json.loads(res.stdout), "hot")["kernels"]
-    return write_report(compile_report(run_dir)), kernel
+    return before, kernel
 
 
 def test_the_hottest_python_line_is_shaded_with_its_share(open_page, hot_report) -> None:
