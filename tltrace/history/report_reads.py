@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import RecordsError
 from ..format import build as fb
+from ..format import launches as log_format
 from ..format.explained import cached as cached_explanation
 from ..format.layout import NCU_PROFILE, REPORT, text_hash
 from ..format.records import FAILED, RunManifest
@@ -228,8 +229,8 @@ def launch_rows(script_dir: Path, invocation: str | None) -> dict[str, LaunchRow
     of an invocation (its launch log, `run --launches`, read once, each launch joined to its compile
     among all the invocation's: history/launches.py); {} without a log; never raises. A compile's
     launches are numbered from 1, as `show SCRIPT RUN --launches` numbers them."""
-    if not invocation:
-        return {}
+    if not invocation or not log_format.path_of(script_dir, invocation).is_file():
+        return {}  # not run with --launches: no compile's manifest is read
     try:
         runs = next((inv.runs for inv in invocations(Path(script_dir)) if inv.id == invocation), ())
         got = read_launches(Path(script_dir), invocation, tuple(runs), True).launches
