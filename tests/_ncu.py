@@ -3,7 +3,35 @@
 from __future__ import annotations
 
 import csv
+import gzip
+import json
+import tarfile
 from collections import Counter, defaultdict
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data" / "ncu"
+KERNEL = "main_kernel"
+
+
+def recorded_profile(variant: str) -> dict:
+    """The recorded report of one variant in the dumper's shape (tests/data/ncu/README.md)."""
+    with gzip.open(DATA / f"fa_{variant}_profile.json.gz", "rt") as f:
+        return json.load(f)
+
+
+def profiled_trace(root: Path) -> tuple[Path, dict]:
+    """The recorded FlashAttention trace unpacked under `root`, its profile attached and stored as
+    `run --ncu` does (runtime/profiled.py): (its run directory, the profile)."""
+    from tltrace.runtime import profiled
+
+    with tarfile.open(DATA / "fa_plain_trace.tgz") as t:
+        t.extractall(root, filter="data")
+    run_dir = next((root / "fa_plain_trace").glob("*/.run_records/run_*"))
+    prof = recorded_profile("plain")
+    attached, unmatched = profiled.attach(prof, [profiled.load_compile(run_dir)])
+    assert unmatched == [] and [a.kernel for a in attached] == [KERNEL]
+    profiled.store(run_dir, {KERNEL: list(attached[0].actions)}, prof["source"], [])
+    return run_dir, prof
 
 
 def ncu_view(

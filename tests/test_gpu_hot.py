@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.runtime import hot, profiled
+from tltrace.history import hot
+from tltrace.render.pages import chunk_values
+from tltrace.runtime import profiled
 
 from ._cli import cli_proc
 from ._ncu import expected_cuda, ncu_view
@@ -43,8 +45,9 @@ def test_run_ncu_on_flash_attention(tmp_path: Path) -> None:
         pytest.skip("no ncu on PATH")
     td = tmp_path / "td"
     p = cli_proc(
-        "run", "--quiet", "--ncu", "--ncu-launches", "1", "--trace-dir", td, _example(), *ARGS, cwd=tmp_path
-    )
+        "run", "--quiet", "--mode", "both", "--ncu", "--ncu-launches", "1", "--trace-dir", td, _example(), *ARGS,
+        cwd=tmp_path,
+    )  # fmt: skip
     print(p.stderr[-6000:])
     assert p.returncode == 0, p.stderr[-3000:]
     (run_dir,) = [d.parent for d in td.glob(f"*/.run_records/run_*/{profiled.PROFILE}")]
@@ -72,6 +75,11 @@ def test_run_ncu_on_flash_attention(tmp_path: Path) -> None:
     for x in r["lines"]:
         print(f"{100 * x['share']:5.1f}%  {Path(x['file']).name}:{x['line']}  {x['text']}  {x['stalls']}")
     assert r["lines"] and all(x["text"] for x in r["lines"])
+    # The compile's report, rebuilt by run --ncu: its Source pane's shares are show --hot's.
+    (chunk,) = [c for c in chunk_values((run_dir / "report.html").read_bytes()) if c and c.get("t") == "hot"]
+    shaded = {(f, n): share for f, n, share, _, _ in chunk["lines"]}
+    assert [shaded.get((x["file"], x["line"])) for x in r["lines"]] == [x["share"] for x in r["lines"]]
+    print(f"report.html shades {len(shaded)} Python lines; the top 5 shares equal show --hot's")
 
 
 def test_ranking_agrees_with_ncu_s_own_py_lines(tmp_path: Path) -> None:

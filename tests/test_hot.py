@@ -11,24 +11,18 @@ from __future__ import annotations
 import ast
 import gzip
 import json
-import tarfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tltrace.runtime import hot, ncu_csv, profiled
+from tltrace.history import hot
+from tltrace.runtime import ncu_csv, profiled
 
-from ._ncu import expected_cuda, ncu_view
+from ._ncu import DATA, KERNEL, expected_cuda, ncu_view, profiled_trace, recorded_profile
 from ._schema import check
 
-DATA = Path(__file__).resolve().parent / "data" / "ncu"
-KERNEL = "main_kernel"
-
-
-def _profile(variant: str) -> dict:
-    with gzip.open(DATA / f"fa_{variant}_profile.json.gz", "rt") as f:
-        return json.load(f)
+_profile = recorded_profile
 
 
 def _lines_csv(variant: str) -> str:
@@ -40,14 +34,8 @@ def _lines_csv(variant: str) -> str:
 def plain(tmp_path_factory) -> dict:
     """The recorded run (with --sass) of the plain variant, its profile attached as run --ncu attaches it."""
     root = tmp_path_factory.mktemp("hot")
-    with tarfile.open(DATA / "fa_plain_trace.tgz") as t:
-        t.extractall(root, filter="data")
-    run_dir = next((root / "fa_plain_trace").glob("*/.run_records/run_*"))
-    prof = _profile("plain")
+    run_dir, prof = profiled_trace(root)
     compile_ = profiled.load_compile(run_dir)
-    attached, unmatched = profiled.attach(prof, [compile_])
-    assert unmatched == [] and [a.kernel for a in attached] == [KERNEL]
-    profiled.store(run_dir, {KERNEL: list(attached[0].actions)}, prof["source"], [])
     (result,) = profiled.hot_lines(run_dir)
     totals, under, per_addr = ncu_view(_lines_csv("plain"))
     base = min(under)  # ncu lists every instruction of the kernel: the lowest address is its start

@@ -36,11 +36,21 @@ def _launch_lines(script: str) -> list[int]:
     ]
 
 
-def _run_scale(d: Path, *device: str) -> tuple[Path, list]:
-    """The dynamic-size script run under `tltrace run --launches` in `d`: (d, what the script saw)."""
+def _run_scale(d: Path, *device: str, opts: tuple[str, ...] = ()) -> tuple[Path, list]:
+    """The dynamic-size script run under `tltrace run --launches` (and `opts`) in `d`: (d, what the script saw)."""
     (d / "scale.py").write_text(DYNAMIC_SCALE)
     cli_proc(
-        "run", "-q", "--launches", "--trace-dir", d / "td", "scale.py", d / "seen.json", *device, cwd=d, rc=0
+        "run",
+        "-q",
+        "--launches",
+        *opts,
+        "--trace-dir",
+        d / "td",
+        "scale.py",
+        d / "seen.json",
+        *device,
+        cwd=d,
+        rc=0,
     )
     return d, json.loads((d / "seen.json").read_text())
 

@@ -78,11 +78,13 @@ SIDEWAYS: dict[tuple[str, str], str] = {
     (
         "tltrace.history",
         "tltrace.stages",
-    ): "show --ptx-line, --sass-line: the stages' texts read (history/byline)",
+    ): "show --ptx-line, --sass-line: the stages' texts read (history/byline); hot lines: the SASS stage's "
+    "kernel.cu marks (history/hot)",
     (
         "tltrace.history",
         "tltrace.sourcemap",
-    ): "a failed pass's site: TileLang's error marker read (history/failsite)",
+    ): "a failed pass's site: TileLang's error marker read (history/failsite); hot lines: the kernel.cu lines "
+    "whose span a pass dropped, given a line (sourcemap/dropped)",
     (
         "tltrace.layouts",
         "tltrace.bisect",
@@ -107,18 +109,13 @@ SIDEWAYS: dict[tuple[str, str], str] = {
     ("tltrace.toolchain", "tltrace.sourcemap"): "TileLang's own #line directives blanked before the build",
     (
         "tltrace.runtime",
-        "tltrace.sourcemap",
-    ): "run --ncu: the kernel.cu lines whose span a pass dropped, given a line (sourcemap/dropped)",
-    (
-        "tltrace.runtime",
         "tltrace.history",
     ): "run --sanitize: the errors named through the invocation's recorded runs (history/byline); run --ncu: "
-    "the profiled compiles' texts and maps read back",
+    "the profiled compiles' texts, maps and hot lines read back (history/hotlines)",
     (
         "tltrace.runtime",
         "tltrace.stages",
-    ): "run --sanitize: compute-sanitizer found as the SASS tools are; a pc looked up in the stored SASS; "
-    "run --ncu: the SASS stage's kernel.cu marks (hot lines)",
+    ): "run --sanitize: compute-sanitizer found as the SASS tools are; a pc looked up in the stored SASS",
     # the bottom
     ("tltrace.fs", "tltrace.errors"): "a bad output path is a UsageError",
 }

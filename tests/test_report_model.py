@@ -186,11 +186,16 @@ class _Reads:
     def fail_site(self, run_dir: Path, manifest) -> dict | None:
         return None  # nothing failed here (a failed compile's site: tests/test_sourcemap.py)
 
+    def launches(self, script_dir: Path, invocation: str) -> dict[str, tuple[tuple[dict, ...], int]]:
+        self.asked.append("launches")
+        row = {"n": 1, "site": ["/work/k.py", 3], "grid": [2], "block": [64], "args": []}
+        return {run.name: ((row,), 4) for run in (Path(script_dir) / ".run_records").glob("run_*")}
+
 
 @pytest.mark.parametrize("given", [True, False])
 def test_the_live_report_asks_its_reads_and_reads_nothing_without(tmp_path: Path, given: bool) -> None:
-    """The listener's report during a compile: the generated source, the earlier compiles and a map's
-    Python source come from the reads it is handed, and only from them."""
+    """The listener's report during a compile: the generated source, the earlier compiles, the launches
+    and a map's Python source come from the reads it is handed, and only from them."""
     reads = _Reads()
     listener = HtmlReportListener(reads=reads if given else None)
     lmap = LineMap(("/work/kernel.py",), (None, (0, 4), 0))
@@ -207,10 +212,13 @@ def test_the_live_report_asks_its_reads_and_reads_nothing_without(tmp_path: Path
     sources = [c for c in got if c["t"] == "src"]
     earlier = [c for c in got if c["t"] == "earlier"]
     generated = [c for c in got if c["t"] == "text" and c.get("s") == GENERATED]
+    launches = [c for c in got if c["t"] == "launches"]
     if given:
-        assert sorted(reads.asked) == ["earlier", "generated", "source"]
+        assert sorted(reads.asked) == ["earlier", "generated", "launches", "source"]
+        row = reads.launches(Path(run_dir).parent.parent, "inv-1")[Path(run_dir).name][0][0]
+        assert launches == [{"t": "launches", "rows": [row], "more": 4}]
         assert sources == [{"t": "src", "path": "/work/kernel.py", "s": SOURCE}]
         assert earlier == [{"t": "earlier", "runs": [["run_then", "then"]]}]  # its kernel's only
         assert len(generated) == 1
     else:
-        assert (sources, earlier, generated) == ([], [], [])
+        assert (sources, earlier, generated, launches) == ([], [], [], [])

@@ -297,7 +297,9 @@ def _launch_counts(sel) -> dict[str, int] | None:
     narrowed = len(sel.runs) != len(sel.invocation.runs)
     try:
         return counts_by_kernel(
-            read_launches(sel.invocation.script_dir, sel.invocation.id, sel.runs, narrowed)
+            read_launches(
+                sel.invocation.script_dir, sel.invocation.id, sel.runs, narrowed, sel.invocation.runs
+            )
         )
     except TltraceError:
         return None

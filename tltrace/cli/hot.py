@@ -4,7 +4,7 @@
 `ncu --section SECTIONS --import-source yes -k <TileLang's kernels> --launch-count N`
 (runtime/outer.py, runtime/ncu.py), reads the report back, keeps each compile's launches
 beside it (`ncu.json`, the report as `ncu.ncu-rep`: runtime/profiled.py) and prints the
-hot lines (runtime/hot.py) on stderr. No ncu, no permission for the counters, a report that
+hot lines (history/hot.py) on stderr. No ncu, no permission for the counters, a report that
 cannot be read: one line each, and the exit status stays the script's.
 """
 
@@ -118,7 +118,22 @@ def _keep(tool: ncu_tool.Ncu, done: outer.Outcome, report: Path, log: Path, dump
     first = next(iter(by_run))
     os.replace(report, first / profiled.REPORT)
     for run_dir in by_run:
+        _shade_report(run_dir)
         print_hot(profiled.hot_lines(run_dir), False, DEFAULT_TOP, err=True, where=run_dir)
+
+
+def _shade_report(run_dir: Path) -> None:
+    """Rebuild a profiled compile's HTML report, where it has one, so that its Source pane shades the
+    hot lines; a failure is one line, the run goes on."""
+    from ..history.report_reads import compile_report
+    from ..render.html import REPORT_NAME, write_report
+
+    if not (run_dir / REPORT_NAME).is_file():
+        return
+    try:
+        write_report(compile_report(run_dir))
+    except (TltraceError, OSError) as exc:
+        _say(f"--ncu: the report of {run_dir.name} was not rebuilt with its hot lines ({exc})")
 
 
 def print_hot(

@@ -14,7 +14,9 @@ def show(sel: Any, as_json: bool, pair: tuple[int, int] | None) -> None:
     from ..history.launches import compare, read_launches
 
     narrowed = len(sel.runs) != len(sel.invocation.runs)
-    data = read_launches(sel.invocation.script_dir, sel.invocation.id, sel.runs, narrowed)
+    data = read_launches(
+        sel.invocation.script_dir, sel.invocation.id, sel.runs, narrowed, sel.invocation.runs
+    )
     if pair is not None:
         a, b = data.get(pair[0]), data.get(pair[1])
         diffs = compare(a, b)

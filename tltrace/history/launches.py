@@ -92,9 +92,18 @@ class Launches:
         )
 
 
-def read_launches(script_dir: Path, invocation: str, runs: tuple[Run, ...], narrowed: bool) -> Launches:
+def read_launches(
+    script_dir: Path,
+    invocation: str,
+    runs: tuple[Run, ...],
+    narrowed: bool,
+    among: tuple[Run, ...] | None = None,
+) -> Launches:
     """Return the invocation's launches; with `narrowed` (a compile or --kernel named) only the runs'.
 
+    `among`: every compile of the invocation (default `runs`): each launch is joined to its compile
+    among them, so that a kernel of another compile with the same name is not taken for one of
+    `runs` (the join by name alone is for a kernel whose generated source no compile has).
     RecordsError (exit 3) when the invocation has no launch log: it was not run with --launches.
     """
     path = log_format.path_of(script_dir, invocation)
@@ -106,15 +115,18 @@ def read_launches(script_dir: Path, invocation: str, runs: tuple[Run, ...], narr
         ) from None
     except OSError as exc:  # NotAFile: a link, a FIFO
         raise RecordsError(f"cannot read {path}: {exc}") from None
-    owners = _owners(log, runs)
+    owners = _owners(log, among if among is not None else runs)
+    chosen = {r.run_id for r in runs}
     shapes = {r.run_id: (r.manifest.launch or {}) for r in runs if r.manifest is not None}
     t0 = min((x["t"] for x in log.launches), default=0)
     out: list[Launch] = []
     for raw in sorted(log.launches, key=lambda x: x["t"]):
         kernel = log.kernels.get((raw["pid"], raw["launch"])) or {}
         run_id = owners.get((raw["pid"], raw["launch"]))
-        if narrowed and run_id is None:
+        if narrowed and run_id not in chosen:
             continue
+        if run_id not in chosen:
+            run_id = None  # another compile's, not selected: listed as no selected compile's
         args = tuple(a for a in raw.get("args") or () if isinstance(a, dict))
         shape = shapes.get(run_id or "", {})
         grid = block = None

@@ -9,7 +9,8 @@ A compile report (`CompileReport`) is its run's manifest (the header: render/pag
 the Python sources those maps name, the sources TileLang generated where an edit was
 compiled (`Text`), and, for a report that lives in its run directory, its invocation's
 compiles (`Sibling`: the switcher) and the compiles of earlier invocations
-(`Earlier`: "Compare with…"). An index (`IndexReport`) is one invocation's compiles.
+(`Earlier`: "Compare with…"), its launches (`run --launches`) and, when `run --ncu` profiled
+it, each Python line's share of its warp-stall samples (the Source pane's shading). An index (`IndexReport`) is one invocation's compiles.
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ class CompileReport:
     earlier: tuple[Earlier, ...] = ()
     fail_site: Mapping[str, Any] | None = None  # where the first failed pass failed (history/failsite)
     layout_why: tuple[str, ...] = ()  # why layout inference failed, once explained (layouts/explain)
+    launches: tuple[Mapping[str, Any], ...] = ()  # its first launches (report_reads.launch_rows)
+    launches_more: int = 0  # its launches past those, counted
+    hot: tuple[Mapping[str, Any], ...] = ()  # its Python lines' hot-line shares (report_reads.hot_rows)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@
 model (history/report_model.py) that render/html.py and render/index.py turn into HTML
 without reading anything. `LiveReads` is what the report written while a compile runs
 asks of the records: the sources generated where an edit was compiled (when the compile
-ends), the earlier invocations' compiles (when the invocation closes), a Python source a
-source map names.
+ends), the earlier invocations' compiles and the compile's launches (when the invocation
+closes), a Python source a source map names.
 """
 
 from __future__ import annotations
@@ -17,19 +17,23 @@ from typing import Any
 
 from ..errors import RecordsError
 from ..format import build as fb
+from ..format import launches as log_format
 from ..format.explained import cached as cached_explanation
-from ..format.layout import REPORT, text_hash
+from ..format.layout import NCU_PROFILE, REPORT, text_hash
 from ..format.records import FAILED, RunManifest
 from ..format.sourcemap import read_source
 from ..format.texts import generated_text, text_of
 from .failsite import fail_site
+from .hotlines import hot_lines
 from .invocations import invocation_key, invocations
+from .launches import Launch, read_launches
 from .loading import load_manifest, load_run, run_dirs
 from .report_model import CompileReport, Earlier, IndexedRun, IndexReport, RecordTexts, Sibling, Text
 from .sourcemaps import load as load_maps
 from .summary import CompileSummary
 
 EARLIER_RUNS = 40  # run directories read (newest first) for a report's earlier invocations
+REPORT_LAUNCHES = 50  # launches a compile's report lists (the rest are counted)
 
 
 def compile_report(run_dir: Path, *, linked: bool = True) -> CompileReport:
@@ -75,7 +79,11 @@ def compile_report(run_dir: Path, *, linked: bool = True) -> CompileReport:
     if linked and manifest.invocation:
         siblings = invocation_siblings(run_dir.parent.parent, manifest.invocation)
         earlier = tuple(earlier_compiles(run_dir.parent.parent, manifest.invocation, run_dir.name))
+    launches, more = launch_rows(run_dir.parent.parent, manifest.invocation).get(run_dir.name, ((), 0))
     return CompileReport(
+        launches=launches,
+        launches_more=more,
+        hot=hot_rows(run_dir),
         fail_site=fail_site_json(run_dir, manifest),
         layout_why=layout_why(run_dir, manifest),
         run_dir=run_dir,
@@ -176,6 +184,9 @@ class LiveReads:
     def fail_site(self, run_dir: Path, manifest: RunManifest) -> dict[str, Any] | None:
         return fail_site_json(run_dir, manifest)
 
+    def launches(self, script_dir: Path, invocation: str) -> dict[str, LaunchRows]:
+        return launch_rows(script_dir, invocation)
+
 
 def layout_why(run_dir: Path, manifest: RunManifest) -> tuple[str, ...]:
     """The lines of a failed compile's layout explanation cached beside the run (layouts/explain), or ()."""
@@ -195,3 +206,66 @@ def fail_site_json(run_dir: Path, manifest: RunManifest) -> dict[str, Any] | Non
     except Exception:
         return None
     return site.to_json() if site is not None else None
+
+
+def launch_row(x: Launch, number: int) -> dict[str, Any]:
+    """One launch as the report's table lists it: its number among its compile's launches, calling
+    line, grid, block and the arguments' parameter names, shapes and dtypes (a number: its type and value)."""
+    keep = ("param", "shape", "dtype", "type", "value")
+    return {
+        "n": number,
+        "site": [x.site[0], x.site[1]] if x.site else None,
+        "grid": list(x.grid) if x.grid is not None else None,
+        "block": list(x.block) if x.block is not None else None,
+        "args": [{k: a[k] for k in keep if k in a} for a in x.args],
+    }
+
+
+LaunchRows = tuple[tuple[dict[str, Any], ...], int]  # the rows a report lists, and how many more
+
+
+def launch_rows(script_dir: Path, invocation: str | None) -> dict[str, LaunchRows]:
+    """{run id: its launches as the report lists them, the first REPORT_LAUNCHES, and how many more}
+    of an invocation (its launch log, `run --launches`, read once, each launch joined to its compile
+    among all the invocation's: history/launches.py); {} without a log; never raises. A compile's
+    launches are numbered from 1, as `show SCRIPT RUN --launches` numbers them."""
+    if not invocation or not log_format.path_of(script_dir, invocation).is_file():
+        return {}  # not run with --launches: no compile's manifest is read
+    try:
+        runs = next((inv.runs for inv in invocations(Path(script_dir)) if inv.id == invocation), ())
+        got = read_launches(Path(script_dir), invocation, tuple(runs), True).launches
+    except Exception:
+        return {}
+    by_run: dict[str, list[Launch]] = {}
+    for x in got:
+        if x.run_id is not None:
+            by_run.setdefault(x.run_id, []).append(x)
+    return {
+        run_id: (
+            tuple(launch_row(x, k + 1) for k, x in enumerate(xs[:REPORT_LAUNCHES])),
+            max(0, len(xs) - REPORT_LAUNCHES),
+        )
+        for run_id, xs in by_run.items()
+    }
+
+
+def hot_rows(run_dir: Path) -> tuple[dict[str, Any], ...]:
+    """Each Python line's share of the compile's warp-stall samples (show --hot's fold: history/hotlines)
+    with its top stall reason, when `run --ncu` profiled it; () otherwise; never raises."""
+    if not (Path(run_dir) / NCU_PROFILE).is_file():
+        return ()
+    try:
+        kernels = hot_lines(Path(run_dir))
+    except Exception:
+        return ()
+    return tuple(
+        {
+            "kernel": k["kernel"],
+            "file": x["file"],
+            "line": x["line"],
+            "share": x["share"],
+            "stall": x["stalls"][0][0] if x["stalls"] else None,
+        }
+        for k in kernels
+        for x in k["lines"]
+    )

@@ -71,6 +71,7 @@ from .pages import (
     Packer,
     _page_head,
     chunk,
+    data_chunk,
     index_head,
     late_script,
     layouts_tag,
@@ -81,7 +82,7 @@ from .pages import (
     stage_chunk,
     text_value,
 )
-from .sourcemap import ReportMaps, no_source, run_chunks
+from .sourcemap import ReportMaps, launches_value, no_source, run_chunks, run_views
 
 __all__ = [
     "END_CHUNK",
@@ -200,6 +201,10 @@ class Reads(Protocol):
     def source(self, path: str) -> str | None: ...
 
     def fail_site(self, run_dir: Path, manifest: RunManifest) -> dict[str, Any] | None: ...
+
+    def launches(
+        self, script_dir: Path, invocation: str
+    ) -> dict[str, tuple[tuple[dict[str, Any], ...], int]]: ...
 
 
 class HtmlReportListener:
@@ -468,6 +473,7 @@ class HtmlReportListener:
             )
         # Every compile report: the earlier invocations of its script ("Compare with…"), read once.
         earlier: list[Earlier] | None = None
+        launches: dict[str, tuple[tuple[dict[str, Any], ...], int]] | None = None
         for d in run_dirs:
             invocation, kernel = heads.get(d, (None, None))
             if earlier is None and invocation and self.reads is not None:
@@ -475,7 +481,12 @@ class HtmlReportListener:
                     earlier = self.reads.earlier(script_dir, invocation, min(x.name for x in run_dirs))
                 except OSError:
                     earlier = []
+                # run --launches: every compile's launches, recorded by now (the lifecycle's end), read once
+                launches = self.reads.launches(script_dir, invocation)
             more = earlier_chunk(invocation, kernel, earlier or [])
+            launched, past = (launches or {}).get(d.name, ((), 0))
+            if launched:
+                more = (more or b"") + data_chunk(launches_value(launched, past))
             if more is not None and (d / REPORT_NAME).is_file():
                 with open(d / REPORT_NAME, "ab") as fh:
                     fh.write(more)
@@ -546,6 +557,7 @@ def write_report(report: CompileReport, out: Path | None = None) -> Path:
         values.append(record_value(rec))
     values.extend(edit_values(report.generated, seen))
     values.extend(run_chunks(report))
+    values.extend(run_views(report))  # launches (run --launches), hot lines (run --ncu)
     parts.extend(packer.batches(values))
     if manifest.invocation and in_place and len(report.siblings) > 1:
         at = next((i for i, s in enumerate(report.siblings) if s.run_id == run_dir.name), 0)

@@ -3,11 +3,13 @@
 {"t":"smap","h":H,"files":[...],"lines":[...]}   one line map, once per report
 {"t":"src","path":P,"s":TEXT}                    a Python source a map names, once
 {"t":"srec","i":INDEX,"b":H|null,"a":H|null}     the maps of a record's two texts
+{"t":"hot","lines":[[P,N,SHARE,STALL,KERNEL]...]}   each Python line's hot-line share (run --ncu)
+{"t":"launches","rows":[...],"more":M}            the compile's launches (run --launches; report-header.js)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..format.sourcemap import LineMap
@@ -67,3 +69,20 @@ def run_chunks(report: CompileReport) -> list[dict[str, Any]]:
     for r in report.records:
         out.extend(rm.chunks(r.record.index, r.before_map, r.after_map, report.sources.get))
     return out
+
+
+def run_views(report: CompileReport) -> list[dict[str, Any]]:
+    """Return the chunks of what the compile did when it ran: its launches (a table under the header)
+    and its Python lines' hot-line shares (the Source pane's shading); none where it has neither."""
+    out: list[dict[str, Any]] = []
+    if report.launches:
+        out.append(launches_value(report.launches, report.launches_more))
+    if report.hot:
+        rows = [[h["file"], h["line"], h["share"], h["stall"], h["kernel"]] for h in report.hot]
+        out.append({"t": "hot", "lines": rows})
+    return out
+
+
+def launches_value(rows: Iterable[Mapping[str, Any]], more: int) -> dict[str, Any]:
+    """The chunk of a compile's launches (history/report_reads.launch_rows): the rows listed, the rest counted."""
+    return {"t": "launches", "rows": [dict(r) for r in rows], "more": more}

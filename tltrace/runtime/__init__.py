@@ -7,6 +7,6 @@
 - `ncu`: Nsight Compute: where it is, its command line, its one-line problems, its report read.
 - `_ncu_dump`: the standalone child that reads a report through ncu's own `ncu_report`.
 - `ncu_csv`: ncu's source page as CSV (the fallback without ncu's Python module), and its per-line view.
-- `hot`: the samples of each SASS instruction folded onto the SASS -> CUDA -> Python map (pure).
-- `profiled`: the profile kept beside the compile it measured (`ncu.json`), and its hot lines.
+- `profiled`: the profile kept beside the compile it measured (`ncu.json`); its hot lines are
+  history/hotlines.py's (folded by history/hot.py, pure), so that the report can read them too.
 """

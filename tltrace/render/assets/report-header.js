@@ -82,6 +82,53 @@
     });
     box.title = all.join(", ");
   }
+  // ---- the compile's launches (run --launches; {"t":"launches"}: history/report_reads.launch_rows) --
+  function argText(a) {
+    if (!a || typeof a !== "object") return "?";
+    var name = a.param ? String(a.param) + " " : "";
+    if (Array.isArray(a.shape)) return name + String(a.dtype) + "[" + a.shape.join(", ") + "]";
+    if (a.value !== undefined) return name + String(a.value) + " (" + String(a.type) + ")";
+    return name + String(a.type || "?");
+  }
+  function launchCell(tr, cls, text, title) {
+    var td = C.el("td", cls, text);
+    if (title) td.title = title;
+    tr.appendChild(td);
+    return td;
+  }
+  function buildLaunches() {
+    var box = R.$("tl-launches"), L = S.launches;
+    if (!box) return;
+    C.clear(box);
+    if (!L || !Array.isArray(L.rows) || !L.rows.length) { box.hidden = true; return; }
+    box.hidden = false;
+    var more = typeof L.more === "number" && L.more > 0 ? L.more : 0;
+    var det = C.el("details");
+    det.appendChild(C.el("summary", null, "Launches (" + (L.rows.length + more) + ")"));
+    var table = C.el("table", "tl-launches-table");
+    var head = C.el("tr");
+    ["#", "called at", "grid", "block", "arguments"].forEach(function (h) { head.appendChild(C.el("th", null, h)); });
+    table.appendChild(head);
+    var sm = window.tltraceSourceMap;
+    L.rows.forEach(function (r) {
+      var tr = C.el("tr", "tl-launch");
+      tr.setAttribute("data-launch", String(r.n));
+      launchCell(tr, "n", String(r.n));
+      var site = Array.isArray(r.site) ? r.site : null;
+      var at = launchCell(tr, "site", site ? String(site[0]).split("/").pop() + ":" + site[1] : "?", site ? site[0] + ":" + site[1] : null);
+      if (site && sm && sm.hasSource(String(site[0]))) {
+        at.classList.add("go");
+        at.addEventListener("click", function () { sm.pick(String(site[0]), site[1]); });
+      }
+      launchCell(tr, "grid", Array.isArray(r.grid) ? r.grid.join(" \u00d7 ") : "?");
+      launchCell(tr, "block", Array.isArray(r.block) ? r.block.join(" \u00d7 ") : "?");
+      launchCell(tr, "args", (Array.isArray(r.args) ? r.args : []).map(argText).join(", "));
+      table.appendChild(tr);
+    });
+    det.appendChild(table);
+    if (more) det.appendChild(C.el("div", "tl-launches-more", "and " + more + " more (tltrace show --launches lists them all)"));
+    box.appendChild(det);
+  }
   // ---- invocation: back to the index, switch to a sibling compile (data from {"t":"sibs"}) -------
   function buildNav() {
     var m = S.meta, runId = String(m.run_id || "");
@@ -161,4 +208,5 @@
   R.buildNav = buildNav;
   R.firstFailed = firstFailed;
   R.buildRunError = buildRunError;
+  R.buildLaunches = buildLaunches;
 })();

@@ -45,6 +45,8 @@
         if (Array.isArray(d.runs)) S.sibs = d.runs;  // the invocation's compiles (for the switcher)
       } else if (d.t === "earlier") {
         if (Array.isArray(d.runs)) S.earlier = d.runs;  // the script's earlier invocations ("compare with")
+      } else if (d.t === "launches") {
+        if (Array.isArray(d.rows)) S.launches = d;  // the compile's launches (run --launches; report-header.js)
       } else if (d.t === "rec") {
         if (typeof d.index !== "number") { S.bad++; return; }
         d.name = String(d.name); d.phase = String(d.phase || "unscoped"); d.status = String(d.status || "noop");

@@ -138,6 +138,7 @@
     }
     R.buildHeader();
     R.buildRunError();
+    R.buildLaunches();
     R.buildSummary();
     R.buildTabs();
     R.buildSidebar();

@@ -21,7 +21,7 @@
 
   var M = {
     maps: new Map(), srcs: new Map(), byRec: new Map(), recs: [], items: [], texts: null, select: null,
-    kernel: null, file: null, py: null, keys: new Map(), pending: false, dock: "bottom"
+    kernel: null, file: null, py: null, keys: new Map(), pending: false, dock: "bottom", hot: new Map()
   };
   var KEY_SHOWN = "tltrace-source-pane", KEY_DOCK = "tltrace-source-dock", KEY_SIZE = "tltrace-source-size-";
   var C = root.TLCore || {}, el = C.el, clear = C.clear, getPref = C.getPref, setPref = C.setPref;
@@ -39,6 +39,14 @@
       m.srcs.set(d.path, d.s);
     } else if (d.t === "srec" && typeof d.i === "number") {
       m.byRec.set(d.i, { b: typeof d.b === "string" ? d.b : null, a: typeof d.a === "string" ? d.a : null });
+    } else if (d.t === "hot" && Array.isArray(d.lines) && m.hot) {
+      // [file, line, share, top stall, kernel] (run --ncu: history/report_reads.hot_rows); a line of
+      // two kernels keeps its larger share.
+      d.lines.forEach(function (x) {
+        if (!Array.isArray(x) || typeof x[2] !== "number") return;
+        var k = keyOf(String(x[0]), x[1]), was = m.hot.get(k);
+        if (!was || was.share < x[2]) m.hot.set(k, { share: x[2], stall: x[3] ? String(x[3]) : null, kernel: String(x[4]) });
+      });
     }
   }
   function load() {
@@ -251,6 +259,8 @@
     });
     var lines = text.split("\n");
     if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
+    var top = 0;  // the hottest line's share: the darkest shade
+    M.hot.forEach(function (h) { top = Math.max(top, h.share); });
     var table = el("table", "tl-diff tl-plain tl-source-code");
     var cg = el("colgroup");
     cg.appendChild(el("col", "ln")); cg.appendChild(el("col", "code"));
@@ -259,6 +269,7 @@
     lines.forEach(function (ln, i) {
       var tr = el("tr", used.has(i + 1) ? "used" : null);
       tr.setAttribute("data-py", i + 1);
+      shadeHot(tr, M.hot.get(keyOf(M.file, i + 1)), top);
       tr.appendChild(el("td", "ln", i + 1));
       tr.appendChild(el("td", "code", ln));
       tbody.appendChild(tr);
@@ -270,6 +281,15 @@
     });
     body.appendChild(table);
     markSource(false);
+  }
+  // A line's share of the kernel's warp-stall samples (run --ncu; show --hot): five shades (the darkest
+  // the hottest line's, `top`), and a title.
+  function shadeHot(tr, h, top) {
+    if (!h || !(h.share > 0)) return;
+    tr.classList.add("tl-hot", "tl-hot-" + Math.min(5, Math.max(1, Math.ceil(5 * h.share / top))));
+    tr.setAttribute("data-hot-share", String(h.share));
+    tr.title = "hot: " + (100 * h.share).toFixed(1) + "% of " + h.kernel + "'s warp-stall samples" +
+      (h.stall ? "; top stall: " + h.stall : "") + " (tltrace show --hot)";
   }
   function markSource(scroll) {
     var body = $("tl-source-body");
