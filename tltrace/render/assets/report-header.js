@@ -1,7 +1,7 @@
 /* tltrace compile report: the header: kernel, run status and metadata, the way back to the index, the sibling switcher, the run's error.
  * One part of the report's script (report-state.js has the shared state, report.js starts the page);
  * the parts share window.TLReport, where each puts its functions.
- * @requires report-state.js core.js report-logic.js
+ * @requires report-state.js core.js report-logic.js sourcemap.js
  */
 (function () {
   "use strict";
