@@ -131,3 +131,26 @@ def test_an_operation_that_lays_out_nothing_alone_is_said_so() -> None:
         "128 threads cannot agree on a layout; `T.copy` at line 11 alone has one; `T.reduce_sum` at line 12 alone "
         "leaves `s` without one; `T.copy` at line 13 alone has one"
     )
+
+
+def test_run_says_when_the_explanation_gave_no_answer(tmp_path, capsys) -> None:
+    """A failed explanation (the rerun died, or explain raised) is said in one line, never silently dropped."""
+    import threading
+
+    from tltrace.cli.explain import RunExplainer
+
+    ex = RunExplainer(5.0)
+    for label, out in (
+        ("k1", {"stopped": "the rerun gave no answer (exit 1): ImportError: x"}),
+        ("k2", {"ops": [], "error": "E", "lines": ["k2's first line"]}),
+    ):
+        t = threading.Thread(target=lambda: None)
+        t.start()
+        t.join()
+        ex._jobs.append((label, tmp_path, t, [out]))
+    ex.finish()
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "[k1] why: not explained (the rerun gave no answer (exit 1): ImportError: x); `tltrace show` tries again",
+        "[k2] why: k2's first line",
+    ]

@@ -75,8 +75,8 @@ class RunExplainer:
         def work() -> None:
             try:
                 out[0] = explain.explain(run, timeout=self.limit)
-            except Exception:  # best effort: `show` says it again, or why not
-                out[0] = None
+            except Exception as exc:  # best effort: said in one line; `show` tries again
+                out[0] = {"stopped": f"{type(exc).__name__}: {exc}"}
 
         t = threading.Thread(target=work, name="tltrace-explain", daemon=True)
         label = event.manifest.signature or event.manifest.run_id or "?"
@@ -112,6 +112,14 @@ class RunExplainer:
                             err=True,
                         )
                         _refresh_report(run_dir)
+                    elif t.is_alive() or out[0] is None or out[0].get("stopped"):
+                        why = "it took too long" if t.is_alive() else (out[0] or {}).get("stopped")
+                        typer.echo(
+                            f"[{visible(label, one_line=True)}] why: not explained "
+                            f"({visible(str(why or 'the explanation failed'), one_line=True)}); "
+                            "`tltrace show` tries again",
+                            err=True,
+                        )
         except (KeyboardInterrupt, procgroup.Terminated):
             return  # the script's own exit status stands
 

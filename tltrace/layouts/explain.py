@@ -24,6 +24,7 @@ import ast
 import json
 import re
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -119,21 +120,27 @@ def _run_child(run_dir: Path, manifest: RunManifest, rec: PassRecord, limit: flo
         argv = pychild.tltrace_code(
             "tltrace.layouts._explain_child", str(inp), str(cpath), registered, f"{limit:g}"
         )
-        try:
-            proc = procgroup.run(argv, capture_output=True, text=True, timeout=limit + 30)
-        except Exception as exc:  # TimeoutExpired, OSError: no explanation, the records are unharmed
-            return {"stopped": f"the rerun did not answer ({type(exc).__name__})"}
-    for line in reversed(proc.stdout.splitlines()):
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            return data
-    tail = (proc.stderr or "").strip().splitlines()
-    return {
-        "stopped": f"the rerun gave no answer (exit {proc.returncode}): {tail[-1] if tail else ''}".strip()
-    }
+        started = time.monotonic()
+        answer: dict[str, Any] = {}
+        for _attempt in range(2):  # a child that died at start (a busy machine) is tried once more
+            try:
+                proc = procgroup.run(argv, capture_output=True, text=True, timeout=limit + 30)
+            except Exception as exc:  # TimeoutExpired, OSError: no explanation, the records are unharmed
+                return {"stopped": f"the rerun did not answer ({type(exc).__name__})"}
+            for line in reversed(proc.stdout.splitlines()):
+                try:
+                    data = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(data, dict):
+                    return data
+            tail = (proc.stderr or "").strip().splitlines()
+            answer = {
+                "stopped": f"the rerun gave no answer (exit {proc.returncode}): {tail[-1] if tail else ''}".strip()
+            }
+            if time.monotonic() - started > limit / 2:
+                break
+    return answer
 
 
 def build(run: Any, rec: PassRecord, raw: dict[str, Any]) -> dict[str, Any]:
