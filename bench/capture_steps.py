@@ -36,6 +36,7 @@ sys.path.insert(0, str(HERE))
 # (module, attribute path, label); "main:" labels run on the compiling thread.
 STEPS = [
     ("tltrace.sourcemap.lines", "print_module", "print (with the source map's line tags)"),
+    ("tltrace.sourcemap.compose", "ModulePrinter.__call__", "print: per-function reuse (rule, compose)"),
     ("tltrace.session.snapshot", "TextCache.resolve", "reuse rule, module rebuild, equality rule"),
     ("tltrace.session.capture", "line_changes", "+/- counts (passes)"),
     ("tltrace.session.codegen_call", "count_changes", "+/- counts (codegen records)"),

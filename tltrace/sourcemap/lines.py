@@ -37,7 +37,7 @@ from .cstring import c_unstring
 LINE_DIRECTIVES = "tl.emit_line_directives"
 
 
-class _Files:
+class Files:
     """Interns file names into indices while a map is built."""
 
     def __init__(self) -> None:
@@ -154,7 +154,7 @@ def _tag_value(s: str, locs: list[tuple[str, int]]) -> tuple[str, int] | int:
 
 def strip_tags(text: str, locs: list[tuple[str, int]]) -> tuple[str, LineMap] | None:
     """Return (text without the tags, its map), or None when a tag is where no tag can be."""
-    files = _Files()
+    files = Files()
     out: list[str] = []
     lines: list[Loc] = []
     pending: Any = None
@@ -231,7 +231,7 @@ def directive_map(text: str) -> tuple[str, LineMap]:
     indentation, up to a brace or a new block, share its Python line (declarations
     in a row); every other statement line has none.
     """
-    files = _Files()
+    files = Files()
     out: list[str] = []
     lines: list[Loc] = []
     cur: tuple[int, int] | None = None  # the directive waiting for its line
@@ -526,7 +526,7 @@ def stamped_map(
     if origins is None:
         return None
     text = _codegen_with_directives(fn, copy, target, context if context is not None else codegen_context())
-    files = _Files()
+    files = Files()
     out: list[str] = []
     lines: list[Loc] = []
     inferred: set[int] = set()

@@ -22,15 +22,18 @@ from typing import Any
 from ..callsites import library as cs
 from ..config import Settings
 from ..session.recorder import CodegenCall, Later, PassEvent, Recorder
+from ..session.snapshot import equal_rule
 from . import lines as sm
 from . import store as sms
+from .compose import ModulePrinter
 
 
 class SourceMapRecorder(Recorder):
     name = "source maps"
 
-    def __init__(self, live: bool = True) -> None:
-        self.printer = sm.print_module
+    def __init__(self, live: bool = True, exact: bool = False) -> None:
+        # Per compile: a function that did not change keeps its lines (sourcemap/compose.py).
+        self.printer = ModulePrinter(None if exact else equal_rule())
         # Call sites are a pure function of the maps and the texts: refined here only where
         # something shows them as the compile runs (the live report, a working file's .map, line
         # directives); else the maps are stored as printed and the reader refines them
@@ -101,5 +104,6 @@ def make(settings: Settings) -> SourceMapRecorder | None:
     if not settings.source_map:
         return None
     return SourceMapRecorder(
-        live=settings.html or settings.working_files_enabled() or settings.line_directives
+        live=settings.html or settings.working_files_enabled() or settings.line_directives,
+        exact=settings.exact,
     )
