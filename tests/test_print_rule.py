@@ -61,17 +61,27 @@ def corpus(tmp_path_factory) -> list:
     return _corpus(tmp_path_factory.mktemp("corpus"))
 
 
-@pytest.mark.parametrize("exact", [False, True], ids=["rule", "exact"])
-def test_every_text_and_map_equals_an_inline_print(corpus, exact) -> None:
-    truth = [sm.print_module(m) for m in corpus]  # the annotated print of the module itself
-    assert all(text == str(m) for (text, _), m in zip(truth, corpus))  # the annotated print is the plain one
-    cache = snapshot.TextCache(sm.print_module, exact=exact)
+def _wrong(cache: snapshot.TextCache, corpus: list, truth: list) -> list[str]:
+    """The modules (in callback order) whose text or map from `cache` is not the truth's."""
     wrong = []
     for i, (m, (text, lmap)) in enumerate(zip(corpus, truth)):
         side = snapshot.Side.of(m)
         got = cache.resolve(side)
         if got != text or side.extra != lmap:
             wrong.append(f"{i}: text ok={got == text}, map ok={side.extra == lmap}")
+    return wrong
+
+
+@pytest.fixture(scope="module")
+def truth(corpus) -> list:
+    return [sm.print_module(m) for m in corpus]  # the annotated print of the module itself
+
+
+@pytest.mark.parametrize("exact", [False, True], ids=["rule", "exact"])
+def test_every_text_and_map_equals_an_inline_print(corpus, truth, exact) -> None:
+    assert all(text == str(m) for (text, _), m in zip(truth, corpus))  # the annotated print is the plain one
+    cache = snapshot.TextCache(sm.print_module, exact=exact)
+    wrong = _wrong(cache, corpus, truth)
     assert not wrong, wrong
     assert len(corpus) > 300
     if exact:
@@ -104,3 +114,40 @@ def test_the_rule_tells_a_renamed_variable_apart(corpus) -> None:
     assert str(mod2) != str(mod)
     assert tvm.ir.structural_equal(mod2, mod)  # what structural equality alone would do
     assert not rule(mod2, mod)
+
+
+@pytest.mark.parametrize("exact", [False, True], ids=["rule", "exact"])
+def test_composed_module_texts_and_maps_equal_the_whole_print(corpus, truth, exact, monkeypatch) -> None:
+    """The recorder's printer (sourcemap/compose.py) reuses an unchanged function's lines in a module
+    of several: every text and map it gives, in callback order, is the whole module's tagged print."""
+    from tltrace.sourcemap import compose
+
+    monkeypatch.setattr(
+        compose, "_VERIFY_FIRST", 0
+    )  # no whole print behind a composition: each is the test's
+    monkeypatch.setitem(compose._state, "broken", False)
+    printer = compose.ModulePrinter(None if exact else snapshot.equal_rule())
+    cache = snapshot.TextCache(printer, exact=exact)
+    wrong = _wrong(cache, corpus, truth)
+    assert not wrong, wrong
+    assert not compose._state["broken"]
+    # Host and device functions after SplitHostDevice: most passes change one of them.
+    assert printer.composed > 5 and printer.reused >= printer.composed, (printer.composed, cache.printed)
+    print(
+        f"{len(corpus)} modules: {cache.printed} printed, {printer.composed} composed, {printer.reused} reused"
+    )
+
+
+def test_a_composition_unlike_the_whole_print_turns_composition_off(corpus, truth, monkeypatch) -> None:
+    """The first compositions of a process are checked against the whole print: one wrong map (here
+    made so) gives the whole print instead, and no composition after it."""
+    from tltrace.format.sourcemap import LineMap
+    from tltrace.sourcemap import compose
+
+    monkeypatch.setitem(compose._state, "broken", False)
+    monkeypatch.setitem(compose._state, "verified", 0)
+    monkeypatch.setattr(compose, "_line_map", lambda locs: LineMap((), tuple(None for _ in locs)))
+    printer = compose.ModulePrinter(snapshot.equal_rule())
+    wrong = _wrong(snapshot.TextCache(printer), corpus, truth)
+    assert not wrong, wrong
+    assert compose._state["broken"] and printer.composed == 0
