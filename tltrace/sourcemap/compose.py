@@ -48,6 +48,7 @@ class ModulePrinter:
         # name -> (function, its chunk: as lines, or still in the whole text it was printed in)
         self._funcs: dict[str, tuple[Any, _Chunk | _Whole | None]] = {}
         self._stub: Any = None
+        self._tags = sm.Tags()  # the compile's statements and their tags (lines.print_module)
         self.composed = 0  # texts composed (some function's lines reused)
         self.reused = 0  # functions whose lines were reused
 
@@ -64,7 +65,7 @@ class ModulePrinter:
                 done = self._compose(mod, items, keep)
                 if done is not None:
                     return done
-        text, lmap = sm.print_module(mod)
+        text, lmap = sm.print_module(mod, self._tags)
         if items is not None:
             whole = _Whole(text, lmap)
             self._funcs.update((name, (f, whole)) for name, _, f in items)
@@ -95,7 +96,7 @@ class ModulePrinter:
         try:
             stub = self._stub_func()
             sub = _module(mod, {gv: (stub if name in keep else f) for name, gv, f in items})
-            text, lmap = sm.print_module(sub)
+            text, lmap = sm.print_module(sub, self._tags)
         except Exception:
             return None
         split = _split(text, lmap)

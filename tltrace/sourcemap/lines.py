@@ -106,43 +106,63 @@ def _stmt_kids(stmt: Any, stmt_type: type) -> list[Any]:
     return out
 
 
-def _tags(mod: Any) -> tuple[dict[Any, str], list[tuple[str, int]]]:
+class Tags:
+    """The statements' tags of one compile's prints, by statement handle.
+
+    A statement never changes (copy-on-write), and most of a module's statements are the
+    previous module's: held here with its tag and child statements, a statement seen before
+    costs a dict lookup instead of the span and field reads (FFI calls). Holding it keeps
+    its handle from being reused. A tag names a location: one tag per (file, line).
+    """
+
+    def __init__(self) -> None:
+        self.stmts: dict[int, tuple[Any, str | None, list[Any]]] = {}  # handle -> (stmt, tag, kids)
+        self.locs: list[tuple[str, int]] = []
+        self._ix: dict[tuple[str, int], str] = {}
+
+    def tag(self, loc: tuple[str, int]) -> str:
+        t = self._ix.get(loc)
+        if t is None:
+            t = self._ix[loc] = f"{_TAG}{len(self.locs)}"
+            self.locs.append(loc)
+        return t
+
+
+def _tags(mod: Any, held: Tags | None = None) -> tuple[dict[Any, str], list[tuple[str, int]]]:
     """Return ({statement: tag}, locations) for the statements of every PrimFunc in `mod`."""
     from tilelang import tvm  # type: ignore[import-not-found]
 
     get_span = _ffi("tl.ir.GetStmtSpan")
     if get_span is None:
         return {}, []
+    if held is None:
+        held = Tags()
     stmt_type, func_type = tvm.tirx.Stmt, tvm.tirx.PrimFunc
     tags: dict[Any, str] = {}
-    locs: list[tuple[str, int]] = []
     no_loc = _TAG + _NO_LOC
+    seen = held.stmts
     # Only real statements reach the span getter (it takes a Stmt; None is not one).
     stack = [
         f.body
         for _, f in _map_pairs(mod.functions)
         if isinstance(f, func_type) and isinstance(f.body, stmt_type)
     ]
-    pop, push, extend = stack.pop, stack.append, stack.extend
+    pop, extend = stack.pop, stack.extend
     while stack:
         s = pop()
-        tagged, seq, fields = _kind(s)
-        if tagged:
-            span = get_span(s)
-            name = span.source_name if span is not None else None
-            if name is not None:
-                tags[s] = f"{_TAG}{len(locs)}"
-                locs.append((str(name.name), int(span.line)))
-            else:
-                tags[s] = no_loc
-        if seq:
-            extend(c for c in _items(s.seq) if _is_stmt(c, stmt_type))
-            continue
-        for field in fields:
-            c = getattr(s, field)
-            if c is not None and _is_stmt(c, stmt_type):
-                push(c)
-    return tags, locs
+        h = s.__chandle__()
+        entry = seen.get(h)
+        if entry is None:
+            tag = None
+            if _kind(s)[0]:
+                span = get_span(s)
+                name = span.source_name if span is not None else None
+                tag = held.tag((str(name.name), int(span.line))) if name is not None else no_loc
+            entry = seen[h] = (s, tag, _stmt_kids(s, stmt_type))
+        if entry[1] is not None:
+            tags[entry[0]] = entry[1]
+        extend(entry[2])
+    return tags, held.locs
 
 
 def _tag_value(s: str, locs: list[tuple[str, int]]) -> tuple[str, int] | int:
@@ -181,16 +201,17 @@ def strip_tags(text: str, locs: list[tuple[str, int]]) -> tuple[str, LineMap] | 
     return "\n".join(out), LineMap(tuple(files.names), tuple(lines))
 
 
-def print_module(mod: Any) -> tuple[str, LineMap | None]:
+def print_module(mod: Any, held: Tags | None = None) -> tuple[str, LineMap | None]:
     """Return (the module's text, exactly `str(mod)`, and its line map or None).
 
     One print, with tags, replaces the plain one; None when the module has no
-    statements or TileLang gives no spans.
+    statements or TileLang gives no spans. `held`: the compile's statements seen so far
+    (sourcemap/compose.ModulePrinter), None: this module's alone.
     """
     if _printer_state["broken"]:
         return str(mod), None
     try:
-        tags, locs = _tags(mod)
+        tags, locs = _tags(mod, held)
     except Exception:
         tags, locs = {}, []
     if not tags:
