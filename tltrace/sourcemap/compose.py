@@ -48,6 +48,7 @@ class ModulePrinter:
         # name -> (function, its chunk: as lines, or still in the whole text it was printed in)
         self._funcs: dict[str, tuple[Any, _Chunk | _Whole | None]] = {}
         self._stub: Any = None
+        self._last: list[str] = []  # the functions' names of the last module printed
         self._tags = sm.Tags()  # the compile's statements and their tags (lines.print_module)
         self.composed = 0  # texts composed (some function's lines reused)
         self.reused = 0  # functions whose lines were reused
@@ -55,10 +56,13 @@ class ModulePrinter:
     def __call__(self, mod: Any) -> tuple[str, LineMap | None]:
         items = _functions(mod)
         if items is not None and not _state["broken"]:
-            several = len(items) > 1  # one function: the capture's rule on the module said changed
+            # One function, as in the last module: the capture's rule on the module said changed.
+            names = [name for name, _, _ in items]
+            rule = len(names) > 1 or names != self._last
+            self._last = names
             keep = {}
             for name, _, f in items:
-                chunk = self._unchanged(name, f, several)
+                chunk = self._unchanged(name, f, rule)
                 if chunk is not None:
                     keep[name] = chunk
             if keep:
