@@ -110,9 +110,10 @@ class Tags:
     """The statements' tags of one compile's prints, by statement handle.
 
     A statement never changes (copy-on-write), and most of a module's statements are the
-    previous module's: held here with its tag and child statements, a statement seen before
-    costs a dict lookup instead of the span and field reads (FFI calls). Holding it keeps
-    its handle from being reused. A tag names a location: one tag per (file, line).
+    previous module's: the last module's statements are held here with their tags and child
+    statements, so one of them costs a dict lookup instead of the span and field reads (FFI
+    calls). Holding a statement keeps its handle from being reused. A tag names a location:
+    one tag per (file, line), for the whole compile.
     """
 
     def __init__(self) -> None:
@@ -141,6 +142,7 @@ def _tags(mod: Any, held: Tags | None = None) -> tuple[dict[Any, str], list[tupl
     tags: dict[Any, str] = {}
     no_loc = _TAG + _NO_LOC
     seen = held.stmts
+    walked: dict[int, tuple[Any, str | None, list[Any]]] = {}
     # Only real statements reach the span getter (it takes a Stmt; None is not one).
     stack = [
         f.body
@@ -153,15 +155,19 @@ def _tags(mod: Any, held: Tags | None = None) -> tuple[dict[Any, str], list[tupl
         h = s.__chandle__()
         entry = seen.get(h)
         if entry is None:
+            entry = walked.get(h)  # a statement met twice in this module
+        if entry is None:
             tag = None
             if _kind(s)[0]:
                 span = get_span(s)
                 name = span.source_name if span is not None else None
                 tag = held.tag((str(name.name), int(span.line))) if name is not None else no_loc
-            entry = seen[h] = (s, tag, _stmt_kids(s, stmt_type))
+            entry = (s, tag, _stmt_kids(s, stmt_type))
+        walked[h] = entry
         if entry[1] is not None:
             tags[entry[0]] = entry[1]
         extend(entry[2])
+    held.stmts = walked  # this module's statements only: the next module is mostly made of them
     return tags, held.locs
 
 
