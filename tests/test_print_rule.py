@@ -151,3 +151,24 @@ def test_a_composition_unlike_the_whole_print_turns_composition_off(corpus, trut
     wrong = _wrong(snapshot.TextCache(printer), corpus, truth)
     assert not wrong, wrong
     assert compose._state["broken"] and printer.composed == 0
+
+
+def test_a_call_of_another_function_is_printed_as_the_module_has_it(monkeypatch) -> None:
+    """`main` calls `callee` by its GlobalVar: beside it the call prints `Module.callee(1)`, alone
+    `callee(1)`. The same `main` object in both modules keeps no lines from the other one."""
+    from tilelang import tvm
+
+    from tltrace.sourcemap import compose
+
+    monkeypatch.setattr(compose, "_VERIFY_FIRST", 0)
+    monkeypatch.setitem(compose._state, "broken", False)
+    tir = tvm.tirx
+    callee_gv, main_gv = tvm.ir.GlobalVar("callee"), tvm.ir.GlobalVar("main")
+    callee = tir.PrimFunc([], tir.Evaluate(tir.const(1, "int32")))
+    main = tir.PrimFunc([], tir.Evaluate(tir.Call("int32", callee_gv, [tir.const(1, "int32")])))
+    both, alone = tvm.IRModule({main_gv: main, callee_gv: callee}), tvm.IRModule({main_gv: main})
+    assert ".callee(1)" in str(both) and ".callee" not in str(alone)  # the printer's own difference
+    printer = compose.ModulePrinter(snapshot.equal_rule())
+    got = [printer(m)[0] for m in (both, alone, both, tvm.IRModule({callee_gv: callee}))]
+    assert got == [str(both), str(alone), str(both), str(tvm.IRModule({callee_gv: callee}))]
+    assert printer.composed == 2  # `callee`'s lines are reused (beside `main`, then alone); `main`'s never

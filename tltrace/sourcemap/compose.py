@@ -23,6 +23,7 @@ its tags. `--exact` (TLTRACE_EXACT=1): identity alone, no rule.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -45,8 +46,9 @@ class ModulePrinter:
 
     def __init__(self, same: Callable[[Any, Any], bool] | None = None) -> None:
         self._same = same  # the redundant-print rule on two functions; None: identity alone
-        # name -> (function, its chunk: as lines, or still in the whole text it was printed in)
-        self._funcs: dict[str, tuple[Any, _Chunk | _Whole | None]] = {}
+        # name -> (function, its chunk: as lines, or still in the whole text it was printed in,
+        # the names of the functions of the module it was printed in)
+        self._funcs: dict[str, tuple[Any, _Chunk | _Whole | None, frozenset[str]]] = {}
         self._stub: Any = None
         self._last: list[str] = []  # the functions' names of the last module printed
         self._tags = sm.Tags()  # the compile's statements and their tags (lines.print_module)
@@ -60,9 +62,10 @@ class ModulePrinter:
             names = [name for name, _, _ in items]
             rule = len(names) > 1 or names != self._last
             self._last = names
+            module = frozenset(names)
             keep = {}
             for name, _, f in items:
-                chunk = self._unchanged(name, f, rule)
+                chunk = self._unchanged(name, f, rule, module)
                 if chunk is not None:
                     keep[name] = chunk
             if keep:
@@ -71,14 +74,19 @@ class ModulePrinter:
                     return done
         text, lmap = sm.print_module(mod, self._tags)
         if items is not None:
-            whole = _Whole(text, lmap)
-            self._funcs.update((name, (f, whole)) for name, _, f in items)
+            whole, module = _Whole(text, lmap), frozenset(name for name, _, _ in items)
+            self._funcs.update((name, (f, whole, module)) for name, _, f in items)
         return text, lmap
 
-    def _unchanged(self, name: str, func: Any, rule: bool) -> _Chunk | None:
-        """The lines held for `name` when `func` prints as the function they were printed from."""
+    def _unchanged(self, name: str, func: Any, rule: bool, module: frozenset[str]) -> _Chunk | None:
+        """The lines held for `name` when `func` prints as the function they were printed from,
+        in a module of these functions' names.
+
+        A call of another function prints `Module.name` (or `cls.name`) when the module has it,
+        and its bare name else: lines printed beside other functions are reused beside the same
+        ones, or beside fewer when they name none of those left out."""
         held = self._funcs.get(name)
-        if held is None:
+        if held is None or not module <= held[2]:
             return None
         if not func.same_as(held[0]):
             if self._same is None or not rule:
@@ -91,7 +99,9 @@ class ModulePrinter:
         chunk = held[1]
         if isinstance(chunk, _Whole):
             chunk = chunk.chunk(name)
-            self._funcs[name] = (held[0], chunk)
+            self._funcs[name] = (held[0], chunk, held[2])
+        if chunk is not None and module != held[2] and _calls(chunk, held[2] - module):
+            return None
         return chunk
 
     def _compose(
@@ -130,7 +140,8 @@ class ModulePrinter:
                 return whole
         self.composed += 1
         self.reused += len(keep)
-        self._funcs.update((name, (f, keep.get(name) or chunks[name])) for name, _, f in items)
+        module = frozenset(order)
+        self._funcs.update((name, (f, keep.get(name) or chunks[name], module)) for name, _, f in items)
         return done
 
     def _stub_func(self) -> Any:
@@ -157,6 +168,13 @@ class _Whole:
             self.chunks = split[2] if split is not None else {}
             self.text = self.lmap = None
         return self.chunks.get(name)
+
+
+def _calls(chunk: _Chunk, names: frozenset[str]) -> bool:
+    """True when a line of `chunk` may refer to one of these functions (`.name` as a word:
+    `Module.name(...)`; a buffer field of that name too, which only costs a print)."""
+    pattern = re.compile(r"\.(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")(?![A-Za-z0-9_])")
+    return any(pattern.search(ln) for ln in chunk[0])
 
 
 def _functions(mod: Any) -> list[tuple[str, Any, Any]] | None:
