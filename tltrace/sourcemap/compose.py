@@ -46,9 +46,10 @@ class ModulePrinter:
 
     def __init__(self, same: Callable[[Any, Any], bool] | None = None) -> None:
         self._same = same  # the redundant-print rule on two functions; None: identity alone
-        # name -> (function, its chunk: as lines, or still in the whole text it was printed in,
-        # the names of the functions of the module it was printed in)
-        self._funcs: dict[str, tuple[Any, _Chunk | _Whole | None, frozenset[str]]] = {}
+        # (name, the names of the functions of the module it was printed in) -> (function, its
+        # chunk: as lines, or still in the whole text it was printed in). One entry per module
+        # shape: the codegen's host module comes between two of host and device.
+        self._funcs: dict[tuple[str, frozenset[str]], tuple[Any, _Chunk | _Whole | None]] = {}
         self._stub: Any = None
         self._last: list[str] = []  # the functions' names of the last module printed
         self._tags = sm.Tags()  # the compile's statements and their tags (lines.print_module)
@@ -75,7 +76,7 @@ class ModulePrinter:
         text, lmap = sm.print_module(mod, self._tags)
         if items is not None:
             whole, module = _Whole(text, lmap), frozenset(name for name, _, _ in items)
-            self._funcs.update((name, (f, whole, module)) for name, _, f in items)
+            self._funcs.update(((name, module), (f, whole)) for name, _, f in items)
         return text, lmap
 
     def _unchanged(self, name: str, func: Any, rule: bool, module: frozenset[str]) -> _Chunk | None:
@@ -85,9 +86,20 @@ class ModulePrinter:
         A call of another function prints `Module.name` (or `cls.name`) when the module has it,
         and its bare name else: lines printed beside other functions are reused beside the same
         ones, or beside fewer when they name none of those left out."""
-        held = self._funcs.get(name)
-        if held is None or not module <= held[2]:
-            return None
+        held = self._funcs.get((name, module))
+        if held is not None:
+            chunk = self._reuse(name, func, rule, module, held)
+            if chunk is not None:
+                return chunk
+        for (other, shape), held in list(self._funcs.items()):
+            if other == name and module < shape:
+                chunk = self._reuse(name, func, rule, shape, held)
+                if chunk is not None and not _calls(chunk, shape - module):
+                    return chunk
+        return None
+
+    def _reuse(self, name: str, func: Any, rule: bool, shape: frozenset[str], held: tuple) -> _Chunk | None:
+        """The lines held under (name, shape) when `func` prints as the function they were printed from."""
         if not func.same_as(held[0]):
             if self._same is None or not rule:
                 return None
@@ -99,9 +111,7 @@ class ModulePrinter:
         chunk = held[1]
         if isinstance(chunk, _Whole):
             chunk = chunk.chunk(name)
-            self._funcs[name] = (held[0], chunk, held[2])
-        if chunk is not None and module != held[2] and _calls(chunk, held[2] - module):
-            return None
+            self._funcs[(name, shape)] = (held[0], chunk)
         return chunk
 
     def _compose(
@@ -141,7 +151,7 @@ class ModulePrinter:
         self.composed += 1
         self.reused += len(keep)
         module = frozenset(order)
-        self._funcs.update((name, (f, keep.get(name) or chunks[name], module)) for name, _, f in items)
+        self._funcs.update(((name, module), (f, keep.get(name) or chunks[name])) for name, _, f in items)
         return done
 
     def _stub_func(self) -> Any:
