@@ -57,27 +57,34 @@ class ModulePrinter:
         self.reused = 0  # functions whose lines were reused
 
     def __call__(self, mod: Any) -> tuple[str, LineMap | None]:
-        items = _functions(mod)
-        if items is not None and not _state["broken"]:
-            # One function, as in the last module: the capture's rule on the module said changed.
-            names = [name for name, _, _ in items]
-            rule = len(names) > 1 or names != self._last
-            self._last = names
-            module = frozenset(names)
-            keep = {}
-            for name, _, f in items:
-                chunk = self._unchanged(name, f, rule, module)
-                if chunk is not None:
-                    keep[name] = chunk
-            if keep:
-                done = self._compose(mod, items, keep)
-                if done is not None:
-                    return done
+        try:
+            items = _functions(mod)
+            done = self._try_compose(mod, items) if items is not None else None
+        except Exception:  # composition is only a shortcut: the whole print is always right
+            items = done = None
+            self._funcs.clear()
+        if done is not None:
+            return done
         text, lmap = sm.print_module(mod, self._tags)
         if items is not None:
             whole, module = _Whole(text, lmap), frozenset(name for name, _, _ in items)
             self._funcs.update(((name, module), (f, whole)) for name, _, f in items)
         return text, lmap
+
+    def _try_compose(self, mod: Any, items: list[tuple[str, Any, Any]]) -> tuple[str, LineMap | None] | None:
+        if _state["broken"]:
+            return None
+        # One function, as in the last module: the capture's rule on the module said changed.
+        names = [name for name, _, _ in items]
+        rule = len(names) > 1 or names != self._last
+        self._last = names
+        module = frozenset(names)
+        keep = {}
+        for name, _, f in items:
+            chunk = self._unchanged(name, f, rule, module)
+            if chunk is not None:
+                keep[name] = chunk
+        return self._compose(mod, items, keep) if keep else None
 
     def _unchanged(self, name: str, func: Any, rule: bool, module: frozenset[str]) -> _Chunk | None:
         """The lines held for `name` when `func` prints as the function they were printed from,
