@@ -89,12 +89,23 @@ class PassRecord:
 
     def to_json(self) -> dict[str, Any]:
         """Return the record as JSON data, fields at their defaults left out (from_json restores them)."""
-        out = {}
-        for k, default in _RECORD_DEFAULTS.items():
-            v = getattr(self, k)
-            if v != default or k in _ALWAYS:
-                out[k] = v
-        return out
+        d = self.__dict__  # read directly: this runs once per record on the worker (records.jsonl)
+        return {k: v for k, default in _DEFAULT_ITEMS if (v := d[k]) != default or k in _ALWAYS}
+
+    def with_texts(
+        self, before_hash: str | None, after_hash: str | None, before_file: str | None, after_file: str | None
+    ) -> PassRecord:
+        """Return this record naming its stored texts (the store's, once per record).
+
+        A copy of every field but these four, made without `dataclasses.replace`'s keyword
+        `__init__` (a sixth of its cost); the record is frozen all the same.
+        """
+        new = object.__new__(PassRecord)
+        fields = new.__dict__
+        fields.update(self.__dict__)
+        fields["before_hash"], fields["after_hash"] = before_hash, after_hash
+        fields["before_file"], fields["after_file"] = before_file, after_file
+        return new
 
     def to_full(self) -> dict[str, Any]:
         """Return every field of the record, defaults and nulls included (manifest.json, schema 4)."""
@@ -188,6 +199,7 @@ def _check_types(values: dict[str, Any], types: dict[str, tuple[tuple[type, ...]
 
 
 _RECORD_DEFAULTS = {f.name: f.default for f in PassRecord.__dataclass_fields__.values()}
+_DEFAULT_ITEMS = tuple(_RECORD_DEFAULTS.items())
 
 
 @dataclass(frozen=True)

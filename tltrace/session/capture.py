@@ -374,9 +374,7 @@ class TraceSession:
         if record.status != FAILED:
             afile = store.record_path(record.phase, record.index, record.name, "after", ext_after)
             store.put_text(after, ah)
-        record = replace(
-            record, before_hash=bh, after_hash=ah if afile else None, before_file=bfile, after_file=afile
-        )
+        record = record.with_texts(bh, ah if afile else None, bfile, afile)
         self.records.append(record)
         store.append_record(record)
         if self.recorders:
