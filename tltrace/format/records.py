@@ -109,7 +109,8 @@ class PassRecord:
 
     def to_full(self) -> dict[str, Any]:
         """Return every field of the record, defaults and nulls included (manifest.json, schema 4)."""
-        return {k: getattr(self, k) for k in _RECORD_DEFAULTS}
+        d = self.__dict__
+        return {k: d[k] for k in _RECORD_DEFAULTS}
 
     def to_stored(self) -> dict[str, Any]:
         """Return the record as records.jsonl holds it (the schema-3 form); from_json reads it.
@@ -279,9 +280,14 @@ class RunManifest:
         return out
 
     def to_json(self) -> dict[str, Any]:
+        data = self._head_json()
+        data["records"] = [r.to_json() for r in self.records]
+        return data
+
+    def _head_json(self) -> dict[str, Any]:
+        """Every field but the records, in field order (the callers add `records` last)."""
         data = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "records"}
         data["command"] = list(self.command)
-        data["records"] = [r.to_json() for r in self.records]
         return data
 
     def dumps(self) -> str:
@@ -291,7 +297,7 @@ class RunManifest:
         then raised KeyError. Writing it all costs about 20 KB more per 62-pass compile (3.8x the
         schema-3 manifest, about 13% of the run directory; docs/runs.md).
         """
-        data = self.to_json()
+        data = self._head_json()  # (not to_json: its short records would be made and dropped)
         data["records"] = [r.to_full() for r in self.records]
         return json.dumps(data, separators=(",", ":"))
 

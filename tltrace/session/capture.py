@@ -363,7 +363,7 @@ class TraceSession:
 
         `extras`: what the recorders' printer gave with each text (source maps: PassRecorded's maps).
         """
-        store = self._ensure_store()
+        store = self.store if self.store is not None else self._ensure_store()
         last = self._last_hash  # a pass's input is most often the text the pass before it returned
         bh = last[1] if last is not None and last[0] is before else text_hash(before)
         ah = bh if after == before else text_hash(after)

@@ -277,6 +277,8 @@ class Recorders:
             self.active.append(r)
         self.printer = next((r for r in self.active if r.printer is not None), None)
         self._hooked: dict[str, list[Recorder]] = {}  # hook -> the active recorders that override it
+        # The recorders that give a manifest field, running or stopped (fields(): once per record).
+        self._fielded = [(r.field, r) for r in self.active if r.field is not None]
 
     def __bool__(self) -> bool:
         return bool(self.active)
@@ -462,12 +464,10 @@ class Recorders:
     def fields(self) -> dict[str, Any]:
         """The manifest fields, {field: value}: a stopped recorder's too (what it wrote stays)."""
         out: dict[str, Any] = {}
-        for r in self.active + self._off:
-            if r.field is None:
-                continue
+        for name, r in self._fielded:
             try:
-                out[r.field] = r.value()
+                out[name] = r.value()
             except Exception as exc:
-                out[r.field] = None
+                out[name] = None
                 self._fail(r, "value", exc)
         return out
