@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tltrace.format.layout import MANIFEST, RECORDS_LOG, record_file
-from tltrace.format.records import NOOP, PassRecord, RunManifest
+from tltrace.format.layout import MANIFEST, RECORDS_LOG
+from tltrace.format.records import PassRecord, RunManifest
 from tltrace.history.loading import load_run
 from tltrace.session.store import RunStore
 
@@ -34,24 +34,16 @@ def _records() -> list[PassRecord]:
     return [r for m in _manifests() for r in m.records]
 
 
-def _stored_by_hand(r: PassRecord) -> dict:
-    """records.jsonl's form as docs/architecture.md states it: fields at their defaults left out (index,
-    name, phase, status always kept), a canonical file name left out, a no-op's after hash left out."""
-    out = {}
-    for f in dataclasses.fields(PassRecord):
-        v = getattr(r, f.name)
-        if v != f.default or f.name in ("index", "name", "phase", "status"):
-            out[f.name] = v
-    for side in ("before", "after"):
-        if out.get(f"{side}_hash") is None:
-            continue
-        if f"{side}_file" not in out:
-            out[f"{side}_file"] = None
-        elif out[f"{side}_file"] == record_file(r.phase, r.index, r.name, side):
-            del out[f"{side}_file"]
-    if r.status == NOOP and "after_hash" in out and out["after_hash"] == out.get("before_hash"):
-        del out["after_hash"]
-    return out
+def _full_by_hand(r: PassRecord) -> dict:
+    """A record as manifest.json (schema 4) and records.jsonl hold it: every field, in field order."""
+    return {f.name: getattr(r, f.name) for f in dataclasses.fields(PassRecord)}
+
+
+def _manifest_by_hand(m: RunManifest) -> str:
+    head = {f.name: getattr(m, f.name) for f in dataclasses.fields(RunManifest) if f.name != "records"}
+    head["command"] = list(m.command)
+    head["records"] = [_full_by_hand(r) for r in m.records]
+    return json.dumps(head, separators=(",", ":"))
 
 
 def test_the_recorded_traces_have_records_of_every_kind() -> None:
@@ -85,7 +77,7 @@ def test_records_jsonl_holds_each_record_as_its_fields_encode(tmp_path: Path) ->
     lines = (store.run_dir / RECORDS_LOG).read_bytes().split(b"\n")
     assert lines[-1] == b"" and len(lines) == len(records) + 1
     for r, line in zip(records, lines):
-        assert line == json.dumps(_stored_by_hand(r), separators=(",", ":")).encode("ascii")
+        assert line == json.dumps(_full_by_hand(r), separators=(",", ":")).encode("ascii")
         assert PassRecord.from_json(json.loads(line)) == r  # and it stands alone
 
 
@@ -94,14 +86,25 @@ def test_manifest_json_holds_every_field_of_every_record(tmp_path: Path) -> None
         store = RunStore(tmp_path / str(i))
         store.open()
         store.write_manifest(m)
-        text = (store.run_dir / MANIFEST).read_text()
-        head = {f.name: getattr(m, f.name) for f in dataclasses.fields(RunManifest) if f.name != "records"}
-        head["command"] = list(m.command)
-        head["records"] = [
-            {f.name: getattr(r, f.name) for f in dataclasses.fields(PassRecord)} for r in m.records
-        ]
-        assert text == json.dumps(head, separators=(",", ":"))
+        assert (store.run_dir / MANIFEST).read_text() == _manifest_by_hand(m)
         assert load_run(store.run_dir).require() == m
+
+
+def test_the_final_manifest_reuses_the_logged_lines_only_for_the_very_records_logged(tmp_path: Path) -> None:
+    """The store logs each record, then writes the final manifest: sorted, one record's error set at
+    the end (a pass whose error came with the compile's), one never logged. Same text as encoded afresh."""
+    m = max(_manifests(), key=lambda m: len(m.records))
+    store = RunStore(tmp_path / "s")
+    store.open()
+    for r in reversed(m.records[1:]):
+        store.append_record(r)
+    records = list(m.records)
+    records[-1] = dataclasses.replace(records[-1], error="RuntimeError: set at the end")
+    final = dataclasses.replace(m.with_records(records), status="error", error="RuntimeError: set at the end")
+    store.write_manifest(final)
+    assert (store.run_dir / MANIFEST).read_text() == _manifest_by_hand(final)
+    assert not (store.run_dir / RECORDS_LOG).exists()  # the final manifest replaced the log
+    assert load_run(store.run_dir).require() == final
 
 
 def test_records_jsonl_is_never_written_through_a_link(tmp_path: Path) -> None:

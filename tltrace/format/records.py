@@ -9,6 +9,7 @@ the HTML report) reads these, never file names.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -22,6 +23,11 @@ SCHEMA_VERSION = 4
 # writes every field of every record again (RunManifest.dumps): `jq` and a plain
 # json.load read it as it is.
 READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
+
+
+# manifest.json's and records.jsonl's JSON: compact (json.dumps with these separators makes an
+# encoder per call; the store encodes a line per record with this one).
+_COMPACT = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def readable_schema(data: dict[str, Any]) -> int | None:
@@ -112,8 +118,13 @@ class PassRecord:
         d = self.__dict__
         return {k: d[k] for k in _RECORD_DEFAULTS}
 
+    def full_json(self) -> str:
+        """Return the record as manifest.json and records.jsonl hold it: `to_full`, compact JSON."""
+        return _COMPACT(self.to_full())
+
     def to_stored(self) -> dict[str, Any]:
-        """Return the record as records.jsonl holds it (the schema-3 form); from_json reads it.
+        """Return the record in the schema-3 form (records.jsonl's lines until issue 51's third
+        round, which writes `full_json` there); from_json reads it.
 
         Left out besides the defaults: a file name that is the canonical one
         (record_file) for a side whose hash is kept, and a no-op's after hash (its
@@ -290,16 +301,23 @@ class RunManifest:
         data["command"] = list(self.command)
         return data
 
-    def dumps(self) -> str:
+    def dumps(self, records_json: Sequence[str] | None = None) -> str:
         """Return manifest.json's text (schema 4): compact JSON, every field of every record written.
+
+        `records_json`: each record's `full_json`, made before (the store keeps the lines it
+        logged), so the final manifest does not encode its records again; the text is the same.
 
         Schema 3 left out what a reader could restore; a plain `json.load(...)["records"][i]["index"]`
         then raised KeyError. Writing it all costs about 20 KB more per 62-pass compile (3.8x the
         schema-3 manifest, about 13% of the run directory; docs/runs.md).
         """
         data = self._head_json()  # (not to_json: its short records would be made and dropped)
-        data["records"] = [r.to_full() for r in self.records]
-        return json.dumps(data, separators=(",", ":"))
+        if records_json is None:
+            data["records"] = [r.to_full() for r in self.records]
+            return _COMPACT(data)
+        data["records"] = []
+        head = _COMPACT(data)  # ends in `"records":[]}`: the records are the last field
+        return f"{head[:-2]}{','.join(records_json)}]}}"
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunManifest:

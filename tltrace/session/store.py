@@ -20,7 +20,6 @@ format/ids.py, format/records.py, format/pack.py); this module only writes them.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from pathlib import Path
@@ -34,8 +33,6 @@ from ..fs.atomic import atomic_write, step
 
 _FLUSH_AT = 1 << 20  # buffered text bytes that make a write before the next record
 _APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
-# json.dumps(..., separators=...) makes an encoder per call; one record line per pass shares this one.
-_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -60,6 +57,8 @@ class RunStore:
         self._pack_fd: int | None = None
         self._lock = threading.Lock()  # the compiling thread and the worker both store texts
         self._log_fd: int | None = None  # records.jsonl, appended to
+        # id(record) -> (the record, its line): the final manifest holds the same JSON (RunManifest.dumps)
+        self._logged: dict[int, tuple[PassRecord, str]] = {}
         self.bytes_written = 0
 
     # -- directories -------------------------------------------------------
@@ -154,13 +153,15 @@ class RunStore:
                 self._flush()  # the texts a record names are on disk before the record
         if self._log_fd is None:
             self._log_fd = _open_append(self.run_dir / RECORDS_LOG)
-        line = (_ENCODE(record.to_stored()) + "\n").encode("ascii")  # ensure_ascii: JSON's escapes
+        text = record.full_json()
+        self._logged[id(record)] = (record, text)
+        line = (text + "\n").encode("ascii")  # ensure_ascii: JSON's escapes
         _write_all(self._log_fd, line)  # one write a record, as a flushed line was
         self.bytes_written += len(line)
 
     def write_manifest(self, manifest: RunManifest) -> None:
         """Atomically (re)write manifest.json; once complete, records.jsonl is redundant and goes."""
-        text = manifest.dumps()
+        text = manifest.dumps(self._records_json(manifest.records) if manifest.records else None)
         atomic_write_text(self.run_dir / MANIFEST, text)
         self.bytes_written += len(text)
         if manifest.status != RUNNING:
@@ -169,6 +170,15 @@ class RunStore:
                 (self.run_dir / RECORDS_LOG).unlink()
             except OSError:
                 pass
+
+    def _records_json(self, records: tuple[PassRecord, ...]) -> list[str]:
+        """Each record's JSON: the line logged for it, where it is that very record, else made now."""
+        logged = self._logged
+        out = []
+        for r in records:
+            hit = logged.get(id(r))
+            out.append(hit[1] if hit is not None and hit[0] is r else r.full_json())
+        return out
 
     def close(self) -> None:
         with self._lock:
