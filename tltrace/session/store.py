@@ -165,6 +165,7 @@ class RunStore:
         atomic_write_text(self.run_dir / MANIFEST, text)
         self.bytes_written += len(text)
         if manifest.status != RUNNING:
+            self._logged.clear()  # the log's lines served the final manifest; a later rewrite encodes
             self.close()
             try:
                 (self.run_dir / RECORDS_LOG).unlink()
