@@ -435,9 +435,12 @@ class TraceSession:
             header = self._header()
             store.write_manifest(header)
             self._emit_now(RunStarted(header, store.run_dir, store.script_dir))
-            # The recorders write what they kept (repro/: what a rerun needs), then their fields.
+            # The recorders write what they kept (repro/: what a rerun needs), then their fields:
+            # the manifest again only when they gave any (the header is rebuilt only on a change).
             self.recorders.attach(store)
-            store.write_manifest(self._header())
+            fielded = self._header()
+            if fielded is not header:
+                store.write_manifest(fielded)
         return self.store
 
     def mark_edited(self) -> None:

@@ -25,7 +25,7 @@ compiling thread (cheap: keep references; return a job for the expensive part)
 worker (session/worker.py: in order with the compile's records; the compiling thread
 with --sync)
     the job a hook above returned
-    `attach(store)`                the run directory exists: write what was kept (RunStore.link_text)
+    `attach(store)`                the run directory exists: write what was kept (RunStore.write_plain, put_text)
     `refine(record, before, after, extras)`  the printer's recorder only: its two extras
                                    again, now that the record's texts are known (the extras
                                    it returns are what `recorded` and the listeners get)
