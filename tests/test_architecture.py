@@ -203,7 +203,8 @@ def test_manifests_validate(form: str) -> None:
     if form == "records.jsonl lines":
         record_schema = {**SCHEMA["$defs"]["record"], "$defs": SCHEMA["$defs"]}
         for r in m.records:
-            jsonschema.validate(r.to_stored(), record_schema)
+            jsonschema.validate(json.loads(r.full_json()), record_schema)  # what the store logs
+            jsonschema.validate(r.to_stored(), record_schema)  # what it logged before (still read)
         return
     data = json.loads(m.dumps()) if form.startswith("on disk") else m.to_json()
     validator.validate(data)

@@ -335,3 +335,44 @@ def test_per_pass_hooks_call_only_the_recorders_that_override_them() -> None:
     assert failing.calls == 1 and len(warnings) == 1  # stopped, said once
     recs.pass_started(event, Side(text="x"))
     assert failing.calls == 1 and recs.hooked("pass_started") == [counting]
+
+
+class Params(rc.Recorder):
+    """Gives the manifest's `params` once attached (as the reproducer gives `repro`), or never."""
+
+    name = "params"
+    field = "params"
+
+    def __init__(self, gives: bool) -> None:
+        self.gives = gives
+        self.attached = False
+
+    def attach(self, store: Any) -> None:
+        self.attached = self.gives
+
+    def value(self) -> Any:
+        return {"block": 128} if self.attached else None
+
+
+@pytest.mark.parametrize("gives", [True, False])
+def test_the_running_manifest_is_written_again_only_when_an_attached_recorder_gave_fields(
+    registry: dict, tmp_path: Path, monkeypatch, gives: bool
+) -> None:
+    """The run's first manifest marks it running; the recorders then attach, and the manifest is
+    rewritten (what a reader of a cut run sees) only when one of them gave a field."""
+    from tltrace.fs import atomic
+
+    written: list[dict] = []
+
+    def step(what: str, path: Path) -> None:
+        if what == "rename" and path.name == "manifest.json":
+            written.append(json.loads(path.read_text()))
+
+    monkeypatch.setattr(atomic, "STEP_HOOK", step)
+    _compile(tmp_path, background=False, params=Params(gives))
+    monkeypatch.setattr(atomic, "STEP_HOOK", None)
+    assert [m["status"] for m in written] == ["running"] * (2 if gives else 1) + ["complete"]
+    assert [m["params"] for m in written] == (
+        [None, {"block": 128}, {"block": 128}] if gives else [None, None]
+    )
+    assert all(m["records"] == [] for m in written[:-1]) and len(written[-1]["records"]) == 3

@@ -9,6 +9,7 @@ the HTML report) reads these, never file names.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -22,6 +23,11 @@ SCHEMA_VERSION = 4
 # writes every field of every record again (RunManifest.dumps): `jq` and a plain
 # json.load read it as it is.
 READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
+
+
+# manifest.json's and records.jsonl's JSON: compact (json.dumps with these separators makes an
+# encoder per call; the store encodes a line per record with this one).
+_COMPACT = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def readable_schema(data: dict[str, Any]) -> int | None:
@@ -89,19 +95,36 @@ class PassRecord:
 
     def to_json(self) -> dict[str, Any]:
         """Return the record as JSON data, fields at their defaults left out (from_json restores them)."""
-        out = {}
-        for k, default in _RECORD_DEFAULTS.items():
-            v = getattr(self, k)
-            if v != default or k in _ALWAYS:
-                out[k] = v
-        return out
+        d = self.__dict__  # read directly: this runs once per record on the worker (records.jsonl)
+        return {k: v for k, default in _DEFAULT_ITEMS if (v := d[k]) != default or k in _ALWAYS}
+
+    def with_texts(
+        self, before_hash: str | None, after_hash: str | None, before_file: str | None, after_file: str | None
+    ) -> PassRecord:
+        """Return this record naming its stored texts (the store's, once per record).
+
+        A copy of every field but these four, made without `dataclasses.replace`'s keyword
+        `__init__` (a sixth of its cost); the record is frozen all the same.
+        """
+        new = object.__new__(PassRecord)
+        fields = new.__dict__
+        fields.update(self.__dict__)
+        fields["before_hash"], fields["after_hash"] = before_hash, after_hash
+        fields["before_file"], fields["after_file"] = before_file, after_file
+        return new
 
     def to_full(self) -> dict[str, Any]:
         """Return every field of the record, defaults and nulls included (manifest.json, schema 4)."""
-        return {k: getattr(self, k) for k in _RECORD_DEFAULTS}
+        d = self.__dict__
+        return {k: d[k] for k in _RECORD_DEFAULTS}
+
+    def full_json(self) -> str:
+        """Return the record as manifest.json and records.jsonl hold it: `to_full`, compact JSON."""
+        return _COMPACT(self.to_full())
 
     def to_stored(self) -> dict[str, Any]:
-        """Return the record as records.jsonl holds it (the schema-3 form); from_json reads it.
+        """Return the record in the schema-3 form (records.jsonl's lines until issue 51's third
+        round, which writes `full_json` there); from_json reads it.
 
         Left out besides the defaults: a file name that is the canonical one
         (record_file) for a side whose hash is kept, and a no-op's after hash (its
@@ -188,6 +211,7 @@ def _check_types(values: dict[str, Any], types: dict[str, tuple[tuple[type, ...]
 
 
 _RECORD_DEFAULTS = {f.name: f.default for f in PassRecord.__dataclass_fields__.values()}
+_DEFAULT_ITEMS = tuple(_RECORD_DEFAULTS.items())
 
 
 @dataclass(frozen=True)
@@ -267,21 +291,33 @@ class RunManifest:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        data = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "records"}
-        data["command"] = list(self.command)
+        data = self._head_json()
         data["records"] = [r.to_json() for r in self.records]
         return data
 
-    def dumps(self) -> str:
+    def _head_json(self) -> dict[str, Any]:
+        """Every field but the records, in field order (the callers add `records` last)."""
+        data = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "records"}
+        data["command"] = list(self.command)
+        return data
+
+    def dumps(self, records_json: Sequence[str] | None = None) -> str:
         """Return manifest.json's text (schema 4): compact JSON, every field of every record written.
+
+        `records_json`: each record's `full_json`, made before (the store keeps the lines it
+        logged), so the final manifest does not encode its records again; the text is the same.
 
         Schema 3 left out what a reader could restore; a plain `json.load(...)["records"][i]["index"]`
         then raised KeyError. Writing it all costs about 20 KB more per 62-pass compile (3.8x the
         schema-3 manifest, about 13% of the run directory; docs/runs.md).
         """
-        data = self.to_json()
-        data["records"] = [r.to_full() for r in self.records]
-        return json.dumps(data, separators=(",", ":"))
+        data = self._head_json()  # (not to_json: its short records would be made and dropped)
+        if records_json is None:
+            data["records"] = [r.to_full() for r in self.records]
+            return _COMPACT(data)
+        data["records"] = []
+        head = _COMPACT(data)  # ends in `"records":[]}`: the records are the last field
+        return f"{head[:-2]}{','.join(records_json)}]}}"
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunManifest:

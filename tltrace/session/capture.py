@@ -363,7 +363,7 @@ class TraceSession:
 
         `extras`: what the recorders' printer gave with each text (source maps: PassRecorded's maps).
         """
-        store = self._ensure_store()
+        store = self.store if self.store is not None else self._ensure_store()
         last = self._last_hash  # a pass's input is most often the text the pass before it returned
         bh = last[1] if last is not None and last[0] is before else text_hash(before)
         ah = bh if after == before else text_hash(after)
@@ -374,9 +374,7 @@ class TraceSession:
         if record.status != FAILED:
             afile = store.record_path(record.phase, record.index, record.name, "after", ext_after)
             store.put_text(after, ah)
-        record = replace(
-            record, before_hash=bh, after_hash=ah if afile else None, before_file=bfile, after_file=afile
-        )
+        record = record.with_texts(bh, ah if afile else None, bfile, afile)
         self.records.append(record)
         store.append_record(record)
         if self.recorders:
@@ -437,9 +435,12 @@ class TraceSession:
             header = self._header()
             store.write_manifest(header)
             self._emit_now(RunStarted(header, store.run_dir, store.script_dir))
-            # The recorders write what they kept (repro/: what a rerun needs), then their fields.
+            # The recorders write what they kept (repro/: what a rerun needs), then their fields:
+            # the manifest again only when they gave any (the header is rebuilt only on a change).
             self.recorders.attach(store)
-            store.write_manifest(self._header())
+            fielded = self._header()
+            if fielded is not header:
+                store.write_manifest(fielded)
         return self.store
 
     def mark_edited(self) -> None:

@@ -25,7 +25,7 @@ compiling thread (cheap: keep references; return a job for the expensive part)
 worker (session/worker.py: in order with the compile's records; the compiling thread
 with --sync)
     the job a hook above returned
-    `attach(store)`                the run directory exists: write what was kept (RunStore.link_text)
+    `attach(store)`                the run directory exists: write what was kept (RunStore.write_plain, put_text)
     `refine(record, before, after, extras)`  the printer's recorder only: its two extras
                                    again, now that the record's texts are known (the extras
                                    it returns are what `recorded` and the listeners get)
@@ -277,6 +277,8 @@ class Recorders:
             self.active.append(r)
         self.printer = next((r for r in self.active if r.printer is not None), None)
         self._hooked: dict[str, list[Recorder]] = {}  # hook -> the active recorders that override it
+        # The recorders that give a manifest field, running or stopped (fields(): once per record).
+        self._fielded = [(r.field, r) for r in self.active if r.field is not None]
 
     def __bool__(self) -> bool:
         return bool(self.active)
@@ -462,12 +464,10 @@ class Recorders:
     def fields(self) -> dict[str, Any]:
         """The manifest fields, {field: value}: a stopped recorder's too (what it wrote stays)."""
         out: dict[str, Any] = {}
-        for r in self.active + self._off:
-            if r.field is None:
-                continue
+        for name, r in self._fielded:
             try:
-                out[r.field] = r.value()
+                out[name] = r.value()
             except Exception as exc:
-                out[r.field] = None
+                out[name] = None
                 self._fail(r, "value", exc)
         return out

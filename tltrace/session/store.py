@@ -20,11 +20,9 @@ format/ids.py, format/records.py, format/pack.py); this module only writes them.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from pathlib import Path
-from typing import IO
 
 from ..format import pack
 from ..format.ids import new_run_id
@@ -34,6 +32,7 @@ from ..format.records import RUNNING, PassRecord, RunManifest
 from ..fs.atomic import atomic_write, step
 
 _FLUSH_AT = 1 << 20  # buffered text bytes that make a write before the next record
+_APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -50,13 +49,16 @@ class RunStore:
         self.run_id = run_id or new_run_id()
         self.run_dir = self.records_root / self.run_id
         self._run_dir = os.fspath(self.run_dir)
+        self._pack_path = self.run_dir / PACK
         self._made_dirs: set[str] = set()
         self._known: dict[str, int] = {}  # hash -> length of the texts in the pack (or its buffer)
         self._buf: list[bytes] = []  # entries not yet written
         self._buffered = 0
         self._pack_fd: int | None = None
         self._lock = threading.Lock()  # the compiling thread and the worker both store texts
-        self._log: IO[str] | None = None
+        self._log_fd: int | None = None  # records.jsonl, appended to
+        # id(record) -> (the record, its line): the final manifest holds the same JSON (RunManifest.dumps)
+        self._logged: dict[int, tuple[PassRecord, str]] = {}
         self.bytes_written = 0
 
     # -- directories -------------------------------------------------------
@@ -119,16 +121,12 @@ class RunStore:
         self._buf.clear()
         self._buffered = 0
         if self._pack_fd is None:
-            path = os.path.join(self._run_dir, PACK)
-            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
-            self._pack_fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            self._pack_fd = _open_append(self._pack_path)
             if os.fstat(self._pack_fd).st_size == 0:
                 chunk = MAGIC + chunk
-        view = memoryview(chunk)
-        while view:
-            view = view[os.write(self._pack_fd, view) :]
+        _write_all(self._pack_fd, chunk)
         self.bytes_written += len(chunk)
-        step("append", Path(self._run_dir) / PACK)
+        step("append", self._pack_path)
 
     def write_plain(self, rel: str, text: str) -> None:
         """Write `rel` (inside the run dir) as a plain file, atomically, not in the pack.
@@ -153,24 +151,35 @@ class RunStore:
         if self._buf:
             with self._lock:
                 self._flush()  # the texts a record names are on disk before the record
-        if self._log is None:
-            self._log = open(self.run_dir / RECORDS_LOG, "a", encoding="utf-8")
-        line = json.dumps(record.to_stored(), separators=(",", ":")) + "\n"
-        self._log.write(line)
-        self._log.flush()
+        if self._log_fd is None:
+            self._log_fd = _open_append(self.run_dir / RECORDS_LOG)
+        text = record.full_json()
+        self._logged[id(record)] = (record, text)
+        line = (text + "\n").encode("ascii")  # ensure_ascii: JSON's escapes
+        _write_all(self._log_fd, line)  # one write a record, as a flushed line was
         self.bytes_written += len(line)
 
     def write_manifest(self, manifest: RunManifest) -> None:
         """Atomically (re)write manifest.json; once complete, records.jsonl is redundant and goes."""
-        text = manifest.dumps()
+        text = manifest.dumps(self._records_json(manifest.records) if manifest.records else None)
         atomic_write_text(self.run_dir / MANIFEST, text)
         self.bytes_written += len(text)
         if manifest.status != RUNNING:
+            self._logged.clear()  # the log's lines served the final manifest; a later rewrite encodes
             self.close()
             try:
                 (self.run_dir / RECORDS_LOG).unlink()
             except OSError:
                 pass
+
+    def _records_json(self, records: tuple[PassRecord, ...]) -> list[str]:
+        """Each record's JSON: the line logged for it, where it is that very record, else made now."""
+        logged = self._logged
+        out = []
+        for r in records:
+            hit = logged.get(id(r))
+            out.append(hit[1] if hit is not None and hit[0] is r else r.full_json())
+        return out
 
     def close(self) -> None:
         with self._lock:
@@ -180,11 +189,20 @@ class RunStore:
                 if self._pack_fd is not None:
                     os.close(self._pack_fd)
                     self._pack_fd = None
-        if self._log is not None:
-            try:
-                self._log.close()
-            finally:
-                self._log = None
+        if self._log_fd is not None:
+            fd, self._log_fd = self._log_fd, None
+            os.close(fd)
+
+
+def _open_append(path: Path) -> int:
+    """Open a run file to append to (never through a link: a link planted there is an OSError)."""
+    return os.open(path, _APPEND, 0o644)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _is_link(path: Path) -> bool:

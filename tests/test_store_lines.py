@@ -1,0 +1,120 @@
+"""What the store writes per record, made cheaply (issue 51, round 3), is what it wrote before.
+
+The oracle is plain Python over the dataclasses' own fields (`dataclasses.fields`,
+`dataclasses.replace`, `json.dumps`), not tltrace's writers: every record and manifest of the
+checked-in recorded traces (real compiles, tests/data/traces) is written by the store and
+compared byte for byte with what a straightforward encoding of its fields gives, and read back
+by the readers. No compile: the quick loop runs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tltrace.format.layout import MANIFEST, RECORDS_LOG
+from tltrace.format.records import PassRecord, RunManifest
+from tltrace.history.loading import load_run
+from tltrace.session.store import RunStore
+
+from ._records import RECORDED
+
+MANIFESTS = sorted(RECORDED.glob("*/.run_records/run_*/manifest.json"))
+
+
+def _manifests() -> list[RunManifest]:
+    return [RunManifest.from_json(json.loads(p.read_text())) for p in MANIFESTS]
+
+
+def _records() -> list[PassRecord]:
+    return [r for m in _manifests() for r in m.records]
+
+
+def _full_by_hand(r: PassRecord) -> dict:
+    """A record as manifest.json (schema 4) and records.jsonl hold it: every field, in field order."""
+    return {f.name: getattr(r, f.name) for f in dataclasses.fields(PassRecord)}
+
+
+def _manifest_by_hand(m: RunManifest) -> str:
+    head = {f.name: getattr(m, f.name) for f in dataclasses.fields(RunManifest) if f.name != "records"}
+    head["command"] = list(m.command)
+    head["records"] = [_full_by_hand(r) for r in m.records]
+    return json.dumps(head, separators=(",", ":"))
+
+
+def test_the_recorded_traces_have_records_of_every_kind() -> None:
+    records = _records()
+    assert len(MANIFESTS) >= 5 and len(records) >= 200
+    kinds = {r.status for r in records}
+    assert {"changed", "noop", "codegen"} <= kinds, kinds
+    assert any(r.error for r in records) and any(r.role for r in records)
+
+
+def test_a_record_naming_its_texts_is_the_record_replace_gives() -> None:
+    for r in _records():
+        for hashes in (("a" * 20, "b" * 20, "x/0_a_before.tir", "x/0_a_after.tir"), (None, None, None, None)):
+            made = r.with_texts(*hashes)
+            want = dataclasses.replace(
+                r, before_hash=hashes[0], after_hash=hashes[1], before_file=hashes[2], after_file=hashes[3]
+            )
+            assert made == want and made.__dict__ == want.__dict__
+            assert list(made.__dict__) == [f.name for f in dataclasses.fields(PassRecord)]
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                made.name = "x"  # type: ignore[misc]
+
+
+def test_records_jsonl_holds_each_record_as_its_fields_encode(tmp_path: Path) -> None:
+    records = _records()
+    store = RunStore(tmp_path / "s")
+    store.open()
+    for r in records:
+        store.append_record(r)
+    store.close()
+    lines = (store.run_dir / RECORDS_LOG).read_bytes().split(b"\n")
+    assert lines[-1] == b"" and len(lines) == len(records) + 1
+    for r, line in zip(records, lines):
+        assert line == json.dumps(_full_by_hand(r), separators=(",", ":")).encode("ascii")
+        assert PassRecord.from_json(json.loads(line)) == r  # and it stands alone
+
+
+def test_manifest_json_holds_every_field_of_every_record(tmp_path: Path) -> None:
+    for i, m in enumerate(_manifests()):
+        store = RunStore(tmp_path / str(i))
+        store.open()
+        store.write_manifest(m)
+        assert (store.run_dir / MANIFEST).read_text() == _manifest_by_hand(m)
+        assert load_run(store.run_dir).require() == m
+
+
+def test_the_final_manifest_reuses_the_logged_lines_only_for_the_very_records_logged(tmp_path: Path) -> None:
+    """The store logs each record, then writes the final manifest: sorted, one record's error set at
+    the end (a pass whose error came with the compile's), one never logged. Same text as encoded afresh."""
+    m = max(_manifests(), key=lambda m: len(m.records))
+    store = RunStore(tmp_path / "s")
+    store.open()
+    for r in reversed(m.records[1:]):
+        store.append_record(r)
+    records = list(m.records)
+    records[-1] = dataclasses.replace(records[-1], error="RuntimeError: set at the end")
+    final = dataclasses.replace(m.with_records(records), status="error", error="RuntimeError: set at the end")
+    store.write_manifest(final)
+    assert (store.run_dir / MANIFEST).read_text() == _manifest_by_hand(final)
+    assert not (store.run_dir / RECORDS_LOG).exists()  # the final manifest replaced the log
+    assert load_run(store.run_dir).require() == final
+
+
+def test_records_jsonl_is_never_written_through_a_link(tmp_path: Path) -> None:
+    """A link planted where the log goes (the pack's rule): the record is refused, the target untouched."""
+    store = RunStore(tmp_path / "s")
+    store.open()
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("mine\n")
+    os.symlink(target, store.run_dir / RECORDS_LOG)
+    with pytest.raises(OSError):
+        store.append_record(_records()[0])
+    store.close()
+    assert target.read_text() == "mine\n"
