@@ -3,20 +3,22 @@
 After SplitHostDevice a module holds a host and a device function, and most passes
 change one of them: the other comes back as a new object with the same fields' values.
 `ModulePrinter` (the source-map recorder's printer, one per compile) remembers each
-function's lines of the last text it printed, with their locations. A module whose
-functions are all new is printed whole (`lines.print_module`); one where some function
-is the same as the one remembered under its name (the same object, or equal by the
-capture's redundant-print rule, session/snapshot.equal_rule: equal fields print equal
-text, spans included, so the same locations) is printed with a stub in that function's
-place (the same GlobalVar, so a call prints `cls.name` as before), and the remembered
-lines go where the stub's are.
+function's lines, with their locations, per function name and module shape (the names of
+the module's functions). A module whose functions are all new is printed whole
+(`lines.print_module`); one where some function is the same as one remembered under its
+name (the same object, or equal by the capture's redundant-print rule,
+session/snapshot.equal_rule: equal fields print equal text, spans included, so the same
+locations) is printed with a stub in that function's place (the same GlobalVar, so a call
+prints `Module.name` as before), and the remembered lines go where the stub's are. Lines
+printed beside other functions are reused beside the same ones, or beside fewer that
+they do not name: a call prints `Module.name` beside its callee and the bare name without.
 
 TVM's printer sorts the functions itself (`main` last, the others by name), puts one
 blank line between two, and prints each function in a frame of its own: the composition
 takes the order, the header and the separators from the stub module's own print, never
 from a rule of its own. Where anything is not as expected (a function other than a
 PrimFunc, two of one name, metadata, a chunk it cannot find) the module is printed whole.
-The first compositions of a process are checked against the whole print (text and map);
+The first 4 compositions of a process are checked against the whole print (text and map);
 one difference turns composition off for the rest of it, as lines.print_module does for
 its tags. `--exact` (TLTRACE_EXACT=1): identity alone, no rule.
 """
