@@ -373,3 +373,42 @@ def test_replicated_fragments_agree_with_tilelang(tmp_path: Path) -> None:
             assert got["logical_thread"] == want, (e["buffer"], idx)
             assert got["thread"] == [t + first for t in want], (e["buffer"], idx)
             assert len(set(want)) == len(want)  # replicas are distinct threads
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_a_function_rebuilt_unchanged_is_not_walked_again(tmp_path: Path, monkeypatch, arch: str) -> None:
+    """The recorder skips the walk of a function whose body equals the one walked last
+    (`capture.same_body`): on real sm_90a and sm_80 lowerings the manifest's layouts are those
+    recorded when every input is walked, and some walks were skipped."""
+    import tilelang
+    from tilelang import tvm
+
+    mod = load_script(tmp_path / "gemm_skip.py", GEMM, "tl_layouts_gemm_skip")
+    real = capture.same_body
+    asked: list[bool] = []
+
+    def counted(a: Any, b: Any) -> bool:
+        asked.append(real(a, b))
+        return asked[-1]
+
+    def lowered(sub: str) -> dict[str, Any]:
+        target = tvm.target.Target({"kind": "cuda", "arch": arch})
+        tltrace.enable(mode="terminal", trace_dir=tmp_path / sub, quiet=True)
+        try:
+            with target:
+                tilelang.lower(mod.matmul(256, 256, 256, 128, 128, 32, 3, 128), target=target)
+        finally:
+            tltrace.disable()
+        (run_dir,) = sorted((tmp_path / sub).glob("*/.run_records/run_*"))
+        layouts = tltrace.load(run_dir).compiles[-1].manifest.layouts
+        assert layouts and layouts["snapshots"], sub
+        return layouts
+
+    monkeypatch.setattr(capture, "same_body", counted)
+    skipping = lowered("skipping")
+    monkeypatch.setattr(capture, "same_body", lambda a, b: False)  # every input walked
+    assert skipping == lowered("walking")
+    print(
+        f"{arch}: {len(skipping['snapshots'])} snapshots; {asked.count(True)} of {len(asked)} walks skipped"
+    )
+    assert True in asked

@@ -5,8 +5,8 @@ layouts is read off the IR, never off pass names: every pass's input snapshot is
 on the printing worker (the compiling thread only hands over the snapshot it already took),
 and when the blocks' `layout_map` annotations differ from the last ones seen, the pass that
 produced that input (the record stored just before) is the one that fixed or changed them.
-Functions that a pass left alone are the same objects (copy-on-write, session/snapshot.py)
-and are not walked again. When a pass fails, its input's fragment and shared buffers and
+A function whose body is the one walked last, or equal to it field by field (a pass that
+rebuilt it and changed nothing: `capture.same_body`), is not walked again. When a pass fails, its input's fragment and shared buffers and
 whatever layouts were already fixed are kept with the failed record, and the buffers the
 error names are marked (docs/layouts.md).
 
@@ -64,11 +64,11 @@ class LayoutsRecorder(Recorder):
         out = []
         for name, func in capture.prim_funcs(functions):
             hit = self._cache.get(name)
-            if hit is not None and hit[0].same_as(func):
+            if hit is not None and capture.same_body(hit[0], func):
                 f = hit[1]
             else:
                 f = capture.func_layouts(name, func, seen=self._seen)
-                self._cache[name] = (func, f)
+            self._cache[name] = (func, f)  # the newest: it shares the most with the next one
             if f["layouts"]:
                 out.append(f)
         return out

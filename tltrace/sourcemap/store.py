@@ -18,7 +18,7 @@ from ..format.sourcemap import (
     is_working_map,
     map_line_text,
     read_source,
-    rec_line,
+    rec_line_text,
     src_line,
     working_map,
     working_map_path,
@@ -91,7 +91,7 @@ class MapLog:
     def record(self, index: int, before: LineMap | None, after: LineMap | None) -> None:
         if before is None and after is None:
             return
-        self._write(rec_line(index, self._map(before), self._map(after)))
+        self._write_line(rec_line_text(index, self._map(before), self._map(after)))
         if self._fh is not None:
             self._fh.flush()
 
