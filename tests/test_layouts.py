@@ -377,9 +377,10 @@ def test_replicated_fragments_agree_with_tilelang(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
 def test_a_function_rebuilt_unchanged_is_not_walked_again(tmp_path: Path, monkeypatch, arch: str) -> None:
-    """The recorder skips the walk of a function whose body equals the one walked last
-    (`capture.same_body`): on real sm_90a and sm_80 lowerings the manifest's layouts are those
-    recorded when every input is walked, and some walks were skipped."""
+    """The recorder skips the walk of a function map it walked last and of a function whose body
+    equals the one walked last (`capture.same_object`, `capture.same_body`): on real sm_90a and
+    sm_80 lowerings the manifest's layouts are those recorded when every input is walked, and
+    some walks were skipped."""
     import tilelang
     from tilelang import tvm
 
@@ -406,7 +407,8 @@ def test_a_function_rebuilt_unchanged_is_not_walked_again(tmp_path: Path, monkey
 
     monkeypatch.setattr(capture, "same_body", counted)
     skipping = lowered("skipping")
-    monkeypatch.setattr(capture, "same_body", lambda a, b: False)  # every input walked
+    for skip in ("same_body", "same_object"):  # every input walked
+        monkeypatch.setattr(capture, skip, lambda a, b: False)
     assert skipping == lowered("walking")
     print(
         f"{arch}: {len(skipping['snapshots'])} snapshots; {asked.count(True)} of {len(asked)} walks skipped"

@@ -190,6 +190,14 @@ def prim_funcs(functions: Any) -> list[tuple[str, Any]]:
     return out
 
 
+def same_object(a: Any, b: Any) -> bool:
+    """Whether two FFI objects are one (by handle; `same_as` may compare field by field)."""
+    try:
+        return a is b or bool(a.__chandle__() == b.__chandle__())
+    except Exception:
+        return False
+
+
 def same_body(a: Any, b: Any) -> bool:
     """Whether `func_layouts` of PrimFuncs `a` and `b` is the same, known without a walk: their
     bodies are one object, or equal field by field (tvm_ffi's `RecursiveEq`: block names,
@@ -199,7 +207,7 @@ def same_body(a: Any, b: Any) -> bool:
     quarter of a millisecond). False where TVM has no `RecursiveEq`."""
     try:
         x, y = a.body, b.body
-        if x is y or x.__chandle__() == y.__chandle__():
+        if same_object(x, y):
             return True
         eq = ffi_handle("ffi.RecursiveEq")
         return eq is not None and bool(eq(x, y))

@@ -227,9 +227,16 @@ class TraceSession:
         for job in jobs:
             self.submit(job)
 
-    def pass_started(self, event: PassEvent, before: Side) -> None:
-        """Tell the recorders that a pass began, with the snapshot of its input (before it is printed)."""
-        self._submit_all(self.recorders.pass_started(event, before))
+    def pass_started(self, event: PassEvent | None, before: Side) -> None:
+        """A pass began: tell the recorders (`event`; None when none hooks `pass_started`), with the
+        snapshot of its input, then print that input in callback order (`resolve`): one job."""
+        jobs = self.recorders.pass_started(event, before) if event is not None else []
+        if before.text is None:
+            jobs.append(lambda: self._resolve(before))
+        if len(jobs) == 1:
+            self.submit(jobs[0])
+        elif jobs:
+            self.submit(lambda: _run_each(jobs))
 
     def pass_finished(self, p: OpenPass) -> None:
         """Tell the recorders that pass `p` returned (first thing in its after-callback)."""
@@ -532,6 +539,15 @@ class TraceSession:
                 self.store.close()
                 self.inflight.close()  # ended in an ordinary way: no fatal note
                 fatal.unlink(self.store.run_dir)
+
+
+def _run_each(jobs: list[Callable[[], object]]) -> None:
+    """Run the jobs of one callback in order, each as the worker runs a job (session/worker.py)."""
+    for job in jobs:
+        try:
+            job()
+        except BaseException:  # a job guards itself; the next one still runs
+            pass
 
 
 def _inline_print(mod: Any) -> str | None:
