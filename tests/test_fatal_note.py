@@ -192,3 +192,38 @@ def test_notes_read_back(tmp_path):
     note.close()
     assert not (tmp_path / fatal.INFLIGHT).exists()
     assert notes.note_of(tmp_path) == f"the process died: Aborted (the stacks: {fatal.FATAL})"
+
+
+def test_the_inflight_line_a_sigkill_leaves_is_the_last_one_marked(tmp_path):
+    """After its first write the line is stored into a shared mapping of the file (no system
+    call): a process killed right after a mark leaves that line in the file, as a returned
+    pwrite did; each mark reads back at once through the file, and none made it longer."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: marks, says how far it got, and is killed
+        try:
+            os.close(r)
+            note = fatal.Inflight()
+            note.attach(tmp_path)  # no line yet: an empty file
+            ok = os.path.getsize(tmp_path / fatal.INFLIGHT) == 0
+            for i in range(1, 40):
+                note.mark("in" if i % 2 else "after", f"tl.Pass{i}", i, "pipeline_cuda")
+                ok = ok and notes.where_of(tmp_path) == {
+                    "at": "in" if i % 2 else "after",
+                    "name": f"tl.Pass{i}",
+                    "index": i,
+                    "phase": "pipeline_cuda",
+                }
+            ok = ok and note._map is not None  # the mapping, not pwrite, wrote the later lines
+            os.write(w, b"1" if ok else b"0")
+        finally:
+            os.kill(os.getpid(), signal.SIGKILL)
+    os.close(w)
+    said = os.read(r, 1)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert said == b"1"
+    data = (tmp_path / fatal.INFLIGHT).read_bytes()
+    assert data == notes.inflight_line("in", "tl.Pass39", 39, "pipeline_cuda") and len(data) == notes.WIDTH
+    assert notes.note_of(tmp_path).startswith("the process ended inside pass 39 (")

@@ -120,7 +120,7 @@ class _Observer(PassEventObserver):
     def pass_started(self, mod: Any, event: Any) -> Any:
         s = self.session
         depth, index, phase = event.depth, event.sequence, event.phase
-        if depth == 0:  # one pwrite per top-level pass (session/fatal.py)
+        if depth == 0:  # the inflight line, per top-level pass (session/fatal.py)
             s.inflight.mark("in", str(event.name), index, phase)
         if s.broken:
             return None
