@@ -414,3 +414,31 @@ def test_a_function_rebuilt_unchanged_is_not_walked_again(tmp_path: Path, monkey
         f"{arch}: {len(skipping['snapshots'])} snapshots; {asked.count(True)} of {len(asked)} walks skipped"
     )
     assert True in asked
+
+
+def test_the_block_walk_finds_the_blocks_tvm_visits(tmp_path: Path) -> None:
+    """`capture._blocks` (statements only, kinds looked up by type) finds, in every pass's
+    output of a real sm_90a lowering, exactly the blocks TVM's own `post_order_visit` meets."""
+    import tilelang
+    from tilelang import tvm
+
+    mod = load_script(tmp_path / "gemm_blocks.py", GEMM, "tl_layouts_gemm_blocks")
+    checked: list[int] = []
+
+    @tvm.instrument.pass_instrument
+    class Check:
+        def run_after_pass(self, m: Any, info: Any) -> None:
+            for _name, func in capture.prim_funcs(m.functions):
+                theirs: list[Any] = []
+                tvm.tirx.stmt_functor.post_order_visit(
+                    func.body, lambda n: theirs.append(n) if isinstance(n, tvm.tirx.SBlock) else None
+                )
+                ours = capture._blocks(func)
+                assert sorted(b.__chandle__() for b in ours) == sorted(b.__chandle__() for b in theirs)
+                checked.append(len(ours))
+
+    target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+    with target, tvm.transform.PassContext(instruments=[Check()]):
+        tilelang.lower(mod.matmul(256, 256, 256, 128, 128, 32, 3, 128), target=target)
+    print(f"{len(checked)} function outputs, {sum(checked)} blocks, at most {max(checked)} in one")
+    assert max(checked) >= 2

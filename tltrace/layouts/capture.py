@@ -149,45 +149,83 @@ def same_layout(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 def _blocks(func: Any) -> list[Any]:
     """Return the blocks of a PrimFunc, walking statements only (never expressions: a walk of
-    every node through the FFI costs 10 ms on a lowered gemm, this one a fraction of that)."""
+    every node through the FFI costs 10 ms on a lowered gemm, this one a fraction of that).
+    Each node's kind is looked up by its type (`_kind_of`), not found with `isinstance`: TVM's
+    classes have an ABC metaclass, whose check is a Python call per node."""
     from tilelang import tvm
 
     tirx = tvm.tirx
-    seq, realize, block, branch = tirx.SeqStmt, tirx.SBlockRealize, tirx.SBlock, tirx.IfThenElse
+    kinds = _KINDS
     found: list[Any] = []
     stack = [func.body]
     while stack:
         node = stack.pop()
         if node is None:
             continue
-        if isinstance(node, seq):
+        kind = kinds.get(type(node))
+        if kind is None:
+            kind = _kind_of(type(node), tirx)
+        if kind == _SEQ:
             stack.extend(reversed(array_items(node.seq)))
-        elif isinstance(node, realize):
+        elif kind == _REALIZE:
             stack.append(node.block)
-        elif isinstance(node, block):
+        elif kind == _BLOCK:
             found.append(node)
             stack.append(node.body)
             if node.init is not None:
                 stack.append(node.init)
-        elif isinstance(node, branch):
+        elif kind == _BRANCH:
             stack.append(node.else_case)
             stack.append(node.then_case)
         else:
             body = getattr(node, "body", None)  # attr, let, for, while, assert, allocate, decl_buffer
-            if isinstance(body, tirx.Stmt):
-                stack.append(body)
+            if body is not None:
+                bk = kinds.get(type(body))
+                if bk is None:
+                    bk = _kind_of(type(body), tirx)
+                if bk != _NOT_STMT:
+                    stack.append(body)
     return found
+
+
+_SEQ, _REALIZE, _BLOCK, _BRANCH, _STMT, _NOT_STMT = range(6)
+_KINDS: dict[type, int] = {}  # a node's type -> its kind in `_blocks`
+
+
+def _kind_of(t: type, tirx: Any) -> int:
+    """The kind of nodes of type `t` for `_blocks` (what `isinstance` with TVM's classes says), cached."""
+    for cls, kind in (
+        (tirx.SeqStmt, _SEQ),
+        (tirx.SBlockRealize, _REALIZE),
+        (tirx.SBlock, _BLOCK),
+        (tirx.IfThenElse, _BRANCH),
+        (tirx.Stmt, _STMT),
+    ):
+        if issubclass(t, cls):
+            break
+    else:
+        kind = _NOT_STMT
+    _KINDS[t] = kind
+    return kind
 
 
 def prim_funcs(functions: Any) -> list[tuple[str, Any]]:
     """Return (name, PrimFunc) of a module's function map (IRModule.functions, or a snapshot's)."""
     from tilelang import tvm
 
+    prim = tvm.tirx.PrimFunc
     out = []
     for gv, func in _items(functions):
-        if isinstance(func, tvm.tirx.PrimFunc):
+        t = type(func)
+        is_prim = _PRIM.get(t)
+        if is_prim is None:
+            is_prim = _PRIM[t] = issubclass(t, prim)  # isinstance, by a dict of types (see _blocks)
+        if is_prim:
             out.append((str(gv.name_hint), func))
     return out
+
+
+_PRIM: dict[type, bool] = {}
 
 
 def same_object(a: Any, b: Any) -> bool:
