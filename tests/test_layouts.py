@@ -416,6 +416,17 @@ def test_a_function_rebuilt_unchanged_is_not_walked_again(tmp_path: Path, monkey
     assert True in asked
 
 
+def _tvm_blocks(func: Any) -> list[Any]:
+    """The blocks of a PrimFunc as TVM's own `post_order_visit` meets them (every node)."""
+    from tilelang import tvm
+
+    found: list[Any] = []
+    tvm.tirx.stmt_functor.post_order_visit(
+        func.body, lambda n: found.append(n) if isinstance(n, tvm.tirx.SBlock) else None
+    )
+    return found
+
+
 def test_the_block_walk_finds_the_blocks_tvm_visits(tmp_path: Path) -> None:
     """`capture._blocks` (statements only, kinds looked up by type) finds, in every pass's
     output of a real sm_90a lowering, exactly the blocks TVM's own `post_order_visit` meets."""
@@ -429,10 +440,7 @@ def test_the_block_walk_finds_the_blocks_tvm_visits(tmp_path: Path) -> None:
     class Check:
         def run_after_pass(self, m: Any, info: Any) -> None:
             for _name, func in capture.prim_funcs(m.functions):
-                theirs: list[Any] = []
-                tvm.tirx.stmt_functor.post_order_visit(
-                    func.body, lambda n: theirs.append(n) if isinstance(n, tvm.tirx.SBlock) else None
-                )
+                theirs = _tvm_blocks(func)
                 ours = capture._blocks(func)
                 assert sorted(b.__chandle__() for b in ours) == sorted(b.__chandle__() for b in theirs)
                 checked.append(len(ours))

@@ -194,17 +194,11 @@ _KINDS: dict[type, int] = {}  # a node's type -> its kind in `_blocks`
 
 def _kind_of(t: type, tirx: Any) -> int:
     """The kind of nodes of type `t` for `_blocks` (what `isinstance` with TVM's classes says), cached."""
-    for cls, kind in (
-        (tirx.SeqStmt, _SEQ),
-        (tirx.SBlockRealize, _REALIZE),
-        (tirx.SBlock, _BLOCK),
-        (tirx.IfThenElse, _BRANCH),
-        (tirx.Stmt, _STMT),
-    ):
-        if issubclass(t, cls):
-            break
-    else:
-        kind = _NOT_STMT
+    classes = (tirx.SeqStmt, tirx.SBlockRealize, tirx.SBlock, tirx.IfThenElse, tirx.Stmt)
+    kind = next(
+        (k for k, cls in zip((_SEQ, _REALIZE, _BLOCK, _BRANCH, _STMT), classes) if issubclass(t, cls)),
+        _NOT_STMT,
+    )
     _KINDS[t] = kind
     return kind
 
