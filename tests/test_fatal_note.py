@@ -227,3 +227,32 @@ def test_the_inflight_line_a_sigkill_leaves_is_the_last_one_marked(tmp_path):
     data = (tmp_path / fatal.INFLIGHT).read_bytes()
     assert data == notes.inflight_line("in", "tl.Pass39", 39, "pipeline_cuda") and len(data) == notes.WIDTH
     assert notes.note_of(tmp_path).startswith("the process ended inside pass 39 (")
+
+
+def test_a_run_directory_holds_its_manifest_before_the_notes(tmp_path, monkeypatch):
+    """The first manifest is written before `inflight` and `fatal.txt` go into the run directory: a
+    kill in between leaves an empty directory (read as killed as it began), never the notes
+    without a manifest (read as damaged: tests/test_kill_autotune.py saw it when the worker lagged)."""
+    import tltrace
+    from tltrace.session.store import RunStore
+
+    from ._kernels import compile_add
+
+    seen: list[list[str]] = []
+    real = RunStore.write_manifest
+
+    def first(self, manifest):
+        if not seen:
+            seen.append(sorted(os.listdir(self.run_dir)))
+        return real(self, manifest)
+
+    monkeypatch.setattr(RunStore, "write_manifest", first)
+    tltrace.enable(mode="terminal", trace_dir=tmp_path / "trace", quiet=True)
+    try:
+        compile_add()
+    finally:
+        tltrace.disable()
+    (run,) = sorted((tmp_path / "trace").glob("*/.run_records/run_*"))
+    print(f"the run directory before its first manifest: {seen[0]}")
+    assert seen and not {fatal.INFLIGHT, fatal.FATAL} & set(seen[0])
+    assert runs.load_manifest(run).status == "complete"

@@ -438,11 +438,13 @@ class TraceSession:
                 self.warn(problem)  # a damaged script registry: said, never guessed
             store.open()
             liveness.hold(store.records_root, self.settings.invocation)  # dropped at the invocation's end
-            self.inflight.attach(store.run_dir)  # where a fatal signal found the compile
-            fatal.link(store.run_dir)  # and the stacks faulthandler writes then
             self.store = store
             header = self._header()
+            # The manifest first: a kill before it leaves an empty directory (read as a compile
+            # killed as it began), never the notes below without a manifest.
             store.write_manifest(header)
+            self.inflight.attach(store.run_dir)  # where a fatal signal found the compile
+            fatal.link(store.run_dir)  # and the stacks faulthandler writes then
             self._emit_now(RunStarted(header, store.run_dir, store.script_dir))
             # The recorders write what they kept (repro/: what a rerun needs), then their fields.
             self.recorders.attach(store)
