@@ -157,6 +157,46 @@ def test_a_fork_waits_for_the_workers_so_the_child_finds_no_lock_held() -> None:
     assert os.WEXITSTATUS(status) == 0
 
 
+def test_a_worker_made_before_a_fork_runs_the_childs_jobs_on_a_thread_of_the_child() -> None:
+    """A submit compares the pid (no thread probe per job): in a forked child the same Worker
+    starts a thread of its own, and the child's jobs run there."""
+    w = Worker()
+    w.submit(lambda: None)
+    assert w.drain(timeout=10)
+    r, wr = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's thread is not here
+        try:
+            ran: list[int] = []
+            w.submit(lambda: ran.append(threading.get_native_id()))
+            ok = w.drain(timeout=10) and ran and ran[0] != threading.get_native_id()
+            os.write(wr, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(wr)
+    _, status = os.waitpid(pid, 0)
+    assert os.read(r, 1) == b"1"
+    os.close(r)
+
+
+def test_jobs_queued_for_a_worker_whose_thread_is_gone_run_when_a_caller_waits() -> None:
+    """A worker's thread never dies of a job; were it gone, `drain` and a full queue start it again
+    rather than leave the jobs (and a waiting compile) stranded."""
+    gone = threading.Thread(target=lambda: None)
+    gone.start()
+    gone.join()
+    ran: list[int] = []
+    w = Worker(max_jobs=2)
+    w._thread = gone  # as if the worker's thread had ended (and no other thread of it runs)
+    w.submit(lambda: ran.append(-1))  # queued: a submit no longer probes the thread
+    assert ran == [] and w.drain(timeout=10) and ran == [-1]
+    w = Worker(max_jobs=2)
+    w._thread = gone
+    for i in range(4):  # past the bound: the submit waiting for room starts the thread again
+        w.submit(lambda i=i: ran.append(i))
+    assert w.drain(timeout=10) and ran == [-1, 0, 1, 2, 3]
+
+
 def test_the_worker_runs_at_a_lower_priority() -> None:
     w = Worker()
     tid: list[int] = []

@@ -192,3 +192,67 @@ def test_notes_read_back(tmp_path):
     note.close()
     assert not (tmp_path / fatal.INFLIGHT).exists()
     assert notes.note_of(tmp_path) == f"the process died: Aborted (the stacks: {fatal.FATAL})"
+
+
+def test_the_inflight_line_a_sigkill_leaves_is_the_last_one_marked(tmp_path):
+    """After its first write the line is stored into a shared mapping of the file (no system
+    call): a process killed right after a mark leaves that line in the file, as a returned
+    pwrite did; each mark reads back at once through the file, and none made it longer."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: marks, says how far it got, and is killed
+        try:
+            os.close(r)
+            note = fatal.Inflight()
+            note.attach(tmp_path)  # no line yet: an empty file
+            ok = os.path.getsize(tmp_path / fatal.INFLIGHT) == 0
+            for i in range(1, 40):
+                note.mark("in" if i % 2 else "after", f"tl.Pass{i}", i, "pipeline_cuda")
+                ok = ok and notes.where_of(tmp_path) == {
+                    "at": "in" if i % 2 else "after",
+                    "name": f"tl.Pass{i}",
+                    "index": i,
+                    "phase": "pipeline_cuda",
+                }
+            ok = ok and note._map is not None  # the mapping, not pwrite, wrote the later lines
+            os.write(w, b"1" if ok else b"0")
+        finally:
+            os.kill(os.getpid(), signal.SIGKILL)
+    os.close(w)
+    said = os.read(r, 1)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert said == b"1"
+    data = (tmp_path / fatal.INFLIGHT).read_bytes()
+    assert data == notes.inflight_line("in", "tl.Pass39", 39, "pipeline_cuda") and len(data) == notes.WIDTH
+    assert notes.note_of(tmp_path).startswith("the process ended inside pass 39 (")
+
+
+def test_a_run_directory_holds_its_manifest_before_the_notes(tmp_path, monkeypatch):
+    """The first manifest is written before `inflight` and `fatal.txt` go into the run directory: a
+    kill in between leaves an empty directory (read as killed as it began), never the notes
+    without a manifest (read as damaged: tests/test_kill_autotune.py saw it when the worker lagged)."""
+    import tltrace
+    from tltrace.session.store import RunStore
+
+    from ._kernels import compile_add
+
+    seen: list[list[str]] = []
+    real = RunStore.write_manifest
+
+    def first(self, manifest):
+        if not seen:
+            seen.append(sorted(os.listdir(self.run_dir)))
+        return real(self, manifest)
+
+    monkeypatch.setattr(RunStore, "write_manifest", first)
+    tltrace.enable(mode="terminal", trace_dir=tmp_path / "trace", quiet=True)
+    try:
+        compile_add()
+    finally:
+        tltrace.disable()
+    (run,) = sorted((tmp_path / "trace").glob("*/.run_records/run_*"))
+    print(f"the run directory before its first manifest: {seen[0]}")
+    assert seen and not {fatal.INFLIGHT, fatal.FATAL} & set(seen[0])
+    assert runs.load_manifest(run).status == "complete"

@@ -373,3 +373,80 @@ def test_replicated_fragments_agree_with_tilelang(tmp_path: Path) -> None:
             assert got["logical_thread"] == want, (e["buffer"], idx)
             assert got["thread"] == [t + first for t in want], (e["buffer"], idx)
             assert len(set(want)) == len(want)  # replicas are distinct threads
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_a_function_rebuilt_unchanged_is_not_walked_again(tmp_path: Path, monkeypatch, arch: str) -> None:
+    """The recorder skips the walk of a function map it walked last and of a function whose body
+    equals the one walked last (`capture.same_object`, `capture.same_body`): on real sm_90a and
+    sm_80 lowerings the manifest's layouts are those recorded when every input is walked, and
+    some walks were skipped."""
+    import tilelang
+    from tilelang import tvm
+
+    mod = load_script(tmp_path / "gemm_skip.py", GEMM, "tl_layouts_gemm_skip")
+    real = capture.same_body
+    asked: list[bool] = []
+
+    def counted(a: Any, b: Any) -> bool:
+        asked.append(real(a, b))
+        return asked[-1]
+
+    def lowered(sub: str) -> dict[str, Any]:
+        target = tvm.target.Target({"kind": "cuda", "arch": arch})
+        tltrace.enable(mode="terminal", trace_dir=tmp_path / sub, quiet=True)
+        try:
+            with target:
+                tilelang.lower(mod.matmul(256, 256, 256, 128, 128, 32, 3, 128), target=target)
+        finally:
+            tltrace.disable()
+        (run_dir,) = sorted((tmp_path / sub).glob("*/.run_records/run_*"))
+        layouts = tltrace.load(run_dir).compiles[-1].manifest.layouts
+        assert layouts and layouts["snapshots"], sub
+        return layouts
+
+    monkeypatch.setattr(capture, "same_body", counted)
+    skipping = lowered("skipping")
+    for skip in ("same_body", "same_object"):  # every input walked
+        monkeypatch.setattr(capture, skip, lambda a, b: False)
+    assert skipping == lowered("walking")
+    print(
+        f"{arch}: {len(skipping['snapshots'])} snapshots; {asked.count(True)} of {len(asked)} walks skipped"
+    )
+    assert True in asked
+
+
+def _tvm_blocks(func: Any) -> list[Any]:
+    """The blocks of a PrimFunc as TVM's own `post_order_visit` meets them (every node)."""
+    from tilelang import tvm
+
+    found: list[Any] = []
+    tvm.tirx.stmt_functor.post_order_visit(
+        func.body, lambda n: found.append(n) if isinstance(n, tvm.tirx.SBlock) else None
+    )
+    return found
+
+
+def test_the_block_walk_finds_the_blocks_tvm_visits(tmp_path: Path) -> None:
+    """`capture._blocks` (statements only, kinds looked up by type) finds, in every pass's
+    output of a real sm_90a lowering, exactly the blocks TVM's own `post_order_visit` meets."""
+    import tilelang
+    from tilelang import tvm
+
+    mod = load_script(tmp_path / "gemm_blocks.py", GEMM, "tl_layouts_gemm_blocks")
+    checked: list[int] = []
+
+    @tvm.instrument.pass_instrument
+    class Check:
+        def run_after_pass(self, m: Any, info: Any) -> None:
+            for _name, func in capture.prim_funcs(m.functions):
+                theirs = _tvm_blocks(func)
+                ours = capture._blocks(func)
+                assert sorted(b.__chandle__() for b in ours) == sorted(b.__chandle__() for b in theirs)
+                checked.append(len(ours))
+
+    target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+    with target, tvm.transform.PassContext(instruments=[Check()]):
+        tilelang.lower(mod.matmul(256, 256, 256, 128, 128, 32, 3, 128), target=target)
+    print(f"{len(checked)} function outputs, {sum(checked)} blocks, at most {max(checked)} in one")
+    assert max(checked) >= 2

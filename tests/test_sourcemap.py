@@ -402,18 +402,34 @@ HOPPER = HOPPER_GEMM
 
 
 def test_the_stamped_copy_is_tvms_json_copy(tmp_path):
-    """The codegen map stamps a copy made through TVM's JSON graph without the Python re-indent:
-    the same graph as `tvm.ir.load_json(tvm.ir.save_json(mod))`, none of the module's own objects."""
+    """The codegen map stamps a copy made through TVM's JSON graph, kept as an object (or, where
+    TVM has no graph functions, its text without the Python re-indent): the same graph as
+    `tvm.ir.load_json(tvm.ir.save_json(mod))`, none of the module's own objects, so stamping it
+    leaves the module's spans as they were."""
     import tilelang
+    import tvm_ffi
 
     tvm = tilelang.tvm
     mod = tvm.IRModule({"main": _load(tmp_path / "k.py", KERNEL).make()})
-    copy = sm._json_copy(mod)
-    assert tvm.ir.save_json(copy) == tvm.ir.save_json(tvm.ir.load_json(tvm.ir.save_json(mod)))
-    assert str(copy) == str(mod) and not copy.same_as(mod)
-    (theirs,) = [f for _, f in copy.functions_items()]
-    (ours,) = [f for _, f in mod.functions_items()]
-    assert not theirs.body.same_as(ours.body)
+    saved = tvm.ir.save_json(mod)
+    real = tvm_ffi.get_global_func
+    copies = [sm._json_copy(mod)]
+    with pytest.MonkeyPatch.context() as mp:  # a TVM without ffi.ToJSONGraph/FromJSONGraph
+        mp.setattr(
+            tvm_ffi,
+            "get_global_func",
+            lambda name, *a, **k: None if "JSONGraph" in name else real(name, *a, **k),
+        )
+        copies.append(sm._json_copy(mod))
+    for copy in copies:
+        assert tvm.ir.save_json(copy) == tvm.ir.save_json(tvm.ir.load_json(saved))
+        assert str(copy) == str(mod) and not copy.same_as(mod)
+        (theirs,) = [f for _, f in copy.functions_items()]
+        (ours,) = [f for _, f in mod.functions_items()]
+        assert not theirs.body.same_as(ours.body)
+        assert sm._stmt_origins(copy)  # every statement of the copy stamped ...
+        assert tvm.ir.save_json(copy) != saved
+    assert tvm.ir.save_json(mod) == saved  # ... and none of the module's
 
 
 def test_stamping_walk_with_gil_keeping_handles_matches_the_wrappers(tmp_path, monkeypatch):
@@ -483,8 +499,9 @@ def test_sm90a_cuda_codegen_mapped_per_statement(tmp_path):
 def test_a_maps_json_line_is_made_once_and_is_the_json_of_its_fields() -> None:
     """sourcemap.jsonl's map lines come from the map's JSON made once (format/sourcemap.py):
     byte for byte what json.dumps of the line's fields gives, non-ASCII names and every field
-    included; the cached JSON and digest are not part of the map's equality."""
-    from tltrace.format.sourcemap import LineMap, map_line, map_line_text
+    included; the cached JSON and digest are not part of the map's equality. Its record lines
+    too are json.dumps's bytes."""
+    from tltrace.format.sourcemap import LineMap, map_line, map_line_text, rec_line, rec_line_text
 
     maps = [
         LineMap(("k.py",), ((0, 3), None, 0)),
@@ -497,3 +514,6 @@ def test_a_maps_json_line_is_made_once_and_is_the_json_of_its_fields() -> None:
         twin = LineMap(lm.files, lm.lines, lm.inferred, dict(lm.via))
         assert twin == lm and hash(twin) == hash(lm) and twin.digest() == lm.digest()
         assert json.loads(map_line_text("h1", lm))["h"] == "h1"
+    for index, before, after in ((0, "ab12", None), (7, None, "cd"), (12, "ab", "ab"), (3, None, None)):
+        expected = json.dumps(rec_line(index, before, after), separators=(",", ":")) + "\n"
+        assert rec_line_text(index, before, after) == expected

@@ -48,6 +48,7 @@ __all__ = [
     "map_line_text",
     "read_source",
     "rec_line",
+    "rec_line_text",
     "src_line",
     "working_map",
     "working_map_path",
@@ -162,7 +163,14 @@ class LineMap:
         """`to_json()` as compact JSON, made once per map."""
         t = self.__dict__.get("_json")
         if t is None:
-            t = json.dumps(self.to_json(), separators=(",", ":"))
+            # `to_json()` with its tuples left as they are (JSON writes a tuple as a list): the same
+            # text without a list made per line first.
+            out: dict[str, Any] = {"files": self.files, "lines": self.lines}
+            if self.inferred:
+                out["inferred"] = sorted(self.inferred)
+            if self.via:
+                out["via"] = [(i, f, n) for i, (f, n) in sorted(self.via.items())]
+            t = json.dumps(out, separators=(",", ":"))
             object.__setattr__(self, "_json", t)
         return t
 
@@ -189,6 +197,15 @@ def map_line_text(digest: str, lmap: LineMap) -> str:
 def rec_line(index: int, before: str | None, after: str | None) -> dict[str, Any]:
     """Return the line that says which maps (by digest) record `index`'s two sides have."""
     return {"t": "rec", "index": index, "before": before, "after": after}
+
+
+def rec_line_text(index: int, before: str | None, after: str | None) -> str:
+    """`rec_line(index, before, after)` as the compact JSON line (newline included) `sourcemap.jsonl` holds."""
+
+    def digest(h: str | None) -> str:
+        return "null" if h is None else json.dumps(h)
+
+    return f'{{"t":"rec","index":{int(index)},"before":{digest(before)},"after":{digest(after)}}}\n'
 
 
 def calls_line(roots: tuple[str, ...]) -> dict[str, Any]:

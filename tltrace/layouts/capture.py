@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..session.native import array_items
+from ..session.native import array_items, ffi_handle
 from ..session.native import map_pairs as _items  # walked with handles that keep the GIL
 
 
@@ -149,45 +149,102 @@ def same_layout(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 def _blocks(func: Any) -> list[Any]:
     """Return the blocks of a PrimFunc, walking statements only (never expressions: a walk of
-    every node through the FFI costs 10 ms on a lowered gemm, this one a fraction of that)."""
+    every node through the FFI costs 10 ms on a lowered gemm, this one a fraction of that).
+    Each node's kind is looked up by its type (`_kind_of`), not found with `isinstance`: TVM's
+    classes have an ABC metaclass, whose check is a Python call per node."""
     from tilelang import tvm
 
     tirx = tvm.tirx
-    seq, realize, block, branch = tirx.SeqStmt, tirx.SBlockRealize, tirx.SBlock, tirx.IfThenElse
+    kinds = _KINDS
     found: list[Any] = []
     stack = [func.body]
     while stack:
         node = stack.pop()
         if node is None:
             continue
-        if isinstance(node, seq):
+        kind = kinds.get(type(node))
+        if kind is None:
+            kind = _kind_of(type(node), tirx)
+        if kind == _SEQ:
             stack.extend(reversed(array_items(node.seq)))
-        elif isinstance(node, realize):
+        elif kind == _REALIZE:
             stack.append(node.block)
-        elif isinstance(node, block):
+        elif kind == _BLOCK:
             found.append(node)
             stack.append(node.body)
             if node.init is not None:
                 stack.append(node.init)
-        elif isinstance(node, branch):
+        elif kind == _BRANCH:
             stack.append(node.else_case)
             stack.append(node.then_case)
         else:
             body = getattr(node, "body", None)  # attr, let, for, while, assert, allocate, decl_buffer
-            if isinstance(body, tirx.Stmt):
-                stack.append(body)
+            if body is not None:
+                bk = kinds.get(type(body))
+                if bk is None:
+                    bk = _kind_of(type(body), tirx)
+                if bk != _NOT_STMT:
+                    stack.append(body)
     return found
+
+
+_SEQ, _REALIZE, _BLOCK, _BRANCH, _STMT, _NOT_STMT = range(6)
+_KINDS: dict[type, int] = {}  # a node's type -> its kind in `_blocks`
+
+
+def _kind_of(t: type, tirx: Any) -> int:
+    """The kind of nodes of type `t` for `_blocks` (what `isinstance` with TVM's classes says), cached."""
+    classes = (tirx.SeqStmt, tirx.SBlockRealize, tirx.SBlock, tirx.IfThenElse, tirx.Stmt)
+    kind = next(
+        (k for k, cls in zip((_SEQ, _REALIZE, _BLOCK, _BRANCH, _STMT), classes) if issubclass(t, cls)),
+        _NOT_STMT,
+    )
+    _KINDS[t] = kind
+    return kind
 
 
 def prim_funcs(functions: Any) -> list[tuple[str, Any]]:
     """Return (name, PrimFunc) of a module's function map (IRModule.functions, or a snapshot's)."""
     from tilelang import tvm
 
+    prim = tvm.tirx.PrimFunc
     out = []
     for gv, func in _items(functions):
-        if isinstance(func, tvm.tirx.PrimFunc):
+        t = type(func)
+        is_prim = _PRIM.get(t)
+        if is_prim is None:
+            is_prim = _PRIM[t] = issubclass(t, prim)  # isinstance, by a dict of types (see _blocks)
+        if is_prim:
             out.append((str(gv.name_hint), func))
     return out
+
+
+_PRIM: dict[type, bool] = {}
+
+
+def same_object(a: Any, b: Any) -> bool:
+    """Whether two FFI objects are one (by handle; `same_as` may compare field by field)."""
+    try:
+        return a is b or bool(a.__chandle__() == b.__chandle__())
+    except Exception:
+        return False
+
+
+def same_body(a: Any, b: Any) -> bool:
+    """Whether `func_layouts` of PrimFuncs `a` and `b` is the same, known without a walk: their
+    bodies are one object, or equal field by field (tvm_ffi's `RecursiveEq`: block names,
+    buffers, annotations, the layouts' own fields, every variable's name; the walk reads only
+    the body). A pass that rebuilds a function and changes nothing makes such a twin; the
+    comparison stops at the first shared subtree or difference (microseconds, a walk a
+    quarter of a millisecond). False where TVM has no `RecursiveEq`."""
+    try:
+        x, y = a.body, b.body
+        if same_object(x, y):
+            return True
+        eq = ffi_handle("ffi.RecursiveEq")
+        return eq is not None and bool(eq(x, y))
+    except Exception:
+        return False
 
 
 def func_layouts(

@@ -5,8 +5,8 @@ layouts is read off the IR, never off pass names: every pass's input snapshot is
 on the printing worker (the compiling thread only hands over the snapshot it already took),
 and when the blocks' `layout_map` annotations differ from the last ones seen, the pass that
 produced that input (the record stored just before) is the one that fixed or changed them.
-Functions that a pass left alone are the same objects (copy-on-write, session/snapshot.py)
-and are not walked again. When a pass fails, its input's fragment and shared buffers and
+A function whose body is the one walked last, or equal to it field by field (a pass that
+rebuilt it and changed nothing: `capture.same_body`), is not walked again. When a pass fails, its input's fragment and shared buffers and
 whatever layouts were already fixed are kept with the failed record, and the buffers the
 error names are marked (docs/layouts.md).
 
@@ -44,6 +44,7 @@ class LayoutsRecorder(Recorder):
         self._marked = True  # whether the last top-level record's output text shows a layout_map
         self._errors: dict[int, str] = {}  # failed records' errors, by index
         self._cache: dict[str, tuple[Any, dict[str, Any]]] = {}  # func name -> (func, its layouts)
+        self._walked: tuple[Any, list[dict[str, Any]]] | None = None  # (function map, _funcs of it) last
 
     # compiling thread: references only
     def input(self, snapshot: Side) -> Job | None:
@@ -61,16 +62,20 @@ class LayoutsRecorder(Recorder):
 
     # worker
     def _funcs(self, functions: Any) -> list[dict[str, Any]]:
+        last = self._walked
+        if last is not None and capture.same_object(last[0], functions):
+            return last[1]  # the function map walked last (a pass that changed nothing returns it)
         out = []
         for name, func in capture.prim_funcs(functions):
             hit = self._cache.get(name)
-            if hit is not None and hit[0].same_as(func):
+            if hit is not None and capture.same_body(hit[0], func):
                 f = hit[1]
             else:
                 f = capture.func_layouts(name, func, seen=self._seen)
-                self._cache[name] = (func, f)
+            self._cache[name] = (func, f)  # the newest: it shares the most with the next one
             if f["layouts"]:
                 out.append(f)
+        self._walked = (functions, out)
         return out
 
     def _look(self, before: Side) -> None:
@@ -120,6 +125,8 @@ class LayoutsRecorder(Recorder):
 
 def _same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
     """Whether two inputs' layouts are the same layouts (their buffers' shapes and scopes aside)."""
+    if len(a) == len(b) and all(x is y for x, y in zip(a, b)):
+        return True  # the very entries (functions not walked again)
     if [f["func"] for f in a] != [f["func"] for f in b]:
         return False
     for fa, fb in zip(a, b):

@@ -227,9 +227,16 @@ class TraceSession:
         for job in jobs:
             self.submit(job)
 
-    def pass_started(self, event: PassEvent, before: Side) -> None:
-        """Tell the recorders that a pass began, with the snapshot of its input (before it is printed)."""
-        self._submit_all(self.recorders.pass_started(event, before))
+    def pass_started(self, event: PassEvent | None, before: Side) -> None:
+        """A pass began: tell the recorders (`event`; None when none hooks `pass_started`), with the
+        snapshot of its input, then print that input in callback order (`resolve`): one job."""
+        jobs = self.recorders.pass_started(event, before) if event is not None else []
+        if before.text is None:
+            jobs.append(lambda: self._resolve(before))
+        if len(jobs) == 1:
+            self.submit(jobs[0])
+        elif jobs:
+            self.submit(lambda: _run_each(jobs))
 
     def pass_finished(self, p: OpenPass) -> None:
         """Tell the recorders that pass `p` returned (first thing in its after-callback)."""
@@ -429,11 +436,13 @@ class TraceSession:
                 self.warn(problem)  # a damaged script registry: said, never guessed
             store.open()
             liveness.hold(store.records_root, self.settings.invocation)  # dropped at the invocation's end
-            self.inflight.attach(store.run_dir)  # where a fatal signal found the compile
-            fatal.link(store.run_dir)  # and the stacks faulthandler writes then
             self.store = store
             header = self._header()
+            # The manifest first: a kill before it leaves an empty directory (read as a compile
+            # killed as it began), never the notes below without a manifest.
             store.write_manifest(header)
+            self.inflight.attach(store.run_dir)  # where a fatal signal found the compile
+            fatal.link(store.run_dir)  # and the stacks faulthandler writes then
             self._emit_now(RunStarted(header, store.run_dir, store.script_dir))
             # The recorders write what they kept (repro/: what a rerun needs), then their fields:
             # the manifest again only when they gave any (the header is rebuilt only on a change).
@@ -533,6 +542,15 @@ class TraceSession:
                 self.store.close()
                 self.inflight.close()  # ended in an ordinary way: no fatal note
                 fatal.unlink(self.store.run_dir)
+
+
+def _run_each(jobs: list[Callable[[], object]]) -> None:
+    """Run the jobs of one callback in order, each as the worker runs a job (session/worker.py)."""
+    for job in jobs:
+        try:
+            job()
+        except BaseException:  # a job guards itself; the next one still runs
+            pass
 
 
 def _inline_print(mod: Any) -> str | None:

@@ -4,10 +4,13 @@ A compiler that segfaults inside a pass kills the process; the records written s
 stay (`--sync` writes each at once). Two small files in the run directory say the rest,
 and both are removed when the compile ends in any ordinary way:
 
-* `inflight`: one fixed-width JSON line, rewritten in place (`os.pwrite`, one system
-  call) by the compiling thread before and after each top-level pass and codegen call:
+* `inflight`: one fixed-width JSON line, rewritten in place by the compiling thread
+  before and after each top-level pass and codegen call:
   `{"at": "in", "index": 12, "name": "tl.LowerTileOp", "phase": "pipeline_c"}`. The
-  kernel keeps what a returned `pwrite` wrote, whatever kills the process after it.
+  first line is one `os.pwrite`; then the file is mapped (`mmap`, shared) and each line
+  is a copy into the mapping, no system call: the mapping is the file's page in the
+  kernel's cache, which keeps what was stored in it whatever kills the process (as it
+  keeps what a returned `pwrite` wrote). Where the file cannot be mapped: `pwrite` each time.
 * `fatal.txt`: where Python's `faulthandler` writes the stacks of every thread on
   SIGSEGV, SIGFPE, SIGABRT, SIGBUS or SIGILL. One file per process, hard-linked into
   each open run (faulthandler writes to one file); tltrace turns faulthandler on only
@@ -25,12 +28,13 @@ from __future__ import annotations
 
 import atexit
 import faulthandler
+import mmap
 import os
 import threading
 from pathlib import Path
 from typing import Any
 
-from ..format.notes import FATAL, FATAL_HEAD, INFLIGHT, inflight_line
+from ..format.notes import FATAL, FATAL_HEAD, INFLIGHT, WIDTH, inflight_line
 
 
 class Inflight:
@@ -41,6 +45,7 @@ class Inflight:
         self._fd: int | None = None
         self._path: Path | None = None
         self._line = b""
+        self._map: mmap.mmap | None = None  # the file's line, mapped once written (module docstring)
 
     def mark(self, at: str, name: str, index: int | None = None, phase: str | None = None) -> None:
         """Say where the compile is ("in" or "after" a pass); never raises."""
@@ -48,8 +53,11 @@ class Inflight:
             line = inflight_line(at, name, index, phase)
             with self._lock:
                 self._line = line
-                if self._fd is not None:
+                if self._map is not None:
+                    self._map[:] = line  # WIDTH bytes onto the file's WIDTH bytes
+                elif self._fd is not None:
                     os.pwrite(self._fd, line, 0)
+                    self._map = _mapped(self._fd)
         except Exception:
             pass
 
@@ -65,6 +73,7 @@ class Inflight:
             try:
                 if self._line:
                     os.pwrite(fd, self._line, 0)
+                    self._map = _mapped(fd)
             except OSError:
                 pass
 
@@ -72,6 +81,12 @@ class Inflight:
         """The compile ended: remove the file."""
         with self._lock:
             fd, path, self._fd, self._path = self._fd, self._path, None, None
+            mapped, self._map = self._map, None
+        if mapped is not None:
+            try:
+                mapped.close()
+            except (OSError, ValueError):
+                pass
         if fd is not None:
             try:
                 os.close(fd)
@@ -82,6 +97,17 @@ class Inflight:
                 os.unlink(path)
             except OSError:
                 pass
+
+
+def _mapped(fd: int) -> mmap.mmap | None:
+    """The first WIDTH bytes of the `inflight` file `fd` (a line was written there) as a shared
+    mapping, or None (the file is shorter, or cannot be mapped: `pwrite` goes on)."""
+    try:
+        if os.fstat(fd).st_size != WIDTH:
+            return None
+        return mmap.mmap(fd, WIDTH, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 # -- the process's faulthandler file ------------------------------------------------------------

@@ -119,29 +119,21 @@ class _Observer(PassEventObserver):
 
     def pass_started(self, mod: Any, event: Any) -> Any:
         s = self.session
-        if event.depth == 0:  # one pwrite per top-level pass (session/fatal.py)
-            s.inflight.mark("in", str(event.name), event.sequence, event.phase)
+        depth, index, phase = event.depth, event.sequence, event.phase
+        if depth == 0:  # the inflight line, per top-level pass (session/fatal.py)
+            s.inflight.mark("in", str(event.name), index, phase)
         if s.broken:
             return None
         try:
             name = str(event.name)
             if name == "pass_fn":
                 name = anonymous_pass_name(name)
+            parent = event.parent_sequence
             before = s.capture(mod)
-            if s.recorders.hooked("pass_started"):
-                s.pass_started(
-                    PassEvent(event.sequence, name, event.phase, event.depth, event.parent_sequence), before
-                )
-            s.resolve(before)
-            return OpenPass(
-                name,
-                event.sequence,
-                event.depth,
-                event.parent_sequence,
-                event.phase,
-                time.perf_counter(),
-                before,
-            )
+            # The recorders' jobs and the input's print: one hand-off to the worker.
+            hooked = s.recorders.hooked("pass_started")
+            s.pass_started(PassEvent(index, name, phase, depth, parent) if hooked else None, before)
+            return OpenPass(name, index, depth, parent, phase, time.perf_counter(), before)
         except Exception as exc:
             s._guard(f"capturing the IR before {event.name}", exc)
             return None

@@ -41,6 +41,8 @@ from collections.abc import Callable
 
 from ..config import QUEUE_DEFAULT, WORKERS_DEFAULT
 
+_getpid = os.getpid
+
 # Pass callbacks waiting to be printed; each holds the fields of one module (Settings.queue,
 # TLTRACE_QUEUE): a worker's bound is that of the last compile to use it.
 MAX_JOBS = QUEUE_DEFAULT
@@ -78,9 +80,15 @@ class Worker:
         return len(self._jobs)
 
     def submit(self, job: Job | threading.Event) -> None:
-        """Queue `job`; waits while the queue is full."""
+        """Queue `job`; waits while the queue is full.
+
+        The thread is started by the first submit, and again in a forked child (threads do not
+        survive a fork): a pid compare per job, not `Thread.is_alive()` (a lock probe, on the
+        compiling thread, three times a pass). A thread that died otherwise (a worker never
+        does: it catches every job's exception) is started again where a caller waits on it:
+        a full queue and `drain`."""
         t = self._thread
-        if t is None or not t.is_alive():
+        if t is None or self._pid != _getpid():
             t = self._ensure_thread()
         if self.max_jobs and len(self._jobs) >= self.max_jobs and threading.current_thread() is not t:
             self._wait_for_room()
@@ -97,6 +105,9 @@ class Worker:
             self._waiting += 1
             try:
                 while len(self._jobs) >= self.max_jobs:
+                    t = self._thread
+                    if t is None or not t.is_alive():
+                        self._ensure_thread()
                     self._room.wait(0.5)  # the worker signals; the timeout is only a safety net
             finally:
                 self._waiting -= 1
@@ -104,7 +115,9 @@ class Worker:
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every job submitted before this call has run; return False on timeout."""
         if self._thread is None or not self._thread.is_alive():
-            return True
+            if not self._jobs:
+                return True
+            self._ensure_thread()  # jobs queued for a thread that is gone: run them first
         if threading.current_thread() is self._thread:
             return True  # a job that drains (a listener ending the invocation): its jobs come next
         done = threading.Event()
@@ -118,6 +131,7 @@ class Worker:
                 t = threading.Thread(target=self._run, name="tltrace-capture", daemon=True)
                 t.start()
                 self._thread = t
+            self._pid = os.getpid()
             return t
 
     def _run(self) -> None:

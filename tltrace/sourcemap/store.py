@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..format.layout import SOURCEMAP_LOG, text_hash
 from ..format.sourcemap import (
@@ -18,7 +18,7 @@ from ..format.sourcemap import (
     is_working_map,
     map_line_text,
     read_source,
-    rec_line,
+    rec_line_text,
     src_line,
     working_map,
     working_map_path,
@@ -43,7 +43,8 @@ class MapLog:
         self._store = store
         # Maps stored without their call sites (the reader adds them): said first, with TileLang's roots.
         self._calls = library_roots
-        self._fh: IO[str] | None = None
+        self._fd: int | None = None
+        self._lines: list[str] = []  # a record's lines, written together (`_flush`)
         self._maps: set[str] = set()
         self._files: set[str] = set()
         self._recent: list[tuple[LineMap, str]] = []  # the last maps digested (the same object: no digest)
@@ -53,14 +54,23 @@ class MapLog:
         self._write_line(json.dumps(obj, separators=(",", ":")) + "\n")
 
     def _write_line(self, line: str) -> None:
-        if self._fh is None:
-            self._fh = open(self.path, "a", encoding="utf-8", errors="surrogateescape")
+        if self._fd is None:
+            # As open(path, "a") opens it; no text-file object: a record's lines are one write.
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o666)
             if self._calls is not None:
-                head = json.dumps(calls_line(self._calls), separators=(",", ":")) + "\n"
-                self._fh.write(head)
-                self.bytes_written += len(head.encode("utf-8", "surrogateescape"))
-        self._fh.write(line)
-        self.bytes_written += len(line.encode("utf-8", "surrogateescape"))
+                self._lines.append(json.dumps(calls_line(self._calls), separators=(",", ":")) + "\n")
+        self._lines.append(line)
+
+    def _flush(self) -> None:
+        """Write the lines made so far with one `os.write` (a kill cuts at most the last line)."""
+        if self._fd is None or not self._lines:
+            return
+        data = "".join(self._lines).encode("utf-8", "surrogateescape")
+        self._lines.clear()
+        self.bytes_written += len(data)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
 
     def _map(self, lmap: LineMap | None) -> str | None:
         if lmap is None:
@@ -91,16 +101,16 @@ class MapLog:
     def record(self, index: int, before: LineMap | None, after: LineMap | None) -> None:
         if before is None and after is None:
             return
-        self._write(rec_line(index, self._map(before), self._map(after)))
-        if self._fh is not None:
-            self._fh.flush()
+        self._write_line(rec_line_text(index, self._map(before), self._map(after)))
+        self._flush()
 
     def close(self) -> None:
-        if self._fh is not None:
+        if self._fd is not None:
             try:
-                self._fh.close()
+                self._flush()
             finally:
-                self._fh = None
+                fd, self._fd = self._fd, None
+                os.close(fd)
 
 
 def write_working_map(working_file: str | os.PathLike, lmap: LineMap, text: str) -> Path | None:
