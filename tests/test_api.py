@@ -325,3 +325,24 @@ def test_unreadable_codegen_source_is_said() -> None:
     assert (
         len(heard) == 1 and "could not read the generated source" in heard[0] and "no source here" in heard[0]
     )
+
+
+def test_a_finished_compile_keeps_no_session_alive(tl, make_add, tmp_path: Path) -> None:
+    """TVM keeps each PassInstrument it was given (a cycle through C++ that Python's collector
+    cannot see); a compile's records and IR must not stay with it once the compile has ended.
+    Oracle: Python's own collector, asked which TraceSession objects are still alive."""
+    import gc
+
+    from tltrace.session.capture import TraceSession
+
+    tilelang, _, _ = tl
+    gc.collect()
+    before = {id(o) for o in gc.get_objects() if isinstance(o, TraceSession)}  # other tests' own
+    tltrace.enable(mode="terminal", trace_dir=tmp_path / "traces")
+    for block in (128, 64, 32):
+        tilelang.compile(make_add(256, block), **CPU)
+    assert tltrace.flush()
+    tltrace.disable()
+    gc.collect()
+    alive = [o for o in gc.get_objects() if isinstance(o, TraceSession) and id(o) not in before]
+    assert alive == [], f"{len(alive)} compile sessions kept after their compiles ended"

@@ -45,6 +45,11 @@ class TltraceTool(PassInstrumentationTool):
 
     def __init__(self, settings: Settings, emit: Emit, hooks: CaptureHooks = NO_HOOKS) -> None:
         self.session = TraceSession(settings, emit, background=True, hooks=hooks)
+        # TVM keeps every PassInstrument it was given, with the Python object behind it (a
+        # reference cycle through C++ that Python's collector cannot see): the observers let go
+        # of the session when the compile ends, so that a compile's records and IR are not kept
+        # for the rest of the process (an autotune's thousands of compiles).
+        self._observers: list[_Observer] = []
         # The recorders' pass configs (--remarks=vectorize,...: the verbose planners), asked once:
         # set around each pipeline and codegen call in a nested PassContext; none, nothing nested.
         r = self.session.recorders
@@ -62,7 +67,9 @@ class TltraceTool(PassInstrumentationTool):
                 n = getattr(current_compile_pass_instrumentation(), "name", None)
                 if n and n not in _LOWER_NAMES:
                     s.note(kernel=n)
-            return StackedPassInstrument(_Observer(s), sequence_allocator=s.next_index, phase_provider=_phase)
+            obs = _Observer(s)
+            self._observers.append(obs)
+            return StackedPassInstrument(obs, sequence_allocator=obs.next_index, phase_provider=_phase)
         except Exception as exc:
             s._guard("creating the pass instrument", exc)
             return None
@@ -93,7 +100,12 @@ class TltraceTool(PassInstrumentationTool):
         try:
             say_failed_edit(self.session, error)  # an edit NVRTC refused: its error at the file's line
         finally:  # (a Ctrl+C while NVRTC's log is fetched still ends the run's records)
-            self.session.finish(error)
+            try:
+                self.session.finish(error)
+            finally:
+                for obs in self._observers:
+                    obs.session = None
+                self._observers.clear()
 
 
 @contextmanager
@@ -115,10 +127,18 @@ class _Observer(PassEventObserver):
     """Feeds TileLang's StackedPassInstrument callbacks into a TraceSession: snapshots, then jobs."""
 
     def __init__(self, session: TraceSession) -> None:
-        self.session = session
+        self.session: TraceSession | None = session  # None once the compile has ended (TltraceTool.finish)
+
+    def next_index(self) -> int:
+        """The session's next record index (StackedPassInstrument's sequence allocator), through
+        the observer, so that what TVM keeps holds no session once the compile has ended."""
+        s = self.session
+        return s.next_index() if s is not None else 0
 
     def pass_started(self, mod: Any, event: Any) -> Any:
         s = self.session
+        if s is None:
+            return None
         depth, index, phase = event.depth, event.sequence, event.phase
         if depth == 0:  # the inflight line, per top-level pass (session/fatal.py)
             s.inflight.mark("in", str(event.name), index, phase)
@@ -140,6 +160,8 @@ class _Observer(PassEventObserver):
 
     def pass_finished(self, mod: Any, event: Any, state: Any) -> None:
         s = self.session
+        if s is None:
+            return
         if event.depth == 0:
             s.inflight.mark("after", str(event.name), event.sequence, event.phase)
         if state is None or s.broken:
@@ -156,7 +178,7 @@ class _Observer(PassEventObserver):
 
     def passes_incomplete(self, passes: Any, error: BaseException | None) -> None:
         s = self.session
-        if interrupted():
+        if s is None or interrupted():
             return  # Ctrl+C: the passes did not fail, the run is recorded as interrupted
         if error is None:
             error = sys.exc_info()[1]
@@ -168,7 +190,8 @@ class _Observer(PassEventObserver):
             s.record_pass(p, None, time.perf_counter() - p.start, error=error, pending_error=error is None)
 
     def callback_mismatch(self, actual: str, expected: str | None) -> None:
-        self.session.warn(f"unmatched pass callback: got {actual!r}, expected {expected!r}")
+        if self.session is not None:
+            self.session.warn(f"unmatched pass callback: got {actual!r}, expected {expected!r}")
 
 
 _OWN_FRAMES = (
