@@ -137,7 +137,9 @@ def _per_lowering(pair: tuple[dict, dict], key: str, n: int) -> float:
 
 
 def _med(xs: list[float]) -> str:
-    return f"{statistics.median(xs) * 1e3:.0f} ({min(xs) * 1e3:.0f}-{max(xs) * 1e3:.0f})"
+    """Milliseconds: the median (min-max) of `xs` seconds, whole (never -0)."""
+    med, lo, hi = (round(x * 1e3) for x in (statistics.median(xs), min(xs), max(xs)))
+    return f"{med} ({lo}..{hi})"
 
 
 def table(res: dict[str, list[tuple[dict, dict]]], reps: int, lowerings: int, warm: int = 0) -> str:
@@ -149,7 +151,7 @@ def table(res: dict[str, list[tuple[dict, dict]]], reps: int, lowerings: int, wa
         f"`python bench/lowering_outside.py --reps {reps} --lowerings {lowerings}"
         f"{f' --warm {warm}' if warm else ''}`: separate processes, alternating; CPU read from /proc per "
         "thread at the script's exit (after `tltrace run`'s end). Milliseconds per lowering: (N-lowering "
-        f"process - start-up process{f' lowering {warm}' if warm else ''}) / {n}, median (range) over reps; "
+        f"process - start-up process{f' lowering {warm}' if warm else ''}) / {n}, median (min..max) over reps; "
         "added: traced minus untraced of the same rep.",
         "",
         *md_head(
@@ -173,7 +175,7 @@ def table(res: dict[str, list[tuple[dict, dict]]], reps: int, lowerings: int, wa
         lines.append(
             f"| {cfg} | {_med(per['main'])} | {_med(per['others'])} | {_med(per['process'])} | "
             f"{_med(per['rusage'])} | {'-' if cfg == 'untraced' else _med(added)} | "
-            f"{'-' if cfg == 'untraced' else f'{r:.3f}x ({min(ratio):.3f}-{max(ratio):.3f})'} |"
+            f"{'-' if cfg == 'untraced' else f'{r:.3f}x ({min(ratio):.3f}..{max(ratio):.3f})'} |"
         )
     made = f"{warm} lowered" if warm else "none lowered"
     lines += ["", f"Start-up (imports, tltrace's set-up, the kernels made; {made}), ms per process:", ""]
