@@ -39,8 +39,9 @@ sys.path.insert(0, str(HERE))
 from bench_common import md_head  # noqa: E402
 
 HEADING = "## Truth check (`--check-texts`) on upstream kernels (issue 51)"
-CHECKED = re.compile(r"(\d+) IR texts checked against an inline print: all equal")
-DIFFERED = re.compile(r"(\d+) of (\d+) IR texts differed from an inline print")
+# --check-texts' line per compile (session/capture.py): texts checked, of them printed (the rest reused).
+CHECKED = re.compile(r"(\d+) IR texts checked against an inline print: all equal \((\d+) printed")
+DIFFERED = re.compile(r"(\d+) of (\d+) IR texts differed from an inline print \((\d+) printed")
 
 
 def upstream() -> Path:
@@ -100,17 +101,19 @@ funcs = [g.matmul.get_tir(4096, 4096, 4096, **grid[int(i * step)]) for i in rang
 }
 
 
-def run_checked(script: Path, work: Path, env: dict[str, str]) -> tuple[int, int, int, str]:
-    """Run `script` under `tltrace run --quiet --check-texts`; return (compiles, checked, differed, output)."""
+def run_checked(script: Path, work: Path, env: dict[str, str]) -> tuple[int, int, int, int, str]:
+    """Run `script` under `tltrace run --quiet --check-texts`; return (compiles, checked, printed, differed,
+    output)."""
     cmd = [sys.executable, "-m", "tltrace", "run", "--quiet", "--check-texts", "--trace-dir", str(work / "t")]
     p = subprocess.run([*cmd, str(script)], cwd=work, env=env, capture_output=True, text=True)
     out = p.stdout + p.stderr
     if p.returncode:
         raise RuntimeError(f"{script.name}: exit {p.returncode}: {out[-800:]}")
-    equal = [int(m.group(1)) for m in CHECKED.finditer(out)]
-    differed = [(int(m.group(1)), int(m.group(2))) for m in DIFFERED.finditer(out)]
-    checked = sum(equal) + sum(n for _, n in differed)
-    return len(equal) + len(differed), checked, sum(d for d, _ in differed), out
+    equal = [(0, int(m.group(1)), int(m.group(2))) for m in CHECKED.finditer(out)]
+    differed = [(int(m.group(1)), int(m.group(2)), int(m.group(3))) for m in DIFFERED.finditer(out)]
+    lines = equal + differed  # (differed, checked, printed) per compile
+    checked, printed, wrong = (sum(x[i] for x in lines) for i in (1, 2, 0))
+    return len(lines), checked, printed, wrong, out
 
 
 def scripts(kernels: list[str], work: Path, gemm_configs: int) -> list[tuple[str, Path]]:
@@ -138,17 +141,17 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "TILELANG_DISABLE_CACHE": "1", "TLTRACE_EXAMPLES_CPU": "1"}
     env.pop("TL_LOWER_TRACE", None)
     lines = [HEADING, "", f"`python bench/check_texts.py --kernels {','.join(kernels)}`", ""]
-    lines += md_head("kernel", "compiles", "texts checked", "differed")
+    lines += md_head("kernel", "compiles", "texts checked", "of them printed", "reused", "differed")
     status = 0
     with tempfile.TemporaryDirectory(prefix="tltrace-bench-check-") as td:
         for i, (name, script) in enumerate(scripts(kernels, Path(td), a.gemm_configs)):
             work = Path(td) / str(i)
             work.mkdir()
             try:
-                compiles, checked, differed, out = run_checked(script, work, env)
+                compiles, checked, printed, differed, out = run_checked(script, work, env)
             except RuntimeError as exc:
                 print(f"check_texts.py: {exc}", file=sys.stderr)
-                lines.append(f"| {name} | failed | - | - |")
+                lines.append(f"| {name} | failed | - | - | - | - |")
                 status = 2
                 continue
             if differed:
@@ -156,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     *(line for line in out.splitlines() if DIFFERED.search(line)), sep="\n", file=sys.stderr
                 )
-            lines.append(f"| {name} | {compiles} | {checked} | {differed} |")
+            lines.append(
+                f"| {name} | {compiles} | {checked} | {printed} | {checked - printed} | {differed} |"
+            )
             print(f"{name}: {compiles} compiles, {checked} checked, {differed} differed", file=sys.stderr)
     print("\n".join(lines))
     return status
