@@ -2,8 +2,8 @@
 
     PYTHONPATH=<tree> python bench/lowering_outside.py [--reps 5] [--lowerings 8] [--configs untraced,records,html]
 
-Separate processes, alternating, rep by rep: the untraced script (`python lower.py`) and
-the traced one (`tltrace run --quiet lower.py`; `html`: `tltrace run --quiet --mode html`).
+Separate processes, alternating, rep by rep (the order rotated each rep): the untraced script
+(`python lower.py`) and the traced one (`tltrace run --quiet lower.py`; `html`: `tltrace run --quiet --mode html`).
 The script lowers the upstream autotuner's GEMM (bench/capture_cost.py's kernel) for sm_90a
 N times, N distinct problem sizes (no cache can answer; TILELANG_DISABLE_CACHE=1), then
 exits. Its CPU is read from /proc, per thread: each thread's utime+stime in
@@ -119,10 +119,10 @@ def measure(
     reps: int, n: int, configs: list[str], work: Path, warm: int = 0
 ) -> dict[str, list[tuple[dict, dict]]]:
     """Per configuration, per rep: (start-up process lowering `warm` kernels, N-lowering process), run
-    alternately."""
+    alternately, the configurations' order rotated rep by rep (none always runs first)."""
     out: dict[str, list[tuple[dict, dict]]] = {c: [] for c in configs}
     for rep in range(reps):
-        for cfg in configs:
+        for cfg in configs[rep % len(configs) :] + configs[: rep % len(configs)]:  # each first in turn
             start = one(cfg, warm, work, n, f"{cfg}-{rep}-{warm}")
             full = one(cfg, n, work, n, f"{cfg}-{rep}-{n}")
             out[cfg].append((start, full))
