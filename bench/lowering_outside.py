@@ -11,7 +11,9 @@ exits. Its CPU is read from /proc, per thread: each thread's utime+stime in
 atexit handler the script registers. That handler runs at interpreter exit, after `tltrace
 run` has ended its run (the worker drained, the records and the report written: runner.py's
 end sequence runs before the script's process exits), so the records are complete when it
-reads. The parent also keeps the process's whole CPU to its end (`os.wait4`'s rusage).
+reads: the handler also counts the runs whose log a final manifest has replaced (and, html,
+the report), and a process where any is missing is an error, never a measurement. The parent
+also keeps the process's whole CPU to its end (`os.wait4`'s rusage).
 
 Each configuration also runs a start-up process: the same imports and kernels made, none
 lowered. Per lowering = (the N-lowering process - its rep's start-up process) / N, so the
@@ -43,9 +45,10 @@ COMMANDS = {
     "html": ["-m", "tltrace", "run", "--quiet", "--mode", "html"],
 }
 
-# The script each process runs: argv N (lowerings) and the JSON file its CPU is written to.
+# The script each process runs: argv N (lowerings), the JSON file its CPU is written to, the trace dir.
 SCRIPT = """
 import atexit
+import glob
 import json
 import os
 import sys
@@ -72,11 +75,16 @@ def _cpu_at_exit():
     u, s, cu, cs = _ticks(open("/proc/self/stat").read())
     out = {{"main": threads.get(str(os.getpid()), {{}}).get("cpu", 0.0), "process": (u + s) / hz,
            "children": (cu + cs) / hz, "threads": threads}}
+    if TRACE:  # what tltrace had written by now: each run final (its log replaced by the manifest)?
+        runs = glob.glob(os.path.join(TRACE, "*", ".run_records", "run_*"))
+        out["runs"] = len(runs)
+        out["final"] = sum(not os.path.exists(os.path.join(r, "records.jsonl")) for r in runs)
+        out["reports"] = len(glob.glob(os.path.join(TRACE, "*", "report.html")))
     with open(OUT, "w") as f:
         json.dump(out, f)
 
 
-OUT = sys.argv[2]  # (at exit, sys.argv is tltrace run's own again)
+OUT, TRACE = sys.argv[2], sys.argv[3]  # (at exit, sys.argv is tltrace run's own again)
 
 
 import tilelang  # noqa: E402
@@ -98,10 +106,11 @@ def one(cfg: str, n: int, work: Path, made: int, tag: str) -> dict:
     if not script.exists():
         script.write_text(SCRIPT.format(bench=str(HERE), made=made))
     out = work / f"{tag}.json"
-    trace = ["--trace-dir", str(work / "trace" / tag)] if COMMANDS[cfg] else []
+    trace = str(work / "trace" / tag) if COMMANDS[cfg] else ""
     env = {**os.environ, "TILELANG_DISABLE_CACHE": "1"}
     env.pop("TL_LOWER_TRACE", None)
-    cmd = [sys.executable, *COMMANDS[cfg], *trace, str(script), str(n), str(out)]
+    where = ["--trace-dir", trace] if trace else []
+    cmd = [sys.executable, *COMMANDS[cfg], *where, str(script), str(n), str(out), trace]
     p = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert p.stderr is not None
     err = p.stderr.read()
@@ -110,6 +119,13 @@ def one(cfg: str, n: int, work: Path, made: int, tag: str) -> dict:
     if code or not out.exists():
         raise SystemExit(f"lowering_outside.py: error: {' '.join(cmd)} failed ({code}): {err[-500:]}")
     res = json.loads(out.read_text())
+    if trace and (
+        res["final"] != res["runs"] or res["runs"] != n or (cfg == "html" and n and not res["reports"])
+    ):
+        raise SystemExit(  # the CPU was read before tltrace had finished: it would be undercounted
+            f"lowering_outside.py: error: at the exit of {tag}, {res['final']} of {res['runs']} runs were final "
+            f"({n} lowered), {res['reports']} report(s)"
+        )
     res["others"] = res["process"] - res["main"]
     res["rusage"] = usage.ru_utime + usage.ru_stime
     return res
