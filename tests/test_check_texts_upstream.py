@@ -77,3 +77,17 @@ def test_no_recorded_text_differs_from_an_inline_print_on_flash_attention_sm90a(
         assert n >= 2 * len(manifest.records) - 5  # (nearly) both sides of every pass were checked
         print(f"{manifest.signature}: {n} texts checked, 0 differed ({notice.message})")
     print(f"inline printer: {compared} records compared, {wrong} differed")
+
+
+def test_bench_check_texts_reads_the_check_s_line_as_it_is_written(checked) -> None:
+    """bench/check_texts.py adds up these lines from `tltrace run --check-texts`'s output: its pattern
+    must read the line the check writes (texts checked, of them printed)."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "bench"))
+    import check_texts
+
+    for notice in checked[2]:
+        m = check_texts.CHECKED.search(notice.message)
+        assert m is not None, notice.message
+        assert int(m.group(1)) == int(notice.message.split()[0]) and 0 < int(m.group(2)) < int(m.group(1))
