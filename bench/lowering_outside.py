@@ -52,6 +52,7 @@ import glob
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, {bench!r})
 
@@ -74,7 +75,7 @@ def _cpu_at_exit():
         threads[tid] = {{"name": line[line.index("(") + 1 : line.rindex(")")], "cpu": (u + s) / hz}}
     u, s, cu, cs = _ticks(open("/proc/self/stat").read())
     out = {{"main": threads.get(str(os.getpid()), {{}}).get("cpu", 0.0), "process": (u + s) / hz,
-           "children": (cu + cs) / hz, "threads": threads}}
+           "children": (cu + cs) / hz, "threads": threads, "laps": LAPS, "end": time.thread_time() - END}}
     if TRACE:  # what tltrace had written by now: each run final (its log replaced by the manifest)?
         runs = glob.glob(os.path.join(TRACE, "*", ".run_records", "run_*"))
         out["runs"] = len(runs)
@@ -93,9 +94,13 @@ from capture_cost import sm90a_gemm, sm90a_target  # noqa: E402
 n = int(sys.argv[1])
 target = sm90a_target()
 kernels = [sm90a_gemm(M=1024 + 128 * i, N=1024 + 64 * i) for i in range(max(n, {made}))]
+LAPS = []  # the compiling thread's CPU of each lowering (time.thread_time, ns resolution)
 for func in kernels[:n]:
+    t0 = time.thread_time()
     with target:
         tilelang.lower(func, target=target)
+    LAPS.append(time.thread_time() - t0)
+END = time.thread_time()  # the script's end: what the main thread does after it is tltrace run's end
 atexit.register(_cpu_at_exit)  # last registered: runs first at exit, after tltrace run's end
 """
 
@@ -203,6 +208,13 @@ def table(res: dict[str, list[tuple[dict, dict]]], reps: int, lowerings: int, wa
             f"| {cfg} | {_med(s['main'])} | {_med(s['others'])} | {_med(s['process'])} | "
             f"{'-' if cfg == 'untraced' else _med(added)} |"
         )
+    lines += ["", "The compiling thread timed inside the N-lowering process (`time.thread_time`), ms:", ""]
+    lines += md_head("configuration", "first lowering", "later lowerings (median)", "after the script's end")
+    for cfg, pairs in res.items():
+        first = [p[1]["laps"][0] for p in pairs]
+        later = [statistics.median(p[1]["laps"][1:]) for p in pairs if len(p[1]["laps"]) > 1]
+        end = [p[1]["end"] for p in pairs]
+        lines.append(f"| {cfg} | {_med(first)} | {_med(later) if later else '-'} | {_med(end)} |")
     if verdict is not None:
         lines += [
             "",

@@ -313,7 +313,14 @@ def test_lowering_outside_counts_per_lowering_from_the_two_processes_of_each_rep
     import lowering_outside
 
     def proc(main: float, process: float) -> dict:
-        return {"main": main, "others": process - main, "process": process, "rusage": process}
+        return {
+            "main": main,
+            "others": process - main,
+            "process": process,
+            "rusage": process,
+            "laps": [0.4, 0.3],
+            "end": 0.05,
+        }
 
     res = {  # one rep, 4 lowerings: untraced 0.3 s a lowering on its thread; records adds 0.1 s, html 0.2 s
         "untraced": [(proc(2.0, 2.1), proc(3.2, 3.3))],
@@ -330,6 +337,7 @@ def test_lowering_outside_counts_per_lowering_from_the_two_processes_of_each_rep
     assert "| 200 (200..200) | 0.667x (0.667..0.667) |" in rows["html"]
     assert "| 0.333x | OVER |" in text
     assert "| records | 2200 (2200..2200) | 200 (200..200) | 2400 (2400..2400) | 300 (300..300) |" in start_up
+    assert "| html | 400 (400..400) | 300 (300..300) | 50 (50..50) |" in start_up  # inside: first, later, end
     with pytest.raises(SystemExit) as e:
         lowering_outside.main(["--configs", "untraced,nosuch"])
     assert e.value.code == 2
