@@ -43,6 +43,9 @@ COMMANDS = {
     "untraced": [],
     "records": ["-m", "tltrace", "run", "--quiet"],
     "html": ["-m", "tltrace", "run", "--quiet", "--mode", "html"],
+    # An experiment: records, the script waiting for them after each lowering (tltrace.flush()), so
+    # the worker never runs beside the next lowering, as bench/lowering_cpu.py's drain has it.
+    "records-flush": ["-m", "tltrace", "run", "--quiet"],
 }
 
 # The script each process runs: argv N (lowerings), the JSON file its CPU is written to, the trace dir.
@@ -100,6 +103,10 @@ for func in kernels[:n]:
     with target:
         tilelang.lower(func, target=target)
     LAPS.append(time.thread_time() - t0)
+    if os.environ.get("BENCH_FLUSH"):
+        import tltrace
+
+        tltrace.flush()
 END = time.thread_time()  # the script's end: what the main thread does after it is tltrace run's end
 atexit.register(_cpu_at_exit)  # last registered: runs first at exit, after tltrace run's end
 """
@@ -112,7 +119,11 @@ def one(cfg: str, n: int, work: Path, made: int, tag: str) -> dict:
         script.write_text(SCRIPT.format(bench=str(HERE), made=made))
     out = work / f"{tag}.json"
     trace = str(work / "trace" / tag) if COMMANDS[cfg] else ""
-    env = {**os.environ, "TILELANG_DISABLE_CACHE": "1"}
+    env = {
+        **os.environ,
+        "TILELANG_DISABLE_CACHE": "1",
+        **({"BENCH_FLUSH": "1"} if cfg.endswith("-flush") else {}),
+    }
     env.pop("TL_LOWER_TRACE", None)
     where = ["--trace-dir", trace] if trace else []
     cmd = [sys.executable, *COMMANDS[cfg], *where, str(script), str(n), str(out), trace]
