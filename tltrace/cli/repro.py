@@ -402,6 +402,13 @@ def replay_cmd(
             _say(f"{name}: {line}")
         d = c.diff
         n = len(c.compile.manifest.records)
+        if c.same_as_recorded:
+            past = d.counts.get("only in B", 0)
+            _say(
+                f"{name}: same as far as the recording goes: its {n} recorded passes match; the recording "
+                f"was cut short ({c.cut}), the {past} passes past it ran only in the replay"
+            )
+            continue
         if d.same:
             src = (
                 " and the generated source"
@@ -414,7 +421,8 @@ def replay_cmd(
             continue
         first = d.first_difference
         counts = ", ".join(f"{v} {k}" for k, v in d.counts.items() if v and k != "same")
-        _say(f"{name}: differs ({counts}); first divergence: {_name(first.label)} ({first.status})")
+        cut = f"; the recording was cut short ({c.cut})" if c.cut else ""
+        _say(f"{name}: differs ({counts}); first divergence: {_name(first.label)} ({first.status}){cut}")
         for line in c.detail:
             _say(f"  {line}")
     if result.trace_dir is not None:
