@@ -305,3 +305,39 @@ def test_the_upstream_autotuner_s_run_says_its_own_wall_for_the_compile_calls_co
     log = tmp_path / "log.txt"
     log.write_text(p.stdout)
     assert autotune._compile_calls(log) > 0  # what bench/autotune.py puts in `compile calls s`
+
+
+def test_lowering_outside_counts_per_lowering_from_the_two_processes_of_each_rep():
+    """bench/lowering_outside.py: per lowering is (N-lowering process - its rep's start-up process) / N;
+    added is traced minus untraced of the same rep, over the untraced compiling thread's per lowering."""
+    import lowering_outside
+
+    def proc(main: float, process: float) -> dict:
+        return {
+            "main": main,
+            "others": process - main,
+            "process": process,
+            "rusage": process,
+            "laps": [0.4, 0.3],
+            "end": 0.05,
+        }
+
+    res = {  # one rep, 4 lowerings: untraced 0.3 s a lowering on its thread; records adds 0.1 s, html 0.2 s
+        "untraced": [(proc(2.0, 2.1), proc(3.2, 3.3))],
+        "records": [(proc(2.2, 2.4), proc(3.6, 4.0))],
+        "html": [(proc(2.3, 2.5), proc(3.8, 4.5))],
+    }
+    text = lowering_outside.table(res, 1, 4)
+    per_lowering, start_up = text.split("Start-up")
+    rows = {
+        line.split(" | ")[0].lstrip("| "): line for line in per_lowering.splitlines() if line.startswith("| ")
+    }
+    assert "| 300 (300..300) | 0 (0..0) | 300 (300..300) |" in rows["untraced"]
+    assert "| 100 (100..100) | 0.333x (0.333..0.333) |" in rows["records"]
+    assert "| 200 (200..200) | 0.667x (0.667..0.667) |" in rows["html"]
+    assert "| 0.333x | OVER |" in text
+    assert "| records | 2200 (2200..2200) | 200 (200..200) | 2400 (2400..2400) | 300 (300..300) |" in start_up
+    assert "| html | 400 (400..400) | 300 (300..300) | 50 (50..50) |" in start_up  # inside: first, later, end
+    with pytest.raises(SystemExit) as e:
+        lowering_outside.main(["--configs", "untraced,nosuch"])
+    assert e.value.code == 2

@@ -53,3 +53,62 @@ def test_a_run_dir_a_kill_left_empty_is_interrupted_not_damaged(recorded: Path, 
     assert res.exit_code == 0 and "interrupted" in res.stdout and "recorded anything" in res.stdout, (
         res.output
     )
+
+
+OOB_TRACE = (
+    Path(__file__).resolve().parent / "data" / "sanitizer" / "oob_trace"
+)  # a compile with reproducer data
+
+
+def _with_a_cut_compile(tmp_path: Path, frontend_saved: bool) -> tuple[Path, str, str]:
+    """The recorded GPU trace's compile (it has reproducer data) and a copy of it as the next compile of
+    its invocation, cut as a kill leaves it: before (frontend_saved=False) or after its frontend IR and
+    context were saved. Returns (trace dir, the complete run's id, the cut one's)."""
+    import shutil
+
+    trace = tmp_path / "traces"
+    shutil.copytree(OOB_TRACE, trace)
+    first = next((trace / "oob" / ".run_records").glob("run_*"))
+    cut = first.with_name(first.name.replace("069850Z", "069851Z"))  # a microsecond later
+    shutil.copytree(first, cut)
+    manifest = json.loads((cut / "manifest.json").read_text())
+    (cut / "manifest.json").write_text(json.dumps({**manifest, "run_id": cut.name}))
+    _cut_as_a_kill_leaves_it(cut)
+    if not frontend_saved:
+        for name in ("repro_frontend.json", "repro_context.json"):
+            (cut / name).unlink()
+    return trace, first.name, cut.name
+
+
+def _bundled(path: Path) -> list[str]:
+    """The run ids a bundle holds, as its own bundle.json lists them (read as a plain zip)."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        return [c["run_id"] for c in json.loads(z.read("bundle.json"))["compiles"]]
+
+
+def test_bundle_says_a_cut_compile_it_carries(tmp_path: Path) -> None:
+    trace, first, cut = _with_a_cut_compile(tmp_path, frontend_saved=True)
+    res = cli_invoke("bundle", "--trace-dir", trace, "oob", "-1", "-o", tmp_path / "b.zip")
+    assert res.exit_code == 0, res.output
+    assert _bundled(tmp_path / "b.zip") == [first, cut]
+    assert "(2 compile(s)" in res.stdout and "1 cut short (interrupted)" in res.stdout, res.stdout
+    assert "left out" not in res.stderr, res.stderr
+
+
+def test_bundle_leaves_out_a_compile_cut_before_its_frontend_ir_was_saved_and_says_so(tmp_path: Path) -> None:
+    """Before, the whole invocation was refused ('has no saved frontend IR data (recorded by tltrace ...
+    without reproducer data, or removed)'), though the rest of it bundles and the cut one has nothing to
+    replay."""
+    trace, first, cut = _with_a_cut_compile(tmp_path, frontend_saved=False)
+    res = cli_invoke("bundle", "--trace-dir", trace, "oob", "-1", "-o", tmp_path / "b.zip")
+    assert res.exit_code == 0, res.output
+    assert _bundled(tmp_path / "b.zip") == [first]
+    assert "(1 compile(s)" in res.stdout and "cut short" not in res.stdout, res.stdout
+    want = f"tltrace: warning: left out 1 compile(s) cut short before their frontend IR was saved: {cut} (interrupted)"
+    assert res.stderr.strip() == want, res.stderr
+    alone = cli_invoke("bundle", trace / "oob" / ".run_records" / cut, "-o", tmp_path / "c.zip")
+    assert alone.exit_code == 3 and alone.stderr.strip().startswith(
+        "tltrace: error: nothing to bundle: the 1 "
+    )

@@ -267,3 +267,30 @@ def test_a_run_without_reproducer_data_is_one_line_exit_3(traced: Path, tmp_path
     p = _tltrace("repro", str(copy), "--pass", "0", "-o", str(tmp_path / "r"), cwd=tmp_path)
     assert p.returncode == 3 and p.stderr.count("\n") == 1 and "tltrace run" in p.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_a_compile_a_kill_cut_replays_as_the_same_as_far_as_its_recording_goes(
+    traced: Path, tmp_path: Path
+) -> None:
+    """Before, the cut compile's replay said `differs (N only in B)` and exited 1: every pass past the
+    cut ran only in the replay, though each recorded one matched."""
+    from .test_cut_readers import _cut_as_a_kill_leaves_it
+
+    work = tmp_path / "work"
+    shutil.copytree(traced / "tr", work / "tr")
+    run, manifest = _manifest(work, "two.py", "vmul")
+    _cut_as_a_kill_leaves_it(run.path)  # (the oracle: it keeps the first half of the records)
+    kept = len(manifest.records) // 2
+    bundle = tmp_path / "cut.zip"
+    p = _tltrace("bundle", "--trace-dir", "tr", "two.py", "-o", str(bundle), cwd=work)
+    assert p.returncode == 0 and "1 cut short (interrupted)" in p.stdout, p.stdout + p.stderr
+    p = _tltrace("replay", str(bundle), cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    assert sum(": same: " in line for line in lines) == 1, lines
+    (said,) = [line for line in lines if "same as far as the recording goes" in line]
+    past = len(manifest.records) - kept
+    assert said.endswith(
+        f"its {kept} recorded passes match; the recording was cut short (interrupted), "
+        f"the {past} passes past it ran only in the replay"
+    ), said

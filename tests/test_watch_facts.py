@@ -7,6 +7,7 @@ The values are held against a reading tltrace did not make: the C source each bu
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -181,3 +182,75 @@ def test_a_compile_without_a_kernel_name_is_named_as_every_view_names_it(monkeyp
     assert W.run_tags(spec, 1) == ("gemm: PATCHED",)
     (c,) = W.build_compiles(W._runs(spec, 1))
     assert c.kernel == "gemm" and c.reconcile == ("PATCHED",)
+
+
+# The add compiled whole, then again with the process killed (SIGKILL, by itself) inside the second
+# compile's 10th pass: a kill -9 at a known point, through TileLang's instrumentation seam.
+KILLED = (
+    ADD
+    + """
+import itertools
+import os
+import signal
+
+from tilelang.instrumentation import PassEventObserver, PassInstrumentationTool, StackedPassInstrument
+from tilelang.instrumentation import register_pass_instrumentation_tool
+
+compiles = itertools.count()
+
+
+class Kill(PassEventObserver):
+    def __init__(self, compile_number):
+        self.compile_number, self.seen = compile_number, 0
+
+    def pass_started(self, mod, event):
+        self.seen += 1
+        if self.compile_number == 1 and self.seen == 10:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Tool(PassInstrumentationTool):
+    def __init__(self):
+        self.number = next(compiles)
+
+    def create_pass_instrument(self):
+        return StackedPassInstrument(Kill(self.number), sequence_allocator=itertools.count().__next__)
+
+
+if __name__ == "__main__":
+    register_pass_instrumentation_tool("test-kill", Tool)
+    tilelang.compile(make_add(256), target="c", execution_backend="cython")
+    tilelang.compile(make_add(512), target="c", execution_backend="cython")
+"""
+)
+
+
+def test_watch_says_which_compile_a_kill_9_cut(tmp_path: Path) -> None:
+    """Before, the build's line said `exit -9` and nothing of the compile it cut (its JSON status only)."""
+    script = tmp_path / "k.py"
+    script.write_text(KILLED)
+    p = subprocess.run(
+        [sys.executable, "-m", "tltrace", "watch", "--json", "--max-runs", "1", "--mode", "terminal"]
+        + ["--trace-dir", str(tmp_path / "traces"), str(script)],
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "TLTRACE_SYNC": "1",
+        },  # records written as the compile goes: the kill's cut is known
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    (build,) = [json.loads(line) for line in p.stdout.splitlines()]
+    assert build["exit_code"] == -9, build
+    # The oracle, on disk: the run whose log was never replaced by a final manifest (format/writer.py).
+    cut = [
+        d.name
+        for d in (tmp_path / "traces" / "k" / ".run_records").glob("run_*")
+        if (d / "records.jsonl").exists()
+    ]
+    assert len(cut) == 1 and len(build["compiles"]) == 2, (cut, build)
+    said = {c["run_id"]: c["status"] for c in build["compiles"]}
+    assert said[cut[0]] == "interrupted" and list(said.values()).count("complete") == 1, said
+    line = f"cut short (interrupted): its records stop where the process died ({cut[0]})"
+    assert line in p.stderr, p.stderr[-2000:]

@@ -224,12 +224,15 @@ def run_checks(
     out: list[Outcome] = []
     if expectations:
         from ..facts import MACHINE, facts_of
+        from ..format.records import CUT_SHORT
 
         facts = facts_of(run)
         for e in expectations:
             ok, why = e.evaluate(facts)
             if not ok and any(facts.get(n) is None and n in MACHINE for n in e.names):
                 why += "; registers and spills come with 'tltrace run --ptxas' (docs/facts.md)"
+            if run.status in CUT_SHORT:  # a dead process's: facts of the records left (as `show --facts`)
+                why += f"; the compile was cut short ({run.status}): facts of the records left"
             out.append(Outcome("expect", e.text, ok, why))
     for m in matches:
         try:

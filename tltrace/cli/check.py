@@ -140,6 +140,7 @@ def check_cmd(
                     {
                         "run_id": run.run_id,
                         "signature": run.manifest.signature if run.manifest else None,
+                        "status": run.status,
                         "ok": all(o.ok for o in outs),
                         "checks": [o.to_json() for o in outs],
                     }
@@ -184,6 +185,7 @@ def _directive_groups(raw: list[str], stages: list[str]) -> list[tuple[str, list
 def _print(results: list[tuple[Any, list[Any]]]) -> None:
     from rich.text import Text
 
+    from ..format.records import CUT_SHORT
     from ..render.visible import visible
 
     con = _console()
@@ -191,7 +193,10 @@ def _print(results: list[tuple[Any, list[Any]]]) -> None:
     for run, outs in results:
         if several:
             label = run.manifest.signature or run.run_id
-            con.print(Text(visible(f"{label}  {run.run_id}", one_line=True), style="bold"), soft_wrap=True)
+            cut = f"  ({run.status}: cut short)" if run.status in CUT_SHORT else ""
+            con.print(
+                Text(visible(f"{label}  {run.run_id}{cut}", one_line=True), style="bold"), soft_wrap=True
+            )
         for o in outs:
             t = Text("  " if several else "")
             t.append("ok    " if o.ok else "FAIL  ", style="green" if o.ok else "bold red")

@@ -101,7 +101,7 @@ def clean_cmd(
     verb = "would remove" if dry_run else "removed"
     if verbose or dry_run:
         for p in result.removed:
-            typer.echo(f"{verb} {p}")
+            typer.echo(f"{verb} {p}" + (f" (cut short: {result.cut[p]})" if p in result.cut else ""))
         for p in result.skipped_active:
             _warn(f"kept {p}: its invocation may still be running (an old run of another host: --force)")
     elif result.skipped_active:
@@ -112,8 +112,11 @@ def clean_cmd(
         )
     for line in result.failed:
         _warn(f"could not remove {line}")
+    # Compiles a dead process cut short (a kill -9) are said, as every reader says them.
+    kinds = ", ".join(sorted(set(result.cut.values())))
+    cut = f" ({len(result.cut)} cut short: {kinds})" if result.cut else ""
     summary = (
-        f"{verb} {len(result.removed)} run(s) of {result.invocations_removed} invocation(s), "
+        f"{verb} {len(result.removed)} run(s){cut} of {result.invocations_removed} invocation(s), "
         f"kept {result.kept}"
     )
     if not dry_run:

@@ -16,7 +16,15 @@ import typer
 
 from ..config import trace_dir_of
 from ..errors import TltraceError, UsageError
-from .shared import PathArgsCommand, fail, force_option, kernel_option, no_such_option, trace_dir_option
+from .shared import (
+    PathArgsCommand,
+    cut_short,
+    fail,
+    force_option,
+    kernel_option,
+    no_such_option,
+    trace_dir_option,
+)
 
 EXPORT_EPILOG = """\
 Examples:
@@ -109,7 +117,8 @@ def export_cmd(
                     f"tltrace: warning: no copy of {m} is left (run records damaged); not written", err=True
                 )
             typer.echo(
-                f"tir files: {out} ({written.files} file(s) of {written.runs} compile(s){_cut_short(found)})",
+                f"tir files: {out} ({written.files} file(s) of {written.runs} compile(s)"
+                f"{cut_short(found, 'their files stop where the records do')})",
                 err=True,
             )
         if chrome_trace is not None:
@@ -120,18 +129,10 @@ def export_cmd(
         raise fail(str(exc), exc.exit_code) from None
     if path is not None:
         typer.echo(
-            f"chrome trace: {path} ({len(manifests)} compile(s)); open it in https://ui.perfetto.dev",
+            f"chrome trace: {path} ({len(manifests)} compile(s)"
+            f"{cut_short(found, 'their spans stop where the records do')}); open it in https://ui.perfetto.dev",
             err=True,
         )
-
-
-def _cut_short(found: list) -> str:
-    """Return '; N cut short (interrupted, ...)' for the compiles a dead process left unfinished, else ''."""
-    from ..format.records import CUT_SHORT
-
-    cut = sorted({r.status for r in found if r.status in CUT_SHORT})
-    n = sum(r.status in CUT_SHORT for r in found)
-    return f"; {n} cut short ({', '.join(cut)}): their files stop where the records do" if n else ""
 
 
 def select_runs(

@@ -14,6 +14,7 @@ import typer
 from ..config import trace_dir_of
 from ..errors import EXIT_UNLOADABLE, TltraceError
 from .shared import (
+    cut_short,
     fail,
     force_option,
     kernel_option,
@@ -21,6 +22,7 @@ from .shared import (
     pass_option,
     selection_argument,
     trace_dir_option,
+    warn,
 )
 
 REPRO_EPILOG = """\
@@ -280,6 +282,7 @@ def bundle_cmd(
         if best:
             run, note = pick_best(runs)
             runs = [run]
+        runs, lost = _bundleable(runs)
         where, n, size = write_bundle(runs, out, force=force, best=note)
     except TltraceError as exc:
         raise fail(str(exc), exc.exit_code) from None
@@ -291,10 +294,39 @@ def bundle_cmd(
             err=where == "stdout",
         )
     shown = "FILE" if where == "stdout" else where
+    if lost:
+        warn(
+            f"left out {len(lost)} compile(s) cut short before their frontend IR was saved: "
+            + ", ".join(f"{r.run_id} ({r.status})" for r in lost[:3])
+        )
+    cut = cut_short(runs, "their records stop where the process died")
     typer.echo(
-        f"bundle: {where} ({n} compile(s), {size / 1024:.0f} KB); replay it with 'tltrace replay {shown}'",
+        f"bundle: {where} ({n} compile(s), {size / 1024:.0f} KB{cut}); replay it with 'tltrace replay {shown}'",
         err=where == "stdout",
     )
+
+
+def _bundleable(runs: list) -> tuple[list, list]:
+    """Return (the compiles a bundle carries, those it leaves out): a compile a dead process cut short
+    before its frontend IR was saved has nothing to replay; every other keeps its refusal (one line)."""
+    from ..format.records import CUT_SHORT
+    from ..rerun.make import ReproError, repro_files
+
+    keep, lost = [], []
+    for run in runs:
+        if run.status in CUT_SHORT:
+            try:
+                repro_files(run.path, run.require())
+            except ReproError:
+                lost.append(run)
+                continue
+        keep.append(run)
+    if lost and not keep:
+        raise ReproError(
+            f"nothing to bundle: the {len(lost)} compile(s) selected were cut short ({lost[0].status}) "
+            "before their frontend IR was saved"
+        )
+    return keep, lost
 
 
 _RUN_HELP = "With --launch: the invocation (as 'tltrace show' takes it) [default: -1]."
@@ -370,6 +402,13 @@ def replay_cmd(
             _say(f"{name}: {line}")
         d = c.diff
         n = len(c.compile.manifest.records)
+        if c.same_as_recorded:
+            past = d.counts.get("only in B", 0)
+            _say(
+                f"{name}: same as far as the recording goes: its {n} recorded passes match; the recording "
+                f"was cut short ({c.cut}), the {past} passes past it ran only in the replay"
+            )
+            continue
         if d.same:
             src = (
                 " and the generated source"
@@ -382,7 +421,8 @@ def replay_cmd(
             continue
         first = d.first_difference
         counts = ", ".join(f"{v} {k}" for k, v in d.counts.items() if v and k != "same")
-        _say(f"{name}: differs ({counts}); first divergence: {_name(first.label)} ({first.status})")
+        cut = f"; the recording was cut short ({c.cut})" if c.cut else ""
+        _say(f"{name}: differs ({counts}); first divergence: {_name(first.label)} ({first.status}){cut}")
         for line in c.detail:
             _say(f"  {line}")
     if result.trace_dir is not None:

@@ -123,6 +123,15 @@ def no_such_option(word: str) -> str:
     return f"no such option: {name}{hint}; try '{path} --help'"
 
 
+def cut_short(runs: Any, what: str) -> str:
+    """Return '; N cut short (interrupted, ...): <what>' for the compiles of `runs` (history Runs) a dead
+    process left unfinished (a kill -9), else '': the clause every writer of a selection adds to its line."""
+    from ..format.records import CUT_SHORT
+
+    cut = [r.status for r in runs if r.status in CUT_SHORT]
+    return f"; {len(cut)} cut short ({', '.join(sorted(set(cut)))}): {what}" if cut else ""
+
+
 def warn(message: str) -> None:
     from ..render.visible import visible
 

@@ -44,7 +44,7 @@ from ..format import empty, liveness
 from ..format import launches as launch_log
 from ..format.ids import is_run_name
 from ..format.layout import OBJECTS, RUN_RECORDS, is_object_name, is_object_temp
-from ..format.records import RUNNING
+from ..format.records import CUT_SHORT, RUNNING
 from ..format.writer import writer_alive, writer_token
 from .invocations import invocation_key
 from .loading import Run, load_run, start_of, tree_bytes, writer_may_live
@@ -75,6 +75,7 @@ class CleanResult:
     """What the pruner removed (or would remove, in a dry run), and what it could not."""
 
     removed: list[Path] = field(default_factory=list)
+    cut: dict[Path, str] = field(default_factory=dict)  # of `removed`, those a dead process cut short: status
     kept: int = 0  # runs left in place
     skipped_active: list[Path] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # one line each: what could not be removed, and why
@@ -87,6 +88,7 @@ class CleanResult:
     def to_json(self) -> dict:
         return {
             "removed": [str(p) for p in self.removed],
+            "cut": {str(p): status for p, status in self.cut.items()},
             "kept": self.kept,
             "skipped_active": [str(p) for p in self.skipped_active],
             "failed": list(self.failed),
@@ -275,6 +277,8 @@ def _clean_script(
                 result.failed.append(f"{inv.marker}: {exc.strerror or exc}")
                 continue
         for run in inv.runs:
+            if run.status in CUT_SHORT:  # a dead process cut it (a live one's invocation is kept)
+                result.cut[run.path] = run.status
             if dry_run:
                 result.removed.append(run.path)
                 inv_gone += 1
@@ -285,6 +289,7 @@ def _clean_script(
                 result.bytes_freed += freed
                 inv_gone += 1
             else:
+                result.cut.pop(run.path, None)  # not removed: said in `failed`
                 result.failed.append(f"{run.path}: {error}")
         gone += inv_gone
         if inv_gone == len(inv.runs):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..facts import changes, describe, facts_of
-from ..format.records import COMPLETE
+from ..format.records import COMPLETE, CUT_SHORT
 
 Key = tuple[str, int]  # (kernel, its place among that kernel's compiles in the run)
 
@@ -42,7 +42,10 @@ class BuildCompile:
         return self.status == COMPLETE
 
     def line(self) -> str | None:
-        """Return what changed, as printed under the run's line: `registers 168 → 176, spill_bytes 0 → 64`."""
+        """Return what changed, as printed under the run's line: `registers 168 → 176, spill_bytes 0 → 64`;
+        for a compile the run's death cut short (a kill -9), that it was."""
+        if self.status in CUT_SHORT:
+            return f"cut short ({self.status}): its records stop where the process died ({self.run_id})"
         if self.changed is None:
             return None
         return describe(list(self.changed)) if self.changed else "no fact changed"

@@ -37,7 +37,7 @@ from ..format import build as fb
 from ..format.ids import is_run_name
 from ..format.layout import RUN_RECORDS
 from ..format.names import safe_component
-from ..format.records import PassRecord, RunManifest
+from ..format.records import CUT_SHORT, PassRecord, RunManifest
 from . import archive, trust
 from .make import ended_how, flags_of, repro_files, run_child
 
@@ -270,7 +270,30 @@ class CompileReplay:
 
     @property
     def same(self) -> bool:
-        return self.problem is None and self.diff is not None and self.diff.same
+        return self.problem is None and self.diff is not None and (self.diff.same or self.same_as_recorded)
+
+    @property
+    def cut(self) -> str | None:
+        """How the recording ended when a dead process cut it short (a kill -9: interrupted, exited), else None."""
+        status = self.compile.manifest.status
+        return status if status in CUT_SHORT else None
+
+    @property
+    def same_as_recorded(self) -> bool:
+        """A recording a kill cut short whose every pass the replay matched: the passes past the cut ran
+        only in the replay (and the codegen, never reached), nothing differs."""
+        from ..history.compare import ONLY_B, SAME
+
+        d = self.diff
+        if self.problem is not None or d is None or self.cut is None or d.same:
+            return False
+        statuses = [p.status for p in d.pairs]
+        past = statuses.index(ONLY_B) if ONLY_B in statuses else len(statuses)
+        return (
+            all(st == SAME for st in statuses[:past])
+            and all(st == ONLY_B for st in statuses[past:])
+            and all(v in (SAME, ONLY_B) for v in d.codegen.values())
+        )
 
     @property
     def patched(self) -> tuple[PassRecord, ...]:
