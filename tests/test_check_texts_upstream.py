@@ -5,8 +5,8 @@ Two oracles that are not tltrace's reading: the second instrumentation tool's ow
 module at every pass callback (tests/test_capture_texts.py's `_InlinePrinter`), compared with
 every record's before/after text; and `--check-texts`'s line per compile (its own inline print
 on the compiling thread), which must say every text was equal. The kernel is the upstream
-file's own (`.upstream/examples/flash_attention/example_mha_fwd_bshd.py`, imported unmodified:
-it needs no GPU to import, only torch; $TLTRACE_UPSTREAM says where, as for the GPU tests);
+file's own (copied unmodified to tests/data/third_party/tilelang/, see its README; imported as it is: it
+needs no GPU to import, only torch; $TLTRACE_UPSTREAM points at another checkout of it);
 bench/check_texts.py runs the same check on MLA decode, the GEMM autotuner's configs and
 examples/.
 """
@@ -25,8 +25,11 @@ from .test_capture_texts import _trace_with_printer, _wrong
 pytestmark = pytest.mark.compile
 
 REPO = Path(__file__).resolve().parent.parent
-UPSTREAM = Path(os.environ.get("TLTRACE_UPSTREAM") or REPO / ".upstream")
-FLASH = UPSTREAM / "examples/flash_attention/example_mha_fwd_bshd.py"
+FLASH = (
+    Path(os.environ["TLTRACE_UPSTREAM"]) / "examples/flash_attention/example_mha_fwd_bshd.py"
+    if os.environ.get("TLTRACE_UPSTREAM")
+    else REPO / "tests/data/third_party/tilelang/example_mha_fwd_bshd.py"
+)
 # `main`'s untuned kernel of the upstream file (and its causal twin): batch, heads, seq_len, dim.
 ARGS = (8, 32, 4096, 128)
 CONFIG = {"block_M": 128, "block_N": 128, "num_stages": 1, "threads": 128}
