@@ -246,8 +246,11 @@ def test_enable_imports_no_tilelang_until_the_user_does(tmp_path: Path, how: str
 
 
 # What a plain `tltrace run --quiet` never needs: --ncu's readers, the layout explainer (only for a
-# failed compile), and the recorders of --ptx/--sass, --remarks and --line-directives.
+# failed compile), the recorders of --ptx/--sass, --remarks and --line-directives, and at the end
+# (the job's other processes gathered) the readers' resolution of names.
 NOT_IMPORTED = (
+    "tltrace.history.runs",
+    "tltrace.history.resolve",
     "tltrace.cli.hot",
     "tltrace.runtime.profiled",
     "tltrace.history.hotlines",
