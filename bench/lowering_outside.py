@@ -19,9 +19,10 @@ Each configuration also runs a start-up process: the same imports and kernels ma
 lowered. Per lowering = (the N-lowering process - its rep's start-up process) / N, so the
 imports, tltrace's set-up and the kernels' construction are out of it (reported on their
 own). `--bytecode`: the children read compiled bytecode, as an installed tltrace does (without it,
-a PYTHONDONTWRITEBYTECODE=1 environment compiles tltrace's ~300 modules from source in every process,
-a cost the untraced side, whose packages are compiled at install, does not pay). Added CPU per lowering: traced process minus untraced, per lowering, over the untraced
-compiling (main) thread's per lowering; the target is <= 0.20x (records). Medians over reps.
+a PYTHONDONTWRITEBYTECODE=1 environment compiles each tltrace module a process imports from source,
+a cost the untraced side, whose packages are compiled at install, does not pay). Added CPU per
+lowering: traced process minus untraced, per lowering, over the untraced compiling (main) thread's
+per lowering; the target is <= 0.20x (records). Medians over reps.
 """
 
 from __future__ import annotations
