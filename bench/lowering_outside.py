@@ -1,6 +1,6 @@
 """Issue 51's check as its author runs it: the CPU tltrace adds per sm_90a lowering, measured from outside.
 
-    PYTHONPATH=<tree> python bench/lowering_outside.py [--reps 5] [--lowerings 8] [--configs untraced,records,html]
+    PYTHONPATH=<tree> python bench/lowering_outside.py [--reps 5] [--lowerings 8] [--configs untraced,records,html] [--bytecode]
 
 Separate processes, alternating, rep by rep (the order rotated each rep): the untraced script
 (`python lower.py`) and the traced one (`tltrace run --quiet lower.py`; `html`: `tltrace run --quiet --mode html`).
@@ -18,8 +18,11 @@ also keeps the process's whole CPU to its end (`os.wait4`'s rusage).
 Each configuration also runs a start-up process: the same imports and kernels made, none
 lowered. Per lowering = (the N-lowering process - its rep's start-up process) / N, so the
 imports, tltrace's set-up and the kernels' construction are out of it (reported on their
-own). Added CPU per lowering: traced process minus untraced, per lowering, over the untraced
-compiling (main) thread's per lowering; the target is <= 0.20x (records). Medians over reps.
+own). `--bytecode`: the children read compiled bytecode, as an installed tltrace does (without it,
+a PYTHONDONTWRITEBYTECODE=1 environment compiles each tltrace module a process imports from source,
+a cost the untraced side, whose packages are compiled at install, does not pay). Added CPU per
+lowering: traced process minus untraced, per lowering, over the untraced compiling (main) thread's
+per lowering; the target is <= 0.20x (records). Medians over reps.
 """
 
 from __future__ import annotations
@@ -147,6 +150,16 @@ def one(cfg: str, n: int, work: Path, made: int, tag: str) -> dict:
     return res
 
 
+def with_bytecode(work: Path, configs: list[str], made: int) -> None:
+    """Make this bench's children read compiled bytecode, as a pip-installed tltrace (or a checkout Python may
+    write `__pycache__` in) has it: PYTHONDONTWRITEBYTECODE unset, the bytecode kept under `work` (the
+    checkout untouched), written by one untimed process per configuration that lowers one kernel."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+    for cfg in configs:
+        one(cfg, 1, work, made, f"{cfg}-bytecode")
+
+
 def measure(
     reps: int, n: int, configs: list[str], work: Path, warm: int = 0
 ) -> dict[str, list[tuple[dict, dict]]]:
@@ -174,14 +187,16 @@ def _med(xs: list[float]) -> str:
     return f"{med} ({lo}..{hi})"
 
 
-def table(res: dict[str, list[tuple[dict, dict]]], reps: int, lowerings: int, warm: int = 0) -> str:
+def table(
+    res: dict[str, list[tuple[dict, dict]]], reps: int, lowerings: int, warm: int = 0, bytecode: bool = False
+) -> str:
     base, n = res["untraced"], lowerings - warm
     untraced_main = [_per_lowering(p, "main", n) for p in base]
     lines = [
         HEADING,
         "",
         f"`python bench/lowering_outside.py --reps {reps} --lowerings {lowerings}"
-        f"{f' --warm {warm}' if warm else ''}`: separate processes, alternating; CPU read from /proc per "
+        f"{f' --warm {warm}' if warm else ''}{' --bytecode' if bytecode else ''}`: separate processes, alternating; CPU read from /proc per "
         "thread at the script's exit (after `tltrace run`'s end). Milliseconds per lowering: (N-lowering "
         f"process - start-up process{f' lowering {warm}' if warm else ''}) / {n}, median (min..max) over reps; "
         "added: traced minus untraced of the same rep.",
@@ -247,6 +262,12 @@ def main(argv: list[str] | None = None) -> int:
         help="lowerings of the start-up process (its first ones' cost out of the per-lowering figure)",
     )
     ap.add_argument("--configs", default="untraced,records,html")
+    ap.add_argument(
+        "--bytecode",
+        action="store_true",
+        help="the children read compiled bytecode, as an installed tltrace has it (PYTHONDONTWRITEBYTECODE "
+        "unset, a cache under the bench's folder filled by one untimed process per configuration first)",
+    )
     a = ap.parse_args(argv)
     configs = [c.strip() for c in a.configs.split(",") if c.strip()]
     if unknown := [c for c in configs if c not in COMMANDS]:
@@ -255,8 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--reps must be at least 1, and --warm at least 0 and less than --lowerings")
     configs = ["untraced", *[c for c in configs if c != "untraced"]]
     with tempfile.TemporaryDirectory(prefix="tltrace-bench-outside-") as td:
+        if a.bytecode:
+            with_bytecode(Path(td), configs, a.lowerings)
         res = measure(a.reps, a.lowerings, configs, Path(td), a.warm)
-    print(table(res, a.reps, a.lowerings, a.warm))
+    print(table(res, a.reps, a.lowerings, a.warm, a.bytecode))
     return 0
 
 

@@ -17,7 +17,7 @@ from tltrace.session.events import InvocationFinished, Notice, RunStarted, Tltra
 from tltrace.tracing.invocation import find
 from tltrace.tracing.lifecycle import Fanout, Lifecycle
 
-from ._cli import cli_env, py_proc
+from ._cli import cli_env, cli_proc, py_proc
 
 PKG = Path(__file__).resolve().parent.parent / "tltrace"
 
@@ -243,3 +243,40 @@ def test_enable_imports_no_tilelang_until_the_user_does(tmp_path: Path, how: str
     if how == "disable":
         assert json.loads(lines[1]) == {"imported": False, "enabled": None}
     assert lines[-1] == "AT EXIT False"
+
+
+# What a plain `tltrace run --quiet` never needs: --ncu's readers, the layout explainer (only for a
+# failed compile), the recorders of --ptx/--sass, --remarks and --line-directives, and at the end
+# (the job's other processes gathered) the readers' resolution of names.
+NOT_IMPORTED = (
+    "tltrace.history.runs",
+    "tltrace.history.resolve",
+    "tltrace.cli.hot",
+    "tltrace.runtime.profiled",
+    "tltrace.history.hotlines",
+    "tltrace.layouts.explain",
+    "tltrace.stages.recorder",
+    "tltrace.remarks.recorder",
+    "tltrace.sourcemap.line_directives",
+)
+
+
+def test_a_quiet_run_imports_only_what_it_uses(tmp_path: Path) -> None:
+    """Start-up and the first compile pay no import they never use (issue 51: the cost seen from outside).
+
+    The child's own sys.modules, read at its exit (after `tltrace run` ended its run), is the oracle."""
+    from ._kernels import KERNELS
+
+    script = tmp_path / "s.py"
+    script.write_text(
+        "import atexit, json, sys\n" + KERNELS + "\nOUT = sys.argv[1]\n"
+        "atexit.register(lambda: json.dump(sorted(m for m in sys.modules if m.startswith('tltrace')),"
+        " open(OUT, 'w')))\n"
+        "build(128)\n"
+    )
+    out = tmp_path / "modules.json"
+    cli_proc("run", "--quiet", "--trace-dir", tmp_path / "trace", script, out, cwd=tmp_path, rc=0)
+    loaded = set(json.loads(out.read_text()))
+    assert {"tltrace.runner", "tltrace.sourcemap.recorder", "tltrace.facts.recorder"} <= loaded  # it traced
+    assert [m for m in NOT_IMPORTED if m in loaded] == []
+    assert len(list((tmp_path / "trace" / "s" / ".run_records").glob("run_*"))) == 1

@@ -365,11 +365,13 @@ def run_cmd(
     from ..runner import Target, check_target, run_target
 
     target = Target(target_name, tuple(rest), is_module)
-    from . import hot as cli_hot
-
     if p.get("ncu") and (p.get("sanitize") or p.get("sanitize_value")):
         raise fail("--ncu and --sanitize exclude each other: one outside tool at a time")
-    ncu_tool = cli_hot.tool_for(p)  # run --ncu: ncu (None without it, in the inner run, or when missing)
+    ncu_tool = None  # run --ncu: ncu (None without it, in the inner run, or when missing)
+    if p.get("ncu"):  # (cli/hot and its readers imported only for --ncu: a plain run never needs them)
+        from . import hot as cli_hot
+
+        ncu_tool = cli_hot.tool_for(p)
     try:
         settings = _settings(p, target)
         check_target(target)

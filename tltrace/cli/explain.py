@@ -16,6 +16,8 @@ from typing import Any
 
 import typer
 
+from ..format.records import FAILED
+
 
 def lines_of(data: dict[str, Any] | None) -> list[str]:
     """Return the lines to print for an explanation: none when there is nothing to say (no input kept)."""
@@ -59,11 +61,14 @@ class RunExplainer:
         self._jobs: list[tuple[str, Path, threading.Thread, list[dict[str, Any] | None]]] = []
 
     def __call__(self, event: Any) -> None:
-        from ..layouts import explain
         from ..session.events import RunFinished
 
         if not isinstance(event, RunFinished) or self.limit <= 0:
             return
+        if not any(r.status == FAILED for r in event.manifest.records):
+            return  # (layouts/explain, its readers and child, imported only for a failed compile)
+        from ..layouts import explain
+
         rec = explain.failed_layout_record(event.manifest)
         if rec is None:
             return
@@ -86,13 +91,13 @@ class RunExplainer:
 
     def finish(self) -> None:
         """Wait for the explanations (each at most its deadline and a grace) and print their first lines."""
-        from ..layouts import explain
-        from ..render.visible import visible
-
         with self._lock:
             jobs = list(self._jobs)
         if not jobs:
             return
+        from ..layouts import explain
+        from ..render.visible import visible
+
         limit = self.limit
         if any(t.is_alive() for _label, _dir, t, _out in jobs):
             typer.echo(

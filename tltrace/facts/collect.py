@@ -16,7 +16,6 @@ from typing import Any
 from ..format.layout import MANIFEST, SOURCEMAP_LOG
 from ..format.records import FAILED, PassRecord, RunManifest
 from ..format.sourcemap import LineMap
-from ..remarks.recorder import kinds_of
 from .device import device_facts
 from .registry import CODEGEN_INPUT, DEVICE, FRONTEND, NAMES, REMARKS, SOURCE_MAP, Value
 from .tir import codegen_input_facts, frontend_facts
@@ -88,6 +87,8 @@ def remark_facts(remarks: Any) -> dict[str, Value] | None:
     """Return the facts of a manifest's `remarks` (remarks/recorder.py); None when remarks were not captured."""
     if not isinstance(remarks, dict):
         return None
+    from ..remarks.recorder import kinds_of  # (here: a run without --remarks never imports remarks/)
+
     lines = 0
     ws: str | None = None
     fallbacks = 0

@@ -225,12 +225,12 @@ def gather(script_dir: Path, invocation: str, own: Iterable[str]) -> Gathered:
     from ..format import notes
     from ..format.ids import time_of_id
     from ..format.writer import writer_alive
-    from ..history import runs
+    from ..history.loading import load_manifest, run_dirs  # (not history.runs: its readers unused here)
 
     mine = set(own)
     out = Gathered()
     try:
-        dirs = runs.run_dirs(Path(script_dir))
+        dirs = run_dirs(Path(script_dir))
     except Exception:
         return out
     since = time_of_id(invocation)
@@ -241,7 +241,7 @@ def gather(script_dir: Path, invocation: str, own: Iterable[str]) -> Gathered:
         if since is not None and t is not None and t < since - 2.0:
             continue
         try:
-            m = runs.load_manifest(d)
+            m = load_manifest(d)
         except Exception:
             continue
         if m.invocation != invocation:

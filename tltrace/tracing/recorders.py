@@ -41,18 +41,24 @@ def _layouts(settings: Any) -> Any:
 
 
 def _stages(settings: Any) -> Any:
+    if not (settings.ptx or settings.sass):
+        return None  # (stages/ imported only for --ptx/--sass: its make() returns None without them)
     from ..stages import recorder
 
     return recorder.make(settings)
 
 
 def _remarks(settings: Any) -> Any:
+    if settings.remarks is None:
+        return None  # (remarks/ imported only for --remarks, as its make() says)
     from ..remarks import recorder as remarks
 
     return remarks.make(settings)
 
 
 def _line_directives(settings: Any) -> Any:
+    if not settings.line_directives:
+        return None  # (imported only for --line-directives, as its make() says)
     from ..sourcemap import line_directives
 
     return line_directives.make(settings)
