@@ -115,6 +115,9 @@ def every_reader(trace: Path, script: str, tir: Path, cut: set[str]) -> None:
         assert not lost or f"left out {len(lost)} compile(s) cut short" in bundled.stderr, bundled.stderr
         _says_cut(bundled.stdout, newest_cut - set(lost))
     print(f"  bundle: {bundled.stdout.strip() or bundled.stderr.strip()}")
+    for run_id in sorted(cut):  # repro of a cut compile: no pass failed, so it says the compile was cut
+        repro = read_ok("repro", runs[run_id]["path"], "-o", tir.with_name(f"repro-{run_id}"))
+        assert repro.exit_code == 2 and f"cut short ({runs[run_id]['status']})" in repro.stderr, repro.output
     checked = json.loads(read_ok("check", *td, script, "-1", "--expect", "kernels >= 0", "--json").stdout)
     for one in checked["compiles"]:  # a check of a cut compile's facts says it was cut
         was_cut = one["run_id"] in cut

@@ -112,3 +112,26 @@ def test_bundle_leaves_out_a_compile_cut_before_its_frontend_ir_was_saved_and_sa
     assert alone.exit_code == 3 and alone.stderr.strip().startswith(
         "tltrace: error: nothing to bundle: the 1 "
     )
+
+
+def test_repro_names_the_pass_a_cut_compile_died_in(tmp_path: Path) -> None:
+    """A killed compile failed at no pass: `repro` without --pass says it was cut and inside which pass (the
+    one its `inflight` note names, as the cut here wrote it), and --pass naming that pass says it has no
+    record to rerun (before: "failed at no pass" and "no pass with index N")."""
+    trace, _, cut = _with_a_cut_compile(tmp_path, frontend_saved=True)
+    run = trace / "oob" / ".run_records" / cut
+    at = json.loads((run / "inflight").read_text())
+    res = cli_invoke("repro", run, "-o", tmp_path / "r")
+    assert res.exit_code == 2 and res.stdout == "", res.output
+    assert (
+        f"was cut short (interrupted) inside pass {at['index']} ({at['name']}), which has no record"
+        in res.stderr
+    )
+    for spec in (str(at["index"]), at["name"].rsplit(".", 1)[-1]):
+        res = cli_invoke("repro", run, "--pass", spec, "-o", tmp_path / "r")
+        assert res.exit_code == 2, res.output
+        assert res.stderr.strip().endswith(
+            f"was running when its process ended (interrupted): it has no record to rerun; "
+            f"its input is the output of pass {at['index'] - 1}"
+        ), res.stderr
+    assert not (tmp_path / "r").exists()

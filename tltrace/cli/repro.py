@@ -45,7 +45,10 @@ reruns it in that one process (for a debugger: `python -m pdb DIR/repro.py
 takes: json (the input loaded from input.json, the pass made by its name) or
 replay (the compile replayed from its frontend IR up to and through the pass,
 for passes whose input does not survive JSON).
-RUN and --pass are read as 'tltrace show' reads them.
+RUN and --pass are read as 'tltrace show' reads them. A compile its process did
+not finish (killed, crashed, timed out: 'show' says cut short) failed at no pass:
+without --pass, repro says so in one line and names the pass the process ended
+inside, which has no record to rerun (its input is the previous pass's output).
 DIR follows the output-path rule: a new directory, or one holding only the files
 a repro writes, is (re)written; a directory holding other files, a file or a link
 is refused in one line unless --force; '-', a pipe or a character device gets an
@@ -181,6 +184,16 @@ def _failed_pass(run, manifest):  # noqa: ANN001, ANN202
         return top[0]
     lister = command("tltrace", "show", *script_words(run.path.parent.parent), manifest.run_id)
     if not failed:
+        from ..format.records import CUT_SHORT
+        from ..history.texts import died_in
+
+        if manifest.status in CUT_SHORT:  # a dead process cut it: no pass failed, one may have been running
+            died = died_in(manifest, run.path)
+            inside = f" inside pass {died[0]} ({died[1]}), which has no record" if died else ""
+            raise UsageError(
+                f"run {manifest.run_id} was cut short ({manifest.status}){inside}; no recorded pass failed: "
+                f"name one with --pass NAME|INDEX ({lister} lists the {len(manifest.records)} it recorded)"
+            )
         raise UsageError(
             f"run {manifest.run_id} failed at no pass; name one with --pass NAME|INDEX ({lister} lists its passes)"
         )

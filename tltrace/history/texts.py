@@ -89,6 +89,14 @@ def find_record(manifest: RunManifest, spec: str, run_dir: Path | None = None) -
     found = resolve(manifest.records, spec)
     if found.pos < 0:
         p = found.ref
+        died = died_in(manifest, run_dir)
+        named = p.name.lower() if p is not None and p.name else None
+        if died is not None and p is not None and (p.index == died[0] or named in _names_of(died[1])):
+            last = f"; its input is the output of pass {died[0] - 1}" if died[0] else ""
+            raise UsageError(
+                f"pass {died[0]} ({died[1]}) of run {manifest.run_id} was running when its process ended "
+                f"({manifest.status}): it has no record to rerun{last}"
+            )
         if p is not None and p.index is not None:
             raise UsageError(
                 f"no pass with index {p.index} in run {manifest.run_id} (0..{len(manifest.records) - 1})"
@@ -104,3 +112,23 @@ def find_record(manifest: RunManifest, spec: str, run_dir: Path | None = None) -
             hint += f"; {lister} lists its {len(manifest.records)} passes"
         raise UsageError(f"no pass {spec!r} in run {manifest.run_id}{hint}")
     return manifest.records[found.pos]
+
+
+def _names_of(name: str) -> tuple[str, str]:
+    """A pass name as a --pass reference may spell it: whole, or the end of a dotted name (any case)."""
+    return name.lower(), name.rsplit(".", 1)[-1].lower()
+
+
+def died_in(manifest: RunManifest, run_dir: Path | None) -> tuple[int, str] | None:
+    """Return (index, name) of the pass a cut compile's process ended inside (its `inflight` note), or None
+    (not cut short, no note, or the note names no pass index past the records)."""
+    from ..format.names import pass_display_name
+    from ..format.notes import where_of
+    from ..format.records import CUT_SHORT
+
+    if run_dir is None or manifest.status not in CUT_SHORT:
+        return None
+    where = where_of(Path(run_dir))
+    if where is None or where["at"] != "in" or "index" not in where:
+        return None
+    return where["index"], pass_display_name(where["name"])
