@@ -219,3 +219,22 @@ def test_a_module_rebuilt_around_the_same_fields_is_not_printed_again_under_exac
     heads = [first, (first[0], tvm.IRModule({gv: b}).functions, first[2])]  # a pass's new map, new function
     assert [cache.text(h) for h in heads] == [str(tvm.IRModule({gv: f})) for f in (a, b)]
     assert cache.printed == 1
+
+
+def test_one_compile_s_tags_and_read_lines_give_each_module_s_own_print(corpus, truth) -> None:
+    """The tag walk and the strip keep the compile's statements and printed lines (`Tags`): each
+    text and map of the corpus, printed in order with one `Tags`, is the module's own fresh print."""
+    held = sm.Tags()
+    got = [sm.print_module(m, held) for m in corpus]
+    assert got == truth
+    printed = sum(text.count("\n") + 1 for text, _ in truth)
+    assert 0 < len(held.lines) < printed / 4, (len(held.lines), printed)  # most lines read once
+
+
+def test_a_tag_where_none_can_be_is_never_read_from_the_cache() -> None:
+    """A line with two tags is no text of the printer's: no map, however often it comes."""
+    seen: dict = {}
+    text = f"x = 1  # {sm._TAG}0\ny = 2  # {sm._TAG}0  # {sm._TAG}0"
+    assert [sm.strip_tags(text, [("a.py", 3)], seen) for _ in range(2)] == [None, None]
+    done = sm.strip_tags(text.split("\n")[0], [("a.py", 3)], seen)
+    assert done is not None and done[0] == "x = 1" and done[1].lines == ((0, 3),)
