@@ -51,14 +51,14 @@ def traced_modules() -> list:
             kept.clear()
             enter, leave = configure("tltrace records", Path(td) / str(rep))
             lines.print_module = keep
-            with contextlib.redirect_stdout(io.StringIO()):
-                enter()
-                try:
+            try:  # leave() waits for the worker, which prints
+                with contextlib.redirect_stdout(io.StringIO()):
+                    enter()
                     lower()
                     worker.drain()
-                finally:
-                    leave()
-                    lines.print_module = orig
+            finally:
+                leave()
+                lines.print_module = orig
     return kept
 
 
