@@ -1,6 +1,6 @@
 """Where tltrace's CPU goes in one sm_90a lowering: exclusive per-thread CPU of each capture step.
 
-    PYTHONPATH=<tree> python bench/capture_steps.py [--reps 7] [--mode records|html] [--json OUT]
+    PYTHONPATH=<tree> python bench/capture_steps.py [--reps 7] [--mode records|html] [--json OUT] [--split-print]
 
 One process (bench/capture_cost.py's kernel and target, as bench/lowering_cpu.py). Each step
 below is one of tltrace's own functions, wrapped for the measurement only (tltrace's, never
@@ -10,6 +10,10 @@ rows add up. Untraced and traced lowerings alternate, rep by rep; the wrapping i
 the first traced rep (warm-up). Steps that a tree does not have are left out (an older tree
 runs it too, for a before/after table). Medians are not taken per step: sums over the reps
 divided by the reps.
+
+`--split-print` splits the print row (issue 51, round 4): the tag walk and the tag strip get rows
+of their own, and what stays in the print row is TVM's printer (the FFI call, with the GIL
+released) and its config.
 """
 
 from __future__ import annotations
@@ -63,6 +67,12 @@ STEPS = [
     ("tltrace.session.worker", "Worker.submit", "main: job hand-off"),
 ]
 
+# --split-print: the print row's Python parts, each a row of its own.
+PRINT_PARTS = [
+    ("tltrace.sourcemap.lines", "_tags", "print: the tag walk"),
+    ("tltrace.sourcemap.lines", "strip_tags", "print: the tag strip"),
+]
+
 _acc: dict[str, float] = defaultdict(float)
 _calls: dict[str, int] = defaultdict(int)
 _tls = threading.local()
@@ -96,9 +106,9 @@ def _wrap(owner: object, attr: str, label: str) -> bool:
     return True
 
 
-def _wrap_all() -> list[str]:
+def _wrap_all(steps: list[tuple[str, str, str]]) -> list[str]:
     done = []
-    for module, path, label in STEPS:
+    for module, path, label in steps:
         try:
             owner: object = importlib.import_module(module)
         except ImportError:
@@ -114,7 +124,7 @@ def _wrap_all() -> list[str]:
     return done
 
 
-def measure(reps: int, mode: str) -> dict:
+def measure(reps: int, mode: str, steps: list[tuple[str, str, str]] = STEPS) -> dict:
     from capture_cost import configure, sm90a_lowerer
 
     from tltrace.session import worker
@@ -136,7 +146,7 @@ def measure(reps: int, mode: str) -> dict:
             if rep == 1:
                 _acc.clear()
                 _calls.clear()
-                wrapped = _wrap_all()
+                wrapped = _wrap_all(steps)
             enter, leave = configure(mode, Path(td) / str(rep))
             with contextlib.redirect_stdout(io.StringIO()):
                 enter()
@@ -188,8 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--mode", default="records", choices=("records", "html"))
     ap.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
+    ap.add_argument("--split-print", action="store_true", help="the tag walk and strip as rows of their own")
     a = ap.parse_args(argv)
-    res = measure(a.reps, "tltrace " + a.mode)
+    res = measure(a.reps, "tltrace " + a.mode, STEPS + PRINT_PARTS if a.split_print else STEPS)
     if a.json is not None:
         a.json.write_text(json.dumps(res, indent=1))
     print(table(res))

@@ -172,3 +172,69 @@ def test_a_call_of_another_function_is_printed_as_the_module_has_it(monkeypatch)
     got = [printer(m)[0] for m in (both, alone, both, tvm.IRModule({callee_gv: callee}))]
     assert got == [str(both), str(alone), str(both), str(tvm.IRModule({callee_gv: callee}))]
     assert printer.composed == 2  # `callee`'s lines are reused (beside `main`, then alone); `main`'s never
+
+
+def _rebuilt_twice() -> tuple:
+    """Two new objects of one function, every field the same object (the attrs: equal plain values)."""
+    from tilelang import tvm
+
+    tir = tvm.tirx
+    func = tir.PrimFunc([], tir.Evaluate(tir.const(1, "int32")))
+    a, b = func.with_attr("tag", "kept"), func.with_attr("tag", "kept")
+    assert a.__chandle__() != b.__chandle__() and a.attrs.__chandle__() != b.attrs.__chandle__()
+    assert str(a) == str(b)  # the printer's own answer
+    return a, b
+
+
+def test_a_function_rebuilt_around_the_same_fields_keeps_its_lines_under_exact(monkeypatch) -> None:
+    """`--exact` (no rule): a function rebuilt around the same fields, attrs of equal plain values
+    included, keeps its lines in a composed module, and the text and map are the whole print's."""
+    from tilelang import tvm
+
+    from tltrace.sourcemap import compose
+
+    monkeypatch.setattr(compose, "_VERIFY_FIRST", 0)
+    monkeypatch.setitem(compose._state, "broken", False)
+    tir = tvm.tirx
+    kept, other = tvm.ir.GlobalVar("kept"), tvm.ir.GlobalVar("main")
+    a, b = _rebuilt_twice()
+    mods = [
+        tvm.IRModule({kept: a, other: tir.PrimFunc([], tir.Evaluate(tir.const(k, "int32")))})
+        for k, a in ((2, a), (3, b))
+    ]
+    printer = compose.ModulePrinter(None)
+    assert [printer(m) for m in mods] == [sm.print_module(m) for m in mods]
+    assert printer.composed == 1 and printer.reused == 1
+
+
+def test_a_module_rebuilt_around_the_same_fields_is_not_printed_again_under_exact() -> None:
+    """The capture's field rule (no equality rule) takes attrs of equal plain values as the same."""
+    from tilelang import tvm
+
+    gv = tvm.ir.GlobalVar("main")
+    a, b = _rebuilt_twice()
+    cache = snapshot.TextCache(sm.print_module, exact=True)
+    first = snapshot.module_head(tvm.IRModule({gv: a}))
+    assert first is not None
+    heads = [first, (first[0], tvm.IRModule({gv: b}).functions, first[2])]  # a pass's new map, new function
+    assert [cache.text(h) for h in heads] == [str(tvm.IRModule({gv: f})) for f in (a, b)]
+    assert cache.printed == 1
+
+
+def test_one_compile_s_tags_and_read_lines_give_each_module_s_own_print(corpus, truth) -> None:
+    """The tag walk and the strip keep the compile's statements and printed lines (`Tags`): each
+    text and map of the corpus, printed in order with one `Tags`, is the module's own fresh print."""
+    held = sm.Tags()
+    got = [sm.print_module(m, held) for m in corpus]
+    assert got == truth
+    printed = sum(text.count("\n") + 1 for text, _ in truth)
+    assert 0 < len(held.lines) < printed / 4, (len(held.lines), printed)  # most lines read once
+
+
+def test_a_tag_where_none_can_be_is_never_read_from_the_cache() -> None:
+    """A line with two tags is no text of the printer's: no map, however often it comes."""
+    seen: dict = {}
+    text = f"x = 1  # {sm._TAG}0\ny = 2  # {sm._TAG}0  # {sm._TAG}0"
+    assert [sm.strip_tags(text, [("a.py", 3)], seen) for _ in range(2)] == [None, None]
+    done = sm.strip_tags(text.split("\n")[0], [("a.py", 3)], seen)
+    assert done is not None and done[0] == "x = 1" and done[1].lines == ((0, 3),)

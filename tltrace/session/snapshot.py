@@ -188,7 +188,14 @@ _CTOR: list[Any] = []
 
 
 def _module_ctor() -> Any:
+    """TVM's IRModule constructor, on a handle that keeps the GIL (session/native.ffi_handle): it
+    takes microseconds, and the worker calls it for most records; each call that gave the GIL away
+    waited for it again behind the compiling threads."""
     if not _CTOR:
+        ctor = native.ffi_handle("ir.IRModule")
+        if ctor is not None:
+            _CTOR.append(ctor)
+            return ctor
         try:
             from tilelang import tvm  # type: ignore[import-not-found]
         except Exception:
@@ -200,10 +207,10 @@ def _module_ctor() -> Any:
 def _same_items(a: tuple, b: tuple) -> bool:
     if len(a) != len(b):
         return False
-    return all(_same_obj(g1, g2) and _same_func(f1, f2) for (g1, f1), (g2, f2) in zip(a, b))
+    return all(_same_obj(g1, g2) and same_fields(f1, f2) for (g1, f1), (g2, f2) in zip(a, b))
 
 
-def _same_func(a: Any, b: Any) -> bool:
+def same_fields(a: Any, b: Any) -> bool:
     """Return True when two functions print the same: the same object, or one whose every field is.
 
     A pass that changes nothing often returns a new function object around the very same
@@ -213,6 +220,8 @@ def _same_func(a: Any, b: Any) -> bool:
     a renamed variable equal). A map field (attrs, buffer_map) also counts as the same when it
     holds the same key and value objects in the same order. About 60% of the prints in a CPU
     gemm plus an sm_90a lowering gave the previous text again; this finds a third of them.
+    Exact, so `--exact` keeps it; the composition of module prints (sourcemap/compose.py) asks
+    it before the equality rule too: a few field reads against a comparison of whole functions.
     """
     if _same_obj(a, b):
         return True
@@ -230,7 +239,8 @@ def _same_func(a: Any, b: Any) -> bool:
                 if not _same_map(x, y):
                     return False
             elif type(x).__name__ == "Array" and type(y) is type(x):
-                if len(x) != len(y) or not all(_ident(p, q) for p, q in zip(x, y)):
+                p, q = native.array_items(x), native.array_items(y)
+                if len(p) != len(q) or not all(_ident(u, v) for u, v in zip(p, q)):
                     return False
             else:
                 return False
@@ -239,12 +249,21 @@ def _same_func(a: Any, b: Any) -> bool:
         return False
 
 
+_PLAIN = (str, int, bool)
+
+
 def _ident(a: Any, b: Any) -> bool:
-    """The same object (by handle: Type.same_as compares structurally, field by field, in Python)."""
+    """The same object (by handle: Type.same_as compares structurally, field by field, in Python),
+    or the same plain value: the FFI gives a str, int or bool (a DictAttrs key, an attribute's
+    value) as a new Python object at each read, and equal values of one type print the same.
+    Floats are left to identity (0.0 == -0.0)."""
     if a is b:
         return True
     if a is None or b is None:
         return False
+    kind = type(a)
+    if kind in _PLAIN:
+        return kind is type(b) and a == b
     try:
         return bool(a.__chandle__() == b.__chandle__())
     except Exception:
@@ -252,8 +271,15 @@ def _ident(a: Any, b: Any) -> bool:
 
 
 def _same_map(a: Any, b: Any) -> bool:
+    # An FFI Map (buffer_map) by tltrace's walk (three native calls an entry, the GIL kept), not
+    # its Python iterator; anything else with items() (DictAttrs) by its own.
+    x = native.map_items(a) if type(a).__name__ == "Map" else None
+    y = native.map_items(b) if type(b).__name__ == "Map" else None
     try:
-        x, y = list(a.items()), list(b.items())
+        if x is None:
+            x = tuple(a.items())
+        if y is None:
+            y = tuple(b.items())
     except Exception:
         return False
     return len(x) == len(y) and all(_ident(k1, k2) and _ident(v1, v2) for (k1, v1), (k2, v2) in zip(x, y))

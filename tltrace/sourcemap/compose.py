@@ -8,7 +8,8 @@ the module's functions). A module whose functions are all new is printed whole
 (`lines.print_module`); one where some function is the same as one remembered under its
 name (the same object, or equal by the capture's redundant-print rule,
 session/snapshot.equal_rule: equal fields print equal text, spans included, so the same
-locations) is printed with a stub in that function's place (the same GlobalVar, so a call
+locations; or a new object whose every field is the same object, which
+`--exact` keeps) is printed with a stub in that function's place (the same GlobalVar, so a call
 prints `Module.name` as before), and the remembered lines go where the stub's are. Lines
 printed beside other functions are reused beside the same ones, or beside fewer that
 they do not name: a call prints `Module.name` beside its callee and the bare name without.
@@ -20,7 +21,7 @@ from a rule of its own. Where anything is not as expected (a function other than
 PrimFunc, two of one name, metadata, a chunk it cannot find) the module is printed whole.
 The first 4 compositions of a process are checked against the whole print (text and map);
 one difference turns composition off for the rest of it, as lines.print_module does for
-its tags. `--exact` (TLTRACE_EXACT=1): identity alone, no rule.
+its tags. `--exact` (TLTRACE_EXACT=1): identity (of the function, or of its every field) alone, no rule.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 
 from ..format.sourcemap import LineMap
 from ..session import native
+from ..session.snapshot import same_fields
 from . import lines as sm
 
 _VERIFY_FIRST = 4
@@ -108,8 +110,9 @@ class ModulePrinter:
         return None
 
     def _reuse(self, name: str, func: Any, rule: bool, shape: frozenset[str], held: tuple) -> _Chunk | None:
-        """The lines held under (name, shape) when `func` prints as the function they were printed from."""
-        if not func.same_as(held[0]):
+        """The lines held under (name, shape) when `func` prints as the function they were printed from:
+        the same object, or every field the same object (exact, `--exact` too), or equal by the rule."""
+        if not same_fields(func, held[0]):
             if self._same is None or not rule:
                 return None
             try:

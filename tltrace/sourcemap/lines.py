@@ -106,6 +106,11 @@ def _stmt_kids(stmt: Any, stmt_type: type) -> list[Any]:
     return out
 
 
+# A printed line, read: (a tag's line of its own, the line without its tag, the tag's value or None).
+_Line = tuple[bool, str, Any]
+_KEEP_LINES = 100_000  # lines held per compile (Tags.lines) before the cache starts again
+
+
 class Tags:
     """The statements' tags of one compile's prints, by statement handle.
 
@@ -113,13 +118,15 @@ class Tags:
     previous module's: the last module's statements are held here with their tags and child
     statements, so one of them costs a dict lookup instead of the span and field reads (FFI
     calls). Holding a statement keeps its handle from being reused. A tag names a location:
-    one tag per (file, line), for the whole compile.
+    one tag per (file, line), for the whole compile. The printed lines are held too, each with
+    its reading (`strip_tags`): a line printed before costs a dict lookup.
     """
 
     def __init__(self) -> None:
         self.stmts: dict[int, tuple[Any, str | None, list[Any]]] = {}  # handle -> (stmt, tag, kids)
         self.locs: list[tuple[str, int]] = []
         self._ix: dict[tuple[str, int], str] = {}
+        self.lines: dict[str, _Line] = {}  # the strip's lines of the compile's texts (strip_tags)
 
     def tag(self, loc: tuple[str, int]) -> str:
         t = self._ix.get(loc)
@@ -178,30 +185,53 @@ def _tag_value(s: str, locs: list[tuple[str, int]]) -> tuple[str, int] | int:
     return locs[int(s)]
 
 
-def strip_tags(text: str, locs: list[tuple[str, int]]) -> tuple[str, LineMap] | None:
-    """Return (text without the tags, its map), or None when a tag is where no tag can be."""
+def _read_line(ln: str, locs: list[tuple[str, int]]) -> _Line | None:
+    """A printed line's tag, or None when a tag is where no tag can be."""
+    if _TAG not in ln:
+        return (False, ln, None)
+    body = ln.lstrip(" ")
+    if body.startswith(_LEAD):
+        return (True, "", _tag_value(body[len(_LEAD) :], locs))
+    k = ln.rfind(_TRAIL)
+    if k < 0:
+        return None
+    out = ln[:k]
+    if _TAG in out:
+        return None
+    return (False, out, _tag_value(ln[k + len(_TRAIL) :], locs))
+
+
+def strip_tags(
+    text: str, locs: list[tuple[str, int]], seen: dict[str, _Line] | None = None
+) -> tuple[str, LineMap] | None:
+    """Return (text without the tags, its map), or None when a tag is where no tag can be.
+
+    `seen`: the lines already read with these `locs` (`Tags.lines`, one compile's): most of a
+    text's lines are the last text's, byte for byte, and a line's reading depends on nothing
+    else (a tag names one location for the whole compile), so each costs a dict lookup."""
+    if seen is None:
+        seen = {}
+    elif len(seen) > _KEEP_LINES:
+        seen.clear()
+    get = seen.get
     files = Files()
     out: list[str] = []
     lines: list[Loc] = []
     pending: Any = None
     for ln in text.split("\n"):
-        if _TAG in ln:
-            body = ln.lstrip(" ")
-            if body.startswith(_LEAD):
-                v = _tag_value(body[len(_LEAD) :], locs)
-                if pending is None or (pending == 0 and v != 0):
-                    pending = v
-                continue
-            k = ln.rfind(_TRAIL)
-            if k < 0:
+        line = get(ln)
+        if line is None:
+            line = _read_line(ln, locs)
+            if line is None:
                 return None
-            v = _tag_value(ln[k + len(_TRAIL) :], locs)
-            ln = ln[:k]
-            if _TAG in ln:
-                return None
+            seen[ln] = line
+        lead, body, v = line
+        if v is not None:
             if pending is None or (pending == 0 and v != 0):
                 pending = v
-        out.append(ln)
+            if lead:
+                continue
+        out.append(body)
         lines.append((files.ix(pending[0]), pending[1]) if isinstance(pending, tuple) else pending)
         pending = None
     return "\n".join(out), LineMap(tuple(files.names), tuple(lines))
@@ -223,7 +253,7 @@ def print_module(mod: Any, held: Tags | None = None) -> tuple[str, LineMap | Non
     if not tags:
         return str(mod), None
     try:
-        done = strip_tags(mod.script(obj_to_annotate=tags), locs)
+        done = strip_tags(mod.script(obj_to_annotate=tags), locs, held.lines if held is not None else None)
     except Exception:  # a printer without annotations, or one that refuses these: print plainly
         done = None
     with _printer_lock:
