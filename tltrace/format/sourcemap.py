@@ -56,6 +56,9 @@ __all__ = [
 
 Loc = tuple[int, int] | int | None  # (file index, line), 0: a statement with no line, None: no statement
 
+# A map's compact JSON (json.dumps with these separators, without its check for a list holding
+# itself: a map's tuples never do, and the check costs a dict entry per line of the text).
+_MAP_JSON = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 MAX_SOURCE_BYTES = 1 << 20  # Python sources larger than this are not copied into the records
 WORKING_MAP_FORMAT = "tltrace-sourcemap/1"
 
@@ -170,7 +173,7 @@ class LineMap:
                 out["inferred"] = sorted(self.inferred)
             if self.via:
                 out["via"] = [(i, f, n) for i, (f, n) in sorted(self.via.items())]
-            t = json.dumps(out, separators=(",", ":"))
+            t = _MAP_JSON(out)
             object.__setattr__(self, "_json", t)
         return t
 
