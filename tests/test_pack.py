@@ -14,6 +14,7 @@ import hashlib
 import os
 import shutil
 import textwrap
+import zlib
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,33 @@ def test_a_deflated_entry_damaged_inside_is_one_line_naming_the_damage(
     one_line_error(res, 3, "is damaged", rec.name)
 
 
+def test_readers_answer_the_same_from_chained_entries_as_from_plain_ones(
+    traced: Path, tmp_path, run_cli
+) -> None:
+    """A real run's pack (its `D` entries) against the same texts stored as plain `Z` entries (the
+    documented layout, written here with zlib): the report model and `tltrace show` say the same."""
+    from tltrace.history.report_reads import compile_report
+
+    src = _runs(traced)[-1]
+    chained, plain = (tmp_path / k / ".run_records" / src.name for k in ("a", "b"))
+    shutil.copytree(src, chained)
+    shutil.copytree(src, plain)
+    entries = pack_entries(src)
+    assert any(base for base, _ in entries.values())
+    (plain / pack.PACK).write_bytes(
+        pack.MAGIC + b"".join(pack.entry(d, zlib.compress(b, 1), b"Z") for d, (_, b) in entries.items())
+    )
+    assert pack_texts(plain) == pack_texts(chained)
+    a, b = compile_report(chained, linked=False), compile_report(plain, linked=False)
+    assert a.records == b.records and all(
+        r.after is not None or r.record.after_hash is None for r in a.records
+    )
+    for r in load_run(chained).require().records:
+        outs = [run_cli("show", d, "--pass", str(r.index)) for d in (chained, plain)]
+        assert outs[0].exit_code == outs[1].exit_code == 0
+        assert outs[0].output.replace(str(chained), "RUN") == outs[1].output.replace(str(plain), "RUN")
+
+
 def _leaning_on(run_dir: Path, digest: str) -> set[str]:
     """`digest` and every entry deflated with it, directly or through another (the pack's chain)."""
     out = {digest}
@@ -254,6 +282,8 @@ def test_a_chained_entry_reads_only_with_an_earlier_base() -> None:
         pack.MAGIC + e_a
     )
     assert pack.parse(pack.MAGIC + e_a + e_b.replace(b"D ", b"Z ", 1)).entries == [ha]  # a base on a Z: torn
+    long_base = ("x" * (pack.DICT_MAX + 1)).encode()  # beyond deflate's reach: no dictionary
+    assert pack.packed_entry(hb, b.encode(), (ha, long_base)) == pack.packed_entry(hb, b.encode())
 
 
 def test_a_pack_without_its_magic_reads_as_nothing() -> None:

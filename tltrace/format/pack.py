@@ -7,8 +7,8 @@ Layout (bytes)::
                                               deflated (zlib, RFC 1950: `python -c "import zlib"` reads it)
     T <hash> <length>\\n<length bytes>\\n       or the UTF-8 itself, where deflating saves nothing
                                               (and every entry of the packs written before texts were deflated)
-    D <hash> <length> <base>\\n<length bytes>\\n  or deflated with the text of an earlier entry, <base>,
-                                              as zlib's preset dictionary (`zlib.decompressobj(zdict=
+    D <hash> <length> <base>\\n<length bytes>\\n  or deflated with the text of an earlier entry, <base>
+                                              (DICT_MAX bytes at most), as zlib's preset dictionary (`zlib.decompressobj(zdict=
                                               <base's UTF-8>)` reads it); at most CHAIN - 1 such entries
                                               follow each other before one stands alone again
 
@@ -43,11 +43,14 @@ from functools import lru_cache
 from ..fs import safe_read
 from .layout import PACK
 
-__all__ = ["CHAIN", "MAGIC", "PACK", "Pack", "entry", "packed_entry", "parse", "read"]
+__all__ = ["CHAIN", "DICT_MAX", "MAGIC", "PACK", "Pack", "entry", "packed_entry", "parse", "read"]
 MAGIC = b"TLPACK1\n"
 _HEADER = re.compile(rb"([TZD]) ([0-9a-f]{8,128}) ([0-9]{1,12})(?: ([0-9a-f]{8,128}))?\Z")
 LEVEL = 1  # zlib's fastest: most of what deflating saves here, at a third of level 6's CPU
 CHAIN = 8  # at most this many entries in a row lean on the one before (D), the first standing alone
+# The longest base worth a dictionary: deflate reaches back 32 KB less its lookahead (262 bytes), so
+# the line of a longer base that matches a line of the new text is out of its reach.
+DICT_MAX = (1 << 15) - 262
 _MAX_DEPTH = 64  # a reader follows chains up to this long (a writer makes them CHAIN - 1 long at most)
 _KEEP = 2 * CHAIN  # bases kept inflated per pack (reading the texts in order inflates each once)
 
@@ -62,9 +65,9 @@ def entry(digest: str, data: bytes, kind: bytes = b"T", base: str | None = None)
 
 def packed_entry(digest: str, data: bytes, base: tuple[str, bytes] | None = None) -> bytes:
     """Return the entry that stores the UTF-8 text `data`: deflated with `base` (its hash and UTF-8, a
-    text stored earlier in the pack) as the dictionary (D), else deflated (Z), or as it is (T), whichever
-    is smallest of those tried."""
-    if base is not None:
+    text stored earlier in the pack, DICT_MAX bytes at most) as the dictionary (D), else deflated (Z),
+    or as it is (T), whichever is smallest of those tried."""
+    if base is not None and len(base[1]) <= DICT_MAX:
         z = zlib.compressobj(LEVEL, zlib.DEFLATED, 15, 8, zlib.Z_DEFAULT_STRATEGY, base[1])
         small = z.compress(data) + z.flush()
         if len(small) < len(data):
