@@ -81,7 +81,7 @@ def store_pack(texts: list[tuple[str, str, str]], root: Path, deflate: bool = Tr
     from tltrace.session import store as store_mod
 
     if not deflate:
-        store_mod.packed_entry = pack.entry  # type: ignore[assignment]
+        store_mod.packed_entry = lambda digest, data, base=None: pack.entry(digest, data)  # type: ignore[assignment]
     try:
         store = store_mod.RunStore(root)
         store.open()

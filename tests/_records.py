@@ -224,22 +224,33 @@ def recorded_add_with(recorded: Path, dest: Path, **fields: Any) -> Path:
 
 def pack_texts(run_dir: Path) -> dict[str, str]:
     """The run's `texts.pack` read here by its documented layout (docs/architecture.md: a magic line
-    `TLPACK1`, then `Z <hash> <len>` and the text's UTF-8 deflated by zlib, or `T <hash> <len>` and the
-    UTF-8 itself, per entry), not by tltrace's reader: the oracle's own reading of what was stored.
-    {} for a run without a pack."""
+    `TLPACK1`, then `Z <hash> <len>` and the text's UTF-8 deflated by zlib, `T <hash> <len>` and the
+    UTF-8 itself, or `D <hash> <len> <base>` and the UTF-8 deflated with the base entry's text as
+    zlib's dictionary, per entry), not by tltrace's reader: the oracle's own reading of what was
+    stored. {} for a run without a pack."""
+    return {d: b.decode("utf-8", "replace") for d, (_, b) in pack_entries(run_dir).items()}
+
+
+def pack_entries(run_dir: Path) -> dict[str, tuple[str | None, bytes]]:
+    """{hash: (the base a D entry leans on, else None; the text's UTF-8)} of a run's `texts.pack`,
+    read by its documented layout (pack_texts)."""
     try:
         data = (Path(run_dir) / "texts.pack").read_bytes()
     except OSError:
         return {}
     head = b"TLPACK1\n"
     assert data.startswith(head), f"{run_dir}/texts.pack does not start with its magic line"
-    out, at = {}, len(head)
+    out: dict[str, tuple[str | None, bytes]] = {}
+    at = len(head)
     while at < len(data):
         nl = data.index(b"\n", at)
-        tag, digest, size = data[at:nl].decode().split(" ")
-        assert tag in ("T", "Z"), tag
+        tag, digest, size, *base = data[at:nl].decode().split(" ")
+        assert tag in ("T", "Z", "D") and len(base) == (tag == "D"), (tag, base)
         body = data[nl + 1 : nl + 1 + int(size)]
-        out[digest] = (zlib.decompress(body) if tag == "Z" else body).decode("utf-8", "replace")
+        if tag == "D":
+            z = zlib.decompressobj(zdict=out[base[0]][1])
+            body = z.decompress(body) + z.flush()
+        out[digest] = (base[0] if base else None, zlib.decompress(body) if tag == "Z" else body)
         at = nl + 1 + int(size) + 1
     return out
 

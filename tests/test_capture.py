@@ -106,7 +106,9 @@ def test_texts_chain_and_are_stored_once(gemm_trace):
     stored = pack.parse(data)
     named = [h for r in manifest.records for h in (r.before_hash, r.after_hash) if h]
     assert set(named) <= set(stored.entries)  # (and the Python sources the maps name)
-    whole = len(pack.MAGIC) + sum(len(pack.entry(h, bytes(n))) for h, (_, n) in stored.index.items())
+    whole = len(pack.MAGIC) + sum(
+        len(pack.entry(h, bytes(n), base=stored.bases.get(h))) for h, (_, n) in stored.index.items()
+    )
     assert whole == len(data)  # each distinct text once: no entry twice
     total = sum(
         len((text_of(run_dir, r, s) or "").encode()) for r in manifest.records for s in ("before", "after")

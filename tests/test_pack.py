@@ -14,6 +14,7 @@ import hashlib
 import os
 import shutil
 import textwrap
+import zlib
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from tltrace.history.texts import missing_files, read_text, text_of
 from tltrace.session.store import RunStore
 
 from ._cli import one_line_error
-from ._records import pack_texts
+from ._records import pack_entries, pack_texts
 from .conftest import EXAMPLES
 
 SCRIPT = textwrap.dedent(
@@ -82,6 +83,8 @@ def test_a_run_keeps_its_texts_in_one_pack_and_no_file_per_text(traced: Path) ->
             assert found.text(digest) == stored[digest]
         deflated = [d for d in found.entries if b"\nZ " + d.encode() + b" " in data]
         assert deflated, "a run's IR texts are stored deflated"
+        leaning = [d for d, (base, _) in pack_entries(run_dir).items() if base is not None]
+        assert leaning, "a pass's output is deflated with the text stored before it"
         manifest = load_run(run_dir).require()
         assert manifest.records
         for rec in manifest.records:
@@ -162,17 +165,125 @@ def test_a_deflated_entry_damaged_inside_is_one_line_naming_the_damage(
     manifest = load_run(run_dir).require()
     rec = next(r for r in manifest.records if r.after_hash and b"\nZ " + r.after_hash.encode() + b" " in data)
     off, n = whole.index[rec.after_hash]
+    lost = _leaning_on(run_dir, rec.after_hash)  # the entries deflated with it, by the documented layout
     bad = bytearray(data)
     bad[off : off + n] = bytes(n)  # zeros in place of the deflated bytes: same length, same framing
     (run_dir / pack.PACK).write_bytes(bytes(bad))
     found = pack.parse(bytes(bad))
     assert found.entries == whole.entries and found.torn == 0
-    assert found.text(rec.after_hash) is None
-    assert all(found.text(d) == whole.text(d) for d in whole.entries if d != rec.after_hash)
+    assert all(found.text(d) is None for d in lost) and len(lost) <= pack.CHAIN
+    assert all(found.text(d) == whole.text(d) for d in whole.entries if d not in lost)
     with pytest.raises(RecordsError, match="is damaged"):
         read_text(load_run(run_dir), rec, "after")
     res = run_cli("show", run_dir, "--pass", str(rec.index))
     one_line_error(res, 3, "is damaged", rec.name)
+
+
+def test_readers_answer_the_same_from_chained_entries_as_from_plain_ones(
+    traced: Path, tmp_path, run_cli
+) -> None:
+    """A real run's pack (its `D` entries) against the same texts stored as plain `Z` entries (the
+    documented layout, written here with zlib): the report model and `tltrace show` say the same."""
+    from tltrace.history.report_reads import compile_report
+
+    src = _runs(traced)[-1]
+    chained, plain = (tmp_path / k / ".run_records" / src.name for k in ("a", "b"))
+    shutil.copytree(src, chained)
+    shutil.copytree(src, plain)
+    entries = pack_entries(src)
+    assert any(base for base, _ in entries.values())
+    (plain / pack.PACK).write_bytes(
+        pack.MAGIC + b"".join(pack.entry(d, zlib.compress(b, 1), b"Z") for d, (_, b) in entries.items())
+    )
+    assert pack_texts(plain) == pack_texts(chained)
+    a, b = compile_report(chained, linked=False), compile_report(plain, linked=False)
+    assert a.records == b.records and all(
+        r.after is not None or r.record.after_hash is None for r in a.records
+    )
+    for r in load_run(chained).require().records:
+        outs = [run_cli("show", d, "--pass", str(r.index)) for d in (chained, plain)]
+        assert outs[0].exit_code == outs[1].exit_code == 0
+        assert outs[0].output.replace(str(chained), "RUN") == outs[1].output.replace(str(plain), "RUN")
+
+
+def _leaning_on(run_dir: Path, digest: str) -> set[str]:
+    """`digest` and every entry deflated with it, directly or through another (the pack's chain)."""
+    out = {digest}
+    for d, (base, _) in pack_entries(run_dir).items():
+        if base in out:
+            out.add(d)
+    return out
+
+
+def _similar_texts(n: int) -> list[str]:
+    """Texts as a pipeline's passes give them: each the one before with a line changed."""
+    body = [f"    x_{i} = T.alloc({i}, 128)  # {'w' * (i % 7)}" for i in range(300)]
+    out = []
+    for k in range(n):
+        body[(k * 37) % 300] = f"    changed_{k} = T.op({k})"
+        out.append("\n".join(body) + "\n")
+    return out
+
+
+def test_the_store_deflates_each_text_with_the_one_before_in_bounded_chains(tmp_path: Path) -> None:
+    texts = _similar_texts(2 * pack.CHAIN + 3)
+    store = RunStore(tmp_path / "s")
+    store.open()
+    digests = [store.put_text(t) for t in texts]
+    store.close()
+    stored = pack_entries(store.run_dir)  # inflated by zlib with each base's text (documented layout)
+    assert list(stored) == digests
+    bases = [base for base, _ in stored.values()]
+    standalone = [i for i, b in enumerate(bases) if b is None]
+    assert standalone == list(range(0, len(texts), pack.CHAIN))  # a chain is CHAIN entries at most
+    for i, b in enumerate(bases):
+        assert b is None or b == digests[i - 1]
+    found = pack.read(store.run_dir / pack.PACK)
+    assert found is not None
+    for t, d in zip(texts, digests):
+        assert stored[d][1] == t.encode() and _blake(t.encode()) == d
+        assert found.text(d) == t
+    plain = sum(len(pack.packed_entry(d, t.encode())) for d, t in zip(digests, texts))
+    assert (store.run_dir / pack.PACK).stat().st_size < plain / 2  # what the dictionary saves
+
+
+def test_a_damaged_entry_loses_its_chain_and_no_other_entry(tmp_path: Path) -> None:
+    texts = _similar_texts(3 * pack.CHAIN)
+    store = RunStore(tmp_path / "s")
+    store.open()
+    digests = [store.put_text(t) for t in texts]
+    store.close()
+    data = (store.run_dir / pack.PACK).read_bytes()
+    whole = pack.parse(data)
+    hit = digests[pack.CHAIN + 2]  # inside the second chain
+    off, n = whole.index[hit]
+    bad = bytearray(data)
+    bad[off : off + n] = bytes(n)
+    found = pack.parse(bytes(bad))
+    assert found.entries == digests and found.torn == 0
+    lost = set(digests[pack.CHAIN + 2 : 2 * pack.CHAIN])
+    for t, d in zip(texts, digests):
+        assert found.text(d) == (None if d in lost else t), digests.index(d)
+
+
+def test_a_chained_entry_reads_only_with_an_earlier_base() -> None:
+    a, b = "first text\n" * 40, "first text\n" * 39 + "second\n"
+    ha, hb, hc = (_blake(t.encode()) for t in (a, b, "c"))
+    e_a = pack.packed_entry(ha, a.encode())
+    e_b = pack.packed_entry(hb, b.encode(), (ha, a.encode()))
+    assert e_b.startswith(b"D " + hb.encode() + b" ") and e_b.split(b"\n", 1)[0].endswith(ha.encode())
+    assert pack.parse(pack.MAGIC + e_a + e_b).text(hb) == b
+    ahead = pack.parse(pack.MAGIC + e_b + e_a)  # its base after it: not held, the base still reads
+    assert ahead.text(hb) is None and ahead.text(ha) == a and ahead.entries == [ha] and ahead.torn == 0
+    absent = pack.parse(pack.MAGIC + pack.packed_entry(hb, b.encode(), (hc, b"c")) + e_a)
+    assert absent.entries == [ha] and absent.torn == 0
+    no_base = pack.MAGIC + e_a + b"D " + hb.encode() + b" 1\nx\n"  # a D header without its base: torn
+    assert pack.parse(no_base).entries == [ha] and pack.parse(no_base).torn == len(no_base) - len(
+        pack.MAGIC + e_a
+    )
+    assert pack.parse(pack.MAGIC + e_a + e_b.replace(b"D ", b"Z ", 1)).entries == [ha]  # a base on a Z: torn
+    long_base = ("x" * (pack.DICT_MAX + 1)).encode()  # beyond deflate's reach: no dictionary
+    assert pack.packed_entry(hb, b.encode(), (ha, long_base)) == pack.packed_entry(hb, b.encode())
 
 
 def test_a_pack_without_its_magic_reads_as_nothing() -> None:

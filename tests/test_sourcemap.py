@@ -230,6 +230,30 @@ def test_line_map_json_round_trip_and_damaged_log(tmp_path):
         sm.LineMap.from_json({"files": ["a.py"], "lines": [[3, 1]]})
 
 
+def test_equal_maps_printed_apart_are_stored_once_and_read_back_each(tmp_path):
+    """Equal maps from separate prints (a text printed again) are one `map` line; each record reads
+    back its own sides, and a map differing only in `via` or `inferred` is its own line."""
+    lines = (None, 0, (0, 3), (1, 9))
+    a, b = sm.LineMap(("a.py", "b.py"), lines), sm.LineMap(("a.py", "b.py"), tuple(list(lines)))
+    via = sm.LineMap(("a.py", "b.py"), lines, via={2: (1, 40)})
+    inf = sm.LineMap(("a.py", "b.py"), lines, frozenset({3}))
+    log = sms.MapLog(tmp_path)
+    log.record(0, a, via)
+    log.record(1, inf, b)
+    log.record(2, b, a)
+    log.close()
+    stored = [json.loads(x) for x in (tmp_path / sms.SOURCEMAP_LOG).read_text().splitlines()]
+    written = [d for d in stored if d["t"] == "map"]
+    assert len(written) == 3 and len({d["h"] for d in written}) == 3
+    for d in written:  # each map's name is the hash of its own JSON, as the reader keys it
+        assert d["h"] == sm.LineMap.from_json(d).digest()
+    maps = sourcemaps.load(tmp_path)
+    assert (maps.of(0, "before"), maps.of(0, "after")) == (a, via)
+    assert maps.of(0, "after").via == {2: (1, 40)}
+    assert (maps.of(1, "before").inferred, maps.of(1, "after")) == (frozenset({3}), a)
+    assert (maps.of(2, "before"), maps.of(2, "after")) == (a, a)
+
+
 def test_error_location():
     err = "ValueError: bad shape\n  --> /home/u/k.py:17:9\n   |\n17 |     T.copy(A, B)"
     assert sm.error_location(err) == ("/home/u/k.py", 17)

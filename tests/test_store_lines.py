@@ -81,6 +81,33 @@ def test_records_jsonl_holds_each_record_as_its_fields_encode(tmp_path: Path) ->
         assert PassRecord.from_json(json.loads(line)) == r  # and it stands alone
 
 
+def test_a_records_json_is_the_encoders_for_values_of_every_kind() -> None:
+    """The record's JSON is written without the encoder (pre-encoded keys): odd values (escapes,
+    non-ASCII, floats in exponent form, a bool, NaN, a str subclass, a missing value) give the
+    encoder's text all the same."""
+
+    class Name(str):
+        pass
+
+    base = _records()[0]
+    odd = [
+        {"name": 'say "hi"\\ \n\t\x00 \u00e9\u4e2d \ud83d\ude00', "error": "x\u2028y"},
+        {"phase": "\udcff", "working_file": "/tmp/caf\u00e9/a.cu", "role": "device", "ffi": "target.build.c"},
+        {"duration_s": 1e-07, "start_s": 123456789.125, "added": None, "removed": None, "parent": 3},
+        {"duration_s": 0.1 + 0.2, "start_s": -0.0, "index": 10**20, "depth": -1},
+        {"duration_s": float("nan")},
+        {"start_s": float("inf")},
+        {"added": True, "removed": False},
+        {"depth": 2.5, "index": 7},
+        {"name": Name("Sub"), "reconcile": "PATCHED"},
+    ]
+    for fields in odd:
+        r = dataclasses.replace(base, **fields)
+        assert r.full_json() == json.dumps(_full_by_hand(r), separators=(",", ":")), fields
+    for r in _records():
+        assert r.full_json() == json.dumps(_full_by_hand(r), separators=(",", ":"))
+
+
 def test_manifest_json_holds_every_field_of_every_record(tmp_path: Path) -> None:
     for i, m in enumerate(_manifests()):
         store = RunStore(tmp_path / str(i))

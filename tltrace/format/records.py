@@ -119,8 +119,16 @@ class PassRecord:
         return {k: d[k] for k in _RECORD_DEFAULTS}
 
     def full_json(self) -> str:
-        """Return the record as manifest.json and records.jsonl hold it: `to_full`, compact JSON."""
-        return _COMPACT(self.to_full())
+        """Return the record as manifest.json and records.jsonl hold it: `to_full`, compact JSON.
+
+        Once per record on the worker: the keys are pre-encoded and each value is written the
+        way the encoder writes it (`_full_json_text`); a value of another type (a bool, a float
+        subclass, NaN) goes through the encoder itself. The same text either way.
+        """
+        try:
+            return _full_json_text(self.__dict__)
+        except (TypeError, ValueError):
+            return _COMPACT(self.to_full())
 
     def to_stored(self) -> dict[str, Any]:
         """Return the record in the schema-3 form (records.jsonl's lines until issue 51's third
@@ -212,6 +220,50 @@ def _check_types(values: dict[str, Any], types: dict[str, tuple[tuple[type, ...]
 
 _RECORD_DEFAULTS = {f.name: f.default for f in PassRecord.__dataclass_fields__.values()}
 _DEFAULT_ITEMS = tuple(_RECORD_DEFAULTS.items())
+
+
+# -- a record's JSON, written without the encoder's per-key work (PassRecord.full_json) -----------
+_STR_JSON = json.encoder.encode_basestring_ascii  # what the encoder writes for a str (ensure_ascii)
+_INT_REPR, _FLOAT_REPR = int.__repr__, float.__repr__
+_INF = float("inf")
+
+
+def _opt_str(v: Any) -> str:
+    """A str or None, as the encoder writes it (TypeError for anything else)."""
+    return "null" if v is None else _STR_JSON(v)
+
+
+def _num(v: Any) -> str:
+    """An int, a finite float or None, as the encoder writes it (ValueError for anything else)."""
+    t = type(v)
+    if t is int:
+        return _INT_REPR(v)
+    if v is None:
+        return "null"
+    if t is float and v == v and v != _INF and v != -_INF:
+        return _FLOAT_REPR(v)
+    raise ValueError(f"not written here: {v!r}")
+
+
+_FULL_ORDER = (
+    "index name phase depth parent status added removed duration_s before_hash after_hash "
+    "before_file after_file role ffi error reconcile working_file start_s"
+).split()
+assert tuple(_RECORD_DEFAULTS) == tuple(_FULL_ORDER), "_full_json_text writes the fields in field order"
+
+
+def _full_json_text(d: dict[str, Any]) -> str:
+    """`_COMPACT` of a record's fields (`to_full`), for the types a record's fields have."""
+    s, n = _opt_str, _num
+    return (
+        f'{{"index":{n(d["index"])},"name":{_STR_JSON(d["name"])},"phase":{_STR_JSON(d["phase"])},'
+        f'"depth":{n(d["depth"])},"parent":{n(d["parent"])},"status":{_STR_JSON(d["status"])},'
+        f'"added":{n(d["added"])},"removed":{n(d["removed"])},"duration_s":{n(d["duration_s"])},'
+        f'"before_hash":{s(d["before_hash"])},"after_hash":{s(d["after_hash"])},'
+        f'"before_file":{s(d["before_file"])},"after_file":{s(d["after_file"])},"role":{s(d["role"])},'
+        f'"ffi":{s(d["ffi"])},"error":{s(d["error"])},"reconcile":{s(d["reconcile"])},'
+        f'"working_file":{s(d["working_file"])},"start_s":{n(d["start_s"])}}}'
+    )
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,10 @@ __all__ = [
 
 Loc = tuple[int, int] | int | None  # (file index, line), 0: a statement with no line, None: no statement
 
+# A map's compact JSON (json.dumps with these separators, without its check for a list holding
+# itself: a map's tuples never do, and the check costs a dict entry per line of the text).
+_MAP_JSON = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+_STR_JSON = json.encoder.encode_basestring_ascii  # a str as json.dumps writes it (ensure_ascii)
 MAX_SOURCE_BYTES = 1 << 20  # Python sources larger than this are not copied into the records
 WORKING_MAP_FORMAT = "tltrace-sourcemap/1"
 
@@ -170,7 +174,7 @@ class LineMap:
                 out["inferred"] = sorted(self.inferred)
             if self.via:
                 out["via"] = [(i, f, n) for i, (f, n) in sorted(self.via.items())]
-            t = json.dumps(out, separators=(",", ":"))
+            t = _MAP_JSON(out)
             object.__setattr__(self, "_json", t)
         return t
 
@@ -191,7 +195,7 @@ def map_line(digest: str, lmap: LineMap) -> dict[str, Any]:
 
 def map_line_text(digest: str, lmap: LineMap) -> str:
     """`map_line(digest, lmap)` as the compact JSON line (newline included) `sourcemap.jsonl` holds."""
-    return '{"t":"map","h":' + json.dumps(digest) + "," + lmap.json_text()[1:] + "\n"
+    return '{"t":"map","h":' + _STR_JSON(digest) + "," + lmap.json_text()[1:] + "\n"
 
 
 def rec_line(index: int, before: str | None, after: str | None) -> dict[str, Any]:
@@ -202,10 +206,9 @@ def rec_line(index: int, before: str | None, after: str | None) -> dict[str, Any
 def rec_line_text(index: int, before: str | None, after: str | None) -> str:
     """`rec_line(index, before, after)` as the compact JSON line (newline included) `sourcemap.jsonl` holds."""
 
-    def digest(h: str | None) -> str:
-        return "null" if h is None else json.dumps(h)
-
-    return f'{{"t":"rec","index":{int(index)},"before":{digest(before)},"after":{digest(after)}}}\n'
+    b = "null" if before is None else _STR_JSON(before)
+    a = "null" if after is None else _STR_JSON(after)
+    return f'{{"t":"rec","index":{int(index)},"before":{b},"after":{a}}}\n'
 
 
 def calls_line(roots: tuple[str, ...]) -> dict[str, Any]:

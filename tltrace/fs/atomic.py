@@ -16,7 +16,6 @@ import contextlib
 import fcntl
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -67,19 +66,21 @@ def atomic_write(
     path = Path(path)
     if mode is None:
         try:
-            mode = path.stat().st_mode & 0o7777
+            mode = os.stat(path).st_mode & 0o7777
         except OSError:
             mode = 0o666 & ~_UMASK
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_temp(path, mode)
     try:
-        step("create", Path(tmp))
-        with os.fdopen(fd, "wb") as fh:
+        try:
+            step("create", Path(tmp))
+            if os.fstat(fd).st_mode & 0o7777 != mode:  # the umask took bits `mode` has
+                os.fchmod(fd, mode)
             for chunk in [chunks] if isinstance(chunks, bytes) else chunks:
-                fh.write(chunk)
+                _write_all(fd, chunk)
             if fsync:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -88,6 +89,29 @@ def atomic_write(
     if fsync:
         fsync_dir(path.parent)
     step("rename", path)
+
+
+_TEMP_FLAGS = (
+    os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def _create_temp(path: Path, mode: int) -> tuple[int, str]:
+    """Create `path`'s temporary sibling, `.NAME.<8 random characters>.tmp` (as `tempfile.mkstemp` names
+    it, without its per-call set-up: a third of an atomic write's CPU); never more open than `mode`."""
+    for _ in range(100):
+        tmp = os.path.join(path.parent, f".{path.name}.{os.urandom(4).hex()}.tmp")
+        try:
+            return os.open(tmp, _TEMP_FLAGS, mode & 0o777), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name for {path}")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _tmp_pattern(name: str) -> re.Pattern[str]:

@@ -39,9 +39,12 @@ def read_text(run: Run, record: PassRecord, side: str) -> str:
     found = run_pack(run.path)
     if found is not None:
         if digest in found.index:  # whole, but its deflated bytes do not inflate: damage, not a kill
+            which = (
+                "its entry, or the earlier one it is deflated with," if digest in found.bases else "its entry"
+            )
             raise RecordsError(
                 f"{run.path / pack.PACK}: the {side} text of {record.name} (#{record.index}) is damaged "
-                "(its entry does not inflate); rerun the script to record it again"
+                f"({which} does not inflate); rerun the script to record it again"
             )
         cut = f"; the pack lost {found.torn} bytes at its end (the compile was killed)" if found.torn else ""
         raise RecordsError(

@@ -27,7 +27,7 @@ from pathlib import Path
 from ..format import pack
 from ..format.ids import new_run_id
 from ..format.layout import MANIFEST, RECORDS_LOG, RUN_RECORDS, record_file, text_hash
-from ..format.pack import MAGIC, PACK, packed_entry
+from ..format.pack import CHAIN, MAGIC, PACK, packed_entry
 from ..format.records import RUNNING, PassRecord, RunManifest
 from ..fs.atomic import atomic_write, step
 
@@ -54,6 +54,10 @@ class RunStore:
         self._known: dict[str, int] = {}  # hash -> length of the texts in the pack (or its buffer)
         self._buf: list[bytes] = []  # entries not yet written
         self._buffered = 0
+        self._base: tuple[str, bytes] | None = (
+            None  # the last text put in the pack: the next one's dictionary
+        )
+        self._chain = 0  # how many entries in a row, up to the last, lean on the one before
         self._pack_fd: int | None = None
         self._lock = threading.Lock()  # the compiling thread and the worker both store texts
         self._log_fd: int | None = None  # records.jsonl, appended to
@@ -92,7 +96,13 @@ class RunStore:
             if digest in self._known:
                 return digest
             data = text.encode("utf-8", "surrogatepass")
-            self._buf.append(packed_entry(digest, data))  # deflated (format/pack.py): a quarter of the blocks
+            # Deflated with the text stored before it as the dictionary (format/pack.py: a pass's output
+            # is mostly its input), in chains of pack.CHAIN at most: an eighth of the blocks.
+            base = self._base if self._chain < CHAIN - 1 else None
+            packed = packed_entry(digest, data, base)
+            self._chain = self._chain + 1 if packed[:1] == b"D" else 0
+            self._base = (digest, data)
+            self._buf.append(packed)
             self._buffered += len(data)
             self._known[digest] = len(data)
             if self._buffered >= _FLUSH_AT:

@@ -48,6 +48,7 @@ class MapLog:
         self._maps: set[str] = set()
         self._files: set[str] = set()
         self._recent: list[tuple[LineMap, str]] = []  # the last maps digested (the same object: no digest)
+        self._digests: dict[LineMap, str] = {}  # every map digested, by value (equal maps: equal JSON)
         self.bytes_written = 0
 
     def _write(self, obj: dict[str, Any]) -> None:
@@ -78,8 +79,18 @@ class MapLog:
         for held, digest in self._recent:  # a pass's output map is the next pass's input map
             if held is lmap:
                 return digest
-        h = lmap.digest()
+        try:
+            # An equal map printed again (a text seen before): its digest, without its JSON again.
+            known = self._digests.get(lmap)
+        except TypeError:  # not hashable: digested as it is
+            known = None
+        h = known if known is not None else lmap.digest()
         self._recent = [(lmap, h), *self._recent[:1]]
+        if known is None:
+            try:
+                self._digests[lmap] = h
+            except TypeError:
+                pass
         if h not in self._maps:
             self._maps.add(h)
             for f in lmap.files:
