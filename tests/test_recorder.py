@@ -15,7 +15,7 @@ from tltrace.config import Settings
 from tltrace.format.records import RunManifest
 from tltrace.history.texts import stored_text
 from tltrace.session import recorder as rc
-from tltrace.session.capture import TraceSession
+from tltrace.session.capture import OpenPass, TraceSession
 from tltrace.session.events import Notice
 from tltrace.session.snapshot import Side
 from tltrace.tracing.recorders import DEFAULTS, register_defaults
@@ -101,7 +101,7 @@ def _compile(tmp_path: Path, *, background: bool, **recorders: rc.Recorder) -> t
     # What capture() does at the compile's first input (its module check would import TileLang).
     s._submit_all(s.recorders.input(first))
     for i, (before, after) in enumerate([("a\n", "b\n"), ("b\n", "b\n"), ("b\n", "c\n")]):
-        s.pass_started(rc.PassEvent(i, f"P{i}", "p"), first if i == 0 else Side.of_text(before))
+        s.pass_started(OpenPass(f"P{i}", i, 0, None, "p", 0.0, first if i == 0 else Side.of_text(before)))
         s.pass_record(name=f"P{i}", index=i, phase="p", before=before, after=after)
     s.finish(None)
     assert s.wait(60)  # a compile returns before its worker: its records are complete once drained

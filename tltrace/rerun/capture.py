@@ -121,6 +121,14 @@ def bound_target(functions: Any) -> Any | None:
     return None
 
 
+def _same_map(a: Any, b: Any) -> bool:
+    """Whether two function maps are one object (`same_as`: by handle for a Map)."""
+    try:
+        return a is b or bool(a.same_as(b))
+    except Exception:
+        return False
+
+
 class ReproRecorder(Recorder):
     """The frontend IR, context and failed-pass inputs of one compile (session/recorder.py).
 
@@ -139,6 +147,7 @@ class ReproRecorder(Recorder):
         self.failed: dict[int, str] = {}  # record index -> input JSON
         self.written: dict[str, Any] = {}  # the manifest's `repro` field
         self._bound = False  # a bound target was found (or no context to put it in)
+        self._looked: Any = None  # the function map looked at last, without a bound target
         self._store: Any = None
 
     def stopped(self, what: str, exc: BaseException) -> str:
@@ -156,12 +165,6 @@ class ReproRecorder(Recorder):
         target = tvm.target.Target.current(allow_none=True)
         return lambda: self._note_frontend(snapshot, ctx, target)
 
-    def pass_started(self, event: PassEvent, before: Side) -> Job | None:
-        """Until a pass's input has a function bound to a target: look for one (on the worker)."""
-        if self._bound or before.head is None:
-            return None
-        return lambda: self._look_for_target(before)
-
     def pass_failed(self, event: PassEvent, before: Side) -> Job | None:
         """Save the input of a pass (or codegen call) that raised: the module its snapshot makes."""
         if event.index is None or before.head is None:
@@ -170,6 +173,11 @@ class ReproRecorder(Recorder):
         return lambda: self._save_failed(index, before)
 
     # -- worker ---------------------------------------------------------------------
+    def pass_input(self, event: PassEvent, before: Side) -> None:
+        """Until a pass's input has a function bound to a target: look for one."""
+        if not self._bound and before.head is not None:
+            self._look_for_target(before)
+
     def _note_frontend(self, snapshot: Side, ctx: Any, target: Any) -> None:
         from tilelang import tvm  # type: ignore[import-not-found]
 
@@ -185,7 +193,11 @@ class ReproRecorder(Recorder):
         ctx = self.context
         if self._bound or ctx is None or before.head is None:
             return
-        target = bound_target(before.head[1])
+        functions = before.head[1]
+        if self._looked is not None and _same_map(functions, self._looked):
+            return  # the function map looked at last (a pass that changed nothing returns it)
+        self._looked = functions  # held: copy-on-write, the same map is the same functions
+        target = bound_target(functions)
         if target is not None and is_target(target):  # export() is Target's own
             self._bound = True
             ctx["bound_target"] = plain(target.export())
