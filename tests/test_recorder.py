@@ -191,6 +191,61 @@ def test_a_recorder_that_raises_is_said_once_and_stops_alone(
     assert not s.broken  # the compile's tracing went on
 
 
+class Looking(rc.Recorder):
+    """Looks at each pass's input on the worker (`pass_input`); raises there at pass `fail`."""
+
+    name = "looking"
+
+    def __init__(self, fail: int | None = None) -> None:
+        self.fail = fail
+        self.seen: list[tuple[str, str]] = []  # (what, thread)
+
+    def pass_input(self, event: rc.PassEvent, before: Side) -> None:
+        self.seen.append(
+            (f"input {event.index} {event.name} {before.text!r}", threading.current_thread().name)
+        )
+        if event.index == self.fail:
+            raise RuntimeError("boom while looking")
+
+    def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
+        self.seen.append((f"recorded {record.index}", threading.current_thread().name))
+
+
+@pytest.mark.parametrize("background", [True, False], ids=["worker", "sync"])
+def test_pass_input_runs_on_the_worker_in_callback_order_before_the_record(
+    tmp_path: Path, registry: dict, background: bool
+) -> None:
+    looking = Looking()
+    _compile(tmp_path, background=background, looking=looking)
+    assert [w for w, _ in looking.seen] == [
+        "input 0 P0 'a\\n'",
+        "recorded 0",
+        "input 1 P1 'b\\n'",
+        "recorded 1",
+        "input 2 P2 'b\\n'",
+        "recorded 2",
+    ]
+    assert {t for _, t in looking.seen} == (
+        {"tltrace-capture"} if background else {threading.current_thread().name}
+    )
+
+
+def test_a_pass_input_that_raises_is_said_once_and_stops_its_recorder_alone(
+    tmp_path: Path, registry: dict
+) -> None:
+    looking, counting = Looking(fail=1), Counting()
+    s, events = _compile(tmp_path, background=True, looking=looking, counting=counting)
+    said = [e for e in events if isinstance(e, Notice) and "looking stopped" in e.message]
+    assert len(said) == 1 and "boom while looking" in said[0].message and "pass_input" in said[0].message
+    assert [w for w, _ in looking.seen] == ["input 0 P0 'a\\n'", "recorded 0", "input 1 P1 'b\\n'"]
+    assert [c for c in counting.jobs if c.startswith("recorded")] == [
+        "recorded 0 changed",
+        "recorded 1 noop",
+        "recorded 2 changed",
+    ]
+    assert not s.broken
+
+
 def test_a_recorder_whose_field_is_not_a_manifest_field_is_not_started(
     tmp_path: Path, registry: dict
 ) -> None:
