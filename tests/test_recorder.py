@@ -431,3 +431,19 @@ def test_the_running_manifest_is_written_again_only_when_an_attached_recorder_ga
         [None, {"block": 128}, {"block": 128}] if gives else [None, None]
     )
     assert all(m["records"] == [] for m in written[:-1]) and len(written[-1]["records"]) == 3
+
+
+def test_compact_json_of_a_text_seen_last_is_that_texts_own() -> None:
+    """The reproducer's compact frontend JSON keeps its last result: a text again gives the
+    same bytes as a fresh `json.dumps`, and another text never the kept one."""
+    from tltrace.rerun.capture import compact_json
+
+    a = json.dumps({"root": 1, "nodes": [{"type_key": "a/b", "s": "\u00e9"}]}, indent=2)
+    b = json.dumps({"root": 2, "nodes": []}, indent=2)
+    for text in (a, a, b, a, "not json"):
+        fresh = (
+            json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+            if text[0] == "{"
+            else text
+        )
+        assert compact_json(text) == fresh
