@@ -15,9 +15,7 @@ sooner), by the type of the object.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
-import io
 import json
 import sys
 import tempfile
@@ -58,33 +56,17 @@ class _GcClock:
             self.promoted.update(f"{who}:{type(o).__name__}" for o in gc.get_objects(2)[self._old :])
 
 
-def _configure(mode: str, sub: Path):
-    from capture_cost import configure
-
-    return configure(
-        {"untraced": "untraced", "records": "tltrace records", "html": "tltrace html"}[mode], sub
-    )
-
-
 def measure(mode: str, lowerings: int, survivors: bool) -> dict:
-    from capture_cost import sm90a_lowerer
-
-    from tltrace.session import worker
+    from capture_cost import lower_configured, sm90a_lowerer
 
     lower = sm90a_lowerer()
+    cfg = {"untraced": "untraced", "records": "tltrace records", "html": "tltrace html"}[mode]
     clock = _GcClock(survivors)
     with tempfile.TemporaryDirectory(prefix="tltrace-bench-gc-") as td:
         for i in range(lowerings + 2):
             if i == 2:
                 gc.callbacks.append(clock)
-            enter, leave = _configure(mode, Path(td) / str(i))
-            with contextlib.redirect_stdout(io.StringIO()):
-                enter()
-                try:
-                    lower()
-                    worker.drain()
-                finally:
-                    leave()
+            lower_configured(cfg, Path(td) / str(i), lower)
         gc.callbacks.remove(clock)
     n = lowerings
     return {
