@@ -132,6 +132,20 @@ def configure(cfg: str, sub: Path):
     return configuration(cfg, sub, tltrace)
 
 
+def lower_configured(cfg: str, sub: Path, lower) -> None:
+    """Run `lower()` once under configuration `cfg` (writing into `sub`), the worker drained after it."""
+    from tltrace.session import worker
+
+    enter, leave = configure(cfg, sub)
+    with contextlib.redirect_stdout(io.StringIO()):
+        enter()
+        try:
+            lower()
+            worker.drain()
+        finally:
+            leave()
+
+
 def measure(reps: int, configs: list[str]) -> tuple[dict, dict]:
     unit = work_unit()
     times: dict[tuple[str, str], list[float]] = {}

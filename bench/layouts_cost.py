@@ -5,8 +5,8 @@
 Compile-only CUDA gemms for sm_90a and sm_80 (tilelang.lower, 256^3, 128x128x32 tiles, 3
 stages), traced with records only and --sync (every job on the compiling thread, so the
 recorder's worker time is measured where it runs). Per compile: the recorder's hooks on the
-compiling thread (handing over the snapshot), its worker jobs (reading the layout maps off
-the snapshots), the whole compile traced with and without the recorder, and the `layouts`
+compiling thread (none per pass since issue 51's round 4: 0), its worker work (`pass_input`:
+reading the layout maps off the snapshots), the whole compile traced with and without the recorder, and the `layouts`
 field's bytes (compact JSON). Then a report with a 256x256 fragment opened in headless
 Chromium: ms from the button's click to the labelled window drawn (median of 5).
 """
@@ -51,19 +51,12 @@ def timed_factory(times: dict[str, float]):
     from tltrace.layouts.recorder import LayoutsRecorder
 
     class Timed(LayoutsRecorder):
-        def pass_started(self, event, before):
-            t = time.thread_time()
-            job = super().pass_started(event, before)
-            times["thread"] += time.thread_time() - t
-            if job is None:
-                return None
-
-            def run() -> None:
-                t0 = time.thread_time()
-                job()
-                times["worker"] += time.thread_time() - t0
-
-            return run
+        # The recorder looks at each input on the worker (`pass_input`): its compiling thread
+        # column stays 0 (it has no compiling-thread hook per pass since issue 51's round 4).
+        def pass_input(self, event, before):
+            t0 = time.thread_time()
+            super().pass_input(event, before)
+            times["worker"] += time.thread_time() - t0
 
         def value(self):
             v = super().value()

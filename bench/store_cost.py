@@ -19,8 +19,6 @@ first rep left on disk (blocks, directories included).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
 import statistics
 import sys
@@ -38,20 +36,12 @@ from bench_common import disk_bytes  # noqa: E402
 
 def recorded_texts(lower, sub: Path) -> tuple[list[tuple[str, str, str]], Path]:
     """Lower once with tltrace recording into `sub`; return (rel, text, hash) per record side, in order."""
-    from capture_cost import configure
+    from capture_cost import lower_configured
 
     from tltrace.history.loading import load_run
     from tltrace.history.texts import text_of
-    from tltrace.session import worker
 
-    enter, leave = configure("tltrace records", sub)
-    with contextlib.redirect_stdout(io.StringIO()):
-        enter()
-        try:
-            lower()
-            worker.drain()
-        finally:
-            leave()
+    lower_configured("tltrace records", sub, lower)
     (run_dir,) = sub.rglob("run_*")
     out = []
     for rec in load_run(run_dir).require().records:

@@ -15,7 +15,7 @@ from tltrace.config import Settings
 from tltrace.format.records import RunManifest
 from tltrace.history.texts import stored_text
 from tltrace.session import recorder as rc
-from tltrace.session.capture import TraceSession
+from tltrace.session.capture import OpenPass, TraceSession
 from tltrace.session.events import Notice
 from tltrace.session.snapshot import Side
 from tltrace.tracing.recorders import DEFAULTS, register_defaults
@@ -101,7 +101,7 @@ def _compile(tmp_path: Path, *, background: bool, **recorders: rc.Recorder) -> t
     # What capture() does at the compile's first input (its module check would import TileLang).
     s._submit_all(s.recorders.input(first))
     for i, (before, after) in enumerate([("a\n", "b\n"), ("b\n", "b\n"), ("b\n", "c\n")]):
-        s.pass_started(rc.PassEvent(i, f"P{i}", "p"), first if i == 0 else Side.of_text(before))
+        s.pass_started(OpenPass(f"P{i}", i, 0, None, "p", 0.0, first if i == 0 else Side.of_text(before)))
         s.pass_record(name=f"P{i}", index=i, phase="p", before=before, after=after)
     s.finish(None)
     assert s.wait(60)  # a compile returns before its worker: its records are complete once drained
@@ -189,6 +189,61 @@ def test_a_recorder_that_raises_is_said_once_and_stops_alone(
     manifest = json.loads((s.store.run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete" and len(manifest["records"]) == 3
     assert not s.broken  # the compile's tracing went on
+
+
+class Looking(rc.Recorder):
+    """Looks at each pass's input on the worker (`pass_input`); raises there at pass `fail`."""
+
+    name = "looking"
+
+    def __init__(self, fail: int | None = None) -> None:
+        self.fail = fail
+        self.seen: list[tuple[str, str]] = []  # (what, thread)
+
+    def pass_input(self, event: rc.PassEvent, before: Side) -> None:
+        self.seen.append(
+            (f"input {event.index} {event.name} {before.text!r}", threading.current_thread().name)
+        )
+        if event.index == self.fail:
+            raise RuntimeError("boom while looking")
+
+    def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
+        self.seen.append((f"recorded {record.index}", threading.current_thread().name))
+
+
+@pytest.mark.parametrize("background", [True, False], ids=["worker", "sync"])
+def test_pass_input_runs_on_the_worker_in_callback_order_before_the_record(
+    tmp_path: Path, registry: dict, background: bool
+) -> None:
+    looking = Looking()
+    _compile(tmp_path, background=background, looking=looking)
+    assert [w for w, _ in looking.seen] == [
+        "input 0 P0 'a\\n'",
+        "recorded 0",
+        "input 1 P1 'b\\n'",
+        "recorded 1",
+        "input 2 P2 'b\\n'",
+        "recorded 2",
+    ]
+    assert {t for _, t in looking.seen} == (
+        {"tltrace-capture"} if background else {threading.current_thread().name}
+    )
+
+
+def test_a_pass_input_that_raises_is_said_once_and_stops_its_recorder_alone(
+    tmp_path: Path, registry: dict
+) -> None:
+    looking, counting = Looking(fail=1), Counting()
+    s, events = _compile(tmp_path, background=True, looking=looking, counting=counting)
+    said = [e for e in events if isinstance(e, Notice) and "looking stopped" in e.message]
+    assert len(said) == 1 and "boom while looking" in said[0].message and "pass_input" in said[0].message
+    assert [w for w, _ in looking.seen] == ["input 0 P0 'a\\n'", "recorded 0", "input 1 P1 'b\\n'"]
+    assert [c for c in counting.jobs if c.startswith("recorded")] == [
+        "recorded 0 changed",
+        "recorded 1 noop",
+        "recorded 2 changed",
+    ]
+    assert not s.broken
 
 
 def test_a_recorder_whose_field_is_not_a_manifest_field_is_not_started(
@@ -376,3 +431,19 @@ def test_the_running_manifest_is_written_again_only_when_an_attached_recorder_ga
         [None, {"block": 128}, {"block": 128}] if gives else [None, None]
     )
     assert all(m["records"] == [] for m in written[:-1]) and len(written[-1]["records"]) == 3
+
+
+def test_compact_json_of_a_text_seen_last_is_that_texts_own() -> None:
+    """The reproducer's compact frontend JSON keeps its last result: a text again gives the
+    same bytes as a fresh `json.dumps`, and another text never the kept one."""
+    from tltrace.rerun.capture import compact_json
+
+    a = json.dumps({"root": 1, "nodes": [{"type_key": "a/b", "s": "\u00e9"}]}, indent=2)
+    b = json.dumps({"root": 2, "nodes": []}, indent=2)
+    for text in (a, a, b, a, "not json"):
+        fresh = (
+            json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+            if text[0] == "{"
+            else text
+        )
+        assert compact_json(text) == fresh

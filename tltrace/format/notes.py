@@ -46,8 +46,25 @@ _MAX_READ = 1 << 20
 _quote = json.encoder.encode_basestring_ascii  # a JSON string literal, made in C
 
 
+_LINES: dict[tuple[str, str, int | None, str | None], bytes] = {}  # inflight_line's, by its arguments
+_LINES_MAX = 4096  # then the cache starts again (a process's pipelines have a few hundred passes)
+
+
 def inflight_line(at: str, name: str, index: int | None = None, phase: str | None = None) -> bytes:
-    """Return the `inflight` line: where the compile is ("in" or "after" a pass), WIDTH bytes, newline last."""
+    """Return the `inflight` line: where the compile is ("in" or "after" a pass), WIDTH bytes, newline last.
+
+    Made once per distinct line (every compile of one pipeline marks the same passes at the
+    same indices: an autotune's configs, a test's parametrizations), then looked up."""
+    key = (at, name, index, phase)
+    line = _LINES.get(key)
+    if line is None:
+        if len(_LINES) >= _LINES_MAX:
+            _LINES.clear()
+        line = _LINES[key] = _inflight_line(at, name, index, phase)
+    return line
+
+
+def _inflight_line(at: str, name: str, index: int | None, phase: str | None) -> bytes:
     text = f'{{"at":{_quote(at)},"name":{_quote(name[:200])}'
     if index is not None:
         text += f',"index":{int(index)}'

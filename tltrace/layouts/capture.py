@@ -144,7 +144,7 @@ LAYOUT_KEYS = (
 def same_layout(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Whether two entries are one buffer's one layout (the buffer's own shape and scope aside: a
     later pass may replace the buffer by its physical one, the layout staying)."""
-    return all(a.get(k) == b.get(k) for k in LAYOUT_KEYS)
+    return list(map(a.get, LAYOUT_KEYS)) == list(map(b.get, LAYOUT_KEYS))  # (no generator per key)
 
 
 def _blocks(func: Any) -> list[Any]:

@@ -47,20 +47,17 @@ class LayoutsRecorder(Recorder):
         self._walked: tuple[Any, list[dict[str, Any]]] | None = None  # (function map, _funcs of it) last
 
     # compiling thread: references only
-    def input(self, snapshot: Side) -> Job | None:
-        return None
-
-    def pass_started(self, event: PassEvent, before: Side) -> Job | None:
-        if before.head is None or event.codegen or event.depth:
-            return None  # a nested pass's input is its parent's work in progress
-        return lambda: self._look(before)
-
     def pass_failed(self, event: PassEvent, before: Side) -> Job | None:
         if before.head is None or event.codegen:
             return None
         return lambda: self._fail(event, before)
 
     # worker
+    def pass_input(self, event: PassEvent, before: Side) -> None:
+        if before.head is None or event.codegen or event.depth:
+            return  # a nested pass's input is its parent's work in progress
+        self._look(before)
+
     def _funcs(self, functions: Any) -> list[dict[str, Any]]:
         last = self._walked
         if last is not None and capture.same_object(last[0], functions):

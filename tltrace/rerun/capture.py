@@ -67,15 +67,25 @@ def plain(value: Any) -> Any:
         return str(value)
 
 
+_LAST_COMPACT: list[tuple[str, str]] = []  # (text, compact_json(text)) of the last call
+
+
 def compact_json(text: str) -> str:
     """Return TVM's JSON (save_json indents it: half its bytes are spaces) without the layout; as it is when not JSON.
 
     The same data (`tvm.ir.load_json` reads either); on the worker, not the compiling thread.
+    The last text's result is kept: a process that lowers one kernel again (a benchmark's reps,
+    a test's re-lowering) compares the text (a memcmp) instead of parsing and writing it again.
     """
+    last = _LAST_COMPACT[0] if _LAST_COMPACT else None
+    if last is not None and last[0] == text:
+        return last[1]
     try:
-        return json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+        out = json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
     except ValueError:
-        return text
+        out = text
+    _LAST_COMPACT[:] = [(text, out)]
+    return out
 
 
 def versions() -> dict[str, str | None]:
@@ -121,6 +131,14 @@ def bound_target(functions: Any) -> Any | None:
     return None
 
 
+def _same_map(a: Any, b: Any) -> bool:
+    """Whether two function maps are one object (`same_as`: by handle for a Map)."""
+    try:
+        return a is b or bool(a.same_as(b))
+    except Exception:
+        return False
+
+
 class ReproRecorder(Recorder):
     """The frontend IR, context and failed-pass inputs of one compile (session/recorder.py).
 
@@ -139,6 +157,7 @@ class ReproRecorder(Recorder):
         self.failed: dict[int, str] = {}  # record index -> input JSON
         self.written: dict[str, Any] = {}  # the manifest's `repro` field
         self._bound = False  # a bound target was found (or no context to put it in)
+        self._looked: Any = None  # the function map looked at last, without a bound target
         self._store: Any = None
 
     def stopped(self, what: str, exc: BaseException) -> str:
@@ -156,12 +175,6 @@ class ReproRecorder(Recorder):
         target = tvm.target.Target.current(allow_none=True)
         return lambda: self._note_frontend(snapshot, ctx, target)
 
-    def pass_started(self, event: PassEvent, before: Side) -> Job | None:
-        """Until a pass's input has a function bound to a target: look for one (on the worker)."""
-        if self._bound or before.head is None:
-            return None
-        return lambda: self._look_for_target(before)
-
     def pass_failed(self, event: PassEvent, before: Side) -> Job | None:
         """Save the input of a pass (or codegen call) that raised: the module its snapshot makes."""
         if event.index is None or before.head is None:
@@ -170,6 +183,11 @@ class ReproRecorder(Recorder):
         return lambda: self._save_failed(index, before)
 
     # -- worker ---------------------------------------------------------------------
+    def pass_input(self, event: PassEvent, before: Side) -> None:
+        """Until a pass's input has a function bound to a target: look for one."""
+        if not self._bound and before.head is not None:
+            self._look_for_target(before)
+
     def _note_frontend(self, snapshot: Side, ctx: Any, target: Any) -> None:
         from tilelang import tvm  # type: ignore[import-not-found]
 
@@ -185,7 +203,11 @@ class ReproRecorder(Recorder):
         ctx = self.context
         if self._bound or ctx is None or before.head is None:
             return
-        target = bound_target(before.head[1])
+        functions = before.head[1]
+        if self._looked is not None and _same_map(functions, self._looked):
+            return  # the function map looked at last (a pass that changed nothing returns it)
+        self._looked = functions  # held: copy-on-write, the same map is the same functions
+        target = bound_target(functions)
         if target is not None and is_target(target):  # export() is Target's own
             self._bound = True
             ctx["bound_target"] = plain(target.export())

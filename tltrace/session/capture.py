@@ -52,7 +52,7 @@ from .recorder import PassEvent, Recorders
 from .signature import input_hash, launch_info, signature
 from .snapshot import Side, TextCache
 from .store import RunStore
-from .worker import on_worker, worker
+from .worker import Call, on_worker, run_job, worker
 
 Emit = Callable[[Event], None]
 
@@ -60,9 +60,10 @@ UNSCOPED = "unscoped"
 CODEGEN_PHASE = "codegen"  # the phase of codegen records (session/codegen_call.py) and stages
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class OpenPass:
-    """A pass that started: where it sits, and the snapshot of its input."""
+    """A pass that started: where it sits, and the snapshot of its input (one object with
+    slots: it waits in the worker's queue with the pass's jobs, see session/worker.py)."""
 
     name: str
     index: int
@@ -71,6 +72,10 @@ class OpenPass:
     phase: str | None
     start: float
     before: Side
+
+    def event(self) -> PassEvent:
+        """The recorders' event of this pass."""
+        return PassEvent(self.index, self.name, self.phase, self.depth, self.parent)
 
 
 class TraceSession:
@@ -137,12 +142,13 @@ class TraceSession:
         )
 
     # -- jobs --------------------------------------------------------------------------
-    def submit(self, job: Callable[[], object]) -> None:
-        """Run `job` on the worker (in order with this compile's other jobs), or now with sync."""
+    def submit(self, job: Callable[[], object] | Call) -> None:
+        """Run `job` (a callable, or a `Call` tuple: session/worker.py) on the worker (in order
+        with this compile's other jobs), or now with sync."""
         if self._worker is not None:
             self._worker.submit(job)
         else:
-            job()
+            run_job(job)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until this session's jobs so far have run; return False on timeout."""
@@ -154,7 +160,7 @@ class TraceSession:
     def emit(self, event: Event) -> None:
         """Tell the listeners, in order with this compile's records."""
         if self.background and not on_worker():
-            self.submit(lambda: self._emit_now(event))
+            self.submit((TraceSession._emit_now, self, event))
         else:
             self._emit_now(event)
 
@@ -227,21 +233,27 @@ class TraceSession:
         for job in jobs:
             self.submit(job)
 
-    def pass_started(self, event: PassEvent | None, before: Side) -> None:
-        """A pass began: tell the recorders (`event`; None when none hooks `pass_started`), with the
-        snapshot of its input, then print that input in callback order (`resolve`): one job."""
-        jobs = self.recorders.pass_started(event, before) if event is not None else []
+    def pass_started(self, p: OpenPass) -> None:
+        """Pass `p` began: tell the recorders that hook `pass_started` (here, on the compiling
+        thread), then hand over one job (a `Call` tuple) that tells those that hook `pass_input`
+        and prints the input in callback order (`resolve`)."""
+        r = self.recorders
+        if r.hooked("pass_started"):
+            self._submit_all(r.pass_started(p.event(), p.before))
+        if p.before.text is None or r.hooked("pass_input"):
+            self.submit((TraceSession._started, self, p))
+
+    def _started(self, p: OpenPass) -> None:
+        """The worker's side of `pass_started` (job side)."""
+        before = p.before
+        if self.recorders.hooked("pass_input"):
+            self.recorders.pass_input(p.event(), before)
         if before.text is None:
-            jobs.append(lambda: self._resolve(before))
-        if len(jobs) == 1:
-            self.submit(jobs[0])
-        elif jobs:
-            self.submit(lambda: _run_each(jobs))
+            self._resolve(before)
 
     def pass_finished(self, p: OpenPass) -> None:
         """Tell the recorders that pass `p` returned (first thing in its after-callback)."""
-        event = PassEvent(p.index, p.name, p.phase, p.depth, p.parent)
-        self._submit_all(self.recorders.pass_finished(event))
+        self._submit_all(self.recorders.pass_finished(p.event()))
 
     def pass_failed(self, p: OpenPass, *, codegen: bool = False, role: str | None = None) -> None:
         """Tell the recorders that pass (or codegen call) `p` raised."""
@@ -269,7 +281,7 @@ class TraceSession:
         err = None
         if after is None and not pending_error:
             err = error_text(error)  # now: the exception's state is the caller's
-        self.submit(lambda: self._record_pass(p, after, duration, err, pending_error))
+        self.submit((TraceSession._record_pass, self, p, after, duration, err, pending_error))
 
     def pass_record(
         self,
@@ -300,7 +312,7 @@ class TraceSession:
     def resolve(self, side: Side) -> None:
         """Print `side` in callback order (a job), so that the reuse rule sees texts as they came."""
         if side.text is None:
-            self.submit(lambda: self._resolve(side))
+            self.submit((TraceSession._resolve, self, side))
 
     def _resolve(self, side: Side) -> str:
         first = self._first is side
@@ -542,15 +554,6 @@ class TraceSession:
                 self.store.close()
                 self.inflight.close()  # ended in an ordinary way: no fatal note
                 fatal.unlink(self.store.run_dir)
-
-
-def _run_each(jobs: list[Callable[[], object]]) -> None:
-    """Run the jobs of one callback in order, each as the worker runs a job (session/worker.py)."""
-    for job in jobs:
-        try:
-            job()
-        except BaseException:  # a job guards itself; the next one still runs
-            pass
 
 
 def _inline_print(mod: Any) -> str | None:

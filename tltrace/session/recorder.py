@@ -25,6 +25,10 @@ compiling thread (cheap: keep references; return a job for the expensive part)
 worker (session/worker.py: in order with the compile's records; the compiling thread
 with --sync)
     the job a hook above returned
+    `pass_input(event, before)`    a pass's input, in callback order, before it is printed: the
+                                   worker's side of `pass_started` (work that needs nothing of
+                                   the compiling thread's moment; the compiling thread builds
+                                   no event and hands over no job of its own for it)
     `attach(store)`                the run directory exists: write what was kept (RunStore.write_plain, put_text)
     `refine(record, before, after, extras)`  the printer's recorder only: its two extras
                                    again, now that the record's texts are known (the extras
@@ -161,6 +165,9 @@ class Recorder:
 
     def pass_failed(self, event: PassEvent, before: Side) -> Job | None:
         return None
+
+    def pass_input(self, event: PassEvent, before: Side) -> None:
+        """Worker: pass `event` began with input `before` (see the module's docstring)."""
 
     def codegen(self, event: PassEvent, call: CodegenCall) -> Any:
         return None
@@ -347,6 +354,10 @@ class Recorders:
 
     def pass_finished(self, event: PassEvent) -> list[Job]:
         return self._each("pass_finished", lambda r: r.pass_finished(event))
+
+    def pass_input(self, event: PassEvent, before: Side) -> None:
+        """Worker: every recorder that overrides `pass_input`, guarded, now."""
+        self._each("pass_input", lambda r: r.pass_input(event, before))
 
     def pass_failed(self, event: PassEvent, before: Side) -> list[Job]:
         return self._each("pass_failed", lambda r: r.pass_failed(event, before))

@@ -162,10 +162,8 @@ def module_head(mod: Any) -> Head | None:
     None for anything but a real IRModule (a custom caller's stand-in is printed as it is):
     the fields are later handed to TVM's IRModule constructor (session/native.py).
     """
-    from .native import is_module
-
     try:
-        if not is_module(mod):
+        if not native.is_module(mod):
             return None
         return (mod.attrs, mod.functions, getattr(mod, "global_infos", None))
     except Exception:

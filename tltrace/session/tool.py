@@ -32,7 +32,6 @@ from .codegen_call import CODEGEN_PHASE, record_codegen, say_failed_edit
 from .configscope import configs_applied
 from .hooks import NO_HOOKS, CaptureHooks
 from .interrupt import interrupted
-from .recorder import PassEvent
 
 _LOWER_NAMES = ("lower", "lower-with-context", "lower-to-host-device-ir")
 _CONFIGS_CONTEXT = "tltrace: recorders' pass configs"
@@ -139,21 +138,19 @@ class _Observer(PassEventObserver):
         s = self.session
         if s is None:
             return None
-        depth, index, phase = event.depth, event.sequence, event.phase
+        depth, index, phase, name = event.depth, event.sequence, event.phase, str(event.name)
         if depth == 0:  # the inflight line, per top-level pass (session/fatal.py)
-            s.inflight.mark("in", str(event.name), index, phase)
+            s.inflight.mark("in", name, index, phase)
         if s.broken:
             return None
         try:
-            name = str(event.name)
             if name == "pass_fn":
                 name = anonymous_pass_name(name)
-            parent = event.parent_sequence
-            before = s.capture(mod)
-            # The recorders' jobs and the input's print: one hand-off to the worker.
-            hooked = s.recorders.hooked("pass_started")
-            s.pass_started(PassEvent(index, name, phase, depth, parent) if hooked else None, before)
-            return OpenPass(name, index, depth, parent, phase, time.perf_counter(), before)
+            p = OpenPass(name, index, depth, event.parent_sequence, phase, 0.0, s.capture(mod))
+            # The recorders' work on the input and the input's print: one hand-off to the worker.
+            s.pass_started(p)
+            p.start = time.perf_counter()
+            return p
         except Exception as exc:
             s._guard(f"capturing the IR before {event.name}", exc)
             return None

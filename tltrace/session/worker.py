@@ -49,6 +49,19 @@ MAX_JOBS = QUEUE_DEFAULT
 NICE = 10
 
 Job = Callable[[], object]
+# A job is a callable, or a tuple (function, arg, ...) that runs as function(arg, ...): what the
+# compiling thread hands over per pass. A tuple is one object where a closure is three to eight
+# (the function, its cells, their tuple); the fewer live containers a queued job holds, the
+# fewer the garbage collector walks and moves to its oldest generation (docs/benchmarks.md,
+# "Issue 51, round 4": a traced lowering made full collections come twice as often).
+Call = tuple
+
+
+def run_job(job: Job | Call) -> object:
+    """Run one job (a callable, or a `Call` tuple)."""
+    if type(job) is tuple:
+        return job[0](*job[1:])
+    return job()  # type: ignore[operator]
 
 
 class Worker:
@@ -62,7 +75,7 @@ class Worker:
 
     def __init__(self, max_jobs: int = MAX_JOBS) -> None:
         self.max_jobs = max_jobs  # 0: unbounded
-        self._jobs: deque[Job | threading.Event] = deque()
+        self._jobs: deque[Job | Call | threading.Event] = deque()
         self._gate = threading.Lock()  # held while the worker sleeps on it; a submit releases it
         self._sleeping = False  # the worker is (about to be) asleep on the gate
         self._room = threading.Condition(threading.Lock())  # where a full queue's submitters wait
@@ -79,7 +92,7 @@ class Worker:
         """Jobs queued and not yet started."""
         return len(self._jobs)
 
-    def submit(self, job: Job | threading.Event) -> None:
+    def submit(self, job: Job | Call | threading.Event) -> None:
         """Queue `job`; waits while the queue is full.
 
         The thread is started by the first submit, and again in a forked child (threads do not
@@ -156,10 +169,12 @@ class Worker:
                 with self._room:
                     self._room.notify_all()
             try:
-                if isinstance(job, threading.Event):
+                if type(job) is tuple:
+                    job[0](*job[1:])
+                elif isinstance(job, threading.Event):
                     job.set()
                 else:
-                    job()
+                    job()  # type: ignore[operator]
             except BaseException:  # a job guards itself; the worker never dies of one
                 pass
             finally:
