@@ -174,13 +174,18 @@ def test_a_call_of_another_function_is_printed_as_the_module_has_it(monkeypatch)
     assert printer.composed == 2  # `callee`'s lines are reused (beside `main`, then alone); `main`'s never
 
 
-def _rebuilt_twice() -> tuple:
+# An attribute of short strings (the FFI hands them back as str), and one of long strings (as
+# tvm_ffi's String, a str subclass without a handle), as TileLang's "global_symbol" is.
+_ATTRS = [("tag", "kept"), ("global_symbol", "a_kernel_of_a_longer_name")]
+
+
+def _rebuilt_twice(key: str = "tag", value: str = "kept") -> tuple:
     """Two new objects of one function, every field the same object (the attrs: equal plain values)."""
     from tilelang import tvm
 
     tir = tvm.tirx
     func = tir.PrimFunc([], tir.Evaluate(tir.const(1, "int32")))
-    a, b = func.with_attr("tag", "kept"), func.with_attr("tag", "kept")
+    a, b = func.with_attr(key, value), func.with_attr(key, value)
     assert a.__chandle__() != b.__chandle__() and a.attrs.__chandle__() != b.attrs.__chandle__()
     assert str(a) == str(b)  # the printer's own answer
     return a, b
@@ -207,18 +212,36 @@ def test_a_function_rebuilt_around_the_same_fields_keeps_its_lines_under_exact(m
     assert printer.composed == 1 and printer.reused == 1
 
 
-def test_a_module_rebuilt_around_the_same_fields_is_not_printed_again_under_exact() -> None:
-    """The capture's field rule (no equality rule) takes attrs of equal plain values as the same."""
+@pytest.mark.parametrize(("key", "value"), _ATTRS, ids=["short", "long"])
+def test_a_module_rebuilt_around_the_same_fields_is_not_printed_again_under_exact(key, value) -> None:
+    """The capture's field rule (no equality rule) takes attrs of equal plain values as the same,
+    strings of any length."""
     from tilelang import tvm
 
     gv = tvm.ir.GlobalVar("main")
-    a, b = _rebuilt_twice()
+    a, b = _rebuilt_twice(key, value)
     cache = snapshot.TextCache(sm.print_module, exact=True)
     first = snapshot.module_head(tvm.IRModule({gv: a}))
     assert first is not None
     heads = [first, (first[0], tvm.IRModule({gv: b}).functions, first[2])]  # a pass's new map, new function
     assert [cache.text(h) for h in heads] == [str(tvm.IRModule({gv: f})) for f in (a, b)]
     assert cache.printed == 1
+
+
+def test_a_function_s_attrs_are_walked_as_tvm_reads_them() -> None:
+    """The attrs' entries by tltrace's GIL-keeping walk are TVM's own `DictAttrs.items()`, in order."""
+    from tilelang import tvm
+
+    from tltrace.session import native
+
+    tir = tvm.tirx
+    func = tir.PrimFunc([], tir.Evaluate(tir.const(1, "int32")))
+    for key, value in [*_ATTRS, ("tir.noalias", True), ("count", 3)]:
+        func = func.with_attr(key, value)
+    got = native.attrs_items(func.attrs)
+    assert got is not None and len(got) == 4
+    assert [(str(k), v) for k, v in got] == [(str(k), v) for k, v in func.attrs.items()]
+    assert native.attrs_items(tvm.ir.GlobalVar("main")) is None  # not a DictAttrs: no walk
 
 
 def test_one_compile_s_tags_and_read_lines_give_each_module_s_own_print(corpus, truth) -> None:

@@ -270,6 +270,20 @@ def map_items(m: Any) -> tuple | None:
         return None
 
 
+def attrs_items(attrs: Any) -> tuple | None:
+    """Return ((key, value), ...) of a DictAttrs (a function's attributes), or None when it cannot
+    be walked: its map through tltrace's own handles, set to keep the GIL. `DictAttrs.items()`
+    makes 3 + 3 x entries native calls that each let the GIL go (get the map, its size, its
+    iterator, then a key, a value and a step per entry), in the same order."""
+    get = ffi_handle("ir.DictAttrsGetDict")
+    if get is None:
+        return None
+    try:
+        return map_items(get(attrs))
+    except Exception:
+        return None
+
+
 def map_pairs(m: Any) -> Any:
     """`map_items(m)`, or the map's own `items()` where that walk fails."""
     items = map_items(m)

@@ -254,13 +254,14 @@ def _ident(a: Any, b: Any) -> bool:
     """The same object (by handle: Type.same_as compares structurally, field by field, in Python),
     or the same plain value: the FFI gives a str, int or bool (a DictAttrs key, an attribute's
     value) as a new Python object at each read, and equal values of one type print the same.
-    Floats are left to identity (0.0 == -0.0)."""
+    A string longer than the FFI's inline ones comes as tvm_ffi's `String` (bytes as `Bytes`), a
+    subclass of str (bytes) with no handle: a value too. Floats are left to identity (0.0 == -0.0)."""
     if a is b:
         return True
     if a is None or b is None:
         return False
     kind = type(a)
-    if kind in _PLAIN:
+    if kind in _PLAIN or isinstance(a, (str, bytes)):
         return kind is type(b) and a == b
     try:
         return bool(a.__chandle__() == b.__chandle__())
@@ -269,10 +270,9 @@ def _ident(a: Any, b: Any) -> bool:
 
 
 def _same_map(a: Any, b: Any) -> bool:
-    # An FFI Map (buffer_map) by tltrace's walk (three native calls an entry, the GIL kept), not
-    # its Python iterator; anything else with items() (DictAttrs) by its own.
-    x = native.map_items(a) if type(a).__name__ == "Map" else None
-    y = native.map_items(b) if type(b).__name__ == "Map" else None
+    # An FFI Map (buffer_map) or a DictAttrs (attrs) by tltrace's walk (three native calls an
+    # entry, the GIL kept), not their Python iterators; anything else with items() by its own.
+    x, y = _entries(a), _entries(b)
     try:
         if x is None:
             x = tuple(a.items())
@@ -281,6 +281,15 @@ def _same_map(a: Any, b: Any) -> bool:
     except Exception:
         return False
     return len(x) == len(y) and all(_ident(k1, k2) and _ident(v1, v2) for (k1, v1), (k2, v2) in zip(x, y))
+
+
+def _entries(m: Any) -> tuple | None:
+    kind = type(m).__name__
+    if kind == "Map":
+        return native.map_items(m)
+    if kind == "DictAttrs":
+        return native.attrs_items(m)
+    return None
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
