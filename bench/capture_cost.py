@@ -146,6 +146,35 @@ def lower_configured(cfg: str, sub: Path, lower) -> None:
             leave()
 
 
+def traced_calls(owner, name: str, cfg: str = "tltrace records", arg: int = 0) -> list:
+    """Argument `arg` of every call of `owner.name` (wrapped here to keep it) in one traced sm_90a
+    lowering under `cfg`: the second of two, the first takes the imports and the printer's checks."""
+    from tltrace.session import worker
+
+    lower = sm90a_lowerer()
+    kept: list = []
+    orig = getattr(owner, name)
+
+    def keep(*a, **k):
+        kept.append(a[arg])
+        return orig(*a, **k)
+
+    with tempfile.TemporaryDirectory(prefix="tltrace-bench-calls-") as td:
+        for rep in range(2):
+            kept.clear()
+            enter, leave = configure(cfg, Path(td) / str(rep))
+            setattr(owner, name, keep)
+            try:  # leave() waits for the worker
+                with contextlib.redirect_stdout(io.StringIO()):
+                    enter()
+                    lower()
+                    worker.drain()
+            finally:
+                leave()
+                setattr(owner, name, orig)
+    return kept
+
+
 def measure(reps: int, configs: list[str]) -> tuple[dict, dict]:
     unit = work_unit()
     times: dict[tuple[str, str], list[float]] = {}

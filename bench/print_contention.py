@@ -15,13 +15,10 @@ core: no GIL, no memory in common). A printer that costs more beside it is slowe
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -33,33 +30,11 @@ SPIN = "x = 0\nwhile True:\n    x += 1\n"
 
 def traced_modules() -> list:
     """The modules one traced sm_90a lowering printed, in order."""
-    from capture_cost import configure, sm90a_lowerer
+    from capture_cost import traced_calls
 
-    from tltrace.session import worker
     from tltrace.sourcemap import lines
 
-    lower = sm90a_lowerer()
-    kept: list = []
-    orig = lines.print_module
-
-    def keep(mod, held=None):
-        kept.append(mod)
-        return orig(mod, held)
-
-    with tempfile.TemporaryDirectory(prefix="tltrace-bench-contention-") as td:
-        for rep in range(2):  # the first: imports and the printer's checks
-            kept.clear()
-            enter, leave = configure("tltrace records", Path(td) / str(rep))
-            lines.print_module = keep
-            try:  # leave() waits for the worker, which prints
-                with contextlib.redirect_stdout(io.StringIO()):
-                    enter()
-                    lower()
-                    worker.drain()
-            finally:
-                leave()
-                lines.print_module = orig
-    return kept
+    return traced_calls(lines, "print_module")
 
 
 def main(argv: list[str] | None = None) -> int:

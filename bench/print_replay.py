@@ -18,61 +18,38 @@ dumps of two trees are equal when a change kept every text and map of the loweri
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 os.environ["TILELANG_DISABLE_CACHE"] = "1"
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# (module, attribute path, label): the parts of a replay.
-PARTS = [
-    ("tltrace.session.snapshot", "TextCache.text", "reuse rule and module rebuild (the rest)"),
-    ("tltrace.session.snapshot", "equal_rule", "equality rule (RecursiveEq, StructuralEqual)"),
-    ("tltrace.sourcemap.compose", "ModulePrinter.__call__", "per-function reuse (rule, compose)"),
-    ("tltrace.sourcemap.lines", "print_module", "print: TVM's printer and its config"),
-    ("tltrace.sourcemap.lines", "_tags", "print: the tag walk"),
-    ("tltrace.sourcemap.lines", "strip_tags", "print: the tag strip"),
-]
+
+def _parts() -> list[tuple[str, str, str]]:
+    """(module, attribute path, label): the parts of a replay, capture_steps.py's print rows with
+    the cache's text (not its resolve) and the equality rule of its own."""
+    from capture_steps import PRINT_PARTS, STEPS
+
+    mods = ("tltrace.sourcemap.lines", "tltrace.sourcemap.compose", "tltrace.session.snapshot")
+    rows = [r for r in STEPS + PRINT_PARTS if r[0] in mods]
+    cache = ("tltrace.session.snapshot", "TextCache.text", "reuse rule and module rebuild (the rest)")
+    rule = ("tltrace.session.snapshot", "equal_rule", "equality rule (RecursiveEq, StructuralEqual)")
+    return [cache if r[0] == cache[0] else r for r in rows] + [rule]
 
 
 def traced_heads() -> list:
-    """The heads one traced sm_90a lowering resolved, in order (the second of two lowerings)."""
-    from capture_cost import configure, sm90a_lowerer
+    """The heads one traced sm_90a lowering resolved, in order (`--sync`: on this thread)."""
+    from capture_cost import traced_calls
 
-    from tltrace.session import snapshot, worker
+    from tltrace.session import snapshot
 
-    lower = sm90a_lowerer()
-    heads: list = []
-    orig = snapshot.TextCache.text
-
-    def keep(self: Any, head: Any) -> str:
-        heads.append(head)
-        return orig(self, head)
-
-    with tempfile.TemporaryDirectory(prefix="tltrace-bench-replay-") as td:
-        for rep in range(2):  # the first: imports and the printer's checks
-            heads.clear()
-            enter, leave = configure("tltrace records --sync", Path(td) / str(rep))
-            snapshot.TextCache.text = keep  # type: ignore[method-assign]
-            try:
-                with contextlib.redirect_stdout(io.StringIO()):
-                    enter()
-                    lower()
-                    worker.drain()
-            finally:
-                leave()
-                snapshot.TextCache.text = orig  # type: ignore[method-assign]
-    return list(heads)
+    return traced_calls(snapshot.TextCache, "text", "tltrace records --sync", arg=1)
 
 
 def replay(heads: list) -> tuple[float, list]:
@@ -113,7 +90,7 @@ def _wrap(acc: dict[str, float]) -> list:
 
     stack: list[float] = []
     undo = []
-    for mod_name, attr, label in PARTS:
+    for mod_name, attr, label in _parts():
         owner: Any = importlib.import_module(mod_name)
         *path, name = attr.split(".")
         for p in path:
@@ -202,7 +179,7 @@ def _table(rows: dict[str, list[float]]) -> None:
 
 
 def dump(out: list, path: Path) -> None:
-    root = str(HERE.parent)
+    root = str(Path(__file__).resolve().parent.parent)
     rows = []
     for text, lmap in out:
         if lmap is None:
