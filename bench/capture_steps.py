@@ -57,6 +57,12 @@ STEPS = [
     ("tltrace.rerun.capture", "ReproRecorder.attach", "reproducer files"),
     ("tltrace.rerun.capture", "ReproRecorder._look_for_target", "reproducer target"),
     ("tltrace.session.capture", "TraceSession._emit_now", "listeners"),
+    # --mode html: the report listener's parts (issue 51, round 5); what is left is in "listeners"
+    ("tltrace.render.pages", "_deflate", "html: deflate"),
+    ("tltrace.render.pages", "script_json", "html: JSON encoding"),
+    ("tltrace.render.sourcemap", "ReportMaps.chunks", "html: source-map chunks"),
+    ("tltrace.render.html", "_Report.append", "html: file writes"),
+    ("tltrace.render.html", "_Report.meta_if_changed", "html: meta chunk"),
     ("tltrace.session.capture", "TraceSession._header", "manifest header"),
     ("tltrace.session.capture", "TraceSession._ensure_store", "run directory, liveness, notes"),
     ("tltrace.session.capture", "TraceSession._record_pass", "record a pass (the rest)"),

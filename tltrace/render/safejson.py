@@ -32,6 +32,14 @@ def dumps(value: Any, **kwargs: Any) -> str:
 _SCRIPT_ESCAPES = {c: f"\\u{c:04x}" for c in (*map(ord, "<>&"), *range(0x7F, 0xA0), 0x2028, 0x2029)}
 
 
+# script_json's encoder, made once: json.dumps(value, allow_nan=False, ensure_ascii=False,
+# separators=(",", ":"), default=str), without the check for a container holding itself (a dict
+# entry per list and object: a report's values are trees that tltrace builds).
+_SCRIPT_ENCODE = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False, check_circular=False
+).encode
+
+
 def script_json(value: Any) -> str:
     """Return `value` as compact JSON safe inside <script>: the one escaper of what a report embeds.
 
@@ -40,7 +48,10 @@ def script_json(value: Any) -> str:
     messages) can close the element, start a comment or put a control character in the page;
     JSON.parse restores them unchanged.
     """
-    text = dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    try:
+        text = _SCRIPT_ENCODE(value)
+    except ValueError:  # NaN or an infinity: written as null
+        text = _SCRIPT_ENCODE(finite(value))
     if text.isascii():  # nearly every report's data (IR is ASCII): four C-speed replaces, same result
         return (
             text.replace("&", "\\u0026")

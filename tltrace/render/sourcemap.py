@@ -57,7 +57,7 @@ class ReportMaps:
                 text = source(f)
                 if text is not None:
                     out.append({"t": "src", "path": f, "s": text})
-            out.append({"t": "smap", "h": h, **lmap.to_json()})
+            out.append({"t": "smap", "h": h, **lmap.json_value()})  # tuples: the JSON of to_json()
         out.append({"t": "srec", "i": index, "b": hashes[0], "a": hashes[1]})
         return out
 
