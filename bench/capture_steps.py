@@ -59,6 +59,7 @@ STEPS = [
     ("tltrace.session.capture", "TraceSession._emit_now", "listeners"),
     # --mode html: the report listener's parts (issue 51, round 5); what is left is in "listeners"
     ("tltrace.render.pages", "_deflate", "html: deflate"),
+    ("tltrace.render.pages", "Packer.chunk", "html: chained chunk (deflate stream or the rest)"),
     ("tltrace.render.pages", "script_json", "html: JSON encoding"),
     ("tltrace.render.sourcemap", "ReportMaps.chunks", "html: source-map chunks"),
     ("tltrace.render.html", "_Report.append", "html: file writes"),
