@@ -40,18 +40,20 @@ _SCRIPT_ENCODE = json.JSONEncoder(
 ).encode
 
 
-def script_json(value: Any) -> str:
-    """Return `value` as compact JSON safe inside <script>: the one escaper of what a report embeds.
+class Encoded(dict):  # type: ignore[type-arg]
+    """A chunk object that carries its JSON, made already (`json`: safe in a script as script_json's,
+    the object as script_json writes it or in other escapes): script_json writes that text
+    (render/sourcemap.py's maps, whose JSON the run's log made once)."""
 
-    `<`, `>` and `&`, DEL and the C1 controls, and U+2028/U+2029 are written as \\uXXXX
-    escapes (the C0 controls are, by JSON itself), so no text in the data (IR, names, error
-    messages) can close the element, start a comment or put a control character in the page;
-    JSON.parse restores them unchanged.
-    """
-    try:
-        text = _SCRIPT_ENCODE(value)
-    except ValueError:  # NaN or an infinity: written as null
-        text = _SCRIPT_ENCODE(finite(value))
+    __slots__ = ("json",)
+
+    def __init__(self, value: dict[str, Any], json_text: str) -> None:
+        super().__init__(value)
+        self.json = json_text
+
+
+def script_safe(text: str) -> str:
+    """Return JSON `text` with what script_json escapes written as \\uXXXX escapes."""
     if text.isascii():  # nearly every report's data (IR is ASCII): four C-speed replaces, same result
         return (
             text.replace("&", "\\u0026")
@@ -60,3 +62,22 @@ def script_json(value: Any) -> str:
             .replace("\x7f", "\\u007f")
         )
     return text.translate(_SCRIPT_ESCAPES)
+
+
+def script_json(value: Any) -> str:
+    """Return `value` as compact JSON safe inside <script>: the one escaper of what a report embeds.
+
+    `<`, `>` and `&`, DEL and the C1 controls, and U+2028/U+2029 are written as \\uXXXX
+    escapes (the C0 controls are, by JSON itself), so no text in the data (IR, names, error
+    messages) can close the element, start a comment or put a control character in the page;
+    JSON.parse restores them unchanged.
+    """
+    if type(value) is Encoded:
+        return value.json
+    if type(value) is list and any(type(v) is Encoded for v in value):  # a batch: its objects' JSON
+        return "[" + ",".join(script_json(v) for v in value) + "]"
+    try:
+        text = _SCRIPT_ENCODE(value)
+    except ValueError:  # NaN or an infinity: written as null
+        text = _SCRIPT_ENCODE(finite(value))
+    return script_safe(text)
