@@ -54,9 +54,10 @@ _CHUNK_CLOSE = b"</script>\n"
 # in an element of one of these types that core.js's chunkText inflates (unpack.js `tlInflate`).
 # A chained one (`Packer`) is deflated with the packed chunks before it in the page as its dictionary
 # (their JSON, the last 32 KB): a pass's chunk then costs what is new in it.
-# zlib's level for both: 4, the first of its lazy-matching levels. On an sm_90a lowering's chunks
-# level 9 (before) took 2.5x its CPU for 10% fewer bytes, level 6 1.4x for 7%; level 1 half its CPU
-# for 16% more (docs/benchmarks.md, "Issue 51, round 5: compression and the html listener").
+# zlib's level for both: 4, the first of its lazy-matching levels. On an sm_90a lowering's chunks,
+# the chunks deflated one by one at level 9 (before) took 2 to 3.5 times its CPU for 10% fewer bytes,
+# level 6 1.4x for 7% fewer, level 1 0.7x for 16% more (docs/benchmarks.md, "Issue 51, round 5:
+# compression and the html listener").
 LEVEL = 4
 DATA_PACK_TYPE = "tl/z"
 CHAIN_PACK_TYPE = "tl/zc"
