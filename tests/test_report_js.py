@@ -240,3 +240,36 @@ def test_unpack_inflates_a_chained_chunk_with_its_dictionary(tmp_path) -> None:
     got = run_node(INFLATE_DICT, [[c[0], c[1]] for c in cases] + [[cases[-1][0], ""]], tmp_path)
     assert got[: len(cases)] == [c[2] for c in cases]
     assert got[-1] != cases[-1][2]  # the last chunk's copies reach into its dictionary
+
+
+def test_unpack_inflates_the_packers_chunks_across_its_window(tmp_path) -> None:
+    """The Packer's chained chunks are the parts of one deflate stream (each ends at a sync flush and
+    an empty final block): unpack.js's inflate reads each alone, given the last 32 KB of the chained
+    JSON before it as the dictionary, over more than a window of chunks whose copies reach far back;
+    Python's zlib (chunk_bodies) reads the same, and a chunk given no dictionary does not read back."""
+    import base64
+    import random
+    import re
+
+    from tltrace.render.pages import Packer, chunk_bodies
+
+    rnd = random.Random(51)
+    lines = [f"C_l[{rnd.randrange(1 << 20)}] = A[{rnd.randrange(1 << 20)}] * 0.5f;" for _ in range(400)]
+    values = [
+        {"t": "text", "h": str(i), "s": "\n".join(rnd.choice(lines) for _ in range(60))} for i in range(40)
+    ]
+    packer = Packer()
+    page = b"".join(packer.chunk(v) for v in values[:20]) + b"".join(packer.batches(values[20:], 8000))
+    bodies = chunk_bodies(page)  # zlib: the oracle
+    got_values = [v for b in bodies for v in (json.loads(b) if b.startswith(b"[") else [json.loads(b)])]
+    assert got_values == values
+    assert sum(map(len, bodies)) > 2 * 32768  # the chain is longer than deflate's window
+    packed = re.findall(rb'<script type="tl/zc" class="tl-d">([^<]*)</script>', page)
+    assert len(packed) == len(bodies)
+    cases, history = [], b""
+    for z in packed:
+        cases.append([base64.b64decode(z).hex(), history.hex()])
+        history = (history + bodies[len(cases) - 1])[-32768:]
+    got = run_node(INFLATE_DICT, cases + [[cases[-1][0], ""]], tmp_path)
+    assert got[: len(cases)] == [b.hex() for b in bodies]
+    assert got[-1] != bodies[-1].hex()  # its copies reach into the chunks before it

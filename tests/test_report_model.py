@@ -222,3 +222,31 @@ def test_the_live_report_asks_its_reads_and_reads_nothing_without(tmp_path: Path
         assert len(generated) == 1
     else:
         assert (sources, earlier, generated, launches) == ([], [], [], [])
+
+
+def test_live_reads_give_a_sources_text_as_it_is_on_disk(tmp_path: Path) -> None:
+    """LiveReads keeps the Python sources it read (one per process, for every compile's report):
+    each answer is still the file's text as it is now, after an edit of another length, after one of
+    the same length (a new modification time) and after the file was replaced; a file gone or not a
+    file gives none."""
+    import os
+
+    from tltrace.history.report_reads import LiveReads
+
+    reads = LiveReads()
+    src = tmp_path / "k.py"
+    src.write_text("x = 1\n")
+    assert reads.source(str(src)) == reads.source(str(src)) == "x = 1\n"
+    src.write_text("x = 22\n")
+    assert reads.source(str(src)) == "x = 22\n"
+    st = src.stat()
+    src.write_text("x = 33\n")
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert reads.source(str(src)) == "x = 33\n"
+    other = tmp_path / "k2.py"
+    other.write_text("y = 44\n")
+    os.replace(other, src)
+    assert reads.source(str(src)) == "y = 44\n"
+    src.unlink()
+    assert reads.source(str(src)) is None
+    assert reads.source(str(tmp_path)) is None

@@ -12,7 +12,7 @@ Layout (bytes)::
                                               <base's UTF-8>)` reads it); at most CHAIN - 1 such entries
                                               follow each other before one stands alone again
 
-The hash is that of the text, whatever the entry holds. Texts are deflated (level 1, about a
+The hash is that of the text, whatever the entry holds. Texts are deflated (level 2, about a
 quarter of their size) because most of a small compile's blocks on disk were its texts
 (docs/benchmarks.md, "Bytes on disk"); `tltrace export RUN --tir DIR` writes them out plain.
 
@@ -46,7 +46,9 @@ from .layout import PACK
 __all__ = ["CHAIN", "DICT_MAX", "MAGIC", "PACK", "Pack", "entry", "packed_entry", "parse", "read"]
 MAGIC = b"TLPACK1\n"
 _HEADER = re.compile(rb"([TZD]) ([0-9a-f]{8,128}) ([0-9]{1,12})(?: ([0-9a-f]{8,128}))?\Z")
-LEVEL = 1  # zlib's fastest: most of what deflating saves here, at a third of level 6's CPU
+# zlib's level 2: the CPU of level 1 (its fastest) and 9% fewer bytes on a lowering's texts; level 6
+# takes a further 15% off for 70% more CPU (docs/benchmarks.md, "Issue 51, round 5")
+LEVEL = 2
 CHAIN = 8  # at most this many entries in a row lean on the one before (D), the first standing alone
 # The longest base worth a dictionary: deflate reaches back 32 KB less its lookahead (262 bytes), so
 # the line of a longer base that matches a line of the new text is out of its reach.

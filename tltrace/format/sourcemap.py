@@ -163,18 +163,21 @@ class LineMap:
             via[v[0]] = (v[1], v[2])
         return cls(tuple(str(f) for f in files), tuple(out), frozenset(inferred), via)
 
+    def json_value(self) -> dict[str, Any]:
+        """`to_json()` with its tuples left as they are, for a JSON encoder (which writes a tuple as a
+        list): the same JSON, without a list made per line first."""
+        out: dict[str, Any] = {"files": self.files, "lines": self.lines}
+        if self.inferred:
+            out["inferred"] = sorted(self.inferred)
+        if self.via:
+            out["via"] = [(i, f, n) for i, (f, n) in sorted(self.via.items())]
+        return out
+
     def json_text(self) -> str:
         """`to_json()` as compact JSON, made once per map."""
         t = self.__dict__.get("_json")
         if t is None:
-            # `to_json()` with its tuples left as they are (JSON writes a tuple as a list): the same
-            # text without a list made per line first.
-            out: dict[str, Any] = {"files": self.files, "lines": self.lines}
-            if self.inferred:
-                out["inferred"] = sorted(self.inferred)
-            if self.via:
-                out["via"] = [(i, f, n) for i, (f, n) in sorted(self.via.items())]
-            t = _MAP_JSON(out)
+            t = _MAP_JSON(self.json_value())
             object.__setattr__(self, "_json", t)
         return t
 

@@ -10,6 +10,8 @@ closes), a Python source a source map names.
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -168,9 +170,19 @@ def index_report(script_dir: Path, run_dirs_: list[Path]) -> IndexReport:
     )
 
 
+_SOURCES_KEPT = 64  # Python sources LiveReads keeps read (each at most MAX_SOURCE_BYTES)
+
+
 class LiveReads:
     """What the report written while a compile runs reads of the records (render/html.py's listener
-    is handed one by the entry points' listeners; without it, it reads nothing)."""
+    is handed one by the entry points' listeners; without it, it reads nothing).
+
+    One per process: the Python sources the maps name (the kernel's script, TileLang's files) are
+    read once while their file stays the same (inode, size, modification time), not once per
+    compile report (an autotune's hundred compiles of one script)."""
+
+    def __init__(self) -> None:
+        self._sources: dict[str, tuple[tuple[int, int, int], str]] = {}
 
     def generated(self, run_dir: Path, manifest: RunManifest) -> list[Text]:
         return generated_texts(run_dir, manifest)
@@ -179,7 +191,23 @@ class LiveReads:
         return earlier_compiles(script_dir, invocation, before)
 
     def source(self, path: str) -> str | None:
-        return read_source(path)
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return read_source(path)  # gone, or an IPython cell (linecache)
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        kept = self._sources.get(path)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        text = read_source(path)
+        if text is not None and stat.S_ISREG(st.st_mode):
+            if len(self._sources) >= _SOURCES_KEPT:
+                try:  # the oldest goes (another thread may be reading too)
+                    self._sources.pop(next(iter(self._sources)), None)
+                except (RuntimeError, StopIteration):
+                    pass
+            self._sources[path] = (key, text)
+        return text
 
     def fail_site(self, run_dir: Path, manifest: RunManifest) -> dict[str, Any] | None:
         return fail_site_json(run_dir, manifest)

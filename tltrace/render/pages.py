@@ -54,6 +54,11 @@ _CHUNK_CLOSE = b"</script>\n"
 # in an element of one of these types that core.js's chunkText inflates (unpack.js `tlInflate`).
 # A chained one (`Packer`) is deflated with the packed chunks before it in the page as its dictionary
 # (their JSON, the last 32 KB): a pass's chunk then costs what is new in it.
+# zlib's level for both: 4, the first of its lazy-matching levels. On an sm_90a lowering's chunks,
+# the chunks deflated one by one at level 9 (before) took 2 to 3.5 times its CPU for 10% fewer bytes,
+# level 6 1.4x for 7% fewer, level 1 0.7x for 16% more (docs/benchmarks.md, "Issue 51, round 5:
+# compression and the html listener").
+LEVEL = 4
 DATA_PACK_TYPE = "tl/z"
 CHAIN_PACK_TYPE = "tl/zc"
 _PACKED_OPEN = f'<script type="{DATA_PACK_TYPE}" class="tl-d">'.encode("ascii")
@@ -79,18 +84,19 @@ def chunk(value: dict[str, Any]) -> bytes:
     return _CHUNK_OPEN + body + _CHUNK_CLOSE
 
 
-def _deflate(body: bytes, zdict: bytes = b"") -> bytes:
-    z = (
-        zlib.compressobj(9, zlib.DEFLATED, -15, zdict=zdict)
-        if zdict
-        else zlib.compressobj(9, zlib.DEFLATED, -15)
-    )
+def _deflate(body: bytes) -> bytes:
+    z = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
     return base64.b64encode(z.compress(body) + z.flush())
 
 
-def _body(value: dict[str, Any] | list[dict[str, Any]]) -> bytes:
+def _body(value: dict[str, Any] | list[dict[str, Any]], pieces: list[str] | None = None) -> bytes:
+    """The JSON of a chunk: one object, or a batch's array (`pieces`: its objects' JSON, made already)."""
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
+        if pieces is not None:
+            return pieces[0].encode("utf-8", "backslashreplace")
+    if pieces is not None:  # what script_json(value) writes: the compact array of the pieces
+        return ("[" + ",".join(pieces) + "]").encode("utf-8", "backslashreplace")
     return script_json(value).encode("utf-8", "backslashreplace")
 
 
@@ -106,37 +112,53 @@ def data_chunk(value: dict[str, Any] | list[dict[str, Any]]) -> bytes:
     return _CHUNK_OPEN + body + _CHUNK_CLOSE
 
 
+# An empty final block (fixed Huffman codes, the end-of-block code alone): where each chained chunk's
+# part of the report's one deflate stream ends, so that it inflates alone (`Packer`).
+_LAST_BLOCK = b"\x03\x00"
+
+
 class Packer:
     """The chained data chunks of one report, in the order they go into the file (CHAIN_PACK_TYPE):
     each deflated with the JSON of the chained chunks before it as its dictionary. One per report
-    file; its chunks must be written in the order they were made."""
+    file; its chunks must be written in the order they were made.
+
+    The chunks are the parts of one raw deflate stream: each is the stream's blocks up to a sync
+    flush (which ends them on a byte boundary), then an empty final block. Deflate reaches at most
+    32 KB less 262 bytes back, into the chained chunks before it, so each inflates alone with their
+    last 32 KB as its preset dictionary: what the readers (core.js, `chunk_bodies`) do. The same
+    chunks as deflating each with that dictionary, without setting 32 KB of dictionary up per chunk
+    (which cost most of the CPU: docs/benchmarks.md, "Issue 51, round 5"). A chained chunk therefore
+    always goes packed (its JSON is in the stream's window from then on); a small one (PACK_MIN)
+    goes plain, outside the chain.
+    """
 
     def __init__(self) -> None:
-        self.history = b""  # the JSON of the chained chunks so far (its last _WINDOW bytes)
+        self._z = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
 
-    def chunk(self, value: dict[str, Any] | list[dict[str, Any]]) -> bytes:
-        body = _body(value)
-        if len(body) >= PACK_MIN:
-            packed_body = _deflate(body, self.history)
-            if len(packed_body) + len(_CHAINED_OPEN) < len(body) + len(_CHUNK_OPEN):
-                self.history = (self.history + body)[-_WINDOW:]
-                return _CHAINED_OPEN + packed_body + _CHUNK_CLOSE
-        return _CHUNK_OPEN + body + _CHUNK_CLOSE
+    def chunk(self, value: dict[str, Any] | list[dict[str, Any]], pieces: list[str] | None = None) -> bytes:
+        body = _body(value, pieces)
+        if len(body) < PACK_MIN:
+            return _CHUNK_OPEN + body + _CHUNK_CLOSE
+        z = self._z
+        packed_body = base64.b64encode(z.compress(body) + z.flush(zlib.Z_SYNC_FLUSH) + _LAST_BLOCK)
+        return _CHAINED_OPEN + packed_body + _CHUNK_CLOSE
 
     def batches(self, values: list[dict[str, Any]], size: int = BATCH_SIZE) -> list[bytes]:
         """Return `values` as chained chunks of consecutive batches of about `size` bytes of JSON each."""
         out: list[bytes] = []
         group: list[dict[str, Any]] = []
+        pieces: list[str] = []  # each value's JSON, made once (its size, then the batch's array)
         held = 0
         for v in values:
-            n = len(script_json(v))
-            if group and held + n > size:
-                out.append(self.chunk(group))
-                group, held = [], 0
+            piece = script_json(v)
+            if group and held + len(piece) > size:
+                out.append(self.chunk(group, pieces))
+                group, pieces, held = [], [], 0
             group.append(v)
-            held += n
+            pieces.append(piece)
+            held += len(piece)
         if group:
-            out.append(self.chunk(group))
+            out.append(self.chunk(group, pieces))
         return out
 
 

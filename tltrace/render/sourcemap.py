@@ -9,11 +9,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..format.sourcemap import LineMap
 from ..history.report_model import CompileReport
+from .safejson import Encoded, script_safe
+
+_STR_JSON = json.encoder.encode_basestring_ascii  # a str as json.dumps writes it
 
 
 def no_source(path: str) -> str | None:
@@ -57,9 +61,16 @@ class ReportMaps:
                 text = source(f)
                 if text is not None:
                     out.append({"t": "src", "path": f, "s": text})
-            out.append({"t": "smap", "h": h, **lmap.to_json()})
+            out.append(map_value(h, lmap))
         out.append({"t": "srec", "i": index, "b": hashes[0], "a": hashes[1]})
         return out
+
+
+def map_value(digest: str, lmap: LineMap) -> Encoded:
+    """A map's chunk, {"t":"smap","h":H,...the map's JSON}, its JSON made from the map's own
+    (`LineMap.json_text`, made once per map for its digest: the map is not encoded again)."""
+    head = '{"t":"smap","h":' + _STR_JSON(digest) + ","
+    return Encoded({"t": "smap", "h": digest, **lmap.json_value()}, head + script_safe(lmap.json_text()[1:]))
 
 
 def run_chunks(report: CompileReport) -> list[dict[str, Any]]:
