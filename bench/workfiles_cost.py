@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -173,12 +174,14 @@ def run(args: argparse.Namespace, phases: tuple[str, ...]) -> dict[str, Any]:
         h.start()
     out: dict[str, Any] = {}
     try:
-        with tempfile.TemporaryDirectory(prefix="wfcost-", dir=args.dir) as td:
-            for phase in phases:
-                out[phase] = _run_phase(Path(td), variants, sources, args.threads, held)
-            out["files"] = len(os.listdir(Path(td) / "autotune")) if phases else 0
+        td = tempfile.mkdtemp(prefix="wfcost-", dir=args.dir)
+        for phase in phases:
+            out[phase] = _run_phase(Path(td), variants, sources, args.threads, held)
+        out["files"] = len(os.listdir(Path(td) / "autotune")) if phases else 0
     finally:
         stop.set()
+    if args.child is None:  # a child's directory is removed by its parent: outside the count
+        shutil.rmtree(td, ignore_errors=True)
     return out
 
 
@@ -197,7 +200,9 @@ def _strace_calls(args: argparse.Namespace, phases: str) -> dict[str, int]:
         ]
         if args.no_fsync:
             cmd.append("--no-fsync")
-        subprocess.run(["strace", "-f", "-c", "-o", fh.name, *cmd], check=True, stdout=subprocess.DEVNULL)
+        with tempfile.TemporaryDirectory(prefix="wfcost-", dir=args.dir) as td:
+            cmd += ["--dir", td]
+            subprocess.run(["strace", "-f", "-c", "-o", fh.name, *cmd], check=True, stdout=subprocess.DEVNULL)
         text = Path(fh.name).read_text()
     calls: dict[str, int] = {}
     for line in text.splitlines():
@@ -240,7 +245,7 @@ def main() -> None:
     for phase in PHASES:
         r = out[phase]
         sc = r.get("syscalls_per_call")
-        sc = "; syscalls: " + " ".join(f"{k.strip()} {v:.1f}" for k, v in sc.items()) if sc else ""
+        sc = "; per call: " + " ".join(f"{k.strip()} {v:.1f}" for k, v in sc.items()) if sc else ""
         print(
             f"{phase:10s} per codegen call: wall {r['wall_ms_mean']:.2f} ms (median {r['wall_ms_median']:.2f}) "
             f"cpu {r['cpu_ms_mean']:.2f} ms, registry lock held {r['lock_held_ms_per_call']:.2f} ms{sc}; "
