@@ -117,14 +117,13 @@ def test_a_claim_sees_what_another_process_registered_since_its_last_claim(tmp_p
     p0, p1 = _compile(tmp_path, VS[0], ledger), _compile(tmp_path, VS[1], ledger)
     # Another invocation (a process of its own) registers two more variants in between.
     assert _in_child(lambda: [_compile(tmp_path, v) for v in VS[2:4]]) == 0
-    theirs = {v.key: path for v in VS[2:4] for path in [_compile(tmp_path, v, ledger)]}
+    theirs = _owners(p0.parent)
+    p3, p2 = _compile(tmp_path, VS[3], ledger), _compile(tmp_path, VS[2], ledger)  # the other order
     p4 = _compile(tmp_path, VS[4], ledger)
-    paths = [p0, p1, *theirs.values(), p4]
-    assert len(set(paths)) == 5  # every variant its own file: none handed one another's
+    assert len({p0, p1, p2, p3, p4}) == 5  # every variant its own file
     owners = _owners(p0.parent)
+    assert {n: owners[n] for n in theirs} == theirs  # each keeps the file the other process gave it
     assert sorted(owners.values()) == sorted(f"k|{v.key}" for v in VS[:5])
-    for v, path in zip(VS[:5], paths):
-        assert owners[f".{path.name.replace('_device', '')}.owner"] == f"k|{v.key}"
 
 
 def test_a_claim_killed_between_its_owner_record_and_the_index_is_seen_by_this_process(tmp_path):
@@ -156,7 +155,9 @@ def test_a_claim_killed_between_its_owner_record_and_the_index_is_seen_by_this_p
         assert p2 != p3, f"a kill at step {k}: two variants share {p2.name}"
         owners = _owners(p2.parent)
         assert sorted(owners.values()) == sorted(f"k|{v.key}" for v in VS[:4]), (k, owners)
-        assert {n: owners[n] for n in left} == left, f"a kill at step {k}: a file was handed to another variant"
+        assert {n: owners[n] for n in left} == left, (
+            f"a kill at step {k}: a file was handed to another variant"
+        )
         assert not list(p2.parent.glob(".*.tmp")), k  # the killed write's temp file is gone
 
 
