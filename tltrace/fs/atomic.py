@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import random
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -37,6 +38,7 @@ def _process_umask() -> int:
 
 
 _UMASK = _process_umask()
+NEW_FILE_MODE = 0o666 & ~_UMASK  # what `open()` gives a new file (`atomic_write`'s mode when none is there)
 
 
 def fsync_dir(directory: Path) -> None:
@@ -68,7 +70,7 @@ def atomic_write(
         try:
             mode = os.stat(path).st_mode & 0o7777
         except OSError:
-            mode = 0o666 & ~_UMASK
+            mode = NEW_FILE_MODE
     fd, tmp = _create_temp(path, mode)
     try:
         try:
@@ -100,7 +102,9 @@ def _create_temp(path: Path, mode: int) -> tuple[int, str]:
     """Create `path`'s temporary sibling, `.NAME.<8 random characters>.tmp` (as `tempfile.mkstemp` names
     it, without its per-call set-up: a third of an atomic write's CPU); never more open than `mode`."""
     for _ in range(100):
-        tmp = os.path.join(path.parent, f".{path.name}.{os.urandom(4).hex()}.tmp")
+        # random's generator (reseeded in a forked child), not os.urandom: a system call that
+        # lets the GIL go, once per write; O_EXCL makes the name unique, not its randomness.
+        tmp = os.path.join(path.parent, f".{path.name}.{random.getrandbits(32):08x}.tmp")
         try:
             return os.open(tmp, _TEMP_FLAGS, mode & 0o777), tmp
         except FileExistsError:

@@ -257,18 +257,19 @@ class Layout:
 
 
 # -- atomic writes and reads ---------------------------------------------------------------------------
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, mode: int | None = None) -> None:
     """Write `text` (UTF-8, exact bytes) to `path` through a temp file and a rename (durable:
     flushed before and after the rename, so a power loss keeps the old file or the new one).
-    A missing directory is made (on that first write only: not a mkdir before every write)."""
+    A missing directory is made (on that first write only: not a mkdir before every write).
+    `mode`: the new file's permissions, when the caller knows them (else read from `path`)."""
     data = text.encode("utf-8", "surrogatepass")
     try:
-        atomic_write(path, data, fsync=FSYNC)
+        atomic_write(path, data, fsync=FSYNC, mode=mode)
     except FileNotFoundError:
         if path.parent.is_dir():
             raise
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, data, fsync=FSYNC)
+        atomic_write(path, data, fsync=FSYNC, mode=mode)
 
 
 class Unreadable(Exception):

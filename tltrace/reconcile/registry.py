@@ -42,7 +42,7 @@ from typing import Any
 
 from ..format.names import is_safe_component, safe_component
 from ..fs import safe_read
-from ..fs.atomic import atomic_write, locked, remove_stale_temps
+from ..fs.atomic import NEW_FILE_MODE, atomic_write, locked, remove_stale_temps
 from . import files
 from .variant import Variant, describe, file_label
 
@@ -205,14 +205,16 @@ def _owner_suffixes(layout: files.Layout, names: list[str]) -> list[str]:
     return out
 
 
-def load(layout: files.Layout, *, verify: bool = True, cached: bool = False) -> Registry:
+def load(
+    layout: files.Layout, *, verify: bool = True, cached: bool = False, index: tuple[Any, Any] | None = None
+) -> Registry:
     """Read the index and the owner records (no writes); the owner records win where they disagree.
 
     `verify=False` trusts a healthy index for the files it lists and reads only the owner
     records of files it does not list (a new variant's claim; `claim` checks the one
     entry it acts on). `cached` (only under the registry lock, from `claim`): an index
     this process last saw, with no owner record outside it then, is not read nor is its
-    directory listed again (see `_View`).
+    directory listed again (see `_View`); `index`: what `_index` just returned, under the lock.
     """
     path = layout.registry_path
     problems: list[str] = []
@@ -220,7 +222,7 @@ def load(layout: files.Layout, *, verify: bool = True, cached: bool = False) -> 
     entries: dict[str, Entry] = {}
     view = None
     try:
-        data, view = _index(layout) if cached else (_read_json(path), None)
+        data, view = index if index is not None else _index(layout) if cached else (_read_json(path), None)
     except ValueError as exc:
         data, damaged = None, True
         problems.append(f"{path} is damaged ({exc})")
@@ -280,10 +282,12 @@ def load(layout: files.Layout, *, verify: bool = True, cached: bool = False) -> 
 def _write(layout: files.Layout, reg: Registry) -> dict[str, Any] | None:
     """Write the index of `reg`; return what was written (None: nothing was)."""
     path = layout.registry_path
-    if path.is_symlink() or (reg.damaged and not reg.entries):
+    st = _lstat(path)
+    if (st is not None and stat.S_ISLNK(st.st_mode)) or (reg.damaged and not reg.entries):
         return None  # a damaged index with nothing to put in its place is left as evidence
-    if reg.damaged and path.is_file():
+    if reg.damaged and st is not None and stat.S_ISREG(st.st_mode):
         files.archive(path, 1)  # the damaged index is kept (as .N) for a look, never overwritten
+        st = None
     data = {
         "version": VERSION,
         "kernels": {k: e.suffix for k, e in reg.entries.items()},
@@ -294,18 +298,26 @@ def _write(layout: files.Layout, reg: Registry) -> dict[str, Any] | None:
     # power loss empties is said and rebuilt from them (`load`); one it leaves stale is
     # completed from them. Every compile of a new variant writes the index under the lock
     # that all compiles take, so an autotuner's compiles would queue for this disk flush.
-    atomic_write(path, (json.dumps(data, indent=2) + "\n").encode("utf-8", "surrogatepass"))
+    atomic_write(path, (json.dumps(data, indent=2) + "\n").encode("utf-8", "surrogatepass"), mode=_mode(st))
     return data
+
+
+def _mode(st: os.stat_result | None) -> int | None:
+    """The mode a rewrite of a file keeps (a new file's when there is none; None: let atomic_write stat it)."""
+    if st is None:
+        return NEW_FILE_MODE
+    return st.st_mode & 0o7777 if stat.S_ISREG(st.st_mode) else None
 
 
 def _write_owner(layout: files.Layout, entry: Entry, invocation: str | None = None) -> None:
     path = owner_path(layout, entry.suffix)
-    if path.is_symlink():
+    st = _lstat(path)
+    if st is not None and stat.S_ISLNK(st.st_mode):
         return
     data: dict[str, Any] = {"key": entry.key, "parts": entry.parts}
     if invocation:
         data["invocation"] = invocation  # the last invocation that compiled this variant (any process)
-    files.write_atomic(path, json.dumps(data, indent=1) + "\n")
+    files.write_atomic(path, json.dumps(data, indent=1) + "\n", mode=_mode(st))
 
 
 def _owner_invocation(layout: files.Layout, suffix: str) -> str | None:
@@ -339,7 +351,11 @@ def claim(
     # The temp files a killed write of the index or an owner record left are removed as the
     # lock is taken, when its last holder was killed holding it (fs.atomic.locked).
     with locked(reg_path.with_name(reg_path.name + ".lock"), tidy=lambda: _tidy(layout)):
-        fast = _known(layout, key, parts)
+        try:
+            pre: tuple[Any, _View | None] | None = _index(layout)
+        except ValueError:
+            pre = None  # damaged: `load` reads it again and says so
+        fast = _known(layout, key, parts, pre)
         if fast is not None:  # the common case: one index stat and one owner record per compile
             hit, last = fast
             if invocation and last != invocation:
@@ -350,7 +366,7 @@ def claim(
             claimed.add(hit.suffix)
             return Claim(hit.suffix, hit)
         for verify in (False, True):
-            reg = load(layout, verify=verify, cached=True)
+            reg = load(layout, verify=verify, cached=True, index=None if verify else pre)
             entry = reg.entries.get(key)
             continued = None
             created = False
@@ -484,15 +500,19 @@ def _owner_key(layout: files.Layout, suffix: str) -> str | None:
     return key if isinstance(key, str) else "?"
 
 
-def _known(layout: files.Layout, key: str, parts: dict[str, str]) -> tuple[Entry, str | None] | None:
+def _known(
+    layout: files.Layout, key: str, parts: dict[str, str], index: tuple[Any, Any] | None
+) -> tuple[Entry, str | None] | None:
     """Return the entry of a variant the index knows and its owner record confirms, and the
     invocation that record names; None: take the full path.
 
-    Only a healthy index is trusted this way, and only for a key whose file's owner record
+    `index`: the index as `_index` read it (None: damaged). Only a healthy index is trusted this way, and only for a key whose file's owner record
     names that very key (a record missing is written now: a file from before owner records).
     """
+    if index is None:
+        return None
     try:
-        data, _ = _index(layout)
+        data = index[0]
         suffix = _suffix(data["kernels"][key]) if isinstance(data, dict) else None
         stored = _parts((data.get("variants") or {}).get(key))
     except (ValueError, KeyError, TypeError, AttributeError):
