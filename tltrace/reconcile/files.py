@@ -7,7 +7,8 @@ Each working file `W` (e.g. `codegen_device.cpp`) has companions beside it:
   W.bak             newest backup of the working copy (CONFLICT, INIT-BACKUP)
   W.original.bak    newest backup of the baseline (CONFLICT)
   W.bak.N, W.original.bak.N   older backups; N grows with age of creation (1 = oldest)
-  .W.lock           lock file: one reconcile transaction at a time, across threads and processes
+  .W.lock           lock file: one reconcile transaction at a time, across threads and processes;
+                    it holds `0` once its last holder let go normally (fs.atomic.locked's tidy)
   .W.journal        present only while a transaction of several writes runs (see below)
 
 Nothing here ever deletes or overwrites a user's text: a backup slot that is taken is
@@ -20,7 +21,8 @@ then the baseline (a baseline that advanced before its working file would make t
 old text look like an edit). When the working file does not exist the baseline comes
 first (a missing working file is re-created from it). The journal names the action
 in progress, so the run after a crash reports what the killed run never got to say;
-temp files a killed write left behind are removed under the lock.
+temp files a killed write left behind are removed under the lock, by the next holder
+after a killed one (the lock file does not say `0`), not by every compile.
 
 Working files are never symbolic links: a link (e.g. into a source tree) is reported
 and left alone, and nothing is read or written through it. Every file name derived
