@@ -10,11 +10,11 @@ files in the state the decision table expects, and no temp file left behind.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from tests._fork import KILLED, in_child
 from tltrace.config import Settings
 from tltrace.fs import atomic as _atomic
 from tltrace.reconcile import files
@@ -22,7 +22,7 @@ from tltrace.reconcile.resolve import pending, resolve
 from tltrace.reconcile.variant import Variant
 from tltrace.reconcile.workflow import reconcile_codegen, settle
 
-CRASHED = 77
+CRASHED = KILLED
 G0 = "".join(f"line {i}\n" for i in range(12))
 G1 = G0.replace("line 9", "line 9 changed")  # new codegen, far from the edit
 EDIT = G0.replace("line 2", "line 2 EDITED")
@@ -64,26 +64,7 @@ def _said(root: Path) -> list[str]:
 
 def _run_child(k: int, action) -> bool:
     """Run `action` in a forked child killed right after its k-th step; True when it was killed."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 0
-        try:
-            count = 0
-
-            def hook(what: str, path: Path) -> None:
-                nonlocal count
-                count += 1
-                if count == k:
-                    os._exit(CRASHED)
-
-            _atomic.STEP_HOOK = hook
-            action()
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
+    code = in_child(action, kill_at_step=k)
     assert code in (0, CRASHED), f"the child failed at step {k} (exit {code})"
     return code == CRASHED
 

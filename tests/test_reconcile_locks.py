@@ -13,42 +13,17 @@ from pathlib import Path
 
 import pytest
 
+from tests._fork import KILLED, in_child
 from tltrace.config import Settings
 from tltrace.fs import atomic as _atomic
 from tltrace.reconcile import files, registry
 from tltrace.reconcile.variant import Variant
 from tltrace.reconcile.workflow import Ledger, reconcile_codegen
 
-KILLED = 77
-
 
 @pytest.fixture(autouse=True)
 def _no_fsync(monkeypatch):
     monkeypatch.setattr(files, "FSYNC", False)
-
-
-def _in_child(action, *, kill_at_step: int | None = None) -> int:
-    """Run `action` in a forked child (another process); with `kill_at_step`, os._exit after that step."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 0
-        try:
-            if kill_at_step is not None:
-                count = [0]
-
-                def hook(what: str, path: Path) -> None:
-                    count[0] += 1
-                    if count[0] == kill_at_step:
-                        os._exit(KILLED)
-
-                _atomic.STEP_HOOK = hook
-            action()
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
 
 
 def _tidied(lock: Path) -> int:
@@ -70,7 +45,7 @@ def test_tidy_runs_only_after_a_holder_that_did_not_let_go_cleanly(tmp_path):
         with _atomic.locked(lock, tidy=lambda: None):
             os._exit(KILLED)
 
-    assert _in_child(killed_holding) == KILLED
+    assert in_child(killed_holding) == KILLED
     assert _tidied(lock) == 1 and _tidied(lock) == 0
     with _atomic.locked(lock):  # a lock without tidy leaves the state as it is
         pass
@@ -91,7 +66,13 @@ def _settings(root: Path) -> Settings:
 
 
 def _compile(root: Path, v: Variant, ledger: Ledger | None = None) -> Path:
-    out = reconcile_codegen(
+    out = _outcome(root, v, ledger)
+    assert out.path is not None and not out.warnings, out.warnings
+    return out.path
+
+
+def _outcome(root: Path, v: Variant, ledger: Ledger | None):
+    return reconcile_codegen(
         _settings(root),
         kernel="k",
         role="device",
@@ -101,8 +82,6 @@ def _compile(root: Path, v: Variant, ledger: Ledger | None = None) -> Path:
         variant=v,
         ledger=ledger,
     )
-    assert out.path is not None and not out.warnings, out.warnings
-    return out.path
 
 
 def _owners(d: Path) -> dict[str, str]:
@@ -116,7 +95,7 @@ def test_a_claim_sees_what_another_process_registered_since_its_last_claim(tmp_p
     ledger = Ledger()
     p0, p1 = _compile(tmp_path, VS[0], ledger), _compile(tmp_path, VS[1], ledger)
     # Another invocation (a process of its own) registers two more variants in between.
-    assert _in_child(lambda: [_compile(tmp_path, v) for v in VS[2:4]]) == 0
+    assert in_child(lambda: [_compile(tmp_path, v) for v in VS[2:4]]) == 0
     theirs = _owners(p0.parent)
     p3, p2 = _compile(tmp_path, VS[3], ledger), _compile(tmp_path, VS[2], ledger)  # the other order
     p4 = _compile(tmp_path, VS[4], ledger)
@@ -148,7 +127,7 @@ def test_a_claim_killed_between_its_owner_record_and_the_index_is_seen_by_this_p
         ledger = Ledger()
         for v in VS[:2]:
             _compile(root, v, ledger)  # this process's view of root's index: complete
-        assert _in_child(lambda root=root: _compile(root, VS[2]), kill_at_step=k) == KILLED
+        assert in_child(lambda root=root: _compile(root, VS[2]), kill_at_step=k) == KILLED
         left = _owners(root / "s")  # what the killed claim had made its own
         p3 = _compile(root, VS[3], ledger)
         p2 = _compile(root, VS[2], ledger)
@@ -168,16 +147,7 @@ def test_the_view_is_dropped_when_the_index_is_replaced_by_hand(tmp_path):
     d = p0.parent
     index = d / registry.files.REGISTRY_NAME
     index.unlink()  # lost: rebuilt from the owner records, and said
-    out = reconcile_codegen(
-        _settings(tmp_path),
-        kernel="k",
-        role="device",
-        generated=G,
-        compiles_source=True,
-        backend="cython",
-        variant=VS[2],
-        ledger=ledger,
-    )
+    out = _outcome(tmp_path, VS[2], ledger)
     assert any("is missing" in w for w in out.warnings), out.warnings
     assert out.path not in (p0, p1)
     assert _compile(tmp_path, VS[1], ledger) == p1
