@@ -29,6 +29,11 @@ Which file a variant compiles into:
    `codegen_<kernel>_<what differs>_device.cpp` (e.g. `_2048`, `_t64`, `_f16`).
 Once a kernel has two variants (a thread pool, an autotuner), rule 2 no longer
 applies to it: each launch shape keeps its own file for good.
+
+Cost: every claim runs under one lock for the directory, so an autotuner's compiling
+threads queue on it. A claim reads the index once (this process's copy while the file is
+unchanged, `_View`), lists the directory only when the index changed under another writer
+or a claim was killed, and removes killed writes' temp files only then (`_tidy`).
 """
 
 from __future__ import annotations
