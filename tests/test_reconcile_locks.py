@@ -72,16 +72,7 @@ def _compile(root: Path, v: Variant, ledger: Ledger | None = None) -> Path:
 
 
 def _outcome(root: Path, v: Variant, ledger: Ledger | None):
-    return reconcile_codegen(
-        _settings(root),
-        kernel="k",
-        role="device",
-        generated=G + f"// {v.key}\n",
-        compiles_source=True,
-        backend="cython",
-        variant=v,
-        ledger=ledger,
-    )
+    return _outcome_in(_settings(root), v, ledger, G + f"// {v.key}\n")
 
 
 def _owners(d: Path) -> dict[str, str]:
@@ -151,3 +142,32 @@ def test_the_view_is_dropped_when_the_index_is_replaced_by_hand(tmp_path):
     assert any("is missing" in w for w in out.warnings), out.warnings
     assert out.path not in (p0, p1)
     assert _compile(tmp_path, VS[1], ledger) == p1
+
+
+def test_an_owner_record_another_process_rewrote_is_read_again(tmp_path):
+    """This invocation's claim skips rewriting an owner record that already names it: a record
+    another invocation rewrote since (the file this process read is gone) must be read again."""
+    import json
+
+    ledger = Ledger()
+    mine = _settings(tmp_path)
+    p0 = _outcome_in(mine, VS[0], ledger).path
+    owner = next(p0.parent.glob(".*.owner"))
+    assert json.loads(owner.read_text())["invocation"] == mine.invocation
+    assert in_child(lambda: _outcome_in(_settings(tmp_path), VS[0], None)) == 0  # another invocation
+    assert json.loads(owner.read_text())["invocation"] != mine.invocation
+    assert _outcome_in(mine, VS[0], ledger).path == p0
+    assert json.loads(owner.read_text())["invocation"] == mine.invocation  # this invocation's again
+
+
+def _outcome_in(s: Settings, v: Variant, ledger: Ledger | None, generated: str = G):
+    return reconcile_codegen(
+        s,
+        kernel="k",
+        role="device",
+        generated=generated,
+        compiles_source=True,
+        backend="cython",
+        variant=v,
+        ledger=ledger,
+    )

@@ -323,12 +323,15 @@ def _write_owner(layout: files.Layout, entry: Entry, invocation: str | None = No
     if invocation:
         data["invocation"] = invocation  # the last invocation that compiled this variant (any process)
     files.write_atomic(path, json.dumps(data, indent=1) + "\n", mode=_mode(st))
+    after = _lstat(path)
+    if after is not None and stat.S_ISREG(after.st_mode):
+        _owner_views[path] = (_sig(after), data)  # the next claim of this variant stats it only
 
 
 def _owner_invocation(layout: files.Layout, suffix: str) -> str | None:
     """The invocation the owner record of `suffix` last names (None: none, or unreadable)."""
     try:
-        data = _read_json(owner_path(layout, suffix))
+        data = _owner_record(owner_path(layout, suffix))
     except ValueError:
         return None
     value = data.get("invocation") if isinstance(data, dict) else None
@@ -461,6 +464,23 @@ def _index(layout: files.Layout) -> tuple[Any, _View | None]:
     return data, view
 
 
+_owner_views: dict[Path, tuple[tuple[int, ...], Any]] = {}  # owner record -> (sig, JSON), as `_views`
+
+
+def _owner_record(path: Path) -> Any:
+    """An owner record's JSON (as `_read_json`; only under the registry lock): re-read only when
+    the file is another than this process last read or wrote (any rewrite is a new file)."""
+    st = _lstat(path)
+    hit = _owner_views.get(path)
+    if st is not None and hit is not None and hit[0] == _sig(st):
+        return hit[1]
+    _owner_views.pop(path, None)
+    data = _parse(path, st)
+    if st is not None:
+        _owner_views[path] = (_sig(st), data)
+    return data
+
+
 def _remember(layout: files.Layout, written: dict[str, Any] | None, complete: bool) -> None:
     """Keep the view of the index just written (or, `written` None, of the one read) as complete or not."""
     path = layout.registry_path
@@ -480,6 +500,8 @@ def _tidy(layout: files.Layout) -> None:
     """Run as the registry lock is taken after a holder was killed holding it: forget this process's
     view of the index, and remove the temp files a killed write of the index or an owner record left."""
     _views.pop(layout.registry_path, None)
+    for path in [p for p in _owner_views if p.parent == layout.directory]:
+        del _owner_views[path]
     try:
         names = os.listdir(layout.directory)
     except OSError:
@@ -496,7 +518,7 @@ def _tidy(layout: files.Layout) -> None:
 def _owner_key(layout: files.Layout, suffix: str) -> str | None:
     """The key the owner record of `suffix` names; None when there is none; '?' when it is damaged."""
     try:
-        data = _read_json(owner_path(layout, suffix))
+        data = _owner_record(owner_path(layout, suffix))
     except ValueError:
         return "?"
     if data is None:
@@ -525,7 +547,7 @@ def _known(
     if suffix is None or (parts and stored != parts):
         return None
     try:
-        owner = _read_json(owner_path(layout, suffix))
+        owner = _owner_record(owner_path(layout, suffix))
     except ValueError:
         return None
     entry = Entry(key, suffix, stored)
