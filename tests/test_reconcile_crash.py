@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 from tests._fork import KILLED, in_child
+from tests._reconcile import codegen
 from tltrace.config import Settings
 from tltrace.fs import atomic as _atomic
 from tltrace.reconcile import files
 from tltrace.reconcile.resolve import pending, resolve
 from tltrace.reconcile.variant import Variant
-from tltrace.reconcile.workflow import reconcile_codegen, settle
+from tltrace.reconcile.workflow import settle
 
 CRASHED = KILLED
 G0 = "".join(f"line {i}\n" for i in range(12))
@@ -39,15 +40,7 @@ def _settings(root: Path) -> Settings:
 
 def _compile(root: Path, generated: str, variant: Variant | None = None):
     """What session/tool.py does: reconcile, say the tag (here: append it to `said`), settle."""
-    out = reconcile_codegen(
-        _settings(root),
-        kernel="k",
-        role="device",
-        generated=generated,
-        compiles_source=True,
-        backend="cython",
-        variant=variant,
-    )
+    out = codegen(_settings(root), generated, variant)
     if out.tag:
         with open(root / "said", "a") as fh:
             fh.write(out.tag + "\n")

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from tests._fork import KILLED, in_child
+from tests._reconcile import codegen
 from tltrace.config import Settings
 from tltrace.fs import atomic as _atomic
 from tltrace.reconcile import files, registry
 from tltrace.reconcile.variant import Variant
-from tltrace.reconcile.workflow import Ledger, reconcile_codegen
+from tltrace.reconcile.workflow import Ledger
 
 
 @pytest.fixture(autouse=True)
@@ -161,13 +162,4 @@ def test_an_owner_record_another_process_rewrote_is_read_again(tmp_path):
 
 
 def _outcome_in(s: Settings, v: Variant, ledger: Ledger | None, generated: str = G):
-    return reconcile_codegen(
-        s,
-        kernel="k",
-        role="device",
-        generated=generated,
-        compiles_source=True,
-        backend="cython",
-        variant=v,
-        ledger=ledger,
-    )
+    return codegen(s, generated, v, ledger)
