@@ -10,19 +10,20 @@ files in the state the decision table expects, and no temp file left behind.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from tests._fork import KILLED, in_child
+from tests._reconcile import codegen
 from tltrace.config import Settings
 from tltrace.fs import atomic as _atomic
 from tltrace.reconcile import files
 from tltrace.reconcile.resolve import pending, resolve
 from tltrace.reconcile.variant import Variant
-from tltrace.reconcile.workflow import reconcile_codegen, settle
+from tltrace.reconcile.workflow import settle
 
-CRASHED = 77
+CRASHED = KILLED
 G0 = "".join(f"line {i}\n" for i in range(12))
 G1 = G0.replace("line 9", "line 9 changed")  # new codegen, far from the edit
 EDIT = G0.replace("line 2", "line 2 EDITED")
@@ -39,15 +40,7 @@ def _settings(root: Path) -> Settings:
 
 def _compile(root: Path, generated: str, variant: Variant | None = None):
     """What session/tool.py does: reconcile, say the tag (here: append it to `said`), settle."""
-    out = reconcile_codegen(
-        _settings(root),
-        kernel="k",
-        role="device",
-        generated=generated,
-        compiles_source=True,
-        backend="cython",
-        variant=variant,
-    )
+    out = codegen(_settings(root), generated, variant)
     if out.tag:
         with open(root / "said", "a") as fh:
             fh.write(out.tag + "\n")
@@ -64,26 +57,7 @@ def _said(root: Path) -> list[str]:
 
 def _run_child(k: int, action) -> bool:
     """Run `action` in a forked child killed right after its k-th step; True when it was killed."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 0
-        try:
-            count = 0
-
-            def hook(what: str, path: Path) -> None:
-                nonlocal count
-                count += 1
-                if count == k:
-                    os._exit(CRASHED)
-
-            _atomic.STEP_HOOK = hook
-            action()
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
+    code = in_child(action, kill_at_step=k)
     assert code in (0, CRASHED), f"the child failed at step {k} (exit {code})"
     return code == CRASHED
 

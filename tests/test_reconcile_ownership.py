@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests._reconcile import codegen
 from tltrace.config import Settings
 from tltrace.format import scripts
 from tltrace.reconcile import files
 from tltrace.reconcile.variant import Variant
-from tltrace.reconcile.workflow import Ledger, reconcile_codegen
+from tltrace.reconcile.workflow import Ledger
 
 G = "int k() { return 1 + 2; }\n"
 EDIT = G.replace("+", "-")
@@ -23,16 +24,7 @@ _ledger = {"now": Ledger()}  # the current invocation's ledger
 
 
 def _compile(s: Settings, text: str = G, variant: Variant | None = None, kernel: str = "add"):
-    return reconcile_codegen(
-        s,
-        kernel=kernel,
-        role="device",
-        generated=text,
-        compiles_source=True,
-        backend="cython",
-        variant=variant,
-        ledger=_ledger["now"],
-    )
+    return codegen(s, text, variant, _ledger["now"], kernel)
 
 
 def _forget(trace: Path) -> None:

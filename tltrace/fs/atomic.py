@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import random
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -37,6 +38,7 @@ def _process_umask() -> int:
 
 
 _UMASK = _process_umask()
+NEW_FILE_MODE = 0o666 & ~_UMASK  # what `open()` gives a new file (`atomic_write`'s mode when none is there)
 
 
 def fsync_dir(directory: Path) -> None:
@@ -68,7 +70,7 @@ def atomic_write(
         try:
             mode = os.stat(path).st_mode & 0o7777
         except OSError:
-            mode = 0o666 & ~_UMASK
+            mode = NEW_FILE_MODE
     fd, tmp = _create_temp(path, mode)
     try:
         try:
@@ -100,7 +102,9 @@ def _create_temp(path: Path, mode: int) -> tuple[int, str]:
     """Create `path`'s temporary sibling, `.NAME.<8 random characters>.tmp` (as `tempfile.mkstemp` names
     it, without its per-call set-up: a third of an atomic write's CPU); never more open than `mode`."""
     for _ in range(100):
-        tmp = os.path.join(path.parent, f".{path.name}.{os.urandom(4).hex()}.tmp")
+        # random's generator (reseeded in a forked child), not os.urandom: a system call that
+        # lets the GIL go, once per write; O_EXCL makes the name unique, not its randomness.
+        tmp = os.path.join(path.parent, f".{path.name}.{random.getrandbits(32):08x}.tmp")
         try:
             return os.open(tmp, _TEMP_FLAGS, mode & 0o777), tmp
         except FileExistsError:
@@ -149,18 +153,54 @@ _thread_locks: dict[str, threading.Lock] = {}
 _thread_locks_guard = threading.Lock()
 
 
+# The state a tidy lock's file holds (`locked(..., tidy=...)`): CLEAN once its holder let it go
+# normally; anything else (BUSY, or an empty file of an older tltrace) may hide a killed write.
+BUSY, CLEAN = b"1", b"0"
+
+
+def _open_lock(lock_path: Path) -> tuple[int, bool]:
+    """Open (or create) a lock file; return it and whether this call created it (no holder before)."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    try:
+        return os.open(lock_path, os.O_RDWR | nofollow), False
+    except FileNotFoundError:
+        pass
+    for _ in range(2):
+        try:
+            return os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_EXCL | nofollow, 0o644), True
+        except FileExistsError:  # another thread or process made it just now
+            return os.open(lock_path, os.O_RDWR | nofollow), False
+        except FileNotFoundError:  # its directory is new: made on this first use only
+            Path(lock_path).parent.mkdir(parents=True, exist_ok=True)
+    return os.open(lock_path, os.O_RDWR | os.O_CREAT | nofollow, 0o644), False
+
+
 @contextlib.contextmanager
-def locked(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `lock_path`: a threading lock in-process, fcntl.flock across processes."""
+def locked(lock_path: Path, *, tidy: Callable[[], object] | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_path`: a threading lock in-process, fcntl.flock across processes.
+
+    `tidy` (e.g. removing the temp files of killed writes) runs once the lock is held, only
+    when its last holder may have been killed holding it: the lock file then does not say
+    CLEAN, which every holder given `tidy` writes as it lets go without an exception (one
+    byte at offset 0; BUSY while held). A lock without `tidy` leaves that state as it is, so
+    it must guard no temp-file writes of the names `tidy` removes. A lock file this call
+    creates had no holder: nothing to tidy (a lock file removed by hand is taken as new).
+    """
     key = str(Path(lock_path).absolute())
     with _thread_locks_guard:
         tlock = _thread_locks.setdefault(key, threading.Lock())
     with tlock:
-        Path(lock_path).parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        fd, created = _open_lock(lock_path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            if tidy is not None:
+                state = os.pread(fd, 1, 0)
+                if state != CLEAN and not (created and state == b""):
+                    tidy()
+                os.pwrite(fd, BUSY, 0)
             yield
+            if tidy is not None:  # not after an exception: the next holder then tidies
+                os.pwrite(fd, CLEAN, 0)
         finally:
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)

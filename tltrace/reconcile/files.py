@@ -7,7 +7,8 @@ Each working file `W` (e.g. `codegen_device.cpp`) has companions beside it:
   W.bak             newest backup of the working copy (CONFLICT, INIT-BACKUP)
   W.original.bak    newest backup of the baseline (CONFLICT)
   W.bak.N, W.original.bak.N   older backups; N grows with age of creation (1 = oldest)
-  .W.lock           lock file: one reconcile transaction at a time, across threads and processes
+  .W.lock           lock file: one reconcile transaction at a time, across threads and processes;
+                    it holds `0` once its last holder let go normally (fs.atomic.locked's tidy)
   .W.journal        present only while a transaction of several writes runs (see below)
 
 Nothing here ever deletes or overwrites a user's text: a backup slot that is taken is
@@ -20,7 +21,8 @@ then the baseline (a baseline that advanced before its working file would make t
 old text look like an edit). When the working file does not exist the baseline comes
 first (a missing working file is re-created from it). The journal names the action
 in progress, so the run after a crash reports what the killed run never got to say;
-temp files a killed write left behind are removed under the lock.
+temp files a killed write left behind are removed under the lock, by the next holder
+after a killed one (the lock file does not say `0`), not by every compile.
 
 Working files are never symbolic links: a link (e.g. into a source tree) is reported
 and left alone, and nothing is read or written through it. Every file name derived
@@ -29,11 +31,14 @@ from the registry is a sanitised single component inside the layout's directory.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..config import check_codegen_output as check_codegen_output  # re-exported; it lives with the settings
 from ..format.layout import DEFAULT_STEM, EXT
@@ -254,11 +259,19 @@ class Layout:
 
 
 # -- atomic writes and reads ---------------------------------------------------------------------------
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, mode: int | None = None) -> None:
     """Write `text` (UTF-8, exact bytes) to `path` through a temp file and a rename (durable:
-    flushed before and after the rename, so a power loss keeps the old file or the new one)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, text.encode("utf-8", "surrogatepass"), fsync=FSYNC)
+    flushed before and after the rename, so a power loss keeps the old file or the new one).
+    A missing directory is made (on that first write only: not a mkdir before every write).
+    `mode`: the new file's permissions, when the caller knows them (else read from `path`)."""
+    data = text.encode("utf-8", "surrogatepass")
+    try:
+        atomic_write(path, data, fsync=FSYNC, mode=mode)
+    except FileNotFoundError:
+        if path.parent.is_dir():
+            raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, data, fsync=FSYNC, mode=mode)
 
 
 class Unreadable(Exception):
@@ -307,6 +320,13 @@ def archive(slot: Path, number: int) -> Path | None:
 def clean_temps(wf: WorkingFile) -> None:
     """Remove temp files that a killed write of `wf` or its companions left (call under wf's lock)."""
     remove_stale_temps(wf.path.parent, [wf.path.name, wf.journal.name])
+
+
+def transaction(wf: WorkingFile, *, tidy: bool = True) -> Any:
+    """Hold `wf`'s lock for writes of it or its companions: the temp files a killed holder left are
+    removed first (`clean_temps`), and only then (see `fs.atomic.locked`): one directory scan per
+    killed write, not one per compile. `tidy=False`: no writes (a dry run); nothing is removed."""
+    return locked(wf.lock_path, tidy=(lambda: clean_temps(wf)) if tidy else None)
 
 
 def _unlink(path: Path) -> None:
@@ -388,8 +408,20 @@ def settle(wf: WorkingFile) -> None:
             _unlink(wf.journal)
 
 
-def _links(wf: WorkingFile) -> list[Path]:
-    return [p for p in wf.companions() if p.is_symlink()]
+def _lstats(wf: WorkingFile) -> dict[Path, os.stat_result | None]:
+    """Return each companion's lstat (None: absent): one call answers both "a link?" and "there?"."""
+    out: dict[Path, os.stat_result | None] = {}
+    for p in wf.companions():
+        try:
+            out[p] = os.lstat(p)
+        except OSError as exc:
+            if exc.errno not in _ABSENT:
+                raise  # as Path.is_symlink and Path.exists raise it
+            out[p] = None
+    return out
+
+
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)  # what pathlib reads as "not there"
 
 
 def reconcile(wf: WorkingFile, generated: str) -> Applied:
@@ -398,8 +430,9 @@ def reconcile(wf: WorkingFile, generated: str) -> Applied:
     Never raises for a bad working file: it warns, compiles `generated`, and leaves the bytes alone.
     """
     warnings: list[str] = []
-    with locked(wf.lock_path):
-        links = _links(wf)
+    with transaction(wf):  # removes the temp files a killed transaction left
+        st = _lstats(wf)
+        links = [p for p, x in st.items() if x is not None and stat.S_ISLNK(x.st_mode)]
         if links:
             edit = " (an edit there is not applied)" if wf.path in links else ""
             warnings.append(
@@ -408,9 +441,8 @@ def reconcile(wf: WorkingFile, generated: str) -> Applied:
                 "--codegen-output PATH to keep working files elsewhere"
             )
             return Applied(wf, None, generated, tuple(warnings), failed=True)
-        clean_temps(wf)
         interrupted = _read_journal(wf) if wf.journal.exists() else None
-        managed_before = wf.latest.exists()
+        managed_before = st[wf.latest] is not None
         try:
             write_atomic(wf.latest, generated)  # durable: resolve-conflict merges against it
         except OSError as exc:
@@ -447,7 +479,9 @@ def reconcile(wf: WorkingFile, generated: str) -> Applied:
             )
             if writes > 1:
                 write_atomic(wf.journal, json.dumps({"action": d.action.value}) + "\n")
-            number = _next_number(wf.bak, wf.original_bak)
+            # Backups made together share one number; the directory is listed only when one is made.
+            backs = (d.backup_working and working is not None) or (d.backup_baseline and baseline is not None)
+            number = _next_number(wf.bak, wf.original_bak) if backs else 0
             if d.backup_working and working is not None:
                 push_backup(wf.bak, working, number)
                 backup = wf.bak

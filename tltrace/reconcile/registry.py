@@ -29,19 +29,25 @@ Which file a variant compiles into:
    `codegen_<kernel>_<what differs>_device.cpp` (e.g. `_2048`, `_t64`, `_f16`).
 Once a kernel has two variants (a thread pool, an autotuner), rule 2 no longer
 applies to it: each launch shape keeps its own file for good.
+
+Cost: every claim runs under one lock for the directory, so an autotuner's compiling
+threads queue on it. A claim reads the index once (this process's copy while the file is
+unchanged, `_View`), lists the directory only when the index changed under another writer
+or a claim was killed, and removes killed writes' temp files only then (`_tidy`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..format.names import is_safe_component, safe_component
 from ..fs import safe_read
-from ..fs.atomic import atomic_write, locked, remove_stale_temps
+from ..fs.atomic import NEW_FILE_MODE, atomic_write, locked, remove_stale_temps
 from . import files
 from .variant import Variant, describe, file_label
 
@@ -76,6 +82,7 @@ class Registry:
     unowned: set[str] = field(default_factory=set)  # suffixes on disk that no record claims
     damaged: bool = False
     dirty: bool = False  # the index on disk differs from `entries` (rebuilt or corrected)
+    complete: bool = False  # no owner record names a file outside the index (as read or listed now)
 
     def taken(self) -> set[str]:
         return {e.suffix for e in self.entries.values()} | self.unowned
@@ -110,13 +117,28 @@ def owner_path(layout: files.Layout, suffix: str) -> Path:
 
 def _read_json(path: Path) -> Any:
     """Return the JSON in `path`; None when absent; raise ValueError when damaged or not a file."""
-    if path.is_symlink():
-        raise ValueError("it is a symbolic link")
+    return _parse(path, _lstat(path))
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    """One lstat for "a link?", "there?" and "a file?"; None when absent (other errors raise, as
+    `Path.is_symlink` does)."""
     try:
-        if not path.exists():
+        return os.lstat(path)
+    except OSError as exc:
+        if exc.errno in files._ABSENT:
             return None
-        if not path.is_file():
-            raise ValueError("it is not a regular file")
+        raise
+
+
+def _parse(path: Path, st: os.stat_result | None) -> Any:
+    if st is None:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise ValueError("it is a symbolic link")
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError("it is not a regular file")
+    try:
         text = safe_read.read_text(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(str(getattr(exc, "strerror", None) or exc)) from None
@@ -188,19 +210,24 @@ def _owner_suffixes(layout: files.Layout, names: list[str]) -> list[str]:
     return out
 
 
-def load(layout: files.Layout, *, verify: bool = True) -> Registry:
+def load(
+    layout: files.Layout, *, verify: bool = True, cached: bool = False, index: tuple[Any, Any] | None = None
+) -> Registry:
     """Read the index and the owner records (no writes); the owner records win where they disagree.
 
     `verify=False` trusts a healthy index for the files it lists and reads only the owner
     records of files it does not list (a new variant's claim; `claim` checks the one
-    entry it acts on).
+    entry it acts on). `cached` (only under the registry lock, from `claim`): an index
+    this process last saw, with no owner record outside it then, is not read nor is its
+    directory listed again (see `_View`); `index`: what `_index` just returned, under the lock.
     """
     path = layout.registry_path
     problems: list[str] = []
     damaged = False
     entries: dict[str, Entry] = {}
+    view = None
     try:
-        data = _read_json(path)
+        data, view = index if index is not None else _index(layout) if cached else (_read_json(path), None)
     except ValueError as exc:
         data, damaged = None, True
         problems.append(f"{path} is damaged ({exc})")
@@ -221,7 +248,12 @@ def load(layout: files.Layout, *, verify: bool = True) -> Registry:
     trusted = (
         {e.suffix for e in entries.values()} if (not verify and data is not None and not damaged) else set()
     )
-    owners, on_disk, owner_problems = _owners(layout, trusted)
+    if view is not None and view.complete and not verify and data is not None and not damaged:
+        owners: dict[str, tuple[str, dict[str, str]]] = {}  # nothing outside the index, as last listed
+        on_disk: set[str] = set()
+        owner_problems: list[str] = []
+    else:
+        owners, on_disk, owner_problems = _owners(layout, trusted)
     problems += owner_problems
     reg = Registry(entries, problems, damaged=damaged)
     by_suffix = {e.suffix: e for e in entries.values()}
@@ -248,15 +280,19 @@ def load(layout: files.Layout, *, verify: bool = True) -> Registry:
             problems.append(f"{path} is missing")
         if entries:
             problems.append("rebuilt from the working files' owner records")
+    reg.complete = not problems  # every owner record found is in `entries` (the index once written)
     return reg
 
 
-def _write(layout: files.Layout, reg: Registry) -> None:
+def _write(layout: files.Layout, reg: Registry) -> dict[str, Any] | None:
+    """Write the index of `reg`; return what was written (None: nothing was)."""
     path = layout.registry_path
-    if path.is_symlink() or (reg.damaged and not reg.entries):
-        return  # a damaged index with nothing to put in its place is left as evidence
-    if reg.damaged and path.is_file():
+    st = _lstat(path)
+    if (st is not None and stat.S_ISLNK(st.st_mode)) or (reg.damaged and not reg.entries):
+        return None  # a damaged index with nothing to put in its place is left as evidence
+    if reg.damaged and st is not None and stat.S_ISREG(st.st_mode):
         files.archive(path, 1)  # the damaged index is kept (as .N) for a look, never overwritten
+        st = None
     data = {
         "version": VERSION,
         "kernels": {k: e.suffix for k, e in reg.entries.items()},
@@ -267,23 +303,35 @@ def _write(layout: files.Layout, reg: Registry) -> None:
     # power loss empties is said and rebuilt from them (`load`); one it leaves stale is
     # completed from them. Every compile of a new variant writes the index under the lock
     # that all compiles take, so an autotuner's compiles would queue for this disk flush.
-    atomic_write(path, (json.dumps(data, indent=2) + "\n").encode("utf-8", "surrogatepass"))
+    atomic_write(path, (json.dumps(data, indent=2) + "\n").encode("utf-8", "surrogatepass"), mode=_mode(st))
+    return data
+
+
+def _mode(st: os.stat_result | None) -> int | None:
+    """The mode a rewrite of a file keeps (a new file's when there is none; None: let atomic_write stat it)."""
+    if st is None:
+        return NEW_FILE_MODE
+    return st.st_mode & 0o7777 if stat.S_ISREG(st.st_mode) else None
 
 
 def _write_owner(layout: files.Layout, entry: Entry, invocation: str | None = None) -> None:
     path = owner_path(layout, entry.suffix)
-    if path.is_symlink():
+    st = _lstat(path)
+    if st is not None and stat.S_ISLNK(st.st_mode):
         return
     data: dict[str, Any] = {"key": entry.key, "parts": entry.parts}
     if invocation:
         data["invocation"] = invocation  # the last invocation that compiled this variant (any process)
-    files.write_atomic(path, json.dumps(data, indent=1) + "\n")
+    files.write_atomic(path, json.dumps(data, indent=1) + "\n", mode=_mode(st))
+    after = _lstat(path)
+    if after is not None and stat.S_ISREG(after.st_mode):
+        _owner_views[path] = (_sig(after), data)  # the next claim of this variant stats it only
 
 
 def _owner_invocation(layout: files.Layout, suffix: str) -> str | None:
     """The invocation the owner record of `suffix` last names (None: none, or unreadable)."""
     try:
-        data = _read_json(owner_path(layout, suffix))
+        data = _owner_record(owner_path(layout, suffix))
     except ValueError:
         return None
     value = data.get("invocation") if isinstance(data, dict) else None
@@ -308,20 +356,25 @@ def claim(
     key = identity(kernel, variant.key if variant else None)
     parts = dict(variant.parts) if variant else {}
     reg_path = layout.registry_path
-    layout.directory.mkdir(parents=True, exist_ok=True)
-    with locked(reg_path.with_name(reg_path.name + ".lock")):
-        fast = _known(layout, key, parts)
-        if fast is not None:  # the common case: one index read and one owner record per compile
-            if invocation and _owner_invocation(layout, fast.suffix) != invocation:
+    # The temp files a killed write of the index or an owner record left are removed as the
+    # lock is taken, when its last holder was killed holding it (fs.atomic.locked).
+    with locked(reg_path.with_name(reg_path.name + ".lock"), tidy=lambda: _tidy(layout)):
+        try:
+            pre: tuple[Any, _View | None] | None = _index(layout)
+        except ValueError:
+            pre = None  # damaged: `load` reads it again and says so
+        fast = _known(layout, key, parts, pre)
+        if fast is not None:  # the common case: one index stat and one owner record per compile
+            hit, last = fast
+            if invocation and last != invocation:
                 try:  # best effort: a full disk must not cost the compile its working file
-                    remove_stale_temps(layout.directory, [owner_path(layout, fast.suffix).name])
-                    _write_owner(layout, fast, invocation)  # once per variant and invocation
+                    _write_owner(layout, hit, invocation)  # once per variant and invocation
                 except OSError:
                     pass
-            claimed.add(fast.suffix)
-            return Claim(fast.suffix, fast)
+            claimed.add(hit.suffix)
+            return Claim(hit.suffix, hit)
         for verify in (False, True):
-            reg = load(layout, verify=verify)
+            reg = load(layout, verify=verify, cached=True, index=None if verify else pre)
             entry = reg.entries.get(key)
             continued = None
             created = False
@@ -350,35 +403,122 @@ def claim(
             if verify or acted is None or _owner_key(layout, acted.suffix) in (None, acted.key):
                 break
         assert entry is not None
-        if _temps_in(reg_path.parent):  # a killed write of the index or an owner record
-            owners = [owner_path(layout, x).name for x in reg.taken() | {entry.suffix}]
-            remove_stale_temps(reg_path.parent, [reg_path.name, *owners])
         warnings = [_problem_line(layout, reg)] if reg.problems else []
         changed = reg.entries.get(key) != entry or reg.entries[key].parts != entry.parts
         reg.entries[key] = entry
+        owner = _lstat(owner_path(layout, entry.suffix))
         if (
             changed
-            or not owner_path(layout, entry.suffix).is_file()
+            or owner is None
+            or not stat.S_ISREG(owner.st_mode)
             or (invocation and _owner_invocation(layout, entry.suffix) != invocation)
         ):
             _write_owner(layout, entry, invocation)  # the owner record first: it is the authority
         if changed or reg.dirty:
-            _write(layout, reg)
+            _remember(layout, _write(layout, reg), reg.complete)
+        elif reg.complete:
+            _remember(layout, None, True)
         claimed.add(entry.suffix)
         return Claim(entry.suffix, entry, continued, created, tuple(warnings))
 
 
-def _temps_in(directory: Path) -> bool:
+@dataclass
+class _View:
+    """This process's copy of an index as it last read or wrote it (under the registry lock).
+
+    `sig` tells the file apart from any later one: (device, inode, size, mtime, ctime); every
+    write of the index is a new file (temp file + rename). `complete`: when it was read or
+    written, no owner record named a file outside it (a listing of the directory said so, or
+    the view before did and only this process wrote since). Such a view spares a new
+    variant's claim the directory listing (one system call per entry, each letting the GIL
+    go) while the index is unchanged and the lock's last holder was not killed holding it
+    (a claim killed between an owner record and the index: `_tidy` drops the view). Only
+    this version's claims write owner records, each under the lock, and only for files the
+    index they write names.
+    """
+
+    sig: tuple[int, ...]
+    data: Any
+    complete: bool = False
+
+
+_views: dict[Path, _View] = {}  # by index path; each entry read and written under that index's lock
+
+
+def _sig(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _index(layout: files.Layout) -> tuple[Any, _View | None]:
+    """The index's JSON (as `_read_json`), and its view: re-read only when the file is another."""
+    path = layout.registry_path
+    st = _lstat(path)
+    view = _views.get(path)
+    if st is not None and view is not None and view.sig == _sig(st):
+        return view.data, view
+    _views.pop(path, None)
+    data = _parse(path, st)
+    if st is None:
+        return None, None
+    view = _views[path] = _View(_sig(st), data)
+    return data, view
+
+
+_owner_views: dict[Path, tuple[tuple[int, ...], Any]] = {}  # owner record -> (sig, JSON), as `_views`
+
+
+def _owner_record(path: Path) -> Any:
+    """An owner record's JSON (as `_read_json`; only under the registry lock): re-read only when
+    the file is another than this process last read or wrote (any rewrite is a new file)."""
+    st = _lstat(path)
+    hit = _owner_views.get(path)
+    if st is not None and hit is not None and hit[0] == _sig(st):
+        return hit[1]
+    _owner_views.pop(path, None)
+    data = _parse(path, st)
+    if st is not None:
+        _owner_views[path] = (_sig(st), data)
+    return data
+
+
+def _remember(layout: files.Layout, written: dict[str, Any] | None, complete: bool) -> None:
+    """Keep the view of the index just written (or, `written` None, of the one read) as complete or not."""
+    path = layout.registry_path
+    if written is None:
+        view = _views.get(path)
+        if view is not None:
+            view.complete = complete
+        return
+    st = _lstat(path)
+    if st is None or not stat.S_ISREG(st.st_mode):
+        _views.pop(path, None)
+        return
+    _views[path] = _View(_sig(st), written, complete)
+
+
+def _tidy(layout: files.Layout) -> None:
+    """Run as the registry lock is taken after a holder was killed holding it: forget this process's
+    view of the index, and remove the temp files a killed write of the index or an owner record left."""
+    _views.pop(layout.registry_path, None)
+    for path in [p for p in _owner_views if p.parent == layout.directory]:
+        del _owner_views[path]
     try:
-        return any(n.endswith(".tmp") for n in os.listdir(directory))
+        names = os.listdir(layout.directory)
     except OSError:
-        return False
+        return
+    targets = {layout.registry_path.name}
+    for name in names:
+        if name.startswith("..") and name.endswith(".tmp"):
+            inner = name[1:].rsplit(".", 2)[0]  # `.<target>.<8 random>.tmp` -> <target>
+            if inner.endswith(".owner") and _owner_suffixes(layout, [inner]):
+                targets.add(inner)
+    remove_stale_temps(layout.directory, sorted(targets))
 
 
 def _owner_key(layout: files.Layout, suffix: str) -> str | None:
     """The key the owner record of `suffix` names; None when there is none; '?' when it is damaged."""
     try:
-        data = _read_json(owner_path(layout, suffix))
+        data = _owner_record(owner_path(layout, suffix))
     except ValueError:
         return "?"
     if data is None:
@@ -387,14 +527,19 @@ def _owner_key(layout: files.Layout, suffix: str) -> str | None:
     return key if isinstance(key, str) else "?"
 
 
-def _known(layout: files.Layout, key: str, parts: dict[str, str]) -> Entry | None:
-    """Return the entry of a variant the index knows and its owner record confirms; None: take the full path.
+def _known(
+    layout: files.Layout, key: str, parts: dict[str, str], index: tuple[Any, Any] | None
+) -> tuple[Entry, str | None] | None:
+    """Return the entry of a variant the index knows and its owner record confirms, and the
+    invocation that record names; None: take the full path.
 
-    Only a healthy index is trusted this way, and only for a key whose file's owner record
+    `index`: the index as `_index` read it (None: damaged). Only a healthy index is trusted this way, and only for a key whose file's owner record
     names that very key (a record missing is written now: a file from before owner records).
     """
+    if index is None:
+        return None
     try:
-        data = _read_json(layout.registry_path)
+        data = index[0]
         suffix = _suffix(data["kernels"][key]) if isinstance(data, dict) else None
         stored = _parts((data.get("variants") or {}).get(key))
     except (ValueError, KeyError, TypeError, AttributeError):
@@ -402,15 +547,17 @@ def _known(layout: files.Layout, key: str, parts: dict[str, str]) -> Entry | Non
     if suffix is None or (parts and stored != parts):
         return None
     try:
-        owner = _read_json(owner_path(layout, suffix))
+        owner = _owner_record(owner_path(layout, suffix))
     except ValueError:
         return None
     entry = Entry(key, suffix, stored)
     if owner is None:
-        remove_stale_temps(layout.directory, [owner_path(layout, suffix).name])
         _write_owner(layout, entry)
-        return entry
-    return entry if isinstance(owner, dict) and owner.get("key") == key else None
+        return entry, None
+    if not isinstance(owner, dict) or owner.get("key") != key:
+        return None
+    last = owner.get("invocation")
+    return entry, last if isinstance(last, str) else None
 
 
 def _new_suffix(reg: Registry, kernel: str, parts: dict[str, str], same: list[Entry]) -> str:

@@ -84,14 +84,12 @@ def resolve(wf: files.WorkingFile, *, strategy: str = "merge", dry_run: bool = F
     """Rebase the saved edits of `wf` onto its new codegen; write unless `dry_run`."""
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
-    with files.locked(wf.lock_path):
+    with files.transaction(wf, tidy=not dry_run):  # removes the temps a killed write left
         links = [p for p in wf.companions() if p.is_symlink()]
         if links:
             raise RecordsError(
                 f"{links[0]} is a symbolic link; tltrace neither reads nor writes through links"
             )
-        if not dry_run:
-            files.clean_temps(wf)
         if not pending(wf):
             return _finish_markers(wf, strategy, dry_run)
         number = files._next_number(wf.bak, wf.original_bak)
@@ -197,14 +195,12 @@ def carry_over(
     base, ours = _read(src.original), _read(src.path)
     if base == ours:
         raise UsageError(f"{src.path.name} holds no edit (it equals {src.original.name})")
-    with files.locked(dst.lock_path):
+    with files.transaction(dst, tidy=not dry_run):
         links = [p for p in (*src.companions(), *dst.companions()) if p.is_symlink()]
         if links:
             raise RecordsError(
                 f"{links[0]} is a symbolic link; tltrace neither reads nor writes through links"
             )
-        if not dry_run:
-            files.clean_temps(dst)
         theirs = files.read_text(dst.latest) if dst.latest.is_file() else None
         if theirs is None:
             theirs = _read(dst.original)

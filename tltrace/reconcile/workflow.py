@@ -161,7 +161,8 @@ def reconcile_codegen(
                 inv.problems_said.add(w)
             said.append(w)
         wf = files.WorkingFile(layout.path_for(c.suffix, role), kernel, role, c.entry.describe() or None)
-        new_file = not (wf.path.exists() or wf.path.is_symlink() or wf.original.exists())
+        # One lstat each: W there or a link; a baseline (a dangling link then fails the reconcile anyway).
+        new_file = not (os.path.lexists(wf.path) or os.path.lexists(wf.original))
         applied = files.reconcile(wf, generated)
     except (OSError, ValueError) as exc:
         where = f" ({wf.path})" if wf is not None else ""
