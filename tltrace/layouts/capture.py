@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..session.native import array_items, ffi_handle
+from ..session.native import array_items, ffi_handle, sequence
 from ..session.native import map_pairs as _items  # walked with handles that keep the GIL
 
 
@@ -28,8 +28,11 @@ FRAGMENT_SCOPES = ("local.fragment",)
 
 
 def _ints(shape: Any) -> list[Any]:
+    # An FFI Array by tltrace's handles (the GIL kept), not its Python iterator (two native calls
+    # an element, each giving the GIL away: issue 51, round 5).
+    dims = sequence(shape)
     out: list[Any] = []
-    for d in shape:
+    for d in shape if dims is None else dims:
         try:
             out.append(int(d))
         except Exception:
@@ -38,6 +41,12 @@ def _ints(shape: Any) -> list[Any]:
 
 
 def _scope_of(key: Any) -> str | None:
+    scope = ffi_handle("tirx.BufferStorageScope")  # `key.scope()`'s function, the GIL kept
+    if scope is not None and hasattr(key, "data"):
+        try:
+            return str(scope(key))
+        except Exception:
+            pass
     try:
         return str(key.scope())
     except Exception:
@@ -101,13 +110,25 @@ def entry(key: Any, layout: Any, buffers: dict[Any, Any], seen: Seen | None = No
     return out
 
 
+def _query(layout: Any, name: str) -> Any:
+    """`layout.get_<name>()`: TileLang's own FFI function `tl.Layout_<name>`, on tltrace's handle
+    that keeps the GIL (a microsecond's call); the method where there is no such function."""
+    f = ffi_handle(f"tl.Layout_{name}")
+    return f(layout) if f is not None else getattr(layout, f"get_{name}")()
+
+
+def _texts(exprs: Any) -> list[str]:
+    items = sequence(exprs)
+    return [str(e) for e in (exprs if items is None else items)]
+
+
 def layout_data(layout: Any) -> dict[str, Any]:
     """Return a Layout's or Fragment's shapes, expressions, replicate count and thread range."""
     out: dict[str, Any] = {}
-    out["input_shape"] = _ints(layout.get_input_shape())
-    out["output_shape"] = _ints(layout.get_output_shape())
-    out["vars"] = [str(v) for v in layout.get_forward_vars()]
-    out["index"] = [str(e) for e in layout.forward_index]
+    out["input_shape"] = _ints(_query(layout, "input_shape"))
+    out["output_shape"] = _ints(_query(layout, "output_shape"))
+    out["vars"] = _texts(_query(layout, "forward_vars"))
+    out["index"] = _texts(layout.forward_index)
     if hasattr(layout, "forward_thread"):
         out["kind"] = "fragment"
         out["thread"] = str(layout.forward_thread)
