@@ -24,7 +24,7 @@ from typing import Any
 from .._version import __version__
 from ..session.native import attrs_map, elements, is_object, is_target, map_items, map_pairs, sequence
 from ..session.recorder import Job, PassEvent, Recorder
-from ..session.snapshot import Side
+from ..session.snapshot import Side, field
 
 REPRO_PREFIX = "repro_"  # older runs: a `repro/` directory; the manifest's `repro` field names either
 FRONTEND = f"{REPRO_PREFIX}frontend.json"
@@ -130,7 +130,7 @@ def bound_target(functions: Any) -> Any | None:
     """Return the target a function of a module's function map is bound to (its "target" attribute), or None."""
     try:
         for _gv, func in map_pairs(functions):
-            attrs = getattr(func, "attrs", None)
+            attrs = field(func, "attrs")
             if attrs is None:
                 continue
             inner = attrs_map(attrs)  # the DictAttrs' Map, walked with the GIL kept

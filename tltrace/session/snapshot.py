@@ -17,6 +17,7 @@ skips most prints (passes that change nothing return the same map or functions).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -229,8 +230,8 @@ def same_fields(a: Any, b: Any) -> bool:
     if not names:
         return False
     try:
-        for name in names:
-            x, y = getattr(a, name), getattr(b, name)
+        for name, read in names:
+            x, y = (read(a), read(b)) if read is not None else (getattr(a, name), getattr(b, name))
             if _ident(x, y):
                 continue
             if hasattr(x, "items"):
@@ -299,22 +300,47 @@ def _inner(attrs: Any) -> Any:
     return attrs if m is None else m
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {}
 
 
-def _fields(t: type) -> tuple[str, ...]:
-    """The reflected fields of an FFI object type and its bases (tvm_ffi type info), () when unknown."""
+def _fields(t: type) -> tuple[tuple[str, Any], ...]:
+    """The reflected fields of an FFI object type and its bases (tvm_ffi type info), () when unknown:
+    (name, None: read with getattr, or tvm_ffi's own getter of the field). The getter where TVM's
+    Python class puts a property of its own over the field that only asks the FFI for that very
+    field (`BaseFunc.attrs`: `ir.BaseFunc_Attrs`, a native call that gives the GIL away, about 60
+    a lowering on the worker; issue 51, round 5): tvm_ffi's getter reads it in place."""
     names = _FIELDS.get(t)
     if names is None:
-        out: list[str] = []
+        out: dict[str, Any] = {}
         for c in t.__mro__:
             info = c.__dict__.get("__tvm_ffi_type_info__")
             for f in getattr(info, "fields", None) or ():
                 name = getattr(f, "name", None)
                 if isinstance(name, str) and name not in out:
-                    out.append(name)
-        names = _FIELDS[t] = tuple(out)
+                    out[name] = _field_reader(t, name, f)
+        names = _FIELDS[t] = tuple(out.items())
     return names
+
+
+def field(obj: Any, name: str) -> Any:
+    """`getattr(obj, name)`, read as `same_fields` reads it (in place where `_fields` can), None when missing."""
+    read = dict(_fields(type(obj))).get(name)
+    return read(obj) if read is not None else getattr(obj, name, None)
+
+
+_FIELD_PROPERTIES = {("attrs", "BaseFunc.attrs")}  # (field, TVM's property over it that reads it alone)
+
+
+def _field_reader(t: type, name: str, field: Any) -> Any:
+    try:
+        static = inspect.getattr_static(t, name)
+    except AttributeError:
+        return None
+    fget = getattr(static, "fget", None) if isinstance(static, property) else None
+    getter = getattr(field, "getter", None)
+    if fget is None or not callable(getter):
+        return None
+    return getter if (name, getattr(fget, "__qualname__", "")) in _FIELD_PROPERTIES else None
 
 
 def _same_obj(a: Any, b: Any) -> bool:
