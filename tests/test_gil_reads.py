@@ -122,6 +122,8 @@ def test_layout_shapes_and_scopes(func) -> None:
     assert data["vars"] == [str(v) for v in lay.get_forward_vars()]
     assert data["index"] == [str(e) for e in lay.get_forward_index()]
     assert data["kind"] == "layout"
+    with pytest.raises(AttributeError):  # None never reaches the native function (C++ would take it)
+        layouts.layout_data(None)
 
 
 def test_codegen_context(target) -> None:

@@ -112,9 +112,27 @@ def entry(key: Any, layout: Any, buffers: dict[Any, Any], seen: Seen | None = No
 
 def _query(layout: Any, name: str) -> Any:
     """`layout.get_<name>()`: TileLang's own FFI function `tl.Layout_<name>`, on tltrace's handle
-    that keeps the GIL (a microsecond's call); the method where there is no such function."""
+    that keeps the GIL (a microsecond's call), for a real TileLang `Layout` (a Fragment is one;
+    the FFI lets None through to C++); the method for anything else or where there is no such
+    function."""
     f = ffi_handle(f"tl.Layout_{name}")
-    return f(layout) if f is not None else getattr(layout, f"get_{name}")()
+    if f is not None and _is_layout(layout):
+        return f(layout)
+    return getattr(layout, f"get_{name}")()
+
+
+_LAYOUT: list[Any] = []
+
+
+def _is_layout(value: Any) -> bool:
+    if not _LAYOUT:
+        try:
+            from tilelang.layout import Layout  # type: ignore[import-not-found]
+        except Exception:
+            Layout = None
+        _LAYOUT.append(Layout if isinstance(Layout, type) else None)
+    cls = _LAYOUT[0]
+    return cls is not None and isinstance(value, cls)
 
 
 def _texts(exprs: Any) -> list[str]:
