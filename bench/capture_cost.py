@@ -47,11 +47,14 @@ CONFIGS = [
 TARGETS = {"tltrace records": 1.05, "tltrace html": 1.08}
 
 
-def sm90a_gemm(M=1024, N=1024, K=1024, bm=128, bn=128, bk=64, stages=3, threads=256, raster=True):
-    """The upstream autotuner's GEMM kernel (examples/gemm/example_gemm_autotune.py), one config."""
+def sm90a_gemm(
+    M=1024, N=1024, K=1024, bm=128, bn=128, bk=64, stages=3, threads=256, raster=True, dtype="float16"
+):
+    """The upstream autotuner's GEMM kernel (examples/gemm/example_gemm_autotune.py), one config
+    (the autotuner's own kernel is of bfloat16: `upstream_gemm`)."""
     import tilelang.language as T
 
-    dtype, accum = "float16", "float32"
+    accum = "float32"
 
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), dtype)):
@@ -78,11 +81,57 @@ def sm90a_target():
     return tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
 
 
-def sm90a_lowerer():
-    """Return `lower()`: the upstream GEMM lowered for sm_90a, once already (imports, TVM caches)."""
+# The autotuner's config keys (examples/gemm/example_gemm_autotune.py `get_configs`) -> sm90a_gemm's.
+UPSTREAM_KEYS = {
+    "block_M": "bm",
+    "block_N": "bn",
+    "block_K": "bk",
+    "num_stages": "stages",
+    "thread_num": "threads",
+    "enable_rasteration": "raster",
+}
+
+
+def upstream_gemm(config: str, mnk: int = 4096):
+    """The upstream autotuner's own kernel (`get_best_config.kernel`: bfloat16, M = N = K = `mnk`)
+    for one config of its grid, `config` as `block_M=128,block_N=256,...,enable_rasteration=True`."""
+    kw: dict = {}
+    for part in filter(None, (p.strip() for p in config.split(","))):
+        key, _, value = part.partition("=")
+        if key not in UPSTREAM_KEYS:
+            raise SystemExit(f"capture_cost: unknown config key {key!r} (one of {', '.join(UPSTREAM_KEYS)})")
+        kw[UPSTREAM_KEYS[key]] = value == "True" if key == "enable_rasteration" else int(value)
+    return sm90a_gemm(mnk, mnk, mnk, dtype="bfloat16", **kw)
+
+
+def add_kernel_args(ap) -> None:
+    """`--kernel`/`--config`/`--mnk`: which kernel `sm90a_lowerer` lowers (bench/capture_steps.py,
+    bench/lowering_cpu.py)."""
+    ap.add_argument(
+        "--kernel",
+        default="default",
+        choices=("default", "upstream"),
+        help="default: the 1024^3 float16 GEMM; upstream: the autotuner's kernel for --config",
+    )
+    ap.add_argument(
+        "--config",
+        default="block_M=128,block_N=256,block_K=64,num_stages=3,thread_num=256,enable_rasteration=True",
+        help="--kernel upstream: one config of the autotuner's grid",
+    )
+    ap.add_argument("--mnk", type=int, default=4096, help="--kernel upstream: M = N = K")
+
+
+def kernel_of(a) -> object:
+    """The prim_func that `add_kernel_args`'s options name (None: the default kernel)."""
+    return upstream_gemm(a.config, a.mnk) if a.kernel == "upstream" else None
+
+
+def sm90a_lowerer(func=None):
+    """Return `lower()`: `func` (default: the upstream GEMM at 1024^3) lowered for sm_90a, with its
+    device codegen (CUDA source, no nvcc), once already (imports, TVM caches)."""
     import tilelang
 
-    big, target = sm90a_gemm(), sm90a_target()
+    big, target = func if func is not None else sm90a_gemm(), sm90a_target()
 
     def lower() -> None:
         with target:

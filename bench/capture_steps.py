@@ -1,6 +1,7 @@
 """Where tltrace's CPU goes in one sm_90a lowering: exclusive per-thread CPU of each capture step.
 
     PYTHONPATH=<tree> python bench/capture_steps.py [--reps 7] [--mode records|html] [--json OUT] [--split-print]
+        [--kernel upstream [--config block_M=128,block_N=256,...] [--mnk 4096]]
 
 One process (bench/capture_cost.py's kernel and target, as bench/lowering_cpu.py). Each step
 below is one of tltrace's own functions, wrapped for the measurement only (tltrace's, never
@@ -14,6 +15,10 @@ divided by the reps.
 `--split-print` splits the print row (issue 51, round 4): the tag walk and the tag strip get rows
 of their own, and what stays in the print row is TVM's printer (the FFI call, with the GIL
 released) and its config.
+
+`--kernel upstream --config ...` (issue 51, round 5): the upstream autotuner's own kernel
+(bfloat16, 4096^3 unless `--mnk`) for one config of its grid, lowered for sm_90a with its
+device codegen recorded, as each of the autotuner's GPU compiles is (without nvcc).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from pathlib import Path
 os.environ["TILELANG_DISABLE_CACHE"] = "1"
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from capture_cost import add_kernel_args, kernel_of  # noqa: E402
 
 # (module, attribute path, label); "main:" labels run on the compiling thread.
 STEPS = [
@@ -134,12 +140,12 @@ def _wrap_all(steps: list[tuple[str, str, str]]) -> list[str]:
     return done
 
 
-def measure(reps: int, mode: str, steps: list[tuple[str, str, str]] = STEPS) -> dict:
+def measure(reps: int, mode: str, steps: list[tuple[str, str, str]] = STEPS, func=None) -> dict:
     from capture_cost import configure, sm90a_lowerer
 
     from tltrace.session import worker
 
-    lower = sm90a_lowerer()
+    lower = sm90a_lowerer(func)
     clock = time.thread_time
     base: dict[str, list[float]] = {"cpu": [], "main": []}
     traced: dict[str, list[float]] = {"cpu": [], "main": []}
@@ -187,8 +193,9 @@ def measure(reps: int, mode: str, steps: list[tuple[str, str, str]] = STEPS) -> 
 def table(res: dict) -> str:
     unit = res["untraced_thread_ms"]
     added = res["traced_cpu_ms"] - res["untraced_cpu_ms"]
+    kernel = f" ({res['kernel']})" if res.get("kernel") else ""
     lines = [
-        f"`bench/capture_steps.py --reps {res['reps']} --mode {res['mode']}`: untraced compiling thread "
+        f"`bench/capture_steps.py --reps {res['reps']} --mode {res['mode']}`{kernel}: untraced compiling thread "
         f"{unit:.0f} ms; traced process CPU {res['traced_cpu_ms']:.0f} ms, added {added:.0f} ms "
         f"({added / unit:.3f}x; the wrapping's own cost included)",
         "",
@@ -209,8 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", default="records", choices=("records", "html"))
     ap.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     ap.add_argument("--split-print", action="store_true", help="the tag walk and strip as rows of their own")
+    add_kernel_args(ap)
     a = ap.parse_args(argv)
-    res = measure(a.reps, "tltrace " + a.mode, STEPS + PRINT_PARTS if a.split_print else STEPS)
+    res = measure(a.reps, "tltrace " + a.mode, STEPS + PRINT_PARTS if a.split_print else STEPS, kernel_of(a))
+    if a.kernel == "upstream":
+        res["kernel"] = f"upstream {a.config} at {a.mnk}^3"
     if a.json is not None:
         a.json.write_text(json.dumps(res, indent=1))
     print(table(res))

@@ -1,6 +1,7 @@
 """Issue 34's CPU target: what tltrace adds to one sm_90a lowering, in CPU time (all threads).
 
     PYTHONPATH=<tree> python bench/lowering_cpu.py [--reps 9] [--configs untraced,records,html,records --exact]
+        [--kernel upstream [--config block_M=...,enable_rasteration=True] [--mnk 4096]]
 
 One process. Each rep lowers the upstream autotuner's GEMM for sm_90a once per
 configuration, interleaved (bench/capture_cost.py's kernel and target), and waits for
@@ -37,12 +38,12 @@ def _configure(cfg: str, sub: Path):
     return configure(name + "".join(f" {f}" for f in ("--sync", "--exact") if f in cfg), sub)
 
 
-def measure(reps: int, configs: list[str]) -> dict[str, dict[str, list[float]]]:
+def measure(reps: int, configs: list[str], func=None) -> dict[str, dict[str, list[float]]]:
     from capture_cost import sm90a_lowerer
 
     from tltrace.session import worker
 
-    lower = sm90a_lowerer()
+    lower = sm90a_lowerer(func)
     out: dict[str, dict[str, list[float]]] = {
         c: {"cpu": [], "main": [], "call": [], "wall": []} for c in configs
     }
@@ -112,11 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--configs", default="untraced,records,html")
+    from capture_cost import add_kernel_args, kernel_of
+
+    add_kernel_args(ap)
     a = ap.parse_args(argv)
     configs = [c.strip() for c in a.configs.split(",") if c.strip()]
     if configs[0] != "untraced":
         configs.insert(0, "untraced")
-    print(table(measure(a.reps, configs), a.reps))
+    print(table(measure(a.reps, configs, kernel_of(a)), a.reps))
     return 0
 
 

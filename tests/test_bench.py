@@ -341,3 +341,27 @@ def test_lowering_outside_counts_per_lowering_from_the_two_processes_of_each_rep
     with pytest.raises(SystemExit) as e:
         lowering_outside.main(["--configs", "untraced,nosuch"])
     assert e.value.code == 2
+
+
+def test_upstream_kernel_options_and_trace_dump_comparison():
+    """bench/capture_cost.py's `--config` names the autotuner's keys (an unknown one is refused);
+    bench/trace_dump.py keeps an upstream config whole among the kernels, and its comparison
+    names the path where two dumps differ."""
+    import trace_dump
+
+    p = subprocess.run(
+        [sys.executable, str(BENCH / "capture_steps.py"), "--kernel", "upstream", "--config", "block_Q=1"],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 1 and "unknown config key 'block_Q'" in p.stderr, p.stderr[-500:]
+    assert trace_dump._kernels("default,upstream:block_M=64,num_stages=0,cpu-add") == [
+        "default",
+        "upstream:block_M=64,num_stages=0",
+        "cpu-add",
+    ]
+    a = {"k": {"manifest": {"records": [{"after_hash": "a"}, {"after_hash": "b"}]}}}
+    b = {"k": {"manifest": {"records": [{"after_hash": "a"}, {"after_hash": "c"}]}}}
+    assert trace_dump.differences(a, a) == []
+    assert trace_dump.differences(a, b) == ["/k/manifest/records[1]/after_hash: 'b' | 'c'"]
+    assert trace_dump.differences(a, {}) == ["/k: only one side"]

@@ -238,10 +238,11 @@ def test_a_function_s_attrs_are_walked_as_tvm_reads_them() -> None:
     func = tir.PrimFunc([], tir.Evaluate(tir.const(1, "int32")))
     for key, value in [*_ATTRS, ("tir.noalias", True), ("count", 3)]:
         func = func.with_attr(key, value)
-    got = native.attrs_items(func.attrs)
+    inner = native.attrs_map(func.attrs)
+    got = native.map_items(inner) if inner is not None else None
     assert got is not None and len(got) == 4
     assert [(str(k), v) for k, v in got] == [(str(k), v) for k, v in func.attrs.items()]
-    assert native.attrs_items(tvm.ir.GlobalVar("main")) is None  # not a DictAttrs: no walk
+    assert native.attrs_map(tvm.ir.GlobalVar("main")) is None  # not a DictAttrs: no walk
 
 
 def test_one_compile_s_tags_and_read_lines_give_each_module_s_own_print(corpus, truth) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..session.native import array_items, ffi_handle
+from ..session.native import array_items, ffi_handle, sequence
 from ..session.native import map_pairs as _items  # walked with handles that keep the GIL
 
 
@@ -28,8 +28,11 @@ FRAGMENT_SCOPES = ("local.fragment",)
 
 
 def _ints(shape: Any) -> list[Any]:
+    # An FFI Array by tltrace's handles (the GIL kept), not its Python iterator (two native calls
+    # an element, each giving the GIL away: issue 51, round 5).
+    dims = sequence(shape)
     out: list[Any] = []
-    for d in shape:
+    for d in shape if dims is None else dims:
         try:
             out.append(int(d))
         except Exception:
@@ -38,6 +41,12 @@ def _ints(shape: Any) -> list[Any]:
 
 
 def _scope_of(key: Any) -> str | None:
+    scope = ffi_handle("tirx.BufferStorageScope")  # `key.scope()`'s function, the GIL kept
+    if scope is not None and hasattr(key, "data"):
+        try:
+            return str(scope(key))
+        except Exception:
+            pass
     try:
         return str(key.scope())
     except Exception:
@@ -101,13 +110,43 @@ def entry(key: Any, layout: Any, buffers: dict[Any, Any], seen: Seen | None = No
     return out
 
 
+def _query(layout: Any, name: str) -> Any:
+    """`layout.get_<name>()`: TileLang's own FFI function `tl.Layout_<name>`, on tltrace's handle
+    that keeps the GIL (a microsecond's call), for a real TileLang `Layout` (a Fragment is one;
+    the FFI lets None through to C++); the method for anything else or where there is no such
+    function."""
+    f = ffi_handle(f"tl.Layout_{name}")
+    if f is not None and _is_layout(layout):
+        return f(layout)
+    return getattr(layout, f"get_{name}")()
+
+
+_LAYOUT: list[Any] = []
+
+
+def _is_layout(value: Any) -> bool:
+    if not _LAYOUT:
+        try:
+            from tilelang.layout import Layout  # type: ignore[import-not-found]
+        except Exception:
+            Layout = None
+        _LAYOUT.append(Layout if isinstance(Layout, type) else None)
+    cls = _LAYOUT[0]
+    return cls is not None and isinstance(value, cls)
+
+
+def _texts(exprs: Any) -> list[str]:
+    items = sequence(exprs)
+    return [str(e) for e in (exprs if items is None else items)]
+
+
 def layout_data(layout: Any) -> dict[str, Any]:
     """Return a Layout's or Fragment's shapes, expressions, replicate count and thread range."""
     out: dict[str, Any] = {}
-    out["input_shape"] = _ints(layout.get_input_shape())
-    out["output_shape"] = _ints(layout.get_output_shape())
-    out["vars"] = [str(v) for v in layout.get_forward_vars()]
-    out["index"] = [str(e) for e in layout.forward_index]
+    out["input_shape"] = _ints(_query(layout, "input_shape"))
+    out["output_shape"] = _ints(_query(layout, "output_shape"))
+    out["vars"] = _texts(_query(layout, "forward_vars"))
+    out["index"] = _texts(layout.forward_index)
     if hasattr(layout, "forward_thread"):
         out["kind"] = "fragment"
         out["thread"] = str(layout.forward_thread)

@@ -22,9 +22,9 @@ import sys
 from typing import Any
 
 from .._version import __version__
-from ..session.native import is_object, is_target
+from ..session.native import attrs_map, elements, is_object, is_target, map_items, map_pairs, sequence
 from ..session.recorder import Job, PassEvent, Recorder
-from ..session.snapshot import Side
+from ..session.snapshot import Side, field
 
 REPRO_PREFIX = "repro_"  # older runs: a `repro/` directory; the manifest's `repro` field names either
 FRONTEND = f"{REPRO_PREFIX}frontend.json"
@@ -46,15 +46,22 @@ def plain(value: Any) -> Any:
         return value.value
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
+    # An FFI Map or Array by tltrace's handles (the GIL kept), not their Python iterators (native
+    # calls that each give the GIL away: issue 51, round 5); the same entries in the same order.
+    pairs = map_items(value) if type(value).__name__ == "Map" else None
+    if pairs is not None:
+        return {str(k): plain(v) for k, v in pairs}
     items = getattr(value, "items", None)
     if callable(items):
         return {str(k): plain(v) for k, v in items()}
     if type(value).__name__ in ("String", "Str"):
         return str(value)
-    try:
-        seq = list(value)
-    except TypeError:
-        seq = None
+    seq = sequence(value)
+    if seq is None:
+        try:
+            seq = list(value)
+        except TypeError:
+            seq = None
     if seq is not None and not isinstance(value, (bytes, bytearray)):
         return [plain(v) for v in seq]
     if not is_object(value):  # save_json serializes TVM objects only
@@ -111,9 +118,9 @@ def context_of(ctx: Any, target: Any) -> dict[str, Any]:
     """Return a PassContext and a target (or None) as plain data (the compile's, at its first pass)."""
     return {
         "opt_level": int(ctx.opt_level),
-        "config": {str(k): plain(v) for k, v in ctx.config.items()},
-        "disabled_pass": [str(p) for p in ctx.disabled_pass],
-        "required_pass": [str(p) for p in ctx.required_pass],
+        "config": {str(k): plain(v) for k, v in map_pairs(ctx.config)},
+        "disabled_pass": [str(p) for p in elements(ctx.disabled_pass)],
+        "required_pass": [str(p) for p in elements(ctx.required_pass)],
         "target": plain(target.export()) if target is not None else None,
         "target_text": str(target) if target is not None else None,
     }
@@ -122,10 +129,18 @@ def context_of(ctx: Any, target: Any) -> dict[str, Any]:
 def bound_target(functions: Any) -> Any | None:
     """Return the target a function of a module's function map is bound to (its "target" attribute), or None."""
     try:
-        for _gv, func in functions.items():
-            attrs = getattr(func, "attrs", None)
-            if attrs is not None and "target" in attrs:
-                return attrs["target"]
+        for _gv, func in map_pairs(functions):
+            attrs = field(func, "attrs")
+            if attrs is None:
+                continue
+            inner = attrs_map(attrs)  # the DictAttrs' Map, walked with the GIL kept
+            if inner is None:
+                if "target" in attrs:
+                    return attrs["target"]
+                continue
+            for key, value in map_pairs(inner):
+                if key == "target":
+                    return value
     except Exception:
         pass
     return None

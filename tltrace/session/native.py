@@ -270,21 +270,51 @@ def map_items(m: Any) -> tuple | None:
         return None
 
 
-def attrs_items(attrs: Any) -> tuple | None:
-    """Return ((key, value), ...) of a DictAttrs (a function's attributes), or None when it cannot
-    be walked: its map through tltrace's own handles, set to keep the GIL. `DictAttrs.items()`
-    makes 3 + 3 x entries native calls that each let the GIL go (get the map, its size, its
-    iterator, then a key, a value and a step per entry), in the same order."""
-    get = ffi_handle("ir.DictAttrsGetDict")
-    if get is None:
-        return None
-    try:
-        return map_items(get(attrs))
-    except Exception:
-        return None
-
-
 def map_pairs(m: Any) -> Any:
     """`map_items(m)`, or the map's own `items()` where that walk fails."""
     items = map_items(m)
     return items if items is not None else tuple(m.items())
+
+
+def map_size(m: Any) -> int | None:
+    """The number of entries of an FFI Map (one native call, the GIL kept), or None when unknown."""
+    size_fn = ffi_handle("ffi.MapSize")
+    if size_fn is None:
+        return None
+    try:
+        return int(size_fn(m))
+    except Exception:
+        return None
+
+
+def attrs_map(attrs: Any) -> Any:
+    """The FFI Map inside a `DictAttrs` (one native call, the GIL kept), or None.
+
+    TVM's `DictAttrs.items()`, `in` and `[]` each fetch that map again and walk or query it
+    through calls that let the GIL go: on an autotuner's worker each such call waited for the
+    GIL again behind the compiling threads (issue 51, round 5)."""
+    get = ffi_handle("ir.DictAttrsGetDict")
+    if get is None or type(attrs).__name__ != "DictAttrs":
+        return None
+    try:
+        return get(attrs)
+    except Exception:
+        return None
+
+
+def sequence(value: Any) -> list[Any] | None:
+    """The elements of an FFI Array (`array_items`), of a list or tuple, or None for anything else."""
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if type(value).__name__ != "Array":
+        return None
+    try:
+        return array_items(value)
+    except Exception:
+        return None
+
+
+def elements(value: Any) -> list[Any]:
+    """`sequence(value)`, or `list(value)` for any other iterable."""
+    items = sequence(value)
+    return list(value) if items is None else items

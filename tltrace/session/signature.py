@@ -14,6 +14,8 @@ import hashlib
 import re
 from typing import Any
 
+from .native import elements
+
 _MAX_STMTS = 400  # statements visited at most; launch attributes sit near the top
 _SHORT_DTYPES = {
     "float16": "f16",
@@ -94,14 +96,14 @@ def _int(value: Any) -> int | str:
 
 
 def _shape(shape: Any) -> list[int | str]:
-    return [_int(d) for d in shape]
+    return [_int(d) for d in elements(shape)]
 
 
 def _func_info(func: Any) -> dict[str, Any]:
     info: dict[str, Any] = {}
     buffers: list[dict[str, Any]] = []
     bmap = func.buffer_map
-    for param in func.params:
+    for param in elements(func.params):
         buf = bmap.get(param) if hasattr(bmap, "get") else (bmap[param] if param in bmap else None)
         if buf is None:
             buffers.append(
@@ -137,7 +139,8 @@ def _func_info(func: Any) -> dict[str, Any]:
             ann = getattr(node, "annotations", None) or {}
             if launch_threads is None and "tl.launch_threads" in ann:
                 launch_threads = [_int(x) for x in ann["tl.launch_threads"]]
-            for buf in getattr(node, "alloc_buffers", None) or ():
+            allocs = getattr(node, "alloc_buffers", None)
+            for buf in elements(allocs) if allocs is not None else ():
                 shared += _shared_bytes(buf)
         elif kind in ("AllocBuffer", "DeclBuffer") and hasattr(node, "buffer"):
             if kind == "AllocBuffer":
@@ -182,7 +185,7 @@ def _shared_bytes(buf: Any) -> int:
     if not scope.startswith("shared"):
         return 0
     n = 1
-    for d in buf.shape:
+    for d in elements(buf.shape):
         v = getattr(d, "value", None)
         if not isinstance(v, int):
             return 0  # a symbolic size: not cheap to know
@@ -200,7 +203,7 @@ def _bits(dtype: str) -> int:
 
 def _children(node: Any, kind: str) -> list[Any]:
     if kind == "SeqStmt":
-        return list(reversed(list(node.seq)))  # reversed: visited in program order
+        return elements(node.seq)[::-1]  # reversed: visited in program order
     if kind == "SBlockRealize" or kind == "BlockRealize":
         return [node.block]
     if kind == "IfThenElse":

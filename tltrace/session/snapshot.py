@@ -17,6 +17,7 @@ skips most prints (passes that change nothing return the same map or functions).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -229,8 +230,8 @@ def same_fields(a: Any, b: Any) -> bool:
     if not names:
         return False
     try:
-        for name in names:
-            x, y = getattr(a, name), getattr(b, name)
+        for name, read in names:
+            x, y = (read(a), read(b)) if read is not None else (getattr(a, name), getattr(b, name))
             if _ident(x, y):
                 continue
             if hasattr(x, "items"):
@@ -270,9 +271,20 @@ def _ident(a: Any, b: Any) -> bool:
 
 
 def _same_map(a: Any, b: Any) -> bool:
-    # An FFI Map (buffer_map) or a DictAttrs (attrs) by tltrace's walk (three native calls an
-    # entry, the GIL kept), not their Python iterators; anything else with items() by its own.
-    x, y = _entries(a), _entries(b)
+    # An FFI Map (buffer_map) by tltrace's walk (three native calls an entry, the GIL kept), not
+    # its Python iterator; a DictAttrs by the Map it holds, walked the same way (its items() fetch
+    # the map and walk it with calls that give the GIL away: the autotuner's worker waited for the
+    # GIL again after each, issue 51 round 5). The same Map object, or Maps of different sizes,
+    # answer without a walk. Anything else with items() by its own.
+    a, b = _inner(a), _inner(b)
+    x = y = None
+    if type(a).__name__ == "Map" and type(b).__name__ == "Map":
+        if _ident(a, b):
+            return True
+        n, m = native.map_size(a), native.map_size(b)
+        if n is not None and m is not None and n != m:
+            return False
+        x, y = native.map_items(a), native.map_items(b)
     try:
         if x is None:
             x = tuple(a.items())
@@ -283,31 +295,53 @@ def _same_map(a: Any, b: Any) -> bool:
     return len(x) == len(y) and all(_ident(k1, k2) and _ident(v1, v2) for (k1, v1), (k2, v2) in zip(x, y))
 
 
-def _entries(m: Any) -> tuple | None:
-    kind = type(m).__name__
-    if kind == "Map":
-        return native.map_items(m)
-    if kind == "DictAttrs":
-        return native.attrs_items(m)
-    return None
+def _inner(attrs: Any) -> Any:
+    """A DictAttrs' Map (`native.attrs_map`), or `attrs` itself."""
+    m = native.attrs_map(attrs)
+    return attrs if m is None else m
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {}
 
 
-def _fields(t: type) -> tuple[str, ...]:
-    """The reflected fields of an FFI object type and its bases (tvm_ffi type info), () when unknown."""
+def _fields(t: type) -> tuple[tuple[str, Any], ...]:
+    """The reflected fields of an FFI object type and its bases (tvm_ffi type info), () when unknown:
+    (name, None: read with getattr, or tvm_ffi's own getter of the field). The getter where TVM's
+    Python class puts a property of its own over the field that only asks the FFI for that very
+    field (`BaseFunc.attrs`: `ir.BaseFunc_Attrs`, a native call that gives the GIL away, about 60
+    a lowering on the worker; issue 51, round 5): tvm_ffi's getter reads it in place."""
     names = _FIELDS.get(t)
     if names is None:
-        out: list[str] = []
+        out: dict[str, Any] = {}
         for c in t.__mro__:
             info = c.__dict__.get("__tvm_ffi_type_info__")
             for f in getattr(info, "fields", None) or ():
                 name = getattr(f, "name", None)
                 if isinstance(name, str) and name not in out:
-                    out.append(name)
-        names = _FIELDS[t] = tuple(out)
+                    out[name] = _field_reader(t, name, f)
+        names = _FIELDS[t] = tuple(out.items())
     return names
+
+
+def field(obj: Any, name: str) -> Any:
+    """`getattr(obj, name)`, read as `same_fields` reads it (in place where `_fields` can), None when missing."""
+    read = dict(_fields(type(obj))).get(name)
+    return read(obj) if read is not None else getattr(obj, name, None)
+
+
+_FIELD_PROPERTIES = {("attrs", "BaseFunc.attrs")}  # (field, TVM's property over it that reads it alone)
+
+
+def _field_reader(t: type, name: str, field: Any) -> Any:
+    try:
+        static = inspect.getattr_static(t, name)
+    except AttributeError:
+        return None
+    fget = getattr(static, "fget", None) if isinstance(static, property) else None
+    getter = getattr(field, "getter", None)
+    if fget is None or not callable(getter):
+        return None
+    return getter if (name, getattr(fget, "__qualname__", "")) in _FIELD_PROPERTIES else None
 
 
 def _same_obj(a: Any, b: Any) -> bool:

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..format.sourcemap import LineMap, Loc
 from ..session.native import array_items as _items
+from ..session.native import elements as _elements
 from ..session.native import ffi_handle as _ffi
 from ..session.native import map_pairs as _map_pairs
 from .cstring import c_unstring
@@ -324,11 +325,18 @@ def directive_map(text: str) -> tuple[str, LineMap]:
 
 def codegen_context() -> tuple[Any, Any]:
     """The compiling thread's PassContext settings and current Target, for `codegen_map` run on
-    another thread (both are thread-local in TVM). Cheap: references and a dict copy."""
+    another thread (both are thread-local in TVM). Cheap: references and a dict copy, the FFI
+    containers read with tltrace's handles that keep the GIL (their Python iterators make native
+    calls that each give it away: issue 51, round 5)."""
     from tilelang import tvm  # type: ignore[import-not-found]
 
     cur = tvm.transform.PassContext.current()
-    ctx = (cur.opt_level, list(cur.required_pass), list(cur.disabled_pass), dict(cur.config))
+    ctx = (
+        cur.opt_level,
+        _elements(cur.required_pass),
+        _elements(cur.disabled_pass),
+        dict(_map_pairs(cur.config)),
+    )
     return ctx, tvm.target.Target.current(allow_none=True)
 
 
