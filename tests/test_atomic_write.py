@@ -65,3 +65,35 @@ def test_a_write_stopped_after_its_temporary_leaves_the_old_file_and_a_temporary
     seen[0].write_bytes(b"half")
     assert atomic.remove_stale_temps(tmp_path, ["manifest.json"]) == [seen[0]]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]
+
+
+def test_a_write_leaves_the_user_s_random_stream_alone(tmp_path: Path) -> None:
+    """A script that seeds `random` draws the same numbers whether or not tltrace writes files
+    between its draws (the temporary names come from a generator of tltrace's own)."""
+    import random
+
+    random.seed(1234)
+    untouched = [random.random() for _ in range(3)]
+    random.seed(1234)
+    drawn = [random.random()]
+    for i in range(5):
+        atomic.atomic_write(tmp_path / f"f{i}", b"x")
+    drawn += [random.random() for _ in range(2)]
+    assert drawn == untouched
+
+
+def test_a_forked_child_names_its_temporaries_apart_from_its_parent(tmp_path: Path) -> None:
+    """The names' generator is reseeded in a forked child: parent and child do not draw the same
+    temporary names after the fork (which O_EXCL would survive, by retrying, but not cheaply)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next names, to the parent
+        os.close(r)
+        os.write(w, " ".join(f"{atomic._names.getrandbits(32):08x}" for _ in range(4)).encode())
+        os._exit(0)
+    os.close(w)
+    theirs = os.read(r, 4096).decode().split()
+    os.close(r)
+    os.waitpid(pid, 0)
+    ours = [f"{atomic._names.getrandbits(32):08x}" for _ in range(4)]
+    assert len(theirs) == 4 and theirs != ours

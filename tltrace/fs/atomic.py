@@ -98,13 +98,19 @@ _TEMP_FLAGS = (
 )
 
 
+# tltrace's own generator, never the `random` module's shared one: a user's script that seeds
+# `random` must draw the same numbers traced as untraced (an autotuner sampling its configs).
+_names = random.Random()
+os.register_at_fork(after_in_child=_names.seed)  # a forked child draws names of its own
+
+
 def _create_temp(path: Path, mode: int) -> tuple[int, str]:
     """Create `path`'s temporary sibling, `.NAME.<8 random characters>.tmp` (as `tempfile.mkstemp` names
     it, without its per-call set-up: a third of an atomic write's CPU); never more open than `mode`."""
     for _ in range(100):
-        # random's generator (reseeded in a forked child), not os.urandom: a system call that
-        # lets the GIL go, once per write; O_EXCL makes the name unique, not its randomness.
-        tmp = os.path.join(path.parent, f".{path.name}.{random.getrandbits(32):08x}.tmp")
+        # A generator in the process (`_names`), not os.urandom: a system call that lets the GIL
+        # go, once per write; O_EXCL makes the name unique, not its randomness.
+        tmp = os.path.join(path.parent, f".{path.name}.{_names.getrandbits(32):08x}.tmp")
         try:
             return os.open(tmp, _TEMP_FLAGS, mode & 0o777), tmp
         except FileExistsError:
