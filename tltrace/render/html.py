@@ -67,7 +67,9 @@ from .index import (
     write_index,
 )
 from .pages import (
+    LEVEL,
     REPORT_NAME,
+    SMALLEST,
     Packer,
     _page_head,
     chunk,
@@ -281,7 +283,9 @@ class HtmlReportListener:
         path = run_dir / REPORT_NAME
         site = self.reads.fail_site if self.reads is not None else no_site
         meta = meta_of(manifest, run_dir, site(run_dir, manifest))
-        packer = Packer()
+        # A compile that records its PTX and SASS packs its report at zlib's smallest (pages.SMALLEST).
+        stages = self.settings is not None and (self.settings.ptx or self.settings.sass)
+        packer = Packer(SMALLEST if stages else LEVEL)
         first = packer.chunk(meta)
         fh = _create_report(path, first)
         self.bytes_written += len(report_head()) + len(first)
@@ -533,7 +537,7 @@ def write_report(report: CompileReport, out: Path | None = None) -> Path:
     meta = meta_of(manifest, run_dir, site, report.layout_why)
     if not in_place:
         meta.pop("index", None)  # written elsewhere (lower_trace's report): no index two levels up
-    packer = Packer()
+    packer = Packer(SMALLEST)  # rebuilt from the records, off any compile's path: zlib's smallest
     parts = [packer.chunk(meta)]
     seen: set[str] = set()
     if any(r.record.role in STAGE_ROLES for r in report.records):

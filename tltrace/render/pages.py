@@ -59,6 +59,10 @@ _CHUNK_CLOSE = b"</script>\n"
 # level 6 1.4x for 7% fewer, level 1 0.7x for 16% more (docs/benchmarks.md, "Issue 51, round 5:
 # compression and the html listener").
 LEVEL = 4
+# Where the CPU is not on a compile's path, or the report carries a CUDA compile's PTX and SASS
+# (hundreds of KB of JSON, next to a ptxas build of seconds): level 9, which keeps such a one-kernel
+# report within issue 54's 150 KB (tests/test_stages.py).
+SMALLEST = 9
 DATA_PACK_TYPE = "tl/z"
 CHAIN_PACK_TYPE = "tl/zc"
 _PACKED_OPEN = f'<script type="{DATA_PACK_TYPE}" class="tl-d">'.encode("ascii")
@@ -84,8 +88,8 @@ def chunk(value: dict[str, Any]) -> bytes:
     return _CHUNK_OPEN + body + _CHUNK_CLOSE
 
 
-def _deflate(body: bytes) -> bytes:
-    z = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
+def _deflate(body: bytes, level: int = LEVEL) -> bytes:
+    z = zlib.compressobj(level, zlib.DEFLATED, -15)
     return base64.b64encode(z.compress(body) + z.flush())
 
 
@@ -132,8 +136,8 @@ class Packer:
     goes plain, outside the chain.
     """
 
-    def __init__(self) -> None:
-        self._z = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
+    def __init__(self, level: int = LEVEL) -> None:
+        self._z = zlib.compressobj(level, zlib.DEFLATED, -15)
 
     def chunk(self, value: dict[str, Any] | list[dict[str, Any]], pieces: list[str] | None = None) -> bytes:
         body = _body(value, pieces)
