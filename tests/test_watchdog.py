@@ -11,10 +11,12 @@ of the process group is left by scanning /proc for the script's path.
 from __future__ import annotations
 
 import ast
+import math
 import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -29,7 +31,31 @@ from .conftest import EXAMPLES
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data" / "hang"
-TIMEOUT = 60  # past a loaded CPU's compile of the tiny kernels; the hang itself never ends
+FLOOR = 20  # seconds: the least timeout, whatever the calibration says
+
+
+@pytest.fixture(scope="module")
+def timeout_s(tmp_path_factory) -> int:
+    """The `--timeout` these tests give: 5x a whole traced run of kern_hang.py with its loops cut to
+    one step (import, compile, launch, exit) on this machine now, at least FLOOR. A hang must be
+    reached well inside it (a run stopped early would fail the tests), and every test waits it out
+    in full: a fixed 60 s cost CI over 3 minutes on an idle machine."""
+    tmp = tmp_path_factory.mktemp("calibrate")
+    script = tmp / "quick.py"
+    script.write_text((DATA / "kern_hang.py").read_text().replace("1 << 30", "1"))
+    env = {**os.environ, "TILELANG_DISABLE_CACHE": "1", "NO_COLOR": "1"}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    t0 = time.monotonic()
+    p = subprocess.run(
+        [sys.executable, "-m", "tltrace", "run", "-q", "--trace-dir", "tr", str(script)],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0 and "never" in p.stdout, (p.returncode, p.stderr[-3000:])
+    return max(FLOOR, math.ceil(5 * (time.monotonic() - t0)))
 
 
 def _hang_line(script: Path) -> int:
@@ -57,13 +83,15 @@ def _alive(script: Path) -> list[int]:
     return out
 
 
-def _run(tmp: Path, name: str, *args: str, cmd: str = "run") -> tuple[subprocess.CompletedProcess, Path]:
+def _run(
+    tmp: Path, name: str, timeout: int, *args: str, cmd: str = "run"
+) -> tuple[subprocess.CompletedProcess, Path]:
     script = tmp / name
     script.write_text((DATA / name).read_text())
     env = {**os.environ, "TILELANG_DISABLE_CACHE": "1", "NO_COLOR": "1"}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("PYTHONFAULTHANDLER", None)
-    flags = ["--timeout", str(TIMEOUT)] if cmd == "run" else ["--timeout", str(TIMEOUT), "--no-repro"]
+    flags = ["--timeout", str(timeout)] if cmd == "run" else ["--timeout", str(timeout), "--no-repro"]
     p = subprocess.run(
         [sys.executable, "-m", "tltrace", cmd, *(["-q"] if cmd == "run" else []), *flags]
         + ["--trace-dir", "tr", str(script), *args],
@@ -77,8 +105,8 @@ def _run(tmp: Path, name: str, *args: str, cmd: str = "run") -> tuple[subprocess
 
 
 @pytest.mark.slow
-def test_a_hung_kernel_launch_is_named_stopped_and_leaves_nothing(tmp_path):
-    p, script = _run(tmp_path, "kern_hang.py")
+def test_a_hung_kernel_launch_is_named_stopped_and_leaves_nothing(tmp_path, timeout_s):
+    p, script = _run(tmp_path, "kern_hang.py", timeout_s)
     assert p.returncode == EXIT_TIMEOUT, (p.returncode, p.stderr[-3000:])
     assert "never" not in p.stdout
     line = _hang_line(script)
@@ -92,8 +120,8 @@ def test_a_hung_kernel_launch_is_named_stopped_and_leaves_nothing(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_script_hung_in_python_after_its_compile_is_named(tmp_path):
-    p, script = _run(tmp_path, "py_hang.py")
+def test_a_script_hung_in_python_after_its_compile_is_named(tmp_path, timeout_s):
+    p, script = _run(tmp_path, "py_hang.py", timeout_s)
     assert p.returncode == EXIT_TIMEOUT, (p.returncode, p.stderr[-3000:])
     m = re.search(
         r"^tltrace: timed out after \S+ s in the script, called from py_hang\.py:(\d+);", p.stderr, re.M
@@ -106,8 +134,8 @@ def test_a_script_hung_in_python_after_its_compile_is_named(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_pass_that_never_returns_is_recorded_on_its_compile(tmp_path):
-    p, script = _run(tmp_path, "pass_hang.py", str(EXAMPLES))
+def test_a_pass_that_never_returns_is_recorded_on_its_compile(tmp_path, timeout_s):
+    p, script = _run(tmp_path, "pass_hang.py", timeout_s, str(EXAMPLES))
     assert p.returncode == EXIT_TIMEOUT, (p.returncode, p.stderr[-3000:])
     hung = re.search(r"^hanging in (\d+) (\S+)$", p.stdout, re.M)
     assert hung, p.stdout
@@ -116,7 +144,7 @@ def test_a_pass_that_never_returns_is_recorded_on_its_compile(tmp_path):
     (run,) = run_dirs(tmp_path / "tr" / "pass_hang")
     manifest = runs.load_manifest(run)
     assert manifest.status == "interrupted"
-    expected = f"timed out after {TIMEOUT} s inside pass {index} ({pass_display_name(name)}), called from pass_hang.py:{line}"
+    expected = f"timed out after {timeout_s} s inside pass {index} ({pass_display_name(name)}), called from pass_hang.py:{line}"
     assert manifest.error is not None and manifest.error.startswith(expected), manifest.error
     assert expected in p.stderr
     assert _alive(script) == []
@@ -141,8 +169,8 @@ def test_the_timedout_note_reads_back(tmp_path):
 
 
 @pytest.mark.slow
-def test_bisect_counts_a_hung_step_and_finishes(tmp_path):
-    p, script = _run(tmp_path, "kern_hang.py", cmd="bisect")
+def test_bisect_counts_a_hung_step_and_finishes(tmp_path, timeout_s):
+    p, script = _run(tmp_path, "kern_hang.py", timeout_s, cmd="bisect")
     steps = re.findall(r"^bisect: step \d+ .*$", p.stderr, re.M)
     assert steps, p.stderr[-3000:]
     first = steps[0]
