@@ -35,8 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-os.environ["TILELANG_DISABLE_CACHE"] = "1"
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the other benchmarks' helpers
 
 # (a function on the sample's stack, the phase): the first that matches names the sample's phase.
 PHASES = [
@@ -181,12 +180,9 @@ def perf_phases(mods: list, tags: list, reps: int) -> None:
 
 def resolve_calls() -> dict[str, list[float]]:
     """{kind: [calls, thread CPU in ms]} of the TextCache.resolve calls of one traced lowering."""
-    import contextlib
-    import io
+    from capture_cost import lower_configured, sm90a_lowerer
 
-    from capture_cost import configure, sm90a_lowerer
-
-    from tltrace.session import snapshot, worker
+    from tltrace.session import snapshot
 
     cache = snapshot.TextCache
     resolve, text = cache.resolve, cache.text
@@ -219,17 +215,12 @@ def resolve_calls() -> dict[str, list[float]]:
 
     lower = sm90a_lowerer()
     with tempfile.TemporaryDirectory(prefix="tltrace-bench-calls-") as td:
-        for rep in range(2):
+        for rep in range(2):  # the second: the first takes the printer's checks (once a process)
             rows.clear()
-            enter, leave = configure("tltrace records --sync", Path(td) / str(rep))
             cache.resolve, cache.text = timed_resolve, kept_text  # type: ignore[method-assign]
             try:
-                with contextlib.redirect_stdout(io.StringIO()):
-                    enter()
-                    lower()
-                    worker.drain()
+                lower_configured("tltrace records --sync", Path(td) / str(rep), lower)
             finally:
-                leave()
                 cache.resolve, cache.text = resolve, text  # type: ignore[method-assign]
     return dict(rows)
 
@@ -241,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--perf-reps", type=int, default=40)
     ap.add_argument("--calls", action="store_true", help="the capture's resolve calls of a lowering, by kind")
     a = ap.parse_args(argv)
+    os.environ["TILELANG_DISABLE_CACHE"] = "1"  # before TileLang's first import (in the helpers)
     if a.calls:
         print("| TextCache.resolve, answered by | calls | thread CPU (ms, prints included) |")
         print("|---|---:|---:|")
