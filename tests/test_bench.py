@@ -365,3 +365,32 @@ def test_upstream_kernel_options_and_trace_dump_comparison():
     assert trace_dump.differences(a, a) == []
     assert trace_dump.differences(a, b) == ["/k/manifest/records[1]/after_hash: 'b' | 'c'"]
     assert trace_dump.differences(a, {}) == ["/k: only one side"]
+
+
+def test_printer_native_puts_each_perf_sample_in_its_innermost_named_phase():
+    """bench/printer_native.py's reading of `perf script`: a sample goes to the first phase found
+    on its stack in PHASES' order (the var-definition scan inside the docsifier is the scan's, not
+    the docsifier's), a Python-only stack to Python, an empty one to none; the allocator share
+    counts the samples whose own function is malloc or free, whatever their phase."""
+    import printer_native as pn
+
+    script = "\n\n".join(
+        [
+            "1 _int_malloc\n2 tvm::script::printer::IRDocsifierNode::SetCommonPrefix\n3 tvm::script::printer::Docsify",
+            "1 tvm::script::printer::DocPrinter::PrintDoc\n2 tvm::script::printer::DocToPythonScript",
+            "1 tvm::script::printer::IRDocsifierNode::AsDoc<Doc>\n2 tvm::script::printer::Docsify",
+            "1 malloc_consolidate\n2 PyBytes_FromStringAndSize\n3 _PyEval_EvalFrameDefault",
+            "1 list_append\n2 _PyEval_EvalFrameDefault",
+            "1 [unknown]",
+        ]
+    )
+    per, total, alloc = pn.classify(script + "\n\n")
+    assert total == 6 and alloc == 2
+    assert per == {
+        "IR -> Doc: the var-definition scan (SetCommonPrefix)": 1,
+        "Doc -> text (DocToPythonScript)": 1,
+        "IR -> Doc: dispatch per node, frames, names (IRDocsifier)": 1,
+        "the text handed to Python (bytes, str)": 1,
+        pn.PYTHON: 1,
+        pn.CUT: 1,
+    }
