@@ -51,6 +51,8 @@ STEPS = [
     ("tltrace.session.capture", "line_changes", "+/- counts (passes)"),
     ("tltrace.session.codegen_call", "count_changes", "+/- counts (codegen records)"),
     ("tltrace.session.capture", "text_hash", "text hashes"),
+    # round 6: the UTF-8 encoded once, for the hash and the pack; the record path's body
+    ("tltrace.session.capture", "utf8_hash", "text hashes"),
     ("tltrace.session.store", "RunStore.put_text", "store: pack buffer"),
     ("tltrace.session.store", "RunStore._flush", "store: pack writes"),
     ("tltrace.session.store", "RunStore.append_record", "store: records.jsonl"),
@@ -77,6 +79,7 @@ STEPS = [
     ("tltrace.session.capture", "TraceSession._ensure_store", "run directory, liveness, notes"),
     ("tltrace.session.capture", "TraceSession._record_pass", "record a pass (the rest)"),
     ("tltrace.session.capture", "TraceSession.add_record", "store a record (the rest)"),
+    ("tltrace.session.capture", "TraceSession._store_record", "store a record (the rest)"),
     ("tltrace.session.capture", "TraceSession._finish", "finish the run (the rest)"),
     ("tltrace.session.tool", "_Observer.pass_started", "main: pass started (snapshot, hooks)"),
     ("tltrace.session.tool", "_Observer.pass_finished", "main: pass finished (snapshot, job)"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import threading
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from tltrace.format.records import RunManifest
 from tltrace.history.texts import stored_text
 from tltrace.session import recorder as rc
 from tltrace.session.capture import OpenPass, TraceSession
-from tltrace.session.events import Notice
+from tltrace.session.events import Notice, PassRecorded
 from tltrace.session.snapshot import Side
 from tltrace.tracing.recorders import DEFAULTS, register_defaults
 
@@ -106,6 +107,37 @@ def _compile(tmp_path: Path, *, background: bool, **recorders: rc.Recorder) -> t
     s.finish(None)
     assert s.wait(60)  # a compile returns before its worker: its records are complete once drained
     return s, events
+
+
+def test_a_pass_recorded_header_is_made_when_a_listener_first_reads_it(
+    tmp_path: Path, registry: dict
+) -> None:
+    """Issue 51, round 6: a PassRecorded's `manifest` (the run's header with the recorders' fields)
+    is made when a listener first reads it, not per record (with `--quiet` none reads it): reading
+    it asks the fielded recorders then, once, and it names the run as the store does."""
+    asked: list[int] = []
+
+    class Fielded(rc.Recorder):
+        name = "fielded"
+        field = "repro"
+
+        def value(self) -> Any:
+            asked.append(1)
+            return {"asked": len(asked)}
+
+    s, events = _compile(tmp_path, background=False, fielded=Fielded())
+    recorded = [e for e in events if isinstance(e, PassRecorded)]
+    assert [e.record.index for e in recorded] == [0, 1, 2]
+    n = len(asked)
+    header = recorded[1].manifest
+    assert len(asked) == n + 1  # made now
+    assert recorded[1].manifest is header and len(asked) == n + 1  # once
+    assert header.run_id == s.store.run_id and header.kernel == "k" and header.repro == {"asked": n + 1}
+    assert not header.records  # the header only
+    # dataclasses' own tools see the field: a replaced event keeps the header it was given
+    again = dataclasses.replace(recorded[1], same_lines=[(0, 0)])
+    assert again.manifest is header and again.same_lines == [(0, 0)] and again.record is recorded[1].record
+    assert [f.name for f in dataclasses.fields(recorded[0])][0] == "manifest"
 
 
 def test_a_later_from_codegen_is_computed_when_resolved_and_a_raising_one_stops_its_recorder(

@@ -67,6 +67,38 @@ def test_a_record_naming_its_texts_is_the_record_replace_gives() -> None:
                 made.name = "x"  # type: ignore[misc]
 
 
+def test_a_record_made_of_its_fields_is_the_record_init_gives() -> None:
+    """`PassRecord.of` (the worker's one construction per record, issue 51 round 6) against the
+    dataclass's own `__init__`: the same record, its fields in field order, frozen; a name that
+    is not a field is refused."""
+    names = [f.name for f in dataclasses.fields(PassRecord)]
+    for r in _records():
+        full = {n: getattr(r, n) for n in names}
+        some = {n: v for n, v in full.items() if v is not None and n not in ("depth", "role")}
+        for given in (full, some):
+            made, want = PassRecord.of(dict(given)), PassRecord(**given)
+            assert made == want and made.__dict__ == want.__dict__
+            assert list(made.__dict__) == names
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                made.name = "x"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        PassRecord.of({"index": 0, "name": "a", "phase": "p", "not_a_field": 1})
+
+
+def test_a_text_hashed_from_its_utf8_is_named_as_text_hash_names_it() -> None:
+    """The worker hashes a text's UTF-8 that it also stores (`utf8_hash`): the name is BLAKE2b's
+    (hashlib, 10 bytes) of the UTF-8 with surrogates passed, as `text_hash` gives, for texts of
+    every size around the pieces it is fed in."""
+    import hashlib
+
+    from tltrace.format.layout import text_hash, utf8_hash
+
+    for text in ("", "a", "x" * 1999, "y" * 2000, "z\n" * 3001, "\u00e9\u4e2d\ud800 end" * 500):
+        data = text.encode("utf-8", "surrogatepass")
+        want = hashlib.blake2b(data, digest_size=10).hexdigest()
+        assert utf8_hash(data) == text_hash(text) == want
+
+
 def test_records_jsonl_holds_each_record_as_its_fields_encode(tmp_path: Path) -> None:
     records = _records()
     store = RunStore(tmp_path / "s")

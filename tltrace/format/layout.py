@@ -92,6 +92,7 @@ __all__ = [
     "source_file",
     "source_hash",
     "text_hash",
+    "utf8_hash",
 ]
 
 
@@ -103,7 +104,13 @@ _HASH_PIECE = 2000
 
 def text_hash(text: str) -> str:
     """Return the content hash that names stored texts (BLAKE2b, 10 bytes, of the UTF-8 text): 20 hex digits."""
-    data = memoryview(text.encode("utf-8", "surrogatepass"))
+    return utf8_hash(text.encode("utf-8", "surrogatepass"))
+
+
+def utf8_hash(utf8: bytes) -> str:
+    """`text_hash` of the text whose UTF-8 (surrogatepass) is `utf8` (a caller that also stores those bytes
+    encodes the text once)."""
+    data = memoryview(utf8)
     h = hashlib.blake2b(digest_size=10)
     for i in range(0, len(data), _HASH_PIECE):
         h.update(data[i : i + _HASH_PIECE])

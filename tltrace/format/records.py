@@ -113,6 +113,19 @@ class PassRecord:
         fields["before_file"], fields["after_file"] = before_file, after_file
         return new
 
+    @staticmethod
+    def of(fields: dict[str, Any]) -> PassRecord:
+        """Return the record of `fields` (field names, each at most once; the rest at their defaults),
+        made as `with_texts` makes its copy: once per record on the worker, without the frozen
+        dataclass's keyword `__init__` (a set per field). `fields` must hold only field names."""
+        new = object.__new__(PassRecord)
+        d = new.__dict__
+        d.update(_RECORD_DEFAULTS)
+        d.update(fields)
+        if len(d) != len(_RECORD_DEFAULTS):
+            raise TypeError(f"not PassRecord fields: {sorted(set(d) - set(_RECORD_DEFAULTS))}")
+        return new
+
     def to_full(self) -> dict[str, Any]:
         """Return every field of the record, defaults and nulls included (manifest.json, schema 4)."""
         d = self.__dict__

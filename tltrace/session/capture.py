@@ -30,7 +30,7 @@ from .._version import __version__
 from ..config import Settings
 from ..diff import line_changes
 from ..format import liveness
-from ..format.layout import text_hash
+from ..format.layout import utf8_hash
 from ..format.names import pass_display_name
 from ..format.records import (
     CHANGED,
@@ -45,7 +45,7 @@ from ..format.records import (
 )
 from ..format.writer import writer_token
 from . import fatal
-from .events import Event, Notice, PassRecorded, RunFinished, RunStarted, fallback_warning
+from .events import Event, Notice, RunFinished, RunStarted, fallback_warning, pass_recorded
 from .hooks import NO_HOOKS, CaptureHooks
 from .interrupt import interrupted, interrupting_signal
 from .recorder import PassEvent, Recorders
@@ -333,8 +333,9 @@ class TraceSession:
             differed = self._texts.differed
             before = self._resolve(p.before)
             after_text = self._resolve(after) if after is not None else None
+            display = pass_display_name(name)
             if self._texts.differed != differed:
-                self._differed.append(pass_display_name(name))
+                self._differed.append(display)
             extras = (p.before.extra, after.extra if after is not None else None)
             same = None
             added: int | None
@@ -348,24 +349,25 @@ class TraceSession:
                 status = CHANGED
             else:
                 status, added, removed = CHANGED, None, None
-            rec = PassRecord(
-                index=p.index,
-                name=pass_display_name(name),
-                phase=p.phase or UNSCOPED,
-                depth=p.depth,
-                parent=p.parent,
-                status=status,
-                added=added,
-                removed=removed,
-                duration_s=round(duration, 6),
-                error=err if status == FAILED else None,
-                start_s=round(p.start - self.t0, 6) if p.start >= 0 else None,
-            )
-            rec = self.add_record(
-                rec, before, after_text if after_text is not None else before, extras=extras, same=same
-            )
+            # The record's fields, made into the record once its texts are stored (`_store_record`).
+            fields = {
+                "index": p.index,
+                "name": display,
+                "phase": p.phase or UNSCOPED,
+                "depth": p.depth,
+                "parent": p.parent,
+                "status": status,
+                "added": added,
+                "removed": removed,
+                "duration_s": round(duration, 6),
+                "error": err if status == FAILED else None,
+                "start_s": round(p.start - self.t0, 6) if p.start >= 0 else None,
+            }
+            index = self._store_record(
+                fields, before, after_text if after_text is not None else before, "tir", extras, same
+            ).index
             if pending_error:
-                self.failed_pending.append(rec.index)
+                self.failed_pending.append(index)
         except Exception as exc:
             self._guard(f"recording pass {name}", exc)
 
@@ -381,25 +383,53 @@ class TraceSession:
         """Store both texts, log the record, hand it to the recorders, tell the listeners (job side).
 
         `extras`: what the recorders' printer gave with each text (source maps: PassRecorded's maps).
+        Returns the record as stored (naming its texts).
         """
+        return self._store_record(dict(record.__dict__), before, after, ext_after, extras, same)
+
+    def _store_record(
+        self,
+        fields: dict[str, Any],
+        before: str,
+        after: str,
+        ext_after: str,
+        extras: tuple[Any, Any],
+        same: list[tuple[int, int]] | None,
+    ) -> PassRecord:
+        """`add_record` of a record's `fields` (PassRecord field names), made into the record once
+        with its texts' hashes and names (each text encoded once, for its hash and the pack)."""
         store = self.store if self.store is not None else self._ensure_store()
         last = self._last_hash  # a pass's input is most often the text the pass before it returned
-        bh = last[1] if last is not None and last[0] is before else text_hash(before)
-        ah = bh if after == before else text_hash(after)
+        bdata: bytes | None = None
+        if last is not None and last[0] is before:
+            bh = last[1]
+        else:
+            bdata = before.encode("utf-8", "surrogatepass")
+            bh = utf8_hash(bdata)
+        if after is before or after == before:
+            ah, adata = bh, bdata
+        else:
+            adata = after.encode("utf-8", "surrogatepass")
+            ah = utf8_hash(adata)
         self._last_hash = (after, ah)
-        bfile = store.record_path(record.phase, record.index, record.name, "before")
-        afile = None
-        store.put_text(before, bh)
-        if record.status != FAILED:
-            afile = store.record_path(record.phase, record.index, record.name, "after", ext_after)
-            store.put_text(after, ah)
-        record = record.with_texts(bh, ah if afile else None, bfile, afile)
+        phase, index, name = fields["phase"], fields["index"], fields["name"]
+        fields["before_hash"] = bh
+        fields["before_file"] = store.record_path(phase, index, name, "before")
+        store.put_text(before, bh, bdata)
+        if fields["status"] != FAILED:
+            fields["after_hash"] = ah
+            fields["after_file"] = store.record_path(phase, index, name, "after", ext_after)
+            store.put_text(after, ah, adata)
+        else:
+            fields["after_hash"] = fields["after_file"] = None
+        record = PassRecord.of(fields)
         self.records.append(record)
         store.append_record(record)
-        if self.recorders:
-            extras = self.recorders.refine(record, before, after, extras)
-            self.recorders.recorded(record, before, after, extras)
-        self._emit_now(PassRecorded(self._header(), record, before, after, store.run_dir, *extras, same))
+        recorders = self.recorders
+        if recorders:
+            extras = recorders.refine(record, before, after, extras)
+            recorders.recorded(record, before, after, extras)
+        self._emit_now(pass_recorded(self._header, record, before, after, store.run_dir, *extras, same))
         return record
 
     def _check_notice(self) -> Notice:

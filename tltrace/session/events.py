@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,52 @@ class PassRecorded:
     # The (i, j) lines of `after` that are line i of `before` (diff.line_changes, from the +/-
     # count): the report stores `after` as its changes (render/delta.py). None: not known.
     same_lines: list[tuple[int, int]] | None = None
+
+
+class _HeaderLater(PassRecorded):
+    """A PassRecorded whose `manifest` is made when it is first read (`pass_recorded`): made per
+    record, the header asked every recorder for its field, and with `--quiet` no listener reads it
+    (issue 51, round 6). PassRecorded's own `__init__`, `__repr__`, `dataclasses.replace` and
+    `fields` go through the property as through the field."""
+
+    @property  # type: ignore[override]
+    def manifest(self) -> RunManifest:
+        d = self.__dict__
+        m = d.get("_manifest")
+        if m is None:
+            m = d["_manifest"] = d["_header"]()
+            d.pop("_header", None)  # made: the session it came from is not held by the event
+        return m
+
+    @manifest.setter
+    def manifest(self, value: RunManifest) -> None:
+        self.__dict__["_manifest"] = value
+
+
+def pass_recorded(
+    header: Callable[[], RunManifest],
+    record: PassRecord,
+    before: str,
+    after: str,
+    run_dir: Path,
+    before_map: LineMap | None = None,
+    after_map: LineMap | None = None,
+    same_lines: list[tuple[int, int]] | None = None,
+) -> PassRecorded:
+    """A PassRecorded whose `manifest` is `header()`, called when a listener first reads it (on the
+    thread that reads it, in the job that tells the listeners: the header as it stands then)."""
+    event = object.__new__(_HeaderLater)
+    event.__dict__.update(
+        _header=header,
+        record=record,
+        before=before,
+        after=after,
+        run_dir=run_dir,
+        before_map=before_map,
+        after_map=after_map,
+        same_lines=same_lines,
+    )
+    return event
 
 
 @dataclass(frozen=True)

@@ -345,6 +345,18 @@ class Recorders:
                 jobs.append(self._guarded(r, what, job))
         return jobs
 
+    def _now(self, what: str, *args: Any) -> None:
+        """Call hook `what` of every active recorder that overrides it, now, guarded: the worker's
+        per-record hooks, which hand back no job (no closure or job list per call, as `_each` makes)."""
+        active = self.active
+        for r in self.hooked(what):  # a list never changed once made (`_fail` drops the cache instead)
+            if r not in active:
+                continue  # stopped on another thread since the list was made
+            try:
+                getattr(r, what)(*args)
+            except Exception as exc:
+                self._fail(r, what, exc)
+
     # compiling thread: the jobs to submit
     def input(self, snapshot: Side) -> list[Job]:
         return self._each("input", lambda r: r.input(snapshot))
@@ -357,7 +369,7 @@ class Recorders:
 
     def pass_input(self, event: PassEvent, before: Side) -> None:
         """Worker: every recorder that overrides `pass_input`, guarded, now."""
-        self._each("pass_input", lambda r: r.pass_input(event, before))
+        self._now("pass_input", event, before)
 
     def pass_failed(self, event: PassEvent, before: Side) -> list[Job]:
         return self._each("pass_failed", lambda r: r.pass_failed(event, before))
@@ -449,7 +461,7 @@ class Recorders:
         return out if isinstance(out, tuple) and len(out) == 2 else extras
 
     def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
-        self._each("recorded", lambda r: r.recorded(record, before, after, extras))
+        self._now("recorded", record, before, after, extras)
 
     def stages(self, manifest: RunManifest) -> list[Stage]:
         """Return every recorder's stages, in registration order (a recorder that raises gives none)."""

@@ -87,15 +87,16 @@ class RunStore:
     # The per-pass path: it runs twice a pass while holding the GIL that the compiling threads
     # wait for, so a new text is only encoded into a buffer; the buffer goes to the pack in one
     # write before the record naming it is logged (append_record), or when it grows large.
-    def put_text(self, text: str, digest: str | None = None) -> str:
-        """Store `text` once in the run's pack and return its hash."""
+    def put_text(self, text: str, digest: str | None = None, utf8: bytes | None = None) -> str:
+        """Store `text` once in the run's pack and return its hash (`utf8`: its UTF-8, surrogatepass,
+        where the caller has it already)."""
         digest = digest or text_hash(text)
         if digest in self._known:
             return digest
         with self._lock:
             if digest in self._known:
                 return digest
-            data = text.encode("utf-8", "surrogatepass")
+            data = utf8 if utf8 is not None else text.encode("utf-8", "surrogatepass")
             # Deflated with the text stored before it as the dictionary (format/pack.py: a pass's output
             # is mostly its input), in chains of pack.CHAIN at most: an eighth of the blocks.
             base = self._base if self._chain < CHAIN - 1 else None

@@ -71,7 +71,7 @@ class SourceMapRecorder(Recorder):
 
     def refine(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> tuple[Any, Any]:
         """Return the record's maps with library lines mapped to their call sites (callsites/library.py)."""
-        if extras == (None, None) or not self.live:
+        if (extras[0] is None and extras[1] is None) or not self.live:  # (no LineMap.__eq__ per record)
             return extras
         if self._calls is None:
             self._calls = cs.CallSites()
@@ -87,7 +87,7 @@ class SourceMapRecorder(Recorder):
         self._store = store
 
     def recorded(self, record: Any, before: str, after: str, extras: tuple[Any, Any]) -> None:
-        if extras == (None, None) or self._store is None:
+        if (extras[0] is None and extras[1] is None) or self._store is None:
             return
         if self._log is None:
             roots = None if self.live else cs.package_roots()
