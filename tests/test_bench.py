@@ -394,3 +394,36 @@ def test_printer_native_puts_each_perf_sample_in_its_innermost_named_phase():
         pn.PYTHON: 1,
         pn.CUT: 1,
     }
+
+
+def _callgrind_file(path: Path, costs: dict[tuple[str, str], int]) -> Path:
+    """A callgrind output file of one thread: (object, function) -> instructions."""
+    lines = ["version: 1", "creator: tltrace-test", "pid: 1", "cmd: python", "part: 1", "", "positions: line"]
+    lines += ["events: Ir", ""]
+    for (obj, fn), ir in costs.items():
+        lines += [f"ob=/lib/{obj}", "fl=x.c", f"fn={fn}", f"0 {ir}"]
+    path.write_text("\n".join(lines + ["", f"totals: {sum(costs.values())}", ""]))
+    return path
+
+
+@pytest.mark.skipif(not __import__("shutil").which("callgrind_annotate"), reason="no callgrind_annotate")
+def test_compiling_thread_ir_diff_puts_the_collector_apart(tmp_path):
+    """bench/compiling_thread.py --ir-diff: the compiling thread's instructions per lowering, B minus
+    A, with the garbage collector's functions counted apart from the rest (by shared object)."""
+    import compiling_thread
+
+    eval_, gc_, z3 = (
+        ("libpython3.11.so.1.0", "_PyEval_EvalFrameDefault"),
+        ("libpython3.11.so.1.0", "gc_collect_main"),
+        (
+            "libz3.so",
+            "smt::get_color",
+        ),
+    )
+    a = _callgrind_file(tmp_path / "a", {eval_: 1_000_000, gc_: 2_000_000, z3: 50_000_000})
+    b = _callgrind_file(tmp_path / "b", {eval_: 5_000_000, gc_: 8_000_000, z3: 50_000_000})
+    text = compiling_thread.ir_diff(str(a), str(b), 2)
+    assert "all: 26.5 -> 31.5 (+5.00)" in text
+    assert "the garbage collector: +3.00; the rest: +2.00" in text
+    assert "+2.00 libpython3.11.so.1.0" in text and "libz3.so" in text  # z3 unchanged: +0.00
+    assert re.search(r"\+2\.000 x\.c:_PyEval_EvalFrameDefault", text), text
