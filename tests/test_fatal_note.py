@@ -75,10 +75,10 @@ SCRIPT = textwrap.dedent(
 
 
 def _crash(
-    tmp_path: Path, at: str, *flags: str, env: dict | None = None
+    tmp_path: Path, at: str, *flags: str, env: dict | None = None, source: str = SCRIPT
 ) -> tuple[subprocess.CompletedProcess, Path]:
     script = tmp_path / "crash.py"
-    script.write_text(SCRIPT.format(examples=str(EXAMPLES)))
+    script.write_text(source.format(examples=str(EXAMPLES)))
     full = {**os.environ, "TILELANG_DISABLE_CACHE": "1", "NO_COLOR": "1", **(env or {})}
     full["PYTHONPATH"] = str(REPO) + os.pathsep + full.get("PYTHONPATH", "")
     if not (env or {}).get("PYTHONFAULTHANDLER"):
@@ -157,6 +157,56 @@ def test_a_native_crash_in_codegen_without_sync(tmp_path):
     assert manifest.error is not None and manifest.error.startswith(
         "the process died inside codegen_device (target.build.tilelang_c): Segmentation fault"
     ), manifest.error
+
+
+DEEP_HANDLER_C = r"""
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+#define NEED (256 * 1024)
+static __attribute__((noinline)) void use_stack(void) {
+    volatile char buf[NEED];  /* its own frame: the caller asks the kernel first, on a small frame */
+    memset((char *)buf, 1, sizeof buf);
+    write(2, "room ok\n", 8);
+}
+static void deep(int s) {
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_ONSTACK) && cur.ss_size < NEED) {
+        write(2, "room short\n", 11);
+    } else {
+        use_stack();
+    }
+    signal(s, SIG_DFL);
+    raise(s);
+}
+void install(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = deep;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, 0);
+}
+"""
+
+# SCRIPT with a C handler put in after TVM's: the handler faulthandler will hand the signal on to.
+DEEP_SCRIPT = SCRIPT.replace(
+    "from elementwise_add import make_add\n",
+    "from elementwise_add import make_add\nimport ctypes\nctypes.CDLL(os.environ['DEEP_LIB']).install()\n",
+)
+
+
+def test_the_handler_after_faulthandler_has_the_stack_it_would_have_untraced(tmp_path):
+    """faulthandler runs on a small alternate stack and hands the signal on from there, so the
+    handler before it (TVM's, printing its native stack) ran nested on those few pages, past them
+    into the heap: the process sometimes died of SIGABRT ("double free or corruption") instead of
+    SIGSEGV. A C handler that needs 256 KB asks the kernel which stack it is on (`sigaltstack`)."""
+    lib = tmp_path / "deep.so"
+    (tmp_path / "deep.c").write_text(DEEP_HANDLER_C)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O0", "-o", str(lib), str(tmp_path / "deep.c")], check=True)
+    p, script_dir = _crash(tmp_path, "10", "--sync", env={"DEEP_LIB": str(lib)}, source=DEEP_SCRIPT)
+    assert "room ok" in p.stderr and "room short" not in p.stderr, p.stderr[-2000:]
+    stacks = (run_dirs(script_dir)[-1] / fatal.FATAL).read_text()
+    assert "Fatal Python error: Segmentation fault" in stacks  # faulthandler ran, and handed the signal on
 
 
 def test_a_faulthandler_the_user_enabled_is_left_alone(tmp_path):
